@@ -1,0 +1,31 @@
+# Entry points for people and CI. `make run` and `make test` install what they need first.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: install run test lint bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[local,dev]'
+	touch $(STAMP)
+
+run: install
+	$(VENV)/bin/memmy-kb dev up
+
+test: install
+	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+bench: install
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,377 @@
+"""The emulator's state: knowledge bases, files, excerpts and their full-text index, in one SQLite file.
+
+Relativity (0..1) blends how much of the query's information the excerpt covers (IDF-weighted share of
+the query terms it contains) with its BM25 score relative to the best candidate, so an excerpt that
+answers the whole question outranks one that repeats a single common word.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import search_text
+
+_SCHEMA = """
+PRAGMA journal_mode = WAL;
+PRAGMA foreign_keys = ON;
+CREATE TABLE IF NOT EXISTS kbs (
+    id TEXT PRIMARY KEY,
+    project TEXT NOT NULL,
+    name TEXT NOT NULL,
+    description TEXT,
+    linked INTEGER NOT NULL DEFAULT 1,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS files (
+    id TEXT PRIMARY KEY,
+    kb_id TEXT NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    type TEXT NOT NULL,
+    size_bytes INTEGER,
+    status TEXT NOT NULL,
+    reason TEXT,
+    ready_at REAL NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS files_by_kb ON files (kb_id, created_at);
+CREATE TABLE IF NOT EXISTS pending_content (
+    file_id TEXT PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
+    content BLOB,
+    url TEXT
+);
+CREATE TABLE IF NOT EXISTS excerpts (
+    rowid INTEGER PRIMARY KEY,
+    memory_id TEXT NOT NULL,
+    kb_id TEXT NOT NULL,
+    file_id TEXT NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    title TEXT NOT NULL,
+    text TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS excerpts_by_kb ON excerpts (kb_id);
+CREATE INDEX IF NOT EXISTS excerpts_by_file ON excerpts (file_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS excerpt_fts USING fts5(title_tokens, body_tokens, tokenize = 'unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS excerpt_vocab USING fts5vocab(excerpt_fts, 'row');
+"""
+
+# BM25 column weights: a word in the excerpt's title counts three times a word in its body.
+_TITLE_WEIGHT, _BODY_WEIGHT = 3.0, 1.0
+_CANDIDATES = 200
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class Kb:
+    id: str
+    project: str
+    name: str
+    linked: bool
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    id: str
+    kb_id: str
+    name: str
+    type: str
+    size_bytes: int | None
+    status: str
+    reason: str | None
+    created_at: int
+    updated_at: int
+
+
+@dataclass(frozen=True)
+class PendingFile:
+    file: StoredFile
+    content: bytes | None
+    url: str | None
+
+
+@dataclass(frozen=True)
+class Hit:
+    memory_id: str
+    title: str
+    text: str
+    created_at: int
+    relativity: float
+
+
+class EmulatorStore:
+    """Thread-safe access to the emulator's SQLite file (one connection, one lock: simple and enough)."""
+
+    def __init__(self, path: Path) -> None:
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- knowledge bases -------------------------------------------------------------------------
+
+    def create_kb(self, project: str, name: str, description: str | None) -> Kb:
+        kb = Kb(id=new_id(), project=project, name=name, linked=True)
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO kbs (id, project, name, description, linked, created_at) VALUES (?,?,?,?,1,?)",
+                (kb.id, project, name, description, now_ms()),
+            )
+        return kb
+
+    def count_linked_kbs(self, project: str) -> int:
+        with self._lock:
+            return self._db.execute(
+                "SELECT count(*) FROM kbs WHERE project = ? AND linked = 1", (project,)
+            ).fetchone()[0]
+
+    def linked_kb_ids(self, project: str) -> list[str]:
+        with self._lock:
+            rows = self._db.execute("SELECT id FROM kbs WHERE project = ? AND linked = 1", (project,)).fetchall()
+        return [row["id"] for row in rows]
+
+    def get_kb(self, kb_id: str) -> Kb | None:
+        with self._lock:
+            row = self._db.execute("SELECT id, project, name, linked FROM kbs WHERE id = ?", (kb_id,)).fetchone()
+        return Kb(row["id"], row["project"], row["name"], bool(row["linked"])) if row else None
+
+    def unlink_kb(self, kb_id: str) -> None:
+        with self._lock:
+            self._db.execute("UPDATE kbs SET linked = 0 WHERE id = ?", (kb_id,))
+
+    def delete_kb(self, kb_id: str) -> None:
+        """Remove the KB with its files and excerpts (the index rows first: FTS has no cascade)."""
+        with self._lock, self._transaction():
+            self._db.execute(
+                "DELETE FROM excerpt_fts WHERE rowid IN (SELECT rowid FROM excerpts WHERE kb_id = ?)", (kb_id,)
+            )
+            self._db.execute("DELETE FROM excerpts WHERE kb_id = ?", (kb_id,))
+            self._db.execute("DELETE FROM kbs WHERE id = ?", (kb_id,))
+
+    # -- files -----------------------------------------------------------------------------------
+
+    def add_file(
+        self,
+        kb_id: str,
+        *,
+        name: str,
+        type_: str,
+        size_bytes: int | None,
+        content: bytes | None,
+        url: str | None,
+        ready_at: float,
+    ) -> StoredFile:
+        ts = now_ms()
+        file = StoredFile(new_id(), kb_id, name, type_, size_bytes, "running", None, ts, ts)
+        with self._lock, self._transaction():
+            self._db.execute(
+                "INSERT INTO files (id, kb_id, name, type, size_bytes, status, ready_at, created_at, updated_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?)",
+                (file.id, kb_id, name, type_, size_bytes, file.status, ready_at, ts, ts),
+            )
+            self._db.execute(
+                "INSERT INTO pending_content (file_id, content, url) VALUES (?,?,?)", (file.id, content, url)
+            )
+        return file
+
+    def next_pending(self, now: float) -> tuple[PendingFile | None, float | None]:
+        """The oldest file due for processing, else the time the next one becomes due."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT f.*, p.content, p.url FROM files f JOIN pending_content p ON p.file_id = f.id"
+                " WHERE f.status = 'running' ORDER BY f.ready_at LIMIT 1"
+            ).fetchone()
+        if row is None:
+            return None, None
+        if row["ready_at"] > now:
+            return None, row["ready_at"]
+        return PendingFile(_file(row), row["content"], row["url"]), None
+
+    def complete_file(self, file_id: str, excerpts: Sequence[tuple[str, str]]) -> None:
+        """Index ``(title, text)`` excerpts and mark the file completed, unless it was deleted meanwhile."""
+        prepared = [
+            (title, text, search_text.index_text(title), search_text.index_text(text)) for title, text in excerpts
+        ]
+        ts = now_ms()
+        with self._lock, self._transaction():
+            row = self._db.execute("SELECT kb_id FROM files WHERE id = ?", (file_id,)).fetchone()
+            if row is None:
+                return
+            for title, text, title_tokens, body_tokens in prepared:
+                cur = self._db.execute(
+                    "INSERT INTO excerpts (memory_id, kb_id, file_id, title, text, created_at) VALUES (?,?,?,?,?,?)",
+                    (new_id(), row["kb_id"], file_id, title, text, ts),
+                )
+                self._db.execute(
+                    "INSERT INTO excerpt_fts (rowid, title_tokens, body_tokens) VALUES (?,?,?)",
+                    (cur.lastrowid, title_tokens, body_tokens),
+                )
+            self._finish(file_id, "completed", None, ts)
+
+    def fail_file(self, file_id: str, reason: str) -> None:
+        with self._lock, self._transaction():
+            self._finish(file_id, "failed", reason, now_ms())
+
+    def _finish(self, file_id: str, status: str, reason: str | None, ts: int) -> None:
+        self._db.execute(
+            "UPDATE files SET status = ?, reason = ?, updated_at = ? WHERE id = ?", (status, reason, ts, file_id)
+        )
+        self._db.execute("DELETE FROM pending_content WHERE file_id = ?", (file_id,))
+
+    def files_by_ids(self, project: str, file_ids: Iterable[str]) -> list[StoredFile]:
+        """Those of ``file_ids`` that live in a KB linked to ``project``, in the order asked."""
+        ids = list(dict.fromkeys(file_ids))
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT f.* FROM files f JOIN kbs k ON k.id = f.kb_id"  # noqa: S608 - placeholders only
+                f" WHERE f.id IN ({marks}) AND k.project = ? AND k.linked = 1",
+                (*ids, project),
+            ).fetchall()
+        by_id = {row["id"]: _file(row) for row in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def list_files(self, kb_id: str, type_: str | None, page: int, page_size: int) -> tuple[int, list[StoredFile]]:
+        where, args = "kb_id = ?", [kb_id]
+        if type_:
+            where += " AND type = ?"
+            args.append(type_)
+        with self._lock:
+            total = self._db.execute(f"SELECT count(*) FROM files WHERE {where}", args).fetchone()[0]  # noqa: S608
+            rows = self._db.execute(
+                f"SELECT * FROM files WHERE {where} ORDER BY created_at, id LIMIT ? OFFSET ?",  # noqa: S608
+                (*args, page_size, (page - 1) * page_size),
+            ).fetchall()
+        return total, [_file(row) for row in rows]
+
+    def delete_files(self, project: str, file_ids: Iterable[str]) -> int:
+        """Delete those of ``file_ids`` in ``project`` with their excerpts; unknown ids are ignored."""
+        files = self.files_by_ids(project, file_ids)
+        with self._lock, self._transaction():
+            for file in files:
+                self._db.execute(
+                    "DELETE FROM excerpt_fts WHERE rowid IN (SELECT rowid FROM excerpts WHERE file_id = ?)",
+                    (file.id,),
+                )
+                self._db.execute("DELETE FROM excerpts WHERE file_id = ?", (file.id,))
+                self._db.execute("DELETE FROM files WHERE id = ?", (file.id,))
+        return len(files)
+
+    # -- search ----------------------------------------------------------------------------------
+
+    def search(self, kb_ids: Sequence[str], query: str, *, limit: int, relativity: float) -> list[Hit]:
+        """BM25 search over exactly ``kb_ids`` (the caller has checked they are linked to its project)."""
+        terms = search_text.query_terms(query)
+        if not kb_ids or not terms:
+            return []
+        marks = ",".join("?" * len(kb_ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT e.memory_id, e.title, e.text, e.created_at, x.title_tokens, x.body_tokens,"  # noqa: S608
+                f" bm25(excerpt_fts, {_TITLE_WEIGHT}, {_BODY_WEIGHT}) AS rank"
+                f" FROM excerpt_fts x JOIN excerpts e ON e.rowid = x.rowid"
+                f" WHERE excerpt_fts MATCH ? AND e.kb_id IN ({marks})"
+                f" ORDER BY rank LIMIT {_CANDIDATES}",
+                (search_text.fts_match_expression(terms), *kb_ids),
+            ).fetchall()
+            if not rows:
+                return []
+            idf = self._idf(terms)
+        total_weight = sum(idf.values()) or 1.0
+        best = max(-row["rank"] for row in rows) or 1.0
+        hits = []
+        for row in rows:
+            present = set(row["title_tokens"].split()) | set(row["body_tokens"].split())
+            coverage = sum(w for term, w in idf.items() if term in present) / total_weight
+            score = round(0.7 * coverage + 0.3 * (-row["rank"] / best), 4)
+            if score >= relativity:
+                hits.append(Hit(row["memory_id"], row["title"], row["text"], row["created_at"], score))
+        hits.sort(key=lambda hit: hit.relativity, reverse=True)
+        return hits[:limit]
+
+    def _idf(self, terms: list[str]) -> dict[str, float]:
+        total = self._db.execute("SELECT count(*) FROM excerpts").fetchone()[0]
+        marks = ",".join("?" * len(terms))
+        df = dict(
+            self._db.execute(
+                f"SELECT term, doc FROM excerpt_vocab WHERE term IN ({marks})",  # noqa: S608
+                terms,
+            ).fetchall()
+        )
+        return {t: math.log(1 + (total - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+
+    # -- inspection ------------------------------------------------------------------------------
+
+    def snapshot(self) -> list[dict]:
+        with self._lock:
+            kbs = self._db.execute("SELECT id, project, name, linked FROM kbs ORDER BY created_at, id").fetchall()
+            files = self._db.execute(
+                "SELECT id, kb_id, name, status, reason FROM files ORDER BY created_at, id"
+            ).fetchall()
+        by_kb: dict[str, list[dict]] = {}
+        for f in files:
+            by_kb.setdefault(f["kb_id"], []).append(
+                {"id": f["id"], "name": f["name"], "status": f["status"], "reason": f["reason"]}
+            )
+        return [
+            {
+                "id": k["id"],
+                "name": k["name"],
+                "project": k["project"],
+                "linked": bool(k["linked"]),
+                "files": by_kb.get(k["id"], []),
+            }
+            for k in kbs
+        ]
+
+    def reset(self) -> None:
+        with self._lock, self._transaction():
+            for table in ("excerpt_fts", "excerpts", "pending_content", "files", "kbs"):
+                self._db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
+
+    def _transaction(self):
+        return _Transaction(self._db)
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _file(row: sqlite3.Row) -> StoredFile:
+    return StoredFile(
+        id=row["id"],
+        kb_id=row["kb_id"],
+        name=row["name"],
+        type=row["type"],
+        size_bytes=row["size_bytes"],
+        status=row["status"],
+        reason=row["reason"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
