@@ -44,29 +44,47 @@ def _dev_memos(args: argparse.Namespace) -> int:
         processing_delay=args.processing_delay,
     )
     with MemosEmulator(config) as emulator:
-        print(f"MemOS emulator on {emulator.base_url} (state: {emulator.root_url}/_emulator/state)", flush=True)
+        print(
+            f"MemOS emulator on {emulator.base_url} (state: {emulator.root_url}/_emulator/state)", flush=True
+        )
         _wait_for_interrupt()
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memmy-kb", description="Memmy knowledge bases from the command line.")
+    parser = argparse.ArgumentParser(
+        prog="memmy-kb", description="Memmy knowledge bases from the command line."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    dev = commands.add_parser("dev", help="the local development stack").add_subparsers(dest="dev", required=True)
+    dev = commands.add_parser("dev", help="the local development stack").add_subparsers(
+        dest="dev", required=True
+    )
     memos = dev.add_parser("memos", help="run the MemOS emulator on its own")
     memos.add_argument("--host", default="127.0.0.1")
     memos.add_argument("--port", type=int, default=8090)
     memos.add_argument("--prefix", default="/api/openmem/v1")
     memos.add_argument(
-        "--api-key", action="append", metavar="KEY[=PROJECT]", help="an accepted key (repeatable; default local-memos-key)"
+        "--api-key",
+        action="append",
+        metavar="KEY[=PROJECT]",
+        help="an accepted key (repeatable; default local-memos-key)",
     )
-    memos.add_argument("--db", type=Path, default=None, help="SQLite file to keep state in (default: a temp dir)")
+    memos.add_argument(
+        "--db", type=Path, default=None, help="SQLite file to keep state in (default: a temp dir)"
+    )
     memos.add_argument("--processing-delay", type=float, default=1.0, help="seconds a file stays running")
     memos.set_defaults(func=_dev_memos)
     up = dev.add_parser("up", help="start the whole local stack")
-    up.set_defaults(func=_dev_memos, host="127.0.0.1", port=8090, prefix="/api/openmem/v1", api_key=None, db=None,
-                    processing_delay=1.0)
+    up.set_defaults(
+        func=_dev_memos,
+        host="127.0.0.1",
+        port=8090,
+        prefix="/api/openmem/v1",
+        api_key=None,
+        db=None,
+        processing_delay=1.0,
+    )
     return parser
 
 

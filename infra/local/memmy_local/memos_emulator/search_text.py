@@ -16,12 +16,7 @@ _WORD = re.compile(r"\w", re.UNICODE)
 # Function words that carry no topic; dropping them from queries keeps BM25 from rewarding excerpts
 # that merely share grammar with the question.
 STOPWORDS = frozenset(
-    """
-    的 了 和 与 及 或 是 在 有 也 都 就 而 之 对 于 把 被 给 从 到 为 以 等 这 那 其 个 么 吗 呢 吧 啊
-    什么 怎么 如何 哪些 哪个 为什么 有没有 是否 一个 一些 我们 你们 他们 我 你 他 她 它
-    a an and are as at be by for from has have how i in is it its of on or that the this to was what
-    when where which who why will with do does did can
-    """.split()
+    ["的", "了", "和", "与", "及", "或", "是", "在", "有", "也", "都", "就", "而", "之", "对", "于", "把", "被", "给", "从", "到", "为", "以", "等", "这", "那", "其", "个", "么", "吗", "呢", "吧", "啊", "什么", "怎么", "如何", "哪些", "哪个", "为什么", "有没有", "是否", "一个", "一些", "我们", "你们", "他们", "我", "你", "他", "她", "它", "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "how", "i", "in", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "what", "when", "where", "which", "who", "why", "will", "with", "do", "does", "did", "can"]
 )
 
 _init_lock = threading.Lock()

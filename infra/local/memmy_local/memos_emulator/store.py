@@ -144,12 +144,16 @@ class EmulatorStore:
 
     def linked_kb_ids(self, project: str) -> list[str]:
         with self._lock:
-            rows = self._db.execute("SELECT id FROM kbs WHERE project = ? AND linked = 1", (project,)).fetchall()
+            rows = self._db.execute(
+                "SELECT id FROM kbs WHERE project = ? AND linked = 1", (project,)
+            ).fetchall()
         return [row["id"] for row in rows]
 
     def get_kb(self, kb_id: str) -> Kb | None:
         with self._lock:
-            row = self._db.execute("SELECT id, project, name, linked FROM kbs WHERE id = ?", (kb_id,)).fetchone()
+            row = self._db.execute(
+                "SELECT id, project, name, linked FROM kbs WHERE id = ?", (kb_id,)
+            ).fetchone()
         return Kb(row["id"], row["project"], row["name"], bool(row["linked"])) if row else None
 
     def unlink_kb(self, kb_id: str) -> None:
@@ -160,7 +164,8 @@ class EmulatorStore:
         """Remove the KB with its files and excerpts (the index rows first: FTS has no cascade)."""
         with self._lock, self._transaction():
             self._db.execute(
-                "DELETE FROM excerpt_fts WHERE rowid IN (SELECT rowid FROM excerpts WHERE kb_id = ?)", (kb_id,)
+                "DELETE FROM excerpt_fts WHERE rowid IN (SELECT rowid FROM excerpts WHERE kb_id = ?)",
+                (kb_id,),
             )
             self._db.execute("DELETE FROM excerpts WHERE kb_id = ?", (kb_id,))
             self._db.execute("DELETE FROM kbs WHERE id = ?", (kb_id,))
@@ -207,7 +212,8 @@ class EmulatorStore:
     def complete_file(self, file_id: str, excerpts: Sequence[tuple[str, str]]) -> None:
         """Index ``(title, text)`` excerpts and mark the file completed, unless it was deleted meanwhile."""
         prepared = [
-            (title, text, search_text.index_text(title), search_text.index_text(text)) for title, text in excerpts
+            (title, text, search_text.index_text(title), search_text.index_text(text))
+            for title, text in excerpts
         ]
         ts = now_ms()
         with self._lock, self._transaction():
@@ -231,7 +237,8 @@ class EmulatorStore:
 
     def _finish(self, file_id: str, status: str, reason: str | None, ts: int) -> None:
         self._db.execute(
-            "UPDATE files SET status = ?, reason = ?, updated_at = ? WHERE id = ?", (status, reason, ts, file_id)
+            "UPDATE files SET status = ?, reason = ?, updated_at = ? WHERE id = ?",
+            (status, reason, ts, file_id),
         )
         self._db.execute("DELETE FROM pending_content WHERE file_id = ?", (file_id,))
 
@@ -250,7 +257,9 @@ class EmulatorStore:
         by_id = {row["id"]: _file(row) for row in rows}
         return [by_id[i] for i in ids if i in by_id]
 
-    def list_files(self, kb_id: str, type_: str | None, page: int, page_size: int) -> tuple[int, list[StoredFile]]:
+    def list_files(
+        self, kb_id: str, type_: str | None, page: int, page_size: int
+    ) -> tuple[int, list[StoredFile]]:
         where, args = "kb_id = ?", [kb_id]
         if type_:
             where += " AND type = ?"
@@ -323,7 +332,9 @@ class EmulatorStore:
 
     def snapshot(self) -> list[dict]:
         with self._lock:
-            kbs = self._db.execute("SELECT id, project, name, linked FROM kbs ORDER BY created_at, id").fetchall()
+            kbs = self._db.execute(
+                "SELECT id, project, name, linked FROM kbs ORDER BY created_at, id"
+            ).fetchall()
             files = self._db.execute(
                 "SELECT id, kb_id, name, status, reason FROM files ORDER BY created_at, id"
             ).fetchall()

@@ -1,0 +1,123 @@
+"""Chunking for the MemOS emulator: splits extracted sections into titled excerpts of bounded size.
+
+Each non-blank line of a section is a paragraph. Paragraphs are packed greedily into excerpts (joined
+with ``\\n``); a paragraph longer than the limit is split at sentence ends (Chinese 。！？； and English
+.!?), and a sentence longer than the limit at a space near the end of the window, else anywhere.
+Within a line, whitespace runs become one space; excerpts never start or end with whitespace.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memmy_local.memos_emulator.extract import Section
+
+# A sentence ends after Chinese terminators, or after English ones followed by space or the end,
+# so "3.14" and "example.com" stay whole; closing quotes/brackets stay with their sentence.
+_SENTENCE_END = re.compile(r"""(?:[。！？；]+|[.!?]+(?=[\s"'”’)\]」』）]|$))[”’"')\]」』）]*\s*""")
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """A searchable piece of a document: ``title`` is shown as the source, ``text`` is the content."""
+
+    title: str
+    text: str
+
+
+def chunk_sections(sections: list[Section], filename: str, *, max_chars: int = 800) -> list[Excerpt]:
+    """Split every section into excerpts of at most ``max_chars`` characters, in document order.
+
+    The title is the section heading, or ``filename`` without its directory and extension.
+    Empty sections produce no excerpt.
+    """
+    if max_chars < 1:
+        raise ValueError("max_chars must be at least 1")
+    fallback = title_from_filename(filename)
+    return [
+        Excerpt(section.heading or fallback, chunk)
+        for section in sections
+        for chunk in chunk_text(section.text, max_chars)
+    ]
+
+
+def title_from_filename(filename: str) -> str:
+    """``"dir/MemOS 开源VS商业化.md"`` → ``"MemOS 开源VS商业化"``; the whole name if no stem is left."""
+    base = re.split(r"[\\/]", filename.strip())[-1]
+    stem, dot, _ = base.rpartition(".")
+    return (stem if dot and stem.strip() else base).strip() or filename.strip() or "untitled"
+
+
+def chunk_text(text: str, max_chars: int) -> list[str]:
+    """Split ``text`` into non-empty, whitespace-normalised chunks of at most ``max_chars`` characters."""
+    chunks: list[str] = []
+    current = ""
+    for paragraph in _paragraphs(text):
+        pieces = _split_paragraph(paragraph, max_chars) if len(paragraph) > max_chars else [paragraph]
+        for index, piece in enumerate(pieces):
+            # Only a paragraph's first piece may join the chunk before it: the others are already full.
+            candidate = f"{current}\n{piece}" if current and index == 0 else None
+            if candidate is not None and len(candidate) <= max_chars:
+                current = candidate
+                continue
+            if current:
+                chunks.append(current)
+            current = piece
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _paragraphs(text: str) -> list[str]:
+    paragraphs = (" ".join(line.split()) for line in text.splitlines())
+    return [paragraph for paragraph in paragraphs if paragraph]
+
+
+def _split_paragraph(paragraph: str, max_chars: int) -> list[str]:
+    """Pack sentences into pieces of at most ``max_chars``; hard-split sentences that are too long."""
+    pieces: list[str] = []
+    buffer = ""
+    for sentence in _sentences(paragraph):
+        if len((buffer + sentence).rstrip()) <= max_chars:
+            buffer += sentence
+            continue
+        if buffer.strip():
+            pieces.append(buffer.strip())
+        buffer = ""
+        if len(sentence.rstrip()) <= max_chars:
+            buffer = sentence
+        else:
+            *heads, buffer = _hard_split(sentence.strip(), max_chars)
+            pieces.extend(heads)
+    if buffer.strip():
+        pieces.append(buffer.strip())
+    return pieces
+
+
+def _sentences(paragraph: str) -> list[str]:
+    """Sentences with their terminator and trailing space, so that joining them restores the paragraph."""
+    sentences = []
+    start = 0
+    for match in _SENTENCE_END.finditer(paragraph):
+        if match.end() > start:
+            sentences.append(paragraph[start : match.end()])
+            start = match.end()
+    if start < len(paragraph):
+        sentences.append(paragraph[start:])
+    return sentences
+
+
+def _hard_split(sentence: str, max_chars: int) -> list[str]:
+    """Cut at the last space in the second half of the window (English words stay whole), else anywhere."""
+    pieces = []
+    rest = sentence
+    while len(rest) > max_chars:
+        cut = rest.rfind(" ", max_chars // 2, max_chars + 1)
+        if cut <= 0:
+            cut = max_chars
+        pieces.append(rest[:cut].rstrip())
+        rest = rest[cut:].lstrip()
+    if rest:
+        pieces.append(rest)
+    return pieces
