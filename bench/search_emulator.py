@@ -10,8 +10,45 @@ import httpx
 
 from memmy_local.memos_emulator.server import EmulatorConfig, MemosEmulator
 
-TOPIC_ZH = ["知识库", "检索", "文件", "共享", "权限", "部署", "商业版", "开源版", "记忆", "模型", "销售", "报销", "发票", "合同", "客户", "会议", "项目", "进度", "预算", "服务器", "数据", "安全"]
-TOPIC_EN = ["invoice", "contract", "customer", "meeting", "project", "budget", "server", "data", "security", "travel", "hotel", "receipt", "policy"]
+TOPIC_ZH = [
+    "知识库",
+    "检索",
+    "文件",
+    "共享",
+    "权限",
+    "部署",
+    "商业版",
+    "开源版",
+    "记忆",
+    "模型",
+    "销售",
+    "报销",
+    "发票",
+    "合同",
+    "客户",
+    "会议",
+    "项目",
+    "进度",
+    "预算",
+    "服务器",
+    "数据",
+    "安全",
+]
+TOPIC_EN = [
+    "invoice",
+    "contract",
+    "customer",
+    "meeting",
+    "project",
+    "budget",
+    "server",
+    "data",
+    "security",
+    "travel",
+    "hotel",
+    "receipt",
+    "policy",
+]
 QUERIES = [
     "MemOS 开源版和商业版有什么区别",
     "差旅报销需要哪些发票",

@@ -14,6 +14,7 @@ import binascii
 import json
 import logging
 import random
+import sys
 import tempfile
 import threading
 import time
@@ -67,6 +68,16 @@ _MIME_EXTENSIONS = {
     "application/xml": "xml",
     "text/xml": "xml",
 }
+
+
+class QuietHTTPServer(ThreadingHTTPServer):
+    """A threading server that does not print a traceback when a client hangs up mid-reply."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class ApiError(Exception):
@@ -176,8 +187,7 @@ class MemosEmulator:
             "/delete/knowledgebase": self._delete_kb,
             "/search/memory": self._search,
         }
-        self._httpd = ThreadingHTTPServer((self.config.host, self.config.port), _make_handler(self))
-        self._httpd.daemon_threads = True
+        self._httpd = QuietHTTPServer((self.config.host, self.config.port), _make_handler(self))
         self._threads: list[threading.Thread] = []
 
     # -- lifecycle -------------------------------------------------------------------------------

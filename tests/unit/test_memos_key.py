@@ -1,0 +1,116 @@
+"""The MemOS API-key providers, with Secrets Manager on moto."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities import parameters
+from moto import mock_aws
+
+from memmy_kb.memos_key import MemosApiKeyError, SecretApiKeyProvider, StaticApiKeyProvider
+
+SECRET_ID = "memmy/memos-api-key"
+KEY = "mpg-first-key-0001"
+ROTATED_KEY = "mpg-rotated-key-0002"
+
+
+@pytest.fixture(autouse=True)
+def _aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name, value in {
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    parameters.clear_caches()
+    with mock_aws():
+        yield
+    parameters.clear_caches()
+
+
+@pytest.fixture
+def secrets() -> Any:
+    return boto3.client("secretsmanager", region_name="us-east-1")
+
+
+def test_a_bare_secret_is_the_key(secrets: Any) -> None:
+    secrets.create_secret(Name=SECRET_ID, SecretString=f"  {KEY}\n")
+    assert SecretApiKeyProvider(SECRET_ID)() == KEY
+
+
+def test_a_json_secret_holds_the_key_under_api_key(secrets: Any) -> None:
+    secrets.create_secret(Name=SECRET_ID, SecretString=json.dumps({"api_key": KEY, "other": "x"}))
+    assert SecretApiKeyProvider(SECRET_ID)() == KEY
+
+
+def test_a_binary_secret_is_read_as_text(secrets: Any) -> None:
+    secrets.create_secret(Name=SECRET_ID, SecretBinary=KEY.encode())
+    assert SecretApiKeyProvider(SECRET_ID)() == KEY
+
+
+def test_the_key_is_cached_until_a_forced_refresh(secrets: Any) -> None:
+    # Given a provider that has read the key once
+    secrets.create_secret(Name=SECRET_ID, SecretString=KEY)
+    provider = SecretApiKeyProvider(SECRET_ID, max_age=300)
+    assert provider() == KEY
+    # When the secret is rotated
+    secrets.put_secret_value(SecretId=SECRET_ID, SecretString=ROTATED_KEY)
+    # Then the cached key is served until a refresh is forced, and the refreshed one after that
+    assert provider(False) == KEY
+    assert provider(True) == ROTATED_KEY
+    assert provider() == ROTATED_KEY
+
+
+def test_a_zero_max_age_reads_every_time(secrets: Any) -> None:
+    secrets.create_secret(Name=SECRET_ID, SecretString=KEY)
+    provider = SecretApiKeyProvider(SECRET_ID, max_age=0)
+    assert provider() == KEY
+    secrets.put_secret_value(SecretId=SECRET_ID, SecretString=ROTATED_KEY)
+    assert provider() == ROTATED_KEY
+
+
+@pytest.mark.parametrize(
+    "secret_string",
+    ["   ", json.dumps({"key": KEY}), json.dumps({"api_key": ""}), json.dumps({"api_key": 5}), "{" + KEY],
+)
+def test_unusable_secrets_are_refused_without_quoting_them(secrets: Any, secret_string: str) -> None:
+    secrets.create_secret(Name=SECRET_ID, SecretString=secret_string)
+    with pytest.raises(MemosApiKeyError) as caught:
+        SecretApiKeyProvider(SECRET_ID)()
+    assert KEY not in str(caught.value)
+    assert caught.value.__cause__ is None
+
+
+def test_a_missing_secret_raises() -> None:
+    with pytest.raises(parameters.exceptions.GetParameterError):
+        SecretApiKeyProvider("does/not/exist")()
+
+
+def test_the_key_never_reaches_logs_or_reprs(
+    secrets: Any, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    secrets.create_secret(Name=SECRET_ID, SecretString=json.dumps({"api_key": KEY}))
+    provider = SecretApiKeyProvider(SECRET_ID)
+    provider()
+    provider(True)
+    out = capsys.readouterr()
+    # botocore's own DEBUG logging prints response bodies (secrets included): only our logs are checked.
+    ours = [r.getMessage() for r in caplog.records if not r.name.startswith(("botocore", "urllib3"))]
+    visible = " ".join([*ours, out.out, out.err, repr(provider), repr(StaticApiKeyProvider(KEY))])
+    assert KEY not in visible
+
+
+def test_static_provider() -> None:
+    provider = StaticApiKeyProvider(f" {KEY} ")
+    assert provider() == KEY
+    assert provider(True) == KEY
+    with pytest.raises(MemosApiKeyError):
+        StaticApiKeyProvider("  ")
