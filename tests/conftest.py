@@ -1,1 +1,1 @@
-pytest_plugins = ["tests.support.emulator"]
+pytest_plugins = ["tests.support.emulator", "tests.support.aws"]

@@ -1,0 +1,45 @@
+"""Reads and app-only edits of knowledge bases, and the caller's profile. Never writes MemOS."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.logging import correlation_paths
+
+from memmy_kb import knowledge_bases, profiles
+from memmy_kb.dependencies import get_repository
+from memmy_kb.http import build_resolver, responses
+from memmy_kb.identity import caller_id, verified_claims
+from memmy_kb.models import KnowledgeBase, KnowledgeBaseList, Me
+from memmy_kb.observability import logger, tracer
+
+app = build_resolver()
+KbId = Annotated[str, Path(min_length=1, max_length=64)]
+
+
+@app.get(
+    "/knowledge-bases", summary="List the caller's owned and shared knowledge bases", responses=responses()
+)
+def list_knowledge_bases() -> KnowledgeBaseList:
+    return knowledge_bases.list_knowledge_bases(get_repository(), caller_id(app.current_event.raw_event))
+
+
+@app.get(
+    "/knowledge-bases/<kb_id>",
+    summary="Read one knowledge base",
+    responses=responses((404, "No such knowledge base, or not visible to the caller")),
+)
+def get_knowledge_base(kb_id: KbId) -> KnowledgeBase:
+    return knowledge_bases.get_knowledge_base(get_repository(), caller_id(app.current_event.raw_event), kb_id)
+
+
+@app.put("/me", summary="Register the caller's profile from verified token claims", responses=responses())
+def put_me() -> Me:
+    return profiles.register_profile(get_repository(), verified_claims(app.current_event.raw_event))
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,92 @@
+"""The HTTP layer shared by every API function: one resolver setup and one error shape.
+
+Every non-2xx answer is ``{"error": {"code", "message", "details"?}}``: domain errors, validation
+errors, unknown routes and unexpected failures alike.
+"""
+
+from __future__ import annotations
+
+import json
+from http import HTTPStatus
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+
+from memmy_kb.errors import DomainError
+from memmy_kb.models import ErrorResponse
+from memmy_kb.observability import logger
+
+# The error responses every route documents in the OpenAPI document.
+ERROR_RESPONSES: dict[int, dict[str, Any]] = {
+    status: {
+        "description": description,
+        "content": {content_types.APPLICATION_JSON: {"model": ErrorResponse}},
+    }
+    for status, description in (
+        (HTTPStatus.UNAUTHORIZED, "Missing or invalid login token"),
+        (HTTPStatus.UNPROCESSABLE_ENTITY, "Invalid request"),
+    )
+}
+
+
+def error_response(status: int, code: str, message: str, details: Any = None) -> Response:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if details is not None:
+        error["details"] = details
+    return Response(
+        status_code=status, content_type=content_types.APPLICATION_JSON, body=json.dumps({"error": error})
+    )
+
+
+def json_response(status: int, model: Any) -> Response:
+    return Response(
+        status_code=status, content_type=content_types.APPLICATION_JSON, body=model.model_dump_json()
+    )
+
+
+def responses(*statuses: tuple[int, str]) -> dict[int, dict[str, Any]]:
+    """OpenAPI responses: the common errors plus ``statuses`` (status, description) in the error shape."""
+    extra = {
+        status: {
+            "description": description,
+            "content": {content_types.APPLICATION_JSON: {"model": ErrorResponse}},
+        }
+        for status, description in statuses
+    }
+    return {**ERROR_RESPONSES, **extra}
+
+
+def build_resolver() -> APIGatewayHttpResolver:
+    """An HTTP API resolver with request validation and the service's error mapping."""
+    app = APIGatewayHttpResolver(enable_validation=True)
+
+    @app.exception_handler(DomainError)
+    def _domain_error(err: DomainError) -> Response:
+        log = logger.warning if err.status >= HTTPStatus.INTERNAL_SERVER_ERROR else logger.info
+        log("request refused", extra={"status": int(err.status), "error_code": err.code})
+        return error_response(err.status, err.code, err.message, err.details)
+
+    @app.exception_handler(RequestValidationError)
+    def _invalid(err: RequestValidationError) -> Response:
+        details = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in err.errors()
+        ]
+        logger.info("request invalid", extra={"status": 422, "fields": [d["loc"] for d in details]})
+        return error_response(
+            HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", "The request is not valid.", details
+        )
+
+    @app.not_found
+    def _not_found(_: Exception) -> Response:
+        return error_response(HTTPStatus.NOT_FOUND, "route_not_found", "No such route.")
+
+    @app.exception_handler(Exception)
+    def _unexpected(err: Exception) -> Response:
+        logger.exception("unexpected error")
+        return error_response(
+            HTTPStatus.INTERNAL_SERVER_ERROR, "internal_error", "Something went wrong on our side."
+        )
+
+    return app

@@ -1,0 +1,90 @@
+"""``Idempotency-Key`` support for POSTs that create things, on Powertools idempotency.
+
+Records live in the main table (``PK = IDEMPOTENCY#<operation>``, ``SK = <hash>``) and expire through the
+table's TTL attribute. The key is scoped to the caller, so two users can never see each other's results,
+and a key reused with a different body is refused rather than answered with the first result.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+from memmy_kb.errors import Conflict, InvalidInput
+from memmy_kb.settings import get_settings
+
+_KEY = re.compile(r"^[\x21-\x7e]{1,128}$")
+
+
+@cache
+def _persistence(operation: str) -> Any:
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+    from memmy_kb.dependencies import dynamodb_client
+
+    return DynamoDBPersistenceLayer(
+        table_name=get_settings().table_name,
+        key_attr="PK",
+        sort_key_attr="SK",
+        static_pk_value=f"IDEMPOTENCY#{operation}",
+        expiry_attr="expires_at",
+        boto3_client=dynamodb_client(),
+    )
+
+
+def run_idempotently(
+    operation: str,
+    *,
+    key: str | None,
+    user_id: str,
+    payload: dict[str, Any],
+    compute: Callable[[], dict[str, Any]],
+    lambda_context: Any = None,
+) -> dict[str, Any]:
+    """Run ``compute`` once per (caller, key); repeats within the TTL get the first result back."""
+    if key is None:
+        return compute()
+    if not _KEY.match(key):
+        raise InvalidInput(
+            "Idempotency-Key must be 1 to 128 visible ASCII characters.", code="invalid_idempotency_key"
+        )
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+    from aws_lambda_powertools.utilities.idempotency.exceptions import (
+        IdempotencyAlreadyInProgressError,
+        IdempotencyValidationError,
+    )
+
+    config = IdempotencyConfig(
+        event_key_jmespath="[user_id, key]",
+        payload_validation_jmespath="payload",
+        raise_on_no_idempotency_key=True,
+        expires_after_seconds=get_settings().idempotency_ttl_seconds,
+    )
+    if lambda_context is not None:
+        config.register_lambda_context(lambda_context)
+
+    @idempotent_function(
+        data_keyword_argument="request",
+        persistence_store=_persistence(operation),
+        config=config,
+        key_prefix=operation,
+    )
+    def _run(request: dict[str, Any]) -> dict[str, Any]:
+        return compute()
+
+    try:
+        return _run(request={"user_id": user_id, "key": key, "payload": payload})
+    except IdempotencyValidationError as err:
+        raise InvalidInput(
+            "This Idempotency-Key was already used with a different request.", code="idempotency_key_reused"
+        ) from err
+    except IdempotencyAlreadyInProgressError as err:
+        raise Conflict(
+            "A request with this Idempotency-Key is still in progress.", code="request_in_progress"
+        ) from err
+
+
+def reset_idempotency() -> None:
+    _persistence.cache_clear()

@@ -1,0 +1,53 @@
+"""Who is calling: the verified ``sub`` of the JWT the HTTP API's authorizer accepted, and nothing else.
+
+API Gateway passes JWT claims to the function as strings (``"true"``, not ``true``), so the verified
+flags are read in both forms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from memmy_kb.errors import Unauthorized
+
+
+@dataclass(frozen=True)
+class VerifiedClaims:
+    user_id: str
+    name: str | None
+    email: str | None
+    phone: str | None
+
+
+def _claims(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    context = event.get("requestContext") or {}
+    jwt = (context.get("authorizer") or {}).get("jwt") or {}
+    return jwt.get("claims") or {}
+
+
+def _is_true(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+def caller_id(event: Mapping[str, Any]) -> str:
+    """The caller's user id; a request without a verified ``sub`` never reaches the domain."""
+    sub = _claims(event).get("sub")
+    if not isinstance(sub, str) or not sub.strip():
+        raise Unauthorized("The request carries no verified user.")
+    return sub
+
+
+def verified_claims(event: Mapping[str, Any]) -> VerifiedClaims:
+    """The caller's directory facts, keeping email and phone only when the login provider verified them."""
+    claims = _claims(event)
+    name = claims.get("name")
+    email = claims.get("email") if _is_true(claims.get("email_verified")) else None
+    phone = claims.get("phone_number") if _is_true(claims.get("phone_number_verified")) else None
+    return VerifiedClaims(
+        user_id=caller_id(event),
+        name=name.strip() if isinstance(name, str) and name.strip() else None,
+        email=email if isinstance(email, str) and email.strip() else None,
+        phone=phone if isinstance(phone, str) and phone.strip() else None,
+    )

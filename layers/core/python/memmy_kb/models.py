@@ -1,0 +1,114 @@
+"""Typed shapes: the API's request and response bodies, and the domain records behind them.
+
+API models are what clients see (``shared/API.md``); domain records are what the repository reads and
+writes. They differ on purpose: the MemOS id, for one, never leaves the service.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+Role = Literal["owner", "reader"]
+MAX_NAME_LENGTH = 100
+
+
+def _clean_name(value: str) -> str:
+    value = value.strip()
+    if not 1 <= len(value) <= MAX_NAME_LENGTH:
+        raise ValueError(f"must be 1 to {MAX_NAME_LENGTH} characters after trimming")
+    if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in value):
+        raise ValueError("must not contain control or invisible formatting characters")
+    return value
+
+
+Name = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_clean_name)]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+# -- domain records ------------------------------------------------------------------------------
+
+
+class KnowledgeBaseRecord(BaseModel):
+    """The KB's META item."""
+
+    kb_id: str
+    name: str
+    owner_id: str
+    # The owner's display name when the KB was made, shown if the owner has no profile yet.
+    owner_name: str | None = None
+    memos_kb_id: str
+    member_count: int = 0
+    created_at: datetime
+
+
+class GrantRecord(BaseModel):
+    """A user's access to a KB: the single authority for access and recall scope."""
+
+    user_id: str
+    kb_id: str
+    role: Role
+    recall: bool
+    memos_kb_id: str
+    owner_id: str
+    granted_at: datetime
+
+
+class ProfileRecord(BaseModel):
+    user_id: str
+    display_name: str
+    email: str | None = None
+    phone: str | None = None
+    updated_at: datetime
+
+
+# -- API bodies ----------------------------------------------------------------------------------
+
+
+class ApiModel(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class CreateKnowledgeBaseRequest(ApiModel):
+    name: Name
+
+
+class Owner(ApiModel):
+    user_id: str
+    display_name: str
+
+
+class KnowledgeBase(ApiModel):
+    id: str
+    name: str
+    role: Role
+    recall: bool
+    owner: Owner
+    created_at: datetime
+
+
+class KnowledgeBaseList(ApiModel):
+    items: list[KnowledgeBase]
+
+
+class Me(ApiModel):
+    user_id: str
+    display_name: str
+    email: str | None = None
+    phone: str | None = None
+
+
+class ErrorBody(ApiModel):
+    code: str
+    message: str
+    details: object | None = None
+
+
+class ErrorResponse(ApiModel):
+    error: ErrorBody

@@ -1,0 +1,229 @@
+"""The DynamoDB table of DESIGN.md §4, turned into domain records and domain errors.
+
+Every read that decides access is strongly consistent (GSIs are never used to authorize). Writes that
+must not half-happen are transactions with conditions, not read-then-write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+from memmy_kb.errors import Conflict
+from memmy_kb.models import GrantRecord, KnowledgeBaseRecord, ProfileRecord
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+_BATCH_GET_LIMIT = 100
+
+
+def kb_key(kb_id: str) -> dict[str, str]:
+    return {"PK": f"KB#{kb_id}", "SK": "META"}
+
+
+def grant_key(user_id: str, kb_id: str) -> dict[str, str]:
+    return {"PK": f"USER#{user_id}", "SK": f"KB#{kb_id}"}
+
+
+def profile_key(user_id: str) -> dict[str, str]:
+    return {"PK": f"USER#{user_id}", "SK": "PROFILE"}
+
+
+def lookup_key(kind: str, value: str) -> dict[str, str]:
+    """Points an email or phone at the one account that verified it."""
+    return {"PK": f"{kind.upper()}#{value}", "SK": "LOOKUP"}
+
+
+def _dump(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _serializer.serialize(_plain(v)) for k, v in item.items() if v is not None}
+
+
+def _plain(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _load(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _deserializer.deserialize(v) for k, v in item.items()}
+
+
+def _kb_item(kb: KnowledgeBaseRecord) -> dict[str, Any]:
+    return {**kb_key(kb.kb_id), "type": "kb", **kb.model_dump()}
+
+
+def _grant_item(grant: GrantRecord) -> dict[str, Any]:
+    return {
+        **grant_key(grant.user_id, grant.kb_id),
+        "GSI1PK": f"KB#{grant.kb_id}",
+        "GSI1SK": f"USER#{grant.user_id}",
+        "type": "grant",
+        **grant.model_dump(),
+    }
+
+
+class Repository:
+    """Reads and writes one Memmy table through a low-level DynamoDB client (passed in)."""
+
+    def __init__(self, table_name: str, client: Any) -> None:
+        self.table_name = table_name
+        self._client = client
+
+    # -- knowledge bases and grants --------------------------------------------------------------
+
+    def create_knowledge_base(self, kb: KnowledgeBaseRecord, owner_grant: GrantRecord) -> None:
+        """Write META and the owner's grant together, or neither."""
+        try:
+            self._client.transact_write_items(
+                TransactItems=[
+                    {"Put": self._put(_kb_item(kb), "attribute_not_exists(PK)")},
+                    {"Put": self._put(_grant_item(owner_grant), "attribute_not_exists(PK)")},
+                ]
+            )
+        except ClientError as err:
+            if err.response["Error"]["Code"] == "TransactionCanceledException":
+                raise Conflict("A knowledge base with this id already exists.") from err
+            raise
+
+    def get_knowledge_base(self, kb_id: str) -> KnowledgeBaseRecord | None:
+        item = self._get(kb_key(kb_id))
+        return KnowledgeBaseRecord.model_validate(item) if item else None
+
+    def get_knowledge_bases(self, kb_ids: Iterable[str]) -> dict[str, KnowledgeBaseRecord]:
+        items = self._batch_get([kb_key(kb_id) for kb_id in dict.fromkeys(kb_ids)], consistent=True)
+        return {item["kb_id"]: KnowledgeBaseRecord.model_validate(item) for item in items}
+
+    def get_grant(self, user_id: str, kb_id: str) -> GrantRecord | None:
+        item = self._get(grant_key(user_id, kb_id))
+        return GrantRecord.model_validate(item) if item else None
+
+    def list_grants(self, user_id: str) -> list[GrantRecord]:
+        """All of a user's grants in one consistent Query: its cost follows the user, not the table."""
+        return [
+            GrantRecord.model_validate(item)
+            for item in self._query(
+                KeyConditionExpression="PK = :pk AND begins_with(SK, :kb)",
+                ExpressionAttributeValues={":pk": {"S": f"USER#{user_id}"}, ":kb": {"S": "KB#"}},
+                ConsistentRead=True,
+            )
+        ]
+
+    # -- profiles --------------------------------------------------------------------------------
+
+    def get_profile(self, user_id: str) -> ProfileRecord | None:
+        item = self._get(profile_key(user_id))
+        return ProfileRecord.model_validate(item) if item else None
+
+    def get_profiles(self, user_ids: Iterable[str]) -> dict[str, ProfileRecord]:
+        items = self._batch_get([profile_key(u) for u in dict.fromkeys(user_ids)], consistent=False)
+        return {item["user_id"]: ProfileRecord.model_validate(item) for item in items}
+
+    def find_user_by(self, kind: str, value: str) -> str | None:
+        """The user id an email or phone lookup points at."""
+        item = self._get(lookup_key(kind, value))
+        return item["user_id"] if item else None
+
+    def save_profile(self, profile: ProfileRecord, previous: ProfileRecord | None) -> None:
+        """Store ``profile`` and move its email/phone lookups, all in one transaction.
+
+        A verified identifier held by another account moves to this one (phone numbers get reassigned;
+        the login provider's latest verification wins) and is removed from that account's profile. Every
+        step is conditioned on what was read, so a concurrent change cancels the whole write.
+        """
+        actions: list[dict[str, Any]] = []
+        for kind in ("email", "phone"):
+            new, old = getattr(profile, kind), getattr(previous, kind) if previous else None
+            if new == old:
+                continue
+            if old:
+                actions.append(
+                    {
+                        "Delete": {
+                            "TableName": self.table_name,
+                            "Key": _dump(lookup_key(kind, old)),
+                            "ConditionExpression": "attribute_not_exists(PK) OR user_id = :me",
+                            "ExpressionAttributeValues": {":me": {"S": profile.user_id}},
+                        }
+                    }
+                )
+            if new:
+                actions.extend(self._claim_lookup(kind, new, profile.user_id))
+        condition = "attribute_not_exists(PK)" if previous is None else "updated_at = :seen"
+        put = self._put(
+            {**profile_key(profile.user_id), "type": "profile", **profile.model_dump()}, condition
+        )
+        if previous is not None:
+            put["ExpressionAttributeValues"] = {":seen": {"S": previous.updated_at.isoformat()}}
+        actions.append({"Put": put})
+        try:
+            self._client.transact_write_items(TransactItems=actions)
+        except ClientError as err:
+            if err.response["Error"]["Code"] == "TransactionCanceledException":
+                raise Conflict(
+                    "The profile changed at the same time; try again.", code="profile_conflict"
+                ) from err
+            raise
+
+    def _claim_lookup(self, kind: str, value: str, user_id: str) -> list[dict[str, Any]]:
+        holder = self.find_user_by(kind, value)
+        item = {**lookup_key(kind, value), "type": "lookup", "user_id": user_id}
+        if holder is None or holder == user_id:
+            return [
+                {"Put": self._put(item, "attribute_not_exists(PK) OR user_id = :me", {":me": {"S": user_id}})}
+            ]
+        return [
+            {"Put": self._put(item, "user_id = :holder", {":holder": {"S": holder}})},
+            {
+                "Update": {
+                    "TableName": self.table_name,
+                    "Key": _dump(profile_key(holder)),
+                    "UpdateExpression": "REMOVE #attr",
+                    "ConditionExpression": "attribute_not_exists(#attr) OR #attr = :value",
+                    "ExpressionAttributeNames": {"#attr": kind},
+                    "ExpressionAttributeValues": {":value": {"S": value}},
+                }
+            },
+        ]
+
+    # -- plumbing --------------------------------------------------------------------------------
+
+    def _put(
+        self, item: dict[str, Any], condition: str, values: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        put: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Item": _dump(item),
+            "ConditionExpression": condition,
+        }
+        if values:
+            put["ExpressionAttributeValues"] = values
+        return put
+
+    def _get(self, key: dict[str, str]) -> dict[str, Any] | None:
+        resp = self._client.get_item(TableName=self.table_name, Key=_dump(key), ConsistentRead=True)
+        return _load(resp["Item"]) if "Item" in resp else None
+
+    def _query(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        while True:
+            resp = self._client.query(TableName=self.table_name, **kwargs)
+            yield from (_load(item) for item in resp.get("Items", []))
+            if "LastEvaluatedKey" not in resp:
+                return
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+    def _batch_get(self, keys: list[dict[str, str]], *, consistent: bool) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(keys), _BATCH_GET_LIMIT):
+            request = {
+                self.table_name: {
+                    "Keys": [_dump(k) for k in keys[start : start + _BATCH_GET_LIMIT]],
+                    "ConsistentRead": consistent,
+                }
+            }
+            while request:
+                resp = self._client.batch_get_item(RequestItems=request)
+                found.extend(_load(item) for item in resp.get("Responses", {}).get(self.table_name, []))
+                request = resp.get("UnprocessedKeys") or {}
+        return found

@@ -1,0 +1,200 @@
+"""POST/GET /knowledge-bases and PUT /me through the real handlers, on moto and the MemOS emulator."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+import pytest
+
+from memmy_kb.repository import Repository
+from tests.support.events import claims_for
+
+
+def create(service, name="产品资料", user="alice", **kwargs):
+    return service.call("POST", "/knowledge-bases", user, body={"name": name}, **kwargs)
+
+
+def linked_memos_kbs(service) -> list[dict]:
+    return [kb for kb in service.memos.state()["knowledge_bases"] if kb["linked"]]
+
+
+def test_create_returns_the_kb_and_maps_it_to_one_memos_kb(service):
+    reply = create(service, "  产品资料  ")
+    assert reply.status == HTTPStatus.CREATED
+    kb = reply.body
+    assert (kb["name"], kb["role"], kb["recall"]) == ("产品资料", "owner", True)
+    assert kb["owner"]["user_id"] == "alice"
+    assert kb["id"].startswith("kb_")
+    assert [m["name"] for m in linked_memos_kbs(service)] == [f"memmy:{kb['id']}"]
+
+
+def test_the_memos_id_never_leaves_the_service(service):
+    kb = create(service).body
+    memos_id = linked_memos_kbs(service)[0]["id"]
+    for reply in (
+        service.call("GET", "/knowledge-bases", "alice"),
+        service.call("GET", f"/knowledge-bases/{kb['id']}", "alice"),
+    ):
+        assert memos_id not in str(reply.body)
+
+
+def test_list_and_get_show_only_the_callers_kbs(service):
+    mine = create(service, "alice's", "alice").body
+    theirs = create(service, "bob's", "bob").body
+    listed = service.call("GET", "/knowledge-bases", "alice")
+    assert listed.status == HTTPStatus.OK
+    assert [kb["id"] for kb in listed.body["items"]] == [mine["id"]]
+    assert service.call("GET", f"/knowledge-bases/{mine['id']}", "alice").body == mine
+    stranger = service.call("GET", f"/knowledge-bases/{theirs['id']}", "alice")
+    missing = service.call("GET", "/knowledge-bases/kb_doesnotexist", "alice")
+    assert stranger.status == missing.status == HTTPStatus.NOT_FOUND
+    assert (
+        stranger.body
+        == missing.body
+        == {"error": {"code": "kb_not_found", "message": "Knowledge base not found."}}
+    )
+
+
+def test_new_user_has_an_empty_list(service):
+    assert service.call("GET", "/knowledge-bases", "carol").body == {"items": []}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"name": ""},
+        {"name": "   "},
+        {"name": "x" * 101},
+        {"name": "bad\x00name"},
+        {"name": "rtl\u202ename"},
+        {"name": 5},
+        "not json",
+    ],
+)
+def test_invalid_names_get_422_in_the_error_shape_and_store_nothing(service, body):
+    reply = service.call("POST", "/knowledge-bases", "alice", body=body)
+    assert reply.status == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert reply.body["error"]["code"] == "validation_error"
+    assert reply.body["error"]["message"]
+    assert service.call("GET", "/knowledge-bases", "alice").body == {"items": []}
+    assert service.memos.calls("/create/knowledgebase") == 0
+
+
+def test_a_name_of_100_characters_is_accepted(service):
+    assert create(service, "名" * 100).status == HTTPStatus.CREATED
+
+
+def test_no_verified_user_is_401(service):
+    reply = service.call("POST", "/knowledge-bases", None, body={"name": "x"})
+    assert reply.status == HTTPStatus.UNAUTHORIZED
+    assert reply.body["error"]["code"] == "unauthorized"
+
+
+@pytest.mark.parametrize(
+    ("fault", "code"),
+    [
+        ({"code": 50004}, "memos_unavailable"),
+        ({"http_status": 502}, "memos_unavailable"),
+        ({"code": 40304}, "memos_quota_exhausted"),
+    ],
+)
+def test_memos_failure_is_503_and_stores_nothing(service, fault, code):
+    service.memos.add_fault("/create/knowledgebase", **fault)
+    reply = create(service)
+    assert reply.status == HTTPStatus.SERVICE_UNAVAILABLE
+    assert reply.body["error"]["code"] == code
+    assert service.call("GET", "/knowledge-bases", "alice").body == {"items": []}
+
+
+def test_a_failed_write_deletes_the_memos_kb_again(service, monkeypatch):
+    def fail(*args, **kwargs):
+        raise RuntimeError("DynamoDB is down")
+
+    monkeypatch.setattr(Repository, "create_knowledge_base", fail)
+    reply = create(service)
+    assert reply.status == HTTPStatus.INTERNAL_SERVER_ERROR
+    assert reply.body["error"]["code"] == "internal_error"
+    assert service.memos.state()["knowledge_bases"] == []
+
+
+def test_idempotency_key_returns_the_first_result(service):
+    first = create(service, headers={"Idempotency-Key": "req-1"})
+    again = create(service, headers={"Idempotency-Key": "req-1"})
+    assert first.status == again.status == HTTPStatus.CREATED
+    assert again.body == first.body
+    assert service.memos.calls("/create/knowledgebase") == 1
+    assert len(service.call("GET", "/knowledge-bases", "alice").body["items"]) == 1
+
+
+def test_idempotency_key_is_scoped_to_the_caller_and_the_body(service):
+    alice = create(service, user="alice", headers={"Idempotency-Key": "same"})
+    bob = create(service, user="bob", headers={"Idempotency-Key": "same"})
+    assert alice.body["id"] != bob.body["id"]
+    reused = create(service, "another name", user="alice", headers={"Idempotency-Key": "same"})
+    assert reused.status == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert reused.body["error"]["code"] == "idempotency_key_reused"
+    bad = create(service, headers={"Idempotency-Key": "x" * 200})
+    assert bad.body["error"]["code"] == "invalid_idempotency_key"
+
+
+def test_a_failed_create_can_be_retried_with_the_same_key(service):
+    service.memos.add_fault("/create/knowledgebase", code=50004, times=1)
+    assert create(service, headers={"Idempotency-Key": "k"}).status == HTTPStatus.SERVICE_UNAVAILABLE
+    assert create(service, headers={"Idempotency-Key": "k"}).status == HTTPStatus.CREATED
+
+
+# -- PUT /me -------------------------------------------------------------------------------------
+
+
+def put_me(service, user, **claims):
+    return service.call("PUT", "/me", claims=claims_for(user, **claims))
+
+
+def test_put_me_records_verified_claims_in_normal_form(service):
+    reply = put_me(service, "alice", name="Alice Wang", email="Alice@Example.COM", phone="138 0013 8000")
+    assert reply.status == HTTPStatus.OK
+    assert reply.body == {
+        "user_id": "alice",
+        "display_name": "Alice Wang",
+        "email": "alice@example.com",
+        "phone": "+8613800138000",
+    }
+    repo = service.function_module("manage_kb").get_repository()
+    assert repo.find_user_by("phone", "+8613800138000") == "alice"
+    assert repo.find_user_by("email", "alice@example.com") == "alice"
+
+
+def test_unverified_claims_are_ignored(service):
+    claims = claims_for("alice", name="Alice")
+    claims.update(email="a@example.com", email_verified="false", phone_number="+8613800138000")
+    reply = service.call("PUT", "/me", claims=claims)
+    assert reply.body == {"user_id": "alice", "display_name": "Alice", "email": None, "phone": None}
+
+
+def test_a_changed_phone_moves_the_lookup(service):
+    put_me(service, "alice", name="Alice", phone="+8613800138000")
+    put_me(service, "alice", name="Alice", phone="+8613900139000")
+    repo = service.function_module("manage_kb").get_repository()
+    assert repo.find_user_by("phone", "+8613800138000") is None
+    assert repo.find_user_by("phone", "+8613900139000") == "alice"
+
+
+def test_a_phone_verified_by_another_account_moves_to_it(service):
+    put_me(service, "alice", name="Alice", phone="+8613800138000")
+    reply = put_me(service, "bob", name="Bob", phone="13800138000")
+    assert reply.body["phone"] == "+8613800138000"
+    repo = service.function_module("manage_kb").get_repository()
+    assert repo.find_user_by("phone", "+8613800138000") == "bob"
+    assert repo.get_profile("alice").phone is None
+
+
+def test_owner_name_comes_from_the_profile(service):
+    put_me(service, "alice", name="Alice Wang")
+    kb = create(service).body
+    assert kb["owner"] == {"user_id": "alice", "display_name": "Alice Wang"}
+    put_me(service, "alice", name="Alice W.")
+    assert (
+        service.call("GET", f"/knowledge-bases/{kb['id']}", "alice").body["owner"]["display_name"]
+        == "Alice W."
+    )
