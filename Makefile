@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test lint bench openapi clean
 
 install: $(STAMP)
 
@@ -23,6 +23,9 @@ test: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+
+openapi: install
+	$(PY) -c "from memmy_local.openapi import write; print('wrote', write())"
 
 bench: install
 	$(PY) -m bench

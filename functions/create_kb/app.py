@@ -23,10 +23,13 @@ app = build_resolver()
 @app.post(
     "/knowledge-bases",
     summary="Create a knowledge base",
-    responses={
-        201: {"description": "Created", "content": {"application/json": {"model": KnowledgeBase}}},
-        **responses((409, "Idempotency-Key in use"), (503, "MemOS unavailable")),
-    },
+    responses=responses(
+        HTTPStatus.CREATED,
+        "The new knowledge base",
+        KnowledgeBase,
+        (HTTPStatus.CONFLICT, "A request with this Idempotency-Key is in progress"),
+        (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS is unavailable"),
+    ),
 )
 def create_knowledge_base(
     request: Annotated[CreateKnowledgeBaseRequest, Body()],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Path
@@ -19,7 +20,9 @@ KbId = Annotated[str, Path(min_length=1, max_length=64)]
 
 
 @app.get(
-    "/knowledge-bases", summary="List the caller's owned and shared knowledge bases", responses=responses()
+    "/knowledge-bases",
+    summary="List the caller's owned and shared knowledge bases",
+    responses=responses(HTTPStatus.OK, "Owned and shared knowledge bases", KnowledgeBaseList),
 )
 def list_knowledge_bases() -> KnowledgeBaseList:
     return knowledge_bases.list_knowledge_bases(get_repository(), caller_id(app.current_event.raw_event))
@@ -28,13 +31,24 @@ def list_knowledge_bases() -> KnowledgeBaseList:
 @app.get(
     "/knowledge-bases/<kb_id>",
     summary="Read one knowledge base",
-    responses=responses((404, "No such knowledge base, or not visible to the caller")),
+    responses=responses(
+        HTTPStatus.OK,
+        "The knowledge base as the caller sees it",
+        KnowledgeBase,
+        (HTTPStatus.NOT_FOUND, "No such knowledge base, or not visible to the caller"),
+    ),
 )
 def get_knowledge_base(kb_id: KbId) -> KnowledgeBase:
     return knowledge_bases.get_knowledge_base(get_repository(), caller_id(app.current_event.raw_event), kb_id)
 
 
-@app.put("/me", summary="Register the caller's profile from verified token claims", responses=responses())
+@app.put(
+    "/me",
+    summary="Register the caller's profile from verified token claims",
+    responses=responses(
+        HTTPStatus.OK, "The caller's profile", Me, (HTTPStatus.CONFLICT, "The profile changed concurrently")
+    ),
+)
 def put_me() -> Me:
     return profiles.register_profile(get_repository(), verified_claims(app.current_event.raw_event))
 

@@ -17,17 +17,12 @@ from memmy_kb.errors import DomainError
 from memmy_kb.models import ErrorResponse
 from memmy_kb.observability import logger
 
-# The error responses every route documents in the OpenAPI document.
-ERROR_RESPONSES: dict[int, dict[str, Any]] = {
-    status: {
-        "description": description,
-        "content": {content_types.APPLICATION_JSON: {"model": ErrorResponse}},
-    }
-    for status, description in (
-        (HTTPStatus.UNAUTHORIZED, "Missing or invalid login token"),
-        (HTTPStatus.UNPROCESSABLE_ENTITY, "Invalid request"),
-    )
-}
+# The error statuses every route can answer, in the error shape.
+COMMON_ERRORS: tuple[tuple[int, str], ...] = (
+    (HTTPStatus.UNAUTHORIZED, "Missing or invalid login token"),
+    (HTTPStatus.UNPROCESSABLE_ENTITY, "Invalid request"),
+    (HTTPStatus.INTERNAL_SERVER_ERROR, "Unexpected failure"),
+)
 
 
 def error_response(status: int, code: str, message: str, details: Any = None) -> Response:
@@ -45,16 +40,17 @@ def json_response(status: int, model: Any) -> Response:
     )
 
 
-def responses(*statuses: tuple[int, str]) -> dict[int, dict[str, Any]]:
-    """OpenAPI responses: the common errors plus ``statuses`` (status, description) in the error shape."""
-    extra = {
-        status: {
-            "description": description,
-            "content": {content_types.APPLICATION_JSON: {"model": ErrorResponse}},
-        }
-        for status, description in statuses
-    }
-    return {**ERROR_RESPONSES, **extra}
+def responses(
+    status: int, description: str, model: Any, *errors: tuple[int, str]
+) -> dict[int, dict[str, Any]]:
+    """OpenAPI responses of a route: its success, ``errors`` and the common errors, in status order."""
+
+    def entry(text: str, schema: Any) -> dict[str, Any]:
+        return {"description": text, "content": {content_types.APPLICATION_JSON: {"model": schema}}}
+
+    documented = {int(code): entry(text, ErrorResponse) for code, text in (*COMMON_ERRORS, *errors)}
+    documented[int(status)] = entry(description, model)
+    return dict(sorted(documented.items()))
 
 
 def build_resolver() -> APIGatewayHttpResolver:

@@ -1,0 +1,34 @@
+"""The committed OpenAPI document is what the resolvers generate, and it covers every template route."""
+
+from __future__ import annotations
+
+import json
+
+from memmy_local import openapi
+from memmy_local.handlers import repo_root
+from memmy_local.template import http_routes, load_template
+
+
+def test_committed_document_is_current():
+    committed = (repo_root() / openapi.DOCUMENT_PATH).read_text(encoding="utf-8")
+    assert json.loads(committed) == openapi.generate(), "docs/openapi.json is stale: run `make openapi`"
+
+
+def test_every_template_route_is_documented_with_the_error_shape():
+    document = openapi.generate()
+    for route in http_routes(load_template()):
+        operation = document["paths"][route.path][route.method.lower()]
+        assert "401" in operation["responses"], route
+        assert "422" in operation["responses"], route
+        assert operation["responses"]["422"]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/ErrorResponse"
+        }
+    assert document["security"] == [{"memmyJwt": []}]
+
+
+def test_documented_success_statuses_match_the_contract():
+    paths = openapi.generate()["paths"]
+    assert "201" in paths["/knowledge-bases"]["post"]["responses"]
+    assert "200" in paths["/knowledge-bases"]["get"]["responses"]
+    assert "404" in paths["/knowledge-bases/{kb_id}"]["get"]["responses"]
+    assert "200" in paths["/me"]["put"]["responses"]
