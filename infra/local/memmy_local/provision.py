@@ -1,0 +1,272 @@
+"""Create the local AWS resources (on moto) that ``template.yaml`` declares.
+
+Provisioning reads the resources' Properties from the template itself, so the local table has exactly
+the deployed key schema and indexes. Each resource type has one small provisioner in ``_PROVISIONERS``;
+types that only matter on AWS are listed in ``SKIPPED_RESOURCE_TYPES``; any other type stops
+provisioning, so a resource added to the template is never silently missing locally.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import boto3
+
+from .template import parameter_defaults, referenced_logical_ids, resolve_intrinsics
+
+__all__ = [
+    "LOCAL_ACCOUNT_ID",
+    "SKIPPED_RESOURCE_TYPES",
+    "LocalResources",
+    "ProvisionContext",
+    "provision",
+]
+
+LOCAL_ACCOUNT_ID: Final = "123456789012"  # moto's default account
+
+SKIPPED_RESOURCE_TYPES: Final = frozenset(
+    {
+        # Code and its packaging: handlers run in-process, imported from functions/ and the core package.
+        "AWS::Serverless::Function",
+        "AWS::Serverless::LayerVersion",
+        "AWS::Lambda::Function",
+        "AWS::Lambda::LayerVersion",
+        "AWS::Lambda::Permission",
+        # The API: the local gateway reads the routes from the functions' HttpApi events and checks tokens.
+        "AWS::Serverless::HttpApi",
+        "AWS::ApiGatewayV2::Api",
+        "AWS::ApiGatewayV2::Stage",
+        "AWS::ApiGatewayV2::Authorizer",
+        # Observability and permissions: nothing runs under IAM or ships logs locally.
+        "AWS::Logs::LogGroup",
+        "AWS::CloudWatch::Alarm",
+        "AWS::IAM::Role",
+        "AWS::IAM::Policy",
+        "AWS::IAM::ManagedPolicy",
+        # moto never fires schedules: the local runner calls the scheduled handler itself.
+        "AWS::Events::Rule",
+        "AWS::Scheduler::Schedule",
+    }
+)
+
+
+@dataclass
+class LocalResources:
+    """What was provisioned: ``refs`` maps logical ids to physical values (``!Ref``), ``"<Id>.<Attr>"``
+    to attributes (``!GetAtt``), parameter names to their values, and the pseudo parameters."""
+
+    refs: dict[str, str]
+
+
+@dataclass
+class ProvisionContext:
+    """What a provisioner gets: boto3 clients for the target endpoint and the values resolved so far."""
+
+    region: str
+    endpoint_url: str | None
+    prefix: str
+    memos_api_key: str
+    refs: dict[str, str]
+    _clients: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def client(self, service: str) -> Any:
+        """A boto3 client for ``service`` on the local endpoint (one per service)."""
+        if service not in self._clients:
+            self._clients[service] = boto3.client(
+                service, region_name=self.region, endpoint_url=self.endpoint_url
+            )
+        return self._clients[service]
+
+    def physical_name(self, logical_id: str, properties: Mapping[str, Any], name_property: str) -> str:
+        """The template's explicit name if it sets one, else ``<prefix>-<logical id>``."""
+        return properties.get(name_property) or f"{self.prefix}-{logical_id}"
+
+
+# A provisioner creates one resource from its (already resolved) Properties and returns the refs it
+# adds: at least the logical id itself, plus "<Id>.<Attr>" for attributes others may need.
+Provisioner = Callable[[ProvisionContext, str, Mapping[str, Any]], dict[str, str]]
+
+
+# ----------------------------------------------------------------------------------------- DynamoDB
+
+# CloudFormation-only table properties with no local effect.
+_TABLE_IGNORED: Final = frozenset(
+    {
+        "ContributorInsightsSpecification",
+        "KinesisStreamSpecification",
+        "ResourcePolicy",
+        "ImportSourceSpecification",
+        "WarmThroughput",
+        "OnDemandThroughput",
+    }
+)
+_TABLE_CREATE_AS_IS: Final = (
+    "KeySchema",
+    "AttributeDefinitions",
+    "BillingMode",
+    "LocalSecondaryIndexes",
+    "ProvisionedThroughput",
+    "TableClass",
+    "DeletionProtectionEnabled",
+    "Tags",
+)
+_TABLE_HANDLED: Final = frozenset(
+    {
+        *_TABLE_CREATE_AS_IS,
+        "TableName",
+        "GlobalSecondaryIndexes",
+        "SSESpecification",
+        "StreamSpecification",
+        "TimeToLiveSpecification",
+        "PointInTimeRecoverySpecification",
+    }
+)
+_INDEX_KEYS: Final = ("IndexName", "KeySchema", "Projection", "ProvisionedThroughput")
+
+
+def _provision_table(ctx: ProvisionContext, logical_id: str, properties: Mapping[str, Any]) -> dict[str, str]:
+    unknown = set(properties) - _TABLE_HANDLED - _TABLE_IGNORED
+    if unknown:
+        raise NotImplementedError(
+            f"{logical_id}: table properties not provisioned locally: {sorted(unknown)}"
+        )
+    dynamodb = ctx.client("dynamodb")
+    name = ctx.physical_name(logical_id, properties, "TableName")
+    request: dict[str, Any] = {"TableName": name}
+    request.update({key: properties[key] for key in _TABLE_CREATE_AS_IS if key in properties})
+    if "GlobalSecondaryIndexes" in properties:
+        request["GlobalSecondaryIndexes"] = [
+            {key: index[key] for key in _INDEX_KEYS if key in index}
+            for index in properties["GlobalSecondaryIndexes"]
+        ]
+    # The API spells these differently from CloudFormation.
+    if "SSESpecification" in properties:
+        sse = properties["SSESpecification"]
+        request["SSESpecification"] = {
+            "Enabled": sse.get("SSEEnabled", False),
+            **{key: sse[key] for key in ("SSEType", "KMSMasterKeyId") if key in sse},
+        }
+    if "StreamSpecification" in properties:
+        request["StreamSpecification"] = {"StreamEnabled": True, **properties["StreamSpecification"]}
+    table = dynamodb.create_table(**request)["TableDescription"]
+
+    if "TimeToLiveSpecification" in properties:
+        dynamodb.update_time_to_live(
+            TableName=name, TimeToLiveSpecification=properties["TimeToLiveSpecification"]
+        )
+    if "PointInTimeRecoverySpecification" in properties:
+        dynamodb.update_continuous_backups(
+            TableName=name, PointInTimeRecoverySpecification=properties["PointInTimeRecoverySpecification"]
+        )
+    refs = {logical_id: name, f"{logical_id}.Arn": table["TableArn"]}
+    if "LatestStreamArn" in table:
+        refs[f"{logical_id}.StreamArn"] = table["LatestStreamArn"]
+    return refs
+
+
+# ------------------------------------------------------------------------------------ Secrets Manager
+
+
+def _provision_secret(
+    ctx: ProvisionContext, logical_id: str, properties: Mapping[str, Any]
+) -> dict[str, str]:
+    # The template only declares the secret (its value is set after deploy); locally it holds the
+    # MemOS key the stack was started with, in the shape the functions read.
+    request: dict[str, Any] = {
+        "Name": ctx.physical_name(logical_id, properties, "Name"),
+        "SecretString": json.dumps({"api_key": ctx.memos_api_key}),
+    }
+    for key in ("Description", "Tags"):
+        if key in properties:
+            request[key] = properties[key]
+    arn = ctx.client("secretsmanager").create_secret(**request)["ARN"]
+    return {logical_id: arn, f"{logical_id}.Id": arn}
+
+
+_PROVISIONERS: Final[dict[str, Provisioner]] = {
+    "AWS::DynamoDB::Table": _provision_table,
+    "AWS::SecretsManager::Secret": _provision_secret,
+}
+
+
+# ------------------------------------------------------------------------------------------- driver
+
+
+def provision(
+    template: Mapping[str, Any],
+    *,
+    endpoint_url: str | None,
+    region: str = "us-east-1",
+    memos_api_key: str,
+    parameters: Mapping[str, str] | None = None,
+    prefix: str = "memmy-local",
+) -> LocalResources:
+    """Create every resource of ``template`` that the local stack needs, on ``endpoint_url``.
+
+    ``endpoint_url=None`` means in-process moto: call it inside ``moto.mock_aws`` (otherwise boto3
+    would talk to real AWS). Parameters are the template's defaults overridden by ``parameters``.
+    Resources are created in dependency order (``Ref``/``GetAtt``/``Sub``/``DependsOn``).
+    """
+    declared = template.get("Parameters") or {}
+    unknown = set(parameters or {}) - set(declared)
+    if unknown:
+        raise ValueError(f"parameters not declared in the template: {sorted(unknown)}")
+    refs: dict[str, str] = {
+        "AWS::Region": region,
+        "AWS::AccountId": LOCAL_ACCOUNT_ID,
+        "AWS::StackName": prefix,
+        "AWS::Partition": "aws",
+        "AWS::URLSuffix": "amazonaws.com",
+        **parameter_defaults(template),
+        **(parameters or {}),
+    }
+    ctx = ProvisionContext(region, endpoint_url, prefix, memos_api_key, refs)
+    resources = template["Resources"]
+    for logical_id in _creation_order(resources):
+        resource = resources[logical_id]
+        properties = resolve_intrinsics(resource.get("Properties") or {}, refs)
+        refs.update(_PROVISIONERS[resource["Type"]](ctx, logical_id, properties))
+    return LocalResources(refs=dict(refs))
+
+
+def _creation_order(resources: Mapping[str, Any]) -> list[str]:
+    """The logical ids to provision, each after the provisioned resources it refers to."""
+    wanted: list[str] = []
+    for logical_id, resource in resources.items():
+        kind = resource.get("Type")
+        if kind in _PROVISIONERS:
+            wanted.append(logical_id)
+        elif kind not in SKIPPED_RESOURCE_TYPES:
+            raise NotImplementedError(
+                f"{logical_id}: no local provisioner for {kind}; add one to _PROVISIONERS "
+                "or list the type in SKIPPED_RESOURCE_TYPES"
+            )
+
+    def dependencies(logical_id: str) -> list[str]:
+        resource = resources[logical_id]
+        depends_on = resource.get("DependsOn") or []
+        names = referenced_logical_ids(resource.get("Properties") or {}) | set(
+            [depends_on] if isinstance(depends_on, str) else depends_on
+        )
+        return [name for name in wanted if name in names]
+
+    order: list[str] = []
+    visiting: set[str] = set()
+
+    def visit(logical_id: str) -> None:
+        if logical_id in order:
+            return
+        if logical_id in visiting:
+            raise ValueError(f"circular dependency through {logical_id}")
+        visiting.add(logical_id)
+        for dependency in dependencies(logical_id):
+            visit(dependency)
+        visiting.discard(logical_id)
+        order.append(logical_id)
+
+    for logical_id in wanted:
+        visit(logical_id)
+    return order

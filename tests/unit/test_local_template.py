@@ -1,0 +1,437 @@
+"""memmy_local.template and memmy_local.provision: reading template.yaml and provisioning it on moto."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from memmy_local.provision import LOCAL_ACCOUNT_ID, provision
+from memmy_local.template import (
+    TEMPLATE_PATH,
+    Route,
+    UnresolvableValueError,
+    function_environment,
+    http_routes,
+    load_template,
+    parameter_defaults,
+    referenced_logical_ids,
+    resolve_intrinsics,
+    template_path,
+)
+
+REGION = "us-east-1"
+MEMOS_KEY = "mpg-local-key-0001"
+JWT_PARAMETERS = {"JwtIssuer": "https://login.memmy.test", "JwtAudience": "memmy-desktop"}
+
+TAGGED_YAML = """\
+AWSTemplateFormatVersion: 2010-09-09
+Resources:
+  Thing:
+    Type: Custom::Thing
+    Properties:
+      Ref: !Ref Table
+      AttDotted: !GetAtt Table.Arn
+      AttNested: !GetAtt Queue.Attr.With.Dots
+      AttList: !GetAtt [Table, StreamArn]
+      Sub: !Sub "${Table}-${AWS::Region}"
+      SubList: !Sub ["${Name}-x", {Name: !Ref Table}]
+      Join: !Join [",", [a, !Ref B]]
+      If: !If [IsProd, 1, !Ref AWS::NoValue]
+      Equals: !Equals [!Ref Env, prod]
+      Select: !Select [0, !GetAZs ""]
+      Split: !Split [",", "a,b"]
+      FindInMap: !FindInMap [Map, Top, Second]
+      ImportValue: !ImportValue shared-export
+      Base64: !Base64 hello
+      Condition: !Condition IsProd
+      Not: !Not [!Condition IsProd]
+      And: !And [!Condition A, !Condition B]
+      Or: !Or [!Condition A, !Condition B]
+      GetAZs: !GetAZs us-east-1
+      Cidr: !Cidr ["10.0.0.0/16", 4, 8]
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "template.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return load_template(TEMPLATE_PATH)
+
+
+# ---------------------------------------------------------------------------------------------- loader
+
+
+def test_every_short_form_tag_loads_as_its_long_form(tmp_path: Path) -> None:
+    properties = load_template(write(tmp_path, TAGGED_YAML))["Resources"]["Thing"]["Properties"]
+
+    assert properties == {
+        "Ref": {"Ref": "Table"},
+        "AttDotted": {"Fn::GetAtt": ["Table", "Arn"]},
+        "AttNested": {"Fn::GetAtt": ["Queue", "Attr.With.Dots"]},
+        "AttList": {"Fn::GetAtt": ["Table", "StreamArn"]},
+        "Sub": {"Fn::Sub": "${Table}-${AWS::Region}"},
+        "SubList": {"Fn::Sub": ["${Name}-x", {"Name": {"Ref": "Table"}}]},
+        "Join": {"Fn::Join": [",", ["a", {"Ref": "B"}]]},
+        "If": {"Fn::If": ["IsProd", 1, {"Ref": "AWS::NoValue"}]},
+        "Equals": {"Fn::Equals": [{"Ref": "Env"}, "prod"]},
+        "Select": {"Fn::Select": [0, {"Fn::GetAZs": ""}]},
+        "Split": {"Fn::Split": [",", "a,b"]},
+        "FindInMap": {"Fn::FindInMap": ["Map", "Top", "Second"]},
+        "ImportValue": {"Fn::ImportValue": "shared-export"},
+        "Base64": {"Fn::Base64": "hello"},
+        "Condition": {"Condition": "IsProd"},
+        "Not": {"Fn::Not": [{"Condition": "IsProd"}]},
+        "And": {"Fn::And": [{"Condition": "A"}, {"Condition": "B"}]},
+        "Or": {"Fn::Or": [{"Condition": "A"}, {"Condition": "B"}]},
+        "GetAZs": {"Fn::GetAZs": "us-east-1"},
+        "Cidr": {"Fn::Cidr": ["10.0.0.0/16", 4, 8]},
+    }
+
+
+def test_an_unquoted_format_version_stays_a_string(tmp_path: Path) -> None:
+    assert load_template(write(tmp_path, TAGGED_YAML))["AWSTemplateFormatVersion"] == "2010-09-09"
+
+
+def test_a_document_without_resources_is_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a CloudFormation template"):
+        load_template(write(tmp_path, "just: a mapping\n"))
+
+
+def test_the_template_path_can_be_overridden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given no override, the repository's template
+    monkeypatch.delenv("MEMMY_KB_TEMPLATE", raising=False)
+    assert template_path() == TEMPLATE_PATH
+
+    # When the environment names another template
+    other = write(tmp_path, TAGGED_YAML, "other.yaml")
+    monkeypatch.setenv("MEMMY_KB_TEMPLATE", str(other))
+
+    # Then load_template() without a path reads that one
+    assert template_path() == other
+    assert "Thing" in load_template()["Resources"]
+
+
+# ---------------------------------------------------------------------------------------------- routes
+
+
+def test_the_routes_are_exactly_the_walking_skeleton(template: dict[str, Any]) -> None:
+    create = ("functions/create_kb/", "app.lambda_handler")
+    manage = ("functions/manage_kb/", "app.lambda_handler")
+    assert sorted(http_routes(template), key=lambda r: (r.path, r.method)) == [
+        Route("GET", "/knowledge-bases", "ManageKbFunction", *manage),
+        Route("POST", "/knowledge-bases", "CreateKbFunction", *create),
+        Route("GET", "/knowledge-bases/{kb_id}", "ManageKbFunction", *manage),
+        Route("PUT", "/me", "ManageKbFunction", *manage),
+    ]
+
+
+def test_routes_take_handler_and_code_from_globals_and_skip_other_events() -> None:
+    # Given a function whose handler comes from Globals, with a lower-case method and a queue event
+    template = {
+        "Globals": {"Function": {"Handler": "app.handler"}},
+        "Resources": {
+            "Fn": {
+                "Type": "AWS::Serverless::Function",
+                "Properties": {
+                    "CodeUri": "functions/fn/",
+                    "Events": {
+                        "Api": {"Type": "HttpApi", "Properties": {"Method": "patch", "Path": "/x/{id}"}},
+                        "Queue": {"Type": "SQS", "Properties": {"Queue": {"Fn::GetAtt": ["Q", "Arn"]}}},
+                    },
+                },
+            },
+            "Table": {"Type": "AWS::DynamoDB::Table", "Properties": {}},
+        },
+    }
+
+    # Then only the HTTP event is a route, its method upper-cased
+    assert http_routes(template) == [Route("PATCH", "/x/{id}", "Fn", "functions/fn/", "app.handler")]
+
+
+def test_a_catch_all_http_event_is_refused() -> None:
+    template = {
+        "Resources": {
+            "Fn": {
+                "Type": "AWS::Serverless::Function",
+                "Properties": {"CodeUri": "f/", "Handler": "app.h", "Events": {"All": {"Type": "HttpApi"}}},
+            }
+        }
+    }
+    with pytest.raises(ValueError, match="Method and a Path"):
+        http_routes(template)
+
+
+def test_parameter_defaults_are_strings(template: dict[str, Any]) -> None:
+    defaults = parameter_defaults(template)
+    assert defaults == {
+        "MemosBaseUrl": "https://memos.memtensor.cn/api/openmem/v1",
+        "LogRetentionDays": "30",
+    }
+
+
+# ----------------------------------------------------------------------------------------- environment
+
+REFS = {
+    "Table": "memmy-local-Table",
+    "Table.Arn": "arn:aws:dynamodb:us-east-1:123456789012:table/memmy-local-Table",
+    "MemosApiKeySecret": "arn:aws:secretsmanager:us-east-1:123456789012:secret:memmy-local-x",
+    "MemosBaseUrl": "http://127.0.0.1:8801/api/openmem/v1",
+    "AWS::AccountId": "123456789012",
+    "AWS::StackName": "memmy-local",
+}
+
+
+def test_the_real_functions_get_the_resolved_globals(template: dict[str, Any]) -> None:
+    environment = function_environment(template, "CreateKbFunction", REFS)
+    assert environment == {
+        "POWERTOOLS_SERVICE_NAME": "memmy-kb",
+        "POWERTOOLS_METRICS_NAMESPACE": "Memmy",
+        "POWERTOOLS_LOG_LEVEL": "INFO",
+        "TABLE_NAME": "memmy-local-Table",
+        "MEMOS_BASE_URL": "http://127.0.0.1:8801/api/openmem/v1",
+        "MEMOS_API_KEY_SECRET": REFS["MemosApiKeySecret"],
+    }
+    assert function_environment(template, "ManageKbFunction", REFS) == environment
+
+
+def env_template(variables: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "Globals": {"Function": {"Environment": {"Variables": {"SHARED": "global", "OVERRIDDEN": "global"}}}},
+        "Resources": {
+            "Fn": {
+                "Type": "AWS::Serverless::Function",
+                "Properties": {"Environment": {"Variables": {"OVERRIDDEN": "own", **variables}}},
+            }
+        },
+    }
+
+
+def test_function_environment_resolves_refs_subs_and_attributes() -> None:
+    template = env_template(
+        {
+            "REF": {"Ref": "Table"},
+            "ATT": {"Fn::GetAtt": ["Table", "Arn"]},
+            "ATT_DOTTED": {"Fn::GetAtt": "Table.Arn"},
+            "SUB": {"Fn::Sub": "${AWS::StackName}/${Table}@${AWS::Region}:${AWS::AccountId} ${Table.Arn}"},
+            "SUB_VARS": {"Fn::Sub": ["${Name}-${!Literal}", {"Name": {"Ref": "Table"}}]},
+            "JOIN": {"Fn::Join": ["|", ["a", {"Ref": "Table"}, 3]]},
+            "NUMBER": 30,
+            "FLAG": True,
+            "ABSENT": {"Ref": "AWS::NoValue"},
+        }
+    )
+
+    environment = function_environment(template, "Fn", REFS)
+
+    assert environment == {
+        "SHARED": "global",
+        "OVERRIDDEN": "own",
+        "REF": "memmy-local-Table",
+        "ATT": REFS["Table.Arn"],
+        "ATT_DOTTED": REFS["Table.Arn"],
+        "SUB": f"memmy-local/memmy-local-Table@us-east-1:123456789012 {REFS['Table.Arn']}",
+        "SUB_VARS": "memmy-local-Table-${Literal}",
+        "JOIN": "a|memmy-local-Table|3",
+        "NUMBER": "30",
+        "FLAG": "true",
+    }
+
+
+def test_the_region_comes_from_refs_when_given() -> None:
+    template = env_template({"REGION": {"Fn::Sub": "${AWS::Region}"}})
+    assert function_environment(template, "Fn", {"AWS::Region": "eu-west-1"})["REGION"] == "eu-west-1"
+
+
+@pytest.mark.parametrize(
+    ("value", "missing"),
+    [
+        ({"Ref": "Queue"}, "Queue"),
+        ({"Fn::GetAtt": ["Table", "StreamArn"]}, "Table.StreamArn"),
+        ({"Fn::Sub": "${Bucket}-uploads"}, "Bucket"),
+        ({"Fn::If": ["IsProd", "a", "b"]}, "Fn::If"),
+    ],
+)
+def test_an_unresolvable_variable_raises_a_key_error_naming_it(value: Any, missing: str) -> None:
+    template = env_template({"BROKEN": value})
+    with pytest.raises(KeyError) as raised:
+        function_environment(template, "Fn", REFS)
+    assert isinstance(raised.value, UnresolvableValueError)
+    assert "Fn environment variable BROKEN" in str(raised.value)
+    assert missing in str(raised.value)
+
+
+def test_an_unknown_function_raises_a_key_error(template: dict[str, Any]) -> None:
+    with pytest.raises(KeyError, match="NoSuchFunction"):
+        function_environment(template, "NoSuchFunction", REFS)
+
+
+def test_property_trees_resolve_and_drop_no_value() -> None:
+    tree = {
+        "Name": {"Fn::Sub": "${Table}-copy"},
+        "Optional": {"Ref": "AWS::NoValue"},
+        "List": [1, {"Ref": "AWS::NoValue"}, {"Ref": "Table"}],
+        "Flag": True,
+    }
+    assert resolve_intrinsics(tree, REFS) == {
+        "Name": "memmy-local-Table-copy",
+        "List": [1, "memmy-local-Table"],
+        "Flag": True,
+    }
+
+
+def test_referenced_logical_ids_skip_pseudo_parameters_and_sub_variables() -> None:
+    value = {
+        "A": {"Ref": "Table"},
+        "B": [{"Fn::GetAtt": "Queue.Arn"}, {"Fn::Sub": "${Bucket.Arn}/${AWS::Region}/${!Escaped}"}],
+        "C": {"Fn::Sub": ["${Local}-${Secret}", {"Local": {"Ref": "Param"}}]},
+    }
+    assert referenced_logical_ids(value) == {"Table", "Queue", "Bucket", "Secret", "Param"}
+
+
+# ------------------------------------------------------------------------------------------- provision
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name, value in {
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    with mock_aws():
+        yield
+
+
+def provision_real(template: dict[str, Any], **overrides: Any) -> Any:
+    return provision(
+        template,
+        endpoint_url=None,
+        memos_api_key=MEMOS_KEY,
+        parameters={**JWT_PARAMETERS, **overrides},
+    )
+
+
+@pytest.mark.usefixtures("aws")
+def test_the_table_is_created_exactly_as_the_template_declares(template: dict[str, Any]) -> None:
+    # When the real template is provisioned
+    resources = provision_real(template)
+
+    # Then the table has the template's keys, attributes, indexes and settings
+    declared = template["Resources"]["Table"]["Properties"]
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    table = dynamodb.describe_table(TableName=resources.refs["Table"])["Table"]
+    assert resources.refs["Table"] == "memmy-local-Table"
+    assert resources.refs["Table.Arn"] == table["TableArn"]
+    assert table["KeySchema"] == declared["KeySchema"]
+    assert sorted(table["AttributeDefinitions"], key=str) == sorted(declared["AttributeDefinitions"], key=str)
+    assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["SSEDescription"]["Status"] == "ENABLED"
+    created = {
+        index["IndexName"]: {"KeySchema": index["KeySchema"], "Projection": index["Projection"]}
+        for index in table["GlobalSecondaryIndexes"]
+    }
+    assert created == {
+        index["IndexName"]: {"KeySchema": index["KeySchema"], "Projection": index["Projection"]}
+        for index in declared["GlobalSecondaryIndexes"]
+    }
+    ttl = dynamodb.describe_time_to_live(TableName=resources.refs["Table"])["TimeToLiveDescription"]
+    assert ttl == {"TimeToLiveStatus": "ENABLED", "AttributeName": "expires_at"}
+    backups = dynamodb.describe_continuous_backups(TableName=resources.refs["Table"])
+    pitr = backups["ContinuousBackupsDescription"]["PointInTimeRecoveryDescription"]
+    assert pitr["PointInTimeRecoveryStatus"] == "ENABLED"
+
+
+@pytest.mark.usefixtures("aws")
+def test_the_secret_holds_the_memos_key_as_json(template: dict[str, Any]) -> None:
+    resources = provision_real(template)
+
+    secret = boto3.client("secretsmanager", region_name=REGION).get_secret_value(
+        SecretId=resources.refs["MemosApiKeySecret"]
+    )
+    assert secret["ARN"] == resources.refs["MemosApiKeySecret"]
+    assert json.loads(secret["SecretString"]) == {"api_key": MEMOS_KEY}
+
+
+@pytest.mark.usefixtures("aws")
+def test_refs_hold_parameters_and_pseudo_parameters_for_the_environment(template: dict[str, Any]) -> None:
+    # Given a parameter overridden for the local stack
+    resources = provision_real(template, MemosBaseUrl="http://127.0.0.1:9000/api/openmem/v1")
+
+    assert resources.refs["AWS::Region"] == REGION
+    assert resources.refs["AWS::AccountId"] == LOCAL_ACCOUNT_ID
+    assert resources.refs["AWS::StackName"] == "memmy-local"
+    assert resources.refs["JwtIssuer"] == JWT_PARAMETERS["JwtIssuer"]
+    assert resources.refs["LogRetentionDays"] == "30"
+    # Then every function's environment resolves from them
+    environment = function_environment(template, "ManageKbFunction", resources.refs)
+    assert environment["MEMOS_BASE_URL"] == "http://127.0.0.1:9000/api/openmem/v1"
+    assert environment["TABLE_NAME"] == resources.refs["Table"]
+    assert environment["MEMOS_API_KEY_SECRET"] == resources.refs["MemosApiKeySecret"]
+
+
+@pytest.mark.usefixtures("aws")
+def test_only_local_resources_are_created(template: dict[str, Any]) -> None:
+    provision_real(template)
+    assert boto3.client("dynamodb", region_name=REGION).list_tables()["TableNames"] == ["memmy-local-Table"]
+    assert len(boto3.client("secretsmanager", region_name=REGION).list_secrets()["SecretList"]) == 1
+    assert boto3.client("lambda", region_name=REGION).list_functions()["Functions"] == []
+    assert boto3.client("logs", region_name=REGION).describe_log_groups()["logGroups"] == []
+
+
+@pytest.mark.usefixtures("aws")
+def test_resources_are_created_after_the_ones_they_refer_to() -> None:
+    # Given a secret whose description names a table declared after it, and a fixed table name
+    template = {
+        "Resources": {
+            "Secret": {
+                "Type": "AWS::SecretsManager::Secret",
+                "Properties": {"Description": {"Fn::Sub": "key for ${Table} (${Table.Arn})"}},
+            },
+            "Table": {
+                "Type": "AWS::DynamoDB::Table",
+                "Properties": {
+                    "TableName": {"Fn::Sub": "${AWS::StackName}-data"},
+                    "BillingMode": "PAY_PER_REQUEST",
+                    "AttributeDefinitions": [{"AttributeName": "PK", "AttributeType": "S"}],
+                    "KeySchema": [{"AttributeName": "PK", "KeyType": "HASH"}],
+                },
+            },
+        }
+    }
+
+    # When provisioned with another prefix
+    resources = provision(template, endpoint_url=None, memos_api_key=MEMOS_KEY, prefix="dev")
+
+    # Then the table exists first, under its own name, and the secret's description resolved
+    assert resources.refs["Table"] == "dev-data"
+    description = boto3.client("secretsmanager", region_name=REGION).describe_secret(
+        SecretId=resources.refs["Secret"]
+    )["Description"]
+    assert description == f"key for dev-data ({resources.refs['Table.Arn']})"
+
+
+@pytest.mark.usefixtures("aws")
+def test_an_unknown_resource_type_stops_provisioning() -> None:
+    template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic", "Properties": {}}}}
+    with pytest.raises(NotImplementedError, match="AWS::SNS::Topic"):
+        provision(template, endpoint_url=None, memos_api_key=MEMOS_KEY)
+
+
+@pytest.mark.usefixtures("aws")
+def test_an_undeclared_parameter_is_refused(template: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="JwtIsuer"):
+        provision(template, endpoint_url=None, memos_api_key=MEMOS_KEY, parameters={"JwtIsuer": "x"})

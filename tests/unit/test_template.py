@@ -1,0 +1,310 @@
+"""template.yaml: translates offline with the SAM translator, lints clean, and keeps the service's rules.
+
+cfn-lint 1.x does not translate SAM itself (see TRAPS.md), so the template is translated with
+``samtranslator`` first and the resulting CloudFormation is linted.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import re
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cfnlint.api import lint
+from cfnlint.config import ManualArgs
+from samtranslator.translator.transform import transform
+
+from memmy_local.template import TEMPLATE_PATH, load_template
+
+REPO_ROOT = TEMPLATE_PATH.parent
+AUTHORIZER = "MemmyJwt"
+LINT_CONFIG = ManualArgs(regions=["us-east-1"], include_checks=["I"])
+
+
+class _NoManagedPolicies:
+    """The managed-policy loader: the template names no managed policies, so nothing to look up."""
+
+    def load(self) -> dict[str, str]:
+        return {}
+
+
+def translate(sam_template: dict[str, Any]) -> dict[str, Any]:
+    """Translate SAM to CloudFormation offline, local code paths replaced by placeholder S3 locations."""
+    sam = copy.deepcopy(sam_template)
+    for resource in sam["Resources"].values():
+        properties = resource.get("Properties") or {}
+        for key in ("CodeUri", "ContentUri", "DefinitionUri"):
+            if isinstance(properties.get(key), str):
+                properties[key] = f"s3://placeholder-bucket/{properties[key].strip('/')}.zip"
+    with pytest.MonkeyPatch.context() as patch:
+        # The translator needs a region for its pseudo parameters, even offline.
+        patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        return transform(sam, {}, _NoManagedPolicies())
+
+
+@pytest.fixture(scope="module")
+def sam_template() -> dict[str, Any]:
+    return load_template(TEMPLATE_PATH)
+
+
+@pytest.fixture(scope="module")
+def cloudformation(sam_template: dict[str, Any]) -> dict[str, Any]:
+    return translate(sam_template)
+
+
+@pytest.fixture(scope="module")
+def lint_findings(cloudformation: dict[str, Any]) -> list[str]:
+    matches = lint(json.dumps(cloudformation), config=LINT_CONFIG)
+    return [f"{m.rule.id} {'/'.join(map(str, m.path))}: {m.message}" for m in matches]
+
+
+def resources_of(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {name: r for name, r in template["Resources"].items() if r["Type"] == kind}
+
+
+def functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return resources_of(template, "AWS::Serverless::Function")
+
+
+def http_api_events(template: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for name, function in functions(template).items():
+        for event_name, event in function["Properties"].get("Events", {}).items():
+            if event["Type"] == "HttpApi":
+                yield name, event_name, event["Properties"]
+
+
+# ------------------------------------------------------------------------------ translation and lint
+
+
+def test_the_translated_template_lints_clean(lint_findings: list[str]) -> None:
+    # Errors, warnings and (non-experimental) informational findings alike.
+    assert lint_findings == []
+
+
+def test_the_linter_does_catch_a_broken_template(sam_template: dict[str, Any]) -> None:
+    # Given the template with a timeout Lambda does not allow, an unknown runtime and an undefined Ref
+    broken = copy.deepcopy(sam_template)
+    broken["Globals"]["Function"]["Timeout"] = 1000
+    broken["Globals"]["Function"]["Runtime"] = "python2.1"
+    broken["Globals"]["Function"]["Environment"]["Variables"]["BROKEN"] = {"Ref": "NoSuchResource"}
+
+    # When it is translated and linted like the real one
+    matches = lint(json.dumps(translate(broken)), config=LINT_CONFIG)
+
+    # Then each is an error: a clean result above is not a silent no-op
+    flagged = {tuple(map(str, m.path[1:4])) for m in matches if m.rule.id.startswith("E")}
+    assert {
+        ("CreateKbFunction", "Properties", "Timeout"),
+        ("CreateKbFunction", "Properties", "Runtime"),
+        ("CreateKbFunction", "Properties", "Environment"),
+    } <= flagged
+
+
+def test_the_translation_yields_the_expected_cloudformation(cloudformation: dict[str, Any]) -> None:
+    kinds = {r["Type"] for r in cloudformation["Resources"].values()}
+    assert {
+        "AWS::ApiGatewayV2::Api",
+        "AWS::ApiGatewayV2::Stage",
+        "AWS::Lambda::Function",
+        "AWS::Lambda::LayerVersion",
+        "AWS::DynamoDB::Table",
+        "AWS::SecretsManager::Secret",
+    } <= kinds
+    assert set(cloudformation["Outputs"]) >= {"ApiUrl", "TableName", "SecretArn"}
+
+
+# ---------------------------------------------------------------------------------------- code paths
+
+
+@pytest.mark.parametrize("function", ["CreateKbFunction", "ManageKbFunction"])
+def test_each_function_code_uri_holds_an_app_with_a_lambda_handler(
+    sam_template: dict[str, Any], function: str
+) -> None:
+    properties = functions(sam_template)[function]["Properties"]
+    module_name, _, handler_name = properties["Handler"].rpartition(".")
+    app = REPO_ROOT / properties["CodeUri"] / f"{module_name}.py"
+    assert app.is_file(), f"{app} is missing"
+
+    # Parsed, not imported: importing would run the handler module's top level.
+    tree = ast.parse(app.read_text(encoding="utf-8"), filename=str(app))
+    top_level_names = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)} | {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    assert handler_name in top_level_names
+
+
+def test_the_layer_builds_memmy_kb_with_the_pinned_runtime(sam_template: dict[str, Any]) -> None:
+    layer = sam_template["Resources"]["CoreLayer"]
+    content = REPO_ROOT / layer["Properties"]["ContentUri"]
+    # BuildMethod copies ContentUri into the layer's python/ folder, so memmy_kb must sit right in it.
+    assert layer["Metadata"]["BuildMethod"] == "python3.12"
+    assert (content / "memmy_kb" / "__init__.py").is_file()
+
+    requirements = [
+        line.strip()
+        for line in (content / "requirements.txt").read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    # The layer runs what the tests run: the project's runtime pins, less boto3 (the Lambda runtime's).
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    runtime = {d for d in project["project"]["dependencies"] if not d.startswith("boto3")}
+    assert set(requirements) == runtime
+
+
+# ----------------------------------------------------------------------------------------- data
+
+
+def test_the_table_is_on_demand_with_pitr_sse_ttl_and_both_indexes(sam_template: dict[str, Any]) -> None:
+    table = sam_template["Resources"]["Table"]
+    properties = table["Properties"]
+
+    assert table["DeletionPolicy"] == table["UpdateReplacePolicy"] == "Retain"
+    assert properties["BillingMode"] == "PAY_PER_REQUEST"
+    assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert properties["SSESpecification"]["SSEEnabled"] is True
+    assert properties["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert properties["KeySchema"] == [
+        {"AttributeName": "PK", "KeyType": "HASH"},
+        {"AttributeName": "SK", "KeyType": "RANGE"},
+    ]
+    indexes = {index["IndexName"]: index for index in properties["GlobalSecondaryIndexes"]}
+    assert set(indexes) == {"GSI1", "GSI2"}
+    for name in indexes:
+        assert indexes[name]["KeySchema"] == [
+            {"AttributeName": f"{name}PK", "KeyType": "HASH"},
+            {"AttributeName": f"{name}SK", "KeyType": "RANGE"},
+        ]
+    assert indexes["GSI1"]["Projection"] == {"ProjectionType": "ALL"}
+
+
+def test_the_memos_key_never_appears_in_the_template(sam_template: dict[str, Any]) -> None:
+    secret = sam_template["Resources"]["MemosApiKeySecret"]["Properties"]
+    assert "SecretString" not in secret
+    assert json.loads(secret["GenerateSecretString"]["SecretStringTemplate"]) == {"api_key": ""}
+    assert '{"api_key"' in secret["Description"]
+
+
+def test_functions_get_the_shared_environment(sam_template: dict[str, Any]) -> None:
+    variables = sam_template["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["TABLE_NAME"] == {"Ref": "Table"}
+    assert variables["MEMOS_API_KEY_SECRET"] == {"Ref": "MemosApiKeySecret"}
+    assert variables["MEMOS_BASE_URL"] == {"Ref": "MemosBaseUrl"}
+    assert variables["POWERTOOLS_SERVICE_NAME"] == "memmy-kb"
+
+
+# ------------------------------------------------------------------------------------ IAM and logs
+
+
+def policy_statements(cloudformation: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for name, role in resources_of(cloudformation, "AWS::IAM::Role").items():
+        for policy in role["Properties"].get("Policies", []):
+            statements = policy["PolicyDocument"]["Statement"]
+            for statement in statements if isinstance(statements, list) else [statements]:
+                yield name, statement
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def test_no_statement_grants_every_resource_except_for_x_ray(cloudformation: dict[str, Any]) -> None:
+    statements = list(policy_statements(cloudformation))
+    assert statements, "the translated template has no inline policies to check"
+    for role, statement in statements:
+        actions = as_list(statement["Action"])
+        assert not any(action == "*" or action.endswith(":*") for action in actions), (role, statement)
+        if "*" in as_list(statement["Resource"]):
+            assert all(action.startswith("xray:") for action in actions), (role, statement)
+
+
+def test_only_manage_kb_may_query_and_only_create_kb_reads_the_secret(cloudformation: dict[str, Any]) -> None:
+    granted: dict[str, set[str]] = {}
+    for role, statement in policy_statements(cloudformation):
+        granted.setdefault(role, set()).update(as_list(statement["Action"]))
+    assert "dynamodb:Query" not in granted["CreateKbFunctionRole"]
+    assert "secretsmanager:GetSecretValue" in granted["CreateKbFunctionRole"]
+    assert "secretsmanager:GetSecretValue" not in granted["ManageKbFunctionRole"]
+    assert {"dynamodb:Query", "dynamodb:ConditionCheckItem"} <= granted["ManageKbFunctionRole"]
+
+
+def test_every_function_logs_to_its_own_log_group_with_retention(sam_template: dict[str, Any]) -> None:
+    log_groups = resources_of(sam_template, "AWS::Logs::LogGroup")
+    for name, function in functions(sam_template).items():
+        properties = function["Properties"]
+        group_id = properties["LoggingConfig"]["LogGroup"]["Ref"]
+        group = log_groups[group_id]["Properties"]
+        # Named as Lambda would name it, from the same string as the function's name.
+        assert group["LogGroupName"] == {"Fn::Sub": "/aws/lambda/" + properties["FunctionName"]["Fn::Sub"]}, (
+            name
+        )
+        assert group["RetentionInDays"] == {"Ref": "LogRetentionDays"}, name
+    assert sam_template["Globals"]["Function"]["LoggingConfig"]["LogFormat"] == "JSON"
+
+
+def test_access_logs_are_json_without_request_content(sam_template: dict[str, Any]) -> None:
+    settings = sam_template["Resources"]["HttpApi"]["Properties"]["AccessLogSettings"]
+    fields = json.loads(settings["Format"])
+    assert "$context.routeKey" in fields.values()
+    assert not any(re.search(r"body|querystring|header", value, re.IGNORECASE) for value in fields.values())
+    group = sam_template["Resources"][settings["DestinationArn"]["Fn::GetAtt"][0]]
+    assert group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+
+# ---------------------------------------------------------------------------------------------- API
+
+
+def test_the_jwt_authorizer_is_the_default(sam_template: dict[str, Any]) -> None:
+    auth = sam_template["Resources"]["HttpApi"]["Properties"]["Auth"]
+    assert auth["DefaultAuthorizer"] == AUTHORIZER
+    authorizer = auth["Authorizers"][AUTHORIZER]
+    assert authorizer["IdentitySource"] == "$request.header.Authorization"
+    assert authorizer["JwtConfiguration"] == {
+        "issuer": {"Ref": "JwtIssuer"},
+        "audience": [{"Ref": "JwtAudience"}],
+    }
+
+
+def test_no_route_opts_out_of_the_authorizer(sam_template: dict[str, Any]) -> None:
+    events = list(http_api_events(sam_template))
+    assert events
+    for function, event, properties in events:
+        assert properties["ApiId"] == {"Ref": "HttpApi"}, (function, event)
+        assert properties.get("Auth", {}).get("Authorizer", AUTHORIZER) == AUTHORIZER, (function, event)
+        assert "proxy+" not in properties["Path"], (function, event)
+
+
+def test_every_translated_route_requires_the_jwt(cloudformation: dict[str, Any]) -> None:
+    (api,) = resources_of(cloudformation, "AWS::ApiGatewayV2::Api").values()
+    operations = [
+        (path, method, operation)
+        for path, methods in api["Properties"]["Body"]["paths"].items()
+        for method, operation in methods.items()
+    ]
+    assert len(operations) == len(list(http_api_events(load_template(TEMPLATE_PATH))))
+    for path, method, operation in operations:
+        assert operation.get("security") == [{AUTHORIZER: []}], (method, path)
+
+
+def test_the_parameters_have_sane_defaults(sam_template: dict[str, Any]) -> None:
+    parameters = sam_template["Parameters"]
+    assert parameters["MemosBaseUrl"]["Default"] == "https://memos.memtensor.cn/api/openmem/v1"
+    retention = parameters["LogRetentionDays"]
+    assert retention["Type"] == "Number"
+    assert retention["Default"] in retention["AllowedValues"]
+    assert "Default" not in parameters["JwtIssuer"]
+    assert "Default" not in parameters["JwtAudience"]
+
+
+def test_template_path_is_the_repository_root() -> None:
+    repository_root = Path(__file__).resolve().parents[2]
+    assert repository_root / "template.yaml" == TEMPLATE_PATH
