@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from bench import search_emulator
+from bench import import_time, search_emulator
 
 
 def main() -> int:
     search_emulator.run()
+    import_time.run()
     return 0
 
 
