@@ -1,1 +1,9 @@
-pytest_plugins = ["tests.support.emulator", "tests.support.aws"]
+import os
+
+pytest_plugins = ["tests.support.emulator", "tests.support.aws", "tests.support.stack"]
+
+# Powertools reads these when its Logger/Metrics/Tracer are built, which is at a handler module's import;
+# set them before any test can import one (the functions get the same values from template.yaml).
+os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "memmy-kb")
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "MemmyTest")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")

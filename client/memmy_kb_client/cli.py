@@ -11,6 +11,9 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+READY_PREFIX = "Memmy local stack ready at "
 
 
 def _api_keys(values: Sequence[str]) -> dict[str, str]:
@@ -32,6 +35,13 @@ def _wait_for_interrupt() -> None:
         pass
 
 
+def _interrupt_on_sigterm(*_: Any) -> None:
+    raise KeyboardInterrupt
+
+
+# ---------------------------------------------------------------------------------------------- dev
+
+
 def _dev_memos(args: argparse.Namespace) -> int:
     from memmy_local.memos_emulator.server import DEFAULT_API_KEY, EmulatorConfig, MemosEmulator
 
@@ -51,15 +61,82 @@ def _dev_memos(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="memmy-kb", description="Memmy knowledge bases from the command line."
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
+def _dev_up(args: argparse.Namespace) -> int:
+    import logging
+    import warnings
 
+    from memmy_local.stack import LocalStack, StackConfig, StackStartError
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # moto's server, httpx and botocore log every AWS call; the gateway's one line per request is enough.
+    for noisy in ("werkzeug", "httpx", "botocore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    # Powertools warns on every request that publishes no metric; useless noise on a dev console.
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+    config = StackConfig(
+        gateway_port=args.port,
+        memos_port=args.memos_port,
+        moto_port=args.moto_port,
+        data_dir=args.data_dir,
+        memos_processing_delay=args.processing_delay,
+    )
+    # SIGTERM behaves like Ctrl-C, also while the stack is still starting, so everything started is stopped.
+    signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+    # A shell starting us in the background without job control ignores SIGINT; Ctrl-C must still work.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with LocalStack(config) as stack:
+            _print_ready(stack, args.data_dir)
+            threading.Event().wait()
+    except KeyboardInterrupt:
+        print("Memmy local stack stopped", flush=True)
+    except StackStartError as err:
+        print(
+            f"memmy-kb dev up: {err}; choose another with --port/--memos-port/--moto-port (0 = any)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _print_ready(stack: Any, data_dir: Path | None) -> None:
+    data = f"{data_dir} (kept across restarts)" if data_dir else "none kept (a clean slate on every start)"
+    mint_command = "memmy-kb dev token alice --name Alice --email alice@example.com"
+    if data_dir:
+        mint_command += f" --data-dir {data_dir}"
+    lines = [
+        f"  API:    {stack.api_url}",
+        f"  MemOS:  {stack.memos_api_url}  (state: {stack.memos_url}/_emulator/state)",
+        f"  moto:   {stack.moto_url}",
+        f"  data:   {data}",
+        f"{READY_PREFIX}{stack.api_url}",
+        f'Get a token:  TOKEN="$({mint_command})"',
+        f'Then:         curl -H "Authorization: Bearer $TOKEN" {stack.api_url}/knowledge-bases',
+        "Ctrl-C stops the stack.",
+    ]
+    print("\n".join(lines), flush=True)
+
+
+def _dev_token(args: argparse.Namespace) -> int:
+    from memmy_local import tokens
+
+    token = tokens.issue_token(
+        args.user,
+        name=args.name,
+        email=args.email,
+        phone=args.phone,
+        ttl_seconds=args.ttl,
+        key_path=tokens.signing_key_path(args.data_dir),
+    )
+    print(token)
+    return 0
+
+
+def _add_dev_commands(commands: argparse._SubParsersAction) -> None:
     dev = commands.add_parser("dev", help="the local development stack").add_subparsers(
         dest="dev", required=True
     )
+
     memos = dev.add_parser("memos", help="run the MemOS emulator on its own")
     memos.add_argument("--host", default="127.0.0.1")
     memos.add_argument("--port", type=int, default=8090)
@@ -75,16 +152,45 @@ def build_parser() -> argparse.ArgumentParser:
     )
     memos.add_argument("--processing-delay", type=float, default=1.0, help="seconds a file stays running")
     memos.set_defaults(func=_dev_memos)
-    up = dev.add_parser("up", help="start the whole local stack")
-    up.set_defaults(
-        func=_dev_memos,
-        host="127.0.0.1",
-        port=8090,
-        prefix="/api/openmem/v1",
-        api_key=None,
-        db=None,
-        processing_delay=1.0,
+
+    up = dev.add_parser(
+        "up", help="start the whole local stack (moto, the MemOS emulator, the API gateway) until Ctrl-C"
     )
+    up.add_argument("--port", type=int, default=8080, help="the API gateway's port (0 = any free port)")
+    up.add_argument("--memos-port", type=int, default=8090, help="the MemOS emulator's port (0 = any)")
+    up.add_argument("--moto-port", type=int, default=5000, help="moto's port (0 = any)")
+    up.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="keep DynamoDB items, MemOS state and the signing key here across restarts",
+    )
+    up.add_argument(
+        "--processing-delay", type=float, default=1.0, help="seconds a new MemOS file stays running"
+    )
+    up.set_defaults(func=_dev_up)
+
+    token = dev.add_parser("token", help="print a login token for the local stack")
+    token.add_argument("user", metavar="USER", help="the user id (the token's sub)")
+    token.add_argument("--name", help="display name claim")
+    token.add_argument("--email", help="email claim (asserted as verified)")
+    token.add_argument("--phone", help="phone_number claim in E.164 (asserted as verified)")
+    token.add_argument(
+        "--ttl", type=int, default=12 * 3600, metavar="SECONDS", help="lifetime (default 12 h)"
+    )
+    token.add_argument(
+        "--data-dir", type=Path, default=None, help="the stack's --data-dir, if it was started with one"
+    )
+    token.set_defaults(func=_dev_token)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``memmy-kb`` argument parser; each command group is added by its own ``_add_*_commands``."""
+    parser = argparse.ArgumentParser(
+        prog="memmy-kb", description="Memmy knowledge bases from the command line."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_dev_commands(commands)
     return parser
 
 

@@ -1,0 +1,724 @@
+"""A local stand-in for API Gateway's HTTP API: the template's routes, its JWT authorizer, payload 2.0.
+
+The gateway reads the routes from the functions' ``HttpApi`` events in ``template.yaml``, refuses a
+request the JWT authorizer would refuse (401 without invoking anything), and invokes the handler
+in-process with an HTTP API v2 (payload format 2.0) event and a fake Lambda context. Handler results are
+turned into HTTP responses by API Gateway's rules, including its terse ``{"message": ...}`` errors.
+
+Environment: handlers read ``os.environ`` lazily, and every function of the template uses the same
+variable names, so the stack puts the union of the functions' environments into ``os.environ`` once
+(``memmy_local.stack``). Each module is imported with its own function's environment overlaid, so that
+module-level reads (a Powertools ``Logger()``'s service name) see that function's values.
+
+Each function behaves as one warm container: its invocations run one at a time (handlers keep
+per-request state in module globals), while different functions run concurrently. Timeouts are reported
+by the context's ``get_remaining_time_in_millis`` but not enforced.
+
+Handler modules are loaded by file path under a unique module name per function, so two ``app.py``
+files do not collide; a handler's siblings in its CodeUri directory are not importable (keep shared code
+in the core layer, as on Lambda with more than one function).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import importlib.util
+import json
+import logging
+import os
+import re
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from .template import Route, UnresolvableValueError, http_routes, load_template, resolve_intrinsics
+from .tokens import TokenError, VerifyingKey, verify_token
+
+log = logging.getLogger("memmy_local.gateway")
+
+DEFAULT_ACCOUNT_ID = "123456789012"
+DEFAULT_REGION = "us-east-1"
+# API Gateway's payload limit for HTTP APIs.
+MAX_BODY_BYTES = 10 * 1024 * 1024
+_TEXT_TYPES = frozenset({"application/json", "application/xml", "application/javascript"})
+_SERVERLESS_FUNCTION = "AWS::Serverless::Function"
+_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD")
+
+Handler = Callable[[dict[str, Any], Any], Any]
+
+
+class GatewayError(Exception):
+    """A request that API Gateway answers itself with ``{"message": ...}``; never reaches a handler."""
+
+    def __init__(self, status: HTTPStatus, extra_headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(status.phrase)
+        self.status = status
+        self.extra_headers = dict(extra_headers or {})
+
+
+# ------------------------------------------------------------------------------------------- requests
+
+
+@dataclass(frozen=True)
+class GatewayRequest:
+    """One HTTP request as received: raw path and query, headers in arrival order, body bytes."""
+
+    method: str
+    raw_path: str
+    raw_query: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    source_ip: str
+    protocol: str = "HTTP/1.1"
+
+    def header(self, name: str) -> str | None:
+        """All values of header ``name`` (case-insensitive), comma-joined as API Gateway does; None if absent."""
+        values = [value for key, value in self.headers if key.lower() == name.lower()]
+        return ",".join(values) if values else None
+
+
+@dataclass(frozen=True)
+class GatewayResponse:
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+# --------------------------------------------------------------------------------------------- routes
+
+
+@dataclass(frozen=True)
+class CompiledRoute:
+    """A template route with its path split into literal and ``{param}`` / ``{param+}`` segments."""
+
+    route: Route
+    authorized: bool
+    segments: tuple[str, ...]
+
+    @property
+    def route_key(self) -> str:
+        return f"{self.route.method} {self.route.path}"
+
+    def specificity(self) -> tuple[int, ...]:
+        """Smaller is more specific: literal segments beat parameters, which beat greedy parameters."""
+        ranks = tuple(2 if s.endswith("+}") else 1 if s.startswith("{") else 0 for s in self.segments)
+        return (*ranks, 1 if self.route.method == "ANY" else 0)
+
+    def match(self, method: str, segments: list[str]) -> dict[str, str] | None:
+        """The path parameters (URL-decoded) if ``method`` and ``segments`` fit this route, else None."""
+        if self.route.method not in (method, "ANY"):
+            return None
+        params: dict[str, str] = {}
+        for index, pattern in enumerate(self.segments):
+            if pattern.startswith("{") and pattern.endswith("+}"):
+                rest = segments[index:]
+                if not rest or not "".join(rest):
+                    return None
+                params[pattern[1:-2]] = unquote("/".join(rest))
+                return params
+            if index >= len(segments):
+                return None
+            if pattern.startswith("{") and pattern.endswith("}"):
+                if not segments[index]:
+                    return None
+                params[pattern[1:-1]] = unquote(segments[index])
+            elif pattern != segments[index]:
+                return None
+        return params if len(segments) == len(self.segments) else None
+
+
+def compile_routes(template: Mapping[str, Any]) -> list[CompiledRoute]:
+    """The template's HTTP routes, most specific first, each knowing whether the JWT authorizer guards it."""
+    public = _public_route_keys(template)
+    compiled = [
+        CompiledRoute(route, (route.method, route.path) not in public, tuple(route.path[1:].split("/")))
+        for route in http_routes(template)
+    ]
+    return sorted(compiled, key=CompiledRoute.specificity)
+
+
+def _public_route_keys(template: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """Routes whose event says ``Auth: {Authorizer: NONE}`` (SAM's opt-out of the default authorizer)."""
+    public: set[tuple[str, str]] = set()
+    for resource in template["Resources"].values():
+        if resource.get("Type") != _SERVERLESS_FUNCTION:
+            continue
+        for event in ((resource.get("Properties") or {}).get("Events") or {}).values():
+            properties = event.get("Properties") or {}
+            if event.get("Type") == "HttpApi" and (properties.get("Auth") or {}).get("Authorizer") == "NONE":
+                public.add((str(properties.get("Method")).upper(), str(properties.get("Path"))))
+    return public
+
+
+def _find_route(
+    routes: list[CompiledRoute], method: str, raw_path: str
+) -> tuple[CompiledRoute, dict[str, str]]:
+    # No trailing-slash folding: "/knowledge-bases/" is not "/knowledge-bases", as on API Gateway.
+    segments = raw_path[1:].split("/")
+    for route in routes:
+        params = route.match(method, segments)
+        if params is not None:
+            return route, params
+    raise GatewayError(HTTPStatus.NOT_FOUND)
+
+
+# ------------------------------------------------------------------------------------------ authorizer
+
+
+@dataclass(frozen=True)
+class JwtAuthorizer:
+    """The HTTP API JWT authorizer: identity source ``$request.header.Authorization``, one issuer, one audience."""
+
+    key: VerifyingKey
+    issuer: str
+    audience: str
+
+    def authorize(self, authorization: str | None) -> dict[str, Any]:
+        """The verified claims of the token in ``authorization`` (``Bearer <jwt>`` or the bare JWT).
+
+        Raises ``GatewayError(401)`` with API Gateway's ``www-authenticate`` explanation otherwise.
+        """
+        token = (authorization or "").strip()
+        if token[:7].lower() == "bearer ":
+            token = token[7:].strip()
+        try:
+            return verify_token(token, key=self.key, issuer=self.issuer, audience=self.audience)
+        except TokenError as err:
+            challenge = f'Bearer error="invalid_token" error_description="{err}"'
+            raise GatewayError(HTTPStatus.UNAUTHORIZED, {"www-authenticate": challenge}) from err
+
+
+def claims_as_strings(claims: Mapping[str, Any]) -> dict[str, str]:
+    """Claims the way API Gateway hands them to the integration: every value a string.
+
+    Booleans become ``"true"``/``"false"``, numbers their decimal text, arrays ``"[a b]"``.
+    """
+    return {name: _claim_string(value) for name, value in claims.items()}
+
+
+def _claim_string(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + " ".join(_claim_string(item) for item in value) + "]"
+    return json.dumps(value, separators=(",", ":"))
+
+
+# -------------------------------------------------------------------------------------------- events
+
+
+def _is_text(content_type: str | None) -> bool:
+    media_type = (content_type or "").split(";", 1)[0].strip().lower()
+    return (
+        media_type.startswith("text/")
+        or media_type in _TEXT_TYPES
+        or media_type.endswith("+json")
+        or media_type.endswith("+xml")
+    )
+
+
+def _joined_pairs(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    joined: dict[str, str] = {}
+    for key, value in pairs:
+        joined[key] = f"{joined[key]},{value}" if key in joined else value
+    return joined
+
+
+@dataclass(frozen=True)
+class EventContext:
+    """Per-request values that do not come from the request itself."""
+
+    route_key: str
+    request_id: str
+    received_at: float
+    account_id: str = DEFAULT_ACCOUNT_ID
+    api_id: str = "local"
+
+
+def build_event(
+    request: GatewayRequest,
+    context: EventContext,
+    path_parameters: Mapping[str, str],
+    claims: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The HTTP API payload format 2.0 event API Gateway would send for ``request``."""
+    cookies = [
+        part.strip()
+        for key, value in request.headers
+        if key.lower() == "cookie"
+        for part in value.split(";")
+        if part.strip()
+    ]
+    headers = _joined_pairs(
+        [(key.lower(), value) for key, value in request.headers if key.lower() != "cookie"]
+    )
+    headers.setdefault("x-forwarded-for", request.source_ip)
+    headers.setdefault("x-forwarded-proto", "http")
+    host = headers.get("host", "")
+    received = datetime.fromtimestamp(context.received_at, tz=UTC)
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": context.route_key,
+        "rawPath": request.raw_path,
+        "rawQueryString": request.raw_query,
+        "headers": headers,
+        "requestContext": {
+            "accountId": context.account_id,
+            "apiId": context.api_id,
+            "domainName": host,
+            "domainPrefix": host.split(".", 1)[0],
+            "http": {
+                "method": request.method,
+                "path": request.raw_path,
+                "protocol": request.protocol,
+                "sourceIp": request.source_ip,
+                "userAgent": headers.get("user-agent", ""),
+            },
+            "requestId": context.request_id,
+            "routeKey": context.route_key,
+            "stage": "$default",
+            "time": received.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+            "timeEpoch": int(context.received_at * 1000),
+        },
+        "isBase64Encoded": False,
+    }
+    if cookies:
+        event["cookies"] = cookies
+    if request.raw_query:
+        event["queryStringParameters"] = _joined_pairs(parse_qsl(request.raw_query, keep_blank_values=True))
+    if path_parameters:
+        event["pathParameters"] = dict(path_parameters)
+    if claims is not None:
+        event["requestContext"]["authorizer"] = {"jwt": {"claims": claims_as_strings(claims), "scopes": None}}
+    if request.body:
+        if _is_text(headers.get("content-type")):
+            event["body"] = request.body.decode("utf-8", errors="replace")
+        else:
+            event["body"] = base64.b64encode(request.body).decode("ascii")
+            event["isBase64Encoded"] = True
+    return event
+
+
+# ------------------------------------------------------------------------------------------ responses
+
+
+class MalformedResponseError(ValueError):
+    """A handler result that API Gateway could not turn into an HTTP response (it answers 500)."""
+
+
+def build_response(result: Any) -> GatewayResponse:
+    """The HTTP response API Gateway makes of a payload 2.0 handler ``result``.
+
+    A dict with ``statusCode`` is taken field by field; anything else is JSON-encoded with 200.
+    """
+    try:
+        # Lambda serialises the result to JSON; a result it cannot serialise is a function error.
+        result = json.loads(json.dumps(result))
+    except (TypeError, ValueError) as err:
+        raise MalformedResponseError(f"result is not JSON-serialisable: {err}") from err
+    if not (isinstance(result, dict) and "statusCode" in result):
+        body = json.dumps(result).encode()
+        return GatewayResponse(HTTPStatus.OK, [("content-type", "application/json")], body)
+    status = result["statusCode"]
+    if not isinstance(status, int) or not 100 <= status <= 599:
+        raise MalformedResponseError(f"statusCode {status!r} is not an HTTP status")
+    headers = [(str(k).lower(), _header_value(v)) for k, v in (result.get("headers") or {}).items()]
+    for name, values in (result.get("multiValueHeaders") or {}).items():
+        headers.extend((str(name).lower(), _header_value(v)) for v in values)
+    headers.extend(("set-cookie", str(cookie)) for cookie in result.get("cookies") or [])
+    return GatewayResponse(status, headers, _response_body(result))
+
+
+def _header_value(value: Any) -> str:
+    text = _claim_string(value) if not isinstance(value, str) else value
+    if "\r" in text or "\n" in text:
+        raise MalformedResponseError("header value contains a line break")
+    return text
+
+
+def _response_body(result: Mapping[str, Any]) -> bytes:
+    body = result.get("body")
+    if body is None:
+        return b""
+    if not isinstance(body, str):
+        raise MalformedResponseError(f"body must be a string, not {type(body).__name__}")
+    if not result.get("isBase64Encoded"):
+        return body.encode()
+    try:
+        return base64.b64decode(body, validate=True)
+    except binascii.Error as err:
+        raise MalformedResponseError("isBase64Encoded body is not base64") from err
+
+
+def error_response(error: GatewayError) -> GatewayResponse:
+    """API Gateway's own answer: ``{"message": "<reason phrase>"}``."""
+    body = json.dumps({"message": error.status.phrase}).encode()
+    headers = [("content-type", "application/json"), *error.extra_headers.items()]
+    return GatewayResponse(error.status, headers, body)
+
+
+# ----------------------------------------------------------------------------------------- functions
+
+
+@dataclass
+class LambdaContext:
+    """The attributes and method of the Python runtime's context object that handlers use."""
+
+    function_name: str
+    memory_limit_in_mb: int
+    invoked_function_arn: str
+    aws_request_id: str
+    log_group_name: str
+    log_stream_name: str
+    deadline: float
+    function_version: str = "$LATEST"
+    identity: Any = None
+    client_context: Any = None
+
+    def get_remaining_time_in_millis(self) -> int:
+        """Milliseconds left before the function's configured timeout."""
+        return max(0, int((self.deadline - time.monotonic()) * 1000))
+
+
+class FunctionNotLoadedError(RuntimeError):
+    """The function's module could not be imported (on Lambda: an init error)."""
+
+
+@dataclass
+class LocalFunction:
+    """One template function as a single warm Lambda container: invocations run one at a time.
+
+    Handler modules keep per-request state in module globals (a Powertools resolver's ``current_event``),
+    which is safe on Lambda only because a container serves one request at a time; the lock keeps that
+    true here. Different functions still run concurrently.
+    """
+
+    logical_id: str
+    function_name: str
+    code_uri: str
+    handler_spec: str
+    memory_mb: int
+    timeout_s: float
+    region: str = DEFAULT_REGION
+    account_id: str = DEFAULT_ACCOUNT_ID
+    handler: Handler | None = None
+    load_error: str | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def context(self, request_id: str) -> LambdaContext:
+        """A fresh context for one invocation."""
+        day = datetime.now(tz=UTC).strftime("%Y/%m/%d")
+        return LambdaContext(
+            function_name=self.function_name,
+            memory_limit_in_mb=self.memory_mb,
+            invoked_function_arn=f"arn:aws:lambda:{self.region}:{self.account_id}:function:{self.function_name}",
+            aws_request_id=request_id,
+            log_group_name=f"/aws/lambda/{self.function_name}",
+            log_stream_name=f"{day}/[$LATEST]{uuid.uuid4().hex}",
+            deadline=time.monotonic() + self.timeout_s,
+        )
+
+    def invoke(self, event: Any, request_id: str | None = None) -> Any:
+        """Run the handler with ``event`` and a fresh context; its exceptions propagate."""
+        if self.handler is None:
+            raise FunctionNotLoadedError(f"{self.logical_id} was not loaded: {self.load_error}")
+        with self._lock:
+            return self.handler(event, self.context(request_id or str(uuid.uuid4())))
+
+
+def _function_property(template: Mapping[str, Any], logical_id: str, name: str, default: Any) -> Any:
+    properties = template["Resources"][logical_id].get("Properties") or {}
+    globals_ = (template.get("Globals") or {}).get("Function") or {}
+    return properties.get(name, globals_.get(name, default))
+
+
+def describe_function(
+    template: Mapping[str, Any],
+    logical_id: str,
+    refs: Mapping[str, str],
+    region: str = DEFAULT_REGION,
+    account_id: str = DEFAULT_ACCOUNT_ID,
+) -> LocalFunction:
+    """A function's name, code location, memory and timeout from the template (Globals applied)."""
+    try:
+        name = str(
+            resolve_intrinsics(_function_property(template, logical_id, "FunctionName", logical_id), refs)
+        )
+    except UnresolvableValueError:
+        name = logical_id
+    return LocalFunction(
+        logical_id=logical_id,
+        function_name=name,
+        code_uri=str(_function_property(template, logical_id, "CodeUri", "")),
+        handler_spec=str(_function_property(template, logical_id, "Handler", "")),
+        memory_mb=int(_function_property(template, logical_id, "MemorySize", 128)),
+        timeout_s=float(_function_property(template, logical_id, "Timeout", 3)),
+        region=region,
+        account_id=account_id,
+    )
+
+
+@contextlib.contextmanager
+def _overlaid_environment(variables: Mapping[str, str]) -> Iterator[None]:
+    previous = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def load_handler(repo_root: Path, function: LocalFunction, environment: Mapping[str, str]) -> Handler:
+    """Import ``<repo_root>/<CodeUri>/<module>.py`` under a per-function module name; return its handler."""
+    module_path, _, attribute = function.handler_spec.rpartition(".")
+    if not module_path or not attribute:
+        raise ValueError(
+            f"{function.logical_id}: Handler {function.handler_spec!r} is not <module>.<function>"
+        )
+    source = repo_root / function.code_uri / (module_path.replace(".", "/") + ".py")
+    module_name = "_memmy_local_fn_" + re.sub(r"\W", "_", f"{function.logical_id}_{module_path}")
+    spec = importlib.util.spec_from_file_location(module_name, source)
+    if spec is None or spec.loader is None or not source.is_file():
+        raise FileNotFoundError(f"{function.logical_id}: no handler module at {source}")
+    module = importlib.util.module_from_spec(spec)
+    # Registered before running so that dataclasses and pydantic can resolve the module's own names.
+    sys.modules[module_name] = module
+    try:
+        with _overlaid_environment(environment):
+            spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
+    handler = getattr(module, attribute, None)
+    if not callable(handler):
+        raise AttributeError(f"{function.logical_id}: {source} has no callable {attribute!r}")
+    return handler
+
+
+def load_function(
+    template: Mapping[str, Any],
+    logical_id: str,
+    *,
+    repo_root: Path,
+    refs: Mapping[str, str],
+    environment: Mapping[str, str] | None = None,
+    region: str = DEFAULT_REGION,
+    account_id: str = DEFAULT_ACCOUNT_ID,
+) -> LocalFunction:
+    """Describe and import one template function (for the gateway and for event runners).
+
+    An import failure does not raise: like a Lambda whose init fails, the function is returned with
+    ``load_error`` set, the error is logged, and each invocation fails.
+    """
+    function = describe_function(template, logical_id, refs, region, account_id)
+    try:
+        function.handler = load_handler(repo_root, function, environment or {})
+    except Exception as err:
+        function.load_error = f"{type(err).__name__}: {err}"
+        log.error("cannot load %s (%s): %s", logical_id, function.handler_spec, function.load_error)
+        log.debug("%s", traceback.format_exc())
+    return function
+
+
+# ------------------------------------------------------------------------------------------- gateway
+
+
+@dataclass
+class GatewayConfig:
+    """Where the gateway listens and what it needs to resolve and run the template's functions."""
+
+    template_path: Path
+    authorizer: JwtAuthorizer
+    repo_root: Path | None = None
+    host: str = "127.0.0.1"
+    port: int = 8080
+    refs: Mapping[str, str] = field(default_factory=dict)
+    # Function logical id -> its resolved environment, overlaid while its module is imported.
+    environments: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    region: str = DEFAULT_REGION
+    account_id: str = DEFAULT_ACCOUNT_ID
+
+
+class Gateway:
+    """The HTTP API on loopback: ``start()`` loads the handlers and serves in a background thread."""
+
+    def __init__(self, config: GatewayConfig) -> None:
+        self.config = config
+        self.repo_root = config.repo_root or config.template_path.parent
+        self.template = load_template(config.template_path)
+        self.routes = compile_routes(self.template)
+        self.functions: dict[str, LocalFunction] = {}
+        self._httpd = ThreadingHTTPServer((config.host, config.port), _make_request_handler(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.config.host}:{self.port}"
+
+    def start(self) -> Gateway:
+        """Import every routed function's handler, then serve; returns at once."""
+        self._load_functions()
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="memmy-gateway", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> Gateway:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _load_functions(self) -> None:
+        for compiled in self.routes:
+            logical_id = compiled.route.function
+            if logical_id not in self.functions:
+                self.functions[logical_id] = load_function(
+                    self.template,
+                    logical_id,
+                    repo_root=self.repo_root,
+                    refs=self.config.refs,
+                    environment=self.config.environments.get(logical_id, {}),
+                    region=self.config.region,
+                    account_id=self.config.account_id,
+                )
+
+    def handle(self, request: GatewayRequest) -> GatewayResponse:
+        """Route, authorize, invoke: the whole request path, without the socket."""
+        request_id = str(uuid.uuid4())
+        received_at = time.time()
+        started = time.perf_counter()
+        route_key = "-"
+        try:
+            compiled, params = _find_route(self.routes, request.method, request.raw_path)
+            route_key = compiled.route_key
+            claims = (
+                self.config.authorizer.authorize(request.header("authorization"))
+                if compiled.authorized
+                else None
+            )
+            if len(request.body) > MAX_BODY_BYTES:
+                raise GatewayError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+            context = EventContext(route_key, request_id, received_at, account_id=self.config.account_id)
+            event = build_event(request, context, params, claims)
+            response = self._invoke(self.functions[compiled.route.function], event, request_id)
+        except GatewayError as err:
+            response = error_response(err)
+        response.headers.append(("apigw-requestid", request_id))
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        log.info(
+            "%s %s %d %.1f ms (%s)", request.method, request.raw_path, response.status, elapsed_ms, route_key
+        )
+        return response
+
+    def _invoke(self, function: LocalFunction, event: dict[str, Any], request_id: str) -> GatewayResponse:
+        try:
+            return build_response(function.invoke(event, request_id))
+        except Exception:
+            log.exception("%s failed (request %s)", function.logical_id, request_id)
+            raise GatewayError(HTTPStatus.INTERNAL_SERVER_ERROR) from None
+
+
+# -------------------------------------------------------------------------------------------- server
+
+
+def _make_request_handler(gateway: Gateway) -> type[BaseHTTPRequestHandler]:
+    class RequestHandler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        # Headers and body go out in separate writes; without this, Nagle plus delayed ACK adds ~40 ms.
+        disable_nagle_algorithm = True
+        server_version = "MemmyLocalGateway/1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            log.debug("%s " + format, self.address_string(), *args)
+
+        def _serve(self) -> None:
+            try:
+                body = self._read_body()
+            except GatewayError as err:
+                self.close_connection = True
+                self._send(error_response(err))
+                return
+            target = urlsplit(self.path)
+            request = GatewayRequest(
+                method=self.command,
+                raw_path=target.path or "/",
+                raw_query=target.query,
+                headers=list(self.headers.items()),
+                body=body,
+                source_ip=self.client_address[0],
+                protocol=self.request_version,
+            )
+            self._send(gateway.handle(request))
+
+        def _read_body(self) -> bytes:
+            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                return self._read_chunked()
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY_BYTES:
+                raise GatewayError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+            return self.rfile.read(length) if length else b""
+
+        def _read_chunked(self) -> bytes:
+            chunks: list[bytes] = []
+            total = 0
+            while True:
+                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(chunks)
+                total += size
+                if total > MAX_BODY_BYTES:
+                    raise GatewayError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+
+        def _send(self, response: GatewayResponse) -> None:
+            self.send_response(response.status)
+            for name, value in response.headers:
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(response.body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(response.body)
+
+    for method in _METHODS:
+        setattr(RequestHandler, f"do_{method}", RequestHandler._serve)
+    return RequestHandler

@@ -1,0 +1,419 @@
+"""The whole service on one machine, in one process, without an AWS account or Docker.
+
+``LocalStack`` starts moto in server mode on loopback and provisions it from ``template.yaml``, starts the
+MemOS emulator, points the handlers' environment at both, and serves the template's routes through the
+local gateway. ``stop()`` undoes everything in reverse order, the process environment included.
+
+Each start is a clean slate unless ``data_dir`` is given: then the emulator's SQLite file and the dev
+signing key live there, and the DynamoDB items (moto keeps nothing) are dumped there on stop and loaded
+again on start. S3 objects, queue messages and state machine executions are not kept.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import logging
+import os
+import socket
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .memos_emulator.server import DEFAULT_API_KEY, EmulatorConfig, MemosEmulator
+from .template import function_environment, load_template, template_path
+
+log = logging.getLogger("memmy_local.stack")
+
+MEMOS_PROJECT = "memmy"
+CORE_PACKAGE = "memmy_kb"
+DYNAMODB_DUMP_NAME = "dynamodb.json"
+MEMOS_DB_NAME = "memos.sqlite3"
+FAKE_CREDENTIAL = "memmy-local"
+_BATCH_SIZE = 25
+# Turns on real ASL execution in moto's Step Functions (see TRAPS.md); Lambda tasks never use Docker.
+MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
+
+
+@dataclass
+class StackConfig:
+    """Ports (0 = any free port), where state is kept, and how the emulator behaves."""
+
+    gateway_port: int = 8080
+    memos_port: int = 8090
+    moto_port: int = 5000
+    host: str = "127.0.0.1"
+    data_dir: Path | None = None
+    memos_processing_delay: float = 1.0
+    memos_api_key: str = DEFAULT_API_KEY
+    template_path: Path | None = None
+    repo_root: Path | None = None
+    region: str = "us-east-1"
+    issuer: str | None = None
+    audience: str | None = None
+
+
+class StackStartError(RuntimeError):
+    """The stack cannot start as configured (a port in use); the message says what to change."""
+
+
+class LocalStack:
+    """moto + the MemOS emulator + the gateway; a context manager. Only one may run per process."""
+
+    def __init__(self, config: StackConfig | None = None) -> None:
+        self.config = config or StackConfig()
+        self.refs: dict[str, str] = {}
+        self.function_environments: dict[str, dict[str, str]] = {}
+        self.template: dict[str, Any] = {}
+        self._exit: contextlib.ExitStack | None = None
+        self._moto_url = ""
+        self._emulator: MemosEmulator | None = None
+        self._gateway: Any = None
+
+    # -- public view -----------------------------------------------------------------------------
+
+    @property
+    def api_url(self) -> str:
+        """The gateway's root URL (the HTTP API's ``$default`` stage)."""
+        return self._require(self._gateway).url
+
+    @property
+    def memos_url(self) -> str:
+        """The emulator's root URL (``/_emulator/state`` lives here); see ``memos_api_url`` for MemOS's base."""
+        return self._require(self._emulator).root_url
+
+    @property
+    def memos_api_url(self) -> str:
+        """The MemOS API base URL the functions are configured with."""
+        return self._require(self._emulator).base_url
+
+    @property
+    def moto_url(self) -> str:
+        """moto's endpoint (every AWS service)."""
+        return self._require(self._moto_url)
+
+    @property
+    def data_dir(self) -> Path | None:
+        return self.config.data_dir
+
+    def _require(self, value: Any) -> Any:
+        if not value:
+            raise RuntimeError("the local stack is not running")
+        return value
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> LocalStack:
+        """Start everything; on any failure, what was already started is stopped again."""
+        if self._exit is not None:
+            raise RuntimeError("the local stack is already running")
+        with contextlib.ExitStack() as undo:
+            self._start(undo)
+            self._exit = undo.pop_all()
+        return self
+
+    def stop(self) -> None:
+        """Stop everything in reverse order; keep the DynamoDB items first when there is a data dir."""
+        exit_stack, self._exit = self._exit, None
+        if exit_stack is not None:
+            exit_stack.close()
+        self._gateway = self._emulator = None
+        self._moto_url = ""
+
+    def __enter__(self) -> LocalStack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _start(self, undo: contextlib.ExitStack) -> None:
+        # Imported here so that `memmy-kb dev token` and the CLI's help do not pay for moto and boto3.
+        from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+
+        from . import tokens
+        from .gateway import Gateway, GatewayConfig, JwtAuthorizer
+        from .provision import LOCAL_ACCOUNT_ID, provision
+
+        config = self.config
+        for what, port in (
+            ("gateway", config.gateway_port),
+            ("MemOS", config.memos_port),
+            ("moto", config.moto_port),
+        ):
+            _ensure_port_free(config.host, port, what)
+        if config.data_dir is not None:
+            config.data_dir.mkdir(parents=True, exist_ok=True)
+        template_file = config.template_path or template_path()
+        template = load_template(template_file)
+        self.template = template
+        issuer = config.issuer or tokens.DEFAULT_ISSUER
+        audience = config.audience or tokens.DEFAULT_AUDIENCE
+        signing_key = tokens.load_signing_key(tokens.signing_key_path(config.data_dir))
+
+        undo.callback(_restore_environment, _set_environment(_fake_aws_environment(config.region)))
+        if not logging.getLogger("werkzeug").level:
+            # moto's server would otherwise log every AWS call the handlers make.
+            logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        moto = ThreadedMotoServer(ip_address=config.host, port=config.moto_port, verbose=False)
+        moto.start()
+        undo.callback(moto.stop)
+        moto_port = moto.get_host_and_port()[1]
+        self._moto_url = f"http://{config.host}:{moto_port}"
+        # moto reads MOTO_PORT when its Step Functions interpreter makes a call, not at start; setting it
+        # before the first request is enough, and binding port 0 first avoids a free-port race.
+        undo.callback(
+            _restore_environment,
+            _set_environment({"MOTO_PORT": str(moto_port), "AWS_ENDPOINT_URL": self._moto_url}),
+        )
+        _configure_moto(self._moto_url)
+        _forget_containers()
+        undo.callback(_forget_containers)
+
+        emulator = MemosEmulator(
+            EmulatorConfig(
+                host=config.host,
+                port=config.memos_port,
+                api_keys={config.memos_api_key: MEMOS_PROJECT},
+                db_path=config.data_dir / MEMOS_DB_NAME if config.data_dir else None,
+                processing_delay=config.memos_processing_delay,
+            )
+        )
+        emulator.start()
+        undo.callback(emulator.stop)
+        self._emulator = emulator
+
+        resources = provision(
+            template,
+            endpoint_url=self._moto_url,
+            region=config.region,
+            memos_api_key=config.memos_api_key,
+            parameters={"JwtIssuer": issuer, "JwtAudience": audience, "MemosBaseUrl": emulator.base_url},
+        )
+        self.refs = resources.refs
+        tables = _tables(template, self.refs)
+        if config.data_dir is not None:
+            dump = config.data_dir / DYNAMODB_DUMP_NAME
+            dynamodb = _dynamodb(self._moto_url, config.region)
+            restore_tables(dynamodb, tables, dump)
+            undo.callback(dump_tables, dynamodb, tables, dump)
+
+        self.function_environments = function_environments(template, self.refs)
+        undo.callback(_restore_environment, _set_environment(merged_environment(self.function_environments)))
+
+        gateway = Gateway(
+            GatewayConfig(
+                template_path=template_file,
+                authorizer=JwtAuthorizer(signing_key, issuer, audience),
+                repo_root=config.repo_root,
+                host=config.host,
+                port=config.gateway_port,
+                refs=self.refs,
+                environments=self.function_environments,
+                region=config.region,
+                account_id=LOCAL_ACCOUNT_ID,
+            )
+        )
+        undo.callback(gateway.stop)
+        gateway.start()
+        self._gateway = gateway
+
+
+def _ensure_port_free(host: str, port: int, what: str) -> None:
+    """Fail fast and clearly: moto's server thread would otherwise hang its starter on a taken port."""
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as err:
+            raise StackStartError(
+                f"the {what} port {port} on {host} is not available ({err.strerror})"
+            ) from err
+
+
+# ------------------------------------------------------------------------------------- environment
+
+_Saved = dict[str, str | None]
+
+
+def _fake_aws_environment(region: str) -> dict[str, str | None]:
+    return {
+        "AWS_DEFAULT_REGION": region,
+        "AWS_REGION": region,
+        "AWS_ACCESS_KEY_ID": FAKE_CREDENTIAL,
+        "AWS_SECRET_ACCESS_KEY": FAKE_CREDENTIAL,
+        "AWS_SESSION_TOKEN": None,
+        # A profile or SSO session from the developer's shell must not take over from the fake keys.
+        "AWS_PROFILE": None,
+        "AWS_DEFAULT_PROFILE": None,
+        "AWS_EC2_METADATA_DISABLED": "true",
+        # Template has Tracing: Active; there is no X-Ray daemon locally.
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }
+
+
+def _set_environment(variables: Mapping[str, str | None]) -> _Saved:
+    """Apply ``variables`` (None unsets) to ``os.environ``; return what is needed to undo it."""
+    saved: _Saved = {name: os.environ.get(name) for name in variables}
+    for name, value in variables.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    return saved
+
+
+def _restore_environment(saved: _Saved) -> None:
+    _set_environment(saved)
+
+
+def function_environments(template: Mapping[str, Any], refs: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """Every ``AWS::Serverless::Function``'s resolved environment variables, by logical id."""
+    return {
+        logical_id: function_environment(template, logical_id, refs)
+        for logical_id, resource in template["Resources"].items()
+        if resource.get("Type") == "AWS::Serverless::Function"
+    }
+
+
+def merged_environment(environments: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """The union of the functions' environments, which handlers read lazily from ``os.environ``.
+
+    A variable that differs between functions keeps the first function's value here (a warning says
+    so); the gateway still imports each module with its own values, which covers module-level reads.
+    """
+    merged: dict[str, str] = {}
+    owners: dict[str, str] = {}
+    for function, variables in environments.items():
+        for name, value in variables.items():
+            if name not in merged:
+                merged[name], owners[name] = value, function
+            elif merged[name] != value:
+                log.warning(
+                    "%s differs between %s and %s; lazy reads see %s's",
+                    name,
+                    owners[name],
+                    function,
+                    owners[name],
+                )
+    return merged
+
+
+def _forget_containers() -> None:
+    """Drop what a previous stack's "containers" cached in this process: clients bound to its ports.
+
+    Like new Lambda containers: every functools cache of the core layer, and Powertools Parameters'
+    providers. Only modules already imported are touched, so this costs nothing on a first start.
+    """
+    core = [module for name, module in list(sys.modules.items()) if name.partition(".")[0] == CORE_PACKAGE]
+    for module in core:
+        for value in list(vars(module).values()):
+            # The core layer keeps its clients in functools caches of its own functions.
+            if (
+                callable(getattr(value, "cache_clear", None))
+                and getattr(value, "__module__", None) == module.__name__
+            ):
+                value.cache_clear()
+    parameters = sys.modules.get("aws_lambda_powertools.utilities.parameters")
+    if parameters is not None:
+        parameters.clear_caches()
+
+
+# ------------------------------------------------------------------------------------------- moto
+
+
+def _configure_moto(moto_url: str) -> None:
+    """A clean slate with Step Functions execution on (moto's backends outlive a server in the process)."""
+    import httpx
+
+    for path, body in (("/moto-api/reset", None), ("/moto-api/config", MOTO_CONFIG)):
+        httpx.post(f"{moto_url}{path}", json=body, timeout=10).raise_for_status()
+
+
+def _dynamodb(moto_url: str, region: str) -> Any:
+    import boto3
+
+    return boto3.client("dynamodb", endpoint_url=moto_url, region_name=region)
+
+
+def _tables(template: Mapping[str, Any], refs: Mapping[str, str]) -> dict[str, str]:
+    """Logical id → physical name of the template's DynamoDB tables."""
+    return {
+        logical_id: refs[logical_id]
+        for logical_id, resource in template["Resources"].items()
+        if resource.get("Type") == "AWS::DynamoDB::Table" and logical_id in refs
+    }
+
+
+def dump_tables(dynamodb: Any, tables: Mapping[str, str], path: Path) -> None:
+    """Write every item of ``tables`` (logical id → name) to ``path``, atomically."""
+    dump = {
+        logical_id: [_encode_item(item) for item in _scan(dynamodb, name)]
+        for logical_id, name in tables.items()
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"version": 1, "tables": dump}))
+    tmp.replace(path)
+    log.info("kept %d DynamoDB items in %s", sum(len(items) for items in dump.values()), path)
+
+
+def restore_tables(dynamodb: Any, tables: Mapping[str, str], path: Path) -> None:
+    """Load the items dumped at ``path`` (if any) into the same logical tables."""
+    if not path.exists():
+        return
+    dump = json.loads(path.read_text())["tables"]
+    restored = 0
+    for logical_id, items in dump.items():
+        if logical_id not in tables:
+            log.warning(
+                "%s from %s is no longer in the template; its items are not restored", logical_id, path
+            )
+            continue
+        for start in range(0, len(items), _BATCH_SIZE):
+            batch = [
+                {"PutRequest": {"Item": _decode_item(item)}} for item in items[start : start + _BATCH_SIZE]
+            ]
+            _batch_write(dynamodb, tables[logical_id], batch)
+        restored += len(items)
+    log.info("restored %d DynamoDB items from %s", restored, path)
+
+
+def _scan(dynamodb: Any, table: str) -> Iterator[dict[str, Any]]:
+    for page in dynamodb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
+        yield from page["Items"]
+
+
+def _batch_write(dynamodb: Any, table: str, requests: list[dict[str, Any]]) -> None:
+    pending = {table: requests}
+    while pending:
+        pending = dynamodb.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+
+
+def _encode_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: _map_binary(value, _to_b64) for name, value in item.items()}
+
+
+def _decode_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: _map_binary(value, base64.b64decode) for name, value in item.items()}
+
+
+def _to_b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _map_binary(value: Mapping[str, Any], convert: Callable[[Any], Any]) -> dict[str, Any]:
+    """An attribute value with its binary parts passed through ``convert`` (JSON has no bytes)."""
+    ((kind, inner),) = value.items()
+    if kind == "B":
+        return {"B": convert(inner)}
+    if kind == "BS":
+        return {"BS": [convert(part) for part in inner]}
+    if kind == "M":
+        return {"M": {name: _map_binary(part, convert) for name, part in inner.items()}}
+    if kind == "L":
+        return {"L": [_map_binary(part, convert) for part in inner]}
+    return {kind: inner}

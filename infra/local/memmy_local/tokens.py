@@ -1,0 +1,159 @@
+"""Local login tokens: what Memmy's login provider issues in production, minted on this machine.
+
+Tokens are RS256 JWTs signed with a key pair generated on first use and kept (mode 0600) at
+``<home>/dev-signing-key.pem``. ``home`` is the stack's ``--data-dir`` when given, else ``$MEMMY_KB_HOME``,
+else ``~/.memmy-kb``, so ``memmy-kb dev token`` in another terminal signs with the key the running stack
+checks. ``verify_token`` applies the checks of API Gateway's JWT authorizer.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+DEFAULT_ISSUER = "memmy-local"
+DEFAULT_AUDIENCE = "memmy-kb"
+DEFAULT_TTL_SECONDS = 12 * 3600
+KEY_FILE_NAME = "dev-signing-key.pem"
+HOME_ENV = "MEMMY_KB_HOME"
+ALGORITHM = "RS256"
+
+SigningKey = rsa.RSAPrivateKey
+VerifyingKey = rsa.RSAPublicKey | rsa.RSAPrivateKey
+
+
+class TokenError(Exception):
+    """A token the JWT authorizer would refuse; the message says why (never the token itself)."""
+
+
+def dev_home(data_dir: Path | None = None) -> Path:
+    """The directory holding local secrets: ``data_dir``, else ``$MEMMY_KB_HOME``, else ``~/.memmy-kb``."""
+    if data_dir is not None:
+        return Path(data_dir)
+    env_home = os.environ.get(HOME_ENV)
+    return Path(env_home) if env_home else Path.home() / ".memmy-kb"
+
+
+def signing_key_path(data_dir: Path | None = None) -> Path:
+    """Where the dev signing key lives for this ``data_dir`` (see ``dev_home``)."""
+    return dev_home(data_dir) / KEY_FILE_NAME
+
+
+def load_signing_key(path: Path | None = None) -> SigningKey:
+    """The private key at ``path`` (default ``signing_key_path()``), generated and stored 0600 if absent."""
+    path = Path(path) if path is not None else signing_key_path()
+    if not path.exists():
+        _create_key_file(path)
+    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise TokenError(f"{path} does not hold an RSA private key")
+    return key
+
+
+def _create_key_file(path: Path) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    # Written whole under a temporary name, then linked into place: a concurrent starter (the stack
+    # and `dev token` at once) either wins the link or reads the winner's complete file.
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(pem)
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def key_id(key: VerifyingKey) -> str:
+    """The RFC 7638 thumbprint of the public key, used as the tokens' ``kid``."""
+    public = key.public_key() if isinstance(key, rsa.RSAPrivateKey) else key
+    numbers = public.public_numbers()
+    members = {"e": _b64_uint(numbers.e), "kty": "RSA", "n": _b64_uint(numbers.n)}
+    digest = hashlib.sha256(json.dumps(members, separators=(",", ":"), sort_keys=True).encode()).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def _b64_uint(value: int) -> str:
+    raw = value.to_bytes((value.bit_length() + 7) // 8, "big")
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def issue_token(
+    sub: str,
+    *,
+    name: str | None = None,
+    email: str | None = None,
+    phone: str | None = None,
+    ttl_seconds: int = DEFAULT_TTL_SECONDS,
+    key_path: Path | None = None,
+    issuer: str = DEFAULT_ISSUER,
+    audience: str = DEFAULT_AUDIENCE,
+    extra_claims: dict[str, Any] | None = None,
+) -> str:
+    """A signed login token for ``sub``, with the profile claims a real login provider asserts as verified.
+
+    ``extra_claims`` are merged last (tests use it to forge ``email_verified: false`` and the like).
+    """
+    if not sub:
+        raise ValueError("sub must not be empty")
+    key = load_signing_key(key_path)
+    now = int(time.time())
+    claims: dict[str, Any] = {
+        "sub": sub,
+        "iss": issuer,
+        "aud": audience,
+        "iat": now,
+        "exp": now + ttl_seconds,
+    }
+    if name is not None:
+        claims["name"] = name
+    if email is not None:
+        claims |= {"email": email, "email_verified": True}
+    if phone is not None:
+        claims |= {"phone_number": phone, "phone_number_verified": True}
+    claims |= extra_claims or {}
+    return jwt.encode(claims, key, algorithm=ALGORITHM, headers={"kid": key_id(key)})
+
+
+def verify_token(token: str, *, key: VerifyingKey, issuer: str, audience: str) -> dict[str, Any]:
+    """The token's claims if API Gateway's JWT authorizer would accept it; ``TokenError`` otherwise.
+
+    Checked: RS256 signature (``alg: none`` and other algorithms refused), ``exp`` in the future, ``nbf`` and
+    ``iat`` not in the future, ``iss`` equal to ``issuer``, ``aud`` containing ``audience``, ``sub`` present.
+    """
+    if not token:
+        raise TokenError("no token")
+    public = key.public_key() if isinstance(key, rsa.RSAPrivateKey) else key
+    try:
+        return jwt.decode(
+            token,
+            public,
+            algorithms=[ALGORITHM],
+            issuer=issuer,
+            audience=audience,
+            options={"require": ["exp", "iat", "iss", "aud", "sub"]},
+        )
+    except jwt.ExpiredSignatureError as err:
+        raise TokenError("the token has expired") from err
+    except jwt.InvalidAudienceError as err:
+        raise TokenError("the token does not have a valid audience") from err
+    except jwt.InvalidIssuerError as err:
+        raise TokenError("the token does not have a valid issuer") from err
+    except jwt.InvalidTokenError as err:
+        raise TokenError(f"invalid token: {type(err).__name__}") from err

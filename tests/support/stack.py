@@ -1,0 +1,122 @@
+"""The ``local_stack`` fixture: the real ``memmy-kb dev up`` in a subprocess, on free ports, per test session.
+
+Every port is 0 (the stack picks free ones and prints them), so xdist workers never collide. The
+subprocess gets its own ``MEMMY_KB_HOME`` and so its own signing key; ``token()`` signs with that key.
+Its output goes to ``stack.log`` in the fixture's temp dir (a pipe nobody reads would fill and block it);
+a start failure shows the log's tail.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memmy_local import tokens
+
+READY_TIMEOUT_SECONDS = 60
+STOP_TIMEOUT_SECONDS = 10
+READY_LINE = re.compile(r"^Memmy local stack ready at (\S+)$", re.MULTILINE)
+URL_LINE = re.compile(r"^\s+(API|MemOS|moto):\s+(\S+)", re.MULTILINE)
+STATE_URL = re.compile(r"\(state: (\S+)/_emulator/state\)")
+_SCRIPT = Path(sys.executable).with_name("memmy-kb")
+# The installed entry point, as `make run` uses it; the module when the venv has no script.
+CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "memmy_kb_client.cli"]
+
+
+@dataclass(frozen=True)
+class RunningStack:
+    """A started local stack: its URLs, and login tokens signed with its key."""
+
+    api_url: str
+    memos_url: str
+    memos_api_url: str
+    moto_url: str
+    key_path: Path
+    log_path: Path
+
+    def token(self, user: str, **claims: Any) -> str:
+        """A login token for ``user``; ``name``/``email``/``phone``/``ttl_seconds``/... as ``issue_token``."""
+        return tokens.issue_token(user, key_path=self.key_path, **claims)
+
+    def log(self) -> str:
+        """Everything the stack printed so far."""
+        return self.log_path.read_text(errors="replace")
+
+
+def _wait_until_ready(process: subprocess.Popen[bytes], log_path: Path) -> str:
+    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        output = log_path.read_text(errors="replace")
+        if READY_LINE.search(output):
+            return output
+        if process.poll() is not None:
+            raise RuntimeError(f"memmy-kb dev up exited with {process.returncode}:\n{output[-4000:]}")
+        time.sleep(0.05)
+    raise TimeoutError(f"memmy-kb dev up not ready after {READY_TIMEOUT_SECONDS} s:\n{output[-4000:]}")
+
+
+def stop_stack(process: subprocess.Popen[bytes]) -> int:
+    """SIGTERM (the stack stops cleanly, keeping its data dir), then kill after a grace period; the exit code."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=STOP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.returncode
+
+
+def start_stack(workdir: Path, data_dir: Path | None = None) -> tuple[subprocess.Popen[bytes], RunningStack]:
+    """Start ``memmy-kb dev up`` (with ``--data-dir`` if given); return it once its ready line appears.
+
+    Its home (signing key when there is no data dir) and its log are under ``workdir``.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    home = workdir / "home"
+    log_path = workdir / "stack.log"
+    extra_args = ["--data-dir", str(data_dir)] if data_dir is not None else []
+    env = {**os.environ, tokens.HOME_ENV: str(home), "PYTHONUNBUFFERED": "1"}
+    command = [*CLI, "dev", "up", "--port", "0", "--memos-port", "0", "--moto-port", "0"]
+    command += ["--processing-delay", "0.2", *extra_args]
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(  # noqa: S603 - our own CLI with fixed arguments
+            command, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+        )
+    try:
+        output = _wait_until_ready(process, log_path)
+    except BaseException:
+        stop_stack(process)
+        raise
+    urls = dict(URL_LINE.findall(output))
+    state = STATE_URL.search(output)
+    assert state is not None, output
+    stack = RunningStack(
+        api_url=urls["API"],
+        memos_url=state.group(1),
+        memos_api_url=urls["MemOS"],
+        moto_url=urls["moto"],
+        key_path=tokens.signing_key_path(data_dir or home),
+        log_path=log_path,
+    )
+    return process, stack
+
+
+@pytest.fixture(scope="session")
+def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
+    """The whole local stack over HTTP, started once per test session (per xdist worker)."""
+    process, stack = start_stack(tmp_path_factory.mktemp("local-stack"))
+    try:
+        yield stack
+    finally:
+        stop_stack(process)
