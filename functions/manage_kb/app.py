@@ -5,14 +5,20 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.logging import correlation_paths
 
 from memmy_kb import knowledge_bases, profiles
 from memmy_kb.dependencies import get_repository
 from memmy_kb.http import build_resolver, responses
 from memmy_kb.identity import caller_id, verified_claims
-from memmy_kb.models import KnowledgeBase, KnowledgeBaseList, Me
+from memmy_kb.models import (
+    KnowledgeBase,
+    KnowledgeBaseList,
+    Me,
+    RecallSettingRequest,
+    RenameKnowledgeBaseRequest,
+)
 from memmy_kb.observability import logger, tracer
 
 app = build_resolver()
@@ -40,6 +46,39 @@ def list_knowledge_bases() -> KnowledgeBaseList:
 )
 def get_knowledge_base(kb_id: KbId) -> KnowledgeBase:
     return knowledge_bases.get_knowledge_base(get_repository(), caller_id(app.current_event.raw_event), kb_id)
+
+
+@app.patch(
+    "/knowledge-bases/<kb_id>",
+    summary="Rename a knowledge base (owner only)",
+    responses=responses(
+        HTTPStatus.OK,
+        "The renamed knowledge base",
+        KnowledgeBase,
+        (HTTPStatus.FORBIDDEN, "The caller is a reader, not the owner"),
+        (HTTPStatus.NOT_FOUND, "No such knowledge base, or not visible to the caller"),
+    ),
+)
+def rename_knowledge_base(
+    kb_id: KbId, request: Annotated[RenameKnowledgeBaseRequest, Body()]
+) -> KnowledgeBase:
+    caller = caller_id(app.current_event.raw_event)
+    return knowledge_bases.rename_knowledge_base(get_repository(), caller, kb_id, request.name)
+
+
+@app.put(
+    "/knowledge-bases/<kb_id>/recall",
+    summary="Turn the caller's own recall of a knowledge base on or off",
+    responses=responses(
+        HTTPStatus.OK,
+        "The knowledge base with the caller's new setting",
+        KnowledgeBase,
+        (HTTPStatus.NOT_FOUND, "No such knowledge base, or not visible to the caller"),
+    ),
+)
+def set_recall(kb_id: KbId, request: Annotated[RecallSettingRequest, Body()]) -> KnowledgeBase:
+    caller = caller_id(app.current_event.raw_event)
+    return knowledge_bases.set_recall(get_repository(), caller, kb_id, request.enabled)
 
 
 @app.put(

@@ -16,6 +16,7 @@ from memmy_local.provision import provision
 from memmy_local.template import function_environment, http_routes, load_template
 from tests.support.emulator import EmulatorHandle
 from tests.support.events import FakeLambdaContext, claims_for, http_event
+from tests.support.iam import missing_permissions, needs_of, record_aws_calls
 
 
 @dataclass
@@ -33,12 +34,18 @@ class Service:
     refs: dict[str, str]
     memos: EmulatorHandle
     _routes: list[tuple[str, re.Pattern[str], str, str]] = field(default_factory=list)
+    _functions: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for route in http_routes(self.template):
             pattern = re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", route.path) + "$")
             module = "functions." + route.code_uri.strip("/").split("/")[-1] + ".app"
             self._routes.append((route.method, pattern, route.path, module))
+            self._functions[module] = route.function
+        # Physical names back to logical ids, for the IAM check.
+        self._logical = {
+            value: name for name, value in self.refs.items() if "." not in name and "::" not in name
+        }
 
     def call(
         self,
@@ -63,7 +70,11 @@ class Service:
             query=query,
         )
         handler = importlib.import_module(module).lambda_handler
-        result = handler(event, FakeLambdaContext(function_name=module))
+        with record_aws_calls() as calls:
+            result = handler(event, FakeLambdaContext(function_name=module))
+        needs = [need for call in calls for need in needs_of(*call, self._logical)]
+        missing = missing_permissions(self.template, self._functions[module], needs)
+        assert not missing, f"{self._functions[module]} lacks permissions in template.yaml: {missing}"
         raw = result.get("body") or ""
         return Reply(result["statusCode"], json.loads(raw) if raw else None, result.get("headers") or {})
 

@@ -43,9 +43,11 @@ def json_response(status: int, model: Any) -> Response:
 def responses(
     status: int, description: str, model: Any, *errors: tuple[int, str]
 ) -> dict[int, dict[str, Any]]:
-    """OpenAPI responses of a route: its success, ``errors`` and the common errors, in status order."""
+    """OpenAPI responses of a route: its success (``model`` None: no body), ``errors`` and the common errors."""
 
     def entry(text: str, schema: Any) -> dict[str, Any]:
+        if schema is None:
+            return {"description": text}
         return {"description": text, "content": {content_types.APPLICATION_JSON: {"model": schema}}}
 
     documented = {int(code): entry(text, ErrorResponse) for code, text in (*COMMON_ERRORS, *errors)}

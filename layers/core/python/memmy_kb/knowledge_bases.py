@@ -8,7 +8,7 @@ from datetime import datetime
 
 from aws_lambda_powertools import Logger
 
-from memmy_kb.errors import UpstreamUnavailable, kb_not_found
+from memmy_kb.errors import Forbidden, UpstreamUnavailable, kb_not_found
 from memmy_kb.identity import VerifiedClaims
 from memmy_kb.memos import MemosClient, MemosError, MemosQuotaExceeded
 from memmy_kb.models import (
@@ -93,14 +93,48 @@ def _discard_memos_kb(memos: MemosClient, memos_kb_id: str) -> None:
         logger.exception("MemOS KB left behind after a failed create", extra={"memos_kb_id": memos_kb_id})
 
 
+def require_access(repo: Repository, user_id: str, kb_id: str) -> GrantRecord:
+    """The caller's grant on a KB (a consistent read); 404 without one, so existence never leaks."""
+    grant = repo.get_grant(user_id, kb_id)
+    if grant is None:
+        raise kb_not_found()
+    return grant
+
+
+def require_owner(repo: Repository, user_id: str, kb_id: str) -> GrantRecord:
+    """The caller's owner grant; 404 for strangers, 403 for readers."""
+    grant = require_access(repo, user_id, kb_id)
+    if grant.role != "owner":
+        raise Forbidden("Only the knowledge base's owner may do this.", code="owner_only")
+    return grant
+
+
 def get_knowledge_base(repo: Repository, user_id: str, kb_id: str) -> KnowledgeBase:
     """One KB as the caller sees it; 404 when the caller has no grant (no existence oracle)."""
-    grant = repo.get_grant(user_id, kb_id)
+    grant = require_access(repo, user_id, kb_id)
+    kb = repo.get_knowledge_base(kb_id)
+    if kb is None:
+        raise kb_not_found()
+    return _to_api(kb, grant, owner_name=_owner_name(kb, repo.get_profile(kb.owner_id)))
+
+
+def rename_knowledge_base(repo: Repository, user_id: str, kb_id: str, name: str) -> KnowledgeBase:
+    """Rename (owner only). Only our record changes: MemOS knows the KB by id, not by this name."""
+    grant = require_owner(repo, user_id, kb_id)
+    kb = repo.rename_knowledge_base(kb_id, user_id, name)
+    if kb is None:
+        raise kb_not_found()
+    return _to_api(kb, grant, owner_name=_owner_name(kb, repo.get_profile(kb.owner_id)))
+
+
+def set_recall(repo: Repository, user_id: str, kb_id: str, enabled: bool) -> KnowledgeBase:
+    """Turn the caller's own recall of a KB on or off; owners and readers alike, nobody else's."""
+    require_access(repo, user_id, kb_id)
+    grant = repo.set_recall(user_id, kb_id, enabled)
     kb = repo.get_knowledge_base(kb_id) if grant else None
     if grant is None or kb is None:
         raise kb_not_found()
-    owner = repo.get_profile(kb.owner_id)
-    return _to_api(kb, grant, owner_name=_owner_name(kb, owner))
+    return _to_api(kb, grant, owner_name=_owner_name(kb, repo.get_profile(kb.owner_id)))
 
 
 def list_knowledge_bases(repo: Repository, user_id: str) -> KnowledgeBaseList:

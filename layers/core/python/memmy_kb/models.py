@@ -79,6 +79,31 @@ class CreateKnowledgeBaseRequest(ApiModel):
     name: Name
 
 
+class RenameKnowledgeBaseRequest(ApiModel):
+    name: Name
+
+
+class RecallSettingRequest(ApiModel):
+    enabled: Annotated[bool, Field(strict=True)]
+
+
+class ShareRequest(ApiModel):
+    identifier: Annotated[
+        str, Field(min_length=1, max_length=320, description="A user id, phone number or email")
+    ]
+
+
+class Member(ApiModel):
+    user_id: str
+    display_name: str
+    role: Role
+    shared_at: datetime
+
+
+class MemberList(ApiModel):
+    items: list[Member]
+
+
 class Owner(ApiModel):
     user_id: str
     display_name: str

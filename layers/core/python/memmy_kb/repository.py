@@ -64,6 +64,29 @@ def _grant_item(grant: GrantRecord) -> dict[str, Any]:
     }
 
 
+class AlreadyMember(Exception):
+    pass
+
+
+class KbUnavailable(Exception):
+    pass
+
+
+class MemberLimitReached(Exception):
+    pass
+
+
+def _is_condition_failure(err: ClientError) -> bool:
+    return err.response["Error"]["Code"] == "ConditionalCheckFailedException"
+
+
+def _cancellation_codes(err: ClientError) -> list[str]:
+    """The per-item reasons of a cancelled transaction ([] when it was not a cancellation)."""
+    if err.response["Error"]["Code"] != "TransactionCanceledException":
+        return []
+    return [reason.get("Code", "None") for reason in err.response.get("CancellationReasons", [])]
+
+
 class Repository:
     """Reads and writes one Memmy table through a low-level DynamoDB client (passed in)."""
 
@@ -107,6 +130,117 @@ class Repository:
                 KeyConditionExpression="PK = :pk AND begins_with(SK, :kb)",
                 ExpressionAttributeValues={":pk": {"S": f"USER#{user_id}"}, ":kb": {"S": "KB#"}},
                 ConsistentRead=True,
+            )
+        ]
+
+    def rename_knowledge_base(self, kb_id: str, owner_id: str, name: str) -> KnowledgeBaseRecord | None:
+        """Set the name if the KB still exists and ``owner_id`` still owns it; None otherwise."""
+        try:
+            resp = self._client.update_item(
+                TableName=self.table_name,
+                Key=_dump(kb_key(kb_id)),
+                UpdateExpression="SET #name = :name",
+                ConditionExpression="attribute_exists(PK) AND owner_id = :owner",
+                ExpressionAttributeNames={"#name": "name"},
+                ExpressionAttributeValues={":name": {"S": name}, ":owner": {"S": owner_id}},
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as err:
+            if _is_condition_failure(err):
+                return None
+            raise
+        return KnowledgeBaseRecord.model_validate(_load(resp["Attributes"]))
+
+    def set_recall(self, user_id: str, kb_id: str, enabled: bool) -> GrantRecord | None:
+        """Change one user's recall setting for one KB; None when the grant is gone."""
+        try:
+            resp = self._client.update_item(
+                TableName=self.table_name,
+                Key=_dump(grant_key(user_id, kb_id)),
+                UpdateExpression="SET recall = :recall",
+                ConditionExpression="attribute_exists(PK)",
+                ExpressionAttributeValues={":recall": {"BOOL": enabled}},
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as err:
+            if _is_condition_failure(err):
+                return None
+            raise
+        return GrantRecord.model_validate(_load(resp["Attributes"]))
+
+    def add_reader(self, grant: GrantRecord, *, max_readers: int) -> None:
+        """Write a reader grant and count it on META, if the KB exists, is the owner's and has room.
+
+        Raises AlreadyMember, or KbUnavailable (deleted or ownership changed), or MemberLimitReached.
+        """
+        try:
+            self._client.transact_write_items(
+                TransactItems=[
+                    {"Put": self._put(_grant_item(grant), "attribute_not_exists(PK)")},
+                    {
+                        "Update": {
+                            "TableName": self.table_name,
+                            "Key": _dump(kb_key(grant.kb_id)),
+                            "UpdateExpression": "SET member_count = if_not_exists(member_count, :zero) + :one",
+                            "ConditionExpression": "attribute_exists(PK) AND owner_id = :owner"
+                            " AND (attribute_not_exists(member_count) OR member_count < :cap)",
+                            "ExpressionAttributeValues": _dump(
+                                {":zero": 0, ":one": 1, ":owner": grant.owner_id, ":cap": max_readers}
+                            ),
+                        }
+                    },
+                ]
+            )
+        except ClientError as err:
+            reasons = _cancellation_codes(err)
+            if not reasons:
+                raise
+            if reasons[0] == "ConditionalCheckFailed":
+                raise AlreadyMember from err
+            kb = self.get_knowledge_base(grant.kb_id)
+            if kb is None or kb.owner_id != grant.owner_id:
+                raise KbUnavailable from err
+            raise MemberLimitReached from err
+
+    def remove_reader(self, kb_id: str, user_id: str) -> bool:
+        """Delete a reader's grant and uncount it; False when there was no such reader grant."""
+        try:
+            self._client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Delete": {
+                            "TableName": self.table_name,
+                            "Key": _dump(grant_key(user_id, kb_id)),
+                            "ConditionExpression": "attribute_exists(PK) AND #role = :reader",
+                            "ExpressionAttributeNames": {"#role": "role"},
+                            "ExpressionAttributeValues": {":reader": {"S": "reader"}},
+                        }
+                    },
+                    {
+                        "Update": {
+                            "TableName": self.table_name,
+                            "Key": _dump(kb_key(kb_id)),
+                            "UpdateExpression": "SET member_count = member_count - :one",
+                            "ConditionExpression": "attribute_exists(PK) AND member_count > :zero",
+                            "ExpressionAttributeValues": _dump({":one": 1, ":zero": 0}),
+                        }
+                    },
+                ]
+            )
+        except ClientError as err:
+            if _cancellation_codes(err):
+                return False
+            raise
+        return True
+
+    def list_members(self, kb_id: str) -> list[GrantRecord]:
+        """Every grant on a KB, from GSI1: for display only, never to decide access."""
+        return [
+            GrantRecord.model_validate(item)
+            for item in self._query(
+                IndexName="GSI1",
+                KeyConditionExpression="GSI1PK = :kb",
+                ExpressionAttributeValues={":kb": {"S": f"KB#{kb_id}"}},
             )
         ]
 

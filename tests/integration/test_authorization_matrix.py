@@ -1,0 +1,93 @@
+"""Every route of template.yaml against every kind of caller, with the status each must get.
+
+Routes are read from the template, so a new route fails ``test_every_route_has_expectations`` until its
+row is added here. For callers who may not see the KB, the answer must be exactly the answer for a KB
+that does not exist: no name, owner or existence leaks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
+
+import pytest
+
+from memmy_local.template import http_routes, load_template
+from tests.support.events import claims_for
+
+PRINCIPALS = ("owner", "reader", "stranger", "revoked", "anonymous")
+USERS = {"owner": "alice", "reader": "bob", "stranger": "carol", "revoked": "dave", "anonymous": None}
+KB_NAME = "机密路线图"
+OK, CREATED, NO_CONTENT = HTTPStatus.OK, HTTPStatus.CREATED, HTTPStatus.NO_CONTENT
+FORBIDDEN, NOT_FOUND, UNAUTHORIZED = HTTPStatus.FORBIDDEN, HTTPStatus.NOT_FOUND, HTTPStatus.UNAUTHORIZED
+
+
+@dataclass(frozen=True)
+class Row:
+    body: Any
+    owner: int
+    reader: int
+    stranger: int
+    revoked: int
+    kb_scoped: bool = True  # the path names a KB, so outsiders must get the not-exists answer
+
+
+ROWS: dict[tuple[str, str], Row] = {
+    ("PUT", "/me"): Row(None, OK, OK, OK, OK, kb_scoped=False),
+    ("GET", "/knowledge-bases"): Row(None, OK, OK, OK, OK, kb_scoped=False),
+    ("POST", "/knowledge-bases"): Row({"name": "new"}, CREATED, CREATED, CREATED, CREATED, kb_scoped=False),
+    ("GET", "/knowledge-bases/{kb_id}"): Row(None, OK, OK, NOT_FOUND, NOT_FOUND),
+    ("PATCH", "/knowledge-bases/{kb_id}"): Row({"name": "renamed"}, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND),
+    ("PUT", "/knowledge-bases/{kb_id}/recall"): Row({"enabled": False}, OK, OK, NOT_FOUND, NOT_FOUND),
+    ("GET", "/knowledge-bases/{kb_id}/members"): Row(None, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND),
+    ("POST", "/knowledge-bases/{kb_id}/members"): Row(
+        {"identifier": "erin"}, CREATED, FORBIDDEN, NOT_FOUND, NOT_FOUND
+    ),
+    # The path's user is the reader: the owner revokes them, the reader leaves.
+    ("DELETE", "/knowledge-bases/{kb_id}/members/{user_id}"): Row(
+        None, NO_CONTENT, NO_CONTENT, NOT_FOUND, NOT_FOUND
+    ),
+}
+
+ROUTES = sorted((r.method, r.path) for r in http_routes(load_template()))
+
+
+def test_every_route_has_expectations():
+    assert set(ROUTES) <= set(ROWS), f"add rows for {sorted(set(ROUTES) - set(ROWS))}"
+
+
+def _world(service) -> str:
+    for user in ("alice", "bob", "carol", "dave", "erin"):
+        service.call("PUT", "/me", claims=claims_for(user, name=user.title()))
+    kb_id = service.call("POST", "/knowledge-bases", "alice", body={"name": KB_NAME}).body["id"]
+    for user in ("bob", "dave"):
+        assert (
+            service.call(
+                "POST", f"/knowledge-bases/{kb_id}/members", "alice", body={"identifier": user}
+            ).status
+            == CREATED
+        )
+    assert service.call("DELETE", f"/knowledge-bases/{kb_id}/members/dave", "alice").status == NO_CONTENT
+    return kb_id
+
+
+def _path(template: str, kb_id: str) -> str:
+    return template.replace("{kb_id}", kb_id).replace("{user_id}", "bob")
+
+
+@pytest.mark.parametrize("principal", PRINCIPALS)
+@pytest.mark.parametrize("route", ROUTES, ids=[f"{m} {p}" for m, p in ROUTES])
+def test_route_answers_each_principal_as_expected(service, route, principal):
+    method, template = route
+    row = ROWS[route]
+    kb_id = _world(service)
+    user = USERS[principal]
+    reply = service.call(method, _path(template, kb_id), user, body=row.body)
+    expected = UNAUTHORIZED if user is None else getattr(row, principal)
+    assert reply.status == expected, reply.body
+    if user is not None and expected == NOT_FOUND and row.kb_scoped:
+        absent = service.call(method, _path(template, "kb_000000000000000000000000"), user, body=row.body)
+        assert (reply.status, reply.body) == (absent.status, absent.body)
+        assert KB_NAME not in str(reply.body)
+        assert "alice" not in str(reply.body).lower()

@@ -1,0 +1,185 @@
+"""Rename, recall toggles and sharing through the real handlers (no MemOS call in any of them)."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+import pytest
+
+from memmy_kb import sharing
+from memmy_kb.scope import compute_recall_scope
+from tests.support.events import claims_for
+
+ALICE_PHONE = "+8613800138000"
+BOB_PHONE = "+8613900139000"
+
+
+def register(service, user, name, **claims):
+    assert service.call("PUT", "/me", claims=claims_for(user, name=name, **claims)).status == HTTPStatus.OK
+
+
+@pytest.fixture
+def people(service):
+    register(service, "alice", "Alice", phone=ALICE_PHONE, email="alice@example.com")
+    register(service, "bob", "Bob", phone=BOB_PHONE, email="Bob@Example.com")
+    register(service, "carol", "Carol")
+    return service
+
+
+@pytest.fixture
+def kb(people):
+    return people.call("POST", "/knowledge-bases", "alice", body={"name": "产品资料"}).body
+
+
+def share(service, kb_id, identifier, user="alice"):
+    return service.call("POST", f"/knowledge-bases/{kb_id}/members", user, body={"identifier": identifier})
+
+
+def scope(service, user):
+    repo = service.function_module("manage_kb").get_repository()
+    return {entry.kb_id for entry in compute_recall_scope(repo, user)}
+
+
+def memos_calls(service) -> int:
+    return sum(service.memos.state()["calls"].values())
+
+
+@pytest.mark.parametrize(
+    "identifier",
+    ["13900139000", "139 0013 9000", "+86 139-0013-9000", "bob@example.com", " BOB@example.COM ", "bob"],
+)
+def test_share_by_phone_email_or_user_id(people, kb, identifier):
+    calls = memos_calls(people)
+    reply = share(people, kb["id"], identifier)
+    assert reply.status == HTTPStatus.CREATED
+    assert (reply.body["user_id"], reply.body["display_name"], reply.body["role"]) == ("bob", "Bob", "reader")
+    listed = people.call("GET", "/knowledge-bases", "bob").body["items"]
+    assert [(k["id"], k["role"], k["recall"], k["owner"]["display_name"]) for k in listed] == [
+        (kb["id"], "reader", True, "Alice")
+    ]
+    assert kb["id"] in scope(people, "bob")
+    assert memos_calls(people) == calls
+
+
+@pytest.mark.parametrize(
+    ("identifier", "status", "code"),
+    [
+        ("+8613700137000", HTTPStatus.NOT_FOUND, "account_not_found"),
+        ("nobody@example.com", HTTPStatus.NOT_FOUND, "account_not_found"),
+        ("no-such-user", HTTPStatus.NOT_FOUND, "account_not_found"),
+        (ALICE_PHONE, HTTPStatus.UNPROCESSABLE_ENTITY, "cannot_share_with_self"),
+        ("alice", HTTPStatus.UNPROCESSABLE_ENTITY, "cannot_share_with_self"),
+    ],
+)
+def test_share_refusals(people, kb, identifier, status, code):
+    reply = share(people, kb["id"], identifier)
+    assert (reply.status, reply.body["error"]["code"]) == (status, code)
+
+
+def test_sharing_twice_is_409(people, kb):
+    assert share(people, kb["id"], "bob").status == HTTPStatus.CREATED
+    again = share(people, kb["id"], BOB_PHONE)
+    assert (again.status, again.body["error"]["code"]) == (HTTPStatus.CONFLICT, "already_member")
+
+
+def test_member_limit(people, kb, monkeypatch):
+    monkeypatch.setattr(sharing, "MAX_READERS", 1)
+    assert share(people, kb["id"], "bob").status == HTTPStatus.CREATED
+    full = share(people, kb["id"], "carol")
+    assert (full.status, full.body["error"]["code"]) == (HTTPStatus.CONFLICT, "member_limit_reached")
+    assert (
+        people.call("DELETE", f"/knowledge-bases/{kb['id']}/members/bob", "alice").status
+        == HTTPStatus.NO_CONTENT
+    )
+    assert share(people, kb["id"], "carol").status == HTTPStatus.CREATED
+
+
+def test_members_list_owner_first(people, kb):
+    share(people, kb["id"], "bob")
+    share(people, kb["id"], "carol")
+    members = people.call("GET", f"/knowledge-bases/{kb['id']}/members", "alice").body["items"]
+    assert [(m["user_id"], m["display_name"], m["role"]) for m in members] == [
+        ("alice", "Alice", "owner"),
+        ("bob", "Bob", "reader"),
+        ("carol", "Carol", "reader"),
+    ]
+
+
+def test_revoke_removes_from_list_and_scope_at_once(people, kb):
+    share(people, kb["id"], "bob")
+    assert (
+        people.call("DELETE", f"/knowledge-bases/{kb['id']}/members/bob", "alice").status
+        == HTTPStatus.NO_CONTENT
+    )
+    assert people.call("GET", "/knowledge-bases", "bob").body == {"items": []}
+    assert scope(people, "bob") == set()
+    gone = people.call("GET", f"/knowledge-bases/{kb['id']}", "bob")
+    assert gone.status == HTTPStatus.NOT_FOUND
+    again = people.call("DELETE", f"/knowledge-bases/{kb['id']}/members/bob", "alice")
+    assert (again.status, again.body["error"]["code"]) == (HTTPStatus.NOT_FOUND, "member_not_found")
+
+
+def test_leave(people, kb):
+    share(people, kb["id"], "bob")
+    share(people, kb["id"], "carol")
+    other = people.call("DELETE", f"/knowledge-bases/{kb['id']}/members/carol", "bob")
+    assert (other.status, other.body["error"]["code"]) == (HTTPStatus.FORBIDDEN, "owner_only")
+    assert (
+        people.call("DELETE", f"/knowledge-bases/{kb['id']}/members/bob", "bob").status
+        == HTTPStatus.NO_CONTENT
+    )
+    assert scope(people, "bob") == set()
+    assert kb["id"] in scope(people, "carol")
+    owner = people.call("DELETE", f"/knowledge-bases/{kb['id']}/members/alice", "alice")
+    assert (owner.status, owner.body["error"]["code"]) == (
+        HTTPStatus.UNPROCESSABLE_ENTITY,
+        "owner_cannot_leave",
+    )
+
+
+def test_recall_toggle_changes_only_the_callers_setting(people, kb):
+    share(people, kb["id"], "bob")
+    off = people.call("PUT", f"/knowledge-bases/{kb['id']}/recall", "bob", body={"enabled": False})
+    assert (off.status, off.body["recall"], off.body["role"]) == (HTTPStatus.OK, False, "reader")
+    assert scope(people, "bob") == set()
+    assert kb["id"] in scope(people, "alice")
+    assert people.call("GET", f"/knowledge-bases/{kb['id']}", "alice").body["recall"] is True
+    on = people.call("PUT", f"/knowledge-bases/{kb['id']}/recall", "bob", body={"enabled": True})
+    assert on.body["recall"] is True
+    assert kb["id"] in scope(people, "bob")
+
+
+@pytest.mark.parametrize("body", [{}, {"enabled": "yes"}, {"enabled": 1}, {"enabled": None}])
+def test_recall_toggle_needs_a_boolean(people, kb, body):
+    reply = people.call("PUT", f"/knowledge-bases/{kb['id']}/recall", "alice", body=body)
+    assert reply.status == HTTPStatus.UNPROCESSABLE_ENTITY
+
+
+def test_rename_is_the_owners_and_changes_only_our_record(people, kb):
+    share(people, kb["id"], "bob")
+    calls = memos_calls(people)
+    reader = people.call("PATCH", f"/knowledge-bases/{kb['id']}", "bob", body={"name": "mine now"})
+    assert (reader.status, reader.body["error"]["code"]) == (HTTPStatus.FORBIDDEN, "owner_only")
+    renamed = people.call("PATCH", f"/knowledge-bases/{kb['id']}", "alice", body={"name": " 销售资料 "})
+    assert (renamed.status, renamed.body["name"]) == (HTTPStatus.OK, "销售资料")
+    assert people.call("GET", "/knowledge-bases", "bob").body["items"][0]["name"] == "销售资料"
+    assert memos_calls(people) == calls
+    assert (
+        people.call("PATCH", f"/knowledge-bases/{kb['id']}", "alice", body={"name": ""}).status
+        == HTTPStatus.UNPROCESSABLE_ENTITY
+    )
+
+
+def test_reader_cannot_share_or_list_members(people, kb):
+    share(people, kb["id"], "bob")
+    assert share(people, kb["id"], "carol", user="bob").status == HTTPStatus.FORBIDDEN
+    assert people.call("GET", f"/knowledge-bases/{kb['id']}/members", "bob").status == HTTPStatus.FORBIDDEN
+
+
+def test_account_found_only_through_registered_profiles(service):
+    register(service, "alice", "Alice")
+    kb = service.call("POST", "/knowledge-bases", "alice", body={"name": "x"}).body
+    # dave has logged in (he has a token) but never registered a profile: he cannot be found yet.
+    assert share(service, kb["id"], "dave").body["error"]["code"] == "account_not_found"
+    register(service, "dave", "Dave", phone="13600136000")
+    assert share(service, kb["id"], "13600136000").status == HTTPStatus.CREATED
