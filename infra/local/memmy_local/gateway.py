@@ -23,18 +23,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
-import importlib.util
 import json
 import logging
-import os
-import re
-import sys
 import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http import HTTPStatus
@@ -43,6 +38,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from .handlers import load_function_module
 from .template import Route, UnresolvableValueError, http_routes, load_template, resolve_intrinsics
 from .tokens import TokenError, VerifyingKey, verify_token
 
@@ -476,44 +472,17 @@ def describe_function(
     )
 
 
-@contextlib.contextmanager
-def _overlaid_environment(variables: Mapping[str, str]) -> Iterator[None]:
-    previous = {name: os.environ.get(name) for name in variables}
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        for name, value in previous.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def load_handler(repo_root: Path, function: LocalFunction, environment: Mapping[str, str]) -> Handler:
-    """Import ``<repo_root>/<CodeUri>/<module>.py`` under a per-function module name; return its handler."""
+    """Import ``<repo_root>/<CodeUri>/<module>.py`` (once per process) and return its handler."""
     module_path, _, attribute = function.handler_spec.rpartition(".")
     if not module_path or not attribute:
         raise ValueError(
             f"{function.logical_id}: Handler {function.handler_spec!r} is not <module>.<function>"
         )
-    source = repo_root / function.code_uri / (module_path.replace(".", "/") + ".py")
-    module_name = "_memmy_local_fn_" + re.sub(r"\W", "_", f"{function.logical_id}_{module_path}")
-    spec = importlib.util.spec_from_file_location(module_name, source)
-    if spec is None or spec.loader is None or not source.is_file():
-        raise FileNotFoundError(f"{function.logical_id}: no handler module at {source}")
-    module = importlib.util.module_from_spec(spec)
-    # Registered before running so that dataclasses and pydantic can resolve the module's own names.
-    sys.modules[module_name] = module
-    try:
-        with _overlaid_environment(environment):
-            spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(module_name, None)
-        raise
+    module = load_function_module(function.code_uri, function.handler_spec, repo_root, environment)
     handler = getattr(module, attribute, None)
     if not callable(handler):
-        raise AttributeError(f"{function.logical_id}: {source} has no callable {attribute!r}")
+        raise AttributeError(f"{function.logical_id}: {module.__file__} has no callable {attribute!r}")
     return handler
 
 
