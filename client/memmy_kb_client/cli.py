@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from memmy_kb_client.commands import add_kb_commands
+
 READY_PREFIX = "Memmy local stack ready at "
 
 
@@ -191,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     _add_dev_commands(commands)
+    add_kb_commands(commands)
     return parser
 
 

@@ -1,0 +1,131 @@
+"""The walking skeleton and the seed's sharing story over HTTP on the running local stack, with the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from http import HTTPStatus
+
+import httpx
+import pytest
+
+from tests.support.stack import CLI, RunningStack
+
+pytestmark = pytest.mark.e2e
+
+
+def cli(stack: RunningStack, token: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "MEMMY_KB_ENDPOINT": stack.api_url,
+        "MEMMY_KB_TOKEN": token,
+        "MEMMY_KB_HOME": "/nonexistent",
+    }
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, timeout=60, check=False)  # noqa: S603
+
+
+def dev_token(stack: RunningStack, user: str, *args: str) -> str:
+    """A token printed by `memmy-kb dev token`, as a person would get one."""
+    env = {**os.environ, "MEMMY_KB_HOME": str(stack.key_path.parent)}
+    out = subprocess.run(  # noqa: S603
+        [*CLI, "dev", "token", user, *args], capture_output=True, text=True, env=env, timeout=60, check=True
+    )
+    return out.stdout.strip()
+
+
+def test_create_and_list_over_http_maps_to_one_memos_kb(local_stack: RunningStack) -> None:
+    user = f"alice-{uuid.uuid4().hex[:8]}"
+    headers = {"Authorization": f"Bearer {dev_token(local_stack, user, '--name', 'Alice')}"}
+    with httpx.Client(base_url=local_stack.api_url, headers=headers, timeout=30) as api:
+        created = api.post("/knowledge-bases", json={"name": "产品资料"}, headers={"Idempotency-Key": "k1"})
+        assert created.status_code == HTTPStatus.CREATED, created.text
+        kb = created.json()
+        assert (
+            api.post("/knowledge-bases", json={"name": "产品资料"}, headers={"Idempotency-Key": "k1"}).json()
+            == kb
+        )
+        listed = api.get("/knowledge-bases").json()["items"]
+        invalid = api.post("/knowledge-bases", json={"name": ""})
+    assert [k["id"] for k in listed] == [kb["id"]]
+    assert (kb["name"], kb["role"], kb["owner"]) == (
+        "产品资料",
+        "owner",
+        {"user_id": user, "display_name": "Alice"},
+    )
+    assert invalid.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert invalid.json()["error"]["code"] == "validation_error"
+    state = httpx.get(f"{local_stack.memos_url}/_emulator/state", timeout=10).json()
+    assert [k["name"] for k in state["knowledge_bases"] if k["name"] == f"memmy:{kb['id']}"] == [
+        f"memmy:{kb['id']}"
+    ]
+
+
+def test_expired_and_foreign_tokens_are_refused(local_stack: RunningStack) -> None:
+    expired = local_stack.token("alice", ttl_seconds=-60)
+    resp = httpx.get(
+        f"{local_stack.api_url}/knowledge-bases", headers={"Authorization": f"Bearer {expired}"}, timeout=10
+    )
+    assert resp.status_code == HTTPStatus.UNAUTHORIZED
+
+
+def test_the_cli_creates_and_lists(local_stack: RunningStack) -> None:
+    token = local_stack.token(f"cli-{uuid.uuid4().hex[:8]}", name="CLI User")
+    created = cli(local_stack, token, "kb", "create", "命令行资料", "--json")
+    assert created.returncode == 0, created.stderr
+    kb = json.loads(created.stdout)
+    listed = cli(local_stack, token, "kb", "ls")
+    assert listed.returncode == 0, listed.stderr
+    assert kb["id"] in listed.stdout
+    assert "命令行资料" in listed.stdout
+    refused = cli(local_stack, token, "kb", "create", "")
+    assert refused.returncode == 1
+    assert "validation_error" in refused.stderr
+
+
+def test_the_seed_sharing_story(local_stack: RunningStack) -> None:
+    """The product manager shares by phone; the salesperson sees it, toggles recall, is revoked."""
+    run = uuid.uuid4()
+    manager = local_stack.token(f"pm-{run.hex[:8]}", name="产品经理")
+    sales_id = f"sales-{run.hex[:8]}"
+    sales_number = "138" + str(run.int % 10**8).zfill(8)  # a mainland number, written without +86
+    sales = local_stack.token(sales_id, name="销售同事", phone=sales_number)
+    assert cli(local_stack, manager, "me").returncode == 0
+    me = cli(local_stack, sales, "me", "--json")
+    assert json.loads(me.stdout)["phone"] == "+86" + sales_number
+
+    kb = json.loads(cli(local_stack, manager, "kb", "create", "MemOS 资料", "--json").stdout)
+    shared = cli(
+        local_stack,
+        manager,
+        "kb",
+        "share",
+        kb["id"],
+        sales_number[:3] + " " + sales_number[3:7] + " " + sales_number[7:],
+    )
+    assert shared.returncode == 0, shared.stderr
+    assert "销售同事" in shared.stdout
+
+    listing = cli(local_stack, sales, "kb", "ls")
+    assert "Shared with me:" in listing.stdout
+    assert f"{kb['id']}  recall on   MemOS 资料  (from 产品经理)" in listing.stdout
+    off = json.loads(cli(local_stack, sales, "kb", "recall", kb["id"], "off", "--json").stdout)
+    assert off["recall"] is False
+    on = json.loads(cli(local_stack, sales, "kb", "recall", kb["id"], "on", "--json").stdout)
+    assert on["recall"] is True
+    members = cli(local_stack, manager, "kb", "members", kb["id"]).stdout
+    assert sales_id in members
+
+    assert cli(local_stack, manager, "kb", "unshare", kb["id"], sales_id).returncode == 0
+    after = json.loads(cli(local_stack, sales, "kb", "ls", "--json").stdout)
+    assert after == []
+    gone = cli(local_stack, sales, "kb", "recall", kb["id"], "on")
+    assert gone.returncode == 1
+    assert "kb_not_found" in gone.stderr
+
+    # Shared again, the salesperson can also leave on their own.
+    assert cli(local_stack, manager, "kb", "share", kb["id"], sales_id).returncode == 0
+    left = cli(local_stack, sales, "kb", "leave", kb["id"])
+    assert left.returncode == 0, left.stderr
+    assert json.loads(cli(local_stack, sales, "kb", "ls", "--json").stdout) == []
