@@ -68,6 +68,57 @@ class ProfileRecord(BaseModel):
     updated_at: datetime
 
 
+FileState = Literal["uploading", "processing", "available", "failed"]
+UploadState = Literal["pending", "submitting", "submitted", "rejected", "expired"]
+
+
+class FolderRecord(BaseModel):
+    """An app-side folder (MemOS has none): ``parent_id`` None is the KB's root."""
+
+    kb_id: str
+    folder_id: str
+    name: str
+    parent_id: str | None = None
+    created_at: datetime
+
+
+class FileRecord(BaseModel):
+    """A file MemOS accepted; its name and status are read live from MemOS, the folder is ours."""
+
+    kb_id: str
+    file_id: str
+    memos_file_id: str
+    name: str
+    folder_id: str | None = None
+    size_bytes: int
+    upload_id: str
+    uploaded_at: datetime
+
+
+class UploadRecord(BaseModel):
+    """One presigned upload, from the POST that issued it to MemOS accepting (or us rejecting) the object.
+
+    ``pending``: waiting for the object; ``submitting``: verified, MemOS call in flight (a crash here is
+    what the reconciler looks for); ``submitted``: the FILE item exists; ``rejected``: bytes deleted,
+    ``reason`` says why; ``expired``: never arrived.
+    """
+
+    kb_id: str
+    upload_id: str
+    owner_id: str
+    object_key: str
+    filename: str
+    size_bytes: int
+    content_type: str
+    folder_id: str | None = None
+    state: UploadState = "pending"
+    reason: str | None = None
+    file_id: str | None = None
+    memos_file_id: str | None = None
+    created_at: datetime
+    expires_at: int  # epoch seconds: the table's TTL attribute
+
+
 # -- API bodies ----------------------------------------------------------------------------------
 
 

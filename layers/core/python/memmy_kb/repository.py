@@ -33,6 +33,18 @@ def profile_key(user_id: str) -> dict[str, str]:
     return {"PK": f"USER#{user_id}", "SK": "PROFILE"}
 
 
+def folder_key(kb_id: str, folder_id: str) -> dict[str, str]:
+    return {"PK": f"KB#{kb_id}", "SK": f"FOLDER#{folder_id}"}
+
+
+def file_key(kb_id: str, file_id: str) -> dict[str, str]:
+    return {"PK": f"KB#{kb_id}", "SK": f"FILE#{file_id}"}
+
+
+def upload_key(kb_id: str, upload_id: str) -> dict[str, str]:
+    return {"PK": f"KB#{kb_id}", "SK": f"UPLOAD#{upload_id}"}
+
+
 def lookup_key(kind: str, value: str) -> dict[str, str]:
     """Points an email or phone at the one account that verified it."""
     return {"PK": f"{kind.upper()}#{value}", "SK": "LOOKUP"}
