@@ -5,24 +5,33 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 
-from memmy_kb import knowledge_bases, profiles
-from memmy_kb.dependencies import get_repository
-from memmy_kb.http import build_resolver, responses
+from memmy_kb import files, knowledge_bases, profiles
+from memmy_kb.dependencies import get_memos_client, get_repository
+from memmy_kb.http import build_resolver, json_response, responses
 from memmy_kb.identity import caller_id, verified_claims
 from memmy_kb.models import (
+    CreateFolderRequest,
+    File,
+    FileListing,
+    Folder,
     KnowledgeBase,
     KnowledgeBaseList,
     Me,
+    MoveFileRequest,
     RecallSettingRequest,
     RenameKnowledgeBaseRequest,
+    UpdateFolderRequest,
 )
 from memmy_kb.observability import logger, tracer
 
 app = build_resolver()
 KbId = Annotated[str, Path(min_length=1, max_length=64)]
+ItemId = Annotated[str, Path(min_length=1, max_length=64)]
+NOT_VISIBLE = (HTTPStatus.NOT_FOUND, "No such knowledge base (or folder/file), or not visible to the caller")
+READER = (HTTPStatus.FORBIDDEN, "The caller is a reader, not the owner")
 
 
 @app.get(
@@ -79,6 +88,75 @@ def rename_knowledge_base(
 def set_recall(kb_id: KbId, request: Annotated[RecallSettingRequest, Body()]) -> KnowledgeBase:
     caller = caller_id(app.current_event.raw_event)
     return knowledge_bases.set_recall(get_repository(), caller, kb_id, request.enabled)
+
+
+@app.get(
+    "/knowledge-bases/<kb_id>/files",
+    summary="One level of a knowledge base: its folders and files with live status",
+    responses=responses(
+        HTTPStatus.OK,
+        "Folders and files",
+        FileListing,
+        NOT_VISIBLE,
+        (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS unavailable"),
+    ),
+)
+def list_files(kb_id: KbId, folder_id: Annotated[str | None, Query(max_length=64)] = None) -> FileListing:
+    caller = caller_id(app.current_event.raw_event)
+    return files.list_files(get_repository(), get_memos_client(), caller, kb_id, folder_id)
+
+
+@app.patch(
+    "/knowledge-bases/<kb_id>/files/<file_id>",
+    summary="Move a file to another folder (owner only)",
+    responses=responses(
+        HTTPStatus.OK,
+        "The moved file",
+        File,
+        READER,
+        NOT_VISIBLE,
+        (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS unavailable"),
+    ),
+)
+def move_file(kb_id: KbId, file_id: ItemId, request: Annotated[MoveFileRequest, Body()]) -> File:
+    caller = caller_id(app.current_event.raw_event)
+    return files.move_file(get_repository(), get_memos_client(), caller, kb_id, file_id, request.folder_id)
+
+
+@app.post(
+    "/knowledge-bases/<kb_id>/folders",
+    summary="Create a folder (owner only)",
+    responses=responses(HTTPStatus.CREATED, "The new folder", Folder, READER, NOT_VISIBLE),
+)
+def create_folder(kb_id: KbId, request: Annotated[CreateFolderRequest, Body()]):
+    caller = caller_id(app.current_event.raw_event)
+    folder = files.create_folder(get_repository(), caller, kb_id, request.name, request.parent_id)
+    return json_response(HTTPStatus.CREATED, folder)
+
+
+@app.patch(
+    "/knowledge-bases/<kb_id>/folders/<folder_id>",
+    summary="Rename or move a folder (owner only)",
+    responses=responses(
+        HTTPStatus.OK,
+        "The folder",
+        Folder,
+        READER,
+        NOT_VISIBLE,
+        (HTTPStatus.CONFLICT, "The move would put the folder inside itself"),
+    ),
+)
+def update_folder(kb_id: KbId, folder_id: ItemId, request: Annotated[UpdateFolderRequest, Body()]) -> Folder:
+    caller = caller_id(app.current_event.raw_event)
+    return files.update_folder(
+        get_repository(),
+        caller,
+        kb_id,
+        folder_id,
+        name=request.name,
+        parent_id=request.parent_id,
+        move="parent_id" in request.model_fields_set,
+    )
 
 
 @app.put(

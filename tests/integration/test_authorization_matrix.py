@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from memmy_local.template import http_routes, load_template
+from tests.support import seed
 from tests.support.events import claims_for
 
 PRINCIPALS = ("owner", "reader", "stranger", "revoked", "anonymous")
@@ -48,6 +49,10 @@ ROWS: dict[tuple[str, str], Row] = {
     ("DELETE", "/knowledge-bases/{kb_id}/members/{user_id}"): Row(
         None, NO_CONTENT, NO_CONTENT, NOT_FOUND, NOT_FOUND
     ),
+    ("GET", "/knowledge-bases/{kb_id}/files"): Row(None, OK, OK, NOT_FOUND, NOT_FOUND),
+    ("PATCH", "/knowledge-bases/{kb_id}/files/{file_id}"): Row({"folder_id": None}, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND),
+    ("POST", "/knowledge-bases/{kb_id}/folders"): Row({"name": "新文件夹"}, CREATED, FORBIDDEN, NOT_FOUND, NOT_FOUND),
+    ("PATCH", "/knowledge-bases/{kb_id}/folders/{folder_id}"): Row({"name": "改名"}, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND),
 }
 
 ROUTES = sorted((r.method, r.path) for r in http_routes(load_template()))
@@ -57,7 +62,7 @@ def test_every_route_has_expectations():
     assert set(ROUTES) <= set(ROWS), f"add rows for {sorted(set(ROUTES) - set(ROWS))}"
 
 
-def _world(service) -> str:
+def _world(service) -> dict[str, str]:
     for user in ("alice", "bob", "carol", "dave", "erin"):
         service.call("PUT", "/me", claims=claims_for(user, name=user.title()))
     kb_id = service.call("POST", "/knowledge-bases", "alice", body={"name": KB_NAME}).body["id"]
@@ -69,11 +74,13 @@ def _world(service) -> str:
             == CREATED
         )
     assert service.call("DELETE", f"/knowledge-bases/{kb_id}/members/dave", "alice").status == NO_CONTENT
-    return kb_id
+    folder = service.call("POST", f"/knowledge-bases/{kb_id}/folders", "alice", body={"name": "资料夹"})
+    file_id = seed.add_file(service, kb_id, "alice", "路线图.md", "# 路线图\n机密".encode())
+    return {"kb_id": kb_id, "folder_id": folder.body["id"], "file_id": file_id, "user_id": "bob"}
 
 
-def _path(template: str, kb_id: str) -> str:
-    return template.replace("{kb_id}", kb_id).replace("{user_id}", "bob")
+def _path(template: str, ids: dict[str, str]) -> str:
+    return template.format(**ids)
 
 
 @pytest.mark.parametrize("principal", PRINCIPALS)
@@ -81,13 +88,14 @@ def _path(template: str, kb_id: str) -> str:
 def test_route_answers_each_principal_as_expected(service, route, principal):
     method, template = route
     row = ROWS[route]
-    kb_id = _world(service)
+    ids = _world(service)
     user = USERS[principal]
-    reply = service.call(method, _path(template, kb_id), user, body=row.body)
+    reply = service.call(method, _path(template, ids), user, body=row.body)
     expected = UNAUTHORIZED if user is None else getattr(row, principal)
     assert reply.status == expected, reply.body
     if user is not None and expected == NOT_FOUND and row.kb_scoped:
-        absent = service.call(method, _path(template, "kb_000000000000000000000000"), user, body=row.body)
+        absent_ids = {**ids, "kb_id": "kb_000000000000000000000000"}
+        absent = service.call(method, _path(template, absent_ids), user, body=row.body)
         assert (reply.status, reply.body) == (absent.status, absent.body)
         assert KB_NAME not in str(reply.body)
         assert "alice" not in str(reply.body).lower()

@@ -155,6 +155,43 @@ class MemberList(ApiModel):
     items: list[Member]
 
 
+class Folder(ApiModel):
+    id: str
+    name: str
+    parent_id: str | None = None
+
+
+class File(ApiModel):
+    id: str
+    name: str
+    status: FileState
+    size_bytes: int | None = None
+    folder_id: str | None = None
+    reason: str | None = None
+
+
+class FileListing(ApiModel):
+    folders: list[Folder]
+    files: list[File]
+    refresh_after_seconds: int | None = None
+
+
+class CreateFolderRequest(ApiModel):
+    name: Name
+    parent_id: str | None = None
+
+
+class UpdateFolderRequest(ApiModel):
+    """``parent_id`` given as null moves the folder to the root; left out, it stays where it is."""
+
+    name: Name | None = None
+    parent_id: str | None = None
+
+
+class MoveFileRequest(ApiModel):
+    folder_id: str | None = Field(description="The destination folder; null for the root")
+
+
 class Owner(ApiModel):
     user_id: str
     display_name: str

@@ -14,7 +14,14 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
 from memmy_kb.errors import Conflict
-from memmy_kb.models import GrantRecord, KnowledgeBaseRecord, ProfileRecord
+from memmy_kb.models import (
+    FileRecord,
+    FolderRecord,
+    GrantRecord,
+    KnowledgeBaseRecord,
+    ProfileRecord,
+    UploadRecord,
+)
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -255,6 +262,141 @@ class Repository:
                 ExpressionAttributeValues={":kb": {"S": f"KB#{kb_id}"}},
             )
         ]
+
+    # -- folders and files -----------------------------------------------------------------------
+
+    def list_kb_contents(self, kb_id: str) -> tuple[list[FolderRecord], list[FileRecord], list[UploadRecord]]:
+        """Every folder, file and upload of a KB, from one consistent Query of its partition."""
+        folders, files, uploads = [], [], []
+        for item in self._query(
+            KeyConditionExpression="PK = :pk",
+            ExpressionAttributeValues={":pk": {"S": f"KB#{kb_id}"}},
+            ConsistentRead=True,
+        ):
+            kind = item["SK"].split("#", 1)[0]
+            if kind == "FOLDER":
+                folders.append(FolderRecord.model_validate(item))
+            elif kind == "FILE":
+                files.append(FileRecord.model_validate(item))
+            elif kind == "UPLOAD":
+                uploads.append(UploadRecord.model_validate(item))
+        return folders, files, uploads
+
+    def get_folder(self, kb_id: str, folder_id: str) -> FolderRecord | None:
+        item = self._get(folder_key(kb_id, folder_id))
+        return FolderRecord.model_validate(item) if item else None
+
+    def get_file(self, kb_id: str, file_id: str) -> FileRecord | None:
+        item = self._get(file_key(kb_id, file_id))
+        return FileRecord.model_validate(item) if item else None
+
+    def create_folder(self, folder: FolderRecord) -> bool:
+        """Write a new folder if its KB and its parent still exist; False otherwise."""
+        actions = [
+            {
+                "Put": self._put(
+                    {**folder_key(folder.kb_id, folder.folder_id), "type": "folder", **folder.model_dump()},
+                    "attribute_not_exists(PK)",
+                )
+            },
+            self._condition_exists(kb_key(folder.kb_id)),
+        ]
+        if folder.parent_id:
+            actions.append(self._condition_exists(folder_key(folder.kb_id, folder.parent_id)))
+        return self._transact_or_false(actions)
+
+    def update_folder(
+        self, folder: FolderRecord, previous: FolderRecord, ancestors: list[FolderRecord]
+    ) -> bool:
+        """Rename and/or move a folder; False if anything read for the decision changed meanwhile.
+
+        ``ancestors`` is the new parent's chain up to the root, as read. Each of them is checked to still
+        have the parent it had, so two concurrent moves can never close a cycle.
+        """
+        actions: list[dict[str, Any]] = [
+            {
+                "Update": {
+                    "TableName": self.table_name,
+                    "Key": _dump(folder_key(folder.kb_id, folder.folder_id)),
+                    "UpdateExpression": "SET #name = :name, parent_id = :parent",
+                    "ConditionExpression": "attribute_exists(PK) AND "
+                    + (
+                        "parent_id = :old"
+                        if previous.parent_id
+                        else "(attribute_not_exists(parent_id) OR parent_id = :null)"
+                    ),
+                    "ExpressionAttributeNames": {"#name": "name"},
+                    "ExpressionAttributeValues": {
+                        ":name": {"S": folder.name},
+                        ":parent": {"S": folder.parent_id} if folder.parent_id else {"NULL": True},
+                        **(
+                            {":old": {"S": previous.parent_id}}
+                            if previous.parent_id
+                            else {":null": {"NULL": True}}
+                        ),
+                    },
+                }
+            }
+        ]
+        for ancestor in ancestors:
+            unchanged = (
+                {
+                    "ConditionExpression": "parent_id = :p",
+                    "ExpressionAttributeValues": {":p": {"S": ancestor.parent_id}},
+                }
+                if ancestor.parent_id
+                else {
+                    "ConditionExpression": "attribute_exists(PK) AND (attribute_not_exists(parent_id) OR parent_id = :null)",
+                    "ExpressionAttributeValues": {":null": {"NULL": True}},
+                }
+            )
+            actions.append(
+                {
+                    "ConditionCheck": {
+                        "TableName": self.table_name,
+                        "Key": _dump(folder_key(ancestor.kb_id, ancestor.folder_id)),
+                        **unchanged,
+                    }
+                }
+            )
+        return self._transact_or_false(actions)
+
+    def move_file(self, kb_id: str, file_id: str, folder_id: str | None) -> bool:
+        """Point a file at another folder (None: the root) if both still exist; False otherwise."""
+        actions: list[dict[str, Any]] = [
+            {
+                "Update": {
+                    "TableName": self.table_name,
+                    "Key": _dump(file_key(kb_id, file_id)),
+                    "UpdateExpression": "SET folder_id = :folder",
+                    "ConditionExpression": "attribute_exists(PK)",
+                    "ExpressionAttributeValues": {
+                        ":folder": {"S": folder_id} if folder_id else {"NULL": True}
+                    },
+                }
+            }
+        ]
+        if folder_id:
+            actions.append(self._condition_exists(folder_key(kb_id, folder_id)))
+        return self._transact_or_false(actions)
+
+    def _condition_exists(self, key: dict[str, str]) -> dict[str, Any]:
+        return {
+            "ConditionCheck": {
+                "TableName": self.table_name,
+                "Key": _dump(key),
+                "ConditionExpression": "attribute_exists(PK)",
+            }
+        }
+
+    def _transact_or_false(self, actions: list[dict[str, Any]]) -> bool:
+        try:
+            self._client.transact_write_items(TransactItems=actions)
+        except ClientError as err:
+            if _cancellation_codes(err):
+                return False
+            raise
+        return True
 
     # -- profiles --------------------------------------------------------------------------------
 
