@@ -67,6 +67,66 @@ def _leave(client: Any, args: argparse.Namespace) -> str:
     return f"left {args.kb}"
 
 
+def _render_listing(listing: dict[str, Any]) -> str:
+    lines = [f"[folder] {f['id']}  {f['name']}" for f in listing["folders"]]
+    for f in listing["files"]:
+        reason = f"  ({f['reason']})" if f.get("reason") else ""
+        lines.append(f"{f['status']:<10}  {f['id']}  {f['name']}{reason}")
+    if listing.get("refresh_after_seconds"):
+        lines.append(f"(still processing: look again in {listing['refresh_after_seconds']} s)")
+    return "\n".join(lines) or "(empty)"
+
+
+def _progress_bar(name: str) -> Callable[[int, int], None]:
+    def show(sent: int, total: int) -> None:
+        done = sent / total if total else 1.0
+        bar = "#" * int(done * 30)
+        print(
+            f"\r{name[:40]:<40} [{bar:<30}] {done:4.0%}",
+            end="" if sent < total else "\n",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return show
+
+
+def _upload(args: argparse.Namespace) -> int:
+    """Upload files (bytes go straight to storage), then optionally wait until each is processed."""
+    import time
+    from pathlib import Path
+
+    from memmy_kb_client.sdk import MemmyApiError
+
+    try:
+        with _client(args) as client:
+            uploads = {}
+            for raw in args.paths:
+                path = Path(raw)
+                ticket = client.upload_file(
+                    args.kb, path, folder_id=args.folder, progress=_progress_bar(path.name)
+                )
+                uploads[ticket["upload_id"]] = path.name
+            final: dict[str, dict[str, Any]] = {}
+            deadline = time.monotonic() + args.timeout
+            while args.wait and len(final) < len(uploads) and time.monotonic() < deadline:
+                listing = client.list_files(args.kb, args.folder)
+                for f in listing["files"]:
+                    if f.get("upload_id") in uploads and f["status"] in ("available", "failed"):
+                        final[f["upload_id"]] = f
+                if len(final) < len(uploads):
+                    time.sleep(listing.get("refresh_after_seconds") or 1)
+    except (MemmyApiError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    for upload_id, name in uploads.items():
+        f = final.get(upload_id)
+        status = f["status"] if f else ("uploaded" if not args.wait else "still processing")
+        reason = f"  ({f['reason']})" if f and f.get("reason") else ""
+        print(f"{status:<16}  {name}{reason}")
+    return 1 if any(f["status"] == "failed" for f in final.values()) else 0
+
+
 def _login(args: argparse.Namespace) -> int:
     from memmy_kb_client.sdk import ClientConfig
 
@@ -148,3 +208,57 @@ def add_kb_commands(commands: argparse._SubParsersAction) -> None:
         _render_members,
     ).add_argument("kb")
     add("leave", "leave a knowledge base shared with you", _leave, str).add_argument("kb")
+
+    files = commands.add_parser("files", help="files in a knowledge base").add_subparsers(
+        dest="files_command", required=True
+    )
+    upload = files.add_parser(
+        "upload", parents=[common], help="upload files (owner); bytes go straight to storage"
+    )
+    upload.add_argument("kb")
+    upload.add_argument("paths", nargs="+", metavar="PATH")
+    upload.add_argument("--folder", help="folder id to upload into (default: the root)")
+    upload.add_argument("--wait", action="store_true", help="wait until each file is available or failed")
+    upload.add_argument("--timeout", type=float, default=600, help="seconds to wait at most (with --wait)")
+    upload.set_defaults(func=_upload)
+    ls = files.add_parser("ls", parents=[common], help="list one level: folders and files with their status")
+    ls.add_argument("kb")
+    ls.add_argument("--folder", help="folder id (default: the root)")
+    ls.set_defaults(func=_run(lambda c, a: c.list_files(a.kb, a.folder), _render_listing))
+    mv = files.add_parser("mv", parents=[common], help="move a file to another folder (owner)")
+    mv.add_argument("kb")
+    mv.add_argument("file")
+    mv.add_argument("--folder", help="destination folder id (default: the root)")
+    mv.set_defaults(
+        func=_run(lambda c, a: c.move_file(a.kb, a.file, a.folder), lambda f: f"moved {f['name']}")
+    )
+
+    folders = commands.add_parser("folders", help="folders in a knowledge base").add_subparsers(
+        dest="folders_command", required=True
+    )
+    mk = folders.add_parser("mk", parents=[common], help="create a folder (owner)")
+    mk.add_argument("kb")
+    mk.add_argument("name")
+    mk.add_argument("--parent", help="parent folder id (default: the root)")
+    mk.set_defaults(
+        func=_run(lambda c, a: c.create_folder(a.kb, a.name, a.parent), lambda f: f"{f['id']}  {f['name']}")
+    )
+    rename_folder = folders.add_parser("rename", parents=[common], help="rename a folder (owner)")
+    rename_folder.add_argument("kb")
+    rename_folder.add_argument("folder")
+    rename_folder.add_argument("name")
+    rename_folder.set_defaults(
+        func=_run(
+            lambda c, a: c.update_folder(a.kb, a.folder, name=a.name), lambda f: f"{f['id']}  {f['name']}"
+        )
+    )
+    move_folder = folders.add_parser("mv", parents=[common], help="move a folder (owner)")
+    move_folder.add_argument("kb")
+    move_folder.add_argument("folder")
+    move_folder.add_argument("--parent", help="new parent folder id (default: the root)")
+    move_folder.set_defaults(
+        func=_run(
+            lambda c, a: c.update_folder(a.kb, a.folder, parent_id=a.parent),
+            lambda f: f"moved {f['name']} to {f['parent_id'] or 'the root'}",
+        )
+    )

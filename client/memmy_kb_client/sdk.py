@@ -6,6 +6,7 @@ import base64
 import json
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,24 @@ def token_subject(token: str) -> str | None:
     return claims.get("sub") if isinstance(claims, dict) else None
 
 
+class _ProgressReader:
+    """A file wrapper that reports how many bytes the multipart upload has read."""
+
+    def __init__(self, handle: Any, total: int, progress: Callable[[int, int], None] | None) -> None:
+        self._handle, self._total, self._progress, self._sent = handle, total, progress, 0
+
+    def fileno(self) -> int:
+        # Lets httpx size the multipart body up front: storage wants a Content-Length, not chunks.
+        return self._handle.fileno()
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self._handle.read(size)
+        self._sent += len(chunk)
+        if self._progress is not None:
+            self._progress(self._sent, self._total)
+        return chunk
+
+
 class MemmyClient:
     """One method per route; raises MemmyApiError for every non-2xx answer."""
 
@@ -128,6 +147,67 @@ class MemmyClient:
 
     def share(self, kb_id: str, identifier: str) -> dict[str, Any]:
         return self._request("POST", f"/knowledge-bases/{kb_id}/members", json={"identifier": identifier})
+
+    def list_files(self, kb_id: str, folder_id: str | None = None) -> dict[str, Any]:
+        params = {"folder_id": folder_id} if folder_id else None
+        return self._request("GET", f"/knowledge-bases/{kb_id}/files", params=params)
+
+    def create_folder(self, kb_id: str, name: str, parent_id: str | None = None) -> dict[str, Any]:
+        return self._request(
+            "POST", f"/knowledge-bases/{kb_id}/folders", json={"name": name, "parent_id": parent_id}
+        )
+
+    def update_folder(self, kb_id: str, folder_id: str, **changes: Any) -> dict[str, Any]:
+        """``name=...`` and/or ``parent_id=...`` (None moves the folder to the root)."""
+        return self._request("PATCH", f"/knowledge-bases/{kb_id}/folders/{folder_id}", json=changes)
+
+    def move_file(self, kb_id: str, file_id: str, folder_id: str | None) -> dict[str, Any]:
+        return self._request(
+            "PATCH", f"/knowledge-bases/{kb_id}/files/{file_id}", json={"folder_id": folder_id}
+        )
+
+    def request_upload(
+        self,
+        kb_id: str,
+        filename: str,
+        size_bytes: int,
+        *,
+        folder_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"filename": filename, "size_bytes": size_bytes}
+        if folder_id:
+            body["folder_id"] = folder_id
+        headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+        return self._request("POST", f"/knowledge-bases/{kb_id}/uploads", json=body, headers=headers)
+
+    def upload_file(
+        self,
+        kb_id: str,
+        path: Path,
+        *,
+        folder_id: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Any]:
+        """Upload one file: a presigned POST from the service, then the bytes straight to storage.
+
+        The bytes never pass through the API; ``progress(sent, total)`` is called as they go.
+        """
+        size = path.stat().st_size
+        ticket = self.request_upload(kb_id, path.name, size, folder_id=folder_id)
+        with path.open("rb") as handle:
+            reader = _ProgressReader(handle, size, progress)
+            files = {
+                "file": (path.name, reader, ticket["fields"].get("Content-Type", "application/octet-stream"))
+            }
+            resp = httpx.post(
+                ticket["url"], data=ticket["fields"], files=files, timeout=httpx.Timeout(30, write=None)
+            )
+        if not resp.is_success:
+            raise MemmyApiError(
+                resp.status_code, "storage_rejected_upload", resp.text[:300] or resp.reason_phrase
+            )
+        return ticket
 
     def remove_member(self, kb_id: str, user_id: str) -> None:
         self._request("DELETE", f"/knowledge-bases/{kb_id}/members/{quote(user_id, safe='')}")

@@ -129,3 +129,21 @@ def test_the_seed_sharing_story(local_stack: RunningStack) -> None:
     left = cli(local_stack, sales, "kb", "leave", kb["id"])
     assert left.returncode == 0, left.stderr
     assert json.loads(cli(local_stack, sales, "kb", "ls", "--json").stdout) == []
+
+
+def test_folders_with_the_cli(local_stack: RunningStack) -> None:
+    token = local_stack.token(f"org-{uuid.uuid4().hex[:8]}", name="Organiser")
+    kb = json.loads(cli(local_stack, token, "kb", "create", "整理", "--json").stdout)["id"]
+    made = cli(local_stack, token, "folders", "mk", kb, "合同", "--json")
+    assert made.returncode == 0, made.stderr
+    parent = json.loads(made.stdout)["id"]
+    child = json.loads(cli(local_stack, token, "folders", "mk", kb, "2026", "--parent", parent, "--json").stdout)["id"]
+    assert cli(local_stack, token, "folders", "rename", kb, child, "2027").returncode == 0
+    cycle = cli(local_stack, token, "folders", "mv", kb, parent, "--parent", child)
+    assert cycle.returncode == 1
+    assert "folder_cycle" in cycle.stderr
+    assert cli(local_stack, token, "folders", "mv", kb, child).returncode == 0
+    root = cli(local_stack, token, "files", "ls", kb)
+    assert root.returncode == 0, root.stderr
+    assert "合同" in root.stdout
+    assert "2027" in root.stdout

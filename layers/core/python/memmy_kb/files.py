@@ -101,6 +101,7 @@ def _file(record: FileRecord, live: MemosFile | None) -> File:
             size_bytes=record.size_bytes,
             folder_id=record.folder_id,
             reason="The file is no longer held by the knowledge engine.",
+            upload_id=record.upload_id,
         )
     status = _STATUS[live.status]
     return File(
@@ -110,6 +111,7 @@ def _file(record: FileRecord, live: MemosFile | None) -> File:
         size_bytes=record.size_bytes,
         folder_id=record.folder_id,
         reason="The knowledge engine could not process this file." if status == "failed" else None,
+        upload_id=record.upload_id,
     )
 
 
@@ -128,6 +130,7 @@ def _upload(upload: UploadRecord) -> File:
         size_bytes=upload.size_bytes,
         folder_id=upload.folder_id,
         reason=upload.reason if upload.state == "rejected" else None,
+        upload_id=upload.upload_id,
     )
 
 

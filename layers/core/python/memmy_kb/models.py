@@ -168,6 +168,7 @@ class File(ApiModel):
     size_bytes: int | None = None
     folder_id: str | None = None
     reason: str | None = None
+    upload_id: str | None = Field(default=None, description="The upload this file came from")
 
 
 class FileListing(ApiModel):
