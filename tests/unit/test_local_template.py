@@ -328,15 +328,7 @@ def test_referenced_logical_ids_skip_pseudo_parameters_and_sub_variables() -> No
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name, value in {
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+def aws(aws_env: None) -> Iterator[None]:
     with mock_aws():
         yield
 

@@ -20,15 +20,7 @@ ROTATED_KEY = "mpg-rotated-key-0002"
 
 
 @pytest.fixture(autouse=True)
-def _aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name, value in {
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+def _aws(aws_env: None) -> Iterator[None]:
     parameters.clear_caches()
     with mock_aws():
         yield
