@@ -36,6 +36,8 @@ class Row:
 
 ROWS: dict[tuple[str, str], Row] = {
     ("PUT", "/me"): Row(None, OK, OK, OK, OK, kb_scoped=False),
+    # Recall searches only the caller's own scope, so every signed-in caller may ask (an empty scope is 200).
+    ("POST", "/recall"): Row({"query": "路线图"}, OK, OK, OK, OK, kb_scoped=False),
     ("GET", "/knowledge-bases"): Row(None, OK, OK, OK, OK, kb_scoped=False),
     ("POST", "/knowledge-bases"): Row({"name": "new"}, CREATED, CREATED, CREATED, CREATED, kb_scoped=False),
     ("GET", "/knowledge-bases/{kb_id}"): Row(None, OK, OK, NOT_FOUND, NOT_FOUND),
@@ -50,6 +52,9 @@ ROWS: dict[tuple[str, str], Row] = {
         None, NO_CONTENT, NO_CONTENT, NOT_FOUND, NOT_FOUND
     ),
     ("GET", "/knowledge-bases/{kb_id}/files"): Row(None, OK, OK, NOT_FOUND, NOT_FOUND),
+    ("POST", "/knowledge-bases/{kb_id}/uploads"): Row(
+        {"filename": "路线图.pdf", "size_bytes": 1024}, CREATED, FORBIDDEN, NOT_FOUND, NOT_FOUND
+    ),
     ("PATCH", "/knowledge-bases/{kb_id}/files/{file_id}"): Row({"folder_id": None}, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND),
     ("POST", "/knowledge-bases/{kb_id}/folders"): Row({"name": "新文件夹"}, CREATED, FORBIDDEN, NOT_FOUND, NOT_FOUND),
     ("PATCH", "/knowledge-bases/{kb_id}/folders/{folder_id}"): Row({"name": "改名"}, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND),

@@ -88,6 +88,20 @@ class Service:
     def function_module(self, name: str) -> Any:
         return importlib.import_module(f"functions.{name}.app")
 
+    def invoke(self, function: str, event: dict[str, Any]) -> Any:
+        """Run the handler of template function ``function`` (logical id) with ``event``, IAM-checked.
+
+        For functions without a route (queue consumers, scheduled jobs).
+        """
+        code_uri = self.template["Resources"][function]["Properties"]["CodeUri"]
+        module = self.function_module(code_uri.strip("/").split("/")[-1])
+        with record_aws_calls() as calls:
+            result = module.lambda_handler(event, FakeLambdaContext(function_name=function))
+        needs = [need for call in calls for need in needs_of(*call, self._logical)]
+        missing = missing_permissions(self.template, function, needs)
+        assert not missing, f"{function} lacks permissions in template.yaml: {missing}"
+        return result
+
 
 def _reset_caches() -> None:
     from aws_lambda_powertools.utilities import parameters
@@ -131,7 +145,10 @@ def service(
                 "JwtAudience": "memmy-kb",
             },
         )
-        for name in {r.function for r in http_routes(template)}:
+        functions = {r.function for r in http_routes(template)} | {
+            name for name, r in template["Resources"].items() if r["Type"] == "AWS::Serverless::Function"
+        }
+        for name in functions:
             for key, value in function_environment(template, name, resources.refs).items():
                 monkeypatch.setenv(key, value)
         _reset_caches()

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from unittest import mock
+from urllib.parse import unquote
 
 from botocore.client import BaseClient
 
@@ -56,7 +57,38 @@ def needs_of(service: str, operation: str, params: dict[str, Any], table_ids: di
         return [Need(f"dynamodb:{operation}", resource)]
     if service == "secretsmanager":
         return [Need(f"secretsmanager:{operation}", table_ids.get(params.get("SecretId", ""), "?"))]
+    if service == "s3":
+        return _s3_needs(operation, params, table_ids)
     return [Need(f"{prefix}:{operation}", "*")]
+
+
+# S3 operations are authorized by actions of other names (HeadObject needs s3:GetObject, ...).
+_S3_OBJECT_ACTIONS = {
+    "HeadObject": "s3:GetObject",
+    "GetObject": "s3:GetObject",
+    "PutObject": "s3:PutObject",
+    "DeleteObject": "s3:DeleteObject",
+}
+_S3_BUCKET_ACTIONS = {"ListObjectsV2": "s3:ListBucket", "ListObjects": "s3:ListBucket"}
+
+
+def _s3_needs(operation: str, params: dict[str, Any], bucket_ids: dict[str, str]) -> list[Need]:
+    """S3 needs as ``<bucket logical id>/<key>`` (object actions) or ``<bucket logical id>`` (bucket)."""
+    bucket = bucket_ids.get(params.get("Bucket", ""), "?")
+    if operation in _S3_BUCKET_ACTIONS:
+        return [Need(_S3_BUCKET_ACTIONS[operation], bucket)]
+    if operation == "CopyObject":
+        # botocore has already turned CopySource into "bucket/key" (URL-quoted) at this point.
+        source = params["CopySource"]
+        if isinstance(source, dict):
+            source_bucket, source_key = source["Bucket"], source["Key"]
+        else:
+            source_bucket, _, source_key = unquote(source).partition("/")
+        return [
+            Need("s3:GetObject", f"{bucket_ids.get(source_bucket, '?')}/{source_key}"),
+            Need("s3:PutObject", f"{bucket}/{params['Key']}"),
+        ]
+    return [Need(_S3_OBJECT_ACTIONS.get(operation, f"s3:{operation}"), f"{bucket}/{params.get('Key', '')}")]
 
 
 def _resource_names(resource: Any) -> list[str]:

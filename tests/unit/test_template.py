@@ -20,7 +20,7 @@ from cfnlint.api import lint
 from cfnlint.config import ManualArgs
 from samtranslator.translator.transform import transform
 
-from memmy_local.template import TEMPLATE_PATH, load_template
+from memmy_local.template import TEMPLATE_PATH, load_template, referenced_logical_ids
 
 REPO_ROOT = TEMPLATE_PATH.parent
 AUTHORIZER = "MemmyJwt"
@@ -227,14 +227,17 @@ def test_no_statement_grants_every_resource_except_for_x_ray(cloudformation: dic
             assert all(action.startswith("xray:") for action in actions), (role, statement)
 
 
-def test_only_manage_kb_may_query_and_only_create_kb_reads_the_secret(cloudformation: dict[str, Any]) -> None:
+def test_privileges_follow_what_each_function_is_for(cloudformation: dict[str, Any]) -> None:
+    # Exact needs are checked by recording each handler's AWS calls (tests/support/iam.py); these are
+    # the promises of the design that must hold whatever the code does.
     granted: dict[str, set[str]] = {}
     for role, statement in policy_statements(cloudformation):
         granted.setdefault(role, set()).update(as_list(statement["Action"]))
+    writes = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
+    assert not writes & granted["RecallFunctionRole"], "recall is read-only"
+    assert "secretsmanager:GetSecretValue" not in granted["ShareFunctionRole"], "sharing never calls MemOS"
+    assert "dynamodb:Scan" not in set().union(*granted.values()), "nothing scans the table"
     assert "dynamodb:Query" not in granted["CreateKbFunctionRole"]
-    assert "secretsmanager:GetSecretValue" in granted["CreateKbFunctionRole"]
-    assert "secretsmanager:GetSecretValue" not in granted["ManageKbFunctionRole"]
-    assert {"dynamodb:Query", "dynamodb:ConditionCheckItem"} <= granted["ManageKbFunctionRole"]
 
 
 def test_every_function_logs_to_its_own_log_group_with_retention(sam_template: dict[str, Any]) -> None:
@@ -308,3 +311,117 @@ def test_the_parameters_have_sane_defaults(sam_template: dict[str, Any]) -> None
 def test_template_path_is_the_repository_root() -> None:
     repository_root = Path(__file__).resolve().parents[2]
     assert repository_root / "template.yaml" == TEMPLATE_PATH
+
+
+# ------------------------------------------------------------------------------------------ uploads
+
+
+def statements_of(sam_template: dict[str, Any], function: str) -> list[dict[str, Any]]:
+    return [
+        statement
+        for policy in functions(sam_template)[function]["Properties"]["Policies"]
+        for statement in policy["Statement"]
+    ]
+
+
+def test_the_upload_bucket_is_private_encrypted_and_expires_its_objects(sam_template: dict[str, Any]) -> None:
+    bucket = sam_template["Resources"]["UploadBucket"]["Properties"]
+    assert set(bucket["PublicAccessBlockConfiguration"].values()) == {True}
+    assert len(bucket["PublicAccessBlockConfiguration"]) == 4
+    assert bucket["OwnershipControls"] == {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
+    (encryption,) = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in {"AES256", "aws:kms"}
+    (cors,) = bucket["CorsConfiguration"]["CorsRules"]
+    assert cors["AllowedMethods"] == ["POST"]
+    rules = {rule["Prefix"]: rule for rule in bucket["LifecycleConfiguration"]["Rules"]}
+    assert set(rules) == {"uploads/", "verified/"}
+    for rule in rules.values():
+        assert rule["Status"] == "Enabled"
+        assert 1 <= rule["ExpirationInDays"] <= 7
+        assert rule["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"] >= 1
+    policy = sam_template["Resources"]["UploadBucketPolicy"]["Properties"]["PolicyDocument"]
+    (tls,) = policy["Statement"]
+    assert (tls["Effect"], tls["Condition"]) == ("Deny", {"Bool": {"aws:SecureTransport": "false"}})
+
+
+def test_uploads_notify_the_queue_that_only_this_bucket_may_send_to(sam_template: dict[str, Any]) -> None:
+    resources = sam_template["Resources"]
+    bucket = resources["UploadBucket"]
+    (notification,) = bucket["Properties"]["NotificationConfiguration"]["QueueConfigurations"]
+    assert notification["Event"] == "s3:ObjectCreated:*"
+    assert notification["Queue"] == {"Fn::GetAtt": ["UploadQueue", "Arn"]}
+    assert notification["Filter"]["S3Key"]["Rules"] == [{"Name": "prefix", "Value": "uploads/"}]
+    # S3 checks the queue policy when the notification is set: the bucket must come after it, and the
+    # policy must name the bucket by a built string (a Ref would close a dependency cycle).
+    assert bucket["DependsOn"] == "UploadQueuePolicy"
+    policy = resources["UploadQueuePolicy"]["Properties"]
+    assert "UploadBucket" not in referenced_logical_ids(policy)
+    (statement,) = policy["PolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "s3.amazonaws.com"}
+    assert statement["Action"] == "sqs:SendMessage"
+    bucket_name = bucket["Properties"]["BucketName"]["Fn::Sub"]
+    assert statement["Condition"]["ArnEquals"]["aws:SourceArn"] == {
+        "Fn::Sub": f"arn:${{AWS::Partition}}:s3:::{bucket_name}"
+    }
+    assert statement["Condition"]["StringEquals"]["aws:SourceAccount"] == {"Ref": "AWS::AccountId"}
+
+
+def test_the_queue_retries_into_an_alarmed_dead_letter_queue(sam_template: dict[str, Any]) -> None:
+    resources = sam_template["Resources"]
+    queue = resources["UploadQueue"]["Properties"]
+    assert queue["RedrivePolicy"] == {
+        "deadLetterTargetArn": {"Fn::GetAtt": ["UploadDeadLetterQueue", "Arn"]},
+        "maxReceiveCount": 5,
+    }
+    ingest_timeout = functions(sam_template)["IngestFunction"]["Properties"]["Timeout"]
+    assert queue["VisibilityTimeout"] >= 6 * ingest_timeout
+    assert queue["SqsManagedSseEnabled"] is True
+    assert resources["UploadDeadLetterQueue"]["Properties"]["SqsManagedSseEnabled"] is True
+    alarm = resources["UploadDeadLetterAlarm"]["Properties"]
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
+    assert alarm["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": ["UploadDeadLetterQueue", "QueueName"]}}
+    ]
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
+
+
+def test_the_ingest_reports_partial_batch_failures(
+    sam_template: dict[str, Any], cloudformation: dict[str, Any]
+) -> None:
+    event = functions(sam_template)["IngestFunction"]["Properties"]["Events"]["UploadedObjects"]
+    assert event["Type"] == "SQS"
+    assert event["Properties"]["Queue"] == {"Fn::GetAtt": ["UploadQueue", "Arn"]}
+    assert 1 <= event["Properties"]["BatchSize"] <= 10
+    (mapping,) = resources_of(cloudformation, "AWS::Lambda::EventSourceMapping").values()
+    assert mapping["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_upload_and_ingest_touch_only_their_prefixes(sam_template: dict[str, Any]) -> None:
+    def s3_grants(function: str) -> dict[str, set[str]]:
+        grants: dict[str, set[str]] = {}
+        for statement in statements_of(sam_template, function):
+            for action in as_list(statement["Action"]):
+                if action.startswith("s3:"):
+                    resource = statement["Resource"]
+                    key = resource.get("Fn::Sub", "bucket")
+                    grants.setdefault(key, set()).add(action)
+        return grants
+
+    # Signing a presigned POST needs PutObject on the key it allows, and nothing more.
+    assert s3_grants("UploadFunction") == {"${UploadBucket.Arn}/uploads/*": {"s3:PutObject"}}
+    assert s3_grants("IngestFunction") == {
+        "${UploadBucket.Arn}/uploads/*": {"s3:GetObject", "s3:DeleteObject"},
+        "${UploadBucket.Arn}/verified/*": {"s3:PutObject", "s3:GetObject", "s3:DeleteObject"},
+        "bucket": {"s3:ListBucket"},
+    }
+    for function in ("UploadFunction", "IngestFunction"):
+        variables = functions(sam_template)[function]["Properties"]["Environment"]["Variables"]
+        assert variables["BUCKET_NAME"] == {"Ref": "UploadBucket"}
+
+
+@pytest.mark.parametrize("function", ["UploadFunction", "IngestFunction"])
+def test_the_upload_functions_have_their_handlers(sam_template: dict[str, Any], function: str) -> None:
+    properties = functions(sam_template)[function]["Properties"]
+    app = REPO_ROOT / properties["CodeUri"] / "app.py"
+    tree = ast.parse(app.read_text(encoding="utf-8"))
+    assert "lambda_handler" in {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}

@@ -46,6 +46,9 @@ SKIPPED_RESOURCE_TYPES: Final = frozenset(
         "AWS::IAM::Role",
         "AWS::IAM::Policy",
         "AWS::IAM::ManagedPolicy",
+        # Resource policies: locally nothing is denied, and moto delivers S3 notifications without one.
+        "AWS::SQS::QueuePolicy",
+        "AWS::S3::BucketPolicy",
         # moto never fires schedules: the local runner calls the scheduled handler itself.
         "AWS::Events::Rule",
         "AWS::Scheduler::Schedule",
@@ -186,9 +189,138 @@ def _provision_secret(
     return {logical_id: arn, f"{logical_id}.Id": arn}
 
 
+# ---------------------------------------------------------------------------------------------- SQS
+
+_QUEUE_ATTRIBUTES: Final = (
+    "VisibilityTimeout",
+    "MessageRetentionPeriod",
+    "DelaySeconds",
+    "MaximumMessageSize",
+    "ReceiveMessageWaitTimeSeconds",
+    "SqsManagedSseEnabled",
+    "FifoQueue",
+    "ContentBasedDeduplication",
+    "RedrivePolicy",
+)
+_QUEUE_IGNORED: Final = frozenset({"Tags", "KmsMasterKeyId", "KmsDataKeyReusePeriodSeconds"})
+
+
+def _provision_queue(ctx: ProvisionContext, logical_id: str, properties: Mapping[str, Any]) -> dict[str, str]:
+    unknown = set(properties) - set(_QUEUE_ATTRIBUTES) - _QUEUE_IGNORED - {"QueueName"}
+    if unknown:
+        raise NotImplementedError(
+            f"{logical_id}: queue properties not provisioned locally: {sorted(unknown)}"
+        )
+    sqs = ctx.client("sqs")
+    name = ctx.physical_name(logical_id, properties, "QueueName")
+    # The API takes every attribute as a string, the redrive policy as JSON.
+    attributes = {
+        key: json.dumps(value) if isinstance(value, Mapping) else _attribute_string(value)
+        for key, value in properties.items()
+        if key in _QUEUE_ATTRIBUTES
+    }
+    url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    return {
+        logical_id: url,
+        f"{logical_id}.Arn": arn,
+        f"{logical_id}.QueueName": name,
+        f"{logical_id}.QueueUrl": url,
+    }
+
+
+def _attribute_string(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+# ----------------------------------------------------------------------------------------------- S3
+
+# moto never runs lifecycle rules and does not need the rest to behave like the deployed bucket.
+_BUCKET_IGNORED: Final = frozenset(
+    {"LifecycleConfiguration", "Tags", "VersioningConfiguration", "LoggingConfiguration"}
+)
+
+
+def _provision_bucket(
+    ctx: ProvisionContext, logical_id: str, properties: Mapping[str, Any]
+) -> dict[str, str]:
+    handled = {
+        "BucketName",
+        "NotificationConfiguration",
+        "CorsConfiguration",
+        "PublicAccessBlockConfiguration",
+        "BucketEncryption",
+        "OwnershipControls",
+    }
+    unknown = set(properties) - handled - _BUCKET_IGNORED
+    if unknown:
+        raise NotImplementedError(
+            f"{logical_id}: bucket properties not provisioned locally: {sorted(unknown)}"
+        )
+    s3 = ctx.client("s3")
+    name = ctx.physical_name(logical_id, properties, "BucketName").lower()
+    if ctx.region == "us-east-1":
+        s3.create_bucket(Bucket=name)
+    else:
+        s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": ctx.region})
+    if "OwnershipControls" in properties:
+        s3.put_bucket_ownership_controls(Bucket=name, OwnershipControls=properties["OwnershipControls"])
+    if "PublicAccessBlockConfiguration" in properties:
+        s3.put_public_access_block(
+            Bucket=name, PublicAccessBlockConfiguration=properties["PublicAccessBlockConfiguration"]
+        )
+    if "BucketEncryption" in properties:
+        rules = properties["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+        s3.put_bucket_encryption(
+            Bucket=name,
+            ServerSideEncryptionConfiguration={
+                "Rules": [
+                    {"ApplyServerSideEncryptionByDefault": r["ServerSideEncryptionByDefault"]} for r in rules
+                ]
+            },
+        )
+    if "CorsConfiguration" in properties:
+        renamed = {"MaxAge": "MaxAgeSeconds", "ExposedHeaders": "ExposeHeaders"}
+        s3.put_bucket_cors(
+            Bucket=name,
+            CORSConfiguration={
+                "CORSRules": [
+                    {renamed.get(k, k): v for k, v in rule.items()}
+                    for rule in properties["CorsConfiguration"]["CorsRules"]
+                ]
+            },
+        )
+    if "NotificationConfiguration" in properties:
+        s3.put_bucket_notification_configuration(
+            Bucket=name,
+            NotificationConfiguration=_notification_configuration(properties["NotificationConfiguration"]),
+        )
+    return {logical_id: name, f"{logical_id}.Arn": f"arn:aws:s3:::{name}"}
+
+
+def _notification_configuration(config: Mapping[str, Any]) -> dict[str, Any]:
+    """CloudFormation's spelling (one Event, Filter.S3Key.Rules) in the API's (Events, Filter.Key.FilterRules).
+
+    Only queue targets: moto delivers S3 events to SQS, and S3 -> Lambda would need Docker.
+    """
+    unknown = set(config) - {"QueueConfigurations"}
+    if unknown:
+        raise NotImplementedError(f"notification targets not provisioned locally: {sorted(unknown)}")
+    queues = []
+    for entry in config["QueueConfigurations"]:
+        queue: dict[str, Any] = {"QueueArn": entry["Queue"], "Events": [entry["Event"]]}
+        rules = ((entry.get("Filter") or {}).get("S3Key") or {}).get("Rules")
+        if rules:
+            queue["Filter"] = {"Key": {"FilterRules": rules}}
+        queues.append(queue)
+    return {"QueueConfigurations": queues}
+
+
 _PROVISIONERS: Final[dict[str, Provisioner]] = {
     "AWS::DynamoDB::Table": _provision_table,
     "AWS::SecretsManager::Secret": _provision_secret,
+    "AWS::SQS::Queue": _provision_queue,
+    "AWS::S3::Bucket": _provision_bucket,
 }
 
 

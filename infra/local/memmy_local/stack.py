@@ -220,6 +220,20 @@ class LocalStack:
         gateway.start()
         self._gateway = gateway
 
+        # S3 -> SQS -> ingest: the event source mappings' part, run in-process (memmy_local.runners).
+        from .runners import start_sqs_runners
+
+        for runner in start_sqs_runners(
+            template,
+            self.refs,
+            self.function_environments,
+            repo_root=config.repo_root or template_file.parent,
+            endpoint_url=self._moto_url,
+            region=config.region,
+            account_id=LOCAL_ACCOUNT_ID,
+        ):
+            undo.callback(runner.stop)
+
 
 def _ensure_port_free(host: str, port: int, what: str) -> None:
     """Fail fast and clearly: moto's server thread would otherwise hang its starter on a taken port."""

@@ -15,6 +15,7 @@ from memmy_kb.memos import MemosClient
 from memmy_kb.memos_key import SecretApiKeyProvider
 from memmy_kb.repository import Repository
 from memmy_kb.settings import get_settings
+from memmy_kb.storage import UploadStorage
 
 
 @cache
@@ -42,6 +43,46 @@ def get_memos_client() -> MemosClient:
     )
 
 
+@cache
+def get_recall_memos_client() -> MemosClient:
+    """The MemOS client of the recall path: one attempt, bounded by the recall budget.
+
+    An agent turn waits on this call, and a late answer is worth nothing, so there is no retry (a retry
+    could only run past the budget); the read timeout is the budget, connecting gets at most a second.
+    """
+    settings = get_settings()
+    budget = settings.recall_memos_timeout_seconds
+    quick = min(1.0, budget)
+    return MemosClient(
+        settings.memos_base_url,
+        SecretApiKeyProvider(settings.memos_api_key_secret),
+        timeout=httpx.Timeout(connect=quick, read=budget, write=quick, pool=quick),
+        max_attempts=1,
+    )
+
+
+@cache
+def s3_client() -> Any:
+    """S3 with SigV4: presigned POSTs and GETs must be SigV4 (botocore may otherwise sign SigV2)."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(
+        signature_version="s3v4",
+        connect_timeout=2,
+        read_timeout=10,
+        retries={"mode": "standard", "max_attempts": 3},
+    )
+    return boto3.client("s3", config=config)
+
+
+@cache
+def get_upload_storage() -> UploadStorage:
+    return UploadStorage(get_settings().upload_bucket, s3_client())
+
+
 def reset_dependencies() -> None:
-    for factory in (dynamodb_client, get_repository, get_memos_client, get_settings):
+    for factory in (dynamodb_client, get_repository, get_memos_client, get_recall_memos_client, get_settings):
+        factory.cache_clear()
+    for factory in (s3_client, get_upload_storage):
         factory.cache_clear()

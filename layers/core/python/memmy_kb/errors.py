@@ -49,6 +49,16 @@ class Unauthorized(DomainError):
     code = "unauthorized"
 
 
+class PayloadTooLarge(DomainError):
+    status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
+    code = "file_too_large"
+
+
+class UnsupportedMediaType(DomainError):
+    status = HTTPStatus.UNSUPPORTED_MEDIA_TYPE
+    code = "unsupported_file_type"
+
+
 class UpstreamUnavailable(DomainError):
     """MemOS failed or is out of capacity; nothing was stored on our side."""
 

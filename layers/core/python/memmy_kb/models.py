@@ -10,7 +10,7 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 Role = Literal["owner", "reader"]
 MAX_NAME_LENGTH = 100
@@ -117,6 +117,9 @@ class UploadRecord(BaseModel):
     memos_file_id: str | None = None
     created_at: datetime
     expires_at: int  # epoch seconds: the table's TTL attribute
+    # The ingest attempt that holds the upload while ``submitting`` (a fencing token), and when it began.
+    attempt_id: str | None = None
+    submitting_at: datetime | None = None
 
 
 # -- API bodies ----------------------------------------------------------------------------------
@@ -216,6 +219,87 @@ class Me(ApiModel):
     display_name: str
     email: str | None = None
     phone: str | None = None
+
+
+# -- uploads -------------------------------------------------------------------------------------
+
+MAX_FILENAME_LENGTH = 255
+
+
+def _clean_filename(value: str) -> str:
+    value = value.strip()
+    if not 1 <= len(value) <= MAX_FILENAME_LENGTH:
+        raise ValueError(f"must be 1 to {MAX_FILENAME_LENGTH} characters after trimming")
+    if "/" in value or "\\" in value or value in (".", ".."):
+        raise ValueError("must be a file name, not a path")
+    # Cf covers the bidi overrides that make "exe\u202efdp.pdf" look like a PDF.
+    if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in value):
+        raise ValueError("must not contain control or invisible formatting characters")
+    return value
+
+
+Filename = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_clean_filename)]
+
+
+class CreateUploadRequest(ApiModel):
+    filename: Annotated[Filename, Field(description="The file's name, with one of the supported extensions")]
+    size_bytes: Annotated[
+        int, Field(strict=True, ge=1, description="The file's exact size in bytes (1 B to 100 MB)")
+    ]
+    content_type: Annotated[
+        str | None, Field(max_length=255, description="Must fit the extension; derived from it when absent")
+    ] = None
+    folder_id: Annotated[
+        str | None, Field(max_length=64, description="The destination folder; none for the root")
+    ] = None
+
+
+class UploadTicket(ApiModel):
+    """A presigned POST: send ``fields`` as form fields, then the file as the last field, ``file``."""
+
+    upload_id: str
+    url: str
+    fields: dict[str, str]
+    expires_at: datetime
+
+
+# -- recall --------------------------------------------------------------------------------------
+
+MAX_QUERY_LENGTH = 4000
+MAX_RECALL_LIMIT = 25
+DEFAULT_RECALL_LIMIT = 9
+
+
+class RecallRequest(ApiModel):
+    query: Annotated[
+        str,
+        StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUERY_LENGTH),
+        # repr=False: Powertools logs a route's arguments at debug level, and queries are never logged.
+        Field(
+            description="The question or the agent turn's prompt (1-4000 characters after trimming)",
+            repr=False,
+        ),
+    ]
+    limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT, description="At most this many excerpts")] = (
+        DEFAULT_RECALL_LIMIT
+    )
+
+
+class RecallItem(ApiModel):
+    """One excerpt as it appears in ``context``: sanitised, with its source title."""
+
+    title: str = Field(repr=False)
+    content: str = Field(repr=False)
+    score: float | None = None
+
+
+class RecallResponse(ApiModel):
+    items: list[RecallItem]
+    context: str = Field(
+        description='The block a hook adds to the turn ("" when there are no items)', repr=False
+    )
+    scope_size: int = Field(description="How many knowledge bases were searched")
+    discarded: bool = Field(description="The scope changed during the search and the result was dropped")
 
 
 class ErrorBody(ApiModel):

@@ -7,7 +7,7 @@ must not half-happen are transactions with conditions, not read-then-write.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
@@ -93,6 +93,15 @@ class KbUnavailable(Exception):
 
 class MemberLimitReached(Exception):
     pass
+
+
+class UploadNotHeld(Exception):
+    """The upload is no longer in the state (or held by the attempt) that a write required."""
+
+
+def _epoch_key(epoch_seconds: int) -> str:
+    """A GSI sort key that orders like the time it encodes."""
+    return datetime.fromtimestamp(epoch_seconds, UTC).isoformat()
 
 
 def _is_condition_failure(err: ClientError) -> bool:
@@ -397,6 +406,199 @@ class Repository:
                 return False
             raise
         return True
+
+    # -- uploads and ingest ----------------------------------------------------------------------
+    # An upload's GSI2 entry says which reconciler queue it is in: UPLOAD#pending (sorted by expiry)
+    # while the object is awaited, UPLOAD#submitting (sorted by start) while a MemOS add is in flight or
+    # its outcome is unknown. Final states (submitted, rejected) leave the index.
+
+    def put_upload(self, upload: UploadRecord) -> None:
+        """Record a new upload if its KB still exists and is still ``upload.owner_id``'s.
+
+        Raises KbUnavailable otherwise (deleted since the caller's grant was read).
+        """
+        item = {
+            **upload_key(upload.kb_id, upload.upload_id),
+            "type": "upload",
+            "GSI2PK": "UPLOAD#pending",
+            "GSI2SK": _epoch_key(upload.expires_at),
+            **upload.model_dump(),
+        }
+        try:
+            self._client.transact_write_items(
+                TransactItems=[
+                    {"Put": self._put(item, "attribute_not_exists(PK)")},
+                    self._condition_owner(upload.kb_id, upload.owner_id),
+                ]
+            )
+        except ClientError as err:
+            if _cancellation_codes(err):
+                raise KbUnavailable from err
+            raise
+
+    def get_upload(self, kb_id: str, upload_id: str) -> UploadRecord | None:
+        item = self._get(upload_key(kb_id, upload_id))
+        return UploadRecord.model_validate(item) if item else None
+
+    def start_submission(
+        self, kb_id: str, upload_id: str, *, attempt_id: str, now: datetime, keep_until: int
+    ) -> UploadRecord | None:
+        """pending -> submitting, held by ``attempt_id``; None when the upload is not pending (any more).
+
+        This conditional write is the ingest's duplicate guard: of two deliveries of one S3 event, only
+        one gets past it. ``keep_until`` pushes the TTL out so that the evidence of a submission whose
+        outcome is unknown outlives the reconciler's grace period.
+        """
+        return self._update_upload(
+            kb_id,
+            upload_id,
+            "SET #state = :submitting, attempt_id = :attempt, submitting_at = :now, expires_at = :keep,"
+            " GSI2PK = :gsi2pk, GSI2SK = :now",
+            "#state = :pending",
+            {
+                ":submitting": "submitting",
+                ":pending": "pending",
+                ":attempt": attempt_id,
+                ":now": now.isoformat(),
+                ":keep": keep_until,
+                ":gsi2pk": "UPLOAD#submitting",
+            },
+        )
+
+    def release_submission(self, kb_id: str, upload_id: str, *, attempt_id: str, expires_at: int) -> bool:
+        """submitting -> pending again, when MemOS certainly stored nothing; False if no longer held."""
+        return (
+            self._update_upload(
+                kb_id,
+                upload_id,
+                "SET #state = :pending, expires_at = :expires, GSI2PK = :gsi2pk, GSI2SK = :gsi2sk"
+                " REMOVE attempt_id, submitting_at",
+                "#state = :submitting AND attempt_id = :attempt",
+                {
+                    ":pending": "pending",
+                    ":submitting": "submitting",
+                    ":attempt": attempt_id,
+                    ":expires": expires_at,
+                    ":gsi2pk": "UPLOAD#pending",
+                    ":gsi2sk": _epoch_key(expires_at),
+                },
+            )
+            is not None
+        )
+
+    def reject_upload(
+        self, kb_id: str, upload_id: str, *, reason: str, expires_at: int, attempt_id: str | None = None
+    ) -> bool:
+        """Mark the upload rejected with ``reason``: from pending, or from submitting when ``attempt_id``
+        holds it. False when it is in neither state (another delivery decided first)."""
+        values: dict[str, Any] = {
+            ":rejected": "rejected",
+            ":reason": reason,
+            ":expires": expires_at,
+        }
+        if attempt_id is None:
+            condition = "#state = :pending"
+            values[":pending"] = "pending"
+        else:
+            condition = "#state = :submitting AND attempt_id = :attempt"
+            values.update({":submitting": "submitting", ":attempt": attempt_id})
+        return (
+            self._update_upload(
+                kb_id,
+                upload_id,
+                "SET #state = :rejected, reason = :reason, expires_at = :expires REMOVE GSI2PK, GSI2SK",
+                condition,
+                values,
+            )
+            is not None
+        )
+
+    def record_submitted_file(
+        self, file: FileRecord, *, owner_id: str, attempt_id: str, expires_at: int
+    ) -> FileRecord:
+        """In one transaction: the FILE item, the upload marked submitted, and a check that the KB still
+        exists and is still ``owner_id``'s. Returns the file as stored.
+
+        A folder deleted since the upload was requested puts the file at the root instead. Raises
+        KbUnavailable when the KB is gone or changed hands, UploadNotHeld when ``attempt_id`` no longer
+        holds the upload.
+        """
+        for folder_id in dict.fromkeys([file.folder_id, None]):
+            stored = file.model_copy(update={"folder_id": folder_id})
+            actions: list[dict[str, Any]] = [
+                {
+                    "Put": self._put(
+                        {**file_key(file.kb_id, file.file_id), "type": "file", **stored.model_dump()},
+                        "attribute_not_exists(PK)",
+                    )
+                },
+                {
+                    "Update": {
+                        "TableName": self.table_name,
+                        "Key": _dump(upload_key(file.kb_id, file.upload_id)),
+                        "UpdateExpression": "SET #state = :submitted, file_id = :file, memos_file_id = :memos,"
+                        " expires_at = :expires REMOVE GSI2PK, GSI2SK",
+                        "ConditionExpression": "#state = :submitting AND attempt_id = :attempt",
+                        "ExpressionAttributeNames": {"#state": "state"},
+                        "ExpressionAttributeValues": _dump(
+                            {
+                                ":submitted": "submitted",
+                                ":submitting": "submitting",
+                                ":file": file.file_id,
+                                ":memos": file.memos_file_id,
+                                ":expires": expires_at,
+                                ":attempt": attempt_id,
+                            }
+                        ),
+                    }
+                },
+                self._condition_owner(file.kb_id, owner_id),
+            ]
+            if folder_id is not None:
+                actions.append(self._condition_exists(folder_key(file.kb_id, folder_id)))
+            try:
+                self._client.transact_write_items(TransactItems=actions)
+            except ClientError as err:
+                reasons = _cancellation_codes(err)
+                if not reasons:
+                    raise
+                failed = [i for i, code in enumerate(reasons) if code not in ("None", "")]
+                if failed == [3]:
+                    continue  # only the folder is gone: file it at the root
+                if 2 in failed:
+                    raise KbUnavailable from err
+                raise UploadNotHeld from err
+            return stored
+        raise AssertionError("unreachable: the root needs no folder check")
+
+    def _update_upload(
+        self, kb_id: str, upload_id: str, update: str, condition: str, values: dict[str, Any]
+    ) -> UploadRecord | None:
+        try:
+            resp = self._client.update_item(
+                TableName=self.table_name,
+                Key=_dump(upload_key(kb_id, upload_id)),
+                UpdateExpression=update,
+                ConditionExpression=f"attribute_exists(PK) AND {condition}",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues=_dump(values),
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as err:
+            if _is_condition_failure(err):
+                return None
+            raise
+        return UploadRecord.model_validate(_load(resp["Attributes"]))
+
+    def _condition_owner(self, kb_id: str, owner_id: str) -> dict[str, Any]:
+        return {
+            "ConditionCheck": {
+                "TableName": self.table_name,
+                "Key": _dump(kb_key(kb_id)),
+                "ConditionExpression": "attribute_exists(PK) AND owner_id = :owner",
+                "ExpressionAttributeValues": {":owner": {"S": owner_id}},
+            }
+        }
 
     # -- profiles --------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 
@@ -14,6 +15,14 @@ class Settings:
     memos_api_key_secret: str
     memos_timeout_seconds: float = 10.0
     idempotency_ttl_seconds: int = 24 * 3600
+    # Recall (every agent turn): how long to wait for MemOS before failing closed, and the context cap.
+    recall_memos_timeout_seconds: float = 2.5
+    recall_context_max_chars: int = 8000
+    # Uploads and ingest: the bucket, how long presigned URLs live, and the inline (data URL) cutoff.
+    upload_bucket: str = ""
+    upload_post_ttl_seconds: int = 600
+    upload_get_ttl_seconds: int = 900
+    inline_upload_max_bytes: int = 5 * 1024 * 1024
 
 
 @cache
@@ -25,4 +34,21 @@ def get_settings() -> Settings:
         memos_base_url=env.get("MEMOS_BASE_URL", "https://memos.memtensor.cn/api/openmem/v1"),
         memos_api_key_secret=env.get("MEMOS_API_KEY_SECRET", ""),
         memos_timeout_seconds=float(env.get("MEMOS_TIMEOUT_SECONDS", "10")),
+        recall_memos_timeout_seconds=_positive(env, "RECALL_MEMOS_TIMEOUT_SECONDS", 2.5),
+        recall_context_max_chars=int(_positive(env, "RECALL_CONTEXT_MAX_CHARS", 8000)),
+        upload_bucket=env.get("BUCKET_NAME", ""),
+        upload_post_ttl_seconds=int(_positive(env, "UPLOAD_POST_TTL_SECONDS", 600)),
+        upload_get_ttl_seconds=int(_positive(env, "UPLOAD_GET_TTL_SECONDS", 900)),
+        inline_upload_max_bytes=int(_positive(env, "INLINE_UPLOAD_MAX_BYTES", 5 * 1024 * 1024)),
     )
+
+
+def _positive(env: Mapping[str, str], name: str, default: float) -> float:
+    """A positive number from ``name``; a bad value fails the first request loudly, not silently."""
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    value = float(raw)
+    if not value > 0:
+        raise ValueError(f"{name} must be a positive number, not {raw!r}")
+    return value

@@ -1,0 +1,230 @@
+"""Peak memory of the ingest for a 100 MB file next to a 1 MB file, in one run.
+
+Both go through the real path (``memmy_kb.ingest.ingest_object``): HEAD, size and ownership checks,
+UTF-8 verification (the 1 MB file read once into memory and sent inline as a data URL; the 100 MB file
+streamed, copied server-side and sent as a presigned GET URL), the MemOS client's add call (answered by an
+in-memory transport: MemOS's memory is not ours) and the DynamoDB transaction. S3 and DynamoDB are moto
+in server mode in a *separate process*, so that moto's own buffers do not count as the ingest's.
+
+Figures: the tracemalloc peak (Python allocations) and the peak RSS growth (VmHWM, reset before each
+run through ``/proc/self/clear_refs``; Linux only, else "n/a").
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+MB = 1024 * 1024
+LINE = "MemOS 是面向大模型的记忆操作系统。Memory for agents, line by line.\n".encode()
+
+
+class RepeatedLines(io.RawIOBase):
+    """A read-only file of ``size`` bytes of repeated UTF-8 lines, generated as it is read (the last,
+    partial line is padded with spaces, so no character is cut)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.whole = size - size % len(LINE)
+        self.position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = min(len(buffer), self.size - self.position)
+        if n <= 0:
+            return 0
+        start, end = self.position, self.position + n
+        lines_end = min(end, self.whole)
+        piece = b""
+        if start < lines_end:
+            offset = start % len(LINE)
+            piece = (LINE * ((lines_end - start) // len(LINE) + 2))[offset : offset + lines_end - start]
+        piece += b" " * (n - len(piece))
+        buffer[:n] = piece
+        self.position = end
+        return n
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _start_moto() -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    server = Path(sys.executable).with_name("moto_server")
+    process = subprocess.Popen(  # noqa: S603 - moto's own server script from this venv
+        [str(server), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"{url}/moto-api/", timeout=1)
+            return process, url
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("moto server did not start")
+
+
+def _rss_kib(field: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _reset_peak_rss() -> bool:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def _measure(run: Callable[[], Any]) -> tuple[Any, int, int | None, float]:
+    """``run()``'s result, its tracemalloc peak (bytes), its peak RSS growth (KiB) and wall time."""
+    rss_tracked = _reset_peak_rss()
+    rss_before = _rss_kib("VmRSS")
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    started = time.perf_counter()
+    try:
+        result = run()
+    finally:
+        elapsed = time.perf_counter() - started
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    hwm = _rss_kib("VmHWM")
+    growth = hwm - rss_before if rss_tracked and hwm is not None and rss_before is not None else None
+    return result, peak, growth, elapsed
+
+
+def _memos_transport(request: httpx.Request) -> httpx.Response:
+    body = json.loads(request.content)
+    files = [{"id": os.urandom(16).hex(), "name": f.get("name"), "status": "running"} for f in body["file"]]
+    return httpx.Response(200, json={"code": 0, "data": files, "message": "ok"})
+
+
+def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int | None]]:
+    import boto3
+    from botocore.config import Config
+
+    from memmy_kb.ingest import IngestConfig, ingest_object
+    from memmy_kb.memos import MemosClient
+    from memmy_kb.models import GrantRecord, KnowledgeBaseRecord, UploadRecord
+    from memmy_kb.repository import Repository
+    from memmy_kb.storage import UploadStorage, upload_object_key
+    from memmy_local.provision import provision
+    from memmy_local.template import load_template
+
+    process, moto_url = _start_moto()
+    saved = {
+        k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
+    }
+    os.environ.update(
+        AWS_ACCESS_KEY_ID="bench",
+        AWS_SECRET_ACCESS_KEY="bench",  # noqa: S106 - moto accepts any key
+        AWS_DEFAULT_REGION="us-east-1",
+    )
+    try:
+        refs = provision(load_template(), endpoint_url=moto_url, memos_api_key="bench").refs
+        s3 = boto3.client("s3", endpoint_url=moto_url, config=Config(signature_version="s3v4"))
+        repo = Repository(refs["Table"], boto3.client("dynamodb", endpoint_url=moto_url))
+        storage = UploadStorage(refs["UploadBucket"], s3)
+        memos = MemosClient(
+            "http://memos.invalid",
+            lambda _: "key",
+            http=httpx.Client(transport=httpx.MockTransport(_memos_transport)),
+        )
+        now = datetime.now(UTC)
+        kb_id = "kb_" + "0" * 24
+        repo.create_knowledge_base(
+            KnowledgeBaseRecord(
+                kb_id=kb_id, name="bench", owner_id="alice", memos_kb_id="m" * 32, created_at=now
+            ),
+            GrantRecord(
+                user_id="alice",
+                kb_id=kb_id,
+                role="owner",
+                recall=True,
+                memos_kb_id="m" * 32,
+                owner_id="alice",
+                granted_at=now,
+            ),
+        )
+        config = IngestConfig(inline_max_bytes=5 * MB, get_url_ttl_seconds=900)
+        figures: dict[int, tuple[int, int | None]] = {}
+        print("Ingest peak memory (S3/DynamoDB: moto server in another process; MemOS: in-memory transport)")
+        print(f"{'file':>8}  {'path':<22}  {'tracemalloc peak':>16}  {'peak RSS growth':>15}  {'time':>7}")
+        for index, size in enumerate(sizes):
+            upload_id = f"up_{index:024x}"
+            key = upload_object_key(kb_id, upload_id)
+            repo.put_upload(
+                UploadRecord(
+                    kb_id=kb_id,
+                    upload_id=upload_id,
+                    owner_id="alice",
+                    object_key=key,
+                    filename=f"bench-{size // MB}mb.txt",
+                    size_bytes=size,
+                    content_type="text/plain",
+                    created_at=now,
+                    expires_at=int(now.timestamp()) + 86400,
+                )
+            )
+            with tempfile.TemporaryDirectory():
+                s3.upload_fileobj(io.BufferedReader(RepeatedLines(size), 1 * MB), refs["UploadBucket"], key)
+            outcome, peak, rss, elapsed = _measure(
+                lambda key=key: ingest_object(repo, storage, memos, key, config=config)
+            )
+            assert outcome.result == "submitted", outcome
+            figures[size] = (peak, rss)
+            path = "inline data URL" if size <= config.inline_max_bytes else "stream + presigned GET"
+            rss_text = f"{rss / 1024:.1f} MB" if rss is not None else "n/a"
+            print(f"{size // MB:>5} MB  {path:<22}  {peak / MB:>13.1f} MB  {rss_text:>15}  {elapsed:>6.2f}s")
+        small, large = figures[sizes[0]], figures[sizes[-1]]
+        print(
+            f"ratio {sizes[-1] // MB} MB / {sizes[0] // MB} MB: tracemalloc peak {large[0] / small[0]:.2f}x"
+            + (
+                f", peak RSS growth {large[1] / max(small[1], 1):.2f}x"
+                if small[1] and large[1] is not None
+                else ""
+            )
+            + f" (file size {sizes[-1] / sizes[0]:.0f}x)"
+        )
+        return figures
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        process.terminate()
+        process.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,151 @@
+"""The upload bucket: opaque object keys, presigned POSTs and GETs, and bounded reads of one object.
+
+Keys never contain a user's filename: ``uploads/<kb>/<upload>`` is where a client's presigned POST puts
+the bytes (the bucket notifies the ingest queue for this prefix only), ``verified/<kb>/<upload>`` is the
+server-side copy of the exact bytes the ingest verified, which MemOS fetches for large files.
+
+Every read of an object is pinned to the ETag its ``head`` returned (``IfMatch``), so a client that
+replaces the object while it is being verified makes the read fail (``ObjectChanged``) instead of mixing
+two versions. Reads are ranged or streamed: nothing here holds a whole large object in memory.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+from botocore.exceptions import ClientError
+
+UPLOAD_PREFIX: Final = "uploads/"
+VERIFIED_PREFIX: Final = "verified/"
+STREAM_CHUNK_BYTES: Final = 1024 * 1024
+# Ids are minted by the service (``kb_<hex>``, ``up_<hex>``); anything else under the prefix is not ours.
+_UPLOAD_KEY = re.compile(r"^uploads/(kb_[0-9a-f]{1,64})/(up_[0-9a-f]{1,64})$")
+_MISSING = frozenset({"404", "NoSuchKey", "NotFound"})
+
+
+def upload_object_key(kb_id: str, upload_id: str) -> str:
+    """Where the client's POST puts an upload's bytes (the presigned policy pins exactly this key)."""
+    return f"{UPLOAD_PREFIX}{kb_id}/{upload_id}"
+
+
+def verified_object_key(kb_id: str, upload_id: str) -> str:
+    """Where the verified copy of a large upload lives while MemOS fetches it."""
+    return f"{VERIFIED_PREFIX}{kb_id}/{upload_id}"
+
+
+def parse_upload_key(key: str) -> tuple[str, str] | None:
+    """``(kb_id, upload_id)`` of an upload object key (already URL-decoded); None for any other key."""
+    match = _UPLOAD_KEY.match(key)
+    return (match.group(1), match.group(2)) if match else None
+
+
+@dataclass(frozen=True)
+class PresignedPost:
+    url: str
+    fields: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    key: str
+    size: int
+    etag: str
+
+
+class ObjectChanged(Exception):
+    """The object was replaced (or removed) after ``head``; the caller should start over."""
+
+
+def _code(err: ClientError) -> str:
+    return str(err.response.get("Error", {}).get("Code", ""))
+
+
+class UploadStorage:
+    """One bucket through a low-level S3 client (SigV4, passed in)."""
+
+    def __init__(self, bucket: str, client: Any) -> None:
+        self.bucket = bucket
+        self._client = client
+
+    def presign_post(self, key: str, *, size_bytes: int, content_type: str, expires_in: int) -> PresignedPost:
+        """A browser-style POST that can store exactly ``size_bytes`` bytes of ``content_type`` at ``key``.
+
+        The signed policy pins the bucket and the exact key (boto3 adds both), the content length (equal
+        to the declared size) and the content type, and expires after ``expires_in`` seconds. S3 refuses
+        any form field the policy does not cover. Signing is local: no AWS call is made.
+        """
+        post = self._client.generate_presigned_post(
+            Bucket=self.bucket,
+            Key=key,
+            Fields={"Content-Type": content_type},
+            Conditions=[
+                {"Content-Type": content_type},
+                ["content-length-range", size_bytes, size_bytes],
+            ],
+            ExpiresIn=expires_in,
+        )
+        return PresignedPost(url=post["url"], fields={k: str(v) for k, v in post["fields"].items()})
+
+    def presign_get(self, key: str, *, expires_in: int) -> str:
+        """A GET URL for ``key`` that works without credentials until it expires."""
+        return self._client.generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_in
+        )
+
+    def head(self, key: str) -> ObjectInfo | None:
+        """Size and ETag of ``key``; None when there is no such object."""
+        try:
+            resp = self._client.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as err:
+            if _code(err) in _MISSING:
+                return None
+            raise
+        return ObjectInfo(key=key, size=int(resp["ContentLength"]), etag=resp["ETag"])
+
+    def read_range(self, info: ObjectInfo, start: int, length: int) -> bytes:
+        """Up to ``length`` bytes from offset ``start`` of the object ``info`` describes."""
+        if length <= 0 or start >= info.size:
+            return b""
+        end = min(info.size, start + length) - 1
+        body = self._get(info, Range=f"bytes={start}-{end}")["Body"]
+        try:
+            return body.read()
+        finally:
+            body.close()
+
+    def iter_chunks(self, info: ObjectInfo, chunk_size: int = STREAM_CHUNK_BYTES) -> Iterator[bytes]:
+        """The object's bytes in chunks of at most ``chunk_size``, streamed from one GET."""
+        body = self._get(info)["Body"]
+        try:
+            yield from body.iter_chunks(chunk_size)
+        finally:
+            body.close()
+
+    def copy(self, info: ObjectInfo, destination_key: str) -> None:
+        """Server-side copy of exactly the version ``info`` describes (no bytes pass through here)."""
+        try:
+            self._client.copy_object(
+                Bucket=self.bucket,
+                Key=destination_key,
+                CopySource={"Bucket": self.bucket, "Key": info.key},
+                CopySourceIfMatch=info.etag,
+            )
+        except ClientError as err:
+            if _code(err) in _MISSING | {"PreconditionFailed", "412"}:
+                raise ObjectChanged(info.key) from err
+            raise
+
+    def delete(self, key: str) -> None:
+        """Delete ``key``; deleting a missing object is not an error (S3 answers 204 either way)."""
+        self._client.delete_object(Bucket=self.bucket, Key=key)
+
+    def _get(self, info: ObjectInfo, **extra: Any) -> dict[str, Any]:
+        try:
+            return self._client.get_object(Bucket=self.bucket, Key=info.key, IfMatch=info.etag, **extra)
+        except ClientError as err:
+            if _code(err) in _MISSING | {"PreconditionFailed", "412"}:
+                raise ObjectChanged(info.key) from err
+            raise

@@ -1,0 +1,392 @@
+"""Does an uploaded object really hold what its extension says? Checked in bounded memory.
+
+What arrives in S3 cannot be trusted, and MemOS must never see a file we have not looked at. Each check
+reads only what it needs through a ``ByteSource``: a few ranges for the binary formats (magic bytes, the
+ZIP's central directory) and one streamed pass for the text formats (UTF-8, JSON syntax, XML
+well-formedness). Memory stays the same for a 1 KB and a 100 MB file: nothing here keeps more than a
+chunk, a bounded ZIP directory, a few characters of a JSON token cut at a chunk boundary, or one XML tag
+or comment of at most ``MAX_XML_TOKEN_BYTES`` (larger ones are refused).
+
+``verify_content`` answers None when the bytes fit, or a human reason for the user when they do not.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import struct
+from collections.abc import Iterable, Iterator
+from typing import Final, Protocol
+from xml.parsers import expat
+
+SUPPORTED_EXTENSIONS: Final = ("pdf", "docx", "doc", "txt", "json", "md", "xml")
+
+# The content type each extension is stored with, and the ones a client may declare for it.
+CONTENT_TYPES: Final[dict[str, str]] = {
+    "pdf": "application/pdf",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "doc": "application/msword",
+    "txt": "text/plain",
+    "json": "application/json",
+    "md": "text/markdown",
+    "xml": "application/xml",
+}
+ACCEPTED_CONTENT_TYPES: Final[dict[str, frozenset[str]]] = {
+    **{ext: frozenset({ctype}) for ext, ctype in CONTENT_TYPES.items()},
+    # Browsers and OSes label Markdown and XML in several ways.
+    "md": frozenset({"text/markdown", "text/x-markdown", "text/plain"}),
+    "xml": frozenset({"application/xml", "text/xml"}),
+}
+
+PDF_MAGIC: Final = b"%PDF-"
+OLE_MAGIC: Final = bytes.fromhex("D0CF11E0A1B11AE1")
+ZIP_LOCAL_HEADER: Final = b"PK\x03\x04"
+DOCX_REQUIRED_PARTS: Final = frozenset({"[Content_Types].xml", "word/document.xml"})
+# A real .docx directory is a few KB; this bound keeps a hostile one from costing memory.
+MAX_ZIP_DIRECTORY_BYTES: Final = 4 * 1024 * 1024
+MAX_JSON_DEPTH: Final = 512
+# A number or literal longer than this is not a document anyone uploads; refusing it bounds the buffer.
+MAX_JSON_TOKEN_CHARS: Final = 1024 * 1024
+MAX_XML_TOKEN_BYTES: Final = 4 * 1024 * 1024
+
+NOT_UTF8: Final = "The file is not valid UTF-8 text."
+REASONS: Final[dict[str, str]] = {
+    "pdf": "The file is not a valid PDF.",
+    "doc": "The file is not a valid Word 97-2003 document (.doc).",
+    "docx": "The file is not a valid Word document (.docx).",
+    "json": "The file is not valid JSON.",
+    "xml": "The file is not well-formed XML.",
+}
+XML_DOCTYPE: Final = "XML files with a DOCTYPE or entity declarations are not accepted."
+XML_TOO_LARGE_PART: Final = "The XML file has a tag or comment too large to process."
+UNSUPPORTED: Final = "This file type is not supported."
+
+
+class ByteSource(Protocol):
+    """One stored object: its size, ranged reads, and a single streamed pass over its bytes."""
+
+    @property
+    def size(self) -> int: ...
+
+    def read_range(self, start: int, length: int) -> bytes: ...
+
+    def chunks(self) -> Iterable[bytes]: ...
+
+
+def file_extension(filename: str) -> str:
+    """The lower-cased extension without its dot ("" when there is none)."""
+    stem, dot, extension = filename.rpartition(".")
+    return extension.lower() if dot and stem else ""
+
+
+def verify_content(source: ByteSource, extension: str) -> str | None:
+    """None when the object's bytes fit ``extension``; otherwise the reason shown to the user."""
+    check = _CHECKS.get(extension)
+    if check is None:
+        return UNSUPPORTED
+    return check(source)
+
+
+# -- binary formats ---------------------------------------------------------------------------------
+
+
+def _check_pdf(source: ByteSource) -> str | None:
+    return None if source.read_range(0, len(PDF_MAGIC)) == PDF_MAGIC else REASONS["pdf"]
+
+
+def _check_doc(source: ByteSource) -> str | None:
+    # An OLE2 compound file always has a whole 512-byte header sector.
+    if source.size < 512 or source.read_range(0, len(OLE_MAGIC)) != OLE_MAGIC:
+        return REASONS["doc"]
+    return None
+
+
+def _check_docx(source: ByteSource) -> str | None:
+    if source.read_range(0, 4) != ZIP_LOCAL_HEADER:
+        return REASONS["docx"]
+    try:
+        names = set(zip_member_names(source))
+    except ValueError:
+        return REASONS["docx"]
+    return None if names >= DOCX_REQUIRED_PARTS else REASONS["docx"]
+
+
+_EOCD = struct.Struct("<4sHHHHIIH")
+_ZIP64_LOCATOR = struct.Struct("<4sIQI")
+_ZIP64_EOCD = struct.Struct("<4sQHHIIQQQQ")
+_CENTRAL_ENTRY = struct.Struct("<4s24xHHH12x")
+_MAX_EOCD_SEARCH = _EOCD.size + 0xFFFF  # the record plus the longest possible archive comment
+
+
+def zip_member_names(source: ByteSource) -> Iterator[str]:
+    """The member names listed in a ZIP's central directory, read with two ranged reads.
+
+    Raises ValueError when the archive's end records or directory are missing, inconsistent or larger
+    than ``MAX_ZIP_DIRECTORY_BYTES``.
+    """
+    tail_start = max(0, source.size - _MAX_EOCD_SEARCH)
+    tail = source.read_range(tail_start, source.size - tail_start)
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or at + _EOCD.size > len(tail):
+        raise ValueError("no end of central directory record")
+    _, _, _, _, entries, dir_size, dir_offset, _ = _EOCD.unpack_from(tail, at)
+    if 0xFFFF in (entries,) or 0xFFFFFFFF in (dir_size, dir_offset):
+        entries, dir_size, dir_offset = _zip64_directory(source, tail, at, tail_start)
+    if dir_size > MAX_ZIP_DIRECTORY_BYTES or dir_offset + dir_size > source.size:
+        raise ValueError("central directory out of bounds")
+    directory = source.read_range(dir_offset, dir_size)
+    position = 0
+    for _ in range(entries):
+        if position + _CENTRAL_ENTRY.size > len(directory):
+            raise ValueError("truncated central directory")
+        signature, name_len, extra_len, comment_len = _CENTRAL_ENTRY.unpack_from(directory, position)
+        if signature != b"PK\x01\x02":
+            raise ValueError("bad central directory entry")
+        start = position + _CENTRAL_ENTRY.size
+        yield directory[start : start + name_len].decode("utf-8", errors="replace")
+        position = start + name_len + extra_len + comment_len
+
+
+def _zip64_directory(source: ByteSource, tail: bytes, at: int, tail_start: int) -> tuple[int, int, int]:
+    locator_at = at - _ZIP64_LOCATOR.size
+    if locator_at < 0:
+        raise ValueError("no ZIP64 locator")
+    signature, _, record_offset, _ = _ZIP64_LOCATOR.unpack_from(tail, locator_at)
+    if signature != b"PK\x06\x07" or record_offset + _ZIP64_EOCD.size > tail_start + locator_at:
+        raise ValueError("bad ZIP64 locator")
+    record = source.read_range(record_offset, _ZIP64_EOCD.size)
+    if len(record) != _ZIP64_EOCD.size:
+        raise ValueError("truncated ZIP64 record")
+    fields = _ZIP64_EOCD.unpack(record)
+    if fields[0] != b"PK\x06\x06":
+        raise ValueError("bad ZIP64 record")
+    return fields[7], fields[8], fields[9]
+
+
+# -- text formats -----------------------------------------------------------------------------------
+
+
+def _decoded(source: ByteSource) -> Iterator[str]:
+    """The text in pieces, decoded incrementally; raises UnicodeDecodeError at the first bad byte."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="strict")
+    for chunk in source.chunks():
+        text = decoder.decode(chunk)
+        if text:
+            yield text
+    tail = decoder.decode(b"", final=True)
+    if tail:
+        yield tail
+
+
+def _check_text(source: ByteSource) -> str | None:
+    try:
+        for _ in _decoded(source):
+            pass
+    except UnicodeDecodeError:
+        return NOT_UTF8
+    return None
+
+
+def _check_json(source: ByteSource) -> str | None:
+    checker = JsonSyntaxChecker()
+    try:
+        for text in _decoded(source):
+            checker.feed(text)
+        checker.close()
+    except UnicodeDecodeError:
+        return NOT_UTF8
+    except ValueError:
+        return REASONS["json"]
+    return None
+
+
+class _Doctype(Exception):
+    pass
+
+
+def _refuse(*_: object) -> None:
+    raise _Doctype
+
+
+def _check_xml(source: ByteSource) -> str | None:
+    # Two layers: a plain scan refuses any DOCTYPE/ENTITY text (entity bombs, external entities) before
+    # the parser could act on it, and expat, with DTD handling switched off, checks well-formedness.
+    parser = expat.ParserCreate(encoding="UTF-8")
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    parser.StartDoctypeDeclHandler = _refuse
+    parser.EntityDeclHandler = _refuse
+    parser.ExternalEntityRefHandler = _refuse
+    if hasattr(parser, "SetReparseDeferralEnabled"):
+        # Expat >= 2.6 may hold input back to re-parse later; the size guard below needs it parsed now.
+        parser.SetReparseDeferralEnabled(False)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="strict")
+    carry = b""
+    fed = 0
+    try:
+        for chunk in source.chunks():
+            decoder.decode(chunk)
+            window = carry + chunk
+            if b"<!DOCTYPE" in window or b"<!ENTITY" in window:
+                return XML_DOCTYPE
+            carry = window[-8:]
+            parser.Parse(chunk, False)
+            fed += len(chunk)
+            # Text streams through expat, but one tag, attribute value or comment is buffered whole
+            # (and its buffer doubles): refuse one that would make memory follow the file's size.
+            if fed - max(parser.CurrentByteIndex, 0) > MAX_XML_TOKEN_BYTES:
+                return XML_TOO_LARGE_PART
+        decoder.decode(b"", final=True)
+        parser.Parse(b"", True)
+    except UnicodeDecodeError:
+        return NOT_UTF8
+    except _Doctype:
+        return XML_DOCTYPE
+    except expat.ExpatError:
+        return REASONS["xml"]
+    return None
+
+
+_CHECKS = {
+    "pdf": _check_pdf,
+    "doc": _check_doc,
+    "docx": _check_docx,
+    "txt": _check_text,
+    "md": _check_text,
+    "json": _check_json,
+    "xml": _check_xml,
+}
+
+
+# -- streaming JSON syntax --------------------------------------------------------------------------
+
+# One token after optional whitespace: punctuation, the opening quote of a string, a number, a literal.
+_TOKEN = re.compile(
+    r"[ \t\n\r]*(?:([{}\[\]:,])|(\")|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)|(true|false|null))"
+)
+# The inside of a string up to (not including) its closing quote or the first character that is not
+# allowed there; escapes must be complete. Possessive quantifiers: a string of a million escapes must
+# not leave a million backtracking entries behind (tens of MB per chunk otherwise).
+_STRING_BODY = re.compile(r'(?:[^"\\\x00-\x1f]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+')
+_WHITESPACE = " \t\n\r"
+# Grammar states: what may come next.
+_VALUE, _ARRAY_FIRST, _ARRAY_NEXT, _OBJECT_FIRST, _OBJECT_KEY, _COLON, _OBJECT_NEXT, _END = range(8)
+
+
+class JsonSyntaxChecker:
+    """An incremental RFC 8259 syntax check: ``feed`` text in pieces, then ``close``.
+
+    Raises ValueError at the first error. Keeps only the container stack (bounded by ``MAX_JSON_DEPTH``)
+    and, between pieces, at most a token cut at the boundary: strings of any length are consumed as they
+    stream, so a 100 MB document costs the same memory as a small one. Stricter than ``json.loads``: no
+    NaN/Infinity (MemOS's parsers need not accept them); a leading byte-order mark is allowed.
+    """
+
+    def __init__(self) -> None:
+        self._pending = ""
+        self._stack: list[bool] = []  # True for an object, False for an array
+        self._state = _VALUE
+        self._in_string = False
+        self._started = False
+
+    def feed(self, text: str) -> None:
+        if not self._started and text:
+            self._started = True
+            text = text.removeprefix("\ufeff")
+        self._pending = self._scan(self._pending + text, final=False)
+
+    def close(self) -> None:
+        rest = self._scan(self._pending, final=True)
+        if rest.strip(_WHITESPACE) or self._in_string or self._state != _END:
+            raise ValueError("incomplete JSON document")
+
+    def _scan(self, buf: str, *, final: bool) -> str:
+        """Consume what can be decided in ``buf``; return the undecided tail (a cut token)."""
+        pos, end = 0, len(buf)
+        while pos < end:
+            if self._in_string:
+                pos = _STRING_BODY.match(buf, pos).end()  # type: ignore[union-attr]
+                if pos == end:
+                    return ""
+                if buf[pos] == '"':
+                    self._in_string = False
+                    pos += 1
+                    self._string_done()
+                    continue
+                if buf[pos] == "\\" and not final and end - pos < 6:
+                    return buf[pos:]  # an escape cut in the middle
+                raise ValueError("bad character or escape in a string")
+            match = _TOKEN.match(buf, pos)
+            if match is None:
+                rest = buf[pos:].lstrip(_WHITESPACE)
+                if not rest:
+                    return ""
+                if not final and len(rest) < 6:
+                    return rest  # e.g. "tru" or "-" at the end of a piece
+                raise ValueError("unexpected character")
+            scalar = match.group(3) or match.group(4)
+            if scalar and not final and match.end() >= end - 2:
+                # A number or literal touching the end may continue in the next piece ("1" then "2.5").
+                tail = buf[match.start(3) if match.group(3) else match.start(4) :]
+                if len(tail) > MAX_JSON_TOKEN_CHARS:
+                    raise ValueError("token too long")
+                return tail
+            pos = match.end()
+            if match.group(1):
+                self._punctuation(match.group(1))
+            elif match.group(2):
+                self._string_start()
+            else:
+                self._value()
+        return ""
+
+    def _value(self) -> None:
+        if self._state not in (_VALUE, _ARRAY_FIRST):
+            raise ValueError("unexpected value")
+        self._after_value()
+
+    def _after_value(self) -> None:
+        if not self._stack:
+            self._state = _END
+        else:
+            self._state = _OBJECT_NEXT if self._stack[-1] else _ARRAY_NEXT
+
+    def _string_start(self) -> None:
+        if self._state not in (_VALUE, _ARRAY_FIRST, _OBJECT_FIRST, _OBJECT_KEY):
+            raise ValueError("unexpected string")
+        self._in_string = True
+
+    def _string_done(self) -> None:
+        if self._state in (_OBJECT_FIRST, _OBJECT_KEY):
+            self._state = _COLON
+        else:
+            self._after_value()
+
+    def _punctuation(self, char: str) -> None:
+        state = self._state
+        if char in "[{":
+            if state not in (_VALUE, _ARRAY_FIRST):
+                raise ValueError("unexpected container")
+            if len(self._stack) >= MAX_JSON_DEPTH:
+                raise ValueError("nested too deeply")
+            self._stack.append(char == "{")
+            self._state = _OBJECT_FIRST if char == "{" else _ARRAY_FIRST
+        elif char == "]":
+            if state not in (_ARRAY_FIRST, _ARRAY_NEXT):
+                raise ValueError("unexpected ]")
+            self._stack.pop()
+            self._after_value()
+        elif char == "}":
+            if state not in (_OBJECT_FIRST, _OBJECT_NEXT):
+                raise ValueError("unexpected }")
+            self._stack.pop()
+            self._after_value()
+        elif char == ":":
+            if state != _COLON:
+                raise ValueError("unexpected :")
+            self._state = _VALUE
+        elif state == _ARRAY_NEXT:  # ","
+            self._state = _VALUE
+        elif state == _OBJECT_NEXT:
+            self._state = _OBJECT_KEY
+        else:
+            raise ValueError("unexpected ,")

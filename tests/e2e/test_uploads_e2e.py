@@ -1,0 +1,116 @@
+"""The seed's first step over HTTP on the running local stack: create a KB, upload `MemOS产品介绍.md` and a
+PDF through presigned POSTs (straight to moto's S3, never through the API), and watch both go from
+processing to available as S3 -> SQS -> ingest -> MemOS runs in the background."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from http import HTTPStatus
+
+import httpx
+import pytest
+
+from tests.support.docgen import make_pdf
+from tests.support.stack import RunningStack
+
+pytestmark = pytest.mark.e2e
+
+PRODUCT_INTRO = """# MemOS 产品介绍
+
+MemOS 是面向大模型应用的记忆操作系统。它把对话、文档和知识库中的信息组织成可检索的记忆，
+让智能体在每一轮对话前找到相关的上下文。
+
+## 知识库
+
+用户可以创建知识库，上传 PDF、Word、Markdown 等文件。文件被解析、切分并建立索引，
+之后可以通过语义检索召回相关片段，并标注来源。
+
+## 适用场景
+
+- 团队文档问答
+- 产品资料检索
+- 智能体长期记忆
+"""
+
+
+def post_to_s3(ticket: dict, filename: str, data: bytes, content_type: str) -> httpx.Response:
+    """A browser-style multipart POST: the policy's fields first, the file last."""
+    return httpx.post(
+        ticket["url"], data=ticket["fields"], files={"file": (filename, data, content_type)}, timeout=30
+    )
+
+
+def test_two_files_uploaded_by_presigned_post_become_available(local_stack: RunningStack) -> None:
+    user = f"alice-{uuid.uuid4().hex[:8]}"
+    headers = {"Authorization": f"Bearer {local_stack.token(user, name='Alice')}"}
+    md = PRODUCT_INTRO.encode()
+    pdf = make_pdf(["Memmy 知识库产品手册", "上传的文件会被解析、切分并建立索引。"])
+    with httpx.Client(base_url=local_stack.api_url, headers=headers, timeout=30) as api:
+        kb = api.post("/knowledge-bases", json={"name": "产品资料"}).json()
+        uploads = {}
+        for filename, data, ctype in (
+            ("MemOS产品介绍.md", md, "text/markdown"),
+            ("产品手册.pdf", pdf, "application/pdf"),
+        ):
+            reply = api.post(
+                f"/knowledge-bases/{kb['id']}/uploads", json={"filename": filename, "size_bytes": len(data)}
+            )
+            assert reply.status_code == HTTPStatus.CREATED, reply.text
+            ticket = reply.json()
+            assert ticket["url"].startswith(local_stack.moto_url)
+            assert post_to_s3(ticket, filename, data, ctype).status_code == HTTPStatus.NO_CONTENT
+            uploads[ticket["upload_id"]] = filename
+
+        seen: dict[str, set[str]] = {name: set() for name in uploads.values()}
+        deadline = time.monotonic() + 30
+        files: list[dict] = []
+        while time.monotonic() < deadline:
+            listing = api.get(f"/knowledge-bases/{kb['id']}/files")
+            assert listing.status_code == HTTPStatus.OK, listing.text
+            files = listing.json()["files"]
+            for f in files:
+                seen[f["name"]].add(f["status"])
+            if len(files) == 2 and all(f["status"] == "available" for f in files):
+                break
+            time.sleep(0.1)
+
+    assert sorted((f["name"], f["status"]) for f in files) == [
+        ("MemOS产品介绍.md", "available"),
+        ("产品手册.pdf", "available"),
+    ], files
+    assert {f["upload_id"] for f in files} == set(uploads)
+    assert {f["size_bytes"] for f in files} == {len(md), len(pdf)}
+    # Nothing reached "available" without the service having recorded it first
+    assert all(statuses <= {"uploading", "processing", "available"} for statuses in seen.values()), seen
+    state = httpx.get(f"{local_stack.memos_url}/_emulator/state", timeout=10).json()
+    (memos_kb,) = [k for k in state["knowledge_bases"] if k["name"] == f"memmy:{kb['id']}"]
+    assert sorted(f["name"] for f in memos_kb["files"]) == ["MemOS产品介绍.md", "产品手册.pdf"]
+
+
+def test_a_renamed_executable_shows_as_failed_with_its_reason(local_stack: RunningStack) -> None:
+    headers = {"Authorization": f"Bearer {local_stack.token(f'mallory-{uuid.uuid4().hex[:8]}')}"}
+    payload = b"MZ\x90\x00" + bytes(1000)
+    with httpx.Client(base_url=local_stack.api_url, headers=headers, timeout=30) as api:
+        kb = api.post("/knowledge-bases", json={"name": "可疑"}).json()
+        ticket = api.post(
+            f"/knowledge-bases/{kb['id']}/uploads",
+            json={"filename": "invoice.pdf", "size_bytes": len(payload)},
+        ).json()
+        assert (
+            post_to_s3(ticket, "invoice.pdf", payload, "application/pdf").status_code == HTTPStatus.NO_CONTENT
+        )
+
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            files = api.get(f"/knowledge-bases/{kb['id']}/files").json()["files"]
+            if files and files[0]["status"] == "failed":
+                break
+            time.sleep(0.1)
+
+    assert [(f["name"], f["status"], f["reason"]) for f in files] == [
+        ("invoice.pdf", "failed", "The file is not a valid PDF.")
+    ]
+    # The bytes are gone from the bucket
+    key = ticket["fields"]["key"]
+    assert httpx.head(f"{ticket['url']}/{key}", timeout=10).status_code == HTTPStatus.NOT_FOUND
