@@ -18,6 +18,7 @@ _SNIPPETS = {
     "import boto3": "import boto3",
     "create_kb handler": _LOAD.format(name="create_kb"),
     "manage_kb handler": _LOAD.format(name="manage_kb"),
+    "recall handler": _LOAD.format(name="recall"),
 }
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memmy_kb_client.commands import add_kb_commands
+from memmy_kb_client.recall_commands import add_recall_commands
 
 READY_PREFIX = "Memmy local stack ready at "
 
@@ -194,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_dev_commands(commands)
     add_kb_commands(commands)
+    add_recall_commands(commands)
     return parser
 
 

@@ -148,6 +148,13 @@ class MemmyClient:
     def share(self, kb_id: str, identifier: str) -> dict[str, Any]:
         return self._request("POST", f"/knowledge-bases/{kb_id}/members", json={"identifier": identifier})
 
+    def recall(self, query: str, limit: int | None = None) -> dict[str, Any]:
+        """Excerpts of your recall scope for ``query``: ``{items, context, scope_size, discarded}``."""
+        body: dict[str, Any] = {"query": query}
+        if limit is not None:
+            body["limit"] = limit
+        return self._request("POST", "/recall", json=body)
+
     def list_files(self, kb_id: str, folder_id: str | None = None) -> dict[str, Any]:
         params = {"folder_id": folder_id} if folder_id else None
         return self._request("GET", f"/knowledge-bases/{kb_id}/files", params=params)

@@ -1,0 +1,151 @@
+"""The seed story, over HTTP on the running local stack: upload, share by phone, recall, revoke.
+
+A product manager creates a KB and uploads two documents through presigned POSTs (S3 → SQS → ingest →
+MemOS), shares the KB by phone with a salesperson, who asks how the open-source and commercial editions
+of MemOS differ and gets the comparison document's excerpt with its title. A third upload is found by
+the salesperson's next recall with no action of theirs; after a revoke, nothing from that KB comes back.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.stack import RunningStack
+
+pytestmark = pytest.mark.e2e
+
+PRODUCT_INTRO = """# MemOS产品介绍
+
+MemOS 是面向大模型应用的记忆操作系统，把对话记忆、用户偏好和知识库统一管理，让智能体记得住、找得到。
+它提供知识库能力：上传 PDF、Word、Markdown 等文档后，MemOS 会自动解析、切分并建立索引，智能体提问时按语义检索相关片段。
+典型场景包括客服问答、销售助手和企业内部知识检索。接入方式为 REST API，每个项目使用独立的 API Key。
+"""
+
+COMPARISON = """# MemOS 开源VS商业化
+
+MemOS 开源版和商业版的主要区别在于部署方式、服务保障和企业功能。
+开源版采用 Apache 2.0 协议，可以免费下载并私有化自部署，需要自己维护服务器、升级和数据备份，社区提供技术支持。
+商业版是托管的云服务，按调用量计费，提供 99.9% 可用性 SLA、专属客户成功经理、单点登录和审计日志等企业功能。
+选择建议：技术团队强、对数据有完全自控要求的选开源版；希望快速上线、需要服务保障的企业选商业版。
+"""
+
+DEPLOYMENT_FAQ = """# MemOS 私有化部署FAQ
+
+私有化部署需要一台至少 16 核 CPU、64GB 内存的服务器，推荐使用 Docker Compose 一键部署。
+部署完成后在管理后台创建项目并生成 API Key，数据全部保存在客户自己的机房内。
+"""
+
+QUESTION = "MemOS 开源版和商业版有什么区别"
+FOLLOW_UP = "私有化部署需要什么配置的服务器"
+# Sentences that appear in exactly one document each.
+COMPARISON_FACT = "99.9% 可用性 SLA"
+DEPLOYMENT_FACT = "16 核 CPU"
+PROCESSING_TIMEOUT_SECONDS = 60
+
+
+def client(stack: RunningStack, user: str, **claims: Any) -> httpx.Client:
+    token = stack.token(user, **claims)
+    return httpx.Client(base_url=stack.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+
+
+def upload(api: httpx.Client, kb_id: str, filename: str, text: str) -> str:
+    """Ask for a presigned POST and send the bytes straight to storage, as the desktop app does."""
+    data = text.encode("utf-8")
+    ticket = api.post(
+        f"/knowledge-bases/{kb_id}/uploads",
+        json={"filename": filename, "size_bytes": len(data), "content_type": "text/markdown"},
+        headers={"Idempotency-Key": str(uuid.uuid4())},
+    )
+    assert ticket.status_code == HTTPStatus.CREATED, ticket.text
+    body = ticket.json()
+    content_type = body["fields"].get("Content-Type", "text/markdown")
+    stored = httpx.post(
+        body["url"], data=body["fields"], files={"file": (filename, data, content_type)}, timeout=30
+    )
+    assert stored.is_success, stored.text
+    return body["upload_id"]
+
+
+def wait_until_available(api: httpx.Client, kb_id: str, names: set[str]) -> None:
+    deadline = time.monotonic() + PROCESSING_TIMEOUT_SECONDS
+    files: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        listed = api.get(f"/knowledge-bases/{kb_id}/files")
+        assert listed.status_code == HTTPStatus.OK, listed.text
+        files = listed.json()["files"]
+        status = {f["name"]: f["status"] for f in files}
+        assert not [n for n in names if status.get(n) == "failed"], files
+        if all(status.get(name) == "available" for name in names):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"not available after {PROCESSING_TIMEOUT_SECONDS} s: {files}")
+
+
+def recall(api: httpx.Client, query: str) -> dict[str, Any]:
+    reply = api.post("/recall", json={"query": query})
+    assert reply.status_code == HTTPStatus.OK, reply.text
+    return reply.json()
+
+
+def test_the_seed_story(local_stack: RunningStack) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    phone_digits = f"139{random.randrange(10**8):08d}"
+    manager_id, sales_id = f"pm-{suffix}", f"sales-{suffix}"
+    with (
+        client(local_stack, manager_id, name="产品经理") as manager,
+        client(local_stack, sales_id, name="销售小王", phone=f"+86{phone_digits}") as sales,
+    ):
+        assert manager.put("/me").status_code == HTTPStatus.OK
+        assert sales.put("/me").status_code == HTTPStatus.OK
+
+        # The product manager creates a KB and uploads the two documents
+        created = manager.post("/knowledge-bases", json={"name": "MemOS 产品资料"})
+        assert created.status_code == HTTPStatus.CREATED, created.text
+        kb_id = created.json()["id"]
+        upload(manager, kb_id, "MemOS产品介绍.md", PRODUCT_INTRO)
+        upload(manager, kb_id, "MemOS 开源VS商业化.md", COMPARISON)
+        wait_until_available(manager, kb_id, {"MemOS产品介绍.md", "MemOS 开源VS商业化.md"})
+
+        # Before sharing, the salesperson's recall has nothing
+        assert recall(sales, QUESTION)["scope_size"] == 0
+
+        # ...and shares it by phone, typed the way people type it
+        shared = manager.post(
+            f"/knowledge-bases/{kb_id}/members",
+            json={"identifier": f"{phone_digits[:3]} {phone_digits[3:7]} {phone_digits[7:]}"},
+        )
+        assert shared.status_code == HTTPStatus.CREATED, shared.text
+        assert shared.json()["user_id"] == sales_id
+
+        # The salesperson asks; the comparison document answers, with its title
+        answer = recall(sales, QUESTION)
+        assert (answer["scope_size"], answer["discarded"]) == (1, False)
+        by_title = {item["title"]: item["content"] for item in answer["items"]}
+        assert "MemOS 开源VS商业化" in by_title, answer["items"]
+        assert COMPARISON_FACT in by_title["MemOS 开源VS商业化"]
+        assert "《MemOS 开源VS商业化》" in answer["context"]
+        assert COMPARISON_FACT in answer["context"]
+        assert DEPLOYMENT_FACT not in answer["context"]
+
+        # A third upload is found by the salesperson's next recall, with no action of theirs
+        upload(manager, kb_id, "MemOS 私有化部署FAQ.md", DEPLOYMENT_FAQ)
+        wait_until_available(manager, kb_id, {"MemOS 私有化部署FAQ.md"})
+        follow_up = recall(sales, FOLLOW_UP)
+        assert any(DEPLOYMENT_FACT in item["content"] for item in follow_up["items"]), follow_up["items"]
+        assert "《MemOS 私有化部署FAQ》" in follow_up["context"]
+
+        # The manager revokes; the next recall has nothing from that KB
+        revoked = manager.delete(f"/knowledge-bases/{kb_id}/members/{sales_id}")
+        assert revoked.status_code == HTTPStatus.NO_CONTENT
+        for query in (QUESTION, FOLLOW_UP):
+            after = recall(sales, query)
+            assert after == {"items": [], "context": "", "scope_size": 0, "discarded": False}
+        # The manager's own recall still works
+        assert COMPARISON_FACT in recall(manager, QUESTION)["context"]

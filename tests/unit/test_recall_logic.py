@@ -1,0 +1,170 @@
+"""Recall's rules with fakes for the table and MemOS: scope, search arguments, re-check, failing closed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from memmy_kb import recall as recall_logic
+from memmy_kb.memos import MemosAuthError, MemosMemory, MemosNotFound, MemosUnavailable
+from memmy_kb.memos_key import MemosApiKeyError
+from memmy_kb.models import GrantRecord
+
+QUERY = "MemOS 开源版和商业版有什么区别"
+SECRET_TEXT = "商业版提供私有化部署与SLA保障"
+
+
+def grant(kb: str, *, recall: bool = True, memos: str | None = None, role: str = "reader") -> GrantRecord:
+    return GrantRecord(
+        user_id="bob",
+        kb_id=kb,
+        role=role,
+        recall=recall,
+        memos_kb_id=memos or f"m-{kb}",
+        owner_id="alice",
+        granted_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+
+
+@dataclass
+class FakeRepository:
+    """Answers each ``list_grants`` with the next snapshot (the last one repeats)."""
+
+    snapshots: list[list[GrantRecord]]
+    reads: int = 0
+
+    def list_grants(self, user_id: str) -> list[GrantRecord]:
+        snapshot = self.snapshots[min(self.reads, len(self.snapshots) - 1)]
+        self.reads += 1
+        return snapshot
+
+
+@dataclass
+class FakeMemos:
+    hits: list[dict[str, Any]] = field(default_factory=list)
+    error: Exception | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def search(self, user_id: str, query: str, kb_ids: Sequence[str], *, limit: int = 9) -> list[MemosMemory]:
+        self.calls.append({"user_id": user_id, "query": query, "kb_ids": list(kb_ids), "limit": limit})
+        if self.error is not None:
+            raise self.error
+        return [MemosMemory.model_validate(hit) for hit in self.hits]
+
+
+def hit(title: str, text: str, score: float = 0.8) -> dict[str, Any]:
+    return {"memory_key": title, "memory_value": text, "relativity": score, "tags": ["multimodal:file"]}
+
+
+def run(repo: FakeRepository, memos: FakeMemos, **kwargs: Any):
+    return recall_logic.recall(repo, memos, user_id="bob", query=QUERY, **kwargs)  # type: ignore[arg-type]
+
+
+def test_an_empty_scope_returns_nothing_without_calling_memos():
+    # Given grants that all have recall off
+    repo = FakeRepository([[grant("kb1", recall=False)]])
+    memos = FakeMemos(hits=[hit("x", "y")])
+
+    result = run(repo, memos)
+
+    assert (result.items, result.context, result.scope_size, result.discarded) == ([], "", 0, False)
+    assert memos.calls == []
+    assert repo.reads == 1
+
+
+def test_the_search_is_exactly_the_scope_as_the_reader_id_with_the_limit():
+    # Given two KBs on (one of them reaching MemOS id "m-a" through two grants is impossible, but ids
+    # are deduplicated anyway) and one off
+    repo = FakeRepository(
+        [[grant("kb2", memos="m-b"), grant("kb1", memos="m-a"), grant("kb3", recall=False)]]
+    )
+    memos = FakeMemos(hits=[hit("MemOS 开源VS商业化", SECRET_TEXT, 0.91)])
+
+    result = run(repo, memos, limit=5)
+
+    assert memos.calls == [{"user_id": "kb-reader-bob", "query": QUERY, "kb_ids": ["m-a", "m-b"], "limit": 5}]
+    assert [(i.title, i.content, i.score) for i in result.items] == [
+        ("MemOS 开源VS商业化", SECRET_TEXT, 0.91)
+    ]
+    assert SECRET_TEXT in result.context
+    assert "《MemOS 开源VS商业化》" in result.context
+    assert (result.scope_size, result.discarded) == (2, False)
+    assert repo.reads == 2
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        pytest.param([grant("kb1")], id="revoked"),
+        pytest.param([grant("kb1"), grant("kb2", recall=False)], id="toggled-off"),
+        pytest.param([grant("kb1"), grant("kb2"), grant("kb3")], id="shared-during-search"),
+        pytest.param([grant("kb1"), grant("kb2", memos="m-other")], id="memos-id-changed"),
+    ],
+)
+def test_any_scope_change_during_the_search_discards_the_whole_result(after):
+    repo = FakeRepository([[grant("kb1"), grant("kb2")], after])
+    memos = FakeMemos(hits=[hit("机密", SECRET_TEXT)])
+
+    result = run(repo, memos)
+
+    assert (result.items, result.context, result.discarded, result.scope_size) == ([], "", True, 2)
+    assert SECRET_TEXT not in result.model_dump_json()
+
+
+def test_the_same_scope_in_another_order_is_not_a_change():
+    repo = FakeRepository([[grant("kb1"), grant("kb2")], [grant("kb2"), grant("kb1")]])
+    result = run(repo, FakeMemos(hits=[hit("t", "内容")]))
+    assert not result.discarded
+    assert len(result.items) == 1
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        MemosUnavailable("timed out", endpoint="/search/memory"),
+        MemosAuthError("bad key", endpoint="/search/memory", code=40130),
+        MemosNotFound("not linked", endpoint="/search/memory", code=50123),
+        MemosApiKeyError("the MemOS API key is empty"),
+    ],
+)
+def test_memos_failures_fail_closed_as_recall_unavailable(error):
+    repo = FakeRepository([[grant("kb1")]])
+    with pytest.raises(recall_logic.RecallUnavailable) as raised:
+        run(repo, FakeMemos(error=error))
+    assert (raised.value.status, raised.value.code) == (503, "recall_unavailable")
+    assert repo.reads == 1
+
+
+def test_hits_without_text_are_dropped_and_the_rest_sanitised():
+    repo = FakeRepository([[grant("kb1")]])
+    memos = FakeMemos(hits=[hit("空", "\u200b\u200b"), hit("报\u202e销", "正文\u200b内容")])
+    result = run(repo, memos)
+    assert [(i.title, i.content) for i in result.items] == [("报销", "正文内容")]
+
+
+def test_the_context_cap_is_applied():
+    repo = FakeRepository([[grant("kb1")]])
+    memos = FakeMemos(hits=[hit(f"t{i}", "字" * 1500) for i in range(9)])
+    result = run(repo, memos, max_context_chars=4000)
+    assert len(result.context) <= 4000
+    assert 1 <= len(result.items) < 9
+
+
+def test_neither_the_query_nor_the_excerpts_are_logged(caplog):
+    caplog.set_level("DEBUG")
+    repo = FakeRepository([[grant("kb1")], [grant("kb1")], [grant("kb1")], []])
+    memos = FakeMemos(hits=[hit("机密标题", SECRET_TEXT)])
+    run(repo, memos)
+    memos.error = MemosUnavailable("down", endpoint="/search/memory")
+    with pytest.raises(recall_logic.RecallUnavailable):
+        run(repo, memos)
+    run(FakeRepository([[grant("kb1")], []]), FakeMemos(hits=[hit("机密标题", SECRET_TEXT)]))
+    # Every record with all its extra fields, as the JSON formatter would write them
+    logged = "\n".join(f"{r.getMessage()} {vars(r)}" for r in caplog.records)
+    assert logged.count("scope_size") == 3
+    for secret in (QUERY, SECRET_TEXT, "机密标题"):
+        assert secret not in logged
