@@ -137,7 +137,9 @@ def test_folders_with_the_cli(local_stack: RunningStack) -> None:
     made = cli(local_stack, token, "folders", "mk", kb, "合同", "--json")
     assert made.returncode == 0, made.stderr
     parent = json.loads(made.stdout)["id"]
-    child = json.loads(cli(local_stack, token, "folders", "mk", kb, "2026", "--parent", parent, "--json").stdout)["id"]
+    child = json.loads(
+        cli(local_stack, token, "folders", "mk", kb, "2026", "--parent", parent, "--json").stdout
+    )["id"]
     assert cli(local_stack, token, "folders", "rename", kb, child, "2027").returncode == 0
     cycle = cli(local_stack, token, "folders", "mv", kb, parent, "--parent", child)
     assert cycle.returncode == 1
@@ -147,3 +149,36 @@ def test_folders_with_the_cli(local_stack: RunningStack) -> None:
     assert root.returncode == 0, root.stderr
     assert "合同" in root.stdout
     assert "2027" in root.stdout
+
+
+def test_the_cli_uploads_and_waits_until_processed(local_stack: RunningStack, tmp_path) -> None:
+    token = local_stack.token(f"up-{uuid.uuid4().hex[:8]}", name="Uploader")
+    kb = json.loads(cli(local_stack, token, "kb", "create", "上传", "--json").stdout)["id"]
+    folder = json.loads(cli(local_stack, token, "folders", "mk", kb, "介绍", "--json").stdout)["id"]
+    good = tmp_path / "MemOS产品介绍.md"
+    good.write_text("# MemOS 产品介绍\nMemOS 是面向大模型应用的记忆操作系统。\n", encoding="utf-8")
+    bad = tmp_path / "setup.pdf"
+    bad.write_bytes(b"MZ\x90\x00" + b"\x00" * 200)
+    uploaded = cli(
+        local_stack,
+        token,
+        "files",
+        "upload",
+        kb,
+        str(good),
+        str(bad),
+        "--folder",
+        folder,
+        "--wait",
+        "--timeout",
+        "60",
+    )
+    assert uploaded.returncode == 1, uploaded.stderr  # one of the two is refused
+    assert "100%" in uploaded.stderr
+    outcomes = [tuple(line.split(maxsplit=1)) for line in uploaded.stdout.splitlines()]
+    assert outcomes[0] == ("available", "MemOS产品介绍.md")
+    assert outcomes[1][0] == "failed"
+    assert outcomes[1][1] == "setup.pdf  (The file is not a valid PDF.)"
+    listing = cli(local_stack, token, "files", "ls", kb, "--folder", folder)
+    assert "available   " in listing.stdout
+    assert "MemOS产品介绍.md" in listing.stdout
