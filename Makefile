@@ -19,6 +19,7 @@ run: install
 	$(VENV)/bin/memmy-kb dev up
 
 test: install
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
 
 lint: install
