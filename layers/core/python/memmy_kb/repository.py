@@ -6,6 +6,9 @@ must not half-happen are transactions with conditions, not read-then-write.
 
 from __future__ import annotations
 
+import random
+import time
+import uuid
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -108,6 +111,30 @@ def _is_condition_failure(err: ClientError) -> bool:
     return err.response["Error"]["Code"] == "ConditionalCheckFailedException"
 
 
+class TransactionRefused(Exception):
+    """A transaction cancelled by its conditions; ``failed`` holds the indexes of the items that failed."""
+
+    def __init__(self, failed: list[int]) -> None:
+        super().__init__(f"conditions failed on items {failed}")
+        self.failed = failed
+
+
+# Cancellations that say nothing about the data: another transaction touched an item at the same
+# moment, or DynamoDB throttled. They are retried; only ConditionalCheckFailed is an answer.
+_TRANSIENT_REASONS = frozenset(
+    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"}
+)
+_TRANSIENT_ERRORS = frozenset(
+    {
+        "TransactionConflictException",
+        "TransactionInProgressException",
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+    }
+)
+_TRANSACT_ATTEMPTS = 4
+
+
 def _cancellation_codes(err: ClientError) -> list[str]:
     """The per-item reasons of a cancelled transaction ([] when it was not a cancellation)."""
     if err.response["Error"]["Code"] != "TransactionCanceledException":
@@ -122,21 +149,44 @@ class Repository:
         self.table_name = table_name
         self._client = client
 
+    def _transact(self, actions: list[dict[str, Any]]) -> None:
+        """Run one write transaction; raise TransactionRefused if a condition failed.
+
+        Transient cancellations (a concurrent transaction on one of the items, throttling) are retried
+        with jitter under one ClientRequestToken, so a retry of a transaction that did commit is a no-op.
+        Anything else, or contention that outlasts the retries, is raised as is.
+        """
+        token = uuid.uuid4().hex
+        for attempt in range(_TRANSACT_ATTEMPTS):
+            try:
+                self._client.transact_write_items(TransactItems=actions, ClientRequestToken=token)
+                return
+            except ClientError as err:
+                reasons = _cancellation_codes(err)
+                failed = [i for i, code in enumerate(reasons) if code == "ConditionalCheckFailed"]
+                if failed:
+                    raise TransactionRefused(failed) from err
+                transient = err.response["Error"]["Code"] in _TRANSIENT_ERRORS or (
+                    bool(reasons)
+                    and all(code in _TRANSIENT_REASONS or code in ("None", "") for code in reasons)
+                )
+                if not transient or attempt == _TRANSACT_ATTEMPTS - 1:
+                    raise
+                time.sleep(random.uniform(0, 0.05 * 2**attempt))  # noqa: S311 - jitter, not security
+
     # -- knowledge bases and grants --------------------------------------------------------------
 
     def create_knowledge_base(self, kb: KnowledgeBaseRecord, owner_grant: GrantRecord) -> None:
         """Write META and the owner's grant together, or neither."""
         try:
-            self._client.transact_write_items(
-                TransactItems=[
+            self._transact(
+                [
                     {"Put": self._put(_kb_item(kb), "attribute_not_exists(PK)")},
                     {"Put": self._put(_grant_item(owner_grant), "attribute_not_exists(PK)")},
                 ]
             )
-        except ClientError as err:
-            if err.response["Error"]["Code"] == "TransactionCanceledException":
-                raise Conflict("A knowledge base with this id already exists.") from err
-            raise
+        except TransactionRefused as err:
+            raise Conflict("A knowledge base with this id already exists.") from err
 
     def get_knowledge_base(self, kb_id: str) -> KnowledgeBaseRecord | None:
         item = self._get(kb_key(kb_id))
@@ -202,8 +252,8 @@ class Repository:
         Raises AlreadyMember, or KbUnavailable (deleted or ownership changed), or MemberLimitReached.
         """
         try:
-            self._client.transact_write_items(
-                TransactItems=[
+            self._transact(
+                [
                     {"Put": self._put(_grant_item(grant), "attribute_not_exists(PK)")},
                     {
                         "Update": {
@@ -219,11 +269,8 @@ class Repository:
                     },
                 ]
             )
-        except ClientError as err:
-            reasons = _cancellation_codes(err)
-            if not reasons:
-                raise
-            if reasons[0] == "ConditionalCheckFailed":
+        except TransactionRefused as err:
+            if 0 in err.failed:
                 raise AlreadyMember from err
             kb = self.get_knowledge_base(grant.kb_id)
             if kb is None or kb.owner_id != grant.owner_id:
@@ -231,34 +278,36 @@ class Repository:
             raise MemberLimitReached from err
 
     def remove_reader(self, kb_id: str, user_id: str) -> bool:
-        """Delete a reader's grant and uncount it; False when there was no such reader grant."""
+        """Delete a reader's grant and uncount it; False when there was no such reader grant.
+
+        The count never blocks a revoke: its update needs only META to exist, and when META is gone (the
+        KB was deleted) the grant is deleted on its own.
+        """
+        delete = {
+            "TableName": self.table_name,
+            "Key": _dump(grant_key(user_id, kb_id)),
+            "ConditionExpression": "attribute_exists(PK) AND #role = :reader",
+            "ExpressionAttributeNames": {"#role": "role"},
+            "ExpressionAttributeValues": {":reader": {"S": "reader"}},
+        }
+        uncount = {
+            "TableName": self.table_name,
+            "Key": _dump(kb_key(kb_id)),
+            "UpdateExpression": "SET member_count = member_count - :one",
+            "ConditionExpression": "attribute_exists(PK)",
+            "ExpressionAttributeValues": _dump({":one": 1}),
+        }
         try:
-            self._client.transact_write_items(
-                TransactItems=[
-                    {
-                        "Delete": {
-                            "TableName": self.table_name,
-                            "Key": _dump(grant_key(user_id, kb_id)),
-                            "ConditionExpression": "attribute_exists(PK) AND #role = :reader",
-                            "ExpressionAttributeNames": {"#role": "role"},
-                            "ExpressionAttributeValues": {":reader": {"S": "reader"}},
-                        }
-                    },
-                    {
-                        "Update": {
-                            "TableName": self.table_name,
-                            "Key": _dump(kb_key(kb_id)),
-                            "UpdateExpression": "SET member_count = member_count - :one",
-                            "ConditionExpression": "attribute_exists(PK) AND member_count > :zero",
-                            "ExpressionAttributeValues": _dump({":one": 1, ":zero": 0}),
-                        }
-                    },
-                ]
-            )
-        except ClientError as err:
-            if _cancellation_codes(err):
+            self._transact([{"Delete": delete}, {"Update": uncount}])
+        except TransactionRefused as err:
+            if 0 in err.failed:
                 return False
-            raise
+            try:
+                self._client.delete_item(**delete)
+            except ClientError as gone:
+                if _is_condition_failure(gone):
+                    return False
+                raise
         return True
 
     def list_members(self, kb_id: str) -> list[GrantRecord]:
@@ -400,11 +449,9 @@ class Repository:
 
     def _transact_or_false(self, actions: list[dict[str, Any]]) -> bool:
         try:
-            self._client.transact_write_items(TransactItems=actions)
-        except ClientError as err:
-            if _cancellation_codes(err):
-                return False
-            raise
+            self._transact(actions)
+        except TransactionRefused:
+            return False
         return True
 
     # -- uploads and ingest ----------------------------------------------------------------------
@@ -425,16 +472,14 @@ class Repository:
             **upload.model_dump(),
         }
         try:
-            self._client.transact_write_items(
-                TransactItems=[
+            self._transact(
+                [
                     {"Put": self._put(item, "attribute_not_exists(PK)")},
                     self._condition_owner(upload.kb_id, upload.owner_id),
                 ]
             )
-        except ClientError as err:
-            if _cancellation_codes(err):
-                raise KbUnavailable from err
-            raise
+        except TransactionRefused as err:
+            raise KbUnavailable from err
 
     def get_upload(self, kb_id: str, upload_id: str) -> UploadRecord | None:
         item = self._get(upload_key(kb_id, upload_id))
@@ -557,15 +602,11 @@ class Repository:
             if folder_id is not None:
                 actions.append(self._condition_exists(folder_key(file.kb_id, folder_id)))
             try:
-                self._client.transact_write_items(TransactItems=actions)
-            except ClientError as err:
-                reasons = _cancellation_codes(err)
-                if not reasons:
-                    raise
-                failed = [i for i, code in enumerate(reasons) if code not in ("None", "")]
-                if failed == [3]:
+                self._transact(actions)
+            except TransactionRefused as err:
+                if err.failed == [3]:
                     continue  # only the folder is gone: file it at the root
-                if 2 in failed:
+                if 2 in err.failed:
                     raise KbUnavailable from err
                 raise UploadNotHeld from err
             return stored
@@ -648,13 +689,11 @@ class Repository:
             put["ExpressionAttributeValues"] = {":seen": {"S": previous.updated_at.isoformat()}}
         actions.append({"Put": put})
         try:
-            self._client.transact_write_items(TransactItems=actions)
-        except ClientError as err:
-            if err.response["Error"]["Code"] == "TransactionCanceledException":
-                raise Conflict(
-                    "The profile changed at the same time; try again.", code="profile_conflict"
-                ) from err
-            raise
+            self._transact(actions)
+        except TransactionRefused as err:
+            raise Conflict(
+                "The profile changed at the same time; try again.", code="profile_conflict"
+            ) from err
 
     def _claim_lookup(self, kind: str, value: str, user_id: str) -> list[dict[str, Any]]:
         holder = self.find_user_by(kind, value)
