@@ -345,3 +345,47 @@ def test_a_number_cut_by_a_chunk_after_a_long_whitespace_run_is_read_whole() -> 
     broken = VirtualSource([b"[1,", Repeat(b" ", 2 * MB - 4), b"2", b".", Repeat(b"\n", MB), b"]"])
     assert verify_content(spaces, "json") is None
     assert verify_content(broken, "json") == REASONS["json"]
+
+
+# -- limits that keep memory independent of the document (review findings) -------------------------
+
+
+def _xml_verdict(data: bytes) -> str | None:
+    from memmy_kb.verification import _check_xml
+
+    class Source:
+        def chunks(self):
+            for start in range(0, len(data), 64 * 1024):
+                yield data[start : start + 64 * 1024]
+
+    return _check_xml(Source())
+
+
+def test_xml_nesting_is_bounded():
+    from memmy_kb.verification import MAX_XML_DEPTH, XML_TOO_DEEP
+
+    deep = b"<a>" * (MAX_XML_DEPTH + 1) + b"x" + b"</a>" * (MAX_XML_DEPTH + 1)
+    fine = b"<a>" * MAX_XML_DEPTH + b"x" + b"</a>" * MAX_XML_DEPTH
+    assert _xml_verdict(deep) == XML_TOO_DEEP
+    assert _xml_verdict(fine) is None
+
+
+def test_xml_attribute_names_are_bounded():
+    from memmy_kb.verification import MAX_XML_ATTRIBUTE_NAMES, XML_TOO_MANY_NAMES
+
+    items = b"".join(b'<i a%d="1"/>' % n for n in range(MAX_XML_ATTRIBUTE_NAMES + 1))
+    assert _xml_verdict(b"<r>" + items + b"</r>") == XML_TOO_MANY_NAMES
+
+
+@pytest.mark.parametrize("encoding", [b"UTF-7", b"utf-16", b"ISO-8859-1", b"GBK"])
+def test_xml_declaring_another_encoding_is_refused(encoding):
+    from memmy_kb.verification import XML_ENCODING
+
+    hidden = b"<!-- +ADw-!DOCTYPE r +AFs-+ADw-!ENTITY x SYSTEM +ACI-file:///etc/passwd+ACI-+AD4-+AF0-+AD4- -->"
+    doc = b'<?xml version="1.0" encoding="' + encoding + b'"?>' + hidden + b"<r>ok</r>"
+    assert _xml_verdict(doc) == XML_ENCODING
+
+
+@pytest.mark.parametrize("encoding", [b"UTF-8", b"utf-8", b"US-ASCII"])
+def test_xml_declaring_utf8_is_fine(encoding):
+    assert _xml_verdict(b'<?xml version="1.0" encoding="' + encoding + b'"?><r>ok</r>') is None

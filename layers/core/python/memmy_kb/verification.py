@@ -59,6 +59,9 @@ REASONS: Final[dict[str, str]] = {
 }
 XML_DOCTYPE: Final = "XML files with a DOCTYPE or entity declarations are not accepted."
 XML_TOO_LARGE_PART: Final = "The XML file has a tag or comment too large to process."
+XML_TOO_DEEP: Final = "The XML file nests elements too deeply."
+XML_TOO_MANY_NAMES: Final = "The XML file uses too many different attribute names."
+XML_ENCODING: Final = "XML files must be encoded as UTF-8."
 UNSUPPORTED: Final = "This file type is not supported."
 
 
@@ -204,8 +207,48 @@ class _Doctype(Exception):
     pass
 
 
+class _Refused(Exception):
+    """The document is well-formed so far but outside what we accept; ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 def _refuse(*_: object) -> None:
     raise _Doctype
+
+
+# Expat keeps one stack entry per open element and one table entry per distinct attribute name: bound
+# both, or a small file of deep nesting or invented attribute names makes memory grow with the file.
+MAX_XML_DEPTH = 1000
+MAX_XML_ATTRIBUTE_NAMES = 10_000
+_UTF8_NAMES = frozenset({"utf-8", "utf8", "us-ascii", "ascii"})
+
+
+class _XmlLimits:
+    def __init__(self) -> None:
+        self.depth = 0
+        self.attribute_names: set[str] = set()
+
+    def start(self, _name: str, attributes: dict[str, str]) -> None:
+        self.depth += 1
+        if self.depth > MAX_XML_DEPTH:
+            raise _Refused(XML_TOO_DEEP)
+        if attributes:
+            self.attribute_names.update(attributes)
+            if len(self.attribute_names) > MAX_XML_ATTRIBUTE_NAMES:
+                raise _Refused(XML_TOO_MANY_NAMES)
+
+    def end(self, _name: str) -> None:
+        self.depth -= 1
+
+    @staticmethod
+    def declaration(_version: str | None, encoding: str | None, _standalone: int) -> None:
+        # We parse as UTF-8 whatever the file says; a reader that honours another declared encoding
+        # (UTF-7 can spell "<!DOCTYPE" without a "<") would see a different document than we checked.
+        if encoding is not None and encoding.lower() not in _UTF8_NAMES:
+            raise _Refused(XML_ENCODING)
 
 
 def _check_xml(source: ByteSource) -> str | None:
@@ -216,6 +259,10 @@ def _check_xml(source: ByteSource) -> str | None:
     parser.StartDoctypeDeclHandler = _refuse
     parser.EntityDeclHandler = _refuse
     parser.ExternalEntityRefHandler = _refuse
+    limits = _XmlLimits()
+    parser.StartElementHandler = limits.start
+    parser.EndElementHandler = limits.end
+    parser.XmlDeclHandler = limits.declaration
     if hasattr(parser, "SetReparseDeferralEnabled"):
         # Expat >= 2.6 may hold input back to re-parse later; the size guard below needs it parsed now.
         parser.SetReparseDeferralEnabled(False)
@@ -241,6 +288,8 @@ def _check_xml(source: ByteSource) -> str | None:
         return NOT_UTF8
     except _Doctype:
         return XML_DOCTYPE
+    except _Refused as refused:
+        return refused.reason
     except expat.ExpatError:
         return REASONS["xml"]
     return None
