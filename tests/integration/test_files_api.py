@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
 
 import pytest
@@ -246,3 +246,26 @@ def test_organising_never_calls_memos_writes(service, kb):
     service.call("PATCH", f"/knowledge-bases/{kb}/folders/{folder}", "alice", body={"name": "b"})
     service.call("PATCH", f"/knowledge-bases/{kb}/files/{file_id}", "alice", body={"folder_id": folder})
     assert {e: service.memos.calls(e) for e in writes} == before
+
+
+def test_an_upload_stuck_submitting_is_shown_failed_after_the_grace(service, kb):
+    now = datetime.now(UTC)
+    for upload_id, started in (("up_new", now), ("up_old", now - timedelta(hours=1))):
+        record = UploadRecord(
+            kb_id=kb,
+            upload_id=upload_id,
+            owner_id="alice",
+            object_key=f"uploads/{kb}/{upload_id}",
+            filename=f"{upload_id}.md",
+            size_bytes=10,
+            content_type="text/markdown",
+            state="submitting",
+            created_at=started,
+            submitting_at=started,
+            expires_at=int(now.timestamp()) + 86400,
+        )
+        seed.put_item(service, {**upload_key(kb, upload_id), "type": "upload", **record.model_dump()})
+    shown = {f["id"]: (f["status"], f["reason"]) for f in listing(service, kb).body["files"]}
+    assert shown["up_new"] == ("uploading", None)
+    assert shown["up_old"][0] == "failed"
+    assert "upload the file again" in shown["up_old"][1]

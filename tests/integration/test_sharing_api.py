@@ -183,3 +183,12 @@ def test_account_found_only_through_registered_profiles(service):
     assert share(service, kb["id"], "dave").body["error"]["code"] == "account_not_found"
     register(service, "dave", "Dave", phone="13600136000")
     assert share(service, kb["id"], "13600136000").status == HTTPStatus.CREATED
+
+
+def test_a_full_kb_answers_the_same_whether_or_not_the_account_exists(people, kb, monkeypatch):
+    monkeypatch.setattr(sharing, "MAX_READERS", 1)
+    assert share(people, kb["id"], "bob").status == HTTPStatus.CREATED
+    existing = share(people, kb["id"], "carol")
+    missing = share(people, kb["id"], "+8613700137000")
+    assert (existing.status, existing.body) == (missing.status, missing.body)
+    assert existing.body["error"]["code"] == "member_limit_reached"

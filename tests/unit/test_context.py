@@ -262,3 +262,10 @@ def test_sanitised_text_has_no_invisible_or_control_characters(text):
     for ch in sanitise_text(text) + sanitise_title(text):
         assert ch in "\n\t" or unicodedata.category(ch) not in {"Cc", "Cf", "Cs", "Co", "Cn"}
     assert "\n" not in sanitise_title(text)
+
+
+@pytest.mark.parametrize("invisible", ["\ufe0f", "\u034f", "\u3164", "\u2800", "\U000e0100", "\u115f", "\uffa0"])
+def test_printable_invisibles_are_stripped_too(invisible):
+    from memmy_kb.context import sanitise_text
+
+    assert sanitise_text(f"报{invisible}销") == "报销"

@@ -116,3 +116,18 @@ def test_unknown_route_uses_the_error_shape():
     reply = build_resolver().resolve(http_event("GET", "/nowhere"), FakeLambdaContext())
     assert reply["statusCode"] == HTTPStatus.NOT_FOUND
     assert json.loads(reply["body"])["error"]["code"] == "route_not_found"
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("  Alice   Wang ", "Alice Wang"),
+        ("Bob\u202eeciffO", "Bob eciffO"),
+        ("Carol\n(IT admin)", "Carol (IT admin)"),
+        ("\u200b\u200b", None),
+        ("名" * 300, "名" * 100),
+    ],
+)
+def test_display_names_are_one_visible_line(raw, shown):
+    claims = {"sub": "u", "name": raw}
+    assert verified_claims(http_event("PUT", "/me", claims=claims)).name == shown

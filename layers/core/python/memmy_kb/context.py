@@ -31,6 +31,11 @@ MAX_TITLE_CHARS: Final = 200
 UNTITLED: Final = "untitled"
 # Unassigned and private-use code points render as nothing (or tofu) and carry no reading for a person.
 _REMOVED_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
+# Printable by Unicode's rules, yet shown as nothing: variation selectors, the grapheme joiner, Hangul
+# and braille blanks, Mongolian and Khmer invisibles. Text could hide behind them.
+_INVISIBLE: Final = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\ufe00-\ufe0f\uffa0\U000e0100-\U000e01ef]"
+)
 _LINE_BREAKS: Final = re.compile(r"\r\n?|[\u2028\u2029\x85\x0b\x0c]")
 # The start of anything that reads like one of our tags: "<excerpt", "</ excerpt", fullwidth "＜" too.
 _TAG_LOOKALIKE: Final = re.compile(r"[<\uff1c\ufe64](?=\s*/?\s*excerpt)", re.IGNORECASE)
@@ -80,7 +85,7 @@ def _strip_controls(text: str) -> str:
                 ch for ch in line if ch == "\t" or unicodedata.category(ch) not in _REMOVED_CATEGORIES
             )
         lines.append(line)
-    return "\n".join(lines)
+    return _INVISIBLE.sub("", "\n".join(lines))
 
 
 def sanitise_text(text: str) -> str:

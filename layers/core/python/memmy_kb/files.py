@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from aws_lambda_powertools import Logger
 
@@ -33,7 +33,11 @@ logger = Logger(child=True)
 # Deep enough for any real tree; bounded so a move's cycle check stays one transaction (<= 100 items).
 MAX_FOLDER_DEPTH = 20
 REFRESH_AFTER_SECONDS = 3
-_MEMOS_BATCH = 100
+# MemOS's ids mode may page at its default page size of 20: never ask for more ids than that at once.
+_MEMOS_BATCH = 20
+# A MemOS add normally settles in seconds; past this the outcome is unknown until the reconciler decides,
+# and the user is better told to upload again than shown "uploading" for days.
+SUBMITTING_GRACE = timedelta(minutes=15)
 _STATUS = {
     FileStatus.PROCESSING: "processing",
     FileStatus.AVAILABLE: "available",
@@ -117,21 +121,31 @@ def _file(record: FileRecord, live: MemosFile | None) -> File:
 
 def _shown(upload: UploadRecord) -> bool:
     """In-flight uploads show as uploading, rejected ones as failed; submitted ones are FILE items."""
-    if upload.state in ("pending", "submitting"):
-        return upload.state == "submitting" or upload.expires_at > time.time()
-    return upload.state == "rejected"
+    if upload.state == "pending":
+        return upload.expires_at > time.time()
+    return upload.state in ("submitting", "rejected")
 
 
 def _upload(upload: UploadRecord) -> File:
+    status, reason = "uploading", None
+    if upload.state == "rejected":
+        status, reason = "failed", upload.reason
+    elif upload.state == "submitting" and _stale(upload):
+        status, reason = "failed", "The upload could not be confirmed; please upload the file again."
     return File(
         id=upload.upload_id,
         name=upload.filename,
-        status="failed" if upload.state == "rejected" else "uploading",
+        status=status,
         size_bytes=upload.size_bytes,
         folder_id=upload.folder_id,
-        reason=upload.reason if upload.state == "rejected" else None,
+        reason=reason,
         upload_id=upload.upload_id,
     )
+
+
+def _stale(upload: UploadRecord) -> bool:
+    started = upload.submitting_at or upload.created_at
+    return datetime.now(UTC) - started > SUBMITTING_GRACE
 
 
 def _folder(record: FolderRecord) -> Folder:

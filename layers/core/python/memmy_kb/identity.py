@@ -6,6 +6,7 @@ flags are read in both forms.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,22 @@ def _claims(event: Mapping[str, Any]) -> Mapping[str, Any]:
     return jwt.get("claims") or {}
 
 
+MAX_DISPLAY_NAME = 100
+
+
+def _clean_display_name(value: Any) -> str | None:
+    """The ``name`` claim as others will see it: no control or invisible characters, one line, capped.
+
+    Login providers verify emails and phones, not names, and a name is shown to people a KB is shared
+    with; a bidi override or a newline in it must not let one user pose as another.
+    """
+    if not isinstance(value, str):
+        return None
+    visible = "".join(ch if unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp") else " " for ch in value)
+    collapsed = " ".join(visible.split())[:MAX_DISPLAY_NAME]
+    return collapsed or None
+
+
 def _is_true(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower() == "true")
 
@@ -42,12 +59,11 @@ def caller_id(event: Mapping[str, Any]) -> str:
 def verified_claims(event: Mapping[str, Any]) -> VerifiedClaims:
     """The caller's directory facts, keeping email and phone only when the login provider verified them."""
     claims = _claims(event)
-    name = claims.get("name")
     email = claims.get("email") if _is_true(claims.get("email_verified")) else None
     phone = claims.get("phone_number") if _is_true(claims.get("phone_number_verified")) else None
     return VerifiedClaims(
         user_id=caller_id(event),
-        name=name.strip() if isinstance(name, str) and name.strip() else None,
+        name=_clean_display_name(claims.get("name")),
         email=email if isinstance(email, str) and email.strip() else None,
         phone=phone if isinstance(phone, str) and phone.strip() else None,
     )

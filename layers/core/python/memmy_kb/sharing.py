@@ -45,6 +45,13 @@ def share_knowledge_base(
 ) -> Member:
     """Grant read access (recall on) to the account behind ``identifier``."""
     owner_grant = require_owner(repo, owner_id, kb_id)
+    # Refuse a full KB before looking the identifier up, so the answer says nothing about who has an
+    # account (the transaction below enforces the cap again against concurrent shares).
+    kb = repo.get_knowledge_base(kb_id)
+    if kb is None:
+        raise kb_not_found()
+    if kb.member_count >= MAX_READERS:
+        raise _limit_reached()
     reader_id = resolve_identifier(repo, identifier)
     if reader_id is None:
         raise NotFound("No Memmy account has this user id, phone or email.", code="account_not_found")
@@ -66,15 +73,19 @@ def share_knowledge_base(
     except KbUnavailable:
         raise kb_not_found() from None
     except MemberLimitReached:
-        raise Conflict(
-            f"A knowledge base can be shared with at most {MAX_READERS} people.", code="member_limit_reached"
-        ) from None
+        raise _limit_reached() from None
     profile = repo.get_profile(reader_id)
     return Member(
         user_id=reader_id,
         display_name=profile.display_name if profile else reader_id,
         role="reader",
         shared_at=grant.granted_at,
+    )
+
+
+def _limit_reached() -> Conflict:
+    return Conflict(
+        f"A knowledge base can be shared with at most {MAX_READERS} people.", code="member_limit_reached"
     )
 
 
