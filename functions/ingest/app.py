@@ -31,6 +31,7 @@ def handle_record(record: SQSRecord) -> None:
     config = ingest.IngestConfig(
         inline_max_bytes=settings.inline_upload_max_bytes,
         get_url_ttl_seconds=settings.upload_get_ttl_seconds,
+        final_attempt=int(record.attributes.approximate_receive_count or 1) >= settings.ingest_max_receives,
     )
     try:
         for key in ingest.object_keys(record.body):

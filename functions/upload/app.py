@@ -62,6 +62,8 @@ def create_upload(
         payload={"kb_id": kb_id, **request.model_dump()},
         compute=create,
         lambda_context=app.lambda_context,
+        # A repeat must never hand back a POST that has expired: remember the answer only while it works.
+        ttl_seconds=get_settings().upload_post_ttl_seconds,
     )
     return json_response(HTTPStatus.CREATED, UploadTicket.model_validate(result))
 

@@ -275,6 +275,23 @@ def test_memos_unavailable_returns_the_upload_to_pending_and_the_retry_submits_i
     assert service.memos.calls(ADD) == 2
 
 
+def test_memos_down_on_the_last_delivery_rejects_instead_of_vanishing(service):
+    kb_id = create_kb(service)
+    upload_id = upload(service, kb_id, "a.md", b"# hello")
+    service.memos.add_fault(ADD, code=50004)  # down for good
+
+    for _ in range(4):
+        assert len(drain_ingest(service).failed) == 1
+        assert get_upload(service, kb_id, upload_id).state == "pending"
+    last = drain_ingest(service)  # the queue's fifth and last delivery
+
+    assert last.failed == []
+    rejected = get_upload(service, kb_id, upload_id)
+    assert (rejected.state, rejected.reason) == ("rejected", ingest.MEMOS_DOWN)
+    assert not object_exists(service, f"uploads/{kb_id}/{upload_id}")
+    assert memos_files(service) == []
+
+
 def test_an_unknown_memos_outcome_leaves_the_upload_submitting_for_the_reconciler(service, monkeypatch):
     # Given a MemOS that stores the file but answers after the client gave up
     monkeypatch.setenv("MEMOS_TIMEOUT_SECONDS", "0.3")

@@ -12,6 +12,7 @@ from typing import Any
 
 import boto3
 import requests
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
 from memmy_kb.models import UploadRecord
 from memmy_kb.repository import Repository, upload_key
@@ -78,7 +79,11 @@ def drain_ingest(service: Any, *, max_rounds: int = 20) -> IngestRun:
         ).get("Messages", [])
         if not messages:
             return run
-        result = service.invoke("IngestFunction", sqs_event(messages, queue_arn, REGION))
+        try:
+            result = service.invoke("IngestFunction", sqs_event(messages, queue_arn, REGION))
+        except BatchProcessingError:
+            # Powertools raises when every record failed; Lambda then returns the whole batch.
+            result = {"batchItemFailures": [{"itemIdentifier": m["MessageId"]} for m in messages]}
         run.results.append(result)
         failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
         run.failed.extend(sorted(failed))

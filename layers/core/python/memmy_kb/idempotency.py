@@ -42,8 +42,12 @@ def run_idempotently(
     payload: dict[str, Any],
     compute: Callable[[], dict[str, Any]],
     lambda_context: Any = None,
+    ttl_seconds: int | None = None,
 ) -> dict[str, Any]:
-    """Run ``compute`` once per (caller, key); repeats within the TTL get the first result back."""
+    """Run ``compute`` once per (caller, key); repeats within the TTL get the first result back.
+
+    ``ttl_seconds`` shortens the memory for results that go stale (a presigned POST outlives its use).
+    """
     if key is None:
         return compute()
     if not _KEY.match(key):
@@ -60,7 +64,7 @@ def run_idempotently(
         event_key_jmespath="[user_id, key]",
         payload_validation_jmespath="payload",
         raise_on_no_idempotency_key=True,
-        expires_after_seconds=get_settings().idempotency_ttl_seconds,
+        expires_after_seconds=ttl_seconds or get_settings().idempotency_ttl_seconds,
     )
     if lambda_context is not None:
         config.register_lambda_context(lambda_context)

@@ -74,6 +74,7 @@ _MEMOS_REFUSALS: Final[dict[int, str]] = {
     **dict.fromkeys((50104, 50105), "The file is too large for the knowledge engine."),
 }
 MEMOS_REFUSED: Final = "The knowledge engine could not accept this file."
+MEMOS_DOWN: Final = "The knowledge engine was unavailable for too long; please upload the file again."
 
 Result = Literal["submitted", "rejected", "ignored", "unknown"]
 
@@ -86,6 +87,9 @@ class RetryLater(Exception):
 class IngestConfig:
     inline_max_bytes: int
     get_url_ttl_seconds: int
+    # This delivery is the queue's last (the next failure would go to the DLQ): decide instead of
+    # waiting again, so the user sees "failed" rather than an upload that never ends.
+    final_attempt: bool = False
 
 
 @dataclass(frozen=True)
@@ -261,6 +265,12 @@ def _submit(
         logger.warning("MemOS refused the file", extra={**log, "memos_code": err.code})
         return _reject(repo, storage, upload, reason, clock, attempt_id=attempt_id)
     except MemosError as err:
+        if _stored_nothing(err) and config.final_attempt:
+            logger.warning(
+                "MemOS unavailable on the last delivery; upload rejected",
+                extra={**log, "memos_code": err.code},
+            )
+            return _reject(repo, storage, upload, MEMOS_DOWN, clock, attempt_id=attempt_id)
         if _stored_nothing(err):
             # Back to pending: the redelivered message redoes every step, and MemOS holds nothing that a
             # second add could duplicate.

@@ -23,6 +23,8 @@ class Settings:
     upload_post_ttl_seconds: int = 600
     upload_get_ttl_seconds: int = 900
     inline_upload_max_bytes: int = 5 * 1024 * 1024
+    # The upload queue's maxReceiveCount: the delivery that must decide rather than wait again.
+    ingest_max_receives: int = 5
 
 
 @cache
@@ -40,6 +42,7 @@ def get_settings() -> Settings:
         upload_post_ttl_seconds=int(_positive(env, "UPLOAD_POST_TTL_SECONDS", 600)),
         upload_get_ttl_seconds=int(_positive(env, "UPLOAD_GET_TTL_SECONDS", 900)),
         inline_upload_max_bytes=int(_positive(env, "INLINE_UPLOAD_MAX_BYTES", 5 * 1024 * 1024)),
+        ingest_max_receives=int(_positive(env, "INGEST_MAX_RECEIVES", 5)),
     )
 
 
