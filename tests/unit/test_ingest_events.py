@@ -88,7 +88,7 @@ def test_the_template_subscribes_the_ingest_to_the_upload_queue() -> None:
     assert (source.function, source.queue_url, source.batch_size, source.reports_item_failures) == (
         "IngestFunction",
         "http://localhost/q",
-        5,
+        1,
         True,
     )
 
