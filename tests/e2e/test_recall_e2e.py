@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from memmy_local.memos_emulator.server import DEFAULT_API_KEY
-from tests.support.stack import CLI, RunningStack
+from tests.support.stack import CLI, RunningStack, run_hook
 
 pytestmark = pytest.mark.e2e
 
@@ -77,16 +77,7 @@ def reader(local_stack: RunningStack) -> str:
 
 
 def hook(env: dict[str, str], stdin: bytes) -> tuple[subprocess.CompletedProcess[bytes], float]:
-    started = time.monotonic()
-    done = subprocess.run(  # noqa: S603 - our own CLI
-        [*CLI, "hook", "claude-code"],
-        input=stdin,
-        capture_output=True,
-        env={**os.environ, **env},
-        timeout=60,
-        check=False,
-    )
-    return done, time.monotonic() - started
+    return run_hook(env, stdin, timeout=60)
 
 
 def test_recall_with_a_token_returns_the_excerpts_and_the_context(local_stack, reader):
