@@ -55,9 +55,15 @@ ROWS: dict[tuple[str, str], Row] = {
     ("POST", "/knowledge-bases/{kb_id}/uploads"): Row(
         {"filename": "路线图.pdf", "size_bytes": 1024}, CREATED, FORBIDDEN, NOT_FOUND, NOT_FOUND
     ),
-    ("PATCH", "/knowledge-bases/{kb_id}/files/{file_id}"): Row({"folder_id": None}, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND),
-    ("POST", "/knowledge-bases/{kb_id}/folders"): Row({"name": "新文件夹"}, CREATED, FORBIDDEN, NOT_FOUND, NOT_FOUND),
-    ("PATCH", "/knowledge-bases/{kb_id}/folders/{folder_id}"): Row({"name": "改名"}, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND),
+    ("PATCH", "/knowledge-bases/{kb_id}/files/{file_id}"): Row(
+        {"folder_id": None}, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND
+    ),
+    ("POST", "/knowledge-bases/{kb_id}/folders"): Row(
+        {"name": "新文件夹"}, CREATED, FORBIDDEN, NOT_FOUND, NOT_FOUND
+    ),
+    ("PATCH", "/knowledge-bases/{kb_id}/folders/{folder_id}"): Row(
+        {"name": "改名"}, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND
+    ),
 }
 
 ROUTES = sorted((r.method, r.path) for r in http_routes(load_template()))

@@ -181,8 +181,8 @@ def test_a_changed_phone_moves_the_lookup(service):
 
 
 def test_a_phone_verified_by_another_account_moves_to_it(service):
-    put_me(service, "alice", name="Alice", phone="+8613800138000")
-    reply = put_me(service, "bob", name="Bob", phone="13800138000")
+    put_me(service, "alice", name="Alice", phone="+8613800138000", iat=1_800_000_000)
+    reply = put_me(service, "bob", name="Bob", phone="13800138000", iat=1_800_000_100)
     assert reply.body["phone"] == "+8613800138000"
     repo = service.function_module("manage_kb").get_repository()
     assert repo.find_user_by("phone", "+8613800138000") == "bob"
@@ -198,3 +198,29 @@ def test_owner_name_comes_from_the_profile(service):
         service.call("GET", f"/knowledge-bases/{kb['id']}", "alice").body["owner"]["display_name"]
         == "Alice W."
     )
+
+
+def test_an_identifier_taken_over_is_not_taken_back_by_an_older_token(service):
+    put_me(service, "alice", name="Alice", email="shared@example.com", iat=1_800_000_000)
+    put_me(service, "bob", name="Bob", email="shared@example.com", iat=1_800_000_100)  # verified later
+    again = put_me(service, "alice", name="Alice", email="shared@example.com", iat=1_800_000_000)
+    repo = service.function_module("manage_kb").get_repository()
+    assert again.body["email"] is None
+    assert repo.find_user_by("email", "shared@example.com") == "bob"
+    assert repo.get_profile("alice").email is None
+    assert repo.get_profile("bob").email == "shared@example.com"
+    # A fresh verification by alice is the latest one, and wins.
+    fresh = put_me(service, "alice", name="Alice", email="shared@example.com", iat=1_800_000_200)
+    assert fresh.body["email"] == "shared@example.com"
+    assert repo.find_user_by("email", "shared@example.com") == "alice"
+    assert repo.get_profile("bob").email is None
+
+
+def test_put_me_repairs_a_missing_lookup(service):
+    put_me(service, "alice", name="Alice", phone="+8613800138000")
+    repo = service.function_module("manage_kb").get_repository()
+    repo._client.delete_item(
+        TableName=repo.table_name, Key={"PK": {"S": "PHONE#+8613800138000"}, "SK": {"S": "LOOKUP"}}
+    )
+    put_me(service, "alice", name="Alice", phone="+8613800138000")
+    assert repo.find_user_by("phone", "+8613800138000") == "alice"

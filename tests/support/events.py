@@ -27,10 +27,15 @@ class FakeLambdaContext:
 
 
 def claims_for(
-    user: str, *, name: str | None = None, email: str | None = None, phone: str | None = None
+    user: str,
+    *,
+    name: str | None = None,
+    email: str | None = None,
+    phone: str | None = None,
+    iat: int | None = None,
 ) -> dict:
     """Claims as the JWT authorizer passes them on: every value a string."""
-    claims = {"sub": user, "iss": "memmy-test", "aud": "memmy-kb", "iat": str(int(time.time()))}
+    claims = {"sub": user, "iss": "memmy-test", "aud": "memmy-kb", "iat": str(iat or int(time.time()))}
     if name:
         claims["name"] = name
     if email:

@@ -33,7 +33,9 @@ _SCRIPT = Path(sys.executable).with_name("memmy-kb")
 CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "memmy_kb_client.cli"]
 
 
-def run_hook(env: dict[str, str], stdin: bytes, *, timeout: float = 60) -> tuple[subprocess.CompletedProcess[bytes], float]:
+def run_hook(
+    env: dict[str, str], stdin: bytes, *, timeout: float = 60
+) -> tuple[subprocess.CompletedProcess[bytes], float]:
     """``memmy-kb hook claude-code`` as Claude Code runs it: event on stdin; the result and its duration."""
     started = time.monotonic()
     done = subprocess.run(  # noqa: S603 - our own CLI

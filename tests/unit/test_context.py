@@ -264,7 +264,9 @@ def test_sanitised_text_has_no_invisible_or_control_characters(text):
     assert "\n" not in sanitise_title(text)
 
 
-@pytest.mark.parametrize("invisible", ["\ufe0f", "\u034f", "\u3164", "\u2800", "\U000e0100", "\u115f", "\uffa0"])
+@pytest.mark.parametrize(
+    "invisible", ["\ufe0f", "\u034f", "\u3164", "\u2800", "\U000e0100", "\u115f", "\uffa0"]
+)
 def test_printable_invisibles_are_stripped_too(invisible):
     from memmy_kb.context import sanitise_text
 

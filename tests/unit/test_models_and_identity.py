@@ -46,12 +46,13 @@ def test_no_sub_is_unauthorized(claims):
 
 
 def test_only_verified_email_and_phone_are_kept():
-    claims = claims_for("u1", name=" Wang ", email="w@example.com", phone="+8613800138000")
+    claims = claims_for("u1", name=" Wang ", email="w@example.com", phone="+8613800138000", iat=1_800_000_000)
     assert verified_claims(http_event("PUT", "/me", claims=claims)).__dict__ == {
         "user_id": "u1",
         "name": "Wang",
         "email": "w@example.com",
         "phone": "+8613800138000",
+        "issued_at": 1_800_000_000,
     }
     claims.update(email_verified="false", phone_number_verified="False")
     unverified = verified_claims(http_event("PUT", "/me", claims=claims))

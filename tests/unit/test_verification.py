@@ -381,7 +381,9 @@ def test_xml_attribute_names_are_bounded():
 def test_xml_declaring_another_encoding_is_refused(encoding):
     from memmy_kb.verification import XML_ENCODING
 
-    hidden = b"<!-- +ADw-!DOCTYPE r +AFs-+ADw-!ENTITY x SYSTEM +ACI-file:///etc/passwd+ACI-+AD4-+AF0-+AD4- -->"
+    hidden = (
+        b"<!-- +ADw-!DOCTYPE r +AFs-+ADw-!ENTITY x SYSTEM +ACI-file:///etc/passwd+ACI-+AD4-+AF0-+AD4- -->"
+    )
     doc = b'<?xml version="1.0" encoding="' + encoding + b'"?>' + hidden + b"<r>ok</r>"
     assert _xml_verdict(doc) == XML_ENCODING
 

@@ -20,6 +20,8 @@ class VerifiedClaims:
     name: str | None
     email: str | None
     phone: str | None
+    # When the login provider issued the token (``iat``): how fresh its email/phone verification is.
+    issued_at: int | None = None
 
 
 def _claims(event: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -44,6 +46,13 @@ def _clean_display_name(value: Any) -> str | None:
     return collapsed or None
 
 
+def _epoch(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None and not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        return None
+
+
 def _is_true(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower() == "true")
 
@@ -64,6 +73,7 @@ def verified_claims(event: Mapping[str, Any]) -> VerifiedClaims:
     return VerifiedClaims(
         user_id=caller_id(event),
         name=_clean_display_name(claims.get("name")),
+        issued_at=_epoch(claims.get("iat")),
         email=email if isinstance(email, str) and email.strip() else None,
         phone=phone if isinstance(phone, str) and phone.strip() else None,
     )

@@ -23,7 +23,7 @@ def register_profile(
         phone=normalise_phone(claims.phone) if claims.phone else None,
         updated_at=clock(),
     )
-    repo.save_profile(profile, previous)
+    profile = repo.save_profile(profile, previous, verified_at=claims.issued_at)
     return Me(
         user_id=profile.user_id, display_name=profile.display_name, email=profile.email, phone=profile.phone
     )

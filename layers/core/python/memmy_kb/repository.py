@@ -107,6 +107,11 @@ def _epoch_key(epoch_seconds: int) -> str:
     return datetime.fromtimestamp(epoch_seconds, UTC).isoformat()
 
 
+def _newer(verified_at: int | None, holders: Any) -> bool:
+    """Whether a verification at ``verified_at`` is newer than the holder's (unknown times never win)."""
+    return verified_at is not None and (holders is None or verified_at > int(holders))
+
+
 def _is_condition_failure(err: ClientError) -> bool:
     return err.response["Error"]["Code"] == "ConditionalCheckFailedException"
 
@@ -656,19 +661,21 @@ class Repository:
         item = self._get(lookup_key(kind, value))
         return item["user_id"] if item else None
 
-    def save_profile(self, profile: ProfileRecord, previous: ProfileRecord | None) -> None:
-        """Store ``profile`` and move its email/phone lookups, all in one transaction.
+    def save_profile(
+        self, profile: ProfileRecord, previous: ProfileRecord | None, *, verified_at: int | None = None
+    ) -> ProfileRecord:
+        """Store ``profile`` and move its email/phone lookups, all in one transaction; return what was stored.
 
-        A verified identifier held by another account moves to this one (phone numbers get reassigned;
-        the login provider's latest verification wins) and is removed from that account's profile. Every
+        A verified identifier held by another account moves to this one when this verification
+        (``verified_at``, the token's issue time) is newer than the holder's: phone numbers get
+        reassigned, and the latest verification wins. Otherwise it stays with the holder and leaves this
+        profile, so a profile and its lookups never disagree and an old token cannot take it back. Every
         step is conditioned on what was read, so a concurrent change cancels the whole write.
         """
         actions: list[dict[str, Any]] = []
         for kind in ("email", "phone"):
             new, old = getattr(profile, kind), getattr(previous, kind) if previous else None
-            if new == old:
-                continue
-            if old:
+            if old and old != new:
                 actions.append(
                     {
                         "Delete": {
@@ -679,8 +686,16 @@ class Repository:
                         }
                     }
                 )
-            if new:
-                actions.extend(self._claim_lookup(kind, new, profile.user_id))
+            if not new:
+                continue
+            lookup = self._get(lookup_key(kind, new))
+            holder = lookup["user_id"] if lookup else None
+            if holder not in (None, profile.user_id) and not _newer(verified_at, lookup.get("verified_at")):
+                profile = profile.model_copy(update={kind: None})
+                continue
+            actions.extend(
+                self._claim_lookup(kind, new, profile.user_id, holder, profile.updated_at, verified_at)
+            )
         condition = "attribute_not_exists(PK)" if previous is None else "updated_at = :seen"
         put = self._put(
             {**profile_key(profile.user_id), "type": "profile", **profile.model_dump()}, condition
@@ -694,24 +709,29 @@ class Repository:
             raise Conflict(
                 "The profile changed at the same time; try again.", code="profile_conflict"
             ) from err
+        return profile
 
-    def _claim_lookup(self, kind: str, value: str, user_id: str) -> list[dict[str, Any]]:
-        holder = self.find_user_by(kind, value)
-        item = {**lookup_key(kind, value), "type": "lookup", "user_id": user_id}
+    def _claim_lookup(
+        self, kind: str, value: str, user_id: str, holder: str | None, now: datetime, verified_at: int | None
+    ) -> list[dict[str, Any]]:
+        item = {**lookup_key(kind, value), "type": "lookup", "user_id": user_id, "verified_at": verified_at}
         if holder is None or holder == user_id:
+            # Written even when unchanged: it repairs a lookup lost to a race, and fails if taken meanwhile.
             return [
                 {"Put": self._put(item, "attribute_not_exists(PK) OR user_id = :me", {":me": {"S": user_id}})}
             ]
         return [
             {"Put": self._put(item, "user_id = :holder", {":holder": {"S": holder}})},
             {
+                # Touching updated_at makes a save of the holder's profile that read it before this
+                # take-over fail its condition, instead of putting the identifier back on it.
                 "Update": {
                     "TableName": self.table_name,
                     "Key": _dump(profile_key(holder)),
-                    "UpdateExpression": "REMOVE #attr",
+                    "UpdateExpression": "REMOVE #attr SET updated_at = :now",
                     "ConditionExpression": "attribute_not_exists(#attr) OR #attr = :value",
                     "ExpressionAttributeNames": {"#attr": kind},
-                    "ExpressionAttributeValues": {":value": {"S": value}},
+                    "ExpressionAttributeValues": {":value": {"S": value}, ":now": {"S": now.isoformat()}},
                 }
             },
         ]
