@@ -5,12 +5,12 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.logging import correlation_paths
 
 from memmy_kb import files, knowledge_bases, profiles
 from memmy_kb.dependencies import get_memos_client, get_repository
-from memmy_kb.http import build_resolver, json_response, responses
+from memmy_kb.http import NOT_VISIBLE, READER, ItemId, KbId, build_resolver, json_response, responses
 from memmy_kb.identity import caller_id, verified_claims
 from memmy_kb.models import (
     CreateFolderRequest,
@@ -28,10 +28,6 @@ from memmy_kb.models import (
 from memmy_kb.observability import logger, tracer
 
 app = build_resolver()
-KbId = Annotated[str, Path(min_length=1, max_length=64)]
-ItemId = Annotated[str, Path(min_length=1, max_length=64)]
-NOT_VISIBLE = (HTTPStatus.NOT_FOUND, "No such knowledge base (or folder/file), or not visible to the caller")
-READER = (HTTPStatus.FORBIDDEN, "The caller is a reader, not the owner")
 
 
 @app.get(
@@ -50,7 +46,7 @@ def list_knowledge_bases() -> KnowledgeBaseList:
         HTTPStatus.OK,
         "The knowledge base as the caller sees it",
         KnowledgeBase,
-        (HTTPStatus.NOT_FOUND, "No such knowledge base, or not visible to the caller"),
+        NOT_VISIBLE,
     ),
 )
 def get_knowledge_base(kb_id: KbId) -> KnowledgeBase:
@@ -64,8 +60,8 @@ def get_knowledge_base(kb_id: KbId) -> KnowledgeBase:
         HTTPStatus.OK,
         "The renamed knowledge base",
         KnowledgeBase,
-        (HTTPStatus.FORBIDDEN, "The caller is a reader, not the owner"),
-        (HTTPStatus.NOT_FOUND, "No such knowledge base, or not visible to the caller"),
+        READER,
+        NOT_VISIBLE,
     ),
 )
 def rename_knowledge_base(
@@ -82,7 +78,7 @@ def rename_knowledge_base(
         HTTPStatus.OK,
         "The knowledge base with the caller's new setting",
         KnowledgeBase,
-        (HTTPStatus.NOT_FOUND, "No such knowledge base, or not visible to the caller"),
+        NOT_VISIBLE,
     ),
 )
 def set_recall(kb_id: KbId, request: Annotated[RecallSettingRequest, Body()]) -> KnowledgeBase:

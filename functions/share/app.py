@@ -6,21 +6,17 @@ from http import HTTPStatus
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.logging import correlation_paths
 
 from memmy_kb import sharing
 from memmy_kb.dependencies import get_repository
-from memmy_kb.http import build_resolver, json_response, responses
+from memmy_kb.http import NOT_VISIBLE, READER, KbId, UserId, build_resolver, json_response, responses
 from memmy_kb.identity import caller_id
 from memmy_kb.models import Member, MemberList, ShareRequest
 from memmy_kb.observability import logger, tracer
 
 app = build_resolver()
-KbId = Annotated[str, Path(min_length=1, max_length=64)]
-UserId = Annotated[str, Path(min_length=1, max_length=256)]
-NOT_VISIBLE = (HTTPStatus.NOT_FOUND, "No such knowledge base, or not visible to the caller")
-READER = (HTTPStatus.FORBIDDEN, "The caller is a reader, not the owner")
 
 
 @app.get(

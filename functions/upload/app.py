@@ -5,13 +5,13 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memmy_kb import uploads
 from memmy_kb.dependencies import get_repository, get_upload_storage
-from memmy_kb.http import build_resolver, json_response, responses
+from memmy_kb.http import READER, KbId, build_resolver, json_response, responses
 from memmy_kb.idempotency import run_idempotently
 from memmy_kb.identity import caller_id
 from memmy_kb.models import CreateUploadRequest, UploadTicket
@@ -19,7 +19,6 @@ from memmy_kb.observability import logger, metrics, tracer
 from memmy_kb.settings import get_settings
 
 app = build_resolver()
-KbId = Annotated[str, Path(min_length=1, max_length=64)]
 
 
 @app.post(
@@ -29,7 +28,7 @@ KbId = Annotated[str, Path(min_length=1, max_length=64)]
         HTTPStatus.CREATED,
         "The upload and its presigned POST: send `fields`, then the file as the form field `file`",
         UploadTicket,
-        (HTTPStatus.FORBIDDEN, "The caller is a reader, not the owner"),
+        READER,
         (HTTPStatus.NOT_FOUND, "No such knowledge base or folder, or not visible to the caller"),
         (HTTPStatus.CONFLICT, "A request with this Idempotency-Key is in progress"),
         (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "The declared size is over 100 MB"),

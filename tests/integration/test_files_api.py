@@ -43,6 +43,23 @@ def wait_for_memos(service) -> None:
         time.sleep(0.02)
 
 
+def put_upload(service, kb_id: str, upload_id: str, *, state: str, started: datetime, **fields) -> None:
+    """An upload record as the upload route and the ingest leave it."""
+    record = UploadRecord(
+        kb_id=kb_id,
+        upload_id=upload_id,
+        owner_id="alice",
+        object_key=f"uploads/{kb_id}/{upload_id}",
+        filename=fields.pop("filename", f"{upload_id}.pdf"),
+        size_bytes=10,
+        content_type=fields.pop("content_type", "application/pdf"),
+        state=state,
+        created_at=started,
+        **fields,
+    )
+    seed.put_item(service, {**upload_key(kb_id, upload_id), "type": "upload", **record.model_dump()})
+
+
 def listing(service, kb_id, user="alice", folder_id=None):
     query = {"folder_id": folder_id} if folder_id else None
     return service.call("GET", f"/knowledge-bases/{kb_id}/files", user, query=query)
@@ -96,25 +113,18 @@ def test_processing_files_ask_for_a_refresh(service, kb):
 
 def test_uploads_in_flight_and_rejected_show_in_the_list(service, kb):
     now = datetime.now(UTC)
-    for upload_id, state, reason in (
-        ("up_1", "pending", None),
-        ("up_2", "rejected", "The file is not a valid PDF."),
-        ("up_3", "submitted", None),
-    ):
-        record = UploadRecord(
-            kb_id=kb,
-            upload_id=upload_id,
-            owner_id="alice",
-            object_key=f"uploads/{kb}/{upload_id}",
-            filename=f"{upload_id}.pdf",
-            size_bytes=10,
-            content_type="application/pdf",
-            state=state,
-            reason=reason,
-            created_at=now,
-            expires_at=int(now.timestamp()) + 600,
-        )
-        seed.put_item(service, {**upload_key(kb, upload_id), "type": "upload", **record.model_dump()})
+    expires = int(now.timestamp()) + 600
+    put_upload(service, kb, "up_1", state="pending", started=now, expires_at=expires)
+    put_upload(
+        service,
+        kb,
+        "up_2",
+        state="rejected",
+        started=now,
+        expires_at=expires,
+        reason="The file is not a valid PDF.",
+    )
+    put_upload(service, kb, "up_3", state="submitted", started=now, expires_at=expires)
     body = listing(service, kb).body
     shown = {f["id"]: (f["status"], f.get("reason")) for f in body["files"]}
     assert shown == {"up_1": ("uploading", None), "up_2": ("failed", "The file is not a valid PDF.")}
@@ -251,20 +261,17 @@ def test_organising_never_calls_memos_writes(service, kb):
 def test_an_upload_stuck_submitting_is_shown_failed_after_the_grace(service, kb):
     now = datetime.now(UTC)
     for upload_id, started in (("up_new", now), ("up_old", now - timedelta(hours=1))):
-        record = UploadRecord(
-            kb_id=kb,
-            upload_id=upload_id,
-            owner_id="alice",
-            object_key=f"uploads/{kb}/{upload_id}",
-            filename=f"{upload_id}.md",
-            size_bytes=10,
-            content_type="text/markdown",
+        put_upload(
+            service,
+            kb,
+            upload_id,
             state="submitting",
-            created_at=started,
+            started=started,
             submitting_at=started,
             expires_at=int(now.timestamp()) + 86400,
+            filename=f"{upload_id}.md",
+            content_type="text/markdown",
         )
-        seed.put_item(service, {**upload_key(kb, upload_id), "type": "upload", **record.model_dump()})
     shown = {f["id"]: (f["status"], f["reason"]) for f in listing(service, kb).body["files"]}
     assert shown["up_new"] == ("uploading", None)
     assert shown["up_old"][0] == "failed"

@@ -33,12 +33,18 @@ def get_repository() -> Repository:
 
 
 @cache
+def memos_api_key() -> SecretApiKeyProvider:
+    """The MemOS key, cached by Powertools Parameters; shared by both MemOS clients."""
+    return SecretApiKeyProvider(get_settings().memos_api_key_secret)
+
+
+@cache
 def get_memos_client() -> MemosClient:
     settings = get_settings()
     read = settings.memos_timeout_seconds
     return MemosClient(
         settings.memos_base_url,
-        SecretApiKeyProvider(settings.memos_api_key_secret),
+        memos_api_key(),
         timeout=httpx.Timeout(connect=2.0, read=read, write=read, pool=2.0),
     )
 
@@ -55,7 +61,7 @@ def get_recall_memos_client() -> MemosClient:
     quick = min(1.0, budget)
     return MemosClient(
         settings.memos_base_url,
-        SecretApiKeyProvider(settings.memos_api_key_secret),
+        memos_api_key(),
         timeout=httpx.Timeout(connect=quick, read=budget, write=quick, pool=quick),
         max_attempts=1,
     )
@@ -82,7 +88,15 @@ def get_upload_storage() -> UploadStorage:
 
 
 def reset_dependencies() -> None:
-    for factory in (dynamodb_client, get_repository, get_memos_client, get_recall_memos_client, get_settings):
-        factory.cache_clear()
-    for factory in (s3_client, get_upload_storage):
+    factories = (
+        dynamodb_client,
+        get_repository,
+        memos_api_key,
+        get_memos_client,
+        get_recall_memos_client,
+        s3_client,
+        get_upload_storage,
+        get_settings,
+    )
+    for factory in factories:
         factory.cache_clear()

@@ -239,13 +239,12 @@ def move_file(
 ) -> File:
     """Move a file to another folder (None: the root); only our mapping changes."""
     require_owner(repo, user_id, kb_id)
-    if repo.get_file(kb_id, file_id) is None:
+    record = repo.get_file(kb_id, file_id)
+    if record is None:
         raise file_not_found()
     if folder_id is not None and repo.get_folder(kb_id, folder_id) is None:
         raise folder_not_found()
     if not repo.move_file(kb_id, file_id, folder_id):
         raise NotFound("The file or the folder no longer exists.", code="file_not_found")
-    record = repo.get_file(kb_id, file_id)
-    if record is None:
-        raise file_not_found()
+    record = record.model_copy(update={"folder_id": folder_id})
     return _file(record, _memos_files(memos, [record.memos_file_id]).get(record.memos_file_id))

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 from http import HTTPStatus
-from typing import Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Path
 
 from memmy_kb.errors import DomainError
 from memmy_kb.models import ErrorResponse
@@ -23,6 +24,16 @@ COMMON_ERRORS: tuple[tuple[int, str], ...] = (
     (HTTPStatus.UNPROCESSABLE_ENTITY, "Invalid request"),
     (HTTPStatus.INTERNAL_SERVER_ERROR, "Unexpected failure"),
 )
+
+
+# Path parameters every API function shares: ids we mint are short; user ids come from the login provider.
+KbId = Annotated[str, Path(min_length=1, max_length=64)]
+ItemId = Annotated[str, Path(min_length=1, max_length=64)]
+UserId = Annotated[str, Path(min_length=1, max_length=256)]
+
+# Refusals many routes document, in the error shape.
+NOT_VISIBLE = (HTTPStatus.NOT_FOUND, "No such knowledge base (or folder/file), or not visible to the caller")
+READER = (HTTPStatus.FORBIDDEN, "The caller is a reader, not the owner")
 
 
 def error_response(status: int, code: str, message: str, details: Any = None) -> Response:

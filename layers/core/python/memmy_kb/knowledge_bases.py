@@ -128,8 +128,10 @@ def rename_knowledge_base(repo: Repository, user_id: str, kb_id: str, name: str)
 
 
 def set_recall(repo: Repository, user_id: str, kb_id: str, enabled: bool) -> KnowledgeBase:
-    """Turn the caller's own recall of a KB on or off; owners and readers alike, nobody else's."""
-    require_access(repo, user_id, kb_id)
+    """Turn the caller's own recall of a KB on or off; owners and readers alike, nobody else's.
+
+    The update is conditioned on the caller's grant existing, so it is also the access check.
+    """
     grant = repo.set_recall(user_id, kb_id, enabled)
     kb = repo.get_knowledge_base(kb_id) if grant else None
     if grant is None or kb is None:
