@@ -1,6 +1,6 @@
 """Peak memory of the ingest for a 100 MB file next to a 1 MB file, in one run.
 
-Both go through the real path (``memmy_kb.ingest.ingest_object``): HEAD, size and ownership checks,
+Both go through the real path (``memmy_kb.domain.ingest.ingest_object``): HEAD, size and ownership checks,
 UTF-8 verification (the 1 MB file read once into memory and sent inline as a data URL; the 100 MB file
 streamed, copied server-side and sent as a presigned GET URL), the MemOS client's add call (answered by an
 in-memory transport: MemOS's memory is not ours) and the DynamoDB transaction. S3 and DynamoDB are moto
@@ -132,11 +132,13 @@ def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int
     import boto3
     from botocore.config import Config
 
-    from memmy_kb.ingest import IngestConfig, ingest_object
-    from memmy_kb.memos import MemosClient
-    from memmy_kb.models import GrantRecord, KnowledgeBaseRecord, UploadRecord
-    from memmy_kb.repository import Repository
-    from memmy_kb.storage import UploadStorage, upload_object_key
+    from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
+    from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
+    from memmy_kb.adapters.dynamodb.table import DynamoTable
+    from memmy_kb.adapters.memos.client import MemosClient
+    from memmy_kb.adapters.s3 import UploadStorage, upload_object_key
+    from memmy_kb.domain.ingest import IngestConfig, ingest_object
+    from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, UploadRecord
     from memmy_local.provision import provision
     from memmy_local.template import load_template
 
@@ -152,7 +154,8 @@ def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int
     try:
         refs = provision(load_template(), endpoint_url=moto_url, memos_api_key="bench").refs
         s3 = boto3.client("s3", endpoint_url=moto_url, config=Config(signature_version="s3v4"))
-        repo = Repository(refs["Table"], boto3.client("dynamodb", endpoint_url=moto_url))
+        table = DynamoTable(refs["Table"], boto3.client("dynamodb", endpoint_url=moto_url))
+        kbs, contents = DynamoKnowledgeBaseStore(table), DynamoContentStore(table)
         storage = UploadStorage(refs["UploadBucket"], s3)
         memos = MemosClient(
             "http://memos.invalid",
@@ -161,7 +164,7 @@ def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int
         )
         now = datetime.now(UTC)
         kb_id = "kb_" + "0" * 24
-        repo.create_knowledge_base(
+        kbs.put_kb_with_owner_grant(
             KnowledgeBaseRecord(
                 kb_id=kb_id, name="bench", owner_id="alice", memos_kb_id="m" * 32, created_at=now
             ),
@@ -182,7 +185,7 @@ def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int
         for index, size in enumerate(sizes):
             upload_id = f"up_{index:024x}"
             key = upload_object_key(kb_id, upload_id)
-            repo.put_upload(
+            contents.put_upload(
                 UploadRecord(
                     kb_id=kb_id,
                     upload_id=upload_id,
@@ -198,7 +201,7 @@ def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int
             with tempfile.TemporaryDirectory():
                 s3.upload_fileobj(io.BufferedReader(RepeatedLines(size), 1 * MB), refs["UploadBucket"], key)
             outcome, peak, rss, elapsed = _measure(
-                lambda key=key: ingest_object(repo, storage, memos, key, config=config)
+                lambda key=key: ingest_object(kbs, contents, storage, memos, key, config=config)
             )
             assert outcome.result == "submitted", outcome
             figures[size] = (peak, rss)

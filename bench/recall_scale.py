@@ -184,9 +184,9 @@ def run(sizes: tuple[int, int] = (100, 100_000), rounds: int = 40, moto_rounds: 
         with overlaid_environment(environment):
             from aws_lambda_powertools.utilities import parameters
 
-            from memmy_kb.dependencies import dynamodb_client, reset_dependencies
-            from memmy_kb.memos import MemosClient
-            from memmy_kb.memos_key import StaticApiKeyProvider
+            from memmy_kb.adapters.memos.client import MemosClient
+            from memmy_kb.adapters.memos.key import StaticApiKeyProvider
+            from memmy_kb.api.dependencies import dynamodb_client, reset_dependencies
 
             reset_dependencies()
             parameters.clear_caches()
@@ -197,7 +197,7 @@ def run(sizes: tuple[int, int] = (100, 100_000), rounds: int = 40, moto_rounds: 
             caller_items = []
             with MemosClient(emulator.base_url, StaticApiKeyProvider(MEMOS_KEY)) as memos:
                 for i in range(CALLER_KBS):
-                    memos_id = memos.create_knowledge_base(f"memmy:kb_caller{i}")
+                    memos_id = memos.create_knowledgebase(f"memmy:kb_caller{i}")
                     file = emulator.store.add_file(
                         memos_id, name="f.md", type_="document", size_bytes=1, content=b"", url=None,
                         ready_at=time.time() + 3600,

@@ -12,8 +12,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from memmy_kb import ingest
-from memmy_kb.dependencies import get_memos_client, get_repository, get_upload_storage
+from memmy_kb.api.dependencies import get_content_store, get_kb_store, get_memos_client, get_upload_storage
+from memmy_kb.api.events import object_keys
+from memmy_kb.domain import ingest
 from memmy_kb.observability import logger, metrics, tracer
 from memmy_kb.settings import get_settings
 
@@ -34,9 +35,9 @@ def handle_record(record: SQSRecord) -> None:
         final_attempt=int(record.attributes.approximate_receive_count or 1) >= settings.ingest_max_receives,
     )
     try:
-        for key in ingest.object_keys(record.body):
+        for key in object_keys(record.body):
             outcome = ingest.ingest_object(
-                get_repository(), get_upload_storage(), get_memos_client(), key, config=config
+                get_kb_store(), get_content_store(), get_upload_storage(), get_memos_client(), key, config=config
             )
             metrics.add_metric(name=METRICS[outcome.result], unit=MetricUnit.Count, value=1)
     except ingest.RetryLater as err:
@@ -51,6 +52,7 @@ def handle_record(record: SQSRecord) -> None:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return process_partial_response(
+    result: dict[str, Any] = process_partial_response(
         event=event, record_handler=handle_record, processor=processor, context=context
     )
+    return result

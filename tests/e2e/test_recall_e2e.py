@@ -51,16 +51,17 @@ def memos_kb_id(stack: RunningStack, kb_id: str) -> str:
 
 def add_document(stack: RunningStack, kb_id: str, filename: str, text: str) -> None:
     """Put a document into the KB's MemOS KB directly and wait until it is searchable."""
-    from memmy_kb.memos import FileInput, MemosClient
-    from memmy_kb.memos_key import StaticApiKeyProvider
+    from memmy_kb.adapters.memos.client import MemosClient
+    from memmy_kb.adapters.memos.key import StaticApiKeyProvider
+    from memmy_kb.adapters.memos.models import FileInput
 
     target = memos_kb_id(stack, kb_id)
     with MemosClient(stack.memos_api_url, StaticApiKeyProvider(DEFAULT_API_KEY)) as client:
-        (added,) = client.add_files(
+        (added,) = client.add_knowledgebase_files(
             target, [FileInput.from_bytes(text.encode(), name=filename, mime_type="text/markdown")]
         )
         deadline = time.monotonic() + 20
-        while client.get_files([added.id])[0].status.value != "available":
+        while client.get_knowledgebase_files([added.id])[0].status.value != "available":
             assert time.monotonic() < deadline, "the document was never processed"
             time.sleep(0.05)
 

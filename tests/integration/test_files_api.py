@@ -8,8 +8,8 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.models import FileRecord, UploadRecord
-from memmy_kb.repository import file_key, upload_key
+from memmy_kb.adapters.dynamodb.table import file_key, upload_key
+from memmy_kb.records import FileRecord, UploadRecord
 from tests.support import seed
 from tests.support.events import claims_for
 
@@ -29,7 +29,7 @@ def kb(service):
 
 
 def repo(service):
-    return service.function_module("manage_kb").get_repository()
+    return service.stores
 
 
 def add_file(service, kb_id: str, name: str, content: bytes, folder_id: str | None = None) -> str:
@@ -85,7 +85,7 @@ def test_status_comes_live_from_memos_in_one_call(service, kb):
 
 
 def test_processing_files_ask_for_a_refresh(service, kb):
-    memos_kb = repo(service).get_grant("alice", kb).memos_kb_id
+    memos_kb = repo(service).kbs.get_grant("alice", kb).memos_kb_id
     # A file the emulator will not process for an hour: it stays "running" in MemOS.
     slow = service.memos.emulator.store.add_file(
         memos_kb,

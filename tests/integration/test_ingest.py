@@ -16,13 +16,14 @@ import pytest
 import requests
 from botocore.client import BaseClient
 
-from memmy_kb import ingest
-from memmy_kb.dependencies import reset_dependencies
-from memmy_kb.memos import MemosClient
-from memmy_kb.models import FolderRecord, utc_now
-from memmy_kb.repository import folder_key, grant_key, kb_key
-from memmy_kb.storage import ObjectInfo, UploadStorage
-from memmy_kb.verification import NOT_UTF8, REASONS, XML_DOCTYPE
+from memmy_kb.adapters.dynamodb.table import folder_key, grant_key, kb_key
+from memmy_kb.adapters.errors import ConditionFailed
+from memmy_kb.adapters.memos.client import MemosClient
+from memmy_kb.adapters.s3 import ObjectInfo, UploadStorage
+from memmy_kb.api.dependencies import reset_dependencies
+from memmy_kb.domain import ingest
+from memmy_kb.domain.verification import NOT_UTF8, REASONS, XML_DOCTYPE
+from memmy_kb.records import FolderRecord, utc_now
 from tests.support.docgen import make_doc, make_docx, make_md, make_pdf
 from tests.support.uploads import (
     REGION,
@@ -73,7 +74,7 @@ def wait_until_processed(service, count: int, timeout: float = 15) -> list[dict]
 
 
 def file_items(service, kb_id: str):
-    return repository(service).list_kb_contents(kb_id)[1]
+    return repository(service).query_kb_items(kb_id)[1]
 
 
 # -- the happy path ------------------------------------------------------------------------------
@@ -133,13 +134,13 @@ def test_a_large_file_goes_to_memos_as_a_presigned_url_of_a_verified_copy(servic
     monkeypatch.setenv("INLINE_UPLOAD_MAX_BYTES", "1024")
     reset_dependencies()
     sent = []
-    original = MemosClient.add_files
+    original = MemosClient.add_knowledgebase_files
 
     def recording(self, kb_id, files):
         sent.extend(files)
         return original(self, kb_id, files)
 
-    monkeypatch.setattr(MemosClient, "add_files", recording)
+    monkeypatch.setattr(MemosClient, "add_knowledgebase_files", recording)
     kb_id = create_kb(service)
     data = ("大文件的一行内容。\n" * 400).encode()
     upload_id = upload(service, kb_id, "big.txt", data)
@@ -368,20 +369,20 @@ def test_of_two_concurrent_deliveries_only_one_may_submit(service):
     repo = repository(service)
     now = get_upload(service, kb_id, upload_id).created_at
 
-    first = repo.start_submission(kb_id, upload_id, attempt_id="one", now=now, keep_until=1)
-    second = repo.start_submission(kb_id, upload_id, attempt_id="two", now=now, keep_until=1)
+    first = repo.update_upload_submitting(kb_id, upload_id, attempt_id="one", now=now, keep_until=1)
+    with pytest.raises(ConditionFailed):
+        repo.update_upload_submitting(kb_id, upload_id, attempt_id="two", now=now, keep_until=1)
 
-    assert first is not None
     assert first.attempt_id == "one"
-    assert second is None
-    assert not repo.release_submission(kb_id, upload_id, attempt_id="two", expires_at=1)
+    with pytest.raises(ConditionFailed):
+        repo.update_upload_released(kb_id, upload_id, attempt_id="two", expires_at=1)
 
 
 def test_a_kb_deleted_while_memos_adds_the_file_gets_the_file_removed_from_memos(service, monkeypatch):
     kb_id = create_kb(service)
     upload_id = upload(service, kb_id, "a.md", b"# hello")
     dynamodb = boto3.client("dynamodb", region_name=REGION)
-    original = MemosClient.add_files
+    original = MemosClient.add_knowledgebase_files
     # Another function's calls: not recorded against the ingest's IAM policy.
     unrecorded_call = BaseClient._make_api_call
 
@@ -392,7 +393,7 @@ def test_a_kb_deleted_while_memos_adds_the_file_gets_the_file_removed_from_memos
             unrecorded_call(dynamodb, "DeleteItem", {"TableName": service.refs["Table"], "Key": item_key})
         return added
 
-    monkeypatch.setattr(MemosClient, "add_files", add_then_delete_the_kb)
+    monkeypatch.setattr(MemosClient, "add_knowledgebase_files", add_then_delete_the_kb)
 
     drain_ingest(service)
 
@@ -407,7 +408,7 @@ def test_a_kb_deleted_while_memos_adds_the_file_gets_the_file_removed_from_memos
 def test_a_file_whose_folder_was_deleted_meanwhile_lands_at_the_root(service):
     kb_id = create_kb(service)
     repo = repository(service)
-    repo.create_folder(FolderRecord(kb_id=kb_id, folder_id="fo_gone", name="Gone", created_at=utc_now()))
+    repo.put_folder(FolderRecord(kb_id=kb_id, folder_id="fo_gone", name="Gone", created_at=utc_now()))
     reply = request_upload(service, kb_id, "a.md", 7, folder_id="fo_gone")
     assert post_file(reply.body, b"# hello").status_code == 204
     boto3.resource("dynamodb", region_name=REGION).Table(service.refs["Table"]).delete_item(

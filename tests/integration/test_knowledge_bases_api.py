@@ -6,7 +6,7 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.repository import Repository
+from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
 from tests.support.events import claims_for
 
 
@@ -111,7 +111,7 @@ def test_a_failed_write_deletes_the_memos_kb_again(service, monkeypatch):
     def fail(*args, **kwargs):
         raise RuntimeError("DynamoDB is down")
 
-    monkeypatch.setattr(Repository, "create_knowledge_base", fail)
+    monkeypatch.setattr(DynamoKnowledgeBaseStore, "put_kb_with_owner_grant", fail)
     reply = create(service)
     assert reply.status == HTTPStatus.INTERNAL_SERVER_ERROR
     assert reply.body["error"]["code"] == "internal_error"
@@ -160,9 +160,9 @@ def test_put_me_records_verified_claims_in_normal_form(service):
         "email": "alice@example.com",
         "phone": "+8613800138000",
     }
-    repo = service.function_module("manage_kb").get_repository()
-    assert repo.find_user_by("phone", "+8613800138000") == "alice"
-    assert repo.find_user_by("email", "alice@example.com") == "alice"
+    repo = service.stores
+    assert repo.profiles.get_lookup_user("phone", "+8613800138000") == "alice"
+    assert repo.profiles.get_lookup_user("email", "alice@example.com") == "alice"
 
 
 def test_unverified_claims_are_ignored(service):
@@ -175,18 +175,18 @@ def test_unverified_claims_are_ignored(service):
 def test_a_changed_phone_moves_the_lookup(service):
     put_me(service, "alice", name="Alice", phone="+8613800138000")
     put_me(service, "alice", name="Alice", phone="+8613900139000")
-    repo = service.function_module("manage_kb").get_repository()
-    assert repo.find_user_by("phone", "+8613800138000") is None
-    assert repo.find_user_by("phone", "+8613900139000") == "alice"
+    repo = service.stores
+    assert repo.profiles.get_lookup_user("phone", "+8613800138000") is None
+    assert repo.profiles.get_lookup_user("phone", "+8613900139000") == "alice"
 
 
 def test_a_phone_verified_by_another_account_moves_to_it(service):
     put_me(service, "alice", name="Alice", phone="+8613800138000", iat=1_800_000_000)
     reply = put_me(service, "bob", name="Bob", phone="13800138000", iat=1_800_000_100)
     assert reply.body["phone"] == "+8613800138000"
-    repo = service.function_module("manage_kb").get_repository()
-    assert repo.find_user_by("phone", "+8613800138000") == "bob"
-    assert repo.get_profile("alice").phone is None
+    repo = service.stores
+    assert repo.profiles.get_lookup_user("phone", "+8613800138000") == "bob"
+    assert repo.profiles.get_profile("alice").phone is None
 
 
 def test_owner_name_comes_from_the_profile(service):
@@ -204,23 +204,23 @@ def test_an_identifier_taken_over_is_not_taken_back_by_an_older_token(service):
     put_me(service, "alice", name="Alice", email="shared@example.com", iat=1_800_000_000)
     put_me(service, "bob", name="Bob", email="shared@example.com", iat=1_800_000_100)  # verified later
     again = put_me(service, "alice", name="Alice", email="shared@example.com", iat=1_800_000_000)
-    repo = service.function_module("manage_kb").get_repository()
+    repo = service.stores
     assert again.body["email"] is None
-    assert repo.find_user_by("email", "shared@example.com") == "bob"
-    assert repo.get_profile("alice").email is None
-    assert repo.get_profile("bob").email == "shared@example.com"
+    assert repo.profiles.get_lookup_user("email", "shared@example.com") == "bob"
+    assert repo.profiles.get_profile("alice").email is None
+    assert repo.profiles.get_profile("bob").email == "shared@example.com"
     # A fresh verification by alice is the latest one, and wins.
     fresh = put_me(service, "alice", name="Alice", email="shared@example.com", iat=1_800_000_200)
     assert fresh.body["email"] == "shared@example.com"
-    assert repo.find_user_by("email", "shared@example.com") == "alice"
-    assert repo.get_profile("bob").email is None
+    assert repo.profiles.get_lookup_user("email", "shared@example.com") == "alice"
+    assert repo.profiles.get_profile("bob").email is None
 
 
 def test_put_me_repairs_a_missing_lookup(service):
     put_me(service, "alice", name="Alice", phone="+8613800138000")
-    repo = service.function_module("manage_kb").get_repository()
-    repo._client.delete_item(
-        TableName=repo.table_name, Key={"PK": {"S": "PHONE#+8613800138000"}, "SK": {"S": "LOOKUP"}}
+    repo = service.stores
+    repo.table.client.delete_item(
+        TableName=repo.table.name, Key={"PK": {"S": "PHONE#+8613800138000"}, "SK": {"S": "LOOKUP"}}
     )
     put_me(service, "alice", name="Alice", phone="+8613800138000")
-    assert repo.find_user_by("phone", "+8613800138000") == "alice"
+    assert repo.profiles.get_lookup_user("phone", "+8613800138000") == "alice"

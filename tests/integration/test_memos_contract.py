@@ -10,18 +10,16 @@ from typing import Any
 import httpx
 import pytest
 
-from memmy_kb.memos import (
-    FileInput,
-    FileStatus,
+from memmy_kb.adapters.memos.client import MemosClient
+from memmy_kb.adapters.memos.errors import (
     MemosAuthError,
-    MemosClient,
-    MemosFile,
     MemosNotFound,
     MemosQuotaExceeded,
     MemosRateLimited,
     MemosRejectedInput,
     MemosUnavailable,
 )
+from memmy_kb.adapters.memos.models import FileInput, FileStatus, MemosFile
 
 EXPENSES_MD = (
     "# 差旅报销流程\n\n"
@@ -66,7 +64,7 @@ def data_url(data: bytes, mime: str) -> str:
 def wait_until_settled(client: MemosClient, file_ids: list[str], timeout: float = 15.0) -> list[MemosFile]:
     deadline = time.monotonic() + timeout
     while True:
-        files = client.get_files(file_ids)
+        files = client.get_knowledgebase_files(file_ids)
         settled = len(files) == len(file_ids) and all(f.status is not FileStatus.PROCESSING for f in files)
         if settled or time.monotonic() > deadline:
             return files
@@ -74,7 +72,7 @@ def wait_until_settled(client: MemosClient, file_ids: list[str], timeout: float 
 
 
 def upload(client: MemosClient, kb_id: str, *files: FileInput) -> list[MemosFile]:
-    added = client.add_files(kb_id, list(files))
+    added = client.add_knowledgebase_files(kb_id, list(files))
     return wait_until_settled(client, [f.id for f in added])
 
 
@@ -91,10 +89,10 @@ def kb_state(emulator: Any, kb_id: str) -> dict[str, Any] | None:
 
 def test_create_add_process_list_search_delete(client: MemosClient, memos_emulator: Any) -> None:
     # Given a new KB
-    kb_id = client.create_knowledge_base("员工手册", "HR documents")
+    kb_id = client.create_knowledgebase("员工手册", "HR documents")
     assert kb_id
     # When a Chinese .md arrives as a data URL, a Chinese .txt as bare base64 and an English .md
-    added = client.add_files(
+    added = client.add_knowledgebase_files(
         kb_id,
         [
             FileInput(content=data_url(EXPENSES_MD, "text/markdown"), name="报销.md"),
@@ -111,16 +109,16 @@ def test_create_add_process_list_search_delete(client: MemosClient, memos_emulat
     assert all(f.created_at is not None and f.created_at.year >= 2024 for f in files)
 
     # Listing pages through them
-    first = client.list_files(kb_id, page=1, page_size=2)
-    second = client.list_files(kb_id, page=2, page_size=2)
+    first = client.list_knowledgebase_files(kb_id, page=1, page_size=2)
+    second = client.list_knowledgebase_files(kb_id, page=2, page_size=2)
     assert (first.total, first.page, first.page_size, len(first.files)) == (3, 1, 2, 2)
     assert first.has_more
     assert (second.total, second.page, len(second.files)) == (3, 2, 1)
     assert not second.has_more
-    assert sorted(f.id for f in client.iter_files(kb_id, page_size=2)) == sorted(f.id for f in added)
+    assert sorted(f.id for f in client.iter_knowledgebase_files(kb_id, page_size=2)) == sorted(f.id for f in added)
 
     # A Chinese question finds the Chinese excerpt that answers it first
-    hits = client.search("kb-reader-u1", "出差报销要交哪些材料", [kb_id], relativity=0)
+    hits = client.search_memory("kb-reader-u1", "出差报销要交哪些材料", [kb_id], relativity=0)
     assert hits
     assert "报销" in hits[0].content
     assert "报销" in hits[0].title or hits[0].title.startswith("报销")
@@ -128,61 +126,61 @@ def test_create_add_process_list_search_delete(client: MemosClient, memos_emulat
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert "multimodal:file" in hits[0].tags
     assert (
-        "报销" in client.search("kb-reader-u1", "出差报销需要提交什么", [kb_id])[0].content
+        "报销" in client.search_memory("kb-reader-u1", "出差报销需要提交什么", [kb_id])[0].content
     )  # default threshold
-    leave_hits = client.search("kb-reader-u1", "年假可以顺延吗", [kb_id], limit=1, relativity=0)
+    leave_hits = client.search_memory("kb-reader-u1", "年假可以顺延吗", [kb_id], limit=1, relativity=0)
     assert len(leave_hits) == 1
     assert "年假" in leave_hits[0].content
 
     # Deleting a file removes it from lists and search; deleting it again is no error
     expenses_id = added[0].id
-    client.delete_files([expenses_id])
-    assert client.get_files([expenses_id]) == []
-    assert client.list_files(kb_id).total == 2
-    assert all("报销" not in h.content for h in client.search("r", "出差报销", [kb_id], relativity=0))
-    client.delete_files([expenses_id])
+    client.delete_knowledgebase_files([expenses_id])
+    assert client.get_knowledgebase_files([expenses_id]) == []
+    assert client.list_knowledgebase_files(kb_id).total == 2
+    assert all("报销" not in h.content for h in client.search_memory("r", "出差报销", [kb_id], relativity=0))
+    client.delete_knowledgebase_files([expenses_id])
 
     # Deleting the KB with its files leaves nothing behind; deleting it again counts as done
-    client.delete_knowledge_base(kb_id, delete_all=True)
+    client.delete_knowledgebase(kb_id, delete_all=True)
     assert kb_state(memos_emulator, kb_id) is None
     with pytest.raises(MemosNotFound):
-        client.list_files(kb_id)
-    client.delete_knowledge_base(kb_id, delete_all=True)
+        client.list_knowledgebase_files(kb_id)
+    client.delete_knowledgebase(kb_id, delete_all=True)
 
 
 def test_unlinking_a_kb_makes_it_answer_not_found(client: MemosClient, memos_emulator: Any) -> None:
     # Given a KB with a processed file
-    kb_id = client.create_knowledge_base("to unlink")
+    kb_id = client.create_knowledgebase("to unlink")
     [file] = upload(client, kb_id, markdown())
     # When it is only unlinked
-    client.delete_knowledge_base(kb_id, delete_all=False)
+    client.delete_knowledgebase(kb_id, delete_all=False)
     # Then every later call with its id answers not found, while MemOS keeps the KB and its files
     with pytest.raises(MemosNotFound):
-        client.list_files(kb_id)
+        client.list_knowledgebase_files(kb_id)
     with pytest.raises(MemosNotFound):
-        client.search("r", "release checklist", [kb_id])
+        client.search_memory("r", "release checklist", [kb_id])
     with pytest.raises(MemosNotFound):
-        client.add_files(kb_id, [markdown()])
-    assert client.get_files([file.id]) == []
+        client.add_knowledgebase_files(kb_id, [markdown()])
+    assert client.get_knowledgebase_files([file.id]) == []
     state = kb_state(memos_emulator, kb_id)
     assert state is not None
     assert state["linked"] is False
     assert [f["id"] for f in state["files"]] == [file.id]
     # And deleting it again counts as done
-    client.delete_knowledge_base(kb_id, delete_all=False)
+    client.delete_knowledgebase(kb_id, delete_all=False)
 
 
 def test_search_stays_inside_the_given_kbs(client: MemosClient) -> None:
-    mine = client.create_knowledge_base("mine")
-    other = client.create_knowledge_base("other")
+    mine = client.create_knowledgebase("mine")
+    other = client.create_knowledgebase("other")
     upload(client, mine, markdown())
     upload(client, other, FileInput.from_bytes(EXPENSES_MD, name="报销.md", mime_type="text/markdown"))
-    assert client.search("r", "出差报销", [mine], relativity=0) == []
-    assert client.search("r", "出差报销", [other], relativity=0)
+    assert client.search_memory("r", "出差报销", [mine], relativity=0) == []
+    assert client.search_memory("r", "出差报销", [other], relativity=0)
 
 
 def test_a_document_that_cannot_be_parsed_ends_failed(client: MemosClient) -> None:
-    kb_id = client.create_knowledge_base("broken")
+    kb_id = client.create_knowledgebase("broken")
     [file] = upload(
         client, kb_id, FileInput.from_bytes(b"not a pdf at all", name="x.pdf", mime_type="application/pdf")
     )
@@ -195,19 +193,19 @@ def test_a_document_that_cannot_be_parsed_ends_failed(client: MemosClient) -> No
 def test_an_unknown_kb_id_is_not_found(client: MemosClient) -> None:
     unknown = "0" * 32
     with pytest.raises(MemosNotFound):
-        client.list_files(unknown)
+        client.list_knowledgebase_files(unknown)
     with pytest.raises(MemosNotFound):
-        client.search("r", "q", [unknown])
+        client.search_memory("r", "q", [unknown])
     with pytest.raises(MemosNotFound):
-        client.add_files(unknown, [markdown()])
-    client.delete_knowledge_base(unknown, delete_all=True)  # not found counts as done
-    client.delete_files([unknown])
+        client.add_knowledgebase_files(unknown, [markdown()])
+    client.delete_knowledgebase(unknown, delete_all=True)  # not found counts as done
+    client.delete_knowledgebase_files([unknown])
 
 
 def test_a_wrong_api_key_is_refetched_once_then_refused(memos_emulator: Any) -> None:
     keys = RecordingKeys("wrong-key")
     with make_client(memos_emulator, keys) as client, pytest.raises(MemosAuthError):
-        client.create_knowledge_base("x")
+        client.create_knowledgebase("x")
     assert keys.calls == [False, True]
     assert calls(memos_emulator, "/create/knowledgebase") == 2
 
@@ -215,17 +213,17 @@ def test_a_wrong_api_key_is_refetched_once_then_refused(memos_emulator: Any) -> 
 def test_a_rotated_key_is_picked_up_after_an_auth_error(memos_emulator: Any) -> None:
     keys = RecordingKeys("stale-key", memos_emulator.api_key)
     with make_client(memos_emulator, keys) as client:
-        assert client.create_knowledge_base("x")
+        assert client.create_knowledgebase("x")
     assert keys.calls == [False, True]
 
 
 def test_a_key_of_another_project_cannot_see_our_kb(client: MemosClient, memos_emulator: Any) -> None:
-    kb_id = client.create_knowledge_base("ours")
+    kb_id = client.create_knowledgebase("ours")
     with make_client(memos_emulator, RecordingKeys(memos_emulator.other_project_key)) as theirs:
         with pytest.raises(MemosNotFound):
-            theirs.list_files(kb_id)
+            theirs.list_knowledgebase_files(kb_id)
         with pytest.raises(MemosNotFound):
-            theirs.search("r", "q", [kb_id])
+            theirs.search_memory("r", "q", [kb_id])
 
 
 @pytest.mark.parametrize(
@@ -244,9 +242,9 @@ def test_a_key_of_another_project_cannot_see_our_kb(client: MemosClient, memos_e
 def test_files_over_limits_or_malformed_are_rejected(
     client: MemosClient, memos_emulator: Any, files: list[FileInput], error: int
 ) -> None:
-    kb_id = client.create_knowledge_base("limits")
+    kb_id = client.create_knowledgebase("limits")
     with pytest.raises(MemosRejectedInput) as caught:
-        client.add_files(kb_id, files)
+        client.add_knowledgebase_files(kb_id, files)
     assert caught.value.code == error
     assert calls(memos_emulator, "/add/knowledgebase-file") == 1
 
@@ -269,7 +267,7 @@ def test_injected_faults_reach_the_client_as_typed_errors(
 ) -> None:
     memos_emulator.add_fault("/create/knowledgebase", **fault)
     with make_client(memos_emulator) as client, pytest.raises(error):
-        client.create_knowledge_base("x")
+        client.create_knowledgebase("x")
     # Create is never repeated once MemOS has seen it
     assert calls(memos_emulator, "/create/knowledgebase") == 1
 
@@ -281,9 +279,9 @@ def test_an_injected_auth_fault_refreshes_the_key_and_persists_as_auth_error(
     memos_emulator.add_fault("/search/memory", **fault)
     keys = RecordingKeys(memos_emulator.api_key)
     with make_client(memos_emulator, keys) as client:
-        kb_id = client.create_knowledge_base("x")
+        kb_id = client.create_knowledgebase("x")
         with pytest.raises(MemosAuthError):
-            client.search("r", "q", [kb_id])
+            client.search_memory("r", "q", [kb_id])
     assert keys.calls == [False, False, True]
 
 
@@ -291,35 +289,35 @@ def test_a_one_off_auth_fault_is_survived_by_the_refresh(memos_emulator: Any) ->
     memos_emulator.add_fault("/get/knowledgebase-file", http_status=401, times=1)
     keys = RecordingKeys(memos_emulator.api_key)
     with make_client(memos_emulator, keys) as client:
-        kb_id = client.create_knowledge_base("x")
-        assert client.list_files(kb_id).files == []
+        kb_id = client.create_knowledgebase("x")
+        assert client.list_knowledgebase_files(kb_id).files == []
     assert keys.calls == [False, False, True]
 
 
 @pytest.mark.parametrize("fault", [{"code": 50004}, {"code": 40309}, {"http_status": 503}])
 def test_safe_calls_retry_transient_faults_and_recover(memos_emulator: Any, fault: dict[str, Any]) -> None:
     with make_client(memos_emulator, max_attempts=3) as client:
-        kb_id = client.create_knowledge_base("x")
+        kb_id = client.create_knowledgebase("x")
         memos_emulator.add_fault("/search/memory", times=2, **fault)
-        assert client.search("r", "q", [kb_id]) == []
+        assert client.search_memory("r", "q", [kb_id]) == []
     assert calls(memos_emulator, "/search/memory") == 3
 
 
 def test_safe_calls_give_up_after_max_attempts(memos_emulator: Any) -> None:
     with make_client(memos_emulator, max_attempts=3) as client:
-        kb_id = client.create_knowledge_base("x")
+        kb_id = client.create_knowledgebase("x")
         memos_emulator.add_fault("/get/knowledgebase-file", code=50005)
         with pytest.raises(MemosUnavailable):
-            client.list_files(kb_id)
+            client.list_knowledgebase_files(kb_id)
     assert calls(memos_emulator, "/get/knowledgebase-file") == 3
 
 
 def test_add_files_is_not_repeated_after_a_server_fault(memos_emulator: Any) -> None:
     with make_client(memos_emulator, max_attempts=3) as client:
-        kb_id = client.create_knowledge_base("x")
+        kb_id = client.create_knowledgebase("x")
         memos_emulator.add_fault("/add/knowledgebase-file", code=50002, times=1)
         with pytest.raises(MemosUnavailable):
-            client.add_files(kb_id, [markdown()])
+            client.add_knowledgebase_files(kb_id, [markdown()])
     assert calls(memos_emulator, "/add/knowledgebase-file") == 1
 
 
@@ -329,7 +327,7 @@ def test_latency_beyond_the_read_timeout_is_unavailable(memos_emulator: Any) -> 
     with make_client(memos_emulator, timeout=timeout) as client:
         started = time.monotonic()
         with pytest.raises(MemosUnavailable) as caught:
-            client.create_knowledge_base("slow")
+            client.create_knowledgebase("slow")
         assert time.monotonic() - started < 1.0
     assert caught.value.request_sent is True
     assert calls(memos_emulator, "/create/knowledgebase") == 1
@@ -338,9 +336,9 @@ def test_latency_beyond_the_read_timeout_is_unavailable(memos_emulator: Any) -> 
 def test_a_slow_search_is_retried_within_its_timeout(memos_emulator: Any) -> None:
     timeout = httpx.Timeout(connect=1.0, read=0.2, write=1.0, pool=1.0)
     with make_client(memos_emulator, timeout=timeout, max_attempts=2) as client:
-        kb_id = client.create_knowledge_base("x")
+        kb_id = client.create_knowledgebase("x")
         memos_emulator.add_fault("/search/memory", latency_ms=600, times=1)
-        assert client.search("r", "q", [kb_id]) == []
+        assert client.search_memory("r", "q", [kb_id]) == []
     assert calls(memos_emulator, "/search/memory") == 2
 
 
@@ -351,5 +349,5 @@ def test_nothing_listening_is_unavailable_without_sending(memos_emulator: Any) -
         ) as client,
         pytest.raises(MemosUnavailable) as caught,
     ):
-        client.create_knowledge_base("x")
+        client.create_knowledgebase("x")
     assert caught.value.request_sent is False

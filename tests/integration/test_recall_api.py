@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from memmy_kb.dependencies import get_repository, reset_dependencies
-from memmy_kb.memos import FileInput, MemosClient
-from memmy_kb.memos_key import StaticApiKeyProvider
+from memmy_kb.adapters.memos.client import MemosClient
+from memmy_kb.adapters.memos.key import StaticApiKeyProvider
+from memmy_kb.adapters.memos.models import FileInput
+from memmy_kb.api.dependencies import get_kb_store, reset_dependencies
 from tests.support.events import FakeLambdaContext, claims_for, http_event
 
 SEARCH = "/search/memory"
@@ -56,9 +57,9 @@ def wait_until_processed(service, memos_kb_id: str, timeout: float = 10.0) -> No
 
 def add_document(service, kb_id: str, filename: str, text: str) -> None:
     """Put a document into the KB's MemOS KB directly, as the ingest would, and wait until searchable."""
-    memos_kb_id = get_repository().get_knowledge_base(kb_id).memos_kb_id
+    memos_kb_id = get_kb_store().get_kb(kb_id).memos_kb_id
     with memos_client(service) as client:
-        client.add_files(
+        client.add_knowledgebase_files(
             memos_kb_id, [FileInput.from_bytes(text.encode(), name=filename, mime_type="text/markdown")]
         )
     wait_until_processed(service, memos_kb_id)

@@ -6,8 +6,8 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb import sharing
-from memmy_kb.scope import compute_recall_scope
+from memmy_kb.domain import sharing
+from memmy_kb.domain.access import compute_recall_scope
 from tests.support.events import claims_for
 
 ALICE_PHONE = "+8613800138000"
@@ -36,8 +36,8 @@ def share(service, kb_id, identifier, user="alice"):
 
 
 def scope(service, user):
-    repo = service.function_module("manage_kb").get_repository()
-    return {entry.kb_id for entry in compute_recall_scope(repo, user)}
+    repo = service.stores
+    return {entry.kb_id for entry in compute_recall_scope(repo.kbs, user)}
 
 
 def memos_calls(service) -> int:

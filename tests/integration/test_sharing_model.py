@@ -17,7 +17,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from memmy_kb.scope import compute_recall_scope
+from memmy_kb.domain.access import compute_recall_scope
 from tests.support.events import claims_for
 
 
@@ -29,8 +29,8 @@ class ModelKb:
 
 
 def _empty_table(service) -> None:
-    repo = service.function_module("manage_kb").get_repository()
-    client, table = repo._client, repo.table_name
+    repo = service.stores
+    client, table = repo.table.client, repo.table.name
     for page in client.get_paginator("scan").paginate(TableName=table, ProjectionExpression="PK, SK"):
         for item in page["Items"]:
             client.delete_item(TableName=table, Key=item)
@@ -140,7 +140,7 @@ def test_lists_and_scopes_follow_the_model(service):
 
         @invariant()
         def lists_and_scopes_match(self):
-            repo = service.function_module("manage_kb").get_repository()
+            repo = service.stores
             for user, uid in enumerate(self.user_ids):
                 expected = {
                     (kb_id, kb.name, "owner" if kb.owner == user else "reader", self.recall[(user, kb_id)])
@@ -149,7 +149,7 @@ def test_lists_and_scopes_follow_the_model(service):
                 }
                 items = service.call("GET", "/knowledge-bases", uid).body["items"]
                 assert {(k["id"], k["name"], k["role"], k["recall"]) for k in items} == expected
-                scope = {entry.kb_id for entry in compute_recall_scope(repo, uid)}
+                scope = {entry.kb_id for entry in compute_recall_scope(repo.kbs, uid)}
                 assert scope == {kb_id for kb_id, _, _, recall in expected if recall}
 
     run_state_machine_as_test(

@@ -8,7 +8,7 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.models import FolderRecord, utc_now
+from memmy_kb.records import FolderRecord, utc_now
 from tests.support.uploads import (
     create_kb,
     get_upload,
@@ -120,7 +120,7 @@ def test_invalid_uploads_are_refused_with_their_code_and_nothing_recorded(servic
     reply = service.call("POST", f"/knowledge-bases/{kb_id}/uploads", "alice", body=body)
 
     assert (reply.status, reply.body["error"]["code"]) == (status, code), reply.body
-    assert repository(service).list_kb_contents(kb_id)[2] == []
+    assert repository(service).query_kb_items(kb_id)[2] == []
 
 
 def test_the_limits_themselves_are_accepted(service):
@@ -151,7 +151,7 @@ def test_the_pinned_content_type_fits_the_extension(service, filename, declared,
 
 def test_an_upload_into_a_folder_records_the_folder(service):
     kb_id = create_kb(service)
-    repository(service).create_folder(
+    repository(service).put_folder(
         FolderRecord(kb_id=kb_id, folder_id="fo_docs", name="Docs", created_at=utc_now())
     )
 
@@ -175,7 +175,7 @@ def test_an_idempotency_key_replays_the_same_upload_and_refuses_another_body(ser
     assert again.body == first.body
     assert other.status == HTTPStatus.UNPROCESSABLE_ENTITY
     assert other.body["error"]["code"] == "idempotency_key_reused"
-    assert len(repository(service).list_kb_contents(kb_id)[2]) == 1
+    assert len(repository(service).query_kb_items(kb_id)[2]) == 1
 
 
 def test_readers_are_refused_and_strangers_see_no_kb(service):
@@ -192,4 +192,4 @@ def test_readers_are_refused_and_strangers_see_no_kb(service):
     assert (reader.status, reader.body["error"]["code"]) == (HTTPStatus.FORBIDDEN, "owner_only")
     assert stranger.status == HTTPStatus.NOT_FOUND
     assert stranger.body == missing.body
-    assert repository(service).list_kb_contents(kb_id)[2] == []
+    assert repository(service).query_kb_items(kb_id)[2] == []

@@ -12,6 +12,10 @@ from typing import Any
 import pytest
 from moto import mock_aws
 
+from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
+from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
+from memmy_kb.adapters.dynamodb.profiles import DynamoProfileStore
+from memmy_kb.adapters.dynamodb.table import DynamoTable
 from memmy_local.provision import provision
 from memmy_local.template import function_environment, http_routes, load_template
 from tests.support.emulator import EmulatorHandle
@@ -85,6 +89,11 @@ class Service:
                 return route_path, module, match
         raise AssertionError(f"no route for {method} {path} in template.yaml")
 
+    @property
+    def stores(self) -> Stores:
+        """The table's stores (KBs and grants, contents, profiles), for seeding state and checking it."""
+        return stores_for(self.refs["Table"])
+
     def function_module(self, name: str) -> Any:
         return importlib.import_module(f"functions.{name}.app")
 
@@ -106,8 +115,8 @@ class Service:
 def _reset_caches() -> None:
     from aws_lambda_powertools.utilities import parameters
 
-    from memmy_kb.dependencies import reset_dependencies
-    from memmy_kb.idempotency import reset_idempotency
+    from memmy_kb.api.dependencies import reset_dependencies
+    from memmy_kb.api.idempotency import reset_idempotency
 
     reset_dependencies()
     reset_idempotency()
@@ -154,3 +163,20 @@ def service(
         _reset_caches()
         yield Service(template=template, refs=resources.refs, memos=memos_emulator)
         _reset_caches()
+
+
+@dataclass(frozen=True)
+class Stores:
+    """The DynamoDB adapters on the service's table, as the handlers build them: for seeding and checks."""
+
+    table: DynamoTable
+    kbs: DynamoKnowledgeBaseStore
+    contents: DynamoContentStore
+    profiles: DynamoProfileStore
+
+
+def stores_for(table_name: str) -> Stores:
+    import boto3
+
+    table = DynamoTable(table_name, boto3.client("dynamodb", region_name="us-east-1"))
+    return Stores(table, DynamoKnowledgeBaseStore(table), DynamoContentStore(table), DynamoProfileStore(table))

@@ -8,18 +8,18 @@ from datetime import UTC, datetime
 
 import httpx
 
-from memmy_kb.models import FileRecord
-from memmy_kb.repository import _dump, file_key
+from memmy_kb.adapters.dynamodb.table import dump, file_key
+from memmy_kb.records import FileRecord
 
 
 def put_item(service, item: dict) -> None:
-    repo = service.function_module("manage_kb").get_repository()
-    repo._client.put_item(TableName=repo.table_name, Item=_dump(item))
+    repo = service.stores
+    repo.table.client.put_item(TableName=repo.table.name, Item=dump(item))
 
 
 def add_file(service, kb_id: str, owner: str, name: str, content: bytes, folder_id: str | None = None) -> str:
     """A file as the ingest leaves it: added to the KB's MemOS KB (the emulator's API) plus a FILE item."""
-    memos_kb = service.function_module("manage_kb").get_repository().get_grant(owner, kb_id).memos_kb_id
+    memos_kb = service.stores.kbs.get_grant(owner, kb_id).memos_kb_id
     reply = httpx.post(
         f"{service.memos.base_url}/add/knowledgebase-file",
         headers={"Authorization": f"Token {service.memos.api_key}"},

@@ -14,8 +14,9 @@ import boto3
 import requests
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
-from memmy_kb.models import UploadRecord
-from memmy_kb.repository import Repository, upload_key
+from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
+from memmy_kb.adapters.dynamodb.table import upload_key
+from memmy_kb.records import UploadRecord
 from memmy_local.runners import sqs_event
 
 REGION = "us-east-1"
@@ -100,8 +101,9 @@ def drain_ingest(service: Any, *, max_rounds: int = 20) -> IngestRun:
     return run
 
 
-def repository(service: Any) -> Repository:
-    return Repository(service.refs["Table"], boto3.client("dynamodb", region_name=REGION))
+def repository(service: Any) -> DynamoContentStore:
+    """The content store (folders, files, uploads) on the service's table."""
+    return service.stores.contents
 
 
 def get_upload(service: Any, kb_id: str, upload_id: str) -> UploadRecord:

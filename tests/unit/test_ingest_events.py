@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from memmy_kb.ingest import object_keys
+from memmy_kb.api.events import object_keys
 from memmy_local.runners import sqs_event, sqs_sources
 from memmy_local.template import load_template
 

@@ -14,20 +14,22 @@ from typing import Any
 import httpx
 import pytest
 
-from memmy_kb.memos import (
-    FileInput,
-    FilePage,
-    FileStatus,
+from memmy_kb.adapters.memos.client import MemosClient
+from memmy_kb.adapters.memos.errors import (
     MemosAuthError,
-    MemosClient,
     MemosError,
-    MemosFile,
-    MemosMemory,
     MemosNotFound,
     MemosQuotaExceeded,
     MemosRateLimited,
     MemosRejectedInput,
     MemosUnavailable,
+)
+from memmy_kb.adapters.memos.models import (
+    FileInput,
+    FilePage,
+    FileStatus,
+    MemosFile,
+    MemosMemory,
     normalise_file_status,
     parse_timestamp,
 )
@@ -139,7 +141,7 @@ def test_every_call_is_a_json_post_with_the_token_header() -> None:
     # Given a client over a recording transport
     h = harness(envelope({"id": KB_ID}))
     # When creating a KB
-    h.client.create_knowledge_base("Handbook", "team docs")
+    h.client.create_knowledgebase("Handbook", "team docs")
     # Then the request is a JSON POST to the prefixed path with the Token header
     request = h.memos.requests[0]
     assert request.method == "POST"
@@ -156,13 +158,13 @@ def test_base_url_with_trailing_slash_and_other_prefix() -> None:
         lambda _force: API_KEY,
         http=httpx.Client(transport=httpx.MockTransport(memos)),
     )
-    client.create_knowledge_base("x")
+    client.create_knowledgebase("x")
     assert str(memos.requests[0].url) == "http://127.0.0.1:9/custom/prefix/create/knowledgebase"
 
 
 def test_create_without_description_omits_it() -> None:
     h = harness(envelope({"id": KB_ID}))
-    h.client.create_knowledge_base("Handbook")
+    h.client.create_knowledgebase("Handbook")
     assert h.memos.bodies[0] == {"knowledgebase_name": "Handbook"}
 
 
@@ -173,7 +175,7 @@ def test_add_files_body() -> None:
         FileInput(content="https://example.test/a.pdf"),
         FileInput.from_bytes("# 你好".encode(), name="zh.md", mime_type="text/markdown"),
     ]
-    h.client.add_files(KB_ID, files)
+    h.client.add_knowledgebase_files(KB_ID, files)
     assert str(h.memos.requests[0].url) == f"{BASE_URL}/add/knowledgebase-file"
     assert h.memos.bodies[0] == {
         "knowledgebase_id": KB_ID,
@@ -188,26 +190,26 @@ def test_add_files_body() -> None:
 def test_add_files_refuses_an_empty_list() -> None:
     h = harness(envelope([file_item()]))
     with pytest.raises(ValueError, match="at least one"):
-        h.client.add_files(KB_ID, [])
+        h.client.add_knowledgebase_files(KB_ID, [])
     assert h.memos.requests == []
 
 
 def test_get_files_sends_only_file_ids() -> None:
     h = harness(envelope({"file_detail_list": [file_item("completed")]}))
-    h.client.get_files([FILE_ID, "other"])
+    h.client.get_knowledgebase_files([FILE_ID, "other"])
     assert str(h.memos.requests[0].url) == f"{BASE_URL}/get/knowledgebase-file"
     assert h.memos.bodies[0] == {"file_ids": [FILE_ID, "other"]}
 
 
 def test_get_files_with_no_ids_makes_no_call() -> None:
     h = harness(envelope({"file_detail_list": []}))
-    assert h.client.get_files([]) == []
+    assert h.client.get_knowledgebase_files([]) == []
     assert h.memos.requests == []
 
 
 def test_list_files_body() -> None:
     h = harness(envelope({"total": 0, "page": 2, "page_size": 5, "file_detail_list": []}))
-    h.client.list_files(KB_ID, page=2, page_size=5)
+    h.client.list_knowledgebase_files(KB_ID, page=2, page_size=5)
     assert h.memos.bodies[0] == {"knowledgebase_id": KB_ID, "page": 2, "page_size": 5}
 
 
@@ -215,33 +217,33 @@ def test_list_files_body() -> None:
 def test_list_files_refuses_bad_paging(page: int, page_size: int) -> None:
     h = harness(envelope({}))
     with pytest.raises(ValueError, match="at least 1"):
-        h.client.list_files(KB_ID, page=page, page_size=page_size)
+        h.client.list_knowledgebase_files(KB_ID, page=page, page_size=page_size)
 
 
 def test_delete_files_body() -> None:
     h = harness(envelope({"success": True}))
-    h.client.delete_files([FILE_ID])
+    h.client.delete_knowledgebase_files([FILE_ID])
     assert str(h.memos.requests[0].url) == f"{BASE_URL}/delete/knowledgebase-file"
     assert h.memos.bodies[0] == {"file_ids": [FILE_ID]}
 
 
 def test_delete_files_with_no_ids_makes_no_call() -> None:
     h = harness(envelope({"success": True}))
-    h.client.delete_files([])
+    h.client.delete_knowledgebase_files([])
     assert h.memos.requests == []
 
 
 @pytest.mark.parametrize("delete_all", [True, False])
 def test_delete_knowledge_base_body(delete_all: bool) -> None:
     h = harness(envelope({"success": True}))
-    h.client.delete_knowledge_base(KB_ID, delete_all=delete_all)
+    h.client.delete_knowledgebase(KB_ID, delete_all=delete_all)
     assert str(h.memos.requests[0].url) == f"{BASE_URL}/delete/knowledgebase"
     assert h.memos.bodies[0] == {"knowledgebase_id": KB_ID, "delete_all": delete_all}
 
 
 def test_search_body_names_exactly_the_scope_and_no_other_memories() -> None:
     h = harness(envelope({"memory_detail_list": []}))
-    h.client.search("kb-reader-u1", "季度营收", [KB_ID, "kb2"], limit=5, relativity=0.3)
+    h.client.search_memory("kb-reader-u1", "季度营收", [KB_ID, "kb2"], limit=5, relativity=0.3)
     assert str(h.memos.requests[0].url) == f"{BASE_URL}/search/memory"
     assert h.memos.bodies[0] == {
         "user_id": "kb-reader-u1",
@@ -257,7 +259,7 @@ def test_search_body_names_exactly_the_scope_and_no_other_memories() -> None:
 
 def test_search_defaults_leave_relativity_to_memos() -> None:
     h = harness(envelope({"memory_detail_list": []}))
-    h.client.search("kb-reader-u1", "q", [KB_ID])
+    h.client.search_memory("kb-reader-u1", "q", [KB_ID])
     body = h.memos.bodies[0]
     assert body["memory_limit_number"] == 9
     assert "relativity" not in body
@@ -267,7 +269,7 @@ def test_search_defaults_leave_relativity_to_memos() -> None:
 def test_search_refuses_an_empty_or_all_scope(kb_ids: list[str]) -> None:
     h = harness(envelope({"memory_detail_list": []}))
     with pytest.raises(ValueError, match="knowledge base id"):
-        h.client.search("kb-reader-u1", "q", kb_ids)
+        h.client.search_memory("kb-reader-u1", "q", kb_ids)
     assert h.memos.requests == []
 
 
@@ -275,7 +277,7 @@ def test_search_refuses_an_empty_or_all_scope(kb_ids: list[str]) -> None:
 def test_search_refuses_out_of_range_limits(limit: int, relativity: float | None) -> None:
     h = harness(envelope({"memory_detail_list": []}))
     with pytest.raises(ValueError, match="between"):
-        h.client.search("kb-reader-u1", "q", [KB_ID], limit=limit, relativity=relativity)
+        h.client.search_memory("kb-reader-u1", "q", [KB_ID], limit=limit, relativity=relativity)
     assert h.memos.requests == []
 
 
@@ -288,19 +290,19 @@ def test_search_refuses_out_of_range_limits(limit: int, relativity: float | None
 )
 def test_create_reads_id_or_knowledgebase_id_under_either_success_code(code: Any, data: Any) -> None:
     h = harness(httpx.Response(HTTPStatus.OK, json={"code": code, "data": data, "message": "ok"}))
-    assert h.client.create_knowledge_base("Handbook") == KB_ID
+    assert h.client.create_knowledgebase("Handbook") == KB_ID
 
 
 def test_create_accepts_a_numeric_id() -> None:
     h = harness(envelope({"id": 42}))
-    assert h.client.create_knowledge_base("Handbook") == "42"
+    assert h.client.create_knowledgebase("Handbook") == "42"
 
 
 @pytest.mark.parametrize("data", [None, {}, {"id": ""}, []])
 def test_create_without_an_id_is_unavailable_and_not_retried(data: Any) -> None:
     h = harness(envelope(data))
     with pytest.raises(MemosUnavailable):
-        h.client.create_knowledge_base("Handbook")
+        h.client.create_knowledgebase("Handbook")
     assert len(h.memos.requests) == 1
 
 
@@ -308,7 +310,7 @@ def test_create_without_an_id_is_unavailable_and_not_retried(data: Any) -> None:
 def test_add_files_accepts_a_list(code: int) -> None:
     second = file_item("running", id="f2", name="b.md")
     h = harness(envelope([file_item(), second], code=code))
-    added = h.client.add_files(KB_ID, [FileInput(content="aGk=", name="a.md")] * 2)
+    added = h.client.add_knowledgebase_files(KB_ID, [FileInput(content="aGk=", name="a.md")] * 2)
     assert [f.id for f in added] == [FILE_ID, "f2"]
     assert all(f.status is FileStatus.PROCESSING for f in added)
     assert added[0].size_mb == pytest.approx(0.01)
@@ -316,7 +318,7 @@ def test_add_files_accepts_a_list(code: int) -> None:
 
 def test_add_files_accepts_a_single_object() -> None:
     h = harness(envelope(file_item("running")))
-    added = h.client.add_files(KB_ID, [FileInput(content="aGk=", name="a.md")])
+    added = h.client.add_knowledgebase_files(KB_ID, [FileInput(content="aGk=", name="a.md")])
     assert added == [
         MemosFile(id=FILE_ID, name="notes.md", type="document", status="running", size_mb=0.01)  # type: ignore[arg-type]
     ]
@@ -327,7 +329,7 @@ def test_add_files_accepts_a_single_object() -> None:
 def test_add_files_reply_without_files_is_unavailable_not_silent(data: Any) -> None:
     h = harness(envelope(data))
     with pytest.raises(MemosUnavailable):
-        h.client.add_files(KB_ID, [FileInput(content="aGk=", name="a.md")])
+        h.client.add_knowledgebase_files(KB_ID, [FileInput(content="aGk=", name="a.md")])
     assert len(h.memos.requests) == 1
 
 
@@ -355,7 +357,7 @@ def test_add_files_reply_without_files_is_unavailable_not_silent(data: Any) -> N
 )
 def test_every_status_spelling_is_normalised(raw: str, expected: FileStatus) -> None:
     h = harness(envelope({"file_detail_list": [file_item(raw)]}))
-    [file] = h.client.get_files([FILE_ID])
+    [file] = h.client.get_knowledgebase_files([FILE_ID])
     assert file.status is expected
     assert file.raw_status == raw
 
@@ -399,8 +401,8 @@ def test_file_and_memory_timestamps_in_either_form(stamp: Any) -> None:
         envelope({"file_detail_list": [file_item("completed", create_time=stamp, update_time=stamp)]}),
         envelope({"memory_detail_list": [memory_item(create_time=stamp, update_time=stamp)]}),
     )
-    [file] = h.client.get_files([FILE_ID])
-    [memory] = h.client.search("r", "q", [KB_ID])
+    [file] = h.client.get_knowledgebase_files([FILE_ID])
+    [memory] = h.client.search_memory("r", "q", [KB_ID])
     assert file.created_at == file.updated_at == expected
     assert memory.created_at == memory.updated_at == expected
 
@@ -408,7 +410,7 @@ def test_file_and_memory_timestamps_in_either_form(stamp: Any) -> None:
 @pytest.mark.parametrize(("size", "expected"), [("1024", "1024"), (1024, 1024), (1.5, 1.5), (None, None)])
 def test_file_size_is_kept_as_given(size: Any, expected: Any) -> None:
     h = harness(envelope({"file_detail_list": [file_item("completed", size=size)]}))
-    [file] = h.client.get_files([FILE_ID])
+    [file] = h.client.get_knowledgebase_files([FILE_ID])
     assert file.size == expected
     assert type(file.size) is type(expected)
 
@@ -427,7 +429,7 @@ def test_files_tolerate_extra_null_and_missing_fields() -> None:
         {"id": 7, "status": "failed", "sizeMB": "2.5", "type": None},
     ]
     h = harness(envelope({"file_detail_list": items, "page": None}))
-    files = h.client.get_files([FILE_ID, "f2", "7"])
+    files = h.client.get_knowledgebase_files([FILE_ID, "f2", "7"])
     assert [(f.id, f.status, f.size_mb) for f in files] == [
         (FILE_ID, FileStatus.AVAILABLE, None),
         ("f2", FileStatus.PROCESSING, None),
@@ -439,25 +441,25 @@ def test_files_tolerate_extra_null_and_missing_fields() -> None:
 def test_unreadable_file_lists_are_unavailable(data: Any) -> None:
     h = harness(envelope(data), max_attempts=1)
     with pytest.raises(MemosUnavailable):
-        h.client.get_files([FILE_ID])
+        h.client.get_knowledgebase_files([FILE_ID])
 
 
 def test_get_files_accepts_a_bare_list_and_null_data() -> None:
     h = harness(envelope([file_item("completed")]), envelope(None))
-    assert [f.id for f in h.client.get_files([FILE_ID])] == [FILE_ID]
-    assert h.client.get_files([FILE_ID]) == []
+    assert [f.id for f in h.client.get_knowledgebase_files([FILE_ID])] == [FILE_ID]
+    assert h.client.get_knowledgebase_files([FILE_ID]) == []
 
 
 def test_list_files_reads_page_fields() -> None:
     h = harness(envelope({"total": "45", "page": 2, "page_size": 20, "file_detail_list": [file_item()]}))
-    page = h.client.list_files(KB_ID, page=2)
+    page = h.client.list_knowledgebase_files(KB_ID, page=2)
     assert page == FilePage(total=45, page=2, page_size=20, files=[MemosFile.model_validate(file_item())])
     assert page.has_more
 
 
 def test_list_files_fills_missing_page_fields_from_the_request() -> None:
     h = harness(envelope({"file_detail_list": [file_item()]}))
-    page = h.client.list_files(KB_ID, page=3, page_size=10)
+    page = h.client.list_knowledgebase_files(KB_ID, page=3, page_size=10)
     assert (page.total, page.page, page.page_size) == (None, 3, 10)
     assert not page.has_more
 
@@ -471,7 +473,7 @@ def test_iter_files_pages_through_all_using_total() -> None:
         envelope({"total": 5, "page": 2, "page_size": 2, "file_detail_list": files(2, 2)}),
         envelope({"total": 5, "page": 3, "page_size": 2, "file_detail_list": files(1, 4)}),
     )
-    assert [f.id for f in h.client.iter_files(KB_ID, page_size=2)] == ["f0", "f1", "f2", "f3", "f4"]
+    assert [f.id for f in h.client.iter_knowledgebase_files(KB_ID, page_size=2)] == ["f0", "f1", "f2", "f3", "f4"]
     assert [b["page"] for b in h.memos.bodies] == [1, 2, 3]
 
 
@@ -480,26 +482,26 @@ def test_iter_files_without_total_stops_at_a_short_page() -> None:
         envelope({"file_detail_list": [file_item(id="a"), file_item(id="b")]}),
         envelope({"file_detail_list": [file_item(id="c")]}),
     )
-    assert [f.id for f in h.client.iter_files(KB_ID, page_size=2)] == ["a", "b", "c"]
+    assert [f.id for f in h.client.iter_knowledgebase_files(KB_ID, page_size=2)] == ["a", "b", "c"]
     assert len(h.memos.requests) == 2
 
 
 def test_iter_files_stops_when_the_server_ignores_the_page() -> None:
     same = envelope({"total": 100, "file_detail_list": [file_item(id="a"), file_item(id="b")]})
     h = harness(same)
-    assert [f.id for f in h.client.iter_files(KB_ID, page_size=2)] == ["a", "b"]
+    assert [f.id for f in h.client.iter_knowledgebase_files(KB_ID, page_size=2)] == ["a", "b"]
     assert len(h.memos.requests) == 2
 
 
 def test_iter_files_of_an_empty_kb() -> None:
     h = harness(envelope({"total": 0, "file_detail_list": []}))
-    assert list(h.client.iter_files(KB_ID)) == []
+    assert list(h.client.iter_knowledgebase_files(KB_ID)) == []
 
 
 @pytest.mark.parametrize("code", [0, 200])
 def test_search_maps_memory_items(code: int) -> None:
     h = harness(envelope({"memory_detail_list": [memory_item()], "preference_detail_list": []}, code=code))
-    [memory] = h.client.search("kb-reader-u1", "营收", [KB_ID])
+    [memory] = h.client.search_memory("kb-reader-u1", "营收", [KB_ID])
     assert memory.id == "m1"
     assert memory.title == "季度报告"
     assert memory.content == "营收增长了百分之十。"
@@ -526,7 +528,7 @@ def test_search_tolerates_missing_null_and_extra_fields() -> None:
         "not an object",
     ]
     h = harness(envelope({"memory_detail_list": items}))
-    memories = h.client.search("r", "q", [KB_ID])
+    memories = h.client.search_memory("r", "q", [KB_ID])
     assert [(m.id, m.title, m.content, m.score, m.tags) for m in memories] == [
         (None, "", "only text", None, []),
         (None, "", "", None, []),
@@ -537,14 +539,14 @@ def test_search_tolerates_missing_null_and_extra_fields() -> None:
 @pytest.mark.parametrize("data", [None, {}, {"memory_detail_list": None}])
 def test_search_with_no_hits(data: Any) -> None:
     h = harness(envelope(data))
-    assert h.client.search("r", "q", [KB_ID]) == []
+    assert h.client.search_memory("r", "q", [KB_ID]) == []
 
 
 @pytest.mark.parametrize("data", [[], "x", {"memory_detail_list": "x"}])
 def test_search_with_an_unreadable_reply_is_unavailable(data: Any) -> None:
     h = harness(envelope(data), max_attempts=1)
     with pytest.raises(MemosUnavailable):
-        h.client.search("r", "q", [KB_ID])
+        h.client.search_memory("r", "q", [KB_ID])
 
 
 def test_memory_repr_hides_the_content() -> None:
@@ -595,7 +597,7 @@ CODE_FAMILIES = [
 def test_error_codes_in_an_http_200_reply_map_to_their_family(code: int, family: type[MemosError]) -> None:
     h = harness(memos_error(code, message="something"), max_attempts=1)
     with pytest.raises(MemosError) as caught:
-        h.client.get_files([FILE_ID])
+        h.client.get_knowledgebase_files([FILE_ID])
     assert type(caught.value) is family
     assert caught.value.code == code
     assert caught.value.http_status == HTTPStatus.OK
@@ -607,14 +609,14 @@ def test_error_codes_in_an_http_200_reply_map_to_their_family(code: int, family:
 def test_error_codes_with_an_http_error_status_map_by_code(code: int, family: type[MemosError]) -> None:
     h = harness(memos_error(code, status=HTTPStatus.BAD_REQUEST), max_attempts=1)
     with pytest.raises(family) as caught:
-        h.client.list_files(KB_ID)
+        h.client.list_knowledgebase_files(KB_ID)
     assert caught.value.http_status == HTTPStatus.BAD_REQUEST
 
 
 def test_the_code_wins_over_the_message_text() -> None:
     h = harness(memos_error(40007, message="knowledge base does not exist; rate limited; unauthorized"))
     with pytest.raises(MemosRejectedInput):
-        h.client.get_files([FILE_ID])
+        h.client.get_knowledgebase_files([FILE_ID])
 
 
 @pytest.mark.parametrize(
@@ -640,7 +642,7 @@ def test_http_error_statuses_without_a_code_map_to_their_family(
 ) -> None:
     h = harness(httpx.Response(status, content=body), max_attempts=1)
     with pytest.raises(MemosError) as caught:
-        h.client.delete_files([FILE_ID])
+        h.client.delete_knowledgebase_files([FILE_ID])
     assert type(caught.value) is family
     assert caught.value.http_status == status
     assert caught.value.code is None
@@ -650,7 +652,7 @@ def test_an_http_404_without_a_code_is_not_treated_as_already_deleted() -> None:
     # A wrong base URL must not make cleanup believe the KB is gone.
     h = harness(httpx.Response(HTTPStatus.NOT_FOUND, text="no route"))
     with pytest.raises(MemosError) as caught:
-        h.client.delete_knowledge_base(KB_ID, delete_all=True)
+        h.client.delete_knowledgebase(KB_ID, delete_all=True)
     assert not isinstance(caught.value, MemosNotFound)
 
 
@@ -668,7 +670,7 @@ def test_an_http_404_without_a_code_is_not_treated_as_already_deleted() -> None:
 def test_non_json_or_garbled_replies_are_unavailable(response: httpx.Response) -> None:
     h = harness(response, max_attempts=1)
     with pytest.raises(MemosUnavailable):
-        h.client.search("r", "q", [KB_ID])
+        h.client.search_memory("r", "q", [KB_ID])
 
 
 @pytest.mark.parametrize(
@@ -686,16 +688,16 @@ def test_non_json_or_garbled_replies_are_unavailable(response: httpx.Response) -
 def test_transport_failures_are_unavailable(exc: Exception) -> None:
     h = harness(exc, max_attempts=1)
     with pytest.raises(MemosUnavailable) as caught:
-        h.client.search("r", "q", [KB_ID])
+        h.client.search_memory("r", "q", [KB_ID])
     assert caught.value.__cause__ is exc
 
 
 def test_request_sent_tells_whether_memos_may_have_acted() -> None:
     h = harness(httpx.ConnectError("refused"), httpx.ReadTimeout("slow"), max_attempts=1)
     with pytest.raises(MemosUnavailable) as refused:
-        h.client.create_knowledge_base("x")
+        h.client.create_knowledgebase("x")
     with pytest.raises(MemosUnavailable) as timed_out:
-        h.client.create_knowledge_base("x")
+        h.client.create_knowledgebase("x")
     assert refused.value.request_sent is False
     assert timed_out.value.request_sent is True
 
@@ -714,7 +716,7 @@ def test_the_configured_timeout_applies_to_an_injected_client() -> None:
         http=httpx.Client(transport=httpx.MockTransport(record)),
         timeout=timeout,
     )
-    client.create_knowledge_base("x")
+    client.create_knowledgebase("x")
     assert seen == [{"connect": 1.0, "read": 3.0, "write": 4.0, "pool": 5.0}]
 
 
@@ -728,43 +730,43 @@ def test_the_default_timeout_is_explicit_and_short() -> None:
     client = MemosClient(
         BASE_URL, lambda _f: API_KEY, http=httpx.Client(transport=httpx.MockTransport(record))
     )
-    client.create_knowledge_base("x")
+    client.create_knowledgebase("x")
     assert all(value is not None and value <= 10 for value in seen[0].values())
 
 
 @pytest.mark.parametrize("code", [40001, 50120, 50123])
 def test_delete_knowledge_base_not_found_counts_as_done(code: int) -> None:
     h = harness(memos_error(code))
-    h.client.delete_knowledge_base(KB_ID, delete_all=True)
+    h.client.delete_knowledgebase(KB_ID, delete_all=True)
     assert len(h.memos.requests) == 1
 
 
 @pytest.mark.parametrize("code", [40001, 50120, 50123])
 def test_delete_files_not_found_counts_as_done(code: int) -> None:
     h = harness(memos_error(code))
-    h.client.delete_files([FILE_ID])
+    h.client.delete_knowledgebase_files([FILE_ID])
     assert len(h.memos.requests) == 1
 
 
 def test_a_delete_that_timed_out_then_reports_not_found_is_done() -> None:
     h = harness(httpx.ReadTimeout("slow"), memos_error(50120))
-    h.client.delete_knowledge_base(KB_ID, delete_all=True)
+    h.client.delete_knowledgebase(KB_ID, delete_all=True)
     assert len(h.memos.requests) == 2
 
 
 # -- retries -----------------------------------------------------------------------------------------
 
 SAFE_CALLS: dict[str, Callable[[MemosClient], object]] = {
-    "get_files": lambda c: c.get_files([FILE_ID]),
-    "list_files": lambda c: c.list_files(KB_ID),
-    "iter_files": lambda c: list(c.iter_files(KB_ID)),
-    "search": lambda c: c.search("r", "q", [KB_ID]),
-    "delete_files": lambda c: c.delete_files([FILE_ID]),
-    "delete_knowledge_base": lambda c: c.delete_knowledge_base(KB_ID, delete_all=True),
+    "get_files": lambda c: c.get_knowledgebase_files([FILE_ID]),
+    "list_files": lambda c: c.list_knowledgebase_files(KB_ID),
+    "iter_files": lambda c: list(c.iter_knowledgebase_files(KB_ID)),
+    "search": lambda c: c.search_memory("r", "q", [KB_ID]),
+    "delete_files": lambda c: c.delete_knowledgebase_files([FILE_ID]),
+    "delete_knowledge_base": lambda c: c.delete_knowledgebase(KB_ID, delete_all=True),
 }
 UNSAFE_CALLS: dict[str, Callable[[MemosClient], object]] = {
-    "create_knowledge_base": lambda c: c.create_knowledge_base("x"),
-    "add_files": lambda c: c.add_files(KB_ID, [FileInput(content="aGk=", name="a.md")]),
+    "create_knowledge_base": lambda c: c.create_knowledgebase("x"),
+    "add_knowledgebase_files": lambda c: c.add_knowledgebase_files(KB_ID, [FileInput(content="aGk=", name="a.md")]),
 }
 TRANSIENT_FAILURES: dict[str, Reply] = {
     "code 50004": memos_error(50004),
@@ -782,7 +784,7 @@ SUCCESS_FOR: dict[str, httpx.Response] = {
     "delete_files": envelope({"success": True}),
     "delete_knowledge_base": envelope({"success": True}),
     "create_knowledge_base": envelope({"id": KB_ID}),
-    "add_files": envelope([file_item()]),
+    "add_knowledgebase_files": envelope([file_item()]),
 }
 
 
@@ -851,7 +853,7 @@ def test_permanent_errors_are_never_retried(call: Callable[[MemosClient], object
 def test_max_attempts_of_one_means_no_retry() -> None:
     h = harness(memos_error(50004), max_attempts=1)
     with pytest.raises(MemosUnavailable):
-        h.client.search("r", "q", [KB_ID])
+        h.client.search_memory("r", "q", [KB_ID])
     assert len(h.memos.requests) == 1
 
 
@@ -864,7 +866,7 @@ def test_backoff_is_exponential_and_capped() -> None:
     # Given a jitter source at its maximum, the delays are the ceilings themselves
     h = harness(memos_error(50004), max_attempts=7, backoff_base=0.5, backoff_cap=3.0, rng=FixedRandom(1.0))
     with pytest.raises(MemosUnavailable):
-        h.client.get_files([FILE_ID])
+        h.client.get_knowledgebase_files([FILE_ID])
     assert h.sleeps == [0.5, 1.0, 2.0, 3.0, 3.0, 3.0]
 
 
@@ -874,7 +876,7 @@ def test_full_jitter_stays_within_the_exponential_ceiling(seed: int) -> None:
         memos_error(50004), max_attempts=10, backoff_base=0.1, backoff_cap=1.0, rng=random.Random(seed)
     )
     with pytest.raises(MemosUnavailable):
-        h.client.search("r", "q", [KB_ID])
+        h.client.search_memory("r", "q", [KB_ID])
     assert len(h.sleeps) == 9
     for attempt, delay in enumerate(h.sleeps, start=1):
         assert 0 <= delay <= min(1.0, 0.1 * 2 ** (attempt - 1))
@@ -890,7 +892,7 @@ def test_retry_after_lengthens_the_delay_within_the_cap() -> None:
         backoff_cap=5.0,
         rng=FixedRandom(0.0),
     )
-    h.client.search("r", "q", [KB_ID])
+    h.client.search_memory("r", "q", [KB_ID])
     assert h.sleeps == [1.5, 5.0]
 
 
@@ -903,7 +905,7 @@ def test_retry_after_lengthens_the_delay_within_the_cap() -> None:
 )
 def test_an_auth_error_refreshes_the_key_once_and_repeats_the_call(auth_failure: httpx.Response) -> None:
     h = harness(auth_failure, envelope({"memory_detail_list": [memory_item()]}))
-    assert len(h.client.search("r", "q", [KB_ID])) == 1
+    assert len(h.client.search_memory("r", "q", [KB_ID])) == 1
     assert h.keys.calls == [False, True]
     assert [r.headers["Authorization"] for r in h.memos.requests] == [
         f"Token {API_KEY}",
@@ -926,13 +928,13 @@ def test_a_second_auth_error_is_raised(call: Callable[[MemosClient], object]) ->
 def test_create_is_repeated_after_an_auth_refresh() -> None:
     # An auth rejection means MemOS did nothing, so repeating even a create is safe.
     h = harness(memos_error(40130), envelope({"id": KB_ID}))
-    assert h.client.create_knowledge_base("x") == KB_ID
+    assert h.client.create_knowledgebase("x") == KB_ID
     assert len(h.memos.requests) == 2
 
 
 def test_auth_refresh_and_retries_combine() -> None:
     h = harness(memos_error(50004), memos_error(40132), memos_error(50004), SUCCESS_FOR["get_files"])
-    assert len(h.client.get_files([FILE_ID])) == 1
+    assert len(h.client.get_knowledgebase_files([FILE_ID])) == 1
     assert h.keys.calls == [False, True]
     assert len(h.memos.requests) == 4
 
@@ -954,12 +956,12 @@ def test_key_query_and_contents_never_reach_logs_or_errors(
         envelope([file_item("mystery-state")]),
         httpx.Response(HTTPStatus.UNAUTHORIZED),
     )
-    memories = h.client.search("kb-reader-u1", query, [KB_ID])
-    files = h.client.add_files(
+    memories = h.client.search_memory("kb-reader-u1", query, [KB_ID])
+    files = h.client.add_knowledgebase_files(
         KB_ID, [FileInput(content="data:text/plain;base64,U0VDUkVUIEJPRFk=", name="a.txt")]
     )
     with pytest.raises(MemosAuthError) as caught:
-        h.client.get_files([FILE_ID])
+        h.client.get_knowledgebase_files([FILE_ID])
     # Then none of the secrets shows up anywhere a log or an error message goes
     out = capsys.readouterr()
     visible = " ".join(

@@ -8,11 +8,11 @@ from http import HTTPStatus
 import pytest
 from pydantic import ValidationError
 
-from memmy_kb.directory import normalise_email, normalise_phone
+from memmy_kb.api.identity import caller_id, verified_claims
+from memmy_kb.api.models import CreateKnowledgeBaseRequest
+from memmy_kb.api.resolver import build_resolver
+from memmy_kb.domain.directory import normalise_email, normalise_phone
 from memmy_kb.errors import Forbidden, Unauthorized, kb_not_found
-from memmy_kb.http import build_resolver
-from memmy_kb.identity import caller_id, verified_claims
-from memmy_kb.models import CreateKnowledgeBaseRequest
 from tests.support.events import FakeLambdaContext, claims_for, http_event
 
 

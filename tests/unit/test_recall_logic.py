@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 
-from memmy_kb import recall as recall_logic
-from memmy_kb.memos import MemosAuthError, MemosMemory, MemosNotFound, MemosUnavailable
-from memmy_kb.memos_key import MemosApiKeyError
-from memmy_kb.models import GrantRecord
+from memmy_kb.adapters.memos.errors import MemosAuthError, MemosNotFound, MemosUnavailable
+from memmy_kb.adapters.memos.key import MemosApiKeyError
+from memmy_kb.adapters.memos.models import MemosMemory
+from memmy_kb.api.models import RecallResponse
+from memmy_kb.domain import recall as recall_logic
+from memmy_kb.records import GrantRecord
 
 QUERY = "MemOS 开源版和商业版有什么区别"
 SECRET_TEXT = "商业版提供私有化部署与SLA保障"
@@ -32,12 +34,12 @@ def grant(kb: str, *, recall: bool = True, memos: str | None = None, role: str =
 
 @dataclass
 class FakeRepository:
-    """Answers each ``list_grants`` with the next snapshot (the last one repeats)."""
+    """Answers each ``query_grants`` with the next snapshot (the last one repeats)."""
 
     snapshots: list[list[GrantRecord]]
     reads: int = 0
 
-    def list_grants(self, user_id: str) -> list[GrantRecord]:
+    def query_grants(self, user_id: str) -> list[GrantRecord]:
         snapshot = self.snapshots[min(self.reads, len(self.snapshots) - 1)]
         self.reads += 1
         return snapshot
@@ -49,7 +51,7 @@ class FakeMemos:
     error: Exception | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)
 
-    def search(self, user_id: str, query: str, kb_ids: Sequence[str], *, limit: int = 9) -> list[MemosMemory]:
+    def search_memory(self, user_id: str, query: str, kb_ids: Sequence[str], *, limit: int = 9) -> list[MemosMemory]:
         self.calls.append({"user_id": user_id, "query": query, "kb_ids": list(kb_ids), "limit": limit})
         if self.error is not None:
             raise self.error
@@ -60,8 +62,10 @@ def hit(title: str, text: str, score: float = 0.8) -> dict[str, Any]:
     return {"memory_key": title, "memory_value": text, "relativity": score, "tags": ["multimodal:file"]}
 
 
-def run(repo: FakeRepository, memos: FakeMemos, **kwargs: Any):
-    return recall_logic.recall(repo, memos, user_id="bob", query=QUERY, **kwargs)  # type: ignore[arg-type]
+def run(repo: FakeRepository, memos: FakeMemos, **kwargs: Any) -> RecallResponse:
+    """Recall as the route answers it (the domain's result in the API's body)."""
+    result = recall_logic.recall(repo, memos, user_id="bob", query=QUERY, **kwargs)  # type: ignore[arg-type]
+    return RecallResponse.from_result(result)
 
 
 def test_an_empty_scope_returns_nothing_without_calling_memos():

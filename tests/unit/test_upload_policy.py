@@ -13,10 +13,9 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from memmy_kb.adapters.s3 import UploadStorage, parse_upload_key, upload_object_key
+from memmy_kb.domain.uploads import MAX_UPLOAD_BYTES, content_type_for, validate_upload
 from memmy_kb.errors import InvalidInput, PayloadTooLarge, UnsupportedMediaType
-from memmy_kb.models import CreateUploadRequest
-from memmy_kb.storage import UploadStorage, parse_upload_key, upload_object_key
-from memmy_kb.uploads import MAX_UPLOAD_BYTES, content_type_for, validate_upload
 
 BUCKET = "memmy-uploads-123456789012"
 KEY = "uploads/kb_0123456789abcdef01234567/up_89abcdef0123456789abcdef"
@@ -103,11 +102,11 @@ def test_object_keys_are_opaque_and_only_ours_parse() -> None:
 )
 def test_validation_refuses_other_types_and_sizes(filename: str, size: int, error: type[Exception]) -> None:
     with pytest.raises(error):
-        validate_upload(CreateUploadRequest(filename=filename, size_bytes=size))
+        validate_upload(filename, size, None)
 
 
 def test_validation_derives_the_content_type_from_the_extension() -> None:
-    assert validate_upload(CreateUploadRequest(filename="Report.PDF", size_bytes=1)) == (
+    assert validate_upload("Report.PDF", 1, None) == (
         "pdf",
         "application/pdf",
     )

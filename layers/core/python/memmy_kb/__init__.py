@@ -1,0 +1,11 @@
+"""memmy_kb, the core library of the Memmy knowledge-base service (the functions' Lambda layer).
+
+Layers, each importing only the ones below it (checked by tests/unit/test_layers.py):
+
+* ``memmy_kb.api``: the edge (HTTP resolver, identity, idempotency, API bodies, events, wiring);
+* ``memmy_kb.domain``: the rules, over the ports in ``memmy_kb.domain.ports``;
+* ``memmy_kb.adapters``: DynamoDB, S3 and MemOS;
+* ``memmy_kb.errors``, ``memmy_kb.records``, ``memmy_kb.settings``, ``memmy_kb.observability``: shared by all.
+
+See docs/architecture.md.
+"""

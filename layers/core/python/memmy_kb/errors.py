@@ -1,7 +1,10 @@
-"""Domain errors: each carries the HTTP status and the snake_case code of the API's error shape.
+"""Domain errors: every refusal the service answers, each with its HTTP status and snake_case code.
 
-The HTTP layer maps them in one place (``memmy_kb.http``); lower layers raise them and never build
-responses themselves.
+This is the one home of every ``DomainError`` subclass. The domain raises them (translating the adapters'
+own errors, ``memmy_kb.adapters.errors`` and ``memmy_kb.adapters.memos.errors``); the HTTP edge turns
+them into the API's error shape in one place (``memmy_kb.api.resolver``). Nothing below the domain
+raises these, and nothing here knows about HTTP beyond the status each refusal maps to
+(docs/architecture.md, "Errors").
 """
 
 from __future__ import annotations
@@ -66,5 +69,27 @@ class UpstreamUnavailable(DomainError):
     code = "memos_unavailable"
 
 
+class RecallUnavailable(DomainError):
+    """MemOS failed or did not answer within the recall budget: the turn gets no excerpts."""
+
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+    code = "recall_unavailable"
+
+
+# -- the refusals several domain modules share ------------------------------------------------------
+
+
 def kb_not_found() -> NotFound:
     return NotFound("Knowledge base not found.", code="kb_not_found")
+
+
+def folder_not_found() -> NotFound:
+    return NotFound("Folder not found.", code="folder_not_found")
+
+
+def file_not_found() -> NotFound:
+    return NotFound("File not found.", code="file_not_found")
+
+
+def owner_only(message: str = "Only the knowledge base's owner may do this.") -> Forbidden:
+    return Forbidden(message, code="owner_only")

@@ -1,4 +1,4 @@
-"""Recall: the excerpts of the caller's KBs for one agent turn (DESIGN.md §5, Recall).
+"""Recall: the excerpts of the caller's KBs for one agent turn (docs/architecture.md, "Recall").
 
 The one place where a wrong id hands someone else's documents to an agent, so every step fails closed:
 
@@ -7,7 +7,7 @@ The one place where a wrong id hands someone else's documents to an agent, so ev
 2. MemOS searches exactly the scope's MemOS ids, as a reader id that never writes;
 3. the scope is read again; if it changed during the search (a revoke, a leave, a toggle), the whole
    result is dropped: MemOS hits carry no KB id, so they cannot be filtered afterwards;
-4. the hits become the context block (``memmy_kb.context``).
+4. the hits become the context block (``memmy_kb.domain.context``).
 
 A MemOS error or timeout is a 503 with no excerpts, never a retry with another scope. Queries and
 excerpts are never logged: only counts and timings.
@@ -17,25 +17,30 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from http import HTTPStatus
+from dataclasses import dataclass
 
-from memmy_kb.context import DEFAULT_MAX_CHARS, Excerpt, build_context
-from memmy_kb.errors import DomainError
-from memmy_kb.memos import MemosClient, MemosError
-from memmy_kb.memos_key import MemosApiKeyError
-from memmy_kb.models import DEFAULT_RECALL_LIMIT, RecallItem, RecallResponse
+from memmy_kb.adapters.memos.errors import MemosError
+from memmy_kb.adapters.memos.key import MemosApiKeyError
+from memmy_kb.domain.access import compute_recall_scope
+from memmy_kb.domain.context import DEFAULT_MAX_CHARS, ContextBlock, Excerpt, build_context
+from memmy_kb.domain.ports import GrantReader, KnowledgeEngine
+from memmy_kb.errors import RecallUnavailable
 from memmy_kb.observability import logger
-from memmy_kb.repository import Repository
-from memmy_kb.scope import compute_recall_scope
 
+DEFAULT_RECALL_LIMIT = 9
 READER_PREFIX = "kb-reader-"
 
 
-class RecallUnavailable(DomainError):
-    """MemOS failed or did not answer within the budget: the turn gets no excerpts."""
+@dataclass(frozen=True)
+class RecallResult:
+    """The excerpts kept (sanitised, in order) and the block, for a scope of ``scope_size`` KBs.
 
-    status = HTTPStatus.SERVICE_UNAVAILABLE
-    code = "recall_unavailable"
+    ``discarded``: the scope changed during the search and every hit was dropped.
+    """
+
+    block: ContextBlock
+    scope_size: int
+    discarded: bool
 
 
 def reader_id(user_id: str) -> str:
@@ -43,26 +48,26 @@ def reader_id(user_id: str) -> str:
     return f"{READER_PREFIX}{user_id}"
 
 
-def _empty(scope_size: int, *, discarded: bool) -> RecallResponse:
-    return RecallResponse(items=[], context="", scope_size=scope_size, discarded=discarded)
+def _empty(scope_size: int, *, discarded: bool) -> RecallResult:
+    return RecallResult(ContextBlock("", ()), scope_size=scope_size, discarded=discarded)
 
 
 def recall(
-    repo: Repository,
-    memos: MemosClient,
+    grants: GrantReader,
+    memos: KnowledgeEngine,
     *,
     user_id: str,
     query: str,
     limit: int = DEFAULT_RECALL_LIMIT,
     max_context_chars: int = DEFAULT_MAX_CHARS,
     clock: Callable[[], float] = time.perf_counter,
-) -> RecallResponse:
+) -> RecallResult:
     """Search the caller's recall scope for ``query`` and return the excerpts and the context block.
 
     Raises ``RecallUnavailable`` when MemOS fails, times out or cannot be authenticated with.
     """
     started = clock()
-    scope = compute_recall_scope(repo, user_id)
+    scope = compute_recall_scope(grants, user_id)
     scoped = clock()
     timings = {"scope_ms": round((scoped - started) * 1000, 1)}
     if not scope:
@@ -71,7 +76,7 @@ def recall(
 
     memos_ids = sorted({entry.memos_kb_id for entry in scope})
     try:
-        hits = memos.search(reader_id(user_id), query, memos_ids, limit=limit)
+        hits = memos.search_memory(reader_id(user_id), query, memos_ids, limit=limit)
     except (MemosError, MemosApiKeyError) as err:
         timings["search_ms"] = round((clock() - scoped) * 1000, 1)
         logger.warning(
@@ -90,7 +95,7 @@ def recall(
 
     # A revoke, leave or toggle that landed during the search wins: the hits cannot be attributed to
     # KBs, so the only safe answer is none of them.
-    if compute_recall_scope(repo, user_id) != scope:
+    if compute_recall_scope(grants, user_id) != scope:
         timings["recheck_ms"] = round((clock() - searched) * 1000, 1)
         logger.info(
             "recall: scope changed during the search, result discarded",
@@ -114,9 +119,4 @@ def recall(
             "total_ms": round((clock() - started) * 1000, 1),
         },
     )
-    return RecallResponse(
-        items=[RecallItem(title=e.title, content=e.content, score=e.score) for e in block.excerpts],
-        context=block.text,
-        scope_size=len(scope),
-        discarded=False,
-    )
+    return RecallResult(block, scope_size=len(scope), discarded=False)

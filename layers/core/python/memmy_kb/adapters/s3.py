@@ -1,4 +1,4 @@
-"""The upload bucket: opaque object keys, presigned POSTs and GETs, and bounded reads of one object.
+"""The S3 adapter for the upload bucket: opaque object keys, presigned POSTs and GETs, and bounded reads of one object.
 
 Keys never contain a user's filename: ``uploads/<kb>/<upload>`` is where a client's presigned POST puts
 the bytes (the bucket notifies the ingest queue for this prefix only), ``verified/<kb>/<upload>`` is the
@@ -91,9 +91,10 @@ class UploadStorage:
 
     def presign_get(self, key: str, *, expires_in: int) -> str:
         """A GET URL for ``key`` that works without credentials until it expires."""
-        return self._client.generate_presigned_url(
+        url: str = self._client.generate_presigned_url(
             "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_in
         )
+        return url
 
     def head(self, key: str) -> ObjectInfo | None:
         """Size and ETag of ``key``; None when there is no such object."""
@@ -112,7 +113,8 @@ class UploadStorage:
         end = min(info.size, start + length) - 1
         body = self._get(info, Range=f"bytes={start}-{end}")["Body"]
         try:
-            return body.read()
+            data: bytes = body.read()
+            return data
         finally:
             body.close()
 
@@ -144,7 +146,10 @@ class UploadStorage:
 
     def _get(self, info: ObjectInfo, **extra: Any) -> dict[str, Any]:
         try:
-            return self._client.get_object(Bucket=self.bucket, Key=info.key, IfMatch=info.etag, **extra)
+            reply: dict[str, Any] = self._client.get_object(
+                Bucket=self.bucket, Key=info.key, IfMatch=info.etag, **extra
+            )
+            return reply
         except ClientError as err:
             if _code(err) in _MISSING | {"PreconditionFailed", "412"}:
                 raise ObjectChanged(info.key) from err

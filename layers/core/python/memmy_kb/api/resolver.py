@@ -1,4 +1,4 @@
-"""The HTTP layer shared by every API function: one resolver setup and one error shape.
+"""The HTTP edge shared by every API function: one resolver setup, one error shape, shared path types.
 
 Every non-2xx answer is ``{"error": {"code", "message", "details"?}}``: domain errors, validation
 errors, unknown routes and unexpected failures alike.
@@ -13,9 +13,10 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Path
+from pydantic import BaseModel
 
+from memmy_kb.api.models import ErrorResponse
 from memmy_kb.errors import DomainError
-from memmy_kb.models import ErrorResponse
 from memmy_kb.observability import logger
 
 # The error statuses every route can answer, in the error shape.
@@ -36,7 +37,7 @@ NOT_VISIBLE = (HTTPStatus.NOT_FOUND, "No such knowledge base (or folder/file), o
 READER = (HTTPStatus.FORBIDDEN, "The caller is a reader, not the owner")
 
 
-def error_response(status: int, code: str, message: str, details: Any = None) -> Response:
+def error_response(status: int, code: str, message: str, details: Any = None) -> Response[str]:
     error: dict[str, Any] = {"code": code, "message": message}
     if details is not None:
         error["details"] = details
@@ -45,7 +46,7 @@ def error_response(status: int, code: str, message: str, details: Any = None) ->
     )
 
 
-def json_response(status: int, model: Any) -> Response:
+def json_response(status: int, model: BaseModel) -> Response[str]:
     return Response(
         status_code=status, content_type=content_types.APPLICATION_JSON, body=model.model_dump_json()
     )
@@ -70,14 +71,14 @@ def build_resolver() -> APIGatewayHttpResolver:
     """An HTTP API resolver with request validation and the service's error mapping."""
     app = APIGatewayHttpResolver(enable_validation=True)
 
-    @app.exception_handler(DomainError)
-    def _domain_error(err: DomainError) -> Response:
+    @app.exception_handler(DomainError)  # type: ignore[untyped-decorator]
+    def _domain_error(err: DomainError) -> Response[str]:
         log = logger.warning if err.status >= HTTPStatus.INTERNAL_SERVER_ERROR else logger.info
         log("request refused", extra={"status": int(err.status), "error_code": err.code})
         return error_response(err.status, err.code, err.message, err.details)
 
-    @app.exception_handler(RequestValidationError)
-    def _invalid(err: RequestValidationError) -> Response:
+    @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
+    def _invalid(err: RequestValidationError) -> Response[str]:
         details = [
             {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
             for e in err.errors()
@@ -88,11 +89,11 @@ def build_resolver() -> APIGatewayHttpResolver:
         )
 
     @app.not_found
-    def _not_found(_: Exception) -> Response:
+    def _not_found(_: Exception) -> Response[str]:
         return error_response(HTTPStatus.NOT_FOUND, "route_not_found", "No such route.")
 
-    @app.exception_handler(Exception)
-    def _unexpected(err: Exception) -> Response:
+    @app.exception_handler(Exception)  # type: ignore[untyped-decorator]
+    def _unexpected(err: Exception) -> Response[str]:
         logger.exception("unexpected error")
         return error_response(
             HTTPStatus.INTERNAL_SERVER_ERROR, "internal_error", "Something went wrong on our side."

@@ -8,26 +8,17 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from memmy_kb.domain.directory import VerifiedClaims
 from memmy_kb.errors import Unauthorized
-
-
-@dataclass(frozen=True)
-class VerifiedClaims:
-    user_id: str
-    name: str | None
-    email: str | None
-    phone: str | None
-    # When the login provider issued the token (``iat``): how fresh its email/phone verification is.
-    issued_at: int | None = None
 
 
 def _claims(event: Mapping[str, Any]) -> Mapping[str, Any]:
     context = event.get("requestContext") or {}
     jwt = (context.get("authorizer") or {}).get("jwt") or {}
-    return jwt.get("claims") or {}
+    claims: Mapping[str, Any] = jwt.get("claims") or {}
+    return claims
 
 
 MAX_DISPLAY_NAME = 100

@@ -1,7 +1,8 @@
-"""Default collaborators for the handlers, built on first use and kept for the container's life.
+"""The composition root: the adapters behind each port, built on first use and kept for the container's life.
 
-Domain functions take these as arguments; only handlers call the factories, and tests clear them with
-``reset_dependencies()`` after changing the environment.
+Domain functions take ports as arguments (``memmy_kb.domain.ports``); only handlers call these factories,
+and tests clear them with ``reset_dependencies()`` after changing the environment. Each factory is typed
+as the port it serves, so the type checker proves that the adapter implements it.
 """
 
 from __future__ import annotations
@@ -11,11 +12,21 @@ from typing import Any
 
 import httpx
 
-from memmy_kb.memos import MemosClient
-from memmy_kb.memos_key import SecretApiKeyProvider
-from memmy_kb.repository import Repository
+from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
+from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
+from memmy_kb.adapters.dynamodb.profiles import DynamoProfileStore
+from memmy_kb.adapters.dynamodb.table import DynamoTable
+from memmy_kb.adapters.memos.client import MemosClient
+from memmy_kb.adapters.memos.key import SecretApiKeyProvider
+from memmy_kb.adapters.s3 import UploadStorage
+from memmy_kb.domain.ports import (
+    ContentStore,
+    KnowledgeBaseStore,
+    KnowledgeEngine,
+    ProfileStore,
+    UploadObjects,
+)
 from memmy_kb.settings import get_settings
-from memmy_kb.storage import UploadStorage
 
 
 @cache
@@ -28,8 +39,23 @@ def dynamodb_client() -> Any:
 
 
 @cache
-def get_repository() -> Repository:
-    return Repository(get_settings().table_name, dynamodb_client())
+def get_table() -> DynamoTable:
+    return DynamoTable(get_settings().table_name, dynamodb_client())
+
+
+@cache
+def get_kb_store() -> KnowledgeBaseStore:
+    return DynamoKnowledgeBaseStore(get_table())
+
+
+@cache
+def get_content_store() -> ContentStore:
+    return DynamoContentStore(get_table())
+
+
+@cache
+def get_profile_store() -> ProfileStore:
+    return DynamoProfileStore(get_table())
 
 
 @cache
@@ -39,7 +65,7 @@ def memos_api_key() -> SecretApiKeyProvider:
 
 
 @cache
-def get_memos_client() -> MemosClient:
+def get_memos_client() -> KnowledgeEngine:
     settings = get_settings()
     read = settings.memos_timeout_seconds
     return MemosClient(
@@ -50,7 +76,7 @@ def get_memos_client() -> MemosClient:
 
 
 @cache
-def get_recall_memos_client() -> MemosClient:
+def get_recall_memos_client() -> KnowledgeEngine:
     """The MemOS client of the recall path: one attempt, bounded by the recall budget.
 
     An agent turn waits on this call, and a late answer is worth nothing, so there is no retry (a retry
@@ -83,14 +109,17 @@ def s3_client() -> Any:
 
 
 @cache
-def get_upload_storage() -> UploadStorage:
+def get_upload_storage() -> UploadObjects:
     return UploadStorage(get_settings().upload_bucket, s3_client())
 
 
 def reset_dependencies() -> None:
     factories = (
         dynamodb_client,
-        get_repository,
+        get_table,
+        get_kb_store,
+        get_content_store,
+        get_profile_store,
         memos_api_key,
         get_memos_client,
         get_recall_memos_client,

@@ -1,18 +1,25 @@
-"""Typed shapes: the API's request and response bodies, and the domain records behind them.
+"""The API's request and response bodies: what clients send and see (docs/openapi.json).
 
-API models are what clients see (``shared/API.md``); domain records are what the repository reads and
-writes. They differ on purpose: the MemOS id, for one, never leaves the service.
+They differ from the stored records (``memmy_kb.records``) on purpose: the MemOS ids, for one, never
+leave the service. Each response body is built from what the domain returns by a ``from_*`` classmethod,
+so the mapping from domain to wire lives here and nowhere else.
 """
 
 from __future__ import annotations
 
 import unicodedata
-from datetime import UTC, datetime
-from typing import Annotated, Literal
+from datetime import datetime
+from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-Role = Literal["owner", "reader"]
+from memmy_kb.domain.files import FileEntry, FileState, Listing
+from memmy_kb.domain.knowledge_bases import KnowledgeBaseView
+from memmy_kb.domain.recall import DEFAULT_RECALL_LIMIT, RecallResult
+from memmy_kb.domain.sharing import MemberView
+from memmy_kb.domain.uploads import IssuedUpload
+from memmy_kb.records import FolderRecord, ProfileRecord, Role
+
 MAX_NAME_LENGTH = 100
 
 
@@ -26,100 +33,6 @@ def _clean_name(value: str) -> str:
 
 
 Name = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_clean_name)]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-# -- domain records ------------------------------------------------------------------------------
-
-
-class KnowledgeBaseRecord(BaseModel):
-    """The KB's META item."""
-
-    kb_id: str
-    name: str
-    owner_id: str
-    # The owner's display name when the KB was made, shown if the owner has no profile yet.
-    owner_name: str | None = None
-    memos_kb_id: str
-    member_count: int = 0
-    created_at: datetime
-
-
-class GrantRecord(BaseModel):
-    """A user's access to a KB: the single authority for access and recall scope."""
-
-    user_id: str
-    kb_id: str
-    role: Role
-    recall: bool
-    memos_kb_id: str
-    owner_id: str
-    granted_at: datetime
-
-
-class ProfileRecord(BaseModel):
-    user_id: str
-    display_name: str
-    email: str | None = None
-    phone: str | None = None
-    updated_at: datetime
-
-
-FileState = Literal["uploading", "processing", "available", "failed"]
-UploadState = Literal["pending", "submitting", "submitted", "rejected", "expired"]
-
-
-class FolderRecord(BaseModel):
-    """An app-side folder (MemOS has none): ``parent_id`` None is the KB's root."""
-
-    kb_id: str
-    folder_id: str
-    name: str
-    parent_id: str | None = None
-    created_at: datetime
-
-
-class FileRecord(BaseModel):
-    """A file MemOS accepted; its name and status are read live from MemOS, the folder is ours."""
-
-    kb_id: str
-    file_id: str
-    memos_file_id: str
-    name: str
-    folder_id: str | None = None
-    size_bytes: int
-    upload_id: str
-    uploaded_at: datetime
-
-
-class UploadRecord(BaseModel):
-    """One presigned upload, from the POST that issued it to MemOS accepting (or us rejecting) the object.
-
-    ``pending``: waiting for the object; ``submitting``: verified, MemOS call in flight (a crash here is
-    what the reconciler looks for); ``submitted``: the FILE item exists; ``rejected``: bytes deleted,
-    ``reason`` says why; ``expired``: never arrived.
-    """
-
-    kb_id: str
-    upload_id: str
-    owner_id: str
-    object_key: str
-    filename: str
-    size_bytes: int
-    content_type: str
-    folder_id: str | None = None
-    state: UploadState = "pending"
-    reason: str | None = None
-    file_id: str | None = None
-    memos_file_id: str | None = None
-    created_at: datetime
-    expires_at: int  # epoch seconds: the table's TTL attribute
-    # The ingest attempt that holds the upload while ``submitting`` (a fencing token), and when it began.
-    attempt_id: str | None = None
-    submitting_at: datetime | None = None
 
 
 # -- API bodies ----------------------------------------------------------------------------------
@@ -153,15 +66,32 @@ class Member(ApiModel):
     role: Role
     shared_at: datetime
 
+    @classmethod
+    def from_view(cls, view: MemberView) -> Member:
+        return cls(
+            user_id=view.grant.user_id,
+            display_name=view.display_name,
+            role=view.grant.role,
+            shared_at=view.grant.granted_at,
+        )
+
 
 class MemberList(ApiModel):
     items: list[Member]
+
+    @classmethod
+    def from_views(cls, views: list[MemberView]) -> MemberList:
+        return cls(items=[Member.from_view(v) for v in views])
 
 
 class Folder(ApiModel):
     id: str
     name: str
     parent_id: str | None = None
+
+    @classmethod
+    def from_record(cls, record: FolderRecord) -> Folder:
+        return cls(id=record.folder_id, name=record.name, parent_id=record.parent_id)
 
 
 class File(ApiModel):
@@ -173,11 +103,23 @@ class File(ApiModel):
     reason: str | None = None
     upload_id: str | None = Field(default=None, description="The upload this file came from")
 
+    @classmethod
+    def from_entry(cls, entry: FileEntry) -> File:
+        return cls.model_validate(entry, from_attributes=True)
+
 
 class FileListing(ApiModel):
     folders: list[Folder]
     files: list[File]
     refresh_after_seconds: int | None = None
+
+    @classmethod
+    def from_listing(cls, listing: Listing) -> FileListing:
+        return cls(
+            folders=[Folder.from_record(f) for f in listing.folders],
+            files=[File.from_entry(f) for f in listing.files],
+            refresh_after_seconds=listing.refresh_after_seconds,
+        )
 
 
 class CreateFolderRequest(ApiModel):
@@ -209,9 +151,24 @@ class KnowledgeBase(ApiModel):
     owner: Owner
     created_at: datetime
 
+    @classmethod
+    def from_view(cls, view: KnowledgeBaseView) -> KnowledgeBase:
+        return cls(
+            id=view.kb.kb_id,
+            name=view.kb.name,
+            role=view.grant.role,
+            recall=view.grant.recall,
+            owner=Owner(user_id=view.kb.owner_id, display_name=view.owner_name),
+            created_at=view.kb.created_at,
+        )
+
 
 class KnowledgeBaseList(ApiModel):
     items: list[KnowledgeBase]
+
+    @classmethod
+    def from_views(cls, views: list[KnowledgeBaseView]) -> KnowledgeBaseList:
+        return cls(items=[KnowledgeBase.from_view(v) for v in views])
 
 
 class Me(ApiModel):
@@ -219,6 +176,12 @@ class Me(ApiModel):
     display_name: str
     email: str | None = None
     phone: str | None = None
+
+    @classmethod
+    def from_record(cls, profile: ProfileRecord) -> Me:
+        return cls(
+            user_id=profile.user_id, display_name=profile.display_name, email=profile.email, phone=profile.phone
+        )
 
 
 # -- uploads -------------------------------------------------------------------------------------
@@ -262,12 +225,20 @@ class UploadTicket(ApiModel):
     fields: dict[str, str]
     expires_at: datetime
 
+    @classmethod
+    def from_issued(cls, issued: IssuedUpload) -> UploadTicket:
+        return cls(
+            upload_id=issued.upload.upload_id,
+            url=issued.post.url,
+            fields=issued.post.fields,
+            expires_at=issued.post_expires_at,
+        )
+
 
 # -- recall --------------------------------------------------------------------------------------
 
 MAX_QUERY_LENGTH = 4000
 MAX_RECALL_LIMIT = 25
-DEFAULT_RECALL_LIMIT = 9
 
 
 class RecallRequest(ApiModel):
@@ -300,6 +271,15 @@ class RecallResponse(ApiModel):
     )
     scope_size: int = Field(description="How many knowledge bases were searched")
     discarded: bool = Field(description="The scope changed during the search and the result was dropped")
+
+    @classmethod
+    def from_result(cls, result: RecallResult) -> RecallResponse:
+        return cls(
+            items=[RecallItem(title=e.title, content=e.content, score=e.score) for e in result.block.excerpts],
+            context=result.block.text,
+            scope_size=result.scope_size,
+            discarded=result.discarded,
+        )
 
 
 class ErrorBody(ApiModel):

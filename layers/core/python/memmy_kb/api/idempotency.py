@@ -22,7 +22,7 @@ _KEY = re.compile(r"^[\x21-\x7e]{1,128}$")
 def _persistence(operation: str) -> Any:
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
-    from memmy_kb.dependencies import dynamodb_client
+    from memmy_kb.api.dependencies import dynamodb_client
 
     return DynamoDBPersistenceLayer(
         table_name=get_settings().table_name,
@@ -69,7 +69,7 @@ def run_idempotently(
     if lambda_context is not None:
         config.register_lambda_context(lambda_context)
 
-    @idempotent_function(
+    @idempotent_function(  # type: ignore[untyped-decorator]
         data_keyword_argument="request",
         persistence_store=_persistence(operation),
         config=config,
@@ -79,7 +79,8 @@ def run_idempotently(
         return compute()
 
     try:
-        return _run(request={"user_id": user_id, "key": key, "payload": payload})
+        result: dict[str, Any] = _run(request={"user_id": user_id, "key": key, "payload": payload})
+        return result
     except IdempotencyValidationError as err:
         raise InvalidInput(
             "This Idempotency-Key was already used with a different request.", code="idempotency_key_reused"

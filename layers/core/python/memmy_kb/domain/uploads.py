@@ -2,36 +2,53 @@
 
 File bytes never pass through API Gateway or a Lambda: the client POSTs them straight to S3, under an
 opaque key the service chose, within limits the signed policy pins (exact key, exact size, content type,
-minutes of validity). What arrives is verified by the ingest (``memmy_kb.ingest``) before MemOS sees it.
+minutes of validity). What arrives is verified by the ingest (``memmy_kb.domain.ingest``) before MemOS
+sees it.
 """
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
-from memmy_kb.errors import InvalidInput, PayloadTooLarge, UnsupportedMediaType, kb_not_found
-from memmy_kb.files import folder_not_found
-from memmy_kb.knowledge_bases import require_owner
-from memmy_kb.models import CreateUploadRequest, UploadRecord, UploadTicket, utc_now
-from memmy_kb.repository import KbUnavailable, Repository
-from memmy_kb.storage import UploadStorage, upload_object_key
-from memmy_kb.verification import (
+from memmy_kb.adapters.errors import ItemMissing
+from memmy_kb.adapters.s3 import PresignedPost, upload_object_key
+from memmy_kb.domain.access import require_owner
+from memmy_kb.domain.formats import (
     ACCEPTED_CONTENT_TYPES,
     CONTENT_TYPES,
     SUPPORTED_EXTENSIONS,
     file_extension,
 )
+from memmy_kb.domain.ports import ContentStore, GrantReader, UploadObjects
+from memmy_kb.errors import (
+    InvalidInput,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    folder_not_found,
+    kb_not_found,
+)
+from memmy_kb.records import UploadRecord, utc_now
 
 MAX_UPLOAD_BYTES: Final = 100 * 1024 * 1024
 # How long after the POST expires an upload may stay pending before the reconciler (and the file list)
 # treats it as abandoned: time for the object's event to be ingested. An ingest that has to wait for
-# MemOS extends it (``memmy_kb.ingest.PENDING_KEEP``).
+# MemOS extends it (``memmy_kb.domain.ingest.PENDING_KEEP``).
 PENDING_GRACE: Final = timedelta(hours=1)
 # Labels that say nothing about the file: treated as "not given".
 _UNSPECIFIED_TYPES: Final = frozenset({"", "application/octet-stream", "binary/octet-stream"})
+
+
+@dataclass(frozen=True)
+class IssuedUpload:
+    """A recorded upload and the presigned POST for its bytes, valid until ``post_expires_at``."""
+
+    upload: UploadRecord
+    post: PresignedPost
+    post_expires_at: datetime
 
 
 def new_upload_id() -> str:
@@ -54,64 +71,62 @@ def content_type_for(extension: str, declared: str | None) -> str:
     return media_type
 
 
-def validate_upload(request: CreateUploadRequest) -> tuple[str, str]:
+def validate_upload(filename: str, size_bytes: int, content_type: str | None) -> tuple[str, str]:
     """``(extension, content_type)`` of an acceptable request; 415 for the type, 413 for the size."""
-    extension = file_extension(request.filename)
+    extension = file_extension(filename)
     if extension not in SUPPORTED_EXTENSIONS:
         raise UnsupportedMediaType(
             f"Only {', '.join('.' + e for e in SUPPORTED_EXTENSIONS)} files can be uploaded.",
             code="unsupported_file_type",
         )
-    if request.size_bytes > MAX_UPLOAD_BYTES:
+    if size_bytes > MAX_UPLOAD_BYTES:
         raise PayloadTooLarge("Files can be at most 100 MB.", code="file_too_large")
-    return extension, content_type_for(extension, request.content_type)
+    return extension, content_type_for(extension, content_type)
 
 
 def request_upload(
-    repo: Repository,
-    storage: UploadStorage,
+    grants: GrantReader,
+    contents: ContentStore,
+    storage: UploadObjects,
     *,
     user_id: str,
     kb_id: str,
-    request: CreateUploadRequest,
+    filename: str,
+    size_bytes: int,
+    content_type: str | None,
+    folder_id: str | None,
     post_ttl_seconds: int,
     clock: Callable[[], datetime] = utc_now,
     new_id: Callable[[], str] = new_upload_id,
-) -> UploadTicket:
+) -> IssuedUpload:
     """Record a pending upload into ``kb_id`` (owner only) and return the presigned POST for its bytes.
 
     The upload is written before the POST is signed, so that every object that can arrive has a record;
     the write is conditioned on the KB still existing and being the caller's.
     """
-    require_owner(repo, user_id, kb_id)
-    _, content_type = validate_upload(request)
-    if request.folder_id is not None and repo.get_folder(kb_id, request.folder_id) is None:
+    require_owner(grants, user_id, kb_id)
+    _, pinned_type = validate_upload(filename, size_bytes, content_type)
+    if folder_id is not None and contents.get_folder(kb_id, folder_id) is None:
         raise folder_not_found()
     now = clock()
     upload_id = new_id()
     key = upload_object_key(kb_id, upload_id)
+    post_expires_at = now + timedelta(seconds=post_ttl_seconds)
     upload = UploadRecord(
         kb_id=kb_id,
         upload_id=upload_id,
         owner_id=user_id,
         object_key=key,
-        filename=request.filename,
-        size_bytes=request.size_bytes,
-        content_type=content_type,
-        folder_id=request.folder_id,
+        filename=filename,
+        size_bytes=size_bytes,
+        content_type=pinned_type,
+        folder_id=folder_id,
         created_at=now,
-        expires_at=int((now + timedelta(seconds=post_ttl_seconds) + PENDING_GRACE).timestamp()),
+        expires_at=int((post_expires_at + PENDING_GRACE).timestamp()),
     )
     try:
-        repo.put_upload(upload)
-    except KbUnavailable:
+        contents.put_upload(upload)
+    except ItemMissing:
         raise kb_not_found() from None
-    post = storage.presign_post(
-        key, size_bytes=request.size_bytes, content_type=content_type, expires_in=post_ttl_seconds
-    )
-    return UploadTicket(
-        upload_id=upload_id,
-        url=post.url,
-        fields=post.fields,
-        expires_at=now + timedelta(seconds=post_ttl_seconds),
-    )
+    post = storage.presign_post(key, size_bytes=size_bytes, content_type=pinned_type, expires_in=post_ttl_seconds)
+    return IssuedUpload(upload=upload, post=post, post_expires_at=post_expires_at)

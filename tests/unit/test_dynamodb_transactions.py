@@ -1,4 +1,4 @@
-"""How the repository reads a cancelled transaction: only a failed condition is an answer."""
+"""How the DynamoDB adapter reads a cancelled transaction: only a failed condition is an answer."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from memmy_kb.models import GrantRecord
-from memmy_kb.repository import AlreadyMember, Repository, TransactionRefused
+from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
+from memmy_kb.adapters.dynamodb.table import DynamoTable, TransactionRefused
+from memmy_kb.adapters.errors import AlreadyExists
+from memmy_kb.records import GrantRecord
 
 
 def cancelled(*codes: str) -> ClientError:
@@ -42,16 +44,20 @@ class ScriptedClient:
         return {}
 
 
+def kb_store(client: ScriptedClient) -> DynamoKnowledgeBaseStore:
+    return DynamoKnowledgeBaseStore(DynamoTable("t", client))
+
+
 @pytest.fixture(autouse=True)
 def _no_sleep(monkeypatch):
-    monkeypatch.setattr("memmy_kb.repository.time.sleep", lambda _: None)
+    monkeypatch.setattr("memmy_kb.adapters.dynamodb.table.time.sleep", lambda _: None)
 
 
 def test_conflicts_and_throttling_are_retried_under_one_token():
     client = ScriptedClient(
         cancelled("None", "TransactionConflict"), cancelled("ThrottlingError", "None"), None
     )
-    Repository("t", client)._transact([{}, {}])
+    DynamoTable("t", client).transact([{}, {}])
     assert len(client.tokens) == 3
     assert len(set(client.tokens)) == 1
 
@@ -59,24 +65,24 @@ def test_conflicts_and_throttling_are_retried_under_one_token():
 def test_contention_that_lasts_is_raised_not_mistaken_for_an_answer():
     client = ScriptedClient(*[cancelled("None", "TransactionConflict")] * 4)
     with pytest.raises(ClientError):
-        Repository("t", client)._transact([{}, {}])
+        DynamoTable("t", client).transact([{}, {}])
 
 
 def test_a_failed_condition_names_the_items():
     client = ScriptedClient(cancelled("None", "ConditionalCheckFailed", "TransactionConflict"))
     with pytest.raises(TransactionRefused) as refused:
-        Repository("t", client)._transact([{}, {}, {}])
+        DynamoTable("t", client).transact([{}, {}, {}])
     assert refused.value.failed == [1]
 
 
 def test_revoke_during_a_concurrent_write_still_removes_the_grant():
     client = ScriptedClient(cancelled("None", "TransactionConflict"), None)
-    assert Repository("t", client).remove_reader("kb_1", "bob") is True
+    assert kb_store(client).delete_reader_grant("kb_1", "bob") is None  # removed: no ItemMissing
 
 
 def test_revoke_after_the_kb_record_is_gone_deletes_the_grant_alone():
     client = ScriptedClient(cancelled("None", "ConditionalCheckFailed"))
-    assert Repository("t", client).remove_reader("kb_1", "bob") is True
+    assert kb_store(client).delete_reader_grant("kb_1", "bob") is None  # removed: no ItemMissing
     assert client.deleted == [{"PK": {"S": "USER#bob"}, "SK": {"S": "KB#kb_1"}}]
 
 
@@ -91,8 +97,8 @@ def test_a_share_that_collides_is_retried_rather_than_called_a_full_kb():
         granted_at=datetime.now(UTC),
     )
     client = ScriptedClient(cancelled("None", "TransactionConflict"), None)
-    Repository("t", client).add_reader(grant, max_readers=50)
-    with pytest.raises(AlreadyMember):
-        Repository("t", ScriptedClient(cancelled("ConditionalCheckFailed", "None"))).add_reader(
+    kb_store(client).put_reader_grant(grant, max_readers=50)
+    with pytest.raises(AlreadyExists):
+        kb_store(ScriptedClient(cancelled("ConditionalCheckFailed", "None"))).put_reader_grant(
             grant, max_readers=50
         )

@@ -1,12 +1,26 @@
-"""Normal forms of the identifiers a KB can be shared by: phones in E.164, emails lower-cased."""
+"""Who a user is to others: the verified facts a login token carries, and the normal forms of the
+identifiers a KB can be shared by (phones in E.164, emails lower-cased)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 # Numbers written without a country code are read as mainland China numbers, where Memmy's users are.
 DEFAULT_PHONE_REGION = "CN"
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+@dataclass(frozen=True)
+class VerifiedClaims:
+    """What the login provider vouched for (``memmy_kb.api.identity`` reads them off the request)."""
+
+    user_id: str
+    name: str | None
+    email: str | None
+    phone: str | None
+    # When the login provider issued the token (``iat``): how fresh its email/phone verification is.
+    issued_at: int | None = None
 
 
 def normalise_phone(raw: str, region: str = DEFAULT_PHONE_REGION) -> str | None:
@@ -19,7 +33,8 @@ def normalise_phone(raw: str, region: str = DEFAULT_PHONE_REGION) -> str | None:
         return None
     if not phonenumbers.is_valid_number(number):
         return None
-    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+    formatted: str = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+    return formatted
 
 
 def normalise_email(raw: str) -> str | None:

@@ -1,0 +1,176 @@
+"""Knowledge bases and grants in DynamoDB: ``KB#<kb>/META`` and ``USER#<user>/KB#<kb>`` (GSI1 by KB).
+
+Implements ``memmy_kb.domain.ports.KnowledgeBaseStore``. The grant items are the single authority for
+access and recall scope, so every read of them is strongly consistent; GSI1 serves the member list only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from memmy_kb.adapters.dynamodb.table import (
+    DynamoTable,
+    Item,
+    TransactionRefused,
+    dump,
+    grant_key,
+    is_condition_failure,
+    kb_key,
+)
+from memmy_kb.adapters.errors import AlreadyExists, ConditionFailed, ItemMissing
+from memmy_kb.records import GrantRecord, KnowledgeBaseRecord
+
+
+def _kb_item(kb: KnowledgeBaseRecord) -> Item:
+    return {**kb_key(kb.kb_id), "type": "kb", **kb.model_dump()}
+
+
+def _grant_item(grant: GrantRecord) -> Item:
+    return {
+        **grant_key(grant.user_id, grant.kb_id),
+        "GSI1PK": f"KB#{grant.kb_id}",
+        "GSI1SK": f"USER#{grant.user_id}",
+        "type": "grant",
+        **grant.model_dump(),
+    }
+
+
+class DynamoKnowledgeBaseStore:
+    """KB META items and the grants on them."""
+
+    def __init__(self, table: DynamoTable) -> None:
+        self._table = table
+
+    def put_kb_with_owner_grant(self, kb: KnowledgeBaseRecord, owner_grant: GrantRecord) -> None:
+        """Write META and the owner's grant together, or neither; AlreadyExists("kb") on an id clash."""
+        try:
+            self._table.transact(
+                [
+                    self._table.put_action(_kb_item(kb), "attribute_not_exists(PK)"),
+                    self._table.put_action(_grant_item(owner_grant), "attribute_not_exists(PK)"),
+                ]
+            )
+        except TransactionRefused as err:
+            raise AlreadyExists("kb", kb.kb_id) from err
+
+    def get_kb(self, kb_id: str) -> KnowledgeBaseRecord | None:
+        item = self._table.get(kb_key(kb_id))
+        return KnowledgeBaseRecord.model_validate(item) if item else None
+
+    def batch_get_kbs(self, kb_ids: Iterable[str]) -> dict[str, KnowledgeBaseRecord]:
+        keys = [kb_key(kb_id) for kb_id in dict.fromkeys(kb_ids)]
+        items = self._table.batch_get(keys, consistent=True)
+        return {item["kb_id"]: KnowledgeBaseRecord.model_validate(item) for item in items}
+
+    def get_grant(self, user_id: str, kb_id: str) -> GrantRecord | None:
+        item = self._table.get(grant_key(user_id, kb_id))
+        return GrantRecord.model_validate(item) if item else None
+
+    def query_grants(self, user_id: str) -> list[GrantRecord]:
+        """All of a user's grants in one consistent Query: its cost follows the user, not the table."""
+        return [
+            GrantRecord.model_validate(item)
+            for item in self._table.query(
+                KeyConditionExpression="PK = :pk AND begins_with(SK, :kb)",
+                ExpressionAttributeValues={":pk": {"S": f"USER#{user_id}"}, ":kb": {"S": "KB#"}},
+                ConsistentRead=True,
+            )
+        ]
+
+    def update_kb_name(self, kb_id: str, owner_id: str, name: str) -> KnowledgeBaseRecord:
+        """Set the name if the KB still exists and ``owner_id`` still owns it; ItemMissing("kb") otherwise."""
+        item = self._table.update(
+            kb_key(kb_id),
+            "SET #name = :name",
+            "attribute_exists(PK) AND owner_id = :owner",
+            {":name": name, ":owner": owner_id},
+            {"#name": "name"},
+        )
+        if item is None:
+            raise ItemMissing("kb", kb_id)
+        return KnowledgeBaseRecord.model_validate(item)
+
+    def update_grant_recall(self, user_id: str, kb_id: str, enabled: bool) -> GrantRecord:
+        """Change one user's recall setting for one KB; ItemMissing("grant") when the grant is gone."""
+        item = self._table.update(
+            grant_key(user_id, kb_id), "SET recall = :recall", "attribute_exists(PK)", {":recall": enabled}
+        )
+        if item is None:
+            raise ItemMissing("grant", kb_id)
+        return GrantRecord.model_validate(item)
+
+    def put_reader_grant(self, grant: GrantRecord, *, max_readers: int) -> None:
+        """Write a reader grant and count it on META, if the KB exists, is the owner's and has room.
+
+        Raises AlreadyExists("grant"), ItemMissing("kb") (deleted or changed hands) or
+        ConditionFailed("member_count") (full).
+        """
+        count = {
+            "Update": {
+                "TableName": self._table.name,
+                "Key": dump(kb_key(grant.kb_id)),
+                "UpdateExpression": "SET member_count = if_not_exists(member_count, :zero) + :one",
+                "ConditionExpression": "attribute_exists(PK) AND owner_id = :owner"
+                " AND (attribute_not_exists(member_count) OR member_count < :cap)",
+                "ExpressionAttributeValues": dump(
+                    {":zero": 0, ":one": 1, ":owner": grant.owner_id, ":cap": max_readers}
+                ),
+            }
+        }
+        try:
+            self._table.transact(
+                [self._table.put_action(_grant_item(grant), "attribute_not_exists(PK)"), count]
+            )
+        except TransactionRefused as err:
+            if 0 in err.failed:
+                raise AlreadyExists("grant", grant.user_id) from err
+            kb = self.get_kb(grant.kb_id)
+            if kb is None or kb.owner_id != grant.owner_id:
+                raise ItemMissing("kb", grant.kb_id) from err
+            raise ConditionFailed("member_count", str(max_readers)) from err
+
+    def delete_reader_grant(self, kb_id: str, user_id: str) -> None:
+        """Delete a reader's grant and uncount it; ItemMissing("grant") when there is no such reader grant.
+
+        The count never blocks a revoke: its update needs only META to exist, and when META is gone (the
+        KB was deleted) the grant is deleted on its own.
+        """
+        delete: dict[str, Any] = {
+            "TableName": self._table.name,
+            "Key": dump(grant_key(user_id, kb_id)),
+            "ConditionExpression": "attribute_exists(PK) AND #role = :reader",
+            "ExpressionAttributeNames": {"#role": "role"},
+            "ExpressionAttributeValues": {":reader": {"S": "reader"}},
+        }
+        uncount = {
+            "TableName": self._table.name,
+            "Key": dump(kb_key(kb_id)),
+            "UpdateExpression": "SET member_count = member_count - :one",
+            "ConditionExpression": "attribute_exists(PK)",
+            "ExpressionAttributeValues": dump({":one": 1}),
+        }
+        try:
+            self._table.transact([{"Delete": delete}, {"Update": uncount}])
+        except TransactionRefused as err:
+            if 0 in err.failed:
+                raise ItemMissing("grant", user_id) from err
+            try:
+                self._table.client.delete_item(**delete)
+            except ClientError as gone:
+                if is_condition_failure(gone):
+                    raise ItemMissing("grant", user_id) from gone
+                raise
+
+    def query_kb_members(self, kb_id: str) -> list[GrantRecord]:
+        """Every grant on a KB, from GSI1: for display only, never to decide access."""
+        return [
+            GrantRecord.model_validate(item)
+            for item in self._table.query(
+                IndexName="GSI1",
+                KeyConditionExpression="GSI1PK = :kb",
+                ExpressionAttributeValues={":kb": {"S": f"KB#{kb_id}"}},
+            )
+        ]

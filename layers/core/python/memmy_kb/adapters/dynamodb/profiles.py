@@ -1,0 +1,126 @@
+"""Directory profiles in DynamoDB: ``USER#<user>/PROFILE`` and the ``EMAIL#…``/``PHONE#…`` lookups.
+
+Implements ``memmy_kb.domain.ports.ProfileStore``. A lookup item points a verified email or phone at the
+one account that holds it; a profile and its lookups are always written in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Literal
+
+from memmy_kb.adapters.dynamodb.table import (
+    Action,
+    DynamoTable,
+    TransactionRefused,
+    dump,
+    lookup_key,
+    profile_key,
+)
+from memmy_kb.adapters.errors import ConditionFailed
+from memmy_kb.records import ProfileRecord
+
+IdentifierKind = Literal["email", "phone"]
+
+
+def _newer(verified_at: int | None, holders: Any) -> bool:
+    """Whether a verification at ``verified_at`` is newer than the holder's (unknown times never win)."""
+    return verified_at is not None and (holders is None or verified_at > int(holders))
+
+
+class DynamoProfileStore:
+    """Profiles and the identifier lookups that point at them."""
+
+    def __init__(self, table: DynamoTable) -> None:
+        self._table = table
+
+    def get_profile(self, user_id: str) -> ProfileRecord | None:
+        item = self._table.get(profile_key(user_id))
+        return ProfileRecord.model_validate(item) if item else None
+
+    def batch_get_profiles(self, user_ids: Iterable[str]) -> dict[str, ProfileRecord]:
+        items = self._table.batch_get([profile_key(u) for u in dict.fromkeys(user_ids)], consistent=False)
+        return {item["user_id"]: ProfileRecord.model_validate(item) for item in items}
+
+    def get_lookup_user(self, kind: IdentifierKind, value: str) -> str | None:
+        """The user id an email or phone lookup points at."""
+        item = self._table.get(lookup_key(kind, value))
+        return str(item["user_id"]) if item else None
+
+    def put_profile_with_lookups(
+        self, profile: ProfileRecord, previous: ProfileRecord | None, *, verified_at: int | None = None
+    ) -> ProfileRecord:
+        """Store ``profile`` and move its email/phone lookups, all in one transaction; return what was stored.
+
+        A verified identifier held by another account moves to this one when this verification
+        (``verified_at``, the token's issue time) is newer than the holder's: phone numbers get
+        reassigned, and the latest verification wins. Otherwise it stays with the holder and leaves this
+        profile, so a profile and its lookups never disagree and an old token cannot take it back. Every
+        step is conditioned on what was read, so a concurrent change cancels the whole write
+        (ConditionFailed("profile")).
+        """
+        actions: list[Action] = []
+        kinds: tuple[IdentifierKind, ...] = ("email", "phone")
+        for kind in kinds:
+            new, old = getattr(profile, kind), getattr(previous, kind) if previous else None
+            if old and old != new:
+                actions.append(
+                    {
+                        "Delete": {
+                            "TableName": self._table.name,
+                            "Key": dump(lookup_key(kind, old)),
+                            "ConditionExpression": "attribute_not_exists(PK) OR user_id = :me",
+                            "ExpressionAttributeValues": {":me": {"S": profile.user_id}},
+                        }
+                    }
+                )
+            if not new:
+                continue
+            lookup = self._table.get(lookup_key(kind, new))
+            holder = lookup["user_id"] if lookup else None
+            if lookup and holder != profile.user_id and not _newer(verified_at, lookup.get("verified_at")):
+                profile = profile.model_copy(update={kind: None})
+                continue
+            actions.extend(
+                self._claim_lookup(kind, new, profile.user_id, holder, profile.updated_at, verified_at)
+            )
+        condition = "attribute_not_exists(PK)" if previous is None else "updated_at = :seen"
+        seen = {":seen": {"S": previous.updated_at.isoformat()}} if previous is not None else None
+        item = {**profile_key(profile.user_id), "type": "profile", **profile.model_dump()}
+        actions.append(self._table.put_action(item, condition, seen))
+        try:
+            self._table.transact(actions)
+        except TransactionRefused as err:
+            raise ConditionFailed("profile", profile.user_id) from err
+        return profile
+
+    def _claim_lookup(
+        self,
+        kind: IdentifierKind,
+        value: str,
+        user_id: str,
+        holder: str | None,
+        now: datetime,
+        verified_at: int | None,
+    ) -> list[Action]:
+        item = {**lookup_key(kind, value), "type": "lookup", "user_id": user_id, "verified_at": verified_at}
+        if holder is None or holder == user_id:
+            # Written even when unchanged: it repairs a lookup lost to a race, and fails if taken meanwhile.
+            mine = {":me": {"S": user_id}}
+            return [self._table.put_action(item, "attribute_not_exists(PK) OR user_id = :me", mine)]
+        return [
+            self._table.put_action(item, "user_id = :holder", {":holder": {"S": holder}}),
+            {
+                # Touching updated_at makes a save of the holder's profile that read it before this
+                # take-over fail its condition, instead of putting the identifier back on it.
+                "Update": {
+                    "TableName": self._table.name,
+                    "Key": dump(profile_key(holder)),
+                    "UpdateExpression": "REMOVE #attr SET updated_at = :now",
+                    "ConditionExpression": "attribute_not_exists(#attr) OR #attr = :value",
+                    "ExpressionAttributeNames": {"#attr": kind},
+                    "ExpressionAttributeValues": {":value": {"S": value}, ":now": {"S": now.isoformat()}},
+                }
+            },
+        ]

@@ -1,0 +1,223 @@
+"""The plumbing every DynamoDB store shares: item keys, serialisation, and one ``DynamoTable``.
+
+The table's layout is in docs/architecture.md ("Data"). Reads that decide access are strongly consistent
+(GSIs are never used to authorize). Writes that must not half-happen are transactions with conditions,
+not read-then-write, and they all go through ``DynamoTable.transact``, which retries what says nothing
+about the data (contention, throttling) and reports only failed conditions as an answer.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+Key = dict[str, str]
+Item = dict[str, Any]
+Action = dict[str, Any]
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+_BATCH_GET_LIMIT = 100
+
+
+def kb_key(kb_id: str) -> Key:
+    return {"PK": f"KB#{kb_id}", "SK": "META"}
+
+
+def grant_key(user_id: str, kb_id: str) -> Key:
+    return {"PK": f"USER#{user_id}", "SK": f"KB#{kb_id}"}
+
+
+def profile_key(user_id: str) -> Key:
+    return {"PK": f"USER#{user_id}", "SK": "PROFILE"}
+
+
+def folder_key(kb_id: str, folder_id: str) -> Key:
+    return {"PK": f"KB#{kb_id}", "SK": f"FOLDER#{folder_id}"}
+
+
+def file_key(kb_id: str, file_id: str) -> Key:
+    return {"PK": f"KB#{kb_id}", "SK": f"FILE#{file_id}"}
+
+
+def upload_key(kb_id: str, upload_id: str) -> Key:
+    return {"PK": f"KB#{kb_id}", "SK": f"UPLOAD#{upload_id}"}
+
+
+def lookup_key(kind: str, value: str) -> Key:
+    """Points an email or phone at the one account that verified it."""
+    return {"PK": f"{kind.upper()}#{value}", "SK": "LOOKUP"}
+
+
+def dump(item: Mapping[str, Any]) -> dict[str, Any]:
+    """An item in DynamoDB's typed JSON; None values are left out, datetimes stored as ISO 8601."""
+    return {k: _serializer.serialize(_plain(v)) for k, v in item.items() if v is not None}
+
+
+def _plain(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def load(item: Mapping[str, Any]) -> Item:
+    return {k: _deserializer.deserialize(v) for k, v in item.items()}
+
+
+def epoch_key(epoch_seconds: int) -> str:
+    """A GSI sort key that orders like the time it encodes."""
+    return datetime.fromtimestamp(epoch_seconds, UTC).isoformat()
+
+
+def is_condition_failure(err: ClientError) -> bool:
+    return err.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+class TransactionRefused(Exception):
+    """A transaction cancelled by its conditions; ``failed`` holds the indexes of the items that failed."""
+
+    def __init__(self, failed: list[int]) -> None:
+        super().__init__(f"conditions failed on items {failed}")
+        self.failed = failed
+
+
+# Cancellations that say nothing about the data: another transaction touched an item at the same
+# moment, or DynamoDB throttled. They are retried; only ConditionalCheckFailed is an answer.
+_TRANSIENT_REASONS = frozenset(
+    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"}
+)
+_TRANSIENT_ERRORS = frozenset(
+    {
+        "TransactionConflictException",
+        "TransactionInProgressException",
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+    }
+)
+_TRANSACT_ATTEMPTS = 4
+
+
+def _cancellation_codes(err: ClientError) -> list[str]:
+    """The per-item reasons of a cancelled transaction ([] when it was not a cancellation)."""
+    if err.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+        return []
+    reasons: list[dict[str, Any]] = err.response.get("CancellationReasons", [])  # type: ignore[assignment]
+    return [str(reason.get("Code", "None")) for reason in reasons]
+
+
+class DynamoTable:
+    """One Memmy table through a low-level DynamoDB client (passed in): the stores' shared plumbing."""
+
+    def __init__(self, table_name: str, client: Any) -> None:
+        self.name = table_name
+        self.client = client
+
+    def transact(self, actions: list[Action]) -> None:
+        """Run one write transaction; raise TransactionRefused if a condition failed.
+
+        Transient cancellations (a concurrent transaction on one of the items, throttling) are retried
+        with jitter under one ClientRequestToken, so a retry of a transaction that did commit is a no-op.
+        Anything else, or contention that outlasts the retries, is raised as is.
+        """
+        token = uuid.uuid4().hex
+        for attempt in range(_TRANSACT_ATTEMPTS):
+            try:
+                self.client.transact_write_items(TransactItems=actions, ClientRequestToken=token)
+                return
+            except ClientError as err:
+                reasons = _cancellation_codes(err)
+                failed = [i for i, code in enumerate(reasons) if code == "ConditionalCheckFailed"]
+                if failed:
+                    raise TransactionRefused(failed) from err
+                transient = err.response.get("Error", {}).get("Code") in _TRANSIENT_ERRORS or (
+                    bool(reasons)
+                    and all(code in _TRANSIENT_REASONS or code in ("None", "") for code in reasons)
+                )
+                if not transient or attempt == _TRANSACT_ATTEMPTS - 1:
+                    raise
+                time.sleep(random.uniform(0, 0.05 * 2**attempt))  # noqa: S311 - jitter, not security
+
+    def update(
+        self,
+        key: Key,
+        update: str,
+        condition: str,
+        values: Mapping[str, Any],
+        names: Mapping[str, str] | None = None,
+    ) -> Item | None:
+        """A conditional update returning the new item; None when the condition failed."""
+        request: dict[str, Any] = {
+            "TableName": self.name,
+            "Key": dump(key),
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ExpressionAttributeValues": dump(values),
+            "ReturnValues": "ALL_NEW",
+        }
+        if names:
+            request["ExpressionAttributeNames"] = dict(names)
+        try:
+            resp = self.client.update_item(**request)
+        except ClientError as err:
+            if is_condition_failure(err):
+                return None
+            raise
+        return load(resp["Attributes"])
+
+    def put_action(self, item: Item, condition: str, values: Mapping[str, Any] | None = None) -> Action:
+        put: Action = {"TableName": self.name, "Item": dump(item), "ConditionExpression": condition}
+        if values:
+            put["ExpressionAttributeValues"] = dict(values)
+        return {"Put": put}
+
+    def exists_check(self, key: Key) -> Action:
+        return {
+            "ConditionCheck": {
+                "TableName": self.name,
+                "Key": dump(key),
+                "ConditionExpression": "attribute_exists(PK)",
+            }
+        }
+
+    def owner_check(self, kb_id: str, owner_id: str) -> Action:
+        """The KB still exists and is still ``owner_id``'s."""
+        return {
+            "ConditionCheck": {
+                "TableName": self.name,
+                "Key": dump(kb_key(kb_id)),
+                "ConditionExpression": "attribute_exists(PK) AND owner_id = :owner",
+                "ExpressionAttributeValues": {":owner": {"S": owner_id}},
+            }
+        }
+
+    def get(self, key: Key) -> Item | None:
+        resp = self.client.get_item(TableName=self.name, Key=dump(key), ConsistentRead=True)
+        return load(resp["Item"]) if "Item" in resp else None
+
+    def query(self, **kwargs: Any) -> Iterator[Item]:
+        while True:
+            resp = self.client.query(TableName=self.name, **kwargs)
+            yield from (load(item) for item in resp.get("Items", []))
+            if "LastEvaluatedKey" not in resp:
+                return
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+    def batch_get(self, keys: list[Key], *, consistent: bool) -> list[Item]:
+        found: list[Item] = []
+        for start in range(0, len(keys), _BATCH_GET_LIMIT):
+            request: dict[str, Any] = {
+                self.name: {
+                    "Keys": [dump(k) for k in keys[start : start + _BATCH_GET_LIMIT]],
+                    "ConsistentRead": consistent,
+                }
+            }
+            while request:
+                resp = self.client.batch_get_item(RequestItems=request)
+                found.extend(load(item) for item in resp.get("Responses", {}).get(self.name, []))
+                request = resp.get("UnprocessedKeys") or {}
+        return found

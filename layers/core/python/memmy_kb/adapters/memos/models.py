@@ -1,0 +1,229 @@
+"""The shapes MemOS answers with, normalised: file status spellings, timestamps, lenient numbers.
+
+MemOS has answered the same field in several spellings and types; each model accepts every variant
+docs/memos.md lists and keeps the rest of a reply readable when one field is not.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Final, Literal
+
+from aws_lambda_powertools import Logger
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+logger = Logger(child=True)
+
+# Above this an epoch value is taken as milliseconds (1e11 ms is 1973; 1e11 s is the year 5138).
+_EPOCH_MS_THRESHOLD: Final = 100_000_000_000
+
+
+class FileStatus(StrEnum):
+    """A MemOS file's processing status, normalised from the several spellings MemOS has used."""
+
+    PROCESSING = "processing"
+    AVAILABLE = "available"
+    FAILED = "failed"
+
+
+_STATUS_SPELLINGS: Final[dict[str, FileStatus]] = {
+    **dict.fromkeys(
+        ("running", "processing", "pending", "queued", "waiting", "in_progress", "parsing"),
+        FileStatus.PROCESSING,
+    ),
+    **dict.fromkeys(
+        ("completed", "complete", "success", "succeeded", "done", "finished", "available"),
+        FileStatus.AVAILABLE,
+    ),
+    **dict.fromkeys(("failed", "fail", "processing_failed", "error", "errored"), FileStatus.FAILED),
+}
+
+
+def normalise_file_status(raw: object) -> FileStatus:
+    """Map any MemOS status spelling to a ``FileStatus``; unknown values count as processing (logged)."""
+    key = str(raw).strip().lower().replace("-", "_").replace(" ", "_") if raw is not None else ""
+    status = _STATUS_SPELLINGS.get(key)
+    if status is None:
+        logger.warning(
+            "Unknown MemOS file status, treating it as processing", extra={"memos_status": str(raw)}
+        )
+        return FileStatus.PROCESSING
+    return status
+
+
+def parse_timestamp(value: object) -> datetime | None:
+    """An aware UTC datetime from epoch milliseconds (or seconds), or an ISO 8601 string; else None.
+
+    Naive ISO strings are taken as UTC. Unreadable values give None rather than failing the whole reply.
+    """
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = float(text)
+        except ValueError:
+            try:
+                parsed = datetime.fromisoformat(text)
+            except ValueError:
+                return None
+            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    if isinstance(value, int | float):
+        seconds = value / 1000 if abs(value) >= _EPOCH_MS_THRESHOLD else value
+        try:
+            return datetime.fromtimestamp(seconds, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    return None
+
+
+def lenient_float(value: object) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def lenient_int(value: object) -> int | None:
+    number = lenient_float(value)
+    return int(number) if number is not None and number.is_integer() else None
+
+
+class _MemosModel(BaseModel):
+    model_config = ConfigDict(
+        extra="ignore", frozen=True, validate_by_name=True, validate_by_alias=True, coerce_numbers_to_str=True
+    )
+
+
+class FileInput(_MemosModel):
+    """One file to add: ``content`` is a public http(s) URL, a ``data:<mime>;base64,`` URL or bare base64."""
+
+    content: str = Field(repr=False, min_length=1)
+    name: str | None = None
+    type: Literal["document", "skill"] = "document"
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, name: str, mime_type: str) -> FileInput:
+        """A file sent inline as a base64 data URL."""
+        encoded = base64.b64encode(data).decode("ascii")
+        return cls(content=f"data:{mime_type};base64,{encoded}", name=name)
+
+
+class MemosFile(_MemosModel):
+    """A file as MemOS reports it; ``status`` is normalised, ``raw_status`` keeps MemOS's spelling."""
+
+    id: str
+    name: str | None = None
+    type: str | None = None
+    status: FileStatus = FileStatus.PROCESSING
+    raw_status: str | None = None
+    size: str | int | float | None = None
+    size_mb: float | None = Field(default=None, validation_alias=AliasChoices("sizeMB", "size_mb"))
+    created_at: datetime | None = Field(
+        default=None, validation_alias=AliasChoices("create_time", "created_at", "createTime")
+    )
+    updated_at: datetime | None = Field(
+        default=None, validation_alias=AliasChoices("update_time", "updated_at", "updateTime")
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalise_status(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "raw_status" not in data:
+            raw = data.get("status")
+            data = {
+                **data,
+                "raw_status": None if raw is None else str(raw),
+                "status": normalise_file_status(raw),
+            }
+        return data
+
+    @field_validator("size_mb", mode="before")
+    @classmethod
+    def _size_mb(cls, value: object) -> float | None:
+        return lenient_float(value)
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size(cls, value: object) -> object:
+        return value if isinstance(value, str | int | float) and not isinstance(value, bool) else None
+
+    @field_validator("created_at", "updated_at", mode="before")
+    @classmethod
+    def _timestamp(cls, value: object) -> datetime | None:
+        return parse_timestamp(value)
+
+
+class FilePage(_MemosModel):
+    """One page of a KB's files. ``total`` is None when MemOS did not say."""
+
+    total: int | None = None
+    page: int
+    page_size: int
+    files: list[MemosFile]
+
+    @property
+    def has_more(self) -> bool:
+        """Whether a later page may hold more files."""
+        if not self.files:
+            return False
+        if self.total is not None:
+            return self.page * self.page_size < self.total
+        return len(self.files) >= self.page_size
+
+
+class MemosMemory(_MemosModel):
+    """One search hit. For KB excerpts ``title`` is the source shown to the agent; there is no KB id."""
+
+    id: str | None = None
+    title: str = Field(default="", validation_alias=AliasChoices("memory_key", "title"))
+    content: str = Field(default="", repr=False, validation_alias=AliasChoices("memory_value", "content"))
+    score: float | None = Field(default=None, validation_alias=AliasChoices("relativity", "score"))
+    memory_type: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    conversation_id: str | None = None
+    status: str | None = None
+    confidence: float | None = None
+    created_at: datetime | None = Field(
+        default=None, validation_alias=AliasChoices("create_time", "created_at", "createTime")
+    )
+    updated_at: datetime | None = Field(
+        default=None, validation_alias=AliasChoices("update_time", "updated_at", "updateTime")
+    )
+
+    @field_validator("title", "content", mode="before")
+    @classmethod
+    def _text(cls, value: object) -> str:
+        return "" if value is None else str(value)
+
+    @field_validator("score", "confidence", mode="before")
+    @classmethod
+    def _number(cls, value: object) -> float | None:
+        return lenient_float(value)
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags(cls, value: object) -> list[str]:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, list | tuple):
+            return [str(tag) for tag in value if tag is not None]
+        return []
+
+    @field_validator("id", "memory_type", "conversation_id", "status", mode="before")
+    @classmethod
+    def _optional_text(cls, value: object) -> str | None:
+        return None if value is None or isinstance(value, dict | list) else str(value)
+
+    @field_validator("created_at", "updated_at", mode="before")
+    @classmethod
+    def _timestamp(cls, value: object) -> datetime | None:
+        return parse_timestamp(value)

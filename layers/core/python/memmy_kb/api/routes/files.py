@@ -1,0 +1,98 @@
+"""A knowledge base's files and folders: one level with live status, moving files, folder edits."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from memmy_kb.api.dependencies import get_content_store, get_kb_store, get_memos_client
+from memmy_kb.api.identity import caller_id
+from memmy_kb.api.models import (
+    CreateFolderRequest,
+    File,
+    FileListing,
+    Folder,
+    MoveFileRequest,
+    UpdateFolderRequest,
+)
+from memmy_kb.api.resolver import NOT_VISIBLE, READER, ItemId, KbId, json_response, responses
+from memmy_kb.domain import files, folders
+
+router = APIGatewayHttpRouter()
+_MEMOS_DOWN = (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS unavailable")
+
+
+@router.get(
+    "/knowledge-bases/<kb_id>/files",
+    operation_id="list_files_knowledge_bases__kb_id__files_get",
+    summary="One level of a knowledge base: its folders and files with live status",
+    responses=responses(HTTPStatus.OK, "Folders and files", FileListing, NOT_VISIBLE, _MEMOS_DOWN),
+)
+def handle_list_files(
+    kb_id: KbId, folder_id: Annotated[str | None, Query(max_length=64)] = None
+) -> FileListing:
+    caller = caller_id(router.current_event.raw_event)
+    listing = files.list_files(get_kb_store(), get_content_store(), get_memos_client(), caller, kb_id, folder_id)
+    return FileListing.from_listing(listing)
+
+
+@router.patch(
+    "/knowledge-bases/<kb_id>/files/<file_id>",
+    operation_id="move_file_knowledge_bases__kb_id__files__file_id__patch",
+    summary="Move a file to another folder (owner only)",
+    responses=responses(HTTPStatus.OK, "The moved file", File, READER, NOT_VISIBLE, _MEMOS_DOWN),
+)
+def handle_move_file(kb_id: KbId, file_id: ItemId, request: Annotated[MoveFileRequest, Body()]) -> File:
+    caller = caller_id(router.current_event.raw_event)
+    entry = files.move_file(
+        get_kb_store(), get_content_store(), get_memos_client(), caller, kb_id, file_id, request.folder_id
+    )
+    return File.from_entry(entry)
+
+
+@router.post(
+    "/knowledge-bases/<kb_id>/folders",
+    operation_id="create_folder_knowledge_bases__kb_id__folders_post",
+    summary="Create a folder (owner only)",
+    responses=responses(HTTPStatus.CREATED, "The new folder", Folder, READER, NOT_VISIBLE),
+)
+def handle_create_folder(kb_id: KbId, request: Annotated[CreateFolderRequest, Body()]) -> Response[str]:
+    caller = caller_id(router.current_event.raw_event)
+    folder = folders.create_folder(
+        get_kb_store(), get_content_store(), caller, kb_id, request.name, request.parent_id
+    )
+    return json_response(HTTPStatus.CREATED, Folder.from_record(folder))
+
+
+@router.patch(
+    "/knowledge-bases/<kb_id>/folders/<folder_id>",
+    operation_id="update_folder_knowledge_bases__kb_id__folders__folder_id__patch",
+    summary="Rename or move a folder (owner only)",
+    responses=responses(
+        HTTPStatus.OK,
+        "The folder",
+        Folder,
+        READER,
+        NOT_VISIBLE,
+        (HTTPStatus.CONFLICT, "The move would put the folder inside itself"),
+    ),
+)
+def handle_update_folder(
+    kb_id: KbId, folder_id: ItemId, request: Annotated[UpdateFolderRequest, Body()]
+) -> Folder:
+    caller = caller_id(router.current_event.raw_event)
+    folder = folders.update_folder(
+        get_kb_store(),
+        get_content_store(),
+        caller,
+        kb_id,
+        folder_id,
+        name=request.name,
+        parent_id=request.parent_id,
+        move="parent_id" in request.model_fields_set,
+    )
+    return Folder.from_record(folder)

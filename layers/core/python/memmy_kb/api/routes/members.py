@@ -1,0 +1,66 @@
+"""Members of a knowledge base: list, share by user id / phone / email, revoke and leave. Never MemOS."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from memmy_kb.api.dependencies import get_kb_store, get_profile_store
+from memmy_kb.api.identity import caller_id
+from memmy_kb.api.models import Member, MemberList, ShareRequest
+from memmy_kb.api.resolver import NOT_VISIBLE, READER, KbId, UserId, json_response, responses
+from memmy_kb.domain import sharing
+
+router = APIGatewayHttpRouter()
+
+
+@router.get(
+    "/knowledge-bases/<kb_id>/members",
+    operation_id="list_members_knowledge_bases__kb_id__members_get",
+    summary="List a knowledge base's members (owner only)",
+    responses=responses(HTTPStatus.OK, "The owner and the readers", MemberList, READER, NOT_VISIBLE),
+)
+def handle_list_members(kb_id: KbId) -> MemberList:
+    caller = caller_id(router.current_event.raw_event)
+    return MemberList.from_views(sharing.list_members(get_kb_store(), get_profile_store(), caller, kb_id))
+
+
+@router.post(
+    "/knowledge-bases/<kb_id>/members",
+    operation_id="share_knowledge_base_knowledge_bases__kb_id__members_post",
+    summary="Share a knowledge base read-only by user id, phone or email (owner only)",
+    responses=responses(
+        HTTPStatus.CREATED,
+        "The new reader",
+        Member,
+        READER,
+        (HTTPStatus.NOT_FOUND, "No such knowledge base, or no account with this identifier"),
+        (HTTPStatus.CONFLICT, "Already a member, or the member limit is reached"),
+    ),
+)
+def handle_share_knowledge_base(kb_id: KbId, request: Annotated[ShareRequest, Body()]) -> Response[str]:
+    caller = caller_id(router.current_event.raw_event)
+    member = sharing.share_knowledge_base(get_kb_store(), get_profile_store(), caller, kb_id, request.identifier)
+    return json_response(HTTPStatus.CREATED, Member.from_view(member))
+
+
+@router.delete(
+    "/knowledge-bases/<kb_id>/members/<user_id>",
+    operation_id="remove_member_knowledge_bases__kb_id__members__user_id__delete",
+    summary="Revoke a reader (owner) or leave a shared knowledge base (the reader)",
+    responses=responses(
+        HTTPStatus.NO_CONTENT,
+        "Removed",
+        None,
+        (HTTPStatus.FORBIDDEN, "A reader may only remove themself"),
+        (HTTPStatus.NOT_FOUND, "No such knowledge base or member"),
+    ),
+)
+# No return annotation: Powertools would document it as a body schema of the 204, which has no body.
+def handle_remove_member(kb_id: KbId, user_id: UserId):  # type: ignore[no-untyped-def]
+    sharing.remove_member(get_kb_store(), caller_id(router.current_event.raw_event), kb_id, user_id)
+    return Response(status_code=HTTPStatus.NO_CONTENT)

@@ -1,0 +1,52 @@
+"""POST /recall: the caller's excerpts for one agent turn and the block a hook injects."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from aws_lambda_powertools.metrics import MetricUnit
+
+from memmy_kb.api.dependencies import get_kb_store, get_recall_memos_client
+from memmy_kb.api.identity import caller_id
+from memmy_kb.api.models import RecallRequest, RecallResponse
+from memmy_kb.api.resolver import responses
+from memmy_kb.domain import recall
+from memmy_kb.errors import RecallUnavailable
+from memmy_kb.observability import metrics
+from memmy_kb.settings import get_settings
+
+router = APIGatewayHttpRouter()
+
+
+@router.post(
+    "/recall",
+    operation_id="recall_recall_post",
+    summary="Search the caller's recall scope and build the context block for an agent turn",
+    responses=responses(
+        HTTPStatus.OK,
+        "Excerpts from the knowledge bases the caller may read and has turned on",
+        RecallResponse,
+        (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS failed or did not answer in time; no excerpts"),
+    ),
+)
+def handle_recall(request: Annotated[RecallRequest, Body()]) -> RecallResponse:
+    caller = caller_id(router.current_event.raw_event)
+    try:
+        result = recall.recall(
+            get_kb_store(),
+            get_recall_memos_client(),
+            user_id=caller,
+            query=request.query,
+            limit=request.limit,
+            max_context_chars=get_settings().recall_context_max_chars,
+        )
+    except RecallUnavailable:
+        metrics.add_metric(name="RecallUnavailable", unit=MetricUnit.Count, value=1)
+        raise
+    metrics.add_metric(name="RecallExcerpts", unit=MetricUnit.Count, value=len(result.block.excerpts))
+    if result.discarded:
+        metrics.add_metric(name="RecallDiscarded", unit=MetricUnit.Count, value=1)
+    return RecallResponse.from_result(result)

@@ -1,0 +1,74 @@
+"""Issuing an upload: record it and hand out the presigned POST for its bytes (owner only)."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from aws_lambda_powertools.metrics import MetricUnit
+
+from memmy_kb.api.dependencies import get_content_store, get_kb_store, get_upload_storage
+from memmy_kb.api.idempotency import run_idempotently
+from memmy_kb.api.identity import caller_id
+from memmy_kb.api.models import CreateUploadRequest, UploadTicket
+from memmy_kb.api.resolver import READER, KbId, json_response, responses
+from memmy_kb.domain import uploads
+from memmy_kb.observability import metrics
+from memmy_kb.settings import get_settings
+
+router = APIGatewayHttpRouter()
+
+
+@router.post(
+    "/knowledge-bases/<kb_id>/uploads",
+    operation_id="create_upload_knowledge_bases__kb_id__uploads_post",
+    summary="Request a presigned POST to upload one file (owner only)",
+    responses=responses(
+        HTTPStatus.CREATED,
+        "The upload and its presigned POST: send `fields`, then the file as the form field `file`",
+        UploadTicket,
+        READER,
+        (HTTPStatus.NOT_FOUND, "No such knowledge base or folder, or not visible to the caller"),
+        (HTTPStatus.CONFLICT, "A request with this Idempotency-Key is in progress"),
+        (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "The declared size is over 100 MB"),
+        (HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "The extension is not pdf, docx, doc, txt, json, md or xml"),
+    ),
+)
+def handle_create_upload(
+    kb_id: KbId,
+    request: Annotated[CreateUploadRequest, Body()],
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
+) -> Response[str]:
+    user_id = caller_id(router.current_event.raw_event)
+    ttl = get_settings().upload_post_ttl_seconds
+
+    def create() -> dict[str, Any]:
+        issued = uploads.request_upload(
+            get_kb_store(),
+            get_content_store(),
+            get_upload_storage(),
+            user_id=user_id,
+            kb_id=kb_id,
+            filename=request.filename,
+            size_bytes=request.size_bytes,
+            content_type=request.content_type,
+            folder_id=request.folder_id,
+            post_ttl_seconds=ttl,
+        )
+        metrics.add_metric(name="UploadRequested", unit=MetricUnit.Count, value=1)
+        return UploadTicket.from_issued(issued).model_dump(mode="json")
+
+    result = run_idempotently(
+        "create_upload",
+        key=idempotency_key,
+        user_id=user_id,
+        payload={"kb_id": kb_id, **request.model_dump()},
+        compute=create,
+        lambda_context=router.lambda_context,
+        # A repeat must never hand back a POST that has expired: remember the answer only while it works.
+        ttl_seconds=ttl,
+    )
+    return json_response(HTTPStatus.CREATED, UploadTicket.model_validate(result))

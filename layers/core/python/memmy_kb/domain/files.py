@@ -1,0 +1,177 @@
+"""A knowledge base's files as users see them: one level of the tree with live status, and moving files.
+
+Folders and the file-to-folder mapping are ours (MemOS has no folders); each file's name and processing
+status come live from MemOS, in batched calls per listing, so status has a single source. Nothing here
+writes MemOS, and moving never re-uploads anything.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Final, Literal
+
+from aws_lambda_powertools import Logger
+
+from memmy_kb.adapters.errors import ItemMissing
+from memmy_kb.adapters.memos.errors import MemosError
+from memmy_kb.adapters.memos.models import FileStatus, MemosFile
+from memmy_kb.domain.access import require_access, require_owner
+from memmy_kb.domain.ports import ContentStore, GrantReader, KnowledgeEngine
+from memmy_kb.errors import NotFound, UpstreamUnavailable, file_not_found, folder_not_found
+from memmy_kb.records import FileRecord, FolderRecord, UploadRecord
+
+logger = Logger(child=True)
+
+FileState = Literal["uploading", "processing", "available", "failed"]
+
+REFRESH_AFTER_SECONDS: Final = 3
+# MemOS's ids mode may page at its default page size of 20: never ask for more ids than that at once.
+_MEMOS_BATCH: Final = 20
+# A MemOS add normally settles in seconds; past this the outcome is unknown until the reconciler decides,
+# and the user is better told to upload again than shown "uploading" for days.
+SUBMITTING_GRACE: Final = timedelta(minutes=15)
+_STATUS: Final[dict[FileStatus, FileState]] = {
+    FileStatus.PROCESSING: "processing",
+    FileStatus.AVAILABLE: "available",
+    FileStatus.FAILED: "failed",
+}
+GONE_FROM_MEMOS: Final = "The file is no longer held by the knowledge engine."
+MEMOS_FAILED: Final = "The knowledge engine could not process this file."
+UNCONFIRMED: Final = "The upload could not be confirmed; please upload the file again."
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One entry of a listing: a file MemOS holds, or an upload not (or never) submitted."""
+
+    id: str
+    name: str
+    status: FileState
+    size_bytes: int | None
+    folder_id: str | None
+    reason: str | None
+    upload_id: str | None
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One level of a KB: its subfolders and its entries, each sorted by name."""
+
+    folders: list[FolderRecord]
+    files: list[FileEntry]
+
+    @property
+    def refresh_after_seconds(self) -> int | None:
+        """When to list again: while anything is uploading or processing."""
+        busy = any(f.status in ("uploading", "processing") for f in self.files)
+        return REFRESH_AFTER_SECONDS if busy else None
+
+
+def list_files(
+    grants: GrantReader,
+    contents: ContentStore,
+    memos: KnowledgeEngine,
+    user_id: str,
+    kb_id: str,
+    folder_id: str | None = None,
+) -> Listing:
+    """One level of a KB (the root when ``folder_id`` is None), for owners and readers."""
+    require_access(grants, user_id, kb_id)
+    folders, files, uploads = contents.query_kb_items(kb_id)
+    if folder_id is not None and all(f.folder_id != folder_id for f in folders):
+        raise folder_not_found()
+    here = [f for f in files if f.folder_id == folder_id]
+    live = _memos_files(memos, [f.memos_file_id for f in here])
+    entries = [_file_entry(f, live.get(f.memos_file_id)) for f in here]
+    entries += [_upload_entry(u) for u in uploads if u.folder_id == folder_id and _shown(u)]
+    entries.sort(key=lambda f: (f.name.casefold(), f.id))
+    level = sorted((f for f in folders if f.parent_id == folder_id), key=lambda f: (f.name.casefold(), f.folder_id))
+    return Listing(folders=level, files=entries)
+
+
+def move_file(
+    grants: GrantReader,
+    contents: ContentStore,
+    memos: KnowledgeEngine,
+    user_id: str,
+    kb_id: str,
+    file_id: str,
+    folder_id: str | None,
+) -> FileEntry:
+    """Move a file to another folder (None: the root); only our mapping changes."""
+    require_owner(grants, user_id, kb_id)
+    record = contents.get_file(kb_id, file_id)
+    if record is None:
+        raise file_not_found()
+    if folder_id is not None and contents.get_folder(kb_id, folder_id) is None:
+        raise folder_not_found()
+    try:
+        contents.update_file_folder(kb_id, file_id, folder_id)
+    except ItemMissing:
+        raise NotFound("The file or the folder no longer exists.", code="file_not_found") from None
+    record = record.model_copy(update={"folder_id": folder_id})
+    return _file_entry(record, _memos_files(memos, [record.memos_file_id]).get(record.memos_file_id))
+
+
+def _memos_files(memos: KnowledgeEngine, memos_ids: list[str]) -> dict[str, MemosFile]:
+    found: dict[str, MemosFile] = {}
+    try:
+        for start in range(0, len(memos_ids), _MEMOS_BATCH):
+            for f in memos.get_knowledgebase_files(memos_ids[start : start + _MEMOS_BATCH]):
+                found[f.id] = f
+    except MemosError as err:
+        logger.warning(
+            "MemOS file status unavailable", extra={"error": type(err).__name__, "memos_code": err.code}
+        )
+        raise UpstreamUnavailable("File status is unavailable right now; try again shortly.") from err
+    return found
+
+
+def _file_entry(record: FileRecord, live: MemosFile | None) -> FileEntry:
+    if live is None:
+        status: FileState = "failed"
+        name, reason = record.name, GONE_FROM_MEMOS
+    else:
+        status = _STATUS[live.status]
+        name, reason = live.name or record.name, MEMOS_FAILED if status == "failed" else None
+    return FileEntry(
+        id=record.file_id,
+        name=name,
+        status=status,
+        size_bytes=record.size_bytes,
+        folder_id=record.folder_id,
+        reason=reason,
+        upload_id=record.upload_id,
+    )
+
+
+def _shown(upload: UploadRecord) -> bool:
+    """In-flight uploads show as uploading, rejected ones as failed; submitted ones are FILE items."""
+    if upload.state == "pending":
+        return upload.expires_at > time.time()
+    return upload.state in ("submitting", "rejected")
+
+
+def _upload_entry(upload: UploadRecord) -> FileEntry:
+    status: FileState = "uploading"
+    reason = None
+    if upload.state == "rejected":
+        status, reason = "failed", upload.reason
+    elif upload.state == "submitting" and _stale(upload):
+        status, reason = "failed", UNCONFIRMED
+    return FileEntry(
+        id=upload.upload_id,
+        name=upload.filename,
+        status=status,
+        size_bytes=upload.size_bytes,
+        folder_id=upload.folder_id,
+        reason=reason,
+        upload_id=upload.upload_id,
+    )
+
+
+def _stale(upload: UploadRecord) -> bool:
+    started = upload.submitting_at or upload.created_at
+    return datetime.now(UTC) - started > SUBMITTING_GRACE

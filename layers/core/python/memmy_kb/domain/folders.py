@@ -1,0 +1,112 @@
+"""A knowledge base's folders: created, renamed and moved by the owner, never into their own subtree.
+
+MemOS has no folders; they are ours alone. A move's cycle check is enforced by the storage write itself
+(every ancestor of the destination is condition-checked), so two concurrent moves cannot close a cycle.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from datetime import datetime
+from typing import Final
+
+from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
+from memmy_kb.domain.access import require_owner
+from memmy_kb.domain.ports import ContentStore, GrantReader
+from memmy_kb.errors import Conflict, InvalidInput, folder_not_found
+from memmy_kb.records import FolderRecord, utc_now
+
+# Deep enough for any real tree; bounded so a move's cycle check stays one transaction (<= 100 items).
+MAX_FOLDER_DEPTH: Final = 20
+
+
+def new_folder_id() -> str:
+    return "fo_" + secrets.token_hex(10)
+
+
+def create_folder(
+    grants: GrantReader,
+    contents: ContentStore,
+    user_id: str,
+    kb_id: str,
+    name: str,
+    parent_id: str | None,
+    *,
+    clock: Callable[[], datetime] = utc_now,
+    new_id: Callable[[], str] = new_folder_id,
+) -> FolderRecord:
+    """A new folder under ``parent_id`` (None: the root), owner only."""
+    require_owner(grants, user_id, kb_id)
+    if parent_id is not None:
+        folders = {f.folder_id: f for f in contents.query_kb_items(kb_id)[0]}
+        if parent_id not in folders:
+            raise folder_not_found()
+        if len(_chain(folders, parent_id)) >= MAX_FOLDER_DEPTH:
+            raise _too_deep()
+    folder = FolderRecord(kb_id=kb_id, folder_id=new_id(), name=name, parent_id=parent_id, created_at=clock())
+    try:
+        contents.put_folder(folder)
+    except ItemMissing:
+        raise folder_not_found() from None
+    return folder
+
+
+def update_folder(
+    grants: GrantReader,
+    contents: ContentStore,
+    user_id: str,
+    kb_id: str,
+    folder_id: str,
+    *,
+    name: str | None,
+    parent_id: str | None,
+    move: bool,
+) -> FolderRecord:
+    """Rename and/or move (``move``: ``parent_id`` was given, None meaning the root) a folder.
+
+    Moving a folder into itself or its own subtree is refused with 409.
+    """
+    require_owner(grants, user_id, kb_id)
+    folders = {f.folder_id: f for f in contents.query_kb_items(kb_id)[0]}
+    current = folders.get(folder_id)
+    if current is None:
+        raise folder_not_found()
+    new_parent = parent_id if move else current.parent_id
+    ancestors: list[FolderRecord] = []
+    if move and new_parent is not None:
+        if new_parent not in folders:
+            raise folder_not_found()
+        ancestors = _chain(folders, new_parent)
+        if any(a.folder_id == folder_id for a in ancestors):
+            raise Conflict("A folder cannot move into itself or its own subfolders.", code="folder_cycle")
+        if len(ancestors) + _height(folders, folder_id) > MAX_FOLDER_DEPTH:
+            raise _too_deep()
+    updated = current.model_copy(update={"name": name or current.name, "parent_id": new_parent})
+    try:
+        contents.update_folder(updated, current, ancestors)
+    except ConditionFailed:
+        raise Conflict("The folders changed at the same time; try again.", code="folders_changed") from None
+    return updated
+
+
+def _too_deep() -> InvalidInput:
+    return InvalidInput(f"Folders nest at most {MAX_FOLDER_DEPTH} deep.", code="folder_too_deep")
+
+
+def _chain(folders: dict[str, FolderRecord], folder_id: str) -> list[FolderRecord]:
+    """``folder_id`` and its ancestors up to the root (stops on a cycle, which writes never create)."""
+    chain: list[FolderRecord] = []
+    seen: set[str] = set()
+    current: str | None = folder_id
+    while current is not None and current in folders and current not in seen:
+        seen.add(current)
+        chain.append(folders[current])
+        current = folders[current].parent_id
+    return chain
+
+
+def _height(folders: dict[str, FolderRecord], folder_id: str) -> int:
+    """Levels in the subtree rooted at ``folder_id`` (1 for a folder without subfolders)."""
+    children = [f.folder_id for f in folders.values() if f.parent_id == folder_id]
+    return 1 + max((_height(folders, c) for c in children), default=0)

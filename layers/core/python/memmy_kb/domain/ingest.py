@@ -1,0 +1,391 @@
+"""From an S3 ``ObjectCreated`` event to a file in MemOS, or to a rejection the user can read.
+
+One object, one upload record (``UPLOAD#<id>`` under its KB), one state machine:
+
+    pending ──verify ok──▶ submitting ──MemOS add + our write──▶ submitted   (FILE item exists)
+       │                      │   └──MemOS stored nothing──▶ pending        (the SQS message is retried)
+       └──verify failed──▶ rejected ◀──MemOS refused / KB gone──┘            (bytes deleted, reason kept)
+
+Each upload's run is one ``Ingestion`` object with a method per transition (``verify``, ``hold``,
+``submit``, ``record``, ``release``, ``reject``, ``take_back``). Checks, cheapest first: the real size equals the declared one; the KB still exists and the uploader
+still owns it (consistent reads); the bytes fit the extension (``memmy_kb.domain.verification``,
+bounded memory). Only then does the upload move to ``submitting`` with a conditional write from ``pending``,
+which is also the duplicate guard: a repeated or concurrent delivery of the same event finds the
+upload in another state and does nothing.
+
+**The crash window.** Between MemOS accepting the file and our transaction that writes the FILE item
+and marks the upload ``submitted``, a crash (or a MemOS reply that never arrives) would leave a MemOS
+file nothing in Memmy points to. Such uploads stay ``submitting``: they keep ``attempt_id`` and
+``submitting_at``, their TTL is pushed out by ``SUBMITTING_KEEP``, and they carry the GSI2 entry
+``GSI2PK = "UPLOAD#submitting"``, ``GSI2SK = submitting_at`` (ISO 8601). The reconciler queries that
+index for entries older than its grace period (well above the ingest's timeout) and resolves each one:
+a MemOS file of that name in the KB that no FILE item references is either adopted (write the FILE item
+and mark the upload submitted, conditioned on ``attempt_id``) or deleted, after which the upload goes
+back to ``pending`` (and its object is ingested again) or is rejected. Nothing in this module retries
+a ``submitting`` upload by itself, because it cannot know whether MemOS holds the file: re-adding could
+store it twice.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Final, Literal
+
+from aws_lambda_powertools import Logger
+
+from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
+from memmy_kb.adapters.memos.errors import MemosError, MemosNotFound, MemosRejectedInput, MemosUnavailable
+from memmy_kb.adapters.memos.models import FileInput
+from memmy_kb.adapters.s3 import ObjectChanged, ObjectInfo, parse_upload_key, verified_object_key
+from memmy_kb.domain.access import require_upload_owner
+from memmy_kb.domain.formats import file_extension
+from memmy_kb.domain.ports import ContentStore, KnowledgeBaseStore, KnowledgeEngine, UploadObjects
+from memmy_kb.domain.verification import verify_content
+from memmy_kb.errors import Forbidden, NotFound
+from memmy_kb.records import FileRecord, KnowledgeBaseRecord, UploadRecord, utc_now
+
+logger = Logger(child=True)
+
+# How long the record of each outcome stays (the table's TTL): a rejection long enough for the user to
+# see why; a submission of unknown outcome long enough for the reconciler to find it.
+REJECTED_KEEP: Final = timedelta(days=7)
+SUBMITTED_KEEP: Final = timedelta(days=1)
+SUBMITTING_KEEP: Final = timedelta(days=30)
+PENDING_KEEP: Final = timedelta(days=1)
+
+KB_GONE: Final = "The knowledge base was deleted."
+NOT_OWNER: Final = "You no longer own this knowledge base."
+LARGER: Final = "The file is larger than declared."
+SMALLER: Final = "The file is smaller than declared."
+_MEMOS_REFUSALS: Final[dict[int, str]] = {
+    **dict.fromkeys((40007, 50107), "The knowledge engine does not accept this type of file."),
+    **dict.fromkeys((50104, 50105), "The file is too large for the knowledge engine."),
+}
+MEMOS_REFUSED: Final = "The knowledge engine could not accept this file."
+MEMOS_DOWN: Final = "The knowledge engine was unavailable for too long; please upload the file again."
+
+Result = Literal["submitted", "rejected", "ignored", "unknown"]
+
+
+class RetryLater(Exception):
+    """Nothing was decided and nothing is left half-done: deliver the message again later."""
+
+
+class _Refused(Exception):
+    """A check failed: the upload is rejected with ``reason``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class IngestConfig:
+    inline_max_bytes: int
+    get_url_ttl_seconds: int
+    # This delivery is the queue's last (the next failure would go to the DLQ): decide instead of
+    # waiting again, so the user sees "failed" rather than an upload that never ends.
+    final_attempt: bool = False
+
+
+@dataclass(frozen=True)
+class IngestOutcome:
+    key: str
+    result: Result
+    upload_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass
+class MemorySource:
+    """A small object already read into memory, verified without reading it again."""
+
+    data: bytes
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def read_range(self, start: int, length: int) -> bytes:
+        return self.data[start : start + length]
+
+    def chunks(self) -> Iterable[bytes]:
+        yield self.data
+
+
+@dataclass
+class StoredSource:
+    """A stored object read in ranges and one stream, every read pinned to the ETag of ``info``."""
+
+    storage: UploadObjects
+    info: ObjectInfo
+
+    @property
+    def size(self) -> int:
+        return self.info.size
+
+    def read_range(self, start: int, length: int) -> bytes:
+        return self.storage.read_range(self.info, start, length)
+
+    def chunks(self) -> Iterable[bytes]:
+        return self.storage.iter_chunks(self.info)
+
+
+@dataclass
+class Ingestion:
+    """One delivery's run over one upload: a method per transition of the upload's state machine.
+
+    ``attempt_id`` is this run's fencing token once ``hold`` succeeded: every later write of the upload
+    is conditioned on it, so a run that lost the upload to another cannot decide for it.
+    """
+
+    kbs: KnowledgeBaseStore
+    contents: ContentStore
+    storage: UploadObjects
+    memos: KnowledgeEngine
+    upload: UploadRecord
+    config: IngestConfig
+    clock: Callable[[], datetime] = utc_now
+    new_id: Callable[[], str] = field(default=lambda: secrets.token_hex(12))
+    attempt_id: str | None = None
+
+    @property
+    def _log(self) -> dict[str, str]:
+        return {"kb_id": self.upload.kb_id, "upload_id": self.upload.upload_id}
+
+    def _outcome(self, result: Result, reason: str | None = None) -> IngestOutcome:
+        return IngestOutcome(self.upload.object_key, result, self.upload.upload_id, reason)
+
+    def run(self, info: ObjectInfo) -> IngestOutcome:
+        """pending -> submitted | rejected | (still submitting: unknown) | pending again (RetryLater)."""
+        try:
+            kb, source = self.verify(info)
+        except _Refused as refused:
+            return self.reject(refused.reason)
+        file_input = self._file_input(source, info)
+        if not self.hold():
+            logger.info("another delivery took the upload; ignored", extra=self._log)
+            return self._outcome("ignored")
+        return self.submit(kb, file_input)
+
+    def verify(self, info: ObjectInfo) -> tuple[KnowledgeBaseRecord, MemorySource | StoredSource]:
+        """The KB the upload goes into and the verified bytes; raises _Refused with the user's reason."""
+        if info.size != self.upload.size_bytes:
+            raise _Refused(LARGER if info.size > self.upload.size_bytes else SMALLER)
+        try:
+            kb = require_upload_owner(self.kbs, self.upload)
+        except NotFound:
+            raise _Refused(KB_GONE) from None
+        except Forbidden:
+            raise _Refused(NOT_OWNER) from None
+        # A small file is read once and verified in memory (it goes inline anyway); a large one is checked
+        # with ranged reads and one stream.
+        source: MemorySource | StoredSource = (
+            MemorySource(self.storage.read_range(info, 0, info.size))
+            if info.size <= self.config.inline_max_bytes
+            else StoredSource(self.storage, info)
+        )
+        reason = verify_content(source, file_extension(self.upload.filename))
+        if reason:
+            raise _Refused(reason)
+        return kb, source
+
+    def hold(self) -> bool:
+        """pending -> submitting under a fresh ``attempt_id``; False when another delivery holds it.
+
+        Everything that can fail before MemOS is called happens before this, so that a crash there
+        leaves the upload pending (and the retried message redoes it) rather than stuck.
+        """
+        attempt_id = self.new_id()
+        now = self.clock()
+        try:
+            self.contents.update_upload_submitting(
+                self.upload.kb_id,
+                self.upload.upload_id,
+                attempt_id=attempt_id,
+                now=now,
+                keep_until=_epoch(now + SUBMITTING_KEEP),
+            )
+        except ConditionFailed:
+            return False
+        self.attempt_id = attempt_id
+        return True
+
+    def submit(self, kb: KnowledgeBaseRecord, file_input: FileInput) -> IngestOutcome:
+        """The MemOS add, and what each of its outcomes means for the upload."""
+        try:
+            added = self.memos.add_knowledgebase_files(kb.memos_kb_id, [file_input])
+        except (MemosRejectedInput, MemosNotFound) as err:
+            reason = (
+                KB_GONE if isinstance(err, MemosNotFound) else _MEMOS_REFUSALS.get(err.code or 0, MEMOS_REFUSED)
+            )
+            logger.warning("MemOS refused the file", extra={**self._log, "memos_code": err.code})
+            return self.reject(reason)
+        except MemosError as err:
+            if _stored_nothing(err) and self.config.final_attempt:
+                logger.warning(
+                    "MemOS unavailable on the last delivery; upload rejected",
+                    extra={**self._log, "memos_code": err.code},
+                )
+                return self.reject(MEMOS_DOWN)
+            if _stored_nothing(err):
+                self.release()
+                logger.warning(
+                    "MemOS unavailable; upload released for a retry", extra={**self._log, "memos_code": err.code}
+                )
+                raise RetryLater("MemOS is unavailable") from err
+            # MemOS may have stored the file: a retry could add it twice. The upload stays ``submitting``
+            # (GSI2 ``UPLOAD#submitting``) for the reconciler; the message is done.
+            logger.warning(
+                "MemOS add outcome unknown; left submitting for the reconciler",
+                extra={**self._log, "error": type(err).__name__, "attempt_id": self.attempt_id},
+            )
+            return self._outcome("unknown")
+        return self.record(added[0].id)
+
+    def record(self, memos_file_id: str) -> IngestOutcome:
+        """submitting -> submitted: the FILE item, written only while the uploader still owns the KB."""
+        assert self.attempt_id is not None, "record() needs the upload held"
+        upload = self.upload
+        record = FileRecord(
+            kb_id=upload.kb_id,
+            file_id="fi_" + self.new_id(),
+            memos_file_id=memos_file_id,
+            name=upload.filename,
+            folder_id=upload.folder_id,
+            size_bytes=upload.size_bytes,
+            upload_id=upload.upload_id,
+            uploaded_at=self.clock(),
+        )
+        try:
+            self.contents.put_file_for_upload(
+                record,
+                owner_id=upload.owner_id,
+                attempt_id=self.attempt_id,
+                expires_at=_epoch(self.clock() + SUBMITTED_KEEP),
+            )
+        except (ItemMissing, ConditionFailed) as err:
+            return self.take_back(memos_file_id, kb_gone=isinstance(err, ItemMissing))
+        logger.info("upload submitted to MemOS", extra={**self._log, "memos_file_id": memos_file_id})
+        return self._outcome("submitted")
+
+    def release(self) -> None:
+        """submitting -> pending, when MemOS certainly stored nothing: the redelivered message redoes
+        every step, and MemOS holds nothing that a second add could duplicate."""
+        assert self.attempt_id is not None, "release() needs the upload held"
+        try:
+            self.contents.update_upload_released(
+                self.upload.kb_id,
+                self.upload.upload_id,
+                attempt_id=self.attempt_id,
+                expires_at=_epoch(self.clock() + PENDING_KEEP),
+            )
+        except ConditionFailed:
+            logger.info("upload no longer held; nothing to release", extra=self._log)
+
+    def take_back(self, memos_file_id: str, *, kb_gone: bool) -> IngestOutcome:
+        """MemOS took the file but it cannot be recorded (KB deleted, or the upload taken over meanwhile):
+        take it back out of MemOS."""
+        log = {**self._log, "memos_file_id": memos_file_id}
+        try:
+            self.memos.delete_knowledgebase_files([memos_file_id])
+        except MemosError:
+            logger.exception("MemOS file left behind; the reconciler will find it", extra=log)
+            return self._outcome("unknown")
+        if not kb_gone:
+            logger.warning("upload taken over during submission; MemOS file removed", extra=log)
+            return self._outcome("ignored")
+        return self.reject(KB_GONE)
+
+    def reject(self, reason: str) -> IngestOutcome:
+        """-> rejected: record the reason, then delete the bytes (a retry of a rejected upload deletes
+        them again). From pending, or from submitting while this run holds the upload."""
+        upload = self.upload
+        try:
+            self.contents.update_upload_rejected(
+                upload.kb_id,
+                upload.upload_id,
+                reason=reason,
+                expires_at=_epoch(self.clock() + REJECTED_KEEP),
+                attempt_id=self.attempt_id,
+            )
+        except ConditionFailed:
+            logger.info("upload decided by another delivery; ignored", extra=self._log)
+            return self._outcome("ignored")
+        self.storage.delete(upload.object_key)
+        self.storage.delete(verified_object_key(upload.kb_id, upload.upload_id))
+        logger.info("upload rejected", extra={**self._log, "reason": reason})
+        return self._outcome("rejected", reason)
+
+    def _file_input(self, source: MemorySource | StoredSource, info: ObjectInfo) -> FileInput:
+        """Small files inline as a data URL of the bytes verified; large ones as a short-lived GET URL.
+
+        The URL points at a server-side copy of exactly the verified version (copied with ``IfMatch`` on
+        its ETag): the presigned POST stays usable for minutes, and the client must not be able to swap
+        the bytes MemOS will fetch after we looked at them.
+        """
+        upload = self.upload
+        if isinstance(source, MemorySource):
+            return FileInput.from_bytes(source.data, name=upload.filename, mime_type=upload.content_type)
+        verified_key = verified_object_key(upload.kb_id, upload.upload_id)
+        self.storage.copy(info, verified_key)
+        url = self.storage.presign_get(verified_key, expires_in=self.config.get_url_ttl_seconds)
+        return FileInput(content=url, name=upload.filename)
+
+
+def ingest_object(
+    kbs: KnowledgeBaseStore,
+    contents: ContentStore,
+    storage: UploadObjects,
+    memos: KnowledgeEngine,
+    key: str,
+    *,
+    config: IngestConfig,
+    clock: Callable[[], datetime] = utc_now,
+    new_id: Callable[[], str] = lambda: secrets.token_hex(12),
+) -> IngestOutcome:
+    """Verify the object at ``key``, submit it to MemOS and record the file, or reject it.
+
+    Idempotent per object: an unknown key, or an upload that is no longer pending, is a logged no-op.
+    Raises RetryLater (and leaves the upload pending) when the outcome must be decided later: the object
+    changed while it was read, or MemOS is unavailable and certainly stored nothing.
+    """
+    ids = parse_upload_key(key)
+    upload = contents.get_upload(*ids) if ids else None
+    if upload is None:
+        logger.info("object has no upload record; ignored", extra={"object_key": key})
+        return IngestOutcome(key, "ignored")
+    log = {"kb_id": upload.kb_id, "upload_id": upload.upload_id}
+    if upload.state == "rejected":
+        # An earlier attempt may have recorded the rejection and died before deleting the bytes.
+        storage.delete(key)
+    if upload.state != "pending":
+        logger.info("upload is not pending; duplicate event ignored", extra={**log, "state": upload.state})
+        return IngestOutcome(key, "ignored", upload.upload_id)
+    info = storage.head(key)
+    if info is None:
+        logger.info("object is gone; ignored", extra=log)
+        return IngestOutcome(key, "ignored", upload.upload_id)
+    ingestion = Ingestion(kbs, contents, storage, memos, upload, config, clock=clock, new_id=new_id)
+    try:
+        return ingestion.run(info)
+    except ObjectChanged:
+        # Re-POSTed within the POST's validity: the new version's own event will follow; this one waits.
+        logger.info("object replaced while it was read; retrying", extra=log)
+        raise RetryLater("the object changed while it was read") from None
+
+
+def _stored_nothing(err: MemosError) -> bool:
+    """Whether MemOS certainly did not store the file: the request never left, or MemOS answered with
+    an error code of its own (it refused or failed the call). A timeout or a reply we could not read
+    after sending leaves the outcome unknown."""
+    if not err.request_sent:
+        return True
+    return not (isinstance(err, MemosUnavailable) and err.code is None)
+
+
+def _epoch(moment: datetime) -> int:
+    return int(moment.timestamp())

@@ -1,0 +1,159 @@
+"""Creating, reading, renaming and listing knowledge bases, and each user's own recall switch."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from aws_lambda_powertools import Logger
+
+from memmy_kb.adapters.errors import AlreadyExists, ItemMissing
+from memmy_kb.adapters.memos.errors import MemosError, MemosQuotaExceeded
+from memmy_kb.domain.access import require_access, require_owner
+from memmy_kb.domain.directory import VerifiedClaims
+from memmy_kb.domain.ports import KnowledgeBaseStore, KnowledgeEngine, ProfileStore
+from memmy_kb.errors import Conflict, UpstreamUnavailable, kb_not_found
+from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord, utc_now
+
+logger = Logger(child=True)
+
+
+@dataclass(frozen=True)
+class KnowledgeBaseView:
+    """A KB as one user sees it: the KB, that user's grant (role, recall) and the owner's display name."""
+
+    kb: KnowledgeBaseRecord
+    grant: GrantRecord
+    owner_name: str
+
+
+def new_kb_id() -> str:
+    return "kb_" + secrets.token_hex(12)
+
+
+def memos_name_for(kb_id: str) -> str:
+    """The name MemOS sees: our id, not the user's title (MemOS needs no user data to index files)."""
+    return f"memmy:{kb_id}"
+
+
+def create_knowledge_base(
+    kbs: KnowledgeBaseStore,
+    profiles: ProfileStore,
+    memos: KnowledgeEngine,
+    *,
+    owner: VerifiedClaims,
+    name: str,
+    clock: Callable[[], datetime] = utc_now,
+    new_id: Callable[[], str] = new_kb_id,
+) -> KnowledgeBaseView:
+    """Create the MemOS KB, then record META and the owner's grant (recall on) in one transaction.
+
+    MemOS has no way to list a project's KBs, so its id is recorded right away; if our write fails the
+    MemOS KB is deleted again rather than left where nothing can find it.
+    """
+    kb_id = new_id()
+    try:
+        memos_kb_id = memos.create_knowledgebase(memos_name_for(kb_id))
+    except MemosQuotaExceeded as err:
+        logger.error("MemOS knowledge-base quota exhausted", extra={"memos_code": err.code})
+        raise UpstreamUnavailable(
+            "Knowledge bases cannot be created right now.", code="memos_quota_exhausted"
+        ) from err
+    except MemosError as err:
+        logger.error("MemOS create failed", extra={"memos_code": err.code, "error": type(err).__name__})
+        raise UpstreamUnavailable("The knowledge engine is unavailable; try again shortly.") from err
+    now = clock()
+    kb = KnowledgeBaseRecord(
+        kb_id=kb_id,
+        name=name,
+        owner_id=owner.user_id,
+        owner_name=owner.name,
+        memos_kb_id=memos_kb_id,
+        created_at=now,
+    )
+    grant = GrantRecord(
+        user_id=owner.user_id,
+        kb_id=kb_id,
+        role="owner",
+        recall=True,
+        memos_kb_id=memos_kb_id,
+        owner_id=owner.user_id,
+        granted_at=now,
+    )
+    try:
+        kbs.put_kb_with_owner_grant(kb, grant)
+    except AlreadyExists as err:
+        _discard_memos_kb(memos, memos_kb_id)
+        raise Conflict("A knowledge base with this id already exists.") from err
+    except Exception:
+        _discard_memos_kb(memos, memos_kb_id)
+        raise
+    return _view(kb, grant, profiles.get_profile(owner.user_id))
+
+
+def _discard_memos_kb(memos: KnowledgeEngine, memos_kb_id: str) -> None:
+    try:
+        memos.delete_knowledgebase(memos_kb_id, delete_all=True)
+    except MemosError:
+        # Nothing references it and MemOS cannot list KBs: this is the one residue to alert on.
+        logger.exception("MemOS KB left behind after a failed create", extra={"memos_kb_id": memos_kb_id})
+
+
+def get_knowledge_base(
+    kbs: KnowledgeBaseStore, profiles: ProfileStore, user_id: str, kb_id: str
+) -> KnowledgeBaseView:
+    """One KB as the caller sees it; 404 when the caller has no grant (no existence oracle)."""
+    grant = require_access(kbs, user_id, kb_id)
+    kb = kbs.get_kb(kb_id)
+    if kb is None:
+        raise kb_not_found()
+    return _view(kb, grant, profiles.get_profile(kb.owner_id))
+
+
+def rename_knowledge_base(
+    kbs: KnowledgeBaseStore, profiles: ProfileStore, user_id: str, kb_id: str, name: str
+) -> KnowledgeBaseView:
+    """Rename (owner only). Only our record changes: MemOS knows the KB by id, not by this name."""
+    grant = require_owner(kbs, user_id, kb_id)
+    try:
+        kb = kbs.update_kb_name(kb_id, user_id, name)
+    except ItemMissing:
+        raise kb_not_found() from None
+    return _view(kb, grant, profiles.get_profile(kb.owner_id))
+
+
+def set_recall(
+    kbs: KnowledgeBaseStore, profiles: ProfileStore, user_id: str, kb_id: str, enabled: bool
+) -> KnowledgeBaseView:
+    """Turn the caller's own recall of a KB on or off; owners and readers alike, nobody else's.
+
+    The update is conditioned on the caller's grant existing, so it is also the access check
+    (``memmy_kb.domain.access``).
+    """
+    try:
+        grant = kbs.update_grant_recall(user_id, kb_id, enabled)
+    except ItemMissing:
+        raise kb_not_found() from None
+    kb = kbs.get_kb(kb_id)
+    if kb is None:
+        raise kb_not_found()
+    return _view(kb, grant, profiles.get_profile(kb.owner_id))
+
+
+def list_knowledge_bases(kbs: KnowledgeBaseStore, profiles: ProfileStore, user_id: str) -> list[KnowledgeBaseView]:
+    """The caller's owned and shared KBs, each with the caller's role and recall setting: owned first."""
+    grants = kbs.query_grants(user_id)
+    records = kbs.batch_get_kbs(g.kb_id for g in grants)
+    owners = profiles.batch_get_profiles(kb.owner_id for kb in records.values())
+    views = [
+        _view(records[g.kb_id], g, owners.get(records[g.kb_id].owner_id)) for g in grants if g.kb_id in records
+    ]
+    views.sort(key=lambda v: (v.grant.role != "owner", v.kb.created_at, v.kb.kb_id))
+    return views
+
+
+def _view(kb: KnowledgeBaseRecord, grant: GrantRecord, owner: ProfileRecord | None) -> KnowledgeBaseView:
+    name = owner.display_name if owner else kb.owner_name
+    return KnowledgeBaseView(kb=kb, grant=grant, owner_name=name or kb.owner_id)

@@ -1,0 +1,151 @@
+"""The ports: what the domain needs from storage, MemOS and the upload bucket, as ``typing.Protocol``s.
+
+Domain functions take these, never a concrete adapter, so unit tests hand in small typed fakes and the
+handlers hand in the DynamoDB, MemOS and S3 adapters (``memmy_kb.api.dependencies``). One protocol per
+aggregate of the table: knowledge bases and their grants, a KB's contents (folders, files, uploads), and
+profiles. Writes report what stopped them with the adapter errors of ``memmy_kb.adapters.errors``
+(``AlreadyExists``, ``ItemMissing``, ``ConditionFailed``), which the domain translates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Literal, Protocol
+
+from memmy_kb.adapters.memos.models import FileInput, MemosFile, MemosMemory
+from memmy_kb.adapters.s3 import ObjectInfo, PresignedPost
+from memmy_kb.records import (
+    FileRecord,
+    FolderRecord,
+    GrantRecord,
+    KnowledgeBaseRecord,
+    ProfileRecord,
+    UploadRecord,
+)
+
+IdentifierKind = Literal["email", "phone"]
+
+
+class GrantReader(Protocol):
+    """The reads every access decision rests on (strongly consistent)."""
+
+    def get_grant(self, user_id: str, kb_id: str) -> GrantRecord | None: ...
+
+    def query_grants(self, user_id: str) -> list[GrantRecord]: ...
+
+
+class KnowledgeBaseStore(GrantReader, Protocol):
+    """KB META items and the grants on them: the single authority for access and recall scope."""
+
+    def put_kb_with_owner_grant(self, kb: KnowledgeBaseRecord, owner_grant: GrantRecord) -> None: ...
+
+    def get_kb(self, kb_id: str) -> KnowledgeBaseRecord | None: ...
+
+    def batch_get_kbs(self, kb_ids: Iterable[str]) -> dict[str, KnowledgeBaseRecord]: ...
+
+    def update_kb_name(self, kb_id: str, owner_id: str, name: str) -> KnowledgeBaseRecord: ...
+
+    def update_grant_recall(self, user_id: str, kb_id: str, enabled: bool) -> GrantRecord: ...
+
+    def put_reader_grant(self, grant: GrantRecord, *, max_readers: int) -> None: ...
+
+    def delete_reader_grant(self, kb_id: str, user_id: str) -> None: ...
+
+    def query_kb_members(self, kb_id: str) -> list[GrantRecord]: ...
+
+
+class ContentStore(Protocol):
+    """A KB's folders, files and uploads."""
+
+    def query_kb_items(
+        self, kb_id: str
+    ) -> tuple[list[FolderRecord], list[FileRecord], list[UploadRecord]]: ...
+
+    def get_folder(self, kb_id: str, folder_id: str) -> FolderRecord | None: ...
+
+    def get_file(self, kb_id: str, file_id: str) -> FileRecord | None: ...
+
+    def get_upload(self, kb_id: str, upload_id: str) -> UploadRecord | None: ...
+
+    def put_folder(self, folder: FolderRecord) -> None: ...
+
+    def update_folder(
+        self, folder: FolderRecord, previous: FolderRecord, ancestors: list[FolderRecord]
+    ) -> None: ...
+
+    def update_file_folder(self, kb_id: str, file_id: str, folder_id: str | None) -> None: ...
+
+    def put_upload(self, upload: UploadRecord) -> None: ...
+
+    def update_upload_submitting(
+        self, kb_id: str, upload_id: str, *, attempt_id: str, now: datetime, keep_until: int
+    ) -> UploadRecord: ...
+
+    def update_upload_released(
+        self, kb_id: str, upload_id: str, *, attempt_id: str, expires_at: int
+    ) -> None: ...
+
+    def update_upload_rejected(
+        self, kb_id: str, upload_id: str, *, reason: str, expires_at: int, attempt_id: str | None = None
+    ) -> None: ...
+
+    def put_file_for_upload(
+        self, file: FileRecord, *, owner_id: str, attempt_id: str, expires_at: int
+    ) -> FileRecord: ...
+
+
+class ProfileStore(Protocol):
+    """Directory profiles and the email/phone lookups that point at them."""
+
+    def get_profile(self, user_id: str) -> ProfileRecord | None: ...
+
+    def batch_get_profiles(self, user_ids: Iterable[str]) -> dict[str, ProfileRecord]: ...
+
+    def get_lookup_user(self, kind: IdentifierKind, value: str) -> str | None: ...
+
+    def put_profile_with_lookups(
+        self, profile: ProfileRecord, previous: ProfileRecord | None, *, verified_at: int | None = None
+    ) -> ProfileRecord: ...
+
+
+class KnowledgeEngine(Protocol):
+    """MemOS, as far as the domain uses it (``memmy_kb.adapters.memos.client.MemosClient``)."""
+
+    def create_knowledgebase(self, name: str, description: str | None = None) -> str: ...
+
+    def delete_knowledgebase(self, kb_id: str, *, delete_all: bool) -> None: ...
+
+    def add_knowledgebase_files(self, kb_id: str, files: list[FileInput]) -> list[MemosFile]: ...
+
+    def get_knowledgebase_files(self, file_ids: list[str]) -> list[MemosFile]: ...
+
+    def iter_knowledgebase_files(
+        self, kb_id: str, *, page_size: int = 20, max_pages: int = 10_000
+    ) -> Iterator[MemosFile]: ...
+
+    def delete_knowledgebase_files(self, file_ids: list[str]) -> None: ...
+
+    def search_memory(
+        self, user_id: str, query: str, kb_ids: list[str], *, limit: int = 9, relativity: float | None = None
+    ) -> list[MemosMemory]: ...
+
+
+class UploadObjects(Protocol):
+    """The upload bucket (``memmy_kb.adapters.s3.UploadStorage``)."""
+
+    def presign_post(
+        self, key: str, *, size_bytes: int, content_type: str, expires_in: int
+    ) -> PresignedPost: ...
+
+    def presign_get(self, key: str, *, expires_in: int) -> str: ...
+
+    def head(self, key: str) -> ObjectInfo | None: ...
+
+    def read_range(self, info: ObjectInfo, start: int, length: int) -> bytes: ...
+
+    def iter_chunks(self, info: ObjectInfo, chunk_size: int = ...) -> Iterator[bytes]: ...
+
+    def copy(self, info: ObjectInfo, destination_key: str) -> None: ...
+
+    def delete(self, key: str) -> None: ...

@@ -1,0 +1,103 @@
+"""Stored records: the items of the service's table as typed values (docs/architecture.md, "Data").
+
+They are the vocabulary the domain and the storage adapters share, so this module sits below both and
+imports nothing of the service. API bodies are different types (``memmy_kb.api.models``): a record holds
+what clients never see, the MemOS ids first of all.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel
+
+Role = Literal["owner", "reader"]
+UploadState = Literal["pending", "submitting", "submitted", "rejected", "expired"]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class KnowledgeBaseRecord(BaseModel):
+    """The KB's META item."""
+
+    kb_id: str
+    name: str
+    owner_id: str
+    # The owner's display name when the KB was made, shown if the owner has no profile yet.
+    owner_name: str | None = None
+    memos_kb_id: str
+    member_count: int = 0
+    created_at: datetime
+
+
+class GrantRecord(BaseModel):
+    """A user's access to a KB: the single authority for access and recall scope."""
+
+    user_id: str
+    kb_id: str
+    role: Role
+    recall: bool
+    memos_kb_id: str
+    owner_id: str
+    granted_at: datetime
+
+
+class ProfileRecord(BaseModel):
+    user_id: str
+    display_name: str
+    email: str | None = None
+    phone: str | None = None
+    updated_at: datetime
+
+
+class FolderRecord(BaseModel):
+    """An app-side folder (MemOS has none): ``parent_id`` None is the KB's root."""
+
+    kb_id: str
+    folder_id: str
+    name: str
+    parent_id: str | None = None
+    created_at: datetime
+
+
+class FileRecord(BaseModel):
+    """A file MemOS accepted; its name and status are read live from MemOS, the folder is ours."""
+
+    kb_id: str
+    file_id: str
+    memos_file_id: str
+    name: str
+    folder_id: str | None = None
+    size_bytes: int
+    upload_id: str
+    uploaded_at: datetime
+
+
+class UploadRecord(BaseModel):
+    """One presigned upload, from the POST that issued it to MemOS accepting (or us rejecting) the object.
+
+    ``pending``: waiting for the object; ``submitting``: verified, MemOS call in flight (a crash here is
+    what the reconciler looks for); ``submitted``: the FILE item exists; ``rejected``: bytes
+    deleted, ``reason`` says why; ``expired``: never arrived.
+    """
+
+    kb_id: str
+    upload_id: str
+    owner_id: str
+    object_key: str
+    filename: str
+    size_bytes: int
+    content_type: str
+    folder_id: str | None = None
+    state: UploadState = "pending"
+    reason: str | None = None
+    file_id: str | None = None
+    memos_file_id: str | None = None
+    created_at: datetime
+    expires_at: int  # epoch seconds: the table's TTL attribute
+    # The ingest attempt that holds the upload while ``submitting`` (a fencing token), and when it began.
+    attempt_id: str | None = None
+    submitting_at: datetime | None = None
