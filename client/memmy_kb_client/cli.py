@@ -135,7 +135,7 @@ def _dev_token(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_dev_commands(commands: argparse._SubParsersAction) -> None:
+def _add_dev_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dev = commands.add_parser("dev", help="the local development stack").add_subparsers(
         dest="dev", required=True
     )
@@ -201,7 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    code: int = args.func(args)
+    return code
 
 
 if __name__ == "__main__":

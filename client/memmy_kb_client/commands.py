@@ -135,7 +135,7 @@ def _login(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_kb_commands(commands: argparse._SubParsersAction) -> None:
+def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``login``, ``me`` and the ``kb`` group on the top-level parser's subcommands."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--endpoint", help="API URL (default: $MEMMY_KB_ENDPOINT, saved login, local stack)")
@@ -160,7 +160,7 @@ def add_kb_commands(commands: argparse._SubParsersAction) -> None:
         help_text: str,
         action: Callable[[Any, argparse.Namespace], Any],
         render: Callable[[Any], str],
-    ):
+    ) -> argparse.ArgumentParser:
         parser = kb.add_parser(name, parents=[common], help=help_text)
         parser.set_defaults(func=_run(action, render))
         return parser

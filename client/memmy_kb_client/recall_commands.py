@@ -55,7 +55,7 @@ def _hook_claude_code(args: argparse.Namespace) -> int:
     return run_claude_code(sys.stdin.buffer, sys.stdout.buffer, os.environ)
 
 
-def add_recall_commands(commands: argparse._SubParsersAction) -> None:
+def add_recall_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``recall`` and ``hook`` on the top-level parser's subcommands."""
     recall = commands.add_parser(
         "recall", help="search the knowledge bases in your recall, as the agent hook does"

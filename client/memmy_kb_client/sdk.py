@@ -1,4 +1,4 @@
-"""A small SDK for the Memmy knowledge-base API (the contract in shared/API.md)."""
+"""A small SDK for the Memmy knowledge-base API (the contract in docs/openapi.json)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,16 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 from urllib.parse import quote
 
 import httpx
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:8080"
+
+
+# A JSON object as the API answers it.
+JsonObject = dict[str, Any]
 
 
 class MemmyApiError(Exception):
@@ -78,10 +82,10 @@ class _ProgressReader:
 
     def fileno(self) -> int:
         # Lets httpx size the multipart body up front: storage wants a Content-Length, not chunks.
-        return self._handle.fileno()
+        return int(self._handle.fileno())
 
     def read(self, size: int = -1) -> bytes:
-        chunk = self._handle.read(size)
+        chunk: bytes = self._handle.read(size)
         self._sent += len(chunk)
         if self._progress is not None:
             self._progress(self._sent, self._total)
@@ -106,10 +110,10 @@ class MemmyClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _request(self, method: str, path: str, **kwargs: Any) -> JsonObject:
         resp = self._http.request(method, path, **kwargs)
         if resp.is_success:
-            return resp.json() if resp.content else None
+            return cast(JsonObject, resp.json()) if resp.content else {}
         try:
             error = resp.json().get("error") or {}
         except ValueError:
@@ -131,7 +135,7 @@ class MemmyClient:
         )
 
     def list_knowledge_bases(self) -> list[dict[str, Any]]:
-        return self._request("GET", "/knowledge-bases")["items"]
+        return cast(list[JsonObject], self._request("GET", "/knowledge-bases")["items"])
 
     def get_knowledge_base(self, kb_id: str) -> dict[str, Any]:
         return self._request("GET", f"/knowledge-bases/{kb_id}")
@@ -143,7 +147,7 @@ class MemmyClient:
         return self._request("PUT", f"/knowledge-bases/{kb_id}/recall", json={"enabled": enabled})
 
     def list_members(self, kb_id: str) -> list[dict[str, Any]]:
-        return self._request("GET", f"/knowledge-bases/{kb_id}/members")["items"]
+        return cast(list[JsonObject], self._request("GET", f"/knowledge-bases/{kb_id}/members")["items"])
 
     def share(self, kb_id: str, identifier: str) -> dict[str, Any]:
         return self._request("POST", f"/knowledge-bases/{kb_id}/members", json={"identifier": identifier})
@@ -204,9 +208,8 @@ class MemmyClient:
         ticket = self.request_upload(kb_id, path.name, size, folder_id=folder_id)
         with path.open("rb") as handle:
             reader = _ProgressReader(handle, size, progress)
-            files = {
-                "file": (path.name, reader, ticket["fields"].get("Content-Type", "application/octet-stream"))
-            }
+            content_type = str(ticket["fields"].get("Content-Type", "application/octet-stream"))
+            files = {"file": (path.name, cast(IO[bytes], reader), content_type)}
             resp = httpx.post(
                 ticket["url"], data=ticket["fields"], files=files, timeout=httpx.Timeout(30, write=None)
             )

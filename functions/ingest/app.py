@@ -10,6 +10,7 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from memmy_kb.api.dependencies import get_content_store, get_kb_store, get_memos_client, get_upload_storage
@@ -51,8 +52,7 @@ def handle_record(record: SQSRecord) -> None:
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    result: dict[str, Any] = process_partial_response(
+def lambda_handler(event: dict[str, Any], context: Any) -> PartialItemFailureResponse:
+    return process_partial_response(
         event=event, record_handler=handle_record, processor=processor, context=context
     )
-    return result

@@ -1,4 +1,4 @@
-"""Contract: ``MemosClient`` against the MemOS emulator, over real HTTP (shared/memos-api.md)."""
+"""Contract: ``MemosClient`` against the MemOS emulator, over real HTTP (docs/memos.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The emulator's wire behaviour, over raw HTTP, against shared/memos-api.md."""
+"""The emulator's wire behaviour, over raw HTTP, against docs/memos.md."""
 
 from __future__ import annotations
 

@@ -125,7 +125,8 @@ def test_the_template_path_can_be_overridden(tmp_path: Path, monkeypatch: pytest
 # ---------------------------------------------------------------------------------------------- routes
 
 
-# Every route of shared/API.md; the template may implement them over several issues, never others.
+# Every route of the API contract (docs/architecture.md, "Routes"); the template may implement them over
+# several issues, never others.
 API_CONTRACT = {
     ("PUT", "/me"),
     ("GET", "/knowledge-bases"),

@@ -1,6 +1,6 @@
 """template.yaml: translates offline with the SAM translator, lints clean, and keeps the service's rules.
 
-cfn-lint 1.x does not translate SAM itself (see TRAPS.md), so the template is translated with
+cfn-lint 1.x does not translate SAM itself (on a raw SAM template it misses broken functions), so the template is translated with
 ``samtranslator`` first and the resulting CloudFormation is linted.
 """
 

@@ -34,7 +34,7 @@ DYNAMODB_DUMP_NAME = "dynamodb.json"
 MEMOS_DB_NAME = "memos.sqlite3"
 FAKE_CREDENTIAL = "memmy-local"
 _BATCH_SIZE = 25
-# Turns on real ASL execution in moto's Step Functions (see TRAPS.md); Lambda tasks never use Docker.
+# Turns on real ASL execution in moto's Step Functions (off by default); Lambda tasks never use Docker.
 MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
 
 

@@ -1,4 +1,4 @@
-"""A local stand-in for MemOS's knowledge-base API (see shared/memos-api.md), faithful in its awkward parts.
+"""A local stand-in for MemOS's knowledge-base API (see docs/memos.md), faithful in its awkward parts.
 
 Business errors come back inside HTTP 200 with a non-zero ``code``; shape errors with HTTP 400; auth
 failures with HTTP 401. Files are parsed, chunked and indexed by a background worker, so a new file is

@@ -13,6 +13,8 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel
 
 from memmy_kb.api.models import ErrorResponse
@@ -53,11 +55,11 @@ def json_response(status: int, model: BaseModel) -> Response[str]:
 
 
 def responses(
-    status: int, description: str, model: Any, *errors: tuple[int, str]
-) -> dict[int, dict[str, Any]]:
+    status: int, description: str, model: type[BaseModel] | None, *errors: tuple[int, str]
+) -> dict[int, OpenAPIResponse]:
     """OpenAPI responses of a route: its success (``model`` None: no body), ``errors`` and the common errors."""
 
-    def entry(text: str, schema: Any) -> dict[str, Any]:
+    def entry(text: str, schema: type[BaseModel] | None) -> OpenAPIResponse:
         if schema is None:
             return {"description": text}
         return {"description": text, "content": {content_types.APPLICATION_JSON: {"model": schema}}}
@@ -65,6 +67,11 @@ def responses(
     documented = {int(code): entry(text, ErrorResponse) for code, text in (*COMMON_ERRORS, *errors)}
     documented[int(status)] = entry(description, model)
     return dict(sorted(documented.items()))
+
+
+def new_router() -> APIGatewayHttpRouter:
+    """A router for one resource's routes; a function's resolver includes it (``app.include_router``)."""
+    return APIGatewayHttpRouter()  # type: ignore[no-untyped-call]  # Powertools leaves __init__ unannotated
 
 
 def build_resolver() -> APIGatewayHttpResolver:

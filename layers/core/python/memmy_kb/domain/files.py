@@ -130,12 +130,13 @@ def _memos_files(memos: KnowledgeEngine, memos_ids: list[str]) -> dict[str, Memo
 
 
 def _file_entry(record: FileRecord, live: MemosFile | None) -> FileEntry:
-    if live is None:
-        status: FileState = "failed"
-        name, reason = record.name, GONE_FROM_MEMOS
-    else:
+    status: FileState = "failed"
+    name: str = record.name
+    reason: str | None = GONE_FROM_MEMOS
+    if live is not None:
         status = _STATUS[live.status]
-        name, reason = live.name or record.name, MEMOS_FAILED if status == "failed" else None
+        name = live.name or record.name
+        reason = MEMOS_FAILED if status == "failed" else None
     return FileEntry(
         id=record.file_id,
         name=name,

@@ -13,17 +13,18 @@ bounded memory). Only then does the upload move to ``submitting`` with a conditi
 which is also the duplicate guard: a repeated or concurrent delivery of the same event finds the
 upload in another state and does nothing.
 
-**The crash window.** Between MemOS accepting the file and our transaction that writes the FILE item
-and marks the upload ``submitted``, a crash (or a MemOS reply that never arrives) would leave a MemOS
-file nothing in Memmy points to. Such uploads stay ``submitting``: they keep ``attempt_id`` and
-``submitting_at``, their TTL is pushed out by ``SUBMITTING_KEEP``, and they carry the GSI2 entry
-``GSI2PK = "UPLOAD#submitting"``, ``GSI2SK = submitting_at`` (ISO 8601). The reconciler queries that
-index for entries older than its grace period (well above the ingest's timeout) and resolves each one:
-a MemOS file of that name in the KB that no FILE item references is either adopted (write the FILE item
-and mark the upload submitted, conditioned on ``attempt_id``) or deleted, after which the upload goes
-back to ``pending`` (and its object is ingested again) or is rejected. Nothing in this module retries
-a ``submitting`` upload by itself, because it cannot know whether MemOS holds the file: re-adding could
-store it twice.
+**The crash window** (docs/architecture.md, "Uploads and ingest"). Between MemOS accepting the file
+and our transaction that writes the FILE item and marks the upload ``submitted``, a crash (or a MemOS
+reply that never arrives) would leave a MemOS file nothing in Memmy points to. Such uploads stay
+``submitting``: they keep ``attempt_id`` and ``submitting_at``, their TTL is pushed out by
+``SUBMITTING_KEEP``, and they carry the GSI2 entry ``GSI2PK = "UPLOAD#submitting"``, ``GSI2SK =
+submitting_at`` (ISO 8601). The reconciler (docs/architecture.md, "Deletion and reconciliation") queries
+that index for entries older than its grace period (well above the ingest's timeout) and resolves each
+one: a MemOS file of that name in the KB that no FILE item references is either adopted (write the FILE
+item and mark the upload submitted, conditioned on ``attempt_id``) or deleted, after which the upload
+goes back to ``pending`` (and its object is ingested again) or is rejected. Nothing in this module
+retries a ``submitting`` upload by itself, because it cannot know whether MemOS holds the file:
+re-adding could store it twice.
 """
 
 from __future__ import annotations

@@ -301,7 +301,7 @@ class MemosClient:
 
     def _backoff_delay(self, attempt: int, retry_after: float | None) -> float:
         ceiling = min(self._backoff_cap, self._backoff_base * 2 ** (attempt - 1))
-        delay = self._rng.random() * ceiling
+        delay: float = self._rng.random() * ceiling
         if retry_after is not None:
             delay = max(delay, min(retry_after, self._backoff_cap))
         return delay

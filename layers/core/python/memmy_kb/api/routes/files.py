@@ -7,7 +7,6 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from memmy_kb.api.dependencies import get_content_store, get_kb_store, get_memos_client
 from memmy_kb.api.identity import caller_id
@@ -19,10 +18,10 @@ from memmy_kb.api.models import (
     MoveFileRequest,
     UpdateFolderRequest,
 )
-from memmy_kb.api.resolver import NOT_VISIBLE, READER, ItemId, KbId, json_response, responses
+from memmy_kb.api.resolver import NOT_VISIBLE, READER, ItemId, KbId, json_response, new_router, responses
 from memmy_kb.domain import files, folders
 
-router = APIGatewayHttpRouter()
+router = new_router()
 _MEMOS_DOWN = (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS unavailable")
 
 

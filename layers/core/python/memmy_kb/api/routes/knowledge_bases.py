@@ -7,7 +7,6 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memmy_kb.api.dependencies import get_kb_store, get_memos_client, get_profile_store
@@ -20,12 +19,12 @@ from memmy_kb.api.models import (
     RecallSettingRequest,
     RenameKnowledgeBaseRequest,
 )
-from memmy_kb.api.resolver import NOT_VISIBLE, READER, KbId, json_response, responses
+from memmy_kb.api.resolver import NOT_VISIBLE, READER, KbId, json_response, new_router, responses
 from memmy_kb.domain import knowledge_bases
 from memmy_kb.observability import metrics
 
-creation = APIGatewayHttpRouter()
-router = APIGatewayHttpRouter()
+creation = new_router()
+router = new_router()
 
 
 @creation.post(

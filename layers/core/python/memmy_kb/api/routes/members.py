@@ -7,15 +7,14 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from memmy_kb.api.dependencies import get_kb_store, get_profile_store
 from memmy_kb.api.identity import caller_id
 from memmy_kb.api.models import Member, MemberList, ShareRequest
-from memmy_kb.api.resolver import NOT_VISIBLE, READER, KbId, UserId, json_response, responses
+from memmy_kb.api.resolver import NOT_VISIBLE, READER, KbId, UserId, json_response, new_router, responses
 from memmy_kb.domain import sharing
 
-router = APIGatewayHttpRouter()
+router = new_router()
 
 
 @router.get(

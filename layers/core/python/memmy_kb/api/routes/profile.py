@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from http import HTTPStatus
 
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-
 from memmy_kb.api.dependencies import get_profile_store
 from memmy_kb.api.identity import verified_claims
 from memmy_kb.api.models import Me
-from memmy_kb.api.resolver import responses
+from memmy_kb.api.resolver import new_router, responses
 from memmy_kb.domain import profiles
 
-router = APIGatewayHttpRouter()
+router = new_router()
 
 
 @router.put(

@@ -6,19 +6,18 @@ from http import HTTPStatus
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memmy_kb.api.dependencies import get_kb_store, get_recall_memos_client
 from memmy_kb.api.identity import caller_id
 from memmy_kb.api.models import RecallRequest, RecallResponse
-from memmy_kb.api.resolver import responses
+from memmy_kb.api.resolver import new_router, responses
 from memmy_kb.domain import recall
 from memmy_kb.errors import RecallUnavailable
 from memmy_kb.observability import metrics
 from memmy_kb.settings import get_settings
 
-router = APIGatewayHttpRouter()
+router = new_router()
 
 
 @router.post(

@@ -7,19 +7,18 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memmy_kb.api.dependencies import get_content_store, get_kb_store, get_upload_storage
 from memmy_kb.api.idempotency import run_idempotently
 from memmy_kb.api.identity import caller_id
 from memmy_kb.api.models import CreateUploadRequest, UploadTicket
-from memmy_kb.api.resolver import READER, KbId, json_response, responses
+from memmy_kb.api.resolver import READER, KbId, json_response, new_router, responses
 from memmy_kb.domain import uploads
 from memmy_kb.observability import metrics
 from memmy_kb.settings import get_settings
 
-router = APIGatewayHttpRouter()
+router = new_router()
 
 
 @router.post(

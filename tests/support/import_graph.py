@@ -1,0 +1,99 @@
+"""The import graph of the core layer and the handlers, by layer, from the source (no code is imported).
+
+Layers, lowest first: ``base`` (errors, records, settings, observability), ``adapters``, ``domain``,
+``api``, and the ``functions`` handlers on top. A module may import its own layer and the layers below,
+never a layer above. ``python -m tests.support.import_graph`` prints the edges between layers and the
+upward ones, if any; tests/unit/test_layers.py fails when one appears.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CORE = ROOT / "layers" / "core" / "python"
+FUNCTIONS = ROOT / "functions"
+LAYERS = ("base", "adapters", "domain", "api", "functions")
+BASE_MODULES = frozenset({"errors", "records", "settings", "observability"})
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str  # the importing module (or handler file)
+    target: str  # the imported memmy_kb module
+    line: int
+
+    @property
+    def upward(self) -> bool:
+        return rank(self.source) < rank(self.target)
+
+
+def layer_of(module: str) -> str:
+    """The layer a dotted module name (``memmy_kb.domain.access``, ``functions.recall.app``) belongs to."""
+    parts = module.split(".")
+    if parts[0] == "functions":
+        return "functions"
+    if parts[0] != "memmy_kb":
+        raise ValueError(f"{module} is outside the layered code")
+    if len(parts) == 1 or parts[1] in BASE_MODULES:
+        return "base"
+    if parts[1] in ("adapters", "domain", "api"):
+        return parts[1]
+    raise ValueError(f"{module} belongs to no layer: put it in a subpackage or name it a base module")
+
+
+def rank(module: str) -> int:
+    return LAYERS.index(layer_of(module))
+
+
+def imports_of(source: str, module: str) -> Iterator[Edge]:
+    """Every ``memmy_kb`` import in ``source`` (module level, in functions, under TYPE_CHECKING alike)."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # ``from memmy_kb.domain import sharing`` imports the submodule: count the deeper name.
+            names = [f"{node.module}.{alias.name}" if _is_package(node.module) else node.module for alias in node.names]
+        else:
+            continue
+        for name in names:
+            if name.split(".")[0] == "memmy_kb":
+                yield Edge(module, name, node.lineno)
+
+
+def _is_package(module: str) -> bool:
+    return (CORE / module.replace(".", "/") / "__init__.py").is_file()
+
+
+def modules() -> Iterator[tuple[str, Path]]:
+    for path in sorted((CORE / "memmy_kb").rglob("*.py")):
+        parts = path.relative_to(CORE).with_suffix("").parts
+        yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts), path
+    for path in sorted(FUNCTIONS.glob("*/app.py")):
+        yield f"functions.{path.parent.name}.app", path
+
+
+def edges() -> list[Edge]:
+    return [edge for module, path in modules() for edge in imports_of(path.read_text(), module)]
+
+
+def main() -> int:
+    found = edges()
+    between = Counter((layer_of(e.source), layer_of(e.target)) for e in found)
+    print("imports between layers (importer -> imported: count)")
+    for (source, target), count in sorted(between.items(), key=lambda kv: (LAYERS.index(kv[0][0]), kv[0][1])):
+        print(f"  {source:>9} -> {target:<9} {count:>4}")
+    upward = [e for e in found if e.upward]
+    print(f"upward imports: {len(upward)}")
+    for edge in upward:
+        print(f"  {edge.source}:{edge.line} imports {edge.target}")
+    return 1 if upward else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
