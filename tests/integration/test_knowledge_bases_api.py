@@ -224,3 +224,26 @@ def test_put_me_repairs_a_missing_lookup(service):
     )
     put_me(service, "alice", name="Alice", phone="+8613800138000")
     assert repo.profiles.get_lookup_user("phone", "+8613800138000") == "alice"
+
+
+def test_a_new_account_takes_both_identifiers_of_an_older_one(service):
+    # Given an old account verified with an email and a phone
+    put_me(service, "alice-old", name="Alice", email="alice@example.com", phone="13800138000", iat=1_800_000_000)
+    # When a newer account verifies both (one transaction releases both from the same profile)
+    reply = put_me(service, "alice-new", name="Alice", email="alice@example.com", phone="13800138000", iat=1_800_000_100)
+    # Then it registers with both, and the old profile keeps neither
+    assert reply.status == HTTPStatus.OK, reply.body
+    assert (reply.body["email"], reply.body["phone"]) == ("alice@example.com", "+8613800138000")
+    old = service.stores.profiles.get_profile("alice-old")
+    assert (old.email, old.phone) == (None, None)
+
+
+def test_a_resave_with_an_older_token_keeps_the_latest_verification_time(service):
+    # Given bob verified the email at t=100, then saved again with a token issued at t=0
+    put_me(service, "bob", name="Bob", email="shared@example.com", iat=1_800_000_100)
+    put_me(service, "bob", name="Bob", email="shared@example.com", iat=1_800_000_000)
+    # When alice's verification from t=50 arrives (older than bob's latest)
+    reply = put_me(service, "alice", name="Alice", email="shared@example.com", iat=1_800_000_050)
+    # Then bob keeps it
+    assert reply.body["email"] is None
+    assert service.stores.profiles.get_lookup_user("email", "shared@example.com") == "bob"

@@ -61,6 +61,7 @@ class DynamoProfileStore:
         (ConditionFailed("profile")).
         """
         actions: list[Action] = []
+        taken: dict[str, dict[IdentifierKind, str]] = {}  # holder -> the identifiers taken from them
         kinds: tuple[IdentifierKind, ...] = ("email", "phone")
         for kind in kinds:
             new, old = getattr(profile, kind), getattr(previous, kind) if previous else None
@@ -79,12 +80,20 @@ class DynamoProfileStore:
                 continue
             lookup = self._table.get(lookup_key(kind, new))
             holder = lookup["user_id"] if lookup else None
-            if lookup and holder != profile.user_id and not _newer(verified_at, lookup.get("verified_at")):
+            held_since = lookup.get("verified_at") if lookup else None
+            if lookup and holder != profile.user_id and not _newer(verified_at, held_since):
                 profile = profile.model_copy(update={kind: None})
                 continue
-            actions.extend(
-                self._claim_lookup(kind, new, profile.user_id, holder, profile.updated_at, verified_at)
-            )
+            if holder is None or holder == profile.user_id:
+                # A re-save with an older token (or one without ``iat``) must not lower the recorded
+                # verification time: that would let a verification older than ours take it over.
+                since = verified_at if _newer(verified_at, held_since) else held_since
+                actions.append(self._claim_own_lookup(kind, new, profile.user_id, since))
+            else:
+                actions.append(self._claim_taken_lookup(kind, new, profile.user_id, holder, verified_at))
+                taken.setdefault(holder, {})[kind] = new
+        # One update per former holder, however many identifiers move: a transaction may touch an item once.
+        actions.extend(self._release_from(holder, values, profile.updated_at) for holder, values in taken.items())
         condition = "attribute_not_exists(PK)" if previous is None else "updated_at = :seen"
         seen = {":seen": {"S": previous.updated_at.isoformat()}} if previous is not None else None
         item = {**profile_key(profile.user_id), "type": "profile", **profile.model_dump()}
@@ -95,32 +104,34 @@ class DynamoProfileStore:
             raise ConditionFailed("profile", profile.user_id) from err
         return profile
 
-    def _claim_lookup(
-        self,
-        kind: IdentifierKind,
-        value: str,
-        user_id: str,
-        holder: str | None,
-        now: datetime,
-        verified_at: int | None,
-    ) -> list[Action]:
+    def _claim_own_lookup(self, kind: IdentifierKind, value: str, user_id: str, since: Any) -> Action:
+        # Written even when unchanged: it repairs a lookup lost to a race, and fails if taken meanwhile.
+        item = {**lookup_key(kind, value), "type": "lookup", "user_id": user_id, "verified_at": since}
+        mine = {":me": {"S": user_id}}
+        return self._table.put_action(item, "attribute_not_exists(PK) OR user_id = :me", mine)
+
+    def _claim_taken_lookup(
+        self, kind: IdentifierKind, value: str, user_id: str, holder: str, verified_at: int | None
+    ) -> Action:
         item = {**lookup_key(kind, value), "type": "lookup", "user_id": user_id, "verified_at": verified_at}
-        if holder is None or holder == user_id:
-            # Written even when unchanged: it repairs a lookup lost to a race, and fails if taken meanwhile.
-            mine = {":me": {"S": user_id}}
-            return [self._table.put_action(item, "attribute_not_exists(PK) OR user_id = :me", mine)]
-        return [
-            self._table.put_action(item, "user_id = :holder", {":holder": {"S": holder}}),
-            {
-                # Touching updated_at makes a save of the holder's profile that read it before this
-                # take-over fail its condition, instead of putting the identifier back on it.
-                "Update": {
-                    "TableName": self._table.name,
-                    "Key": dump(profile_key(holder)),
-                    "UpdateExpression": "REMOVE #attr SET updated_at = :now",
-                    "ConditionExpression": "attribute_not_exists(#attr) OR #attr = :value",
-                    "ExpressionAttributeNames": {"#attr": kind},
-                    "ExpressionAttributeValues": {":value": {"S": value}, ":now": {"S": now.isoformat()}},
-                }
-            },
-        ]
+        return self._table.put_action(item, "user_id = :holder", {":holder": {"S": holder}})
+
+    def _release_from(self, holder: str, values: dict[IdentifierKind, str], now: datetime) -> Action:
+        """The former holder's profile loses the identifiers taken from it, in one update.
+
+        Touching updated_at makes a save of the holder's profile that read it before this take-over fail
+        its condition, instead of putting an identifier back on it.
+        """
+        names = {f"#a{i}": kind for i, kind in enumerate(values)}
+        conditions = [f"(attribute_not_exists({name}) OR {name} = :v{i})" for i, name in enumerate(names)]
+        attribute_values = {f":v{i}": {"S": value} for i, value in enumerate(values.values())}
+        return {
+            "Update": {
+                "TableName": self._table.name,
+                "Key": dump(profile_key(holder)),
+                "UpdateExpression": f"REMOVE {', '.join(names)} SET updated_at = :now",
+                "ConditionExpression": " AND ".join(conditions),
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": {**attribute_values, ":now": {"S": now.isoformat()}},
+            }
+        }
