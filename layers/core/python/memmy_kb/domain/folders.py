@@ -14,7 +14,7 @@ from typing import Final
 from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
 from memmy_kb.domain.access import require_owner
 from memmy_kb.domain.ports import ContentStore, GrantReader
-from memmy_kb.errors import Conflict, InvalidInput, folder_not_found
+from memmy_kb.errors import Conflict, InvalidInput, folder_not_found, kb_not_found
 from memmy_kb.records import FolderRecord, utc_now
 
 # Deep enough for any real tree; bounded so a move's cycle check stays one transaction (<= 100 items).
@@ -47,8 +47,9 @@ def create_folder(
     folder = FolderRecord(kb_id=kb_id, folder_id=new_id(), name=name, parent_id=parent_id, created_at=clock())
     try:
         contents.put_folder(folder)
-    except ItemMissing:
-        raise folder_not_found() from None
+    except ItemMissing as missing:
+        # The KB deleted since the owner's grant was read, or the parent folder since it was listed.
+        raise (kb_not_found() if missing.item == "kb" else folder_not_found()) from None
     return folder
 
 

@@ -1,0 +1,755 @@
+"""In-memory fakes of the domain's ports (``memmy_kb.domain.ports``), for unit tests in milliseconds.
+
+The three stores share one ``FakeTable``, as the DynamoDB adapters share one table, so that a write can
+check another aggregate's item the way the adapters' transactions do (an upload needs the KB's META and
+its owner, a folder needs its KB). Each write is written as the adapter's transaction is: every action's
+condition is evaluated against the state before the write, the indexes of the failed ones decide which
+``memmy_kb.adapters.errors`` error (and ``.item``) is raised, and nothing is applied unless all pass.
+Like DynamoDB, a transaction that touches one item twice, or more than 100 items, is invalid
+(``InvalidTransaction``, not a store error). ``tests/integration/test_store_contract.py`` runs the same
+cases against these fakes and the real adapters on moto, so the two cannot drift apart.
+
+Records go in and come out as copies: a test holding a record cannot change the table behind the store's
+back. ``FakeTable.seed`` puts records as they are, for states the stores' writes never produce on their
+own (a rejected upload, a grant without its META, a stale ``submitting``).
+
+``FakeKnowledgeEngine`` stands in for MemOS: knowledge bases, files with a settable status, memories
+searched by KB, every call counted, and failures injected per method.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Final, Literal
+
+from memmy_kb.adapters.errors import AlreadyExists, ConditionFailed, ItemMissing
+from memmy_kb.adapters.memos.client import MAX_SEARCH_LIMIT
+from memmy_kb.adapters.memos.errors import MemosError, MemosNotFound, family_for_code
+from memmy_kb.adapters.memos.models import FileInput, FileStatus, MemosFile, MemosMemory
+from memmy_kb.domain.ports import (
+    ContentStore,
+    GrantReader,
+    IdentifierKind,
+    KnowledgeBaseStore,
+    KnowledgeEngine,
+    ProfileStore,
+)
+from memmy_kb.records import (
+    FileRecord,
+    FolderRecord,
+    GrantRecord,
+    KnowledgeBaseRecord,
+    ProfileRecord,
+    UploadRecord,
+)
+
+__all__ = [
+    "EngineMethod",
+    "FakeContentStore",
+    "FakeKnowledgeBaseStore",
+    "FakeKnowledgeEngine",
+    "FakeMemosKnowledgeBase",
+    "FakeProfileStore",
+    "FakeStores",
+    "FakeTable",
+    "InvalidTransaction",
+    "Lookup",
+    "SearchCall",
+    "fake_stores",
+    "memos_error",
+]
+
+_TRANSACTION_LIMIT: Final = 100
+_IDENTIFIER_KINDS: Final[tuple[IdentifierKind, ...]] = ("email", "phone")
+
+# An item's key in the fake table: (family, id, id...), the counterpart of the adapters' PK/SK.
+ItemKey = tuple[str, ...]
+Record = KnowledgeBaseRecord | GrantRecord | FolderRecord | FileRecord | UploadRecord | ProfileRecord
+
+
+class InvalidTransaction(Exception):
+    """What DynamoDB answers a malformed transaction with (a ValidationException): not a failed condition."""
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """An ``EMAIL#``/``PHONE#`` lookup item: the account that verified the identifier, and when."""
+
+    user_id: str
+    verified_at: int | None = None
+
+
+@dataclass
+class _Action:
+    key: ItemKey
+    ok: bool
+    apply: Callable[[], None] | None = None
+
+
+class _Transaction:
+    """Actions whose conditions were evaluated on the state before the write; applied all or none."""
+
+    def __init__(self) -> None:
+        self._actions: list[_Action] = []
+
+    def add(self, key: ItemKey, ok: bool, apply: Callable[[], None] | None = None) -> None:
+        self._actions.append(_Action(key, ok, apply))
+
+    def run(self) -> list[int]:
+        """Apply every action and return []; or apply none and return the indexes of the failed ones."""
+        keys = [action.key for action in self._actions]
+        if len(keys) > _TRANSACTION_LIMIT:
+            raise InvalidTransaction(f"{len(keys)} actions: a transaction holds at most {_TRANSACTION_LIMIT}")
+        if len(set(keys)) != len(keys):
+            raise InvalidTransaction("Transaction request cannot include multiple operations on one item")
+        failed = [i for i, action in enumerate(self._actions) if not action.ok]
+        if not failed:
+            for action in self._actions:
+                if action.apply is not None:
+                    action.apply()
+        return failed
+
+
+@dataclass
+class FakeTable:
+    """The one table the fake stores share, item family by item family (keys as in the adapters)."""
+
+    kbs: dict[str, KnowledgeBaseRecord] = field(default_factory=dict)
+    grants: dict[tuple[str, str], GrantRecord] = field(default_factory=dict)  # (user_id, kb_id)
+    folders: dict[tuple[str, str], FolderRecord] = field(default_factory=dict)  # (kb_id, folder_id)
+    files: dict[tuple[str, str], FileRecord] = field(default_factory=dict)  # (kb_id, file_id)
+    uploads: dict[tuple[str, str], UploadRecord] = field(default_factory=dict)  # (kb_id, upload_id)
+    profiles: dict[str, ProfileRecord] = field(default_factory=dict)
+    lookups: dict[tuple[IdentifierKind, str], Lookup] = field(default_factory=dict)
+
+    def seed(self, *records: Record) -> None:
+        """Put records as they are, unconditionally (no counts kept, no checks): arranging a test's state."""
+        for record in records:
+            copy = record.model_copy(deep=True)
+            if isinstance(copy, KnowledgeBaseRecord):
+                self.kbs[copy.kb_id] = copy
+            elif isinstance(copy, GrantRecord):
+                self.grants[(copy.user_id, copy.kb_id)] = copy
+            elif isinstance(copy, FolderRecord):
+                self.folders[(copy.kb_id, copy.folder_id)] = copy
+            elif isinstance(copy, FileRecord):
+                self.files[(copy.kb_id, copy.file_id)] = copy
+            elif isinstance(copy, UploadRecord):
+                self.uploads[(copy.kb_id, copy.upload_id)] = copy
+            else:
+                self.profiles[copy.user_id] = copy
+
+    def seed_lookup(
+        self, kind: IdentifierKind, value: str, user_id: str, verified_at: int | None = None
+    ) -> None:
+        self.lookups[(kind, value)] = Lookup(user_id, verified_at)
+
+    def owns(self, kb_id: str, owner_id: str) -> bool:
+        """The adapters' ``owner_check``: META exists and is still ``owner_id``'s."""
+        kb = self.kbs.get(kb_id)
+        return kb is not None and kb.owner_id == owner_id
+
+
+# -- knowledge bases and grants ---------------------------------------------------------------------
+
+
+class FakeKnowledgeBaseStore:
+    """``KnowledgeBaseStore`` as ``memmy_kb.adapters.dynamodb.knowledge_bases.DynamoKnowledgeBaseStore``."""
+
+    def __init__(self, table: FakeTable | None = None) -> None:
+        self.table = table if table is not None else FakeTable()
+
+    def put_kb_with_owner_grant(self, kb: KnowledgeBaseRecord, owner_grant: GrantRecord) -> None:
+        t = self.table
+        txn = _Transaction()
+        txn.add(("KB", kb.kb_id), kb.kb_id not in t.kbs, lambda: t.seed(kb))
+        grant_key = (owner_grant.user_id, owner_grant.kb_id)
+        txn.add(("USER", *grant_key), grant_key not in t.grants, lambda: t.seed(owner_grant))
+        if txn.run():
+            raise AlreadyExists("kb", kb.kb_id)
+
+    def get_kb(self, kb_id: str) -> KnowledgeBaseRecord | None:
+        kb = self.table.kbs.get(kb_id)
+        return kb.model_copy(deep=True) if kb else None
+
+    def batch_get_kbs(self, kb_ids: Iterable[str]) -> dict[str, KnowledgeBaseRecord]:
+        return {
+            kb_id: kb.model_copy(deep=True)
+            for kb_id in dict.fromkeys(kb_ids)
+            if (kb := self.table.kbs.get(kb_id)) is not None
+        }
+
+    def get_grant(self, user_id: str, kb_id: str) -> GrantRecord | None:
+        grant = self.table.grants.get((user_id, kb_id))
+        return grant.model_copy(deep=True) if grant else None
+
+    def query_grants(self, user_id: str) -> list[GrantRecord]:
+        """In sort-key order (``KB#<kb_id>``), as the Query returns them."""
+        return [
+            grant.model_copy(deep=True)
+            for (uid, _), grant in sorted(self.table.grants.items())
+            if uid == user_id
+        ]
+
+    def update_kb_name(self, kb_id: str, owner_id: str, name: str) -> KnowledgeBaseRecord:
+        if not self.table.owns(kb_id, owner_id):
+            raise ItemMissing("kb", kb_id)
+        kb = self.table.kbs[kb_id].model_copy(update={"name": name})
+        self.table.kbs[kb_id] = kb
+        return kb.model_copy(deep=True)
+
+    def update_grant_recall(self, user_id: str, kb_id: str, enabled: bool) -> GrantRecord:
+        current = self.table.grants.get((user_id, kb_id))
+        if current is None:
+            raise ItemMissing("grant", kb_id)
+        grant = current.model_copy(update={"recall": enabled})
+        self.table.grants[(user_id, kb_id)] = grant
+        return grant.model_copy(deep=True)
+
+    def put_reader_grant(self, grant: GrantRecord, *, max_readers: int) -> None:
+        t = self.table
+        key = (grant.user_id, grant.kb_id)
+        kb = t.kbs.get(grant.kb_id)
+
+        def count() -> None:
+            t.kbs[grant.kb_id] = t.kbs[grant.kb_id].model_copy(
+                update={"member_count": t.kbs[grant.kb_id].member_count + 1}
+            )
+
+        txn = _Transaction()
+        txn.add(("USER", *key), key not in t.grants, lambda: t.seed(grant))
+        has_room = kb is not None and kb.owner_id == grant.owner_id and kb.member_count < max_readers
+        txn.add(("KB", grant.kb_id), has_room, count)
+        failed = txn.run()
+        if 0 in failed:
+            raise AlreadyExists("grant", grant.user_id)
+        if failed:
+            if not t.owns(grant.kb_id, grant.owner_id):
+                raise ItemMissing("kb", grant.kb_id)
+            raise ConditionFailed("member_count", str(max_readers))
+
+    def delete_reader_grant(self, kb_id: str, user_id: str) -> None:
+        t = self.table
+        key = (user_id, kb_id)
+        current = t.grants.get(key)
+
+        def uncount() -> None:
+            t.kbs[kb_id] = t.kbs[kb_id].model_copy(update={"member_count": t.kbs[kb_id].member_count - 1})
+
+        def delete() -> None:
+            del t.grants[key]
+
+        txn = _Transaction()
+        is_reader = current is not None and current.role == "reader"
+        txn.add(("USER", *key), is_reader, delete)
+        txn.add(("KB", kb_id), kb_id in t.kbs, uncount)
+        failed = txn.run()
+        if 0 in failed:
+            raise ItemMissing("grant", user_id)
+        if failed:  # META is gone (the KB was deleted): the grant goes on its own
+            delete()
+
+    def query_kb_members(self, kb_id: str) -> list[GrantRecord]:
+        """In GSI1's sort-key order (``USER#<user_id>``)."""
+        return [
+            grant.model_copy(deep=True)
+            for (_, kid), grant in sorted(self.table.grants.items())
+            if kid == kb_id
+        ]
+
+
+# -- folders, files and uploads ---------------------------------------------------------------------
+
+
+class FakeContentStore:
+    """``ContentStore`` as ``memmy_kb.adapters.dynamodb.contents.DynamoContentStore``."""
+
+    def __init__(self, table: FakeTable | None = None) -> None:
+        self.table = table if table is not None else FakeTable()
+
+    def query_kb_items(self, kb_id: str) -> tuple[list[FolderRecord], list[FileRecord], list[UploadRecord]]:
+        """Each family in sort-key order (by id), as the Query of the KB's partition returns them."""
+        t = self.table
+        return (
+            [f.model_copy(deep=True) for (kid, _), f in sorted(t.folders.items()) if kid == kb_id],
+            [f.model_copy(deep=True) for (kid, _), f in sorted(t.files.items()) if kid == kb_id],
+            [u.model_copy(deep=True) for (kid, _), u in sorted(t.uploads.items()) if kid == kb_id],
+        )
+
+    def get_folder(self, kb_id: str, folder_id: str) -> FolderRecord | None:
+        folder = self.table.folders.get((kb_id, folder_id))
+        return folder.model_copy(deep=True) if folder else None
+
+    def get_file(self, kb_id: str, file_id: str) -> FileRecord | None:
+        file = self.table.files.get((kb_id, file_id))
+        return file.model_copy(deep=True) if file else None
+
+    def get_upload(self, kb_id: str, upload_id: str) -> UploadRecord | None:
+        upload = self.table.uploads.get((kb_id, upload_id))
+        return upload.model_copy(deep=True) if upload else None
+
+    def put_folder(self, folder: FolderRecord) -> None:
+        t = self.table
+        key = (folder.kb_id, folder.folder_id)
+        txn = _Transaction()
+        txn.add(("FOLDER", *key), key not in t.folders, lambda: t.seed(folder))
+        txn.add(("KB", folder.kb_id), folder.kb_id in t.kbs)
+        if folder.parent_id:
+            parent = (folder.kb_id, folder.parent_id)
+            txn.add(("FOLDER", *parent), parent in t.folders)
+        failed = txn.run()
+        if failed:
+            raise ItemMissing("kb" if 1 in failed else "folder", folder.kb_id)
+
+    def update_folder(
+        self, folder: FolderRecord, previous: FolderRecord, ancestors: list[FolderRecord]
+    ) -> None:
+        t = self.table
+        key = (folder.kb_id, folder.folder_id)
+        current = t.folders.get(key)
+
+        def move() -> None:
+            t.folders[key] = t.folders[key].model_copy(
+                update={"name": folder.name, "parent_id": folder.parent_id}
+            )
+
+        txn = _Transaction()
+        txn.add(("FOLDER", *key), current is not None and current.parent_id == previous.parent_id, move)
+        for ancestor in ancestors:
+            seen = t.folders.get((ancestor.kb_id, ancestor.folder_id))
+            unchanged = seen is not None and seen.parent_id == ancestor.parent_id
+            txn.add(("FOLDER", ancestor.kb_id, ancestor.folder_id), unchanged)
+        if txn.run():
+            raise ConditionFailed("folders", folder.folder_id)
+
+    def update_file_folder(self, kb_id: str, file_id: str, folder_id: str | None) -> None:
+        t = self.table
+        key = (kb_id, file_id)
+
+        def point() -> None:
+            t.files[key] = t.files[key].model_copy(update={"folder_id": folder_id})
+
+        txn = _Transaction()
+        txn.add(("FILE", *key), key in t.files, point)
+        if folder_id:
+            txn.add(("FOLDER", kb_id, folder_id), (kb_id, folder_id) in t.folders)
+        failed = txn.run()
+        if failed:
+            raise ItemMissing("file" if 0 in failed else "folder", file_id)
+
+    def put_upload(self, upload: UploadRecord) -> None:
+        t = self.table
+        key = (upload.kb_id, upload.upload_id)
+        txn = _Transaction()
+        txn.add(("UPLOAD", *key), key not in t.uploads, lambda: t.seed(upload))
+        txn.add(("KB", upload.kb_id), t.owns(upload.kb_id, upload.owner_id))
+        if txn.run():
+            raise ItemMissing("kb", upload.kb_id)
+
+    def update_upload_submitting(
+        self, kb_id: str, upload_id: str, *, attempt_id: str, now: datetime, keep_until: int
+    ) -> UploadRecord:
+        return self._update_upload(
+            kb_id,
+            upload_id,
+            lambda u: u.state == "pending",
+            {"state": "submitting", "attempt_id": attempt_id, "submitting_at": now, "expires_at": keep_until},
+        )
+
+    def update_upload_released(self, kb_id: str, upload_id: str, *, attempt_id: str, expires_at: int) -> None:
+        self._update_upload(
+            kb_id,
+            upload_id,
+            lambda u: u.state == "submitting" and u.attempt_id == attempt_id,
+            {"state": "pending", "expires_at": expires_at, "attempt_id": None, "submitting_at": None},
+        )
+
+    def update_upload_rejected(
+        self, kb_id: str, upload_id: str, *, reason: str, expires_at: int, attempt_id: str | None = None
+    ) -> None:
+        """From pending, or from submitting held by ``attempt_id``; the holder's fields are kept, as in the adapter."""
+
+        def holds(u: UploadRecord) -> bool:
+            if attempt_id is None:
+                return u.state == "pending"
+            return u.state == "submitting" and u.attempt_id == attempt_id
+
+        self._update_upload(
+            kb_id, upload_id, holds, {"state": "rejected", "reason": reason, "expires_at": expires_at}
+        )
+
+    def put_file_for_upload(
+        self, file: FileRecord, *, owner_id: str, attempt_id: str, expires_at: int
+    ) -> FileRecord:
+        t = self.table
+        file_key = (file.kb_id, file.file_id)
+        upload_key = (file.kb_id, file.upload_id)
+        for folder_id in dict.fromkeys([file.folder_id, None]):
+            stored = file.model_copy(update={"folder_id": folder_id})
+            upload = t.uploads.get(upload_key)
+
+            def submitted() -> None:
+                t.uploads[upload_key] = t.uploads[upload_key].model_copy(
+                    update={
+                        "state": "submitted",
+                        "file_id": file.file_id,
+                        "memos_file_id": file.memos_file_id,
+                        "expires_at": expires_at,
+                    }
+                )
+
+            txn = _Transaction()
+            txn.add(("FILE", *file_key), file_key not in t.files, self._put(stored))
+            held = upload is not None and upload.state == "submitting" and upload.attempt_id == attempt_id
+            txn.add(("UPLOAD", *upload_key), held, submitted)
+            txn.add(("KB", file.kb_id), t.owns(file.kb_id, owner_id))
+            if folder_id is not None:
+                txn.add(("FOLDER", file.kb_id, folder_id), (file.kb_id, folder_id) in t.folders)
+            failed = txn.run()
+            if failed == [3]:
+                continue  # only the folder is gone: file it at the root
+            if 2 in failed:
+                raise ItemMissing("kb", file.kb_id)
+            if failed:
+                raise ConditionFailed("upload", file.upload_id)
+            return stored
+        raise AssertionError("unreachable: the root needs no folder check")
+
+    def _put(self, record: FileRecord) -> Callable[[], None]:
+        def put() -> None:
+            self.table.seed(record)
+
+        return put
+
+    def _update_upload(
+        self,
+        kb_id: str,
+        upload_id: str,
+        condition: Callable[[UploadRecord], bool],
+        changes: dict[str, object],
+    ) -> UploadRecord:
+        key = (kb_id, upload_id)
+        current = self.table.uploads.get(key)
+        if current is None or not condition(current):
+            raise ConditionFailed("upload", upload_id)
+        updated = current.model_copy(update=changes)
+        self.table.uploads[key] = updated
+        return updated.model_copy(deep=True)
+
+
+# -- profiles ---------------------------------------------------------------------------------------
+
+
+def _newer(verified_at: int | None, holders: int | None) -> bool:
+    """As the adapter: a known time beats an unknown or older one; an unknown time never wins."""
+    return verified_at is not None and (holders is None or verified_at > holders)
+
+
+class FakeProfileStore:
+    """``ProfileStore`` as ``memmy_kb.adapters.dynamodb.profiles.DynamoProfileStore``.
+
+    One deliberate difference: when an identifier is taken over from a holder that has no profile item,
+    the adapter's UpdateItem creates a partial profile (keys and ``updated_at`` only); the fake writes
+    nothing for the holder, since no ``ProfileRecord`` can hold such an item.
+    """
+
+    def __init__(self, table: FakeTable | None = None) -> None:
+        self.table = table if table is not None else FakeTable()
+
+    def get_profile(self, user_id: str) -> ProfileRecord | None:
+        profile = self.table.profiles.get(user_id)
+        return profile.model_copy(deep=True) if profile else None
+
+    def batch_get_profiles(self, user_ids: Iterable[str]) -> dict[str, ProfileRecord]:
+        return {
+            user_id: profile.model_copy(deep=True)
+            for user_id in dict.fromkeys(user_ids)
+            if (profile := self.table.profiles.get(user_id)) is not None
+        }
+
+    def get_lookup_user(self, kind: IdentifierKind, value: str) -> str | None:
+        lookup = self.table.lookups.get((kind, value))
+        return lookup.user_id if lookup else None
+
+    def put_profile_with_lookups(
+        self, profile: ProfileRecord, previous: ProfileRecord | None, *, verified_at: int | None = None
+    ) -> ProfileRecord:
+        t = self.table
+        me = profile.user_id
+        txn = _Transaction()
+        taken: dict[str, dict[IdentifierKind, str]] = {}
+        for kind in _IDENTIFIER_KINDS:
+            new: str | None = getattr(profile, kind)
+            old: str | None = getattr(previous, kind) if previous else None
+            if old and old != new:
+                held = t.lookups.get((kind, old))
+                txn.add(("LOOKUP", kind, old), held is None or held.user_id == me, self._release(kind, old))
+            if not new:
+                continue
+            lookup = t.lookups.get((kind, new))
+            holder = lookup.user_id if lookup else None
+            if lookup and holder != me and not _newer(verified_at, lookup.verified_at):
+                profile = profile.model_copy(update={kind: None})
+                continue
+            if holder is None or holder == me:
+                # Written even when unchanged, as the adapter does (it repairs a lookup lost to a race);
+                # the recorded verification time never goes down.
+                held_since = lookup.verified_at if lookup else None
+                since = verified_at if _newer(verified_at, held_since) else held_since
+                free = lookup is None or lookup.user_id == me
+                txn.add(("LOOKUP", kind, new), free, self._claim(kind, new, Lookup(me, since)))
+            else:
+                still_theirs = lookup is not None and lookup.user_id == holder
+                txn.add(("LOOKUP", kind, new), still_theirs, self._claim(kind, new, Lookup(me, verified_at)))
+                taken.setdefault(holder, {})[kind] = new
+        for holder, values in taken.items():
+            self._take_from(txn, holder, values, profile.updated_at)
+        stored_profile = profile
+        seen = t.profiles.get(me)
+        unchanged = (
+            seen is None if previous is None else seen is not None and seen.updated_at == previous.updated_at
+        )
+        txn.add(("PROFILE", me), unchanged, lambda: t.seed(stored_profile))
+        if txn.run():
+            raise ConditionFailed("profile", me)
+        return profile.model_copy(deep=True)
+
+    def _release(self, kind: IdentifierKind, value: str) -> Callable[[], None]:
+        def release() -> None:
+            self.table.lookups.pop((kind, value), None)
+
+        return release
+
+    def _claim(self, kind: IdentifierKind, value: str, lookup: Lookup) -> Callable[[], None]:
+        def claim() -> None:
+            self.table.lookups[(kind, value)] = lookup
+
+        return claim
+
+    def _take_from(
+        self, txn: _Transaction, holder: str, values: dict[IdentifierKind, str], now: datetime
+    ) -> None:
+        """Remove ``values`` from the holder's profile and touch its ``updated_at``: the adapter's one Update."""
+        t = self.table
+        theirs = t.profiles.get(holder)
+
+        def remove() -> None:
+            if holder in t.profiles:
+                cleared: dict[str, object] = dict.fromkeys(values)
+                t.profiles[holder] = t.profiles[holder].model_copy(update={**cleared, "updated_at": now})
+
+        unchanged = theirs is None or all(getattr(theirs, kind) in (None, value) for kind, value in values.items())
+        txn.add(("PROFILE", holder), unchanged, remove)
+
+
+@dataclass(frozen=True)
+class FakeStores:
+    """The three fake stores on one table (the counterpart of ``tests.support.aws.Stores``)."""
+
+    table: FakeTable
+    kbs: FakeKnowledgeBaseStore
+    contents: FakeContentStore
+    profiles: FakeProfileStore
+
+
+def fake_stores(table: FakeTable | None = None) -> FakeStores:
+    table = table if table is not None else FakeTable()
+    return FakeStores(table, FakeKnowledgeBaseStore(table), FakeContentStore(table), FakeProfileStore(table))
+
+
+# -- MemOS ------------------------------------------------------------------------------------------
+
+EngineMethod = Literal[
+    "create_knowledgebase",
+    "delete_knowledgebase",
+    "add_knowledgebase_files",
+    "get_knowledgebase_files",
+    "iter_knowledgebase_files",
+    "delete_knowledgebase_files",
+    "search_memory",
+]
+
+
+@dataclass
+class FakeMemosKnowledgeBase:
+    id: str
+    name: str
+    description: str | None = None
+    files: dict[str, MemosFile] = field(default_factory=dict)
+    memories: list[MemosMemory] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SearchCall:
+    user_id: str
+    query: str
+    kb_ids: tuple[str, ...]
+    limit: int
+    relativity: float | None
+
+
+@dataclass
+class _Failure:
+    error: Exception
+    times: int | None  # None: every call from now on
+
+
+class FakeKnowledgeEngine:
+    """``KnowledgeEngine`` (MemOS) in memory.
+
+    ``calls`` counts every call by method, failed ones included. ``fail(method, error, times=n)`` makes
+    the next ``n`` calls of ``method`` raise ``error`` (every call when ``times`` is None). Arguments are
+    refused (``ValueError``) where ``MemosClient`` refuses them; unknown KBs answer ``MemosNotFound``
+    where MemOS does, and deletes of unknown ids count as done, as in the client.
+    """
+
+    def __init__(self) -> None:
+        self.knowledge_bases: dict[str, FakeMemosKnowledgeBase] = {}
+        self.deleted_knowledge_bases: list[tuple[str, bool]] = []  # (memos_kb_id, delete_all)
+        self.deleted_files: list[str] = []
+        self.searches: list[SearchCall] = []
+        self.calls: Counter[EngineMethod] = Counter()
+        self._failures: dict[EngineMethod, list[_Failure]] = {}
+        self._ids = itertools.count(1)
+
+    # -- arranging ---------------------------------------------------------------------------------
+
+    def fail(self, method: EngineMethod, error: Exception, *, times: int | None = None) -> None:
+        if times is not None and times < 1:
+            raise ValueError("times must be at least 1 (None: every call)")
+        self._failures.setdefault(method, []).append(_Failure(error, times))
+
+    def clear_failures(self) -> None:
+        self._failures.clear()
+
+    def add_file(
+        self,
+        kb_id: str,
+        name: str | None,
+        status: FileStatus = FileStatus.PROCESSING,
+        *,
+        file_id: str | None = None,
+    ) -> MemosFile:
+        """A file as an add leaves it (without counting a call), in ``status``."""
+        file = MemosFile(id=file_id or self._new_id("mf"), name=name, type="document", status=status)
+        self.knowledge_bases[kb_id].files[file.id] = file
+        return file
+
+    def set_status(self, file_id: str, status: FileStatus) -> None:
+        for kb in self.knowledge_bases.values():
+            if file_id in kb.files:
+                kb.files[file_id] = kb.files[file_id].model_copy(update={"status": status})
+                return
+        raise KeyError(file_id)
+
+    def add_memory(self, kb_id: str, title: str, content: str, score: float = 0.5) -> MemosMemory:
+        memory = MemosMemory(id=self._new_id("mem"), title=title, content=content, score=score)
+        self.knowledge_bases[kb_id].memories.append(memory)
+        return memory
+
+    @property
+    def total_calls(self) -> int:
+        return sum(self.calls.values())
+
+    # -- KnowledgeEngine -----------------------------------------------------------------------------
+
+    def create_knowledgebase(self, name: str, description: str | None = None) -> str:
+        self._enter("create_knowledgebase")
+        kb = FakeMemosKnowledgeBase(id=self._new_id("mkb"), name=name, description=description)
+        self.knowledge_bases[kb.id] = kb
+        return kb.id
+
+    def delete_knowledgebase(self, kb_id: str, *, delete_all: bool) -> None:
+        self._enter("delete_knowledgebase")
+        self.knowledge_bases.pop(kb_id, None)
+        self.deleted_knowledge_bases.append((kb_id, delete_all))
+
+    def add_knowledgebase_files(self, kb_id: str, files: list[FileInput]) -> list[MemosFile]:
+        self._enter("add_knowledgebase_files")
+        if not files:
+            raise ValueError("add_knowledgebase_files needs at least one file")
+        self._kb(kb_id, "/add/knowledgebase-file")
+        return [self.add_file(kb_id, f.name) for f in files]
+
+    def get_knowledgebase_files(self, file_ids: list[str]) -> list[MemosFile]:
+        self._enter("get_knowledgebase_files")
+        wanted = set(file_ids)
+        return [f for kb in self.knowledge_bases.values() for f in kb.files.values() if f.id in wanted]
+
+    def iter_knowledgebase_files(
+        self, kb_id: str, *, page_size: int = 20, max_pages: int = 10_000
+    ) -> Iterator[MemosFile]:
+        self._enter("iter_knowledgebase_files")
+        files = list(self._kb(kb_id, "/get/knowledgebase-file").files.values())
+        return iter(files[: page_size * max_pages])
+
+    def delete_knowledgebase_files(self, file_ids: list[str]) -> None:
+        self._enter("delete_knowledgebase_files")
+        for file_id in file_ids:
+            for kb in self.knowledge_bases.values():
+                if kb.files.pop(file_id, None) is not None:
+                    self.deleted_files.append(file_id)
+
+    def search_memory(
+        self, user_id: str, query: str, kb_ids: list[str], *, limit: int = 9, relativity: float | None = None
+    ) -> list[MemosMemory]:
+        """The memories of exactly ``kb_ids``, best score first, at most ``limit`` (unknown ids hold none)."""
+        self._enter("search_memory")
+        if not kb_ids:
+            raise ValueError("search_memory needs at least one knowledge base id")
+        if any(not kb_id.strip() or kb_id.strip().lower() == "all" for kb_id in kb_ids):
+            raise ValueError("search_memory takes explicit knowledge base ids only")
+        if not 1 <= limit <= MAX_SEARCH_LIMIT:
+            raise ValueError(f"limit must be between 1 and {MAX_SEARCH_LIMIT}")
+        if relativity is not None and not 0 <= relativity <= 1:
+            raise ValueError("relativity must be between 0 and 1")
+        self.searches.append(SearchCall(user_id, query, tuple(kb_ids), limit, relativity))
+        hits = [
+            m
+            for kb_id in dict.fromkeys(kb_ids)
+            if kb_id in self.knowledge_bases
+            for m in self.knowledge_bases[kb_id].memories
+            if relativity is None or (m.score or 0) >= relativity
+        ]
+        hits.sort(key=lambda m: -(m.score or 0))
+        return hits[:limit]
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _enter(self, method: EngineMethod) -> None:
+        self.calls[method] += 1
+        pending = self._failures.get(method)
+        if not pending:
+            return
+        failure = pending[0]
+        if failure.times is not None:
+            failure.times -= 1
+            if failure.times <= 0:
+                pending.pop(0)
+        raise failure.error
+
+    def _kb(self, kb_id: str, endpoint: str) -> FakeMemosKnowledgeBase:
+        kb = self.knowledge_bases.get(kb_id)
+        if kb is None:
+            raise MemosNotFound("knowledge base does not exist", endpoint=endpoint, code=50120)
+        return kb
+
+    def _new_id(self, prefix: str) -> str:
+        return f"{prefix}_{next(self._ids):04d}"
+
+
+def memos_error(message: str = "MemOS is down", *, code: int = 50004) -> MemosError:
+    """A MemOS failure of the family its envelope ``code`` maps to (``family_for_code``)."""
+    return family_for_code(code)(message, endpoint="/fake", code=code)
+
+
+# mypy --strict checks that each fake still satisfies its port: a drift of either side fails here.
+_grants: GrantReader = FakeKnowledgeBaseStore()
+_kbs: KnowledgeBaseStore = FakeKnowledgeBaseStore()
+_contents: ContentStore = FakeContentStore()
+_profiles: ProfileStore = FakeProfileStore()
+_engine: KnowledgeEngine = FakeKnowledgeEngine()

@@ -1,0 +1,523 @@
+"""``memmy_kb.domain.files`` (listing with live status, moving files) and ``memmy_kb.domain.folders``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from http import HTTPStatus
+
+import pytest
+
+from memmy_kb.adapters.memos.models import FileStatus
+from memmy_kb.domain import files as files_logic
+from memmy_kb.domain import folders as folders_logic
+from memmy_kb.domain.files import FileEntry, Listing
+from memmy_kb.records import FileRecord, FolderRecord, UploadRecord
+from tests.support.factories import (
+    T0,
+    file_record,
+    folder_record,
+    kb_record,
+    owner_grant_for,
+    reader_grant_for,
+    upload_record,
+)
+from tests.support.fakes import FakeContentStore, FakeKnowledgeEngine, FakeStores, memos_error
+from tests.unit.domain.support import refused
+
+NOT_FOUND = (HTTPStatus.NOT_FOUND, "kb_not_found")
+OWNER_ONLY = (HTTPStatus.FORBIDDEN, "owner_only")
+FOLDER_NOT_FOUND = (HTTPStatus.NOT_FOUND, "folder_not_found")
+
+
+@pytest.fixture
+def kb(stores: FakeStores, memos: FakeKnowledgeEngine) -> FakeStores:
+    """kb_1 owned by alice, read by bob, with its MemOS KB; carol has no grant."""
+    memos_kb = memos.create_knowledgebase("memmy:kb_1")
+    memos.calls.clear()
+    record = kb_record("kb_1", owner_id="alice", memos_kb_id=memos_kb, member_count=1)
+    stores.table.seed(record, owner_grant_for(record), reader_grant_for(record, "bob"))
+    return stores
+
+
+def memos_kb(kb: FakeStores) -> str:
+    record = kb.kbs.get_kb("kb_1")
+    assert record is not None
+    return record.memos_kb_id
+
+
+def add_file(
+    kb: FakeStores,
+    memos: FakeKnowledgeEngine,
+    file_id: str,
+    status: FileStatus = FileStatus.AVAILABLE,
+    *,
+    name: str | None = None,
+    folder_id: str | None = None,
+) -> str:
+    """A file as the ingest leaves it: in MemOS (in ``status``) and as our FILE item."""
+    live = memos.add_file(memos_kb(kb), name or f"{file_id}.md", status)
+    kb.table.seed(
+        file_record(file_id, memos_file_id=live.id, name=name or f"{file_id}.md", folder_id=folder_id)
+    )
+    return file_id
+
+
+def listing(
+    kb: FakeStores, memos: FakeKnowledgeEngine, user: str = "alice", folder_id: str | None = None
+) -> Listing:
+    return files_logic.list_files(kb.kbs, kb.contents, memos, user, "kb_1", folder_id)
+
+
+def shown(result: Listing) -> dict[str, tuple[str, str | None]]:
+    return {f.id: (f.status, f.reason) for f in result.files}
+
+
+# -- listing ---------------------------------------------------------------------------------------
+
+
+def test_given_files_in_each_memos_state_when_listed_then_their_status_maps_one_to_one(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    add_file(kb, memos, "fi_a", FileStatus.AVAILABLE)
+    add_file(kb, memos, "fi_b", FileStatus.PROCESSING)
+    add_file(kb, memos, "fi_c", FileStatus.FAILED)
+
+    result = listing(kb, memos, "bob")
+
+    assert shown(result) == {
+        "fi_a": ("available", None),
+        "fi_b": ("processing", None),
+        "fi_c": ("failed", files_logic.MEMOS_FAILED),
+    }
+    assert memos.calls["get_knowledgebase_files"] == 1
+    assert result.refresh_after_seconds == files_logic.REFRESH_AFTER_SECONDS == 3
+
+
+def test_given_a_file_memos_no_longer_holds_when_listed_then_it_shows_failed_gone(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    kb.table.seed(file_record("fi_lost", memos_file_id="mf-unknown", name="lost.md", size_bytes=7))
+
+    assert listing(kb, memos).files == [
+        FileEntry(
+            id="fi_lost",
+            name="lost.md",
+            status="failed",
+            size_bytes=7,
+            folder_id=None,
+            reason=files_logic.GONE_FROM_MEMOS,
+            upload_id="up-fi_lost",
+        )
+    ]
+
+
+def test_given_memos_renamed_a_file_when_listed_then_the_live_name_is_shown(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    live = memos.add_file(memos_kb(kb), "手册（最终版）.md", FileStatus.AVAILABLE)
+    kb.table.seed(file_record("fi_1", memos_file_id=live.id, name="手册.md"))
+
+    assert [f.name for f in listing(kb, memos).files] == ["手册（最终版）.md"]
+
+
+def test_given_only_settled_files_when_listed_then_no_refresh_is_asked(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    add_file(kb, memos, "fi_a", FileStatus.AVAILABLE)
+    add_file(kb, memos, "fi_b", FileStatus.FAILED)
+
+    assert listing(kb, memos).refresh_after_seconds is None
+
+
+def test_given_uploads_in_every_state_when_listed_then_in_flight_show_uploading_and_rejected_failed(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    now = datetime.now(UTC)
+    kb.table.seed(
+        upload_record("up_pending"),
+        upload_record("up_expired", expires_at=int(now.timestamp()) - 1),
+        upload_record("up_rejected", state="rejected", reason="The file is not a valid PDF."),
+        upload_record("up_submitted", state="submitted"),
+        upload_record("up_gone", state="expired"),
+        upload_record(
+            "up_fresh", state="submitting", attempt_id="a1", submitting_at=now - timedelta(minutes=14)
+        ),
+        upload_record(
+            "up_stale", state="submitting", attempt_id="a2", submitting_at=now - timedelta(minutes=16)
+        ),
+    )
+
+    result = listing(kb, memos)
+
+    assert shown(result) == {
+        "up_pending": ("uploading", None),
+        "up_rejected": ("failed", "The file is not a valid PDF."),
+        "up_fresh": ("uploading", None),
+        "up_stale": ("failed", files_logic.UNCONFIRMED),
+    }
+    assert result.refresh_after_seconds == 3
+    assert memos.total_calls == 0  # uploads are ours: no MemOS call for them
+
+
+def test_given_a_submitting_upload_without_start_time_when_listed_then_its_creation_decides_staleness(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    old = datetime.now(UTC) - timedelta(hours=1)
+    kb.table.seed(upload_record("up_old", state="submitting", created_at=old))
+
+    assert shown(listing(kb, memos)) == {"up_old": ("failed", files_logic.UNCONFIRMED)}
+
+
+def test_given_only_failed_uploads_when_listed_then_no_refresh_is_asked(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    kb.table.seed(upload_record("up_rejected", state="rejected", reason="Too big."))
+
+    assert listing(kb, memos).refresh_after_seconds is None
+
+
+def test_given_an_empty_kb_when_listed_then_nothing_and_no_memos_call(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    result = listing(kb, memos)
+
+    assert (result.folders, result.files, result.refresh_after_seconds) == ([], [], None)
+    assert memos.total_calls == 0
+
+
+def test_given_memos_is_down_when_listing_files_then_503_memos_unavailable(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    add_file(kb, memos, "fi_a")
+    memos.fail("get_knowledgebase_files", memos_error(code=50004))
+
+    assert refused(lambda: listing(kb, memos)) == (HTTPStatus.SERVICE_UNAVAILABLE, "memos_unavailable")
+
+
+def test_given_45_files_when_listed_then_memos_is_asked_in_batches_of_20(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    for i in range(45):
+        add_file(kb, memos, f"fi_{i:02d}")
+
+    result = listing(kb, memos)
+
+    assert len(result.files) == 45
+    assert memos.calls["get_knowledgebase_files"] == 3
+    assert {f.status for f in result.files} == {"available"}
+
+
+def test_given_folders_and_files_when_a_level_is_listed_then_only_its_entries_sorted_by_name(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    kb.table.seed(
+        folder_record("fo_docs", name="文档"),
+        folder_record("fo_b", name="b"),
+        folder_record("fo_a", name="A"),
+        folder_record("fo_v1", name="v1", parent_id="fo_docs"),
+        upload_record("up_1", filename="c-upload.md", folder_id="fo_docs"),
+    )
+    add_file(kb, memos, "fi_root", name="root.md")
+    add_file(kb, memos, "fi_b", name="B.md", folder_id="fo_docs")
+    add_file(kb, memos, "fi_a", name="a.md", folder_id="fo_docs")
+
+    root = listing(kb, memos)
+    inside = listing(kb, memos, "bob", "fo_docs")
+
+    assert [f.folder_id for f in root.folders] == ["fo_a", "fo_b", "fo_docs"]
+    assert [f.id for f in root.files] == ["fi_root"]
+    assert [f.folder_id for f in inside.folders] == ["fo_v1"]
+    assert [(f.id, f.folder_id) for f in inside.files] == [
+        ("fi_a", "fo_docs"),
+        ("fi_b", "fo_docs"),
+        ("up_1", "fo_docs"),
+    ]
+
+
+def test_given_an_unknown_folder_when_listed_then_404_folder_not_found(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    assert refused(lambda: listing(kb, memos, folder_id="fo_missing")) == FOLDER_NOT_FOUND
+
+
+def test_given_a_stranger_when_listing_then_404_and_no_memos_call(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    add_file(kb, memos, "fi_a")
+
+    assert refused(lambda: listing(kb, memos, "carol")) == NOT_FOUND
+    assert memos.total_calls == 0
+
+
+# -- moving files ----------------------------------------------------------------------------------
+
+
+def move(
+    kb: FakeStores, memos: FakeKnowledgeEngine, file_id: str, folder_id: str | None, user: str = "alice"
+) -> FileEntry:
+    return files_logic.move_file(kb.kbs, kb.contents, memos, user, "kb_1", file_id, folder_id)
+
+
+def test_given_a_file_when_the_owner_moves_it_then_only_our_mapping_changes(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    kb.table.seed(folder_record("fo_specs"))
+    add_file(kb, memos, "fi_a", FileStatus.PROCESSING)
+    memos.calls.clear()
+
+    entry = move(kb, memos, "fi_a", "fo_specs")
+
+    assert (entry.id, entry.folder_id, entry.status) == ("fi_a", "fo_specs", "processing")
+    assert kb.contents.get_file("kb_1", "fi_a").folder_id == "fo_specs"  # type: ignore[union-attr]
+    assert dict(memos.calls) == {"get_knowledgebase_files": 1}
+
+
+def test_given_a_file_in_a_folder_when_moved_to_the_root_then_its_folder_is_none(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    kb.table.seed(folder_record("fo_docs"))
+    add_file(kb, memos, "fi_a", folder_id="fo_docs")
+
+    assert move(kb, memos, "fi_a", None).folder_id is None
+    assert [f.id for f in listing(kb, memos).files] == ["fi_a"]
+
+
+def test_given_a_reader_when_moving_a_file_then_403_and_it_stays(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    kb.table.seed(folder_record("fo_docs"))
+    add_file(kb, memos, "fi_a")
+
+    assert refused(lambda: move(kb, memos, "fi_a", "fo_docs", user="bob")) == OWNER_ONLY
+    assert kb.contents.get_file("kb_1", "fi_a").folder_id is None  # type: ignore[union-attr]
+
+
+def test_given_a_missing_file_when_moved_then_404_file_not_found(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    assert refused(lambda: move(kb, memos, "fi_missing", None)) == (HTTPStatus.NOT_FOUND, "file_not_found")
+
+
+def test_given_a_missing_folder_when_moving_into_it_then_404_folder_not_found(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    add_file(kb, memos, "fi_a")
+
+    assert refused(lambda: move(kb, memos, "fi_a", "fo_missing")) == FOLDER_NOT_FOUND
+
+
+class FolderDeletedMeanwhile(FakeContentStore):
+    """The destination folder is deleted between the move's read and its write."""
+
+    def update_file_folder(self, kb_id: str, file_id: str, folder_id: str | None) -> None:
+        if folder_id is not None:
+            del self.table.folders[(kb_id, folder_id)]
+        super().update_file_folder(kb_id, file_id, folder_id)
+
+
+def test_given_the_folder_vanishes_during_the_move_when_moving_then_404_file_not_found(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    kb.table.seed(folder_record("fo_docs"))
+    add_file(kb, memos, "fi_a")
+    racing = FolderDeletedMeanwhile(kb.table)
+
+    assert refused(
+        lambda: files_logic.move_file(kb.kbs, racing, memos, "alice", "kb_1", "fi_a", "fo_docs")
+    ) == (
+        HTTPStatus.NOT_FOUND,
+        "file_not_found",
+    )
+    assert kb.contents.get_file("kb_1", "fi_a").folder_id is None  # type: ignore[union-attr]
+
+
+# -- folders ---------------------------------------------------------------------------------------
+
+
+def create_folder(
+    kb: FakeStores, name: str, parent_id: str | None = None, user: str = "alice"
+) -> FolderRecord:
+    return folders_logic.create_folder(
+        kb.kbs, kb.contents, user, "kb_1", name, parent_id, clock=lambda: T0, new_id=lambda: f"fo_{name}"
+    )
+
+
+def update_folder(
+    kb: FakeStores,
+    folder_id: str,
+    *,
+    name: str | None = None,
+    parent_id: str | None = None,
+    move: bool = False,
+    user: str = "alice",
+) -> FolderRecord:
+    return folders_logic.update_folder(
+        kb.kbs, kb.contents, user, "kb_1", folder_id, name=name, parent_id=parent_id, move=move
+    )
+
+
+def chain(kb: FakeStores, depth: int) -> list[str]:
+    """Folders d1 > d2 > ... > d<depth>, nested from the root."""
+    ids = [f"fo_d{i}" for i in range(1, depth + 1)]
+    kb.table.seed(*(folder_record(fid, parent_id=ids[i - 1] if i else None) for i, fid in enumerate(ids)))
+    return ids
+
+
+def test_given_the_owner_when_creating_folders_then_they_are_stored_at_the_root_and_nested(
+    kb: FakeStores,
+) -> None:
+    docs = create_folder(kb, "docs")
+    v1 = create_folder(kb, "v1", docs.folder_id)
+
+    assert docs == FolderRecord(kb_id="kb_1", folder_id="fo_docs", name="docs", parent_id=None, created_at=T0)
+    assert kb.contents.get_folder("kb_1", "fo_v1") == v1
+    assert v1.parent_id == "fo_docs"
+
+
+def test_given_a_missing_parent_when_creating_a_folder_then_404_folder_not_found(kb: FakeStores) -> None:
+    assert refused(lambda: create_folder(kb, "x", "fo_missing")) == FOLDER_NOT_FOUND
+    assert kb.table.folders == {}
+
+
+def test_given_the_kb_deleted_after_the_grant_was_read_when_creating_a_folder_then_404_kb_not_found(
+    kb: FakeStores,
+) -> None:
+    # The owner's grant still reads (deletion removes it later in the same flow); META is already gone.
+    del kb.table.kbs["kb_1"]
+    assert refused(lambda: create_folder(kb, "x")) == NOT_FOUND
+    assert kb.table.folders == {}
+
+
+def test_given_a_reader_when_creating_a_folder_then_403(kb: FakeStores) -> None:
+    assert refused(lambda: create_folder(kb, "x", user="bob")) == OWNER_ONLY
+
+
+def test_given_a_stranger_when_creating_a_folder_then_404(kb: FakeStores) -> None:
+    assert refused(lambda: create_folder(kb, "x", user="carol")) == NOT_FOUND
+
+
+def test_given_a_chain_19_deep_when_creating_under_its_end_then_the_20th_level_is_accepted(
+    kb: FakeStores,
+) -> None:
+    ids = chain(kb, 19)
+
+    assert create_folder(kb, "deepest", ids[-1]).parent_id == "fo_d19"
+
+
+def test_given_a_chain_20_deep_when_creating_under_its_end_then_422_folder_too_deep(kb: FakeStores) -> None:
+    ids = chain(kb, folders_logic.MAX_FOLDER_DEPTH)
+
+    assert refused(lambda: create_folder(kb, "too-deep", ids[-1])) == (
+        HTTPStatus.UNPROCESSABLE_ENTITY,
+        "folder_too_deep",
+    )
+    assert kb.contents.get_folder("kb_1", "fo_too-deep") is None
+
+
+def test_given_a_folder_when_renamed_then_its_parent_stays(kb: FakeStores) -> None:
+    kb.table.seed(folder_record("fo_docs"), folder_record("fo_v1", name="v1", parent_id="fo_docs"))
+
+    renamed = update_folder(kb, "fo_v1", name="v2")
+
+    assert (renamed.name, renamed.parent_id) == ("v2", "fo_docs")
+    assert kb.contents.get_folder("kb_1", "fo_v1") == renamed
+
+
+def test_given_a_folder_when_moved_then_its_name_stays_and_it_can_return_to_the_root(kb: FakeStores) -> None:
+    kb.table.seed(
+        folder_record("fo_docs"), folder_record("fo_specs"), folder_record("fo_v1", parent_id="fo_docs")
+    )
+
+    moved = update_folder(kb, "fo_v1", parent_id="fo_specs", move=True)
+    to_root = update_folder(kb, "fo_v1", parent_id=None, move=True)
+
+    assert (moved.name, moved.parent_id) == ("fo_v1", "fo_specs")
+    assert to_root.parent_id is None
+    assert kb.contents.get_folder("kb_1", "fo_v1").parent_id is None  # type: ignore[union-attr]
+
+
+def test_given_no_move_when_renaming_with_parent_none_then_the_folder_is_not_moved_to_the_root(
+    kb: FakeStores,
+) -> None:
+    kb.table.seed(folder_record("fo_docs"), folder_record("fo_v1", parent_id="fo_docs"))
+
+    assert update_folder(kb, "fo_v1", name="v2", parent_id=None, move=False).parent_id == "fo_docs"
+
+
+@pytest.mark.parametrize("target", ["fo_a", "fo_b", "fo_c"])
+def test_given_a_tree_when_moving_a_folder_into_itself_or_its_subtree_then_409_folder_cycle(
+    kb: FakeStores, target: str
+) -> None:
+    kb.table.seed(
+        folder_record("fo_a"),
+        folder_record("fo_b", parent_id="fo_a"),
+        folder_record("fo_c", parent_id="fo_b"),
+    )
+
+    assert refused(lambda: update_folder(kb, "fo_a", parent_id=target, move=True)) == (
+        HTTPStatus.CONFLICT,
+        "folder_cycle",
+    )
+    assert kb.contents.get_folder("kb_1", "fo_a").parent_id is None  # type: ignore[union-attr]
+
+
+def test_given_a_subtree_2_high_when_moved_under_a_folder_18_deep_then_it_fits_exactly(
+    kb: FakeStores,
+) -> None:
+    ids = chain(kb, 18)
+    kb.table.seed(folder_record("fo_top"), folder_record("fo_child", parent_id="fo_top"))
+
+    assert update_folder(kb, "fo_top", parent_id=ids[-1], move=True).parent_id == "fo_d18"
+
+
+def test_given_a_subtree_2_high_when_moved_under_a_folder_19_deep_then_422_folder_too_deep(
+    kb: FakeStores,
+) -> None:
+    ids = chain(kb, 19)
+    kb.table.seed(folder_record("fo_top"), folder_record("fo_child", parent_id="fo_top"))
+
+    assert refused(lambda: update_folder(kb, "fo_top", parent_id=ids[-1], move=True)) == (
+        HTTPStatus.UNPROCESSABLE_ENTITY,
+        "folder_too_deep",
+    )
+    assert kb.contents.get_folder("kb_1", "fo_top").parent_id is None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("folder_id", "parent_id"), [("fo_missing", None), ("fo_docs", "fo_missing")], ids=["folder", "parent"]
+)
+def test_given_a_missing_folder_or_parent_when_updating_then_404_folder_not_found(
+    kb: FakeStores, folder_id: str, parent_id: str | None
+) -> None:
+    kb.table.seed(folder_record("fo_docs"))
+
+    assert refused(lambda: update_folder(kb, folder_id, parent_id=parent_id, move=True)) == FOLDER_NOT_FOUND
+
+
+def test_given_a_reader_when_updating_a_folder_then_403(kb: FakeStores) -> None:
+    kb.table.seed(folder_record("fo_docs"))
+
+    assert refused(lambda: update_folder(kb, "fo_docs", name="x", user="bob")) == OWNER_ONLY
+
+
+class ConcurrentMove(FakeContentStore):
+    """Another request moves fo_b under fo_a right after this one read the tree."""
+
+    def query_kb_items(self, kb_id: str) -> tuple[list[FolderRecord], list[FileRecord], list[UploadRecord]]:
+        items = super().query_kb_items(kb_id)
+        self.table.seed(folder_record("fo_b", parent_id="fo_a"))
+        return items
+
+
+def test_given_a_concurrent_move_closing_a_cycle_when_moving_then_409_folders_changed_and_no_cycle(
+    kb: FakeStores,
+) -> None:
+    kb.table.seed(folder_record("fo_a"), folder_record("fo_b"))
+    racing = ConcurrentMove(kb.table)
+
+    assert refused(
+        lambda: folders_logic.update_folder(
+            kb.kbs, racing, "alice", "kb_1", "fo_a", name=None, parent_id="fo_b", move=True
+        )
+    ) == (HTTPStatus.CONFLICT, "folders_changed")
+    assert kb.contents.get_folder("kb_1", "fo_a").parent_id is None  # type: ignore[union-attr]
