@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: install run test lint bench openapi clean
+.PHONY: install run lint test unit integration e2e bench openapi clean
 
 install: $(STAMP)
 
@@ -18,12 +18,25 @@ $(STAMP): pyproject.toml
 run: install
 	$(VENV)/bin/memmy-kb dev up
 
-test: install
-	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
-
+# Static checks. `make test` runs them first, so a check added here runs there too.
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+# Everything: the checks above, then every tier of tests.
+test: install lint
+	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
+
+# One tier at a time (no lint): unit (no AWS, no network), integration (the handlers on moto and the
+# MemOS emulator), e2e (over HTTP against the local stack).
+unit: install
+	$(PY) -m pytest -n 2 tests/unit $(PYTEST_ARGS)
+
+integration: install
+	$(PY) -m pytest -n 2 tests/integration $(PYTEST_ARGS)
+
+e2e: install
+	$(PY) -m pytest -n 2 tests/e2e $(PYTEST_ARGS)
 
 openapi: install
 	$(PY) -c "from memmy_local.openapi import write; print('wrote', write())"

@@ -1,7 +1,13 @@
-"""The ``service`` fixture: the handlers in-process on moto (provisioned from template.yaml) and the emulator."""
+"""The ``service`` fixture: the handlers in-process on moto (provisioned from template.yaml) and the emulator.
+
+moto is provisioned once per test module (``_moto_stack``); before each test ``service`` empties the
+table, the bucket and the queues, sets the functions' environment and clears the handlers' caches, so
+no test sees another's items. The emulator is reset per test by ``memos_emulator``.
+"""
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
 import re
@@ -16,9 +22,10 @@ from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
 from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
 from memmy_kb.adapters.dynamodb.profiles import DynamoProfileStore
 from memmy_kb.adapters.dynamodb.table import DynamoTable
+from memmy_local.memos_emulator.server import MemosEmulator
 from memmy_local.provision import provision
 from memmy_local.template import function_environment, http_routes, load_template
-from tests.support.emulator import EmulatorHandle
+from tests.support.emulator import API_KEY, EmulatorHandle
 from tests.support.events import FakeLambdaContext, claims_for, http_event
 from tests.support.iam import missing_permissions, needs_of, record_aws_calls
 
@@ -123,46 +130,154 @@ def _reset_caches() -> None:
     parameters.clear_caches()
 
 
+_AWS_ENV: dict[str, str] = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "POWERTOOLS_TRACE_DISABLED": "true",
+    "POWERTOOLS_METRICS_NAMESPACE": "MemmyTest",
+}
+_AWS_ENV_UNSET = ("AWS_ENDPOINT_URL", "AWS_PROFILE")
+
+
+def _set_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in _AWS_ENV.items():
+        monkeypatch.setenv(key, value)
+    for key in _AWS_ENV_UNSET:
+        monkeypatch.delenv(key, raising=False)
+
+
 @pytest.fixture
 def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "POWERTOOLS_TRACE_DISABLED": "true",
-        "POWERTOOLS_METRICS_NAMESPACE": "MemmyTest",
-    }.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    _set_aws_env(monkeypatch)
+
+
+@dataclass(frozen=True)
+class _Stack:
+    """What ``template.yaml`` provisioned on moto, once per test module (see ``_moto_stack``)."""
+
+    template: dict[str, Any]
+    refs: dict[str, str]
+    environment: dict[str, str]  # the union of the functions' environments, as the tests set it
+    tables: dict[str, list[str]]  # physical table name -> its key attributes
+    buckets: list[str]
+    queues: list[str]  # queue URLs
+    clients: dict[str, Any] = field(repr=False)  # boto3 clients on moto, built once: for the resets
+
+
+def _physical(template: dict[str, Any], refs: dict[str, str], resource_type: str) -> list[str]:
+    return [
+        refs[logical_id]
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] == resource_type and logical_id in refs
+    ]
+
+
+@pytest.fixture(scope="module")
+def _moto_stack(_memos_emulator_server: MemosEmulator) -> Iterator[_Stack]:
+    """moto, active for the whole module, with everything from template.yaml provisioned once.
+
+    Entering ``mock_aws`` and provisioning for every test was most of the integration tier's time;
+    ``service`` empties the resources before each test instead (``_reset_stack``).
+    """
+    import boto3
+
+    template = load_template()
+    with pytest.MonkeyPatch.context() as mp:
+        _set_aws_env(mp)
+        with mock_aws():
+            resources = provision(
+                template,
+                endpoint_url=None,
+                memos_api_key=API_KEY,
+                parameters={
+                    "MemosBaseUrl": _memos_emulator_server.base_url,
+                    "JwtIssuer": "memmy-test",
+                    "JwtAudience": "memmy-kb",
+                },
+            )
+            refs = resources.refs
+            functions = {r.function for r in http_routes(template)} | {
+                name for name, r in template["Resources"].items() if r["Type"] == "AWS::Serverless::Function"
+            }
+            environment: dict[str, str] = {}
+            for name in sorted(functions):  # the functions agree on every shared variable
+                environment.update(function_environment(template, name, refs))
+            clients = {
+                name: boto3.client(name, region_name="us-east-1") for name in ("dynamodb", "s3", "sqs")
+            }
+            tables = {
+                table: [
+                    key["AttributeName"]
+                    for key in clients["dynamodb"].describe_table(TableName=table)["Table"]["KeySchema"]
+                ]
+                for table in _physical(template, refs, "AWS::DynamoDB::Table")
+            }
+            yield _Stack(
+                template=template,
+                refs=refs,
+                environment=environment,
+                tables=tables,
+                buckets=_physical(template, refs, "AWS::S3::Bucket"),
+                queues=_physical(template, refs, "AWS::SQS::Queue"),
+                clients=clients,
+            )
+
+
+def _reset_stack(stack: _Stack) -> None:
+    """Empty what a test may have filled: the table's items, the bucket's objects, the queues' messages.
+
+    The resources themselves and their configuration (indexes, TTL, notifications, redrive, the secret
+    and its value) stay as provisioned.
+    """
+    dynamodb, s3, sqs = (stack.clients[name] for name in ("dynamodb", "s3", "sqs"))
+    for table, key_names in stack.tables.items():
+        names = {f"#k{i}": name for i, name in enumerate(key_names)}
+        keys: list[dict[str, Any]] = []
+        for page in dynamodb.get_paginator("scan").paginate(
+            TableName=table, ProjectionExpression=", ".join(names), ExpressionAttributeNames=names
+        ):
+            keys.extend(page["Items"])
+        for start in range(0, len(keys), 25):
+            requests = [{"DeleteRequest": {"Key": key}} for key in keys[start : start + 25]]
+            while requests:
+                unprocessed = dynamodb.batch_write_item(RequestItems={table: requests})["UnprocessedItems"]
+                requests = unprocessed.get(table, [])
+
+    for bucket in stack.buckets:
+        # Not versioned locally (provision ignores VersioningConfiguration): keys are enough.
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+            objects = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+            if objects:
+                s3.delete_objects(Bucket=bucket, Delete={"Objects": objects, "Quiet": True})
+        for upload in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []):
+            s3.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
+
+    # After S3 (only ObjectCreated is wired to the queue, but in this order nothing can be left behind).
+    # moto, like SQS, refuses a second PurgeQueue within 60 s unless told not to.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MOTO_SQS_ENFORCE_STRICT_QUEUE_PURGE_BEHAVIOUR", "false")
+        for queue_url in stack.queues:
+            sqs.purge_queue(QueueUrl=queue_url)  # visible, in-flight and delayed messages alike
 
 
 @pytest.fixture
 def service(
-    aws_env: None, memos_emulator: EmulatorHandle, monkeypatch: pytest.MonkeyPatch
+    aws_env: None,
+    memos_emulator: EmulatorHandle,
+    monkeypatch: pytest.MonkeyPatch,
+    _moto_stack: _Stack,
 ) -> Iterator[Service]:
-    template = load_template()
-    with mock_aws():
-        resources = provision(
-            template,
-            endpoint_url=None,
-            memos_api_key=memos_emulator.api_key,
-            parameters={
-                "MemosBaseUrl": memos_emulator.base_url,
-                "JwtIssuer": "memmy-test",
-                "JwtAudience": "memmy-kb",
-            },
-        )
-        functions = {r.function for r in http_routes(template)} | {
-            name for name, r in template["Resources"].items() if r["Type"] == "AWS::Serverless::Function"
-        }
-        for name in functions:
-            for key, value in function_environment(template, name, resources.refs).items():
-                monkeypatch.setenv(key, value)
-        _reset_caches()
-        yield Service(template=template, refs=resources.refs, memos=memos_emulator)
-        _reset_caches()
+    """The handlers on the module's moto stack, emptied for this test, with the functions' environment."""
+    _reset_stack(_moto_stack)
+    for key, value in _moto_stack.environment.items():
+        monkeypatch.setenv(key, value)
+    _reset_caches()
+    yield Service(
+        template=copy.deepcopy(_moto_stack.template), refs=dict(_moto_stack.refs), memos=memos_emulator
+    )
+    _reset_caches()
 
 
 @dataclass(frozen=True)
