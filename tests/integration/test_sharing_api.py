@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from http import HTTPStatus
+from urllib.parse import quote
 
 import pytest
 
@@ -192,3 +193,18 @@ def test_a_full_kb_answers_the_same_whether_or_not_the_account_exists(people, kb
     missing = share(people, kb["id"], "+8613700137000")
     assert (existing.status, existing.body) == (missing.status, missing.body)
     assert existing.body["error"]["code"] == "member_limit_reached"
+
+
+@pytest.mark.parametrize("reader", ["auth0|64f1c2", "google-oauth2|1083", "张 三"])
+def test_a_reader_whose_id_must_be_encoded_is_revoked_and_can_leave(kb, people, reader):
+    # Given a reader whose user id a client must percent-encode in the path
+    register(people, reader, "Reader")
+    assert share(people, kb["id"], reader).status == HTTPStatus.CREATED
+    path = f"/knowledge-bases/{kb['id']}/members/{quote(reader, safe='')}"
+    # When the owner revokes them, then they lose the KB and its recall
+    assert people.call("DELETE", path, "alice").status == HTTPStatus.NO_CONTENT
+    assert kb["id"] not in scope(people, reader)
+    # When shared again and they leave, then it is gone again
+    assert share(people, kb["id"], reader).status == HTTPStatus.CREATED
+    assert people.call("DELETE", path, reader).status == HTTPStatus.NO_CONTENT
+    assert kb["id"] not in scope(people, reader)

@@ -7,8 +7,10 @@ errors, unknown routes and unexpected failures alike.
 from __future__ import annotations
 
 import json
+from re import Match
 from http import HTTPStatus
 from typing import Annotated, Any
+from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
@@ -74,9 +76,22 @@ def new_router() -> APIGatewayHttpRouter:
     return APIGatewayHttpRouter()  # type: ignore[no-untyped-call]  # Powertools leaves __init__ unannotated
 
 
+class DecodingHttpResolver(APIGatewayHttpResolver):
+    """The HTTP API resolver, with path parameters percent-decoded exactly once.
+
+    Powertools matches routes against the raw path (``rawPath``), which API Gateway passes on still
+    percent-encoded, and hands the matched segments to the route as they are. A user id a client had to
+    encode (``auth0|…``, a space, non-ASCII) would then never equal the stored one, and a reader could
+    never be revoked. Matching happens on the encoded path, so an encoded ``/`` stays inside its segment.
+    """
+
+    def _convert_matches_into_route_keys(self, match: Match[str]) -> dict[str, str]:
+        return {name: unquote(value) for name, value in match.groupdict().items()}
+
+
 def build_resolver() -> APIGatewayHttpResolver:
-    """An HTTP API resolver with request validation and the service's error mapping."""
-    app = APIGatewayHttpResolver(enable_validation=True)
+    """An HTTP API resolver with request validation, decoded path parameters and the service's error mapping."""
+    app = DecodingHttpResolver(enable_validation=True)
 
     @app.exception_handler(DomainError)  # type: ignore[untyped-decorator]
     def _domain_error(err: DomainError) -> Response[str]:

@@ -1,0 +1,42 @@
+"""The shared resolver: path parameters reach a route percent-decoded exactly once."""
+
+from __future__ import annotations
+
+import json
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from memmy_kb.api.resolver import UserId, build_resolver
+from tests.support.events import FakeLambdaContext, http_event
+
+
+def _echo_app() -> Any:
+    app = build_resolver()
+
+    @app.get("/kb/<kb_id>/members/<user_id>")
+    def echo(kb_id: str, user_id: UserId) -> dict[str, str]:
+        return {"kb_id": kb_id, "user_id": user_id}
+
+    return app
+
+
+@pytest.mark.parametrize(
+    "user_id",
+    ["auth0|5f7c8ec7c33c6c004bbafe82", "google-oauth2|1083", "张 三", "a/b", "100%", "%2F-looking", "plain"],
+)
+def test_an_encoded_segment_arrives_decoded(user_id: str) -> None:
+    # Given a client that quotes the id as the SDK does (nothing safe), as API Gateway passes it on (rawPath)
+    path = f"/kb/kb_1/members/{quote(user_id, safe='')}"
+    # When the route runs
+    reply = _echo_app().resolve(http_event("GET", path), FakeLambdaContext())
+    # Then it sees the id itself, decoded once (a literal "%2F" in the id stays "%2F")
+    assert reply["statusCode"] == HTTPStatus.OK, reply
+    assert json.loads(reply["body"]) == {"kb_id": "kb_1", "user_id": user_id}
+
+
+def test_a_segment_is_decoded_once_not_twice() -> None:
+    reply = _echo_app().resolve(http_event("GET", "/kb/kb_1/members/x%2541"), FakeLambdaContext())
+    assert json.loads(reply["body"])["user_id"] == "x%41"
