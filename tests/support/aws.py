@@ -68,6 +68,7 @@ class Service:
         headers: dict[str, str] | None = None,
         query: dict[str, str] | None = None,
         claims: dict[str, str] | None = None,
+        base64_body: bool = False,
     ) -> Reply:
         route_path, module, match = self._match(method, path)
         event = http_event(
@@ -80,6 +81,8 @@ class Service:
             headers=headers,
             query=query,
         )
+        if base64_body:
+            event["isBase64Encoded"] = True
         handler = importlib.import_module(module).lambda_handler
         with record_aws_calls() as calls:
             result = handler(event, FakeLambdaContext(function_name=module))

@@ -251,7 +251,9 @@ class RecallRequest(ApiModel):
             repr=False,
         ),
     ]
-    limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT, description="At most this many excerpts")] = (
+    limit: Annotated[
+        int, Field(strict=True, ge=1, le=MAX_RECALL_LIMIT, description="At most this many excerpts")
+    ] = (
         DEFAULT_RECALL_LIMIT
     )
 

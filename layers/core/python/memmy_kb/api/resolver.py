@@ -7,18 +7,20 @@ errors, unknown routes and unexpected failures alike.
 from __future__ import annotations
 
 import json
-from re import Match
 from http import HTTPStatus
+from re import Match
 from typing import Annotated, Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import ResponseBuilder, Route
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel
 
+from memmy_kb.api.bodies import check_json_body
 from memmy_kb.api.models import ErrorResponse
 from memmy_kb.errors import DomainError
 from memmy_kb.observability import logger
@@ -26,7 +28,9 @@ from memmy_kb.observability import logger
 # The error statuses every route can answer, in the error shape.
 COMMON_ERRORS: tuple[tuple[int, str], ...] = (
     (HTTPStatus.UNAUTHORIZED, "Missing or invalid login token"),
-    (HTTPStatus.UNPROCESSABLE_ENTITY, "Invalid request"),
+    (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "The request body is over 64 KB"),
+    (HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "The request body is not JSON"),
+    (HTTPStatus.UNPROCESSABLE_ENTITY, "Invalid request: not a JSON object, or not what the route takes"),
     (HTTPStatus.INTERNAL_SERVER_ERROR, "Unexpected failure"),
 )
 
@@ -87,6 +91,22 @@ class DecodingHttpResolver(APIGatewayHttpResolver):
 
     def _convert_matches_into_route_keys(self, match: Match[str]) -> dict[str, str]:
         return {name: unquote(value) for name, value in match.groupdict().items()}
+
+    def _call_route(self, route: Route, route_arguments: dict[str, str]) -> ResponseBuilder[Any]:
+        # Before Powertools' own validation parses the body (memmy_kb.api.bodies says why).
+        event = self.current_event
+        try:
+            check_json_body(
+                event.body,
+                base64_encoded=bool(event.is_base64_encoded),
+                content_type=event.headers.get("content-type"),  # Powertools' headers ignore case
+            )
+        except DomainError as refused:
+            builder = self._call_exception_handler(refused, route)
+            if builder is None:
+                raise
+            return builder
+        return super()._call_route(route, route_arguments)
 
 
 def build_resolver() -> APIGatewayHttpResolver:

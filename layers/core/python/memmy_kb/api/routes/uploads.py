@@ -32,8 +32,11 @@ router = new_router()
         READER,
         (HTTPStatus.NOT_FOUND, "No such knowledge base or folder, or not visible to the caller"),
         (HTTPStatus.CONFLICT, "A request with this Idempotency-Key is in progress"),
-        (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "The declared size is over 100 MB"),
-        (HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "The extension is not pdf, docx, doc, txt, json, md or xml"),
+        (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "The declared size is over 100 MB (or the body over 64 KB)"),
+        (
+            HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+            "The extension is not pdf, docx, doc, txt, json, md or xml (or the body is not JSON)",
+        ),
     ),
 )
 def handle_create_upload(

@@ -1,0 +1,48 @@
+"""Every route that takes a body answers malformed requests with a 4xx in the error shape, never a 500."""
+
+from __future__ import annotations
+
+import base64
+import re
+from http import HTTPStatus
+
+import pytest
+
+from memmy_local.template import http_routes, load_template
+
+BODY_ROUTES = sorted(
+    (r.method, re.sub(r"\{\w+\}", "x_1", r.path)) for r in http_routes(load_template()) if r.method in ("POST", "PUT", "PATCH")
+)
+MALFORMED = {
+    "text-plain": ({"content-type": "text/plain;charset=UTF-8"}, '{"name": "x"}', HTTPStatus.UNSUPPORTED_MEDIA_TYPE),
+    "form": ({"content-type": "application/x-www-form-urlencoded"}, "name=x", HTTPStatus.UNSUPPORTED_MEDIA_TYPE),
+    "deep": ({}, '{"name": ' + "[" * 5000 + "]" * 5000 + "}", HTTPStatus.UNPROCESSABLE_ENTITY),
+    "huge-int": ({}, '{"query": "q", "limit": ' + "9" * 5000 + "}", HTTPStatus.UNPROCESSABLE_ENTITY),
+    "array": ({}, '[{"name": "x", "query": "q", "enabled": true}]', HTTPStatus.UNPROCESSABLE_ENTITY),
+    "flood": ({}, '{"name": "' + "x" * 70_000 + '"}', HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+@pytest.mark.parametrize(("method", "path"), BODY_ROUTES)
+def test_a_malformed_body_is_a_4xx_in_the_error_shape(service, method, path, case):
+    headers, body, status = MALFORMED[case]
+    reply = service.call(method, path, "alice", body=body, headers=headers)
+    assert reply.status == status, reply.body
+    assert set(reply.body) == {"error"}
+    assert reply.body["error"]["code"]
+    assert reply.body["error"]["message"]
+
+
+def test_invalid_utf8_bytes_are_422(service):
+    body = base64.b64encode(b'{"name": "\xff"}').decode()
+    event_headers = {"content-type": "application/json"}
+    reply = service.call("POST", "/knowledge-bases", "alice", body=body, headers=event_headers, base64_body=True)
+    assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error")
+    assert service.call("GET", "/knowledge-bases", "alice").body == {"items": []}
+
+
+@pytest.mark.parametrize("limit", [True, "5", 5.0])
+def test_a_number_is_not_coerced_from_a_boolean_or_a_string(service, limit):
+    reply = service.call("POST", "/recall", "alice", body={"query": "q", "limit": limit})
+    assert reply.status == HTTPStatus.UNPROCESSABLE_ENTITY, reply.body

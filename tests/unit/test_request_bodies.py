@@ -1,0 +1,93 @@
+"""``memmy_kb.api.bodies``: what a request body must be before a route's validation reads it."""
+
+from __future__ import annotations
+
+import base64
+from http import HTTPStatus
+
+import pytest
+
+from memmy_kb.api.bodies import MAX_BODY_BYTES, MAX_JSON_DEPTH, check_json_body
+from memmy_kb.errors import DomainError
+
+OBJECT = '{"name": "产品资料"}'
+
+
+def refusal(body: str, *, content_type: str | None = "application/json", b64: bool = False) -> tuple[int, str]:
+    with pytest.raises(DomainError) as refused:
+        check_json_body(body, base64_encoded=b64, content_type=content_type)
+    return int(refused.value.status), refused.value.code
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [None, "", "application/json", "application/json; charset=utf-8", "Application/JSON", "application/merge-patch+json"],
+)
+def test_a_json_object_passes(content_type: str | None) -> None:
+    check_json_body(OBJECT, base64_encoded=False, content_type=content_type)
+
+
+def test_no_body_passes_whatever_the_type() -> None:
+    check_json_body(None, base64_encoded=False, content_type="text/plain")
+    check_json_body("", base64_encoded=False, content_type="text/plain")
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+     "application/json; charset=latin-1", "application/jsonx"],
+)
+def test_another_content_type_is_415(content_type: str) -> None:
+    assert refusal(OBJECT, content_type=content_type) == (HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "body_too_large"),
+        ('{"name": "' + "x" * MAX_BODY_BYTES + '"}', "body_too_large"),
+    ],
+)
+def test_a_flood_is_413(body: str, code: str) -> None:
+    assert refusal(body) == (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, code)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"a": ' + "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1) + "}",
+        '{"limit": ' + "9" * 5000 + "}",  # past Python's integer digit limit: json.loads raises ValueError
+        '{"name": "x"',
+        "{name: x}",
+        '{"name": NaN} trailing',
+    ],
+    ids=["too-deep", "huge-integer", "truncated", "not-json", "trailing"],
+)
+def test_malformed_json_is_422(body: str) -> None:
+    assert refusal(body) == (HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error")
+
+
+def test_brackets_inside_strings_do_not_count_as_depth() -> None:
+    check_json_body('{"name": "' + "[{" * 1000 + '\\"]"}', base64_encoded=False, content_type=None)
+
+
+@pytest.mark.parametrize(
+    ("body", "b64"),
+    [
+        (base64.b64encode(b'{"name": "\xff\xfe"}').decode(), True),
+        ('{"name": "\udcff"}', False),  # a lone surrogate: what undecodable bytes turn into on the way in
+        ("not base64!", True),
+    ],
+    ids=["invalid-utf8-bytes", "lone-surrogate", "bad-base64"],
+)
+def test_bytes_that_are_not_utf8_are_422(body: str, b64: bool) -> None:
+    assert refusal(body, b64=b64) == (HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error")
+
+
+@pytest.mark.parametrize("body", ['[{"name": "x"}]', '"x"', "42", "null", "true"])
+def test_a_top_level_value_other_than_an_object_is_422(body: str) -> None:
+    assert refusal(body) == (HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error")
+
+
+def test_a_base64_body_of_a_json_object_passes() -> None:
+    check_json_body(base64.b64encode(OBJECT.encode()).decode(), base64_encoded=True, content_type=None)
