@@ -9,6 +9,7 @@ from http import HTTPStatus
 import pytest
 
 from memmy_local.template import http_routes, load_template
+from tests.support.events import claims_for
 
 BODY_ROUTES = sorted(
     (r.method, re.sub(r"\{\w+\}", "x_1", r.path)) for r in http_routes(load_template()) if r.method in ("POST", "PUT", "PATCH")
@@ -46,3 +47,25 @@ def test_invalid_utf8_bytes_are_422(service):
 def test_a_number_is_not_coerced_from_a_boolean_or_a_string(service, limit):
     reply = service.call("POST", "/recall", "alice", body={"query": "q", "limit": limit})
     assert reply.status == HTTPStatus.UNPROCESSABLE_ENTITY, reply.body
+
+
+@pytest.mark.parametrize("sub", ["x" * 3000, "auth0|\ud800", "名" * 600])
+@pytest.mark.parametrize(("method", "path"), [("PUT", "/me"), ("POST", "/knowledge-bases"), ("POST", "/recall")])
+def test_a_subject_dynamodb_could_not_store_is_401_not_500(service, sub, method, path):
+    claims = claims_for("placeholder", name="X", email="x@example.com")
+    reply = service.call(method, path, body={"name": "x", "query": "q"}, claims={**claims, "sub": sub})
+    assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.UNAUTHORIZED, "invalid_subject")
+
+
+def test_claims_of_kilobytes_and_odd_types_are_dropped_and_me_still_registers(service):
+    claims = {
+        **claims_for("alice", name="Alice"),
+        "email": "a" * 5000 + "@example.com",
+        "email_verified": "true",
+        "phone_number": "1" * 2000,
+        "phone_number_verified": "true",
+        "iat": "not a time",
+    }
+    reply = service.call("PUT", "/me", claims=claims)
+    assert reply.status == HTTPStatus.OK, reply.body
+    assert (reply.body["email"], reply.body["phone"], reply.body["display_name"]) == (None, None, "Alice")

@@ -22,6 +22,14 @@ def _claims(event: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 MAX_DISPLAY_NAME = 100
+# A user id is part of DynamoDB keys (``USER#<sub>`` is also GSI1's sort key, at most 1,024 bytes) and of
+# paths; real login providers' subjects are far shorter than this.
+MAX_SUBJECT_BYTES = 255
+# RFC 5321 caps an address at 254 characters; E.164 numbers have at most 15 digits (allow formatting).
+MAX_EMAIL_CHARS = 254
+MAX_PHONE_CHARS = 32
+# Characters a user id must not hold: controls, lone surrogates, private-use and unassigned code points.
+_UNUSABLE_IN_SUBJECT = frozenset({"Cc", "Cs", "Co", "Cn"})
 
 
 def _clean_display_name(value: Any) -> str | None:
@@ -32,7 +40,9 @@ def _clean_display_name(value: Any) -> str | None:
     """
     if not isinstance(value, str):
         return None
-    visible = "".join(ch if unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp") else " " for ch in value)
+    # Lone surrogates (Cs) cannot even be stored as UTF-8; private-use and unassigned ones show as nothing.
+    hidden = ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn")
+    visible = "".join(ch if unicodedata.category(ch) not in hidden else " " for ch in value)
     collapsed = " ".join(visible.split())[:MAX_DISPLAY_NAME]
     return collapsed or None
 
@@ -48,11 +58,26 @@ def _is_true(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower() == "true")
 
 
+def _usable_text(value: Any, max_chars: int) -> str | None:
+    """An optional claim as text we can store, or None: a non-string, blank, too long or not UTF-8."""
+    if not isinstance(value, str) or not value.strip() or len(value) > max_chars:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return value
+
+
 def caller_id(event: Mapping[str, Any]) -> str:
-    """The caller's user id; a request without a verified ``sub`` never reaches the domain."""
+    """The caller's user id; a request without a usable verified ``sub`` never reaches the domain (401)."""
     sub = _claims(event).get("sub")
     if not isinstance(sub, str) or not sub.strip():
         raise Unauthorized("The request carries no verified user.")
+    if any(unicodedata.category(ch) in _UNUSABLE_IN_SUBJECT for ch in sub) or (
+        len(sub.encode("utf-8", errors="replace")) > MAX_SUBJECT_BYTES
+    ):
+        raise Unauthorized("The login token's subject cannot be used as a Memmy user id.", code="invalid_subject")
     return sub
 
 
@@ -65,6 +90,6 @@ def verified_claims(event: Mapping[str, Any]) -> VerifiedClaims:
         user_id=caller_id(event),
         name=_clean_display_name(claims.get("name")),
         issued_at=_epoch(claims.get("iat")),
-        email=email if isinstance(email, str) and email.strip() else None,
-        phone=phone if isinstance(phone, str) and phone.strip() else None,
+        email=_usable_text(email, MAX_EMAIL_CHARS),
+        phone=_usable_text(phone, MAX_PHONE_CHARS),
     )
