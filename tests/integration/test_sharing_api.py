@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from http import HTTPStatus
 from urllib.parse import quote
 
@@ -208,3 +209,21 @@ def test_a_reader_whose_id_must_be_encoded_is_revoked_and_can_leave(kb, people, 
     assert share(people, kb["id"], reader).status == HTTPStatus.CREATED
     assert people.call("DELETE", path, reader).status == HTTPStatus.NO_CONTENT
     assert kb["id"] not in scope(people, reader)
+
+
+def test_a_look_alike_email_does_not_take_over_the_real_one(people):
+    # Given kelvin registered kelvin@example.com, then mallory's provider verified a KELVIN SIGN look-alike
+    register(people, "kelvin", "Kelvin", email="kelvin@example.com", iat=1_800_000_000)
+    register(people, "mallory", "Mallory", email="\u212aelvin@example.com", iat=1_800_000_100)
+    # Then the lookup still points at kelvin, and mallory's profile holds no email
+    assert people.stores.profiles.get_lookup_user("email", "kelvin@example.com") == "kelvin"
+    assert people.stores.profiles.get_profile("mallory").email is None
+
+
+@pytest.mark.parametrize("claimed", [BOB_PHONE + " ext 12", BOB_PHONE + ";ext=1"])
+def test_a_phone_claim_with_an_extension_is_not_truncated_onto_another_number(people, claimed):
+    # Given bob holds his number; mallory's (later) token verifies that number with an extension
+    register(people, "mallory", "Mallory", phone=claimed, iat=int(time.time()) + 60)
+    # Then bob keeps it, and mallory's profile holds no phone
+    assert people.stores.profiles.get_lookup_user("phone", BOB_PHONE) == "bob"
+    assert people.stores.profiles.get_profile("mallory").phone is None
