@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from memmy_kb_client.terminal import printable
+
 Command = Callable[[argparse.Namespace], int]
 
 
@@ -27,12 +29,12 @@ def _run(action: Callable[[Any, argparse.Namespace], Any], render: Callable[[Any
             with _client(args) as client:
                 result = action(client, args)
         except MemmyApiError as err:
-            print(f"error: {err.message} ({err.status} {err.code})", file=sys.stderr)
+            print(printable(f"error: {err.message} ({err.status} {err.code})"), file=sys.stderr)
             return 1
         if args.json:
-            print(json.dumps(result, ensure_ascii=False, indent=2))
+            print(printable(json.dumps(result, ensure_ascii=False, indent=2)))
         else:
-            print(render(result))
+            print(printable(render(result)))
         return 0
 
     return command
@@ -117,13 +119,13 @@ def _upload(args: argparse.Namespace) -> int:
                 if len(final) < len(uploads):
                     time.sleep(listing.get("refresh_after_seconds") or 1)
     except (MemmyApiError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(printable(f"error: {err}"), file=sys.stderr)
         return 1
     for upload_id, name in uploads.items():
         f = final.get(upload_id)
         status = f["status"] if f else ("uploaded" if not args.wait else "still processing")
         reason = f"  ({f['reason']})" if f and f.get("reason") else ""
-        print(f"{status:<16}  {name}{reason}")
+        print(printable(f"{status:<16}  {name}{reason}"))
     return 1 if any(f["status"] == "failed" for f in final.values()) else 0
 
 

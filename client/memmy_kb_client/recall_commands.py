@@ -10,6 +10,8 @@ import json
 import sys
 from typing import Any
 
+from memmy_kb_client.terminal import printable
+
 
 def _render(result: dict[str, Any]) -> str:
     if result.get("discarded"):
@@ -36,14 +38,14 @@ def _recall(args: argparse.Namespace) -> int:
         with MemmyClient(ClientConfig.load(args.endpoint, args.token)) as client:
             result = client.recall(args.query, args.limit)
     except MemmyApiError as err:
-        print(f"error: {err.message} ({err.status} {err.code})", file=sys.stderr)
+        print(printable(f"error: {err.message} ({err.status} {err.code})"), file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(result, ensure_ascii=False, indent=2))
+        print(printable(json.dumps(result, ensure_ascii=False, indent=2)))
     elif args.context:
-        print(result.get("context", ""))
+        print(printable(result.get("context", "")))
     else:
-        print(_render(result))
+        print(printable(_render(result)))
     return 0
 
 

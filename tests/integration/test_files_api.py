@@ -276,3 +276,12 @@ def test_an_upload_stuck_submitting_is_shown_failed_after_the_grace(service, kb)
     assert shown["up_new"] == ("uploading", None)
     assert shown["up_old"][0] == "failed"
     assert "upload the file again" in shown["up_old"][1]
+
+
+def test_a_name_memos_keeps_is_cleaned_before_another_person_sees_it(service, kb):
+    # Given a file whose name in MemOS hides a bidi override (MemOS keeps whatever it was given)
+    add_file(service, kb, "exe\u202efdp.pdf", b"%PDF-1.4 x")
+    wait_for_memos(service)
+    # When the reader lists the KB, then the name shows what is there
+    (entry,) = service.call("GET", f"/knowledge-bases/{kb}/files", "bob").body["files"]
+    assert entry["name"] == "exe fdp.pdf"

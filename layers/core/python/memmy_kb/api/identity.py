@@ -6,11 +6,11 @@ flags are read in both forms.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
 from memmy_kb.domain.directory import VerifiedClaims
+from memmy_kb.domain.display import hidden_characters, shown
 from memmy_kb.errors import Unauthorized
 
 
@@ -28,23 +28,17 @@ MAX_SUBJECT_BYTES = 255
 # RFC 5321 caps an address at 254 characters; E.164 numbers have at most 15 digits (allow formatting).
 MAX_EMAIL_CHARS = 254
 MAX_PHONE_CHARS = 32
-# Characters a user id must not hold: controls, lone surrogates, private-use and unassigned code points.
-_UNUSABLE_IN_SUBJECT = frozenset({"Cc", "Cs", "Co", "Cn"})
 
 
 def _clean_display_name(value: Any) -> str | None:
-    """The ``name`` claim as others will see it: no control or invisible characters, one line, capped.
+    """The ``name`` claim as others will see it (``memmy_kb.domain.display.shown``), capped; None if empty.
 
     Login providers verify emails and phones, not names, and a name is shown to people a KB is shared
     with; a bidi override or a newline in it must not let one user pose as another.
     """
     if not isinstance(value, str):
         return None
-    # Lone surrogates (Cs) cannot even be stored as UTF-8; private-use and unassigned ones show as nothing.
-    hidden = ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn")
-    visible = "".join(ch if unicodedata.category(ch) not in hidden else " " for ch in value)
-    collapsed = " ".join(visible.split())[:MAX_DISPLAY_NAME]
-    return collapsed or None
+    return shown(value, max_chars=MAX_DISPLAY_NAME) or None
 
 
 def _epoch(value: Any) -> int | None:
@@ -74,7 +68,7 @@ def caller_id(event: Mapping[str, Any]) -> str:
     sub = _claims(event).get("sub")
     if not isinstance(sub, str) or not sub.strip():
         raise Unauthorized("The request carries no verified user.")
-    if any(unicodedata.category(ch) in _UNUSABLE_IN_SUBJECT for ch in sub) or (
+    if hidden_characters(sub) or (
         len(sub.encode("utf-8", errors="replace")) > MAX_SUBJECT_BYTES
     ):
         raise Unauthorized("The login token's subject cannot be used as a Memmy user id.", code="invalid_subject")

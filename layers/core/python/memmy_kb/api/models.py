@@ -7,12 +7,12 @@ so the mapping from domain to wire lives here and nowhere else.
 
 from __future__ import annotations
 
-import unicodedata
 from datetime import datetime
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from memmy_kb.domain.display import hidden_characters, shown
 from memmy_kb.domain.files import FileEntry, FileState, Listing
 from memmy_kb.domain.knowledge_bases import KnowledgeBaseView
 from memmy_kb.domain.recall import DEFAULT_RECALL_LIMIT, RecallResult
@@ -27,8 +27,8 @@ def _clean_name(value: str) -> str:
     value = value.strip()
     if not 1 <= len(value) <= MAX_NAME_LENGTH:
         raise ValueError(f"must be 1 to {MAX_NAME_LENGTH} characters after trimming")
-    if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in value):
-        raise ValueError("must not contain control or invisible formatting characters")
+    if hidden_characters(value):
+        raise ValueError("must not contain control, invisible or unassigned characters")
     return value
 
 
@@ -70,7 +70,7 @@ class Member(ApiModel):
     def from_view(cls, view: MemberView) -> Member:
         return cls(
             user_id=view.grant.user_id,
-            display_name=view.display_name,
+            display_name=shown(view.display_name) or view.grant.user_id,
             role=view.grant.role,
             shared_at=view.grant.granted_at,
         )
@@ -91,7 +91,7 @@ class Folder(ApiModel):
 
     @classmethod
     def from_record(cls, record: FolderRecord) -> Folder:
-        return cls(id=record.folder_id, name=record.name, parent_id=record.parent_id)
+        return cls(id=record.folder_id, name=shown(record.name), parent_id=record.parent_id)
 
 
 class File(ApiModel):
@@ -105,7 +105,8 @@ class File(ApiModel):
 
     @classmethod
     def from_entry(cls, entry: FileEntry) -> File:
-        return cls.model_validate(entry, from_attributes=True)
+        # The name may come live from MemOS, which keeps whatever it was given.
+        return cls.model_validate(entry, from_attributes=True).model_copy(update={"name": shown(entry.name)})
 
 
 class FileListing(ApiModel):
@@ -155,10 +156,10 @@ class KnowledgeBase(ApiModel):
     def from_view(cls, view: KnowledgeBaseView) -> KnowledgeBase:
         return cls(
             id=view.kb.kb_id,
-            name=view.kb.name,
+            name=shown(view.kb.name),
             role=view.grant.role,
             recall=view.grant.recall,
-            owner=Owner(user_id=view.kb.owner_id, display_name=view.owner_name),
+            owner=Owner(user_id=view.kb.owner_id, display_name=shown(view.owner_name) or view.kb.owner_id),
             created_at=view.kb.created_at,
         )
 
@@ -180,7 +181,10 @@ class Me(ApiModel):
     @classmethod
     def from_record(cls, profile: ProfileRecord) -> Me:
         return cls(
-            user_id=profile.user_id, display_name=profile.display_name, email=profile.email, phone=profile.phone
+            user_id=profile.user_id,
+            display_name=shown(profile.display_name) or profile.user_id,
+            email=profile.email,
+            phone=profile.phone,
         )
 
 
@@ -195,9 +199,9 @@ def _clean_filename(value: str) -> str:
         raise ValueError(f"must be 1 to {MAX_FILENAME_LENGTH} characters after trimming")
     if "/" in value or "\\" in value or value in (".", ".."):
         raise ValueError("must be a file name, not a path")
-    # Cf covers the bidi overrides that make "exe\u202efdp.pdf" look like a PDF.
-    if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in value):
-        raise ValueError("must not contain control or invisible formatting characters")
+    # The bidi overrides that make "exe\u202efdp.pdf" look like a PDF are among the hidden characters.
+    if hidden_characters(value):
+        raise ValueError("must not contain control, invisible or unassigned characters")
     return value
 
 

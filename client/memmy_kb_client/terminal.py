@@ -1,0 +1,31 @@
+"""What the CLI prints: text from the service (names other people chose) with its controls made visible.
+
+A KB or file name is someone else's text. Printed raw, an escape sequence in it could rewrite the
+terminal, and a bidi override could reverse what follows. The service already refuses or removes such
+characters; the CLI does not rely on that and shows any that arrive as ``\\u202e``-style escapes.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+_KEPT = frozenset("\n\t")
+_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def printable(text: str) -> str:
+    """``text`` with every control, format, separator, private-use or unassigned character escaped."""
+    if text.isprintable():
+        return text
+    return "".join(
+        ch if ch in _KEPT or unicodedata.category(ch) not in _ESCAPED_CATEGORIES else _escape(ch) for ch in text
+    )
+
+
+def _escape(ch: str) -> str:
+    """A ``\\uXXXX`` escape (a surrogate pair above U+FFFF): readable, and still valid inside JSON."""
+    code = ord(ch)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
