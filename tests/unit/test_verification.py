@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memmy_kb.domain import verification
 from memmy_kb.domain.formats import file_extension
 from memmy_kb.domain.json_syntax import JsonSyntaxChecker
 from memmy_kb.domain.verification import (
@@ -24,8 +25,8 @@ from memmy_kb.domain.verification import (
     XML_DOCTYPE,
     XML_TOO_LARGE_PART,
     verify_content,
-    zip_member_names,
 )
+from memmy_kb.domain.zipfiles import zip_member_names
 from tests.support.docgen import make_doc, make_docx, make_json, make_md, make_pdf, make_txt, make_xml
 
 MB = 1024 * 1024
@@ -225,12 +226,12 @@ def test_zip64_end_records_are_followed() -> None:
     assert set(zip_member_names(source(data))) == {"[Content_Types].xml", "word/document.xml"}
 
 
-def test_a_pdf_and_a_doc_are_checked_by_their_first_bytes() -> None:
-    pdf = VirtualSource([b"%PDF-1.7\n", Repeat(b"x", 200 * MB)])
+def test_a_pdf_and_a_doc_are_checked_by_their_first_and_last_bytes() -> None:
+    pdf = VirtualSource([b"%PDF-1.7\n", Repeat(b"x", 200 * MB), b"\nstartxref\n123\n%%EOF\n"])
     doc = VirtualSource([make_doc("x"), Repeat(b"\0", 200 * MB)])
     assert verify_content(pdf, "pdf") is None
     assert verify_content(doc, "doc") is None
-    assert pdf.range_bytes + doc.range_bytes < 64
+    assert pdf.range_bytes + doc.range_bytes < 4096
     assert not (pdf.streamed)
     assert not (doc.streamed)
 
@@ -391,3 +392,64 @@ def test_xml_declaring_another_encoding_is_refused(encoding):
 @pytest.mark.parametrize("encoding", [b"UTF-8", b"utf-8", b"US-ASCII"])
 def test_xml_declaring_utf8_is_fine(encoding):
     assert _xml_verdict(b'<?xml version="1.0" encoding="' + encoding + b'"?><r>ok</r>') is None
+
+
+# -- deeper checks: trailers, headers, zip bombs, the document's own XML, external references ------
+
+
+def _docx_with_document(document: bytes, *, compression: int = zipfile.ZIP_DEFLATED) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=compression) as archive:
+        archive.writestr("[Content_Types].xml", b"<Types/>")
+        archive.writestr("word/document.xml", document)
+    return buffer.getvalue()
+
+
+def _with_declared_size(archive: bytes, name: bytes, size: int) -> bytes:
+    """``archive`` whose central directory declares ``size`` uncompressed bytes for member ``name``."""
+    data = bytearray(archive)
+    at = 0
+    while True:
+        at = data.index(b"PK\x01\x02", at)
+        name_len = struct.unpack_from("<H", data, at + 28)[0]
+        if bytes(data[at + 46 : at + 46 + name_len]) == name:
+            struct.pack_into("<I", data, at + 24, size)
+            return bytes(data)
+        at += 46
+
+
+PDF_CUT = make_pdf(["段落一", "段落二"])
+DEEPER_BAD = [
+    ("pdf", b"%PDF-1.7\n1 0 obj\n<< >>\nendobj\n", verification.PDF_NO_TRAILER),
+    ("pdf", PDF_CUT[: len(PDF_CUT) // 2], verification.PDF_NO_TRAILER),
+    ("pdf", b"%PDF-1.7\n%%EOF\n", verification.PDF_NO_TRAILER),  # no startxref before it
+    ("doc", bytes.fromhex("D0CF11E0A1B11AE1") + bytes(504), verification.DOC_BAD_HEADER),
+    ("doc", make_doc("x")[:28] + b"\xff\xff" + make_doc("x")[30:], verification.DOC_BAD_HEADER),
+    ("docx", _docx_with_document(b"\0" * (20 * MB)), verification.DOCX_BOMB),
+    ("docx", _with_declared_size(_docx_with_document(b"<w/>"), b"word/document.xml", 600 * MB), verification.DOCX_BOMB),
+    ("docx", _docx_with_document(b"this is not xml <<<"), verification.DOCX_BAD_XML),
+    ("docx", _docx_with_document(b"<w:document><w:body></w:document>"), verification.DOCX_BAD_XML),
+    ("docx", _docx_with_document(b'<!DOCTYPE x [<!ENTITY a "b">]><x>&a;</x>'), verification.DOCX_BAD_XML),
+    ("docx", _with_declared_size(_docx_with_document(b"<w>" + b"x" * 5000 + b"</w>"), b"word/document.xml", 10), REASONS["docx"]),
+    ("xml", b'<a xmlns:xi="http://www.w3.org/2001/XInclude"><xi:include href="/etc/passwd"/></a>', verification.XML_EXTERNAL),
+    ("xml", b'<?xml-stylesheet type="text/xsl" href="http://evil/x.xsl"?><a/>', verification.XML_EXTERNAL),
+]
+
+
+@pytest.mark.parametrize(
+    ("extension", "data", "reason"), DEEPER_BAD, ids=[f"{e}-{i}" for i, (e, _, _) in enumerate(DEEPER_BAD)]
+)
+def test_deeper_checks_refuse_with_a_specific_reason(extension: str, data: bytes, reason: str) -> None:
+    assert verify_content(source(data), extension) == reason
+
+
+def test_a_real_docx_and_a_processing_instruction_that_fetches_nothing_pass() -> None:
+    assert verify_content(source(make_docx([("标题", "正文" * 1000)])), "docx") is None
+    assert verify_content(source(b'<?mso-application progid="Word.Document"?><a/>'), "xml") is None
+
+
+def test_a_docx_bomb_is_refused_without_inflating_it() -> None:
+    bomb = source(_docx_with_document(b"\0" * (20 * MB)))
+    reason, peak = peak_memory(lambda: verify_content(bomb, "docx"))
+    assert reason == verification.DOCX_BOMB
+    assert peak < 1 * MB

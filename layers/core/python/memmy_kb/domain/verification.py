@@ -14,18 +14,22 @@ from __future__ import annotations
 
 import codecs
 import struct
-from collections.abc import Iterable, Iterator
-from typing import Final, Protocol
+from collections.abc import Iterator
+from typing import Final
 from xml.parsers import expat
 
 from memmy_kb.domain.json_syntax import JsonSyntaxChecker
+from memmy_kb.domain.zipfiles import ByteSource, InflatedMember, zip_members
 
 PDF_MAGIC: Final = b"%PDF-"
+# How far from the end a PDF's trailer may start ("startxref", its offset, "%%EOF", some padding).
+PDF_TRAILER_WINDOW: Final = 2048
+# Everything a .docx may unpack to, and how much more than its compressed size one member may declare.
+MAX_DOCX_UNPACKED_BYTES: Final = 512 * 1024 * 1024
+MAX_DOCX_RATIO: Final = 200
 OLE_MAGIC: Final = bytes.fromhex("D0CF11E0A1B11AE1")
 ZIP_LOCAL_HEADER: Final = b"PK\x03\x04"
 DOCX_REQUIRED_PARTS: Final = frozenset({"[Content_Types].xml", "word/document.xml"})
-# A real .docx directory is a few KB; this bound keeps a hostile one from costing memory.
-MAX_ZIP_DIRECTORY_BYTES: Final = 4 * 1024 * 1024
 MAX_XML_TOKEN_BYTES: Final = 4 * 1024 * 1024
 
 NOT_UTF8: Final = "The file is not valid UTF-8 text."
@@ -42,17 +46,11 @@ XML_TOO_DEEP: Final = "The XML file nests elements too deeply."
 XML_TOO_MANY_NAMES: Final = "The XML file uses too many different attribute names."
 XML_ENCODING: Final = "XML files must be encoded as UTF-8."
 UNSUPPORTED: Final = "This file type is not supported."
-
-
-class ByteSource(Protocol):
-    """One stored object: its size, ranged reads, and a single streamed pass over its bytes."""
-
-    @property
-    def size(self) -> int: ...
-
-    def read_range(self, start: int, length: int) -> bytes: ...
-
-    def chunks(self) -> Iterable[bytes]: ...
+PDF_NO_TRAILER: Final = "The PDF has no end-of-file trailer; it may be cut short."
+DOC_BAD_HEADER: Final = "The .doc file's header is not valid."
+DOCX_BOMB: Final = "The Word document unpacks to far more than its size (a zip bomb?)."
+DOCX_BAD_XML: Final = "The Word document's text (word/document.xml) is not well-formed XML."
+XML_EXTERNAL: Final = "XML files that include other files or stylesheets are not accepted."
 
 
 def verify_content(source: ByteSource, extension: str) -> str | None:
@@ -67,76 +65,44 @@ def verify_content(source: ByteSource, extension: str) -> str | None:
 
 
 def _check_pdf(source: ByteSource) -> str | None:
-    return None if source.read_range(0, len(PDF_MAGIC)) == PDF_MAGIC else REASONS["pdf"]
+    if source.read_range(0, len(PDF_MAGIC)) != PDF_MAGIC:
+        return REASONS["pdf"]
+    # A PDF ends with its trailer: "startxref", the offset, "%%EOF" (some writers add a little after it).
+    tail = source.read_range(max(0, source.size - PDF_TRAILER_WINDOW), PDF_TRAILER_WINDOW)
+    at = tail.rfind(b"%%EOF")
+    return None if at >= 0 and b"startxref" in tail[:at] else PDF_NO_TRAILER
 
 
 def _check_doc(source: ByteSource) -> str | None:
     # An OLE2 compound file always has a whole 512-byte header sector.
     if source.size < 512 or source.read_range(0, len(OLE_MAGIC)) != OLE_MAGIC:
         return REASONS["doc"]
-    return None
+    header = source.read_range(0, 512)
+    minor, major, byte_order, sector_shift, mini_shift = struct.unpack_from("<HHHHH", header, 24)
+    # Version 3 uses 512-byte sectors, version 4 4096-byte ones; mini sectors are always 64 bytes.
+    valid = byte_order == 0xFFFE and mini_shift == 6 and (major, sector_shift) in ((3, 9), (4, 12))
+    return None if valid and minor < 0x1000 else DOC_BAD_HEADER
 
 
 def _check_docx(source: ByteSource) -> str | None:
     if source.read_range(0, 4) != ZIP_LOCAL_HEADER:
         return REASONS["docx"]
     try:
-        names = set(zip_member_names(source))
+        members = {member.name: member for member in zip_members(source)}
     except ValueError:
         return REASONS["docx"]
-    return None if names >= DOCX_REQUIRED_PARTS else REASONS["docx"]
-
-
-_EOCD = struct.Struct("<4sHHHHIIH")
-_ZIP64_LOCATOR = struct.Struct("<4sIQI")
-_ZIP64_EOCD = struct.Struct("<4sQHHIIQQQQ")
-_CENTRAL_ENTRY = struct.Struct("<4s24xHHH12x")
-_MAX_EOCD_SEARCH = _EOCD.size + 0xFFFF  # the record plus the longest possible archive comment
-
-
-def zip_member_names(source: ByteSource) -> Iterator[str]:
-    """The member names listed in a ZIP's central directory, read with two ranged reads.
-
-    Raises ValueError when the archive's end records or directory are missing, inconsistent or larger
-    than ``MAX_ZIP_DIRECTORY_BYTES``.
-    """
-    tail_start = max(0, source.size - _MAX_EOCD_SEARCH)
-    tail = source.read_range(tail_start, source.size - tail_start)
-    at = tail.rfind(b"PK\x05\x06")
-    if at < 0 or at + _EOCD.size > len(tail):
-        raise ValueError("no end of central directory record")
-    _, _, _, _, entries, dir_size, dir_offset, _ = _EOCD.unpack_from(tail, at)
-    if 0xFFFF in (entries,) or 0xFFFFFFFF in (dir_size, dir_offset):
-        entries, dir_size, dir_offset = _zip64_directory(source, tail, at, tail_start)
-    if dir_size > MAX_ZIP_DIRECTORY_BYTES or dir_offset + dir_size > source.size:
-        raise ValueError("central directory out of bounds")
-    directory = source.read_range(dir_offset, dir_size)
-    position = 0
-    for _ in range(entries):
-        if position + _CENTRAL_ENTRY.size > len(directory):
-            raise ValueError("truncated central directory")
-        signature, name_len, extra_len, comment_len = _CENTRAL_ENTRY.unpack_from(directory, position)
-        if signature != b"PK\x01\x02":
-            raise ValueError("bad central directory entry")
-        start = position + _CENTRAL_ENTRY.size
-        yield directory[start : start + name_len].decode("utf-8", errors="replace")
-        position = start + name_len + extra_len + comment_len
-
-
-def _zip64_directory(source: ByteSource, tail: bytes, at: int, tail_start: int) -> tuple[int, int, int]:
-    locator_at = at - _ZIP64_LOCATOR.size
-    if locator_at < 0:
-        raise ValueError("no ZIP64 locator")
-    signature, _, record_offset, _ = _ZIP64_LOCATOR.unpack_from(tail, locator_at)
-    if signature != b"PK\x06\x07" or record_offset + _ZIP64_EOCD.size > tail_start + locator_at:
-        raise ValueError("bad ZIP64 locator")
-    record = source.read_range(record_offset, _ZIP64_EOCD.size)
-    if len(record) != _ZIP64_EOCD.size:
-        raise ValueError("truncated ZIP64 record")
-    fields = _ZIP64_EOCD.unpack(record)
-    if fields[0] != b"PK\x06\x06":
-        raise ValueError("bad ZIP64 record")
-    return fields[7], fields[8], fields[9]
+    if not members.keys() >= DOCX_REQUIRED_PARTS:
+        return REASONS["docx"]
+    # A zip bomb declares what it will become: refuse it before inflating anything.
+    if sum(m.uncompressed_size for m in members.values()) > MAX_DOCX_UNPACKED_BYTES or any(
+        m.uncompressed_size > MAX_DOCX_RATIO * max(m.compressed_size, 1) + 1024 * 1024 for m in members.values()
+    ):
+        return DOCX_BOMB
+    try:
+        reason = _check_xml(InflatedMember(source, members["word/document.xml"]))
+    except ValueError:
+        return REASONS["docx"]
+    return None if reason is None else DOCX_BAD_XML
 
 
 # -- text formats -----------------------------------------------------------------------------------
@@ -196,6 +162,7 @@ def _refuse(*_: object) -> int:
 # both, or a small file of deep nesting or invented attribute names makes memory grow with the file.
 MAX_XML_DEPTH = 1000
 MAX_XML_ATTRIBUTE_NAMES = 10_000
+XINCLUDE_NAMESPACE = "http://www.w3.org/2001/XInclude"
 _UTF8_NAMES = frozenset({"utf-8", "utf8", "us-ascii", "ascii"})
 
 
@@ -209,12 +176,21 @@ class _XmlLimits:
         if self.depth > MAX_XML_DEPTH:
             raise _Refused(XML_TOO_DEEP)
         if attributes:
+            # XInclude pulls other files in at a reader's request; declaring its namespace is enough to refuse.
+            if any(value == XINCLUDE_NAMESPACE for name, value in attributes.items() if name.startswith("xmlns")):
+                raise _Refused(XML_EXTERNAL)
             self.attribute_names.update(attributes)
             if len(self.attribute_names) > MAX_XML_ATTRIBUTE_NAMES:
                 raise _Refused(XML_TOO_MANY_NAMES)
 
     def end(self, _name: str) -> None:
         self.depth -= 1
+
+    @staticmethod
+    def instruction(target: str, _data: str) -> None:
+        # A stylesheet instruction makes a reader fetch and run another document.
+        if target.strip().lower() == "xml-stylesheet":
+            raise _Refused(XML_EXTERNAL)
 
     @staticmethod
     def declaration(_version: str | None, encoding: str | None, _standalone: int) -> None:
@@ -236,6 +212,7 @@ def _check_xml(source: ByteSource) -> str | None:
     parser.StartElementHandler = limits.start
     parser.EndElementHandler = limits.end
     parser.XmlDeclHandler = limits.declaration
+    parser.ProcessingInstructionHandler = limits.instruction
     if hasattr(parser, "SetReparseDeferralEnabled"):
         # Expat >= 2.6 may hold input back to re-parse later; the size guard below needs it parsed now.
         parser.SetReparseDeferralEnabled(False)
