@@ -21,10 +21,10 @@ from memmy_kb.adapters.errors import ConditionFailed
 from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.s3 import ObjectInfo, UploadStorage
 from memmy_kb.api.dependencies import reset_dependencies
-from memmy_kb.domain import ingest
+from memmy_kb.domain import ingest, verification
 from memmy_kb.domain.verification import NOT_UTF8, REASONS, XML_DOCTYPE
 from memmy_kb.records import FolderRecord, utc_now
-from tests.support.docgen import make_doc, make_docx, make_md, make_pdf
+from tests.support.docgen import make_doc, make_docx, make_docx_with_document, make_md, make_pdf
 from tests.support.uploads import (
     REGION,
     create_kb,
@@ -170,6 +170,18 @@ CORPUS = [
     ),
     pytest.param("bomb.xml", ENTITY_BOMB, None, XML_DOCTYPE, id="xml-entity-bomb"),
     pytest.param("broken.xml", b"<a><b></a>", None, REASONS["xml"], id="malformed-xml"),
+    pytest.param("cut.pdf", b"%PDF-1.7\n1 0 obj\n<< >>\nendobj\n", None, verification.PDF_NO_TRAILER, id="pdf-without-trailer"),
+    pytest.param("old.doc", bytes.fromhex("D0CF11E0A1B11AE1") + bytes(504), None, verification.DOC_BAD_HEADER, id="doc-bad-header"),
+    pytest.param("bomb.docx", make_docx_with_document(b"\0" * (20 * 1024 * 1024)), None, verification.DOCX_BOMB, id="docx-zip-bomb"),
+    pytest.param("junk.docx", make_docx_with_document(b"not xml <<<"), None, verification.DOCX_BAD_XML, id="docx-not-xml"),
+    pytest.param(
+        "include.xml",
+        b'<a xmlns:xi="http://www.w3.org/2001/XInclude"><xi:include href="file:///etc/passwd"/></a>',
+        None,
+        verification.XML_EXTERNAL,
+        id="xml-xinclude",
+    ),
+    pytest.param("style.xml", b'<?xml-stylesheet href="http://x/s.xsl"?><a/>', None, verification.XML_EXTERNAL, id="xml-stylesheet"),
     pytest.param("empty.txt", b"", 10, ingest.SMALLER, id="zero-byte-object"),
     pytest.param("big.txt", b"x" * 50, 5, ingest.LARGER, id="larger-than-declared"),
 ]

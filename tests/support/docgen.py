@@ -220,3 +220,15 @@ def _blank_unused_entries(directory: bytes, used: int) -> bytes:
     blank = b"\0" * 68 + struct.pack("<III", _NOSTREAM, _NOSTREAM, _NOSTREAM) + b"\0" * 48
     slots = len(directory) // 128
     return directory[: used * 128] + blank * (slots - used)
+
+
+def make_docx_with_document(document: bytes) -> bytes:
+    """A .docx holding exactly ``document`` as its ``word/document.xml`` (deflated): bombs, broken XML."""
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", b"<Types/>")
+        archive.writestr("word/document.xml", document)
+    return buffer.getvalue()

@@ -27,7 +27,16 @@ from memmy_kb.domain.verification import (
     verify_content,
 )
 from memmy_kb.domain.zipfiles import zip_member_names
-from tests.support.docgen import make_doc, make_docx, make_json, make_md, make_pdf, make_txt, make_xml
+from tests.support.docgen import (
+    make_doc,
+    make_docx,
+    make_docx_with_document,
+    make_json,
+    make_md,
+    make_pdf,
+    make_txt,
+    make_xml,
+)
 
 MB = 1024 * 1024
 CHUNK = MB
@@ -397,14 +406,6 @@ def test_xml_declaring_utf8_is_fine(encoding):
 # -- deeper checks: trailers, headers, zip bombs, the document's own XML, external references ------
 
 
-def _docx_with_document(document: bytes, *, compression: int = zipfile.ZIP_DEFLATED) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=compression) as archive:
-        archive.writestr("[Content_Types].xml", b"<Types/>")
-        archive.writestr("word/document.xml", document)
-    return buffer.getvalue()
-
-
 def _with_declared_size(archive: bytes, name: bytes, size: int) -> bytes:
     """``archive`` whose central directory declares ``size`` uncompressed bytes for member ``name``."""
     data = bytearray(archive)
@@ -425,12 +426,12 @@ DEEPER_BAD = [
     ("pdf", b"%PDF-1.7\n%%EOF\n", verification.PDF_NO_TRAILER),  # no startxref before it
     ("doc", bytes.fromhex("D0CF11E0A1B11AE1") + bytes(504), verification.DOC_BAD_HEADER),
     ("doc", make_doc("x")[:28] + b"\xff\xff" + make_doc("x")[30:], verification.DOC_BAD_HEADER),
-    ("docx", _docx_with_document(b"\0" * (20 * MB)), verification.DOCX_BOMB),
-    ("docx", _with_declared_size(_docx_with_document(b"<w/>"), b"word/document.xml", 600 * MB), verification.DOCX_BOMB),
-    ("docx", _docx_with_document(b"this is not xml <<<"), verification.DOCX_BAD_XML),
-    ("docx", _docx_with_document(b"<w:document><w:body></w:document>"), verification.DOCX_BAD_XML),
-    ("docx", _docx_with_document(b'<!DOCTYPE x [<!ENTITY a "b">]><x>&a;</x>'), verification.DOCX_BAD_XML),
-    ("docx", _with_declared_size(_docx_with_document(b"<w>" + b"x" * 5000 + b"</w>"), b"word/document.xml", 10), REASONS["docx"]),
+    ("docx", make_docx_with_document(b"\0" * (20 * MB)), verification.DOCX_BOMB),
+    ("docx", _with_declared_size(make_docx_with_document(b"<w/>"), b"word/document.xml", 600 * MB), verification.DOCX_BOMB),
+    ("docx", make_docx_with_document(b"this is not xml <<<"), verification.DOCX_BAD_XML),
+    ("docx", make_docx_with_document(b"<w:document><w:body></w:document>"), verification.DOCX_BAD_XML),
+    ("docx", make_docx_with_document(b'<!DOCTYPE x [<!ENTITY a "b">]><x>&a;</x>'), verification.DOCX_BAD_XML),
+    ("docx", _with_declared_size(make_docx_with_document(b"<w>" + b"x" * 5000 + b"</w>"), b"word/document.xml", 10), REASONS["docx"]),
     ("xml", b'<a xmlns:xi="http://www.w3.org/2001/XInclude"><xi:include href="/etc/passwd"/></a>', verification.XML_EXTERNAL),
     ("xml", b'<?xml-stylesheet type="text/xsl" href="http://evil/x.xsl"?><a/>', verification.XML_EXTERNAL),
 ]
@@ -449,7 +450,7 @@ def test_a_real_docx_and_a_processing_instruction_that_fetches_nothing_pass() ->
 
 
 def test_a_docx_bomb_is_refused_without_inflating_it() -> None:
-    bomb = source(_docx_with_document(b"\0" * (20 * MB)))
+    bomb = source(make_docx_with_document(b"\0" * (20 * MB)))
     reason, peak = peak_memory(lambda: verify_content(bomb, "docx"))
     assert reason == verification.DOCX_BOMB
     assert peak < 1 * MB
