@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 import sys
 import textwrap
 import time
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -491,3 +493,47 @@ def test_one_log_line_per_request_without_token_or_query(
     assert lines[0].startswith("GET /items/kb1 200 ")
     assert token not in lines[0]
     assert "secret-query" not in lines[0]
+
+
+# ------------------------------------------------------------------------------------- framing
+
+
+def _raw_exchange(gateway: Gateway, head: bytes, body: bytes = b"") -> bytes:
+    """Send exactly ``head`` and ``body`` and read until the gateway closes or 5 s pass."""
+    host, port = urlsplit(gateway.url).hostname, urlsplit(gateway.url).port
+    with socket.create_connection((host, port), timeout=5) as conn:
+        conn.sendall(head + body)
+        received = b""
+        try:
+            while chunk := conn.recv(65536):
+                received += chunk
+                if b"\r\n\r\n" in received:
+                    break
+        except TimeoutError:
+            pass
+    return received
+
+
+@pytest.mark.parametrize(
+    "length_headers",
+    [b"Content-Length: -5\r\n", b"Content-Length: abc\r\n", b"Content-Length: 3\r\nContent-Length: 4\r\n", b"Content-Length: 1e3\r\n"],
+    ids=["negative", "not-a-number", "two-values", "exponent"],
+)
+def test_a_bad_content_length_is_400_at_once(gateway: Gateway, token: str, length_headers: bytes) -> None:
+    head = (
+        b"POST /items HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + token.encode() + b"\r\n"
+        + length_headers + b"Content-Type: application/json\r\n\r\n"
+    )
+    started = time.monotonic()
+    reply = _raw_exchange(gateway, head, b"{}")
+    assert reply.startswith(b"HTTP/1.1 400"), reply[:200]
+    assert time.monotonic() - started < 2
+
+
+def test_a_bad_chunk_size_is_400(gateway: Gateway, token: str) -> None:
+    head = (
+        b"POST /items HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + token.encode() + b"\r\n"
+        b"Transfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n"
+    )
+    reply = _raw_exchange(gateway, head, b"zz\r\n{}\r\n0\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 400"), reply[:200]

@@ -25,6 +25,7 @@ import base64
 import binascii
 import json
 import logging
+import re
 import threading
 import time
 import traceback
@@ -47,6 +48,8 @@ log = logging.getLogger("memmy_local.gateway")
 DEFAULT_ACCOUNT_ID = "123456789012"
 DEFAULT_REGION = "us-east-1"
 # API Gateway's payload limit for HTTP APIs.
+_DIGITS = re.compile(r"[0-9]{1,12}")
+_HEX_DIGITS = re.compile(rb"[0-9A-Fa-f]{1,12}")
 MAX_BODY_BYTES = 10 * 1024 * 1024
 _TEXT_TYPES = frozenset({"application/json", "application/xml", "application/javascript"})
 _SERVERLESS_FUNCTION = "AWS::Serverless::Function"
@@ -659,7 +662,12 @@ def _make_request_handler(gateway: Gateway) -> type[BaseHTTPRequestHandler]:
         def _read_body(self) -> bytes:
             if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
                 return self._read_chunked()
-            length = int(self.headers.get("Content-Length") or 0)
+            # As API Gateway does: a length that is not one plain number (negative, not a number, two
+            # different values) is refused at once, rather than read as "until the client hangs up".
+            values = {value.strip() for value in self.headers.get_all("Content-Length") or []}
+            if len(values) > 1 or any(not _DIGITS.fullmatch(value) for value in values):
+                raise GatewayError(HTTPStatus.BAD_REQUEST)
+            length = int(values.pop()) if values else 0
             if length > MAX_BODY_BYTES:
                 raise GatewayError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
             return self.rfile.read(length) if length else b""
@@ -668,7 +676,10 @@ def _make_request_handler(gateway: Gateway) -> type[BaseHTTPRequestHandler]:
             chunks: list[bytes] = []
             total = 0
             while True:
-                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                field = self.rfile.readline().split(b";", 1)[0].strip()
+                if not _HEX_DIGITS.fullmatch(field):
+                    raise GatewayError(HTTPStatus.BAD_REQUEST)
+                size = int(field, 16)
                 if size == 0:
                     while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                         pass
