@@ -103,7 +103,11 @@ def test_garbage_is_refused(key_path: Path) -> None:
 
 
 def test_token_signed_with_another_key_is_refused(tmp_path: Path, key_path: Path) -> None:
-    token = issue_token("alice", key_path=tmp_path / "other" / tokens.KEY_FILE_NAME)
+    # Signed with another key but naming ours: the kid finds our key, whose signature check fails.
+    other = load_signing_key(tmp_path / "other" / tokens.KEY_FILE_NAME)
+    now = int(time.time())
+    claims = {"sub": "alice", "iss": ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 60}
+    token = jwt.encode(claims, other, algorithm="RS256", headers={"kid": tokens.key_id(load_signing_key(key_path))})
 
     with pytest.raises(TokenError, match="InvalidSignatureError"):
         _verify(token, key_path)
@@ -148,7 +152,8 @@ def test_token_from_the_future_is_refused(key_path: Path) -> None:
 def test_token_without_sub_is_refused(key_path: Path) -> None:
     now = int(time.time())
     claims = {"iss": ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 60}
-    token = jwt.encode(claims, load_signing_key(key_path), algorithm="RS256")
+    key = load_signing_key(key_path)
+    token = jwt.encode(claims, key, algorithm="RS256", headers={"kid": tokens.key_id(key)})
 
     with pytest.raises(TokenError):
         _verify(token, key_path)
@@ -157,7 +162,8 @@ def test_token_without_sub_is_refused(key_path: Path) -> None:
 def test_alg_none_is_refused(key_path: Path) -> None:
     now = int(time.time())
     claims = {"sub": "alice", "iss": ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 60}
-    unsigned = f"{_b64({'alg': 'none', 'typ': 'JWT'})}.{_b64(claims)}."
+    kid = tokens.key_id(load_signing_key(key_path))
+    unsigned = f"{_b64({'alg': 'none', 'typ': 'JWT', 'kid': kid})}.{_b64(claims)}."
 
     with pytest.raises(TokenError):
         _verify(unsigned, key_path)
@@ -166,7 +172,7 @@ def test_alg_none_is_refused(key_path: Path) -> None:
 def test_hs256_signed_with_the_public_key_is_refused(key_path: Path) -> None:
     now = int(time.time())
     claims = {"sub": "alice", "iss": ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 60}
-    header = _b64({"alg": "HS256", "typ": "JWT"})
+    header = _b64({"alg": "HS256", "typ": "JWT", "kid": tokens.key_id(load_signing_key(key_path))})
     payload = _b64(claims)
     # The classic key-confusion forgery: HMAC keyed with the verifier's public key.
     public_pem = (
@@ -184,3 +190,13 @@ def test_hs256_signed_with_the_public_key_is_refused(key_path: Path) -> None:
 def test_empty_sub_cannot_be_issued(key_path: Path) -> None:
     with pytest.raises(ValueError, match="sub"):
         issue_token("", key_path=key_path)
+
+
+@pytest.mark.parametrize("headers", [None, {"kid": "another-key"}], ids=["no-kid", "other-kid"])
+def test_a_token_whose_kid_names_no_key_is_refused_even_with_a_good_signature(key_path: Path, headers) -> None:
+    now = int(time.time())
+    claims = {"sub": "alice", "iss": ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 60}
+    token = jwt.encode(claims, load_signing_key(key_path), algorithm="RS256", headers=headers)
+
+    with pytest.raises(TokenError, match="kid"):
+        _verify(token, key_path)

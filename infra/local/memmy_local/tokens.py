@@ -140,6 +140,14 @@ def verify_token(token: str, *, key: VerifyingKey, issuer: str, audience: str) -
     if not token:
         raise TokenError("no token")
     public = key.public_key() if isinstance(key, rsa.RSAPrivateKey) else key
+    # The authorizer picks the verification key from the issuer's key set by the token's ``kid``: a
+    # token naming no key, or another key, finds none (even if this key would verify its signature).
+    try:
+        kid = jwt.get_unverified_header(token).get("kid")
+    except jwt.InvalidTokenError as err:
+        raise TokenError(f"invalid token: {type(err).__name__}") from err
+    if kid != key_id(public):
+        raise TokenError("the token's kid names no key of the issuer")
     try:
         return jwt.decode(
             token,
