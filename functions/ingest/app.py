@@ -13,6 +13,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from memmy_kb.adapters.memos.deadline import bounded_by
 from memmy_kb.api.dependencies import get_content_store, get_kb_store, get_memos_client, get_upload_storage
 from memmy_kb.api.events import object_keys
 from memmy_kb.domain import ingest
@@ -53,6 +54,7 @@ def handle_record(record: SQSRecord) -> None:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> PartialItemFailureResponse:
-    return process_partial_response(
-        event=event, record_handler=handle_record, processor=processor, context=context
-    )
+    with bounded_by(context):
+        return process_partial_response(
+            event=event, record_handler=handle_record, processor=processor, context=context
+        )

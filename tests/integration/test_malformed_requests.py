@@ -69,3 +69,19 @@ def test_claims_of_kilobytes_and_odd_types_are_dropped_and_me_still_registers(se
     reply = service.call("PUT", "/me", claims=claims)
     assert reply.status == HTTPStatus.OK, reply.body
     assert (reply.body["email"], reply.body["phone"], reply.body["display_name"]) == (None, None, "Alice")
+
+
+def test_an_invocation_with_no_time_left_answers_503_without_calling_memos(service):
+    # Given a create whose invocation has 300 ms left (less than the margin kept for answering)
+    reply = service.call("POST", "/knowledge-bases", "alice", body={"name": "资料"}, remaining_ms=300)
+    # Then the documented 503, in the error shape, and MemOS never asked (so nothing is left behind)
+    assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.SERVICE_UNAVAILABLE, "memos_unavailable")
+    assert service.memos.calls("/create/knowledgebase") == 0
+    assert service.call("GET", "/knowledge-bases", "alice").body == {"items": []}
+
+
+def test_a_recall_with_no_time_left_fails_closed(service):
+    assert service.call("POST", "/knowledge-bases", "alice", body={"name": "资料"}).status == HTTPStatus.CREATED
+    reply = service.call("POST", "/recall", "alice", body={"query": "q"}, remaining_ms=300)
+    assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.SERVICE_UNAVAILABLE, "recall_unavailable")
+    assert service.memos.calls("/search/memory") == 0

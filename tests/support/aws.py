@@ -69,6 +69,7 @@ class Service:
         query: dict[str, str] | None = None,
         claims: dict[str, str] | None = None,
         base64_body: bool = False,
+        remaining_ms: int = 10_000,
     ) -> Reply:
         route_path, module, match = self._match(method, path)
         event = http_event(
@@ -85,7 +86,7 @@ class Service:
             event["isBase64Encoded"] = True
         handler = importlib.import_module(module).lambda_handler
         with record_aws_calls() as calls:
-            result = handler(event, FakeLambdaContext(function_name=module))
+            result = handler(event, FakeLambdaContext(function_name=module, remaining_ms=remaining_ms))
         needs = [need for call in calls for need in needs_of(*call, self._logical)]
         missing = missing_permissions(self.template, self._functions[module], needs)
         assert not missing, f"{self._functions[module]} lacks permissions in template.yaml: {missing}"

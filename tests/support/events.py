@@ -18,12 +18,13 @@ class FakeLambdaContext:
     aws_request_id: str = ""
     log_group_name: str = "/aws/lambda/test-function"
     log_stream_name: str = "test"
+    remaining_ms: int = 10_000
 
     def __post_init__(self) -> None:
         self.aws_request_id = self.aws_request_id or str(uuid.uuid4())
 
     def get_remaining_time_in_millis(self) -> int:
-        return 10_000
+        return self.remaining_ms
 
 
 def claims_for(

@@ -7,6 +7,7 @@ errors, unknown routes and unexpected failures alike.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from http import HTTPStatus
 from re import Match
 from typing import Annotated, Any
@@ -18,8 +19,10 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from memmy_kb.adapters.memos.deadline import bounded_by
 from memmy_kb.api.bodies import check_json_body
 from memmy_kb.api.models import ErrorResponse
 from memmy_kb.errors import DomainError
@@ -81,13 +84,18 @@ def new_router() -> APIGatewayHttpRouter:
 
 
 class DecodingHttpResolver(APIGatewayHttpResolver):
-    """The HTTP API resolver, with path parameters percent-decoded exactly once.
+    """The HTTP API resolver: path parameters decoded once, bodies checked, MemOS bounded by the invocation.
 
     Powertools matches routes against the raw path (``rawPath``), which API Gateway passes on still
     percent-encoded, and hands the matched segments to the route as they are. A user id a client had to
     encode (``auth0|…``, a space, non-ASCII) would then never equal the stored one, and a reader could
     never be revoked. Matching happens on the encoded path, so an encoded ``/`` stays inside its segment.
     """
+
+    def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+        # Every MemOS call a route makes ends before Lambda would cut the invocation off.
+        with bounded_by(context):
+            return super().resolve(event, context)
 
     def _convert_matches_into_route_keys(self, match: Match[str]) -> dict[str, str]:
         return {name: unquote(value) for name, value in match.groupdict().items()}

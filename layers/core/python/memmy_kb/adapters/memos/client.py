@@ -20,6 +20,7 @@ import httpx
 from aws_lambda_powertools import Logger
 from pydantic import ValidationError
 
+from memmy_kb.adapters.memos.deadline import MIN_ATTEMPT_SECONDS, seconds_left
 from memmy_kb.adapters.memos.errors import (
     MemosAuthError,
     MemosNotFound,
@@ -85,6 +86,7 @@ class MemosClient:
         backoff_cap: float = 2.0,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        time_left: Callable[[], float | None] = seconds_left,
     ) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
@@ -99,6 +101,8 @@ class MemosClient:
         self._backoff_base = backoff_base
         self._backoff_cap = backoff_cap
         self._sleep = sleep
+        # Seconds this invocation may still spend on MemOS (None: unbounded), read before every attempt.
+        self._time_left = time_left
         # Jitter only spreads retries; it needs no cryptographic randomness.
         self._rng = rng if rng is not None else random.Random()  # noqa: S311
 
@@ -285,6 +289,13 @@ class MemosClient:
                 if attempt >= self._max_attempts or not (idempotent or not exc.request_sent):
                     raise
                 delay = self._backoff_delay(attempt, exc.retry_after)
+                left = self._time_left()
+                if left is not None and left - delay < MIN_ATTEMPT_SECONDS:
+                    logger.warning(
+                        "MemOS call failed; no time left in this invocation to retry",
+                        extra={"endpoint": endpoint, "attempt": attempt, "seconds_left": round(left, 3)},
+                    )
+                    raise
                 logger.warning(
                     "MemOS call failed; retrying",
                     extra={
@@ -306,12 +317,26 @@ class MemosClient:
             delay = max(delay, min(retry_after, self._backoff_cap))
         return delay
 
+    def _attempt_timeout(self, endpoint: str) -> httpx.Timeout:
+        """The configured timeout, shortened to what is left of the invocation; refuse when nothing is."""
+        left = self._time_left()
+        if left is None:
+            return self._timeout
+        if left < MIN_ATTEMPT_SECONDS:
+            logger.warning(
+                "MemOS call not attempted: no time left in this invocation",
+                extra={"endpoint": endpoint, "seconds_left": round(left, 3)},
+            )
+            raise MemosUnavailable("no time left in this invocation", endpoint=endpoint, request_sent=False)
+        parts = (self._timeout.connect, self._timeout.read, self._timeout.write, self._timeout.pool)
+        connect, read, write, pool = (left if part is None else min(part, left) for part in parts)
+        return httpx.Timeout(connect=connect, read=read, write=write, pool=pool)
+
     def _send(self, endpoint: str, body: dict[str, Any], api_key: str) -> Any:
         headers = {"Authorization": f"Token {api_key}", "Accept": "application/json"}
+        timeout = self._attempt_timeout(endpoint)
         try:
-            response = self._http.post(
-                f"{self._base_url}{endpoint}", json=body, headers=headers, timeout=self._timeout
-            )
+            response = self._http.post(f"{self._base_url}{endpoint}", json=body, headers=headers, timeout=timeout)
         except _NOT_SENT_ERRORS as exc:
             raise MemosUnavailable(
                 f"could not connect ({type(exc).__name__})", endpoint=endpoint, request_sent=False
