@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: install run lint test unit integration e2e bench openapi clean
+.PHONY: install run lint test unit integration e2e fuzz bench openapi clean
 
 install: $(STAMP)
 
@@ -37,6 +37,10 @@ integration: install
 
 e2e: install
 	$(PY) -m pytest -n 2 tests/e2e $(PYTEST_ARGS)
+
+# The schema-driven fuzz of the local stack, longer than the bounded run in `make test`.
+fuzz: install
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-300} $(PY) -m pytest -s tests/e2e/test_fuzz_e2e.py $(PYTEST_ARGS)
 
 openapi: install
 	$(PY) -c "from memmy_local.openapi import write; print('wrote', write())"

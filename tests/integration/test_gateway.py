@@ -537,3 +537,10 @@ def test_a_bad_chunk_size_is_400(gateway: Gateway, token: str) -> None:
     )
     reply = _raw_exchange(gateway, head, b"zz\r\n{}\r\n0\r\n\r\n")
     assert reply.startswith(b"HTTP/1.1 400"), reply[:200]
+
+
+@pytest.mark.parametrize("method", ["TRACE", "CONNECT", "PROPFIND"])
+def test_any_method_reaches_the_routing_and_gets_its_404(client: httpx.Client, token: str, method: str) -> None:
+    resp = client.request(method, "/items", headers=_auth(token))
+    assert resp.status_code == HTTPStatus.NOT_FOUND
+    assert resp.headers["content-type"].startswith("application/json")

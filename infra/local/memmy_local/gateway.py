@@ -53,7 +53,7 @@ _HEX_DIGITS = re.compile(rb"[0-9A-Fa-f]{1,12}")
 MAX_BODY_BYTES = 10 * 1024 * 1024
 _TEXT_TYPES = frozenset({"application/json", "application/xml", "application/javascript"})
 _SERVERLESS_FUNCTION = "AWS::Serverless::Function"
-_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD")
+_METHOD_TOKEN = re.compile(r"[A-Z]{1,16}")
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -699,6 +699,11 @@ def _make_request_handler(gateway: Gateway) -> type[BaseHTTPRequestHandler]:
             if self.command != "HEAD":
                 self.wfile.write(response.body)
 
-    for method in _METHODS:
-        setattr(RequestHandler, f"do_{method}", RequestHandler._serve)
+        def __getattr__(self, name: str) -> Any:
+            # Every method API Gateway takes reaches the routing (TRACE, CONNECT and the rest get its 404),
+            # instead of http.server's HTML 501 for the methods it has no do_<METHOD> for.
+            if name.startswith("do_") and _METHOD_TOKEN.fullmatch(name[3:]):
+                return self._serve
+            raise AttributeError(name)
+
     return RequestHandler

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, StringConstraints
 
 from memmy_kb.domain.display import hidden_characters, shown
 from memmy_kb.domain.files import FileEntry, FileState, Listing
@@ -296,3 +296,14 @@ class ErrorBody(ApiModel):
 
 class ErrorResponse(ApiModel):
     error: ErrorBody
+
+
+class GatewayRefusal(ApiModel):
+    """What API Gateway's JWT authorizer answers itself (401), before any function runs."""
+
+    message: str
+
+
+class UnauthorizedResponse(RootModel[ErrorResponse | GatewayRefusal]):
+    """A 401: the authorizer's own ``{"message"}`` for a missing or bad token, or our error shape for a
+    token whose subject cannot be a Memmy user id."""

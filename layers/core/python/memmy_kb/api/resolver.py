@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from memmy_kb.adapters.memos.deadline import bounded_by
 from memmy_kb.api.bodies import check_json_body
-from memmy_kb.api.models import ErrorResponse
+from memmy_kb.api.models import ErrorResponse, UnauthorizedResponse
 from memmy_kb.errors import DomainError
 from memmy_kb.observability import logger
 
@@ -74,6 +74,7 @@ def responses(
         return {"description": text, "content": {content_types.APPLICATION_JSON: {"model": schema}}}
 
     documented = {int(code): entry(text, ErrorResponse) for code, text in (*COMMON_ERRORS, *errors)}
+    documented[HTTPStatus.UNAUTHORIZED] = entry(dict(COMMON_ERRORS)[HTTPStatus.UNAUTHORIZED], UnauthorizedResponse)
     documented[int(status)] = entry(description, model)
     return dict(sorted(documented.items()))
 
