@@ -26,7 +26,7 @@ from memmy_kb.domain.verification import (
     XML_TOO_LARGE_PART,
     verify_content,
 )
-from memmy_kb.domain.zipfiles import zip_member_names
+from memmy_kb.domain.zipfiles import zip_members
 from tests.support.docgen import (
     make_doc,
     make_docx,
@@ -232,7 +232,7 @@ def test_zip64_end_records_are_followed() -> None:
             with archive.open(name, "w", force_zip64=True) as member:
                 member.write(b"<x/>")
     data = buffer.getvalue()
-    assert set(zip_member_names(source(data))) == {"[Content_Types].xml", "word/document.xml"}
+    assert {m.name for m in zip_members(source(data))} == {"[Content_Types].xml", "word/document.xml"}
 
 
 def test_a_pdf_and_a_doc_are_checked_by_their_first_and_last_bytes() -> None:

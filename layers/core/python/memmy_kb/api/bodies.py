@@ -25,10 +25,15 @@ _STRINGS: Final = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKETS: Final = re.compile(r"[\[\]{}]")
 
 
-def check_json_body(body: str | None, *, base64_encoded: bool, content_type: str | None) -> None:
-    """Refuse a body that is not a JSON object in UTF-8 (415, 413 or 422); an absent body passes."""
+def check_json_body(
+    body: str | None, *, base64_encoded: bool, content_type: str | None
+) -> dict[str, Any] | None:
+    """The body's JSON object; refuse one that is not a JSON object in UTF-8 (415, 413 or 422).
+
+    An absent body passes (None).
+    """
     if not body:
-        return
+        return None
     _check_media_type(content_type)
     raw = _raw_bytes(body, base64_encoded)
     if len(raw) > MAX_BODY_BYTES:
@@ -50,6 +55,7 @@ def check_json_body(body: str | None, *, base64_encoded: bool, content_type: str
             "The request body must be a JSON object.",
             details=[{"loc": ["body"], "msg": "must be a JSON object", "type": "dict_type"}],
         )
+    return document
 
 
 def _check_media_type(content_type: str | None) -> None:

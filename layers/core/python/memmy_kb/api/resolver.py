@@ -105,7 +105,7 @@ class DecodingHttpResolver(APIGatewayHttpResolver):
         # Before Powertools' own validation parses the body (memmy_kb.api.bodies says why).
         event = self.current_event
         try:
-            check_json_body(
+            document = check_json_body(
                 event.body,
                 base64_encoded=bool(event.is_base64_encoded),
                 content_type=event.headers.get("content-type"),  # Powertools' headers ignore case
@@ -115,6 +115,10 @@ class DecodingHttpResolver(APIGatewayHttpResolver):
             if builder is None:
                 raise
             return builder
+        if document is not None:
+            # Powertools' validation reads ``json_body``, a cached property: hand it the document already
+            # parsed instead of parsing the body a second time.
+            event.__dict__["json_body"] = document
         return super()._call_route(route, route_arguments)
 
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import codecs
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Final
 from xml.parsers import expat
 
 from memmy_kb.domain.json_syntax import JsonSyntaxChecker
-from memmy_kb.domain.zipfiles import ByteSource, InflatedMember, zip_members
+from memmy_kb.domain.zipfiles import ByteSource, inflated_member, zip_members
 
 PDF_MAGIC: Final = b"%PDF-"
 # How far from the end a PDF's trailer may start ("startxref", its offset, "%%EOF", some padding).
@@ -99,7 +99,7 @@ def _check_docx(source: ByteSource) -> str | None:
     ):
         return DOCX_BOMB
     try:
-        reason = _check_xml(InflatedMember(source, members["word/document.xml"]))
+        reason = _check_xml_stream(inflated_member(source, members["word/document.xml"]))
     except ValueError:
         return REASONS["docx"]
     return None if reason is None else DOCX_BAD_XML
@@ -201,6 +201,10 @@ class _XmlLimits:
 
 
 def _check_xml(source: ByteSource) -> str | None:
+    return _check_xml_stream(source.chunks())
+
+
+def _check_xml_stream(chunks: Iterable[bytes]) -> str | None:
     # Two layers: a plain scan refuses any DOCTYPE/ENTITY text (entity bombs, external entities) before
     # the parser could act on it, and expat, with DTD handling switched off, checks well-formedness.
     parser = expat.ParserCreate(encoding="UTF-8")
@@ -220,7 +224,7 @@ def _check_xml(source: ByteSource) -> str | None:
     carry = b""
     fed = 0
     try:
-        for chunk in source.chunks():
+        for chunk in chunks:
             decoder.decode(chunk)
             window = carry + chunk
             if b"<!DOCTYPE" in window or b"<!ENTITY" in window:

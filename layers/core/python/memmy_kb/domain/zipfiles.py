@@ -79,11 +79,6 @@ def zip_members(source: ByteSource) -> Iterator[ZipMember]:
         position = start + name_len + extra_len + comment_len
 
 
-def zip_member_names(source: ByteSource) -> Iterator[str]:
-    """The member names listed in a ZIP's central directory."""
-    return (member.name for member in zip_members(source))
-
-
 def _zip64_directory(source: ByteSource, tail: bytes, at: int, tail_start: int) -> tuple[int, int, int]:
     locator_at = at - _ZIP64_LOCATOR.size
     if locator_at < 0:
@@ -100,58 +95,46 @@ def _zip64_directory(source: ByteSource, tail: bytes, at: int, tail_start: int) 
     return fields[7], fields[8], fields[9]
 
 
-@dataclass
-class InflatedMember:
-    """One member's uncompressed bytes as a ``ByteSource`` stream; never more than its declared size.
+def inflated_member(archive: ByteSource, member: ZipMember) -> Iterator[bytes]:
+    """One member's uncompressed bytes as a stream, a megabyte at a time; never more than it declared.
 
-    ``chunks`` raises ValueError when the member is not stored or deflated, its data runs past the
-    archive, or it inflates to more than it declared (the directory lied: a bomb in disguise).
+    Raises ValueError when the member is not stored or deflated, its data runs past the archive, or it
+    inflates to more than it declared (the directory lied: a bomb in disguise).
     """
+    header = archive.read_range(member.header_offset, _LOCAL_HEADER.size)
+    if len(header) != _LOCAL_HEADER.size or header[:4] != b"PK\x03\x04":
+        raise ValueError("bad local header")
+    name_len, extra_len = _LOCAL_HEADER.unpack(header)[1:]
+    start = member.header_offset + _LOCAL_HEADER.size + name_len + extra_len
+    end = start + member.compressed_size
+    if end > archive.size:
+        raise ValueError("member data runs past the archive")
+    if member.method not in (_STORED, _DEFLATED):
+        raise ValueError("unsupported compression method")
+    try:
+        yield from _inflate(archive, member, start, end)
+    except zlib.error as err:
+        raise ValueError("corrupt deflate stream") from err
 
-    archive: ByteSource
-    member: ZipMember
 
-    @property
-    def size(self) -> int:
-        return self.member.uncompressed_size
-
-    def read_range(self, start: int, length: int) -> bytes:
-        raise NotImplementedError("an inflated member is read as one stream")
-
-    def chunks(self) -> Iterator[bytes]:
-        header = self.archive.read_range(self.member.header_offset, _LOCAL_HEADER.size)
-        if len(header) != _LOCAL_HEADER.size or header[:4] != b"PK\x03\x04":
-            raise ValueError("bad local header")
-        name_len, extra_len = _LOCAL_HEADER.unpack(header)[1:]
-        start = self.member.header_offset + _LOCAL_HEADER.size + name_len + extra_len
-        end = start + self.member.compressed_size
-        if end > self.archive.size:
-            raise ValueError("member data runs past the archive")
-        if self.member.method not in (_STORED, _DEFLATED):
-            raise ValueError("unsupported compression method")
-        try:
-            yield from self._inflate(start, end)
-        except zlib.error as err:
-            raise ValueError("corrupt deflate stream") from err
-
-    def _inflate(self, start: int, end: int) -> Iterator[bytes]:
-        inflater = zlib.decompressobj(-zlib.MAX_WBITS) if self.member.method == _DEFLATED else None
-        produced = 0
-        for offset in range(start, end, _CHUNK):
-            data = self.archive.read_range(offset, min(_CHUNK, end - offset))
-            while data:
-                if inflater is None:
-                    out, data = data, b""
-                else:
-                    out = inflater.decompress(data, _CHUNK)
-                    data = inflater.unconsumed_tail
-                produced += len(out)
-                if produced > self.member.uncompressed_size:
-                    raise ValueError("member inflates past its declared size")
-                if out:
-                    yield out
-        rest = inflater.flush() if inflater is not None else b""
-        if produced + len(rest) > self.member.uncompressed_size:
-            raise ValueError("member inflates past its declared size")
-        if rest:
-            yield rest
+def _inflate(archive: ByteSource, member: ZipMember, start: int, end: int) -> Iterator[bytes]:
+    inflater = zlib.decompressobj(-zlib.MAX_WBITS) if member.method == _DEFLATED else None
+    produced = 0
+    for offset in range(start, end, _CHUNK):
+        data = archive.read_range(offset, min(_CHUNK, end - offset))
+        while data:
+            if inflater is None:
+                out, data = data, b""
+            else:
+                out = inflater.decompress(data, _CHUNK)
+                data = inflater.unconsumed_tail
+            produced += len(out)
+            if produced > member.uncompressed_size:
+                raise ValueError("member inflates past its declared size")
+            if out:
+                yield out
+    rest = inflater.flush() if inflater is not None else b""
+    if produced + len(rest) > member.uncompressed_size:
+        raise ValueError("member inflates past its declared size")
+    if rest:
+        yield rest
