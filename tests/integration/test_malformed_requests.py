@@ -17,6 +17,7 @@ BODY_ROUTES = sorted(
 MALFORMED = {
     "text-plain": ({"content-type": "text/plain;charset=UTF-8"}, '{"name": "x"}', HTTPStatus.UNSUPPORTED_MEDIA_TYPE),
     "form": ({"content-type": "application/x-www-form-urlencoded"}, "name=x", HTTPStatus.UNSUPPORTED_MEDIA_TYPE),
+    "json-suffix": ({"content-type": "application/merge-patch+json"}, '{"name": "x"}', HTTPStatus.UNSUPPORTED_MEDIA_TYPE),
     "deep": ({}, '{"name": ' + "[" * 5000 + "]" * 5000 + "}", HTTPStatus.UNPROCESSABLE_ENTITY),
     "huge-int": ({}, '{"query": "q", "limit": ' + "9" * 5000 + "}", HTTPStatus.UNPROCESSABLE_ENTITY),
     "array": ({}, '[{"name": "x", "query": "q", "enabled": true}]', HTTPStatus.UNPROCESSABLE_ENTITY),

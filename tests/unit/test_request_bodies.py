@@ -21,7 +21,7 @@ def refusal(body: str, *, content_type: str | None = "application/json", b64: bo
 
 @pytest.mark.parametrize(
     "content_type",
-    [None, "", "application/json", "application/json; charset=utf-8", "Application/JSON", "application/merge-patch+json"],
+    [None, "", "application/json", "application/json; charset=utf-8", "Application/JSON"],
 )
 def test_a_json_object_passes(content_type: str | None) -> None:
     check_json_body(OBJECT, base64_encoded=False, content_type=content_type)
@@ -35,7 +35,7 @@ def test_no_body_passes_whatever_the_type() -> None:
 @pytest.mark.parametrize(
     "content_type",
     ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
-     "application/json; charset=latin-1", "application/jsonx"],
+     "application/json; charset=latin-1", "application/jsonx", "application/merge-patch+json"],
 )
 def test_another_content_type_is_415(content_type: str) -> None:
     assert refusal(OBJECT, content_type=content_type) == (HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
