@@ -4,6 +4,11 @@ Provisioning reads the resources' Properties from the template itself, so the lo
 the deployed key schema and indexes. Each resource type has one small provisioner in ``_PROVISIONERS``;
 types that only matter on AWS are listed in ``SKIPPED_RESOURCE_TYPES``; any other type stops
 provisioning, so a resource added to the template is never silently missing locally.
+
+Functions are not created (their handlers run in-process), but they get refs: ``!Ref`` is the function's
+name and ``!GetAtt X.Arn`` its ARN, so a state machine's ``DefinitionSubstitutions`` and environment
+variables that name a function resolve. State machines are created in moto's Step Functions from their
+ASL file (``memmy_local.stepfunctions``), with Retry delays capped locally.
 """
 
 from __future__ import annotations
@@ -11,11 +16,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 import boto3
 
-from .template import parameter_defaults, referenced_logical_ids, resolve_intrinsics
+from .stepfunctions import LOCAL_MAX_RETRY_DELAY_SECONDS, cap_retry_delays, load_definition
+from .template import parameter_defaults, referenced_logical_ids, resolve_intrinsics, template_path
 
 __all__ = [
     "LOCAL_ACCOUNT_ID",
@@ -29,8 +36,8 @@ LOCAL_ACCOUNT_ID: Final = "123456789012"  # moto's default account
 
 SKIPPED_RESOURCE_TYPES: Final = frozenset(
     {
-        # Code and its packaging: handlers run in-process, imported from functions/ and the core package.
-        "AWS::Serverless::Function",
+        # Code and its packaging: handlers run in-process, imported from functions/ and the core package
+        # (AWS::Serverless::Function only gets refs, see _function_refs).
         "AWS::Serverless::LayerVersion",
         "AWS::Lambda::Function",
         "AWS::Lambda::LayerVersion",
@@ -73,6 +80,8 @@ class ProvisionContext:
     prefix: str
     memos_api_key: str
     refs: dict[str, str]
+    template_dir: Path = field(default_factory=lambda: template_path().parent)
+    max_retry_delay_seconds: int | None = LOCAL_MAX_RETRY_DELAY_SECONDS
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def client(self, service: str) -> Any:
@@ -316,12 +325,81 @@ def _notification_configuration(config: Mapping[str, Any]) -> dict[str, Any]:
     return {"QueueConfigurations": queues}
 
 
+# ---------------------------------------------------------------------------------------- functions
+
+
+def _function_refs(ctx: ProvisionContext, logical_id: str, properties: Mapping[str, Any]) -> dict[str, str]:
+    # Nothing is created: the handler runs in-process (gateway, runners, the Step Functions dispatcher).
+    name = ctx.physical_name(logical_id, properties, "FunctionName")
+    arn = f"arn:aws:lambda:{ctx.region}:{ctx.refs['AWS::AccountId']}:function:{name}"
+    return {logical_id: name, f"{logical_id}.Arn": arn}
+
+
+# ----------------------------------------------------------------------------------- Step Functions
+
+_STATE_MACHINE_HANDLED: Final = frozenset(
+    {"Name", "Type", "Definition", "DefinitionUri", "DefinitionSubstitutions"}
+)
+# What SAM makes of these (an execution role from Policies, log delivery, X-Ray, tags) has no local
+# effect: moto runs every execution without IAM. Events (schedules, rules, APIs that start executions)
+# are not in either set: nothing would start them locally, so they stop provisioning.
+_STATE_MACHINE_IGNORED: Final = frozenset(
+    {"Policies", "Role", "RolePath", "PermissionsBoundary", "Logging", "Tracing", "Tags", "PropagateTags"}
+)
+
+
+def _provision_state_machine(
+    ctx: ProvisionContext, logical_id: str, properties: Mapping[str, Any]
+) -> dict[str, str]:
+    unknown = set(properties) - _STATE_MACHINE_HANDLED - _STATE_MACHINE_IGNORED
+    if unknown:
+        raise NotImplementedError(
+            f"{logical_id}: state machine properties not provisioned locally: {sorted(unknown)}"
+        )
+    definition = load_definition(properties, ctx.template_dir)
+    if ctx.max_retry_delay_seconds is not None:
+        definition = cap_retry_delays(definition, ctx.max_retry_delay_seconds)
+    name = ctx.physical_name(logical_id, properties, "Name")
+    account = ctx.refs["AWS::AccountId"]
+    arn = ctx.client("stepfunctions").create_state_machine(
+        name=name,
+        definition=json.dumps(definition),
+        # Nothing assumes it locally; SAM would create the role from Policies.
+        roleArn=f"arn:aws:iam::{account}:role/{name}-role",
+        type=properties.get("Type", "STANDARD"),
+    )["stateMachineArn"]
+    return {logical_id: arn, f"{logical_id}.Arn": arn, f"{logical_id}.Name": name}
+
+
 _PROVISIONERS: Final[dict[str, Provisioner]] = {
     "AWS::DynamoDB::Table": _provision_table,
     "AWS::SecretsManager::Secret": _provision_secret,
     "AWS::SQS::Queue": _provision_queue,
     "AWS::S3::Bucket": _provision_bucket,
+    "AWS::Serverless::Function": _function_refs,
+    "AWS::Serverless::StateMachine": _provision_state_machine,
 }
+
+# Types whose provisioner reads only some properties: only those are resolved and followed as
+# dependencies (a function's environment and policies may name resources that have no local value, such
+# as log groups, or that depend on the function itself, such as a state machine invoking it).
+_USED_PROPERTIES: Final[Mapping[str, frozenset[str]]] = {
+    "AWS::Serverless::Function": frozenset({"FunctionName"}),
+    "AWS::Serverless::StateMachine": _STATE_MACHINE_HANDLED,
+}
+
+
+def _used_properties(resource: Mapping[str, Any]) -> dict[str, Any]:
+    properties = resource.get("Properties") or {}
+    used = _USED_PROPERTIES.get(resource.get("Type", ""))
+    return dict(properties) if used is None else {k: v for k, v in properties.items() if k in used}
+
+
+def _resolved_properties(resource: Mapping[str, Any], refs: Mapping[str, str]) -> dict[str, Any]:
+    """The properties a provisioner gets: the used ones resolved, the others (only checked) as written."""
+    properties = dict(resource.get("Properties") or {})
+    properties.update(resolve_intrinsics(_used_properties(resource), refs))
+    return properties
 
 
 # ------------------------------------------------------------------------------------------- driver
@@ -335,12 +413,17 @@ def provision(
     memos_api_key: str,
     parameters: Mapping[str, str] | None = None,
     prefix: str = "memmy-local",
+    template_dir: Path | None = None,
+    max_retry_delay_seconds: int | None = LOCAL_MAX_RETRY_DELAY_SECONDS,
 ) -> LocalResources:
     """Create every resource of ``template`` that the local stack needs, on ``endpoint_url``.
 
     ``endpoint_url=None`` means in-process moto: call it inside ``moto.mock_aws`` (otherwise boto3
     would talk to real AWS). Parameters are the template's defaults overridden by ``parameters``.
     Resources are created in dependency order (``Ref``/``GetAtt``/``Sub``/``DependsOn``).
+    ``template_dir`` is where relative paths (a state machine's ``DefinitionUri``) start, by default the
+    folder of ``template_path()``; ``max_retry_delay_seconds`` caps the state machines' Retry delays
+    (``memmy_local.stepfunctions.cap_retry_delays``), ``None`` keeps them as written.
     """
     declared = template.get("Parameters") or {}
     unknown = set(parameters or {}) - set(declared)
@@ -355,11 +438,19 @@ def provision(
         **parameter_defaults(template),
         **(parameters or {}),
     }
-    ctx = ProvisionContext(region, endpoint_url, prefix, memos_api_key, refs)
+    ctx = ProvisionContext(
+        region,
+        endpoint_url,
+        prefix,
+        memos_api_key,
+        refs,
+        template_dir=template_dir or template_path().parent,
+        max_retry_delay_seconds=max_retry_delay_seconds,
+    )
     resources = template["Resources"]
     for logical_id in _creation_order(resources):
         resource = resources[logical_id]
-        properties = resolve_intrinsics(resource.get("Properties") or {}, refs)
+        properties = _resolved_properties(resource, refs)
         refs.update(_PROVISIONERS[resource["Type"]](ctx, logical_id, properties))
     return LocalResources(refs=dict(refs))
 
@@ -380,7 +471,7 @@ def _creation_order(resources: Mapping[str, Any]) -> list[str]:
     def dependencies(logical_id: str) -> list[str]:
         resource = resources[logical_id]
         depends_on = resource.get("DependsOn") or []
-        names = referenced_logical_ids(resource.get("Properties") or {}) | set(
+        names = referenced_logical_ids(_used_properties(resource)) | set(
             [depends_on] if isinstance(depends_on, str) else depends_on
         )
         return [name for name in wanted if name in names]

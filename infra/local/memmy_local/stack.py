@@ -191,6 +191,7 @@ class LocalStack:
             region=config.region,
             memos_api_key=config.memos_api_key,
             parameters={"JwtIssuer": issuer, "JwtAudience": audience, "MemosBaseUrl": emulator.base_url},
+            template_dir=template_file.parent,
         )
         self.refs = resources.refs
         tables = _tables(template, self.refs)
