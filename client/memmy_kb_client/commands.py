@@ -1,4 +1,4 @@
-"""``memmy-kb login``, ``me`` and ``kb ...``: the knowledge-base commands people use."""
+"""``memmy-kb login``, ``me``, ``kb ...``, ``files ...`` and ``folders ...``: the commands people use."""
 
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ def _client(args: argparse.Namespace) -> Any:
     return MemmyClient(ClientConfig.load(args.endpoint, args.token))
 
 
+def _print_api_error(err: Any) -> None:
+    print(printable(f"error: {err.message} ({err.status} {err.code})"), file=sys.stderr)
+
+
 def _run(action: Callable[[Any, argparse.Namespace], Any], render: Callable[[Any], str]) -> Command:
     """Run an SDK call; print JSON with --json, else the rendering; API errors to stderr with exit 1."""
 
@@ -29,7 +33,7 @@ def _run(action: Callable[[Any, argparse.Namespace], Any], render: Callable[[Any
             with _client(args) as client:
                 result = action(client, args)
         except MemmyApiError as err:
-            print(printable(f"error: {err.message} ({err.status} {err.code})"), file=sys.stderr)
+            _print_api_error(err)
             return 1
         if args.json:
             print(printable(json.dumps(result, ensure_ascii=False, indent=2)))
@@ -129,6 +133,127 @@ def _upload(args: argparse.Namespace) -> int:
     return 1 if any(f["status"] == "failed" for f in final.values()) else 0
 
 
+# At most this many listings are read to find a file's or folder's name for the confirmation question.
+NAME_LOOKUP_LISTINGS = 10
+
+
+def _stdin_is_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError):  # no stdin at all, or a closed one
+        return False
+
+
+def _confirmed(question: str) -> bool:
+    """Ask ``question [y/N]`` on the terminal (on stderr, so stdout stays the result); only y/yes is yes."""
+    print(printable(f"{question} [y/N] "), end="", file=sys.stderr, flush=True)
+    try:
+        answer = sys.stdin.readline()
+    except KeyboardInterrupt:
+        answer = ""
+    if not answer.endswith("\n"):
+        print(file=sys.stderr)  # Ctrl-D or Ctrl-C: end the prompt's line
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _kb_label(client: Any, kb_id: str) -> str:
+    """``knowledge base 'Name'`` from the KB's record; the id when the service cannot say now (5xx).
+
+    A 4xx (no such KB, not logged in) is raised: the deletion would be refused the same way.
+    """
+    from memmy_kb_client.sdk import MemmyApiError
+
+    try:
+        return f"knowledge base '{client.get_knowledge_base(kb_id)['name']}'"
+    except MemmyApiError as err:
+        if err.status < 500:
+            raise
+        return f"knowledge base {kb_id}"
+
+
+def _find_entry(client: Any, kb_id: str, kind: str, entry_id: str) -> dict[str, Any] | None:
+    """The file or folder (``kind`` "files" or "folders") with ``entry_id``, looked up breadth-first from
+    the root in at most NAME_LOOKUP_LISTINGS listings; None when not found that cheaply."""
+    from memmy_kb_client.sdk import MemmyApiError
+
+    pending: list[str | None] = [None]
+    for _ in range(NAME_LOOKUP_LISTINGS):
+        if not pending:
+            break
+        try:
+            listing = client.list_files(kb_id, pending.pop(0))
+        except MemmyApiError:
+            return None  # the name is a courtesy; the deletion decides
+        for entry in listing.get(kind) or []:
+            if entry.get("id") == entry_id:
+                return dict(entry)
+        pending += [folder["id"] for folder in listing.get("folders") or []]
+    return None
+
+
+def _kb_question(client: Any, args: argparse.Namespace) -> tuple[str, str]:
+    label = _kb_label(client, args.kb)
+    return f"Delete {label} and all its files for everyone it is shared with?", label
+
+
+def _file_question(client: Any, args: argparse.Namespace) -> tuple[str, str]:
+    kb = _kb_label(client, args.kb)
+    entry = _find_entry(client, args.kb, "files", args.file)
+    label = f"file '{entry['name']}'" if entry else f"file {args.file}"
+    return f"Delete {label} from {kb} for everyone it is shared with?", label
+
+
+def _folder_question(client: Any, args: argparse.Namespace) -> tuple[str, str]:
+    kb = _kb_label(client, args.kb)
+    entry = _find_entry(client, args.kb, "folders", args.folder)
+    label = f"folder '{entry['name']}'" if entry else f"folder {args.folder}"
+    return (
+        f"Delete {label} and all its subfolders and files from {kb} for everyone it is shared with?",
+        label,
+    )
+
+
+def _delete(
+    question: Callable[[Any, argparse.Namespace], tuple[str, str]],
+    delete: Callable[[Any, argparse.Namespace], str],
+    label: Callable[[argparse.Namespace], str],
+) -> Command:
+    """A ``rm`` command: confirm on the terminal unless --yes, delete, print the cleanup id.
+
+    Without a terminal on stdin and without --yes it refuses at once (exit 1) instead of waiting for an
+    answer nobody can give; a declined question exits 1 with nothing deleted.
+    """
+
+    def command(args: argparse.Namespace) -> int:
+        from memmy_kb_client.sdk import MemmyApiError
+
+        if not args.yes and not _stdin_is_terminal():
+            print(
+                "error: not deleting: stdin is not a terminal to confirm on; add --yes to delete without asking",
+                file=sys.stderr,
+            )
+            return 1
+        try:
+            with _client(args) as client:
+                what = label(args)
+                if not args.yes:
+                    asked, what = question(client, args)
+                    if not _confirmed(asked):
+                        print("not deleted", file=sys.stderr)
+                        return 1
+                cleanup_id = delete(client, args)
+        except MemmyApiError as err:
+            _print_api_error(err)
+            return 1
+        if args.json:
+            print(printable(json.dumps({"cleanup_id": cleanup_id}, ensure_ascii=False, indent=2)))
+        else:
+            print(printable(f"deleted {what} (cleanup {cleanup_id}: its data is removed in the background)"))
+        return 0
+
+    return command
+
+
 def _login(args: argparse.Namespace) -> int:
     from memmy_kb_client.sdk import ClientConfig
 
@@ -143,6 +268,10 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     common.add_argument("--endpoint", help="API URL (default: $MEMMY_KB_ENDPOINT, saved login, local stack)")
     common.add_argument("--token", help="login token (default: $MEMMY_KB_TOKEN or the saved login)")
     common.add_argument("--json", action="store_true", help="print the API's JSON")
+    confirm = argparse.ArgumentParser(add_help=False)
+    confirm.add_argument(
+        "-y", "--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)"
+    )
 
     login = commands.add_parser(
         "login", parents=[common], help="save the endpoint and token for later commands"
@@ -210,6 +339,15 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
         _render_members,
     ).add_argument("kb")
     add("leave", "leave a knowledge base shared with you", _leave, str).add_argument("kb")
+    kb_rm = kb.add_parser(
+        "rm", parents=[common, confirm], help="delete a knowledge base and its files for everyone (owner)"
+    )
+    kb_rm.add_argument("kb")
+    kb_rm.set_defaults(
+        func=_delete(
+            _kb_question, lambda c, a: c.delete_knowledge_base(a.kb), lambda a: f"knowledge base {a.kb}"
+        )
+    )
 
     files = commands.add_parser("files", help="files in a knowledge base").add_subparsers(
         dest="files_command", required=True
@@ -233,6 +371,12 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     mv.add_argument("--folder", help="destination folder id (default: the root)")
     mv.set_defaults(
         func=_run(lambda c, a: c.move_file(a.kb, a.file, a.folder), lambda f: f"moved {f['name']}")
+    )
+    files_rm = files.add_parser("rm", parents=[common, confirm], help="delete a file (owner)")
+    files_rm.add_argument("kb")
+    files_rm.add_argument("file")
+    files_rm.set_defaults(
+        func=_delete(_file_question, lambda c, a: c.delete_file(a.kb, a.file), lambda a: f"file {a.file}")
     )
 
     folders = commands.add_parser("folders", help="folders in a knowledge base").add_subparsers(
@@ -262,5 +406,15 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
         func=_run(
             lambda c, a: c.update_folder(a.kb, a.folder, parent_id=a.parent),
             lambda f: f"moved {f['name']} to {f['parent_id'] or 'the root'}",
+        )
+    )
+    folders_rm = folders.add_parser(
+        "rm", parents=[common, confirm], help="delete a folder with all its subfolders and files (owner)"
+    )
+    folders_rm.add_argument("kb")
+    folders_rm.add_argument("folder")
+    folders_rm.set_defaults(
+        func=_delete(
+            _folder_question, lambda c, a: c.delete_folder(a.kb, a.folder), lambda a: f"folder {a.folder}"
         )
     )

@@ -92,6 +92,11 @@ class _ProgressReader:
         return chunk
 
 
+def _segment(value: str) -> str:
+    """One path parameter, percent-encoded whole: a ``/``, ``?``, ``#``, ``|`` or space in an id stays in it."""
+    return quote(value, safe="")
+
+
 class MemmyClient:
     """One method per route; raises MemmyApiError for every non-2xx answer."""
 
@@ -138,19 +143,23 @@ class MemmyClient:
         return cast(list[JsonObject], self._request("GET", "/knowledge-bases")["items"])
 
     def get_knowledge_base(self, kb_id: str) -> dict[str, Any]:
-        return self._request("GET", f"/knowledge-bases/{kb_id}")
+        return self._request("GET", f"/knowledge-bases/{_segment(kb_id)}")
 
     def rename_knowledge_base(self, kb_id: str, name: str) -> dict[str, Any]:
-        return self._request("PATCH", f"/knowledge-bases/{kb_id}", json={"name": name})
+        return self._request("PATCH", f"/knowledge-bases/{_segment(kb_id)}", json={"name": name})
 
     def set_recall(self, kb_id: str, enabled: bool) -> dict[str, Any]:
-        return self._request("PUT", f"/knowledge-bases/{kb_id}/recall", json={"enabled": enabled})
+        return self._request("PUT", f"/knowledge-bases/{_segment(kb_id)}/recall", json={"enabled": enabled})
 
     def list_members(self, kb_id: str) -> list[dict[str, Any]]:
-        return cast(list[JsonObject], self._request("GET", f"/knowledge-bases/{kb_id}/members")["items"])
+        return cast(
+            list[JsonObject], self._request("GET", f"/knowledge-bases/{_segment(kb_id)}/members")["items"]
+        )
 
     def share(self, kb_id: str, identifier: str) -> dict[str, Any]:
-        return self._request("POST", f"/knowledge-bases/{kb_id}/members", json={"identifier": identifier})
+        return self._request(
+            "POST", f"/knowledge-bases/{_segment(kb_id)}/members", json={"identifier": identifier}
+        )
 
     def recall(self, query: str, limit: int | None = None) -> dict[str, Any]:
         """Excerpts of your recall scope for ``query``: ``{items, context, scope_size, discarded}``."""
@@ -161,20 +170,24 @@ class MemmyClient:
 
     def list_files(self, kb_id: str, folder_id: str | None = None) -> dict[str, Any]:
         params = {"folder_id": folder_id} if folder_id else None
-        return self._request("GET", f"/knowledge-bases/{kb_id}/files", params=params)
+        return self._request("GET", f"/knowledge-bases/{_segment(kb_id)}/files", params=params)
 
     def create_folder(self, kb_id: str, name: str, parent_id: str | None = None) -> dict[str, Any]:
         return self._request(
-            "POST", f"/knowledge-bases/{kb_id}/folders", json={"name": name, "parent_id": parent_id}
+            "POST", f"/knowledge-bases/{_segment(kb_id)}/folders", json={"name": name, "parent_id": parent_id}
         )
 
     def update_folder(self, kb_id: str, folder_id: str, **changes: Any) -> dict[str, Any]:
         """``name=...`` and/or ``parent_id=...`` (None moves the folder to the root)."""
-        return self._request("PATCH", f"/knowledge-bases/{kb_id}/folders/{folder_id}", json=changes)
+        return self._request(
+            "PATCH", f"/knowledge-bases/{_segment(kb_id)}/folders/{_segment(folder_id)}", json=changes
+        )
 
     def move_file(self, kb_id: str, file_id: str, folder_id: str | None) -> dict[str, Any]:
         return self._request(
-            "PATCH", f"/knowledge-bases/{kb_id}/files/{file_id}", json={"folder_id": folder_id}
+            "PATCH",
+            f"/knowledge-bases/{_segment(kb_id)}/files/{_segment(file_id)}",
+            json={"folder_id": folder_id},
         )
 
     def request_upload(
@@ -190,7 +203,9 @@ class MemmyClient:
         if folder_id:
             body["folder_id"] = folder_id
         headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
-        return self._request("POST", f"/knowledge-bases/{kb_id}/uploads", json=body, headers=headers)
+        return self._request(
+            "POST", f"/knowledge-bases/{_segment(kb_id)}/uploads", json=body, headers=headers
+        )
 
     def upload_file(
         self,
@@ -220,4 +235,21 @@ class MemmyClient:
         return ticket
 
     def remove_member(self, kb_id: str, user_id: str) -> None:
-        self._request("DELETE", f"/knowledge-bases/{kb_id}/members/{quote(user_id, safe='')}")
+        self._request("DELETE", f"/knowledge-bases/{_segment(kb_id)}/members/{_segment(user_id)}")
+
+    def delete_knowledge_base(self, kb_id: str) -> str:
+        """Delete a KB for everyone (owner only); its data leaves MemOS and storage in the background.
+
+        Returns the cleanup id (the service answers 202 ``{"cleanup_id"}``).
+        """
+        return str(self._request("DELETE", f"/knowledge-bases/{_segment(kb_id)}")["cleanup_id"])
+
+    def delete_file(self, kb_id: str, file_id: str) -> str:
+        """Delete one file (owner only); returns the cleanup id."""
+        path = f"/knowledge-bases/{_segment(kb_id)}/files/{_segment(file_id)}"
+        return str(self._request("DELETE", path)["cleanup_id"])
+
+    def delete_folder(self, kb_id: str, folder_id: str) -> str:
+        """Delete a folder with all its subfolders and files (owner only); returns the cleanup id."""
+        path = f"/knowledge-bases/{_segment(kb_id)}/folders/{_segment(folder_id)}"
+        return str(self._request("DELETE", path)["cleanup_id"])
