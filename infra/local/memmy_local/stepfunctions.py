@@ -11,23 +11,53 @@ Retry's ``IntervalSeconds`` and ``MaxDelaySeconds`` are capped (1 s by default, 
 so each retry waits at most that long; what is retried, how often, ``BackoffRate``, ``JitterStrategy``
 and every Catch are unchanged. Provisioning applies it unless told otherwise
 (``provision(..., max_retry_delay_seconds=None)`` keeps the real delays).
+
+``LambdaDispatcher`` runs a state machine's Lambda tasks in-process. With ``execute_state_machine`` on,
+moto's interpreter invokes Lambda for ``arn:aws:states:::lambda:invoke`` (and for a plain function ARN
+as Resource) through moto's own Lambda, which would need Docker and would only echo the payload without
+it. ``dispatching(dispatcher)`` replaces that one call, the interpreter's
+``lambda_eval_utils._invoke_lambda_function``, with the dispatcher: it finds the function by name or
+ARN, calls its handler in this process (moto's server runs in the stack's process), and answers as the
+Lambda Invoke API does: the handler's JSON result as ``Payload``, or, when the handler raises,
+``FunctionError: Unhandled`` with the Python runtime's error payload (``errorType`` = the exception's
+class name), which moto turns into a task failure whose Error is that name and whose Cause is the
+payload, exactly the Error/Cause that Retry and Catch see on AWS. An unknown function fails the task
+with ``Lambda.ResourceNotFoundException``, also as on AWS.
+
+``states_all_as_on_aws()`` corrects one divergence of moto's interpreter: moto lets ``States.ALL`` in a
+Retry or Catch match every error, while on AWS it does not match ``States.Runtime`` (a JSONPath that
+finds nothing, such as a ResultSelector reading a field the task did not return) or
+``States.DataLimitExceeded``: those always fail the execution.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
+import logging
 import re
-from collections.abc import Mapping
+import threading
+import traceback
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
 __all__ = [
     "LOCAL_MAX_RETRY_DELAY_SECONDS",
+    "MOTO_VERSION",
+    "FunctionLoader",
+    "LambdaDispatcher",
+    "TaskHandler",
     "cap_retry_delays",
+    "dispatching",
     "load_definition",
+    "states_all_as_on_aws",
     "substitute_definition",
 ]
+
+log = logging.getLogger("memmy_local.stepfunctions")
 
 LOCAL_MAX_RETRY_DELAY_SECONDS: Final = 1
 """Longest wait between two local retries (moto refuses 0 for IntervalSeconds and MaxDelaySeconds)."""
@@ -109,3 +139,242 @@ def _cap_states(machine: dict[str, Any], max_seconds: int) -> None:
         for key in ("ItemProcessor", "Iterator"):
             if isinstance(state.get(key), dict):
                 _cap_states(state[key], max_seconds)
+
+
+# --------------------------------------------------------------------------------- Lambda dispatch
+
+MOTO_VERSION: Final = "5.2.5"
+"""The moto release whose interpreter ``dispatching`` patches (pinned in pyproject.toml's ``local`` extra).
+
+In moto 5.2.5, both ways a state machine calls Lambda (``StateTaskServiceLambda._eval_service_task`` for
+``arn:aws:states:::lambda:invoke`` and ``StateTaskLambda._eval_execution`` for a function ARN as Resource)
+go through ``moto/stepfunctions/parser/asl/component/state/exec/state_task/lambda_eval_utils.py``:
+``execute_lambda_function_integration`` calls the module-level ``_invoke_lambda_function(parameters,
+region, state_credentials)``, which makes a boto3 ``lambda.invoke`` and returns the response with
+``Payload`` already decoded from JSON. That function is what gets replaced; the caller's handling of
+``FunctionError`` (raising ``LambdaFunctionErrorException``) and
+``StateTaskServiceLambda._from_error`` (Error = the payload's ``errorType``, Cause = the payload) stay
+moto's. Check both again before moving the pin.
+"""
+
+TaskHandler = Callable[[Any], Any]
+"""A stand-in for a function in tests: called with the task's payload, returns the result or raises."""
+
+FunctionLoader = Callable[[str], Any]
+"""Logical id -> ``memmy_local.gateway.LocalFunction`` (loaded once, on first use)."""
+
+# The Python runtime's FunctionError for an exception that escaped the handler.
+_UNHANDLED: Final = "Unhandled"
+_LOCAL_PACKAGE_DIR: Final = Path(__file__).resolve().parent
+
+
+class LambdaDispatcher:
+    """Lambda Invoke for moto's interpreter: function name or ARN -> a handler run in this process.
+
+    ``functions`` maps each function's name (``!Ref``) to its template logical id; ``loader`` loads a
+    logical id as a ``LocalFunction`` (one warm container, like the gateway's). ``overrides`` maps a
+    function name or logical id to a ``TaskHandler`` that is called instead (tests register small
+    handlers this way).
+    """
+
+    def __init__(
+        self,
+        functions: Mapping[str, str] | None = None,
+        loader: FunctionLoader | None = None,
+        overrides: Mapping[str, TaskHandler] | None = None,
+    ) -> None:
+        self._logical_ids = dict(functions or {})
+        self._loader = loader
+        self._overrides: dict[str, TaskHandler] = {}
+        self._loaded: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        for key, handler in (overrides or {}).items():
+            self.override(key, handler)
+
+    @classmethod
+    def for_template(
+        cls,
+        template: Mapping[str, Any],
+        refs: Mapping[str, str],
+        loader: FunctionLoader | None = None,
+        overrides: Mapping[str, TaskHandler] | None = None,
+    ) -> LambdaDispatcher:
+        """Every ``AWS::Serverless::Function`` of ``template`` under the name provisioning gave it."""
+        functions = {
+            refs[logical_id]: logical_id
+            for logical_id, resource in template["Resources"].items()
+            if resource.get("Type") == "AWS::Serverless::Function" and logical_id in refs
+        }
+        return cls(functions, loader, overrides)
+
+    def override(self, function: str, handler: TaskHandler | None) -> None:
+        """Call ``handler`` for ``function`` (a name, ARN or logical id) from now on; ``None`` goes back
+        to the template's function."""
+        by_logical_id = {logical_id: name for name, logical_id in self._logical_ids.items()}
+        name = by_logical_id.get(function) or function_name_of(function)[0]
+        if handler is None:
+            self._overrides.pop(name, None)
+        else:
+            self._overrides[name] = handler
+
+    def invoke(self, parameters: Mapping[str, Any]) -> dict[str, Any]:
+        """Lambda's Invoke for ``parameters`` (FunctionName, Payload as JSON bytes, Qualifier...): the
+        response with ``Payload`` decoded, as moto's ``_invoke_lambda_function`` returns it."""
+        target = str(parameters["FunctionName"])
+        name, _qualifier = function_name_of(target)
+        request_id = str(uuid.uuid4())
+        raw = parameters.get("Payload")
+        event = json.loads(raw) if raw else {}
+        handler = self._handler(name)
+        if handler is None:
+            raise _resource_not_found(target, request_id)
+        try:
+            result = handler(event, request_id)
+        except Exception as error:
+            log.info("Lambda task %s raised %s: %s", name, type(error).__name__, error)
+            return _error_response(_error_type(error), str(error), request_id, error.__traceback__)
+        try:
+            payload = json.loads(json.dumps(result))
+        except (TypeError, ValueError) as error:
+            return _error_response(
+                "Runtime.MarshalError", f"Unable to marshal response: {error}", request_id, None
+            )
+        return {"StatusCode": 200, "ExecutedVersion": "$LATEST", "Payload": payload}
+
+    def _handler(self, name: str) -> Callable[[Any, str], Any] | None:
+        override = self._overrides.get(name)
+        if override is not None:
+            return lambda event, _request_id: override(event)
+        logical_id = self._logical_ids.get(name)
+        if logical_id is None or self._loader is None:
+            return None
+        with self._lock:
+            function = self._loaded.get(logical_id)
+            if function is None:
+                function = self._loaded[logical_id] = self._loader(logical_id)
+        invoke: Callable[[Any, str], Any] = function.invoke
+        return invoke
+
+
+def function_name_of(function: str) -> tuple[str, str | None]:
+    """(name, qualifier) of a Lambda FunctionName: ``name``, ``name:qualifier``, a full ARN
+    (``arn:aws:lambda:region:account:function:name[:qualifier]``) or a partial one
+    (``account:function:name[:qualifier]``)."""
+    parts = function.split(":")
+    if parts[0] == "arn" and len(parts) >= 7:
+        return parts[6], parts[7] if len(parts) > 7 else None
+    if len(parts) >= 3 and parts[1] == "function":
+        return parts[2], parts[3] if len(parts) > 3 else None
+    return parts[0], parts[1] if len(parts) > 1 else None
+
+
+def _error_type(error: BaseException) -> str:
+    from .gateway import FunctionNotLoadedError
+
+    # A function whose module failed to import fails every invocation with the runtime's init error.
+    return "Runtime.ImportModuleError" if isinstance(error, FunctionNotLoadedError) else type(error).__name__
+
+
+def _error_response(error_type: str, message: str, request_id: str, tb: Any) -> dict[str, Any]:
+    # The Python runtime's payload for an unhandled exception; its trace starts in the handler, so the
+    # local stack's own frames (this dispatcher, LocalFunction.invoke) are left out.
+    frames = [
+        frame for frame in traceback.extract_tb(tb) if Path(frame.filename).parent != _LOCAL_PACKAGE_DIR
+    ]
+    stack = traceback.format_list(frames)
+    payload = {"errorMessage": message, "errorType": error_type, "requestId": request_id, "stackTrace": stack}
+    return {"StatusCode": 200, "FunctionError": _UNHANDLED, "ExecutedVersion": "$LATEST", "Payload": payload}
+
+
+def _resource_not_found(function: str, request_id: str) -> Exception:
+    from botocore.exceptions import ClientError
+
+    return ClientError(
+        {
+            "Error": {"Code": "ResourceNotFoundException", "Message": f"Function not found: {function}"},
+            "ResponseMetadata": {"HTTPStatusCode": 404, "RequestId": request_id},
+        },
+        "Invoke",
+    )
+
+
+_active: LambdaDispatcher | None = None
+_install_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def dispatching(dispatcher: LambdaDispatcher) -> Iterator[LambdaDispatcher]:
+    """moto's Step Functions interpreter invokes Lambda through ``dispatcher`` for the duration.
+
+    moto's backends are process-wide, so only one dispatcher can be active at a time.
+    """
+    global _active
+    import moto
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+
+    if moto.__version__ != MOTO_VERSION:
+        raise RuntimeError(
+            f"memmy_local.stepfunctions patches moto {MOTO_VERSION}'s interpreter, not {moto.__version__}; "
+            "check lambda_eval_utils._invoke_lambda_function and update MOTO_VERSION"
+        )
+    with _install_lock:
+        if _active is not None:
+            raise RuntimeError("another LambdaDispatcher is already active in this process")
+        original = lambda_eval_utils._invoke_lambda_function
+
+        def invoke_lambda_function(parameters: dict[str, Any], region: str, state_credentials: Any) -> Any:
+            return dispatcher.invoke(parameters)
+
+        lambda_eval_utils._invoke_lambda_function = invoke_lambda_function
+        _active = dispatcher
+    try:
+        yield dispatcher
+    finally:
+        with _install_lock:
+            lambda_eval_utils._invoke_lambda_function = original
+            _active = None
+
+
+# ------------------------------------------------------------------------------ States.ALL matching
+
+# Errors that AWS documents as never matched by States.ALL (terminal: no Retry, no Catch).
+_NOT_MATCHED_BY_STATES_ALL: Final = frozenset({"States.Runtime", "States.DataLimitExceeded"})
+
+
+@contextlib.contextmanager
+def states_all_as_on_aws() -> Iterator[None]:
+    """For the duration, ``States.ALL`` does not match ``States.Runtime`` or ``States.DataLimitExceeded``.
+
+    Patches ``ErrorEqualsDecl._eval_body`` (moto 5.2.5,
+    ``moto/stepfunctions/parser/asl/component/common/error_name/error_equals_decl.py``), which every
+    Retrier and Catcher evaluates with the error name on the interpreter's stack: for those two errors
+    a ``["States.ALL"]`` answers "no match"; everything else is moto's own evaluation.
+    """
+    import moto
+    from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+
+    if moto.__version__ != MOTO_VERSION:
+        raise RuntimeError(f"states_all_as_on_aws patches moto {MOTO_VERSION}, not {moto.__version__}")
+    original = ErrorEqualsDecl._eval_body
+    states_all = StatesErrorName.from_name("States.ALL")
+
+    def eval_body(self: Any, env: Any) -> None:
+        error_name = env.stack[-1]
+        if (
+            states_all in self.error_names
+            and isinstance(error_name, StatesErrorName)
+            and error_name.error_name in _NOT_MATCHED_BY_STATES_ALL
+        ):
+            env.stack.pop()
+            env.stack.append(False)
+            return
+        original(self, env)
+
+    with _install_lock:
+        ErrorEqualsDecl._eval_body = eval_body
+    try:
+        yield
+    finally:
+        with _install_lock:
+            ErrorEqualsDecl._eval_body = original
