@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import socket
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,14 @@ import httpx
 import pytest
 
 from memmy_local import tokens
-from memmy_local.gateway import Gateway, GatewayConfig, JwtAuthorizer
+from memmy_local.gateway import (
+    EventContext,
+    Gateway,
+    GatewayConfig,
+    GatewayRequest,
+    JwtAuthorizer,
+    build_event,
+)
 from memmy_local.template import function_environment, load_template
 
 ISSUER = "memmy-local"
@@ -87,6 +97,26 @@ TEMPLATE = """\
             Broken:
               Type: HttpApi
               Properties: {Method: GET, Path: /broken}
+      PoolFunction:
+        Type: AWS::Serverless::Function
+        Properties:
+          FunctionName: !Sub ${AWS::StackName}-pool
+          CodeUri: functions/pool/
+          Handler: app.lambda_handler
+          Events:
+            Pool:
+              Type: HttpApi
+              Properties: {Method: GET, Path: "/pool/{tag}"}
+      OtherPoolFunction:
+        Type: AWS::Serverless::Function
+        Properties:
+          FunctionName: !Sub ${AWS::StackName}-other-pool
+          CodeUri: functions/other_pool/
+          Handler: app.lambda_handler
+          Events:
+            Other:
+              Type: HttpApi
+              Properties: {Method: GET, Path: "/other/{tag}"}
     """
 
 ECHO_HANDLER = """\
@@ -141,6 +171,97 @@ BROKEN_HANDLER = """\
     raise ImportError("this function cannot start")
     """
 
+# Shared by the pool functions, as the core layer is by ours: Powertools routers, a Logger and Metrics
+# created once per process, whose request state Powertools keeps in process-wide places.
+POOL_SHARED = """\
+    import logging
+    import threading
+    import time
+
+    from aws_lambda_powertools import Logger, Metrics
+    from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+    from aws_lambda_powertools.metrics import MetricUnit
+
+
+    class Lines(logging.Handler):
+        def __init__(self):
+            super().__init__()
+            self.lines = []
+
+        def emit(self, record):
+            self.lines.append(self.format(record))
+
+
+    LOG = Lines()
+    logger = Logger(service="pool-test", logger_handler=LOG)
+    metrics = Metrics(namespace="PoolTest", service="pool-test")
+    router = APIGatewayHttpRouter()
+    other_router = APIGatewayHttpRouter()
+    # Tests set these: where invocations meet (``mode=meet``) or wait to be let go (``mode=hold``).
+    BARRIER = threading.Barrier(2)
+    RELEASE = threading.Event()
+    ACTIVE = {"now": 0, "max": 0}
+    LOCK = threading.Lock()
+
+
+    def _seen(route, tag):
+        mode = route.current_event.get_query_string_value("mode", "")
+        entered = time.monotonic()
+        with LOCK:
+            ACTIVE["now"] += 1
+            ACTIVE["max"] = max(ACTIVE["max"], ACTIVE["now"])
+        try:
+            if mode == "meet":
+                BARRIER.wait(timeout=10)
+            elif mode == "hold":
+                RELEASE.wait(timeout=10)
+            # Whatever the others wrote meanwhile, this request must still see its own.
+            metrics.add_metric(name=f"seen_{tag}", unit=MetricUnit.Count, value=1)
+            logger.info("working", extra={"tag": tag})
+            event = route.current_event
+            return {
+                "tag": tag,
+                "path_tag": event.path_parameters["tag"],
+                "caller": event.raw_event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"],
+                "request_id": event.request_context.request_id,
+                "correlation_id": logger.get_correlation_id(),
+                "aws_request_id": route.lambda_context.aws_request_id,
+                "function_name": route.lambda_context.function_name,
+                "entered": entered,
+                "left": time.monotonic(),
+            }
+        finally:
+            with LOCK:
+                ACTIVE["now"] -= 1
+
+
+    @router.get("/pool/<tag>")
+    def pool(tag):
+        return _seen(router, tag)
+
+
+    @other_router.get("/other/<tag>")
+    def other(tag):
+        return _seen(other_router, tag)
+    """
+
+POOL_HANDLER = """\
+    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+    from aws_lambda_powertools.logging import correlation_paths
+
+    from {shared} import logger, metrics, {router}
+
+    app = APIGatewayHttpResolver()
+    app.include_router({router})
+
+
+    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+    @metrics.log_metrics
+    def lambda_handler(event, context):
+        return app.resolve(event, context)
+    """
+POOL_SHARED_MODULE = "memmy_gateway_test_pool_shared"
+
 
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -159,8 +280,14 @@ def gateway(tmp_path_factory: pytest.TempPathFactory, key_path: Path) -> Iterato
     _write(repo / "functions/echo/app.py", ECHO_HANDLER)
     _write(repo / "functions/special/app.py", SPECIAL_HANDLER)
     _write(repo / "functions/broken/app.py", BROKEN_HANDLER)
+    _write(repo / "shared" / f"{POOL_SHARED_MODULE}.py", POOL_SHARED)
+    for directory, router in (("pool", "router"), ("other_pool", "other_router")):
+        _write(
+            repo / f"functions/{directory}/app.py",
+            POOL_HANDLER.format(shared=POOL_SHARED_MODULE, router=router),
+        )
     template = load_template(repo / "template.yaml")
-    functions = ("EchoFunction", "SpecialFunction", "BrokenFunction")
+    functions = ("EchoFunction", "SpecialFunction", "BrokenFunction", "PoolFunction", "OtherPoolFunction")
     environments = {name: function_environment(template, name, REFS) for name in functions}
     authorizer = JwtAuthorizer(tokens.load_signing_key(key_path), ISSUER, AUDIENCE)
     config = GatewayConfig(
@@ -171,6 +298,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory, key_path: Path) -> Iterato
         environments=environments,
     )
     mp = pytest.MonkeyPatch()
+    # The pool functions' shared module stands for the core layer, importable by every function.
+    mp.syspath_prepend(str(repo / "shared"))
     # What the stack does: the union of the functions' environments, set once.
     mp.setenv("TABLE_NAME", REFS["Table"])
     mp.setenv("POWERTOOLS_SERVICE_NAME", "global-service")
@@ -544,3 +673,153 @@ def test_any_method_reaches_the_routing_and_gets_its_404(client: httpx.Client, t
     resp = client.request(method, "/items", headers=_auth(token))
     assert resp.status_code == HTTPStatus.NOT_FOUND
     assert resp.headers["content-type"].startswith("application/json")
+
+
+# ------------------------------------------------------------------------------------- concurrency
+
+
+@pytest.fixture
+def pool(gateway: Gateway) -> Iterator[Any]:
+    """The pool functions' shared module, with its log lines and counters reset."""
+    shared = importlib.import_module(POOL_SHARED_MODULE)
+    shared.LOG.lines.clear()
+    shared.ACTIVE.update(now=0, max=0)
+    shared.RELEASE.clear()
+    yield shared
+    shared.RELEASE.set()  # never leave a request held
+
+
+def _get(gateway: Gateway, path: str, token: str) -> httpx.Response:
+    with httpx.Client(base_url=gateway.url, timeout=30) as http:
+        return http.get(path, headers=_auth(token))
+
+
+def _get_all(gateway: Gateway, requests: list[tuple[str, str]]) -> list[httpx.Response]:
+    """GET every (path, token) at once, each on its own connection; the responses in the same order."""
+    with ThreadPoolExecutor(max_workers=len(requests)) as executor:
+        return list(executor.map(lambda request: _get(gateway, *request), requests))
+
+
+def _log_lines(pool: Any, message: str) -> list[dict[str, Any]]:
+    return [line for line in map(json.loads, pool.LOG.lines) if line["message"] == message]
+
+
+def test_concurrent_requests_to_one_function_run_at_once(gateway: Gateway, pool: Any, token: str) -> None:
+    pool.BARRIER = threading.Barrier(2)
+
+    responses = _get_all(gateway, [("/pool/a?mode=meet", token), ("/pool/b?mode=meet", token)])
+
+    first, second = (_seen(resp) for resp in responses)
+    # Each invocation passed a barrier that only the other one could open: they were in the handler
+    # together (one container at a time would have broken the barrier after its 10 s).
+    assert max(first["entered"], second["entered"]) < min(first["left"], second["left"])
+    assert pool.ACTIVE["max"] == 2
+    containers = gateway.functions["PoolFunction"].containers
+    assert len(containers) >= 2
+    # Each container runs its own copy of the handler module, hence its own resolver.
+    assert len({container.handler.__module__ for container in containers if container.handler}) == len(
+        containers
+    )
+
+
+def test_concurrent_requests_each_get_their_own_answer_log_lines_and_metrics(
+    gateway: Gateway, pool: Any, key_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    users = ("alice", "bob", "carol")
+    user_tokens = {user: tokens.issue_token(user, key_path=key_path) for user in users}
+    # Four at a time, as many as the pool's containers: each request meets three others mid-handler.
+    pool.BARRIER = threading.Barrier(gateway.config.max_containers)
+    requests = [(f"/pool/t{i}?mode=meet", user_tokens[users[i % 3]]) for i in range(12)]
+
+    responses = _get_all(gateway, requests)
+
+    assert pool.ACTIVE["max"] == gateway.config.max_containers
+    for i, resp in enumerate(responses):
+        seen = _seen(resp)
+        request_id = resp.headers["apigw-requestid"]
+        assert seen["tag"] == seen["path_tag"] == f"t{i}"
+        assert seen["caller"] == users[i % 3]
+        assert seen["request_id"] == seen["correlation_id"] == seen["aws_request_id"] == request_id
+        assert seen["function_name"] == "memmy-test-pool"
+    # Every log line carries its own invocation's keys (Logger.inject_lambda_context's).
+    working = {line["tag"]: line for line in _log_lines(pool, "working")}
+    assert sorted(working) == sorted(f"t{i}" for i in range(12))
+    for i, resp in enumerate(responses):
+        line = working[f"t{i}"]
+        assert line["correlation_id"] == line["function_request_id"] == resp.headers["apigw-requestid"]
+        assert line["function_name"] == "memmy-test-pool"
+    # Every invocation flushes exactly its own metrics (one EMF document each).
+    documents = [json.loads(out) for out in capsys.readouterr().out.splitlines() if '"_aws"' in out]
+    flushed = sorted(
+        tuple(metric["Name"] for metric in document["_aws"]["CloudWatchMetrics"][0]["Metrics"])
+        for document in documents
+    )
+    assert flushed == sorted((f"seen_t{i}",) for i in range(12))
+
+
+def test_requests_beyond_the_pool_wait_for_a_free_container(gateway: Gateway, pool: Any, token: str) -> None:
+    function = gateway.functions["PoolFunction"]
+    cap = function.max_containers
+    with ThreadPoolExecutor(max_workers=cap + 2) as executor:
+        futures = [executor.submit(_get, gateway, f"/pool/h{i}?mode=hold", token) for i in range(cap + 2)]
+        deadline = time.monotonic() + 10
+        while pool.ACTIVE["now"] < cap and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # every chance for the two others to get in, were they not waiting
+        assert pool.ACTIVE["now"] == cap
+        assert len(function.containers) == cap
+        pool.RELEASE.set()
+        responses = [future.result() for future in futures]
+
+    assert [resp.status_code for resp in responses] == [HTTPStatus.OK] * (cap + 2)
+    assert pool.ACTIVE["max"] == cap
+    assert sorted(_seen(resp)["tag"] for resp in responses) == sorted(f"h{i}" for i in range(cap + 2))
+
+
+def test_concurrent_requests_to_two_functions_keep_their_own_events(
+    gateway: Gateway, pool: Any, key_path: Path
+) -> None:
+    # Both functions' routers live in one shared module, as ours do in the core layer.
+    pool.BARRIER = threading.Barrier(2)
+    alice = tokens.issue_token("alice", key_path=key_path)
+    bob = tokens.issue_token("bob", key_path=key_path)
+
+    responses = _get_all(gateway, [("/pool/p?mode=meet", alice), ("/other/o?mode=meet", bob)])
+
+    pool_seen, other_seen = (_seen(resp) for resp in responses)
+    assert (pool_seen["path_tag"], pool_seen["caller"], pool_seen["function_name"]) == (
+        "p",
+        "alice",
+        "memmy-test-pool",
+    )
+    assert (other_seen["path_tag"], other_seen["caller"], other_seen["function_name"]) == (
+        "o",
+        "bob",
+        "memmy-test-other-pool",
+    )
+    lines = {line["tag"]: line for line in _log_lines(pool, "working")}
+    assert lines["p"]["function_name"] == "memmy-test-pool"
+    assert lines["o"]["function_name"] == "memmy-test-other-pool"
+    assert lines["p"]["correlation_id"] == responses[0].headers["apigw-requestid"]
+    assert lines["o"]["correlation_id"] == responses[1].headers["apigw-requestid"]
+
+
+def test_outside_containers_powertools_state_is_the_process_own(
+    gateway: Gateway, pool: Any, token: str
+) -> None:
+    _seen(_get(gateway, "/pool/inside", token))
+    # What the containers' invocations appended stayed in the containers.
+    assert pool.logger.get_correlation_id() is None
+
+    # A handler called directly, as unit tests do, works on the process's state as it always did.
+    function = gateway.functions["PoolFunction"]
+    assert function.handler is not None
+    request = GatewayRequest("GET", "/pool/direct", "", [("host", "localhost")], b"", "127.0.0.1")
+    event = build_event(
+        request, EventContext("GET /pool/{tag}", "direct-1", time.time()), {"tag": "direct"}, {"sub": "dave"}
+    )
+    result = function.handler(event, function.context("direct-1"))
+
+    assert json.loads(result["body"])["caller"] == "dave"
+    assert pool.logger.get_correlation_id() == "direct-1"
+    pool.logger.set_correlation_id(None)

@@ -10,12 +10,17 @@ variable names, so the stack puts the union of the functions' environments into 
 (``memmy_local.stack``). Each module is imported with its own function's environment overlaid, so that
 module-level reads (a Powertools ``Logger()``'s service name) see that function's values.
 
-Each function behaves as one warm container: its invocations run one at a time (handlers keep
-per-request state in module globals), while different functions run concurrently. Timeouts are reported
-by the context's ``get_remaining_time_in_millis`` but not enforced.
+Each function is a small pool of warm containers (``LocalFunction``, up to ``max_containers``, 4 by
+default): concurrent requests run concurrently, as API Gateway and Lambda run them, each in a container of
+its own that serves one request at a time; when all are busy a request waits for one. A container has its
+own copy of the handler module (its resolver, its batch processor) and its own Powertools request state
+(the current event, the routing context, the Logger's keys such as ``correlation_id`` and
+``function_name``, the Metrics buffer), which Powertools otherwise keeps process-wide
+(``isolate_powertools_state``). Timeouts are reported by the context's ``get_remaining_time_in_millis``
+but not enforced.
 
-Handler modules are loaded by file path under a unique module name per function, so two ``app.py``
-files do not collide; a handler's siblings in its CodeUri directory are not importable (keep shared code
+Handler modules are loaded by file path under a unique module name per function (a further container's
+copy under that name plus ``__container<n>``), so two ``app.py`` files do not collide; a handler's siblings in its CodeUri directory are not importable (keep shared code
 in the core layer, as on Lambda with more than one function).
 """
 
@@ -23,23 +28,32 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import copy
+import functools
+import importlib.util
+import itertools
 import json
 import logging
 import re
+import sys
 import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from .handlers import load_function_module
+from .handlers import load_function_module, overlaid_environment
 from .template import Route, UnresolvableValueError, http_routes, load_template, resolve_intrinsics
 from .tokens import TokenError, VerifyingKey, verify_token
 
@@ -374,6 +388,156 @@ def error_response(error: GatewayError) -> GatewayResponse:
     return GatewayResponse(error.status, headers, body)
 
 
+# ---------------------------------------------------------------------------------------- containers
+
+DEFAULT_MAX_CONTAINERS = 4
+_MISSING: Any = object()
+# The container whose invocation is running in this thread (None: code that runs outside any container).
+_ACTIVE_CONTAINER: ContextVar[Container | None] = ContextVar("memmy_local_container", default=None)
+
+
+class Container:
+    """One warm "container" of a function: its own copy of the handler module and of Powertools' state.
+
+    A container serves one invocation at a time. While it does, the Powertools attributes that are shared
+    by the whole process here, but private to each container on Lambda (see ``isolate_powertools_state``),
+    read and write this container's own values.
+    """
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.handler: Handler | None = None
+        self.invocations = 0
+        self.state: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        """This container's state in effect for the calling thread."""
+        token = _ACTIVE_CONTAINER.set(self)
+        try:
+            yield
+        finally:
+            _ACTIVE_CONTAINER.reset(token)
+
+    def __repr__(self) -> str:
+        return f"Container(number={self.number}, invocations={self.invocations})"
+
+
+class _ScopedAttribute:
+    """A data descriptor: an attribute of a process-wide Powertools object, kept per container.
+
+    Outside any container the value lives where Powertools put it (the instance's ``__dict__``; for a class
+    attribute, ``process_value``), so code that runs no container sees no difference. Inside a container,
+    the container's own value is used, first made by ``fresh`` from the process's value (with ``fresh``
+    None, a container starts without one, as a new Lambda container would).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        fresh: Callable[[Any], Any] | None = None,
+        *,
+        owner: type | None = None,
+        process_value: Any = _MISSING,
+    ) -> None:
+        self.name = name
+        self.fresh = fresh
+        # Set for a class attribute (``BaseRouter.current_event``): one value per container, whoever asks.
+        self.owner = owner
+        self.process_value = process_value
+
+    def _process(self, target: Any) -> Any:
+        return self.process_value if self.owner is not None else vars(target).get(self.name, _MISSING)
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is None and self.owner is None:
+            return self
+        target = self.owner if self.owner is not None else obj
+        container = _ACTIVE_CONTAINER.get()
+        if container is None:
+            value = self._process(target)
+        else:
+            values = container.state.setdefault(target, {})
+            value = values.get(self.name, _MISSING)
+            if value is _MISSING and self.fresh is not None:
+                initial = self._process(target)
+                if initial is not _MISSING:
+                    value = values[self.name] = self.fresh(initial)
+        if value is _MISSING:
+            raise AttributeError(self.name)
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        target: Any = self.owner if self.owner is not None else obj
+        container = _ACTIVE_CONTAINER.get()
+        if container is not None:
+            container.state.setdefault(target, {})[self.name] = value
+        elif self.owner is not None:
+            self.process_value = value
+        else:
+            vars(target)[self.name] = value
+
+
+def _scope_instance_attributes(cls: type, fresh: Mapping[str, Callable[[Any], Any]]) -> None:
+    for name, make in fresh.items():
+        if not isinstance(cls.__dict__.get(name), _ScopedAttribute):
+            setattr(cls, name, _ScopedAttribute(name, make))
+
+
+def _scope_class_attributes(cls: type, names: tuple[str, ...]) -> None:
+    """Class attributes written as ``cls.<name> = ...`` kept per container: a metaclass descriptor takes the
+    class-level reads and writes, the same descriptor in the class takes its instances' reads."""
+    if all(isinstance(cls.__dict__.get(name), _ScopedAttribute) for name in names):
+        return
+    slots: dict[str, Any] = {}
+    for name in names:
+        slots[name] = _ScopedAttribute(name, owner=cls, process_value=cls.__dict__.get(name, _MISSING))
+        type.__setattr__(cls, name, slots[name])  # before the metaclass has descriptors of that name
+    meta = type(cls)
+    cls.__class__ = type(f"ContainerScoped{meta.__name__}", (meta,), slots)
+
+
+_ISOLATION_LOCK = threading.Lock()
+_isolated = False
+
+
+def isolate_powertools_state() -> None:
+    """Keep Powertools' per-invocation state per container (idempotent; no change outside containers).
+
+    On Lambda each container is its own process, so Powertools keeps request state in places one process
+    shares here: the resolvers' current event and context are attributes of the ``BaseRouter`` class, a
+    resolver's routing context and a router's resolver are set per request or per import, a ``Logger``'s
+    appended keys (``function_name``, ``function_request_id``, ``correlation_id``...) live in its
+    formatter, shared by every logger of one service, and ``Metrics`` buffers in dictionaries shared by
+    every instance. Powertools' ``thread_safe_append_keys`` would not help: ``inject_lambda_context`` and
+    ``set_correlation_id`` write the shared keys. Each of these attributes is made per container instead.
+    """
+    global _isolated
+    with _ISOLATION_LOCK:
+        if _isolated:
+            return
+        from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, BaseRouter, Router
+        from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+        from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import (
+            AmazonCloudWatchEMFProvider,
+        )
+
+        _scope_class_attributes(BaseRouter, ("current_event", "lambda_context"))
+        _scope_instance_attributes(ApiGatewayResolver, {"context": dict})
+        _scope_instance_attributes(Router, {"api_resolver": lambda resolver: resolver})
+        _scope_instance_attributes(LambdaPowertoolsFormatter, {"log_format": dict})
+        _scope_instance_attributes(
+            AmazonCloudWatchEMFProvider,
+            {
+                "metric_set": copy.deepcopy,
+                "dimension_set": dict,
+                "dimension_sets": copy.deepcopy,
+                "metadata_set": dict,
+            },
+        )
+        _isolated = True
+
+
 # ----------------------------------------------------------------------------------------- functions
 
 
@@ -403,11 +567,14 @@ class FunctionNotLoadedError(RuntimeError):
 
 @dataclass
 class LocalFunction:
-    """One template function as a single warm Lambda container: invocations run one at a time.
+    """One template function as a pool of warm Lambda containers, each serving one invocation at a time.
 
-    Handler modules keep per-request state in module globals (a Powertools resolver's ``current_event``),
-    which is safe on Lambda only because a container serves one request at a time; the lock keeps that
-    true here. Different functions still run concurrently.
+    As API Gateway and Lambda do, concurrent invocations run concurrently, each in its own container: the
+    first is ``handler`` (its module is the function's module), the others are started on demand, up to
+    ``max_containers``, each with its own copy of the handler module (``spawn``) and its own Powertools
+    state (``isolate_powertools_state``). Beyond that, an invocation waits for a container to be free (on
+    Lambda it would be throttled). Without ``spawn`` (a handler given as is) there is one container.
+    Timeouts are reported by the context's ``get_remaining_time_in_millis`` but not enforced.
     """
 
     logical_id: str
@@ -420,7 +587,21 @@ class LocalFunction:
     account_id: str = DEFAULT_ACCOUNT_ID
     handler: Handler | None = None
     load_error: str | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # Imports another copy of the handler's module, for one more container; called in that container.
+    spawn: Callable[[], Handler] | None = field(default=None, repr=False)
+    max_containers: int = DEFAULT_MAX_CONTAINERS
+    _containers: list[Container] = field(default_factory=list, repr=False)
+    _idle: list[Container] = field(default_factory=list, repr=False)
+    _starting: int = field(default=0, repr=False)
+    _started: int = field(default=0, repr=False)
+    _canonical_taken: bool = field(default=False, repr=False)
+    _available: threading.Condition = field(default_factory=threading.Condition, repr=False)
+
+    @property
+    def containers(self) -> tuple[Container, ...]:
+        """The containers started so far, in order."""
+        with self._available:
+            return tuple(self._containers)
 
     def context(self, request_id: str) -> LambdaContext:
         """A fresh context for one invocation."""
@@ -436,11 +617,70 @@ class LocalFunction:
         )
 
     def invoke(self, event: Any, request_id: str | None = None) -> Any:
-        """Run the handler with ``event`` and a fresh context; its exceptions propagate."""
+        """Run the handler in a free container with ``event`` and a fresh context; its exceptions propagate.
+
+        Thread-safe: concurrent calls run in different containers, one call per container at a time.
+        """
         if self.handler is None:
             raise FunctionNotLoadedError(f"{self.logical_id} was not loaded: {self.load_error}")
-        with self._lock:
-            return self.handler(event, self.context(request_id or str(uuid.uuid4())))
+        container = self._acquire()
+        try:
+            with container.active():
+                assert container.handler is not None
+                return container.handler(event, self.context(request_id or str(uuid.uuid4())))
+        finally:
+            with self._available:
+                container.invocations += 1
+                self._idle.append(container)
+                self._available.notify()
+
+    def _acquire(self) -> Container:
+        """A free container: an idle one (the most recently used), else a new one below the cap, else wait."""
+        capacity = max(1, self.max_containers) if self.spawn is not None else 1
+        with self._available:
+            while not self._idle:
+                if len(self._containers) + self._starting < capacity:
+                    self._starting += 1
+                    self._started += 1
+                    number = self._started
+                    # The first container runs the function's own module; the others, copies of it.
+                    canonical = not self._canonical_taken
+                    self._canonical_taken = True
+                    break
+                self._available.wait()
+            else:
+                return self._idle.pop()
+        # Started outside the lock: the other containers go on serving meanwhile.
+        container: Container | None = None
+        try:
+            container = self._start(number, canonical)
+            return container
+        finally:
+            with self._available:
+                self._starting -= 1
+                if container is not None:
+                    self._containers.append(container)
+                else:
+                    self._canonical_taken = self._canonical_taken and not canonical
+                    self._available.notify()
+
+    def _start(self, number: int, canonical: bool) -> Container:
+        isolate_powertools_state()
+        container = Container(number)
+        if canonical:
+            container.handler = self.handler
+        else:
+            assert self.spawn is not None
+            try:
+                with container.active():
+                    # The copy's module-level code runs in the new container, as a Lambda init would.
+                    container.handler = self.spawn()
+            except Exception as err:
+                # On Lambda: the new container's init error, that invocation's failure.
+                raise FunctionNotLoadedError(
+                    f"{self.logical_id}: container {number} could not load: {type(err).__name__}: {err}"
+                ) from err
+        return container
 
 
 def _function_property(template: Mapping[str, Any], logical_id: str, name: str, default: Any) -> Any:
@@ -475,18 +715,61 @@ def describe_function(
     )
 
 
-def load_handler(repo_root: Path, function: LocalFunction, environment: Mapping[str, str]) -> Handler:
-    """Import ``<repo_root>/<CodeUri>/<module>.py`` (once per process) and return its handler."""
+# Imports run one at a time: each overlays its function's environment on os.environ while it runs.
+_IMPORT_LOCK = threading.Lock()
+_copy_numbers = itertools.count(2)
+
+
+def _handler_module(
+    repo_root: Path, function: LocalFunction, environment: Mapping[str, str]
+) -> tuple[ModuleType, str]:
+    """The function's module (imported once per process) and the name of its handler attribute."""
     module_path, _, attribute = function.handler_spec.rpartition(".")
     if not module_path or not attribute:
         raise ValueError(
             f"{function.logical_id}: Handler {function.handler_spec!r} is not <module>.<function>"
         )
-    module = load_function_module(function.code_uri, function.handler_spec, repo_root, environment)
-    handler = getattr(module, attribute, None)
+    with _IMPORT_LOCK:
+        module = load_function_module(function.code_uri, function.handler_spec, repo_root, environment)
+    return module, attribute
+
+
+def _handler_of(module: ModuleType, attribute: str, logical_id: str) -> Handler:
+    handler: Handler | None = getattr(module, attribute, None)
     if not callable(handler):
-        raise AttributeError(f"{function.logical_id}: {module.__file__} has no callable {attribute!r}")
+        raise AttributeError(f"{logical_id}: {module.__file__} has no callable {attribute!r}")
     return handler
+
+
+def load_handler(repo_root: Path, function: LocalFunction, environment: Mapping[str, str]) -> Handler:
+    """Import ``<repo_root>/<CodeUri>/<module>.py`` (once per process) and return its handler."""
+    return _handler_of(*_handler_module(repo_root, function, environment), function.logical_id)
+
+
+def copy_handler(
+    module: ModuleType, attribute: str, environment: Mapping[str, str], logical_id: str
+) -> Handler:
+    """The handler of a fresh copy of ``module``, imported under a name of its own: another container's.
+
+    The copy has its own module globals (a resolver, a batch processor); modules it imports (the core
+    layer, Powertools) are shared with the other containers, hence ``isolate_powertools_state``.
+    """
+    path = Path(module.__file__ or "")
+    with _IMPORT_LOCK:
+        name = f"{module.__name__}__container{next(_copy_numbers)}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None or not path.is_file():
+            raise FileNotFoundError(f"no handler module at {path}")
+        copied = importlib.util.module_from_spec(spec)
+        # Registered before running, as the first copy is, so that pydantic can resolve the module's names.
+        sys.modules[name] = copied
+        try:
+            with overlaid_environment(environment):
+                spec.loader.exec_module(copied)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    return _handler_of(copied, attribute, logical_id)
 
 
 def load_function(
@@ -498,15 +781,21 @@ def load_function(
     environment: Mapping[str, str] | None = None,
     region: str = DEFAULT_REGION,
     account_id: str = DEFAULT_ACCOUNT_ID,
+    max_containers: int = DEFAULT_MAX_CONTAINERS,
 ) -> LocalFunction:
     """Describe and import one template function (for the gateway and for event runners).
 
     An import failure does not raise: like a Lambda whose init fails, the function is returned with
-    ``load_error`` set, the error is logged, and each invocation fails.
+    ``load_error`` set, the error is logged, and each invocation fails. Further containers import their
+    own copies of the module when concurrent invocations need them (``LocalFunction``).
     """
     function = describe_function(template, logical_id, refs, region, account_id)
+    function.max_containers = max_containers
+    variables = dict(environment or {})
     try:
-        function.handler = load_handler(repo_root, function, environment or {})
+        module, attribute = _handler_module(repo_root, function, variables)
+        function.handler = _handler_of(module, attribute, logical_id)
+        function.spawn = functools.partial(copy_handler, module, attribute, variables, logical_id)
     except Exception as err:
         function.load_error = f"{type(err).__name__}: {err}"
         log.error("cannot load %s (%s): %s", logical_id, function.handler_spec, function.load_error)
@@ -531,6 +820,8 @@ class GatewayConfig:
     environments: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     region: str = DEFAULT_REGION
     account_id: str = DEFAULT_ACCOUNT_ID
+    # Containers per function: how many requests to one function run at once (more wait for one).
+    max_containers: int = DEFAULT_MAX_CONTAINERS
 
 
 class Gateway:
@@ -589,6 +880,7 @@ class Gateway:
                     environment=self.config.environments.get(logical_id, {}),
                     region=self.config.region,
                     account_id=self.config.account_id,
+                    max_containers=self.config.max_containers,
                 )
 
     def handle(self, request: GatewayRequest) -> GatewayResponse:
