@@ -82,6 +82,7 @@ def _dev_up(args: argparse.Namespace) -> int:
         moto_port=args.moto_port,
         data_dir=args.data_dir,
         memos_processing_delay=args.processing_delay,
+        schedule_interval=args.schedule_interval,
     )
     # SIGTERM behaves like Ctrl-C, also while the stack is still starting, so everything started is stopped.
     signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
@@ -105,12 +106,13 @@ def _dev_up(args: argparse.Namespace) -> int:
 def _print_ready(stack: Any, data_dir: Path | None) -> None:
     data = f"{data_dir} (kept across restarts)" if data_dir else "none kept (a clean slate on every start)"
     mint_command = "memmy-kb dev token alice --name Alice --email alice@example.com"
-    if data_dir:
-        mint_command += f" --data-dir {data_dir}"
+    data_option = f" --data-dir {data_dir}" if data_dir else ""
+    mint_command += data_option
     lines = [
         f"  API:    {stack.api_url}",
         f"  MemOS:  {stack.memos_api_url}  (state: {stack.memos_url}/_emulator/state)",
         f"  moto:   {stack.moto_url}",
+        f"  control: {stack.control_url}  (memmy-kb dev reconcile{data_option})",
         f"  data:   {data}",
         f"{READY_PREFIX}{stack.api_url}",
         f'Get a token:  TOKEN="$({mint_command})"',
@@ -133,6 +135,35 @@ def _dev_token(args: argparse.Namespace) -> int:
     )
     print(token)
     return 0
+
+
+def _dev_reconcile(args: argparse.Namespace) -> int:
+    import json
+
+    import httpx
+
+    from memmy_local import tokens
+    from memmy_local.control import TOKEN_HEADER, read_state, state_file
+
+    home = tokens.dev_home(args.data_dir)
+    try:
+        state = read_state(home)
+    except (OSError, ValueError):
+        print(
+            f"memmy-kb dev reconcile: no running local stack recorded in {state_file(home)}; start one with "
+            "`memmy-kb dev up` (and pass the same --data-dir)",
+            file=sys.stderr,
+        )
+        return 1
+    url = f"{state['control_url']}/schedules/{args.function}"
+    try:
+        # The function's own timeout (300 s for reconcile) bounds the wait, plus a margin.
+        response = httpx.post(url, headers={TOKEN_HEADER: state["token"]}, timeout=args.timeout)
+    except httpx.HTTPError as err:
+        print(f"memmy-kb dev reconcile: the local stack at {url} did not answer ({err})", file=sys.stderr)
+        return 1
+    print(json.dumps(response.json(), indent=2, ensure_ascii=False))
+    return 0 if response.status_code == 200 else 1
 
 
 def _add_dev_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -171,7 +202,31 @@ def _add_dev_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     up.add_argument(
         "--processing-delay", type=float, default=1.0, help="seconds a new MemOS file stays running"
     )
+    up.add_argument(
+        "--schedule-interval",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="run the scheduled functions (reconcile) this often (default 60; 0 = only by dev reconcile)",
+    )
     up.set_defaults(func=_dev_up)
+
+    reconcile = dev.add_parser(
+        "reconcile",
+        help="run the scheduled reconcile function once in the running local stack and print its result",
+    )
+    reconcile.add_argument(
+        "--data-dir", type=Path, default=None, help="the stack's --data-dir, if it was started with one"
+    )
+    reconcile.add_argument(
+        "--function",
+        default="ReconcileFunction",
+        help="the scheduled function's logical id in template.yaml (default ReconcileFunction)",
+    )
+    reconcile.add_argument(
+        "--timeout", type=float, default=330.0, metavar="SECONDS", help="how long to wait (default 330)"
+    )
+    reconcile.set_defaults(func=_dev_reconcile)
 
     token = dev.add_parser("token", help="print a login token for the local stack")
     token.add_argument("user", metavar="USER", help="the user id (the token's sub)")

@@ -8,15 +8,24 @@
 whole batch. Unlike AWS, a failed message is made visible again after ``retry_delay`` seconds rather than
 the queue's full visibility timeout (minutes), so that local retries happen while someone is watching;
 the queue's redrive policy (maxReceiveCount, DLQ) still applies.
+
+``ScheduleRunner`` stands in for EventBridge (``Schedule``) and EventBridge Scheduler (``ScheduleV2``),
+which moto never fires: every ``interval`` seconds (not the template's rate; 0 = never) it invokes each
+function that has such an event, with the event the schedule would send, and ``run(logical_id)`` does it
+once, synchronously, on demand (``LocalStack.run_scheduled``, ``memmy-kb dev reconcile``).
+
+``FunctionPool`` holds the one ``LocalFunction`` per template function that the stack's parts share.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -189,18 +198,200 @@ def start_sqs_runners(
     endpoint_url: str | None,
     region: str,
     account_id: str,
+    pool: FunctionPool | None = None,
 ) -> list[SqsRunner]:
-    """Load every SQS-triggered function of ``template`` and start a runner for each of its queues."""
+    """Load every SQS-triggered function of ``template`` (from ``pool`` when given) and start a runner
+    for each of its queues."""
+    pool = pool or FunctionPool(
+        template, refs, environments, repo_root=repo_root, region=region, account_id=account_id
+    )
     runners = []
     for source in sqs_sources(template, refs):
-        function = load_function(
-            template,
-            source.function,
-            repo_root=repo_root,
-            refs=refs,
-            environment=environments.get(source.function, {}),
-            region=region,
-            account_id=account_id,
-        )
+        function = pool.get(source.function)
         runners.append(SqsRunner(source, function, endpoint_url=endpoint_url, region=region).start())
     return runners
+
+
+# -------------------------------------------------------------------------------------- functions
+
+
+class FunctionPool:
+    """One ``LocalFunction`` per template function, loaded on first use and shared by the stack's parts
+    (the gateway's functions can be handed in as ``loaded``)."""
+
+    def __init__(
+        self,
+        template: Mapping[str, Any],
+        refs: Mapping[str, str],
+        environments: Mapping[str, Mapping[str, str]],
+        *,
+        repo_root: Path,
+        region: str,
+        account_id: str,
+        loaded: Mapping[str, LocalFunction] | None = None,
+    ) -> None:
+        self.template = template
+        self._refs = refs
+        self._environments = environments
+        self._repo_root = repo_root
+        self._region = region
+        self._account_id = account_id
+        self._functions: dict[str, LocalFunction] = dict(loaded or {})
+        self._lock = threading.Lock()
+
+    def get(self, logical_id: str) -> LocalFunction:
+        """The function, imported the first time (an import failure is logged; its invocations fail)."""
+        with self._lock:
+            function = self._functions.get(logical_id)
+            if function is None:
+                function = self._functions[logical_id] = load_function(
+                    self.template,
+                    logical_id,
+                    repo_root=self._repo_root,
+                    refs=self._refs,
+                    environment=self._environments.get(logical_id, {}),
+                    region=self._region,
+                    account_id=self._account_id,
+                )
+            return function
+
+
+# -------------------------------------------------------------------------------------- schedules
+
+_SCHEDULE_EVENTS = frozenset({"Schedule", "ScheduleV2"})
+DEFAULT_SCHEDULE_INTERVAL = 60.0
+
+
+@dataclass(frozen=True)
+class ScheduleSource:
+    """One ``Schedule`` (EventBridge rule) or ``ScheduleV2`` (EventBridge Scheduler) event of a function."""
+
+    function: str
+    event_id: str
+    kind: str  # "Schedule" or "ScheduleV2"
+    expression: str
+    name: str
+    input: str | None
+    enabled: bool
+
+
+def schedule_sources(template: Mapping[str, Any], refs: Mapping[str, str]) -> list[ScheduleSource]:
+    """Every ``Schedule``/``ScheduleV2`` event of every ``AWS::Serverless::Function``, in template order."""
+    sources = []
+    for logical_id, resource in template["Resources"].items():
+        if resource.get("Type") != _SERVERLESS_FUNCTION:
+            continue
+        for event_id, event in ((resource.get("Properties") or {}).get("Events") or {}).items():
+            kind = event.get("Type")
+            if kind not in _SCHEDULE_EVENTS:
+                continue
+            properties = resolve_intrinsics(event.get("Properties") or {}, refs)
+            expression = properties.get("ScheduleExpression" if kind == "ScheduleV2" else "Schedule", "")
+            state = str(properties.get("State", "ENABLED")).upper()
+            enabled = state == "ENABLED" and properties.get("Enabled", True) is not False
+            raw_input = properties.get("Input")
+            sources.append(
+                ScheduleSource(
+                    function=logical_id,
+                    event_id=event_id,
+                    kind=kind,
+                    expression=str(expression),
+                    # SAM names an unnamed rule or schedule after the function and the event.
+                    name=str(properties.get("Name") or f"{logical_id}{event_id}"),
+                    input=None if raw_input is None else str(raw_input),
+                    enabled=enabled,
+                )
+            )
+    return sources
+
+
+def schedule_event(source: ScheduleSource, region: str, account_id: str, now: datetime | None = None) -> Any:
+    """What the schedule delivers to the function: its ``Input`` (JSON) when it has one, else the
+    default notification, an EventBridge-style "Scheduled Event" (``source`` ``aws.events`` for a rule,
+    ``aws.scheduler`` for a Scheduler schedule, ``resources`` naming the rule or schedule)."""
+    if source.input is not None:
+        return json.loads(source.input)
+    time = (now or datetime.now(tz=UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if source.kind == "ScheduleV2":
+        service, resource = "aws.scheduler", f"arn:aws:scheduler:{region}:{account_id}:schedule/default/"
+    else:
+        service, resource = "aws.events", f"arn:aws:events:{region}:{account_id}:rule/"
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": service,
+        "account": account_id,
+        "time": time,
+        "region": region,
+        "resources": [resource + source.name],
+        "detail": {},
+    }
+
+
+class ScheduleRunner:
+    """Invokes the template's scheduled functions every ``interval`` seconds (0: only when asked)."""
+
+    def __init__(
+        self,
+        sources: list[ScheduleSource],
+        pool: FunctionPool,
+        *,
+        region: str,
+        account_id: str,
+        interval: float = DEFAULT_SCHEDULE_INTERVAL,
+    ) -> None:
+        self.sources = sources
+        self.pool = pool
+        self.region = region
+        self.account_id = account_id
+        self.interval = interval
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def functions(self) -> list[str]:
+        """The logical ids of the scheduled functions, in template order."""
+        return list(dict.fromkeys(source.function for source in self.sources))
+
+    def start(self) -> ScheduleRunner:
+        """Load the scheduled functions now (an import error shows at start); run them on the timer."""
+        for function in self.functions:
+            self.pool.get(function)
+        if self.interval > 0 and any(source.enabled for source in self.sources):
+            self._thread = threading.Thread(target=self._run, name="memmy-schedules", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            timeout = max((self.pool.get(f).timeout_s for f in self.functions), default=0) + 5
+            self._thread.join(timeout=timeout)
+            self._thread = None
+
+    def run(self, function: str) -> Any:
+        """Invoke ``function`` (a logical id) once with its schedule's event; its result, or its error raised."""
+        source = next((s for s in self.sources if s.function == function), None)
+        if source is None:
+            raise KeyError(f"{function} has no Schedule or ScheduleV2 event in the template")
+        return self._invoke(source)
+
+    def _invoke(self, source: ScheduleSource) -> Any:
+        event = schedule_event(source, self.region, self.account_id)
+        request_id = str(uuid.uuid4())
+        log.info("schedule %s: invoking %s (request %s)", source.name, source.function, request_id)
+        return self.pool.get(source.function).invoke(event, request_id)
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self.interval):
+            for source in self.sources:
+                if self._stopping.is_set():
+                    return
+                if not source.enabled:
+                    continue
+                try:
+                    self._invoke(source)
+                except Exception:
+                    # As with EventBridge Scheduler (our RetryPolicy: no retries), the next tick tries again.
+                    log.exception("scheduled %s failed", source.function)

@@ -2,7 +2,11 @@
 
 ``LocalStack`` starts moto in server mode on loopback and provisions it from ``template.yaml``, starts the
 MemOS emulator, points the handlers' environment at both, and serves the template's routes through the
-local gateway. ``stop()`` undoes everything in reverse order, the process environment included.
+local gateway. State machine executions run the real ASL in moto, their Lambda tasks dispatched to the
+handlers in-process (``memmy_local.stepfunctions``); scheduled functions run on a timer
+(``StackConfig.schedule_interval``) and on demand (``run_scheduled``, the control endpoint behind
+``memmy-kb dev reconcile``, ``memmy_local.control``). ``stop()`` undoes everything in reverse order, the
+process environment included.
 
 Each start is a clean slate unless ``data_dir`` is given: then the emulator's SQLite file and the dev
 signing key live there, and the DynamoDB items (moto keeps nothing) are dumped there on stop and loaded
@@ -19,7 +23,7 @@ import os
 import socket
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +58,13 @@ class StackConfig:
     region: str = "us-east-1"
     issuer: str | None = None
     audience: str | None = None
+    # Seconds between two runs of each scheduled function (the template's rates are minutes); 0: never,
+    # only on demand (run_scheduled, memmy-kb dev reconcile).
+    schedule_interval: float = 60.0
+    # The control endpoint (memmy_local.control) on `host`; 0 = any free port, recorded in the dev home.
+    control_port: int = 0
+    # State machine Lambda tasks: function name or logical id -> a callable used instead of the handler.
+    task_overrides: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
 
 
 class StackStartError(RuntimeError):
@@ -72,6 +83,9 @@ class LocalStack:
         self._moto_url = ""
         self._emulator: MemosEmulator | None = None
         self._gateway: Any = None
+        self._schedules: Any = None
+        self._control: Any = None
+        self._dispatcher: Any = None
 
     # -- public view -----------------------------------------------------------------------------
 
@@ -99,6 +113,27 @@ class LocalStack:
     def data_dir(self) -> Path | None:
         return self.config.data_dir
 
+    @property
+    def control_url(self) -> str:
+        """The control endpoint's root URL (``memmy_local.control``)."""
+        return str(self._require(self._control).url)
+
+    @property
+    def dispatcher(self) -> Any:
+        """The ``LambdaDispatcher`` of the state machines' Lambda tasks (``override`` to stand in)."""
+        return self._require(self._dispatcher)
+
+    @property
+    def scheduled_functions(self) -> list[str]:
+        """Logical ids of the template's functions with a ``Schedule``/``ScheduleV2`` event."""
+        functions: list[str] = self._require(self._schedules).functions
+        return functions
+
+    def run_scheduled(self, logical_id: str = "ReconcileFunction") -> Any:
+        """Invoke a scheduled function once, now, with its schedule's event, and wait for it: what the
+        handler returned, or its exception raised."""
+        return self._require(self._schedules).run(logical_id)
+
     def _require(self, value: Any) -> Any:
         if not value:
             raise RuntimeError("the local stack is not running")
@@ -120,7 +155,7 @@ class LocalStack:
         exit_stack, self._exit = self._exit, None
         if exit_stack is not None:
             exit_stack.close()
-        self._gateway = self._emulator = None
+        self._gateway = self._emulator = self._schedules = self._control = self._dispatcher = None
         self._moto_url = ""
 
     def __enter__(self) -> LocalStack:
@@ -134,14 +169,18 @@ class LocalStack:
         from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
         from . import tokens
+        from .control import ControlServer
         from .gateway import Gateway, GatewayConfig, JwtAuthorizer
         from .provision import LOCAL_ACCOUNT_ID, provision
+        from .runners import FunctionPool, ScheduleRunner, schedule_sources, start_sqs_runners
+        from .stepfunctions import LambdaDispatcher, dispatching, states_all_as_on_aws
 
         config = self.config
         for what, port in (
             ("gateway", config.gateway_port),
             ("MemOS", config.memos_port),
             ("moto", config.moto_port),
+            ("control", config.control_port),
         ):
             _ensure_port_free(config.host, port, what)
         if config.data_dir is not None:
@@ -221,19 +260,55 @@ class LocalStack:
         gateway.start()
         self._gateway = gateway
 
-        # S3 -> SQS -> ingest: the event source mappings' part, run in-process (memmy_local.runners).
-        from .runners import start_sqs_runners
+        # One warm function per logical id, shared by the runners below (the gateway's included).
+        repo_root = config.repo_root or template_file.parent
+        pool = FunctionPool(
+            template,
+            self.refs,
+            self.function_environments,
+            repo_root=repo_root,
+            region=config.region,
+            account_id=LOCAL_ACCOUNT_ID,
+            loaded=gateway.functions,
+        )
 
+        # S3 -> SQS -> ingest: the event source mappings' part, run in-process (memmy_local.runners).
         for runner in start_sqs_runners(
             template,
             self.refs,
             self.function_environments,
-            repo_root=config.repo_root or template_file.parent,
+            repo_root=repo_root,
             endpoint_url=self._moto_url,
             region=config.region,
             account_id=LOCAL_ACCOUNT_ID,
+            pool=pool,
         ):
             undo.callback(runner.stop)
+
+        # Step Functions: moto runs the ASL; its Lambda tasks call the handlers here, in this process.
+        dispatcher = LambdaDispatcher.for_template(template, self.refs, pool.get, config.task_overrides)
+        undo.enter_context(dispatching(dispatcher))
+        undo.enter_context(states_all_as_on_aws())
+        self._dispatcher = dispatcher
+
+        # Schedules: moto never fires them.
+        schedules = ScheduleRunner(
+            schedule_sources(template, self.refs),
+            pool,
+            region=config.region,
+            account_id=LOCAL_ACCOUNT_ID,
+            interval=config.schedule_interval,
+        )
+        undo.callback(schedules.stop)
+        schedules.start()
+        self._schedules = schedules
+
+        control = ControlServer(
+            schedules.run, lambda: schedules.functions, host=config.host, port=config.control_port
+        )
+        undo.callback(control.stop)
+        control.start(tokens.dev_home(config.data_dir), api_url=gateway.url, moto_url=self._moto_url)
+        self._control = control
 
 
 def _ensure_port_free(host: str, port: int, what: str) -> None:

@@ -1,0 +1,154 @@
+"""The local stack's control endpoint: what a developer asks of the running stack that AWS does by itself.
+
+Today that is running a scheduled function once (``memmy-kb dev reconcile``), since moto never fires
+schedules. It is a separate HTTP server on loopback (any free port by default), never on the gateway:
+the API's routes stay exactly the template's. Each start writes ``local-stack.json`` into the dev home
+(the ``--data-dir``, else ``$MEMMY_KB_HOME``, else ``~/.memmy-kb``, as for the signing key), 0600, with
+the control URL and a random token that every request must carry in ``X-Memmy-Local-Token``: another
+user on the machine cannot read it, and a web page cannot send that header to loopback without a CORS
+preflight, which this server never grants.
+
+Routes:
+
+- ``GET /schedules``: ``{"functions": [logical ids]}``;
+- ``POST /schedules/<LogicalId>``: invoke that function once with its schedule's event and wait:
+  200 ``{"function", "result"}``, or 500 ``{"function", "errorType", "errorMessage"}`` if it raised;
+  404 for a function without a schedule.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+import secrets
+import threading
+from collections.abc import Callable
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Final
+
+log = logging.getLogger("memmy_local.control")
+
+STATE_FILE_NAME: Final = "local-stack.json"
+TOKEN_HEADER: Final = "X-Memmy-Local-Token"  # noqa: S105 - a header name, not a secret
+_PREFIX: Final = "/schedules"
+
+
+def state_file(home: Path) -> Path:
+    """Where a stack whose dev home is ``home`` records its control URL and token."""
+    return home / STATE_FILE_NAME
+
+
+def read_state(home: Path) -> dict[str, Any]:
+    """The running stack's record in ``home``; ``FileNotFoundError`` when no stack recorded one."""
+    state: dict[str, Any] = json.loads(state_file(home).read_text(encoding="utf-8"))
+    return state
+
+
+class ControlServer:
+    """Serves the control routes on ``host`` (loopback) for ``run_scheduled`` and ``scheduled``."""
+
+    def __init__(
+        self,
+        run_scheduled: Callable[[str], Any],
+        scheduled: Callable[[], list[str]],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.token = secrets.token_urlsafe(32)
+        self._run_scheduled = run_scheduled
+        self._scheduled = scheduled
+        self._httpd = ThreadingHTTPServer((host, port), _make_handler(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+        self._state_path: Path | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self, home: Path | None = None, **record: Any) -> ControlServer:
+        """Serve in a background thread; with ``home``, record the URL and token there (plus ``record``)."""
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="memmy-control", daemon=True
+        )
+        self._thread.start()
+        if home is not None:
+            home.mkdir(parents=True, exist_ok=True)
+            path = state_file(home)
+            body = json.dumps({"control_url": self.url, "token": self.token, "pid": os.getpid(), **record})
+            tmp = path.with_name(path.name + ".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(body)
+            tmp.replace(path)
+            self._state_path = path
+        return self
+
+    def stop(self) -> None:
+        if self._state_path is not None:
+            # Only our own record: another stack may have started with the same home since.
+            try:
+                if read_state(self._state_path.parent).get("token") == self.token:
+                    self._state_path.unlink()
+            except (OSError, ValueError):
+                pass
+            self._state_path = None
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._httpd.server_close()
+
+    def handle(self, method: str, path: str, token: str | None) -> tuple[HTTPStatus, dict[str, Any]]:
+        """One request, without the socket: the status and the JSON body."""
+        if token is None or not hmac.compare_digest(token.encode(), self.token.encode()):
+            return HTTPStatus.FORBIDDEN, {"message": f"missing or wrong {TOKEN_HEADER}"}
+        scheduled = self._scheduled()
+        if path == _PREFIX and method == "GET":
+            return HTTPStatus.OK, {"functions": scheduled}
+        if path.startswith(_PREFIX + "/") and method == "POST":
+            function = path[len(_PREFIX) + 1 :]
+            if function not in scheduled:
+                return HTTPStatus.NOT_FOUND, {"message": f"{function} has no schedule in the template"}
+            try:
+                result = self._run_scheduled(function)
+            except Exception as error:
+                log.exception("%s failed (run on request)", function)
+                return HTTPStatus.INTERNAL_SERVER_ERROR, {
+                    "function": function,
+                    "errorType": type(error).__name__,
+                    "errorMessage": str(error),
+                }
+            return HTTPStatus.OK, {"function": function, "result": result}
+        return HTTPStatus.NOT_FOUND, {"message": "not found"}
+
+
+def _make_handler(server: ControlServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "MemmyLocalControl/1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            log.debug(format, *args)
+
+        def _respond(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self.rfile.read(min(length, 65536))
+            status, body = server.handle(self.command, self.path, self.headers.get(TOKEN_HEADER))
+            data = json.dumps(body, default=str).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = _respond
+
+    return Handler
