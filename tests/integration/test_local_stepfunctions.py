@@ -21,7 +21,12 @@ from moto import mock_aws
 
 from memmy_local.provision import provision
 from memmy_local.stack import MOTO_CONFIG
-from memmy_local.stepfunctions import LambdaDispatcher, dispatching, states_all_as_on_aws
+from memmy_local.stepfunctions import (
+    LOCAL_MAX_RETRY_DELAY_SECONDS,
+    LambdaDispatcher,
+    dispatching,
+    states_all_as_on_aws,
+)
 from memmy_local.template import TEMPLATE_PATH, load_template
 
 REGION = "us-east-1"
@@ -189,7 +194,24 @@ def test_a_retryable_error_is_retried_and_the_cleanup_then_finishes(machine: Mac
     assert execution["status"] == "SUCCEEDED"
     assert len(machine.calls) == 4
     assert task_failures(machine.history(execution["executionArn"])) == ["CleanupRetryable"] * 3
-    assert time.monotonic() - started < 3 * PURGE_RETRY["MaxDelaySeconds"]  # capped locally: <= 1 s each
+    # Locally each wait is at most LOCAL_MAX_RETRY_DELAY_SECONDS (the ASL says 5 s, doubling, up to 300 s)
+    assert time.monotonic() - started < 3 * LOCAL_MAX_RETRY_DELAY_SECONDS + 2
+    assert machine.item(key) is None
+
+
+def test_retry_attempts_are_counted_per_round_not_per_execution(machine: Machine) -> None:
+    # Given two rounds that each need MaxAttempts - 2 retries: more than MaxAttempts in the execution
+    key = machine.outbox_item("c9")
+    busy = CleanupRetryable("MemOS is busy")
+    per_round = MAX_ATTEMPTS - 2
+    machine.handler = rounds(*[busy] * per_round, {"done": False}, *[busy] * per_round, {"done": True})
+
+    execution = machine.wait(machine.start("c9"))
+
+    # Then each entry into Purge started its own count, as on AWS, and the cleanup finished
+    assert execution["status"] == "SUCCEEDED"
+    assert task_failures(machine.history(execution["executionArn"])) == ["CleanupRetryable"] * 2 * per_round
+    assert 2 * per_round > MAX_ATTEMPTS
     assert machine.item(key) is None
 
 
