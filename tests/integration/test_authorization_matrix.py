@@ -20,7 +20,7 @@ from tests.support.events import claims_for
 PRINCIPALS = ("owner", "reader", "stranger", "revoked", "anonymous")
 USERS = {"owner": "alice", "reader": "bob", "stranger": "carol", "revoked": "dave", "anonymous": None}
 KB_NAME = "机密路线图"
-OK, CREATED, NO_CONTENT = HTTPStatus.OK, HTTPStatus.CREATED, HTTPStatus.NO_CONTENT
+OK, CREATED, NO_CONTENT, ACCEPTED = HTTPStatus.OK, HTTPStatus.CREATED, HTTPStatus.NO_CONTENT, HTTPStatus.ACCEPTED
 FORBIDDEN, NOT_FOUND, UNAUTHORIZED = HTTPStatus.FORBIDDEN, HTTPStatus.NOT_FOUND, HTTPStatus.UNAUTHORIZED
 
 
@@ -64,6 +64,9 @@ ROWS: dict[tuple[str, str], Row] = {
     ("PATCH", "/knowledge-bases/{kb_id}/folders/{folder_id}"): Row(
         {"name": "改名"}, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND
     ),
+    ("DELETE", "/knowledge-bases/{kb_id}"): Row(None, ACCEPTED, FORBIDDEN, NOT_FOUND, NOT_FOUND),
+    ("DELETE", "/knowledge-bases/{kb_id}/files/{file_id}"): Row(None, ACCEPTED, FORBIDDEN, NOT_FOUND, NOT_FOUND),
+    ("DELETE", "/knowledge-bases/{kb_id}/folders/{folder_id}"): Row(None, ACCEPTED, FORBIDDEN, NOT_FOUND, NOT_FOUND),
 }
 
 ROUTES = sorted((r.method, r.path) for r in http_routes(load_template()))

@@ -102,9 +102,10 @@ def test_a_markdown_file_and_a_pdf_reach_memos_and_are_recorded(service):
         )
         assert "GSI2PK" not in raw_upload_item(service, kb_id, upload_id)
     processed = wait_until_processed(service, 2)
+    # MemOS knows each file under its name with the upload's id in it (how the reconciler finds it)
     assert {(f["name"], f["status"]) for f in processed} == {
-        ("MemOS产品介绍.md", "completed"),
-        ("产品手册.pdf", "completed"),
+        (f"MemOS产品介绍 [{md_id}].md", "completed"),
+        (f"产品手册 [{pdf_id}].pdf", "completed"),
     }
     assert {f["id"] for f in processed} == {f.memos_file_id for f in files.values()}
 
@@ -417,7 +418,7 @@ def test_a_kb_deleted_while_memos_adds_the_file_gets_the_file_removed_from_memos
     assert not object_exists(service, f"uploads/{kb_id}/{upload_id}")
 
 
-def test_a_file_whose_folder_was_deleted_meanwhile_lands_at_the_root(service):
+def test_a_file_whose_folder_was_deleted_meanwhile_ends_rejected_and_leaves_nothing_in_memos(service):
     kb_id = create_kb(service)
     repo = repository(service)
     repo.put_folder(FolderRecord(kb_id=kb_id, folder_id="fo_gone", name="Gone", created_at=utc_now()))
@@ -429,8 +430,12 @@ def test_a_file_whose_folder_was_deleted_meanwhile_lands_at_the_root(service):
 
     drain_ingest(service)
 
-    (stored,) = file_items(service, kb_id)
-    assert stored.folder_id is None
+    # Then no file is recorded, the upload says why, MemOS took the file back and the bytes are gone
+    assert file_items(service, kb_id) == []
+    stored = get_upload(service, kb_id, reply.body["upload_id"])
+    assert (stored.state, stored.reason) == ("rejected", "The folder was deleted.")
+    assert memos_files(service) == []
+    assert service.memos.calls("/delete/knowledgebase-file") == 1
 
 
 def test_an_object_replaced_while_it_is_read_is_retried_not_judged(service, monkeypatch):

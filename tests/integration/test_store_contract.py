@@ -791,16 +791,14 @@ def test_given_a_held_upload_when_its_file_is_put_then_the_file_is_stored_and_th
     )
 
 
-def test_given_the_folder_was_deleted_when_the_file_is_put_then_it_is_filed_at_the_root(
+def test_given_the_folder_was_deleted_when_the_file_is_put_then_item_missing_folder_and_nothing_is_written(
     backend: Backend, kb: KnowledgeBaseRecord
 ) -> None:
-    held_upload(backend, folder_id="fo_gone")
+    upload = held_upload(backend, folder_id="fo_gone")
 
-    stored = put_file(backend, the_file(folder_id="fo_gone"))
-
-    assert stored == the_file(folder_id=None)
-    assert backend.contents.get_file("kb_1", "fi_1") == the_file(folder_id=None)
-    assert backend.contents.get_upload("kb_1", "up_1").state == "submitted"  # type: ignore[union-attr]
+    assert refused(ItemMissing, lambda: put_file(backend, the_file(folder_id="fo_gone"))) == "folder"
+    assert backend.contents.get_file("kb_1", "fi_1") is None
+    assert backend.contents.get_upload("kb_1", "up_1") == upload
 
 
 @pytest.mark.parametrize("folder_id", [None, "fo_gone"])

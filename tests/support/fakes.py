@@ -388,36 +388,33 @@ class FakeContentStore:
         t = self.table
         file_key = (file.kb_id, file.file_id)
         upload_key = (file.kb_id, file.upload_id)
-        for folder_id in dict.fromkeys([file.folder_id, None]):
-            stored = file.model_copy(update={"folder_id": folder_id})
-            upload = t.uploads.get(upload_key)
+        upload = t.uploads.get(upload_key)
 
-            def submitted() -> None:
-                t.uploads[upload_key] = t.uploads[upload_key].model_copy(
-                    update={
-                        "state": "submitted",
-                        "file_id": file.file_id,
-                        "memos_file_id": file.memos_file_id,
-                        "expires_at": expires_at,
-                    }
-                )
+        def submitted() -> None:
+            t.uploads[upload_key] = t.uploads[upload_key].model_copy(
+                update={
+                    "state": "submitted",
+                    "file_id": file.file_id,
+                    "memos_file_id": file.memos_file_id,
+                    "expires_at": expires_at,
+                }
+            )
 
-            txn = _Transaction()
-            txn.add(("FILE", *file_key), file_key not in t.files, self._put(stored))
-            held = upload is not None and upload.state == "submitting" and upload.attempt_id == attempt_id
-            txn.add(("UPLOAD", *upload_key), held, submitted)
-            txn.add(("KB", file.kb_id), t.owns(file.kb_id, owner_id))
-            if folder_id is not None:
-                txn.add(("FOLDER", file.kb_id, folder_id), (file.kb_id, folder_id) in t.folders)
-            failed = txn.run()
-            if failed == [3]:
-                continue  # only the folder is gone: file it at the root
-            if 2 in failed:
-                raise ItemMissing("kb", file.kb_id)
-            if failed:
-                raise ConditionFailed("upload", file.upload_id)
-            return stored
-        raise AssertionError("unreachable: the root needs no folder check")
+        txn = _Transaction()
+        txn.add(("FILE", *file_key), file_key not in t.files, self._put(file))
+        held = upload is not None and upload.state == "submitting" and upload.attempt_id == attempt_id
+        txn.add(("UPLOAD", *upload_key), held, submitted)
+        txn.add(("KB", file.kb_id), t.owns(file.kb_id, owner_id))
+        if file.folder_id is not None:
+            txn.add(("FOLDER", file.kb_id, file.folder_id), (file.kb_id, file.folder_id) in t.folders)
+        failed = txn.run()
+        if 2 in failed:
+            raise ItemMissing("kb", file.kb_id)
+        if 0 in failed or 1 in failed:
+            raise ConditionFailed("upload", file.upload_id)
+        if failed:
+            raise ItemMissing("folder", file.folder_id or "")
+        return file
 
     def _put(self, record: FileRecord) -> Callable[[], None]:
         def put() -> None:

@@ -59,6 +59,10 @@ def needs_of(service: str, operation: str, params: dict[str, Any], table_ids: di
         return [Need(f"secretsmanager:{operation}", table_ids.get(params.get("SecretId", ""), "?"))]
     if service == "s3":
         return _s3_needs(operation, params, table_ids)
+    if service == "stepfunctions" and "stateMachineArn" in params:
+        return [Need(f"states:{operation}", table_ids.get(params["stateMachineArn"], "?"))]
+    if service == "sqs" and "QueueUrl" in params:
+        return [Need(f"sqs:{operation}", table_ids.get(params["QueueUrl"], "?"))]
     return [Need(f"{prefix}:{operation}", "*")]
 
 
@@ -77,6 +81,9 @@ def _s3_needs(operation: str, params: dict[str, Any], bucket_ids: dict[str, str]
     bucket = bucket_ids.get(params.get("Bucket", ""), "?")
     if operation in _S3_BUCKET_ACTIONS:
         return [Need(_S3_BUCKET_ACTIONS[operation], bucket)]
+    if operation == "DeleteObjects":
+        # Authorized per object by s3:DeleteObject.
+        return [Need("s3:DeleteObject", f"{bucket}/{obj['Key']}") for obj in params["Delete"]["Objects"]]
     if operation == "CopyObject":
         # botocore has already turned CopySource into "bucket/key" (URL-quoted) at this point.
         source = params["CopySource"]

@@ -14,6 +14,8 @@ from pydantic import BaseModel
 
 Role = Literal["owner", "reader"]
 UploadState = Literal["pending", "submitting", "submitted", "rejected", "expired"]
+CleanupTarget = Literal["kb", "folder", "files"]
+CleanupState = Literal["pending", "failed"]
 
 
 def utc_now() -> datetime:
@@ -30,6 +32,11 @@ class KnowledgeBaseRecord(BaseModel):
     owner_name: str | None = None
     memos_kb_id: str
     member_count: int = 0
+    # The readers' user ids and a counter bumped by every share and revoke, kept on META in the same
+    # writes as ``member_count``: deleting the KB removes exactly these grants, conditioned on the
+    # counter, so a share that lands meanwhile cannot leave a grant behind (GSI1 may lag).
+    readers: frozenset[str] = frozenset()
+    member_version: int = 0
     created_at: datetime
 
 
@@ -101,3 +108,37 @@ class UploadRecord(BaseModel):
     # The ingest attempt that holds the upload while ``submitting`` (a fencing token), and when it began.
     attempt_id: str | None = None
     submitting_at: datetime | None = None
+
+
+class CleanupRecord(BaseModel):
+    """The outbox item of one deletion (``CLEANUP#<id>/CLEANUP``): what is left to purge from MemOS and S3.
+
+    Written in the same transaction that made the thing invisible; deleted by the cleanup state machine
+    when the purge is done. ``target`` says what was deleted: a whole KB (everything under its MemOS id
+    and its S3 prefixes), a folder (its subtree, swept in bounded transactions whose files are noted in
+    the item's parts), or files (``memos_file_ids`` and ``upload_ids`` here). ``next_attempt_at`` is when
+    the reconciler may (re)start it if it is still here; ``attempts`` counts executions started.
+    """
+
+    cleanup_id: str
+    target: CleanupTarget
+    kb_id: str
+    memos_kb_id: str
+    owner_id: str
+    folder_id: str | None = None
+    memos_file_ids: list[str] = []
+    upload_ids: list[str] = []
+    state: CleanupState = "pending"
+    attempts: int = 1
+    created_at: datetime
+    next_attempt_at: datetime
+    last_error: str | None = None
+
+
+class CleanupPart(BaseModel):
+    """Files a folder sweep removed from the table in one transaction, still to purge (``CLEANUP#<id>/PART#<part>``)."""
+
+    cleanup_id: str
+    part_id: str
+    memos_file_ids: list[str] = []
+    upload_ids: list[str] = []

@@ -25,6 +25,9 @@ class Settings:
     inline_upload_max_bytes: int = 5 * 1024 * 1024
     # The upload queue's maxReceiveCount: the delivery that must decide rather than wait again.
     ingest_max_receives: int = 5
+    # Deletion and repair: the cleanup state machine, and the queue the reconciler hands uploads back to.
+    cleanup_state_machine_arn: str = ""
+    upload_queue_url: str = ""
 
 
 @cache
@@ -43,6 +46,8 @@ def get_settings() -> Settings:
         upload_get_ttl_seconds=int(_positive(env, "UPLOAD_GET_TTL_SECONDS", 900)),
         inline_upload_max_bytes=int(_positive(env, "INLINE_UPLOAD_MAX_BYTES", 5 * 1024 * 1024)),
         ingest_max_receives=int(_positive(env, "INGEST_MAX_RECEIVES", 5)),
+        cleanup_state_machine_arn=env.get("CLEANUP_STATE_MACHINE_ARN", ""),
+        upload_queue_url=env.get("UPLOAD_QUEUE_URL", ""),
     )
 
 

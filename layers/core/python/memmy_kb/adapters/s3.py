@@ -144,6 +144,15 @@ class UploadStorage:
         """Delete ``key``; deleting a missing object is not an error (S3 answers 204 either way)."""
         self._client.delete_object(Bucket=self.bucket, Key=key)
 
+    def delete_prefix(self, prefix: str, limit: int = 1000) -> bool:
+        """Delete up to ``limit`` objects under ``prefix`` (one listing page, one multi-delete); True
+        once nothing is left under it."""
+        resp = self._client.list_objects_v2(Bucket=self.bucket, Prefix=prefix, MaxKeys=min(limit, 1000))
+        keys = [{"Key": obj["Key"]} for obj in resp.get("Contents", [])]
+        if keys:
+            self._client.delete_objects(Bucket=self.bucket, Delete={"Objects": keys, "Quiet": True})
+        return not resp.get("IsTruncated") and len(keys) < min(limit, 1000)
+
     def _get(self, info: ObjectInfo, **extra: Any) -> dict[str, Any]:
         try:
             reply: dict[str, Any] = self._client.get_object(

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
 from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
 from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
 from memmy_kb.adapters.dynamodb.profiles import DynamoProfileStore
@@ -20,11 +21,14 @@ from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.memos.key import SecretApiKeyProvider
 from memmy_kb.adapters.s3 import UploadStorage
 from memmy_kb.domain.ports import (
+    CleanupExecutions,
+    CleanupStore,
     ContentStore,
     KnowledgeBaseStore,
     KnowledgeEngine,
     ProfileStore,
     UploadObjects,
+    UploadRequeue,
 )
 from memmy_kb.settings import get_settings
 
@@ -56,6 +60,34 @@ def get_content_store() -> ContentStore:
 @cache
 def get_profile_store() -> ProfileStore:
     return DynamoProfileStore(get_table())
+
+
+@cache
+def get_cleanup_store() -> CleanupStore:
+    return DynamoCleanupStore(get_table())
+
+
+@cache
+def get_cleanup_executions() -> CleanupExecutions:
+    import boto3
+    from botocore.config import Config
+
+    from memmy_kb.adapters.stepfunctions import CleanupStateMachine
+
+    config = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard", "max_attempts": 3})
+    return CleanupStateMachine(get_settings().cleanup_state_machine_arn, boto3.client("stepfunctions", config=config))
+
+
+@cache
+def get_upload_requeue() -> UploadRequeue:
+    import boto3
+    from botocore.config import Config
+
+    from memmy_kb.adapters.sqs import UploadQueue
+
+    settings = get_settings()
+    config = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard", "max_attempts": 3})
+    return UploadQueue(settings.upload_queue_url, settings.upload_bucket, boto3.client("sqs", config=config))
 
 
 @cache
@@ -120,6 +152,9 @@ def reset_dependencies() -> None:
         get_kb_store,
         get_content_store,
         get_profile_store,
+        get_cleanup_store,
+        get_cleanup_executions,
+        get_upload_requeue,
         memos_api_key,
         get_memos_client,
         get_recall_memos_client,

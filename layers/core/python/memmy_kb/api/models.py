@@ -139,6 +139,12 @@ class MoveFileRequest(ApiModel):
     folder_id: str | None = Field(description="The destination folder; null for the root")
 
 
+class CleanupAccepted(ApiModel):
+    """A deletion accepted: gone in Memmy already, purged from MemOS and storage in the background."""
+
+    cleanup_id: str
+
+
 class Owner(ApiModel):
     user_id: str
     display_name: str

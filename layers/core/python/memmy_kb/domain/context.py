@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from memmy_kb.domain.naming import shown_name
+
 __all__ = ["ContextBlock", "Excerpt", "build_context", "sanitise_text", "sanitise_title"]
 
 DEFAULT_MAX_CHARS: Final = 8000
@@ -95,7 +97,7 @@ def sanitise_text(text: str) -> str:
 
 def sanitise_title(title: str) -> str:
     """A source title on one line, at most ``MAX_TITLE_CHARS`` long, with no 《》 of its own to break out of."""
-    text = " ".join(sanitise_text(title).split())
+    text = " ".join(sanitise_text(shown_name(title)).split())
     text = text.replace("《", "〈").replace("》", "〉")
     if len(text) > MAX_TITLE_CHARS:
         text = text[: MAX_TITLE_CHARS - 1].rstrip() + "…"

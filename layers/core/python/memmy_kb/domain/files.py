@@ -18,6 +18,7 @@ from memmy_kb.adapters.errors import ItemMissing
 from memmy_kb.adapters.memos.errors import MemosError
 from memmy_kb.adapters.memos.models import FileStatus, MemosFile
 from memmy_kb.domain.access import require_access, require_owner
+from memmy_kb.domain.naming import shown_name
 from memmy_kb.domain.ports import ContentStore, GrantReader, KnowledgeEngine
 from memmy_kb.errors import NotFound, UpstreamUnavailable, file_not_found, folder_not_found
 from memmy_kb.records import FileRecord, FolderRecord, UploadRecord
@@ -135,7 +136,7 @@ def _file_entry(record: FileRecord, live: MemosFile | None) -> FileEntry:
     reason: str | None = GONE_FROM_MEMOS
     if live is not None:
         status = _STATUS[live.status]
-        name = live.name or record.name
+        name = shown_name(live.name) if live.name else record.name
         reason = MEMOS_FAILED if status == "failed" else None
     return FileEntry(
         id=record.file_id,

@@ -14,17 +14,10 @@ which is also the duplicate guard: a repeated or concurrent delivery of the same
 upload in another state and does nothing.
 
 **The crash window** (docs/architecture.md, "Uploads and ingest"). Between MemOS accepting the file
-and our transaction that writes the FILE item and marks the upload ``submitted``, a crash (or a MemOS
-reply that never arrives) would leave a MemOS file nothing in Memmy points to. Such uploads stay
-``submitting``: they keep ``attempt_id`` and ``submitting_at``, their TTL is pushed out by
-``SUBMITTING_KEEP``, and they carry the GSI2 entry ``GSI2PK = "UPLOAD#submitting"``, ``GSI2SK =
-submitting_at`` (ISO 8601). The reconciler (docs/architecture.md, "Deletion and reconciliation") queries
-that index for entries older than its grace period (well above the ingest's timeout) and resolves each
-one: a MemOS file of that name in the KB that no FILE item references is either adopted (write the FILE
-item and mark the upload submitted, conditioned on ``attempt_id``) or deleted, after which the upload
-goes back to ``pending`` (and its object is ingested again) or is rejected. Nothing in this module
-retries a ``submitting`` upload by itself, because it cannot know whether MemOS holds the file:
-re-adding could store it twice.
+and our FILE transaction, a crash (or a reply that never arrives) leaves a MemOS file nothing points to.
+Such uploads stay ``submitting`` (GSI2 ``UPLOAD#submitting``, TTL pushed out by ``SUBMITTING_KEEP``) and
+``memmy_kb.domain.reconcile`` resolves them by the upload id the MemOS file name carries
+(``memmy_kb.domain.naming``). Nothing here retries them: re-adding could store the file twice.
 """
 
 from __future__ import annotations
@@ -43,6 +36,7 @@ from memmy_kb.adapters.memos.models import FileInput
 from memmy_kb.adapters.s3 import ObjectChanged, ObjectInfo, parse_upload_key, verified_object_key
 from memmy_kb.domain.access import require_upload_owner
 from memmy_kb.domain.formats import file_extension
+from memmy_kb.domain.naming import memos_file_name
 from memmy_kb.domain.ports import ContentStore, KnowledgeBaseStore, KnowledgeEngine, UploadObjects
 from memmy_kb.domain.verification import verify_content
 from memmy_kb.errors import Forbidden, NotFound
@@ -58,6 +52,7 @@ SUBMITTING_KEEP: Final = timedelta(days=30)
 PENDING_KEEP: Final = timedelta(days=1)
 
 KB_GONE: Final = "The knowledge base was deleted."
+FOLDER_GONE: Final = "The folder was deleted."
 NOT_OWNER: Final = "You no longer own this knowledge base."
 LARGER: Final = "The file is larger than declared."
 SMALLER: Final = "The file is smaller than declared."
@@ -268,8 +263,10 @@ class Ingestion:
                 attempt_id=self.attempt_id,
                 expires_at=_epoch(self.clock() + SUBMITTED_KEEP),
             )
-        except (ItemMissing, ConditionFailed) as err:
-            return self.take_back(memos_file_id, kb_gone=isinstance(err, ItemMissing))
+        except ItemMissing as err:
+            return self.take_back(memos_file_id, reason=KB_GONE if err.item == "kb" else FOLDER_GONE)
+        except ConditionFailed:
+            return self.take_back(memos_file_id, reason=None)
         logger.info("upload submitted to MemOS", extra={**self._log, "memos_file_id": memos_file_id})
         return self._outcome("submitted")
 
@@ -287,19 +284,20 @@ class Ingestion:
         except ConditionFailed:
             logger.info("upload no longer held; nothing to release", extra=self._log)
 
-    def take_back(self, memos_file_id: str, *, kb_gone: bool) -> IngestOutcome:
-        """MemOS took the file but it cannot be recorded (KB deleted, or the upload taken over meanwhile):
-        take it back out of MemOS."""
+    def take_back(self, memos_file_id: str, *, reason: str | None) -> IngestOutcome:
+        """MemOS took the file but it cannot be recorded: take it back out of MemOS. With a ``reason``
+        (the KB or the target folder was deleted) the upload ends rejected; without one the upload was
+        taken over meanwhile (decided by another delivery, or by a folder deletion) and is left as is."""
         log = {**self._log, "memos_file_id": memos_file_id}
         try:
             self.memos.delete_knowledgebase_files([memos_file_id])
         except MemosError:
             logger.exception("MemOS file left behind; the reconciler will find it", extra=log)
             return self._outcome("unknown")
-        if not kb_gone:
+        if reason is None:
             logger.warning("upload taken over during submission; MemOS file removed", extra=log)
             return self._outcome("ignored")
-        return self.reject(KB_GONE)
+        return self.reject(reason)
 
     def reject(self, reason: str) -> IngestOutcome:
         """-> rejected: record the reason, then delete the bytes (a retry of a rejected upload deletes
@@ -329,12 +327,13 @@ class Ingestion:
         the bytes MemOS will fetch after we looked at them.
         """
         upload = self.upload
+        name = memos_file_name(upload.filename, upload.upload_id)
         if isinstance(source, MemorySource):
-            return FileInput.from_bytes(source.data, name=upload.filename, mime_type=upload.content_type)
+            return FileInput.from_bytes(source.data, name=name, mime_type=upload.content_type)
         verified_key = verified_object_key(upload.kb_id, upload.upload_id)
         self.storage.copy(info, verified_key)
         url = self.storage.presign_get(verified_key, expires_in=self.config.get_url_ttl_seconds)
-        return FileInput(content=url, name=upload.filename)
+        return FileInput(content=url, name=name)
 
 
 def ingest_object(
@@ -357,11 +356,16 @@ def ingest_object(
     ids = parse_upload_key(key)
     upload = contents.get_upload(*ids) if ids else None
     if upload is None:
+        if ids:
+            # The record is written before the POST is signed, so its absence means it was removed with
+            # its KB: nothing will ever reference these bytes.
+            storage.delete(key)
         logger.info("object has no upload record; ignored", extra={"object_key": key})
         return IngestOutcome(key, "ignored")
     log = {"kb_id": upload.kb_id, "upload_id": upload.upload_id}
-    if upload.state == "rejected":
-        # An earlier attempt may have recorded the rejection and died before deleting the bytes.
+    if upload.state in ("rejected", "expired"):
+        # An earlier attempt may have recorded the rejection and died before deleting the bytes, or the
+        # object arrived after its upload expired.
         storage.delete(key)
     if upload.state != "pending":
         logger.info("upload is not pending; duplicate event ignored", extra={**log, "state": upload.state})

@@ -5,7 +5,8 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Protocol
 
 from aws_lambda_powertools import Logger
 
@@ -18,6 +19,17 @@ from memmy_kb.errors import Conflict, UpstreamUnavailable, kb_not_found
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord, utc_now
 
 logger = Logger(child=True)
+
+# How long a create's intent item outlives it at most (the reconciler reports it long before).
+INTENT_KEEP = timedelta(days=2)
+
+
+class CreateIntents(Protocol):
+    """Where a create notes that it is calling MemOS (``memmy_kb.domain.ports.CleanupStore``)."""
+
+    def put_create_intent(self, kb_id: str, memos_name: str, started_at: datetime, expires_at: int) -> None: ...
+
+    def delete_create_intent(self, kb_id: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -47,21 +59,33 @@ def create_knowledge_base(
     name: str,
     clock: Callable[[], datetime] = utc_now,
     new_id: Callable[[], str] = new_kb_id,
+    intents: CreateIntents | None = None,
 ) -> KnowledgeBaseView:
     """Create the MemOS KB, then record META and the owner's grant (recall on) in one transaction.
 
     MemOS has no way to list a project's KBs, so its id is recorded right away; if our write fails the
-    MemOS KB is deleted again rather than left where nothing can find it.
+    MemOS KB is deleted again rather than left where nothing can find it. With ``intents``, an intent
+    item is written first and removed by that transaction (or at once when MemOS certainly created
+    nothing): one left behind is a create whose outcome nobody learned, which the reconciler reports.
     """
     kb_id = new_id()
+    started = clock()
+    if intents is not None:
+        intents.put_create_intent(
+            kb_id, memos_name_for(kb_id), started, int((started + INTENT_KEEP).timestamp())
+        )
     try:
         memos_kb_id = memos.create_knowledgebase(memos_name_for(kb_id))
     except MemosQuotaExceeded as err:
+        if intents is not None:
+            intents.delete_create_intent(kb_id)
         logger.error("MemOS knowledge-base quota exhausted", extra={"memos_code": err.code})
         raise UpstreamUnavailable(
             "Knowledge bases cannot be created right now.", code="memos_quota_exhausted"
         ) from err
     except MemosError as err:
+        if intents is not None and (not err.request_sent or err.code is not None):
+            intents.delete_create_intent(kb_id)  # MemOS answered or was never reached: nothing to find
         logger.error("MemOS create failed", extra={"memos_code": err.code, "error": type(err).__name__})
         raise UpstreamUnavailable("The knowledge engine is unavailable; try again shortly.") from err
     now = clock()

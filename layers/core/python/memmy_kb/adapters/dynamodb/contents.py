@@ -10,7 +10,7 @@ states (submitted, rejected) leave the index.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from memmy_kb.adapters.dynamodb.table import (
     Action,
@@ -74,6 +74,23 @@ class DynamoContentStore:
     def get_upload(self, kb_id: str, upload_id: str) -> UploadRecord | None:
         item = self._table.get(upload_key(kb_id, upload_id))
         return UploadRecord.model_validate(item) if item else None
+
+    def query_upload_queue(
+        self, state: Literal["pending", "submitting"], before: datetime, limit: int
+    ) -> list[UploadRecord]:
+        """Uploads in the reconciler's queue ``state`` whose sort time (expiry for pending, start for
+        submitting) is before ``before``, oldest first (GSI2: may lag, so act with conditions)."""
+        found: list[UploadRecord] = []
+        for item in self._table.query(
+            IndexName="GSI2",
+            KeyConditionExpression="GSI2PK = :queue AND GSI2SK < :before",
+            ExpressionAttributeValues={":queue": {"S": f"UPLOAD#{state}"}, ":before": {"S": before.isoformat()}},
+            Limit=limit,
+        ):
+            found.append(UploadRecord.model_validate(item))
+            if len(found) >= limit:
+                break
+        return found
 
     # -- folders and files -------------------------------------------------------------------------
 
@@ -235,38 +252,45 @@ class DynamoContentStore:
             values,
         )
 
+    def update_upload_expired(self, kb_id: str, upload_id: str, *, expires_at: int) -> None:
+        """pending -> expired (its POST lapsed unused); ConditionFailed("upload") when no longer pending."""
+        self._update_upload(
+            kb_id,
+            upload_id,
+            "SET #state = :expired, expires_at = :expires REMOVE GSI2PK, GSI2SK",
+            "#state = :pending",
+            {":expired": "expired", ":pending": "pending", ":expires": expires_at},
+        )
+
     def put_file_for_upload(
         self, file: FileRecord, *, owner_id: str, attempt_id: str, expires_at: int
     ) -> FileRecord:
         """In one transaction: the FILE item, the upload marked submitted, and a check that the KB still
         exists and is still ``owner_id``'s. Returns the file as stored.
 
-        A folder deleted since the upload was requested puts the file at the root instead. Raises
-        ItemMissing("kb") when the KB is gone or changed hands, ConditionFailed("upload") when
-        ``attempt_id`` no longer holds the upload.
+        Raises ItemMissing("kb") when the KB is gone or changed hands, ItemMissing("folder") when the
+        target folder was deleted meanwhile (the upload ends rejected, not filed elsewhere), and
+        ConditionFailed("upload") when ``attempt_id`` no longer holds the upload.
         """
-        for folder_id in dict.fromkeys([file.folder_id, None]):
-            stored = file.model_copy(update={"folder_id": folder_id})
-            actions = [
-                self._table.put_action(
-                    {**file_key(file.kb_id, file.file_id), "type": "file", **stored.model_dump()},
-                    "attribute_not_exists(PK)",
-                ),
-                self._submitted_action(file, attempt_id, expires_at),
-                self._table.owner_check(file.kb_id, owner_id),
-            ]
-            if folder_id is not None:
-                actions.append(self._table.exists_check(folder_key(file.kb_id, folder_id)))
-            try:
-                self._table.transact(actions)
-            except TransactionRefused as err:
-                if err.failed == [3]:
-                    continue  # only the folder is gone: file it at the root
-                if 2 in err.failed:
-                    raise ItemMissing("kb", file.kb_id) from err
+        actions = [
+            self._table.put_action(
+                {**file_key(file.kb_id, file.file_id), "type": "file", **file.model_dump()},
+                "attribute_not_exists(PK)",
+            ),
+            self._submitted_action(file, attempt_id, expires_at),
+            self._table.owner_check(file.kb_id, owner_id),
+        ]
+        if file.folder_id is not None:
+            actions.append(self._table.exists_check(folder_key(file.kb_id, file.folder_id)))
+        try:
+            self._table.transact(actions)
+        except TransactionRefused as err:
+            if 2 in err.failed:
+                raise ItemMissing("kb", file.kb_id) from err
+            if 1 in err.failed or 0 in err.failed:
                 raise ConditionFailed("upload", file.upload_id) from err
-            return stored
-        raise AssertionError("unreachable: the root needs no folder check")
+            raise ItemMissing("folder", file.folder_id or "") from err
+        return file
 
     def _submitted_action(self, file: FileRecord, attempt_id: str, expires_at: int) -> Action:
         return {

@@ -17,15 +17,19 @@ from memmy_kb.adapters.dynamodb.table import (
     TransactionRefused,
     dump,
     grant_key,
+    intent_key,
     is_condition_failure,
     kb_key,
 )
 from memmy_kb.adapters.errors import AlreadyExists, ConditionFailed, ItemMissing
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord
 
+KB_INDEX = "KB"
+
 
 def _kb_item(kb: KnowledgeBaseRecord) -> Item:
-    return {**kb_key(kb.kb_id), "type": "kb", **kb.model_dump()}
+    # GSI2 "KB" lists every live KB for the reconciler's residue scan (by id, resumable from a cursor).
+    return {**kb_key(kb.kb_id), "type": "kb", "GSI2PK": KB_INDEX, "GSI2SK": kb.kb_id, **kb.model_dump()}
 
 
 def _grant_item(grant: GrantRecord) -> Item:
@@ -45,12 +49,14 @@ class DynamoKnowledgeBaseStore:
         self._table = table
 
     def put_kb_with_owner_grant(self, kb: KnowledgeBaseRecord, owner_grant: GrantRecord) -> None:
-        """Write META and the owner's grant together, or neither; AlreadyExists("kb") on an id clash."""
+        """Write META and the owner's grant together, or neither, and clear the create's intent item;
+        AlreadyExists("kb") on an id clash."""
         try:
             self._table.transact(
                 [
                     self._table.put_action(_kb_item(kb), "attribute_not_exists(PK)"),
                     self._table.put_action(_grant_item(owner_grant), "attribute_not_exists(PK)"),
+                    {"Delete": {"TableName": self._table.name, "Key": dump(intent_key(kb.kb_id))}},
                 ]
             )
         except TransactionRefused as err:
@@ -112,11 +118,18 @@ class DynamoKnowledgeBaseStore:
             "Update": {
                 "TableName": self._table.name,
                 "Key": dump(kb_key(grant.kb_id)),
-                "UpdateExpression": "SET member_count = if_not_exists(member_count, :zero) + :one",
+                "UpdateExpression": "SET member_count = if_not_exists(member_count, :zero) + :one"
+                " ADD readers :reader, member_version :one",
                 "ConditionExpression": "attribute_exists(PK) AND owner_id = :owner"
                 " AND (attribute_not_exists(member_count) OR member_count < :cap)",
                 "ExpressionAttributeValues": dump(
-                    {":zero": 0, ":one": 1, ":owner": grant.owner_id, ":cap": max_readers}
+                    {
+                        ":zero": 0,
+                        ":one": 1,
+                        ":owner": grant.owner_id,
+                        ":cap": max_readers,
+                        ":reader": {grant.user_id},
+                    }
                 ),
             }
         }
@@ -148,9 +161,10 @@ class DynamoKnowledgeBaseStore:
         uncount = {
             "TableName": self._table.name,
             "Key": dump(kb_key(kb_id)),
-            "UpdateExpression": "SET member_count = member_count - :one",
+            "UpdateExpression": "SET member_count = member_count - :one"
+            " DELETE readers :reader ADD member_version :one",
             "ConditionExpression": "attribute_exists(PK)",
-            "ExpressionAttributeValues": dump({":one": 1}),
+            "ExpressionAttributeValues": dump({":one": 1, ":reader": {user_id}}),
         }
         try:
             self._table.transact([{"Delete": delete}, {"Update": uncount}])

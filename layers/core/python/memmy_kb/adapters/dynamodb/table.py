@@ -51,14 +51,38 @@ def upload_key(kb_id: str, upload_id: str) -> Key:
     return {"PK": f"KB#{kb_id}", "SK": f"UPLOAD#{upload_id}"}
 
 
+def cleanup_key(cleanup_id: str) -> Key:
+    """The outbox item of one deletion."""
+    return {"PK": f"CLEANUP#{cleanup_id}", "SK": "CLEANUP"}
+
+
+def cleanup_part_key(cleanup_id: str, part_id: str) -> Key:
+    return {"PK": f"CLEANUP#{cleanup_id}", "SK": f"PART#{part_id}"}
+
+
+def intent_key(kb_id: str) -> Key:
+    """A create in flight: written before MemOS is called, removed with the KB's first write."""
+    return {"PK": f"INTENT#{kb_id}", "SK": "INTENT"}
+
+
+def cursor_key(name: str) -> Key:
+    """Where a reconciler pass resumes."""
+    return {"PK": "RECONCILE", "SK": f"CURSOR#{name}"}
+
+
 def lookup_key(kind: str, value: str) -> Key:
     """Points an email or phone at the one account that verified it."""
     return {"PK": f"{kind.upper()}#{value}", "SK": "LOOKUP"}
 
 
 def dump(item: Mapping[str, Any]) -> dict[str, Any]:
-    """An item in DynamoDB's typed JSON; None values are left out, datetimes stored as ISO 8601."""
-    return {k: _serializer.serialize(_plain(v)) for k, v in item.items() if v is not None}
+    """An item in DynamoDB's typed JSON; None values and empty sets (DynamoDB has none) are left out,
+    datetimes stored as ISO 8601."""
+    return {
+        k: _serializer.serialize(_plain(v))
+        for k, v in item.items()
+        if v is not None and not (isinstance(v, set | frozenset) and not v)
+    }
 
 
 def _plain(value: Any) -> Any:

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 from aws_lambda_powertools.metrics import MetricUnit
 
-from memmy_kb.api.dependencies import get_kb_store, get_memos_client, get_profile_store
+from memmy_kb.api.dependencies import get_cleanup_store, get_kb_store, get_memos_client, get_profile_store
 from memmy_kb.api.idempotency import run_idempotently
 from memmy_kb.api.identity import caller_id, verified_claims
 from memmy_kb.api.models import (
@@ -47,7 +47,12 @@ def handle_create_knowledge_base(
 
     def create() -> dict[str, Any]:
         view = knowledge_bases.create_knowledge_base(
-            get_kb_store(), get_profile_store(), get_memos_client(), owner=owner, name=request.name
+            get_kb_store(),
+            get_profile_store(),
+            get_memos_client(),
+            owner=owner,
+            name=request.name,
+            intents=get_cleanup_store(),
         )
         metrics.add_metric(name="KnowledgeBaseCreated", unit=MetricUnit.Count, value=1)
         return KnowledgeBase.from_view(view).model_dump(mode="json")

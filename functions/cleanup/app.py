@@ -1,0 +1,31 @@
+"""Step Functions task: one bounded round of purging a deletion from MemOS, S3 and the table.
+
+Input ``{"cleanup_id": ...}``; output ``{"done": bool}`` (the state machine calls again until done).
+``CleanupRetryable`` is the error the state machine's Retry names; anything else fails the execution.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memmy_kb.adapters.memos.deadline import bounded_by, seconds_left
+from memmy_kb.api.dependencies import (
+    get_cleanup_store,
+    get_content_store,
+    get_memos_client,
+    get_upload_storage,
+)
+from memmy_kb.domain.cleanup import Purger
+from memmy_kb.observability import logger, tracer
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, bool]:
+    cleanup_id = str(event["cleanup_id"])
+    logger.append_keys(cleanup_id=cleanup_id)
+    purger = Purger(
+        get_cleanup_store(), get_content_store(), get_memos_client(), get_upload_storage(), time_left=seconds_left
+    )
+    with bounded_by(context):
+        return {"done": purger.run(cleanup_id)}

@@ -1,0 +1,41 @@
+"""Schedule (EventBridge Scheduler): one bounded reconciliation pass (memmy_kb.domain.reconcile)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from memmy_kb.adapters.memos.deadline import bounded_by, seconds_left
+from memmy_kb.api.dependencies import (
+    get_cleanup_executions,
+    get_cleanup_store,
+    get_content_store,
+    get_kb_store,
+    get_memos_client,
+    get_upload_requeue,
+    get_upload_storage,
+)
+from memmy_kb.domain.reconcile import Reconciler
+from memmy_kb.observability import logger, metrics, tracer
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
+    reconciler = Reconciler(
+        get_kb_store(),
+        get_content_store(),
+        get_cleanup_store(),
+        get_cleanup_executions(),
+        get_upload_requeue(),
+        get_memos_client(),
+        get_upload_storage(),
+        time_left=seconds_left,
+    )
+    with bounded_by(context):
+        report = reconciler.run()
+    for name, value in report.counts.items():
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+    return report.counts

@@ -1,0 +1,296 @@
+"""Deletion in DynamoDB: the transactions that make a KB, folder or file invisible together with their
+cleanup outbox item, the outbox (``CLEANUP#<id>``: the item and its ``PART#`` items), create intents
+(``INTENT#<kb>``) and the reconciler's queues and cursor.
+
+Implements ``memmy_kb.domain.ports.CleanupStore``. GSI2 holds the queues the reconciler reads:
+``CLEANUP#pending`` and ``CLEANUP#failed`` sorted by when the cleanup may next be (re)started,
+``INTENT#create`` sorted by start, and ``KB`` (every META item, by id) for the residue scan; the upload
+queues are the content store's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Final
+
+from memmy_kb.adapters.dynamodb.table import (
+    Action,
+    DynamoTable,
+    Item,
+    TransactionRefused,
+    cleanup_key,
+    cleanup_part_key,
+    cursor_key,
+    dump,
+    file_key,
+    folder_key,
+    grant_key,
+    intent_key,
+    kb_key,
+)
+from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
+from memmy_kb.records import CleanupPart, CleanupRecord, FileRecord, FolderRecord, KnowledgeBaseRecord
+
+INTENT_QUEUE: Final = "INTENT#create"
+_BATCH_WRITE_LIMIT: Final = 25
+
+
+def cleanup_queue(state: str) -> str:
+    return f"CLEANUP#{state}"
+
+
+def _cleanup_item(cleanup: CleanupRecord) -> Item:
+    return {
+        **cleanup_key(cleanup.cleanup_id),
+        "type": "cleanup",
+        "GSI2PK": cleanup_queue(cleanup.state),
+        "GSI2SK": cleanup.next_attempt_at.isoformat(),
+        **cleanup.model_dump(),
+    }
+
+
+def _delete(table: DynamoTable, key: dict[str, str], condition: str | None = None, **extra: Any) -> Action:
+    delete: dict[str, Any] = {"TableName": table.name, "Key": dump(key)}
+    if condition:
+        delete["ConditionExpression"] = condition
+    delete.update(extra)
+    return {"Delete": delete}
+
+
+class DynamoCleanupStore:
+    """Deletion transactions, the cleanup outbox, create intents and the reconciler's bookkeeping."""
+
+    def __init__(self, table: DynamoTable) -> None:
+        self._table = table
+
+    # -- the visible part of a deletion, with its outbox item ---------------------------------------
+
+    def delete_kb_with_outbox(
+        self, kb: KnowledgeBaseRecord, reader_ids: Iterable[str], cleanup: CleanupRecord
+    ) -> None:
+        """META, the owner's grant and every reader's grant, gone together with the outbox item written.
+
+        Conditioned on META being as read (same owner, same ``member_version``), so a share or revoke that
+        landed after the read makes this fail with ConditionFailed("kb") instead of leaving a grant behind.
+        """
+        if kb.member_version:
+            unchanged, values = "member_version = :version", {":version": {"N": str(kb.member_version)}}
+        else:
+            unchanged, values = "attribute_not_exists(member_version)", {}
+        actions: list[Action] = [
+            _delete(
+                self._table,
+                kb_key(kb.kb_id),
+                f"attribute_exists(PK) AND owner_id = :owner AND {unchanged}",
+                ExpressionAttributeValues={":owner": {"S": kb.owner_id}, **values},
+            ),
+            _delete(self._table, grant_key(kb.owner_id, kb.kb_id)),
+            *(_delete(self._table, grant_key(user_id, kb.kb_id)) for user_id in reader_ids),
+            self._table.put_action(_cleanup_item(cleanup), "attribute_not_exists(PK)"),
+        ]
+        try:
+            self._table.transact(actions)
+        except TransactionRefused as err:
+            raise ConditionFailed("kb", kb.kb_id) from err
+
+    def delete_file_with_outbox(self, file: FileRecord, owner_id: str, cleanup: CleanupRecord) -> None:
+        """The FILE item gone and the outbox item written, while the KB is still ``owner_id``'s.
+
+        Raises ItemMissing("file") when the file is already gone, ItemMissing("kb") when the KB is.
+        """
+        actions = [
+            _delete(
+                self._table,
+                file_key(file.kb_id, file.file_id),
+                "attribute_exists(PK) AND memos_file_id = :memos",
+                ExpressionAttributeValues={":memos": {"S": file.memos_file_id}},
+            ),
+            self._table.owner_check(file.kb_id, owner_id),
+            self._table.put_action(_cleanup_item(cleanup), "attribute_not_exists(PK)"),
+        ]
+        try:
+            self._table.transact(actions)
+        except TransactionRefused as err:
+            raise ItemMissing("kb" if 1 in err.failed else "file", file.file_id) from err
+
+    def delete_folder_with_outbox(self, folder: FolderRecord, owner_id: str, cleanup: CleanupRecord) -> None:
+        """The folder item gone (so its subtree is unreachable) and the outbox item written.
+
+        Raises ItemMissing("folder") or ItemMissing("kb").
+        """
+        actions = [
+            _delete(self._table, folder_key(folder.kb_id, folder.folder_id), "attribute_exists(PK)"),
+            self._table.owner_check(folder.kb_id, owner_id),
+            self._table.put_action(_cleanup_item(cleanup), "attribute_not_exists(PK)"),
+        ]
+        try:
+            self._table.transact(actions)
+        except TransactionRefused as err:
+            raise ItemMissing("kb" if 1 in err.failed else "folder", folder.folder_id) from err
+
+    # -- sweeping a deleted folder's subtree -------------------------------------------------------
+
+    def delete_files_with_part(self, part: CleanupPart, files: list[FileRecord]) -> None:
+        """Delete up to 99 FILE items and note their MemOS ids in one outbox part, in one transaction."""
+        item = {**cleanup_part_key(part.cleanup_id, part.part_id), "type": "cleanup_part", **part.model_dump()}
+        self._table.transact(
+            [
+                *(_delete(self._table, file_key(f.kb_id, f.file_id)) for f in files),
+                self._table.put_action(item, "attribute_not_exists(PK)"),
+            ]
+        )
+
+    def delete_folders(self, folders: list[FolderRecord]) -> None:
+        """Delete folder items (already unreachable: their ancestor is gone)."""
+        self._batch_delete([folder_key(f.kb_id, f.folder_id) for f in folders])
+
+    # -- the outbox --------------------------------------------------------------------------------
+
+    def get_cleanup(self, cleanup_id: str) -> tuple[CleanupRecord | None, list[CleanupPart]]:
+        """The outbox item and its parts, from one consistent Query."""
+        head: CleanupRecord | None = None
+        parts: list[CleanupPart] = []
+        for item in self._table.query(
+            KeyConditionExpression="PK = :pk",
+            ExpressionAttributeValues={":pk": {"S": f"CLEANUP#{cleanup_id}"}},
+            ConsistentRead=True,
+        ):
+            if item["SK"] == "CLEANUP":
+                head = CleanupRecord.model_validate(item)
+            elif item["SK"].startswith("PART#"):
+                parts.append(CleanupPart.model_validate(item))
+        return head, parts
+
+    def delete_cleanup_parts(self, cleanup_id: str, part_ids: list[str]) -> None:
+        self._batch_delete([cleanup_part_key(cleanup_id, part_id) for part_id in part_ids])
+
+    def delete_kb_items(self, kb_id: str, limit: int) -> bool:
+        """Delete up to ``limit`` items left in a deleted KB's partition; True once it is empty."""
+        keys: list[dict[str, str]] = []
+        for item in self._table.query(
+            KeyConditionExpression="PK = :pk",
+            ExpressionAttributeValues={":pk": {"S": f"KB#{kb_id}"}},
+            ProjectionExpression="PK, SK",
+            ConsistentRead=True,
+        ):
+            if len(keys) == limit:
+                self._batch_delete(keys)
+                return False
+            keys.append({"PK": item["PK"], "SK": item["SK"]})
+        self._batch_delete(keys)
+        return True
+
+    def query_due_cleanups(self, now: datetime, limit: int) -> list[CleanupRecord]:
+        """Pending or failed cleanups whose next attempt is due, oldest due first (GSI2, may lag)."""
+        due: list[CleanupRecord] = []
+        for state in ("failed", "pending"):
+            due.extend(
+                CleanupRecord.model_validate(item)
+                for item in self._limited_query(
+                    limit - len(due),
+                    IndexName="GSI2",
+                    KeyConditionExpression="GSI2PK = :queue AND GSI2SK <= :now",
+                    ExpressionAttributeValues={
+                        ":queue": {"S": cleanup_queue(state)},
+                        ":now": {"S": now.isoformat()},
+                    },
+                )
+            )
+        return due
+
+    def update_cleanup_restarted(self, cleanup: CleanupRecord, next_attempt_at: datetime) -> CleanupRecord:
+        """Count one more execution and push the next restart out; ConditionFailed("cleanup") when the
+        item is gone (finished) or another reconciler counted this attempt first."""
+        item = self._table.update(
+            cleanup_key(cleanup.cleanup_id),
+            "SET attempts = :next, #state = :pending, GSI2PK = :queue, GSI2SK = :when, next_attempt_at = :when",
+            "attribute_exists(PK) AND attempts = :seen",
+            {
+                ":next": cleanup.attempts + 1,
+                ":seen": cleanup.attempts,
+                ":pending": "pending",
+                ":queue": cleanup_queue("pending"),
+                ":when": next_attempt_at.isoformat(),
+            },
+            {"#state": "state"},
+        )
+        if item is None:
+            raise ConditionFailed("cleanup", cleanup.cleanup_id)
+        return CleanupRecord.model_validate(item)
+
+    # -- create intents ----------------------------------------------------------------------------
+
+    def put_create_intent(self, kb_id: str, memos_name: str, started_at: datetime, expires_at: int) -> None:
+        """Note a KB create before MemOS is called; the create's own transaction deletes it."""
+        item = {
+            **intent_key(kb_id),
+            "type": "intent",
+            "GSI2PK": INTENT_QUEUE,
+            "GSI2SK": started_at.isoformat(),
+            "kb_id": kb_id,
+            "memos_name": memos_name,
+            "started_at": started_at.isoformat(),
+            "expires_at": expires_at,
+        }
+        self._table.client.put_item(TableName=self._table.name, Item=dump(item))
+
+    def delete_create_intent(self, kb_id: str) -> None:
+        self._table.client.delete_item(TableName=self._table.name, Key=dump(intent_key(kb_id)))
+
+    def query_stale_intents(self, before: datetime, limit: int) -> list[tuple[str, str]]:
+        """``(kb_id, memos_name)`` of creates started before ``before`` that never finished."""
+        return [
+            (str(item["kb_id"]), str(item.get("memos_name", "")))
+            for item in self._limited_query(
+                limit,
+                IndexName="GSI2",
+                KeyConditionExpression="GSI2PK = :queue AND GSI2SK < :before",
+                ExpressionAttributeValues={":queue": {"S": INTENT_QUEUE}, ":before": {"S": before.isoformat()}},
+            )
+        ]
+
+    # -- the residue scan --------------------------------------------------------------------------
+
+    def query_kbs_after(self, cursor: str | None, limit: int) -> list[KnowledgeBaseRecord]:
+        """Up to ``limit`` live KBs with ids after ``cursor`` (GSI2 "KB"), in id order."""
+        values: dict[str, Any] = {":kb": {"S": "KB"}}
+        condition = "GSI2PK = :kb"
+        if cursor:
+            condition += " AND GSI2SK > :cursor"
+            values[":cursor"] = {"S": cursor}
+        return [
+            KnowledgeBaseRecord.model_validate(item)
+            for item in self._limited_query(
+                limit, IndexName="GSI2", KeyConditionExpression=condition, ExpressionAttributeValues=values
+            )
+        ]
+
+    def get_cursor(self, name: str) -> str | None:
+        item = self._table.get(cursor_key(name))
+        return str(item["position"]) if item and item.get("position") else None
+
+    def put_cursor(self, name: str, position: str | None) -> None:
+        item = {**cursor_key(name), "type": "cursor", "position": position}
+        self._table.client.put_item(TableName=self._table.name, Item=dump(item))
+
+    # -- plumbing ----------------------------------------------------------------------------------
+
+    def _limited_query(self, limit: int, **kwargs: Any) -> list[Item]:
+        if limit <= 0:
+            return []
+        items = []
+        for item in self._table.query(Limit=limit, **kwargs):
+            items.append(item)
+            if len(items) >= limit:
+                break
+        return items
+
+    def _batch_delete(self, keys: list[dict[str, str]]) -> None:
+        for start in range(0, len(keys), _BATCH_WRITE_LIMIT):
+            request = {
+                self._table.name: [{"DeleteRequest": {"Key": dump(k)}} for k in keys[start : start + _BATCH_WRITE_LIMIT]]
+            }
+            while request:
+                resp = self._table.client.batch_write_item(RequestItems=request)
+                request = resp.get("UnprocessedItems") or {}

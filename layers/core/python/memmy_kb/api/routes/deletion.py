@@ -1,0 +1,72 @@
+"""Deleting a knowledge base, a file or a folder: 202 with the cleanup id, the purge runs in the background."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.metrics import MetricUnit
+
+from memmy_kb.api.dependencies import (
+    get_cleanup_executions,
+    get_cleanup_store,
+    get_content_store,
+    get_kb_store,
+)
+from memmy_kb.api.identity import caller_id
+from memmy_kb.api.models import CleanupAccepted
+from memmy_kb.api.resolver import NOT_VISIBLE, READER, ItemId, KbId, json_response, new_router, responses
+from memmy_kb.domain.deletion import Deleter
+from memmy_kb.observability import metrics
+
+router = new_router()
+_ACCEPTED = "Deleted in Memmy; MemOS and storage are cleaned up in the background"
+
+
+def _deleter() -> Deleter:
+    return Deleter(get_kb_store(), get_content_store(), get_cleanup_store(), get_cleanup_executions())
+
+
+def _accepted(cleanup_id: str, what: str) -> Response[str]:
+    metrics.add_metric(name=f"{what}Deleted", unit=MetricUnit.Count, value=1)
+    return json_response(HTTPStatus.ACCEPTED, CleanupAccepted(cleanup_id=cleanup_id))
+
+
+@router.delete(
+    "/knowledge-bases/<kb_id>",
+    operation_id="delete_knowledge_base_knowledge_bases__kb_id__delete",
+    summary="Delete a knowledge base for everyone it is shared with (owner only)",
+    responses=responses(
+        HTTPStatus.ACCEPTED,
+        _ACCEPTED,
+        CleanupAccepted,
+        READER,
+        NOT_VISIBLE,
+        (HTTPStatus.CONFLICT, "Members kept changing while the knowledge base was being deleted; try again"),
+    ),
+)
+def handle_delete_knowledge_base(kb_id: KbId) -> Response[str]:
+    caller = caller_id(router.current_event.raw_event)
+    return _accepted(_deleter().delete_knowledge_base(caller, kb_id), "KnowledgeBase")
+
+
+@router.delete(
+    "/knowledge-bases/<kb_id>/files/<file_id>",
+    operation_id="delete_file_knowledge_bases__kb_id__files__file_id__delete",
+    summary="Delete a file (owner only)",
+    responses=responses(HTTPStatus.ACCEPTED, _ACCEPTED, CleanupAccepted, READER, NOT_VISIBLE),
+)
+def handle_delete_file(kb_id: KbId, file_id: ItemId) -> Response[str]:
+    caller = caller_id(router.current_event.raw_event)
+    return _accepted(_deleter().delete_file(caller, kb_id, file_id), "File")
+
+
+@router.delete(
+    "/knowledge-bases/<kb_id>/folders/<folder_id>",
+    operation_id="delete_folder_knowledge_bases__kb_id__folders__folder_id__delete",
+    summary="Delete a folder with its subfolders and files (owner only)",
+    responses=responses(HTTPStatus.ACCEPTED, _ACCEPTED, CleanupAccepted, READER, NOT_VISIBLE),
+)
+def handle_delete_folder(kb_id: KbId, folder_id: ItemId) -> Response[str]:
+    caller = caller_id(router.current_event.raw_event)
+    return _accepted(_deleter().delete_folder(caller, kb_id, folder_id), "Folder")

@@ -1,0 +1,132 @@
+"""The background half of a deletion: purge what the outbox item names from MemOS, S3 and the table.
+
+The cleanup state machine (infra/statemachines/cleanup.asl.json) calls ``Purger.run`` until it answers
+done, then deletes the outbox item; every call does a bounded round that fits the invocation's time, and
+every step is idempotent, so a retry, a restart by the reconciler or two executions at once only repeat
+work. MemOS answering "not found" or "not linked" counts as done (the client says so).
+
+* **KB**: its MemOS files, listed page by page and deleted 20 at a time, then the MemOS KB itself with
+  ``delete_all`` (MemOS's public docs only describe the unlink, so files go first); the objects under
+  ``uploads/<kb>/`` and ``verified/<kb>/``; the rest of the KB's partition (folders, files, uploads).
+* **Folder**: the subtree is swept again (``memmy_kb.domain.deletion.sweep_folder``), then as for files.
+* **Files**: the MemOS files named by the outbox item and its parts, and their uploads' objects.
+
+Transient failures (MemOS unavailable or rate limited, AWS throttling) raise ``CleanupRetryable``, the
+error the state machine's Retry names; anything else fails the execution at once, and its Catch marks the
+outbox item failed for the reconciler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+from aws_lambda_powertools import Logger
+from botocore.exceptions import BotoCoreError, ClientError
+
+from memmy_kb.adapters.memos.errors import MemosError, MemosNotFound, MemosRateLimited, MemosUnavailable
+from memmy_kb.adapters.s3 import UPLOAD_PREFIX, VERIFIED_PREFIX, upload_object_key, verified_object_key
+from memmy_kb.domain.deletion import sweep_folder
+from memmy_kb.domain.ports import CleanupStore, ContentStore, KnowledgeEngine, UploadObjects
+from memmy_kb.records import CleanupPart, CleanupRecord, utc_now
+
+logger = Logger(child=True)
+
+MEMOS_DELETE_BATCH: Final = 20  # MemOS takes at most 20 file ids per request
+TABLE_DELETE_BATCH: Final = 500
+# A round stops starting new steps when less than this is left of the invocation.
+ROUND_RESERVE_SECONDS: Final = 5.0
+_THROTTLING = frozenset(
+    {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded", "SlowDown"}
+)
+
+
+class CleanupRetryable(Exception):
+    """A transient failure: the state machine retries the round with backoff (its Retry names this class)."""
+
+
+class CleanupFailed(Exception):
+    """A failure retrying will not cure soon (MemOS refused the call, a bad key): the execution fails and
+    the reconciler restarts it after its grace period."""
+
+
+@dataclass
+class Purger:
+    cleanups: CleanupStore
+    contents: ContentStore
+    memos: KnowledgeEngine
+    objects: UploadObjects
+    clock: Callable[[], datetime] = utc_now
+    # Seconds left in this invocation (None: unbounded), from the Lambda context.
+    time_left: Callable[[], float | None] = lambda: None
+
+    def run(self, cleanup_id: str) -> bool:
+        """One bounded round; True when nothing is left to purge (or the outbox item is already gone)."""
+        try:
+            return self._round(cleanup_id)
+        except (MemosUnavailable, MemosRateLimited) as err:
+            raise CleanupRetryable(f"MemOS unavailable: {type(err).__name__} (code {err.code})") from err
+        except MemosError as err:
+            raise CleanupFailed(f"MemOS refused the cleanup: {type(err).__name__} (code {err.code})") from err
+        except ClientError as err:
+            code = str(err.response.get("Error", {}).get("Code", ""))
+            if code in _THROTTLING or code.startswith("5"):
+                raise CleanupRetryable(f"AWS throttled or failed: {code}") from err
+            raise
+        except BotoCoreError as err:
+            raise CleanupRetryable(f"AWS unreachable: {type(err).__name__}") from err
+
+    def _round(self, cleanup_id: str) -> bool:
+        head, parts = self.cleanups.get_cleanup(cleanup_id)
+        if head is None:
+            return True
+        log = {"cleanup_id": cleanup_id, "kb_id": head.kb_id, "target": head.target}
+        if head.target == "kb":
+            done = self._purge_kb(head)
+        else:
+            if head.target == "folder":
+                sweep_folder(self.contents, self.cleanups, head, clock=self.clock)
+                head, parts = self.cleanups.get_cleanup(cleanup_id)
+                if head is None:
+                    return True
+            done = self._purge_files(head, parts)
+        logger.info("cleanup round finished" if done else "cleanup round to be continued", extra=log)
+        return done
+
+    def _out_of_time(self) -> bool:
+        left = self.time_left()
+        return left is not None and left < ROUND_RESERVE_SECONDS
+
+    def _purge_kb(self, head: CleanupRecord) -> bool:
+        try:
+            ids = [f.id for f in self.memos.iter_knowledgebase_files(head.memos_kb_id)]
+        except MemosNotFound:
+            ids = []  # the MemOS KB is gone (or unlinked) already
+        for start in range(0, len(ids), MEMOS_DELETE_BATCH):
+            if self._out_of_time():
+                return False
+            self.memos.delete_knowledgebase_files(ids[start : start + MEMOS_DELETE_BATCH])
+        self.memos.delete_knowledgebase(head.memos_kb_id, delete_all=True)
+        for prefix in (f"{UPLOAD_PREFIX}{head.kb_id}/", f"{VERIFIED_PREFIX}{head.kb_id}/"):
+            while not self.objects.delete_prefix(prefix, 1000):
+                if self._out_of_time():
+                    return False
+        while not self.cleanups.delete_kb_items(head.kb_id, TABLE_DELETE_BATCH):
+            if self._out_of_time():
+                return False
+        return True
+
+    def _purge_files(self, head: CleanupRecord, parts: list[CleanupPart]) -> bool:
+        memos_ids = list(dict.fromkeys([*head.memos_file_ids, *(i for p in parts for i in p.memos_file_ids)]))
+        upload_ids = list(dict.fromkeys([*head.upload_ids, *(i for p in parts for i in p.upload_ids)]))
+        for start in range(0, len(memos_ids), MEMOS_DELETE_BATCH):
+            if self._out_of_time():
+                return False
+            self.memos.delete_knowledgebase_files(memos_ids[start : start + MEMOS_DELETE_BATCH])
+        for upload_id in upload_ids:
+            self.objects.delete(upload_object_key(head.kb_id, upload_id))
+            self.objects.delete(verified_object_key(head.kb_id, upload_id))
+        self.cleanups.delete_cleanup_parts(head.cleanup_id, [p.part_id for p in parts])
+        return True

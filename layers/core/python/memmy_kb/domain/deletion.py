@@ -1,0 +1,223 @@
+"""Deleting a KB, a folder or a file: gone in Memmy at once, purged from MemOS and S3 in the background.
+
+Step one is one transaction that removes what makes the thing visible and writes a cleanup outbox item
+(``memmy_kb.records.CleanupRecord``): for a KB its META and every grant, so it leaves every member's
+list and recall scope the moment the request returns; for a file its FILE item; for a folder the folder
+item, which makes its subtree unreachable. Step two starts the cleanup state machine with the cleanup id
+as the execution name; if that start fails the request still succeeds and the reconciler starts it later
+(``memmy_kb.domain.reconcile``). A folder's subtree is then swept in bounded transactions
+(``sweep_folder``), here and again by the cleanup, which makes the sweep safe to interrupt anywhere.
+
+Who may delete: the owner only; a reader gets 403 and anyone else the 404 of a KB that does not exist
+(``memmy_kb.domain.access``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Final
+
+from aws_lambda_powertools import Logger
+
+from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
+from memmy_kb.domain.access import require_owner
+from memmy_kb.domain.ports import CleanupExecutions, CleanupStore, ContentStore, KnowledgeBaseStore
+from memmy_kb.errors import Conflict, file_not_found, folder_not_found, kb_not_found
+from memmy_kb.records import (
+    CleanupPart,
+    CleanupRecord,
+    CleanupTarget,
+    FileRecord,
+    FolderRecord,
+    UploadRecord,
+    utc_now,
+)
+
+logger = Logger(child=True)
+
+# How long a cleanup may run before the reconciler takes it for stuck and starts it again.
+CLEANUP_GRACE: Final = timedelta(minutes=15)
+# Items per sweep transaction: one outbox part plus this many deletions stays far below DynamoDB's 100.
+SWEEP_CHUNK: Final = 50
+FOLDER_GONE: Final = "The folder was deleted."
+# A share or revoke landing between our read of META and the delete is retried a few times.
+_KB_DELETE_ATTEMPTS: Final = 3
+
+
+def new_cleanup_id() -> str:
+    return "cl_" + secrets.token_hex(12)
+
+
+@dataclass(frozen=True)
+class Deleter:
+    """The collaborators of a deletion, and the clock and id source (tests pass their own)."""
+
+    kbs: KnowledgeBaseStore
+    contents: ContentStore
+    cleanups: CleanupStore
+    executions: CleanupExecutions
+    clock: Callable[[], datetime] = utc_now
+    new_id: Callable[[], str] = new_cleanup_id
+
+    def _cleanup(self, target: CleanupTarget, kb_id: str, memos_kb_id: str, owner_id: str, **extra: object) -> CleanupRecord:
+        now = self.clock()
+        return CleanupRecord.model_validate(
+            {
+                "cleanup_id": self.new_id(),
+                "target": target,
+                "kb_id": kb_id,
+                "memos_kb_id": memos_kb_id,
+                "owner_id": owner_id,
+                "created_at": now,
+                "next_attempt_at": now + CLEANUP_GRACE,
+                **extra,
+            }
+        )
+
+    def delete_knowledge_base(self, caller: str, kb_id: str) -> str:
+        """META and every grant, with the outbox item, in one transaction; then the cleanup. Owner only."""
+        grant = require_owner(self.kbs, caller, kb_id)
+        for _ in range(_KB_DELETE_ATTEMPTS):
+            kb = self.kbs.get_kb(kb_id)
+            if kb is None or kb.owner_id != caller:
+                raise kb_not_found()
+            readers = set(kb.readers)
+            if kb.member_count > len(readers):
+                # Grants written before META kept its readers: take them from the member index too.
+                readers |= {g.user_id for g in self.kbs.query_kb_members(kb_id) if g.role == "reader"}
+            cleanup = self._cleanup("kb", kb_id, grant.memos_kb_id, caller)
+            try:
+                self.cleanups.delete_kb_with_outbox(kb, sorted(readers), cleanup)
+            except ConditionFailed:
+                continue  # membership changed (or the KB is gone): read again
+            logger.info("knowledge base deleted", extra={"kb_id": kb_id, "cleanup_id": cleanup.cleanup_id})
+            return self._start(cleanup)
+        if self.kbs.get_kb(kb_id) is None:
+            raise kb_not_found()
+        raise Conflict("The knowledge base's members are changing; try again.", code="kb_busy")
+
+    def delete_file(self, caller: str, kb_id: str, file_id: str) -> str:
+        """The FILE item with the outbox item naming its MemOS file; then the cleanup. Owner only."""
+        grant = require_owner(self.kbs, caller, kb_id)
+        file = self.contents.get_file(kb_id, file_id)
+        if file is None:
+            raise file_not_found()
+        cleanup = self._cleanup(
+            "files", kb_id, grant.memos_kb_id, caller,
+            memos_file_ids=[file.memos_file_id], upload_ids=[file.upload_id],
+        )
+        try:
+            self.cleanups.delete_file_with_outbox(file, caller, cleanup)
+        except ItemMissing as err:
+            raise (kb_not_found() if err.item == "kb" else file_not_found()) from None
+        logger.info("file deleted", extra={"kb_id": kb_id, "file_id": file_id, "cleanup_id": cleanup.cleanup_id})
+        return self._start(cleanup)
+
+    def delete_folder(self, caller: str, kb_id: str, folder_id: str) -> str:
+        """The folder item with the outbox item (its subtree is unreachable from then on), then the
+        subtree swept in bounded transactions, then the cleanup. Owner only."""
+        grant = require_owner(self.kbs, caller, kb_id)
+        folder = self.contents.get_folder(kb_id, folder_id)
+        if folder is None:
+            raise folder_not_found()
+        cleanup = self._cleanup("folder", kb_id, grant.memos_kb_id, caller, folder_id=folder_id)
+        try:
+            self.cleanups.delete_folder_with_outbox(folder, caller, cleanup)
+        except ItemMissing as err:
+            raise (kb_not_found() if err.item == "kb" else folder_not_found()) from None
+        logger.info("folder deleted", extra={"kb_id": kb_id, "folder_id": folder_id, "cleanup_id": cleanup.cleanup_id})
+        try:
+            sweep_folder(self.contents, self.cleanups, cleanup, clock=self.clock)
+        except Exception:
+            # The folder is already gone for the user; the cleanup sweeps what is left.
+            logger.exception("folder sweep interrupted; the cleanup will finish it", extra={"kb_id": kb_id})
+        return self._start(cleanup)
+
+    def _start(self, cleanup: CleanupRecord) -> str:
+        """Start the cleanup execution; a failure leaves the outbox item for the reconciler."""
+        try:
+            self.executions.start(cleanup.cleanup_id, cleanup.cleanup_id)
+        except Exception:
+            logger.exception(
+                "cleanup not started; the reconciler will start it", extra={"cleanup_id": cleanup.cleanup_id}
+            )
+        return cleanup.cleanup_id
+
+
+def subtree(
+    folders: list[FolderRecord], files: list[FileRecord], uploads: list[UploadRecord], root_id: str
+) -> tuple[list[FolderRecord], list[FileRecord], list[UploadRecord]]:
+    """What lies under the deleted folder ``root_id`` (itself no longer among ``folders``): the folders
+    whose chain of parents reaches it, deepest first, and the files and unfinished uploads in them."""
+    by_id = {f.folder_id: f for f in folders}
+    inside: dict[str, int] = {root_id: 0}  # folder id -> depth below the root
+
+    def depth(folder_id: str | None, seen: frozenset[str] = frozenset()) -> int | None:
+        if folder_id is None or folder_id in seen:
+            return None
+        if folder_id in inside:
+            return inside[folder_id]
+        folder = by_id.get(folder_id)
+        if folder is None:
+            return None
+        parent = depth(folder.parent_id, seen | {folder_id})
+        if parent is None:
+            return None
+        inside[folder_id] = parent + 1
+        return parent + 1
+
+    found = [f for f in folders if depth(f.folder_id) is not None]
+    found.sort(key=lambda f: -inside[f.folder_id])
+    in_tree = set(inside)
+    return (
+        found,
+        [f for f in files if f.folder_id in in_tree],
+        [u for u in uploads if u.folder_id in in_tree and u.state in ("pending", "submitting")],
+    )
+
+
+def sweep_folder(
+    contents: ContentStore,
+    cleanups: CleanupStore,
+    cleanup: CleanupRecord,
+    *,
+    clock: Callable[[], datetime] = utc_now,
+) -> None:
+    """Remove a deleted folder's subtree from the table; safe to interrupt and run again.
+
+    Unfinished uploads into it end rejected (a submitting one's ingest then takes its MemOS file back);
+    files go in transactions that note their MemOS ids in an outbox part; folders go last, deepest
+    first, so whatever is left after an interruption still hangs under the deleted root.
+    """
+    assert cleanup.folder_id is not None, "a folder cleanup names its folder"
+    folders, files, uploads = subtree(*contents.query_kb_items(cleanup.kb_id), cleanup.folder_id)
+    rejected_until = int((clock() + timedelta(days=7)).timestamp())
+    for upload in uploads:
+        # Decided meanwhile (ConditionFailed): a file it became is swept below or by the cleanup's next round.
+        with contextlib.suppress(ConditionFailed):
+            contents.update_upload_rejected(
+                upload.kb_id,
+                upload.upload_id,
+                reason=FOLDER_GONE,
+                expires_at=rejected_until,
+                attempt_id=upload.attempt_id if upload.state == "submitting" else None,
+            )
+    for start in range(0, len(files), SWEEP_CHUNK):
+        chunk = files[start : start + SWEEP_CHUNK]
+        part = CleanupPart(
+            cleanup_id=cleanup.cleanup_id,
+            part_id=secrets.token_hex(8),
+            memos_file_ids=[f.memos_file_id for f in chunk],
+            upload_ids=[f.upload_id for f in chunk],
+        )
+        cleanups.delete_files_with_part(part, chunk)
+    cleanups.delete_folders(folders)
+    upload_ids = [u.upload_id for u in uploads]
+    if upload_ids:
+        cleanups.delete_files_with_part(
+            CleanupPart(cleanup_id=cleanup.cleanup_id, part_id=secrets.token_hex(8), upload_ids=upload_ids), []
+        )

@@ -1,0 +1,249 @@
+"""Reconciliation: the scheduled repair pass that makes MemOS, S3 and the table agree again.
+
+Each run does bounded work (``ReconcileLimits``) and stops early when the invocation's time runs low;
+the residue scan resumes from a cursor kept in the table. Every action is conditioned on the state it
+read, so two runs at once, or a run racing the ingest or a cleanup, only repeat work:
+
+1. **Cleanups** still pending or failed when their next attempt is due get a new execution (named
+   ``<cleanup id>-<attempt>``), with a backoff that doubles per attempt; one past ``STUCK_ATTEMPTS``
+   is reported (metric ``CleanupStuck``, alarmed).
+2. **Submitting uploads** whose MemOS add has an unknown outcome are resolved by looking for the file in
+   the KB's MemOS files (its MemOS name carries the upload id, ``memmy_kb.domain.naming``): found, it is
+   recorded as submitted; not found, the upload goes back to pending and its object to the ingest queue.
+   A file is never added twice: only an add known not to have happened is retried.
+3. **Pending uploads** whose presigned POST lapsed long ago are marked expired and their objects deleted.
+4. **Create intents** older than a grace period are KB creates whose MemOS outcome nobody learned: MemOS
+   cannot list KBs, so they can only be counted (``KbCreateOutcomeUnknown``, alarmed) and logged.
+5. **Residue**: MemOS files of live KBs that no FILE item references and no upload in flight claims are
+   deleted (``ResidueFound`` / ``ResidueRemoved``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Final
+
+from aws_lambda_powertools import Logger
+
+from memmy_kb.adapters.errors import ConditionFailed
+from memmy_kb.adapters.memos.errors import MemosError, MemosNotFound
+from memmy_kb.adapters.memos.models import MemosFile
+from memmy_kb.adapters.s3 import verified_object_key
+from memmy_kb.domain.ingest import IngestConfig, Ingestion
+from memmy_kb.domain.naming import upload_id_in
+from memmy_kb.domain.ports import (
+    CleanupExecutions,
+    CleanupStore,
+    ContentStore,
+    KnowledgeBaseStore,
+    KnowledgeEngine,
+    UploadObjects,
+    UploadRequeue,
+)
+from memmy_kb.records import CleanupRecord, KnowledgeBaseRecord, UploadRecord, utc_now
+
+logger = Logger(child=True)
+
+CLEANUP_BACKOFF: Final = timedelta(minutes=15)
+CLEANUP_BACKOFF_CAP: Final = timedelta(hours=6)
+STUCK_ATTEMPTS: Final = 5
+# A MemOS add still unresolved after this is taken for lost (the ingest's own calls end in minutes).
+SUBMITTING_GRACE: Final = timedelta(minutes=15)
+INTENT_GRACE: Final = timedelta(minutes=15)
+# MemOS files younger than this are never taken for residue, whatever our records say.
+RESIDUE_GRACE: Final = timedelta(minutes=15)
+EXPIRED_KEEP: Final = timedelta(days=1)
+RESIDUE_CURSOR: Final = "residue"
+LOST: Final = "The upload could not be completed; please upload the file again."
+_RESERVE_SECONDS: Final = 10.0
+
+
+@dataclass(frozen=True)
+class ReconcileLimits:
+    cleanups: int = 25
+    uploads: int = 50
+    intents: int = 25
+    kbs: int = 20
+
+
+@dataclass
+class ReconcileReport:
+    """What one run did, by action (also emitted as metrics)."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, name: str, value: int = 1) -> None:
+        self.counts[name] = self.counts.get(name, 0) + value
+
+
+@dataclass
+class Reconciler:
+    kbs: KnowledgeBaseStore
+    contents: ContentStore
+    cleanups: CleanupStore
+    executions: CleanupExecutions
+    requeue: UploadRequeue
+    memos: KnowledgeEngine
+    objects: UploadObjects
+    limits: ReconcileLimits = field(default_factory=ReconcileLimits)
+    clock: Callable[[], datetime] = utc_now
+    time_left: Callable[[], float | None] = lambda: None
+    report: ReconcileReport = field(default_factory=ReconcileReport)
+    _memos_files: dict[str, list[MemosFile]] = field(default_factory=dict)
+
+    def run(self) -> ReconcileReport:
+        for step in (self.restart_cleanups, self.resolve_submitting, self.expire_pending, self.count_intents):
+            if self._out_of_time():
+                break
+            step()
+        if not self._out_of_time():
+            self.remove_residue()
+        logger.info("reconcile run", extra={"counts": self.report.counts})
+        return self.report
+
+    def _out_of_time(self) -> bool:
+        left = self.time_left()
+        return left is not None and left < _RESERVE_SECONDS
+
+    # -- 1. cleanups -------------------------------------------------------------------------------
+
+    def restart_cleanups(self) -> None:
+        now = self.clock()
+        for cleanup in self.cleanups.query_due_cleanups(now, self.limits.cleanups):
+            self._restart(cleanup, now)
+
+    def _restart(self, cleanup: CleanupRecord, now: datetime) -> None:
+        backoff = min(CLEANUP_BACKOFF * 2 ** max(0, cleanup.attempts - 1), CLEANUP_BACKOFF_CAP)
+        try:
+            started = self.cleanups.update_cleanup_restarted(cleanup, now + backoff)
+        except ConditionFailed:
+            return  # finished meanwhile, or another run counted this attempt
+        log = {"cleanup_id": cleanup.cleanup_id, "attempts": started.attempts, "last_error": cleanup.last_error}
+        if started.attempts > STUCK_ATTEMPTS:
+            logger.error("cleanup keeps failing", extra=log)
+            self.report.add("CleanupStuck")
+        self.executions.start(cleanup.cleanup_id, f"{cleanup.cleanup_id}-{started.attempts}")
+        logger.info("cleanup restarted", extra=log)
+        self.report.add("CleanupRestarted")
+
+    # -- 2. submitting uploads of unknown outcome --------------------------------------------------
+
+    def resolve_submitting(self) -> None:
+        before = self.clock() - SUBMITTING_GRACE
+        for upload in self.contents.query_upload_queue("submitting", before, self.limits.uploads):
+            if self._out_of_time():
+                return
+            try:
+                self._resolve(upload)
+            except MemosError as err:
+                logger.warning(
+                    "MemOS unavailable; upload left for the next run",
+                    extra={"upload_id": upload.upload_id, "error": type(err).__name__},
+                )
+                return
+
+    def _resolve(self, upload: UploadRecord) -> None:
+        fresh = self.contents.get_upload(upload.kb_id, upload.upload_id)
+        if fresh is None or fresh.state != "submitting" or fresh.attempt_id is None:
+            return
+        ingestion = Ingestion(
+            self.kbs, self.contents, self.objects, self.memos, fresh,
+            IngestConfig(inline_max_bytes=0, get_url_ttl_seconds=1), clock=self.clock,
+            attempt_id=fresh.attempt_id,
+        )
+        kb = self.kbs.get_kb(fresh.kb_id)
+        if kb is None:
+            ingestion.reject("The knowledge base was deleted.")  # its cleanup purges MemOS
+            self.report.add("UploadResolvedRejected")
+            return
+        found = next((f for f in self._files_of(kb) if upload_id_in(f.name) == fresh.upload_id), None)
+        if found is not None:
+            outcome = ingestion.record(found.id)
+            self.report.add("UploadResolvedSubmitted" if outcome.result == "submitted" else "UploadResolvedRejected")
+            return
+        if self.objects.head(fresh.object_key) is None:
+            ingestion.reject(LOST)
+            self.report.add("UploadResolvedRejected")
+            return
+        ingestion.release()
+        self.requeue.requeue(fresh.object_key)
+        logger.info("upload not in MemOS; handed to the ingest again", extra={"upload_id": fresh.upload_id})
+        self.report.add("UploadRequeued")
+
+    def _files_of(self, kb: KnowledgeBaseRecord) -> list[MemosFile]:
+        if kb.kb_id not in self._memos_files:
+            try:
+                self._memos_files[kb.kb_id] = list(self.memos.iter_knowledgebase_files(kb.memos_kb_id))
+            except MemosNotFound:
+                logger.error("a live KB is unknown to MemOS", extra={"kb_id": kb.kb_id})
+                self._memos_files[kb.kb_id] = []
+        return self._memos_files[kb.kb_id]
+
+    # -- 3. pending uploads never completed ---------------------------------------------------------
+
+    def expire_pending(self) -> None:
+        now = self.clock()
+        for upload in self.contents.query_upload_queue("pending", now, self.limits.uploads):
+            try:
+                self.contents.update_upload_expired(
+                    upload.kb_id, upload.upload_id, expires_at=int((now + EXPIRED_KEEP).timestamp())
+                )
+            except ConditionFailed:
+                continue
+            self.objects.delete(upload.object_key)
+            self.objects.delete(verified_object_key(upload.kb_id, upload.upload_id))
+            self.report.add("UploadExpired")
+
+    # -- 4. creates of unknown outcome --------------------------------------------------------------
+
+    def count_intents(self) -> None:
+        for kb_id, memos_name in self.cleanups.query_stale_intents(
+            self.clock() - INTENT_GRACE, self.limits.intents
+        ):
+            logger.error(
+                "KB create with unknown MemOS outcome; a MemOS KB may be orphaned",
+                extra={"kb_id": kb_id, "memos_name": memos_name},
+            )
+            self.cleanups.delete_create_intent(kb_id)
+            self.report.add("KbCreateOutcomeUnknown")
+
+    # -- 5. MemOS residue ---------------------------------------------------------------------------
+
+    def remove_residue(self) -> None:
+        cursor = self.cleanups.get_cursor(RESIDUE_CURSOR)
+        kbs = self.cleanups.query_kbs_after(cursor, self.limits.kbs)
+        for kb in kbs:
+            if self._out_of_time():
+                self.cleanups.put_cursor(RESIDUE_CURSOR, cursor)
+                return
+            try:
+                self._remove_residue_of(kb)
+            except MemosError as err:
+                logger.warning("residue scan stopped", extra={"kb_id": kb.kb_id, "error": type(err).__name__})
+                self.cleanups.put_cursor(RESIDUE_CURSOR, cursor)
+                return
+            cursor = kb.kb_id
+        # A short page is the end of the KBs: the next run starts from the beginning again.
+        self.cleanups.put_cursor(RESIDUE_CURSOR, cursor if len(kbs) == self.limits.kbs else None)
+
+    def _remove_residue_of(self, kb: KnowledgeBaseRecord) -> None:
+        _, files, uploads = self.contents.query_kb_items(kb.kb_id)
+        referenced = {f.memos_file_id for f in files}
+        in_flight = {u.upload_id for u in uploads if u.state in ("pending", "submitting")}
+        young = self.clock() - RESIDUE_GRACE
+        residue = [
+            f.id
+            for f in self._files_of(kb)
+            if f.id not in referenced
+            and upload_id_in(f.name) not in in_flight
+            and (f.created_at is None or f.created_at < young)
+        ]
+        if not residue:
+            return
+        self.report.add("ResidueFound", len(residue))
+        for start in range(0, len(residue), 20):
+            self.memos.delete_knowledgebase_files(residue[start : start + 20])
+        logger.warning("MemOS residue removed", extra={"kb_id": kb.kb_id, "count": len(residue)})
+        self.report.add("ResidueRemoved", len(residue))
