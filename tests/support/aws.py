@@ -113,10 +113,13 @@ class Service:
 
         For functions without a route (queue consumers, scheduled jobs).
         """
-        code_uri = self.template["Resources"][function]["Properties"]["CodeUri"]
-        module = self.function_module(code_uri.strip("/").split("/")[-1])
+        properties = self.template["Resources"][function]["Properties"]
+        module = self.function_module(properties["CodeUri"].strip("/").split("/")[-1])
+        # The invocation gets the function's whole timeout, as a fresh Lambda invocation does.
+        timeout = properties.get("Timeout", self.template["Globals"]["Function"]["Timeout"])
+        context = FakeLambdaContext(function_name=function, remaining_ms=int(timeout) * 1000)
         with record_aws_calls() as calls:
-            result = module.lambda_handler(event, FakeLambdaContext(function_name=function))
+            result = module.lambda_handler(event, context)
         needs = [need for call in calls for need in needs_of(*call, self._logical)]
         missing = missing_permissions(self.template, function, needs)
         assert not missing, f"{function} lacks permissions in template.yaml: {missing}"

@@ -49,8 +49,8 @@ def needs_of(service: str, operation: str, params: dict[str, Any], table_ids: di
                 for item in params["TransactItems"]
                 for kind, body in item.items()
             ]
-        if operation == "BatchGetItem":
-            return [Need("dynamodb:BatchGetItem", table_ids[name]) for name in params["RequestItems"]]
+        if operation in ("BatchGetItem", "BatchWriteItem"):
+            return [Need(f"dynamodb:{operation}", table_ids[name]) for name in params["RequestItems"]]
         resource = table_ids[params["TableName"]]
         if "IndexName" in params:
             resource += f"/index/{params['IndexName']}"

@@ -74,10 +74,10 @@ class DynamoCleanupStore:
         Conditioned on META being as read (same owner, same ``member_version``), so a share or revoke that
         landed after the read makes this fail with ConditionFailed("kb") instead of leaving a grant behind.
         """
-        if kb.member_version:
-            unchanged, values = "member_version = :version", {":version": {"N": str(kb.member_version)}}
-        else:
-            unchanged, values = "attribute_not_exists(member_version)", {}
+        unchanged = "member_version = :version"
+        if not kb.member_version:  # META written before versions were kept has none
+            unchanged = f"(attribute_not_exists(member_version) OR {unchanged})"
+        values = {":version": {"N": str(kb.member_version)}}
         actions: list[Action] = [
             _delete(
                 self._table,
