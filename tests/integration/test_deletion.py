@@ -65,10 +65,7 @@ def cleanups(service) -> DynamoCleanupStore:
 
 def run_cleanup(service, cleanup_id: str) -> bool:
     """What the state machine's Purge task does: call the cleanup function until it says done."""
-    for _ in range(10):
-        if service.invoke("CleanupFunction", {"cleanup_id": cleanup_id})["done"]:
-            return True
-    return False
+    return any(service.invoke("CleanupFunction", {"cleanup_id": cleanup_id})["done"] for _ in range(10))
 
 
 def reconciler(service, *, later: timedelta = LATER) -> Reconciler:
