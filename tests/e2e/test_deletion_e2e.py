@@ -41,7 +41,7 @@ def aws(stack: RunningStack, service: str) -> Any:
         endpoint_url=stack.moto_url,
         region_name="us-east-1",
         aws_access_key_id="memmy-local",
-        aws_secret_access_key="memmy-local",  # noqa: S106 - moto's placeholder credential
+        aws_secret_access_key="memmy-local",
     )
 
 
