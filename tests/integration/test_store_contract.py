@@ -337,6 +337,8 @@ def test_given_a_reader_when_their_grant_is_deleted_then_it_is_gone_and_uncounte
 
     assert backend.kbs.get_grant("bob", "kb_1") is None
     assert stored_kb(backend).member_count == 1
+    # META names its readers and counts every change, for the KB's delete
+    assert (stored_kb(backend).readers, stored_kb(backend).member_version) == ({"carol"}, 3)
     assert [g.user_id for g in backend.kbs.query_kb_members("kb_1")] == ["alice", "carol"]
 
 

@@ -216,8 +216,13 @@ class FakeKnowledgeBaseStore:
         kb = t.kbs.get(grant.kb_id)
 
         def count() -> None:
-            t.kbs[grant.kb_id] = t.kbs[grant.kb_id].model_copy(
-                update={"member_count": t.kbs[grant.kb_id].member_count + 1}
+            meta = t.kbs[grant.kb_id]
+            t.kbs[grant.kb_id] = meta.model_copy(
+                update={
+                    "member_count": meta.member_count + 1,
+                    "readers": meta.readers | {grant.user_id},
+                    "member_version": meta.member_version + 1,
+                }
             )
 
         txn = _Transaction()
@@ -238,7 +243,14 @@ class FakeKnowledgeBaseStore:
         current = t.grants.get(key)
 
         def uncount() -> None:
-            t.kbs[kb_id] = t.kbs[kb_id].model_copy(update={"member_count": t.kbs[kb_id].member_count - 1})
+            meta = t.kbs[kb_id]
+            t.kbs[kb_id] = meta.model_copy(
+                update={
+                    "member_count": meta.member_count - 1,
+                    "readers": meta.readers - {user_id},
+                    "member_version": meta.member_version + 1,
+                }
+            )
 
         def delete() -> None:
             del t.grants[key]
