@@ -428,3 +428,30 @@ def test_meta_keeps_its_readers_for_the_delete(service):
     item = service.stores.table.get(kb_key(kb_id))
     assert ("readers" not in item, item["member_version"]) == (True, 2)
     assert s3(service) is not None
+
+
+def test_two_reconcile_runs_resolving_one_upload_record_it_once_and_keep_its_memos_file(service, monkeypatch):
+    monkeypatch.setenv("MEMOS_TIMEOUT_SECONDS", "0.3")
+    reset_dependencies()
+    kb_id = create_kb(service)
+    upload_id = upload(service, kb_id, "a.md", b"# hello")
+    service.memos.add_fault(ADD, latency_ms=1000, times=1)
+    drain_ingest(service)
+    wait_for(lambda: sum(len(ids) for ids in memos_kbs(service).values()) == 1)
+    monkeypatch.delenv("MEMOS_TIMEOUT_SECONDS")
+    reset_dependencies()
+    # Given a second run that read the upload as submitting just before the first one recorded it
+    stale = get_upload(service, kb_id, upload_id)
+    first = reconciler(service).run()
+    second = reconciler(service)
+    real_get_upload = second.contents.get_upload
+    reads = iter([stale])
+    monkeypatch.setattr(second.contents, "get_upload", lambda *ids: next(reads, None) or real_get_upload(*ids))
+    second._resolve(stale)  # noqa: SLF001 - the race's second half, driven directly
+
+    # Then the file is recorded once, and MemOS still holds the file it points to
+    assert first.counts.get("UploadResolvedSubmitted") == 1
+    (file,) = service.stores.contents.query_kb_items(kb_id)[1]
+    memos_kb_id = service.stores.kbs.get_kb(kb_id).memos_kb_id
+    assert memos_kbs(service)[memos_kb_id] == [file.memos_file_id]
+    assert service.memos.calls(DELETE_FILES) == 0

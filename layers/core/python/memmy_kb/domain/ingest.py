@@ -266,6 +266,9 @@ class Ingestion:
         except ItemMissing as err:
             return self.take_back(memos_file_id, reason=KB_GONE if err.item == "kb" else FOLDER_GONE)
         except ConditionFailed:
+            current = self.contents.get_upload(upload.kb_id, upload.upload_id)
+            if current is not None and current.state == "submitted" and current.memos_file_id == memos_file_id:
+                return self._outcome("ignored")  # recorded meanwhile by another run (the reconciler's)
             return self.take_back(memos_file_id, reason=None)
         logger.info("upload submitted to MemOS", extra={**self._log, "memos_file_id": memos_file_id})
         return self._outcome("submitted")
