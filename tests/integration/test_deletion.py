@@ -447,7 +447,7 @@ def test_two_reconcile_runs_resolving_one_upload_record_it_once_and_keep_its_mem
     real_get_upload = second.contents.get_upload
     reads = iter([stale])
     monkeypatch.setattr(second.contents, "get_upload", lambda *ids: next(reads, None) or real_get_upload(*ids))
-    second._resolve(stale)  # noqa: SLF001 - the race's second half, driven directly
+    second._resolve(stale)  # the race's second half, driven directly
 
     # Then the file is recorded once, and MemOS still holds the file it points to
     assert first.counts.get("UploadResolvedSubmitted") == 1
