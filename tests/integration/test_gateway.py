@@ -195,6 +195,8 @@ POOL_SHARED = """\
     LOG = Lines()
     logger = Logger(service="pool-test", logger_handler=LOG)
     metrics = Metrics(namespace="PoolTest", service="pool-test")
+    # A second instance: Powertools shares one buffer between all of them.
+    other_metrics = Metrics(namespace="PoolTest", service="pool-test")
     router = APIGatewayHttpRouter()
     other_router = APIGatewayHttpRouter()
     # Tests set these: where invocations meet (``mode=meet``) or wait to be let go (``mode=hold``).
@@ -217,6 +219,7 @@ POOL_SHARED = """\
                 RELEASE.wait(timeout=10)
             # Whatever the others wrote meanwhile, this request must still see its own.
             metrics.add_metric(name=f"seen_{tag}", unit=MetricUnit.Count, value=1)
+            other_metrics.add_metric(name=f"also_{tag}", unit=MetricUnit.Count, value=1)
             logger.info("working", extra={"tag": tag})
             event = route.current_event
             return {
@@ -748,13 +751,13 @@ def test_concurrent_requests_each_get_their_own_answer_log_lines_and_metrics(
         line = working[f"t{i}"]
         assert line["correlation_id"] == line["function_request_id"] == resp.headers["apigw-requestid"]
         assert line["function_name"] == "memmy-test-pool"
-    # Every invocation flushes exactly its own metrics (one EMF document each).
+    # Every invocation flushes exactly its own metrics, from both instances (one EMF document each).
     documents = [json.loads(out) for out in capsys.readouterr().out.splitlines() if '"_aws"' in out]
     flushed = sorted(
-        tuple(metric["Name"] for metric in document["_aws"]["CloudWatchMetrics"][0]["Metrics"])
+        tuple(sorted(metric["Name"] for metric in document["_aws"]["CloudWatchMetrics"][0]["Metrics"]))
         for document in documents
     )
-    assert flushed == sorted((f"seen_t{i}",) for i in range(12))
+    assert flushed == sorted((f"also_t{i}", f"seen_t{i}") for i in range(12))
 
 
 def test_requests_beyond_the_pool_wait_for_a_free_container(gateway: Gateway, pool: Any, token: str) -> None:

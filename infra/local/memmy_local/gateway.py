@@ -409,6 +409,8 @@ class Container:
         self.handler: Handler | None = None
         self.invocations = 0
         self.state: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+        # Copies of values Powertools shares between instances: id(value) -> (value, this container's copy).
+        self.copies: dict[int, tuple[Any, Any]] = {}
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
@@ -478,10 +480,37 @@ class _ScopedAttribute:
             vars(target)[self.name] = value
 
 
-def _scope_instance_attributes(cls: type, fresh: Mapping[str, Callable[[Any], Any]]) -> None:
+class _ScopedValue(_ScopedAttribute):
+    """An attribute whose value Powertools shares between instances (``Metrics``' buffers are class-level
+    dictionaries every instance holds): a container gets one copy per shared value, whichever instance
+    reaches it, as every instance in one Lambda container shares the one value. Assignments set the
+    process's value, inside a container too (Powertools only assigns these in ``__init__``)."""
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is None:
+            return self
+        value = vars(obj).get(self.name, _MISSING)
+        container = _ACTIVE_CONTAINER.get()
+        if value is _MISSING:
+            raise AttributeError(self.name)
+        if container is None:
+            return value
+        copied = container.copies.get(id(value))
+        if copied is None:
+            # The value is kept alongside its copy, so that its id cannot be reused meanwhile.
+            copied = container.copies[id(value)] = (value, self.fresh(value) if self.fresh else value)
+        return copied[1]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        vars(obj)[self.name] = value
+
+
+def _scope_instance_attributes(
+    cls: type, fresh: Mapping[str, Callable[[Any], Any]], kind: type[_ScopedAttribute] = _ScopedAttribute
+) -> None:
     for name, make in fresh.items():
         if not isinstance(cls.__dict__.get(name), _ScopedAttribute):
-            setattr(cls, name, _ScopedAttribute(name, make))
+            setattr(cls, name, kind(name, make))
 
 
 def _scope_class_attributes(cls: type, names: tuple[str, ...]) -> None:
@@ -526,15 +555,13 @@ def isolate_powertools_state() -> None:
         _scope_instance_attributes(ApiGatewayResolver, {"context": dict})
         _scope_instance_attributes(Router, {"api_resolver": lambda resolver: resolver})
         _scope_instance_attributes(LambdaPowertoolsFormatter, {"log_format": dict})
+        # Every Metrics instance's provider holds the same class-level buffers; dimension_sets is its own.
         _scope_instance_attributes(
             AmazonCloudWatchEMFProvider,
-            {
-                "metric_set": copy.deepcopy,
-                "dimension_set": dict,
-                "dimension_sets": copy.deepcopy,
-                "metadata_set": dict,
-            },
+            {"metric_set": copy.deepcopy, "dimension_set": dict, "metadata_set": dict},
+            _ScopedValue,
         )
+        _scope_instance_attributes(AmazonCloudWatchEMFProvider, {"dimension_sets": copy.deepcopy})
         _isolated = True
 
 
