@@ -85,7 +85,11 @@ def test_two_files_uploaded_by_presigned_post_become_available(local_stack: Runn
     assert all(statuses <= {"uploading", "processing", "available"} for statuses in seen.values()), seen
     state = httpx.get(f"{local_stack.memos_url}/_emulator/state", timeout=10).json()
     (memos_kb,) = [k for k in state["knowledge_bases"] if k["name"] == f"memmy:{kb['id']}"]
-    assert sorted(f["name"] for f in memos_kb["files"]) == ["MemOS产品介绍.md", "产品手册.pdf"]
+    # MemOS knows each file under its name with the upload's id in it (how the reconciler finds it)
+    by_upload = {upload_id: name.rsplit(".", 1) for upload_id, name in uploads.items()}
+    assert sorted(f["name"] for f in memos_kb["files"]) == sorted(
+        f"{stem} [{upload_id}].{ext}" for upload_id, (stem, ext) in by_upload.items()
+    )
 
 
 def test_a_renamed_executable_shows_as_failed_with_its_reason(local_stack: RunningStack) -> None:
