@@ -12,7 +12,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[local,dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[local,dev,desktop]'
 	touch $(STAMP)
 
 run: install

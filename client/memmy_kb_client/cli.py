@@ -1,19 +1,23 @@
 """The ``memmy-kb`` command: the user-side client and the local development stack.
 
-Imports stay inside the commands so that the agent hook, which runs before every turn, starts fast.
+Imports stay inside the commands. The agent hooks, which run before every turn, do not come through here
+at all: the console script (``entry.py``) sends ``memmy-kb hook AGENT`` straight to ``hook.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from memmy_kb_client.commands import add_kb_commands
+from memmy_kb_client.desktop.commands import add_desktop_commands
 from memmy_kb_client.recall_commands import add_recall_commands
 
 READY_PREFIX = "Memmy local stack ready at "
@@ -89,8 +93,8 @@ def _dev_up(args: argparse.Namespace) -> int:
     # A shell starting us in the background without job control ignores SIGINT; Ctrl-C must still work.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        with LocalStack(config) as stack:
-            _print_ready(stack, args.data_dir)
+        with LocalStack(config) as stack, _desktop_beside(stack, args) as desktop:
+            _print_ready(stack, args.data_dir, desktop)
             threading.Event().wait()
     except KeyboardInterrupt:
         print("Memmy local stack stopped", flush=True)
@@ -103,7 +107,37 @@ def _dev_up(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_ready(stack: Any, data_dir: Path | None) -> None:
+@contextlib.contextmanager
+def _desktop_beside(stack: Any, args: argparse.Namespace) -> Iterator[Any]:
+    """The desktop side's local service, pointed at the stack's API (None with --no-desktop).
+
+    Its state is the usual ``$MEMMY_KB_HOME/desktop``, so the hooks find it. A busy port falls back to any
+    free one (the hooks read the port from that state); another service on the same state dir leaves the
+    stack without one, with a warning.
+    """
+    if args.no_desktop:
+        yield None
+        return
+    from memmy_kb_client.desktop.paths import desktop_dir
+    from memmy_kb_client.desktop.server import DesktopConfig, DesktopService, DesktopStartError, PortInUse
+
+    config = DesktopConfig(state_dir=desktop_dir(), cloud_url=stack.api_url, port=args.desktop_port)
+    try:
+        try:
+            service = DesktopService(config).start()
+        except PortInUse:
+            service = DesktopService(dataclasses.replace(config, port=0)).start()
+    except DesktopStartError as err:
+        print(f"memmy-kb dev up: no desktop service: {err}", file=sys.stderr, flush=True)
+        yield None
+        return
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+def _print_ready(stack: Any, data_dir: Path | None, desktop: Any = None) -> None:
     data = f"{data_dir} (kept across restarts)" if data_dir else "none kept (a clean slate on every start)"
     mint_command = "memmy-kb dev token alice --name Alice --email alice@example.com"
     data_option = f" --data-dir {data_dir}" if data_dir else ""
@@ -114,11 +148,22 @@ def _print_ready(stack: Any, data_dir: Path | None) -> None:
         f"  moto:   {stack.moto_url}",
         f"  control: {stack.control_url}  (memmy-kb dev reconcile{data_option})",
         f"  data:   {data}",
+    ]
+    if desktop is not None:
+        from memmy_kb_client.desktop.commands import describe
+
+        lines += ["", describe(desktop)]
+    lines += [
         f"{READY_PREFIX}{stack.api_url}",
         f'Get a token:  TOKEN="$({mint_command})"',
         f'Then:         curl -H "Authorization: Bearer $TOKEN" {stack.api_url}/knowledge-bases',
-        "Ctrl-C stops the stack.",
     ]
+    if desktop is not None:
+        lines += [
+            f"Desktop:      {mint_command} | memmy-kb desktop login",
+            "              memmy-kb hook install claude-code   # or codex, gemini; then ask in the agent",
+        ]
+    lines.append("Ctrl-C stops the stack.")
     print("\n".join(lines), flush=True)
 
 
@@ -209,6 +254,15 @@ def _add_dev_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
         metavar="SECONDS",
         help="run the scheduled functions (reconcile) this often (default 60; 0 = only by dev reconcile)",
     )
+    up.add_argument(
+        "--no-desktop", action="store_true", help="do not start the desktop side's local service beside it"
+    )
+    up.add_argument(
+        "--desktop-port",
+        type=int,
+        default=8765,
+        help="the local service's port (default 8765; any free one if that is taken; 0 = any)",
+    )
     up.set_defaults(func=_dev_up)
 
     reconcile = dev.add_parser(
@@ -251,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dev_commands(commands)
     add_kb_commands(commands)
     add_recall_commands(commands)
+    add_desktop_commands(commands)
     return parser
 
 

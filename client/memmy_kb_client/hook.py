@@ -1,30 +1,54 @@
-"""Agent hooks: the turn's excerpts from the user's knowledge bases, printed for the agent to read.
+"""Agent hooks: the turn's excerpts from the user's knowledge bases, asked of the local service.
 
-``memmy-kb hook claude-code`` is a Claude Code ``UserPromptSubmit`` hook. Claude Code passes the event as
-JSON on stdin (``prompt``, ``session_id``, ``cwd``, ``hook_event_name``, ...) and adds what a hook prints
-on stdout, when it exits 0, to that turn's context. The hook prints the service's context block, which
-already tells the agent that the excerpts are reference material and not instructions.
+``memmy-kb hook claude-code|codex|gemini`` runs before every agent turn:
 
-A hook must never get in the way of a turn: on any failure (no login, network, 401, 503, unreadable
-stdin, timeout) it prints nothing and exits 0, within an overall deadline. It runs before every turn, so
-only the standard library is imported until there is a prompt to search for.
+* Claude Code, ``UserPromptSubmit``: the event is JSON on stdin (``prompt``, ``session_id``, ``cwd``,
+  ``hook_event_name``...); what the hook prints on stdout, exiting 0, is added to the turn as plain text.
+* Codex CLI, ``UserPromptSubmit`` in ``hooks.json``: the same event shape; plain stdout (anything that
+  does not look like JSON) becomes context for the turn.
+* Gemini CLI, ``BeforeAgent``: the event carries ``prompt``; stdout must be JSON only, and
+  ``hookSpecificOutput.additionalContext`` is appended to the turn's prompt.
+
+The hook holds no cloud credential and reads none: not ``~/.memmy-kb/config.json``, not
+``MEMMY_KB_TOKEN`` or ``MEMMY_KB_ENDPOINT``. It reads the hook token and the service's port from
+``$MEMMY_KB_HOME/desktop/`` and asks the local service on 127.0.0.1, which holds the cloud login and
+cuts the block to the agent's inline limit (``desktop/block.py``).
+
+A hook must never get in the way of a turn: on any failure (no service, no token, 401/403, a slow cloud,
+unreadable stdin) it prints nothing and exits 0 within its deadline. It runs before every turn, so it
+imports only ``os``, ``json``, ``socket`` and ``threading`` (raw HTTP/1.1 to our own service: no
+``http.client``, which drags ``ssl`` and ``email`` in).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import threading
-from collections.abc import Mapping
-from typing import Any, BinaryIO, Final
+import time
 
-TIMEOUT_ENV: Final = "MEMMY_KB_HOOK_TIMEOUT_SECONDS"
-# Longer than the service's MemOS budget (2.5 s) plus a request's overhead, so that a slow but
-# successful search still reaches the turn, and short enough that a dead network costs a turn little.
-DEFAULT_TIMEOUT_SECONDS: Final = 4.0
-MAX_TIMEOUT_SECONDS: Final = 30.0
+from memmy_kb_client.desktop import paths
+
+# typing is not imported at run time (it costs the hook milliseconds); mypy reads TYPE_CHECKING as True.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import BinaryIO
+
+TIMEOUT_ENV = "MEMMY_KB_HOOK_TIMEOUT_SECONDS"
+# The service waits up to 3.5 s for the cloud (whose own MemOS budget is 2.5 s): a slow but successful
+# search still reaches the turn, and a dead cloud costs a turn little.
+DEFAULT_TIMEOUT_SECONDS = 4.0
+MAX_TIMEOUT_SECONDS = 30.0
 # The service takes queries of up to 4000 characters; a longer prompt is searched by its beginning.
-MAX_QUERY_CHARS: Final = 4000
-EVENT_NAME: Final = "UserPromptSubmit"
+MAX_QUERY_CHARS = 4000
+MAX_STDIN_BYTES = 4 * 1024 * 1024
+MAX_REPLY_BYTES = 1024 * 1024
+RECALL_PATH = "/hook/recall"
+
+# agent -> the event it runs on
+AGENTS = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
 
 
 def hook_timeout(env: Mapping[str, str]) -> float:
@@ -38,13 +62,13 @@ def hook_timeout(env: Mapping[str, str]) -> float:
     return value
 
 
-def prompt_from_event(raw: bytes | str) -> str | None:
-    """The prompt of a ``UserPromptSubmit`` event, trimmed to what the service accepts; None otherwise."""
+def prompt_from_event(raw: bytes | str, event_name: str = "UserPromptSubmit") -> str | None:
+    """The prompt of an ``event_name`` event, trimmed to what the service accepts; None otherwise."""
     try:
-        event: Any = json.loads(raw)
+        event = json.loads(raw)
     except ValueError:
         return None
-    if not isinstance(event, dict) or event.get("hook_event_name", EVENT_NAME) != EVENT_NAME:
+    if not isinstance(event, dict) or event.get("hook_event_name", event_name) != event_name:
         return None
     prompt = event.get("prompt")
     if not isinstance(prompt, str):
@@ -52,30 +76,86 @@ def prompt_from_event(raw: bytes | str) -> str | None:
     return prompt.strip()[:MAX_QUERY_CHARS].strip() or None
 
 
-def recall_context(prompt: str, timeout: float) -> str:
-    """The context block for ``prompt`` from the saved login or MEMMY_KB_ENDPOINT / MEMMY_KB_TOKEN."""
-    from memmy_kb_client.sdk import ClientConfig, MemmyClient
+def _post(port: int, token: str, body: bytes, deadline: float) -> tuple[int, bytes]:
+    """``POST /hook/recall`` to 127.0.0.1:``port``; the status and the body. Raises on any failure."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError
+    head = (
+        f"POST {RECALL_PATH} HTTP/1.1\r\n"
+        f"Host: 127.0.0.1:{port}\r\n"
+        f"Authorization: Bearer {token}\r\n"
+        "Content-Type: application/json\r\n"
+        "Accept: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode("ascii")
+    chunks: list[bytes] = []
+    received = 0
+    with socket.create_connection(("127.0.0.1", port), timeout=remaining) as sock:
+        sock.sendall(head + body)
+        while True:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            received += len(chunk)
+            if received > MAX_REPLY_BYTES:
+                raise ValueError("reply too large")
+    raw = b"".join(chunks)
+    header_block, separator, payload = raw.partition(b"\r\n\r\n")
+    if not separator:
+        raise ValueError("no header end")
+    lines = header_block.split(b"\r\n")
+    status = int(lines[0].split()[1])
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length" and len(payload) != int(value):
+            raise ValueError("truncated reply")
+    return status, payload
 
-    config = ClientConfig.load()
-    if not config.token:
+
+def recall_context(prompt: str, agent: str, env: Mapping[str, str], deadline: float) -> str:
+    """The block for ``prompt`` from the local service, cut for ``agent``; "" when there is none."""
+    state_dir = paths.desktop_dir(env)
+    token = paths.read_token(state_dir, paths.HOOK_TOKEN_FILE)
+    recorded = paths.read_service(state_dir)
+    if token is None or recorded is None:
         return ""
-    with MemmyClient(config, timeout=timeout) as client:
-        result = client.recall(prompt)
-    context = result.get("context") if isinstance(result, dict) else None
+    body = json.dumps({"query": prompt, "agent": agent}).encode("utf-8")
+    status, payload = _post(int(str(recorded["port"])), token, body, deadline)
+    if status != 200:
+        return ""
+    reply = json.loads(payload)
+    context = reply.get("context") if isinstance(reply, dict) else None
     return context if isinstance(context, str) else ""
 
 
-def run_claude_code(stdin: BinaryIO, stdout: BinaryIO, env: Mapping[str, str]) -> int:
-    """Read the hook event from ``stdin``, write the context block to ``stdout``; always returns 0."""
+def render(agent: str, context: str) -> bytes:
+    """What ``agent`` reads on stdout: the block as plain text, or Gemini CLI's JSON."""
+    if agent == "gemini":
+        # ASCII-only JSON: Gemini CLI decodes stdout chunk by chunk, which would break a split UTF-8 char.
+        output = {"hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": context}}
+        return json.dumps(output, ensure_ascii=True).encode("ascii") + b"\n"
+    return context.encode("utf-8") + b"\n"
+
+
+def run(agent: str, stdin: BinaryIO, stdout: BinaryIO, env: Mapping[str, str]) -> int:
+    """Read ``agent``'s event from ``stdin``, write its excerpts to ``stdout``; always returns 0.
+
+    ``stdin`` and ``stdout`` are binary streams (``sys.stdin.buffer``, ``sys.stdout.buffer``).
+    """
     timeout = hook_timeout(env)
+    deadline = time.monotonic() + timeout
     found: list[str] = []
 
     def work() -> None:
         # Deliberately broad: whatever goes wrong, the turn goes ahead without excerpts.
         try:
-            prompt = prompt_from_event(stdin.read())
+            prompt = prompt_from_event(stdin.read(MAX_STDIN_BYTES), AGENTS[agent])
             if prompt:
-                found.append(recall_context(prompt, timeout))
+                found.append(recall_context(prompt, agent, env, deadline))
         except Exception:  # noqa: S110 - printing nothing is this hook's whole error handling
             pass
 
@@ -87,8 +167,20 @@ def run_claude_code(stdin: BinaryIO, stdout: BinaryIO, env: Mapping[str, str]) -
     if worker.is_alive() or not found or not found[0].strip():
         return 0
     try:
-        stdout.write(found[0].encode("utf-8") + b"\n")
+        stdout.write(render(agent, found[0]))
         stdout.flush()
     except (OSError, ValueError):
         pass
     return 0
+
+
+def run_claude_code(stdin: BinaryIO, stdout: BinaryIO, env: Mapping[str, str]) -> int:
+    """``run("claude-code", ...)``."""
+    return run("claude-code", stdin, stdout, env)
+
+
+def main(agent: str) -> int:
+    """The entry point ``memmy-kb hook AGENT`` takes without building the CLI parser."""
+    import sys
+
+    return run(agent, sys.stdin.buffer, sys.stdout.buffer, os.environ)

@@ -1,4 +1,4 @@
-"""``memmy-kb recall "question"`` for people and ``memmy-kb hook claude-code`` for the agent.
+"""``memmy-kb recall "question"`` for people, ``memmy-kb hook AGENT`` for the agents, ``hook install``.
 
 Imports stay inside the commands: the hook runs before every agent turn and must start fast.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from memmy_kb_client.terminal import printable
@@ -49,12 +50,35 @@ def _recall(args: argparse.Namespace) -> int:
     return 0
 
 
-def _hook_claude_code(args: argparse.Namespace) -> int:
-    import os
+def _hook(args: argparse.Namespace) -> int:
+    from memmy_kb_client.hook import main
 
-    from memmy_kb_client.hook import run_claude_code
+    return main(args.agent)
 
-    return run_claude_code(sys.stdin.buffer, sys.stdout.buffer, os.environ)
+
+def _hook_install(args: argparse.Namespace) -> int:
+    from memmy_kb_client.hook_install import AGENTS, SettingsError, apply
+
+    try:
+        change = apply(args.agent, project=args.project, uninstall=args.uninstall)
+    except (SettingsError, OSError) as err:
+        print(printable(f"memmy-kb hook install: {err}"), file=sys.stderr)
+        return 1
+    if not change.changed:
+        state = "has no Memmy hook" if args.uninstall else "already has the Memmy hook"
+        print(printable(f"{change.path} {state}; nothing changed"))
+        return 0
+    print(printable(change.diff()), end="")
+    if args.uninstall:
+        print(printable(f"removed the Memmy hook from {change.path}"))
+    else:
+        print(printable(f"installed the Memmy hook in {change.path}"))
+        print(AGENTS[args.agent].note)
+        print(
+            "The hook asks the local service: run `memmy-kb desktop serve` and `memmy-kb desktop login` "
+            "(see `memmy-kb desktop status`)."
+        )
+    return 0
 
 
 def add_recall_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -72,12 +96,34 @@ def add_recall_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     recall.set_defaults(func=_recall)
 
     hook = commands.add_parser(
-        "hook", help="agent hooks (run by the agent before each turn, not by hand)"
+        "hook", help="agent hooks (run by the agent before each turn, not by hand) and their install"
     ).add_subparsers(dest="hook", required=True)
-    claude_code = hook.add_parser(
-        "claude-code",
-        help="Claude Code UserPromptSubmit hook: reads the event on stdin, prints the turn's excerpts",
-        description="Prints nothing and exits 0 on any failure, within $MEMMY_KB_HOOK_TIMEOUT_SECONDS "
-        "(default 4).",
+    descriptions = {
+        "claude-code": "Claude Code UserPromptSubmit hook: prints the turn's excerpts as plain text",
+        "codex": "Codex CLI UserPromptSubmit hook (hooks.json): prints the turn's excerpts as plain text",
+        "gemini": "Gemini CLI BeforeAgent hook: prints hookSpecificOutput.additionalContext JSON",
+    }
+    for agent, text in descriptions.items():
+        command = hook.add_parser(
+            agent,
+            help=text,
+            description=f"{text}. Reads the event on stdin and asks the local service (memmy-kb desktop "
+            "serve) with the hook token; never reads the cloud login. Prints nothing and exits 0 on any "
+            "failure, within $MEMMY_KB_HOOK_TIMEOUT_SECONDS (default 4).",
+        )
+        command.set_defaults(func=_hook, agent=agent)
+
+    install = hook.add_parser(
+        "install",
+        help="add the hook to an agent's settings (or take it out with --uninstall); shows the diff",
     )
-    claude_code.set_defaults(func=_hook_claude_code)
+    install.add_argument("agent", choices=list(descriptions), help="the agent")
+    install.add_argument(
+        "--project",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the project's settings in DIR (.claude/, .codex/ or .gemini/) instead of your own",
+    )
+    install.add_argument("--uninstall", action="store_true", help="remove the Memmy hook instead")
+    install.set_defaults(func=_hook_install)

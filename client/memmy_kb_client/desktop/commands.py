@@ -1,0 +1,212 @@
+"""``memmy-kb desktop serve|login|logout|status|rotate-hook-token``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from memmy_kb_client.terminal import printable
+
+READY_PREFIX = "Memmy desktop service on "
+
+
+def _state_dir() -> str:
+    from memmy_kb_client.desktop.paths import desktop_dir
+
+    return desktop_dir(os.environ)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import logging
+    import signal
+    import threading
+
+    from memmy_kb_client.desktop.server import DesktopConfig, DesktopService, DesktopStartError
+    from memmy_kb_client.sdk import DEFAULT_ENDPOINT
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    cloud = args.cloud or os.environ.get("MEMMY_KB_ENDPOINT") or DEFAULT_ENDPOINT
+    state_dir = _state_dir()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        service = DesktopService(DesktopConfig(state_dir=state_dir, cloud_url=cloud, port=args.port)).start()
+    except (DesktopStartError, ValueError) as err:
+        print(f"memmy-kb desktop serve: {err}", file=sys.stderr)
+        return 1
+    try:
+        print(describe(service), flush=True)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        service.stop()
+        print("Memmy desktop service stopped", flush=True)
+    return 0
+
+
+def describe(service: Any) -> str:
+    """What ``serve`` (and ``dev up``) print once the service listens; the first line is machine-read."""
+    status = service.state.status()
+    login = status["login"]
+    logged = (
+        f"logged in as {login.get('user')}"
+        if login["state"] == "logged_in"
+        else _LOGIN_STATES[login["state"]]
+    )
+    return "\n".join(
+        [
+            f"{READY_PREFIX}{service.url} (cloud: {status['cloud']})",
+            f"  state:  {service.config.state_dir}",
+            f"  login:  {logged} ({status['credential_store']})",
+            f"  hooks:  read {status['hook_token_file']}",
+        ]
+    )
+
+
+def _control(method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    from memmy_kb_client.desktop.control import ControlError, ServiceUnavailable, call
+
+    try:
+        return call(_state_dir(), method, path, body)
+    except ServiceUnavailable as err:
+        print(f"memmy-kb desktop: {err}", file=sys.stderr)
+    except ControlError as err:
+        print(printable(f"memmy-kb desktop: {err.message} ({err.status} {err.code})"), file=sys.stderr)
+    return None
+
+
+def _read_token(args: argparse.Namespace) -> str:
+    if args.token:
+        return str(args.token).strip()
+    if sys.stdin.isatty():
+        import getpass
+
+        return getpass.getpass("Cloud login token: ").strip()
+    return sys.stdin.read().strip()
+
+
+def _login(args: argparse.Namespace) -> int:
+    token = _read_token(args)
+    if not token:
+        print("memmy-kb desktop login: no token (pass --token or pipe it on stdin)", file=sys.stderr)
+        return 1
+    status = _control("POST", "/control/login", {"token": token})
+    if status is None:
+        return 1
+    return _print_status(status, args.json)
+
+
+def _logout(args: argparse.Namespace) -> int:
+    status = _control("POST", "/control/logout")
+    return 1 if status is None else _print_status(status, args.json)
+
+
+def _status(args: argparse.Namespace) -> int:
+    status = _control("GET", "/control/status")
+    return 1 if status is None else _print_status(status, args.json)
+
+
+def _rotate(args: argparse.Namespace) -> int:
+    answer = _control("POST", "/control/rotate-hook-token")
+    if answer is None:
+        return 1
+    print(f"new hook token in {answer.get('hook_token_file')}; the old one is refused from now on")
+    return 0
+
+
+_LOGIN_STATES = {
+    "logged_in": "logged in",
+    "logged_out": "logged out: run `memmy-kb desktop login`",
+    "expired": "the login has expired: run `memmy-kb desktop login` with a new token",
+    "rejected": "the cloud refused the login (401): run `memmy-kb desktop login` again",
+}
+_OUTCOMES = {
+    "ok": "answered",
+    "logged_out": "not asked (logged out)",
+    "expired": "not asked (the login has expired)",
+    "unauthorized": "refused the login (401)",
+    "unreachable": "unreachable",
+    "cloud_error": "failed",
+    "bad_reply": "answered something unreadable",
+}
+
+
+def _print_status(status: dict[str, Any], as_json: bool) -> int:
+    if as_json:
+        print(printable(json.dumps(status, ensure_ascii=False, indent=2)))
+        return 0
+    login = status.get("login") or {}
+    state = str(login.get("state"))
+    line = _LOGIN_STATES.get(state, state)
+    if login.get("user"):
+        line += f" as {login['user']}"
+    if login.get("expires_at"):
+        line += f" (until {login['expires_at']})"
+    lines = [
+        f"service:  {status.get('service')}",
+        f"cloud:    {status.get('cloud')}",
+        f"login:    {line}",
+        f"stored:   {status.get('credential_store')}",
+        f"hooks:    read {status.get('hook_token_file')}",
+    ]
+    if login.get("note"):
+        lines.append(f"note:     {login['note']}")
+    last = status.get("last_recall")
+    if last:
+        outcome = _OUTCOMES.get(str(last.get("outcome")), str(last.get("outcome")))
+        detail = "".join(
+            f", {part}"
+            for part in (
+                f"HTTP {last['status']}" if last.get("status") else "",
+                f"{last['cloud_ms']} ms" if last.get("cloud_ms") is not None else "",
+                str(last.get("detail") or ""),
+            )
+            if part
+        )
+        lines.append(f"recall:   the cloud {outcome} at {last.get('at')}{detail}")
+    else:
+        lines.append("recall:   none asked yet")
+    print(printable("\n".join(lines)))
+    return 0
+
+
+def add_desktop_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``desktop`` and its subcommands on the top-level parser."""
+    desktop = commands.add_parser(
+        "desktop", help="the local service that holds your login for the agent hooks"
+    ).add_subparsers(dest="desktop", required=True)
+
+    serve = desktop.add_parser(
+        "serve",
+        help="run the local service on 127.0.0.1 until Ctrl-C",
+        description="State lives in $MEMMY_KB_HOME/desktop (default ~/.memmy-kb/desktop).",
+    )
+    serve.add_argument("--port", type=int, default=8765, help="the port on 127.0.0.1 (default 8765; 0 = any)")
+    serve.add_argument(
+        "--cloud", help="the cloud API URL (default: $MEMMY_KB_ENDPOINT, else the local stack's)"
+    )
+    serve.set_defaults(func=_serve)
+
+    login = desktop.add_parser("login", help="hand the running service your cloud login token")
+    login.add_argument(
+        "--token", help="the token (default: read from stdin; a flag is visible to other local users)"
+    )
+    login.add_argument("--json", action="store_true", help="print the service's status as JSON")
+    login.set_defaults(func=_login)
+
+    logout = desktop.add_parser("logout", help="make the service forget the cloud login")
+    logout.add_argument("--json", action="store_true")
+    logout.set_defaults(func=_logout)
+
+    status = desktop.add_parser("status", help="the service's login and its last call to the cloud")
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(func=_status)
+
+    rotate = desktop.add_parser(
+        "rotate-hook-token", help="issue a new hook token (the hooks pick it up; the old one stops working)"
+    )
+    rotate.set_defaults(func=_rotate)

@@ -1,0 +1,65 @@
+"""How the ``memmy-kb desktop`` commands reach the running service: its port from ``service.json``, the
+control token from ``control-token``, both in the state directory."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+from typing import Any
+
+from memmy_kb_client.desktop import paths
+
+
+class ServiceUnavailable(Exception):
+    """No running service answered; the message says what to do."""
+
+
+class ControlError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{message} ({status} {code})")
+        self.status, self.code, self.message = status, code, message
+
+
+def call(
+    state_dir: str, method: str, path: str, body: dict[str, Any] | None = None, *, timeout: float = 10.0
+) -> dict[str, Any]:
+    """One control request to the service recorded in ``state_dir``; its JSON answer."""
+    recorded = paths.read_service(state_dir)
+    token = paths.read_token(state_dir, paths.CONTROL_TOKEN_FILE)
+    if recorded is None or token is None:
+        raise ServiceUnavailable(
+            f"no desktop service is running for {state_dir}: start it with `memmy-kb desktop serve`"
+        )
+    port = int(str(recorded["port"]))
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    payload = None
+    if body is not None:
+        payload = json.dumps(body).encode("utf-8")
+        headers["Content-Type"] = "application/json"
+    try:
+        connection.request(method, path, body=payload, headers=headers)
+        response = connection.getresponse()
+        data = response.read()
+    except OSError as err:
+        raise ServiceUnavailable(
+            f"the desktop service recorded at 127.0.0.1:{port} does not answer ({err}); "
+            "start it with `memmy-kb desktop serve`"
+        ) from err
+    finally:
+        connection.close()
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        answer = {}
+    if not isinstance(answer, dict):
+        answer = {}
+    if response.status >= 400:
+        error = answer.get("error") or {}
+        raise ControlError(response.status, str(error.get("code", "error")), str(error.get("message", "")))
+    return answer
+
+
+def default_state_dir() -> str:
+    return paths.desktop_dir(os.environ)

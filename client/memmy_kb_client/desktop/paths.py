@@ -1,0 +1,111 @@
+"""Where the desktop side keeps its state, and how its secret files are written.
+
+``$MEMMY_KB_HOME/desktop/`` (default ``~/.memmy-kb/desktop/``) holds:
+
+* ``hook-token``: the hook token (0600), the one credential the agent hooks read;
+* ``control-token``: the control token (0600) the ``memmy-kb desktop`` commands use, new on each start;
+* ``service.json``: where the running service listens (0600), written on start, removed on stop;
+* ``cloud-login.json``: the cloud login (0600), only when no OS keychain is available;
+* ``serve.lock``: held by the running service, so two cannot share one state directory.
+
+The hook imports this module before every agent turn, so it uses ``os`` only (no ``pathlib``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+TYPE_CHECKING = False  # typing stays unimported at run time; mypy reads this as True
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+HOME_ENV = "MEMMY_KB_HOME"
+HOOK_TOKEN_FILE = "hook-token"  # noqa: S105 - a file name
+CONTROL_TOKEN_FILE = "control-token"  # noqa: S105 - a file name
+SERVICE_FILE = "service.json"
+LOGIN_FILE = "cloud-login.json"
+LOCK_FILE = "serve.lock"
+# Tokens are ``secrets.token_urlsafe`` output behind a short prefix: nothing else may reach a header.
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+MAX_TOKEN_CHARS = 200
+
+
+def memmy_home(env: Mapping[str, str] = os.environ) -> str:
+    """``$MEMMY_KB_HOME``, else ``~/.memmy-kb``."""
+    return env.get(HOME_ENV) or os.path.join(os.path.expanduser("~"), ".memmy-kb")
+
+
+def desktop_dir(env: Mapping[str, str] = os.environ) -> str:
+    """The desktop side's state directory: ``$MEMMY_KB_HOME/desktop``."""
+    return os.path.join(memmy_home(env), "desktop")
+
+
+def is_token(value: str) -> bool:
+    """A hook or control token as we issue them: URL-safe characters only, of a sane length."""
+    return 0 < len(value) <= MAX_TOKEN_CHARS and all(ch in _TOKEN_CHARS for ch in value)
+
+
+def read_token(state_dir: str, name: str) -> str | None:
+    """The token kept in ``state_dir/name``, or None when it is missing or not a token."""
+    try:
+        with open(os.path.join(state_dir, name), encoding="ascii") as handle:
+            value = handle.read(MAX_TOKEN_CHARS + 2).strip()
+    except (OSError, ValueError):
+        return None
+    return value if is_token(value) else None
+
+
+def read_service(state_dir: str) -> dict[str, object] | None:
+    """What the running service recorded in ``service.json`` (its ``port``, ``url``, ``pid``...), or None."""
+    try:
+        with open(os.path.join(state_dir, SERVICE_FILE), encoding="utf-8") as handle:
+            recorded = json.loads(handle.read(4096))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(recorded, dict):
+        return None
+    port = recorded.get("port")
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+        return None
+    return recorded
+
+
+def ensure_private_dir(path: str) -> None:
+    """Create ``path`` (and its parents) with mode 0700; an existing one is narrowed to 0700."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    if os.name == "posix":
+        os.chmod(path, 0o700)
+
+
+def write_private(path: str, data: bytes) -> None:
+    """Replace ``path`` atomically with ``data``, readable and writable by its owner only (0600).
+
+    The bytes go to a new 0600 file beside it first, so the secret is never in a wider-mode file and a
+    reader never sees half of it.
+    """
+    directory = os.path.dirname(path) or "."
+    temporary = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if os.name == "posix":
+            os.chmod(temporary, 0o600)
+        os.replace(temporary, path)
+    except BaseException:
+        try:  # noqa: SIM105 - contextlib stays unimported on the hook's path
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def remove(path: str) -> None:
+    """Remove ``path`` if it is there."""
+    try:  # noqa: SIM105 - contextlib stays unimported on the hook's path
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,291 @@
+"""``memmy-kb hook install claude-code|codex|gemini [--project DIR] [--uninstall]``.
+
+Merges our one hook entry into the agent's settings file, or takes it out, keeping every other hook and
+setting as it was:
+
+* Claude Code: ``~/.claude/settings.json`` (``$CLAUDE_CONFIG_DIR`` if set) or ``DIR/.claude/settings.json``,
+  ``hooks.UserPromptSubmit[].hooks[] = {type: command, command, timeout (seconds)}``;
+* Codex CLI: ``~/.codex/hooks.json`` (``$CODEX_HOME`` if set) or ``DIR/.codex/hooks.json``, the same
+  shape under ``hooks.UserPromptSubmit``, with a ``statusMessage``;
+* Gemini CLI: ``~/.gemini/settings.json`` or ``DIR/.gemini/settings.json``,
+  ``hooks.BeforeAgent[].hooks[] = {name, type: command, command, timeout (milliseconds), description}``.
+
+Our entry is the handler whose command runs ``memmy-kb hook AGENT`` (any path to it). Installing again
+replaces it in place (the path may have moved) and changes nothing else; uninstalling removes it, and the
+group, event list and ``hooks`` object only when it leaves them empty. The file is written back in the
+style it was read in (indent, final newline, ASCII escapes), so an install and an uninstall leave a
+serializer-formatted file byte-identical. A file that is not plain JSON (comments, trailing commas) is
+left alone, with the entry to add by hand. The command is the absolute path of this ``memmy-kb``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# The hook's own deadline is 4 s; the agent's is an outer guard only.
+AGENT_TIMEOUT_SECONDS = 10
+
+
+class SettingsError(Exception):
+    """The settings file cannot be edited safely; the message says why and what to add by hand."""
+
+
+@dataclass(frozen=True)
+class Agent:
+    name: str
+    event: str
+    user_file: Callable[[], Path]
+    project_file: Callable[[Path], Path]
+    entry: Callable[[str], dict[str, Any]]
+    note: str
+
+
+def _claude_home() -> Path:
+    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+
+
+def _codex_home() -> Path:
+    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+
+
+AGENTS: dict[str, Agent] = {
+    "claude-code": Agent(
+        "claude-code",
+        "UserPromptSubmit",
+        lambda: _claude_home() / "settings.json",
+        lambda project: project / ".claude" / "settings.json",
+        lambda command: {"type": "command", "command": command, "timeout": AGENT_TIMEOUT_SECONDS},
+        "Claude Code reads its hooks when a session starts: start a new one (`/hooks` lists them).",
+    ),
+    "codex": Agent(
+        "codex",
+        "UserPromptSubmit",
+        lambda: _codex_home() / "hooks.json",
+        lambda project: project / ".codex" / "hooks.json",
+        lambda command: {
+            "type": "command",
+            "command": command,
+            "timeout": AGENT_TIMEOUT_SECONDS,
+            "statusMessage": "Searching your Memmy knowledge bases",
+        },
+        "Codex runs hooks.json hooks when its hooks feature is on (the default in recent releases; older "
+        "ones need `[features] codex_hooks = true` in config.toml). It may ask you to review a new hook.",
+    ),
+    "gemini": Agent(
+        "gemini",
+        "BeforeAgent",
+        lambda: Path.home() / ".gemini" / "settings.json",
+        lambda project: project / ".gemini" / "settings.json",
+        lambda command: {
+            "name": "memmy-kb-recall",
+            "type": "command",
+            "command": command,
+            "timeout": AGENT_TIMEOUT_SECONDS * 1000,
+            "description": "Excerpts from your Memmy knowledge bases for this turn",
+        },
+        "Gemini CLI runs hooks only with its hooks system on (`/hooks panel` shows it; on the stable "
+        "channel set `hooksConfig.enabled` to true in settings.json).",
+    ),
+}
+
+
+def hook_command(agent: str) -> str:
+    """The absolute command the agent runs: this installation's ``memmy-kb hook AGENT``."""
+    script = Path(sys.executable).with_name("memmy-kb.exe" if os.name == "nt" else "memmy-kb")
+    if script.exists():
+        program = shlex.quote(str(script.absolute()))
+    elif found := shutil.which("memmy-kb"):
+        program = shlex.quote(os.path.abspath(found))
+    else:
+        program = f"{shlex.quote(sys.executable)} -m memmy_kb_client.cli"
+    return f"{program} hook {agent}"
+
+
+def _is_ours(handler: Any, agent: str) -> bool:
+    if not isinstance(handler, dict) or not isinstance(handler.get("command"), str):
+        return False
+    pattern = rf"(?:memmy-kb(?:\.exe)?|memmy_kb_client\.cli)['\"]?\s+hook\s+{re.escape(agent)}(?:\s|$)"
+    return re.search(pattern, handler["command"]) is not None
+
+
+@dataclass(frozen=True)
+class _Style:
+    indent: int | str | None
+    separators: tuple[str, str]
+    final_newline: bool
+    ensure_ascii: bool
+
+    @classmethod
+    def of(cls, text: str | None) -> _Style:
+        if not text or not text.strip():
+            return cls(2, (",", ": "), True, False)
+        body = text.strip()
+        ensure_ascii = text.isascii() and "\\u" in text
+        if "\n" not in body:
+            compact = re.search(r'":\S', body) is not None or re.search(r",\S", body) is not None
+            return cls(None, (",", ":") if compact else (", ", ": "), text.endswith("\n"), ensure_ascii)
+        match = re.search(r"\n([ \t]+)\S", body)
+        indent: int | str = 2
+        if match:
+            whitespace = match.group(1)
+            indent = whitespace if "\t" in whitespace else len(whitespace)
+        return cls(indent, (",", ": "), text.endswith("\n"), ensure_ascii)
+
+    def dump(self, data: Any) -> str:
+        text = json.dumps(
+            data, indent=self.indent, separators=self.separators, ensure_ascii=self.ensure_ascii
+        )
+        return text + ("\n" if self.final_newline else "")
+
+
+def _hooks_of(data: Any, path: Path, create: bool) -> dict[str, Any] | None:
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path} does not hold a JSON object")
+    hooks = data.get("hooks")
+    if hooks is None and create:
+        hooks = data["hooks"] = {}
+    if hooks is not None and not isinstance(hooks, dict):
+        raise SettingsError(f'"hooks" in {path} is not an object')
+    return hooks
+
+
+def merged(text: str | None, agent: Agent, command: str, path: Path) -> str:
+    """``text`` (the settings file, None when absent) with our entry in it."""
+    data = _load(text, path)
+    hooks = _hooks_of(data, path, create=True)
+    assert hooks is not None
+    groups = hooks.setdefault(agent.event, [])
+    if not isinstance(groups, list):
+        raise SettingsError(f'"hooks.{agent.event}" in {path} is not a list')
+    entry = agent.entry(command)
+    placed = False
+    for group in groups:
+        if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+            continue
+        handlers = []
+        for handler in group["hooks"]:
+            if _is_ours(handler, agent.name):
+                if placed:
+                    continue  # a second copy of ours: one entry is enough
+                handler, placed = entry, True
+            handlers.append(handler)
+        group["hooks"] = handlers
+    if not placed:
+        groups.append({"hooks": [entry]})
+    return _Style.of(text).dump(data) if _changed(text, data) else str(text)
+
+
+def without(text: str | None, agent: Agent, path: Path) -> str | None:
+    """``text`` without our entry (and without the containers only it kept); None when the file is absent."""
+    if text is None:
+        return None
+    data = _load(text, path)
+    hooks = _hooks_of(data, path, create=False)
+    if hooks is None or not isinstance(hooks.get(agent.event), list):
+        return text
+    removed = False
+    groups = []
+    for group in hooks[agent.event]:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            kept = [handler for handler in group["hooks"] if not _is_ours(handler, agent.name)]
+            if len(kept) != len(group["hooks"]):
+                removed = True
+                if not kept:
+                    continue
+                group["hooks"] = kept
+        groups.append(group)
+    if not removed:
+        return text
+    if groups:
+        hooks[agent.event] = groups
+    else:
+        del hooks[agent.event]
+        if not hooks:
+            del data["hooks"]
+    return _Style.of(text).dump(data)
+
+
+def _load(text: str | None, path: Path) -> Any:
+    if text is None or not text.strip():
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        raise SettingsError(f"{path} is not plain JSON ({err}); it was left as it is") from err
+
+
+def _changed(text: str | None, data: Any) -> bool:
+    return text is None or _load(text, Path()) != data
+
+
+@dataclass(frozen=True)
+class Change:
+    path: Path
+    before: str | None
+    after: str | None
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        lines = difflib.unified_diff(
+            (self.before or "").splitlines(keepends=True),
+            (self.after or "").splitlines(keepends=True),
+            fromfile=f"{self.path} (before)" if self.before is not None else "/dev/null",
+            tofile=str(self.path),
+        )
+        return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def settings_path(agent: Agent, project: Path | None) -> Path:
+    path = agent.project_file(project.absolute()) if project is not None else agent.user_file()
+    # A settings file kept elsewhere behind a symlink (dotfile managers) is edited where it lives.
+    return path.resolve() if path.is_symlink() else path
+
+
+def apply(
+    agent_name: str, *, project: Path | None = None, uninstall: bool = False, command: str | None = None
+) -> Change:
+    """Install (or uninstall) our entry in ``agent_name``'s settings file; the change made."""
+    agent = AGENTS[agent_name]
+    path = settings_path(agent, project)
+    before = path.read_text(encoding="utf-8") if path.exists() else None
+    if uninstall:
+        after = without(before, agent, path)
+    else:
+        after = merged(before, agent, command or hook_command(agent.name), path)
+    change = Change(path, before, after)
+    if change.changed and after is not None:
+        _write(path, after)
+    return change
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, then moved into place
+        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+    )
+    try:
+        with handle:
+            handle.write(text)
+        if mode is not None:
+            os.chmod(handle.name, mode)
+        else:
+            os.chmod(handle.name, 0o644)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
