@@ -170,17 +170,21 @@ def merged(text: str | None, agent: Agent, command: str, path: Path) -> str:
         raise SettingsError(f'"hooks.{agent.event}" in {path} is not a list')
     entry = agent.entry(command)
     placed = False
+    kept_groups = []
     for group in groups:
-        if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
-            continue
-        handlers = []
-        for handler in group["hooks"]:
-            if _is_ours(handler, agent.name):
-                if placed:
-                    continue  # a second copy of ours: one entry is enough
-                handler, placed = entry, True
-            handlers.append(handler)
-        group["hooks"] = handlers
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            handlers = []
+            for handler in group["hooks"]:
+                if _is_ours(handler, agent.name):
+                    if placed:
+                        continue  # a second copy of ours: one entry is enough
+                    handler, placed = entry, True
+                handlers.append(handler)
+            if group["hooks"] and not handlers:
+                continue  # a group that held only a duplicate of ours
+            group["hooks"] = handlers
+        kept_groups.append(group)
+    groups[:] = kept_groups
     if not placed:
         groups.append({"hooks": [entry]})
     return _Style.of(text).dump(data) if _changed(text, data) else str(text)

@@ -499,7 +499,7 @@ class DesktopService:
             self._lock_handle = None
 
     def __enter__(self) -> DesktopService:
-        return self.start()
+        return self if self._server is not None else self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

@@ -1,0 +1,120 @@
+"""Where the local service keeps the cloud login: the OS keychain through keyring when a backend exists
+(tested with an in-memory backend), else a 0600 file (the path this headless machine takes)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat
+import time
+from pathlib import Path
+
+import keyring
+import pytest
+from keyring.backend import KeyringBackend
+from keyring.errors import PasswordDeleteError
+
+from memmy_kb_client.desktop import credentials
+from memmy_kb_client.desktop.credentials import CloudLogin, FileStore, KeyringStore, open_store
+
+
+class MemoryKeyring(KeyringBackend):
+    """A keyring backend that keeps entries in a dict, as a real keychain would keep them."""
+
+    priority = 1  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.entries.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.entries[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        if self.entries.pop((service, username), None) is None:
+            raise PasswordDeleteError("no such entry")
+
+
+def jwt(**claims: object) -> str:
+    def part(value: object) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+    return f"{part({'alg': 'RS256'})}.{part(claims)}.signature"
+
+
+def test_the_file_store_is_0600_and_round_trips(tmp_path: Path):
+    store = FileStore(str(tmp_path))
+    assert store.load() is None
+    store.save(CloudLogin("https://api.example", "tok"))
+    path = tmp_path / "cloud-login.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert store.load() == CloudLogin("https://api.example", "tok")
+    store.clear()
+    assert not path.exists()
+    store.clear()  # clearing nothing is fine
+
+
+def test_a_corrupt_file_is_no_login(tmp_path: Path):
+    (tmp_path / "cloud-login.json").write_text("{broken")
+    assert FileStore(str(tmp_path)).load() is None
+
+
+def test_the_keyring_store_keeps_the_login_in_the_keychain_only(tmp_path: Path):
+    backend = MemoryKeyring()
+    store = open_store(str(tmp_path), backend)
+    assert isinstance(store, KeyringStore)
+    store.save(CloudLogin("https://api.example", "tok"))
+    ((service, username),) = backend.entries
+    assert service == credentials.KEYRING_SERVICE
+    assert username == f"cloud-login:{tmp_path}"
+    assert list(tmp_path.iterdir()) == []
+    assert store.load() == CloudLogin("https://api.example", "tok")
+    store.clear()
+    assert backend.entries == {}
+    store.clear()  # nothing to delete: no error
+
+
+def test_two_state_dirs_get_two_keychain_entries(tmp_path: Path):
+    backend = MemoryKeyring()
+    open_store(str(tmp_path / "a"), backend).save(CloudLogin("c", "a"))
+    open_store(str(tmp_path / "b"), backend).save(CloudLogin("c", "b"))
+    assert len(backend.entries) == 2
+
+
+def test_the_fail_backend_means_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(keyring, "get_keyring", lambda: keyring.backends.fail.Keyring())
+    assert credentials.usable_keyring() is None
+    assert isinstance(open_store(str(tmp_path)), FileStore)
+
+
+def test_a_real_backend_is_used_when_keyring_finds_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    backend = MemoryKeyring()
+    monkeypatch.setattr(keyring, "get_keyring", lambda: backend)
+    assert credentials.usable_keyring() is backend
+    assert isinstance(open_store(str(tmp_path)), KeyringStore)
+
+
+def test_the_login_claims_are_read_without_verifying():
+    now = time.time()
+    live = CloudLogin("c", jwt(sub="alice", exp=int(now) + 60))
+    assert live.claims()["sub"] == "alice"
+    assert not live.expired(now)
+    assert CloudLogin("c", jwt(sub="alice", exp=int(now) - 1)).expired(now)
+    assert CloudLogin("c", "not-a-jwt").claims() == {}
+    assert not CloudLogin("c", "not-a-jwt").expired(now)
+
+
+def test_files_are_written_0600_even_under_a_lax_umask(tmp_path: Path):
+    from memmy_kb_client.desktop import paths
+
+    old = os.umask(0)
+    try:
+        paths.write_private(str(tmp_path / "secret"), b"x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "secret").stat().st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["secret"]
