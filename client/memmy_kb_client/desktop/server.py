@@ -352,7 +352,9 @@ def dispatch(
         return _error(403, "forbidden", "this token is not good for this route")
     body = read_body()
     if body is None:
-        return _error(413, "body_too_large", f"bodies are limited to {MAX_BODY_BYTES} bytes")
+        return _error(
+            413, "body_too_large", f"a body needs a Content-Length of at most {MAX_BODY_BYTES} bytes"
+        )
     return route.handler(state, Request(method, path, headers, body))
 
 
