@@ -199,10 +199,11 @@ def test_a_failed_search_is_not_retried(service, world):
 
 
 def test_a_search_slower_than_the_budget_is_503_within_the_budget(service, world, monkeypatch):
-    # Given a 0.4 s MemOS budget and a MemOS that answers after 2 s
+    # Given a 0.4 s MemOS budget and a MemOS that answers after 8 s (far apart, so that a loaded machine
+    # cannot blur "gave up at the budget" into "waited for MemOS")
     monkeypatch.setenv("RECALL_MEMOS_TIMEOUT_SECONDS", "0.4")
     reset_dependencies()
-    service.memos.add_fault(SEARCH, latency_ms=2000, times=1)
+    service.memos.add_fault(SEARCH, latency_ms=8000, times=1)
     before = service.memos.calls(SEARCH)
 
     started = time.monotonic()
@@ -211,7 +212,7 @@ def test_a_search_slower_than_the_budget_is_503_within_the_budget(service, world
 
     assert reply.status == HTTPStatus.SERVICE_UNAVAILABLE
     assert reply.body["error"]["code"] == "recall_unavailable"
-    assert elapsed < 1.5
+    assert elapsed < 4
     assert service.memos.calls(SEARCH) == before + 1
 
 
