@@ -275,16 +275,16 @@ def test_a_dead_port_prints_nothing_at_once(tmp_path):
     record_service(home, dead)
     code, out, elapsed = run_hook("codex", event_bytes("codex"), env_for(home))
     assert (code, out) == (0, b"")
-    assert elapsed < 1.0
+    assert elapsed < 3  # a refused connection is not waited on (margins are wide: CI machines are loaded)
 
 
 def test_a_reply_slower_than_the_deadline_prints_nothing_at_the_deadline(service, home):
-    service.delay = 3.0
+    service.delay = 10.0
     code, out, elapsed = run_hook(
         "claude-code", event_bytes("claude-code"), env_for(home, **{hook.TIMEOUT_ENV: "0.5"})
     )
     assert (code, out) == (0, b"")
-    assert 0.4 < elapsed < 1.5
+    assert 0.4 < elapsed < 5  # at the deadline, far before the reply
 
 
 def test_stdin_that_never_ends_is_abandoned_at_the_deadline():
@@ -296,7 +296,7 @@ def test_stdin_that_never_ends_is_abandoned_at_the_deadline():
         # End the abandoned read before the reader is closed (closing waits for the reading thread).
         os.close(write_end)
     assert code == 0
-    assert elapsed < 1.0
+    assert elapsed < 5  # without the deadline the read would never end
 
 
 @pytest.mark.parametrize(
@@ -336,7 +336,7 @@ def test_the_command_against_a_black_hole_exits_0_silently_at_its_deadline(tmp_p
         record_service(home, black_hole.getsockname()[1])
         done, elapsed = run_command("codex", env_for(home, **{hook.TIMEOUT_ENV: "1"}), event_bytes("codex"))
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
-    assert elapsed < 2.5
+    assert elapsed < 10  # the subprocess would otherwise run into its 30 s timeout
 
 
 def imported_modules(*args: str, stdin: bytes = b"") -> set[str]:
