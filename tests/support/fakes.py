@@ -292,6 +292,9 @@ class FakeContentStore:
             [u.model_copy(deep=True) for (kid, _), u in sorted(t.uploads.items()) if kid == kb_id],
         )
 
+    def query_folders(self, kb_id: str) -> list[FolderRecord]:
+        return [f.model_copy(deep=True) for (kid, _), f in sorted(self.table.folders.items()) if kid == kb_id]
+
     def get_folder(self, kb_id: str, folder_id: str) -> FolderRecord | None:
         folder = self.table.folders.get((kb_id, folder_id))
         return folder.model_copy(deep=True) if folder else None

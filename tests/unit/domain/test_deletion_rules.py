@@ -6,15 +6,16 @@ from __future__ import annotations
 import pytest
 
 from memmy_kb.domain.context import sanitise_title
-from memmy_kb.domain.deletion import subtree
+from memmy_kb.domain.deletion import unreachable
+from memmy_kb.domain.folders import is_live
 from memmy_kb.domain.naming import memos_file_name, shown_name, upload_id_in
 from tests.support.factories import file_record, folder_record, upload_record
 
 UPLOAD_ID = "up_0123456789abcdef01234567"
 
 
-def test_a_deleted_folders_subtree_is_everything_whose_chain_reaches_it_deepest_first():
-    # Given root -> (top, deleted) -> a -> b, and a sibling folder beside top
+def test_what_a_deleted_folder_leaves_unreachable_is_swept_farthest_first():
+    # Given root -> (top, deleted) -> a -> b, and a live folder beside it
     folders = [
         folder_record("fo_a", parent_id="fo_top"),
         folder_record("fo_b", parent_id="fo_a"),
@@ -34,24 +35,35 @@ def test_a_deleted_folders_subtree_is_everything_whose_chain_reaches_it_deepest_
         upload_record("up_elsewhere", folder_id="fo_side"),
     ]
 
-    in_folders, in_files, in_uploads = subtree(folders, files, uploads, "fo_top")
+    dead_folders, dead_files, dead_uploads = unreachable(folders, files, uploads)
 
-    assert [f.folder_id for f in in_folders] == ["fo_b", "fo_a"]  # deepest first
-    assert {f.file_id for f in in_files} == {"fi_top", "fi_b"}
-    assert {u.upload_id for u in in_uploads} == {"up_pending", "up_submitting"}  # unfinished ones only
+    assert [f.folder_id for f in dead_folders] == ["fo_b", "fo_a"]  # farthest from the break first
+    assert {f.file_id for f in dead_files} == {"fi_top", "fi_b"}
+    assert {u.upload_id for u in dead_uploads} == {"up_pending", "up_submitting"}  # unfinished ones only
 
 
-def test_a_subtree_with_a_cycle_or_a_dangling_parent_takes_only_what_reaches_the_root():
+def test_a_half_swept_tree_is_still_found_from_whatever_is_left():
+    # Given the sweep of fo_top already removed fo_a, but not fo_b under it
+    folders = [folder_record("fo_b", parent_id="fo_a"), folder_record("fo_c", parent_id="fo_b")]
+
+    dead_folders, _, _ = unreachable(folders, [file_record("fi_c", folder_id="fo_c")], [])
+
+    assert [f.folder_id for f in dead_folders] == ["fo_c", "fo_b"]
+
+
+def test_a_cycle_is_unreachable_and_live_folders_are_not():
     folders = [
         folder_record("fo_x", parent_id="fo_y"),
         folder_record("fo_y", parent_id="fo_x"),  # corrupt: a cycle
-        folder_record("fo_lost", parent_id="fo_elsewhere"),
-        folder_record("fo_in", parent_id="fo_top"),
+        folder_record("fo_live"),
+        folder_record("fo_in", parent_id="fo_live"),
     ]
 
-    in_folders, _, _ = subtree(folders, [], [], "fo_top")
+    dead_folders, _, _ = unreachable(folders, [], [])
 
-    assert [f.folder_id for f in in_folders] == ["fo_in"]
+    assert {f.folder_id for f in dead_folders} == {"fo_x", "fo_y"}
+    by_id = {f.folder_id: f for f in folders}
+    assert (is_live(by_id, "fo_in"), is_live(by_id, "fo_x"), is_live(by_id, "fo_gone")) == (True, False, False)
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from memmy_kb.adapters.memos.models import FileStatus
 from memmy_kb.domain import files as files_logic
 from memmy_kb.domain import folders as folders_logic
 from memmy_kb.domain.files import FileEntry, Listing
-from memmy_kb.records import FileRecord, FolderRecord, UploadRecord
+from memmy_kb.records import FolderRecord
 from tests.support.factories import (
     T0,
     file_record,
@@ -503,10 +503,10 @@ def test_given_a_reader_when_updating_a_folder_then_403(kb: FakeStores) -> None:
 class ConcurrentMove(FakeContentStore):
     """Another request moves fo_b under fo_a right after this one read the tree."""
 
-    def query_kb_items(self, kb_id: str) -> tuple[list[FolderRecord], list[FileRecord], list[UploadRecord]]:
-        items = super().query_kb_items(kb_id)
+    def query_folders(self, kb_id: str) -> list[FolderRecord]:
+        folders = super().query_folders(kb_id)
         self.table.seed(folder_record("fo_b", parent_id="fo_a"))
-        return items
+        return folders
 
 
 def test_given_a_concurrent_move_closing_a_cycle_when_moving_then_409_folders_changed_and_no_cycle(

@@ -148,36 +148,43 @@ class Deleter:
         return cleanup.cleanup_id
 
 
-def subtree(
-    folders: list[FolderRecord], files: list[FileRecord], uploads: list[UploadRecord], root_id: str
+def unreachable(
+    folders: list[FolderRecord], files: list[FileRecord], uploads: list[UploadRecord]
 ) -> tuple[list[FolderRecord], list[FileRecord], list[UploadRecord]]:
-    """What lies under the deleted folder ``root_id`` (itself no longer among ``folders``): the folders
-    whose chain of parents reaches it, deepest first, and the files and unfinished uploads in them."""
+    """What no live folder leads to (``memmy_kb.domain.folders.is_live``): the folders whose chain of
+    parents breaks before the root, farthest from the break first, and the files and unfinished uploads in
+    them. Writes only ever create items under live folders, so all of it is left over from deletions."""
     by_id = {f.folder_id: f for f in folders}
-    inside: dict[str, int] = {root_id: 0}  # folder id -> depth below the root
+    distance: dict[str, int | None] = {}  # folder id -> levels below the break, None when live
 
-    def depth(folder_id: str | None, seen: frozenset[str] = frozenset()) -> int | None:
-        if folder_id is None or folder_id in seen:
-            return None
-        if folder_id in inside:
-            return inside[folder_id]
+    def below_break(folder_id: str | None, seen: frozenset[str] = frozenset()) -> int | None:
+        if folder_id is None:
+            return None  # reached the root: live
+        if folder_id in distance:
+            return distance[folder_id]
         folder = by_id.get(folder_id)
-        if folder is None:
-            return None
-        parent = depth(folder.parent_id, seen | {folder_id})
-        if parent is None:
-            return None
-        inside[folder_id] = parent + 1
-        return parent + 1
+        if folder is None or folder_id in seen:
+            return 0  # a missing (deleted) folder, or a cycle, which writes never make
+        parent = below_break(folder.parent_id, seen | {folder_id})
+        distance[folder_id] = None if parent is None else parent + 1
+        return distance[folder_id]
 
-    found = [f for f in folders if depth(f.folder_id) is not None]
-    found.sort(key=lambda f: -inside[f.folder_id])
-    in_tree = set(inside)
+    dead = [(d, f) for f in folders if (d := below_break(f.folder_id)) is not None]
+    dead.sort(key=lambda pair: -pair[0])
+
+    def in_dead(folder_id: str | None) -> bool:
+        return folder_id is not None and below_break(folder_id) is not None
+
     return (
-        found,
-        [f for f in files if f.folder_id in in_tree],
-        [u for u in uploads if u.folder_id in in_tree and u.state in ("pending", "submitting")],
+        [f for _, f in dead],
+        [f for f in files if in_dead(f.folder_id)],
+        [u for u in uploads if in_dead(u.folder_id) and u.state in ("pending", "submitting")],
     )
+
+
+# A sweep pass finding something again means a write landed under the deleted folder during the pass
+# (a file recorded into a subfolder not yet swept): a few passes catch those, the next round the rest.
+SWEEP_PASSES: Final = 3
 
 
 def sweep_folder(
@@ -187,37 +194,38 @@ def sweep_folder(
     *,
     clock: Callable[[], datetime] = utc_now,
 ) -> None:
-    """Remove a deleted folder's subtree from the table; safe to interrupt and run again.
+    """Remove what a deleted folder left unreachable from the table; safe to interrupt and run again.
 
-    Unfinished uploads into it end rejected (a submitting one's ingest then takes its MemOS file back);
-    files go in transactions that note their MemOS ids in an outbox part; folders go last, deepest
-    first, so whatever is left after an interruption still hangs under the deleted root.
+    Each pass first notes the unfinished uploads under it in an outbox part (so their objects are purged
+    whatever happens next), then rejects them (a submitting one's ingest takes its MemOS file back), then
+    deletes files in transactions that note their MemOS ids in a part, and folders last, farthest first, so
+    whatever an interruption leaves still hangs under a missing folder for the next pass.
     """
-    assert cleanup.folder_id is not None, "a folder cleanup names its folder"
-    folders, files, uploads = subtree(*contents.query_kb_items(cleanup.kb_id), cleanup.folder_id)
-    rejected_until = int((clock() + timedelta(days=7)).timestamp())
-    for upload in uploads:
-        # Decided meanwhile (ConditionFailed): a file it became is swept below or by the cleanup's next round.
-        with contextlib.suppress(ConditionFailed):
-            contents.update_upload_rejected(
-                upload.kb_id,
-                upload.upload_id,
-                reason=FOLDER_GONE,
-                expires_at=rejected_until,
-                attempt_id=upload.attempt_id if upload.state == "submitting" else None,
+    for _ in range(SWEEP_PASSES):
+        folders, files, uploads = unreachable(*contents.query_kb_items(cleanup.kb_id))
+        if not (folders or files or uploads):
+            return
+        if uploads:
+            cleanups.delete_files_with_part(_part(cleanup, upload_ids=[u.upload_id for u in uploads]), [])
+        rejected_until = int((clock() + timedelta(days=7)).timestamp())
+        for upload in uploads:
+            # Decided meanwhile (ConditionFailed): a file it became is swept below or by the next pass.
+            with contextlib.suppress(ConditionFailed):
+                contents.update_upload_rejected(
+                    upload.kb_id,
+                    upload.upload_id,
+                    reason=FOLDER_GONE,
+                    expires_at=rejected_until,
+                    attempt_id=upload.attempt_id if upload.state == "submitting" else None,
+                )
+        for start in range(0, len(files), SWEEP_CHUNK):
+            chunk = files[start : start + SWEEP_CHUNK]
+            part = _part(
+                cleanup, memos_file_ids=[f.memos_file_id for f in chunk], upload_ids=[f.upload_id for f in chunk]
             )
-    for start in range(0, len(files), SWEEP_CHUNK):
-        chunk = files[start : start + SWEEP_CHUNK]
-        part = CleanupPart(
-            cleanup_id=cleanup.cleanup_id,
-            part_id=secrets.token_hex(8),
-            memos_file_ids=[f.memos_file_id for f in chunk],
-            upload_ids=[f.upload_id for f in chunk],
-        )
-        cleanups.delete_files_with_part(part, chunk)
-    cleanups.delete_folders(folders)
-    upload_ids = [u.upload_id for u in uploads]
-    if upload_ids:
-        cleanups.delete_files_with_part(
-            CleanupPart(cleanup_id=cleanup.cleanup_id, part_id=secrets.token_hex(8), upload_ids=upload_ids), []
-        )
+            cleanups.delete_files_with_part(part, chunk)
+        cleanups.delete_folders(folders)
+
+
+def _part(cleanup: CleanupRecord, **ids: list[str]) -> CleanupPart:
+    return CleanupPart(cleanup_id=cleanup.cleanup_id, part_id=secrets.token_hex(8), **ids)

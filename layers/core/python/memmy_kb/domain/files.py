@@ -18,6 +18,7 @@ from memmy_kb.adapters.errors import ItemMissing
 from memmy_kb.adapters.memos.errors import MemosError
 from memmy_kb.adapters.memos.models import FileStatus, MemosFile
 from memmy_kb.domain.access import require_access, require_owner
+from memmy_kb.domain.folders import is_live, require_live_folder
 from memmy_kb.domain.naming import shown_name
 from memmy_kb.domain.ports import ContentStore, GrantReader, KnowledgeEngine
 from memmy_kb.errors import NotFound, UpstreamUnavailable, file_not_found, folder_not_found
@@ -81,7 +82,7 @@ def list_files(
     """One level of a KB (the root when ``folder_id`` is None), for owners and readers."""
     require_access(grants, user_id, kb_id)
     folders, files, uploads = contents.query_kb_items(kb_id)
-    if folder_id is not None and all(f.folder_id != folder_id for f in folders):
+    if folder_id is not None and not is_live({f.folder_id: f for f in folders}, folder_id):
         raise folder_not_found()
     here = [f for f in files if f.folder_id == folder_id]
     live = _memos_files(memos, [f.memos_file_id for f in here])
@@ -106,8 +107,7 @@ def move_file(
     record = contents.get_file(kb_id, file_id)
     if record is None:
         raise file_not_found()
-    if folder_id is not None and contents.get_folder(kb_id, folder_id) is None:
-        raise folder_not_found()
+    require_live_folder(contents, kb_id, folder_id)
     try:
         contents.update_file_folder(kb_id, file_id, folder_id)
     except ItemMissing:

@@ -2,12 +2,16 @@
 
 MemOS has no folders; they are ours alone. A move's cycle check is enforced by the storage write itself
 (every ancestor of the destination is condition-checked), so two concurrent moves cannot close a cycle.
+
+A folder is **live** only while its whole chain of parents reaches the root: deleting a folder removes
+its item first and sweeps its subtree afterwards (``memmy_kb.domain.deletion``), and in between nothing
+under it may be listed, uploaded into, moved into or built on.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Final
 
@@ -39,8 +43,8 @@ def create_folder(
     """A new folder under ``parent_id`` (None: the root), owner only."""
     require_owner(grants, user_id, kb_id)
     if parent_id is not None:
-        folders = {f.folder_id: f for f in contents.query_kb_items(kb_id)[0]}
-        if parent_id not in folders:
+        folders = {f.folder_id: f for f in contents.query_folders(kb_id)}
+        if not is_live(folders, parent_id):
             raise folder_not_found()
         if len(_chain(folders, parent_id)) >= MAX_FOLDER_DEPTH:
             raise _too_deep()
@@ -69,14 +73,14 @@ def update_folder(
     Moving a folder into itself or its own subtree is refused with 409.
     """
     require_owner(grants, user_id, kb_id)
-    folders = {f.folder_id: f for f in contents.query_kb_items(kb_id)[0]}
+    folders = {f.folder_id: f for f in contents.query_folders(kb_id)}
     current = folders.get(folder_id)
-    if current is None:
+    if current is None or not is_live(folders, folder_id):
         raise folder_not_found()
     new_parent = parent_id if move else current.parent_id
     ancestors: list[FolderRecord] = []
     if move and new_parent is not None:
-        if new_parent not in folders:
+        if not is_live(folders, new_parent):
             raise folder_not_found()
         ancestors = _chain(folders, new_parent)
         if any(a.folder_id == folder_id for a in ancestors):
@@ -89,6 +93,25 @@ def update_folder(
     except ConditionFailed:
         raise Conflict("The folders changed at the same time; try again.", code="folders_changed") from None
     return updated
+
+
+def is_live(folders: Mapping[str, FolderRecord], folder_id: str) -> bool:
+    """Whether ``folder_id`` exists and every folder above it does, up to the root."""
+    seen: set[str] = set()
+    current: str | None = folder_id
+    while current is not None:
+        folder = folders.get(current)
+        if folder is None or current in seen:
+            return False
+        seen.add(current)
+        current = folder.parent_id
+    return True
+
+
+def require_live_folder(contents: ContentStore, kb_id: str, folder_id: str | None) -> None:
+    """404 ``folder_not_found`` unless ``folder_id`` (None: the root) is live (one Query of the folders)."""
+    if folder_id is not None and not is_live({f.folder_id: f for f in contents.query_folders(kb_id)}, folder_id):
+        raise folder_not_found()
 
 
 def _too_deep() -> InvalidInput:

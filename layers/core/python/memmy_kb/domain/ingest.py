@@ -367,9 +367,10 @@ def ingest_object(
         return IngestOutcome(key, "ignored")
     log = {"kb_id": upload.kb_id, "upload_id": upload.upload_id}
     if upload.state in ("rejected", "expired"):
-        # An earlier attempt may have recorded the rejection and died before deleting the bytes, or the
-        # object arrived after its upload expired.
+        # An earlier attempt may have recorded the rejection and died before deleting the bytes (the
+        # verified copy too), or the object arrived after its upload expired.
         storage.delete(key)
+        storage.delete(verified_object_key(upload.kb_id, upload.upload_id))
     if upload.state != "pending":
         logger.info("upload is not pending; duplicate event ignored", extra={**log, "state": upload.state})
         return IngestOutcome(key, "ignored", upload.upload_id)

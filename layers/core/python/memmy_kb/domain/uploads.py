@@ -17,6 +17,7 @@ from typing import Final
 from memmy_kb.adapters.errors import ItemMissing
 from memmy_kb.adapters.s3 import PresignedPost, upload_object_key
 from memmy_kb.domain.access import require_owner
+from memmy_kb.domain.folders import require_live_folder
 from memmy_kb.domain.formats import (
     ACCEPTED_CONTENT_TYPES,
     CONTENT_TYPES,
@@ -28,7 +29,6 @@ from memmy_kb.errors import (
     InvalidInput,
     PayloadTooLarge,
     UnsupportedMediaType,
-    folder_not_found,
     kb_not_found,
 )
 from memmy_kb.records import UploadRecord, utc_now
@@ -106,8 +106,7 @@ def request_upload(
     """
     require_owner(grants, user_id, kb_id)
     _, pinned_type = validate_upload(filename, size_bytes, content_type)
-    if folder_id is not None and contents.get_folder(kb_id, folder_id) is None:
-        raise folder_not_found()
+    require_live_folder(contents, kb_id, folder_id)
     now = clock()
     upload_id = new_id()
     key = upload_object_key(kb_id, upload_id)

@@ -63,6 +63,17 @@ class DynamoContentStore:
                 uploads.append(UploadRecord.model_validate(item))
         return folders, files, uploads
 
+    def query_folders(self, kb_id: str) -> list[FolderRecord]:
+        """Every folder of a KB (folders only), from one consistent Query."""
+        return [
+            FolderRecord.model_validate(item)
+            for item in self._table.query(
+                KeyConditionExpression="PK = :pk AND begins_with(SK, :folder)",
+                ExpressionAttributeValues={":pk": {"S": f"KB#{kb_id}"}, ":folder": {"S": "FOLDER#"}},
+                ConsistentRead=True,
+            )
+        ]
+
     def get_folder(self, kb_id: str, folder_id: str) -> FolderRecord | None:
         item = self._table.get(folder_key(kb_id, folder_id))
         return FolderRecord.model_validate(item) if item else None
