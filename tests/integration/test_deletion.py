@@ -29,6 +29,7 @@ from memmy_kb.domain.reconcile import Reconciler
 from memmy_kb.records import CleanupRecord, utc_now
 from tests.support import seed
 from tests.support.events import claims_for
+from tests.support.iam import record_aws_calls
 from tests.support.uploads import (
     REGION,
     create_kb,
@@ -455,3 +456,28 @@ def test_two_reconcile_runs_resolving_one_upload_record_it_once_and_keep_its_mem
     memos_kb_id = service.stores.kbs.get_kb(kb_id).memos_kb_id
     assert memos_kbs(service)[memos_kb_id] == [file.memos_file_id]
     assert service.memos.calls(DELETE_FILES) == 0
+
+
+def aws_calls_of(action: Callable[[], Any]) -> list[str]:
+    with record_aws_calls() as calls:
+        action()
+    return [f"{service}:{operation}" for service, operation, _ in calls]
+
+
+def test_deleting_costs_a_fixed_few_calls_and_never_waits_for_memos(service):
+    # Round trips counted, not timed: a change that adds a call fails here.
+    kb_id, file_id = shared_kb(service)
+    folder_id = service.call("POST", f"/knowledge-bases/{kb_id}/folders", "alice", body={"name": "f"}).body["id"]
+    memos_calls = sum(service.memos.calls(e) for e in (DELETE_FILES, "/delete/knowledgebase"))
+    reads, write, start = "dynamodb:GetItem", "dynamodb:TransactWriteItems", "stepfunctions:StartExecution"
+
+    assert aws_calls_of(lambda: service.call("DELETE", f"/knowledge-bases/{kb_id}/files/{file_id}", "alice")) == [
+        reads, reads, write, start,  # grant, file; FILE + outbox; the execution
+    ]
+    assert aws_calls_of(
+        lambda: service.call("DELETE", f"/knowledge-bases/{kb_id}/folders/{folder_id}", "alice")
+    ) == [reads, reads, write, "dynamodb:Query", start]  # ...+ one sweep pass finding nothing left
+    assert aws_calls_of(lambda: service.call("DELETE", f"/knowledge-bases/{kb_id}", "alice")) == [
+        reads, reads, write, start,  # grant, META (with its readers); META + 2 grants + outbox; the execution
+    ]
+    assert sum(service.memos.calls(e) for e in (DELETE_FILES, "/delete/knowledgebase")) == memos_calls
