@@ -1,5 +1,6 @@
-"""The local service's one call to the cloud: ``POST /recall`` with the cloud login, over kept-alive
-connections (a TLS handshake per agent turn would cost more than everything else the service does).
+"""The local service's calls to the cloud with the cloud login, over kept-alive connections (a TLS
+handshake per agent turn would cost more than everything else the service does): ``POST /recall`` for
+the hooks, and whatever route the knowledge-base page asks for (``forward``).
 
 ``http.client`` rather than httpx keeps the service's start cheap; recall has no side effect, so a
 request on a kept-alive connection the cloud had closed meanwhile is sent once more on a new one.
@@ -42,7 +43,8 @@ class CloudRecall:
         self._https = parts.scheme == "https"
         self._host = parts.hostname
         self._port = parts.port
-        self._path = parts.path.rstrip("/") + "/recall"
+        self._prefix = parts.path.rstrip("/")
+        self._path = self._prefix + "/recall"
         self._timeout = timeout
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
@@ -63,20 +65,27 @@ class CloudRecall:
         connection.close()
 
     def _post(self, token: str, body: bytes) -> tuple[int, bytes]:
+        return self._send("POST", self._path, token, body, {}, retry=True)
+
+    def _send(
+        self, method: str, path: str, token: str, body: bytes | None, extra: dict[str, str], *, retry: bool
+    ) -> tuple[int, bytes]:
         headers = {
             "Authorization": f"Bearer {token}",
-            "Content-Type": "application/json",
             "Accept": "application/json",
+            **extra,
         }
+        if body is not None:
+            headers["Content-Type"] = "application/json"
         for attempt in range(2):
             connection, reused = self._connection()
             try:
-                connection.request("POST", self._path, body=body, headers=headers)
+                connection.request(method, path, body=body, headers=headers)
                 response = connection.getresponse()
                 data = response.read(MAX_REPLY_BYTES + 1)
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 connection.close()
-                if reused and attempt == 0:
+                if reused and attempt == 0 and retry:
                     continue  # the cloud closed an idle connection: once more on a new one
                 raise
             except BaseException:
@@ -109,6 +118,26 @@ class CloudRecall:
         if not isinstance(context, str):
             return CloudReply("bad_reply", status, "", elapsed, "no context in the reply")
         return CloudReply("ok", status, context, elapsed)
+
+    def forward(
+        self, token: str, method: str, target: str, body: bytes | None, headers: dict[str, str]
+    ) -> tuple[int, bytes]:
+        """One page request sent on to the cloud as ``method target`` (path and query, already checked);
+        its status and body. Unreachable: ``(502, ...)``. Sent once more on a fresh connection only when
+        repeating it is harmless (no POST without an ``Idempotency-Key``)."""
+        retry = method != "POST" or "Idempotency-Key" in headers
+        try:
+            return self._send(method, self._prefix + target, token, body, headers, retry=retry)
+        except (OSError, http.client.HTTPException) as err:
+            detail = json.dumps(
+                {
+                    "error": {
+                        "code": "cloud_unreachable",
+                        "message": f"the cloud did not answer ({type(err).__name__})",
+                    }
+                }
+            )
+            return 502, detail.encode("utf-8")
 
     def close(self) -> None:
         with self._lock:

@@ -1,4 +1,4 @@
-"""``memmy-kb desktop serve|login|logout|status|rotate-hook-token``."""
+"""``memmy-kb desktop serve|open|login|logout|status|rotate-hook-token``."""
 
 from __future__ import annotations
 
@@ -118,6 +118,22 @@ def _rotate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _open(args: argparse.Namespace) -> int:
+    """Open the knowledge-base page: a one-time code (60 s, single use) in the URL becomes its session."""
+    answer = _control("POST", "/control/page-code")
+    if answer is None:
+        return 1
+    url = str(answer["url"]) + (f"&lang={args.lang}" if args.lang else "")
+    if args.no_browser:
+        print(url)
+        return 0
+    import webbrowser
+
+    if not webbrowser.open(url):
+        print(f"open this link in your browser within a minute (it works once):\n{url}")
+    return 0
+
+
 _LOGIN_STATES = {
     "logged_in": "logged in",
     "logged_out": "logged out: run `memmy-kb desktop login`",
@@ -190,6 +206,13 @@ def add_desktop_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         "--cloud", help="the cloud API URL (default: $MEMMY_KB_ENDPOINT, else the local stack's)"
     )
     serve.set_defaults(func=_serve)
+
+    opener = desktop.add_parser("open", help="open the knowledge-base page in your browser")
+    opener.add_argument(
+        "--no-browser", action="store_true", help="print the one-time link instead of opening a browser"
+    )
+    opener.add_argument("--lang", choices=["zh", "en"], help="the page's language (default: the browser's)")
+    opener.set_defaults(func=_open)
 
     login = desktop.add_parser("login", help="hand the running service your cloud login token")
     login.add_argument(

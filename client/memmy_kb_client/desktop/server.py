@@ -6,7 +6,10 @@ It listens on 127.0.0.1 only and answers three kinds of caller, each with its ow
   nothing else. It is no cloud token: the cloud refuses it, and so does every other route here (403);
 * the ``memmy-kb desktop`` commands, with the **control token** (``control-token``, 0600, new on each
   start): ``/control/login``, ``/control/logout``, ``/control/status``, ``/control/rotate-hook-token``;
-* the knowledge-base page (next issue): its own session, added to ``ROUTES`` with ``Access.SESSION``.
+* the knowledge-base page (``page.py``), with a **session cookie** that a one-time code from
+  ``memmy-kb desktop open`` became: ``/api/...`` (the cloud routes the page needs, sent on with the
+  cloud login) and ``/api/session``; a state-changing request also carries the session's CSRF token.
+  The page's assets and ``/open`` are public.
 
 Before any route, a request must name this service in ``Host`` (``127.0.0.1:PORT`` or ``localhost:PORT``;
 anything else is DNS rebinding, 403) and a state-changing request may carry no foreign ``Origin`` (403).
@@ -33,7 +36,7 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import IO, Any, Final, Protocol
 
-from memmy_kb_client.desktop import paths
+from memmy_kb_client.desktop import page, paths
 from memmy_kb_client.desktop.block import fit_for_agent
 from memmy_kb_client.desktop.cloud import CloudRecall
 from memmy_kb_client.desktop.credentials import CloudLogin, FileStore, LoginStore, open_store
@@ -59,11 +62,12 @@ class PortInUse(DesktopStartError):
 
 
 class Access(enum.Enum):
-    """Which credential a route takes. The page's session (next issue) becomes ``SESSION``."""
+    """Which credential a route takes."""
 
     PUBLIC = "public"
     HOOK = "hook"
     CONTROL = "control"
+    SESSION = "session"
 
 
 class Headers(Protocol):
@@ -76,6 +80,8 @@ class Request:
     path: str
     headers: Headers
     body: bytes
+    query: str = ""
+    session: page.Session | None = None
 
     def json_object(self) -> dict[str, Any] | None:
         try:
@@ -90,6 +96,9 @@ class Reply:
     status: int
     body: dict[str, Any]
     headers: tuple[tuple[str, str], ...] = ()
+    # Sent as is instead of ``body`` as JSON (the page's assets, a cloud answer passed on).
+    raw: bytes | None = None
+    content_type: str = "application/json; charset=utf-8"
 
 
 def _error(status: int, code: str, message: str) -> Reply:
@@ -136,6 +145,13 @@ class DesktopState:
         self.rejected = False
         self.last_recall: dict[str, Any] | None = None
         self.url = ""
+        self.port = 0
+        self.sessions = page.Sessions()
+
+    @property
+    def cookie_name(self) -> str:
+        # Cookies are not kept apart by port: two services on one machine each name their own.
+        return f"memmy_kb_session_{self.port}"
 
     # ---------------------------------------------------------------------------------------- setup
 
@@ -233,6 +249,15 @@ class DesktopState:
         FileStore(self.state_dir).clear()
         self.login_note = ""
 
+    def current_login(self) -> CloudLogin | None:
+        with self._lock:
+            return self.login
+
+    def mark_rejected(self, login: CloudLogin) -> None:
+        with self._lock:
+            if self.login is login:
+                self.rejected = True
+
     def rotate_hook_token(self) -> None:
         token = self._write_hook_token()
         with self._lock:
@@ -311,14 +336,112 @@ def _rotate(state: DesktopState, request: Request) -> Reply:
     return Reply(200, {"hook_token_file": os.path.join(state.state_dir, paths.HOOK_TOKEN_FILE)})
 
 
+def _page_code(state: DesktopState, request: Request) -> Reply:
+    code = state.sessions.new_code()
+    return Reply(200, {"url": f"{state.url}/open?code={code}", "expires_in": int(page.CODE_TTL_SECONDS)})
+
+
+# The page's assets: no framing, no inline script, no referrer (the /open URL carries a code).
+_PAGE_HEADERS: Final = (
+    (
+        "Content-Security-Policy",
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self' https: http://127.0.0.1:* http://localhost:*; "
+        "frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    ),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "no-referrer"),
+)
+
+
+def _asset(state: DesktopState, request: Request) -> Reply:
+    name, content_type = page.ASSETS[request.path]
+    return Reply(200, {}, _PAGE_HEADERS, raw=page.asset(name), content_type=content_type)
+
+
+def _open(state: DesktopState, request: Request) -> Reply:
+    """``/open?code=...``: a one-time code becomes the session cookie, then on to the page."""
+    from urllib.parse import parse_qs
+
+    params = parse_qs(request.query)
+    code = (params.get("code") or [""])[0]
+    lang = (params.get("lang") or [""])[0]
+    redeemed = state.sessions.redeem(code) if code else None
+    if redeemed is None:
+        message = (
+            "This link was used already or has expired. Run `memmy-kb desktop open` again.\n"
+            "此链接已使用或已过期，请重新运行 memmy-kb desktop open。\n"
+        )
+        return Reply(
+            403, {}, _PAGE_HEADERS, raw=message.encode("utf-8"), content_type="text/plain; charset=utf-8"
+        )
+    session_id, _ = redeemed
+    cookie = f"{state.cookie_name}={session_id}; HttpOnly; SameSite=Strict; Path=/"
+    location = "/?lang=en" if lang == "en" else "/?lang=zh" if lang == "zh" else "/"
+    return Reply(303, {}, (("Set-Cookie", cookie), ("Location", location)), raw=b"")
+
+
+def _session(state: DesktopState, request: Request) -> Reply:
+    assert request.session is not None
+    login = state.current_login()
+    status = state.status()["login"]
+    body: dict[str, Any] = {"csrf": request.session.csrf, "login": status["state"]}
+    if login is not None:
+        claims = login.claims()
+        body["user"] = {"user_id": claims.get("sub"), "name": claims.get("name")}
+    return Reply(200, body)
+
+
+def _to_cloud(state: DesktopState, request: Request) -> Reply:
+    """``/api/<cloud route>``: sent on to the cloud with the held login; its answer passed back."""
+    target = page.cloud_target(request.method, request.path[len(page.API_PREFIX) :], request.query)
+    if target is None:
+        return _error(404, "not_found", "no such route")
+    login = state.current_login()
+    if login is None or login.expired():
+        return _error(
+            503, "desktop_logged_out", "the desktop service has no valid login: run `memmy-kb desktop login`"
+        )
+    headers: dict[str, str] = {}
+    key = page.idempotency_key(request.headers.get("Idempotency-Key"))
+    if key is not None:
+        headers["Idempotency-Key"] = key
+    body = request.body if request.method in ("POST", "PUT", "PATCH") else None
+    status, data = state.cloud.forward(login.token, request.method, target, body or None, headers)
+    if status == 401:
+        state.mark_rejected(login)
+        return _error(503, "cloud_login_rejected", "the cloud refused the desktop's login: log in again")
+    if status == 204 or not data:
+        return Reply(status, {}, raw=b"")
+    return Reply(status, {}, raw=data)
+
+
 ROUTES: Final[dict[tuple[str, str], Route]] = {
     ("POST", "/hook/recall"): Route(Access.HOOK, _hook_recall),
     ("GET", "/control/status"): Route(Access.CONTROL, _status),
     ("POST", "/control/login"): Route(Access.CONTROL, _login),
     ("POST", "/control/logout"): Route(Access.CONTROL, _logout),
     ("POST", "/control/rotate-hook-token"): Route(Access.CONTROL, _rotate),
-    # The knowledge-base page (next issue) adds its routes here, under /page/, with Access.SESSION.
+    ("POST", "/control/page-code"): Route(Access.CONTROL, _page_code),
+    ("GET", "/"): Route(Access.PUBLIC, _asset),
+    ("GET", "/app.js"): Route(Access.PUBLIC, _asset),
+    ("GET", "/app.css"): Route(Access.PUBLIC, _asset),
+    ("GET", "/open"): Route(Access.PUBLIC, _open),
+    ("GET", "/api/session"): Route(Access.SESSION, _session),
 }
+# Every other /api/... path: the cloud routes in ``page.CLOUD_ROUTES``, checked again by ``_to_cloud``.
+_CLOUD_ROUTE: Final = Route(Access.SESSION, _to_cloud)
+
+
+def _route(method: str, path: str) -> Route | None:
+    route = ROUTES.get((method, path))
+    if (
+        route is None
+        and path.startswith(page.API_PREFIX + "/")
+        and page.cloud_target(method, path[len(page.API_PREFIX) :], "") is not None
+    ):
+        return _CLOUD_ROUTE
+    return route
 
 
 def dispatch(
@@ -338,15 +461,25 @@ def dispatch(
     if method not in _SAFE_METHODS and origin is not None and origin.strip().lower() not in own_origins:
         return _error(403, "forbidden_origin", "requests from other sites are refused")
     credential = state.credential(headers.get("Authorization"))
-    path = target.split("?", 1)[0].split("#", 1)[0]
-    route = ROUTES.get((method, path))
+    without_fragment = target.split("#", 1)[0]
+    path, _, query = without_fragment.partition("?")
+    route = _route(method, path)
     if credential is Access.HOOK and (route is None or route.access is not Access.HOOK):
         # The hook token is good for recall only: everywhere else, whatever the path, it is refused.
         return _error(403, "hook_token_not_allowed", "the hook token may only ask for recall")
     if route is None:
         known = any(known_path == path for _, known_path in ROUTES)
         return _error(405 if known else 404, "not_found", "no such route")
-    if route.access is not Access.PUBLIC and credential is not route.access:
+    session = None
+    if route.access is Access.SESSION:
+        if credential is not None:
+            return _error(403, "forbidden", "this token is not good for this route")
+        session = state.sessions.find(page.cookie_value(headers.get("Cookie"), state.cookie_name))
+        if session is None:
+            return _error(401, "session_required", "open the page with `memmy-kb desktop open`")
+        if method not in _SAFE_METHODS and not page.csrf_ok(session, headers.get(page.CSRF_HEADER)):
+            return _error(403, "csrf_token_required", "this request needs the page's CSRF token")
+    elif route.access is not Access.PUBLIC and credential is not route.access:
         if credential is None:
             return _error(401, "unauthorized", "a valid token is required")
         return _error(403, "forbidden", "this token is not good for this route")
@@ -355,7 +488,7 @@ def dispatch(
         return _error(
             413, "body_too_large", f"a body needs a Content-Length of at most {MAX_BODY_BYTES} bytes"
         )
-    return route.handler(state, Request(method, path, headers, body))
+    return route.handler(state, Request(method, path, headers, body, query, session))
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -390,10 +523,13 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status >= 400 and self.headers.get("Content-Length") not in (None, "0"):
             # An unread body would be taken for the next request on this connection.
             self.close_connection = True
-        payload = json.dumps(reply.body, ensure_ascii=False).encode("utf-8")
+        payload = (
+            reply.raw if reply.raw is not None else json.dumps(reply.body, ensure_ascii=False).encode("utf-8")
+        )
         try:
             self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
+            if reply.status not in (204, 303):
+                self.send_header("Content-Type", reply.content_type)
             self.send_header("Content-Length", str(len(payload)))
             self.send_header("Cache-Control", "no-store")
             self.send_header("X-Content-Type-Options", "nosniff")
@@ -458,6 +594,7 @@ class DesktopService:
             except OSError as err:
                 raise PortInUse(f"cannot listen on {HOST}:{self.config.port} ({err.strerror})") from err
             self.state.url = self.url
+            self.state.port = self.port
             self.state.load()
             record = {
                 "url": self.url,

@@ -1,0 +1,157 @@
+"""The knowledge-base page's side of the local service: its sessions, the cloud routes it may reach
+through the service, and its assets (plain HTML, CSS and JavaScript shipped in this package).
+
+A browser gets a session only from a **one-time code**: ``memmy-kb desktop open`` asks the service for
+one (control token), and opens ``/open?code=...``; the service swaps the code (single use, 60 s) for a
+session cookie (``HttpOnly``, ``SameSite=Strict``, ``Path=/``) and a CSRF token the page reads from
+``GET /api/session``. Every request that changes anything must carry that token in ``X-CSRF-Token``. The
+page never sees the cloud login: its ``/api/...`` requests are sent on by the service, which adds it.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Final
+from urllib.parse import parse_qsl, urlencode
+
+CODE_TTL_SECONDS: Final = 60.0
+SESSION_IDLE_SECONDS: Final = 12 * 3600.0
+MAX_SESSIONS: Final = 32
+MAX_CODES: Final = 16
+CSRF_HEADER: Final = "X-CSRF-Token"
+API_PREFIX: Final = "/api"
+
+_ID: Final = r"[A-Za-z0-9._~%-]{1,200}"
+# The cloud routes the page may reach, as (method, path) under /api; nothing else is sent on.
+CLOUD_ROUTES: Final = tuple(
+    (method, re.compile(f"^{pattern}$"))
+    for method, pattern in (
+        ("PUT", "/me"),
+        ("GET", "/knowledge-bases"),
+        ("POST", "/knowledge-bases"),
+        ("GET", f"/knowledge-bases/{_ID}"),
+        ("PATCH", f"/knowledge-bases/{_ID}"),
+        ("DELETE", f"/knowledge-bases/{_ID}"),
+        ("PUT", f"/knowledge-bases/{_ID}/recall"),
+        ("GET", f"/knowledge-bases/{_ID}/members"),
+        ("POST", f"/knowledge-bases/{_ID}/members"),
+        ("DELETE", f"/knowledge-bases/{_ID}/members/{_ID}"),
+        ("POST", f"/knowledge-bases/{_ID}/uploads"),
+        ("GET", f"/knowledge-bases/{_ID}/files"),
+        ("PATCH", f"/knowledge-bases/{_ID}/files/{_ID}"),
+        ("DELETE", f"/knowledge-bases/{_ID}/files/{_ID}"),
+        ("POST", f"/knowledge-bases/{_ID}/folders"),
+        ("PATCH", f"/knowledge-bases/{_ID}/folders/{_ID}"),
+        ("DELETE", f"/knowledge-bases/{_ID}/folders/{_ID}"),
+        ("POST", "/recall"),
+    )
+)
+_QUERY_KEYS: Final = frozenset({"folder_id"})
+_IDEMPOTENCY_KEY: Final = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+# The page's assets, served at these paths with these types.
+ASSETS: Final = {
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/app.css": ("app.css", "text/css; charset=utf-8"),
+}
+
+
+def cloud_target(method: str, path: str, query: str) -> str | None:
+    """The cloud route (path and query) for a page request to ``/api{path}``; None when not allowed."""
+    if not any(method == allowed and pattern.match(path) for allowed, pattern in CLOUD_ROUTES):
+        return None
+    pairs = [(key, value) for key, value in parse_qsl(query, keep_blank_values=False) if key in _QUERY_KEYS]
+    return path + (f"?{urlencode(pairs)}" if pairs else "")
+
+
+def idempotency_key(value: str | None) -> str | None:
+    return value if value is not None and _IDEMPOTENCY_KEY.match(value) else None
+
+
+def asset(name: str) -> bytes:
+    return resources.files(__package__).joinpath("page", name).read_bytes()
+
+
+@dataclass
+class Session:
+    csrf: str
+    created: float
+    seen: float = field(default=0.0)
+
+
+class Sessions:
+    """One-time codes and the sessions they became; in memory, so a restart ends every session."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._codes: dict[str, float] = {}
+        self._sessions: dict[str, Session] = {}
+
+    def new_code(self, now: float | None = None) -> str:
+        now = time.monotonic() if now is None else now
+        code = secrets.token_urlsafe(24)
+        with self._lock:
+            self._codes = {c: t for c, t in self._codes.items() if t > now}
+            while len(self._codes) >= MAX_CODES:
+                self._codes.pop(next(iter(self._codes)))
+            self._codes[code] = now + CODE_TTL_SECONDS
+        return code
+
+    def redeem(self, code: str, now: float | None = None) -> tuple[str, Session] | None:
+        """A new session for a code not used before and not expired; the code is gone either way."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            found = next((c for c in self._codes if secrets.compare_digest(c.encode(), code.encode())), None)
+            expires = self._codes.pop(found) if found is not None else None
+            if expires is None or expires <= now:
+                return None
+            self._sessions = {
+                key: s for key, s in self._sessions.items() if s.seen + SESSION_IDLE_SECONDS > now
+            }
+            while len(self._sessions) >= MAX_SESSIONS:
+                self._sessions.pop(next(iter(self._sessions)))
+            session_id = secrets.token_urlsafe(32)
+            session = Session(csrf=secrets.token_urlsafe(32), created=now, seen=now)
+            self._sessions[session_id] = session
+        return session_id, session
+
+    def find(self, session_id: str | None, now: float | None = None) -> Session | None:
+        if not session_id:
+            return None
+        now = time.monotonic() if now is None else now
+        offered = session_id.encode("utf-8", "replace")
+        with self._lock:
+            match = None
+            for key, session in self._sessions.items():
+                if secrets.compare_digest(key.encode(), offered):
+                    match = session
+            if match is None or match.seen + SESSION_IDLE_SECONDS <= now:
+                return None
+            match.seen = now
+            return match
+
+    def end_all(self) -> None:
+        with self._lock:
+            self._sessions.clear()
+            self._codes.clear()
+
+
+def csrf_ok(session: Session, offered: str | None) -> bool:
+    return offered is not None and secrets.compare_digest(
+        session.csrf.encode(), offered.encode("utf-8", "replace")
+    )
+
+
+def cookie_value(header: str | None, name: str) -> str | None:
+    """The value of cookie ``name`` in a ``Cookie`` header."""
+    for part in (header or "").split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == name:
+            return value
+    return None

@@ -1,0 +1,625 @@
+// The knowledge-base page. Plain JavaScript, no build step: every request goes to the local service
+// (/api/...), which adds the cloud login; state-changing ones carry the session's CSRF token. Upload bytes
+// go from the browser straight to storage by the presigned POST the cloud hands out.
+"use strict";
+
+const TEXT = {
+  zh: {
+    title: "Memmy", mine: "我的知识库", shared: "共享给我的", newKb: "新建知识库", name: "名称",
+    create: "创建", cancel: "取消", save: "保存", recall: "参与召回", rename: "重命名", del: "删除",
+    leave: "退出共享", share: "共享管理", upload: "上传", newFolder: "新建文件夹", move: "移动",
+    open: "打开", add: "添加", remove: "移除", ask: "提问", tryHeading: "试一试提问", tryLabel: "试一个问题",
+    readOnly: "只读：这是别人共享给你的知识库。", dropHint: "把文件拖到这里上传，可一次多个",
+    colName: "名称", colStatus: "状态", colSize: "大小", colActions: "操作", emptyFolder: "这里还没有文件。",
+    folder: "文件夹", root: "全部文件", uploading: "上传中", processing: "处理中", available: "可用",
+    failed: "失败", sharedBy: "共享者", noKbs: "还没有知识库。", noShared: "还没有人共享知识库给你。",
+    memberLabel: "用户 ID、手机号或邮箱", members: "成员", noMembers: "还没有共享给任何人。",
+    owner: "所有者", reader: "只读成员", moveTo: "移动到", rootFolder: "根目录", parentFolder: "上一级",
+    confirmDeleteKb: "删除「{name}」？它的所有文件会对所有成员消失，无法恢复。",
+    confirmDeleteFile: "删除「{name}」？", confirmDeleteFolder: "删除文件夹「{name}」和其中的所有内容？",
+    confirmLeave: "退出「{name}」？除非所有者再次共享，你将看不到它。",
+    added: "已添加 {name}。", excerpts: "摘录", block: "智能体收到的内容", nothing: "在参与召回的知识库中没有找到相关内容。",
+    scope: "检索了 {n} 个知识库", loggedIn: "已登录：{name}",
+    needSession: "请用 {cmd} 打开此页面（链接只能用一次）。", needLogin: "本机服务未登录：请运行 {cmd}。",
+    uploadDone: "已上传", uploadFailed: "上传失败：{reason}", gone: "这个知识库已不存在，或已不再共享给你。",
+    err_account_not_found: "没有找到这个用户 ID、手机号或邮箱对应的账号（对方需要先登录一次 Memmy）。",
+    err_cannot_share_with_self: "这是你自己，不需要共享给自己。",
+    err_already_member: "对方已经是成员了。", err_member_limit_reached: "成员数量已达上限。",
+    err_rate_limited: "操作太频繁，请稍后再试。", err_not_found: "找不到了：可能已被删除或不再共享给你。",
+    err_forbidden: "只有所有者可以这样做。", err_validation_error: "请检查输入的内容。",
+    err_session_required: "会话已结束：请运行 memmy-kb desktop open。",
+    err_desktop_logged_out: "本机服务未登录：请运行 memmy-kb desktop login。",
+    err_cloud_login_rejected: "云端拒绝了登录：请重新运行 memmy-kb desktop login。",
+    err_cloud_unreachable: "连不上云端，请检查网络后重试。", err_conflict: "与现有内容冲突（可能重名）。",
+    err_too_large: "文件太大。", err_unsupported: "不支持这种文件类型。", err_generic: "出错了：{message}",
+  },
+  en: {
+    title: "Memmy", mine: "My knowledge bases", shared: "Shared with me",
+    newKb: "New knowledge base", name: "Name", create: "Create", cancel: "Cancel", save: "Save",
+    recall: "Recall", rename: "Rename", del: "Delete", leave: "Leave", share: "Share", upload: "Upload",
+    newFolder: "New folder", move: "Move", open: "Open", add: "Add", remove: "Remove", ask: "Ask",
+    tryHeading: "Try a question", tryLabel: "Try a question",
+    readOnly: "Read only: someone shared this knowledge base with you.",
+    dropHint: "Drop files here to upload (several at once)", colName: "Name", colStatus: "Status",
+    colSize: "Size", colActions: "Actions", emptyFolder: "Nothing here yet.", folder: "Folder",
+    root: "All files", uploading: "Uploading", processing: "Processing", available: "Available",
+    failed: "Failed", sharedBy: "Shared by", noKbs: "No knowledge bases yet.",
+    noShared: "Nobody has shared a knowledge base with you yet.", memberLabel: "User ID, phone or email",
+    members: "Members", noMembers: "Not shared with anyone yet.", owner: "Owner", reader: "Reader",
+    moveTo: "Move to", rootFolder: "Top level", parentFolder: "Up one level",
+    confirmDeleteKb: "Delete “{name}”? Its files go for every member, and cannot be brought back.",
+    confirmDeleteFile: "Delete “{name}”?", confirmDeleteFolder: "Delete the folder “{name}” and everything in it?",
+    confirmLeave: "Leave “{name}”? You will not see it again unless its owner shares it again.",
+    added: "Added {name}.", excerpts: "Excerpts", block: "The block the agent receives",
+    nothing: "Nothing found in the knowledge bases you recall from.", scope: "Searched {n} knowledge bases",
+    loggedIn: "Signed in as {name}", needSession: "Open this page with {cmd} (each link works once).",
+    needLogin: "The desktop service is not logged in: run {cmd}.", uploadDone: "Uploaded",
+    uploadFailed: "Upload failed: {reason}", gone: "This knowledge base is gone, or no longer shared with you.",
+    err_account_not_found: "No account has this user ID, phone or email (they need to sign in to Memmy once first).",
+    err_cannot_share_with_self: "That is you: you already own this knowledge base.",
+    err_already_member: "They already have access.", err_member_limit_reached: "This knowledge base has as many members as it can have.",
+    err_rate_limited: "Too many attempts: wait a little and try again.",
+    err_not_found: "Not found: it may have been deleted, or is no longer shared with you.",
+    err_forbidden: "Only the owner can do that.", err_validation_error: "Please check what you typed.",
+    err_session_required: "This session has ended: run memmy-kb desktop open.",
+    err_desktop_logged_out: "The desktop service is not logged in: run memmy-kb desktop login.",
+    err_cloud_login_rejected: "The cloud refused the login: run memmy-kb desktop login again.",
+    err_cloud_unreachable: "The cloud cannot be reached: check the connection and try again.",
+    err_conflict: "That conflicts with something already there (the same name?).",
+    err_too_large: "The file is too large.", err_unsupported: "This kind of file is not supported.",
+    err_generic: "Something went wrong: {message}",
+  },
+};
+
+const params = new URLSearchParams(location.search);
+const LANG = (() => {
+  const asked = params.get("lang");
+  if (asked === "en" || asked === "zh") return asked;
+  const first = ((navigator.languages && navigator.languages[0]) || navigator.language || "").toLowerCase();
+  return first.startsWith("en") ? "en" : "zh";
+})();
+
+function t(key, vars) {
+  let text = TEXT[LANG][key] ?? TEXT.en[key] ?? key;
+  for (const [name, value] of Object.entries(vars || {})) text = text.replaceAll(`{${name}}`, String(value));
+  return text;
+}
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children) if (child !== null && child !== undefined) node.append(child);
+  return node;
+}
+
+// ------------------------------------------------------------------------------------------ the API
+
+const state = { csrf: "", me: null, kbs: [], kb: null, trail: [], timer: null };
+
+class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message || code);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(method, path, body, headers) {
+  const sent = { Accept: "application/json", ...(headers || {}) };
+  if (method !== "GET") sent["X-CSRF-Token"] = state.csrf;
+  if (body !== undefined) sent["Content-Type"] = "application/json";
+  const response = await fetch(`/api${path}`, {
+    method, headers: sent, credentials: "same-origin", cache: "no-store",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  let data = {};
+  if (response.status !== 204) {
+    try { data = await response.json(); } catch (_) { data = {}; }
+  }
+  if (!response.ok) {
+    const error = data.error || {};
+    throw new ApiError(response.status, error.code || "", error.message || data.message || response.statusText);
+  }
+  return data;
+}
+
+function human(error) {
+  if (!(error instanceof ApiError)) return t("err_generic", { message: error.message || String(error) });
+  const code = error.code || "";
+  if (TEXT.en[`err_${code}`]) return t(`err_${code}`);
+  if (code.endsWith("not_found") || error.status === 404) return t("err_not_found");
+  if (error.status === 429 || code.includes("rate")) return t("err_rate_limited");
+  if (error.status === 413 || code.includes("too_large")) return t("err_too_large");
+  if (code.includes("unsupported") || error.status === 415) return t("err_unsupported");
+  if (error.status === 403) return t("err_forbidden");
+  if (error.status === 409) return t("err_conflict");
+  if (error.status === 422) return `${t("err_validation_error")} (${error.message})`;
+  return t("err_generic", { message: error.message });
+}
+
+const seg = (id) => encodeURIComponent(id);
+const newKey = () => (crypto.randomUUID ? crypto.randomUUID() : Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join(""));
+
+function notice(message, command) {
+  const box = $("notice");
+  box.replaceChildren();
+  if (!message) { box.hidden = true; return; }
+  const [before, after] = message.split("{cmd}");
+  box.append(before);
+  if (after !== undefined) box.append(el("code", { text: command }), after);
+  box.hidden = false;
+}
+
+// ------------------------------------------------------------------------------------------ dialogs
+
+function showDialog(title, body, buttons) {
+  // buttons: [{label, cls, run}] - the first is the default (Enter); run() returning false keeps it open.
+  const dialog = $("dialog");
+  $("dialog-title").textContent = title;
+  $("dialog-body").replaceChildren(...body);
+  $("dialog-error").textContent = "";
+  const row = $("dialog-buttons");
+  row.replaceChildren();
+  const run = async (button) => {
+    $("dialog-error").textContent = "";
+    try {
+      if ((await button.run()) !== false) dialog.close();
+    } catch (error) {
+      $("dialog-error").textContent = human(error);
+    }
+  };
+  buttons.forEach((button, index) => {
+    row.append(el("button", {
+      type: index === 0 ? "submit" : "button", class: button.cls, text: button.label,
+      onclick: (event) => { event.preventDefault(); run(button); },
+    }));
+  });
+  row.append(el("button", { type: "button", class: "quiet", text: t("cancel"), onclick: () => dialog.close() }));
+  $("dialog-form").onsubmit = (event) => { event.preventDefault(); if (buttons.length) run(buttons[0]); };
+  dialog.showModal();
+  const first = dialog.querySelector("#dialog-body input, #dialog-body select");
+  if (first) first.focus();
+}
+
+function askName(title, value, save) {
+  const input = el("input", { name: "name", maxlength: 200, required: true });
+  input.value = value || "";
+  showDialog(title, [el("label", {}, el("span", { text: t("name") }), input)], [
+    { label: t("save"), cls: "primary", run: () => (input.value.trim() ? save(input.value.trim()) : false) },
+  ]);
+}
+
+function confirmDanger(title, message, label, action) {
+  showDialog(title, [el("p", { text: message })], [{ label, cls: "danger", run: action }]);
+}
+
+// ------------------------------------------------------------------------------------------- lists
+
+async function loadLists() {
+  const answer = await api("GET", "/knowledge-bases");
+  state.kbs = answer.items || [];
+  renderLists();
+  if (state.kb && !state.kbs.some((kb) => kb.id === state.kb.id)) closeKb(t("gone"));
+  else if (state.kb) {
+    state.kb = state.kbs.find((kb) => kb.id === state.kb.id);
+    renderKbHeader();
+  }
+}
+
+function recallSwitch(kb) {
+  const button = el("button", {
+    type: "button", role: "switch", "aria-checked": kb.recall ? "true" : "false",
+    onclick: async () => {
+      const enabled = button.getAttribute("aria-checked") !== "true";
+      button.disabled = true;
+      try {
+        await api("PUT", `/knowledge-bases/${seg(kb.id)}/recall`, { enabled });
+        kb.recall = enabled;
+        button.setAttribute("aria-checked", enabled ? "true" : "false");
+      } catch (error) {
+        notice(human(error));
+      } finally {
+        button.disabled = false;
+      }
+    },
+  }, el("span", { class: "track", "aria-hidden": "true" }), el("span", { text: t("recall") }));
+  return button;
+}
+
+function kbItem(kb) {
+  const owned = kb.role === "owner";
+  const actions = el("div", { class: "actions" }, recallSwitch(kb));
+  if (owned) {
+    actions.append(
+      el("button", { type: "button", text: t("rename"), onclick: () => askName(t("rename"), kb.name, async (name) => {
+        await api("PATCH", `/knowledge-bases/${seg(kb.id)}`, { name });
+        await loadLists();
+      }) }),
+      el("button", { type: "button", class: "danger", text: t("del"), onclick: () => confirmDanger(
+        t("del"), t("confirmDeleteKb", { name: kb.name }), t("del"), async () => {
+          await api("DELETE", `/knowledge-bases/${seg(kb.id)}`);
+          if (state.kb && state.kb.id === kb.id) closeKb();
+          await loadLists();
+        }) }),
+    );
+  } else {
+    actions.append(el("button", { type: "button", class: "danger", text: t("leave"), onclick: () => confirmDanger(
+      t("leave"), t("confirmLeave", { name: kb.name }), t("leave"), async () => {
+        await api("DELETE", `/knowledge-bases/${seg(kb.id)}/members/${seg(state.me.user_id)}`);
+        if (state.kb && state.kb.id === kb.id) closeKb();
+        await loadLists();
+      }) }));
+  }
+  const item = el("li", { "data-kb": kb.id, class: state.kb && state.kb.id === kb.id ? "current" : "" },
+    el("button", { type: "button", class: "link", text: kb.name, onclick: () => openKb(kb) }));
+  if (!owned) {
+    const owner = kb.owner || {};
+    const contact = owner.contact ? ` · ${owner.contact}` : "";
+    item.append(el("span", { class: "meta", text: `${t("sharedBy")}: ${owner.display_name || owner.user_id}${contact}` }));
+  }
+  item.append(actions);
+  return item;
+}
+
+function renderLists() {
+  const mine = state.kbs.filter((kb) => kb.role === "owner");
+  const shared = state.kbs.filter((kb) => kb.role !== "owner");
+  $("mine").replaceChildren(...(mine.length ? mine.map(kbItem) : [el("li", { class: "muted", text: t("noKbs") })]));
+  $("shared").replaceChildren(...(shared.length ? shared.map(kbItem) : [el("li", { class: "muted", text: t("noShared") })]));
+}
+
+// ---------------------------------------------------------------------------------------- one KB
+
+function isOwner() { return state.kb && state.kb.role === "owner"; }
+function folderId() { return state.trail.length ? state.trail[state.trail.length - 1].id : null; }
+
+function openKb(kb) {
+  state.kb = kb;
+  state.trail = [];
+  $("kb").hidden = false;
+  $("uploads").replaceChildren();
+  renderLists();
+  renderKbHeader();
+  loadListing();
+  $("kb-heading").focus();
+}
+
+function closeKb(message) {
+  clearTimeout(state.timer);
+  state.kb = null;
+  $("kb").hidden = true;
+  renderLists();
+  if (message) notice(message);
+}
+
+function renderKbHeader() {
+  const kb = state.kb;
+  $("kb-heading").textContent = kb.name;
+  const owner = isOwner();
+  $("kb-tools").hidden = !owner;
+  $("drop").hidden = !owner;
+  $("kb-readonly").hidden = owner;
+  const crumbs = [{ id: null, name: t("root") }, ...state.trail];
+  $("crumbs").replaceChildren(...crumbs.map((crumb, index) => {
+    const last = index === crumbs.length - 1;
+    return el("li", {}, last
+      ? el("span", { "aria-current": "page", text: crumb.name })
+      : el("button", { type: "button", class: "link", text: crumb.name, onclick: () => {
+        state.trail = state.trail.slice(0, index);
+        renderKbHeader();
+        loadListing();
+      } }));
+  }));
+}
+
+function formatSize(bytes) {
+  if (bytes === null || bytes === undefined) return "";
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+async function loadListing() {
+  clearTimeout(state.timer);
+  const kb = state.kb;
+  if (!kb) return;
+  const folder = folderId();
+  let listing;
+  try {
+    listing = await api("GET", `/knowledge-bases/${seg(kb.id)}/files${folder ? `?folder_id=${seg(folder)}` : ""}`);
+  } catch (error) {
+    if (error.status === 404 || error.status === 403) {
+      if (state.trail.length) { state.trail = []; renderKbHeader(); return loadListing(); }
+      closeKb(t("gone"));
+      await loadLists().catch(() => {});
+      return;
+    }
+    notice(human(error));
+    return;
+  }
+  if (state.kb !== kb || folderId() !== folder) return;  // navigated away meanwhile
+  renderEntries(listing);
+  if (listing.refresh_after_seconds) {
+    state.timer = setTimeout(loadListing, Math.max(1, listing.refresh_after_seconds) * 1000);
+  }
+}
+
+function rowActions(kind, entry, listing) {
+  // A file still uploading, processing or failed is an upload, not yet a file (its id is the upload's):
+  // the API moves and deletes files only.
+  if (!isOwner() || (kind === "file" && entry.upload_id && entry.id === entry.upload_id)) return [];
+  const kbPath = `/knowledge-bases/${seg(state.kb.id)}`;
+  const buttons = [];
+  if (kind === "folder") {
+    buttons.push(el("button", { type: "button", text: t("rename"), onclick: () => askName(t("rename"), entry.name, async (name) => {
+      await api("PATCH", `${kbPath}/folders/${seg(entry.id)}`, { name });
+      await loadListing();
+    }) }));
+  }
+  buttons.push(el("button", { type: "button", text: t("move"), onclick: () => moveDialog(kind, entry, listing) }));
+  buttons.push(el("button", { type: "button", class: "danger", text: t("del"), onclick: () => confirmDanger(
+    t("del"), t(kind === "folder" ? "confirmDeleteFolder" : "confirmDeleteFile", { name: entry.name }), t("del"), async () => {
+      await api("DELETE", `${kbPath}/${kind === "folder" ? "folders" : "files"}/${seg(entry.id)}`);
+      await loadListing();
+    }) }));
+  return buttons;
+}
+
+function moveDialog(kind, entry, listing) {
+  const select = el("select", { name: "target" });
+  const here = folderId();
+  const options = [];
+  if (here !== null) options.push(["", t("rootFolder")]);
+  if (state.trail.length > 1) options.push([state.trail[state.trail.length - 2].id, t("parentFolder")]);
+  for (const folder of listing.folders) if (folder.id !== entry.id) options.push([folder.id, folder.name]);
+  for (const [value, label] of options) select.append(el("option", { value, text: label }));
+  if (!options.length) select.append(el("option", { value: "-", text: "—", disabled: true }));
+  showDialog(`${t("move")}: ${entry.name}`, [el("label", {}, el("span", { text: t("moveTo") }), select)], [
+    { label: t("move"), cls: "primary", run: async () => {
+      if (select.value === "-") return false;
+      const target = select.value || null;
+      const kbPath = `/knowledge-bases/${seg(state.kb.id)}`;
+      if (kind === "folder") await api("PATCH", `${kbPath}/folders/${seg(entry.id)}`, { parent_id: target });
+      else await api("PATCH", `${kbPath}/files/${seg(entry.id)}`, { folder_id: target });
+      await loadListing();
+    } },
+  ]);
+}
+
+function renderEntries(listing) {
+  const rows = [];
+  for (const folder of listing.folders) {
+    rows.push(el("tr", { "data-folder": folder.id },
+      el("td", {}, el("button", { type: "button", class: "link", text: `📁 ${folder.name}`, "aria-label": folder.name, onclick: () => {
+        state.trail.push({ id: folder.id, name: folder.name });
+        renderKbHeader();
+        loadListing();
+      } })),
+      el("td", { text: t("folder"), class: "muted" }),
+      el("td", { class: "size" }),
+      el("td", { class: "acts" }, ...rowActions("folder", folder, listing))));
+  }
+  for (const file of listing.files) {
+    const status = el("span", { class: `status ${file.status}`, text: t(file.status) });
+    const cell = el("td", {}, status);
+    if (file.status === "failed" && file.reason) cell.append(el("span", { class: "reason", text: file.reason }));
+    rows.push(el("tr", { "data-file": file.id },
+      el("td", { text: file.name }), cell, el("td", { class: "size", text: formatSize(file.size_bytes) }),
+      el("td", { class: "acts" }, ...rowActions("file", file, listing))));
+  }
+  $("entries").replaceChildren(...rows);
+  $("empty").hidden = rows.length > 0;
+}
+
+// ------------------------------------------------------------------------------------------ uploads
+
+function sendToStorage(ticket, file, progress) {
+  return new Promise((resolve, reject) => {
+    const form = new FormData();
+    for (const [key, value] of Object.entries(ticket.fields)) form.append(key, value);
+    form.append("file", file, file.name);
+    const request = new XMLHttpRequest();
+    request.open("POST", ticket.url);
+    request.upload.onprogress = (event) => { if (event.lengthComputable) progress.value = event.loaded / event.total; };
+    request.onload = () => (request.status >= 200 && request.status < 300
+      ? resolve() : reject(new Error(`storage answered ${request.status}`)));
+    request.onerror = () => reject(new Error("storage could not be reached"));
+    request.send(form);
+  });
+}
+
+async function uploadOne(kb, folder, file) {
+  const progress = el("progress", { max: 1, value: 0, "aria-label": file.name });
+  const note = el("span", { class: "muted", text: "" });
+  const item = el("li", {}, el("span", {}, file.name, " ", note), progress);
+  $("uploads").append(item);
+  try {
+    const body = { filename: file.name, size_bytes: file.size };
+    if (folder) body.folder_id = folder;
+    const ticket = await api("POST", `/knowledge-bases/${seg(kb.id)}/uploads`, body, { "Idempotency-Key": newKey() });
+    await sendToStorage(ticket, file, progress);
+    progress.value = 1;
+    note.textContent = t("uploadDone");
+    note.className = "ok";
+  } catch (error) {
+    note.textContent = t("uploadFailed", { reason: human(error) });
+    note.className = "error";
+  }
+}
+
+async function uploadFiles(files) {
+  const kb = state.kb;
+  if (!kb || !isOwner() || !files.length) return;
+  const folder = folderId();
+  const queue = Array.from(files);
+  const worker = async () => { while (queue.length) await uploadOne(kb, folder, queue.shift()); };
+  const running = Promise.all([worker(), worker(), worker()]);
+  await running;
+  if (state.kb === kb) await loadListing();
+}
+
+// ------------------------------------------------------------------------------------------ sharing
+
+async function shareDialog() {
+  const kb = state.kb;
+  const input = el("input", { name: "identifier", maxlength: 320, autocomplete: "off" });
+  const list = el("ul", { class: "members", "aria-label": t("members") });
+  const status = el("p", { class: "ok", role: "status" });
+  const refresh = async () => {
+    const members = (await api("GET", `/knowledge-bases/${seg(kb.id)}/members`)).items || [];
+    const readers = members.filter((member) => member.role !== "owner");
+    list.replaceChildren(...(readers.length ? readers.map((member) => el("li", { "data-member": member.user_id },
+      el("span", { text: `${member.display_name} (${member.user_id})` }),
+      el("button", { type: "button", class: "danger", text: t("remove"), "aria-label": `${t("remove")} ${member.display_name}`, onclick: async () => {
+        try {
+          await api("DELETE", `/knowledge-bases/${seg(kb.id)}/members/${seg(member.user_id)}`);
+          await refresh();
+        } catch (error) {
+          $("dialog-error").textContent = human(error);
+        }
+      } }))) : [el("li", { class: "muted", text: t("noMembers") })]));
+  };
+  showDialog(`${t("share")}: ${kb.name}`, [
+    el("label", {}, el("span", { text: t("memberLabel") }), input), status,
+    el("h3", { text: t("members") }), list,
+  ], [
+    { label: t("add"), cls: "primary", run: async () => {
+      status.textContent = "";
+      const identifier = input.value.trim();
+      if (!identifier) return false;
+      const member = await api("POST", `/knowledge-bases/${seg(kb.id)}/members`, { identifier });
+      input.value = "";
+      status.textContent = t("added", { name: member.display_name });
+      await refresh();
+      return false;
+    } },
+  ]);
+  try { await refresh(); } catch (error) { $("dialog-error").textContent = human(error); }
+}
+
+// ---------------------------------------------------------------------------------- try a question
+
+async function ask(query) {
+  const answer = $("answer");
+  answer.replaceChildren(el("p", { class: "muted", text: "…" }));
+  try {
+    const result = await api("POST", "/recall", { query });
+    const parts = [el("p", { class: "muted", text: t("scope", { n: result.scope_size }) })];
+    if (!result.items.length) parts.push(el("p", { class: "nothing", text: t("nothing") }));
+    else {
+      parts.push(el("h3", { text: t("excerpts") }));
+      for (const item of result.items) {
+        parts.push(el("article", { class: "excerpt" }, el("h3", { text: `《${item.title}》` }), el("p", { text: item.content })));
+      }
+    }
+    if (result.context) {
+      parts.push(el("details", {}, el("summary", { text: t("block") }), el("pre", { text: result.context })));
+    }
+    answer.replaceChildren(...parts);
+  } catch (error) {
+    answer.replaceChildren(el("p", { class: "error", role: "alert", text: human(error) }));
+  }
+}
+
+// ------------------------------------------------------------------------------------------- start
+
+function translateStatic() {
+  document.documentElement.lang = LANG === "en" ? "en" : "zh-CN";
+  document.title = t("title");
+  for (const node of document.querySelectorAll("[data-t]")) node.textContent = t(node.dataset.t);
+  $("question").setAttribute("placeholder", LANG === "en" ? "e.g. What changed in the travel policy?" : "例如：差旅报销需要哪些发票？");
+}
+
+function wire() {
+  $("new-kb").addEventListener("click", () => {
+    $("new-kb-form").hidden = false;
+    $("new-kb-name").focus();
+  });
+  $("new-kb-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const name = $("new-kb-name").value.trim();
+    if (!name) return;
+    try {
+      const kb = await api("POST", "/knowledge-bases", { name }, { "Idempotency-Key": newKey() });
+      $("new-kb-name").value = "";
+      $("new-kb-form").hidden = true;
+      await loadLists();
+      openKb(state.kbs.find((item) => item.id === kb.id) || kb);
+    } catch (error) {
+      notice(human(error));
+    }
+  });
+  $("new-kb-form").querySelector("[data-cancel]").addEventListener("click", () => { $("new-kb-form").hidden = true; });
+  $("upload").addEventListener("click", () => $("file-input").click());
+  $("file-input").addEventListener("change", (event) => {
+    const files = Array.from(event.target.files || []);
+    event.target.value = "";
+    uploadFiles(files);
+  });
+  const drop = $("kb");
+  drop.addEventListener("dragover", (event) => {
+    if (!isOwner()) return;
+    event.preventDefault();
+    $("drop").classList.add("over");
+  });
+  drop.addEventListener("dragleave", () => $("drop").classList.remove("over"));
+  drop.addEventListener("drop", (event) => {
+    if (!isOwner()) return;
+    event.preventDefault();
+    $("drop").classList.remove("over");
+    uploadFiles(Array.from(event.dataTransfer.files || []));
+  });
+  $("new-folder").addEventListener("click", () => askName(t("newFolder"), "", async (name) => {
+    await api("POST", `/knowledge-bases/${seg(state.kb.id)}/folders`, { name, parent_id: folderId() });
+    await loadListing();
+  }));
+  $("share").addEventListener("click", shareDialog);
+  $("ask-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const query = $("question").value.trim();
+    if (query) ask(query);
+  });
+  $("kb-heading").setAttribute("tabindex", "-1");
+  // Coming back to the page: what others changed meanwhile (a KB shared, or no longer shared).
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "visible" && state.csrf) loadLists().catch(() => {});
+  });
+}
+
+async function start() {
+  translateStatic();
+  wire();
+  let session;
+  try {
+    const response = await fetch("/api/session", { credentials: "same-origin", cache: "no-store" });
+    if (response.status === 401) { notice(t("needSession"), "memmy-kb desktop open"); return; }
+    session = await response.json();
+  } catch (error) {
+    notice(t("err_generic", { message: String(error) }));
+    return;
+  }
+  state.csrf = session.csrf;
+  state.me = session.user || null;
+  if (session.login !== "logged_in" || !state.me) {
+    notice(t("needLogin"), "memmy-kb desktop login");
+    return;
+  }
+  $("who").textContent = t("loggedIn", { name: state.me.name || state.me.user_id });
+  $("app").hidden = false;
+  try {
+    await api("PUT", "/me");  // registers the profile, so others can share with this account
+    await loadLists();
+  } catch (error) {
+    notice(human(error));
+  }
+}
+
+start();

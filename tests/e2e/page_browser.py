@@ -1,0 +1,84 @@
+"""What the page's browser tests and ``make screenshots`` share: Debian's chromium driven by Playwright,
+and a logged-in ``memmy-kb desktop serve`` per user, on the local stack.
+
+Playwright never downloads a browser here: it launches ``/usr/bin/chromium`` (``MEMMY_KB_CHROMIUM``
+overrides the path). ``make test`` installs the package when it is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.test_desktop_e2e import Desktop, start_desktop
+from tests.support.stack import RunningStack, stop_stack
+
+CHROMIUM = os.environ.get("MEMMY_KB_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+MISSING = f"no chromium at {CHROMIUM}: run `make test` as root, or `sudo apt-get install chromium`"
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """A headless chromium (Playwright's ``Browser``)."""
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        raise RuntimeError(MISSING)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@dataclass
+class PageUser:
+    """A person at their desktop: their own ``desktop serve``, logged in with their cloud login."""
+
+    user_id: str
+    desktop: Desktop
+    process: subprocess.Popen[bytes]
+
+    def open_url(self, lang: str = "en") -> str:
+        """A fresh one-time link to the page, as ``memmy-kb desktop open`` hands the browser."""
+        done = self.desktop.cli("open", "--no-browser", "--lang", lang)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    def stop(self) -> None:
+        assert stop_stack(self.process) == 0, self.desktop.log_path.read_text()
+
+
+def start_user(stack: RunningStack, workdir: Path, user_id: str, **claims: Any) -> PageUser:
+    process, desktop = start_desktop(workdir, stack.api_url)
+    login = desktop.cli("login", "--token", stack.token(user_id, **claims))
+    if login.returncode != 0:
+        stop_stack(process)
+        raise AssertionError(login.stderr)
+    return PageUser(user_id, desktop, process)
+
+
+def new_page(browser: Any, user: PageUser, *, lang: str = "en", width: int = 1280, height: int = 900) -> Any:
+    """A new browser context for ``user``, signed in to the page through a one-time link."""
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, locale="en-US" if lang == "en" else "zh-CN"
+    )
+    page = context.new_page()
+    page.goto(user.open_url(lang))
+    return page

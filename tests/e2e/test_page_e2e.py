@@ -1,0 +1,269 @@
+"""The knowledge-base page in a real browser (Debian's chromium through Playwright) on the local stack.
+
+Two people, each with their own ``memmy-kb desktop serve`` and browser context, walk the seed story
+through the page: the owner creates a KB, uploads two documents (file picker, several at once) and
+watches them become Available, shares by phone; the reader finds it under "Shared with me" with the
+owner's name and asks the comparison question; the owner drops a third file on the page and the reader
+finds it; the owner removes the reader, whose page and recall lose the KB. Also: a failed upload shows
+its reason, and requests without the session, without the CSRF token or from a foreign Origin are refused.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.page_browser import PageUser, chromium, new_page, start_user
+from tests.e2e.test_seed_story_e2e import (
+    COMPARISON,
+    COMPARISON_FACT,
+    DEPLOYMENT_FACT,
+    DEPLOYMENT_FAQ,
+    FOLLOW_UP,
+    PRODUCT_INTRO,
+    QUESTION,
+)
+from tests.support.stack import RunningStack
+
+pytestmark = pytest.mark.e2e
+
+PROCESSING_MS = 60_000
+
+
+def md(name: str, text: str) -> dict[str, Any]:
+    return {"name": name, "mimeType": "text/markdown", "buffer": text.encode("utf-8")}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def people(
+    local_stack: RunningStack, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[PageUser, PageUser, str]]:
+    suffix = uuid.uuid4().hex[:8]
+    phone = f"139{random.randrange(10**8):08d}"
+    owner = start_user(local_stack, tmp_path_factory.mktemp("owner"), f"pm-{suffix}", name="产品经理")
+    try:
+        reader = start_user(
+            local_stack,
+            tmp_path_factory.mktemp("reader"),
+            f"sales-{suffix}",
+            name="销售小王",
+            phone=f"+86{phone}",
+        )
+        try:
+            yield owner, reader, phone
+        finally:
+            reader.stop()
+    finally:
+        owner.stop()
+
+
+def kb_item(page: Any, section: str, name: str) -> Any:
+    """The list item of KB ``name`` under the heading ``section``."""
+    return page.locator(f"#{section} li").filter(has=page.get_by_role("button", name=name, exact=True))
+
+
+def file_row(page: Any, name: str) -> Any:
+    return page.locator("#entries tr").filter(has_text=name)
+
+
+def drop_files(page: Any, files: list[dict[str, Any]]) -> None:
+    """Drag files from the desktop onto the page: a ``drop`` carrying them in its DataTransfer."""
+    transfer = page.evaluate_handle(
+        """(files) => {
+            const transfer = new DataTransfer();
+            for (const f of files) transfer.items.add(new File([f.text], f.name, {type: f.type}));
+            return transfer;
+        }""",
+        [{"name": f["name"], "type": f["mimeType"], "text": f["buffer"].decode("utf-8")} for f in files],
+    )
+    page.dispatch_event("#drop", "dragover", {"dataTransfer": transfer})
+    page.dispatch_event("#drop", "drop", {"dataTransfer": transfer})
+
+
+def test_the_seed_story_through_the_page(browser, people):
+    from playwright.sync_api import expect
+
+    owner, reader, phone = people
+    kb_name = f"MemOS 产品资料 {uuid.uuid4().hex[:4]}"
+    manager = new_page(browser, owner)
+    expect(manager.get_by_role("heading", name="My knowledge bases")).to_be_visible()
+    expect(manager.get_by_role("heading", name="Shared with me")).to_be_visible()
+    # The reader has opened the page once (which registers their profile) and has nothing shared yet
+    sales = new_page(browser, reader)
+    expect(sales.locator("#shared")).to_contain_text("Nobody has shared a knowledge base with you yet.")
+
+    # Create, then upload two documents at once by the file picker; both become Available
+    manager.get_by_role("button", name="New knowledge base").click()
+    manager.get_by_role("textbox", name="Name").fill(kb_name)
+    manager.keyboard.press("Enter")
+    expect(manager.get_by_role("heading", name=kb_name)).to_be_visible()
+    expect(kb_item(manager, "mine", kb_name).get_by_role("switch", name="Recall")).to_have_attribute(
+        "aria-checked", "true"
+    )
+    expect(manager.get_by_role("button", name="Upload")).to_be_visible()
+    manager.set_input_files(
+        "#file-input", [md("MemOS产品介绍.md", PRODUCT_INTRO), md("MemOS 开源VS商业化.md", COMPARISON)]
+    )
+    expect(manager.locator("#uploads progress")).to_have_count(2)
+    for name in ("MemOS产品介绍.md", "MemOS 开源VS商业化.md"):
+        expect(file_row(manager, name)).to_contain_text("Available", timeout=PROCESSING_MS)
+
+    # Share by phone, typed the way people type it
+    manager.get_by_role("button", name="Share").click()
+    manager.get_by_role("textbox", name="User ID, phone or email").fill(
+        f"{phone[:3]} {phone[3:7]} {phone[7:]}"
+    )
+    manager.get_by_role("button", name="Add").click()
+    members = manager.get_by_role("list", name="Members")
+    expect(members).to_contain_text("销售小王")
+    # Sharing again is refused with a message a person understands
+    manager.get_by_role("textbox", name="User ID, phone or email").fill(phone)
+    manager.get_by_role("button", name="Add").click()
+    expect(manager.locator("#dialog-error")).to_have_text("They already have access.")
+    manager.keyboard.press("Escape")
+
+    # The reader sees it under "Shared with me" with the owner's name, read-only
+    sales.reload()
+    shared = kb_item(sales, "shared", kb_name)
+    expect(shared).to_contain_text("产品经理")
+    expect(shared.get_by_role("button", name="Leave")).to_be_visible()
+    expect(shared.get_by_role("switch", name="Recall")).to_be_visible()
+    shared.get_by_role("button", name=kb_name, exact=True).click()
+    expect(file_row(sales, "MemOS 开源VS商业化.md")).to_contain_text("Available")
+    for owner_only in ("Upload", "Share", "New folder", "Delete", "Rename", "Move"):
+        expect(sales.get_by_role("button", name=owner_only, exact=True)).to_have_count(0)
+
+    # ...and asks: the comparison document's excerpt, cited by its title
+    sales.get_by_role("textbox", name="Try a question").fill(QUESTION)
+    sales.get_by_role("button", name="Ask").click()
+    answer = sales.locator("#answer")
+    expect(answer.locator(".excerpt").filter(has_text="《MemOS 开源VS商业化》")).to_contain_text(
+        COMPARISON_FACT
+    )
+    expect(answer.locator("pre")).to_contain_text("《MemOS 开源VS商业化》", use_inner_text=False)
+
+    # The owner drops a third file on the page; the reader finds it, and recall does too
+    drop_files(manager, [md("MemOS 私有化部署FAQ.md", DEPLOYMENT_FAQ)])
+    expect(file_row(manager, "MemOS 私有化部署FAQ.md")).to_contain_text("Available", timeout=PROCESSING_MS)
+    sales.reload()
+    kb_item(sales, "shared", kb_name).get_by_role("button", name=kb_name, exact=True).click()
+    expect(file_row(sales, "MemOS 私有化部署FAQ.md")).to_contain_text("Available")
+    sales.get_by_role("textbox", name="Try a question").fill(FOLLOW_UP)
+    sales.get_by_role("button", name="Ask").click()
+    expect(answer).to_contain_text(DEPLOYMENT_FACT)
+
+    # The owner removes the reader: the reader's page and recall lose the KB
+    manager.get_by_role("button", name="Share").click()
+    manager.get_by_role("button", name="Remove 销售小王").click()
+    expect(members).to_contain_text("Not shared with anyone yet.")
+    manager.keyboard.press("Escape")
+    sales.reload()
+    expect(sales.locator("#shared")).to_contain_text("Nobody has shared a knowledge base with you yet.")
+    expect(sales.get_by_role("button", name=kb_name, exact=True)).to_have_count(0)
+    sales.get_by_role("textbox", name="Try a question").fill(QUESTION)
+    sales.get_by_role("button", name="Ask").click()
+    expect(answer).to_contain_text("Nothing found in the knowledge bases you recall from.")
+    sales.context.close()
+    manager.context.close()
+
+
+def test_a_failed_upload_shows_its_reason_and_folders_work(browser, people):
+    from playwright.sync_api import expect
+
+    owner, _, _ = people
+    page = new_page(browser, owner)
+    page.get_by_role("button", name="New knowledge base").click()
+    page.get_by_role("textbox", name="Name").fill("可疑")
+    page.get_by_role("button", name="Create").click()
+    expect(page.get_by_role("heading", name="可疑")).to_be_visible()
+
+    # A folder, entered by its name; the breadcrumbs lead back
+    page.get_by_role("button", name="New folder").click()
+    page.get_by_role("textbox", name="Name").fill("合同")
+    page.keyboard.press("Enter")
+    page.get_by_role("button", name="合同", exact=True).click()
+    expect(page.get_by_role("navigation", name="Breadcrumbs")).to_contain_text("合同")
+
+    payload = b"MZ\x90\x00" + bytes(1000)
+    page.set_input_files(
+        "#file-input", [{"name": "invoice.pdf", "mimeType": "application/pdf", "buffer": payload}]
+    )
+    row = file_row(page, "invoice.pdf")
+    expect(row).to_contain_text("Failed", timeout=PROCESSING_MS)
+    expect(row).to_contain_text("The file is not a valid PDF.")
+
+    # An upload that failed is no file yet: nothing to move or delete
+    expect(row.get_by_role("button")).to_have_count(0)
+
+    # Back to the top level by the breadcrumbs; rename the folder, then delete it with what is in it
+    page.get_by_role("navigation", name="Breadcrumbs").get_by_role("button", name="All files").click()
+    folder = file_row(page, "合同")
+    folder.get_by_role("button", name="Rename").click()
+    page.get_by_role("textbox", name="Name").fill("旧合同")
+    page.keyboard.press("Enter")
+    folder = file_row(page, "旧合同")
+    folder.get_by_role("button", name="Delete").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    expect(folder).to_have_count(0)
+    expect(page.locator("#empty")).to_be_visible()
+    page.context.close()
+
+
+def test_requests_without_the_session_csrf_or_own_origin_are_refused(browser, people):
+    owner, _, _ = people
+    page = new_page(browser, owner)
+    page.get_by_role("heading", name="My knowledge bases").wait_for()
+    cookies = {c["name"]: c["value"] for c in page.context.cookies()}
+    session = page.evaluate("fetch('/api/session').then(r => r.json())")
+    page.context.close()
+    (cookie_name,) = [name for name in cookies if name.startswith("memmy_kb_session_")]
+    base = owner.desktop.url
+    own = {"Origin": base, "X-CSRF-Token": session["csrf"], "Cookie": f"{cookie_name}={cookies[cookie_name]}"}
+    body = {"name": "x"}
+    with httpx.Client(base_url=base, timeout=10) as local:
+        assert local.get("/api/knowledge-bases").status_code == 401  # no session
+        assert (
+            local.get("/api/knowledge-bases", headers={"Cookie": f"{cookie_name}=forged"}).status_code == 401
+        )
+        no_csrf = {k: v for k, v in own.items() if k != "X-CSRF-Token"}
+        assert local.post("/api/knowledge-bases", json=body, headers=no_csrf).status_code == 403
+        foreign = {**own, "Origin": "http://evil.example"}
+        refused = local.post("/api/knowledge-bases", json=body, headers=foreign)
+        assert (refused.status_code, refused.json()["error"]["code"]) == (403, "forbidden_origin")
+        other_port = {**own, "Origin": "http://127.0.0.1:1"}
+        assert local.post("/api/knowledge-bases", json=body, headers=other_port).status_code == 403
+        rebound = local.get("/api/knowledge-bases", headers={**own, "Host": "evil.example"})
+        assert rebound.status_code == 403
+        hook = {"Authorization": f"Bearer {owner.desktop.hook_token}"}
+        assert local.get("/api/knowledge-bases", headers=hook).status_code == 403
+        # Only cloud routes the page needs are sent on
+        assert local.get("/api/anything", headers=own).status_code == 404
+        # With all three, the same request goes through
+        assert local.get("/api/knowledge-bases", headers=own).status_code == 200
+        # The one-time link works once
+        link = owner.open_url()
+        assert local.get(link.removeprefix(base)).status_code == 303
+        assert local.get(link.removeprefix(base)).status_code == 403
+    # The page is told who is logged in, never the cloud login itself
+    assert set(session) == {"csrf", "login", "user"}
+
+
+def test_the_session_cookie_is_httponly_and_strict(browser, people):
+    owner, _, _ = people
+    page = new_page(browser, owner)
+    page.get_by_role("heading", name="My knowledge bases").wait_for()
+    (cookie,) = [c for c in page.context.cookies() if c["name"].startswith("memmy_kb_session_")]
+    assert (cookie["httpOnly"], cookie["sameSite"]) == (True, "Strict")
+    assert page.evaluate("document.cookie") == ""
+    page.context.close()
