@@ -4,8 +4,11 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
+# The page's browser tests drive Debian's chromium through Playwright (never `playwright install`).
+MEMMY_KB_CHROMIUM ?= /usr/bin/chromium
+export MEMMY_KB_CHROMIUM
 
-.PHONY: install run lint test unit integration e2e fuzz bench openapi clean
+.PHONY: install browser cjk-fonts run lint test unit integration e2e fuzz bench openapi screenshots clean
 
 install: $(STAMP)
 
@@ -14,6 +17,28 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[local,dev,desktop]'
 	touch $(STAMP)
+
+# chromium for the browser tests: installed with apt-get when we are root, else a one-line instruction.
+browser:
+	@test -x $(MEMMY_KB_CHROMIUM) || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing chromium for the page's browser tests (apt-get)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	  else \
+	    echo "The page's browser tests need chromium: run 'sudo apt-get install chromium' (or set MEMMY_KB_CHROMIUM=/path/to/chromium) and try again." >&2; \
+	    exit 1; \
+	  fi; }
+
+# Chinese glyphs for screenshots (tests read the DOM and do not need them).
+cjk-fonts:
+	@fc-list :lang=zh 2>/dev/null | grep -q . || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fonts-noto-cjk >/dev/null; \
+	  else \
+	    echo "Screenshots need a Chinese font: run 'sudo apt-get install fonts-noto-cjk' and try again." >&2; \
+	    exit 1; \
+	  fi; }
 
 run: install
 	$(VENV)/bin/memmy-kb dev up
@@ -24,7 +49,7 @@ lint: install
 	$(VENV)/bin/mypy
 
 # Everything: the checks above, then every tier of tests.
-test: install lint
+test: install lint browser
 	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
 
 # One tier at a time (no lint): unit (no AWS, no network), integration (the handlers on moto and the
@@ -35,7 +60,7 @@ unit: install
 integration: install
 	$(PY) -m pytest -n 2 tests/integration $(PYTEST_ARGS)
 
-e2e: install
+e2e: install browser
 	$(PY) -m pytest -n 2 tests/e2e $(PYTEST_ARGS)
 
 # The schema-driven fuzz of the local stack, longer than the bounded run in `make test`.
@@ -47,6 +72,10 @@ openapi: install
 
 bench: install
 	$(PY) -m bench
+
+# PNGs of each screen of the knowledge-base page, both languages, narrow and wide, into docs/screenshots/.
+screenshots: install browser cjk-fonts
+	$(PY) -m tests.e2e.page_screenshots docs/screenshots
 
 clean:
 	rm -rf $(VENV) .pytest_cache

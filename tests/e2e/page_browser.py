@@ -66,6 +66,7 @@ class PageUser:
 
 
 def start_user(stack: RunningStack, workdir: Path, user_id: str, **claims: Any) -> PageUser:
+    workdir.mkdir(parents=True, exist_ok=True)
     process, desktop = start_desktop(workdir, stack.api_url)
     login = desktop.cli("login", "--token", stack.token(user_id, **claims))
     if login.returncode != 0:

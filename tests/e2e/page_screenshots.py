@@ -1,0 +1,114 @@
+"""``make screenshots``: PNGs of each screen of the knowledge-base page, in Chinese and English, narrow
+(390 px) and wide (1440 px), into ``docs/screenshots/`` (or the directory given).
+
+It starts its own local stack and two desktop services (an owner and a reader), seeds the seed story's
+documents over the API, and photographs the page as each person sees it.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+import httpx
+
+from tests.e2e.page_browser import chromium, new_page, start_user
+from tests.e2e.test_seed_story_e2e import COMPARISON, PRODUCT_INTRO, QUESTION, upload, wait_until_available
+from tests.support.stack import start_stack, stop_stack
+
+WIDTHS = {"narrow": 390, "wide": 1440}
+LANGS = ("zh", "en")
+
+
+def seed(api_url: str, owner_token: str, reader_phone: str) -> str:
+    headers = {"Authorization": f"Bearer {owner_token}"}
+    with httpx.Client(base_url=api_url, headers=headers, timeout=30) as api:
+        api.put("/me").raise_for_status()
+        kb = api.post("/knowledge-bases", json={"name": "MemOS 产品资料"}).json()["id"]
+        api.post(f"/knowledge-bases/{kb}/folders", json={"name": "合同"}).raise_for_status()
+        upload(api, kb, "MemOS产品介绍.md", PRODUCT_INTRO)
+        upload(api, kb, "MemOS 开源VS商业化.md", COMPARISON)
+        payload = b"MZ\x90\x00" + bytes(1000)  # a renamed executable: fails with its reason
+        ticket = api.post(
+            f"/knowledge-bases/{kb}/uploads", json={"filename": "invoice.pdf", "size_bytes": len(payload)}
+        ).json()
+        httpx.post(
+            ticket["url"], data=ticket["fields"], files={"file": ("invoice.pdf", payload, "application/pdf")}
+        ).raise_for_status()
+        wait_until_available(api, kb, {"MemOS产品介绍.md", "MemOS 开源VS商业化.md"})
+        api.post("/knowledge-bases", json={"name": "财务制度"}).raise_for_status()
+        api.post(f"/knowledge-bases/{kb}/members", json={"identifier": reader_phone}).raise_for_status()
+    return kb
+
+
+def main(out: Path) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="memmy-screenshots-"))
+    process, stack = start_stack(work / "stack")
+    users = []
+    try:
+        phone = f"139{random.randrange(10**8):08d}"
+        suffix = uuid.uuid4().hex[:6]
+        owner = start_user(stack, work / "owner", f"pm-{suffix}", name="产品经理")
+        users.append(owner)
+        reader = start_user(stack, work / "reader", f"sales-{suffix}", name="销售小王", phone=f"+86{phone}")
+        users.append(reader)
+        with httpx.Client(base_url=stack.api_url, timeout=30) as api:
+            token = stack.token(reader.user_id, name="销售小王", phone=f"+86{phone}")
+            api.put("/me", headers={"Authorization": f"Bearer {token}"}).raise_for_status()
+        seed(stack.api_url, stack.token(owner.user_id, name="产品经理"), phone)
+        written = []
+        with chromium() as browser:
+            for lang in LANGS:
+                for size, width in WIDTHS.items():
+
+                    def shot(page: object, screen: str, lang: str = lang, size: str = size) -> None:
+                        path = out / f"{screen}-{lang}-{size}.png"
+                        page.screenshot(path=str(path), full_page=True)  # type: ignore[attr-defined]
+                        written.append(path)
+
+                    page = new_page(browser, owner, lang=lang, width=width, height=800)
+                    page.locator("#mine li button.link").first.wait_for()
+                    shot(page, "lists")
+                    page.locator("#mine li button.link", has_text="MemOS 产品资料").click()
+                    page.locator("#entries tr .status.available").nth(1).wait_for()
+                    page.locator("#entries tr .reason").wait_for()
+                    shot(page, "knowledge-base")
+                    page.locator("#share").click()
+                    page.locator("#dialog .members li[data-member]").wait_for()
+                    shot(page, "sharing")
+                    page.keyboard.press("Escape")
+                    page.locator("#question").fill(QUESTION)
+                    page.locator("#ask-form button[type=submit]").click()
+                    page.locator("#answer .excerpt").first.wait_for()
+                    page.locator("#answer details summary").click()
+                    page.locator("#ask").scroll_into_view_if_needed()
+                    shot(page, "try-a-question")
+                    page.context.close()
+
+                    page = new_page(browser, reader, lang=lang, width=width, height=800)
+                    page.locator("#shared li button.link").first.click()
+                    page.locator("#entries tr .status.available").nth(1).wait_for()
+                    shot(page, "reader")
+                    page.context.close()
+
+                    context = browser.new_context(viewport={"width": width, "height": 500})
+                    page = context.new_page()
+                    page.goto(f"{owner.desktop.url}/?lang={lang}")
+                    page.locator("#notice").wait_for()
+                    shot(page, "signed-out")
+                    context.close()
+        for path in written:
+            print(f"wrote {path}")
+    finally:
+        for user in users:
+            user.stop()
+        stop_stack(process)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots")))

@@ -1,0 +1,222 @@
+"""The page's side of the local service in-process, in front of a fake cloud that records what reaches it:
+the one-time code, the session cookie, the CSRF token, which /api routes are sent on (with the cloud
+login, which the page never sees), and what the page gets when the login is missing or refused."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memmy_kb_client.desktop import page
+from memmy_kb_client.desktop.server import DesktopConfig, DesktopService
+from tests.integration.test_desktop_service import CLOUD_TOKEN
+
+
+class RecordingCloud(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.requests: list[dict[str, Any]] = []
+        self.status = 200
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: RecordingCloud
+    protocol_version = "HTTP/1.1"
+
+    def _any(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        self.server.requests.append(
+            {"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body}
+        )
+        raw = json.dumps({"items": [], "echo": self.path}).encode()
+        self.send_response(self.server.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _any
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def cloud() -> Iterator[RecordingCloud]:
+    server = RecordingCloud()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def service(
+    tmp_path: Path, cloud: RecordingCloud, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[DesktopService]:
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    running = DesktopService(
+        DesktopConfig(state_dir=str(tmp_path / "desktop"), cloud_url=cloud.url, port=0)
+    ).start()
+    running.state.set_login(CLOUD_TOKEN)
+    yield running
+    running.stop()
+
+
+def call(
+    service: DesktopService, method: str, path: str, headers: dict[str, str] | None = None, body: Any = None
+) -> tuple[int, dict[str, str], bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", service.port, timeout=10)
+    raw = json.dumps(body).encode() if body is not None else None
+    sent = {"Content-Type": "application/json"} if raw is not None else {}
+    connection.request(method, path, body=raw, headers={**sent, **(headers or {})})
+    response = connection.getresponse()
+    data = response.read()
+    connection.close()
+    return response.status, {k.lower(): v for k, v in response.getheaders()}, data
+
+
+def control(service: DesktopService, method: str, path: str) -> dict[str, Any]:
+    status, _, body = call(service, method, path, {"Authorization": f"Bearer {service.state.control_token}"})
+    assert status == 200, body
+    return dict(json.loads(body))
+
+
+def signed_in(service: DesktopService) -> dict[str, str]:
+    """Headers of a page signed in through a one-time code: the cookie, the CSRF token, our Origin."""
+    url = str(control(service, "POST", "/control/page-code")["url"])
+    status, headers, _ = call(service, "GET", url.removeprefix(service.url))
+    assert status == 303
+    cookie = headers["set-cookie"].split(";", 1)[0]
+    _, _, body = call(service, "GET", "/api/session", {"Cookie": cookie})
+    return {"Cookie": cookie, "X-CSRF-Token": json.loads(body)["csrf"], "Origin": service.url}
+
+
+def test_a_one_time_code_becomes_an_httponly_strict_cookie_once(service):
+    url = str(control(service, "POST", "/control/page-code")["url"])
+    status, headers, _ = call(service, "GET", url.removeprefix(service.url) + "&lang=en")
+    assert status == 303
+    assert headers["location"] == "/?lang=en"
+    flags = [part.strip() for part in headers["set-cookie"].split(";")]
+    assert flags[0].startswith(f"memmy_kb_session_{service.port}=")
+    assert {"HttpOnly", "SameSite=Strict", "Path=/"} <= set(flags[1:])
+    assert call(service, "GET", url.removeprefix(service.url))[0] == 403  # used once
+    assert call(service, "GET", "/open?code=guessed")[0] == 403
+    assert call(service, "GET", "/open")[0] == 403
+
+
+def test_an_expired_code_is_refused():
+    sessions = page.Sessions()
+    code = sessions.new_code(now=100.0)
+    assert sessions.redeem(code, now=100.0 + page.CODE_TTL_SECONDS + 1) is None
+    assert sessions.redeem(code, now=101.0) is None  # gone after one try
+
+
+def test_only_the_control_token_gets_a_code(service):
+    assert call(service, "POST", "/control/page-code")[0] == 401
+    hook = {"Authorization": f"Bearer {service.state.hook_token}"}
+    assert call(service, "POST", "/control/page-code", hook)[0] == 403
+
+
+def test_the_page_and_its_assets_are_served_with_a_strict_policy(service):
+    for path, kind in (("/", "text/html"), ("/app.js", "text/javascript"), ("/app.css", "text/css")):
+        status, headers, body = call(service, "GET", path)
+        assert status == 200
+        assert headers["content-type"].startswith(kind)
+        assert body
+        assert "script-src 'self'" in headers["content-security-policy"]
+        assert headers["x-frame-options"] == "DENY"
+    html = call(service, "GET", "/")[2].decode()
+    assert '<script src="/app.js"' in html
+    assert "http" not in html.split("<body>")[0].replace("http-equiv", "")
+
+
+def test_api_routes_need_the_session_and_changes_the_csrf_token(service, cloud):
+    assert call(service, "GET", "/api/knowledge-bases")[0] == 401
+    assert (
+        call(service, "GET", "/api/knowledge-bases", {"Cookie": f"memmy_kb_session_{service.port}=x"})[0]
+        == 401
+    )
+    good = signed_in(service)
+    assert call(service, "GET", "/api/knowledge-bases", good)[0] == 200
+    no_csrf = {k: v for k, v in good.items() if k != "X-CSRF-Token"}
+    status, _, body = call(service, "POST", "/api/knowledge-bases", no_csrf, {"name": "x"})
+    assert (status, json.loads(body)["error"]["code"]) == (403, "csrf_token_required")
+    wrong = {**good, "X-CSRF-Token": "nope"}
+    assert call(service, "POST", "/api/knowledge-bases", wrong, {"name": "x"})[0] == 403
+    foreign = {**good, "Origin": "http://evil.example"}
+    assert call(service, "DELETE", "/api/knowledge-bases/kb_1", foreign)[0] == 403
+    control_token = {**good, "Authorization": f"Bearer {service.state.control_token}"}
+    assert call(service, "GET", "/api/knowledge-bases", control_token)[0] == 403
+    # Nothing refused reached the cloud
+    assert [r["method"] for r in cloud.requests] == ["GET"]
+
+
+def test_page_requests_reach_the_cloud_with_the_login_the_page_never_sees(service, cloud):
+    good = signed_in(service)
+    _, _, session = call(service, "GET", "/api/session", good)
+    assert CLOUD_TOKEN not in session.decode()
+    assert CLOUD_TOKEN.split(".")[2] not in session.decode()
+    status, _, _ = call(
+        service,
+        "POST",
+        "/api/knowledge-bases/kb_1/uploads",
+        {**good, "Idempotency-Key": "k-1"},
+        {"filename": "a.md", "size_bytes": 3},
+    )
+    assert status == 200
+    call(service, "GET", "/api/knowledge-bases/kb_1/files?folder_id=f%2F1&evil=1", good)
+    call(service, "DELETE", "/api/knowledge-bases/kb_1/members/u_2", good)
+    sent = cloud.requests
+    assert [(r["method"], r["path"]) for r in sent] == [
+        ("POST", "/knowledge-bases/kb_1/uploads"),
+        ("GET", "/knowledge-bases/kb_1/files?folder_id=f%2F1"),
+        ("DELETE", "/knowledge-bases/kb_1/members/u_2"),
+    ]
+    assert all(r["headers"]["Authorization"] == f"Bearer {CLOUD_TOKEN}" for r in sent)
+    assert sent[0]["headers"]["Idempotency-Key"] == "k-1"
+    assert json.loads(sent[0]["body"]) == {"filename": "a.md", "size_bytes": 3}
+    assert "Cookie" not in sent[0]["headers"]
+    assert "X-CSRF-Token" not in sent[0]["headers"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/api/control/status"),
+        ("POST", "/api/hook/recall"),
+        ("GET", "/api/knowledge-bases/a/b"),
+        ("PUT", "/api/knowledge-bases"),
+        ("GET", "/api/_emulator/state"),
+        ("GET", "/api/knowledge-bases/../me"),
+    ],
+)
+def test_only_the_cloud_routes_the_page_needs_are_sent_on(service, cloud, method, path):
+    assert call(service, method, path, signed_in(service), {} if method != "GET" else None)[0] in (404, 405)
+    assert cloud.requests == []
+
+
+def test_logged_out_or_refused_the_page_is_told_to_log_in(service, cloud):
+    good = signed_in(service)
+    cloud.status = 401
+    status, _, body = call(service, "GET", "/api/knowledge-bases", good)
+    assert (status, json.loads(body)["error"]["code"]) == (503, "cloud_login_rejected")
+    assert service.state.status()["login"]["state"] == "rejected"
+    service.state.clear_login()
+    status, _, body = call(service, "GET", "/api/knowledge-bases", good)
+    assert (status, json.loads(body)["error"]["code"]) == (503, "desktop_logged_out")
+    assert json.loads(call(service, "GET", "/api/session", good)[2])["login"] == "logged_out"
