@@ -55,9 +55,9 @@ class PageUser:
     desktop: Desktop
     process: subprocess.Popen[bytes]
 
-    def open_url(self, lang: str = "en") -> str:
+    def open_url(self, lang: str | None = "en") -> str:
         """A fresh one-time link to the page, as ``memmy-kb desktop open`` hands the browser."""
-        done = self.desktop.cli("open", "--no-browser", "--lang", lang)
+        done = self.desktop.cli("open", "--no-browser", *(["--lang", lang] if lang else []))
         assert done.returncode == 0, done.stderr
         return done.stdout.strip()
 
@@ -75,10 +75,20 @@ def start_user(stack: RunningStack, workdir: Path, user_id: str, **claims: Any) 
     return PageUser(user_id, desktop, process)
 
 
-def new_page(browser: Any, user: PageUser, *, lang: str = "en", width: int = 1280, height: int = 900) -> Any:
-    """A new browser context for ``user``, signed in to the page through a one-time link."""
+def new_page(
+    browser: Any,
+    user: PageUser,
+    *,
+    lang: str | None = "en",
+    width: int = 1280,
+    height: int = 900,
+    locale: str | None = None,
+) -> Any:
+    """A new browser context for ``user``, signed in to the page through a one-time link (``lang=None``:
+    no ``?lang=``, so the browser's ``locale`` decides)."""
     context = browser.new_context(
-        viewport={"width": width, "height": height}, locale="en-US" if lang == "en" else "zh-CN"
+        viewport={"width": width, "height": height},
+        locale=locale or ("zh-CN" if lang == "zh" else "en-US"),
     )
     page = context.new_page()
     page.goto(user.open_url(lang))

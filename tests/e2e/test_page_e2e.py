@@ -137,6 +137,10 @@ def test_the_seed_story_through_the_page(browser, people):
     sales.reload()
     shared = kb_item(sales, "shared", kb_name)
     expect(shared).to_contain_text("产品经理")
+    listed = sales.evaluate("fetch('/api/knowledge-bases').then(r => r.json())")["items"]
+    contact = next(kb["owner"].get("contact") for kb in listed if kb["name"] == kb_name)
+    if contact:  # the owner's masked contact, where the cloud sends one
+        expect(shared).to_contain_text(contact)
     expect(shared.get_by_role("button", name="Leave")).to_be_visible()
     expect(shared.get_by_role("switch", name="Recall")).to_be_visible()
     shared.get_by_role("button", name=kb_name, exact=True).click()
@@ -266,4 +270,45 @@ def test_the_session_cookie_is_httponly_and_strict(browser, people):
     (cookie,) = [c for c in page.context.cookies() if c["name"].startswith("memmy_kb_session_")]
     assert (cookie["httpOnly"], cookie["sameSite"]) == (True, "Strict")
     assert page.evaluate("document.cookie") == ""
+    page.context.close()
+
+
+@pytest.mark.parametrize(
+    ("locale", "heading"), [("zh-CN", "我的知识库"), ("fr-FR", "我的知识库"), ("en-GB", "My knowledge bases")]
+)
+def test_chinese_by_default_english_for_an_english_browser(browser, people, locale, heading):
+    from playwright.sync_api import expect
+
+    owner, _, _ = people
+    page = new_page(browser, owner, lang=None, locale=locale)
+    expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible()
+    page.context.close()
+
+
+def test_keyboard_only_and_no_layout_break_from_360_to_1920_px(browser, people):
+    from playwright.sync_api import expect
+
+    owner, _, _ = people
+    page = new_page(browser, owner, width=360, height=740)
+    # Create a KB and switch its recall off with the keyboard alone
+    page.get_by_role("button", name="New knowledge base").focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("textbox", name="Name")).to_be_focused()
+    page.keyboard.type("键盘")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="键盘", exact=True)).to_be_visible()
+    switch = kb_item(page, "mine", "键盘").get_by_role("switch", name="Recall")
+    switch.focus()
+    page.keyboard.press("Space")
+    expect(switch).to_have_attribute("aria-checked", "false")
+    # The sharing dialog opens on Enter, takes focus, and closes on Escape
+    page.get_by_role("button", name="Share").focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("textbox", name="User ID, phone or email")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(page.get_by_role("dialog")).to_be_hidden()
+    for width in (360, 768, 1280, 1920):
+        page.set_viewport_size({"width": width, "height": 900})
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"{overflow} px wider than a {width} px window"
     page.context.close()

@@ -398,7 +398,7 @@ function renderEntries(listing) {
   const rows = [];
   for (const folder of listing.folders) {
     rows.push(el("tr", { "data-folder": folder.id },
-      el("td", {}, el("button", { type: "button", class: "link", text: `📁 ${folder.name}`, "aria-label": folder.name, onclick: () => {
+      el("td", {}, el("button", { type: "button", class: "link", text: folder.name, onclick: () => {
         state.trail.push({ id: folder.id, name: folder.name });
         renderKbHeader();
         loadListing();
