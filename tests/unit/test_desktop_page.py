@@ -1,0 +1,87 @@
+"""The page's pure parts: which /api paths map to which cloud routes, one-time codes, sessions, cookies."""
+
+from __future__ import annotations
+
+import pytest
+
+from memmy_kb_client.desktop import page
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "query", "target"),
+    [
+        ("GET", "/knowledge-bases", "", "/knowledge-bases"),
+        (
+            "GET",
+            "/knowledge-bases/kb_1/files",
+            "folder_id=f_2&x=1",
+            "/knowledge-bases/kb_1/files?folder_id=f_2",
+        ),
+        ("DELETE", "/knowledge-bases/kb_1/members/u%2F1", "", "/knowledge-bases/kb_1/members/u%2F1"),
+        ("POST", "/recall", "", "/recall"),
+        ("PUT", "/me", "", "/me"),
+        ("GET", "/me", "", None),
+        ("POST", "/knowledge-bases/kb_1", "", None),
+        ("GET", "/knowledge-bases/kb_1/files/f_1", "", None),
+        ("GET", "/knowledge-bases/../me", "", None),
+        ("GET", "/control/status", "", None),
+    ],
+)
+def test_cloud_targets(method, path, query, target):
+    assert page.cloud_target(method, path, query) == target
+
+
+def test_every_cloud_route_the_page_uses_is_listed():
+    assert len(page.CLOUD_ROUTES) == 18
+
+
+def test_a_code_is_good_once_and_for_a_minute():
+    sessions = page.Sessions()
+    code = sessions.new_code(now=0.0)
+    redeemed = sessions.redeem(code, now=59.0)
+    assert redeemed is not None
+    session_id, session = redeemed
+    assert sessions.redeem(code, now=59.0) is None
+    assert sessions.find(session_id, now=60.0) is session
+    assert sessions.find(session_id + "x", now=60.0) is None
+    assert sessions.find(session_id, now=60.0 + page.SESSION_IDLE_SECONDS + 1) is None
+    late = sessions.new_code(now=0.0)
+    assert sessions.redeem(late, now=page.CODE_TTL_SECONDS) is None
+
+
+def test_sessions_and_codes_are_bounded():
+    sessions = page.Sessions()
+    codes = [sessions.new_code(now=0.0) for _ in range(page.MAX_CODES + 5)]
+    assert sessions.redeem(codes[0], now=1.0) is None  # pushed out by newer ones
+    ids = []
+    for _ in range(page.MAX_SESSIONS + 3):
+        redeemed = sessions.redeem(sessions.new_code(now=1.0), now=1.0)
+        assert redeemed is not None
+        ids.append(redeemed[0])
+    assert sessions.find(ids[0], now=2.0) is None
+    assert sessions.find(ids[-1], now=2.0) is not None
+
+
+def test_csrf_and_cookies():
+    session = page.Session(csrf="abc", created=0.0)
+    assert page.csrf_ok(session, "abc")
+    assert not page.csrf_ok(session, None)
+    assert not page.csrf_ok(session, "abd")
+    header = "other=1; memmy_kb_session_8765=s3cret; x=y"
+    assert page.cookie_value(header, "memmy_kb_session_8765") == "s3cret"
+    assert page.cookie_value(header, "memmy_kb_session_1") is None
+    assert page.cookie_value(None, "a") is None
+
+
+@pytest.mark.parametrize(
+    ("key", "kept"), [("k-1:2.3", True), ("a b", False), ("x" * 129, False), (None, False)]
+)
+def test_idempotency_keys(key, kept):
+    assert (page.idempotency_key(key) is not None) is kept
+
+
+def test_the_assets_ship_in_the_package_and_load_nothing_from_elsewhere():
+    for name, _ in page.ASSETS.values():
+        text = page.asset(name).decode("utf-8")
+        assert "https://" not in text
+        assert "http://" not in text
