@@ -201,7 +201,11 @@ def test_a_failed_upload_shows_its_reason_and_folders_work(browser, people):
 
     payload = b"MZ\x90\x00" + bytes(1000)
     page.set_input_files(
-        "#file-input", [{"name": "invoice.pdf", "mimeType": "application/pdf", "buffer": payload}]
+        "#file-input",
+        [
+            {"name": "invoice.pdf", "mimeType": "application/pdf", "buffer": payload},
+            md("MemOS产品介绍.md", PRODUCT_INTRO),
+        ],
     )
     row = file_row(page, "invoice.pdf")
     expect(row).to_contain_text("Failed", timeout=PROCESSING_MS)
@@ -209,6 +213,14 @@ def test_a_failed_upload_shows_its_reason_and_folders_work(browser, people):
 
     # An upload that failed is no file yet: nothing to move or delete
     expect(row.get_by_role("button")).to_have_count(0)
+
+    # A file moves to the top level
+    moved = file_row(page, "MemOS产品介绍.md")
+    expect(moved).to_contain_text("Available", timeout=PROCESSING_MS)
+    moved.get_by_role("button", name="Move").click()
+    page.get_by_role("combobox", name="Move to").select_option(label="Top level")
+    page.get_by_role("dialog").get_by_role("button", name="Move").click()
+    expect(moved).to_have_count(0)
 
     # Back to the top level by the breadcrumbs; rename the folder, then delete it with what is in it
     page.get_by_role("navigation", name="Breadcrumbs").get_by_role("button", name="All files").click()
@@ -220,7 +232,7 @@ def test_a_failed_upload_shows_its_reason_and_folders_work(browser, people):
     folder.get_by_role("button", name="Delete").click()
     page.get_by_role("dialog").get_by_role("button", name="Delete").click()
     expect(folder).to_have_count(0)
-    expect(page.locator("#empty")).to_be_visible()
+    expect(file_row(page, "MemOS产品介绍.md")).to_contain_text("Available")
     page.context.close()
 
 

@@ -63,6 +63,7 @@ def describe(service: Any) -> str:
             f"  state:  {service.config.state_dir}",
             f"  login:  {logged} ({status['credential_store']})",
             f"  hooks:  read {status['hook_token_file']}",
+            "  page:   `memmy-kb desktop open` (a one-time link to the knowledge-base page)",
         ]
     )
 
