@@ -267,6 +267,27 @@ def test_requests_without_the_session_csrf_or_own_origin_are_refused(browser, pe
         assert local.get("/api/anything", headers=own).status_code == 404
         # With all three, the same request goes through
         assert local.get("/api/knowledge-bases", headers=own).status_code == 200
+        # A page of another site (and one on another port of 127.0.0.1) in the same browser, where the
+        # session cookie lives, tries to create a KB: nothing is created
+        for origin in ("http://evil.example", "http://127.0.0.1:9"):
+            attacker = page.context.browser.new_context()
+            attacker.add_cookies([{"name": cookie_name, "value": cookies[cookie_name], "url": base}])
+            attacker.route(
+                f"{origin}/**", lambda route: route.fulfill(body="<p>hi</p>", content_type="text/html")
+            )
+            tab = attacker.new_page()
+            tab.goto(f"{origin}/")
+            tab.evaluate(
+                """(url) => Promise.all([
+                    fetch(url + '/api/knowledge-bases', {method: 'POST', mode: 'no-cors', credentials: 'include',
+                      headers: {'Content-Type': 'text/plain'}, body: JSON.stringify({name: 'evil'})}).catch(() => null),
+                    fetch(url + '/api/knowledge-bases', {credentials: 'include'}).catch(() => null),
+                ])""",
+                base,
+            )
+            attacker.close()
+        names = [kb["name"] for kb in local.get("/api/knowledge-bases", headers=own).json()["items"]]
+        assert "evil" not in names
         # The one-time link works once
         link = owner.open_url()
         assert local.get(link.removeprefix(base)).status_code == 303

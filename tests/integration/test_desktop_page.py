@@ -160,6 +160,9 @@ def test_api_routes_need_the_session_and_changes_the_csrf_token(service, cloud):
     assert call(service, "POST", "/api/knowledge-bases", wrong, {"name": "x"})[0] == 403
     foreign = {**good, "Origin": "http://evil.example"}
     assert call(service, "DELETE", "/api/knowledge-bases/kb_1", foreign)[0] == 403
+    for site in ("cross-site", "same-site"):  # another site, or another port on 127.0.0.1
+        status, _, body = call(service, "GET", "/api/knowledge-bases", {**good, "Sec-Fetch-Site": site})
+        assert (status, json.loads(body)["error"]["code"]) == (403, "forbidden_origin")
     control_token = {**good, "Authorization": f"Bearer {service.state.control_token}"}
     assert call(service, "GET", "/api/knowledge-bases", control_token)[0] == 403
     # Nothing refused reached the cloud

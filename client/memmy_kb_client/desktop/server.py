@@ -474,6 +474,10 @@ def dispatch(
     if route.access is Access.SESSION:
         if credential is not None:
             return _error(403, "forbidden", "this token is not good for this route")
+        fetch_site = (headers.get("Sec-Fetch-Site") or "same-origin").strip().lower()
+        if fetch_site not in ("same-origin", "none"):
+            # A browser says where a request comes from: another site, or another port of this one.
+            return _error(403, "forbidden_origin", "requests from other sites are refused")
         session = state.sessions.find(page.cookie_value(headers.get("Cookie"), state.cookie_name))
         if session is None:
             return _error(401, "session_required", "open the page with `memmy-kb desktop open`")
