@@ -178,6 +178,17 @@ def test_the_seed_story_through_the_page(browser, people):
     sales.get_by_role("textbox", name="Try a question").fill(QUESTION)
     sales.get_by_role("button", name="Ask").click()
     expect(answer).to_contain_text("Nothing found in the knowledge bases you recall from.")
+
+    # Shared again, the reader leaves it
+    manager.get_by_role("button", name="Share").click()
+    manager.get_by_role("textbox", name="User ID, phone or email").fill(reader.user_id)
+    manager.get_by_role("button", name="Add").click()
+    expect(members).to_contain_text("销售小王")
+    manager.keyboard.press("Escape")
+    sales.reload()
+    kb_item(sales, "shared", kb_name).get_by_role("button", name="Leave").click()
+    sales.get_by_role("dialog").get_by_role("button", name="Leave").click()
+    expect(sales.get_by_role("button", name=kb_name, exact=True)).to_have_count(0)
     sales.context.close()
     manager.context.close()
 
