@@ -10,13 +10,14 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 
 from memmy_kb.api.resolver import build_resolver
-from memmy_kb.api.routes import files, knowledge_bases, profile
+from memmy_kb.api.routes import activity, files, knowledge_bases, profile
 from memmy_kb.observability import logger, tracer
 
 app = build_resolver()
 app.include_router(knowledge_bases.router)
 app.include_router(files.router)
 app.include_router(profile.router)
+app.include_router(activity.router)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

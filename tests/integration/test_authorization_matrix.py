@@ -36,6 +36,13 @@ class Row:
 
 ROWS: dict[tuple[str, str], Row] = {
     ("PUT", "/me"): Row(None, OK, OK, OK, OK, kb_scoped=False),
+    ("GET", "/me"): Row(None, OK, OK, OK, OK, kb_scoped=False),
+    ("PATCH", "/me"): Row({"recall_new_shares": False}, OK, OK, OK, OK, kb_scoped=False),
+    # Blocks are the caller's own; blocking an id with no account is accepted too (no oracle).
+    ("GET", "/me/blocked"): Row(None, OK, OK, OK, OK, kb_scoped=False),
+    ("POST", "/me/blocked"): Row({"user_id": "erin"}, NO_CONTENT, NO_CONTENT, NO_CONTENT, NO_CONTENT, kb_scoped=False),
+    ("DELETE", "/me/blocked/{user_id}"): Row(None, NO_CONTENT, NO_CONTENT, NO_CONTENT, NO_CONTENT, kb_scoped=False),
+    ("GET", "/knowledge-bases/{kb_id}/activity"): Row(None, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND),
     # Recall searches only the caller's own scope, so every signed-in caller may ask (an empty scope is 200).
     ("POST", "/recall"): Row({"query": "路线图"}, OK, OK, OK, OK, kb_scoped=False),
     ("GET", "/knowledge-bases"): Row(None, OK, OK, OK, OK, kb_scoped=False),

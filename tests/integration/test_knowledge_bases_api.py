@@ -159,6 +159,7 @@ def test_put_me_records_verified_claims_in_normal_form(service):
         "display_name": "Alice Wang",
         "email": "alice@example.com",
         "phone": "+8613800138000",
+        "recall_new_shares": True,
     }
     repo = service.stores
     assert repo.profiles.get_lookup_user("phone", "+8613800138000") == "alice"
@@ -169,7 +170,13 @@ def test_unverified_claims_are_ignored(service):
     claims = claims_for("alice", name="Alice")
     claims.update(email="a@example.com", email_verified="false", phone_number="+8613800138000")
     reply = service.call("PUT", "/me", claims=claims)
-    assert reply.body == {"user_id": "alice", "display_name": "Alice", "email": None, "phone": None}
+    assert reply.body == {
+        "user_id": "alice",
+        "display_name": "Alice",
+        "email": None,
+        "phone": None,
+        "recall_new_shares": True,
+    }
 
 
 def test_a_changed_phone_moves_the_lookup(service):
@@ -192,7 +199,7 @@ def test_a_phone_verified_by_another_account_moves_to_it(service):
 def test_owner_name_comes_from_the_profile(service):
     put_me(service, "alice", name="Alice Wang")
     kb = create(service).body
-    assert kb["owner"] == {"user_id": "alice", "display_name": "Alice Wang"}
+    assert kb["owner"] == {"user_id": "alice", "display_name": "Alice Wang", "contact": None}
     put_me(service, "alice", name="Alice W.")
     assert (
         service.call("GET", f"/knowledge-bases/{kb['id']}", "alice").body["owner"]["display_name"]

@@ -39,6 +39,8 @@ from memmy_kb.domain.ports import (
     ProfileStore,
 )
 from memmy_kb.records import (
+    ActivityRecord,
+    CountCap,
     FileRecord,
     FolderRecord,
     GrantRecord,
@@ -49,11 +51,13 @@ from memmy_kb.records import (
 
 __all__ = [
     "EngineMethod",
+    "FakeActivityLog",
     "FakeContentStore",
     "FakeKnowledgeBaseStore",
     "FakeKnowledgeEngine",
     "FakeMemosKnowledgeBase",
     "FakeProfileStore",
+    "FakeRateCounters",
     "FakeStores",
     "FakeTable",
     "InvalidTransaction",
@@ -125,6 +129,24 @@ class FakeTable:
     uploads: dict[tuple[str, str], UploadRecord] = field(default_factory=dict)  # (kb_id, upload_id)
     profiles: dict[str, ProfileRecord] = field(default_factory=dict)
     lookups: dict[tuple[IdentifierKind, str], Lookup] = field(default_factory=dict)
+    activity: dict[tuple[str, str], ActivityRecord] = field(default_factory=dict)  # (kb_id, sort key)
+    counters: dict[str, dict[str, int]] = field(default_factory=dict)  # LIMIT#<name> -> attribute -> count
+
+    def log(self, record: ActivityRecord) -> Callable[[], None]:
+        def put() -> None:
+            self.activity[(record.kb_id, _activity_sk(record))] = record.model_copy(deep=True)
+
+        return put
+
+    def under_cap(self, cap: CountCap) -> bool:
+        return self.counters.get(cap.name, {}).get("n", 0) < cap.limit
+
+    def count(self, cap: CountCap) -> Callable[[], None]:
+        def bump() -> None:
+            counts = self.counters.setdefault(cap.name, {})
+            counts["n"] = counts.get("n", 0) + 1
+
+        return bump
 
     def seed(self, *records: Record) -> None:
         """Put records as they are, unconditionally (no counts kept, no checks): arranging a test's state."""
@@ -210,7 +232,14 @@ class FakeKnowledgeBaseStore:
         self.table.grants[(user_id, kb_id)] = grant
         return grant.model_copy(deep=True)
 
-    def put_reader_grant(self, grant: GrantRecord, *, max_readers: int) -> None:
+    def put_reader_grant(
+        self,
+        grant: GrantRecord,
+        *,
+        max_readers: int,
+        daily: CountCap | None = None,
+        activity: ActivityRecord | None = None,
+    ) -> None:
         t = self.table
         key = (grant.user_id, grant.kb_id)
         kb = t.kbs.get(grant.kb_id)
@@ -229,15 +258,25 @@ class FakeKnowledgeBaseStore:
         txn.add(("USER", *key), key not in t.grants, lambda: t.seed(grant))
         has_room = kb is not None and kb.owner_id == grant.owner_id and kb.member_count < max_readers
         txn.add(("KB", grant.kb_id), has_room, count)
+        reader = t.profiles.get(grant.user_id)
+        txn.add(("PROFILE", grant.user_id), reader is None or grant.owner_id not in reader.blocked)
+        if daily is not None:
+            txn.add(("LIMIT", daily.name), t.under_cap(daily), t.count(daily))
+        if activity is not None:
+            txn.add(("ACTIVITY", activity.kb_id, _activity_sk(activity)), True, t.log(activity))
         failed = txn.run()
         if 0 in failed:
             raise AlreadyExists("grant", grant.user_id)
-        if failed:
+        if 1 in failed:
             if not t.owns(grant.kb_id, grant.owner_id):
                 raise ItemMissing("kb", grant.kb_id)
             raise ConditionFailed("member_count", str(max_readers))
+        if 2 in failed:
+            raise ConditionFailed("blocked", grant.user_id)
+        if failed:
+            raise ConditionFailed("daily", daily.name if daily else "")
 
-    def delete_reader_grant(self, kb_id: str, user_id: str) -> None:
+    def delete_reader_grant(self, kb_id: str, user_id: str, *, activity: ActivityRecord | None = None) -> None:
         t = self.table
         key = (user_id, kb_id)
         current = t.grants.get(key)
@@ -259,6 +298,8 @@ class FakeKnowledgeBaseStore:
         is_reader = current is not None and current.role == "reader"
         txn.add(("USER", *key), is_reader, delete)
         txn.add(("KB", kb_id), kb_id in t.kbs, uncount)
+        if activity is not None:
+            txn.add(("ACTIVITY", activity.kb_id, _activity_sk(activity)), True, t.log(activity))
         failed = txn.run()
         if 0 in failed:
             raise ItemMissing("grant", user_id)
@@ -487,6 +528,30 @@ class FakeProfileStore:
         lookup = self.table.lookups.get((kind, value))
         return lookup.user_id if lookup else None
 
+    def update_profile_settings(self, user_id: str, *, recall_new_shares: bool, now: datetime) -> ProfileRecord:
+        return self._update(user_id, recall_new_shares=recall_new_shares, updated_at=now)
+
+    def add_blocked(self, user_id: str, blocked_id: str, *, max_blocked: int, now: datetime) -> ProfileRecord:
+        current = self.table.profiles.get(user_id)
+        if current is None:
+            raise ItemMissing("profile", user_id)
+        if blocked_id not in current.blocked and len(current.blocked) >= max_blocked:
+            raise ConditionFailed("blocked", str(max_blocked))
+        return self._update(user_id, blocked=current.blocked | {blocked_id}, updated_at=now)
+
+    def remove_blocked(self, user_id: str, blocked_id: str, *, now: datetime) -> ProfileRecord:
+        current = self.table.profiles.get(user_id)
+        if current is None:
+            raise ItemMissing("profile", user_id)
+        return self._update(user_id, blocked=current.blocked - {blocked_id}, updated_at=now)
+
+    def _update(self, user_id: str, **changes: object) -> ProfileRecord:
+        current = self.table.profiles.get(user_id)
+        if current is None:
+            raise ItemMissing("profile", user_id)
+        self.table.profiles[user_id] = current.model_copy(update=changes)
+        return self.table.profiles[user_id].model_copy(deep=True)
+
     def put_profile_with_lookups(
         self, profile: ProfileRecord, previous: ProfileRecord | None, *, verified_at: int | None = None
     ) -> ProfileRecord:
@@ -558,19 +623,99 @@ class FakeProfileStore:
         txn.add(("PROFILE", holder), unchanged, remove)
 
 
+# -- activity log and rate counters -----------------------------------------------------------------
+
+
+def _activity_sk(record: ActivityRecord) -> str:
+    return f"{record.at.isoformat()}#{record.activity_id}"
+
+
+class FakeActivityLog:
+    """``ActivityLog`` as ``memmy_kb.adapters.dynamodb.activity.DynamoActivityLog`` (cursor: the last sort key)."""
+
+    def __init__(self, table: FakeTable | None = None) -> None:
+        self.table = table if table is not None else FakeTable()
+
+    def put_activity(self, record: ActivityRecord) -> None:
+        self.table.log(record)()
+
+    def query_activity(
+        self, kb_id: str, *, limit: int, cursor: str | None, now: int
+    ) -> tuple[list[ActivityRecord], str | None]:
+        entries = sorted(
+            ((sk, r) for (kid, sk), r in self.table.activity.items() if kid == kb_id and r.expires_at > now),
+            key=lambda pair: pair[0],
+            reverse=True,
+        )
+        start = _fake_cursor_sk(cursor, kb_id)
+        if start is not None:
+            entries = [(sk, r) for sk, r in entries if sk < start]
+        page = entries[:limit]
+        more = len(entries) > limit
+        next_cursor = _fake_cursor(kb_id, page[-1][0]) if more and page else None
+        return [r.model_copy(deep=True) for _, r in page], next_cursor
+
+
+def _fake_cursor(kb_id: str, sk: str) -> str:
+    import base64
+    import json
+
+    return base64.urlsafe_b64encode(json.dumps({"kb": kb_id, "sk": sk}, sort_keys=True).encode()).decode()
+
+
+def _fake_cursor_sk(cursor: str | None, kb_id: str) -> str | None:
+    import base64
+    import json
+
+    if not cursor:
+        return None
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, UnicodeError):
+        return None
+    if isinstance(data, dict) and data.get("kb") == kb_id and isinstance(data.get("sk"), str):
+        return str(data["sk"])
+    return None
+
+
+class FakeRateCounters:
+    """``RateCounters`` as ``memmy_kb.adapters.dynamodb.activity.DynamoRateCounters``."""
+
+    def __init__(self, table: FakeTable | None = None) -> None:
+        self.table = table if table is not None else FakeTable()
+
+    def count_in_window(self, name: str, window: int, *, cap: int, expires_at: int) -> tuple[int, int] | None:
+        counts = self.table.counters.setdefault(name, {})
+        current = counts.get(f"w{window}", 0)
+        if current >= cap:
+            return None
+        counts[f"w{window}"] = current + 1
+        counts.pop(f"w{window - 2}", None)
+        return current + 1, counts.get(f"w{window - 1}", 0)
+
+
 @dataclass(frozen=True)
 class FakeStores:
-    """The three fake stores on one table (the counterpart of ``tests.support.aws.Stores``)."""
+    """The fake stores on one table (the counterpart of ``tests.support.aws.Stores``)."""
 
     table: FakeTable
     kbs: FakeKnowledgeBaseStore
     contents: FakeContentStore
     profiles: FakeProfileStore
+    activity: FakeActivityLog
+    counters: FakeRateCounters
 
 
 def fake_stores(table: FakeTable | None = None) -> FakeStores:
     table = table if table is not None else FakeTable()
-    return FakeStores(table, FakeKnowledgeBaseStore(table), FakeContentStore(table), FakeProfileStore(table))
+    return FakeStores(
+        table,
+        FakeKnowledgeBaseStore(table),
+        FakeContentStore(table),
+        FakeProfileStore(table),
+        FakeActivityLog(table),
+        FakeRateCounters(table),
+    )
 
 
 # -- MemOS ------------------------------------------------------------------------------------------

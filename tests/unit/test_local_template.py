@@ -130,6 +130,12 @@ def test_the_template_path_can_be_overridden(tmp_path: Path, monkeypatch: pytest
 # several issues, never others.
 API_CONTRACT = {
     ("PUT", "/me"),
+    ("GET", "/me"),
+    ("PATCH", "/me"),
+    ("GET", "/me/blocked"),
+    ("POST", "/me/blocked"),
+    ("DELETE", "/me/blocked/{user_id}"),
+    ("GET", "/knowledge-bases/{kb_id}/activity"),
     ("GET", "/knowledge-bases"),
     ("POST", "/knowledge-bases"),
     ("GET", "/knowledge-bases/{kb_id}"),
@@ -229,6 +235,7 @@ def test_the_real_functions_get_the_resolved_globals(template: dict[str, Any]) -
         "TABLE_NAME": "memmy-local-Table",
         "MEMOS_BASE_URL": "http://127.0.0.1:8801/api/openmem/v1",
         "MEMOS_API_KEY_SECRET": REFS["MemosApiKeySecret"],
+        "ACTIVITY_RETENTION_DAYS": "180",
     }
     assert function_environment(template, "ManageKbFunction", REFS) == environment
 

@@ -62,6 +62,17 @@ class UnsupportedMediaType(DomainError):
     code = "unsupported_file_type"
 
 
+class TooManyRequests(DomainError):
+    """A rate limit: ``retry_after`` seconds until the caller may try again (the ``Retry-After`` header)."""
+
+    status = HTTPStatus.TOO_MANY_REQUESTS
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after: int, code: str | None = None) -> None:
+        super().__init__(message, code=code, details={"retry_after_seconds": retry_after})
+        self.retry_after = retry_after
+
+
 class UpstreamUnavailable(DomainError):
     """MemOS failed or is out of capacity; nothing was stored on our side."""
 

@@ -16,6 +16,9 @@ Role = Literal["owner", "reader"]
 UploadState = Literal["pending", "submitting", "submitted", "rejected", "expired"]
 CleanupTarget = Literal["kb", "folder", "files"]
 CleanupState = Literal["pending", "failed"]
+ActivityKind = Literal[
+    "shared", "revoked", "left", "renamed", "uploaded", "file_deleted", "folder_deleted", "kb_deleted"
+]
 
 
 def utc_now() -> datetime:
@@ -58,6 +61,10 @@ class ProfileRecord(BaseModel):
     email: str | None = None
     phone: str | None = None
     updated_at: datetime
+    # The user's own choices: whether KBs shared with them from now on arrive with recall on (the seed's
+    # behaviour, so the default), and the owners whose shares they refuse (blocking is not observable).
+    recall_new_shares: bool = True
+    blocked: frozenset[str] = frozenset()
 
 
 class FolderRecord(BaseModel):
@@ -142,3 +149,27 @@ class CleanupPart(BaseModel):
     part_id: str
     memos_file_ids: list[str] = []
     upload_ids: list[str] = []
+
+
+class ActivityRecord(BaseModel):
+    """One entry of a KB's activity log (``ACTIVITY#<kb>/<at>#<id>``), kept until ``expires_at`` (TTL).
+
+    ``actor_id`` did it; ``subject`` is what it was done to (a user id for shares, revokes, leaves and
+    blocks; a file or folder id, or the new name, otherwise).
+    """
+
+    kb_id: str
+    activity_id: str
+    kind: ActivityKind
+    actor_id: str
+    subject: str
+    at: datetime
+    expires_at: int
+
+
+class CountCap(BaseModel):
+    """A counter a write must stay under (``LIMIT#<name>``): e.g. new members of one owner on one day."""
+
+    name: str
+    limit: int
+    expires_at: int

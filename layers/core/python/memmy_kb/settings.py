@@ -28,6 +28,13 @@ class Settings:
     # Deletion and repair: the cleanup state machine, and the queue the reconciler hands uploads back to.
     cleanup_state_machine_arn: str = ""
     upload_queue_url: str = ""
+    # Abuse limits of sharing (SECURITY.md): identifier lookups per owner in a sliding window, and new
+    # members per owner per UTC day.
+    share_attempt_limit: int = 100
+    share_attempt_window_seconds: int = 3600
+    new_members_per_day: int = 100
+    # How long a KB's activity log keeps an entry (DynamoDB TTL).
+    activity_retention_days: int = 180
 
 
 @cache
@@ -48,6 +55,10 @@ def get_settings() -> Settings:
         ingest_max_receives=int(_positive(env, "INGEST_MAX_RECEIVES", 5)),
         cleanup_state_machine_arn=env.get("CLEANUP_STATE_MACHINE_ARN", ""),
         upload_queue_url=env.get("UPLOAD_QUEUE_URL", ""),
+        share_attempt_limit=int(_positive(env, "SHARE_ATTEMPT_LIMIT", 100)),
+        share_attempt_window_seconds=int(_positive(env, "SHARE_ATTEMPT_WINDOW_SECONDS", 3600)),
+        new_members_per_day=int(_positive(env, "NEW_MEMBERS_PER_DAY", 100)),
+        activity_retention_days=int(_positive(env, "ACTIVITY_RETENTION_DAYS", 180)),
     )
 
 

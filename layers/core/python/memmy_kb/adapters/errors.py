@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Literal
 
 # The item families of the table, as the errors name them.
-Item = Literal["kb", "grant", "member_count", "folder", "folders", "file", "upload", "profile", "cleanup"]
+Item = Literal[
+    "kb", "grant", "member_count", "folder", "folders", "file", "upload", "profile", "cleanup", "blocked", "daily"
+]
 
 
 class StoreError(Exception):

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from memmy_kb.adapters.dynamodb.activity import DynamoActivityLog, DynamoRateCounters
 from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
 from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
 from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
@@ -20,16 +21,20 @@ from memmy_kb.adapters.dynamodb.table import DynamoTable
 from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.memos.key import SecretApiKeyProvider
 from memmy_kb.adapters.s3 import UploadStorage
+from memmy_kb.domain.limits import ShareLimits
 from memmy_kb.domain.ports import (
+    ActivityLog,
     CleanupExecutions,
     CleanupStore,
     ContentStore,
     KnowledgeBaseStore,
     KnowledgeEngine,
     ProfileStore,
+    RateCounters,
     UploadObjects,
     UploadRequeue,
 )
+from memmy_kb.domain.sharing import SharePolicy
 from memmy_kb.settings import get_settings
 
 
@@ -60,6 +65,27 @@ def get_content_store() -> ContentStore:
 @cache
 def get_profile_store() -> ProfileStore:
     return DynamoProfileStore(get_table())
+
+
+@cache
+def get_activity_log() -> ActivityLog:
+    return DynamoActivityLog(get_table())
+
+
+@cache
+def get_rate_counters() -> RateCounters:
+    return DynamoRateCounters(get_table())
+
+
+def get_share_policy() -> SharePolicy:
+    """The share's abuse limits and activity log, from the settings."""
+    settings = get_settings()
+    limits = ShareLimits(
+        attempts=settings.share_attempt_limit,
+        window_seconds=settings.share_attempt_window_seconds,
+        members_per_day=settings.new_members_per_day,
+    )
+    return SharePolicy(get_rate_counters(), limits, settings.activity_retention_days)
 
 
 @cache
@@ -153,6 +179,8 @@ def reset_dependencies() -> None:
         get_content_store,
         get_profile_store,
         get_cleanup_store,
+        get_activity_log,
+        get_rate_counters,
         get_cleanup_executions,
         get_upload_requeue,
         memos_api_key,

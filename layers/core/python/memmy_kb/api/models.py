@@ -12,13 +12,14 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, StringConstraints
 
+from memmy_kb.domain.activity import ActivityPage
 from memmy_kb.domain.display import hidden_characters, shown
 from memmy_kb.domain.files import FileEntry, FileState, Listing
 from memmy_kb.domain.knowledge_bases import KnowledgeBaseView
 from memmy_kb.domain.recall import DEFAULT_RECALL_LIMIT, RecallResult
 from memmy_kb.domain.sharing import MemberView
 from memmy_kb.domain.uploads import IssuedUpload
-from memmy_kb.records import FolderRecord, ProfileRecord, Role
+from memmy_kb.records import ActivityKind, FolderRecord, ProfileRecord, Role
 
 MAX_NAME_LENGTH = 100
 
@@ -148,6 +149,9 @@ class CleanupAccepted(ApiModel):
 class Owner(ApiModel):
     user_id: str
     display_name: str
+    contact: str | None = Field(
+        default=None, description="The owner's verified phone or email, masked (138****8000, a***@example.com)"
+    )
 
 
 class KnowledgeBase(ApiModel):
@@ -165,7 +169,11 @@ class KnowledgeBase(ApiModel):
             name=shown(view.kb.name),
             role=view.grant.role,
             recall=view.grant.recall,
-            owner=Owner(user_id=view.kb.owner_id, display_name=shown(view.owner_name) or view.kb.owner_id),
+            owner=Owner(
+                user_id=view.kb.owner_id,
+                display_name=shown(view.owner_name) or view.kb.owner_id,
+                contact=view.owner_contact,
+            ),
             created_at=view.kb.created_at,
         )
 
@@ -183,6 +191,9 @@ class Me(ApiModel):
     display_name: str
     email: str | None = None
     phone: str | None = None
+    recall_new_shares: bool = Field(
+        default=True, description="Whether KBs shared with you from now on arrive with recall on"
+    )
 
     @classmethod
     def from_record(cls, profile: ProfileRecord) -> Me:
@@ -191,6 +202,57 @@ class Me(ApiModel):
             display_name=shown(profile.display_name) or profile.user_id,
             email=profile.email,
             phone=profile.phone,
+            recall_new_shares=profile.recall_new_shares,
+        )
+
+
+class UpdateMeRequest(ApiModel):
+    recall_new_shares: Annotated[bool, Field(strict=True)]
+
+
+def _clean_user_id(value: str) -> str:
+    if hidden_characters(value):
+        raise ValueError("must not contain control, invisible or unassigned characters")
+    return value
+
+
+class BlockRequest(ApiModel):
+    user_id: Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_clean_user_id)]
+
+
+class BlockedUser(ApiModel):
+    user_id: str
+    display_name: str | None = None
+
+
+class BlockedList(ApiModel):
+    items: list[BlockedUser]
+
+    @classmethod
+    def from_pairs(cls, pairs: list[tuple[str, str | None]]) -> BlockedList:
+        return cls(items=[BlockedUser(user_id=u, display_name=shown(n) if n else None) for u, n in pairs])
+
+
+class Activity(ApiModel):
+    id: str
+    kind: ActivityKind
+    actor_id: str
+    subject: str
+    at: datetime
+
+
+class ActivityList(ApiModel):
+    items: list[Activity]
+    next_cursor: str | None = None
+
+    @classmethod
+    def from_page(cls, page: ActivityPage) -> ActivityList:
+        return cls(
+            items=[
+                Activity(id=r.activity_id, kind=r.kind, actor_id=r.actor_id, subject=shown(r.subject), at=r.at)
+                for r in page.items
+            ],
+            next_cursor=page.next_cursor,
         )
 
 

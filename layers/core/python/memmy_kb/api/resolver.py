@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from memmy_kb.adapters.memos.deadline import bounded_by
 from memmy_kb.api.bodies import check_json_body
 from memmy_kb.api.models import ErrorResponse, UnauthorizedResponse
-from memmy_kb.errors import DomainError
+from memmy_kb.errors import DomainError, TooManyRequests
 from memmy_kb.observability import logger
 
 # The error statuses every route can answer, in the error shape.
@@ -130,7 +130,10 @@ def build_resolver() -> APIGatewayHttpResolver:
     def _domain_error(err: DomainError) -> Response[str]:
         log = logger.warning if err.status >= HTTPStatus.INTERNAL_SERVER_ERROR else logger.info
         log("request refused", extra={"status": int(err.status), "error_code": err.code})
-        return error_response(err.status, err.code, err.message, err.details)
+        response = error_response(err.status, err.code, err.message, err.details)
+        if isinstance(err, TooManyRequests):
+            response.headers["Retry-After"] = str(err.retry_after)
+        return response
 
     @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
     def _invalid(err: RequestValidationError) -> Response[str]:

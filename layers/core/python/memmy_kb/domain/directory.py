@@ -62,3 +62,32 @@ def normalise_email(raw: str) -> str | None:
         return None
     value = f"{local.lower()}@{ascii_domain}"
     return value if len(value) <= MAX_EMAIL_CHARS and _EMAIL.match(value) else None
+
+
+def mask_phone(e164: str) -> str:
+    """``+8613800138000`` → ``138****8000``: the national number with all but its first 3 and last 4
+    digits hidden (shorter numbers keep only their last 2)."""
+    import phonenumbers
+
+    try:
+        national = phonenumbers.national_significant_number(phonenumbers.parse(e164, None))
+    except phonenumbers.NumberParseException:
+        national = e164.lstrip("+")
+    if len(national) >= 9:
+        return national[:3] + "*" * (len(national) - 7) + national[-4:]
+    return "*" * max(len(national) - 2, 1) + national[-2:]
+
+
+def mask_email(email: str) -> str:
+    """``alice@example.com`` → ``a***@example.com``."""
+    local, _, domain = email.rpartition("@")
+    return f"{local[:1]}***@{domain}"
+
+
+def masked_contact(phone: str | None, email: str | None) -> str | None:
+    """What others see of a user's verified contact, so a display name alone cannot impersonate."""
+    if phone:
+        return mask_phone(phone)
+    if email:
+        return mask_email(email)
+    return None

@@ -13,8 +13,10 @@ from aws_lambda_powertools import Logger
 from memmy_kb.adapters.errors import AlreadyExists, ItemMissing
 from memmy_kb.adapters.memos.errors import MemosError, MemosQuotaExceeded
 from memmy_kb.domain.access import require_access, require_owner
-from memmy_kb.domain.directory import VerifiedClaims
-from memmy_kb.domain.ports import KnowledgeBaseStore, KnowledgeEngine, ProfileStore
+from memmy_kb.domain.activity import DEFAULT_RETENTION_DAYS, new_activity
+from memmy_kb.domain.activity import record as record_activity
+from memmy_kb.domain.directory import VerifiedClaims, masked_contact
+from memmy_kb.domain.ports import ActivityLog, KnowledgeBaseStore, KnowledgeEngine, ProfileStore
 from memmy_kb.errors import Conflict, UpstreamUnavailable, kb_not_found
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord, utc_now
 
@@ -39,6 +41,8 @@ class KnowledgeBaseView:
     kb: KnowledgeBaseRecord
     grant: GrantRecord
     owner_name: str
+    # The owner's verified phone or email, masked (``138****8000``): a name alone cannot impersonate.
+    owner_contact: str | None = None
 
 
 def new_kb_id() -> str:
@@ -137,7 +141,15 @@ def get_knowledge_base(
 
 
 def rename_knowledge_base(
-    kbs: KnowledgeBaseStore, profiles: ProfileStore, user_id: str, kb_id: str, name: str
+    kbs: KnowledgeBaseStore,
+    profiles: ProfileStore,
+    user_id: str,
+    kb_id: str,
+    name: str,
+    *,
+    log: ActivityLog | None = None,
+    retention_days: int = DEFAULT_RETENTION_DAYS,
+    clock: Callable[[], datetime] = utc_now,
 ) -> KnowledgeBaseView:
     """Rename (owner only). Only our record changes: MemOS knows the KB by id, not by this name."""
     grant = require_owner(kbs, user_id, kb_id)
@@ -145,6 +157,8 @@ def rename_knowledge_base(
         kb = kbs.update_kb_name(kb_id, user_id, name)
     except ItemMissing:
         raise kb_not_found() from None
+    if log is not None:
+        record_activity(log, new_activity("renamed", kb_id, user_id, name, clock(), retention_days))
     return _view(kb, grant, profiles.get_profile(kb.owner_id))
 
 
@@ -180,4 +194,5 @@ def list_knowledge_bases(kbs: KnowledgeBaseStore, profiles: ProfileStore, user_i
 
 def _view(kb: KnowledgeBaseRecord, grant: GrantRecord, owner: ProfileRecord | None) -> KnowledgeBaseView:
     name = owner.display_name if owner else kb.owner_name
-    return KnowledgeBaseView(kb=kb, grant=grant, owner_name=name or kb.owner_id)
+    contact = masked_contact(owner.phone, owner.email) if owner else None
+    return KnowledgeBaseView(kb=kb, grant=grant, owner_name=name or kb.owner_id, owner_contact=contact)

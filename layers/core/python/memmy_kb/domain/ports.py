@@ -16,8 +16,10 @@ from typing import Literal, Protocol
 from memmy_kb.adapters.memos.models import FileInput, MemosFile, MemosMemory
 from memmy_kb.adapters.s3 import ObjectInfo, PresignedPost
 from memmy_kb.records import (
+    ActivityRecord,
     CleanupPart,
     CleanupRecord,
+    CountCap,
     FileRecord,
     FolderRecord,
     GrantRecord,
@@ -50,9 +52,16 @@ class KnowledgeBaseStore(GrantReader, Protocol):
 
     def update_grant_recall(self, user_id: str, kb_id: str, enabled: bool) -> GrantRecord: ...
 
-    def put_reader_grant(self, grant: GrantRecord, *, max_readers: int) -> None: ...
+    def put_reader_grant(
+        self,
+        grant: GrantRecord,
+        *,
+        max_readers: int,
+        daily: CountCap | None = None,
+        activity: ActivityRecord | None = None,
+    ) -> None: ...
 
-    def delete_reader_grant(self, kb_id: str, user_id: str) -> None: ...
+    def delete_reader_grant(self, kb_id: str, user_id: str, *, activity: ActivityRecord | None = None) -> None: ...
 
     def query_kb_members(self, kb_id: str) -> list[GrantRecord]: ...
 
@@ -167,6 +176,28 @@ class ProfileStore(Protocol):
     def put_profile_with_lookups(
         self, profile: ProfileRecord, previous: ProfileRecord | None, *, verified_at: int | None = None
     ) -> ProfileRecord: ...
+
+    def update_profile_settings(self, user_id: str, *, recall_new_shares: bool, now: datetime) -> ProfileRecord: ...
+
+    def add_blocked(self, user_id: str, blocked_id: str, *, max_blocked: int, now: datetime) -> ProfileRecord: ...
+
+    def remove_blocked(self, user_id: str, blocked_id: str, *, now: datetime) -> ProfileRecord: ...
+
+
+class ActivityLog(Protocol):
+    """Each KB's activity log, newest first (``memmy_kb.adapters.dynamodb.activity``)."""
+
+    def put_activity(self, record: ActivityRecord) -> None: ...
+
+    def query_activity(
+        self, kb_id: str, *, limit: int, cursor: str | None, now: int
+    ) -> tuple[list[ActivityRecord], str | None]: ...
+
+
+class RateCounters(Protocol):
+    """Windowed counts for the rate limits (one conditional update per event)."""
+
+    def count_in_window(self, name: str, window: int, *, cap: int, expires_at: int) -> tuple[int, int] | None: ...
 
 
 class KnowledgeEngine(Protocol):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from datetime import datetime
 
-from memmy_kb.adapters.errors import ConditionFailed
+from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
+from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.directory import VerifiedClaims, normalise_email, normalise_phone
-from memmy_kb.domain.ports import ProfileStore
-from memmy_kb.errors import Conflict
+from memmy_kb.domain.ports import KnowledgeBaseStore, ProfileStore
+from memmy_kb.errors import Conflict, InvalidInput, NotFound
 from memmy_kb.records import ProfileRecord, utc_now
 
 
@@ -26,8 +28,88 @@ def register_profile(
         email=normalise_email(claims.email) if claims.email else None,
         phone=normalise_phone(claims.phone) if claims.phone else None,
         updated_at=clock(),
+        # The user's own settings are not claims: a re-registration keeps them.
+        recall_new_shares=previous.recall_new_shares if previous else True,
+        blocked=previous.blocked if previous else frozenset(),
     )
     try:
         return profiles.put_profile_with_lookups(profile, previous, verified_at=claims.issued_at)
     except ConditionFailed:
         raise Conflict("The profile changed at the same time; try again.", code="profile_conflict") from None
+
+
+MAX_BLOCKED = 500
+
+
+def _profile_required() -> NotFound:
+    return NotFound("Register your profile first (PUT /me).", code="profile_not_found")
+
+
+def get_me(profiles: ProfileStore, user_id: str) -> ProfileRecord:
+    """The caller's profile with their settings; 404 ``profile_not_found`` before ``PUT /me``."""
+    profile = profiles.get_profile(user_id)
+    if profile is None:
+        raise _profile_required()
+    return profile
+
+
+def update_settings(
+    profiles: ProfileStore, user_id: str, *, recall_new_shares: bool, clock: Callable[[], datetime] = utc_now
+) -> ProfileRecord:
+    """Whether KBs shared with the caller from now on arrive with recall on; existing grants keep theirs."""
+    try:
+        return profiles.update_profile_settings(user_id, recall_new_shares=recall_new_shares, now=clock())
+    except ItemMissing:
+        raise _profile_required() from None
+
+
+def block(
+    kbs: KnowledgeBaseStore,
+    profiles: ProfileStore,
+    user_id: str,
+    blocked_id: str,
+    *,
+    retention_days: int | None = None,
+    clock: Callable[[], datetime] = utc_now,
+) -> ProfileRecord:
+    """Block ``blocked_id``: their shares from now on answer as for an account that does not exist, and
+    the caller leaves every KB of theirs. Blocking an id with no account is accepted (no oracle).
+
+    The block is written first: from then on the share transaction's condition refuses a new grant, so
+    the grants removed here cannot be replaced by a share racing the block. The owner's log shows a
+    leave, never a block.
+    """
+    if blocked_id == user_id:
+        raise InvalidInput("You cannot block yourself.", code="cannot_block_self")
+    now = clock()
+    try:
+        profile = profiles.add_blocked(user_id, blocked_id, max_blocked=MAX_BLOCKED, now=now)
+    except ItemMissing:
+        raise _profile_required() from None
+    except ConditionFailed:
+        raise Conflict(f"You can block at most {MAX_BLOCKED} accounts.", code="block_limit_reached") from None
+    for grant in kbs.query_grants(user_id):
+        if grant.role == "reader" and grant.owner_id == blocked_id:
+            activity = (
+                new_activity("left", grant.kb_id, user_id, user_id, now, retention_days) if retention_days else None
+            )
+            with suppress(ItemMissing):  # already gone (revoked or left meanwhile)
+                kbs.delete_reader_grant(grant.kb_id, user_id, activity=activity)
+    return profile
+
+
+def unblock(
+    profiles: ProfileStore, user_id: str, blocked_id: str, *, clock: Callable[[], datetime] = utc_now
+) -> None:
+    """Lift a block (KBs left when blocking are not given back; the owner may share again)."""
+    try:
+        profiles.remove_blocked(user_id, blocked_id, now=clock())
+    except ItemMissing:
+        raise _profile_required() from None
+
+
+def list_blocked(profiles: ProfileStore, user_id: str) -> list[tuple[str, str | None]]:
+    """The accounts the caller blocks, by user id, with the display name of those that have a profile."""
+    profile = get_me(profiles, user_id)
+    names = profiles.batch_get_profiles(profile.blocked)
+    return [(uid, names[uid].display_name if uid in names else None) for uid in sorted(profile.blocked)]

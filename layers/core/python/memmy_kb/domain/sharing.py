@@ -13,10 +13,12 @@ from datetime import datetime
 
 from memmy_kb.adapters.errors import AlreadyExists, ConditionFailed, ItemMissing
 from memmy_kb.domain.access import require_member_removal, require_owner
+from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.directory import normalise_email, normalise_phone
-from memmy_kb.domain.ports import KnowledgeBaseStore, ProfileStore
+from memmy_kb.domain.limits import ShareLimits, count_share_attempt, members_cap, members_refused
+from memmy_kb.domain.ports import KnowledgeBaseStore, ProfileStore, RateCounters
 from memmy_kb.errors import Conflict, InvalidInput, NotFound, kb_not_found
-from memmy_kb.records import GrantRecord, utc_now
+from memmy_kb.records import ActivityKind, GrantRecord, utc_now
 
 MAX_READERS = 50
 _PHONE_LIKE = re.compile(r"^\+?[\d\s\-().]{5,}$")
@@ -45,6 +47,18 @@ def resolve_identifier(profiles: ProfileStore, identifier: str) -> str | None:
     return value if profiles.get_profile(value) else None
 
 
+@dataclass(frozen=True)
+class SharePolicy:
+    """What guards a share beyond access: the abuse limits and where the activity log goes.
+
+    Without a policy (the domain's unit tests) a share is neither limited nor logged.
+    """
+
+    counters: RateCounters
+    limits: ShareLimits
+    retention_days: int
+
+
 def share_knowledge_base(
     kbs: KnowledgeBaseStore,
     profiles: ProfileStore,
@@ -53,8 +67,11 @@ def share_knowledge_base(
     identifier: str,
     *,
     clock: Callable[[], datetime] = utc_now,
+    policy: SharePolicy | None = None,
 ) -> MemberView:
-    """Grant read access (recall on) to the account behind ``identifier``."""
+    """Grant read access to the account behind ``identifier``, with recall as the reader chose for new
+    shares (on unless they turned it off). A reader who blocked the owner is answered exactly as an
+    account that does not exist."""
     owner_grant = require_owner(kbs, owner_id, kb_id)
     # Refuse a full KB before looking the identifier up, so the answer says nothing about who has an
     # account (the transaction below enforces the cap again against concurrent shares).
@@ -63,30 +80,47 @@ def share_knowledge_base(
         raise kb_not_found()
     if kb.member_count >= MAX_READERS:
         raise _limit_reached()
+    now = clock()
+    if policy is not None:
+        count_share_attempt(policy.counters, owner_id, policy.limits, now)
     reader_id = resolve_identifier(profiles, identifier)
     if reader_id is None:
-        raise NotFound("No Memmy account has this user id, phone or email.", code="account_not_found")
+        raise _no_account()
     if reader_id == owner_id:
         raise InvalidInput("You cannot share a knowledge base with yourself.", code="cannot_share_with_self")
+    profile = profiles.get_profile(reader_id)
+    if profile is not None and owner_id in profile.blocked:
+        raise _no_account()
     grant = GrantRecord(
         user_id=reader_id,
         kb_id=kb_id,
         role="reader",
-        recall=True,
+        recall=profile.recall_new_shares if profile is not None else True,
         memos_kb_id=owner_grant.memos_kb_id,
         owner_id=owner_id,
-        granted_at=clock(),
+        granted_at=now,
+    )
+    daily = members_cap(owner_id, policy.limits, now) if policy is not None else None
+    activity = (
+        new_activity("shared", kb_id, owner_id, reader_id, now, policy.retention_days) if policy is not None else None
     )
     try:
-        kbs.put_reader_grant(grant, max_readers=MAX_READERS)
+        kbs.put_reader_grant(grant, max_readers=MAX_READERS, daily=daily, activity=activity)
     except AlreadyExists:
         raise Conflict("This account already has access.", code="already_member") from None
     except ItemMissing:
         raise kb_not_found() from None
-    except ConditionFailed:
+    except ConditionFailed as err:
+        if err.item == "blocked":
+            raise _no_account() from None
+        if err.item == "daily" and policy is not None:
+            raise members_refused(policy.limits, now) from None
         raise _limit_reached() from None
-    profile = profiles.get_profile(reader_id)
     return MemberView(grant=grant, display_name=profile.display_name if profile else reader_id)
+
+
+def _no_account() -> NotFound:
+    return NotFound("No Memmy account has this user id, phone or email.", code="account_not_found")
 
 
 def _limit_reached() -> Conflict:
@@ -108,11 +142,24 @@ def list_members(kbs: KnowledgeBaseStore, profiles: ProfileStore, owner_id: str,
     return members
 
 
-def remove_member(kbs: KnowledgeBaseStore, caller_id: str, kb_id: str, member_id: str) -> None:
-    """Revoke (the owner removes a reader) or leave (a reader removes themself)."""
+def remove_member(
+    kbs: KnowledgeBaseStore,
+    caller_id: str,
+    kb_id: str,
+    member_id: str,
+    *,
+    retention_days: int | None = None,
+    clock: Callable[[], datetime] = utc_now,
+) -> None:
+    """Revoke (the owner removes a reader) or leave (a reader removes themself); logged with the removal
+    when ``retention_days`` is given."""
     require_member_removal(kbs, caller_id, kb_id, member_id)
+    kind: ActivityKind = "left" if member_id == caller_id else "revoked"
+    activity = (
+        new_activity(kind, kb_id, caller_id, member_id, clock(), retention_days) if retention_days else None
+    )
     try:
-        kbs.delete_reader_grant(kb_id, member_id)
+        kbs.delete_reader_grant(kb_id, member_id, activity=activity)
     except ItemMissing:
         if member_id == caller_id:
             raise kb_not_found() from None

@@ -11,6 +11,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from memmy_kb.adapters.dynamodb.activity import activity_put, cap_update
 from memmy_kb.adapters.dynamodb.table import (
     DynamoTable,
     Item,
@@ -20,9 +21,10 @@ from memmy_kb.adapters.dynamodb.table import (
     intent_key,
     is_condition_failure,
     kb_key,
+    profile_key,
 )
 from memmy_kb.adapters.errors import AlreadyExists, ConditionFailed, ItemMissing
-from memmy_kb.records import GrantRecord, KnowledgeBaseRecord
+from memmy_kb.records import ActivityRecord, CountCap, GrantRecord, KnowledgeBaseRecord
 
 KB_INDEX = "KB"
 
@@ -108,11 +110,21 @@ class DynamoKnowledgeBaseStore:
             raise ItemMissing("grant", kb_id)
         return GrantRecord.model_validate(item)
 
-    def put_reader_grant(self, grant: GrantRecord, *, max_readers: int) -> None:
-        """Write a reader grant and count it on META, if the KB exists, is the owner's and has room.
+    def put_reader_grant(
+        self,
+        grant: GrantRecord,
+        *,
+        max_readers: int,
+        daily: CountCap | None = None,
+        activity: ActivityRecord | None = None,
+    ) -> None:
+        """Write a reader grant and count it on META, if the KB exists, is the owner's and has room, and
+        the reader has not blocked the owner; with ``daily``, count the new member there too, and with
+        ``activity``, log it, all in the one transaction.
 
-        Raises AlreadyExists("grant"), ItemMissing("kb") (deleted or changed hands) or
-        ConditionFailed("member_count") (full).
+        Raises AlreadyExists("grant"), ItemMissing("kb") (deleted or changed hands),
+        ConditionFailed("member_count") (full), ConditionFailed("blocked") (the reader blocks the owner)
+        or ConditionFailed("daily") (``daily`` is at its limit).
         """
         count = {
             "Update": {
@@ -133,23 +145,39 @@ class DynamoKnowledgeBaseStore:
                 ),
             }
         }
+        not_blocked = {
+            "ConditionCheck": {
+                "TableName": self._table.name,
+                "Key": dump(profile_key(grant.user_id)),
+                "ConditionExpression": "NOT contains(blocked, :owner)",
+                "ExpressionAttributeValues": {":owner": {"S": grant.owner_id}},
+            }
+        }
+        actions = [self._table.put_action(_grant_item(grant), "attribute_not_exists(PK)"), count, not_blocked]
+        if daily is not None:
+            actions.append(cap_update(self._table, daily))
+        if activity is not None:
+            actions.append(activity_put(self._table, activity))
         try:
-            self._table.transact(
-                [self._table.put_action(_grant_item(grant), "attribute_not_exists(PK)"), count]
-            )
+            self._table.transact(actions)
         except TransactionRefused as err:
             if 0 in err.failed:
                 raise AlreadyExists("grant", grant.user_id) from err
-            kb = self.get_kb(grant.kb_id)
-            if kb is None or kb.owner_id != grant.owner_id:
-                raise ItemMissing("kb", grant.kb_id) from err
-            raise ConditionFailed("member_count", str(max_readers)) from err
+            if 1 in err.failed:
+                kb = self.get_kb(grant.kb_id)
+                if kb is None or kb.owner_id != grant.owner_id:
+                    raise ItemMissing("kb", grant.kb_id) from err
+                raise ConditionFailed("member_count", str(max_readers)) from err
+            if 2 in err.failed:
+                raise ConditionFailed("blocked", grant.user_id) from err
+            raise ConditionFailed("daily", daily.name if daily else "") from err
 
-    def delete_reader_grant(self, kb_id: str, user_id: str) -> None:
-        """Delete a reader's grant and uncount it; ItemMissing("grant") when there is no such reader grant.
+    def delete_reader_grant(self, kb_id: str, user_id: str, *, activity: ActivityRecord | None = None) -> None:
+        """Delete a reader's grant and uncount it (logging ``activity`` with it); ItemMissing("grant") when
+        there is no such reader grant.
 
         The count never blocks a revoke: its update needs only META to exist, and when META is gone (the
-        KB was deleted) the grant is deleted on its own.
+        KB was deleted) the grant is deleted on its own, unlogged.
         """
         delete: dict[str, Any] = {
             "TableName": self._table.name,
@@ -167,7 +195,8 @@ class DynamoKnowledgeBaseStore:
             "ExpressionAttributeValues": dump({":one": 1, ":reader": {user_id}}),
         }
         try:
-            self._table.transact([{"Delete": delete}, {"Update": uncount}])
+            extra = [activity_put(self._table, activity)] if activity is not None else []
+            self._table.transact([{"Delete": delete}, {"Update": uncount}, *extra])
         except TransactionRefused as err:
             if 0 in err.failed:
                 raise ItemMissing("grant", user_id) from err

@@ -10,15 +10,19 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
+from botocore.exceptions import ClientError
+
 from memmy_kb.adapters.dynamodb.table import (
     Action,
     DynamoTable,
     TransactionRefused,
     dump,
+    is_condition_failure,
+    load,
     lookup_key,
     profile_key,
 )
-from memmy_kb.adapters.errors import ConditionFailed
+from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
 from memmy_kb.records import ProfileRecord
 
 IdentifierKind = Literal["email", "phone"]
@@ -47,6 +51,54 @@ class DynamoProfileStore:
         """The user id an email or phone lookup points at."""
         item = self._table.get(lookup_key(kind, value))
         return str(item["user_id"]) if item else None
+
+    def update_profile_settings(self, user_id: str, *, recall_new_shares: bool, now: datetime) -> ProfileRecord:
+        """Set the user's own settings; ItemMissing("profile") without a profile. Touching ``updated_at``
+        makes a ``PUT /me`` that read the profile before this fail its condition instead of undoing it."""
+        item = self._table.update(
+            profile_key(user_id),
+            "SET recall_new_shares = :recall, updated_at = :now",
+            "attribute_exists(PK) AND attribute_exists(display_name)",
+            {":recall": recall_new_shares, ":now": now},
+        )
+        if item is None:
+            raise ItemMissing("profile", user_id)
+        return ProfileRecord.model_validate(item)
+
+    def add_blocked(self, user_id: str, blocked_id: str, *, max_blocked: int, now: datetime) -> ProfileRecord:
+        """Add ``blocked_id`` to the user's blocked set (a no-op when already there); ItemMissing("profile")
+        without a profile, ConditionFailed("blocked") when the set already holds ``max_blocked`` others."""
+        try:
+            resp = self._table.client.update_item(
+                TableName=self._table.name,
+                Key=dump(profile_key(user_id)),
+                UpdateExpression="ADD blocked :who SET updated_at = :now",
+                ConditionExpression="attribute_exists(PK) AND attribute_exists(display_name) AND"
+                " (attribute_not_exists(blocked) OR size(blocked) < :cap OR contains(blocked, :id))",
+                ExpressionAttributeValues=dump(
+                    {":who": {blocked_id}, ":now": now, ":cap": max_blocked, ":id": blocked_id}
+                ),
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as err:
+            if not is_condition_failure(err):
+                raise
+            if self.get_profile(user_id) is None:
+                raise ItemMissing("profile", user_id) from err
+            raise ConditionFailed("blocked", str(max_blocked)) from err
+        return ProfileRecord.model_validate(load(resp["Attributes"]))
+
+    def remove_blocked(self, user_id: str, blocked_id: str, *, now: datetime) -> ProfileRecord:
+        """Remove ``blocked_id`` from the blocked set (a no-op when absent); ItemMissing("profile")."""
+        item = self._table.update(
+            profile_key(user_id),
+            "DELETE blocked :who SET updated_at = :now",
+            "attribute_exists(PK) AND attribute_exists(display_name)",
+            {":who": {blocked_id}, ":now": now},
+        )
+        if item is None:
+            raise ItemMissing("profile", user_id)
+        return ProfileRecord.model_validate(item)
 
     def put_profile_with_lookups(
         self, profile: ProfileRecord, previous: ProfileRecord | None, *, verified_at: int | None = None

@@ -75,6 +75,16 @@ def lookup_key(kind: str, value: str) -> Key:
     return {"PK": f"{kind.upper()}#{value}", "SK": "LOOKUP"}
 
 
+def activity_key(kb_id: str, at: datetime, activity_id: str) -> Key:
+    """One entry of a KB's activity log: a partition of its own, sorted by time (newest read first)."""
+    return {"PK": f"ACTIVITY#{kb_id}", "SK": f"{at.isoformat()}#{activity_id}"}
+
+
+def limit_key(name: str) -> Key:
+    """A rate-limit counter (``share#<owner>``, ``members#<owner>``)."""
+    return {"PK": f"LIMIT#{name}", "SK": "LIMIT"}
+
+
 def dump(item: Mapping[str, Any]) -> dict[str, Any]:
     """An item in DynamoDB's typed JSON; None values and empty sets (DynamoDB has none) are left out,
     datetimes stored as ISO 8601."""

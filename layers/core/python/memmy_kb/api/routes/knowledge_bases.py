@@ -9,7 +9,13 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 from aws_lambda_powertools.metrics import MetricUnit
 
-from memmy_kb.api.dependencies import get_cleanup_store, get_kb_store, get_memos_client, get_profile_store
+from memmy_kb.api.dependencies import (
+    get_activity_log,
+    get_cleanup_store,
+    get_kb_store,
+    get_memos_client,
+    get_profile_store,
+)
 from memmy_kb.api.idempotency import run_idempotently
 from memmy_kb.api.identity import caller_id, verified_claims
 from memmy_kb.api.models import (
@@ -22,6 +28,7 @@ from memmy_kb.api.models import (
 from memmy_kb.api.resolver import NOT_VISIBLE, READER, KbId, json_response, new_router, responses
 from memmy_kb.domain import knowledge_bases
 from memmy_kb.observability import metrics
+from memmy_kb.settings import get_settings
 
 creation = new_router()
 router = new_router()
@@ -103,7 +110,15 @@ def handle_rename_knowledge_base(
     kb_id: KbId, request: Annotated[RenameKnowledgeBaseRequest, Body()]
 ) -> KnowledgeBase:
     caller = caller_id(router.current_event.raw_event)
-    view = knowledge_bases.rename_knowledge_base(get_kb_store(), get_profile_store(), caller, kb_id, request.name)
+    view = knowledge_bases.rename_knowledge_base(
+        get_kb_store(),
+        get_profile_store(),
+        caller,
+        kb_id,
+        request.name,
+        log=get_activity_log(),
+        retention_days=get_settings().activity_retention_days,
+    )
     return KnowledgeBase.from_view(view)
 
 

@@ -8,11 +8,12 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from memmy_kb.api.dependencies import get_kb_store, get_profile_store
+from memmy_kb.api.dependencies import get_kb_store, get_profile_store, get_share_policy
 from memmy_kb.api.identity import caller_id
 from memmy_kb.api.models import Member, MemberList, ShareRequest
 from memmy_kb.api.resolver import NOT_VISIBLE, READER, KbId, UserId, json_response, new_router, responses
 from memmy_kb.domain import sharing
+from memmy_kb.settings import get_settings
 
 router = new_router()
 
@@ -39,11 +40,14 @@ def handle_list_members(kb_id: KbId) -> MemberList:
         READER,
         (HTTPStatus.NOT_FOUND, "No such knowledge base, or no account with this identifier"),
         (HTTPStatus.CONFLICT, "Already a member, or the member limit is reached"),
+        (HTTPStatus.TOO_MANY_REQUESTS, "Too many share attempts or new members; see Retry-After"),
     ),
 )
 def handle_share_knowledge_base(kb_id: KbId, request: Annotated[ShareRequest, Body()]) -> Response[str]:
     caller = caller_id(router.current_event.raw_event)
-    member = sharing.share_knowledge_base(get_kb_store(), get_profile_store(), caller, kb_id, request.identifier)
+    member = sharing.share_knowledge_base(
+        get_kb_store(), get_profile_store(), caller, kb_id, request.identifier, policy=get_share_policy()
+    )
     return json_response(HTTPStatus.CREATED, Member.from_view(member))
 
 
@@ -61,5 +65,7 @@ def handle_share_knowledge_base(kb_id: KbId, request: Annotated[ShareRequest, Bo
 )
 # No return annotation: Powertools would document it as a body schema of the 204, which has no body.
 def handle_remove_member(kb_id: KbId, user_id: UserId):  # type: ignore[no-untyped-def]
-    sharing.remove_member(get_kb_store(), caller_id(router.current_event.raw_event), kb_id, user_id)
+    caller = caller_id(router.current_event.raw_event)
+    retention = get_settings().activity_retention_days
+    sharing.remove_member(get_kb_store(), caller, kb_id, user_id, retention_days=retention)
     return Response(status_code=HTTPStatus.NO_CONTENT)

@@ -1,0 +1,66 @@
+"""The accounts the caller blocks: their shares answer as for no account, and the caller leaves their KBs."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body
+
+from memmy_kb.api.dependencies import get_kb_store, get_profile_store
+from memmy_kb.api.identity import caller_id
+from memmy_kb.api.models import BlockedList, BlockRequest
+from memmy_kb.api.resolver import UserId, new_router, responses
+from memmy_kb.domain import profiles
+from memmy_kb.settings import get_settings
+
+router = new_router()
+NO_PROFILE = (HTTPStatus.NOT_FOUND, "No profile yet: register it with PUT /me")
+
+
+@router.get(
+    "/me/blocked",
+    operation_id="list_blocked_me_blocked_get",
+    summary="List the accounts the caller blocks",
+    responses=responses(HTTPStatus.OK, "The blocked accounts", BlockedList, NO_PROFILE),
+)
+def handle_list_blocked() -> BlockedList:
+    return BlockedList.from_pairs(
+        profiles.list_blocked(get_profile_store(), caller_id(router.current_event.raw_event))
+    )
+
+
+@router.post(
+    "/me/blocked",
+    operation_id="block_me_blocked_post",
+    summary="Block an account: its shares are refused and the caller leaves its knowledge bases",
+    responses=responses(
+        HTTPStatus.NO_CONTENT,
+        "Blocked (also when no such account exists)",
+        None,
+        NO_PROFILE,
+        (HTTPStatus.CONFLICT, "The block list is full"),
+    ),
+)
+def handle_block(request: Annotated[BlockRequest, Body()]):  # type: ignore[no-untyped-def]
+    caller = caller_id(router.current_event.raw_event)
+    profiles.block(
+        get_kb_store(),
+        get_profile_store(),
+        caller,
+        request.user_id,
+        retention_days=get_settings().activity_retention_days,
+    )
+    return Response(status_code=HTTPStatus.NO_CONTENT)
+
+
+@router.delete(
+    "/me/blocked/<user_id>",
+    operation_id="unblock_me_blocked__user_id__delete",
+    summary="Lift a block",
+    responses=responses(HTTPStatus.NO_CONTENT, "Not blocked (any more)", None, NO_PROFILE),
+)
+def handle_unblock(user_id: UserId):  # type: ignore[no-untyped-def]
+    profiles.unblock(get_profile_store(), caller_id(router.current_event.raw_event), user_id)
+    return Response(status_code=HTTPStatus.NO_CONTENT)

@@ -1,0 +1,84 @@
+"""Abuse limits of sharing (SECURITY.md): identifier lookups per owner and new members per owner per day.
+
+Share attempts are counted in a sliding window, estimated from two fixed windows as
+``previous * (1 - elapsed fraction) + current`` (each window also holds at most ``limit`` on its own): one
+conditional UpdateItem per attempt, no read. New members per UTC day are a counter the share transaction
+itself bumps under a condition, so it costs no extra call either.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from memmy_kb.domain.ports import RateCounters
+from memmy_kb.errors import TooManyRequests
+from memmy_kb.records import CountCap
+
+
+@dataclass(frozen=True)
+class ShareLimits:
+    """The limits of ``memmy_kb.settings.Settings`` (share_attempt_*, new_members_per_day)."""
+
+    attempts: int = 100
+    window_seconds: int = 3600
+    members_per_day: int = 100
+
+
+def retry_after(previous: int, current: int, limit: int, elapsed: float) -> float:
+    """Windows (a fraction: 1.0 is one window) until one more attempt fits: ``elapsed`` is the fraction of the
+    current window gone, ``current`` counts the refused attempt if it was counted."""
+    if current + 1 <= limit and previous > 0:
+        fits_at = 1 - (limit - 1 - current) / previous  # fraction of this window at which it fits
+        if fits_at <= 1:
+            return max(fits_at - elapsed, 0.0)
+    later = max(1 - (limit - 1) / current, 0.0) if current else 0.0
+    return (1 - elapsed) + later
+
+
+def count_share_attempt(counters: RateCounters, owner_id: str, limits: ShareLimits, now: datetime) -> None:
+    """Count one identifier lookup by ``owner_id``; TooManyRequests (429) past the limit."""
+    seconds = limits.window_seconds
+    epoch = now.timestamp()
+    window = int(epoch // seconds)
+    elapsed = (epoch - window * seconds) / seconds
+    counts = counters.count_in_window(
+        f"share#{owner_id}", window, cap=limits.attempts, expires_at=(window + 2) * seconds
+    )
+    if counts is not None:
+        current, previous = counts
+        if previous * (1 - elapsed) + current <= limits.attempts:
+            return
+    else:
+        current, previous = limits.attempts, 0
+    wait = retry_after(previous, current, limits.attempts, elapsed) * seconds
+    raise TooManyRequests(
+        f"Too many share attempts: at most {limits.attempts} every {_duration(seconds)}. Try again later.",
+        retry_after=max(1, math.ceil(wait)),
+    )
+
+
+def members_cap(owner_id: str, limits: ShareLimits, now: datetime) -> CountCap:
+    """The counter of new members ``owner_id`` adds on ``now``'s UTC day."""
+    day = now.date().isoformat()
+    return CountCap(
+        name=f"members#{owner_id}#{day}", limit=limits.members_per_day, expires_at=int(now.timestamp()) + 2 * 86400
+    )
+
+
+def members_refused(limits: ShareLimits, now: datetime) -> TooManyRequests:
+    midnight = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), tzinfo=now.tzinfo)
+    return TooManyRequests(
+        f"You can add at most {limits.members_per_day} new members a day. Try again tomorrow.",
+        retry_after=max(1, math.ceil((midnight - now).total_seconds())),
+    )
+
+
+def _duration(seconds: int) -> str:
+    if seconds % 3600 == 0:
+        hours = seconds // 3600
+        return "hour" if hours == 1 else f"{hours} hours"
+    if seconds % 60 == 0:
+        return f"{seconds // 60} minutes"
+    return f"{seconds} seconds"
