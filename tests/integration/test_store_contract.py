@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from memmy_kb.adapters.dynamodb.activity import DynamoActivityLog, DynamoRateCounters
 from memmy_kb.adapters.dynamodb.table import (
     dump,
     epoch_key,
@@ -27,8 +28,17 @@ from memmy_kb.adapters.dynamodb.table import (
     upload_key,
 )
 from memmy_kb.adapters.errors import AlreadyExists, ConditionFailed, ItemMissing, StoreError
-from memmy_kb.domain.ports import ContentStore, IdentifierKind, KnowledgeBaseStore, ProfileStore
+from memmy_kb.domain.ports import (
+    ActivityLog,
+    ContentStore,
+    IdentifierKind,
+    KnowledgeBaseStore,
+    ProfileStore,
+    RateCounters,
+)
 from memmy_kb.records import (
+    ActivityRecord,
+    CountCap,
     FileRecord,
     FolderRecord,
     GrantRecord,
@@ -66,12 +76,21 @@ class Backend:
     profiles: ProfileStore
     seed: Callable[..., None]
     seed_lookup: Callable[[IdentifierKind, str, str, int | None], None]
+    activity: ActivityLog
+    counters: RateCounters
 
 
 def _fake_backend() -> Backend:
     stores = fake_stores()
     return Backend(
-        "fake", stores.kbs, stores.contents, stores.profiles, stores.table.seed, stores.table.seed_lookup
+        "fake",
+        stores.kbs,
+        stores.contents,
+        stores.profiles,
+        stores.table.seed,
+        stores.table.seed_lookup,
+        stores.activity,
+        stores.counters,
     )
 
 
@@ -110,7 +129,16 @@ def _dynamo_backend(stores: Stores) -> Backend:
     def seed_lookup(kind: IdentifierKind, value: str, user_id: str, verified_at: int | None = None) -> None:
         put({**lookup_key(kind, value), "type": "lookup", "user_id": user_id, "verified_at": verified_at})
 
-    return Backend("dynamodb", stores.kbs, stores.contents, stores.profiles, seed, seed_lookup)
+    return Backend(
+        "dynamodb",
+        stores.kbs,
+        stores.contents,
+        stores.profiles,
+        seed,
+        seed_lookup,
+        DynamoActivityLog(table),
+        DynamoRateCounters(table),
+    )
 
 
 @pytest.fixture(params=["fake", "dynamodb"])
@@ -1051,3 +1079,150 @@ def test_given_the_holder_resaves_with_an_older_token_when_a_verification_betwee
 
     assert bob.phone is None
     assert backend.profiles.get_lookup_user("phone", PHONE) == "alice"
+
+
+# == Trust: settings, blocks, the share's extra conditions, the activity log, rate counters ==========
+
+
+def test_given_a_profile_when_its_settings_change_then_they_and_updated_at_are_stored(backend: Backend) -> None:
+    backend.seed(profile_record("bob"))
+
+    changed = backend.profiles.update_profile_settings("bob", recall_new_shares=False, now=at(2))
+
+    assert (changed.recall_new_shares, changed.updated_at) == (False, at(2))
+    assert backend.profiles.get_profile("bob") == changed
+
+
+def test_given_no_profile_when_settings_or_blocks_change_then_item_missing_profile_and_none_created(
+    backend: Backend,
+) -> None:
+    assert refused(ItemMissing, lambda: backend.profiles.update_profile_settings("bob", recall_new_shares=False, now=T0)) == "profile"
+    assert refused(ItemMissing, lambda: backend.profiles.add_blocked("bob", "x", max_blocked=5, now=T0)) == "profile"
+    assert refused(ItemMissing, lambda: backend.profiles.remove_blocked("bob", "x", now=T0)) == "profile"
+    assert backend.profiles.get_profile("bob") is None
+
+
+def test_given_a_profile_when_blocking_and_unblocking_then_the_set_changes_and_repeats_are_no_ops(
+    backend: Backend,
+) -> None:
+    backend.seed(profile_record("bob"))
+
+    backend.profiles.add_blocked("bob", "alice", max_blocked=2, now=at(1))
+    again = backend.profiles.add_blocked("bob", "alice", max_blocked=2, now=at(2))
+    assert (again.blocked, again.updated_at) == (frozenset({"alice"}), at(2))
+    backend.profiles.add_blocked("bob", "carol", max_blocked=2, now=at(3))
+    # Full: a new one is refused, one already there is not.
+    assert refused(ConditionFailed, lambda: backend.profiles.add_blocked("bob", "dave", max_blocked=2, now=at(4))) == "blocked"
+    assert backend.profiles.add_blocked("bob", "carol", max_blocked=2, now=at(4)).blocked == {"alice", "carol"}
+    backend.profiles.remove_blocked("bob", "alice", now=at(5))
+    removed = backend.profiles.remove_blocked("bob", "alice", now=at(6))
+    assert removed.blocked == frozenset({"carol"})
+    assert backend.profiles.get_profile("bob") == removed
+
+
+def test_given_settings_and_blocks_when_the_profile_is_put_again_then_they_are_stored_as_given(
+    backend: Backend,
+) -> None:
+    first = profile_record("bob").model_copy(update={"recall_new_shares": False, "blocked": frozenset({"alice"})})
+    backend.profiles.put_profile_with_lookups(first, None)
+    assert backend.profiles.get_profile("bob") == first
+
+
+def test_given_the_reader_blocks_the_owner_when_a_grant_is_put_then_condition_failed_blocked_and_nothing_written(
+    backend: Backend, kb: KnowledgeBaseRecord
+) -> None:
+    backend.seed(profile_record("bob").model_copy(update={"blocked": frozenset({"alice"})}))
+
+    assert refused(ConditionFailed, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5)) == "blocked"
+
+    assert backend.kbs.get_grant("bob", "kb_1") is None
+    assert stored_kb(backend).member_count == 0
+
+
+def test_given_a_reader_blocking_someone_else_when_a_grant_is_put_then_it_is_stored(
+    backend: Backend, kb: KnowledgeBaseRecord
+) -> None:
+    backend.seed(profile_record("bob").model_copy(update={"blocked": frozenset({"mallory"})}))
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5)
+    assert backend.kbs.get_grant("bob", "kb_1") is not None
+
+
+def test_given_a_daily_cap_when_grants_are_put_then_the_one_past_it_is_condition_failed_daily(
+    backend: Backend, kb: KnowledgeBaseRecord
+) -> None:
+    cap = CountCap(name="members#alice#2026-01-01", limit=1, expires_at=1_900_000_000)
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, daily=cap)
+
+    assert refused(ConditionFailed, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5, daily=cap)) == "daily"
+
+    assert backend.kbs.get_grant("carol", "kb_1") is None
+    assert stored_kb(backend).member_count == 1
+    other_day = cap.model_copy(update={"name": "members#alice#2026-01-02"})
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5, daily=other_day)
+
+
+def entry(kind: str, subject: str, minute: int, *, kb_id: str = "kb_1", days: int = 180) -> ActivityRecord:
+    return ActivityRecord(
+        kb_id=kb_id,
+        activity_id=f"ac_{minute:04d}",
+        kind=kind,  # type: ignore[arg-type]
+        actor_id="alice",
+        subject=subject,
+        at=at(minute),
+        expires_at=int(at(minute).timestamp()) + days * 86400,
+    )
+
+
+def test_given_activity_with_a_share_and_a_revoke_when_written_then_both_are_logged(
+    backend: Backend, kb: KnowledgeBaseRecord
+) -> None:
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, activity=entry("shared", "bob", 1))
+    backend.kbs.delete_reader_grant("kb_1", "bob", activity=entry("revoked", "bob", 2))
+
+    items, cursor = backend.activity.query_activity("kb_1", limit=10, cursor=None, now=0)
+    assert [(e.kind, e.subject) for e in items] == [("revoked", "bob"), ("shared", "bob")]
+    assert cursor is None
+
+
+def test_given_a_refused_share_when_it_carried_activity_then_nothing_is_logged(
+    backend: Backend, kb: KnowledgeBaseRecord
+) -> None:
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5)
+    with pytest.raises(AlreadyExists):
+        backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, activity=entry("shared", "bob", 1))
+    assert backend.activity.query_activity("kb_1", limit=10, cursor=None, now=0) == ([], None)
+
+
+def test_given_entries_of_two_kbs_when_paged_then_newest_first_each_once_expired_and_foreign_left_out(
+    backend: Backend,
+) -> None:
+    for minute in range(5):
+        backend.activity.put_activity(entry("uploaded", f"fi_{minute}", minute))
+    backend.activity.put_activity(entry("uploaded", "other", 9, kb_id="kb_2"))
+    backend.activity.put_activity(entry("uploaded", "expired", 7, days=0))
+    now = int(at(8).timestamp())
+
+    first, cursor = backend.activity.query_activity("kb_1", limit=2, cursor=None, now=now)
+    second, cursor2 = backend.activity.query_activity("kb_1", limit=2, cursor=cursor, now=now)
+    third, cursor3 = backend.activity.query_activity("kb_1", limit=2, cursor=cursor2, now=now)
+
+    assert [e.subject for e in first + second + third] == ["fi_4", "fi_3", "fi_2", "fi_1", "fi_0"]
+    assert cursor3 is None
+    assert first[0] == entry("uploaded", "fi_4", 4)
+    # A cursor of another KB (or garbage) reads as the start.
+    foreign, _ = backend.activity.query_activity("kb_2", limit=1, cursor=None, now=now)
+    assert backend.activity.query_activity("kb_2", limit=5, cursor=cursor, now=now)[0] == foreign
+    assert backend.activity.query_activity("kb_1", limit=1, cursor="!!not-a-cursor", now=now)[0][0].subject == "fi_4"
+
+
+def test_given_a_counter_when_counted_then_this_and_the_previous_window_come_back_and_the_cap_holds(
+    backend: Backend,
+) -> None:
+    assert backend.counters.count_in_window("share#alice", 10, cap=2, expires_at=1) == (1, 0)
+    assert backend.counters.count_in_window("share#alice", 10, cap=2, expires_at=1) == (2, 0)
+    assert backend.counters.count_in_window("share#alice", 10, cap=2, expires_at=1) is None
+    assert backend.counters.count_in_window("share#alice", 11, cap=2, expires_at=1) == (1, 2)
+    assert backend.counters.count_in_window("share#bob", 11, cap=2, expires_at=1) == (1, 0)
+    # Two windows on, window 10 is gone.
+    assert backend.counters.count_in_window("share#alice", 12, cap=2, expires_at=1) == (1, 1)
+    assert backend.counters.count_in_window("share#alice", 11, cap=5, expires_at=1) == (2, 0)

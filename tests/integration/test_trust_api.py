@@ -1,0 +1,210 @@
+"""Sharing you can trust (issue 12) through the real handlers: /me settings, blocks, owner.contact, the
+share limits over HTTP (429 with Retry-After) and the activity log."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+import pytest
+
+from memmy_kb.settings import get_settings
+from tests.support.events import claims_for
+
+ALICE_PHONE = "+8613800138000"
+BOB_PHONE = "+8613900139000"
+
+
+def register(service, user, name, **claims):
+    assert service.call("PUT", "/me", claims=claims_for(user, name=name, **claims)).status == HTTPStatus.OK
+
+
+@pytest.fixture
+def people(service):
+    register(service, "alice", "Alice", phone=ALICE_PHONE)
+    register(service, "bob", "Bob", phone=BOB_PHONE, email="bob@example.com")
+    register(service, "carol", "Carol", email="carol@example.com")
+    return service
+
+
+def create(service, user="alice", name="产品资料"):
+    reply = service.call("POST", "/knowledge-bases", user, body={"name": name})
+    assert reply.status == HTTPStatus.CREATED
+    return reply.body["id"]
+
+
+def share(service, kb_id, identifier, user="alice"):
+    return service.call("POST", f"/knowledge-bases/{kb_id}/members", user, body={"identifier": identifier})
+
+
+def limits(monkeypatch, **env):
+    for key, value in env.items():
+        monkeypatch.setenv(key, str(value))
+    get_settings.cache_clear()
+
+
+# -- /me ------------------------------------------------------------------------------------------
+
+
+def test_me_reads_and_changes_the_recall_of_new_shares(people):
+    assert people.call("GET", "/me", "bob").body["recall_new_shares"] is True
+    first = create(people)
+    assert share(people, first, "bob").body["role"] == "reader"
+    reply = people.call("PATCH", "/me", "bob", body={"recall_new_shares": False})
+    assert (reply.status, reply.body["recall_new_shares"]) == (HTTPStatus.OK, False)
+    assert people.call("GET", "/me", "bob").body == {
+        "user_id": "bob",
+        "display_name": "Bob",
+        "email": "bob@example.com",
+        "phone": BOB_PHONE,
+        "recall_new_shares": False,
+    }
+    second = create(people, name="新的")
+    share(people, second, "bob")
+    listed = {k["id"]: k["recall"] for k in people.call("GET", "/knowledge-bases", "bob").body["items"]}
+    assert listed == {first: True, second: False}
+    # A later PUT /me keeps the setting.
+    register(people, "bob", "Bobby", phone=BOB_PHONE)
+    assert people.call("GET", "/me", "bob").body["recall_new_shares"] is False
+
+
+def test_me_before_registering_is_404_and_a_non_boolean_setting_is_422(people):
+    assert people.call("GET", "/me", "nobody").body["error"]["code"] == "profile_not_found"
+    reply = people.call("PATCH", "/me", "nobody", body={"recall_new_shares": False})
+    assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.NOT_FOUND, "profile_not_found")
+    reply = people.call("PATCH", "/me", "bob", body={"recall_new_shares": "false"})
+    assert reply.status == HTTPStatus.UNPROCESSABLE_ENTITY
+
+
+# -- blocks ---------------------------------------------------------------------------------------
+
+
+def test_blocking_an_owner_removes_the_reader_and_their_later_shares_look_like_no_account(people):
+    kb_id = create(people)
+    carols = create(people, "carol", "卡萝的")
+    assert share(people, kb_id, "bob").status == HTTPStatus.CREATED
+    assert share(people, carols, "bob", user="carol").status == HTTPStatus.CREATED
+    assert people.call("POST", "/me/blocked", "bob", body={"user_id": "alice"}).status == HTTPStatus.NO_CONTENT
+    assert [k["id"] for k in people.call("GET", "/knowledge-bases", "bob").body["items"]] == [carols]
+    assert people.call("GET", f"/knowledge-bases/{kb_id}", "bob").status == HTTPStatus.NOT_FOUND
+    assert people.call("GET", "/me/blocked", "bob").body == {
+        "items": [{"user_id": "alice", "display_name": "Alice"}]
+    }
+    nobody = share(people, kb_id, "+8613700137000")
+    for identifier in ("bob", BOB_PHONE, "bob@example.com"):
+        blocked = share(people, kb_id, identifier)
+        assert (blocked.status, blocked.body) == (nobody.status, nobody.body)
+    assert people.call("DELETE", "/me/blocked/alice", "bob").status == HTTPStatus.NO_CONTENT
+    assert people.call("GET", "/me/blocked", "bob").body == {"items": []}
+    assert share(people, kb_id, "bob").status == HTTPStatus.CREATED
+
+
+def test_blocking_oneself_is_422_and_an_unknown_id_is_accepted(people):
+    reply = people.call("POST", "/me/blocked", "bob", body={"user_id": "bob"})
+    assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.UNPROCESSABLE_ENTITY, "cannot_block_self")
+    assert people.call("POST", "/me/blocked", "bob", body={"user_id": "ghost"}).status == HTTPStatus.NO_CONTENT
+    assert people.call("GET", "/me/blocked", "bob").body == {"items": [{"user_id": "ghost", "display_name": None}]}
+
+
+# -- who shared this ------------------------------------------------------------------------------
+
+
+def test_shared_with_me_shows_the_owners_masked_verified_contact(people):
+    alices, carols = create(people), create(people, "carol", "卡萝的")
+    share(people, alices, "bob")
+    share(people, carols, "bob", user="carol")
+    owners = {k["id"]: k["owner"] for k in people.call("GET", "/knowledge-bases", "bob").body["items"]}
+    assert owners == {
+        alices: {"user_id": "alice", "display_name": "Alice", "contact": "138****8000"},
+        carols: {"user_id": "carol", "display_name": "Carol", "contact": "c***@example.com"},
+    }
+    assert ALICE_PHONE not in str(people.call("GET", "/knowledge-bases", "bob").body)
+
+
+# -- limits ---------------------------------------------------------------------------------------
+
+
+def test_share_attempts_past_the_limit_are_429_with_retry_after(people, monkeypatch):
+    limits(monkeypatch, SHARE_ATTEMPT_LIMIT=3)
+    kb_id = create(people)
+    assert share(people, kb_id, "nobody@example.com").status == HTTPStatus.NOT_FOUND
+    assert share(people, kb_id, "+8613700137000").status == HTTPStatus.NOT_FOUND
+    assert share(people, kb_id, "bob").status == HTTPStatus.CREATED
+    reply = share(people, kb_id, "carol")
+    assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.TOO_MANY_REQUESTS, "rate_limited")
+    retry_after = int(reply.headers["Retry-After"])
+    assert 0 < retry_after <= 2 * 3600
+    assert reply.body["error"]["details"] == {"retry_after_seconds": retry_after}
+    assert "at most 3" in reply.body["error"]["message"]
+    # Another owner is not affected.
+    carols = create(people, "carol", "卡萝的")
+    assert share(people, carols, "bob", user="carol").status == HTTPStatus.CREATED
+
+
+def test_new_members_past_the_daily_limit_are_429_until_midnight(people, monkeypatch):
+    limits(monkeypatch, NEW_MEMBERS_PER_DAY=1)
+    kb_id = create(people)
+    assert share(people, kb_id, "bob").status == HTTPStatus.CREATED
+    reply = share(people, kb_id, "carol")
+    assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.TOO_MANY_REQUESTS, "rate_limited")
+    assert 0 < int(reply.headers["Retry-After"]) <= 86400
+    assert [m["user_id"] for m in people.call("GET", f"/knowledge-bases/{kb_id}/members").body["items"]] == [
+        "alice",
+        "bob",
+    ]
+
+
+def test_the_share_route_has_its_own_throttle_in_the_template(service):
+    route_settings = service.template["Resources"]["HttpApi"]["Properties"]["RouteSettings"]
+    share_route = route_settings["POST /knowledge-bases/{kb_id}/members"]
+    default = service.template["Resources"]["HttpApi"]["Properties"]["DefaultRouteSettings"]
+    assert share_route["ThrottlingRateLimit"] < default["ThrottlingRateLimit"]
+    assert share_route["ThrottlingBurstLimit"] < default["ThrottlingBurstLimit"]
+
+
+# -- activity -------------------------------------------------------------------------------------
+
+
+def test_the_activity_log_lists_shares_revokes_leaves_and_renames_newest_first(people):
+    kb_id = create(people)
+    share(people, kb_id, "bob")
+    share(people, kb_id, "carol")
+    assert people.call("DELETE", f"/knowledge-bases/{kb_id}/members/bob").status == HTTPStatus.NO_CONTENT
+    assert people.call("DELETE", f"/knowledge-bases/{kb_id}/members/carol", "carol").status == HTTPStatus.NO_CONTENT
+    assert people.call("PATCH", f"/knowledge-bases/{kb_id}", body={"name": "改名"}).status == HTTPStatus.OK
+    reply = people.call("GET", f"/knowledge-bases/{kb_id}/activity")
+    assert reply.status == HTTPStatus.OK
+    assert [(e["kind"], e["actor_id"], e["subject"]) for e in reply.body["items"]] == [
+        ("renamed", "alice", "改名"),
+        ("left", "carol", "carol"),
+        ("revoked", "alice", "bob"),
+        ("shared", "alice", "carol"),
+        ("shared", "alice", "bob"),
+    ]
+    times = [e["at"] for e in reply.body["items"]]
+    assert times == sorted(times, reverse=True)
+    page = people.call("GET", f"/knowledge-bases/{kb_id}/activity", query={"limit": "2"}).body
+    assert len(page["items"]) == 2
+    assert page["next_cursor"]
+    rest = people.call(
+        "GET", f"/knowledge-bases/{kb_id}/activity", query={"limit": "10", "cursor": page["next_cursor"]}
+    ).body
+    assert [e["id"] for e in page["items"] + rest["items"]] == [e["id"] for e in reply.body["items"]]
+    assert rest["next_cursor"] is None
+
+
+def test_the_activity_log_is_the_owners_only(people):
+    kb_id = create(people)
+    share(people, kb_id, "bob")
+    reader = people.call("GET", f"/knowledge-bases/{kb_id}/activity", "bob")
+    assert (reader.status, reader.body["error"]["code"]) == (HTTPStatus.FORBIDDEN, "owner_only")
+    stranger = people.call("GET", f"/knowledge-bases/{kb_id}/activity", "carol")
+    absent = people.call("GET", "/knowledge-bases/kb_000000000000000000000000/activity", "carol")
+    assert (stranger.status, stranger.body) == (absent.status, absent.body)
+
+
+def test_a_block_shows_in_the_owners_log_as_a_leave(people):
+    kb_id = create(people)
+    share(people, kb_id, "bob")
+    people.call("POST", "/me/blocked", "bob", body={"user_id": "alice"})
+    kinds = [(e["kind"], e["actor_id"]) for e in people.call("GET", f"/knowledge-bases/{kb_id}/activity").body["items"]]
+    assert kinds == [("left", "bob"), ("shared", "alice")]
