@@ -1226,3 +1226,20 @@ def test_given_a_counter_when_counted_then_this_and_the_previous_window_come_bac
     # Two windows on, window 10 is gone.
     assert backend.counters.count_in_window("share#alice", 12, cap=2, expires_at=1) == (1, 1)
     assert backend.counters.count_in_window("share#alice", 11, cap=5, expires_at=1) == (2, 0)
+
+
+def test_given_a_cap_on_owned_kbs_when_creating_then_counted_and_the_one_past_it_is_condition_failed(
+    backend: Backend,
+) -> None:
+    assert backend.kbs.count_owned("alice") == 0
+    first, second = kb_record("kb_1", owner_id="alice"), kb_record("kb_2", owner_id="alice")
+    backend.kbs.put_kb_with_owner_grant(first, owner_grant_for(first), max_owned=1)
+    assert backend.kbs.count_owned("alice") == 1
+
+    assert refused(ConditionFailed, lambda: backend.kbs.put_kb_with_owner_grant(second, owner_grant_for(second), max_owned=1)) == "kb_count"
+
+    assert backend.kbs.get_kb("kb_2") is None
+    assert backend.kbs.count_owned("alice") == 1
+    # Without a cap nothing is counted (the seed's behaviour).
+    backend.kbs.put_kb_with_owner_grant(second, owner_grant_for(second))
+    assert backend.kbs.count_owned("alice") == 1

@@ -185,14 +185,26 @@ class FakeKnowledgeBaseStore:
     def __init__(self, table: FakeTable | None = None) -> None:
         self.table = table if table is not None else FakeTable()
 
-    def put_kb_with_owner_grant(self, kb: KnowledgeBaseRecord, owner_grant: GrantRecord) -> None:
+    def put_kb_with_owner_grant(
+        self, kb: KnowledgeBaseRecord, owner_grant: GrantRecord, *, max_owned: int | None = None
+    ) -> None:
         t = self.table
         txn = _Transaction()
         txn.add(("KB", kb.kb_id), kb.kb_id not in t.kbs, lambda: t.seed(kb))
         grant_key = (owner_grant.user_id, owner_grant.kb_id)
         txn.add(("USER", *grant_key), grant_key not in t.grants, lambda: t.seed(owner_grant))
-        if txn.run():
+        txn.add(("INTENT", kb.kb_id), True)
+        if max_owned is not None:
+            cap = CountCap(name=f"kbs#{kb.owner_id}", limit=max_owned, expires_at=0)
+            txn.add(("LIMIT", cap.name), t.under_cap(cap), t.count(cap))
+        failed = txn.run()
+        if 3 in failed:
+            raise ConditionFailed("kb_count", str(max_owned))
+        if failed:
             raise AlreadyExists("kb", kb.kb_id)
+
+    def count_owned(self, owner_id: str) -> int:
+        return self.table.counters.get(f"kbs#{owner_id}", {}).get("n", 0)
 
     def get_kb(self, kb_id: str) -> KnowledgeBaseRecord | None:
         kb = self.table.kbs.get(kb_id)

@@ -125,7 +125,9 @@ def test_given_the_id_is_taken_when_creating_then_409_and_the_memos_kb_is_delete
 
 
 class BrokenKnowledgeBaseStore(FakeKnowledgeBaseStore):
-    def put_kb_with_owner_grant(self, kb: KnowledgeBaseRecord, owner_grant: GrantRecord) -> None:
+    def put_kb_with_owner_grant(
+        self, kb: KnowledgeBaseRecord, owner_grant: GrantRecord, *, max_owned: int | None = None
+    ) -> None:
         raise RuntimeError("DynamoDB is down")
 
 
@@ -319,3 +321,38 @@ def test_given_a_grant_whose_kb_is_gone_when_listing_then_it_is_left_out(stores:
 
 def test_given_a_new_user_when_listing_then_the_list_is_empty(shared: FakeStores) -> None:
     assert kbs_logic.list_knowledge_bases(shared.kbs, shared.profiles, "carol") == []
+
+
+def test_given_the_owner_holds_the_most_kbs_allowed_when_creating_then_409_before_memos_is_asked(
+    stores: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    ids = iter(["kb_a", "kb_b", "kb_c"])
+    make = lambda: kbs_logic.create_knowledge_base(  # noqa: E731
+        stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x", new_id=lambda: next(ids), max_owned=2
+    )
+    make()
+    make()
+    with pytest.raises(Conflict) as refused:
+        make()
+    assert (refused.value.code, "at most 2" in refused.value.message) == ("kb_limit_reached", True)
+    assert len(memos.knowledge_bases) == 2
+    assert stores.kbs.count_owned("alice") == 2
+    assert stores.kbs.count_owned("bob") == 0
+
+
+def test_given_a_concurrent_create_filled_the_cap_when_the_transaction_runs_then_409_and_the_memos_kb_goes(
+    stores: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    stores.table.counters["kbs#alice"] = {"n": 1}
+
+    class StaleCount(FakeKnowledgeBaseStore):
+        def count_owned(self, owner_id: str) -> int:
+            return 0
+
+    with pytest.raises(Conflict) as refused:
+        kbs_logic.create_knowledge_base(
+            StaleCount(stores.table), stores.profiles, memos, owner=claims("alice"), name="x", max_owned=1
+        )
+    assert refused.value.code == "kb_limit_reached"
+    assert memos.knowledge_bases == {}
+    assert len(memos.deleted_knowledge_bases) == 1

@@ -35,6 +35,8 @@ class Settings:
     new_members_per_day: int = 100
     # How long a KB's activity log keeps an entry (DynamoDB TTL).
     activity_retention_days: int = 180
+    # Capacity: KBs one user may own (the MemOS plan caps the whole account: 10, 30 or 100).
+    max_kbs_per_user: int = 100
 
 
 @cache
@@ -59,6 +61,7 @@ def get_settings() -> Settings:
         share_attempt_window_seconds=int(_positive(env, "SHARE_ATTEMPT_WINDOW_SECONDS", 3600)),
         new_members_per_day=int(_positive(env, "NEW_MEMBERS_PER_DAY", 100)),
         activity_retention_days=int(_positive(env, "ACTIVITY_RETENTION_DAYS", 180)),
+        max_kbs_per_user=int(_positive(env, "MAX_KBS_PER_USER", 100)),
     )
 
 

@@ -11,7 +11,8 @@ from typing import Literal
 
 # The item families of the table, as the errors name them.
 Item = Literal[
-    "kb", "grant", "member_count", "folder", "folders", "file", "upload", "profile", "cleanup", "blocked", "daily"
+    "kb", "grant", "member_count", "folder", "folders", "file", "upload", "profile", "cleanup", "blocked", "daily",
+    "kb_count",
 ]
 
 

@@ -10,7 +10,7 @@ from typing import Protocol
 
 from aws_lambda_powertools import Logger
 
-from memmy_kb.adapters.errors import AlreadyExists, ItemMissing
+from memmy_kb.adapters.errors import AlreadyExists, ConditionFailed, ItemMissing
 from memmy_kb.adapters.memos.errors import MemosError, MemosQuotaExceeded
 from memmy_kb.domain.access import require_access, require_owner
 from memmy_kb.domain.activity import DEFAULT_RETENTION_DAYS, new_activity
@@ -64,6 +64,7 @@ def create_knowledge_base(
     clock: Callable[[], datetime] = utc_now,
     new_id: Callable[[], str] = new_kb_id,
     intents: CreateIntents | None = None,
+    max_owned: int | None = None,
 ) -> KnowledgeBaseView:
     """Create the MemOS KB, then record META and the owner's grant (recall on) in one transaction.
 
@@ -72,6 +73,10 @@ def create_knowledge_base(
     item is written first and removed by that transaction (or at once when MemOS certainly created
     nothing): one left behind is a create whose outcome nobody learned, which the reconciler reports.
     """
+    # Refused before MemOS is asked (its KBs are the scarce resource); the transaction holds the cap
+    # again against concurrent creates.
+    if max_owned is not None and kbs.count_owned(owner.user_id) >= max_owned:
+        raise _owned_limit(max_owned)
     kb_id = new_id()
     started = clock()
     if intents is not None:
@@ -111,7 +116,10 @@ def create_knowledge_base(
         granted_at=now,
     )
     try:
-        kbs.put_kb_with_owner_grant(kb, grant)
+        kbs.put_kb_with_owner_grant(kb, grant, max_owned=max_owned)
+    except ConditionFailed as err:
+        _discard_memos_kb(memos, memos_kb_id)
+        raise _owned_limit(max_owned or 0) from err
     except AlreadyExists as err:
         _discard_memos_kb(memos, memos_kb_id)
         raise Conflict("A knowledge base with this id already exists.") from err
@@ -119,6 +127,10 @@ def create_knowledge_base(
         _discard_memos_kb(memos, memos_kb_id)
         raise
     return _view(kb, grant, profiles.get_profile(owner.user_id))
+
+
+def _owned_limit(limit: int) -> Conflict:
+    return Conflict(f"You can own at most {limit} knowledge bases; delete one first.", code="kb_limit_reached")
 
 
 def _discard_memos_kb(memos: KnowledgeEngine, memos_kb_id: str) -> None:

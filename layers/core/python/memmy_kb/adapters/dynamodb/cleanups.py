@@ -28,6 +28,8 @@ from memmy_kb.adapters.dynamodb.table import (
     grant_key,
     intent_key,
     kb_key,
+    limit_key,
+    owned_counter,
 )
 from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
 from memmy_kb.records import CleanupPart, CleanupRecord, FileRecord, FolderRecord, KnowledgeBaseRecord
@@ -88,6 +90,16 @@ class DynamoCleanupStore:
             _delete(self._table, grant_key(kb.owner_id, kb.kb_id)),
             *(_delete(self._table, grant_key(user_id, kb.kb_id)) for user_id in reader_ids),
             self._table.put_action(_cleanup_item(cleanup), "attribute_not_exists(PK)"),
+            # The owner's count of KBs, taken down by one (an absent counter, from before counts were
+            # kept, becomes 0; a count that missed older KBs can go below 0, which only leaves more room).
+            {
+                "Update": {
+                    "TableName": self._table.name,
+                    "Key": dump(limit_key(owned_counter(kb.owner_id))),
+                    "UpdateExpression": "SET n = if_not_exists(n, :one) - :one",
+                    "ExpressionAttributeValues": dump({":one": 1}),
+                }
+            },
         ]
         try:
             self._table.transact(actions)

@@ -21,6 +21,8 @@ from memmy_kb.adapters.dynamodb.table import (
     intent_key,
     is_condition_failure,
     kb_key,
+    limit_key,
+    owned_counter,
     profile_key,
 )
 from memmy_kb.adapters.errors import AlreadyExists, ConditionFailed, ItemMissing
@@ -50,19 +52,40 @@ class DynamoKnowledgeBaseStore:
     def __init__(self, table: DynamoTable) -> None:
         self._table = table
 
-    def put_kb_with_owner_grant(self, kb: KnowledgeBaseRecord, owner_grant: GrantRecord) -> None:
+    def put_kb_with_owner_grant(
+        self, kb: KnowledgeBaseRecord, owner_grant: GrantRecord, *, max_owned: int | None = None
+    ) -> None:
         """Write META and the owner's grant together, or neither, and clear the create's intent item;
-        AlreadyExists("kb") on an id clash."""
-        try:
-            self._table.transact(
-                [
-                    self._table.put_action(_kb_item(kb), "attribute_not_exists(PK)"),
-                    self._table.put_action(_grant_item(owner_grant), "attribute_not_exists(PK)"),
-                    {"Delete": {"TableName": self._table.name, "Key": dump(intent_key(kb.kb_id))}},
-                ]
+        AlreadyExists("kb") on an id clash. With ``max_owned``, the owner's count of KBs is bumped in the
+        same transaction, ConditionFailed("kb_count") when it already holds that many."""
+        actions = [
+            self._table.put_action(_kb_item(kb), "attribute_not_exists(PK)"),
+            self._table.put_action(_grant_item(owner_grant), "attribute_not_exists(PK)"),
+            {"Delete": {"TableName": self._table.name, "Key": dump(intent_key(kb.kb_id))}},
+        ]
+        if max_owned is not None:
+            actions.append(
+                {
+                    "Update": {
+                        "TableName": self._table.name,
+                        "Key": dump(limit_key(owned_counter(kb.owner_id))),
+                        "UpdateExpression": "ADD n :one",
+                        "ConditionExpression": "attribute_not_exists(n) OR n < :cap",
+                        "ExpressionAttributeValues": dump({":one": 1, ":cap": max_owned}),
+                    }
+                }
             )
+        try:
+            self._table.transact(actions)
         except TransactionRefused as err:
+            if 3 in err.failed:
+                raise ConditionFailed("kb_count", str(max_owned)) from err
             raise AlreadyExists("kb", kb.kb_id) from err
+
+    def count_owned(self, owner_id: str) -> int:
+        """How many KBs ``owner_id`` owns, by the counter creates and deletes keep (0 before any)."""
+        item = self._table.get(limit_key(owned_counter(owner_id)))
+        return int(item.get("n", 0)) if item else 0
 
     def get_kb(self, kb_id: str) -> KnowledgeBaseRecord | None:
         item = self._table.get(kb_key(kb_id))

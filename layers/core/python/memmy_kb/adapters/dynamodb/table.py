@@ -85,6 +85,11 @@ def limit_key(name: str) -> Key:
     return {"PK": f"LIMIT#{name}", "SK": "LIMIT"}
 
 
+def owned_counter(owner_id: str) -> str:
+    """The name of the counter of KBs ``owner_id`` owns (``LIMIT#kbs#<owner>``): creates add, deletes take."""
+    return f"kbs#{owner_id}"
+
+
 def dump(item: Mapping[str, Any]) -> dict[str, Any]:
     """An item in DynamoDB's typed JSON; None values and empty sets (DynamoDB has none) are left out,
     datetimes stored as ISO 8601."""

@@ -27,6 +27,7 @@ from memmy_kb.api.models import (
 )
 from memmy_kb.api.resolver import NOT_VISIBLE, READER, KbId, json_response, new_router, responses
 from memmy_kb.domain import knowledge_bases
+from memmy_kb.errors import DomainError
 from memmy_kb.observability import metrics
 from memmy_kb.settings import get_settings
 
@@ -42,8 +43,8 @@ router = new_router()
         HTTPStatus.CREATED,
         "The new knowledge base",
         KnowledgeBase,
-        (HTTPStatus.CONFLICT, "A request with this Idempotency-Key is in progress"),
-        (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS is unavailable"),
+        (HTTPStatus.CONFLICT, "A request with this Idempotency-Key is in progress, or the caller owns the most KBs allowed"),
+        (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS is unavailable, or its plan holds no more KBs"),
     ),
 )
 def handle_create_knowledge_base(
@@ -53,14 +54,21 @@ def handle_create_knowledge_base(
     owner = verified_claims(creation.current_event.raw_event)
 
     def create() -> dict[str, Any]:
-        view = knowledge_bases.create_knowledge_base(
-            get_kb_store(),
-            get_profile_store(),
-            get_memos_client(),
-            owner=owner,
-            name=request.name,
-            intents=get_cleanup_store(),
-        )
+        try:
+            view = knowledge_bases.create_knowledge_base(
+                get_kb_store(),
+                get_profile_store(),
+                get_memos_client(),
+                owner=owner,
+                name=request.name,
+                intents=get_cleanup_store(),
+                max_owned=get_settings().max_kbs_per_user,
+            )
+        except DomainError as refused:
+            if refused.code == "memos_quota_exhausted":
+                # The MemOS plan is full for the whole service: alarmed, an operator must act (README).
+                metrics.add_metric(name="MemosQuotaExhausted", unit=MetricUnit.Count, value=1)
+            raise
         metrics.add_metric(name="KnowledgeBaseCreated", unit=MetricUnit.Count, value=1)
         return KnowledgeBase.from_view(view).model_dump(mode="json")
 
