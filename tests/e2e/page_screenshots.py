@@ -52,22 +52,25 @@ def main(out: Path) -> int:
     try:
         phone = f"139{random.randrange(10**8):08d}"
         suffix = uuid.uuid4().hex[:6]
-        owner = start_user(stack, work / "owner", f"pm-{suffix}", name="产品经理")
+        owner_claims = {"name": "产品经理", "email": "pm@example.com"}
+        owner = start_user(stack, work / "owner", f"pm-{suffix}", **owner_claims)
         users.append(owner)
         reader = start_user(stack, work / "reader", f"sales-{suffix}", name="销售小王", phone=f"+86{phone}")
         users.append(reader)
         with httpx.Client(base_url=stack.api_url, timeout=30) as api:
             token = stack.token(reader.user_id, name="销售小王", phone=f"+86{phone}")
             api.put("/me", headers={"Authorization": f"Bearer {token}"}).raise_for_status()
-        seed(stack.api_url, stack.token(owner.user_id, name="产品经理"), phone)
+        seed(stack.api_url, stack.token(owner.user_id, **owner_claims), phone)
         written = []
         with chromium() as browser:
             for lang in LANGS:
                 for size, width in WIDTHS.items():
 
-                    def shot(page: object, screen: str, lang: str = lang, size: str = size) -> None:
+                    def shot(
+                        page: object, screen: str, lang: str = lang, size: str = size, full: bool = True
+                    ) -> None:
                         path = out / f"{screen}-{lang}-{size}.png"
-                        page.screenshot(path=str(path), full_page=True)  # type: ignore[attr-defined]
+                        page.screenshot(path=str(path), full_page=full)  # type: ignore[attr-defined]
                         written.append(path)
 
                     page = new_page(browser, owner, lang=lang, width=width, height=800)
@@ -79,7 +82,7 @@ def main(out: Path) -> int:
                     shot(page, "knowledge-base")
                     page.locator("#share").click()
                     page.locator("#dialog .members li[data-member]").wait_for()
-                    shot(page, "sharing")
+                    shot(page, "sharing", full=False)  # a modal dialog: the window as seen
                     page.keyboard.press("Escape")
                     page.locator("#question").fill(QUESTION)
                     page.locator("#ask-form button[type=submit]").click()

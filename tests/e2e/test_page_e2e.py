@@ -51,7 +51,13 @@ def people(
 ) -> Iterator[tuple[PageUser, PageUser, str]]:
     suffix = uuid.uuid4().hex[:8]
     phone = f"139{random.randrange(10**8):08d}"
-    owner = start_user(local_stack, tmp_path_factory.mktemp("owner"), f"pm-{suffix}", name="产品经理")
+    owner = start_user(
+        local_stack,
+        tmp_path_factory.mktemp("owner"),
+        f"pm-{suffix}",
+        name="产品经理",
+        email=f"pm-{suffix}@example.com",
+    )
     try:
         reader = start_user(
             local_stack,
