@@ -75,7 +75,7 @@ def idempotency_key(value: str | None) -> str | None:
 
 
 def asset(name: str) -> bytes:
-    return resources.files(__package__).joinpath("page", name).read_bytes()
+    return resources.files(__package__).joinpath("static", name).read_bytes()
 
 
 @dataclass
