@@ -10,6 +10,7 @@ its reason, and requests without the session, without the CSRF token or from a f
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 from collections.abc import Iterator
@@ -361,4 +362,46 @@ def test_keyboard_only_and_no_layout_break_from_360_to_1920_px(browser, people):
         page.set_viewport_size({"width": width, "height": 900})
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"{overflow} px wider than a {width} px window"
+    page.context.close()
+
+
+REFUSALS = [
+    (404, "account_not_found", "No account has this user ID, phone or email"),
+    (400, "cannot_share_with_self", "That is you"),
+    (409, "already_member", "They already have access."),
+    (409, "member_limit_reached", "as many members as it can have"),
+    (429, "rate_limited", "Too many attempts"),
+]
+
+
+def refusing(status: int, body: str) -> Any:
+    def handler(route: Any) -> None:
+        if route.request.method == "POST":
+            route.fulfill(status=status, body=body, content_type="application/json")
+        else:
+            route.continue_()
+
+    return handler
+
+
+def test_each_sharing_refusal_reads_as_a_sentence(browser, people):
+    """The cloud's refusals, as it words its codes, each shown as a sentence (the real cloud answers the
+    first and third in the seed story; here every one is played back to the page)."""
+    from playwright.sync_api import expect
+
+    owner, _, _ = people
+    page = new_page(browser, owner)
+    page.get_by_role("button", name="New knowledge base").click()
+    page.get_by_role("textbox", name="Name").fill("拒绝")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="拒绝", exact=True)).to_be_visible()
+    page.get_by_role("button", name="Share").click()
+    for status, code, sentence in REFUSALS:
+        body = json.dumps({"error": {"code": code, "message": code}})
+
+        page.route("**/api/knowledge-bases/*/members", refusing(status, body))
+        page.get_by_role("textbox", name="User ID, phone or email").fill("someone")
+        page.get_by_role("button", name="Add").click()
+        expect(page.locator("#dialog-error")).to_contain_text(sentence)
+        page.unroute("**/api/knowledge-bases/*/members")
     page.context.close()
