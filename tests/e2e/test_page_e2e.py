@@ -385,8 +385,8 @@ def refusing(status: int, body: str) -> Any:
 
 
 def test_each_sharing_refusal_reads_as_a_sentence(browser, people):
-    """The cloud's refusals, as it words its codes, each shown as a sentence (the real cloud answers the
-    first and third in the seed story; here every one is played back to the page)."""
+    """The cloud's refusals, by the codes it sends, each shown as a sentence (the seed story meets the real
+    cloud's ``already_member``; here each one is played back to the page)."""
     from playwright.sync_api import expect
 
     owner, _, _ = people
@@ -398,7 +398,6 @@ def test_each_sharing_refusal_reads_as_a_sentence(browser, people):
     page.get_by_role("button", name="Share").click()
     for status, code, sentence in REFUSALS:
         body = json.dumps({"error": {"code": code, "message": code}})
-
         page.route("**/api/knowledge-bases/*/members", refusing(status, body))
         page.get_by_role("textbox", name="User ID, phone or email").fill("someone")
         page.get_by_role("button", name="Add").click()
