@@ -208,3 +208,22 @@ def test_a_block_shows_in_the_owners_log_as_a_leave(people):
     people.call("POST", "/me/blocked", "bob", body={"user_id": "alice"})
     kinds = [(e["kind"], e["actor_id"]) for e in people.call("GET", f"/knowledge-bases/{kb_id}/activity").body["items"]]
     assert kinds == [("left", "bob"), ("shared", "alice")]
+
+
+def test_uploads_and_file_and_folder_deletions_are_logged(people):
+    from tests.support.docgen import make_md
+    from tests.support.uploads import drain_ingest, get_upload, upload
+
+    kb_id = create(people)
+    upload_id = upload(people, kb_id, "产品介绍.md", make_md([("MemOS", "记忆操作系统。")]))
+    assert drain_ingest(people).failed == []
+    file_id = get_upload(people, kb_id, upload_id).file_id
+    folder = people.call("POST", f"/knowledge-bases/{kb_id}/folders", body={"name": "资料"}).body["id"]
+    assert people.call("DELETE", f"/knowledge-bases/{kb_id}/files/{file_id}").status == HTTPStatus.ACCEPTED
+    assert people.call("DELETE", f"/knowledge-bases/{kb_id}/folders/{folder}").status == HTTPStatus.ACCEPTED
+    entries = people.call("GET", f"/knowledge-bases/{kb_id}/activity").body["items"]
+    assert [(e["kind"], e["actor_id"], e["subject"]) for e in entries] == [
+        ("folder_deleted", "alice", folder),
+        ("file_deleted", "alice", file_id),
+        ("uploaded", "alice", file_id),
+    ]

@@ -17,7 +17,7 @@ UploadState = Literal["pending", "submitting", "submitted", "rejected", "expired
 CleanupTarget = Literal["kb", "folder", "files"]
 CleanupState = Literal["pending", "failed"]
 ActivityKind = Literal[
-    "shared", "revoked", "left", "renamed", "uploaded", "file_deleted", "folder_deleted", "kb_deleted"
+    "shared", "revoked", "left", "renamed", "uploaded", "file_deleted", "folder_deleted"
 ]
 
 

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.access import require_owner
-from memmy_kb.domain.ports import ActivityLog, GrantReader
+from memmy_kb.domain.ports import ActivityLog, ContentStore, GrantReader
 from memmy_kb.records import ActivityKind, ActivityRecord
 
 logger = Logger(child=True)
@@ -67,3 +67,13 @@ def list_activity(
         kb_id, limit=max(1, min(limit, MAX_PAGE)), cursor=cursor, now=int(now.timestamp())
     )
     return ActivityPage(items=items, next_cursor=next_cursor)
+
+
+def record_upload(
+    contents: ContentStore, log: ActivityLog, kb_id: str, upload_id: str, *, now: datetime, retention_days: int
+) -> None:
+    """Log a file the ingest just recorded: its uploader and file id, read from the upload."""
+    upload = contents.get_upload(kb_id, upload_id)
+    if upload is None or upload.file_id is None:
+        return
+    record(log, new_activity("uploaded", kb_id, upload.owner_id, upload.file_id, now, retention_days))

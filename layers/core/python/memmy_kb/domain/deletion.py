@@ -25,9 +25,18 @@ from aws_lambda_powertools import Logger
 
 from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
 from memmy_kb.domain.access import require_owner
-from memmy_kb.domain.ports import CleanupExecutions, CleanupStore, ContentStore, KnowledgeBaseStore
+from memmy_kb.domain.activity import DEFAULT_RETENTION_DAYS, new_activity
+from memmy_kb.domain.ports import (
+    ActivityLog,
+    CleanupExecutions,
+    CleanupStore,
+    ContentStore,
+    KnowledgeBaseStore,
+)
 from memmy_kb.errors import Conflict, file_not_found, folder_not_found, kb_not_found
 from memmy_kb.records import (
+    ActivityKind,
+    ActivityRecord,
     CleanupPart,
     CleanupRecord,
     CleanupTarget,
@@ -62,6 +71,15 @@ class Deleter:
     executions: CleanupExecutions
     clock: Callable[[], datetime] = utc_now
     new_id: Callable[[], str] = new_cleanup_id
+    # Where file and folder deletions are logged (a deleted KB's log goes with it: nobody can read it).
+    log: ActivityLog | None = None
+    retention_days: int = DEFAULT_RETENTION_DAYS
+
+    def _entry(self, kind: ActivityKind, kb_id: str, caller: str, subject: str) -> ActivityRecord | None:
+        """The activity entry a deletion writes in its own transaction (None: not logged)."""
+        if self.log is None:
+            return None
+        return new_activity(kind, kb_id, caller, subject, self.clock(), self.retention_days)
 
     def _cleanup(self, target: CleanupTarget, kb_id: str, memos_kb_id: str, owner_id: str, **extra: object) -> CleanupRecord:
         now = self.clock()
@@ -111,7 +129,8 @@ class Deleter:
             memos_file_ids=[file.memos_file_id], upload_ids=[file.upload_id],
         )
         try:
-            self.cleanups.delete_file_with_outbox(file, caller, cleanup)
+            entry = self._entry("file_deleted", kb_id, caller, file_id)
+            self.cleanups.delete_file_with_outbox(file, caller, cleanup, activity=entry)
         except ItemMissing as err:
             raise (kb_not_found() if err.item == "kb" else file_not_found()) from None
         logger.info("file deleted", extra={"kb_id": kb_id, "file_id": file_id, "cleanup_id": cleanup.cleanup_id})
@@ -126,7 +145,8 @@ class Deleter:
             raise folder_not_found()
         cleanup = self._cleanup("folder", kb_id, grant.memos_kb_id, caller, folder_id=folder_id)
         try:
-            self.cleanups.delete_folder_with_outbox(folder, caller, cleanup)
+            entry = self._entry("folder_deleted", kb_id, caller, folder_id)
+            self.cleanups.delete_folder_with_outbox(folder, caller, cleanup, activity=entry)
         except ItemMissing as err:
             raise (kb_not_found() if err.item == "kb" else folder_not_found()) from None
         logger.info("folder deleted", extra={"kb_id": kb_id, "folder_id": folder_id, "cleanup_id": cleanup.cleanup_id})

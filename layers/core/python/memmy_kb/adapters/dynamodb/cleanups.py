@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Final
 
+from memmy_kb.adapters.dynamodb.activity import activity_put
 from memmy_kb.adapters.dynamodb.table import (
     Action,
     DynamoTable,
@@ -32,7 +33,14 @@ from memmy_kb.adapters.dynamodb.table import (
     owned_counter,
 )
 from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
-from memmy_kb.records import CleanupPart, CleanupRecord, FileRecord, FolderRecord, KnowledgeBaseRecord
+from memmy_kb.records import (
+    ActivityRecord,
+    CleanupPart,
+    CleanupRecord,
+    FileRecord,
+    FolderRecord,
+    KnowledgeBaseRecord,
+)
 
 INTENT_QUEUE: Final = "INTENT#create"
 _BATCH_WRITE_LIMIT: Final = 25
@@ -106,8 +114,11 @@ class DynamoCleanupStore:
         except TransactionRefused as err:
             raise ConditionFailed("kb", kb.kb_id) from err
 
-    def delete_file_with_outbox(self, file: FileRecord, owner_id: str, cleanup: CleanupRecord) -> None:
-        """The FILE item gone and the outbox item written, while the KB is still ``owner_id``'s.
+    def delete_file_with_outbox(
+        self, file: FileRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord | None = None
+    ) -> None:
+        """The FILE item gone and the outbox item written (and ``activity`` logged), while the KB is still
+        ``owner_id``'s.
 
         Raises ItemMissing("file") when the file is already gone, ItemMissing("kb") when the KB is.
         """
@@ -121,13 +132,18 @@ class DynamoCleanupStore:
             self._table.owner_check(file.kb_id, owner_id),
             self._table.put_action(_cleanup_item(cleanup), "attribute_not_exists(PK)"),
         ]
+        if activity is not None:
+            actions.append(activity_put(self._table, activity))
         try:
             self._table.transact(actions)
         except TransactionRefused as err:
             raise ItemMissing("kb" if 1 in err.failed else "file", file.file_id) from err
 
-    def delete_folder_with_outbox(self, folder: FolderRecord, owner_id: str, cleanup: CleanupRecord) -> None:
-        """The folder item gone (so its subtree is unreachable) and the outbox item written.
+    def delete_folder_with_outbox(
+        self, folder: FolderRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord | None = None
+    ) -> None:
+        """The folder item gone (so its subtree is unreachable) and the outbox item written (and
+        ``activity`` logged).
 
         Raises ItemMissing("folder") or ItemMissing("kb").
         """
@@ -136,6 +152,8 @@ class DynamoCleanupStore:
             self._table.owner_check(folder.kb_id, owner_id),
             self._table.put_action(_cleanup_item(cleanup), "attribute_not_exists(PK)"),
         ]
+        if activity is not None:
+            actions.append(activity_put(self._table, activity))
         try:
             self._table.transact(actions)
         except TransactionRefused as err:

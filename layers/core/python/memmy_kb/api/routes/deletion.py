@@ -8,6 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memmy_kb.api.dependencies import (
+    get_activity_log,
     get_cleanup_executions,
     get_cleanup_store,
     get_content_store,
@@ -18,13 +19,21 @@ from memmy_kb.api.models import CleanupAccepted
 from memmy_kb.api.resolver import NOT_VISIBLE, READER, ItemId, KbId, json_response, new_router, responses
 from memmy_kb.domain.deletion import Deleter
 from memmy_kb.observability import metrics
+from memmy_kb.settings import get_settings
 
 router = new_router()
 _ACCEPTED = "Deleted in Memmy; MemOS and storage are cleaned up in the background"
 
 
 def _deleter() -> Deleter:
-    return Deleter(get_kb_store(), get_content_store(), get_cleanup_store(), get_cleanup_executions())
+    return Deleter(
+        get_kb_store(),
+        get_content_store(),
+        get_cleanup_store(),
+        get_cleanup_executions(),
+        log=get_activity_log(),
+        retention_days=get_settings().activity_retention_days,
+    )
 
 
 def _accepted(cleanup_id: str, what: str) -> Response[str]:
