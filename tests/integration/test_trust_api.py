@@ -227,3 +227,31 @@ def test_uploads_and_file_and_folder_deletions_are_logged(people):
         ("file_deleted", "alice", file_id),
         ("uploaded", "alice", file_id),
     ]
+
+
+def test_the_share_and_the_kb_list_cost_a_fixed_few_calls(people):
+    # Round trips counted, not timed: the limits add one conditional UpdateItem to a share, and the
+    # block check, the day's counter and the activity entry ride in its one transaction.
+    from tests.support.iam import record_aws_calls
+
+    kb_id = create(people)
+
+    def calls_of(action):
+        with record_aws_calls() as calls:
+            action()
+        return [f"{service}:{operation}" for service, operation, _ in calls]
+
+    get = "dynamodb:GetItem"
+    assert calls_of(lambda: share(people, kb_id, BOB_PHONE)) == [
+        get,  # the owner's grant
+        get,  # META (a full KB is refused before any lookup)
+        "dynamodb:UpdateItem",  # the attempt counter
+        get,  # the phone's lookup
+        get,  # the reader's profile: recall of new shares, blocks, display name
+        "dynamodb:TransactWriteItems",  # grant, count, block check, day counter, activity entry
+    ]
+    assert calls_of(lambda: people.call("GET", "/knowledge-bases", "bob")) == [
+        "dynamodb:Query",  # bob's grants
+        "dynamodb:BatchGetItem",  # their META items
+        "dynamodb:BatchGetItem",  # the owners' profiles: names and masked contacts
+    ]
