@@ -52,7 +52,7 @@ def test_create_and_list_over_http_maps_to_one_memos_kb(local_stack: RunningStac
     assert (kb["name"], kb["role"], kb["owner"]) == (
         "产品资料",
         "owner",
-        {"user_id": user, "display_name": "Alice"},
+        {"user_id": user, "display_name": "Alice", "contact": None},  # no verified phone or email
     )
     assert invalid.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
     assert invalid.json()["error"]["code"] == "validation_error"
