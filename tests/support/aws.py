@@ -173,6 +173,9 @@ class _Stack:
     clients: dict[str, Any] = field(repr=False)  # boto3 clients on moto, built once: for the resets
 
 
+_NO_EXECUTIONS: Any = {"stepfunctions": {"execute_state_machine": False}, "lambda": {"use_docker": False}}
+
+
 def _physical(template: dict[str, Any], refs: dict[str, str], resource_type: str) -> list[str]:
     return [
         refs[logical_id]
@@ -193,7 +196,10 @@ def _moto_stack(_memos_emulator_server: MemosEmulator) -> Iterator[_Stack]:
     template = load_template()
     with pytest.MonkeyPatch.context() as mp:
         _set_aws_env(mp)
-        with mock_aws():
+        # Step Functions executions stay canned here (the tests run the cleanup task themselves): said
+        # explicitly, because an in-process moto server started by another test module in this worker
+        # may have switched execution on in moto's process-wide config.
+        with mock_aws(config=_NO_EXECUTIONS):
             resources = provision(
                 template,
                 endpoint_url=None,

@@ -207,6 +207,9 @@ class LocalStack:
             _restore_environment,
             _set_environment({"MOTO_PORT": str(moto_port), "AWS_ENDPOINT_URL": self._moto_url}),
         )
+        # moto's config is process-wide and outlives the server: put it back as it was on stop, so that
+        # code using moto in-process later (tests) does not inherit Step Functions execution.
+        undo.callback(_restore_moto_config, _moto_config_snapshot())
         _configure_moto(self._moto_url)
         _forget_containers()
         undo.callback(_forget_containers)
@@ -414,6 +417,21 @@ def _forget_containers() -> None:
 
 
 # ------------------------------------------------------------------------------------------- moto
+
+
+def _moto_config_snapshot() -> dict[str, Any]:
+    import copy
+
+    from moto.core.config import default_user_config
+
+    return copy.deepcopy(dict(default_user_config))
+
+
+def _restore_moto_config(snapshot: dict[str, Any]) -> None:
+    from moto.core.config import default_user_config
+
+    default_user_config.clear()
+    default_user_config.update(snapshot)  # type: ignore[typeddict-item]
 
 
 def _configure_moto(moto_url: str) -> None:
