@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from memmy_kb.adapters.dynamodb.activity import activity_put
 from memmy_kb.adapters.dynamodb.table import (
@@ -122,22 +122,13 @@ class DynamoCleanupStore:
 
         Raises ItemMissing("file") when the file is already gone, ItemMissing("kb") when the KB is.
         """
-        actions = [
-            _delete(
-                self._table,
-                file_key(file.kb_id, file.file_id),
-                "attribute_exists(PK) AND memos_file_id = :memos",
-                ExpressionAttributeValues={":memos": {"S": file.memos_file_id}},
-            ),
-            self._table.owner_check(file.kb_id, owner_id),
-            self._table.put_action(_cleanup_item(cleanup), "attribute_not_exists(PK)"),
-        ]
-        if activity is not None:
-            actions.append(activity_put(self._table, activity))
-        try:
-            self._table.transact(actions)
-        except TransactionRefused as err:
-            raise ItemMissing("kb" if 1 in err.failed else "file", file.file_id) from err
+        delete = _delete(
+            self._table,
+            file_key(file.kb_id, file.file_id),
+            "attribute_exists(PK) AND memos_file_id = :memos",
+            ExpressionAttributeValues={":memos": {"S": file.memos_file_id}},
+        )
+        self._delete_visible_with_outbox(delete, "file", file.file_id, file.kb_id, owner_id, cleanup, activity)
 
     def delete_folder_with_outbox(
         self, folder: FolderRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord | None = None
@@ -147,9 +138,26 @@ class DynamoCleanupStore:
 
         Raises ItemMissing("folder") or ItemMissing("kb").
         """
+        delete = _delete(self._table, folder_key(folder.kb_id, folder.folder_id), "attribute_exists(PK)")
+        self._delete_visible_with_outbox(
+            delete, "folder", folder.folder_id, folder.kb_id, owner_id, cleanup, activity
+        )
+
+    def _delete_visible_with_outbox(
+        self,
+        delete: Action,
+        item: Literal["file", "folder"],
+        item_id: str,
+        kb_id: str,
+        owner_id: str,
+        cleanup: CleanupRecord,
+        activity: ActivityRecord | None,
+    ) -> None:
+        """``delete`` with a check that the KB is still ``owner_id``'s, the outbox item and ``activity``, in
+        one transaction; ItemMissing(``item``) when the item is gone, ItemMissing("kb") when the KB is."""
         actions = [
-            _delete(self._table, folder_key(folder.kb_id, folder.folder_id), "attribute_exists(PK)"),
-            self._table.owner_check(folder.kb_id, owner_id),
+            delete,
+            self._table.owner_check(kb_id, owner_id),
             self._table.put_action(_cleanup_item(cleanup), "attribute_not_exists(PK)"),
         ]
         if activity is not None:
@@ -157,7 +165,7 @@ class DynamoCleanupStore:
         try:
             self._table.transact(actions)
         except TransactionRefused as err:
-            raise ItemMissing("kb" if 1 in err.failed else "folder", folder.folder_id) from err
+            raise ItemMissing("kb" if 1 in err.failed else item, item_id) from err
 
     # -- sweeping a deleted folder's subtree -------------------------------------------------------
 
