@@ -8,7 +8,7 @@ as the port it serves, so the type checker proves that the adapter implements it
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
@@ -38,13 +38,18 @@ from memmy_kb.domain.sharing import SharePolicy
 from memmy_kb.settings import get_settings
 
 
-@cache
-def dynamodb_client() -> Any:
+def _aws_client(service: Literal["dynamodb", "stepfunctions", "sqs"]) -> Any:
+    """A low-level client with short timeouts and standard retries (DynamoDB, Step Functions, SQS)."""
     import boto3
     from botocore.config import Config
 
     config = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard", "max_attempts": 3})
-    return boto3.client("dynamodb", config=config)
+    return boto3.client(service, config=config)
+
+
+@cache
+def dynamodb_client() -> Any:
+    return _aws_client("dynamodb")
 
 
 @cache
@@ -95,25 +100,17 @@ def get_cleanup_store() -> CleanupStore:
 
 @cache
 def get_cleanup_executions() -> CleanupExecutions:
-    import boto3
-    from botocore.config import Config
-
     from memmy_kb.adapters.stepfunctions import CleanupStateMachine
 
-    config = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard", "max_attempts": 3})
-    return CleanupStateMachine(get_settings().cleanup_state_machine_arn, boto3.client("stepfunctions", config=config))
+    return CleanupStateMachine(get_settings().cleanup_state_machine_arn, _aws_client("stepfunctions"))
 
 
 @cache
 def get_upload_requeue() -> UploadRequeue:
-    import boto3
-    from botocore.config import Config
-
     from memmy_kb.adapters.sqs import UploadQueue
 
     settings = get_settings()
-    config = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard", "max_attempts": 3})
-    return UploadQueue(settings.upload_queue_url, settings.upload_bucket, boto3.client("sqs", config=config))
+    return UploadQueue(settings.upload_queue_url, settings.upload_bucket, _aws_client("sqs"))
 
 
 @cache

@@ -148,6 +148,8 @@ class Reconciler:
         fresh = self.contents.get_upload(upload.kb_id, upload.upload_id)
         if fresh is None or fresh.state != "submitting" or fresh.attempt_id is None:
             return
+        # The ingest's own transitions (record, take_back, release, reject), fenced by the upload's
+        # attempt; the config only matters for submitting, which the reconciler never does.
         ingestion = Ingestion(
             self.kbs, self.contents, self.objects, self.memos, fresh,
             IngestConfig(inline_max_bytes=0, get_url_ttl_seconds=1), clock=self.clock,
