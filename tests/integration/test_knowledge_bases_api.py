@@ -162,8 +162,8 @@ def test_put_me_records_verified_claims_in_normal_form(service):
         "recall_new_shares": True,
     }
     repo = service.stores
-    assert repo.profiles.get_lookup_user("phone", "+8613800138000") == "alice"
-    assert repo.profiles.get_lookup_user("email", "alice@example.com") == "alice"
+    assert repo.profiles.get_lookup_claimants("phone", "+8613800138000") == {"alice"}
+    assert repo.profiles.get_lookup_claimants("email", "alice@example.com") == {"alice"}
 
 
 def test_unverified_claims_are_ignored(service):
@@ -183,17 +183,17 @@ def test_a_changed_phone_moves_the_lookup(service):
     put_me(service, "alice", name="Alice", phone="+8613800138000")
     put_me(service, "alice", name="Alice", phone="+8613900139000")
     repo = service.stores
-    assert repo.profiles.get_lookup_user("phone", "+8613800138000") is None
-    assert repo.profiles.get_lookup_user("phone", "+8613900139000") == "alice"
+    assert repo.profiles.get_lookup_claimants("phone", "+8613800138000") == set()
+    assert repo.profiles.get_lookup_claimants("phone", "+8613900139000") == {"alice"}
 
 
-def test_a_phone_verified_by_another_account_moves_to_it(service):
+def test_a_phone_verified_by_another_account_is_claimed_by_both(service):
     put_me(service, "alice", name="Alice", phone="+8613800138000", iat=1_800_000_000)
     reply = put_me(service, "bob", name="Bob", phone="13800138000", iat=1_800_000_100)
     assert reply.body["phone"] == "+8613800138000"
     repo = service.stores
-    assert repo.profiles.get_lookup_user("phone", "+8613800138000") == "bob"
-    assert repo.profiles.get_profile("alice").phone is None
+    assert repo.profiles.get_lookup_claimants("phone", "+8613800138000") == {"alice", "bob"}
+    assert repo.profiles.get_profile("alice").phone == "+8613800138000"
 
 
 def test_owner_name_comes_from_the_profile(service):
@@ -207,19 +207,16 @@ def test_owner_name_comes_from_the_profile(service):
     )
 
 
-def test_an_identifier_taken_over_is_not_taken_back_by_an_older_token(service):
+def test_an_identifier_is_contested_whichever_token_is_older_until_one_account_drops_it(service):
     put_me(service, "alice", name="Alice", email="shared@example.com", iat=1_800_000_000)
     put_me(service, "bob", name="Bob", email="shared@example.com", iat=1_800_000_100)  # verified later
     again = put_me(service, "alice", name="Alice", email="shared@example.com", iat=1_800_000_000)
     repo = service.stores
-    assert again.body["email"] is None
-    assert repo.profiles.get_lookup_user("email", "shared@example.com") == "bob"
-    assert repo.profiles.get_profile("alice").email is None
-    assert repo.profiles.get_profile("bob").email == "shared@example.com"
-    # A fresh verification by alice is the latest one, and wins.
-    fresh = put_me(service, "alice", name="Alice", email="shared@example.com", iat=1_800_000_200)
-    assert fresh.body["email"] == "shared@example.com"
-    assert repo.profiles.get_lookup_user("email", "shared@example.com") == "alice"
+    assert again.body["email"] == "shared@example.com"
+    assert repo.profiles.get_lookup_claimants("email", "shared@example.com") == {"alice", "bob"}
+    # bob's next login no longer verifies it: alice holds it alone again.
+    put_me(service, "bob", name="Bob", iat=1_800_000_200)
+    assert repo.profiles.get_lookup_claimants("email", "shared@example.com") == {"alice"}
     assert repo.profiles.get_profile("bob").email is None
 
 
@@ -230,27 +227,17 @@ def test_put_me_repairs_a_missing_lookup(service):
         TableName=repo.table.name, Key={"PK": {"S": "PHONE#+8613800138000"}, "SK": {"S": "LOOKUP"}}
     )
     put_me(service, "alice", name="Alice", phone="+8613800138000")
-    assert repo.profiles.get_lookup_user("phone", "+8613800138000") == "alice"
+    assert repo.profiles.get_lookup_claimants("phone", "+8613800138000") == {"alice"}
 
 
-def test_a_new_account_takes_both_identifiers_of_an_older_one(service):
+def test_a_new_account_verifying_both_identifiers_of_an_older_one_contests_both(service):
     # Given an old account verified with an email and a phone
     put_me(service, "alice-old", name="Alice", email="alice@example.com", phone="13800138000", iat=1_800_000_000)
-    # When a newer account verifies both (one transaction releases both from the same profile)
+    # When a newer account verifies both
     reply = put_me(service, "alice-new", name="Alice", email="alice@example.com", phone="13800138000", iat=1_800_000_100)
-    # Then it registers with both, and the old profile keeps neither
+    # Then it registers with both, the old profile keeps both, and both identifiers are contested
     assert reply.status == HTTPStatus.OK, reply.body
     assert (reply.body["email"], reply.body["phone"]) == ("alice@example.com", "+8613800138000")
     old = service.stores.profiles.get_profile("alice-old")
-    assert (old.email, old.phone) == (None, None)
-
-
-def test_a_resave_with_an_older_token_keeps_the_latest_verification_time(service):
-    # Given bob verified the email at t=100, then saved again with a token issued at t=0
-    put_me(service, "bob", name="Bob", email="shared@example.com", iat=1_800_000_100)
-    put_me(service, "bob", name="Bob", email="shared@example.com", iat=1_800_000_000)
-    # When alice's verification from t=50 arrives (older than bob's latest)
-    reply = put_me(service, "alice", name="Alice", email="shared@example.com", iat=1_800_000_050)
-    # Then bob keeps it
-    assert reply.body["email"] is None
-    assert service.stores.profiles.get_lookup_user("email", "shared@example.com") == "bob"
+    assert (old.email, old.phone) == ("alice@example.com", "+8613800138000")
+    assert service.stores.profiles.get_lookup_claimants("phone", "+8613800138000") == {"alice-old", "alice-new"}

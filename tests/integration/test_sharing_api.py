@@ -216,7 +216,7 @@ def test_a_look_alike_email_does_not_take_over_the_real_one(people):
     register(people, "kelvin", "Kelvin", email="kelvin@example.com", iat=1_800_000_000)
     register(people, "mallory", "Mallory", email="\u212aelvin@example.com", iat=1_800_000_100)
     # Then the lookup still points at kelvin, and mallory's profile holds no email
-    assert people.stores.profiles.get_lookup_user("email", "kelvin@example.com") == "kelvin"
+    assert people.stores.profiles.get_lookup_claimants("email", "kelvin@example.com") == {"kelvin"}
     assert people.stores.profiles.get_profile("mallory").email is None
 
 
@@ -225,5 +225,5 @@ def test_a_phone_claim_with_an_extension_is_not_truncated_onto_another_number(pe
     # Given bob holds his number; mallory's (later) token verifies that number with an extension
     register(people, "mallory", "Mallory", phone=claimed, iat=int(time.time()) + 60)
     # Then bob keeps it, and mallory's profile holds no phone
-    assert people.stores.profiles.get_lookup_user("phone", BOB_PHONE) == "bob"
+    assert people.stores.profiles.get_lookup_claimants("phone", BOB_PHONE) == {"bob"}
     assert people.stores.profiles.get_profile("mallory").phone is None

@@ -42,9 +42,12 @@ from memmy_kb.records import (
     FileRecord,
     FolderRecord,
     GrantRecord,
+    KbCapacity,
     KnowledgeBaseRecord,
     ProfileRecord,
+    ShareReads,
     UploadRecord,
+    WindowCount,
 )
 from tests.support.aws import Stores
 from tests.support.factories import (
@@ -636,9 +639,10 @@ def pending(backend: Backend, kb: KnowledgeBaseRecord) -> UploadRecord:
 
 
 def submit(backend: Backend, attempt_id: str = "att-1", keep_until: int = 1_900_100_000) -> UploadRecord:
-    return backend.contents.update_upload_submitting(
-        "kb_1", "up_1", attempt_id=attempt_id, now=at(30), keep_until=keep_until
-    )
+    backend.contents.update_upload_submitting("kb_1", "up_1", attempt_id=attempt_id, now=at(30), keep_until=keep_until)
+    held = backend.contents.get_upload("kb_1", "up_1")
+    assert held is not None
+    return held
 
 
 def test_given_a_pending_upload_when_submitting_then_it_is_held_by_the_attempt(
@@ -888,24 +892,105 @@ def test_given_the_file_already_exists_when_put_again_then_condition_failed_uplo
     assert backend.contents.get_upload("kb_1", "up_1").state == "submitting"  # type: ignore[union-attr]
 
 
+# -- capacity: files and bytes per KB, counted on META -------------------------------------------
+
+ROOM = KbCapacity(max_files=2, max_bytes=100)
+
+
+def test_given_room_when_files_are_put_then_meta_counts_them_and_a_repeat_counts_nothing(
+    backend: Backend, kb: KnowledgeBaseRecord
+) -> None:
+    held_upload(backend)
+    backend.contents.put_file_for_upload(
+        file_record("fi_1", size_bytes=60, upload_id="up_1"),
+        owner_id="alice", attempt_id="att-1", expires_at=1, capacity=ROOM,
+    )
+
+    with pytest.raises(ConditionFailed):
+        backend.contents.put_file_for_upload(
+            file_record("fi_2", size_bytes=60, upload_id="up_1"),
+            owner_id="alice", attempt_id="att-1", expires_at=1, capacity=ROOM,
+        )
+    stored = backend.kbs.get_kb("kb_1")
+    assert stored is not None
+    assert (stored.file_count, stored.bytes_used) == (1, 60)
+
+
+@pytest.mark.parametrize(
+    ("count", "used", "size", "which"),
+    [(2, 10, 1, "kb_files"), (1, 60, 41, "kb_bytes")],
+    ids=["files", "bytes"],
+)
+def test_given_a_full_kb_when_an_upload_is_put_held_or_recorded_then_condition_failed_names_the_cap(
+    backend: Backend, count: int, used: int, size: int, which: str
+) -> None:
+    backend.seed(kb_record("kb_1").model_copy(update={"file_count": count, "bytes_used": used}))
+    assert refused(ConditionFailed, lambda: backend.contents.put_upload(
+        upload_record("up_9", size_bytes=size), capacity=ROOM
+    )) == which
+    held_upload(backend)
+    pending = upload_record("up_2", size_bytes=size)
+    backend.seed(pending)
+    assert refused(ConditionFailed, lambda: backend.contents.update_upload_submitting(
+        "kb_1", "up_2", attempt_id="a", now=at(30), keep_until=1, owner_id="alice", size=size, capacity=ROOM
+    )) == which
+    assert refused(ConditionFailed, lambda: backend.contents.put_file_for_upload(
+        file_record("fi_1", size_bytes=size, upload_id="up_1"),
+        owner_id="alice", attempt_id="att-1", expires_at=1, capacity=ROOM,
+    )) == which
+    assert backend.contents.get_upload("kb_1", "up_9") is None
+    assert backend.contents.get_upload("kb_1", "up_2") == pending
+    assert backend.contents.get_file("kb_1", "fi_1") is None
+    stored = backend.kbs.get_kb("kb_1")
+    assert stored is not None
+    assert (stored.file_count, stored.bytes_used) == (count, used)
+
+
+def test_given_no_kb_or_another_owner_when_held_then_item_missing_kb_and_it_stays_pending(
+    backend: Backend, kb: KnowledgeBaseRecord
+) -> None:
+    pending = upload_record("up_2")
+    backend.seed(pending, upload_record("up_3", kb_id="kb_gone"))
+    hold = backend.contents.update_upload_submitting
+    assert refused(ItemMissing, lambda: hold(
+        "kb_1", "up_2", attempt_id="a", now=at(30), keep_until=1, owner_id="bob", capacity=ROOM
+    )) == "kb"
+    assert refused(ItemMissing, lambda: hold(
+        "kb_gone", "up_3", attempt_id="a", now=at(30), keep_until=1, owner_id="alice"
+    )) == "kb"
+    assert backend.contents.get_upload("kb_1", "up_2") == pending
+
+
+def test_given_a_recorded_upload_when_its_file_is_put_then_the_activity_entry_rides_with_it(
+    backend: Backend, kb: KnowledgeBaseRecord
+) -> None:
+    held_upload(backend)
+    entry = ActivityRecord(
+        kb_id="kb_1", activity_id="ac_1", kind="uploaded", actor_id="alice", subject="fi_1", at=at(31), expires_at=9
+    )
+    backend.contents.put_file_for_upload(the_file(), owner_id="alice", attempt_id="att-1", expires_at=1, activity=entry)
+
+    assert backend.activity.query_activity("kb_1", limit=10, cursor=None, now=0)[0] == [entry]
+
+
 # == ProfileStore =====================================================================================
 
 
 def test_given_nothing_when_reading_profiles_and_lookups_then_none(backend: Backend) -> None:
     assert backend.profiles.get_profile("alice") is None
     assert backend.profiles.batch_get_profiles(["alice"]) == {}
-    assert backend.profiles.get_lookup_user("email", "a@example.com") is None
+    assert backend.profiles.get_lookup_claimants("email", "a@example.com") == set()
 
 
 def test_given_a_new_profile_when_put_then_it_and_its_lookups_read_back(backend: Backend) -> None:
     profile = profile_record("alice", email="a@example.com", phone=PHONE)
 
-    assert backend.profiles.put_profile_with_lookups(profile, None, verified_at=100) == profile
+    assert backend.profiles.put_profile_with_lookups(profile, None) == profile
 
     assert backend.profiles.get_profile("alice") == profile
-    assert backend.profiles.get_lookup_user("email", "a@example.com") == "alice"
-    assert backend.profiles.get_lookup_user("phone", PHONE) == "alice"
-    assert backend.profiles.get_lookup_user("email", "A@example.com") is None  # lookups match exactly
+    assert backend.profiles.get_lookup_claimants("email", "a@example.com") == {"alice"}
+    assert backend.profiles.get_lookup_claimants("phone", PHONE) == {"alice"}
+    assert backend.profiles.get_lookup_claimants("email", "A@example.com") == set()  # lookups match exactly
 
 
 def test_given_several_profiles_when_batch_read_then_each_found_once_and_missing_ones_left_out(
@@ -925,26 +1010,22 @@ def test_given_a_profile_exists_when_put_as_new_then_condition_failed_profile(ba
     backend.profiles.put_profile_with_lookups(existing, None)
 
     new = profile_record("alice", display_name="New", email="a@example.com", updated_at=at(1))
-    assert refused(
-        ConditionFailed, lambda: backend.profiles.put_profile_with_lookups(new, None, verified_at=1)
-    ) == ("profile")
+    assert refused(ConditionFailed, lambda: backend.profiles.put_profile_with_lookups(new, None)) == "profile"
     assert backend.profiles.get_profile("alice") == existing
-    assert backend.profiles.get_lookup_user("email", "a@example.com") is None
+    assert backend.profiles.get_lookup_claimants("email", "a@example.com") == set()
 
 
 def test_given_a_stale_previous_when_put_then_condition_failed_profile_and_no_lookup_moves(
     backend: Backend,
 ) -> None:
     current = profile_record("alice", phone=PHONE, updated_at=at(5))
-    backend.profiles.put_profile_with_lookups(current, None, verified_at=1)
+    backend.profiles.put_profile_with_lookups(current, None)
     stale = current.model_copy(update={"updated_at": at(1)})
 
     changed = current.model_copy(update={"phone": OTHER_PHONE, "updated_at": at(6)})
-    assert refused(
-        ConditionFailed, lambda: backend.profiles.put_profile_with_lookups(changed, stale, verified_at=2)
-    ) == ("profile")
-    assert backend.profiles.get_lookup_user("phone", PHONE) == "alice"
-    assert backend.profiles.get_lookup_user("phone", OTHER_PHONE) is None
+    assert refused(ConditionFailed, lambda: backend.profiles.put_profile_with_lookups(changed, stale)) == "profile"
+    assert backend.profiles.get_lookup_claimants("phone", PHONE) == {"alice"}
+    assert backend.profiles.get_lookup_claimants("phone", OTHER_PHONE) == set()
     assert backend.profiles.get_profile("alice") == current
 
 
@@ -952,133 +1033,81 @@ def test_given_a_changed_email_when_put_then_the_old_lookup_is_deleted_and_the_n
     backend: Backend,
 ) -> None:
     first = profile_record("alice", email="old@example.com")
-    backend.profiles.put_profile_with_lookups(first, None, verified_at=1)
+    backend.profiles.put_profile_with_lookups(first, None)
 
     second = first.model_copy(update={"email": "new@example.com", "updated_at": at(1)})
-    backend.profiles.put_profile_with_lookups(second, first, verified_at=2)
+    backend.profiles.put_profile_with_lookups(second, first)
 
-    assert backend.profiles.get_lookup_user("email", "old@example.com") is None
-    assert backend.profiles.get_lookup_user("email", "new@example.com") == "alice"
+    assert backend.profiles.get_lookup_claimants("email", "old@example.com") == set()
+    assert backend.profiles.get_lookup_claimants("email", "new@example.com") == {"alice"}
     assert backend.profiles.get_profile("alice") == second
 
 
-def test_given_an_identifier_verified_earlier_elsewhere_when_put_then_it_moves_and_the_holder_is_touched(
+def test_given_an_identifier_another_account_claims_when_put_then_both_claim_it_and_neither_profile_changes(
     backend: Backend,
 ) -> None:
     alice = profile_record("alice", phone=PHONE, email="a@example.com")
-    backend.profiles.put_profile_with_lookups(alice, None, verified_at=100)
+    backend.profiles.put_profile_with_lookups(alice, None)
 
-    bob = profile_record("bob", phone=PHONE, updated_at=at(9))
-    assert backend.profiles.put_profile_with_lookups(bob, None, verified_at=200) == bob
+    bob = profile_record("bob", phone=PHONE, email="a@example.com", updated_at=at(9))
+    assert backend.profiles.put_profile_with_lookups(bob, None) == bob
 
-    assert backend.profiles.get_lookup_user("phone", PHONE) == "bob"
-    assert backend.profiles.get_profile("alice") == alice.model_copy(
-        update={"phone": None, "updated_at": at(9)}
-    )
-    assert backend.profiles.get_lookup_user("email", "a@example.com") == "alice"
-
-
-@pytest.mark.parametrize("verified_at", [100, 99, None], ids=["same-time", "older", "unknown"])
-def test_given_an_identifier_verified_no_earlier_elsewhere_when_put_then_it_stays_and_leaves_this_profile(
-    backend: Backend, verified_at: int | None
-) -> None:
-    alice = profile_record("alice", phone=PHONE)
-    backend.profiles.put_profile_with_lookups(alice, None, verified_at=100)
-
-    bob = profile_record("bob", display_name="Bob", phone=PHONE, email="b@example.com")
-    stored = backend.profiles.put_profile_with_lookups(bob, None, verified_at=verified_at)
-
-    assert stored == bob.model_copy(update={"phone": None})
-    assert backend.profiles.get_profile("bob") == stored
-    assert backend.profiles.get_lookup_user("phone", PHONE) == "alice"
+    assert backend.profiles.get_lookup_claimants("phone", PHONE) == {"alice", "bob"}
+    assert backend.profiles.get_lookup_claimants("email", "a@example.com") == {"alice", "bob"}
     assert backend.profiles.get_profile("alice") == alice
-    assert backend.profiles.get_lookup_user("email", "b@example.com") == "bob"
+    assert backend.profiles.get_profile("bob") == bob
 
 
-def test_given_a_holder_of_unknown_verification_time_when_a_timed_one_is_put_then_it_moves(
-    backend: Backend,
-) -> None:
-    backend.profiles.put_profile_with_lookups(profile_record("alice", phone=PHONE), None, verified_at=None)
-
-    backend.profiles.put_profile_with_lookups(profile_record("bob", phone=PHONE), None, verified_at=1)
-
-    assert backend.profiles.get_lookup_user("phone", PHONE) == "bob"
-
-
-def test_given_the_old_identifier_is_held_by_another_account_when_changed_then_condition_failed_profile(
+def test_given_a_contested_identifier_when_one_claimant_drops_it_then_the_other_holds_it_alone(
     backend: Backend,
 ) -> None:
     alice = profile_record("alice", phone=PHONE)
-    backend.seed(alice, profile_record("bob", phone=PHONE))
-    backend.seed_lookup("phone", PHONE, "bob", 5)
+    backend.profiles.put_profile_with_lookups(alice, None)
+    backend.profiles.put_profile_with_lookups(profile_record("bob", phone=PHONE), None)
 
-    changed = alice.model_copy(update={"phone": OTHER_PHONE, "updated_at": at(1)})
-    assert refused(
-        ConditionFailed, lambda: backend.profiles.put_profile_with_lookups(changed, alice, verified_at=9)
-    ) == ("profile")
-    assert backend.profiles.get_lookup_user("phone", PHONE) == "bob"
-    assert backend.profiles.get_lookup_user("phone", OTHER_PHONE) is None
+    dropped = alice.model_copy(update={"phone": OTHER_PHONE, "updated_at": at(1)})
+    backend.profiles.put_profile_with_lookups(dropped, alice)
+
+    assert backend.profiles.get_lookup_claimants("phone", PHONE) == {"bob"}
+    assert backend.profiles.get_lookup_claimants("phone", OTHER_PHONE) == {"alice"}
 
 
-def test_given_the_holders_profile_names_another_value_when_taken_over_then_condition_failed_profile(
+def test_given_the_same_claims_when_put_again_then_the_claimants_are_unchanged(backend: Backend) -> None:
+    alice = profile_record("alice", phone=PHONE)
+    backend.profiles.put_profile_with_lookups(alice, None)
+    backend.profiles.put_profile_with_lookups(profile_record("bob", phone=PHONE), None)
+
+    backend.profiles.put_profile_with_lookups(alice.model_copy(update={"updated_at": at(1)}), alice)
+
+    assert backend.profiles.get_lookup_claimants("phone", PHONE) == {"alice", "bob"}
+
+
+def test_given_a_single_holder_lookup_when_another_account_claims_it_then_both_claim_it(
     backend: Backend,
 ) -> None:
-    backend.seed(profile_record("alice", phone=OTHER_PHONE))
-    backend.seed_lookup("phone", PHONE, "alice", 1)
+    """A lookup as written before claimants were kept (``user_id`` alone, on DynamoDB) reads as that one
+    claimant and keeps it when another account joins or leaves."""
+    alice = profile_record("alice", phone=PHONE)
+    backend.seed(alice)
+    backend.seed_lookup("phone", PHONE, "alice", 5)
+    assert backend.profiles.get_lookup_claimants("phone", PHONE) == {"alice"}
 
     bob = profile_record("bob", phone=PHONE)
-    assert refused(
-        ConditionFailed, lambda: backend.profiles.put_profile_with_lookups(bob, None, verified_at=9)
-    ) == ("profile")
-    assert backend.profiles.get_lookup_user("phone", PHONE) == "alice"
-    assert backend.profiles.get_profile("bob") is None
+    backend.profiles.put_profile_with_lookups(bob, None)
+    assert backend.profiles.get_lookup_claimants("phone", PHONE) == {"alice", "bob"}
+
+    backend.profiles.put_profile_with_lookups(bob.model_copy(update={"phone": None, "updated_at": at(1)}), bob)
+    assert backend.profiles.get_lookup_claimants("phone", PHONE) == {"alice"}
 
 
-def test_given_both_identifiers_held_by_one_older_account_when_both_are_claimed_then_both_move(
-    backend: Backend,
-) -> None:
-    """A second account that verifies the same email and phone later (a second login provider, say).
+def test_given_a_single_holder_lookup_when_its_holder_drops_it_then_nobody_claims_it(backend: Backend) -> None:
+    alice = profile_record("alice", phone=PHONE)
+    backend.seed(alice)
+    backend.seed_lookup("phone", PHONE, "alice", 5)
 
-    KNOWN BUG (memmy_kb/adapters/dynamodb/profiles.py, ``put_profile_with_lookups`` / ``_claim_lookup``):
-    each take-over adds its own Update of the holder's PROFILE item, so taking two identifiers from one
-    holder puts two operations on one item in one transaction. DynamoDB refuses that with a
-    ValidationException (not a condition failure): PUT /me answers 500 and the account cannot register.
-    The fake reproduces DynamoDB's rule (``InvalidTransaction``), so this test fails on both backends.
-    """
-    alice = profile_record("alice", email="a@example.com", phone=PHONE)
-    backend.profiles.put_profile_with_lookups(alice, None, verified_at=100)
+    backend.profiles.put_profile_with_lookups(alice.model_copy(update={"phone": None, "updated_at": at(1)}), alice)
 
-    second = profile_record("alice2", email="a@example.com", phone=PHONE, updated_at=at(3))
-    stored = backend.profiles.put_profile_with_lookups(second, None, verified_at=200)
-
-    assert stored == second
-    assert backend.profiles.get_lookup_user("email", "a@example.com") == "alice2"
-    assert backend.profiles.get_lookup_user("phone", PHONE) == "alice2"
-    assert backend.profiles.get_profile("alice") == alice.model_copy(
-        update={"email": None, "phone": None, "updated_at": at(3)}
-    )
-
-
-def test_given_the_holder_resaves_with_an_older_token_when_a_verification_between_comes_then_the_holder_keeps_it(
-    backend: Backend,
-) -> None:
-    """ "The latest verification wins": alice's latest verification (200) is newer than bob's (150).
-
-    SUSPECTED BUG (memmy_kb/adapters/dynamodb/profiles.py, ``_claim_lookup``, the ``holder == user_id``
-    branch): a holder's own save rewrites the lookup with *this* token's ``verified_at``, so saving with an
-    older token (90, another device) or one without ``iat`` (None) lowers or erases the recorded time, and a
-    verification older than the holder's latest then takes the identifier. The fake mirrors the adapter,
-    so this fails on both backends.
-    """
-    first = profile_record("alice", phone=PHONE)
-    backend.profiles.put_profile_with_lookups(first, None, verified_at=200)
-    resaved = first.model_copy(update={"updated_at": at(1)})
-    backend.profiles.put_profile_with_lookups(resaved, first, verified_at=90)
-
-    bob = backend.profiles.put_profile_with_lookups(profile_record("bob", phone=PHONE), None, verified_at=150)
-
-    assert bob.phone is None
-    assert backend.profiles.get_lookup_user("phone", PHONE) == "alice"
+    assert backend.profiles.get_lookup_claimants("phone", PHONE) == set()
 
 
 # == Trust: settings, blocks, the share's extra conditions, the activity log, rate counters ==========
@@ -1243,3 +1272,83 @@ def test_given_a_cap_on_owned_kbs_when_creating_then_counted_and_the_one_past_it
     # Without a cap nothing is counted (the seed's behaviour).
     backend.kbs.put_kb_with_owner_grant(second, owner_grant_for(second))
     assert backend.kbs.count_owned("alice") == 1
+
+
+# == The share's and the KB list's batched reads, and the attempt counted in the share's transaction ==
+
+
+def test_given_kbs_and_profiles_when_batch_read_together_then_each_found_once_and_missing_ones_left_out(
+    backend: Backend, kb: KnowledgeBaseRecord
+) -> None:
+    other = kb_record("kb_2", owner_id="bob")
+    alice, bob = profile_record("alice", phone=PHONE), profile_record("bob")
+    backend.seed(other, alice, bob)
+
+    kbs, profiles = backend.kbs.batch_get_kbs_and_profiles(
+        ["kb_2", "kb_1", "kb_missing", "kb_1"], ["alice", "bob", "nobody", "alice"]
+    )
+
+    assert kbs == {"kb_1": stored_kb(backend), "kb_2": other}
+    assert profiles == {"alice": alice, "bob": bob}
+
+
+def test_given_more_than_a_batch_of_keys_when_batch_read_together_then_every_item_comes_back(
+    backend: Backend,
+) -> None:
+    records = [kb_record(f"kb_{i:03d}", owner_id=f"u{i % 7}") for i in range(90)]
+    people = [profile_record(f"u{i}") for i in range(30)]
+    backend.seed(*records, *people)
+
+    kbs, profiles = backend.kbs.batch_get_kbs_and_profiles((r.kb_id for r in records), (p.user_id for p in people))
+
+    assert sorted(kbs) == [r.kb_id for r in records]
+    assert sorted(profiles) == sorted(p.user_id for p in people)
+
+
+def test_given_a_share_when_read_then_the_grant_meta_claimants_profile_and_attempt_counts_come_back(
+    backend: Backend, kb: KnowledgeBaseRecord
+) -> None:
+    bob = profile_record("bob", phone=PHONE)
+    backend.profiles.put_profile_with_lookups(bob, None)
+    backend.profiles.put_profile_with_lookups(profile_record("carol", phone=PHONE), None)
+    for window in (9, 10, 10):
+        backend.counters.count_in_window("share#alice", window, cap=5, expires_at=1)
+
+    reads = backend.kbs.read_share(
+        "alice", "kb_1", identifier=("phone", PHONE), user_id="bob", counter=("share#alice", 10)
+    )
+
+    assert reads.owner_grant == owner_grant_for(kb)
+    assert reads.kb == stored_kb(backend)
+    assert reads.claimants == {"bob", "carol"}
+    assert reads.profile == bob
+    assert reads.attempts == (2, 1)
+
+
+def test_given_nothing_when_a_share_is_read_then_all_absent(backend: Backend) -> None:
+    reads = backend.kbs.read_share(
+        "alice", "kb_1", identifier=("email", "a@example.com"), user_id="bob", counter=("share#alice", 10)
+    )
+    assert reads == ShareReads()
+    assert backend.kbs.read_share("alice", "kb_1") == ShareReads()
+
+
+def test_given_an_attempt_slot_when_a_grant_is_put_then_counted_and_a_full_window_is_condition_failed_attempts(
+    backend: Backend, kb: KnowledgeBaseRecord
+) -> None:
+    slot = WindowCount(name="share#alice", window=10, room=1, previous=0, expires_at=1_900_000_000)
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, attempts=slot)
+    assert backend.kbs.read_share("alice", "kb_1", counter=("share#alice", 10)).attempts == (1, 0)
+
+    cap = CountCap(name="members#alice#2026-01-01", limit=5, expires_at=1_900_000_000)
+    assert refused(ConditionFailed, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5, daily=cap, attempts=slot, activity=entry("shared", "carol", 1))) == "attempts"
+
+    assert backend.kbs.get_grant("carol", "kb_1") is None
+    assert stored_kb(backend).member_count == 1
+    assert backend.activity.query_activity("kb_1", limit=10, cursor=None, now=0) == ([], None)
+    # The previous window moving past what the estimate read refuses it too.
+    backend.counters.count_in_window("share#alice", 11, cap=5, expires_at=1)
+    later = slot.model_copy(update={"window": 12, "room": 5, "previous": 0})
+    assert refused(ConditionFailed, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5, attempts=later)) == "attempts"
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5, attempts=later.model_copy(update={"previous": 1}))
+    assert backend.kbs.read_share("alice", "kb_1", counter=("share#alice", 12)).attempts == (1, 1)

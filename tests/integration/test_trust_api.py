@@ -229,29 +229,105 @@ def test_uploads_and_file_and_folder_deletions_are_logged(people):
     ]
 
 
-def test_the_share_and_the_kb_list_cost_a_fixed_few_calls(people):
-    # Round trips counted, not timed: the limits add one conditional UpdateItem to a share, and the
-    # block check, the day's counter and the activity entry ride in its one transaction.
+# -- contested identifiers ------------------------------------------------------------------------
+
+SHARED_PHONE = "+8613700137000"
+
+
+@pytest.fixture
+def contested(people):
+    """dave and erin both logged in with the same verified phone and email (a reassigned number)."""
+    register(people, "dave", "Dave", phone=SHARED_PHONE, email="front-desk@example.com", iat=1_800_000_000)
+    register(people, "erin", "Erin", phone=SHARED_PHONE, email="front-desk@example.com", iat=1_800_000_100)
+    return people
+
+
+@pytest.mark.parametrize("identifier", ["137 0013 7000", SHARED_PHONE, "Front-Desk@example.com"])
+def test_a_phone_or_email_two_accounts_verified_is_409_identifier_ambiguous(contested, identifier):
+    kb_id = create(contested)
+    reply = share(contested, kb_id, identifier)
+    assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.CONFLICT, "identifier_ambiguous")
+    assert "user id" in reply.body["error"]["message"]
+    members = contested.call("GET", f"/knowledge-bases/{kb_id}/members").body["items"]
+    assert [m["user_id"] for m in members] == ["alice"]
+    # Both keep what they verified; by user id the share goes through.
+    assert contested.call("GET", "/me", "dave").body["phone"] == SHARED_PHONE
+    assert contested.call("GET", "/me", "erin").body["phone"] == SHARED_PHONE
+    assert share(contested, kb_id, "erin").status == HTTPStatus.CREATED
+
+
+def test_a_contested_phone_resolves_again_once_one_claimant_logs_in_without_it(contested):
+    first, second = create(contested), create(contested, name="第二个")
+    register(contested, "dave", "Dave")  # a later login whose token no longer verifies the phone or email
+    for kb_id, identifier in ((first, SHARED_PHONE), (second, "front-desk@example.com")):
+        reply = share(contested, kb_id, identifier)
+        assert (reply.status, reply.body["user_id"]) == (HTTPStatus.CREATED, "erin")
+
+
+def test_an_ambiguous_lookup_counts_as_a_share_attempt(contested, monkeypatch):
+    limits(monkeypatch, SHARE_ATTEMPT_LIMIT=2)
+    kb_id = create(contested)
+    for _ in range(2):
+        assert share(contested, kb_id, SHARED_PHONE).status == HTTPStatus.CONFLICT
+    reply = share(contested, kb_id, "dave")
+    assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.TOO_MANY_REQUESTS, "rate_limited")
+
+
+def test_a_contested_identifier_answers_the_same_whether_or_not_a_claimant_blocked_the_owner(contested):
+    kb_id = create(contested)
+    before = share(contested, kb_id, SHARED_PHONE)
+    assert contested.call("POST", "/me/blocked", "dave", body={"user_id": "alice"}).status == HTTPStatus.NO_CONTENT
+    after = share(contested, kb_id, SHARED_PHONE)
+    assert (after.status, after.body) == (before.status, before.body)
+    # By user id, the blocking claimant still looks like no account at all.
+    nobody, blocked = share(contested, kb_id, "nobody-at-all"), share(contested, kb_id, "dave")
+    assert (blocked.status, blocked.body) == (nobody.status, nobody.body)
+
+
+def calls_of(action):
+    """The AWS calls ``action`` makes, as ``service:Operation``."""
     from tests.support.iam import record_aws_calls
 
+    with record_aws_calls() as calls:
+        action()
+    return [f"{service}:{operation}" for service, operation, _ in calls]
+
+
+# Round-trip budgets (issue 13), counted, not timed: a test fails when a call is added.
+
+
+def test_a_share_by_phone_or_email_costs_three_dynamodb_calls(people):
     kb_id = create(people)
+    for identifier in (BOB_PHONE, "carol@example.com"):
+        assert calls_of(lambda i=identifier: share(people, kb_id, i)) == [
+            "dynamodb:BatchGetItem",  # owner grant, META, the lookup's claimants, the attempt counter
+            "dynamodb:GetItem",  # the reader's profile: recall of new shares, blocks, display name
+            "dynamodb:TransactWriteItems",  # grant, count, block check, day counter, attempt, activity
+        ]
 
-    def calls_of(action):
-        with record_aws_calls() as calls:
-            action()
-        return [f"{service}:{operation}" for service, operation, _ in calls]
 
-    get = "dynamodb:GetItem"
-    assert calls_of(lambda: share(people, kb_id, BOB_PHONE)) == [
-        get,  # the owner's grant
-        get,  # META (a full KB is refused before any lookup)
-        "dynamodb:UpdateItem",  # the attempt counter
-        get,  # the phone's lookup
-        get,  # the reader's profile: recall of new shares, blocks, display name
-        "dynamodb:TransactWriteItems",  # grant, count, block check, day counter, activity entry
+def test_a_share_by_user_id_costs_two_dynamodb_calls(people):
+    kb_id = create(people)
+    assert calls_of(lambda: share(people, kb_id, "bob")) == [
+        "dynamodb:BatchGetItem",  # owner grant, META, the reader's profile, the attempt counter
+        "dynamodb:TransactWriteItems",
     ]
+
+
+def test_a_refused_share_counts_its_attempt_with_one_more_call(people):
+    kb_id = create(people)
+    assert calls_of(lambda: share(people, kb_id, "nobody@example.com")) == [
+        "dynamodb:BatchGetItem",
+        "dynamodb:UpdateItem",  # not found: the attempt counts all the same
+    ]
+
+
+def test_the_kb_list_costs_two_dynamodb_calls(people):
+    alices, carols = create(people), create(people, "carol", "卡萝的")
+    share(people, alices, "bob")
+    share(people, carols, "bob", user="carol")
+    create(people, "bob", "鲍勃的")
     assert calls_of(lambda: people.call("GET", "/knowledge-bases", "bob")) == [
-        "dynamodb:Query",  # bob's grants
-        "dynamodb:BatchGetItem",  # their META items
-        "dynamodb:BatchGetItem",  # the owners' profiles: names and masked contacts
+        "dynamodb:Query",  # bob's grants (each names its KB's owner)
+        "dynamodb:BatchGetItem",  # their META items and the owners' profiles: names and masked contacts
     ]

@@ -44,9 +44,12 @@ from memmy_kb.records import (
     FileRecord,
     FolderRecord,
     GrantRecord,
+    KbCapacity,
     KnowledgeBaseRecord,
     ProfileRecord,
+    ShareReads,
     UploadRecord,
+    WindowCount,
 )
 
 __all__ = [
@@ -61,7 +64,6 @@ __all__ = [
     "FakeStores",
     "FakeTable",
     "InvalidTransaction",
-    "Lookup",
     "SearchCall",
     "fake_stores",
     "memos_error",
@@ -77,14 +79,6 @@ Record = KnowledgeBaseRecord | GrantRecord | FolderRecord | FileRecord | UploadR
 
 class InvalidTransaction(Exception):
     """What DynamoDB answers a malformed transaction with (a ValidationException): not a failed condition."""
-
-
-@dataclass(frozen=True)
-class Lookup:
-    """An ``EMAIL#``/``PHONE#`` lookup item: the account that verified the identifier, and when."""
-
-    user_id: str
-    verified_at: int | None = None
 
 
 @dataclass
@@ -128,7 +122,8 @@ class FakeTable:
     files: dict[tuple[str, str], FileRecord] = field(default_factory=dict)  # (kb_id, file_id)
     uploads: dict[tuple[str, str], UploadRecord] = field(default_factory=dict)  # (kb_id, upload_id)
     profiles: dict[str, ProfileRecord] = field(default_factory=dict)
-    lookups: dict[tuple[IdentifierKind, str], Lookup] = field(default_factory=dict)
+    # An ``EMAIL#``/``PHONE#`` lookup item: the accounts holding a verified claim on it (never empty).
+    lookups: dict[tuple[IdentifierKind, str], frozenset[str]] = field(default_factory=dict)
     activity: dict[tuple[str, str], ActivityRecord] = field(default_factory=dict)  # (kb_id, sort key)
     counters: dict[str, dict[str, int]] = field(default_factory=dict)  # LIMIT#<name> -> attribute -> count
 
@@ -168,12 +163,52 @@ class FakeTable:
     def seed_lookup(
         self, kind: IdentifierKind, value: str, user_id: str, verified_at: int | None = None
     ) -> None:
-        self.lookups[(kind, value)] = Lookup(user_id, verified_at)
+        """A lookup with one claimant (the adapters' contract seeds the older single-holder item shape)."""
+        self.lookups[(kind, value)] = frozenset({user_id})
+
+    def window_has_room(self, slot: WindowCount) -> bool:
+        counts = self.counters.get(slot.name, {})
+        return counts.get(f"w{slot.window}", 0) < slot.room and counts.get(f"w{slot.window - 1}", 0) <= slot.previous
+
+    def count_window(self, slot: WindowCount) -> Callable[[], None]:
+        def bump() -> None:
+            counts = self.counters.setdefault(slot.name, {})
+            counts[f"w{slot.window}"] = counts.get(f"w{slot.window}", 0) + 1
+            counts.pop(f"w{slot.window - 2}", None)
+
+        return bump
 
     def owns(self, kb_id: str, owner_id: str) -> bool:
         """The adapters' ``owner_check``: META exists and is still ``owner_id``'s."""
         kb = self.kbs.get(kb_id)
         return kb is not None and kb.owner_id == owner_id
+
+    def room(self, kb_id: str, owner_id: str, size: int, capacity: KbCapacity | None) -> bool:
+        """The adapters' ``kb_room_action`` condition: owned by ``owner_id``, with room for ``size`` bytes."""
+        kb = self.kbs.get(kb_id)
+        if kb is None or kb.owner_id != owner_id:
+            return False
+        return capacity is None or (
+            kb.file_count < capacity.max_files and kb.bytes_used <= capacity.max_bytes - size
+        )
+
+    def room_refusal(self, kb_id: str, owner_id: str, capacity: KbCapacity | None) -> Exception:
+        """``kb_room_refusal``: why ``room`` was False."""
+        kb = self.kbs.get(kb_id)
+        if kb is None or kb.owner_id != owner_id or capacity is None:
+            return ItemMissing("kb", kb_id)
+        return ConditionFailed("kb_files" if kb.file_count >= capacity.max_files else "kb_bytes", kb_id)
+
+    def counted(self, kb_id: str, files: int, size: int) -> Callable[[], None]:
+        """Add ``files`` files of ``size`` bytes in all to META's counts (negative: take them off)."""
+
+        def add() -> None:
+            kb = self.kbs[kb_id]
+            self.kbs[kb_id] = kb.model_copy(
+                update={"file_count": kb.file_count + files, "bytes_used": kb.bytes_used + size}
+            )
+
+        return add
 
 
 # -- knowledge bases and grants ---------------------------------------------------------------------
@@ -217,6 +252,32 @@ class FakeKnowledgeBaseStore:
             if (kb := self.table.kbs.get(kb_id)) is not None
         }
 
+    def batch_get_kbs_and_profiles(
+        self, kb_ids: Iterable[str], user_ids: Iterable[str]
+    ) -> tuple[dict[str, KnowledgeBaseRecord], dict[str, ProfileRecord]]:
+        return self.batch_get_kbs(kb_ids), FakeProfileStore(self.table).batch_get_profiles(user_ids)
+
+    def read_share(
+        self,
+        owner_id: str,
+        kb_id: str,
+        *,
+        identifier: tuple[IdentifierKind, str] | None = None,
+        user_id: str | None = None,
+        counter: tuple[str, int] | None = None,
+    ) -> ShareReads:
+        t = self.table
+        counts = t.counters.get(counter[0], {}) if counter else {}
+        window = counter[1] if counter else 0
+        profile = t.profiles.get(user_id) if user_id is not None else None
+        return ShareReads(
+            owner_grant=self.get_grant(owner_id, kb_id),
+            kb=self.get_kb(kb_id),
+            claimants=t.lookups.get(identifier, frozenset()) if identifier else frozenset(),
+            profile=profile.model_copy(deep=True) if profile else None,
+            attempts=(counts.get(f"w{window}", 0), counts.get(f"w{window - 1}", 0)),
+        )
+
     def get_grant(self, user_id: str, kb_id: str) -> GrantRecord | None:
         grant = self.table.grants.get((user_id, kb_id))
         return grant.model_copy(deep=True) if grant else None
@@ -251,6 +312,7 @@ class FakeKnowledgeBaseStore:
         max_readers: int,
         daily: CountCap | None = None,
         activity: ActivityRecord | None = None,
+        attempts: WindowCount | None = None,
     ) -> None:
         t = self.table
         key = (grant.user_id, grant.kb_id)
@@ -274,6 +336,9 @@ class FakeKnowledgeBaseStore:
         txn.add(("PROFILE", grant.user_id), reader is None or grant.owner_id not in reader.blocked)
         if daily is not None:
             txn.add(("LIMIT", daily.name), t.under_cap(daily), t.count(daily))
+        attempts_at = 4 if daily is not None else 3
+        if attempts is not None:
+            txn.add(("LIMIT", attempts.name), t.window_has_room(attempts), t.count_window(attempts))
         if activity is not None:
             txn.add(("ACTIVITY", activity.kb_id, _activity_sk(activity)), True, t.log(activity))
         failed = txn.run()
@@ -285,6 +350,8 @@ class FakeKnowledgeBaseStore:
             raise ConditionFailed("member_count", str(max_readers))
         if 2 in failed:
             raise ConditionFailed("blocked", grant.user_id)
+        if attempts is not None and attempts_at in failed:
+            raise ConditionFailed("attempts", attempts.name)
         if failed:
             raise ConditionFailed("daily", daily.name if daily else "")
 
@@ -409,24 +476,43 @@ class FakeContentStore:
         if failed:
             raise ItemMissing("file" if 0 in failed else "folder", file_id)
 
-    def put_upload(self, upload: UploadRecord) -> None:
+    def put_upload(self, upload: UploadRecord, *, capacity: KbCapacity | None = None) -> None:
         t = self.table
         key = (upload.kb_id, upload.upload_id)
         txn = _Transaction()
         txn.add(("UPLOAD", *key), key not in t.uploads, lambda: t.seed(upload))
-        txn.add(("KB", upload.kb_id), t.owns(upload.kb_id, upload.owner_id))
-        if txn.run():
+        txn.add(("KB", upload.kb_id), t.room(upload.kb_id, upload.owner_id, upload.size_bytes, capacity))
+        failed = txn.run()
+        if 1 in failed:
+            raise t.room_refusal(upload.kb_id, upload.owner_id, capacity)
+        if failed:
             raise ItemMissing("kb", upload.kb_id)
 
     def update_upload_submitting(
-        self, kb_id: str, upload_id: str, *, attempt_id: str, now: datetime, keep_until: int
-    ) -> UploadRecord:
-        return self._update_upload(
+        self,
+        kb_id: str,
+        upload_id: str,
+        *,
+        attempt_id: str,
+        now: datetime,
+        keep_until: int,
+        owner_id: str | None = None,
+        size: int = 0,
+        capacity: KbCapacity | None = None,
+    ) -> None:
+        t = self.table
+        if owner_id is not None and self._pending(kb_id, upload_id) and not t.room(kb_id, owner_id, size, capacity):
+            raise t.room_refusal(kb_id, owner_id, capacity)
+        self._update_upload(
             kb_id,
             upload_id,
             lambda u: u.state == "pending",
             {"state": "submitting", "attempt_id": attempt_id, "submitting_at": now, "expires_at": keep_until},
         )
+
+    def _pending(self, kb_id: str, upload_id: str) -> bool:
+        upload = self.table.uploads.get((kb_id, upload_id))
+        return upload is not None and upload.state == "pending"
 
     def update_upload_released(self, kb_id: str, upload_id: str, *, attempt_id: str, expires_at: int) -> None:
         self._update_upload(
@@ -451,7 +537,14 @@ class FakeContentStore:
         )
 
     def put_file_for_upload(
-        self, file: FileRecord, *, owner_id: str, attempt_id: str, expires_at: int
+        self,
+        file: FileRecord,
+        *,
+        owner_id: str,
+        attempt_id: str,
+        expires_at: int,
+        capacity: KbCapacity | None = None,
+        activity: ActivityRecord | None = None,
     ) -> FileRecord:
         t = self.table
         file_key = (file.kb_id, file.file_id)
@@ -472,14 +565,20 @@ class FakeContentStore:
         txn.add(("FILE", *file_key), file_key not in t.files, self._put(file))
         held = upload is not None and upload.state == "submitting" and upload.attempt_id == attempt_id
         txn.add(("UPLOAD", *upload_key), held, submitted)
-        txn.add(("KB", file.kb_id), t.owns(file.kb_id, owner_id))
+        room = t.room(file.kb_id, owner_id, file.size_bytes, capacity)
+        txn.add(("KB", file.kb_id), room, t.counted(file.kb_id, 1, file.size_bytes))
         if file.folder_id is not None:
             txn.add(("FOLDER", file.kb_id, file.folder_id), (file.kb_id, file.folder_id) in t.folders)
+        if activity is not None:
+            txn.add(("ACTIVITY", activity.kb_id, _activity_sk(activity)), True, t.log(activity))
         failed = txn.run()
-        if 2 in failed:
-            raise ItemMissing("kb", file.kb_id)
+        refusal = t.room_refusal(file.kb_id, owner_id, capacity) if 2 in failed else None
+        if isinstance(refusal, ItemMissing):
+            raise refusal
         if 0 in failed or 1 in failed:
             raise ConditionFailed("upload", file.upload_id)
+        if refusal is not None:
+            raise refusal
         if failed:
             raise ItemMissing("folder", file.folder_id or "")
         return file
@@ -509,18 +608,8 @@ class FakeContentStore:
 # -- profiles ---------------------------------------------------------------------------------------
 
 
-def _newer(verified_at: int | None, holders: int | None) -> bool:
-    """As the adapter: a known time beats an unknown or older one; an unknown time never wins."""
-    return verified_at is not None and (holders is None or verified_at > holders)
-
-
 class FakeProfileStore:
-    """``ProfileStore`` as ``memmy_kb.adapters.dynamodb.profiles.DynamoProfileStore``.
-
-    One deliberate difference: when an identifier is taken over from a holder that has no profile item,
-    the adapter's UpdateItem creates a partial profile (keys and ``updated_at`` only); the fake writes
-    nothing for the holder, since no ``ProfileRecord`` can hold such an item.
-    """
+    """``ProfileStore`` as ``memmy_kb.adapters.dynamodb.profiles.DynamoProfileStore``."""
 
     def __init__(self, table: FakeTable | None = None) -> None:
         self.table = table if table is not None else FakeTable()
@@ -536,9 +625,8 @@ class FakeProfileStore:
             if (profile := self.table.profiles.get(user_id)) is not None
         }
 
-    def get_lookup_user(self, kind: IdentifierKind, value: str) -> str | None:
-        lookup = self.table.lookups.get((kind, value))
-        return lookup.user_id if lookup else None
+    def get_lookup_claimants(self, kind: IdentifierKind, value: str) -> frozenset[str]:
+        return self.table.lookups.get((kind, value), frozenset())
 
     def update_profile_settings(self, user_id: str, *, recall_new_shares: bool, now: datetime) -> ProfileRecord:
         return self._update(user_id, recall_new_shares=recall_new_shares, updated_at=now)
@@ -564,39 +652,18 @@ class FakeProfileStore:
         self.table.profiles[user_id] = current.model_copy(update=changes)
         return self.table.profiles[user_id].model_copy(deep=True)
 
-    def put_profile_with_lookups(
-        self, profile: ProfileRecord, previous: ProfileRecord | None, *, verified_at: int | None = None
-    ) -> ProfileRecord:
+    def put_profile_with_lookups(self, profile: ProfileRecord, previous: ProfileRecord | None) -> ProfileRecord:
         t = self.table
         me = profile.user_id
         txn = _Transaction()
-        taken: dict[str, dict[IdentifierKind, str]] = {}
         for kind in _IDENTIFIER_KINDS:
             new: str | None = getattr(profile, kind)
             old: str | None = getattr(previous, kind) if previous else None
-            if old and old != new:
-                held = t.lookups.get((kind, old))
-                txn.add(("LOOKUP", kind, old), held is None or held.user_id == me, self._release(kind, old))
-            if not new:
-                continue
-            lookup = t.lookups.get((kind, new))
-            holder = lookup.user_id if lookup else None
-            if lookup and holder != me and not _newer(verified_at, lookup.verified_at):
-                profile = profile.model_copy(update={kind: None})
-                continue
-            if holder is None or holder == me:
-                # Written even when unchanged, as the adapter does (it repairs a lookup lost to a race);
-                # the recorded verification time never goes down.
-                held_since = lookup.verified_at if lookup else None
-                since = verified_at if _newer(verified_at, held_since) else held_since
-                free = lookup is None or lookup.user_id == me
-                txn.add(("LOOKUP", kind, new), free, self._claim(kind, new, Lookup(me, since)))
-            else:
-                still_theirs = lookup is not None and lookup.user_id == holder
-                txn.add(("LOOKUP", kind, new), still_theirs, self._claim(kind, new, Lookup(me, verified_at)))
-                taken.setdefault(holder, {})[kind] = new
-        for holder, values in taken.items():
-            self._take_from(txn, holder, values, profile.updated_at)
+            if old and old != new and me in t.lookups.get((kind, old), frozenset()):
+                txn.add(("LOOKUP", kind, old), True, self._unclaim(kind, old, me))
+            if new:
+                # Written even when already there, as the adapter does (it repairs a lookup lost to a race).
+                txn.add(("LOOKUP", kind, new), True, self._claim(kind, new, me))
         stored_profile = profile
         seen = t.profiles.get(me)
         unchanged = (
@@ -607,32 +674,21 @@ class FakeProfileStore:
             raise ConditionFailed("profile", me)
         return profile.model_copy(deep=True)
 
-    def _release(self, kind: IdentifierKind, value: str) -> Callable[[], None]:
-        def release() -> None:
-            self.table.lookups.pop((kind, value), None)
-
-        return release
-
-    def _claim(self, kind: IdentifierKind, value: str, lookup: Lookup) -> Callable[[], None]:
+    def _claim(self, kind: IdentifierKind, value: str, user_id: str) -> Callable[[], None]:
         def claim() -> None:
-            self.table.lookups[(kind, value)] = lookup
+            self.table.lookups[(kind, value)] = self.table.lookups.get((kind, value), frozenset()) | {user_id}
 
         return claim
 
-    def _take_from(
-        self, txn: _Transaction, holder: str, values: dict[IdentifierKind, str], now: datetime
-    ) -> None:
-        """Remove ``values`` from the holder's profile and touch its ``updated_at``: the adapter's one Update."""
-        t = self.table
-        theirs = t.profiles.get(holder)
+    def _unclaim(self, kind: IdentifierKind, value: str, user_id: str) -> Callable[[], None]:
+        def unclaim() -> None:
+            left = self.table.lookups.get((kind, value), frozenset()) - {user_id}
+            if left:
+                self.table.lookups[(kind, value)] = left
+            else:
+                self.table.lookups.pop((kind, value), None)
 
-        def remove() -> None:
-            if holder in t.profiles:
-                cleared: dict[str, object] = dict.fromkeys(values)
-                t.profiles[holder] = t.profiles[holder].model_copy(update={**cleared, "updated_at": now})
-
-        unchanged = theirs is None or all(getattr(theirs, kind) in (None, value) for kind, value in values.items())
-        txn.add(("PROFILE", holder), unchanged, remove)
+        return unclaim
 
 
 # -- activity log and rate counters -----------------------------------------------------------------

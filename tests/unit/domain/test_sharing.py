@@ -64,6 +64,12 @@ def member_count(stores: FakeStores, kb_id: str = "kb_1") -> int:
 # -- resolving -------------------------------------------------------------------------------------
 
 
+def resolve(stores: FakeStores, identifier: str) -> str | None:
+    wanted = sharing.parse_identifier(identifier)
+    reads = stores.kbs.read_share("alice", "kb_1", identifier=wanted.lookup, user_id=wanted.user_id)
+    return sharing.resolve_identifier(reads)
+
+
 @pytest.mark.parametrize(
     "identifier",
     ["13900139000", "139 0013 9000", "+86 139-0013-9000", BOB_PHONE, "(139) 0013-9000"],
@@ -71,25 +77,25 @@ def member_count(stores: FakeStores, kb_id: str = "kb_1") -> int:
 def test_given_a_phone_with_or_without_country_code_when_resolved_then_its_account(
     people: FakeStores, identifier: str
 ) -> None:
-    assert sharing.resolve_identifier(people.profiles, identifier) == "bob"
+    assert resolve(people, identifier) == "bob"
 
 
 @pytest.mark.parametrize("identifier", ["bob@example.com", " BOB@Example.COM ", "Bob@example.com"])
 def test_given_an_email_in_any_case_when_resolved_then_its_account(
     people: FakeStores, identifier: str
 ) -> None:
-    assert sharing.resolve_identifier(people.profiles, identifier) == "bob"
+    assert resolve(people, identifier) == "bob"
 
 
 def test_given_a_registered_user_id_when_resolved_then_that_id(people: FakeStores) -> None:
-    assert sharing.resolve_identifier(people.profiles, " carol ") == "carol"
+    assert resolve(people, " carol ") == "carol"
 
 
 @pytest.mark.parametrize(
     "identifier", ["+8613700137000", "nobody@example.com", "no-such-user", "not an @email"]
 )
 def test_given_an_unknown_identifier_when_resolved_then_none(people: FakeStores, identifier: str) -> None:
-    assert sharing.resolve_identifier(people.profiles, identifier) is None
+    assert resolve(people, identifier) is None
 
 
 def test_given_a_numeric_user_id_that_is_no_phone_lookup_when_resolved_then_the_id(
@@ -97,13 +103,13 @@ def test_given_a_numeric_user_id_that_is_no_phone_lookup_when_resolved_then_the_
 ) -> None:
     register(stores, profile_record("13700137000", display_name="Numeric"))
 
-    assert sharing.resolve_identifier(stores.profiles, "13700137000") == "13700137000"
+    assert resolve(stores, "13700137000") == "13700137000"
 
 
 def test_given_a_user_who_never_registered_when_resolved_then_none(stores: FakeStores) -> None:
     stores.table.seed(kb_record("kb_1", owner_id="dave"))  # dave owns a KB but has no profile
 
-    assert sharing.resolve_identifier(stores.profiles, "dave") is None
+    assert resolve(stores, "dave") is None
 
 
 # -- sharing ---------------------------------------------------------------------------------------
@@ -170,9 +176,9 @@ class RecordingProfileStore(FakeProfileStore):
         super().__init__(stores.table)
         self.reads: list[str] = []
 
-    def get_lookup_user(self, kind: IdentifierKind, value: str) -> str | None:
+    def get_lookup_claimants(self, kind: IdentifierKind, value: str) -> frozenset[str]:
         self.reads.append(f"{kind}:{value}")
-        return super().get_lookup_user(kind, value)
+        return super().get_lookup_claimants(kind, value)
 
     def get_profile(self, user_id: str) -> ProfileRecord | None:
         self.reads.append(f"profile:{user_id}")

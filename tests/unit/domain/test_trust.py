@@ -3,14 +3,16 @@ abuse limits and the activity log."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
+from typing import Any, TypeVar
 
 import pytest
 
 from memmy_kb.domain import activity, knowledge_bases, profiles, sharing
 from memmy_kb.domain.directory import mask_email, mask_phone, masked_contact
-from memmy_kb.domain.limits import ShareLimits, count_share_attempt, retry_after
+from memmy_kb.domain.limits import ShareLimits, attempt_slot, count_share_attempt, retry_after
 from memmy_kb.errors import DomainError, TooManyRequests
 from memmy_kb.records import ProfileRecord
 from tests.support.factories import T0, at, kb_record, owner_grant_for, profile_record, reader_grant_for
@@ -18,6 +20,7 @@ from tests.support.fakes import FakeStores
 from tests.unit.domain.support import refused
 
 BOB_PHONE = "+8613900139000"
+T = TypeVar("T")
 NO_ACCOUNT = (HTTPStatus.NOT_FOUND, "account_not_found")
 
 
@@ -125,17 +128,24 @@ def test_given_a_block_when_the_blocked_owner_shares_then_the_answer_is_exactly_
 def test_given_the_profile_read_missed_a_block_when_the_grant_is_written_then_the_transaction_refuses_it(
     people: FakeStores,
 ) -> None:
-    # A block landing between the share's read of the reader's profile and its transaction.
-    real_get = people.profiles.get_profile
+    # A block landing between the share's read of the reader's profile (by user id: in the batched read;
+    # by phone: the read after it) and its transaction.
+    real_read, real_get = people.kbs.read_share, people.profiles.get_profile
 
-    def stale_then_block(user_id: str) -> ProfileRecord | None:
-        profile = real_get(user_id)
-        if user_id == "bob":
+    def block_after(read: Callable[..., T]) -> Callable[..., T]:
+        def stale_then_block(*args: Any, **kwargs: Any) -> T:
+            seen = read(*args, **kwargs)
             people.profiles.add_blocked("bob", "alice", max_blocked=10, now=at(9))
-        return profile
+            return seen
 
-    people.profiles.get_profile = stale_then_block  # type: ignore[method-assign]
+        return stale_then_block
+
+    people.kbs.read_share = block_after(real_read)  # type: ignore[method-assign]
     assert refused(lambda: share(people, "kb_1", "bob")) == NO_ACCOUNT
+    people.kbs.read_share = real_read  # type: ignore[method-assign]
+    people.profiles.remove_blocked("bob", "alice", now=at(10))
+    people.profiles.get_profile = block_after(real_get)  # type: ignore[method-assign]
+    assert refused(lambda: share(people, "kb_1", BOB_PHONE)) == NO_ACCOUNT
     assert people.kbs.get_grant("bob", "kb_1") is None
 
 
@@ -338,3 +348,103 @@ def test_reader_grants_seeded_without_a_profile_still_share(people: FakeStores) 
     assert kb is not None
     people.table.seed(reader_grant_for(kb, "zed"))
     assert refused(lambda: share(people, "kb_1", "zed")) == NO_ACCOUNT  # no profile: cannot be found
+
+
+# -- contested identifiers --------------------------------------------------------------------------
+
+AMBIGUOUS = (HTTPStatus.CONFLICT, "identifier_ambiguous")
+SHARED_PHONE = "+8613700137000"
+
+
+@pytest.fixture
+def contested(people: FakeStores) -> FakeStores:
+    """dave and erin both verified the same phone and email (a reassigned number, a shared mailbox)."""
+    for user in ("dave", "erin"):
+        register(people, profile_record(user, display_name=user.title(), phone=SHARED_PHONE, email="x@example.com"))
+    return people
+
+
+@pytest.mark.parametrize("identifier", [SHARED_PHONE, "137 0013 7000", " X@Example.com "])
+def test_given_two_accounts_verified_an_identifier_when_shared_by_it_then_409_ambiguous_and_nothing_written(
+    contested: FakeStores, identifier: str
+) -> None:
+    with pytest.raises(DomainError) as ambiguous:
+        share(contested, "kb_1", identifier)
+
+    assert (ambiguous.value.status, ambiguous.value.code) == AMBIGUOUS
+    assert "user id" in ambiguous.value.message
+    assert contested.kbs.get_grant("dave", "kb_1") is None
+    assert contested.kbs.get_grant("erin", "kb_1") is None
+    assert contested.kbs.get_kb("kb_1").member_count == 0  # type: ignore[union-attr]
+
+
+def test_given_a_contested_identifier_when_shared_by_user_id_then_it_works(contested: FakeStores) -> None:
+    assert share(contested, "kb_1", "dave").display_name == "Dave"
+    assert share(contested, "kb_1", "erin").display_name == "Erin"
+
+
+def test_given_one_claimant_logs_in_without_it_when_shared_again_then_the_remaining_claimant_gets_it(
+    contested: FakeStores,
+) -> None:
+    register(contested, profile_record("dave", display_name="Dave", updated_at=at(3)))  # no phone, no email now
+
+    assert share(contested, "kb_1", "137 0013 7000").grant.user_id == "erin"
+    assert share(contested, "kb_2", "x@example.com").grant.user_id == "erin"
+
+
+def test_given_a_contested_identifier_when_shared_then_the_lookup_counts_as_an_attempt(
+    contested: FakeStores,
+) -> None:
+    rules = policy(contested, attempts=2)
+    clock = lambda: T0  # noqa: E731
+    for _ in range(2):
+        assert refused(lambda: share(contested, "kb_1", SHARED_PHONE, policy=rules, clock=clock)) == AMBIGUOUS
+    with pytest.raises(TooManyRequests):
+        share(contested, "kb_1", "bob", policy=rules, clock=clock)
+
+
+@pytest.mark.parametrize("owner_claims", [False, True], ids=["a-claimant-blocks-the-owner", "the-owner-claims"])
+def test_given_a_contested_identifier_when_a_claimant_blocks_the_owner_or_is_the_owner_then_still_ambiguous(
+    contested: FakeStores, owner_claims: bool
+) -> None:
+    # A block stays unobservable (the answer is the one without it), and the owner is no exception.
+    if owner_claims:
+        register(contested, profile_record("alice", display_name="Alice", phone=SHARED_PHONE, updated_at=at(3)))
+    else:
+        profiles.block(contested.kbs, contested.profiles, "dave", "alice")
+    assert refused(lambda: share(contested, "kb_1", SHARED_PHONE)) == AMBIGUOUS
+
+
+@pytest.mark.parametrize("previous", [0, 1, 3, 5])
+@pytest.mark.parametrize("current", [0, 1, 2, 4, 5])
+@pytest.mark.parametrize("minutes", [0, 15, 30, 59])
+def test_the_transactions_attempt_slot_admits_exactly_what_the_sliding_estimate_admits(
+    previous: int, current: int, minutes: int
+) -> None:
+    limits = ShareLimits(attempts=5, window_seconds=3600)
+    now = datetime(2026, 1, 1, 9, minutes, tzinfo=UTC)
+    elapsed = minutes / 60
+    slot = attempt_slot("alice", limits, now, (current, previous))
+    assert (slot is not None) == (current + 1 <= 5 and previous * (1 - elapsed) + current + 1 <= 5)
+    if slot is not None:
+        assert (slot.name, slot.previous) == ("share#alice", previous)
+        assert current < slot.room <= 5
+
+
+def test_given_attempts_landed_after_the_read_when_the_transaction_counts_then_429_and_no_grant(
+    people: FakeStores,
+) -> None:
+    rules = policy(people, attempts=2)
+    clock = lambda: T0  # noqa: E731
+    real_read = people.kbs.read_share
+
+    def read_then_others_attempt(*args: Any, **kwargs: Any) -> Any:
+        seen = real_read(*args, **kwargs)
+        for _ in range(2):
+            count_share_attempt(people.counters, "alice", rules.limits, T0)
+        return seen
+
+    people.kbs.read_share = read_then_others_attempt  # type: ignore[method-assign]
+    with pytest.raises(TooManyRequests):
+        share(people, "kb_1", "bob", policy=rules, clock=clock)
+    assert people.kbs.get_grant("bob", "kb_1") is None

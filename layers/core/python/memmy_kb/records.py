@@ -41,6 +41,10 @@ class KnowledgeBaseRecord(BaseModel):
     readers: frozenset[str] = frozenset()
     member_version: int = 0
     created_at: datetime
+    # Capacity (``KbCapacity``): the files recorded in the KB and their bytes, kept
+    # by the ingest's record transaction and the file and folder delete transactions.
+    file_count: int = 0
+    bytes_used: int = 0
 
 
 class GrantRecord(BaseModel):
@@ -101,6 +105,9 @@ class UploadRecord(BaseModel):
     kb_id: str
     upload_id: str
     owner_id: str
+    # The KB's MemOS id, copied from the owner's grant when the upload is issued (the ingest needs no read
+    # of META for it); None on uploads issued before it was kept.
+    memos_kb_id: str | None = None
     object_key: str
     filename: str
     size_bytes: int
@@ -173,3 +180,36 @@ class CountCap(BaseModel):
     name: str
     limit: int
     expires_at: int
+
+
+class KbCapacity(BaseModel):
+    """What one KB may hold: files recorded in it and their bytes, counted on META (``file_count``,
+    ``bytes_used``). Issuing an upload checks it, the ingest's record transaction holds it."""
+
+    max_files: int = 1000
+    max_bytes: int = 2 * 1024**3
+
+
+class WindowCount(BaseModel):
+    """One more event in window ``window`` of a windowed counter (``LIMIT#<name>``), for a transaction:
+    allowed while that window holds fewer than ``room`` and the previous one still holds ``previous`` at
+    most (what the sliding estimate was computed from)."""
+
+    name: str
+    window: int
+    room: int
+    previous: int
+    expires_at: int
+
+
+class ShareReads(BaseModel):
+    """What a share reads before its transaction, in one batched read (``KnowledgeBaseStore.read_share``)."""
+
+    owner_grant: GrantRecord | None = None
+    kb: KnowledgeBaseRecord | None = None
+    # The accounts holding a verified claim on the email or phone asked for (empty: nobody).
+    claimants: frozenset[str] = frozenset()
+    # The profile of the user id asked for, when it has one.
+    profile: ProfileRecord | None = None
+    # The attempt counter's count in the window asked for and in the one before it.
+    attempts: tuple[int, int] = (0, 0)

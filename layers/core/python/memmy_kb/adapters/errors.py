@@ -12,7 +12,7 @@ from typing import Literal
 # The item families of the table, as the errors name them.
 Item = Literal[
     "kb", "grant", "member_count", "folder", "folders", "file", "upload", "profile", "cleanup", "blocked", "daily",
-    "kb_count",
+    "kb_count", "attempts", "kb_files", "kb_bytes", "request",
 ]
 
 

@@ -34,7 +34,13 @@ def require_access(grants: GrantReader, user_id: str, kb_id: str) -> GrantRecord
 
 def require_owner(grants: GrantReader, user_id: str, kb_id: str) -> GrantRecord:
     """The caller's owner grant; 404 for strangers, 403 for readers."""
-    grant = require_access(grants, user_id, kb_id)
+    return owner_grant(grants.get_grant(user_id, kb_id))
+
+
+def owner_grant(grant: GrantRecord | None) -> GrantRecord:
+    """``require_owner`` on a grant already read (consistently) with other items."""
+    if grant is None:
+        raise kb_not_found()
     if grant.role != "owner":
         raise owner_only()
     return grant

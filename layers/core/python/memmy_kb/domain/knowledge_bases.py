@@ -195,8 +195,8 @@ def set_recall(
 def list_knowledge_bases(kbs: KnowledgeBaseStore, profiles: ProfileStore, user_id: str) -> list[KnowledgeBaseView]:
     """The caller's owned and shared KBs, each with the caller's role and recall setting: owned first."""
     grants = kbs.query_grants(user_id)
-    records = kbs.batch_get_kbs(g.kb_id for g in grants)
-    owners = profiles.batch_get_profiles(kb.owner_id for kb in records.values())
+    # The grant carries the owner's id, so META items and owners' profiles come in one batched read.
+    records, owners = kbs.batch_get_kbs_and_profiles((g.kb_id for g in grants), (g.owner_id for g in grants))
     views = [
         _view(records[g.kb_id], g, owners.get(records[g.kb_id].owner_id)) for g in grants if g.kb_id in records
     ]

@@ -1,4 +1,5 @@
-"""Abuse limits of sharing (SECURITY.md): identifier lookups per owner and new members per owner per day.
+"""Abuse limits of sharing (SECURITY.md): identifier lookups per owner and new members per owner per day;
+and the capacity of one KB (files and bytes).
 
 Share attempts are counted in a sliding window, estimated from two fixed windows as
 ``previous * (1 - elapsed fraction) + current`` (each window also holds at most ``limit`` on its own): one
@@ -13,8 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from memmy_kb.domain.ports import RateCounters
-from memmy_kb.errors import TooManyRequests
-from memmy_kb.records import CountCap
+from memmy_kb.errors import Conflict, DomainError, PayloadTooLarge, TooManyRequests
+from memmy_kb.records import CountCap, KbCapacity, WindowCount
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,32 @@ def count_share_attempt(counters: RateCounters, owner_id: str, limits: ShareLimi
     )
 
 
+def attempt_counter(owner_id: str, limits: ShareLimits, now: datetime) -> tuple[str, int]:
+    """The counter of ``owner_id``'s share attempts and ``now``'s window in it, to read before a share."""
+    return f"share#{owner_id}", int(now.timestamp() // limits.window_seconds)
+
+
+def attempt_slot(
+    owner_id: str, limits: ShareLimits, now: datetime, counts: tuple[int, int]
+) -> WindowCount | None:
+    """One more attempt, for the share's transaction to count, given the window counts read (this
+    window's, the previous one's); None when it would go past the limit (``count_share_attempt`` then
+    counts it and answers 429).
+
+    The sliding estimate after it, ``previous * (1 - elapsed) + current + 1``, stays within the limit
+    exactly while ``current < room``: the transaction's condition, which holds the limit against
+    concurrent attempts without a second read.
+    """
+    name, window = attempt_counter(owner_id, limits, now)
+    elapsed = (now.timestamp() - window * limits.window_seconds) / limits.window_seconds
+    current, previous = counts
+    room = min(limits.attempts, math.floor(limits.attempts - previous * (1 - elapsed)))
+    if current >= room:
+        return None
+    expires_at = (window + 2) * limits.window_seconds
+    return WindowCount(name=name, window=window, room=room, previous=previous, expires_at=expires_at)
+
+
 def members_cap(owner_id: str, limits: ShareLimits, now: datetime) -> CountCap:
     """The counter of new members ``owner_id`` adds on ``now``'s UTC day."""
     day = now.date().isoformat()
@@ -82,3 +109,29 @@ def _duration(seconds: int) -> str:
     if seconds % 60 == 0:
         return f"{seconds // 60} minutes"
     return f"{seconds} seconds"
+
+
+def files_refused(capacity: KbCapacity) -> Conflict:
+    return Conflict(
+        f"A knowledge base can hold at most {capacity.max_files} files; delete some first.",
+        code="kb_file_limit_reached",
+    )
+
+
+def bytes_refused(capacity: KbCapacity) -> PayloadTooLarge:
+    return PayloadTooLarge(
+        f"A knowledge base can hold at most {_size(capacity.max_bytes)} of files; this file does not fit.",
+        code="kb_storage_limit_reached",
+    )
+
+
+def capacity_refused(capacity: KbCapacity, which: str) -> DomainError:
+    """The refusal for the cap a write found full: ``which`` is "kb_files" or "kb_bytes"."""
+    return files_refused(capacity) if which == "kb_files" else bytes_refused(capacity)
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if count >= scale:
+            return f"{count / scale:.3g} {unit}"
+    return f"{count} bytes"

@@ -23,9 +23,12 @@ from memmy_kb.records import (
     FileRecord,
     FolderRecord,
     GrantRecord,
+    KbCapacity,
     KnowledgeBaseRecord,
     ProfileRecord,
+    ShareReads,
     UploadRecord,
+    WindowCount,
 )
 
 IdentifierKind = Literal["email", "phone"]
@@ -52,6 +55,20 @@ class KnowledgeBaseStore(GrantReader, Protocol):
 
     def batch_get_kbs(self, kb_ids: Iterable[str]) -> dict[str, KnowledgeBaseRecord]: ...
 
+    def batch_get_kbs_and_profiles(
+        self, kb_ids: Iterable[str], user_ids: Iterable[str]
+    ) -> tuple[dict[str, KnowledgeBaseRecord], dict[str, ProfileRecord]]: ...
+
+    def read_share(
+        self,
+        owner_id: str,
+        kb_id: str,
+        *,
+        identifier: tuple[IdentifierKind, str] | None = None,
+        user_id: str | None = None,
+        counter: tuple[str, int] | None = None,
+    ) -> ShareReads: ...
+
     def update_kb_name(self, kb_id: str, owner_id: str, name: str) -> KnowledgeBaseRecord: ...
 
     def update_grant_recall(self, user_id: str, kb_id: str, enabled: bool) -> GrantRecord: ...
@@ -63,6 +80,7 @@ class KnowledgeBaseStore(GrantReader, Protocol):
         max_readers: int,
         daily: CountCap | None = None,
         activity: ActivityRecord | None = None,
+        attempts: WindowCount | None = None,
     ) -> None: ...
 
     def delete_reader_grant(self, kb_id: str, user_id: str, *, activity: ActivityRecord | None = None) -> None: ...
@@ -93,11 +111,20 @@ class ContentStore(Protocol):
 
     def update_file_folder(self, kb_id: str, file_id: str, folder_id: str | None) -> None: ...
 
-    def put_upload(self, upload: UploadRecord) -> None: ...
+    def put_upload(self, upload: UploadRecord, *, capacity: KbCapacity | None = None) -> None: ...
 
     def update_upload_submitting(
-        self, kb_id: str, upload_id: str, *, attempt_id: str, now: datetime, keep_until: int
-    ) -> UploadRecord: ...
+        self,
+        kb_id: str,
+        upload_id: str,
+        *,
+        attempt_id: str,
+        now: datetime,
+        keep_until: int,
+        owner_id: str | None = None,
+        size: int = 0,
+        capacity: KbCapacity | None = None,
+    ) -> None: ...
 
     def update_upload_released(
         self, kb_id: str, upload_id: str, *, attempt_id: str, expires_at: int
@@ -108,7 +135,14 @@ class ContentStore(Protocol):
     ) -> None: ...
 
     def put_file_for_upload(
-        self, file: FileRecord, *, owner_id: str, attempt_id: str, expires_at: int
+        self,
+        file: FileRecord,
+        *,
+        owner_id: str,
+        attempt_id: str,
+        expires_at: int,
+        capacity: KbCapacity | None = None,
+        activity: ActivityRecord | None = None,
     ) -> FileRecord: ...
 
     def update_upload_expired(self, kb_id: str, upload_id: str, *, expires_at: int) -> None: ...
@@ -179,11 +213,9 @@ class ProfileStore(Protocol):
 
     def batch_get_profiles(self, user_ids: Iterable[str]) -> dict[str, ProfileRecord]: ...
 
-    def get_lookup_user(self, kind: IdentifierKind, value: str) -> str | None: ...
+    def get_lookup_claimants(self, kind: IdentifierKind, value: str) -> frozenset[str]: ...
 
-    def put_profile_with_lookups(
-        self, profile: ProfileRecord, previous: ProfileRecord | None, *, verified_at: int | None = None
-    ) -> ProfileRecord: ...
+    def put_profile_with_lookups(self, profile: ProfileRecord, previous: ProfileRecord | None) -> ProfileRecord: ...
 
     def update_profile_settings(self, user_id: str, *, recall_new_shares: bool, now: datetime) -> ProfileRecord: ...
 
@@ -240,6 +272,8 @@ class UploadObjects(Protocol):
     def presign_get(self, key: str, *, expires_in: int) -> str: ...
 
     def head(self, key: str) -> ObjectInfo | None: ...
+
+    def read_start(self, key: str, length: int) -> tuple[ObjectInfo, bytes] | None: ...
 
     def read_range(self, info: ObjectInfo, start: int, length: int) -> bytes: ...
 

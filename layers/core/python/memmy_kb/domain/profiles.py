@@ -19,7 +19,9 @@ def register_profile(
 ) -> ProfileRecord:
     """Record name, verified email and verified phone so that others can share a KB by them.
 
-    Returns the profile as stored: an identifier another account verified more recently is left out.
+    The profile keeps every identifier the token verified, and the account becomes a claimant of each. An
+    email or phone another account also claims is contested: sharing by it names nobody (409
+    ``identifier_ambiguous``) until one of the two registers without it.
     """
     previous = profiles.get_profile(claims.user_id)
     profile = ProfileRecord(
@@ -33,7 +35,7 @@ def register_profile(
         blocked=previous.blocked if previous else frozenset(),
     )
     try:
-        return profiles.put_profile_with_lookups(profile, previous, verified_at=claims.issued_at)
+        return profiles.put_profile_with_lookups(profile, previous)
     except ConditionFailed:
         raise Conflict("The profile changed at the same time; try again.", code="profile_conflict") from None
 

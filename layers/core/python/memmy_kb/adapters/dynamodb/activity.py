@@ -24,7 +24,7 @@ from memmy_kb.adapters.dynamodb.table import (
     limit_key,
     load,
 )
-from memmy_kb.records import ActivityRecord, CountCap
+from memmy_kb.records import ActivityRecord, CountCap, WindowCount
 
 
 def activity_item(record: ActivityRecord) -> Item:
@@ -130,3 +130,32 @@ def cap_update(table: DynamoTable, cap: CountCap) -> Action:
             "ExpressionAttributeValues": dump({":one": 1, ":exp": cap.expires_at, ":cap": cap.limit}),
         }
     }
+
+
+def window_update(table: DynamoTable, slot: WindowCount) -> Action:
+    """For a transaction: count one event in ``slot.window``, refused when that window already holds
+    ``slot.room`` or the previous one has moved past ``slot.previous`` (what the caller's estimate read)."""
+    return {
+        "Update": {
+            "TableName": table.name,
+            "Key": dump(limit_key(slot.name)),
+            "UpdateExpression": "ADD #cur :one SET expires_at = :exp REMOVE #old",
+            "ConditionExpression": "(attribute_not_exists(#cur) OR #cur < :room)"
+            " AND (attribute_not_exists(#prev) OR #prev <= :prev)",
+            "ExpressionAttributeNames": {
+                "#cur": f"w{slot.window}",
+                "#prev": f"w{slot.window - 1}",
+                "#old": f"w{slot.window - 2}",
+            },
+            "ExpressionAttributeValues": dump(
+                {":one": 1, ":exp": slot.expires_at, ":room": slot.room, ":prev": slot.previous}
+            ),
+        }
+    }
+
+
+def window_counts(item: Item | None, window: int) -> tuple[int, int]:
+    """A windowed counter item's count in ``window`` and in the one before it."""
+    if not item:
+        return 0, 0
+    return int(item.get(f"w{window}", 0)), int(item.get(f"w{window - 1}", 0))

@@ -11,7 +11,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from memmy_kb.adapters.dynamodb.activity import activity_put, cap_update
+from memmy_kb.adapters.dynamodb.activity import activity_put, cap_update, window_counts, window_update
+from memmy_kb.adapters.dynamodb.profiles import IdentifierKind, claimants_of
 from memmy_kb.adapters.dynamodb.table import (
     DynamoTable,
     Item,
@@ -22,11 +23,20 @@ from memmy_kb.adapters.dynamodb.table import (
     is_condition_failure,
     kb_key,
     limit_key,
+    lookup_key,
     owned_counter,
     profile_key,
 )
 from memmy_kb.adapters.errors import AlreadyExists, ConditionFailed, ItemMissing
-from memmy_kb.records import ActivityRecord, CountCap, GrantRecord, KnowledgeBaseRecord
+from memmy_kb.records import (
+    ActivityRecord,
+    CountCap,
+    GrantRecord,
+    KnowledgeBaseRecord,
+    ProfileRecord,
+    ShareReads,
+    WindowCount,
+)
 
 KB_INDEX = "KB"
 
@@ -96,6 +106,51 @@ class DynamoKnowledgeBaseStore:
         items = self._table.batch_get(keys, consistent=True)
         return {item["kb_id"]: KnowledgeBaseRecord.model_validate(item) for item in items}
 
+    def batch_get_kbs_and_profiles(
+        self, kb_ids: Iterable[str], user_ids: Iterable[str]
+    ) -> tuple[dict[str, KnowledgeBaseRecord], dict[str, ProfileRecord]]:
+        """META items and profiles in one BatchGetItem (per 100 keys; unprocessed keys asked again),
+        strongly consistent for both: the KB list's one read after its Query."""
+        keys = [kb_key(k) for k in dict.fromkeys(kb_ids)] + [profile_key(u) for u in dict.fromkeys(user_ids)]
+        kbs: dict[str, KnowledgeBaseRecord] = {}
+        profiles: dict[str, ProfileRecord] = {}
+        for item in self._table.batch_get(keys, consistent=True):
+            if item["SK"] == "META":
+                kbs[item["kb_id"]] = KnowledgeBaseRecord.model_validate(item)
+            elif "display_name" in item:  # a holder's partial item (keys and updated_at) is no profile
+                profiles[item["user_id"]] = ProfileRecord.model_validate(item)
+        return kbs, profiles
+
+    def read_share(
+        self,
+        owner_id: str,
+        kb_id: str,
+        *,
+        identifier: tuple[IdentifierKind, str] | None = None,
+        user_id: str | None = None,
+        counter: tuple[str, int] | None = None,
+    ) -> ShareReads:
+        """What a share decides on, in one consistent BatchGetItem: the owner's grant, META, the
+        claimants of ``identifier``, the profile of ``user_id`` and the counts of ``counter`` (its name and
+        the current window)."""
+        keys = {"grant": grant_key(owner_id, kb_id), "kb": kb_key(kb_id)}
+        if identifier is not None:
+            keys["lookup"] = lookup_key(*identifier)
+        if user_id is not None:
+            keys["profile"] = profile_key(user_id)
+        if counter is not None:
+            keys["counter"] = limit_key(counter[0])
+        found = {(item["PK"], item["SK"]): item for item in self._table.batch_get(list(keys.values()), consistent=True)}
+        items = {name: found.get((key["PK"], key["SK"])) for name, key in keys.items()}
+        grant, kb, profile = items["grant"], items["kb"], items.get("profile")
+        return ShareReads(
+            owner_grant=GrantRecord.model_validate(grant) if grant else None,
+            kb=KnowledgeBaseRecord.model_validate(kb) if kb else None,
+            claimants=claimants_of(items.get("lookup")),
+            profile=ProfileRecord.model_validate(profile) if profile and "display_name" in profile else None,
+            attempts=window_counts(items.get("counter"), counter[1]) if counter else (0, 0),
+        )
+
     def get_grant(self, user_id: str, kb_id: str) -> GrantRecord | None:
         item = self._table.get(grant_key(user_id, kb_id))
         return GrantRecord.model_validate(item) if item else None
@@ -140,14 +195,16 @@ class DynamoKnowledgeBaseStore:
         max_readers: int,
         daily: CountCap | None = None,
         activity: ActivityRecord | None = None,
+        attempts: WindowCount | None = None,
     ) -> None:
         """Write a reader grant and count it on META, if the KB exists, is the owner's and has room, and
-        the reader has not blocked the owner; with ``daily``, count the new member there too, and with
-        ``activity``, log it, all in the one transaction.
+        the reader has not blocked the owner; with ``daily``, count the new member there too, with
+        ``attempts``, count the share attempt, and with ``activity``, log it, all in the one transaction.
 
         Raises AlreadyExists("grant"), ItemMissing("kb") (deleted or changed hands),
-        ConditionFailed("member_count") (full), ConditionFailed("blocked") (the reader blocks the owner)
-        or ConditionFailed("daily") (``daily`` is at its limit).
+        ConditionFailed("member_count") (full), ConditionFailed("blocked") (the reader blocks the owner),
+        ConditionFailed("daily") (``daily`` is at its limit) or ConditionFailed("attempts") (the attempt
+        window filled since it was read).
         """
         count = {
             "Update": {
@@ -179,6 +236,9 @@ class DynamoKnowledgeBaseStore:
         actions = [self._table.put_action(_grant_item(grant), "attribute_not_exists(PK)"), count, not_blocked]
         if daily is not None:
             actions.append(cap_update(self._table, daily))
+        attempts_at = len(actions)
+        if attempts is not None:
+            actions.append(window_update(self._table, attempts))
         if activity is not None:
             actions.append(activity_put(self._table, activity))
         try:
@@ -193,6 +253,8 @@ class DynamoKnowledgeBaseStore:
                 raise ConditionFailed("member_count", str(max_readers)) from err
             if 2 in err.failed:
                 raise ConditionFailed("blocked", grant.user_id) from err
+            if attempts is not None and attempts_at in err.failed:
+                raise ConditionFailed("attempts", attempts.name) from err
             raise ConditionFailed("daily", daily.name if daily else "") from err
 
     def delete_reader_grant(self, kb_id: str, user_id: str, *, activity: ActivityRecord | None = None) -> None:

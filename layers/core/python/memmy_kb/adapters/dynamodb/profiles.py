@@ -1,7 +1,8 @@
 """Directory profiles in DynamoDB: ``USER#<user>/PROFILE`` and the ``EMAIL#…``/``PHONE#…`` lookups.
 
-Implements ``memmy_kb.domain.ports.ProfileStore``. A lookup item points a verified email or phone at the
-one account that holds it; a profile and its lookups are always written in one transaction.
+Implements ``memmy_kb.domain.ports.ProfileStore``. A lookup item names the accounts holding a verified
+claim on an email or phone (``claimants``, a string set): one resolves to that account, two or more to
+nobody (contested). A profile and its claims are always written in one transaction.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from botocore.exceptions import ClientError
 from memmy_kb.adapters.dynamodb.table import (
     Action,
     DynamoTable,
+    Item,
     TransactionRefused,
     dump,
     is_condition_failure,
@@ -26,11 +28,6 @@ from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
 from memmy_kb.records import ProfileRecord
 
 IdentifierKind = Literal["email", "phone"]
-
-
-def _newer(verified_at: int | None, holders: Any) -> bool:
-    """Whether a verification at ``verified_at`` is newer than the holder's (unknown times never win)."""
-    return verified_at is not None and (holders is None or verified_at > int(holders))
 
 
 class DynamoProfileStore:
@@ -47,10 +44,9 @@ class DynamoProfileStore:
         items = self._table.batch_get([profile_key(u) for u in dict.fromkeys(user_ids)], consistent=False)
         return {item["user_id"]: ProfileRecord.model_validate(item) for item in items}
 
-    def get_lookup_user(self, kind: IdentifierKind, value: str) -> str | None:
-        """The user id an email or phone lookup points at."""
-        item = self._table.get(lookup_key(kind, value))
-        return str(item["user_id"]) if item else None
+    def get_lookup_claimants(self, kind: IdentifierKind, value: str) -> frozenset[str]:
+        """The accounts holding a verified claim on an email or phone (more than one: it is contested)."""
+        return claimants_of(self._table.get(lookup_key(kind, value)))
 
     def update_profile_settings(self, user_id: str, *, recall_new_shares: bool, now: datetime) -> ProfileRecord:
         """Set the user's own settings; ItemMissing("profile") without a profile. Touching ``updated_at``
@@ -100,52 +96,25 @@ class DynamoProfileStore:
             raise ItemMissing("profile", user_id)
         return ProfileRecord.model_validate(item)
 
-    def put_profile_with_lookups(
-        self, profile: ProfileRecord, previous: ProfileRecord | None, *, verified_at: int | None = None
-    ) -> ProfileRecord:
-        """Store ``profile`` and move its email/phone lookups, all in one transaction; return what was stored.
+    def put_profile_with_lookups(self, profile: ProfileRecord, previous: ProfileRecord | None) -> ProfileRecord:
+        """Store ``profile`` and its claims on the email/phone lookups in one transaction; return it.
 
-        A verified identifier held by another account moves to this one when this verification
-        (``verified_at``, the token's issue time) is newer than the holder's: phone numbers get
-        reassigned, and the latest verification wins. Otherwise it stays with the holder and leaves this
-        profile, so a profile and its lookups never disagree and an old token cannot take it back. Every
-        step is conditioned on what was read, so a concurrent change cancels the whole write
-        (ConditionFailed("profile")).
+        The account joins the claimants of each identifier it verified and leaves those it no longer
+        asserts, so a profile and the lookups never disagree. Another account's claim is never taken
+        away: two live claims make the identifier contested, and it resolves to nobody until one of them
+        goes. The profile's write is conditioned on what was read (a concurrent change cancels the whole
+        write: ConditionFailed("profile")), each lookup's on the shape read.
         """
         actions: list[Action] = []
-        taken: dict[str, dict[IdentifierKind, str]] = {}  # holder -> the identifiers taken from them
         kinds: tuple[IdentifierKind, ...] = ("email", "phone")
         for kind in kinds:
             new, old = getattr(profile, kind), getattr(previous, kind) if previous else None
             if old and old != new:
-                actions.append(
-                    {
-                        "Delete": {
-                            "TableName": self._table.name,
-                            "Key": dump(lookup_key(kind, old)),
-                            "ConditionExpression": "attribute_not_exists(PK) OR user_id = :me",
-                            "ExpressionAttributeValues": {":me": {"S": profile.user_id}},
-                        }
-                    }
-                )
-            if not new:
-                continue
-            lookup = self._table.get(lookup_key(kind, new))
-            holder = lookup["user_id"] if lookup else None
-            held_since = lookup.get("verified_at") if lookup else None
-            if lookup and holder != profile.user_id and not _newer(verified_at, held_since):
-                profile = profile.model_copy(update={kind: None})
-                continue
-            if holder is None or holder == profile.user_id:
-                # A re-save with an older token (or one without ``iat``) must not lower the recorded
-                # verification time: that would let a verification older than ours take it over.
-                since = verified_at if _newer(verified_at, held_since) else held_since
-                actions.append(self._claim_own_lookup(kind, new, profile.user_id, since))
-            else:
-                actions.append(self._claim_taken_lookup(kind, new, profile.user_id, holder, verified_at))
-                taken.setdefault(holder, {})[kind] = new
-        # One update per former holder, however many identifiers move: a transaction may touch an item once.
-        actions.extend(self._release_from(holder, values, profile.updated_at) for holder, values in taken.items())
+                release = self._release(kind, old, profile.user_id)
+                if release is not None:
+                    actions.append(release)
+            if new:
+                actions.append(self._claim(kind, new, profile.user_id))
         condition = "attribute_not_exists(PK)" if previous is None else "updated_at = :seen"
         seen = {":seen": {"S": previous.updated_at.isoformat()}} if previous is not None else None
         item = {**profile_key(profile.user_id), "type": "profile", **profile.model_dump()}
@@ -156,34 +125,66 @@ class DynamoProfileStore:
             raise ConditionFailed("profile", profile.user_id) from err
         return profile
 
-    def _claim_own_lookup(self, kind: IdentifierKind, value: str, user_id: str, since: Any) -> Action:
-        # Written even when unchanged: it repairs a lookup lost to a race, and fails if taken meanwhile.
-        item = {**lookup_key(kind, value), "type": "lookup", "user_id": user_id, "verified_at": since}
-        mine = {":me": {"S": user_id}}
-        return self._table.put_action(item, "attribute_not_exists(PK) OR user_id = :me", mine)
-
-    def _claim_taken_lookup(
-        self, kind: IdentifierKind, value: str, user_id: str, holder: str, verified_at: int | None
-    ) -> Action:
-        item = {**lookup_key(kind, value), "type": "lookup", "user_id": user_id, "verified_at": verified_at}
-        return self._table.put_action(item, "user_id = :holder", {":holder": {"S": holder}})
-
-    def _release_from(self, holder: str, values: dict[IdentifierKind, str], now: datetime) -> Action:
-        """The former holder's profile loses the identifiers taken from it, in one update.
-
-        Touching updated_at makes a save of the holder's profile that read it before this take-over fail
-        its condition, instead of putting an identifier back on it.
-        """
-        names = {f"#a{i}": kind for i, kind in enumerate(values)}
-        conditions = [f"(attribute_not_exists({name}) OR {name} = :v{i})" for i, name in enumerate(names)]
-        attribute_values = {f":v{i}": {"S": value} for i, value in enumerate(values.values())}
+    def _claim(self, kind: IdentifierKind, value: str, user_id: str) -> Action:
+        """Add ``user_id`` to the lookup's claimants (written even when already there: it repairs a lookup
+        lost to a race). A lookup written before claimants were kept (``user_id`` alone) is converted."""
+        key = dump(lookup_key(kind, value))
+        legacy = self._table.get(lookup_key(kind, value))
+        holder = legacy.get("user_id") if legacy else None
+        if holder is not None:
+            return {
+                "Update": {
+                    "TableName": self._table.name,
+                    "Key": key,
+                    "UpdateExpression": "SET claimants = :all, #type = :lookup REMOVE user_id, verified_at",
+                    "ConditionExpression": "user_id = :holder",
+                    "ExpressionAttributeNames": {"#type": "type"},
+                    "ExpressionAttributeValues": dump(
+                        {":all": {holder, user_id}, ":lookup": "lookup", ":holder": holder}
+                    ),
+                }
+            }
         return {
             "Update": {
                 "TableName": self._table.name,
-                "Key": dump(profile_key(holder)),
-                "UpdateExpression": f"REMOVE {', '.join(names)} SET updated_at = :now",
-                "ConditionExpression": " AND ".join(conditions),
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": {**attribute_values, ":now": {"S": now.isoformat()}},
+                "Key": key,
+                "UpdateExpression": "ADD claimants :me SET #type = :lookup",
+                "ConditionExpression": "attribute_not_exists(user_id)",
+                "ExpressionAttributeNames": {"#type": "type"},
+                "ExpressionAttributeValues": dump({":me": {user_id}, ":lookup": "lookup"}),
             }
         }
+
+    def _release(self, kind: IdentifierKind, value: str, user_id: str) -> Action | None:
+        """Take ``user_id`` off the lookup's claimants (the item goes with its last claimant); None when
+        it holds no claim there."""
+        item = self._table.get(lookup_key(kind, value))
+        claimants = claimants_of(item)
+        if user_id not in claimants:
+            return None
+        key = dump(lookup_key(kind, value))
+        if claimants == {user_id}:
+            legacy = item is not None and "user_id" in item
+            condition = "user_id = :me" if legacy else "size(claimants) = :one AND contains(claimants, :me)"
+            values: dict[str, Any] = {":me": user_id} if legacy else {":me": user_id, ":one": 1}
+            delete = {"TableName": self._table.name, "Key": key, "ConditionExpression": condition}
+            return {"Delete": {**delete, "ExpressionAttributeValues": dump(values)}}
+        return {
+            "Update": {
+                "TableName": self._table.name,
+                "Key": key,
+                "UpdateExpression": "DELETE claimants :me",
+                "ConditionExpression": "contains(claimants, :id)",
+                "ExpressionAttributeValues": dump({":me": {user_id}, ":id": user_id}),
+            }
+        }
+
+
+def claimants_of(item: Item | None) -> frozenset[str]:
+    """The accounts a lookup item names: its ``claimants``, or the one ``user_id`` of an item written
+    before claimants were kept."""
+    if not item:
+        return frozenset()
+    if "user_id" in item:
+        return frozenset({str(item["user_id"])})
+    return frozenset(str(u) for u in item.get("claimants", ()))
