@@ -39,7 +39,11 @@ def handle_list_members(kb_id: KbId) -> MemberList:
         Member,
         READER,
         (HTTPStatus.NOT_FOUND, "No such knowledge base, or no account with this identifier"),
-        (HTTPStatus.CONFLICT, "Already a member, or the member limit is reached"),
+        (
+            HTTPStatus.CONFLICT,
+            "Already a member (`already_member`), the member limit is reached (`member_limit_reached`), or the"
+            " phone or email is verified by more than one account (`identifier_ambiguous`: share by user id)",
+        ),
         (HTTPStatus.TOO_MANY_REQUESTS, "Too many share attempts or new members; see Retry-After"),
     ),
 )
