@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 MEMMY_KB_CHROMIUM ?= /usr/bin/chromium
 export MEMMY_KB_CHROMIUM
 
-.PHONY: install browser cjk-fonts run lint test unit integration e2e fuzz bench openapi screenshots clean
+.PHONY: install browser cjk-fonts run lint test unit integration e2e fuzz bench load openapi screenshots clean
 
 install: $(STAMP)
 
@@ -74,6 +74,12 @@ openapi: install
 
 bench: install
 	$(PY) -m bench
+
+# Six users at once on a local stack of its own for 60 s or 5000 requests, then the oracle (bench/load.py):
+# no recall outside the caller's scope at that moment, nothing lost, no MemOS residue. LOAD_DURATION,
+# LOAD_REQUESTS, LOAD_USERS, LOAD_SEED, or flags: make load LOAD_ARGS='--duration 30 --seed 1'.
+load: install
+	$(PY) -m bench.load $(LOAD_ARGS)
 
 # PNGs of each screen of the knowledge-base page, both languages, narrow and wide, into docs/screenshots/.
 screenshots: install browser cjk-fonts

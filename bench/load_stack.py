@@ -1,0 +1,137 @@
+"""The local stack for ``make load``, run as a subprocess of ``bench.load`` (``python -m bench.load_stack``).
+
+The same ``LocalStack`` as ``memmy-kb dev up``, on loopback and free ports, with two differences:
+
+- the per-owner abuse limits (share attempts, new members per day, KBs per user) are raised in a copy of
+  ``template.yaml`` written to ``--home``, as a deployer would set them, so that a minute of sharing
+  measures the service rather than its rate limiter (``--keep-limits`` keeps the template's values; a
+  429 is then counted apart from errors);
+- ``--fault recall-ignores-setting`` deliberately breaks the service (recall searches every grant, its
+  recall switch ignored), so that a test can prove the load test's oracle catches a scope leak; SIGUSR1
+  breaks a running stack the same way (it answers with a ``LOAD-STACK-FAULT`` line), so that one stack
+  can serve a clean run and then a broken one.
+
+The signing key and the control endpoint's record go to ``--home`` (``MEMMY_KB_HOME``). Once up, one line
+``LOAD-STACK-READY {json}`` gives the URLs; SIGTERM stops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import signal
+import sys
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+READY_PREFIX = "LOAD-STACK-READY "
+FAULT_PREFIX = "LOAD-STACK-FAULT "
+RAISED_LIMITS = {
+    "SHARE_ATTEMPT_LIMIT": "1000000",
+    "NEW_MEMBERS_PER_DAY": "1000000",
+    "MAX_KBS_PER_USER": "10000",
+}
+FAULTS = ("recall-ignores-setting",)
+
+
+def load_template_copy(home: Path, *, raise_limits: bool) -> Path:
+    """``template.yaml`` copied into ``home``, its relative state machine paths made absolute, and the
+    limits raised unless told otherwise."""
+    from memmy_local.template import template_path
+
+    source = template_path()
+    text = source.read_text(encoding="utf-8")
+    text = re.sub(
+        r"^(\s*DefinitionUri:\s*)(\S+)\s*$",
+        lambda m: m.group(1) + str((source.parent / m.group(2)).resolve()),
+        text,
+        flags=re.MULTILINE,
+    )
+    if raise_limits:
+        for name, value in RAISED_LIMITS.items():
+            text = re.sub(rf"^(\s*{name}:\s*).*$", rf'\g<1>"{value}"', text, flags=re.MULTILINE)
+    target = home / "template.yaml"
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+def _limits_in_effect(stack: Any) -> dict[str, str]:
+    environments = stack.function_environments
+    return {
+        name: value for env in environments.values() for name, value in env.items() if name in RAISED_LIMITS
+    }
+
+
+def break_recall_scope() -> None:
+    """The deliberate fault: recall's scope includes the grants whose recall is turned off."""
+    from memmy_kb.domain import recall
+    from memmy_kb.domain.access import ScopeEntry
+
+    def every_grant(grants: Any, user_id: str) -> frozenset[ScopeEntry]:
+        return frozenset(ScopeEntry(g.kb_id, g.memos_kb_id) for g in grants.query_grants(user_id))
+
+    recall.compute_recall_scope = every_grant  # type: ignore[assignment]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--home", type=Path, required=True, help="signing key, control record, template copy")
+    parser.add_argument("--processing-delay", type=float, default=0.2, help="MemOS emulator processing delay")
+    parser.add_argument("--keep-limits", action="store_true", help="keep the template's abuse limits")
+    parser.add_argument("--fault", choices=FAULTS, help="break the service on purpose (oracle tests)")
+    args = parser.parse_args(argv)
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+    os.environ["MEMMY_KB_HOME"] = str(args.home)
+    args.home.mkdir(parents=True, exist_ok=True)
+
+    from memmy_local.stack import LocalStack, StackConfig
+    from memmy_local.template import TEMPLATE_PATH
+
+    config = StackConfig(
+        gateway_port=0,
+        memos_port=0,
+        moto_port=0,
+        memos_processing_delay=args.processing_delay,
+        template_path=load_template_copy(args.home, raise_limits=not args.keep_limits),
+        repo_root=TEMPLATE_PATH.parent,
+        schedule_interval=0,
+    )
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with LocalStack(config) as stack:
+        # After the start: importing the core layer earlier would build Powertools' metrics before the
+        # stack has put the functions' environment (their namespace) in place.
+        if args.fault == "recall-ignores-setting":
+            break_recall_scope()
+
+        def break_on_signal(*_: Any) -> None:
+            break_recall_scope()
+            print(FAULT_PREFIX + "recall-ignores-setting", flush=True)
+
+        signal.signal(signal.SIGUSR1, break_on_signal)
+        ready = {
+            "api_url": stack.api_url,
+            "memos_url": stack.memos_url,
+            "memos_api_url": stack.memos_api_url,
+            "control_url": stack.control_url,
+            "limits": _limits_in_effect(stack),
+            "fault": args.fault,
+        }
+        print(READY_PREFIX + json.dumps(ready), flush=True)
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

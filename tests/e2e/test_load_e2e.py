@@ -1,0 +1,81 @@
+"""``make load`` in short (bench/load.py): six users at once on a local stack of their own, and the oracle.
+
+The first test is the bounded run ``make test`` includes; the second breaks the same stack on purpose
+(recall ignores the reader's recall switch) and expects the oracle to catch the leak, so the short run is
+known to be able to fail. The oracle's logic has its unit tests in tests/unit/test_load_oracle.py.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench import load
+
+pytestmark = pytest.mark.e2e
+
+
+class Stacks:
+    """The load test's own stack (limits raised), shared by both tests: the clean run usually goes first,
+    and a stack broken by the other test is replaced (xdist may run them in either order)."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.current: load.Stack | None = None
+
+    def get(self, *, clean: bool) -> load.Stack:
+        if self.current is not None and clean and self.current.broken:
+            self.current.stop()
+            self.current = None
+        if self.current is None:
+            self.current = load.start_stack(
+                self.workdir / f"stack-{uuid.uuid4().hex[:6]}", load.LoadSettings()
+            )
+        return self.current
+
+    def stop(self) -> None:
+        if self.current is not None:
+            self.current.stop()
+
+
+@pytest.fixture(scope="module")
+def stacks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stacks]:
+    holder = Stacks(tmp_path_factory.mktemp("load"))
+    try:
+        yield holder
+    finally:
+        holder.stop()
+
+
+def test_a_short_concurrent_load_passes_the_oracle(stacks):
+    settings = load.LoadSettings(duration=10, requests=300, users=6, seed=12, settle_seconds=60)
+    stack = stacks.get(clean=True)
+
+    report = load.run(settings, stack)
+
+    text = report.render()
+    print(text)
+    assert report.ok, f"{text}\n(stack log: {stack.log_path})"
+    assert len(report.requests) >= 60, text
+    routes = {r.route for r in report.requests}
+    assert {"POST /recall", "POST /knowledge-bases/{kb}/members", "POST <presigned S3 POST>"} <= routes, text
+    # The oracle was put to the test: excerpts came back and were attributed to their KBs.
+    assert report.scope.attributed > 0, text
+    assert report.scope.must_exclude > 0, text
+
+
+def test_the_oracle_catches_recall_ignoring_the_recall_switch(stacks):
+    settings = load.LoadSettings(
+        duration=8, requests=300, users=6, seed=7, fault="recall-ignores-setting", final_checks=False
+    )
+
+    report = load.run(settings, stacks.get(clean=False))
+
+    text = report.render()
+    assert not report.ok, text
+    scope = [v for v in report.violations if v.kind == "scope"]
+    assert scope, text
+    assert "toggle-off" in scope[0].detail, text
