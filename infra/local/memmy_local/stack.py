@@ -3,8 +3,9 @@
 ``LocalStack`` starts moto in server mode on loopback and provisions it from ``template.yaml``, starts the
 MemOS emulator, points the handlers' environment at both, and serves the template's routes through the
 local gateway. State machine executions run the real ASL in moto, their Lambda tasks dispatched to the
-handlers in-process (``memmy_local.stepfunctions``); scheduled functions run on a timer
-(``StackConfig.schedule_interval``) and on demand (``run_scheduled``, the control endpoint behind
+handlers in-process (``memmy_local.stepfunctions``); moto's DynamoDB runs with ``memmy_local.dynamodb``'s
+patches (memory that does not grow with transactions, queries that read one partition); scheduled
+functions run on a timer (``StackConfig.schedule_interval``) and on demand (``run_scheduled``, the control endpoint behind
 ``memmy-kb dev reconcile``, ``memmy_local.control``). ``stop()`` undoes everything in reverse order, the
 process environment included.
 
@@ -170,6 +171,7 @@ class LocalStack:
 
         from . import tokens
         from .control import ControlServer
+        from .dynamodb import local_dynamodb
         from .gateway import Gateway, GatewayConfig, JwtAuthorizer
         from .provision import LOCAL_ACCOUNT_ID, provision
         from .runners import FunctionPool, ScheduleRunner, schedule_sources, start_sqs_runners
@@ -196,6 +198,9 @@ class LocalStack:
         if not logging.getLogger("werkzeug").level:
             # moto's server would otherwise log every AWS call the handlers make.
             logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        # moto's DynamoDB keeps only the table's items and a Query reads only its partition
+        # (memmy_local.dynamodb); otherwise every transaction's copy of the table stayed in memory.
+        undo.enter_context(local_dynamodb())
         moto = ThreadedMotoServer(ip_address=config.host, port=config.moto_port, verbose=False)
         moto.start()
         undo.callback(moto.stop)

@@ -1,0 +1,338 @@
+"""moto's DynamoDB made to hold only the table's items, and to read only what DynamoDB reads.
+
+Three patches of moto 5.2.5, installed together by ``local_dynamodb()`` (the local stack, the in-process
+test fixture and the benchmarks use it):
+
+1. **No instance tracking of DynamoDB models.** moto's ``BaseModel.__new__``
+   (``moto/core/common_models.py``) appends every model instance it creates to its class's
+   ``instances_tracked`` list, for the ``/moto-api/data.json`` dashboard, and only a reset empties those
+   lists. ``Item`` is a ``BaseModel``: every item written, every copy ``update_item`` keeps of the old
+   item, every copy ``Table.query`` returns, and every item of every table copy
+   ``transact_write_items`` made for its rollback stayed referenced from ``Item.instances_tracked``
+   forever. That list is what kept the copies (measured with tracemalloc: 200 transactions on a
+   2,000-item table left 800,500 ``Item`` and 400 ``Table`` instances in those lists, 950 MB). The
+   DynamoDB model classes get a ``__new__`` that does not track; the dashboard no longer lists them.
+2. **Transactions snapshot only what they touch.** ``DynamoDBBackend.transact_write_items``
+   (``moto/dynamodb/models/__init__.py``) deep-copied every table a transaction names before running
+   it, and rolled back by putting the copies in place of the tables. Ours copies, before an action's
+   write, the one item that action targets (or remembers it was absent), and a rollback puts back
+   those items (and drops the stream records the transaction added). Everything else is moto's code
+   path: the same validation order, the same per-action condition evaluation, the same cancellation
+   reasons (``ConditionalCheckFailed`` with ``Item`` under ``ReturnValuesOnConditionCheckFailure:
+   ALL_OLD``, and ``None`` for the actions that passed), the same errors that stop the transaction
+   outright (more than 100 actions, two actions on one item, a validation error). Two differences, both
+   towards DynamoDB: an action with two operations is refused before anything is written (moto
+   raised it mid-way, keeping the earlier writes), and a rollback no longer replaces the table, so a
+   write made meanwhile by another request to another item survives it. moto ignores
+   ``ClientRequestToken`` (no idempotency window); so does this.
+3. **Queries read the key's partition.** ``Table.query`` (``moto/dynamodb/models/table.py``) sorted every
+   item of the table (``all_items()``) and then kept the key's partition. For a base-table query ours
+   hands moto's code just that partition; for an index query, the items whose index hash key matches
+   (found in one unsorted pass; moto then sorts those few as before). Results, ordering, pagination,
+   ``ScannedCount`` and filters are moto's own code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import threading
+from collections.abc import Iterator
+from typing import Any, Final
+
+__all__ = ["MOTO_VERSION", "item_level_rollback", "local_dynamodb", "partition_queries", "untracked_models"]
+
+MOTO_VERSION: Final = "5.2.5"
+"""The moto release whose DynamoDB backend these patches replace parts of (pinned in pyproject.toml)."""
+
+_lock = threading.Lock()
+_depth: dict[str, int] = {}
+_undo: dict[str, Any] = {}
+
+
+def _check_version() -> None:
+    import moto
+
+    if moto.__version__ != MOTO_VERSION:
+        raise RuntimeError(
+            f"memmy_local.dynamodb patches moto {MOTO_VERSION}'s DynamoDB backend, not {moto.__version__}: "
+            "check BaseModel.__new__, DynamoDBBackend.transact_write_items and Table.query, then update "
+            "MOTO_VERSION"
+        )
+
+
+@contextlib.contextmanager
+def _installed(name: str, install: Any) -> Iterator[None]:
+    """Install patch ``name`` for the duration; nested and concurrent holders share one installation."""
+    with _lock:
+        if _depth.get(name, 0) == 0:
+            _check_version()
+            _undo[name] = install()
+        _depth[name] = _depth.get(name, 0) + 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth[name] -= 1
+            if _depth[name] == 0:
+                _undo.pop(name)()
+
+
+@contextlib.contextmanager
+def local_dynamodb() -> Iterator[None]:
+    """All three patches (see the module's docstring) for the duration; re-entrant."""
+    with untracked_models(), item_level_rollback(), partition_queries():
+        yield
+
+
+# ------------------------------------------------------------------------------- instance tracking
+
+
+def _untracked_new(cls: type, *args: Any, **kwargs: Any) -> Any:
+    return object.__new__(cls)
+
+
+def _install_untracked() -> Any:
+    from moto.core.common_models import BaseModel
+    from moto.dynamodb.models import dynamo_type, table
+
+    classes = [
+        value
+        for module in (dynamo_type, table)
+        for value in vars(module).values()
+        if isinstance(value, type)
+        and issubclass(value, BaseModel)
+        and value.__module__ == module.__name__
+        and "__new__" not in vars(value)
+    ]
+    for cls in classes:
+        cls.__new__ = staticmethod(_untracked_new)  # type: ignore[assignment]
+        cls.instances_tracked = []  # type: ignore[attr-defined]  # what was tracked so far, let go
+
+    def undo() -> None:
+        for cls in classes:
+            del cls.__new__
+
+    return undo
+
+
+def untracked_models() -> contextlib.AbstractContextManager[None]:
+    """moto's DynamoDB models (``Item``, ``Table``, indexes, stream records) are not kept in
+    ``instances_tracked`` while this is active."""
+    return _installed("untracked", _install_untracked)
+
+
+# ------------------------------------------------------------------------------------ transactions
+
+
+class _Journal:
+    """The items a transaction is about to write, as they were before it (``None``: absent)."""
+
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+        self._before: list[tuple[Any, Any, Any, Any]] = []  # (table, hash, range, item copy or None)
+        self._streams: dict[int, tuple[Any, int]] = {}  # id(shard) -> (shard, records before)
+
+    def remember(self, table_name: str, key: dict[str, Any]) -> None:
+        table = self._backend.get_table(table_name)
+        hash_value, range_value = self._backend.get_keys_value(table, key)
+        current = table.get_item(hash_value, range_value)
+        self._before.append((table, hash_value, range_value, copy.deepcopy(current)))
+        shard = table.stream_shard
+        if shard is not None and id(shard) not in self._streams:
+            self._streams[id(shard)] = (shard, len(shard.items))
+
+    def rollback(self) -> None:
+        for table, hash_value, range_value, before in reversed(self._before):
+            if table.range_key_attr is None:
+                if before is None:
+                    table.items.pop(hash_value, None)
+                else:
+                    table.items[hash_value] = before
+                continue
+            partition = table.items.get(hash_value)
+            if before is not None:
+                if partition is None:
+                    partition = table.items[hash_value] = {}
+                partition[range_value] = before
+            elif partition is not None:
+                partition.pop(range_value, None)
+                if not partition:
+                    del table.items[hash_value]
+        for shard, length in self._streams.values():
+            del shard.items[length:]
+
+
+def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+    """moto 5.2.5's ``DynamoDBBackend.transact_write_items`` with item-level rollback (see the module)."""
+    from moto.dynamodb.exceptions import (
+        ConditionalCheckFailed,
+        MockValidationException,
+        MultipleTransactionsException,
+        TooManyTransactionsException,
+        TransactionCanceledException,
+        TransactWriteSingleOpException,
+    )
+    from moto.dynamodb.models import get_filter_expression
+
+    if len(transact_items) > 100:
+        raise TooManyTransactionsException()
+    if any(len(item) > 1 for item in transact_items):
+        raise TransactWriteSingleOpException
+    journal = _Journal(self)
+    target_items: set[tuple[str, str]] = set()
+
+    def check_unicity(table_name: str, key: dict[str, Any]) -> None:
+        item = (str(table_name), str(dict(sorted(key.items()))))
+        if item in target_items:
+            raise MultipleTransactionsException()
+        target_items.add(item)
+
+    errors: list[tuple[str, str, dict[str, Any] | None] | tuple[None, None, None]] = []
+    try:
+        for item in transact_items:
+            original_item: dict[str, Any] | None = None
+            try:
+                op_type, op = next(iter(item.items()))
+                if op_type not in {"ConditionCheck", "Put", "Delete", "Update"}:
+                    raise ValueError("Unsupported transaction operation")
+                table_name = op["TableName"]
+                condition_expression = op.get("ConditionExpression")
+                names = op.get("ExpressionAttributeNames")
+                values = op.get("ExpressionAttributeValues")
+                if op_type == "Put":
+                    attrs = op["Item"]
+                    table = self.get_table(table_name)
+                    key = {table.hash_key_attr: attrs[table.hash_key_attr]}
+                    if table.range_key_attr is not None:
+                        key[table.range_key_attr] = attrs[table.range_key_attr]
+                else:
+                    key = op["Key"]
+                check_unicity(table_name, key)
+                current = self.get_item(table_name, key)
+                if condition_expression is not None:
+                    condition_op = get_filter_expression(condition_expression, names, values)
+                    if not condition_op.expr(current):
+                        if op.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD" and current:
+                            original_item = current.to_json()["Attributes"]
+                        raise ConditionalCheckFailed(item=original_item)
+                conditions = {
+                    "condition_expression": condition_expression,
+                    "expression_attribute_names": names,
+                    "expression_attribute_values": values,
+                }
+                if op_type != "ConditionCheck":
+                    journal.remember(table_name, key)
+                if op_type == "Put":
+                    self.put_item(table_name, op["Item"], **conditions)
+                elif op_type == "Delete":
+                    self.delete_item(table_name, key, **conditions)
+                elif op_type == "Update":
+                    self.update_item(table_name, key, update_expression=op["UpdateExpression"], **conditions)
+                errors.append((None, None, None))
+            except (MultipleTransactionsException, MockValidationException):
+                raise
+            except ConditionalCheckFailed as e:
+                errors.append(("ConditionalCheckFailed", str(e.message), original_item))
+            except Exception as e:  # moto reports any other failure as the reason
+                errors.append((type(e).__name__, str(e), original_item))  # type: ignore[arg-type]
+    except BaseException:
+        journal.rollback()
+        raise
+    if any(code is not None for code, _, _ in errors):
+        journal.rollback()
+        raise TransactionCanceledException(errors)
+
+
+def _install_rollback() -> Any:
+    from moto.dynamodb.models import DynamoDBBackend
+
+    original = DynamoDBBackend.transact_write_items
+    DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
+
+    def undo() -> None:
+        DynamoDBBackend.transact_write_items = original  # type: ignore[method-assign]
+
+    return undo
+
+
+def item_level_rollback() -> contextlib.AbstractContextManager[None]:
+    """moto's ``transact_write_items`` snapshots only the items it writes while this is active."""
+    return _installed("rollback", _install_rollback)
+
+
+# ----------------------------------------------------------------------------------------- queries
+
+
+class _TableView:
+    """A table as ``Table.query`` reads it, its ``all_items()`` narrowed to ``items`` (one call only:
+    the table itself is not changed, so concurrent requests are unaffected)."""
+
+    def __init__(self, table: Any, items: list[Any]) -> None:
+        self._table = table
+        self._items = items
+
+    def all_items(self) -> list[Any]:
+        return self._items
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._table, name)
+
+
+def _partition(table: Any, hash_key: Any) -> list[Any]:
+    """The base table's items under ``hash_key``, in range-key order (what ``all_items`` yielded)."""
+    found = table.items.get(hash_key)
+    if found is None:
+        return []
+    if table.range_key_attr is None:
+        return [found]
+    return sorted(found.values(), key=lambda item: item.range_key)
+
+
+def _index_partition(table: Any, conditions: list[tuple[str, Any]]) -> list[Any]:
+    """The items whose index hash key attributes equal ``conditions``, unsorted (moto sorts them)."""
+    matches = []
+    for stored in table.items.values():
+        for item in stored.values() if table.range_key_attr is not None else (stored,):
+            # moto's own test, first thing in its loop over the items.
+            found = [item.attrs.get(name) for name, _ in conditions]
+            if all(
+                value and value == expected for value, (_, expected) in zip(found, conditions, strict=True)
+            ):
+                matches.append(item)
+    return matches
+
+
+def _install_partition_queries() -> Any:
+    import inspect
+
+    from moto.dynamodb.models.table import Table
+
+    original = Table.query
+    signature = inspect.signature(original)
+
+    def query(self: Any, *args: Any, **kwargs: Any) -> Any:
+        arguments = signature.bind(self, *args, **kwargs).arguments
+        hash_key, index_name = arguments.get("hash_key"), arguments.get("index_name")
+        conditions = arguments.get("hash_key_conditions") or []
+        if index_name:
+            if not conditions:
+                return original(self, *args, **kwargs)
+            view = _TableView(self, _index_partition(self, conditions))
+        elif hash_key is not None:
+            view = _TableView(self, _partition(self, hash_key))
+        else:
+            return original(self, *args, **kwargs)
+        return original(view, *args, **kwargs)
+
+    Table.query = query  # type: ignore[method-assign]
+
+    def undo() -> None:
+        Table.query = original  # type: ignore[method-assign]
+
+    return undo
+
+
+def partition_queries() -> contextlib.AbstractContextManager[None]:
+    """moto's ``Table.query`` reads only the key's partition while this is active."""
+    return _installed("queries", _install_partition_queries)
