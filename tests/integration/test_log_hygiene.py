@@ -1,0 +1,696 @@
+"""Log hygiene: the whole seed story at DEBUG, and not one secret or personal datum in any log line.
+
+On Lambda, the template's ``LoggingConfig.ApplicationLogLevel`` (advanced logging controls) sets
+``AWS_LAMBDA_LOG_LEVEL`` and the runtime sets the *root* logger to it, so at DEBUG every library logger
+that has no level of its own logs too: botocore (request and response bodies: the MemOS key in
+GetSecretValue's answer, DynamoDB items with emails and phones, SigV4 canonical requests with the
+session token), urllib3, httpx and httpcore (URLs, headers), the X-Ray SDK (segment documents). The
+Powertools Logger follows the same variable.
+
+So the story runs in-process through the real handlers (moto and the MemOS emulator, as the rest of the
+integration tier does) with ``POWERTOOLS_LOG_LEVEL`` and ``AWS_LAMBDA_LOG_LEVEL`` at DEBUG, the Powertools
+Logger at DEBUG and the root logger at DEBUG, and captures everything a function would print: the
+Powertools Logger's JSON lines (its own stream), what the function prints (Metrics' EMF lines) and every
+stdlib record (a handler on the root logger), each attributed to the function that was running. Then
+every line is searched for every secret in every form a log could carry it (raw, JSON-escaped once or
+twice, URL-encoded, base64, Python's repr).
+
+Secrets: the MemOS key, the AWS secret key and session token, the login tokens (real signed JWTs in the
+events' ``Authorization`` header, as API Gateway passes it on), presigned POST fields and presigned GET
+signatures, recall queries, excerpts and the context block, file contents, emails and phones. Hook
+tokens never reach the cloud (the desktop's local service calls it with the login), so they cannot be
+in these logs.
+
+The scanner is checked against planted secrets in each form, and the capture against a leak put back
+(library loggers unpinned): this test fails when a leak returns.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import io
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote, quote_plus, urlsplit
+
+import boto3
+import pytest
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.logging import correlation_paths
+
+from memmy_kb import observability
+from memmy_kb.adapters.memos.client import MemosClient
+from memmy_local import tokens
+from tests.support.events import FakeLambdaContext, claims_for, http_event
+from tests.support.uploads import drain_ingest, post_file, request_upload
+
+FUNCTIONS = (
+    "create_kb",
+    "manage_kb",
+    "share",
+    "upload",
+    "ingest",
+    "recall",
+    "delete",
+    "cleanup",
+    "reconcile",
+)
+# Loggers of what stands in for AWS and MemOS here (moto runs in the function's thread); no Lambda has them.
+TEST_ONLY_LOGGERS = {"moto", "werkzeug", "memos_emulator", "memmy_local", "jieba"}
+# Lines each function must have produced, so that the scan has something to scan.
+MIN_LINES_PER_FUNCTION = 1
+MIN_LINES = 30
+SEARCH, ADD = "/search/memory", "/add/knowledgebase-file"
+
+# The AWS credentials the functions run with (moto takes any): the SigV4 secret and the session token
+# (which also travels in every presigned POST) must not be logged either.
+AWS_SECRET_ACCESS_KEY = "LogHygieneSecretAccessKey0123456789abcdEF"
+AWS_SESSION_TOKEN = "LogHygieneSessionToken/FwoGZXIvYXdzEJr//////////wEaDM0123456789"
+
+OWNER, READER = "pm-hygiene", "sales-hygiene"
+OWNER_EMAIL, READER_EMAIL = "pm.hygiene@example.com", "xiaowang.sales@example.com"
+OWNER_PHONE, READER_PHONE = "+8613800571234", "+8613912345678"
+READER_PHONE_TYPED = "139 1234 5678"
+UNKNOWN_EMAIL = "nobody.registered@example.org"
+
+PRODUCT_INTRO = """# MemOS产品介绍
+
+MemOS 是面向大模型应用的记忆操作系统，把对话记忆、用户偏好和知识库统一管理，让智能体记得住、找得到。
+它提供知识库能力：上传 PDF、Word、Markdown 等文档后，MemOS 会自动解析、切分并建立索引。
+典型场景包括客服问答、销售助手和企业内部知识检索。接入方式为 REST API，每个项目使用独立的 API Key。
+"""
+COMPARISON = """# MemOS 开源VS商业化
+
+MemOS 开源版和商业版的主要区别在于部署方式、服务保障和企业功能。
+开源版采用 Apache 2.0 协议，可以免费下载并私有化自部署，需要自己维护服务器、升级和数据备份。
+商业版是托管的云服务，按调用量计费，提供 99.9% 可用性 SLA、专属客户成功经理、单点登录和审计日志。
+"""
+COMPARISON_V2 = (
+    COMPARISON + "2026 年起商业版新增私有网络接入，年付客户享受八五折优惠 Confidential-Pricing-7731。\n"
+)
+# The rejected upload: text that claims to be a PDF.
+NOT_A_PDF = "这不是PDF文件，而是伪装的文本：季度销售目标为一千二百万元 Quarterly-Target-Secret-4417。\n"
+QUESTION = "MemOS 开源版和商业版有什么区别"
+FOLLOW_UP = "商业版的年付折扣是多少 discount-question-5523"
+FAILING_QUESTION = "私有化部署需要什么配置的服务器 failing-question-8861"
+
+
+# -- capture ------------------------------------------------------------------------------------------
+
+_STANDARD_ATTRS = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+
+
+@dataclass(frozen=True)
+class Line:
+    function: str
+    source: str  # "powertools" (the function's JSON Logger) or the stdlib logger's name
+    text: str
+
+
+def render(record: logging.LogRecord) -> str:
+    """A record as any formatter could print it: the message, the exception, the stack, every extra field."""
+    try:
+        parts = [record.name, record.levelname, record.getMessage()]
+    except Exception:  # a broken format string still shows its pieces
+        parts = [record.name, record.levelname, repr(record.msg), repr(record.args)]
+    if record.exc_info and record.exc_info[1] is not None:
+        parts.append("".join(traceback.format_exception(*record.exc_info)))
+    if record.exc_text:
+        parts.append(record.exc_text)
+    if record.stack_info:
+        parts.append(record.stack_info)
+    extras = {key: value for key, value in vars(record).items() if key not in _STANDARD_ATTRS}
+    if extras:
+        parts.append(json.dumps(extras, default=repr, ensure_ascii=False))
+    return " ".join(parts)
+
+
+@dataclass
+class LogCapture:
+    """Everything the functions log while they run, by function."""
+
+    lines: list[Line] = field(default_factory=list)
+    function: str | None = None
+    thread: int | None = None
+
+    @contextmanager
+    def running(self, function: str) -> Iterator[None]:
+        """While ``function`` runs, its records, and whatever it prints (Metrics' EMF lines), are its lines."""
+        previous = (self.function, self.thread)
+        self.function, self.thread = function, threading.get_ident()
+        try:
+            with redirect_stdout(_Stream(self, "stdout")), redirect_stderr(_Stream(self, "stderr")):
+                yield
+        finally:
+            self.function, self.thread = previous
+
+    def _active(self) -> str | None:
+        # Only the function's own thread: the emulator serves in its own thread of this process.
+        return self.function if self.thread == threading.get_ident() else None
+
+    def add(self, source: str, text: str) -> None:
+        function = self._active()
+        if function is not None:
+            self.lines.append(Line(function, source, text))
+
+    def per_function(self) -> Counter[str]:
+        return Counter(line.function for line in self.lines)
+
+
+class _RootHandler(logging.Handler):
+    """What the Lambda runtime's handler on the root logger would print: every stdlib record."""
+
+    def __init__(self, capture: LogCapture) -> None:
+        super().__init__(logging.DEBUG)
+        self.capture = capture
+
+    def emit(self, record: logging.LogRecord) -> None:
+        service = observability.logger.service
+        if record.name == service or record.name.startswith(service + "."):
+            return  # the Powertools Logger prints these itself (and filters them out of the root's handlers)
+        if record.name.split(".")[0] in TEST_ONLY_LOGGERS:
+            return
+        self.capture.add(record.name, render(record))
+
+
+class _Stream(io.TextIOBase):
+    """Stands in for stdout: the Powertools Logger's (each write is one JSON line), or the function's own."""
+
+    def __init__(self, capture: LogCapture, source: str) -> None:
+        self.capture, self.source = capture, source
+
+    def write(self, text: str) -> int:
+        if text.strip():
+            self.capture.add(self.source, text)
+        return len(text)
+
+
+@pytest.fixture
+def capture_logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[LogCapture]:
+    """Logging at DEBUG as advanced logging controls set it on Lambda (the variables, the Powertools Logger,
+    the root logger), and everything captured: the Powertools Logger's stream and a handler on the root."""
+    monkeypatch.setenv("AWS_LAMBDA_LOG_LEVEL", "DEBUG")
+    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "DEBUG")
+    capture = LogCapture()
+    powertools = observability.logger
+    root = logging.getLogger()
+    root_handler = _RootHandler(capture)
+    previous_level, previous_root_level = powertools.log_level, root.level
+    previous_stream = powertools.logger_handler.setStream(_Stream(capture, "powertools"))
+    powertools.setLevel("DEBUG")
+    root.setLevel(logging.DEBUG)
+    root.addHandler(root_handler)
+    try:
+        yield capture
+    finally:
+        root.removeHandler(root_handler)
+        root.setLevel(previous_root_level)
+        powertools._logger.setLevel(previous_level)
+        powertools.logger_handler.setStream(previous_stream)
+
+
+@pytest.fixture
+def debug_logs(service, capture_logs: LogCapture, monkeypatch: pytest.MonkeyPatch) -> LogCapture:
+    """The functions on moto and the emulator at DEBUG, each one's lines attributed to it."""
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET_ACCESS_KEY)
+    monkeypatch.setenv("AWS_SESSION_TOKEN", AWS_SESSION_TOKEN)
+    # boto3's default session has cached the credentials it first read: a fresh one reads these.
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+    for name in FUNCTIONS:
+        module = importlib.import_module(f"functions.{name}.app")
+        original = module.lambda_handler
+
+        def instrumented(event: Any, context: Any, _original: Any = original, _name: str = name) -> Any:
+            with capture_logs.running(_name):
+                return _original(event, context)
+
+        monkeypatch.setattr(module, "lambda_handler", instrumented)
+    return capture_logs
+
+
+# -- the scanner --------------------------------------------------------------------------------------
+
+MIN_NEEDLE = 6
+
+
+def _json(text: str) -> str:
+    return json.dumps(text)[1:-1]
+
+
+def _json_utf8(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def encodings(secret: str) -> dict[str, str]:
+    """The secret as a program could put it in a log line: as is, escaped for JSON, a URL or a repr,
+    or in base64 (which finds a secret encoded on its own, or at the start of what was encoded: the
+    documents' base64 is kept from their first byte for that reason)."""
+    data = secret.encode()
+    return {
+        "raw": secret,
+        "json": _json(secret),
+        "json-utf8": _json_utf8(secret),
+        "url": quote(secret, safe=""),
+        "url-plus": quote_plus(secret),
+        "url-path": quote(secret),
+        "base64": base64.b64encode(data).decode().rstrip("="),
+        "base64url": base64.urlsafe_b64encode(data).decode().rstrip("="),
+        "repr": repr(secret)[1:-1],
+        "bytes-repr": repr(data)[2:-1],
+    }
+
+
+# What a JSON log line does to a string it carries once or twice (a body logged inside a JSON field).
+ESCAPES = {
+    "": lambda text: text,
+    "+json": _json,
+    "+json-utf8": _json_utf8,
+    "+json+json": lambda text: _json(_json(text)),
+    "+json-utf8+json": lambda text: _json(_json_utf8(text)),
+    "+json-utf8+json-utf8": lambda text: _json_utf8(_json_utf8(text)),
+}
+
+
+def forms(secret: str) -> dict[str, str]:
+    """Every distinct way a log line could carry the secret: each encoding, as is or escaped by JSON."""
+    unique: dict[str, str] = {}
+    for name, encoded in encodings(secret).items():
+        for escape, apply in ESCAPES.items():
+            value = apply(encoded)
+            if len(value) >= MIN_NEEDLE and value not in unique.values():
+                unique[name + escape] = value
+    return unique
+
+
+@dataclass(frozen=True)
+class Leak:
+    secret: str
+    form: str
+    line: Line
+
+    def __str__(self) -> str:
+        text = self.line.text if len(self.line.text) < 400 else self.line.text[:400] + "..."
+        return f"{self.secret} ({self.form}) in {self.line.function}/{self.line.source}: {text}"
+
+
+def scan(lines: list[Line], secrets: dict[str, str]) -> list[Leak]:
+    needles = [
+        (label, form, value) for label, secret in secrets.items() for form, value in forms(secret).items()
+    ]
+    found = []
+    for line in lines:
+        seen: set[str] = set()
+        for label, form, value in needles:
+            if label not in seen and value in line.text:
+                seen.add(label)
+                found.append(Leak(label, form, line))
+    return found
+
+
+def report(leaks: list[Leak]) -> str:
+    """Which secret leaked, in which form, through which logger of which function; then a few lines."""
+    by_kind = Counter((leak.secret, leak.form, leak.line.function, leak.line.source) for leak in leaks)
+    summary = [
+        f"{count:5} x {secret} ({form}) in {function}/{source}"
+        for (secret, form, function, source), count in sorted(by_kind.items())
+    ]
+    return "\n".join([f"{len(leaks)} log lines leak:", *summary, "for example:", *map(str, leaks[:5])])
+
+
+def content_secrets(name: str, text: str) -> dict[str, str]:
+    """A document's secrets: each line of body text (an excerpt is made of them), and its base64 (data URL)."""
+    found = {
+        f"{name} line {number}": line.strip()
+        for number, line in enumerate(text.splitlines(), 1)
+        if line.strip() and not line.startswith("#")
+    }
+    found[f"{name} base64"] = base64.b64encode(text.encode()).decode()[:48]
+    return found
+
+
+# -- the story ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Story:
+    """The seed story's actors and every secret it handed the service."""
+
+    service: Any
+    tokens: dict[str, str]
+    secrets: dict[str, str] = field(default_factory=dict)
+
+    def call(self, method: str, path: str, user: str, **kwargs: Any) -> Any:
+        headers = {"Authorization": f"Bearer {self.tokens[user]}", **kwargs.pop("headers", {})}
+        return self.service.call(method, path, claims=CLAIMS[user], headers=headers, **kwargs)
+
+    def upload(self, kb_id: str, filename: str, text: str, folder_id: str | None = None) -> str:
+        data = text.encode()
+        extra = {"folder_id": folder_id} if folder_id else {}
+        ticket = self.call(
+            "POST",
+            f"/knowledge-bases/{kb_id}/uploads",
+            OWNER,
+            body={"filename": filename, "size_bytes": len(data), **extra},
+            headers={"Idempotency-Key": str(uuid.uuid4())},
+        )
+        assert ticket.status == HTTPStatus.CREATED, ticket.body
+        for name, value in ticket.body["fields"].items():
+            if name.lower() in {"policy", "x-amz-signature", "x-amz-security-token", "signature"}:
+                self.secrets[f"presigned POST {name} of {filename}"] = value
+        assert post_file(ticket.body, data, filename).status_code == HTTPStatus.NO_CONTENT
+        return str(ticket.body["upload_id"])
+
+
+CLAIMS = {
+    OWNER: claims_for(OWNER, name="产品经理", email=OWNER_EMAIL, phone=OWNER_PHONE),
+    READER: claims_for(READER, name="销售小王", email=READER_EMAIL, phone=READER_PHONE),
+}
+
+
+def wait_until_available(story: Story, kb_id: str, names: set[str], timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        listed = story.call("GET", f"/knowledge-bases/{kb_id}/files", OWNER)
+        assert listed.status == HTTPStatus.OK, listed.body
+        status = {f["name"]: f["status"] for f in listed.body["files"]}
+        if all(status.get(name) == "available" for name in names):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"not available in {timeout} s: {names}")
+
+
+def make_story(service: Any, key_dir: Path) -> Story:
+    """The two users with real signed login tokens, and the secrets known before anything runs."""
+    login = {
+        user: tokens.issue_token(
+            user,
+            name=claims["name"],
+            email=claims["email"],
+            phone=claims["phone_number"],
+            key_path=key_dir / "signing-key.pem",
+            issuer="memmy-test",
+            audience="memmy-kb",
+        )
+        for user, claims in CLAIMS.items()
+    }
+    story = Story(service, login)
+    story.secrets.update(
+        {
+            "MemOS key": service.memos.api_key,
+            "AWS secret access key": AWS_SECRET_ACCESS_KEY,
+            "AWS session token": AWS_SESSION_TOKEN,
+            "owner email": OWNER_EMAIL,
+            "reader email": READER_EMAIL,
+            "unknown email": UNKNOWN_EMAIL,
+            "owner phone": OWNER_PHONE,
+            "owner phone (national)": OWNER_PHONE.removeprefix("+86"),
+            "reader phone": READER_PHONE,
+            "reader phone (national)": READER_PHONE.removeprefix("+86"),
+            "reader phone (as typed)": READER_PHONE_TYPED,
+            "recall question": QUESTION,
+            "follow-up question": FOLLOW_UP,
+            "failing question": FAILING_QUESTION,
+        }
+    )
+    for user, token in login.items():
+        story.secrets[f"login token of {user}"] = token
+        story.secrets[f"login token signature of {user}"] = token.rsplit(".", 1)[1]
+    for name, text in (
+        ("intro", PRODUCT_INTRO),
+        ("comparison", COMPARISON),
+        ("comparison v2", COMPARISON_V2),
+    ):
+        story.secrets.update(content_secrets(name, text))
+    story.secrets.update(content_secrets("rejected upload", NOT_A_PDF))
+    return story
+
+
+def run_seed_story(service: Any, key_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Story:
+    """Create, upload, share by phone, recall, update a file, fail at MemOS, reject an upload, revoke."""
+    story = make_story(service, key_dir)
+
+    # MemOS gets large files as presigned GET URLs: record them, their signatures are secrets too.
+    sent_urls: list[str] = []
+    original_add = MemosClient.add_knowledgebase_files
+
+    def recording_add(self: MemosClient, kb_id: str, files: Any) -> Any:
+        sent_urls.extend(f.content for f in files if f.content.startswith("http"))
+        return original_add(self, kb_id, files)
+
+    monkeypatch.setattr(MemosClient, "add_knowledgebase_files", recording_add)
+
+    for user in (OWNER, READER):
+        assert story.call("PUT", "/me", user).status == HTTPStatus.OK
+    created = story.call(
+        "POST",
+        "/knowledge-bases",
+        OWNER,
+        body={"name": "MemOS 产品资料"},
+        headers={"Idempotency-Key": "kb-1"},
+    )
+    assert created.status == HTTPStatus.CREATED, created.body
+    kb_id = created.body["id"]
+
+    story.upload(kb_id, "MemOS产品介绍.md", PRODUCT_INTRO)
+    story.upload(kb_id, "MemOS 开源VS商业化.md", COMPARISON)
+    assert not drain_ingest(service).failed
+    wait_until_available(story, kb_id, {"MemOS产品介绍.md", "MemOS 开源VS商业化.md"})
+
+    # Shared by phone, typed the way people type it; a share to an email nobody registered is refused.
+    shared = story.call(
+        "POST", f"/knowledge-bases/{kb_id}/members", OWNER, body={"identifier": READER_PHONE_TYPED}
+    )
+    assert shared.status == HTTPStatus.CREATED, shared.body
+    refused = story.call(
+        "POST", f"/knowledge-bases/{kb_id}/members", OWNER, body={"identifier": UNKNOWN_EMAIL}
+    )
+    assert refused.status == HTTPStatus.NOT_FOUND, refused.body
+    assert story.call("GET", f"/knowledge-bases/{kb_id}/members", OWNER).status == HTTPStatus.OK
+
+    # The reader sees it with the owner's masked contact, and asks.
+    assert story.call("GET", "/knowledge-bases", READER).status == HTTPStatus.OK
+    answer = story.call("POST", "/recall", READER, body={"query": QUESTION})
+    assert answer.status == HTTPStatus.OK, answer.body
+    assert answer.body["items"], answer.body
+    for number, item in enumerate(answer.body["items"]):
+        story.secrets[f"excerpt {number}"] = item["content"]
+    story.secrets["context block"] = answer.body["context"][-200:]
+
+    # The owner updates the comparison: a new version (sent to MemOS as a presigned GET URL) into a
+    # folder; MemOS fails its first add (the message comes back); the old version is deleted and purged.
+    folder = story.call("POST", f"/knowledge-bases/{kb_id}/folders", OWNER, body={"name": "2026"})
+    assert folder.status == HTTPStatus.CREATED, folder.body
+    monkeypatch.setenv("INLINE_UPLOAD_MAX_BYTES", "64")
+    from memmy_kb.settings import get_settings
+
+    get_settings.cache_clear()
+    service.memos.add_fault(ADD, code=50004, times=1)
+    story.upload(kb_id, "MemOS 开源VS商业化 v2.md", COMPARISON_V2, folder_id=folder.body["id"])
+    assert drain_ingest(service).failed  # MemOS was down: retried later
+    assert not drain_ingest(service).failed
+    assert sent_urls, "the new version should have gone to MemOS as a presigned GET URL"
+    for number, url in enumerate(sent_urls):
+        (signature,) = parse_qs(urlsplit(url).query)["X-Amz-Signature"]
+        story.secrets[f"presigned GET signature {number}"] = signature
+    monkeypatch.delenv("INLINE_UPLOAD_MAX_BYTES")
+    get_settings.cache_clear()
+
+    listed = story.call("GET", f"/knowledge-bases/{kb_id}/files", OWNER)
+    (old,) = [f for f in listed.body["files"] if f["name"] == "MemOS 开源VS商业化.md"]
+    deleted = story.call("DELETE", f"/knowledge-bases/{kb_id}/files/{old['id']}", OWNER)
+    assert deleted.status == HTTPStatus.ACCEPTED, deleted.body
+    assert service.invoke("CleanupFunction", {"cleanup_id": deleted.body["cleanup_id"]})["done"]
+
+    # A rejected upload: not a PDF.
+    story.upload(kb_id, "季度目标.pdf", NOT_A_PDF)
+    assert not drain_ingest(service).failed
+    refused_type = request_upload(service, kb_id, "setup.exe", 10, user=OWNER)
+    assert refused_type.status == HTTPStatus.UNSUPPORTED_MEDIA_TYPE
+
+    # MemOS failing a search: the recall fails closed.
+    service.memos.add_fault(SEARCH, code=50004)
+    failing = story.call("POST", "/recall", READER, body={"query": FAILING_QUESTION})
+    assert failing.status == HTTPStatus.SERVICE_UNAVAILABLE, failing.body
+    service.memos.clear_faults()
+    follow_up = story.call("POST", "/recall", READER, body={"query": FOLLOW_UP})
+    assert follow_up.status == HTTPStatus.OK, follow_up.body
+
+    # The owner revokes; the reader's recall is empty; the reconciler runs.
+    revoked = story.call("DELETE", f"/knowledge-bases/{kb_id}/members/{READER}", OWNER)
+    assert revoked.status == HTTPStatus.NO_CONTENT, revoked.body
+    after = story.call("POST", "/recall", READER, body={"query": QUESTION})
+    assert after.body["scope_size"] == 0
+    service.invoke("ReconcileFunction", {"source": "aws.scheduler"})
+    return story
+
+
+# -- the tests ----------------------------------------------------------------------------------------
+
+
+def test_the_seed_story_at_debug_logs_no_secret(
+    debug_logs: LogCapture, service, tmp_path, monkeypatch
+) -> None:
+    story = run_seed_story(service, tmp_path, monkeypatch)
+
+    # The scan has something to scan: every function logged, through every channel.
+    per_function = debug_logs.per_function()
+    print(f"\nlog lines scanned: {len(debug_logs.lines)}, per function {dict(sorted(per_function.items()))}")
+    assert {f: per_function[f] for f in FUNCTIONS if per_function[f] < MIN_LINES_PER_FUNCTION} == {}
+    assert len(debug_logs.lines) >= MIN_LINES
+    assert {"powertools", "stdout", "httpx"} <= {line.source for line in debug_logs.lines}
+    leaks = scan(debug_logs.lines, story.secrets)
+    assert not leaks, report(leaks)
+
+
+def test_a_library_logger_unpinned_again_leaks_and_is_caught(
+    debug_logs: LogCapture, service, tmp_path
+) -> None:
+    # Given the libraries' loggers inheriting the root's DEBUG again, as they would without the pin
+    story = make_story(service, tmp_path)
+    pinned = {name: logging.getLogger(name).level for name in observability.QUIET_LIBRARY_LOGGERS}
+    try:
+        for name in pinned:
+            logging.getLogger(name).setLevel(logging.NOTSET)
+        assert story.call("PUT", "/me", OWNER).status == HTTPStatus.OK
+        created = story.call("POST", "/knowledge-bases", OWNER, body={"name": "资料"})
+        assert created.status == HTTPStatus.CREATED, created.body
+    finally:
+        for name, level in pinned.items():
+            logging.getLogger(name).setLevel(level)
+
+    # Then the scan finds the MemOS key (GetSecretValue's answer), the profile's email and phone (the
+    # DynamoDB request) and the session token (the signed request)
+    leaked = {leak.secret for leak in scan(debug_logs.lines, story.secrets)}
+    assert {"MemOS key", "owner email", "owner phone", "AWS session token"} <= leaked, leaked
+
+
+# Secrets of each kind the story hands the service, planted in a log line in each form.
+PLANTED = {
+    "key": "mk-live-4f2c9a7e1b0d",
+    "question": "开源版和商业版有什么区别",
+    "email": "xiaowang.sales@example.com",
+    "phone": "+8613912345678",
+    "file text": 'It\'s the "Q3" target:\n一千二百万元/季度 & more',
+}
+ENCODINGS = list(encodings("x"))
+
+
+def plant(channel: str, text: str) -> None:
+    if channel == "powertools":
+        observability.logger.warning("planted", extra={"detail": f"before {text} after"})
+    elif channel == "stdlib":
+        logging.getLogger("botocore.parsers").warning("Response body:\n%s", f"before {text} after")
+    else:
+        print(f"before {text} after")
+
+
+@pytest.mark.parametrize("channel", ["powertools", "stdlib", "stdout"])
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_the_scan_finds_a_secret_planted_in_each_form(
+    capture_logs: LogCapture, encoding: str, channel: str
+) -> None:
+    # Given each kind of secret, encoded, logged through each channel (which may escape it again)
+    for secret in PLANTED.values():
+        with capture_logs.running(channel):
+            plant(channel, encodings(secret)[encoding])
+
+    # Then the scan finds every one of them, each in its own line
+    assert len(capture_logs.lines) == len(PLANTED)
+    leaks = scan(capture_logs.lines, PLANTED)
+    assert sorted(leak.secret for leak in leaks) == sorted(PLANTED), report(leaks)
+
+
+def test_the_scan_does_not_flag_what_may_be_logged() -> None:
+    # Masked contacts, ids and counts are not the secrets they stand for.
+    clean = [
+        Line("recall", "powertools", '{"message":"recall done","scope_size":1,"contact":"139****5678"}'),
+        Line("share", "powertools", '{"owner":{"contact":"x***@example.com"},"kb_id":"kb_1"}'),
+    ]
+    assert scan(clean, PLANTED) == []
+
+
+def test_the_event_is_never_logged(capture_logs: LogCapture, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given event logging asked for, by the environment and by the decorator
+    monkeypatch.setenv("POWERTOOLS_LOGGER_LOG_EVENT", "true")
+    bearer = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJwbGFudGVkIn0.cGxhbnRlZC1zaWduYXR1cmUtMTIzNDU2"
+    secrets = {"bearer token": bearer, "question": QUESTION, "email": READER_EMAIL}
+    event = http_event(
+        "POST",
+        "/recall",
+        headers={"Authorization": f"Bearer {bearer}"},
+        body={"query": QUESTION},
+        claims=claims_for("planted", email=READER_EMAIL),
+    )
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        observability.logger.info("handled")
+        return {}
+
+    ours = [
+        observability.logger.inject_lambda_context(handler),
+        observability.logger.inject_lambda_context(log_event=True)(handler),
+        observability.logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)(
+            handler
+        ),
+    ]
+    with capture_logs.running("ours"):
+        for decorated in ours:
+            decorated(event, FakeLambdaContext())
+
+    # Then only the handler's own line is logged, and nothing of the event
+    assert [line.function for line in capture_logs.lines] == ["ours"] * len(ours)
+    assert scan(capture_logs.lines, secrets) == []
+
+    # ...where Powertools' own Logger, on the same stream, logs the event with all of it
+    stock = Logger(service=observability.logger.service)
+    with capture_logs.running("stock"):
+        stock.inject_lambda_context(handler)(event, FakeLambdaContext())
+    stock_lines = [line for line in capture_logs.lines if line.function == "stock"]
+    assert {leak.secret for leak in scan(stock_lines, secrets)} == set(secrets)
+
+
+def test_library_loggers_are_pinned_whatever_the_root_level() -> None:
+    # As on Lambda: the runtime sets the root logger to AWS_LAMBDA_LOG_LEVEL before importing the handler.
+    names = [
+        "botocore.parsers",
+        "botocore.endpoint",
+        "botocore.auth",
+        "botocore.credentials",
+        "boto3.resources.action",
+        "s3transfer.tasks",
+        "urllib3.connectionpool",
+        "httpcore.http11",
+        "httpx",
+        "aws_xray_sdk.core.emitters",
+    ]
+    code = (
+        "import json, logging\n"
+        "logging.getLogger().setLevel(logging.DEBUG)\n"
+        "import memmy_kb.observability\n"
+        f"print(json.dumps({{n: logging.getLogger(n).getEffectiveLevel() for n in {names!r}}}))\n"
+    )
+    env = {**os.environ, "AWS_LAMBDA_LOG_LEVEL": "DEBUG", "POWERTOOLS_LOG_LEVEL": "DEBUG"}
+    done = subprocess.run(  # noqa: S603 - our own interpreter and code
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+
+    levels = json.loads(done.stdout.strip().splitlines()[-1])
+    expected = {name: observability.QUIET_LIBRARY_LOGGERS[name.split(".")[0]] for name in names}
+    assert levels == expected
+    assert min(levels.values()) >= logging.INFO
