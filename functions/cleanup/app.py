@@ -16,11 +16,10 @@ from memmy_kb.api.dependencies import (
     get_upload_storage,
 )
 from memmy_kb.domain.cleanup import Purger
-from memmy_kb.observability import logger, tracer
+from memmy_kb.observability import logger
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, bool]:
     cleanup_id = str(event["cleanup_id"])
     logger.append_keys(cleanup_id=cleanup_id)

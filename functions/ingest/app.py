@@ -23,7 +23,7 @@ from memmy_kb.api.dependencies import (
 )
 from memmy_kb.api.events import object_keys
 from memmy_kb.domain import activity, ingest
-from memmy_kb.observability import logger, metrics, tracer
+from memmy_kb.observability import logger, metrics
 from memmy_kb.records import utc_now
 from memmy_kb.settings import get_settings
 
@@ -67,7 +67,6 @@ def handle_record(record: SQSRecord) -> None:
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> PartialItemFailureResponse:
     with bounded_by(context):

@@ -17,11 +17,10 @@ from memmy_kb.api.dependencies import (
     get_upload_storage,
 )
 from memmy_kb.domain.reconcile import Reconciler
-from memmy_kb.observability import logger, metrics, tracer
+from memmy_kb.observability import logger, metrics
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
     reconciler = Reconciler(

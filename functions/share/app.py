@@ -9,7 +9,7 @@ from aws_lambda_powertools.logging import correlation_paths
 
 from memmy_kb.api.resolver import build_resolver
 from memmy_kb.api.routes import blocks, members
-from memmy_kb.observability import logger, tracer
+from memmy_kb.observability import logger
 
 app = build_resolver()
 app.include_router(members.router)
@@ -17,6 +17,5 @@ app.include_router(blocks.router)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-@tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return app.resolve(event, context)

@@ -231,7 +231,6 @@ def test_the_real_functions_get_the_resolved_globals(template: dict[str, Any]) -
         "POWERTOOLS_SERVICE_NAME": "memmy-kb",
         "POWERTOOLS_METRICS_NAMESPACE": "Memmy",
         "POWERTOOLS_LOG_LEVEL": "INFO",
-        "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
         "TABLE_NAME": "memmy-local-Table",
         "MEMOS_BASE_URL": "http://127.0.0.1:8801/api/openmem/v1",
         "MEMOS_API_KEY_SECRET": REFS["MemosApiKeySecret"],

@@ -1,16 +1,15 @@
-"""The functions' Logger, Tracer and Metrics, configured by POWERTOOLS_* variables in the template.
+"""The functions' Logger and Metrics, configured by POWERTOOLS_* variables in the template.
 
-The Tracer is built on first use: creating one imports and patches the X-Ray SDK (about 0.1 s of a cold
-start here), which the recall function, on the path of every agent turn, does without.
-``from memmy_kb.observability import tracer`` works as before.
+There is no Tracer: the template's ``Tracing: Active`` has Lambda trace every invocation without the
+X-Ray SDK, whose import and patching cost more of a cold start than ``import boto3`` does here
+(docs/architecture.md, "The core layer").
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from functools import cache
-from typing import TYPE_CHECKING, Any, Final, TypeVar, overload
+from typing import Any, Final, TypeVar, overload
 
 from aws_lambda_powertools import Logger, Metrics
 
@@ -88,22 +87,5 @@ class _Logger(Logger):
 
 quiet_library_loggers()
 
-if TYPE_CHECKING:
-    from aws_lambda_powertools import Tracer
-
 logger = _Logger()
 metrics = Metrics()
-
-
-@cache
-def get_tracer() -> Tracer:
-    """The functions' Tracer, created (and the X-Ray SDK imported) on the first call."""
-    from aws_lambda_powertools import Tracer
-
-    return Tracer()
-
-
-def __getattr__(name: str) -> Any:
-    if name == "tracer":
-        return get_tracer()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,19 +8,8 @@ as the port it serves, so the type checker proves that the adapter implements it
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import httpx
-
-from memmy_kb.adapters.dynamodb.activity import DynamoActivityLog, DynamoRateCounters
-from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
-from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
-from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
-from memmy_kb.adapters.dynamodb.profiles import DynamoProfileStore
-from memmy_kb.adapters.dynamodb.table import DynamoTable
-from memmy_kb.adapters.memos.client import MemosClient
-from memmy_kb.adapters.memos.key import SecretApiKeyProvider
-from memmy_kb.adapters.s3 import UploadStorage
 from memmy_kb.domain.limits import ShareLimits
 from memmy_kb.domain.ports import (
     ActivityLog,
@@ -36,6 +25,13 @@ from memmy_kb.domain.ports import (
 )
 from memmy_kb.domain.sharing import SharePolicy
 from memmy_kb.settings import get_settings
+
+if TYPE_CHECKING:
+    from memmy_kb.adapters.dynamodb.table import DynamoTable
+    from memmy_kb.adapters.memos.key import SecretApiKeyProvider
+
+# The adapters are imported by the factories, on first use: a function pays for boto3, httpx and the
+# DynamoDB codec only when a request needs them, and never for an adapter it does not use.
 
 
 def _aws_client(service: Literal["dynamodb", "stepfunctions", "sqs"]) -> Any:
@@ -54,31 +50,43 @@ def dynamodb_client() -> Any:
 
 @cache
 def get_table() -> DynamoTable:
+    from memmy_kb.adapters.dynamodb.table import DynamoTable
+
     return DynamoTable(get_settings().table_name, dynamodb_client())
 
 
 @cache
 def get_kb_store() -> KnowledgeBaseStore:
+    from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
+
     return DynamoKnowledgeBaseStore(get_table())
 
 
 @cache
 def get_content_store() -> ContentStore:
+    from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
+
     return DynamoContentStore(get_table())
 
 
 @cache
 def get_profile_store() -> ProfileStore:
+    from memmy_kb.adapters.dynamodb.profiles import DynamoProfileStore
+
     return DynamoProfileStore(get_table())
 
 
 @cache
 def get_activity_log() -> ActivityLog:
+    from memmy_kb.adapters.dynamodb.activity import DynamoActivityLog
+
     return DynamoActivityLog(get_table())
 
 
 @cache
 def get_rate_counters() -> RateCounters:
+    from memmy_kb.adapters.dynamodb.activity import DynamoRateCounters
+
     return DynamoRateCounters(get_table())
 
 
@@ -95,6 +103,8 @@ def get_share_policy() -> SharePolicy:
 
 @cache
 def get_cleanup_store() -> CleanupStore:
+    from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
+
     return DynamoCleanupStore(get_table())
 
 
@@ -116,11 +126,17 @@ def get_upload_requeue() -> UploadRequeue:
 @cache
 def memos_api_key() -> SecretApiKeyProvider:
     """The MemOS key, cached by Powertools Parameters; shared by both MemOS clients."""
+    from memmy_kb.adapters.memos.key import SecretApiKeyProvider
+
     return SecretApiKeyProvider(get_settings().memos_api_key_secret)
 
 
 @cache
 def get_memos_client() -> KnowledgeEngine:
+    import httpx
+
+    from memmy_kb.adapters.memos.client import MemosClient
+
     settings = get_settings()
     read = settings.memos_timeout_seconds
     return MemosClient(
@@ -137,6 +153,10 @@ def get_recall_memos_client() -> KnowledgeEngine:
     An agent turn waits on this call, and a late answer is worth nothing, so there is no retry (a retry
     could only run past the budget); the read timeout is the budget, connecting gets at most a second.
     """
+    import httpx
+
+    from memmy_kb.adapters.memos.client import MemosClient
+
     settings = get_settings()
     budget = settings.recall_memos_timeout_seconds
     quick = min(1.0, budget)
@@ -165,6 +185,8 @@ def s3_client() -> Any:
 
 @cache
 def get_upload_storage() -> UploadObjects:
+    from memmy_kb.adapters.s3 import UploadStorage
+
     return UploadStorage(get_settings().upload_bucket, s3_client())
 
 
