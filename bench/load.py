@@ -42,8 +42,9 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,15 +65,15 @@ RATE_LIMITED = 429
 # Actions and their weights; an action with nothing to act on (nothing to revoke) falls back to a create,
 # or when the user owns the most KBs allowed here, to a recall.
 WEIGHTS = {
-    "recall": 30,
+    "recall": 28,
     "create": 7,
-    "upload": 14,
+    "upload": 18,
     "share": 13,
     "revoke": 7,
     "leave": 3,
     "toggle": 14,
     "delete_file": 5,
-    "delete_kb": 4,
+    "delete_kb": 3,
     "list": 3,
 }
 # Statuses a route may answer under this workload besides its success; anything else is an error.
@@ -262,6 +263,8 @@ class Model:
         self.believed_recall: dict[tuple[str, str], bool] = {}
         self.uncertain_creates = 0
         self.requests: list[RequestRecord] = []
+        self.final_counts: Counter[str] = Counter()  # what the checks after the run compared
+        self.driver_errors: list[str] = []
 
     def owned(self, user: str) -> list[Kb]:
         return [kb for kb in self.kbs.values() if kb.owner == user and kb.deleted is False]
@@ -382,6 +385,10 @@ class Worker:
                     and not self.do_recall(budget)
                 ):
                     return
+        except Exception:
+            # A bug of the driver (or an answer it cannot read) must fail the run, not silently end a user.
+            with self.model.lock:
+                self.model.driver_errors.append(f"{self.user.user_id}: {traceback.format_exc()}")
         finally:
             self.http.close()
 
@@ -691,6 +698,7 @@ def check_final_lists(
             {(kb_id, role) for kb_id, (role, _) in expected.items()},
             {(kb_id, item["role"]) for kb_id, item in listed.items() if kb_id not in skip},
         )
+        model.final_counts["grants"] += len(expected)
         for kb_id, (_, setting) in expected.items():
             if kb_id in listed and listed[kb_id]["recall"] != setting:
                 violations.append(
@@ -718,6 +726,8 @@ def check_final_lists(
             elif member:
                 readers.add(user.user_id)
         violations += oracle.compare_sets("member", f"members of {kb_id}", readers, members - unknown)
+        model.final_counts["members"] += len(readers)
+        model.final_counts["live KBs"] += 1
         files = _get(owner, f"/knowledge-bases/{kb_id}/files")["files"]
         listed_uploads = {f.get("upload_id"): f for f in files}
         unsure = {u.upload_id for u in kb.uploads.values() if u.deleted is None}
@@ -733,6 +743,7 @@ def check_final_lists(
                 violations.append(
                     oracle.Violation("file-not-available", f"{kb_id}: {upload_id} is {status} ({reason})")
                 )
+        model.final_counts["files"] += len(want)
         live_files[kb_id] = {
             str(f["upload_id"]) for f in files if f["id"].startswith("fi_") and f.get("upload_id")
         }
@@ -779,6 +790,8 @@ class LoadReport:
     limits: dict[str, str]
     stack_log: Path | None = None
     notes: list[str] = field(default_factory=list)
+    final_counts: dict[str, int] = field(default_factory=dict)
+    driver_errors: list[str] = field(default_factory=list)
 
     @property
     def errors(self) -> list[RequestRecord]:
@@ -790,7 +803,7 @@ class LoadReport:
 
     @property
     def ok(self) -> bool:
-        return not self.violations and not self.errors
+        return not self.violations and not self.errors and not self.driver_errors
 
     def table(self) -> str:
         by_route: dict[str, list[RequestRecord]] = defaultdict(list)
@@ -838,14 +851,21 @@ class LoadReport:
         lines += [
             f"oracle: {sc.recalls} recalls, {sc.excerpts} excerpts, {sc.attributed} (recall, KB) pairs returned "
             f"and checked, {sc.must_exclude} exclusions required of KBs with documents "
-            f"({sc.must_exclude_after_change} after a revoke, leave, toggle-off or delete); "
+            f"({', '.join(f'{what} {n}' for what, n in sc.must_exclude_by.most_common()) or 'none'}); "
             f"{self.undetermined} final (user, KB) states undetermined; reconciler runs: {self.reconcile_runs}",
             *self.notes,
         ]
+        if self.settings.final_checks:
+            c = Counter(self.final_counts)
+            lines.append(
+                f"after the run: {c['grants']} grants (role, recall), {c['members']} members and {c['files']} "
+                f"files of {c['live KBs']} live KBs compared with the model; MemOS compared after the reconciler"
+            )
         shown = self.violations[:20]
         lines += [f"  VIOLATION {v}" for v in shown]
         if len(self.violations) > len(shown):
             lines.append(f"  ... and {len(self.violations) - len(shown)} more")
+        lines += [f"  DRIVER ERROR {error}" for error in self.driver_errors]
         verdict = "PASS" if self.ok else "FAIL"
         lines.append(f"verdict: {verdict} ({len(self.violations)} violations, {len(self.errors)} errors)")
         if not self.ok and self.stack_log is not None:
@@ -941,6 +961,8 @@ def _run_on(stack: Stack, settings: LoadSettings) -> LoadReport:
         scope=scope,
         violations=violations,
         undetermined=undetermined,
+        final_counts=dict(model.final_counts),
+        driver_errors=model.driver_errors,
         reconcile_runs=runs,
         limits=stack.limits,
         stack_log=stack.log_path,

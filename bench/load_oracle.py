@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -84,7 +84,7 @@ class ScopeCheck:
     excerpts: int = 0
     attributed: int = 0  # (recall, KB) pairs named by a marker
     must_exclude: int = 0  # (recall, KB with documents) pairs that had to stay out of the answer
-    must_exclude_after_change: int = 0  # of those, excluded by a revoke, leave, toggle-off or delete
+    must_exclude_by: Counter[str] = field(default_factory=Counter)  # ...by what excluded them
     violations: list[Violation] = field(default_factory=list)
 
 
@@ -171,7 +171,7 @@ def check_scope(
             proof = oracle.excluding_change(recall.user, kb, recall.start, recall.end)
             if proof is not None:
                 check.must_exclude += 1
-                check.must_exclude_after_change += proof.end > -math.inf
+                check.must_exclude_by[proof.what] += 1
     return check
 
 

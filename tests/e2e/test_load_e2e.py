@@ -68,14 +68,22 @@ def test_a_short_concurrent_load_passes_the_oracle(stacks):
 
 
 def test_the_oracle_catches_recall_ignoring_the_recall_switch(stacks):
-    settings = load.LoadSettings(
-        duration=8, requests=300, users=6, seed=7, fault="recall-ignores-setting", final_checks=False
-    )
+    """A leak shows once a user turns recall off on a KB with documents and recalls again, which a
+    short random run does not always do: up to three short runs (one was enough in every trial here)."""
+    stack = stacks.get(clean=False)
+    reports = []
+    for seed in (7, 8, 9):
+        settings = load.LoadSettings(
+            duration=6, requests=300, users=6, seed=seed, fault="recall-ignores-setting", final_checks=False
+        )
+        reports.append(load.run(settings, stack))
+        if any(v.kind == "scope" for v in reports[-1].violations):
+            break
 
-    report = load.run(settings, stacks.get(clean=False))
-
+    report = reports[-1]
     text = report.render()
     assert not report.ok, text
     scope = [v for v in report.violations if v.kind == "scope"]
-    assert scope, text
+    assert scope, "\n\n".join(r.render() for r in reports)
     assert "toggle-off" in scope[0].detail, text
+    assert "verdict: FAIL" in text

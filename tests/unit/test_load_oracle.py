@@ -128,7 +128,7 @@ def test_the_check_counts_what_it_put_to_the_test():
     ]
     check = check_scope(history, recalls, MARKERS, documents_since={KB: 0.6})
     assert (check.recalls, check.excerpts, check.attributed) == (3, 1, 1)
-    assert (check.must_exclude, check.must_exclude_after_change) == (1, 1)
+    assert (check.must_exclude, dict(check.must_exclude_by)) == (1, {"revoke": 1})
     assert check.violations == []
 
 
@@ -247,6 +247,10 @@ def test_the_report_passes_only_without_violations_and_errors():
     assert report([], [("POST /recall", 200), ("POST /knowledge-bases/{kb}/members", 429)]).ok
     assert not report([], [("POST /recall", 503)]).ok
     assert not report([], [("POST /recall", 0)]).ok  # no answer
+    crashed = report([], [("POST /recall", 200)])
+    crashed.driver_errors.append("load-0: Traceback ...")
+    assert not crashed.ok  # a user's thread that died fails the run
+    assert "DRIVER ERROR load-0" in crashed.render()
     failing = report(check_scope([created()], [recall(READER, 1, 2)], MARKERS).violations, [])
     assert not failing.ok
     text = failing.render()
