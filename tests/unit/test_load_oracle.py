@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import httpx
 import pytest
 
 from bench import load
@@ -284,3 +285,21 @@ def test_percentiles_are_nearest_rank():
         99,
         7,
     )
+
+
+def test_a_share_refused_for_another_reason_than_already_member_is_an_error():
+    codes = iter(["already_member", "identifier_ambiguous"])
+
+    def answer(request):
+        return httpx.Response(409, json={"error": {"code": next(codes), "message": "no"}})
+
+    worker = object.__new__(load.Worker)
+    worker.model = load.Model()
+    worker.http = httpx.Client(base_url="http://api.test", transport=httpx.MockTransport(answer))
+    route = "POST /knowledge-bases/{kb}/members"
+    for _ in range(2):
+        response, outcome = worker.call(
+            route, "POST", "/knowledge-bases/kb_a/members", json={"identifier": "x"}
+        )
+        assert (response.status_code, outcome.ok) == (409, False)
+    assert [r.expected for r in worker.model.requests] == [True, False]
