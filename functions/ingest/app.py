@@ -15,16 +15,15 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from memmy_kb.adapters.memos.deadline import bounded_by
 from memmy_kb.api.dependencies import (
-    get_activity_log,
     get_content_store,
     get_kb_store,
     get_memos_client,
     get_upload_storage,
 )
 from memmy_kb.api.events import object_keys
-from memmy_kb.domain import activity, ingest
+from memmy_kb.domain import ingest
 from memmy_kb.observability import logger, metrics
-from memmy_kb.records import utc_now
+from memmy_kb.records import KbCapacity
 from memmy_kb.settings import get_settings
 
 processor = BatchProcessor(event_type=EventType.SQS)
@@ -42,6 +41,8 @@ def handle_record(record: SQSRecord) -> None:
         inline_max_bytes=settings.inline_upload_max_bytes,
         get_url_ttl_seconds=settings.upload_get_ttl_seconds,
         final_attempt=int(record.attributes.approximate_receive_count or 1) >= settings.ingest_max_receives,
+        capacity=KbCapacity(max_files=settings.max_files_per_kb, max_bytes=settings.max_bytes_per_kb),
+        activity_retention_days=settings.activity_retention_days,
     )
     try:
         for key in object_keys(record.body):
@@ -49,15 +50,6 @@ def handle_record(record: SQSRecord) -> None:
                 get_kb_store(), get_content_store(), get_upload_storage(), get_memos_client(), key, config=config
             )
             metrics.add_metric(name=METRICS[outcome.result], unit=MetricUnit.Count, value=1)
-            if outcome.result == "submitted" and outcome.upload_id:
-                activity.record_upload(
-                    get_content_store(),
-                    get_activity_log(),
-                    key.split("/")[1],
-                    outcome.upload_id,
-                    now=utc_now(),
-                    retention_days=settings.activity_retention_days,
-                )
     except ingest.RetryLater as err:
         logger.warning("ingest deferred; the message will come back", extra={"why": str(err)})
         raise

@@ -18,11 +18,14 @@ from memmy_kb.api.dependencies import (
 )
 from memmy_kb.domain.reconcile import Reconciler
 from memmy_kb.observability import logger, metrics
+from memmy_kb.records import KbCapacity
+from memmy_kb.settings import get_settings
 
 
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
+    settings = get_settings()
     reconciler = Reconciler(
         get_kb_store(),
         get_content_store(),
@@ -32,6 +35,8 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
         get_memos_client(),
         get_upload_storage(),
         time_left=seconds_left,
+        capacity=KbCapacity(max_files=settings.max_files_per_kb, max_bytes=settings.max_bytes_per_kb),
+        activity_retention_days=settings.activity_retention_days,
     )
     with bounded_by(context):
         report = reconciler.run()

@@ -1,11 +1,14 @@
-"""Capacity (issue 12): the KBs one user may own, and MemOS's own quota counted and alarmed."""
+"""Capacity (issue 12): the KBs one user may own, the files and bytes one KB may hold, and MemOS's own
+quota counted and alarmed."""
 
 from __future__ import annotations
 
 import json
 from http import HTTPStatus
 
+from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
 from memmy_kb.settings import get_settings
+from tests.support.uploads import create_kb, drain_ingest, get_upload, post_file, request_upload, upload
 
 
 def create(service, name="产品资料", user="alice"):
@@ -32,12 +35,18 @@ def test_owning_the_most_kbs_allowed_is_409_with_the_limit_and_asks_memos_nothin
 def test_a_create_racing_past_the_read_is_refused_by_the_transaction_and_its_memos_kb_deleted(
     service, monkeypatch
 ):
-    from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
+    from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
 
     monkeypatch.setenv("MAX_KBS_PER_USER", "1")
     get_settings.cache_clear()
     assert create(service, "一").status == HTTPStatus.CREATED
-    monkeypatch.setattr(DynamoKnowledgeBaseStore, "count_owned", lambda self, owner_id: 0)
+    # A concurrent create's intent transaction checked the count before this one's was recorded.
+    check_before = DynamoCleanupStore.put_create_intent
+    monkeypatch.setattr(
+        DynamoCleanupStore,
+        "put_create_intent",
+        lambda self, *args, **kwargs: check_before(self, *args, **{**kwargs, "max_owned": None}),
+    )
     reply = create(service, "二")
     assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.CONFLICT, "kb_limit_reached")
     assert len([kb for kb in service.memos.state()["knowledge_bases"] if kb["linked"]]) == 1
@@ -60,3 +69,123 @@ def test_the_quota_metric_is_alarmed(service):
     ]
     assert len(alarms) == 1
     assert alarms[0]["Threshold"] == 0
+
+
+# -- files and bytes per KB ------------------------------------------------------------------------
+
+
+def caps(monkeypatch, *, files: int | None = None, size: int | None = None) -> None:
+    if files is not None:
+        monkeypatch.setenv("MAX_FILES_PER_KB", str(files))
+    if size is not None:
+        monkeypatch.setenv("MAX_BYTES_PER_KB", str(size))
+    get_settings.cache_clear()
+
+
+def counts(service, kb_id: str) -> tuple[int, int]:
+    kb = service.stores.kbs.get_kb(kb_id)
+    return kb.file_count, kb.bytes_used
+
+
+def test_a_kb_holding_the_most_files_refuses_the_next_upload_with_409_and_the_limit(service, monkeypatch):
+    caps(monkeypatch, files=2)
+    kb_id = create_kb(service)
+    first = upload(service, kb_id, "a.md", b"# one")
+    upload(service, kb_id, "b.md", b"# two")
+    drain_ingest(service)
+    assert counts(service, kb_id) == (2, 10)
+
+    reply = request_upload(service, kb_id, "c.md", 7)
+
+    assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.CONFLICT, "kb_file_limit_reached")
+    assert "at most 2 files" in reply.body["error"]["message"]
+    # Deleting a file makes room again
+    file_id = next(f.file_id for f in service.stores.contents.query_kb_items(kb_id)[1] if f.upload_id == first)
+    assert service.call("DELETE", f"/knowledge-bases/{kb_id}/files/{file_id}").status == HTTPStatus.ACCEPTED
+    assert counts(service, kb_id) == (1, 5)
+    assert request_upload(service, kb_id, "c.md", 7).status == HTTPStatus.CREATED
+
+
+def test_a_file_that_does_not_fit_the_kbs_bytes_is_413_with_the_limit(service, monkeypatch):
+    caps(monkeypatch, size=2048)
+    kb_id = create_kb(service)
+    upload(service, kb_id, "a.txt", b"x" * 1500)
+    drain_ingest(service)
+
+    reply = request_upload(service, kb_id, "b.txt", 600)
+
+    assert (reply.status, reply.body["error"]["code"]) == (
+        HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+        "kb_storage_limit_reached",
+    )
+    assert "at most 2 KiB" in reply.body["error"]["message"]
+    assert request_upload(service, kb_id, "b.txt", 548).status == HTTPStatus.CREATED  # exactly fills it
+
+
+def test_uploads_issued_together_past_the_cap_are_refused_at_ingest_and_taken_back_from_memos(
+    service, monkeypatch
+):
+    # Given two uploads issued while the KB had room for one, both sent, the second ingested after it filled
+    caps(monkeypatch, files=1)
+    kb_id = create_kb(service)
+    first = upload(service, kb_id, "a.md", b"# one")
+    second = upload(service, kb_id, "b.md", b"# two")
+    real_hold = DynamoContentStore.update_upload_submitting
+
+    def hold_racing_past_the_check(self, *args, **kwargs):
+        # the hold's check saw room (the first file not yet recorded); the record transaction decides
+        return real_hold(self, *args, **{**kwargs, "capacity": None})
+
+    monkeypatch.setattr(DynamoContentStore, "update_upload_submitting", hold_racing_past_the_check)
+
+    drain_ingest(service)
+
+    # Then exactly one file is recorded, the other upload ends rejected with the limit as its reason,
+    # MemOS holds only the recorded file, and the counts say one file
+    states = {u: get_upload(service, kb_id, u) for u in (first, second)}
+    recorded = [u for u, s in states.items() if s.state == "submitted"]
+    (rejected,) = [s for s in states.values() if s.state == "rejected"]
+    assert len(recorded) == 1
+    assert "at most 1 files" in rejected.reason
+    files = service.stores.contents.query_kb_items(kb_id)[1]
+    assert [f.upload_id for f in files] == recorded
+    assert [f["id"] for kb in service.memos.state()["knowledge_bases"] for f in kb["files"]] == [
+        files[0].memos_file_id
+    ]
+    assert counts(service, kb_id) == (1, 5)
+    listed = service.call("GET", f"/knowledge-bases/{kb_id}/files").body["files"]
+    assert {(f["status"], f.get("reason")) for f in listed if f["status"] == "failed"} == {
+        ("failed", rejected.reason)
+    }
+
+
+def test_a_full_kb_refuses_at_the_hold_before_memos_is_asked(service, monkeypatch):
+    # Given an upload issued before the KB filled up
+    caps(monkeypatch, files=1)
+    kb_id = create_kb(service)
+    late = request_upload(service, kb_id, "late.md", 7).body
+    upload(service, kb_id, "a.md", b"# one")
+    drain_ingest(service)
+    adds = service.memos.calls("/add/knowledgebase-file")
+
+    assert post_file(late, b"# hello").status_code == 204
+    drain_ingest(service)
+
+    stored = get_upload(service, kb_id, late["upload_id"])
+    assert (stored.state, "at most 1 files" in (stored.reason or "")) == ("rejected", True)
+    assert service.memos.calls("/add/knowledgebase-file") == adds
+    assert counts(service, kb_id) == (1, 5)
+
+
+def test_deleting_a_folder_takes_its_files_off_the_counts(service, monkeypatch):
+    kb_id = create_kb(service)
+    folder_id = service.call("POST", f"/knowledge-bases/{kb_id}/folders", body={"name": "f"}).body["id"]
+    ticket = request_upload(service, kb_id, "a.md", 5, folder_id=folder_id).body
+    assert post_file(ticket, b"# one").status_code == 204
+    upload(service, kb_id, "b.md", b"# two!")
+    drain_ingest(service)
+    assert counts(service, kb_id) == (2, 11)
+
+    assert service.call("DELETE", f"/knowledge-bases/{kb_id}/folders/{folder_id}").status == HTTPStatus.ACCEPTED
+
+    assert counts(service, kb_id) == (1, 6)

@@ -328,7 +328,8 @@ def consistency_problems(service) -> list[str]:
         KB exists; (b) every MemOS file of a live KB is referenced by exactly one FILE item; (c) every
         FILE item's MemOS file exists in its KB's MemOS KB, and its folder is live; (d) the S3 rule of the
         module docstring; (e) no item of a deleted KB (its partition, a grant), no outbox item, no upload
-        still submitting (the reconciler resolves every one past its grace period).
+        still submitting (the reconciler resolves every one past its grace period); (f) each live KB's
+        capacity counts on META (``file_count``, ``bytes_used``) are exactly its FILE items and their sizes.
     """
     items = table_items(service)
     problems: list[str] = []
@@ -404,6 +405,13 @@ def consistency_problems(service) -> list[str]:
     for (kb_id, upload_id), upload in uploads.items():
         if upload["state"] == "submitting":
             problems.append(f"(e) upload {upload_id} of {kb_id} still submitting")
+    # (f)
+    for kb_id, meta in metas.items():
+        mine = [f for f in files if f["kb_id"] == kb_id]
+        counted = (int(meta.get("file_count", 0)), int(meta.get("bytes_used", 0)))
+        actual = (len(mine), sum(int(f["size_bytes"]) for f in mine))
+        if counted != actual:
+            problems.append(f"(f) KB {kb_id} counts {counted} (files, bytes), holds {actual}")
     return problems
 
 
@@ -481,7 +489,7 @@ def kb_ids_listed(service) -> set[str]:
 
 KILL_POINTS: list[tuple[str, Target, str]] = [
     # ingest of a small file (inline): pending -> submitting -> MemOS add -> FILE item
-    ("ingest-small", (UploadStorage, "head"), "before"),
+    ("ingest-small", (UploadStorage, "read_start"), "before"),
     ("ingest-small", (DynamoContentStore, "update_upload_submitting"), "after"),
     ("ingest-small", (MemosClient, "add_knowledgebase_files"), "before"),
     ("ingest-small", (MemosClient, "add_knowledgebase_files"), "after"),

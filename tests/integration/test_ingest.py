@@ -24,6 +24,7 @@ from memmy_kb.api.dependencies import reset_dependencies
 from memmy_kb.domain import ingest, verification
 from memmy_kb.domain.verification import NOT_UTF8, REASONS, XML_DOCTYPE
 from memmy_kb.records import FolderRecord, utc_now
+from memmy_kb.settings import get_settings
 from tests.support.docgen import make_doc, make_docx, make_docx_with_document, make_md, make_pdf
 from tests.support.uploads import (
     REGION,
@@ -382,11 +383,11 @@ def test_of_two_concurrent_deliveries_only_one_may_submit(service):
     repo = repository(service)
     now = get_upload(service, kb_id, upload_id).created_at
 
-    first = repo.update_upload_submitting(kb_id, upload_id, attempt_id="one", now=now, keep_until=1)
+    repo.update_upload_submitting(kb_id, upload_id, attempt_id="one", now=now, keep_until=1, owner_id="alice")
     with pytest.raises(ConditionFailed):
-        repo.update_upload_submitting(kb_id, upload_id, attempt_id="two", now=now, keep_until=1)
+        repo.update_upload_submitting(kb_id, upload_id, attempt_id="two", now=now, keep_until=1, owner_id="alice")
 
-    assert first.attempt_id == "one"
+    assert get_upload(service, kb_id, upload_id).attempt_id == "one"
     with pytest.raises(ConditionFailed):
         repo.update_upload_released(kb_id, upload_id, attempt_id="two", expires_at=1)
 
@@ -439,7 +440,10 @@ def test_a_file_whose_folder_was_deleted_meanwhile_ends_rejected_and_leaves_noth
 
 
 def test_an_object_replaced_while_it_is_read_is_retried_not_judged(service, monkeypatch):
-    # Given the ingest saw one version (its HEAD) and the client re-POSTed another before the read
+    # Given a file read in several requests (over the inline size, so HEAD first; a small file is read by
+    # one GET, which cannot mix versions), and the client re-POSTed another version before the read
+    monkeypatch.setenv("INLINE_UPLOAD_MAX_BYTES", "4")
+    get_settings.cache_clear()
     kb_id = create_kb(service)
     upload_id = upload(service, kb_id, "a.md", b"# hello")
     original_head = UploadStorage.head

@@ -47,6 +47,7 @@ from memmy_kb.records import (
     KbCapacity,
     KnowledgeBaseRecord,
     ProfileRecord,
+    RequestRecord,
     ShareReads,
     UploadRecord,
     WindowCount,
@@ -221,7 +222,12 @@ class FakeKnowledgeBaseStore:
         self.table = table if table is not None else FakeTable()
 
     def put_kb_with_owner_grant(
-        self, kb: KnowledgeBaseRecord, owner_grant: GrantRecord, *, max_owned: int | None = None
+        self,
+        kb: KnowledgeBaseRecord,
+        owner_grant: GrantRecord,
+        *,
+        max_owned: int | None = None,
+        request: RequestRecord | None = None,  # Idempotency-Key records are the adapter's alone
     ) -> None:
         t = self.table
         txn = _Transaction()

@@ -235,6 +235,8 @@ def test_the_real_functions_get_the_resolved_globals(template: dict[str, Any]) -
         "MEMOS_BASE_URL": "http://127.0.0.1:8801/api/openmem/v1",
         "MEMOS_API_KEY_SECRET": REFS["MemosApiKeySecret"],
         "ACTIVITY_RETENTION_DAYS": "180",
+        "MAX_FILES_PER_KB": "1000",
+        "MAX_BYTES_PER_KB": "2147483648",
         "MAX_KBS_PER_USER": "100",
     }
     manage_kb = {k: v for k, v in environment.items() if k != "MAX_KBS_PER_USER"}

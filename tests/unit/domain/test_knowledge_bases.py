@@ -8,7 +8,7 @@ import pytest
 
 from memmy_kb.domain import knowledge_bases as kbs_logic
 from memmy_kb.errors import Conflict
-from memmy_kb.records import GrantRecord, KnowledgeBaseRecord
+from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, RequestRecord
 from tests.support.factories import (
     T0,
     at,
@@ -80,12 +80,29 @@ def test_given_a_verified_owner_when_creating_then_meta_and_an_owner_grant_with_
     assert (view.kb.kb_id, view.grant.role, view.owner_name) == ("kb_new", "owner", "Alice W.")
 
 
-def test_given_the_owner_has_a_profile_when_creating_then_the_view_shows_the_profile_name(
+def test_given_the_token_names_the_owner_when_creating_then_the_answer_names_them_so_without_the_profile(
+    stores: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    # The caller is the owner: the token's verified claims are the freshest facts about them (and reading
+    # the profile would cost a round trip); lists and reads show the registered profile.
+    stores.table.seed(profile_record("alice", display_name="Alice Wang"))
+
+    view = create(stores, memos)
+
+    assert view.owner_name == "Alice W."
+    assert kbs_logic.get_knowledge_base(stores.kbs, stores.profiles, "alice", "kb_new").owner_name == "Alice Wang"
+
+
+def test_given_a_token_without_a_name_when_creating_then_the_view_shows_the_profile_name(
     stores: FakeStores, memos: FakeKnowledgeEngine
 ) -> None:
     stores.table.seed(profile_record("alice", display_name="Alice Wang"))
 
-    assert create(stores, memos).owner_name == "Alice Wang"
+    view = kbs_logic.create_knowledge_base(
+        stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x", new_id=lambda: "kb_x"
+    )
+
+    assert view.owner_name == "Alice Wang"
 
 
 def test_given_no_name_anywhere_when_creating_then_the_owner_is_shown_by_user_id(
@@ -126,7 +143,12 @@ def test_given_the_id_is_taken_when_creating_then_409_and_the_memos_kb_is_delete
 
 class BrokenKnowledgeBaseStore(FakeKnowledgeBaseStore):
     def put_kb_with_owner_grant(
-        self, kb: KnowledgeBaseRecord, owner_grant: GrantRecord, *, max_owned: int | None = None
+        self,
+        kb: KnowledgeBaseRecord,
+        owner_grant: GrantRecord,
+        *,
+        max_owned: int | None = None,
+        request: RequestRecord | None = None,
     ) -> None:
         raise RuntimeError("DynamoDB is down")
 

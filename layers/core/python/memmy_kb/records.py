@@ -182,6 +182,25 @@ class CountCap(BaseModel):
     expires_at: int
 
 
+class RequestRecord(BaseModel):
+    """One ``Idempotency-Key`` of one caller for one operation (``IDEMPOTENCY#<operation>/<key_hash>``).
+
+    Written ``in_progress`` by the first write of the request it guards and completed, with the answer's
+    ``result``, by its last (``memmy_kb.domain.knowledge_bases``: the create intent and the create
+    transaction), so remembering the request costs no round trip of its own. ``attempt`` names the run
+    that holds it; a run that died is taken over once ``in_progress_until`` (epoch seconds) has passed.
+    """
+
+    operation: str
+    key_hash: str
+    payload_hash: str
+    attempt: str
+    status: Literal["in_progress", "completed"] = "in_progress"
+    in_progress_until: int
+    expires_at: int
+    result: str | None = None
+
+
 class KbCapacity(BaseModel):
     """What one KB may hold: files recorded in it and their bytes, counted on META (``file_count``,
     ``bytes_used``). Issuing an upload checks it, the ingest's record transaction holds it."""

@@ -37,6 +37,9 @@ class Settings:
     activity_retention_days: int = 180
     # Capacity: KBs one user may own (the MemOS plan caps the whole account: 10, 30 or 100).
     max_kbs_per_user: int = 100
+    # Capacity of one KB: files recorded in it, and their bytes (2 GiB).
+    max_files_per_kb: int = 1000
+    max_bytes_per_kb: int = 2 * 1024**3
 
 
 @cache
@@ -62,6 +65,8 @@ def get_settings() -> Settings:
         new_members_per_day=int(_positive(env, "NEW_MEMBERS_PER_DAY", 100)),
         activity_retention_days=int(_positive(env, "ACTIVITY_RETENTION_DAYS", 180)),
         max_kbs_per_user=int(_positive(env, "MAX_KBS_PER_USER", 100)),
+        max_files_per_kb=int(_positive(env, "MAX_FILES_PER_KB", 1000)),
+        max_bytes_per_kb=int(_positive(env, "MAX_BYTES_PER_KB", 2 * 1024**3)),
     )
 
 

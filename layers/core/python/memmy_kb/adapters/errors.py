@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from memmy_kb.records import RequestRecord
+
 # The item families of the table, as the errors name them.
 Item = Literal[
     "kb", "grant", "member_count", "folder", "folders", "file", "upload", "profile", "cleanup", "blocked", "daily",
@@ -34,3 +36,12 @@ class ItemMissing(StoreError):
 
 class ConditionFailed(StoreError):
     """The item exists but no longer satisfies the operation's condition (a count, a state, a holder)."""
+
+
+class RequestSeen(StoreError):
+    """An ``Idempotency-Key`` record already holds the key: ``record`` is what it says (completed with its
+    result, or still in progress), for the domain to answer the repeat from."""
+
+    def __init__(self, record: RequestRecord) -> None:
+        super().__init__("request", record.key_hash)
+        self.record = record

@@ -4,7 +4,7 @@ Keys never contain a user's filename: ``uploads/<kb>/<upload>`` is where a clien
 the bytes (the bucket notifies the ingest queue for this prefix only), ``verified/<kb>/<upload>`` is the
 server-side copy of the exact bytes the ingest verified, which MemOS fetches for large files.
 
-Every read of an object is pinned to the ETag its ``head`` returned (``IfMatch``), so a client that
+Every read of an object is pinned to the ETag its ``head`` (or ``read_start``) returned (``IfMatch``), so a client that
 replaces the object while it is being verified makes the read fail (``ObjectChanged``) instead of mixing
 two versions. Reads are ranged or streamed: nothing here holds a whole large object in memory.
 """
@@ -105,6 +105,28 @@ class UploadStorage:
                 return None
             raise
         return ObjectInfo(key=key, size=int(resp["ContentLength"]), etag=resp["ETag"])
+
+    def read_start(self, key: str, length: int) -> tuple[ObjectInfo, bytes] | None:
+        """The object's size and ETag with its first ``length`` bytes, from one ranged GET (what a HEAD and a
+        GET would say); None when there is no such object. For small objects, read whole in memory."""
+        try:
+            reply = self._client.get_object(Bucket=self.bucket, Key=key, Range=f"bytes=0-{max(length, 1) - 1}")
+        except ClientError as err:
+            if _code(err) in _MISSING:
+                return None
+            if _code(err) == "InvalidRange":  # an empty object has no byte 0
+                info = self.head(key)
+                return (info, b"") if info is not None else None
+            raise
+        body = reply["Body"]
+        try:
+            data: bytes = body.read()
+        finally:
+            body.close()
+        # "bytes 0-99/1234": the total after the slash; without a range answer the body is the whole object.
+        content_range = str(reply.get("ContentRange") or "")
+        size = int(content_range.rsplit("/", 1)[1]) if "/" in content_range else len(data)
+        return ObjectInfo(key=key, size=size, etag=reply["ETag"]), data
 
     def read_range(self, info: ObjectInfo, start: int, length: int) -> bytes:
         """Up to ``length`` bytes from offset ``start`` of the object ``info`` describes."""

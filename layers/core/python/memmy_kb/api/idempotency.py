@@ -1,18 +1,27 @@
-"""``Idempotency-Key`` support for POSTs that create things, on Powertools idempotency.
+"""``Idempotency-Key`` support for POSTs that create things.
 
 Records live in the main table (``PK = IDEMPOTENCY#<operation>``, ``SK = <hash>``) and expire through the
 table's TTL attribute. The key is scoped to the caller, so two users can never see each other's results,
 and a key reused with a different body is refused rather than answered with the first result.
+
+Uploads use Powertools idempotency (``run_idempotently``: its own put before and update after). Creating
+a KB claims and completes its record inside the create's own two transactions instead
+(``request_record`` here, ``memmy_kb.domain.knowledge_bases``), so the key costs no round trip of its own.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 import re
+import time
 from collections.abc import Callable
 from functools import cache
 from typing import Any
 
 from memmy_kb.errors import Conflict, InvalidInput
+from memmy_kb.records import RequestRecord
 from memmy_kb.settings import get_settings
 
 _KEY = re.compile(r"^[\x21-\x7e]{1,128}$")
@@ -32,6 +41,48 @@ def _persistence(operation: str) -> Any:
         expiry_attr="expires_at",
         boto3_client=dynamodb_client(),
     )
+
+
+# Without a Lambda context: how long a claimed key stays in progress before another request may take over.
+_DEFAULT_IN_PROGRESS_SECONDS = 60
+
+
+def request_record(
+    operation: str,
+    *,
+    key: str | None,
+    user_id: str,
+    payload: dict[str, Any],
+    lambda_context: Any = None,
+    ttl_seconds: int | None = None,
+) -> RequestRecord | None:
+    """The in-progress record a request with ``Idempotency-Key: key`` claims (None without a key): scoped
+    to the caller, with a hash of the body, held for the invocation's remaining time and remembered for
+    ``ttl_seconds`` (the idempotency TTL by default)."""
+    if key is None:
+        return None
+    if not _KEY.match(key):
+        raise InvalidInput(
+            "Idempotency-Key must be 1 to 128 visible ASCII characters.", code="invalid_idempotency_key"
+        )
+    now = int(time.time())
+    remaining = (
+        lambda_context.get_remaining_time_in_millis() / 1000
+        if lambda_context is not None and hasattr(lambda_context, "get_remaining_time_in_millis")
+        else _DEFAULT_IN_PROGRESS_SECONDS
+    )
+    return RequestRecord(
+        operation=operation,
+        key_hash=_digest([user_id, key]),
+        payload_hash=_digest(payload),
+        attempt="",
+        in_progress_until=now + math.ceil(remaining),
+        expires_at=now + (ttl_seconds or get_settings().idempotency_ttl_seconds),
+    )
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def run_idempotently(

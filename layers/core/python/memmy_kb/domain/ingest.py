@@ -7,11 +7,17 @@ One object, one upload record (``UPLOAD#<id>`` under its KB), one state machine:
        └──verify failed──▶ rejected ◀──MemOS refused / KB gone──┘            (bytes deleted, reason kept)
 
 Each upload's run is one ``Ingestion`` object with a method per transition (``verify``, ``hold``,
-``submit``, ``record``, ``release``, ``reject``, ``take_back``). Checks, cheapest first: the real size equals the declared one; the KB still exists and the uploader
-still owns it (consistent reads); the bytes fit the extension (``memmy_kb.domain.verification``,
-bounded memory). Only then does the upload move to ``submitting`` with a conditional write from ``pending``,
-which is also the duplicate guard: a repeated or concurrent delivery of the same event finds the
-upload in another state and does nothing.
+``submit``, ``record``, ``release``, ``reject``, ``take_back``). Checks: the real size equals the declared
+one and the bytes fit the extension (``memmy_kb.domain.verification``, bounded memory). Only then does the
+upload move to ``submitting``, in a transaction that also checks that the KB still exists, is still the
+uploader's and has room for the file (``memmy_kb.domain.limits``); it is the duplicate guard too: a
+repeated or concurrent delivery of the same event finds the upload in another state and does nothing.
+The record transaction counts the file on META under the same capacity condition, and logs the upload.
+
+Round trips of a file up to ``inline_max_bytes`` (docs/architecture.md, "Uploads and ingest"): the upload
+read, one GET of the object (bytes, size and ETag together), the hold transaction, the MemOS add and the
+record transaction. The MemOS KB id comes with the upload (copied from the owner's grant when it was
+issued), so META is never read.
 
 **The crash window** (docs/architecture.md, "Uploads and ingest"). Between MemOS accepting the file
 and our FILE transaction, a crash (or a reply that never arrives) leaves a MemOS file nothing points to.
@@ -34,13 +40,13 @@ from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
 from memmy_kb.adapters.memos.errors import MemosError, MemosNotFound, MemosRejectedInput, MemosUnavailable
 from memmy_kb.adapters.memos.models import FileInput
 from memmy_kb.adapters.s3 import ObjectChanged, ObjectInfo, parse_upload_key, verified_object_key
-from memmy_kb.domain.access import require_upload_owner
+from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.formats import file_extension
+from memmy_kb.domain.limits import capacity_refused
 from memmy_kb.domain.naming import memos_file_name
 from memmy_kb.domain.ports import ContentStore, KnowledgeBaseStore, KnowledgeEngine, UploadObjects
 from memmy_kb.domain.verification import verify_content
-from memmy_kb.errors import Forbidden, NotFound
-from memmy_kb.records import FileRecord, KnowledgeBaseRecord, UploadRecord, utc_now
+from memmy_kb.records import FileRecord, KbCapacity, UploadRecord, utc_now
 
 logger = Logger(child=True)
 
@@ -53,7 +59,6 @@ PENDING_KEEP: Final = timedelta(days=1)
 
 KB_GONE: Final = "The knowledge base was deleted."
 FOLDER_GONE: Final = "The folder was deleted."
-NOT_OWNER: Final = "You no longer own this knowledge base."
 LARGER: Final = "The file is larger than declared."
 SMALLER: Final = "The file is smaller than declared."
 _MEMOS_REFUSALS: Final[dict[int, str]] = {
@@ -85,6 +90,10 @@ class IngestConfig:
     # This delivery is the queue's last (the next failure would go to the DLQ): decide instead of
     # waiting again, so the user sees "failed" rather than an upload that never ends.
     final_attempt: bool = False
+    # What one KB may hold (None: counted, not capped), and how long the upload's activity entry is kept
+    # (None: not logged).
+    capacity: KbCapacity | None = None
+    activity_retention_days: int | None = None
 
 
 @dataclass(frozen=True)
@@ -155,42 +164,53 @@ class Ingestion:
     def _outcome(self, result: Result, reason: str | None = None) -> IngestOutcome:
         return IngestOutcome(self.upload.object_key, result, self.upload.upload_id, reason)
 
-    def run(self, info: ObjectInfo) -> IngestOutcome:
-        """pending -> submitted | rejected | (still submitting: unknown) | pending again (RetryLater)."""
+    def run(self, info: ObjectInfo, data: bytes | None = None) -> IngestOutcome:
+        """pending -> submitted | rejected | (still submitting: unknown) | pending again (RetryLater).
+
+        ``data``: the object's bytes when they were already read with ``info`` (a small file's one GET).
+        """
         try:
-            kb, source = self.verify(info)
+            source = self.verify(info, data)
+            memos_kb_id = self._memos_kb_id()
+            file_input = self._file_input(source, info)
+            if not self.hold():
+                logger.info("another delivery took the upload; ignored", extra=self._log)
+                return self._outcome("ignored")
         except _Refused as refused:
             return self.reject(refused.reason)
-        file_input = self._file_input(source, info)
-        if not self.hold():
-            logger.info("another delivery took the upload; ignored", extra=self._log)
-            return self._outcome("ignored")
-        return self.submit(kb, file_input)
+        return self.submit(memos_kb_id, file_input)
 
-    def verify(self, info: ObjectInfo) -> tuple[KnowledgeBaseRecord, MemorySource | StoredSource]:
-        """The KB the upload goes into and the verified bytes; raises _Refused with the user's reason."""
+    def verify(self, info: ObjectInfo, data: bytes | None = None) -> MemorySource | StoredSource:
+        """The verified bytes; raises _Refused with the user's reason."""
         if info.size != self.upload.size_bytes:
             raise _Refused(LARGER if info.size > self.upload.size_bytes else SMALLER)
-        try:
-            kb = require_upload_owner(self.kbs, self.upload)
-        except NotFound:
-            raise _Refused(KB_GONE) from None
-        except Forbidden:
-            raise _Refused(NOT_OWNER) from None
         # A small file is read once and verified in memory (it goes inline anyway); a large one is checked
         # with ranged reads and one stream.
-        source: MemorySource | StoredSource = (
-            MemorySource(self.storage.read_range(info, 0, info.size))
-            if info.size <= self.config.inline_max_bytes
-            else StoredSource(self.storage, info)
-        )
+        source: MemorySource | StoredSource
+        if data is not None and len(data) == info.size:
+            source = MemorySource(data)
+        elif info.size <= self.config.inline_max_bytes:
+            source = MemorySource(self.storage.read_range(info, 0, info.size))
+        else:
+            source = StoredSource(self.storage, info)
         reason = verify_content(source, file_extension(self.upload.filename))
         if reason:
             raise _Refused(reason)
-        return kb, source
+        return source
+
+    def _memos_kb_id(self) -> str:
+        """The KB's MemOS id: on the upload, or (uploads issued before it was kept there) from META."""
+        if self.upload.memos_kb_id:
+            return self.upload.memos_kb_id
+        kb = self.kbs.get_kb(self.upload.kb_id)
+        if kb is None:
+            raise _Refused(KB_GONE)
+        return kb.memos_kb_id
 
     def hold(self) -> bool:
-        """pending -> submitting under a fresh ``attempt_id``; False when another delivery holds it.
+        """pending -> submitting under a fresh ``attempt_id``, in a transaction that checks the KB is still
+        there, still the uploader's and has room for the file (else _Refused with the user's reason);
+        False when another delivery holds it.
 
         Everything that can fail before MemOS is called happens before this, so that a crash there
         leaves the upload pending (and the retried message redoes it) rather than stuck.
@@ -204,16 +224,27 @@ class Ingestion:
                 attempt_id=attempt_id,
                 now=now,
                 keep_until=_epoch(now + SUBMITTING_KEEP),
+                owner_id=self.upload.owner_id,
+                size=self.upload.size_bytes,
+                capacity=self.config.capacity,
             )
-        except ConditionFailed:
-            return False
+        except ItemMissing:
+            raise _Refused(KB_GONE) from None
+        except ConditionFailed as err:
+            if err.item == "upload":
+                return False
+            raise _Refused(self._full(err.item)) from None
         self.attempt_id = attempt_id
         return True
 
-    def submit(self, kb: KnowledgeBaseRecord, file_input: FileInput) -> IngestOutcome:
+    def _full(self, which: str) -> str:
+        """The reason an upload into a full KB reads (``which``: "kb_files" or "kb_bytes")."""
+        return capacity_refused(self.config.capacity or KbCapacity(), which).message
+
+    def submit(self, memos_kb_id: str, file_input: FileInput) -> IngestOutcome:
         """The MemOS add, and what each of its outcomes means for the upload."""
         try:
-            added = self.memos.add_knowledgebase_files(kb.memos_kb_id, [file_input])
+            added = self.memos.add_knowledgebase_files(memos_kb_id, [file_input])
         except (MemosRejectedInput, MemosNotFound) as err:
             reason = (
                 KB_GONE if isinstance(err, MemosNotFound) else _MEMOS_REFUSALS.get(err.code or 0, MEMOS_REFUSED)
@@ -256,16 +287,27 @@ class Ingestion:
             upload_id=upload.upload_id,
             uploaded_at=self.clock(),
         )
+        days = self.config.activity_retention_days
+        entry = (
+            new_activity("uploaded", upload.kb_id, upload.owner_id, record.file_id, record.uploaded_at, days)
+            if days
+            else None
+        )
         try:
             self.contents.put_file_for_upload(
                 record,
                 owner_id=upload.owner_id,
                 attempt_id=self.attempt_id,
                 expires_at=_epoch(self.clock() + SUBMITTED_KEEP),
+                capacity=self.config.capacity,
+                activity=entry,
             )
         except ItemMissing as err:
             return self.take_back(memos_file_id, reason=KB_GONE if err.item == "kb" else FOLDER_GONE)
-        except ConditionFailed:
+        except ConditionFailed as err:
+            if err.item in ("kb_files", "kb_bytes"):
+                # Filled up by uploads recorded since the hold: the authoritative check, in this transaction.
+                return self.take_back(memos_file_id, reason=self._full(err.item))
             current = self.contents.get_upload(upload.kb_id, upload.upload_id)
             if current is not None and current.state == "submitted" and current.memos_file_id == memos_file_id:
                 return self._outcome("ignored")  # recorded meanwhile by another run (the reconciler's)
@@ -374,13 +416,19 @@ def ingest_object(
     if upload.state != "pending":
         logger.info("upload is not pending; duplicate event ignored", extra={**log, "state": upload.state})
         return IngestOutcome(key, "ignored", upload.upload_id)
-    info = storage.head(key)
+    data: bytes | None = None
+    if upload.size_bytes <= config.inline_max_bytes:
+        # A small file is read whole by one GET, which also says its real size and ETag (no HEAD).
+        read = storage.read_start(key, upload.size_bytes)
+        info, data = read if read is not None else (None, None)
+    else:
+        info = storage.head(key)
     if info is None:
         logger.info("object is gone; ignored", extra=log)
         return IngestOutcome(key, "ignored", upload.upload_id)
     ingestion = Ingestion(kbs, contents, storage, memos, upload, config, clock=clock, new_id=new_id)
     try:
-        return ingestion.run(info)
+        return ingestion.run(info, data)
     except ObjectChanged:
         # Re-POSTed within the POST's validity: the new version's own event will follow; this one waits.
         logger.info("object replaced while it was read; retrying", extra=log)

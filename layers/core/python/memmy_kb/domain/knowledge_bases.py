@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,15 +11,15 @@ from typing import Protocol
 
 from aws_lambda_powertools import Logger
 
-from memmy_kb.adapters.errors import AlreadyExists, ConditionFailed, ItemMissing
+from memmy_kb.adapters.errors import AlreadyExists, ConditionFailed, ItemMissing, RequestSeen
 from memmy_kb.adapters.memos.errors import MemosError, MemosQuotaExceeded
 from memmy_kb.domain.access import require_access, require_owner
 from memmy_kb.domain.activity import DEFAULT_RETENTION_DAYS, new_activity
 from memmy_kb.domain.activity import record as record_activity
-from memmy_kb.domain.directory import VerifiedClaims, masked_contact
+from memmy_kb.domain.directory import VerifiedClaims, masked_contact, normalise_email, normalise_phone
 from memmy_kb.domain.ports import ActivityLog, KnowledgeBaseStore, KnowledgeEngine, ProfileStore
-from memmy_kb.errors import Conflict, UpstreamUnavailable, kb_not_found
-from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord, utc_now
+from memmy_kb.errors import Conflict, InvalidInput, UpstreamUnavailable, kb_not_found
+from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord, RequestRecord, utc_now
 
 logger = Logger(child=True)
 
@@ -29,9 +30,20 @@ INTENT_KEEP = timedelta(days=2)
 class CreateIntents(Protocol):
     """Where a create notes that it is calling MemOS (``memmy_kb.domain.ports.CleanupStore``)."""
 
-    def put_create_intent(self, kb_id: str, memos_name: str, started_at: datetime, expires_at: int) -> None: ...
+    def put_create_intent(
+        self,
+        kb_id: str,
+        memos_name: str,
+        started_at: datetime,
+        expires_at: int,
+        *,
+        owner_id: str | None = None,
+        max_owned: int | None = None,
+        request: RequestRecord | None = None,
+        now: int = 0,
+    ) -> None: ...
 
-    def delete_create_intent(self, kb_id: str) -> None: ...
+    def abandon_create(self, kb_id: str, *, request: RequestRecord | None, keep_intent: bool) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,8 @@ class KnowledgeBaseView:
     owner_name: str
     # The owner's verified phone or email, masked (``138****8000``): a name alone cannot impersonate.
     owner_contact: str | None = None
+    # The answer remembered for a repeated ``Idempotency-Key``, not a KB made now.
+    replayed: bool = False
 
 
 def new_kb_id() -> str:
@@ -65,6 +79,7 @@ def create_knowledge_base(
     new_id: Callable[[], str] = new_kb_id,
     intents: CreateIntents | None = None,
     max_owned: int | None = None,
+    request: RequestRecord | None = None,
 ) -> KnowledgeBaseView:
     """Create the MemOS KB, then record META and the owner's grant (recall on) in one transaction.
 
@@ -72,29 +87,47 @@ def create_knowledge_base(
     MemOS KB is deleted again rather than left where nothing can find it. With ``intents``, an intent
     item is written first and removed by that transaction (or at once when MemOS certainly created
     nothing): one left behind is a create whose outcome nobody learned, which the reconciler reports.
+
+    Round trips with ``intents`` (docs/architecture.md, "Create"): one transaction before MemOS (the
+    intent; the cap of ``max_owned`` KBs checked, so a full account is refused before MemOS is asked; the
+    ``request``'s Idempotency-Key claimed) and one after (META, the owner grant, the count held again, the
+    intent removed, the key's answer stored). The answer's owner is the caller, described from the
+    verified claims; the profile is read only when the token carries no name. A repeated key answers
+    from its record (422 ``idempotency_key_reused`` with another body, 409 ``request_in_progress``).
     """
-    # Refused before MemOS is asked (its KBs are the scarce resource); the transaction holds the cap
-    # again against concurrent creates.
-    if max_owned is not None and kbs.count_owned(owner.user_id) >= max_owned:
+    if intents is None and max_owned is not None and kbs.count_owned(owner.user_id) >= max_owned:
         raise _owned_limit(max_owned)
     kb_id = new_id()
     started = clock()
+    if request is not None:
+        request = request.model_copy(update={"attempt": kb_id})
     if intents is not None:
-        intents.put_create_intent(
-            kb_id, memos_name_for(kb_id), started, int((started + INTENT_KEEP).timestamp())
-        )
+        try:
+            intents.put_create_intent(
+                kb_id,
+                memos_name_for(kb_id),
+                started,
+                int((started + INTENT_KEEP).timestamp()),
+                owner_id=owner.user_id,
+                max_owned=max_owned,
+                request=request,
+                now=int(started.timestamp()),
+            )
+        except ConditionFailed:
+            raise _owned_limit(max_owned or 0) from None
+        except RequestSeen as seen:
+            return _repeat(seen.record, request)
     try:
         memos_kb_id = memos.create_knowledgebase(memos_name_for(kb_id))
     except MemosQuotaExceeded as err:
-        if intents is not None:
-            intents.delete_create_intent(kb_id)
+        _abandon(intents, kb_id, request, keep_intent=False)
         logger.error("MemOS knowledge-base quota exhausted", extra={"memos_code": err.code})
         raise UpstreamUnavailable(
             "Knowledge bases cannot be created right now.", code="memos_quota_exhausted"
         ) from err
     except MemosError as err:
-        if intents is not None and (not err.request_sent or err.code is not None):
-            intents.delete_create_intent(kb_id)  # MemOS answered or was never reached: nothing to find
+        # MemOS answered or was never reached: nothing to find, the intent goes; else it stays.
+        _abandon(intents, kb_id, request, keep_intent=err.request_sent and err.code is None)
         logger.error("MemOS create failed", extra={"memos_code": err.code, "error": type(err).__name__})
         raise UpstreamUnavailable("The knowledge engine is unavailable; try again shortly.") from err
     now = clock()
@@ -116,29 +149,96 @@ def create_knowledge_base(
         granted_at=now,
     )
     try:
-        kbs.put_kb_with_owner_grant(kb, grant, max_owned=max_owned)
+        view = _created_view(kb, grant, owner, profiles)
+        answered = (
+            request.model_copy(update={"status": "completed", "result": _dump_view(view)}) if request else None
+        )
+        kbs.put_kb_with_owner_grant(kb, grant, max_owned=max_owned, request=answered)
     except ConditionFailed as err:
-        _discard_memos_kb(memos, memos_kb_id)
+        _discard_memos_kb(memos, memos_kb_id, intents, kb_id, request)
+        if err.item == "request":
+            raise _in_progress() from err
         raise _owned_limit(max_owned or 0) from err
     except AlreadyExists as err:
-        _discard_memos_kb(memos, memos_kb_id)
+        _discard_memos_kb(memos, memos_kb_id, intents, kb_id, request)
         raise Conflict("A knowledge base with this id already exists.") from err
     except Exception:
-        _discard_memos_kb(memos, memos_kb_id)
+        _discard_memos_kb(memos, memos_kb_id, intents, kb_id, request)
         raise
-    return _view(kb, grant, profiles.get_profile(owner.user_id))
+    return view
+
+
+def _created_view(
+    kb: KnowledgeBaseRecord, grant: GrantRecord, owner: VerifiedClaims, profiles: ProfileStore
+) -> KnowledgeBaseView:
+    """The new KB as its owner sees it. The caller is the owner: the token's verified claims describe them
+    (the name a ``PUT /me`` would register, the masked verified contact) without reading the profile."""
+    if not owner.name:
+        return _view(kb, grant, profiles.get_profile(owner.user_id))
+    phone = normalise_phone(owner.phone) if owner.phone else None
+    email = normalise_email(owner.email) if owner.email else None
+    return KnowledgeBaseView(kb=kb, grant=grant, owner_name=owner.name, owner_contact=masked_contact(phone, email))
+
+
+def _dump_view(view: KnowledgeBaseView) -> str:
+    return json.dumps(
+        {
+            "kb": view.kb.model_dump(mode="json"),
+            "grant": view.grant.model_dump(mode="json"),
+            "owner_name": view.owner_name,
+            "owner_contact": view.owner_contact,
+        }
+    )
+
+
+def _repeat(seen: RequestRecord, request: RequestRecord | None) -> KnowledgeBaseView:
+    """The answer to a repeated Idempotency-Key, from its record."""
+    if request is None or seen.payload_hash != request.payload_hash:
+        raise InvalidInput(
+            "This Idempotency-Key was already used with a different request.", code="idempotency_key_reused"
+        )
+    if seen.status != "completed" or not seen.result:
+        raise _in_progress()
+    data = json.loads(seen.result)
+    return KnowledgeBaseView(
+        kb=KnowledgeBaseRecord.model_validate(data["kb"]),
+        grant=GrantRecord.model_validate(data["grant"]),
+        owner_name=data["owner_name"],
+        owner_contact=data["owner_contact"],
+        replayed=True,
+    )
+
+
+def _in_progress() -> Conflict:
+    return Conflict("A request with this Idempotency-Key is still in progress.", code="request_in_progress")
+
+
+def _abandon(intents: CreateIntents | None, kb_id: str, request: RequestRecord | None, *, keep_intent: bool) -> None:
+    """Release the key (a retry may run) and, unless MemOS may hold the KB, drop the intent."""
+    if intents is not None:
+        intents.abandon_create(kb_id, request=request, keep_intent=keep_intent)
 
 
 def _owned_limit(limit: int) -> Conflict:
     return Conflict(f"You can own at most {limit} knowledge bases; delete one first.", code="kb_limit_reached")
 
 
-def _discard_memos_kb(memos: KnowledgeEngine, memos_kb_id: str) -> None:
+def _discard_memos_kb(
+    memos: KnowledgeEngine,
+    memos_kb_id: str,
+    intents: CreateIntents | None = None,
+    kb_id: str = "",
+    request: RequestRecord | None = None,
+) -> None:
     try:
         memos.delete_knowledgebase(memos_kb_id, delete_all=True)
     except MemosError:
-        # Nothing references it and MemOS cannot list KBs: this is the one residue to alert on.
+        # Nothing references it and MemOS cannot list KBs: this is the one residue to alert on (its
+        # intent stays for the reconciler to report).
         logger.exception("MemOS KB left behind after a failed create", extra={"memos_kb_id": memos_kb_id})
+        _abandon(intents, kb_id, request, keep_intent=True)
+        return
+    _abandon(intents, kb_id, request, keep_intent=False)
 
 
 def get_knowledge_base(

@@ -26,6 +26,7 @@ from memmy_kb.records import (
     KbCapacity,
     KnowledgeBaseRecord,
     ProfileRecord,
+    RequestRecord,
     ShareReads,
     UploadRecord,
     WindowCount,
@@ -46,7 +47,12 @@ class KnowledgeBaseStore(GrantReader, Protocol):
     """KB META items and the grants on them: the single authority for access and recall scope."""
 
     def put_kb_with_owner_grant(
-        self, kb: KnowledgeBaseRecord, owner_grant: GrantRecord, *, max_owned: int | None = None
+        self,
+        kb: KnowledgeBaseRecord,
+        owner_grant: GrantRecord,
+        *,
+        max_owned: int | None = None,
+        request: RequestRecord | None = None,
     ) -> None: ...
 
     def count_owned(self, owner_id: str) -> int: ...
@@ -181,9 +187,22 @@ class CleanupStore(Protocol):
 
     def update_cleanup_restarted(self, cleanup: CleanupRecord, next_attempt_at: datetime) -> CleanupRecord: ...
 
-    def put_create_intent(self, kb_id: str, memos_name: str, started_at: datetime, expires_at: int) -> None: ...
+    def put_create_intent(
+        self,
+        kb_id: str,
+        memos_name: str,
+        started_at: datetime,
+        expires_at: int,
+        *,
+        owner_id: str | None = None,
+        max_owned: int | None = None,
+        request: RequestRecord | None = None,
+        now: int = 0,
+    ) -> None: ...
 
     def delete_create_intent(self, kb_id: str) -> None: ...
+
+    def abandon_create(self, kb_id: str, *, request: RequestRecord | None, keep_intent: bool) -> None: ...
 
     def query_stale_intents(self, before: datetime, limit: int) -> list[tuple[str, str]]: ...
 

@@ -42,7 +42,7 @@ from memmy_kb.domain.ports import (
     UploadObjects,
     UploadRequeue,
 )
-from memmy_kb.records import CleanupRecord, KnowledgeBaseRecord, UploadRecord, utc_now
+from memmy_kb.records import CleanupRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord, utc_now
 
 logger = Logger(child=True)
 
@@ -90,6 +90,9 @@ class Reconciler:
     limits: ReconcileLimits = field(default_factory=ReconcileLimits)
     clock: Callable[[], datetime] = utc_now
     time_left: Callable[[], float | None] = lambda: None
+    # Recording a found file holds the KB's capacity and logs the upload, as the ingest does.
+    capacity: KbCapacity | None = None
+    activity_retention_days: int | None = None
     report: ReconcileReport = field(default_factory=ReconcileReport)
     _memos_files: dict[str, list[MemosFile]] = field(default_factory=dict)
 
@@ -152,7 +155,13 @@ class Reconciler:
         # attempt; the config only matters for submitting, which the reconciler never does.
         ingestion = Ingestion(
             self.kbs, self.contents, self.objects, self.memos, fresh,
-            IngestConfig(inline_max_bytes=0, get_url_ttl_seconds=1), clock=self.clock,
+            IngestConfig(
+                inline_max_bytes=0,
+                get_url_ttl_seconds=1,
+                capacity=self.capacity,
+                activity_retention_days=self.activity_retention_days,
+            ),
+            clock=self.clock,
             attempt_id=fresh.attempt_id,
         )
         kb = self.kbs.get_kb(fresh.kb_id)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
-from memmy_kb.adapters.errors import ItemMissing
+from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
 from memmy_kb.adapters.s3 import PresignedPost, upload_object_key
 from memmy_kb.domain.access import require_owner
 from memmy_kb.domain.folders import require_live_folder
@@ -24,6 +24,7 @@ from memmy_kb.domain.formats import (
     SUPPORTED_EXTENSIONS,
     file_extension,
 )
+from memmy_kb.domain.limits import capacity_refused
 from memmy_kb.domain.ports import ContentStore, GrantReader, UploadObjects
 from memmy_kb.errors import (
     InvalidInput,
@@ -31,7 +32,7 @@ from memmy_kb.errors import (
     UnsupportedMediaType,
     kb_not_found,
 )
-from memmy_kb.records import UploadRecord, utc_now
+from memmy_kb.records import KbCapacity, UploadRecord, utc_now
 
 MAX_UPLOAD_BYTES: Final = 100 * 1024 * 1024
 # How long after the POST expires an upload may stay pending before the reconciler (and the file list)
@@ -96,15 +97,18 @@ def request_upload(
     content_type: str | None,
     folder_id: str | None,
     post_ttl_seconds: int,
+    capacity: KbCapacity | None = None,
     clock: Callable[[], datetime] = utc_now,
     new_id: Callable[[], str] = new_upload_id,
 ) -> IssuedUpload:
     """Record a pending upload into ``kb_id`` (owner only) and return the presigned POST for its bytes.
 
     The upload is written before the POST is signed, so that every object that can arrive has a record;
-    the write is conditioned on the KB still existing and being the caller's.
+    the write is conditioned on the KB still existing, being the caller's and, with ``capacity``, having
+    room for one more file of this size (409 ``kb_file_limit_reached``, 413 ``kb_storage_limit_reached``),
+    so a full KB refuses before the bytes are sent. The ingest holds the cap again when it records the file.
     """
-    require_owner(grants, user_id, kb_id)
+    grant = require_owner(grants, user_id, kb_id)
     _, pinned_type = validate_upload(filename, size_bytes, content_type)
     require_live_folder(contents, kb_id, folder_id)
     now = clock()
@@ -115,6 +119,7 @@ def request_upload(
         kb_id=kb_id,
         upload_id=upload_id,
         owner_id=user_id,
+        memos_kb_id=grant.memos_kb_id,
         object_key=key,
         filename=filename,
         size_bytes=size_bytes,
@@ -124,8 +129,10 @@ def request_upload(
         expires_at=int((post_expires_at + PENDING_GRACE).timestamp()),
     )
     try:
-        contents.put_upload(upload)
+        contents.put_upload(upload, capacity=capacity)
     except ItemMissing:
         raise kb_not_found() from None
+    except ConditionFailed as full:
+        raise capacity_refused(capacity or KbCapacity(), full.item) from None
     post = storage.presign_post(key, size_bytes=size_bytes, content_type=pinned_type, expires_in=post_ttl_seconds)
     return IssuedUpload(upload=upload, post=post, post_expires_at=post_expires_at)

@@ -31,8 +31,10 @@ from memmy_kb.adapters.dynamodb.table import (
     kb_key,
     limit_key,
     owned_counter,
+    request_item,
+    request_key,
 )
-from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
+from memmy_kb.adapters.errors import ConditionFailed, ItemMissing, RequestSeen
 from memmy_kb.records import (
     ActivityRecord,
     CleanupPart,
@@ -40,6 +42,7 @@ from memmy_kb.records import (
     FileRecord,
     FolderRecord,
     KnowledgeBaseRecord,
+    RequestRecord,
 )
 
 INTENT_QUEUE: Final = "INTENT#create"
@@ -66,6 +69,27 @@ def _delete(table: DynamoTable, key: dict[str, str], condition: str | None = Non
         delete["ConditionExpression"] = condition
     delete.update(extra)
     return {"Delete": delete}
+
+
+def _uncount(
+    table: DynamoTable, kb_id: str, files: list[FileRecord], owner_id: str | None = None
+) -> Action:
+    """Take ``files`` off META's ``file_count`` and ``bytes_used`` (counts that missed files recorded before
+    they were kept can go below 0, which only leaves more room); with ``owner_id``, while it is theirs."""
+    condition = "attribute_exists(PK)"
+    values: dict[str, Any] = {":files": -len(files), ":bytes": -sum(f.size_bytes for f in files)}
+    if owner_id is not None:
+        condition += " AND owner_id = :owner"
+        values[":owner"] = owner_id
+    return {
+        "Update": {
+            "TableName": table.name,
+            "Key": dump(kb_key(kb_id)),
+            "UpdateExpression": "ADD file_count :files, bytes_used :bytes",
+            "ConditionExpression": condition,
+            "ExpressionAttributeValues": dump(values),
+        }
+    }
 
 
 class DynamoCleanupStore:
@@ -128,7 +152,9 @@ class DynamoCleanupStore:
             "attribute_exists(PK) AND memos_file_id = :memos",
             ExpressionAttributeValues={":memos": {"S": file.memos_file_id}},
         )
-        self._delete_visible_with_outbox(delete, "file", file.file_id, file.kb_id, owner_id, cleanup, activity)
+        self._delete_visible_with_outbox(
+            delete, "file", file.file_id, file.kb_id, owner_id, cleanup, activity, uncount=[file]
+        )
 
     def delete_folder_with_outbox(
         self, folder: FolderRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord | None = None
@@ -152,12 +178,14 @@ class DynamoCleanupStore:
         owner_id: str,
         cleanup: CleanupRecord,
         activity: ActivityRecord | None,
+        uncount: list[FileRecord] | None = None,
     ) -> None:
-        """``delete`` with a check that the KB is still ``owner_id``'s, the outbox item and ``activity``, in
-        one transaction; ItemMissing(``item``) when the item is gone, ItemMissing("kb") when the KB is."""
+        """``delete`` with a check that the KB is still ``owner_id``'s (taking ``uncount``'s files off its
+        counts), the outbox item and ``activity``, in one transaction; ItemMissing(``item``) when the item
+        is gone, ItemMissing("kb") when the KB is."""
         actions = [
             delete,
-            self._table.owner_check(kb_id, owner_id),
+            _uncount(self._table, kb_id, uncount, owner_id) if uncount else self._table.owner_check(kb_id, owner_id),
             self._table.put_action(_cleanup_item(cleanup), "attribute_not_exists(PK)"),
         ]
         if activity is not None:
@@ -170,14 +198,27 @@ class DynamoCleanupStore:
     # -- sweeping a deleted folder's subtree -------------------------------------------------------
 
     def delete_files_with_part(self, part: CleanupPart, files: list[FileRecord]) -> None:
-        """Delete up to 99 FILE items and note their MemOS ids in one outbox part, in one transaction."""
+        """Delete up to 98 FILE items, note their MemOS ids in one outbox part and take them off their KB's
+        counts, in one transaction.
+
+        Each delete is conditioned on the file still being there, so a file deleted meanwhile (by a file
+        delete, or another pass of the same sweep) is never uncounted twice: the transaction is redone
+        without it. When META is gone (the KB was deleted after the folder) the files go uncounted.
+        """
         item = {**cleanup_part_key(part.cleanup_id, part.part_id), "type": "cleanup_part", **part.model_dump()}
-        self._table.transact(
-            [
-                *(_delete(self._table, file_key(f.kb_id, f.file_id)) for f in files),
-                self._table.put_action(item, "attribute_not_exists(PK)"),
-            ]
-        )
+        kb_id = files[0].kb_id if files else ""
+        counted = True
+        for _ in range(len(files) + 2):
+            deletes = [_delete(self._table, file_key(f.kb_id, f.file_id), "attribute_exists(PK)") for f in files]
+            uncount = [_uncount(self._table, kb_id, files)] if files and counted else []
+            try:
+                self._table.transact([*deletes, self._table.put_action(item, "attribute_not_exists(PK)"), *uncount])
+                return
+            except TransactionRefused as err:
+                if len(files) + 1 in err.failed:
+                    counted = False  # META is gone: nothing left to count on
+                files = [f for i, f in enumerate(files) if i not in err.failed]
+        raise ConditionFailed("file", part.part_id)
 
     def delete_folders(self, folders: list[FolderRecord]) -> None:
         """Delete folder items (already unreachable: their ancestor is gone)."""
@@ -259,8 +300,25 @@ class DynamoCleanupStore:
 
     # -- create intents ----------------------------------------------------------------------------
 
-    def put_create_intent(self, kb_id: str, memos_name: str, started_at: datetime, expires_at: int) -> None:
-        """Note a KB create before MemOS is called; the create's own transaction deletes it."""
+    def put_create_intent(
+        self,
+        kb_id: str,
+        memos_name: str,
+        started_at: datetime,
+        expires_at: int,
+        *,
+        owner_id: str | None = None,
+        max_owned: int | None = None,
+        request: RequestRecord | None = None,
+        now: int = 0,
+    ) -> None:
+        """Note a KB create before MemOS is called; the create's own transaction deletes it.
+
+        With ``max_owned``, the same transaction checks that ``owner_id`` owns fewer KBs than that
+        (ConditionFailed("kb_count") otherwise), and with ``request`` it claims the ``Idempotency-Key``
+        record (new, expired, or in progress past ``in_progress_until`` at ``now``); RequestSeen with the
+        record when the key is held, which wins over the count.
+        """
         item = {
             **intent_key(kb_id),
             "type": "intent",
@@ -271,10 +329,65 @@ class DynamoCleanupStore:
             "started_at": started_at.isoformat(),
             "expires_at": expires_at,
         }
-        self._table.client.put_item(TableName=self._table.name, Item=dump(item))
+        if max_owned is None and request is None:
+            self._table.client.put_item(TableName=self._table.name, Item=dump(item))
+            return
+        actions: list[Action] = [self._table.put_action(item, "attribute_not_exists(PK)")]
+        if request is not None:
+            claim = self._table.put_action(
+                request_item(request),
+                "attribute_not_exists(PK) OR expires_at < :now"
+                " OR (#status = :in_progress AND in_progress_until < :now)",
+                dump({":now": now, ":in_progress": "in_progress"}),
+            )
+            claim["Put"].update(
+                ExpressionAttributeNames={"#status": "status"}, ReturnValuesOnConditionCheckFailure="ALL_OLD"
+            )
+            actions.append(claim)
+        if max_owned is not None and owner_id is not None:
+            actions.append(
+                {
+                    "ConditionCheck": {
+                        "TableName": self._table.name,
+                        "Key": dump(limit_key(owned_counter(owner_id))),
+                        "ConditionExpression": "attribute_not_exists(n) OR n < :cap",
+                        "ExpressionAttributeValues": dump({":cap": max_owned}),
+                    }
+                }
+            )
+        try:
+            self._table.transact(actions)
+        except TransactionRefused as err:
+            if request is not None and 1 in err.failed:
+                raise RequestSeen(RequestRecord.model_validate(err.items.get(1, {}))) from err
+            raise ConditionFailed("kb_count", str(max_owned)) from err
 
     def delete_create_intent(self, kb_id: str) -> None:
         self._table.client.delete_item(TableName=self._table.name, Key=dump(intent_key(kb_id)))
+
+    def abandon_create(self, kb_id: str, *, request: RequestRecord | None, keep_intent: bool) -> None:
+        """A create that failed: release its ``Idempotency-Key`` record (so the client may retry with the
+        key) and, unless ``keep_intent`` (MemOS may hold a KB nobody recorded), delete its intent."""
+        actions: list[Action] = []
+        if not keep_intent:
+            actions.append(_delete(self._table, intent_key(kb_id)))
+        if request is not None:
+            actions.append(
+                _delete(
+                    self._table,
+                    request_key(request.operation, request.key_hash),
+                    "attempt = :attempt",
+                    ExpressionAttributeValues={":attempt": {"S": request.attempt}},
+                )
+            )
+        if len(actions) == 1 and "ConditionExpression" not in actions[0]["Delete"]:
+            self._table.client.delete_item(**actions[0]["Delete"])
+        elif actions:
+            try:
+                self._table.transact(actions)
+            except TransactionRefused:
+                if not keep_intent:  # the key was taken over meanwhile: it is the other run's now
+                    self.delete_create_intent(kb_id)
 
     def query_stale_intents(self, before: datetime, limit: int) -> list[tuple[str, str]]:
         """``(kb_id, memos_name)`` of creates started before ``before`` that never finished."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
+from memmy_kb.adapters.dynamodb.activity import activity_put
 from memmy_kb.adapters.dynamodb.table import (
     Action,
     DynamoTable,
@@ -21,10 +22,11 @@ from memmy_kb.adapters.dynamodb.table import (
     file_key,
     folder_key,
     kb_key,
+    kb_room_refusal,
     upload_key,
 )
 from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
-from memmy_kb.records import FileRecord, FolderRecord, UploadRecord
+from memmy_kb.records import ActivityRecord, FileRecord, FolderRecord, KbCapacity, UploadRecord
 
 _NULL = {"NULL": True}
 
@@ -181,8 +183,10 @@ class DynamoContentStore:
 
     # -- uploads and ingest ------------------------------------------------------------------------
 
-    def put_upload(self, upload: UploadRecord) -> None:
-        """Record a new upload if its KB still exists and is still ``upload.owner_id``'s (else ItemMissing("kb"))."""
+    def put_upload(self, upload: UploadRecord, *, capacity: KbCapacity | None = None) -> None:
+        """Record a new upload if its KB still exists and is still ``upload.owner_id``'s (else ItemMissing("kb"))
+        and, with ``capacity``, has room for one more file of its size (else ConditionFailed("kb_files") or
+        ConditionFailed("kb_bytes"); the ingest holds the cap again when it records the file)."""
         item = {
             **upload_key(upload.kb_id, upload.upload_id),
             "type": "upload",
@@ -194,36 +198,69 @@ class DynamoContentStore:
             self._table.transact(
                 [
                     self._table.put_action(item, "attribute_not_exists(PK)"),
-                    self._table.owner_check(upload.kb_id, upload.owner_id),
+                    self._table.kb_room_action(
+                        upload.kb_id, upload.owner_id, size=upload.size_bytes, capacity=capacity, count=False
+                    ),
                 ]
             )
         except TransactionRefused as err:
+            if 1 in err.failed:
+                raise kb_room_refusal(upload.kb_id, err.items.get(1), upload.owner_id, capacity) from err
             raise ItemMissing("kb", upload.kb_id) from err
 
     def update_upload_submitting(
-        self, kb_id: str, upload_id: str, *, attempt_id: str, now: datetime, keep_until: int
-    ) -> UploadRecord:
+        self,
+        kb_id: str,
+        upload_id: str,
+        *,
+        attempt_id: str,
+        now: datetime,
+        keep_until: int,
+        owner_id: str | None = None,
+        size: int = 0,
+        capacity: KbCapacity | None = None,
+    ) -> None:
         """pending -> submitting, held by ``attempt_id``; ConditionFailed("upload") when it is not pending.
 
         This conditional write is the ingest's duplicate guard: of two deliveries of one S3 event, only
         one gets past it. ``keep_until`` pushes the TTL out so that the evidence of a submission whose
-        outcome is unknown outlives the reconciler's grace period.
+        outcome is unknown outlives the reconciler's grace period. With ``owner_id``, the same transaction
+        checks that the KB still exists and is still theirs (else ItemMissing("kb")) and, with
+        ``capacity``, that a file of ``size`` bytes still fits (ConditionFailed("kb_files") / ("kb_bytes")):
+        the checks a file needs before it is sent to MemOS, without reading META.
         """
-        return self._update_upload(
-            kb_id,
-            upload_id,
+        values = {
+            ":submitting": "submitting",
+            ":pending": "pending",
+            ":attempt": attempt_id,
+            ":now": now.isoformat(),
+            ":keep": keep_until,
+            ":gsi2pk": "UPLOAD#submitting",
+        }
+        held = (
             "SET #state = :submitting, attempt_id = :attempt, submitting_at = :now, expires_at = :keep,"
-            " GSI2PK = :gsi2pk, GSI2SK = :now",
-            "#state = :pending",
-            {
-                ":submitting": "submitting",
-                ":pending": "pending",
-                ":attempt": attempt_id,
-                ":now": now.isoformat(),
-                ":keep": keep_until,
-                ":gsi2pk": "UPLOAD#submitting",
-            },
+            " GSI2PK = :gsi2pk, GSI2SK = :now"
         )
+        if owner_id is None:
+            self._update_upload(kb_id, upload_id, held, "#state = :pending", values)
+            return
+        update: Action = {
+            "Update": {
+                "TableName": self._table.name,
+                "Key": dump(upload_key(kb_id, upload_id)),
+                "UpdateExpression": held,
+                "ConditionExpression": "attribute_exists(PK) AND #state = :pending",
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": dump(values),
+            }
+        }
+        room = self._table.kb_room_action(kb_id, owner_id, size=size, capacity=capacity, count=False)
+        try:
+            self._table.transact([update, room])
+        except TransactionRefused as err:
+            if 0 in err.failed:
+                raise ConditionFailed("upload", upload_id) from err
+            raise kb_room_refusal(kb_id, err.items.get(1), owner_id, capacity) from err
 
     def update_upload_released(self, kb_id: str, upload_id: str, *, attempt_id: str, expires_at: int) -> None:
         """submitting -> pending again (MemOS certainly stored nothing); ConditionFailed if no longer held."""
@@ -274,14 +311,24 @@ class DynamoContentStore:
         )
 
     def put_file_for_upload(
-        self, file: FileRecord, *, owner_id: str, attempt_id: str, expires_at: int
+        self,
+        file: FileRecord,
+        *,
+        owner_id: str,
+        attempt_id: str,
+        expires_at: int,
+        capacity: KbCapacity | None = None,
+        activity: ActivityRecord | None = None,
     ) -> FileRecord:
-        """In one transaction: the FILE item, the upload marked submitted, and a check that the KB still
-        exists and is still ``owner_id``'s. Returns the file as stored.
+        """In one transaction: the FILE item, the upload marked submitted, the file counted on META
+        (``file_count``, ``bytes_used``) under the conditions that the KB still exists, is still
+        ``owner_id``'s and, with ``capacity``, has room for it, and ``activity`` logged. Returns the file as
+        stored. A repeated record of the same upload fails on the upload's condition, so the counts move once.
 
-        Raises ItemMissing("kb") when the KB is gone or changed hands, ItemMissing("folder") when the
-        target folder was deleted meanwhile (the upload ends rejected, not filed elsewhere), and
-        ConditionFailed("upload") when ``attempt_id`` no longer holds the upload.
+        Raises ItemMissing("kb") when the KB is gone or changed hands, ConditionFailed("upload") when
+        ``attempt_id`` no longer holds the upload, ConditionFailed("kb_files") / ("kb_bytes") when the KB
+        is full, and ItemMissing("folder") when the target folder was deleted meanwhile (the upload ends
+        rejected, not filed elsewhere).
         """
         actions = [
             self._table.put_action(
@@ -289,17 +336,22 @@ class DynamoContentStore:
                 "attribute_not_exists(PK)",
             ),
             self._submitted_action(file, attempt_id, expires_at),
-            self._table.owner_check(file.kb_id, owner_id),
+            self._table.kb_room_action(file.kb_id, owner_id, size=file.size_bytes, capacity=capacity, count=True),
         ]
         if file.folder_id is not None:
             actions.append(self._table.exists_check(folder_key(file.kb_id, file.folder_id)))
+        if activity is not None:
+            actions.append(activity_put(self._table, activity))
         try:
             self._table.transact(actions)
         except TransactionRefused as err:
-            if 2 in err.failed:
-                raise ItemMissing("kb", file.kb_id) from err
+            room = kb_room_refusal(file.kb_id, err.items.get(2), owner_id, capacity) if 2 in err.failed else None
+            if isinstance(room, ItemMissing):
+                raise room from err
             if 1 in err.failed or 0 in err.failed:
                 raise ConditionFailed("upload", file.upload_id) from err
+            if room is not None:
+                raise room from err
             raise ItemMissing("folder", file.folder_id or "") from err
         return file
 

@@ -26,6 +26,7 @@ from memmy_kb.adapters.dynamodb.table import (
     lookup_key,
     owned_counter,
     profile_key,
+    request_key,
 )
 from memmy_kb.adapters.errors import AlreadyExists, ConditionFailed, ItemMissing
 from memmy_kb.records import (
@@ -34,6 +35,7 @@ from memmy_kb.records import (
     GrantRecord,
     KnowledgeBaseRecord,
     ProfileRecord,
+    RequestRecord,
     ShareReads,
     WindowCount,
 )
@@ -63,11 +65,18 @@ class DynamoKnowledgeBaseStore:
         self._table = table
 
     def put_kb_with_owner_grant(
-        self, kb: KnowledgeBaseRecord, owner_grant: GrantRecord, *, max_owned: int | None = None
+        self,
+        kb: KnowledgeBaseRecord,
+        owner_grant: GrantRecord,
+        *,
+        max_owned: int | None = None,
+        request: RequestRecord | None = None,
     ) -> None:
         """Write META and the owner's grant together, or neither, and clear the create's intent item;
         AlreadyExists("kb") on an id clash. With ``max_owned``, the owner's count of KBs is bumped in the
-        same transaction, ConditionFailed("kb_count") when it already holds that many."""
+        same transaction, ConditionFailed("kb_count") when it already holds that many. With ``request``
+        (completed, with its result), its ``Idempotency-Key`` record is completed too, while this attempt
+        still holds it (ConditionFailed("request") when another took it over)."""
         actions = [
             self._table.put_action(_kb_item(kb), "attribute_not_exists(PK)"),
             self._table.put_action(_grant_item(owner_grant), "attribute_not_exists(PK)"),
@@ -85,10 +94,32 @@ class DynamoKnowledgeBaseStore:
                     }
                 }
             )
+        if request is not None:
+            actions.append(
+                {
+                    "Update": {
+                        "TableName": self._table.name,
+                        "Key": dump(request_key(request.operation, request.key_hash)),
+                        "UpdateExpression": "SET #status = :completed, #result = :result",
+                        "ConditionExpression": "attempt = :attempt AND #status = :in_progress",
+                        "ExpressionAttributeNames": {"#status": "status", "#result": "result"},
+                        "ExpressionAttributeValues": dump(
+                            {
+                                ":completed": "completed",
+                                ":result": request.result or "",
+                                ":attempt": request.attempt,
+                                ":in_progress": "in_progress",
+                            }
+                        ),
+                    }
+                }
+            )
         try:
             self._table.transact(actions)
         except TransactionRefused as err:
-            if 3 in err.failed:
+            if request is not None and len(actions) - 1 in err.failed:
+                raise ConditionFailed("request", request.key_hash) from err
+            if max_owned is not None and 3 in err.failed:
                 raise ConditionFailed("kb_count", str(max_owned)) from err
             raise AlreadyExists("kb", kb.kb_id) from err
 

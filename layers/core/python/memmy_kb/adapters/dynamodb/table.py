@@ -18,6 +18,9 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
+from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
+from memmy_kb.records import KbCapacity, RequestRecord
+
 Key = dict[str, str]
 Item = dict[str, Any]
 Action = dict[str, Any]
@@ -63,6 +66,15 @@ def cleanup_part_key(cleanup_id: str, part_id: str) -> Key:
 def intent_key(kb_id: str) -> Key:
     """A create in flight: written before MemOS is called, removed with the KB's first write."""
     return {"PK": f"INTENT#{kb_id}", "SK": "INTENT"}
+
+
+def request_key(operation: str, key_hash: str) -> Key:
+    """The ``Idempotency-Key`` record of one caller's key for one operation."""
+    return {"PK": f"IDEMPOTENCY#{operation}", "SK": f"request#{key_hash}"}
+
+
+def request_item(request: RequestRecord) -> Item:
+    return {**request_key(request.operation, request.key_hash), "type": "request", **request.model_dump()}
 
 
 def cursor_key(name: str) -> Key:
@@ -118,11 +130,14 @@ def is_condition_failure(err: ClientError) -> bool:
 
 
 class TransactionRefused(Exception):
-    """A transaction cancelled by its conditions; ``failed`` holds the indexes of the items that failed."""
+    """A transaction cancelled by its conditions; ``failed`` holds the indexes of the items that failed,
+    ``items`` the current item of each failed action that asked for it (``ReturnValuesOnConditionCheckFailure``
+    ``ALL_OLD``; absent when there is no such item), so telling why costs no second read."""
 
-    def __init__(self, failed: list[int]) -> None:
+    def __init__(self, failed: list[int], items: dict[int, Item] | None = None) -> None:
         super().__init__(f"conditions failed on items {failed}")
         self.failed = failed
+        self.items = items or {}
 
 
 # Cancellations that say nothing about the data: another transaction touched an item at the same
@@ -149,6 +164,21 @@ def _cancellation_codes(err: ClientError) -> list[str]:
     return [str(reason.get("Code", "None")) for reason in reasons]
 
 
+def kb_room_refusal(kb_id: str, meta: Item | None, owner_id: str, capacity: KbCapacity | None) -> Exception:
+    """Why ``kb_room_action`` failed, from the META it returned: ItemMissing("kb") when the KB is gone or
+    not ``owner_id``'s, ConditionFailed("kb_files") when it holds the most files, else ConditionFailed("kb_bytes")."""
+    if meta is None or meta.get("owner_id") != owner_id or capacity is None:
+        return ItemMissing("kb", kb_id)
+    if int(meta.get("file_count", 0)) >= capacity.max_files:
+        return ConditionFailed("kb_files", kb_id)
+    return ConditionFailed("kb_bytes", kb_id)
+
+
+def _cancelled_items(err: ClientError) -> dict[int, Item]:
+    reasons: list[dict[str, Any]] = err.response.get("CancellationReasons", [])  # type: ignore[assignment]
+    return {i: load(reason["Item"]) for i, reason in enumerate(reasons) if reason.get("Item")}
+
+
 class DynamoTable:
     """One Memmy table through a low-level DynamoDB client (passed in): the stores' shared plumbing."""
 
@@ -172,7 +202,7 @@ class DynamoTable:
                 reasons = _cancellation_codes(err)
                 failed = [i for i, code in enumerate(reasons) if code == "ConditionalCheckFailed"]
                 if failed:
-                    raise TransactionRefused(failed) from err
+                    raise TransactionRefused(failed, _cancelled_items(err)) from err
                 transient = err.response.get("Error", {}).get("Code") in _TRANSIENT_ERRORS or (
                     bool(reasons)
                     and all(code in _TRANSIENT_REASONS or code in ("None", "") for code in reasons)
@@ -231,6 +261,39 @@ class DynamoTable:
                 "Key": dump(kb_key(kb_id)),
                 "ConditionExpression": "attribute_exists(PK) AND owner_id = :owner",
                 "ExpressionAttributeValues": {":owner": {"S": owner_id}},
+            }
+        }
+
+    def kb_room_action(
+        self, kb_id: str, owner_id: str, *, size: int, capacity: KbCapacity | None, count: bool
+    ) -> Action:
+        """META still ``owner_id``'s, with room (under ``capacity``) for one more file of ``size`` bytes.
+
+        With ``count`` the file is counted in (``file_count`` + 1, ``bytes_used`` + ``size``: an Update),
+        else only checked (a ConditionCheck). A refusal returns META, which ``kb_room_refusal`` reads.
+        """
+        condition = "attribute_exists(PK) AND owner_id = :owner"
+        values: dict[str, Any] = {":owner": owner_id}
+        if capacity is not None:
+            condition += (
+                " AND (attribute_not_exists(file_count) OR file_count < :max_files)"
+                " AND (attribute_not_exists(bytes_used) OR bytes_used <= :room)"
+            )
+            values.update({":max_files": capacity.max_files, ":room": capacity.max_bytes - size})
+        body: Action = {
+            "TableName": self.name,
+            "Key": dump(kb_key(kb_id)),
+            "ConditionExpression": condition,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if not count:
+            return {"ConditionCheck": {**body, "ExpressionAttributeValues": dump(values)}}
+        values.update({":one": 1, ":size": size})
+        return {
+            "Update": {
+                **body,
+                "UpdateExpression": "ADD file_count :one, bytes_used :size",
+                "ExpressionAttributeValues": dump(values),
             }
         }
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from http import HTTPStatus
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header
@@ -16,7 +16,7 @@ from memmy_kb.api.dependencies import (
     get_memos_client,
     get_profile_store,
 )
-from memmy_kb.api.idempotency import run_idempotently
+from memmy_kb.api.idempotency import request_record
 from memmy_kb.api.identity import caller_id, verified_claims
 from memmy_kb.api.models import (
     CreateKnowledgeBaseRequest,
@@ -52,35 +52,33 @@ def handle_create_knowledge_base(
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> Response[str]:
     owner = verified_claims(creation.current_event.raw_event)
-
-    def create() -> dict[str, Any]:
-        try:
-            view = knowledge_bases.create_knowledge_base(
-                get_kb_store(),
-                get_profile_store(),
-                get_memos_client(),
-                owner=owner,
-                name=request.name,
-                intents=get_cleanup_store(),
-                max_owned=get_settings().max_kbs_per_user,
-            )
-        except DomainError as refused:
-            if refused.code == "memos_quota_exhausted":
-                # The MemOS plan is full for the whole service: alarmed, an operator must act (README).
-                metrics.add_metric(name="MemosQuotaExhausted", unit=MetricUnit.Count, value=1)
-            raise
-        metrics.add_metric(name="KnowledgeBaseCreated", unit=MetricUnit.Count, value=1)
-        return KnowledgeBase.from_view(view).model_dump(mode="json")
-
-    result = run_idempotently(
+    # The key's record rides in the create's own two transactions (docs/architecture.md, "Create").
+    remembered = request_record(
         "create_kb",
         key=idempotency_key,
         user_id=owner.user_id,
         payload=request.model_dump(),
-        compute=create,
         lambda_context=creation.lambda_context,
     )
-    return json_response(HTTPStatus.CREATED, KnowledgeBase.model_validate(result))
+    try:
+        view = knowledge_bases.create_knowledge_base(
+            get_kb_store(),
+            get_profile_store(),
+            get_memos_client(),
+            owner=owner,
+            name=request.name,
+            intents=get_cleanup_store(),
+            max_owned=get_settings().max_kbs_per_user,
+            request=remembered,
+        )
+    except DomainError as refused:
+        if refused.code == "memos_quota_exhausted":
+            # The MemOS plan is full for the whole service: alarmed, an operator must act (README).
+            metrics.add_metric(name="MemosQuotaExhausted", unit=MetricUnit.Count, value=1)
+        raise
+    if not view.replayed:
+        metrics.add_metric(name="KnowledgeBaseCreated", unit=MetricUnit.Count, value=1)
+    return json_response(HTTPStatus.CREATED, KnowledgeBase.from_view(view))
 
 
 @router.get(

@@ -16,6 +16,7 @@ from memmy_kb.api.models import CreateUploadRequest, UploadTicket
 from memmy_kb.api.resolver import READER, KbId, json_response, new_router, responses
 from memmy_kb.domain import uploads
 from memmy_kb.observability import metrics
+from memmy_kb.records import KbCapacity
 from memmy_kb.settings import get_settings
 
 router = new_router()
@@ -31,8 +32,16 @@ router = new_router()
         UploadTicket,
         READER,
         (HTTPStatus.NOT_FOUND, "No such knowledge base or folder, or not visible to the caller"),
-        (HTTPStatus.CONFLICT, "A request with this Idempotency-Key is in progress"),
-        (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "The declared size is over 100 MB (or the body over 64 KB)"),
+        (
+            HTTPStatus.CONFLICT,
+            "The knowledge base holds the most files allowed (`kb_file_limit_reached`), or a request with this"
+            " Idempotency-Key is in progress",
+        ),
+        (
+            HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+            "The declared size is over 100 MB (`file_too_large`), the file does not fit in the knowledge base's"
+            " storage (`kb_storage_limit_reached`), or the body is over 64 KB",
+        ),
         (
             HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
             "The extension is not pdf, docx, doc, txt, json, md or xml (or the body is not JSON)",
@@ -45,7 +54,9 @@ def handle_create_upload(
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> Response[str]:
     user_id = caller_id(router.current_event.raw_event)
-    ttl = get_settings().upload_post_ttl_seconds
+    settings = get_settings()
+    ttl = settings.upload_post_ttl_seconds
+    capacity = KbCapacity(max_files=settings.max_files_per_kb, max_bytes=settings.max_bytes_per_kb)
 
     def create() -> dict[str, Any]:
         issued = uploads.request_upload(
@@ -59,6 +70,7 @@ def handle_create_upload(
             content_type=request.content_type,
             folder_id=request.folder_id,
             post_ttl_seconds=ttl,
+            capacity=capacity,
         )
         metrics.add_metric(name="UploadRequested", unit=MetricUnit.Count, value=1)
         return UploadTicket.from_issued(issued).model_dump(mode="json")
