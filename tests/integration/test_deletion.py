@@ -416,6 +416,22 @@ def test_a_create_whose_memos_outcome_is_unknown_is_counted_once(service, monkey
     assert "KbCreateOutcomeUnknown" not in reconciler(service).run().counts
 
 
+def test_a_keyed_create_whose_memos_outcome_is_unknown_keeps_its_intent_and_frees_the_key(service, monkeypatch):
+    # The Idempotency-Key record rides in the intent's transaction; releasing it must not take the intent.
+    monkeypatch.setenv("MEMOS_TIMEOUT_SECONDS", "0.3")
+    reset_dependencies()
+    service.memos.add_fault("/create/knowledgebase", latency_ms=1000, times=5)
+    keyed = {"Idempotency-Key": "k-1"}
+    reply = service.call("POST", "/knowledge-bases", "alice", body={"name": "x"}, headers=keyed)
+    assert reply.status == HTTPStatus.SERVICE_UNAVAILABLE
+    monkeypatch.delenv("MEMOS_TIMEOUT_SECONDS")
+    reset_dependencies()
+
+    # Then the same key may be used again at once (a new create), and the lost one is still reported
+    assert service.call("POST", "/knowledge-bases", "alice", body={"name": "x"}, headers=keyed).status == 201
+    assert reconciler(service).run().counts.get("KbCreateOutcomeUnknown") == 1
+
+
 def test_a_successful_create_leaves_no_intent(service):
     create_kb(service)
     assert "KbCreateOutcomeUnknown" not in reconciler(service).run().counts

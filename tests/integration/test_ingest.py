@@ -25,7 +25,9 @@ from memmy_kb.domain import ingest, verification
 from memmy_kb.domain.verification import NOT_UTF8, REASONS, XML_DOCTYPE
 from memmy_kb.records import FolderRecord, utc_now
 from memmy_kb.settings import get_settings
+from memmy_local.runners import sqs_event
 from tests.support.docgen import make_doc, make_docx, make_docx_with_document, make_md, make_pdf
+from tests.support.iam import record_aws_calls
 from tests.support.uploads import (
     REGION,
     create_kb,
@@ -372,6 +374,38 @@ def test_the_ingest_needs_no_permission_beyond_its_policy_for_a_large_rejected_f
 
     assert get_upload(service, kb_id, upload_id).state == "rejected"
     assert not object_exists(service, f"verified/{kb_id}/{upload_id}")
+
+
+# -- round trips ---------------------------------------------------------------------------------
+
+
+def test_ingesting_a_small_file_costs_four_aws_calls_and_one_memos_add(service):
+    # Round trips counted, not timed (docs/architecture.md, "Uploads and ingest"): adding one fails here.
+    kb_id = create_kb(service)
+    upload_id = upload(service, kb_id, "a.md", b"# hello")
+    messages = sqs(service).receive_message(
+        QueueUrl=service.refs["UploadQueue"], MessageSystemAttributeNames=["All"]
+    )["Messages"]
+    memos_before = service.memos.state()["calls"]
+
+    with record_aws_calls() as calls:
+        result = service.invoke("IngestFunction", sqs_event(messages, service.refs["UploadQueue.Arn"], REGION))
+
+    assert result == {"batchItemFailures": []}
+    assert [f"{name}:{operation}" for name, operation, _ in calls] == [
+        "dynamodb:GetItem",  # the upload (filename, size, owner, MemOS KB id, state)
+        "s3:GetObject",  # the bytes, with the real size and ETag (no HEAD)
+        "dynamodb:TransactWriteItems",  # hold: pending -> submitting + the KB, owner and capacity checked
+        "dynamodb:TransactWriteItems",  # record: FILE + submitted + counts on META + activity entry
+    ]
+    hold, record = (params["TransactItems"] for _, operation, params in calls if operation == "TransactWriteItems")
+    assert [next(iter(action)) for action in hold] == ["Update", "ConditionCheck"]
+    assert [next(iter(action)) for action in record] == ["Put", "Update", "Update", "Put"]
+    memos_after = service.memos.state()["calls"]
+    assert {k: v - memos_before.get(k, 0) for k, v in memos_after.items() if v != memos_before.get(k, 0)} == {
+        ADD: 1
+    }
+    assert get_upload(service, kb_id, upload_id).state == "submitted"
 
 
 # -- races ---------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import pytest
 
 from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
 from tests.support.events import claims_for
+from tests.support.iam import record_aws_calls
 
 
 def create(service, name="产品资料", user="alice", **kwargs):
@@ -142,6 +143,58 @@ def test_a_failed_create_can_be_retried_with_the_same_key(service):
     service.memos.add_fault("/create/knowledgebase", code=50004, times=1)
     assert create(service, headers={"Idempotency-Key": "k"}).status == HTTPStatus.SERVICE_UNAVAILABLE
     assert create(service, headers={"Idempotency-Key": "k"}).status == HTTPStatus.CREATED
+
+
+def dynamodb_calls(action) -> list[tuple[str, list[str]]]:
+    """Each DynamoDB call ``action`` made: the operation, and for a transaction its items as
+    ``<action> <PK prefix>`` (``Put INTENT``, ``ConditionCheck LIMIT``...)."""
+    with record_aws_calls() as calls:
+        action()
+    made = []
+    for service, operation, params in calls:
+        if service != "dynamodb":
+            continue
+        items = [
+            f"{kind} {(body.get('Item') or body.get('Key'))['PK']['S'].split('#')[0]}"
+            for item in params.get("TransactItems", [])
+            for kind, body in item.items()
+        ]
+        made.append((operation, items))
+    return made
+
+
+def test_creating_a_kb_costs_two_dynamodb_calls_with_or_without_an_idempotency_key(service):
+    # Round trips counted, not timed (docs/architecture.md, "Create"): a change that adds one fails here.
+    named = claims_for("alice", name="Alice")  # login tokens carry a name: no profile read
+    assert create(service, "warm", claims=named).status == HTTPStatus.CREATED  # the MemOS key cached
+    memos_creates = service.memos.calls("/create/knowledgebase")
+    before = ["Put INTENT", "ConditionCheck LIMIT"]  # the intent; fewer than MAX_KBS_PER_USER owned
+    after = ["Put KB", "Put USER", "Delete INTENT", "Update LIMIT"]  # META, owner grant, count
+
+    assert dynamodb_calls(lambda: create(service, "一", claims=named)) == [
+        ("TransactWriteItems", before),
+        ("TransactWriteItems", after),
+    ]
+    keyed = {"Idempotency-Key": "budget-1"}
+    assert dynamodb_calls(lambda: create(service, "二", claims=named, headers=keyed)) == [
+        ("TransactWriteItems", [*before[:1], "Put IDEMPOTENCY", *before[1:]]),  # the key claimed
+        ("TransactWriteItems", [*after, "Update IDEMPOTENCY"]),  # and its answer stored
+    ]
+    # A repeat is answered from the key's record: one refused transaction, no MemOS call
+    assert dynamodb_calls(lambda: create(service, "二", claims=named, headers=keyed)) == [
+        ("TransactWriteItems", [*before[:1], "Put IDEMPOTENCY", *before[1:]]),
+    ]
+    assert service.memos.calls("/create/knowledgebase") == memos_creates + 2  # one per KB made
+
+
+def test_a_token_without_a_name_costs_one_profile_read_for_the_owners_name(service):
+    put_me = service.call("PUT", "/me", claims=claims_for("alice", name="Alice Wang"))
+    assert put_me.status == HTTPStatus.OK
+    assert create(service, "warm").status == HTTPStatus.CREATED
+
+    calls = dynamodb_calls(lambda: create(service, "一"))
+
+    assert [operation for operation, _ in calls] == ["TransactWriteItems", "GetItem", "TransactWriteItems"]
 
 
 # -- PUT /me -------------------------------------------------------------------------------------
