@@ -1,7 +1,8 @@
 """A KB's activity log: who shared, revoked, left, blocked, renamed, uploaded or deleted what, and when.
 
 Owner only (a reader gets 403, anyone else the 404 of a missing KB). Entries ride in the transaction of
-the action where that is free (share, revoke, leave, block), otherwise they are written right after it;
+the action where that is free (share, revoke, leave, block, file and folder deletions, an upload's record
+transaction in the ingest), otherwise (renames) they are written right after it;
 they are kept ``retention_days`` (DynamoDB TTL; reads skip expired entries, since TTL deletes late).
 """
 
@@ -14,7 +15,7 @@ from datetime import datetime, timedelta
 from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.access import require_owner
-from memmy_kb.domain.ports import ActivityLog, ContentStore, GrantReader
+from memmy_kb.domain.ports import ActivityLog, GrantReader
 from memmy_kb.records import ActivityKind, ActivityRecord
 
 logger = Logger(child=True)
@@ -67,13 +68,3 @@ def list_activity(
         kb_id, limit=max(1, min(limit, MAX_PAGE)), cursor=cursor, now=int(now.timestamp())
     )
     return ActivityPage(items=items, next_cursor=next_cursor)
-
-
-def record_upload(
-    contents: ContentStore, log: ActivityLog, kb_id: str, upload_id: str, *, now: datetime, retention_days: int
-) -> None:
-    """Log a file the ingest just recorded: its uploader and file id, read from the upload."""
-    upload = contents.get_upload(kb_id, upload_id)
-    if upload is None or upload.file_id is None:
-        return
-    record(log, new_activity("uploaded", kb_id, upload.owner_id, upload.file_id, now, retention_days))
