@@ -1,18 +1,185 @@
-"""``make bench``: the project's benchmarks, each printing figures measured in one run."""
+"""``make bench``: every benchmark once, then one markdown table of their figures, all from this run.
+
+Each module still runs on its own (``python -m bench.<module>``) and prints its detailed lines as it
+goes; this collects what each returns. A benchmark that cannot run here (no Python 3.12 for the layer,
+say) gets a row saying why instead of stopping the others. ``--only NAME ...`` runs some of them.
+"""
 
 from __future__ import annotations
 
+import argparse
 import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
 
-from bench import import_time, ingest_memory, recall_scale, search_emulator
+MB = 1024 * 1024
+Row = tuple[str, str, str]  # (benchmark, what, figure)
 
 
-def main() -> int:
-    search_emulator.run()
-    import_time.run()
-    ingest_memory.run()
-    recall_scale.run()
-    return 0
+def _route_rows(routes: dict[str, Any]) -> list[Row]:
+    from bench.route_calls import ROUTES
+
+    rows = []
+    for name in ROUTES:
+        calls = routes[name]
+        memos = sum(calls.memos.values())
+        memos_text = f"{memos}" + (
+            f" ({', '.join(f'{p} {n}' for p, n in sorted(calls.memos.items()))})" if memos else ""
+        )
+        sfn = calls.describe("stepfunctions")
+        if calls.transitions:
+            sfn = (
+                f"{calls.transitions} transitions"
+                if sfn == "0"
+                else f"{sfn}, {calls.transitions} transitions"
+            )
+        secrets = calls.count("secretsmanager")
+        figure = (
+            f"Lambda {calls.invocations} · DynamoDB {calls.describe('dynamodb')} ≈ {calls.rru:g} RRU + {calls.wru:g} WRU"
+            f" · S3 {calls.describe('s3')} · Step Functions {sfn} · MemOS {memos_text}"
+            + (f" · Secrets Manager {secrets}" if secrets else "")
+        )
+        rows.append(("calls per route (warm)", name, figure))
+    return rows
+
+
+def _calls_and_cost() -> tuple[list[Row], dict[str, Any]]:
+    from bench import cost_model, route_calls
+
+    routes = route_calls.run()
+    day = cost_model.run(routes)
+    rows = _route_rows(routes)
+    label = f"cost of {cost_model.USERS:,} active users/day"
+    rows += [(label, item, figure) for item, figure in cost_model.rows(day)]
+    return rows, {"routes": routes, "day": day}
+
+
+def _import_ratios() -> tuple[list[Row], Any]:
+    from bench import import_time
+
+    costs = import_time.run()
+    boto = costs["import boto3"]
+    targets = getattr(import_time, "TARGETS", {})
+    default = getattr(import_time, "DEFAULT_TARGET", None)
+    rows: list[Row] = [("handler import (cold, built layer)", "import boto3", f"{boto:.0f} ms")]
+    for name, ms in costs.items():
+        if name == "import boto3":
+            continue
+        target = targets.get(name.removesuffix(" handler"), default)
+        verdict = f" (target ≤ {target}x: {'ok' if ms / boto <= target else 'over'})" if target else ""
+        rows.append(
+            ("handler import (cold, built layer)", name, f"{ms / boto:.2f}x boto3, {ms:.0f} ms{verdict}")
+        )
+    return rows, costs
+
+
+def _layer_size() -> tuple[list[Row], Any]:
+    from bench import layer_size
+
+    size = layer_size.run()
+    figure = (
+        f"{size['zipped'] / MB:.1f} MB zipped, {size['unzipped'] / MB:.1f} MB unzipped, {size['files']} files"
+    )
+    return [("core layer size", size["what"], figure)], size
+
+
+def _recall_scale() -> tuple[list[Row], Any]:
+    from bench import recall_scale
+
+    results = recall_scale.run()
+    sizes = sorted(size for size in results if isinstance(size, int))
+    small = sizes[0]
+    rows = [
+        (
+            "recall latency vs KBs in the table",
+            f"{size:,} KBs vs {small:,}",
+            f"ratio {results['ratios'][size]:.2f} (median {results[size]['median_ms']:.1f} vs "
+            f"{results[small]['median_ms']:.1f} ms; {results[size]['items_read']:g} items read per recall)",
+        )
+        for size in sizes[1:]
+    ]
+    return rows, results
+
+
+def _ingest_memory() -> tuple[list[Row], Any]:
+    from bench import ingest_memory
+
+    figures = ingest_memory.run()
+    (small, (small_peak, small_rss)), (large, (large_peak, large_rss)) = sorted(figures.items())[
+        :: len(figures) - 1
+    ]
+    rss = (
+        f"; peak RSS growth {large_rss / 1024:.1f} MB vs {small_rss / 1024:.1f} MB"
+        if small_rss is not None and large_rss is not None
+        else ""
+    )
+    figure = (
+        f"ratio {large_peak / small_peak:.2f}: tracemalloc peak {large_peak / MB:.1f} MB vs {small_peak / MB:.1f} MB{rss}"
+        f" (file {large // small}x larger)"
+    )
+    return [("ingest peak memory", f"{large // MB} MB file vs {small // MB} MB", figure)], figures
+
+
+def _local_stack_memory() -> tuple[list[Row], Any]:
+    from bench import local_stack_memory
+
+    result = local_stack_memory.run()
+    writes, rss = result["writes"], result["rss_mib"]
+    first, last = writes[0], writes[-1]
+    if result["ratio"] is None:
+        return [("local stack memory", "moto server RSS", "n/a (needs /proc)")], result
+    figure = f"ratio {result['ratio']:.2f} ({rss[first]:.0f} MiB after {first:,} writes, {rss[last]:.0f} MiB after {last:,})"
+    return [("local stack memory", f"moto server RSS, {last:,} vs {first:,} transactions", figure)], result
+
+
+def _search_emulator() -> tuple[list[Row], Any]:
+    from bench import search_emulator
+
+    result = search_emulator.run()
+    figure = f"p50 {result['p50_ms']:.1f} ms, p95 {result['p95_ms']:.1f} ms"
+    return [("MemOS emulator search", f"{result['excerpts']:,} excerpts, 10-KB scope", figure)], result
+
+
+BENCHMARKS: dict[str, Callable[[], tuple[list[Row], Any]]] = {
+    "route_calls": _calls_and_cost,
+    "import_time": _import_ratios,
+    "layer_size": _layer_size,
+    "recall_scale": _recall_scale,
+    "ingest_memory": _ingest_memory,
+    "local_stack_memory": _local_stack_memory,
+    "search_emulator": _search_emulator,
+}
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["| benchmark | what | figure |", "|---|---|---|"]
+    lines += [f"| {a} | {b} | {c.replace('|', '/')} |" for a, b, c in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", choices=sorted(BENCHMARKS), help="run only these benchmarks")
+    args = parser.parse_args(argv)
+    rows: list[Row] = []
+    failed = False
+    started = time.perf_counter()
+    for name, benchmark in BENCHMARKS.items():
+        if args.only and name not in args.only:
+            continue
+        print(f"\n## {name}", flush=True)
+        try:
+            produced, _ = benchmark()
+        except (Exception, SystemExit) as error:
+            traceback.print_exc()
+            failed = True
+            produced = [(name, "not measured", f"{type(error).__name__}: {error}".splitlines()[0])]
+        rows += produced
+    print(f"\n## All figures (one run, {time.perf_counter() - started:.0f} s)\n")
+    print(table(rows))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

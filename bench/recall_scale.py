@@ -1,4 +1,4 @@
-"""Recall with 100 vs 100,000 KBs in the table: latency, table reads and MemOS calls per recall, one run.
+"""Recall with 100, 10,000 and 100,000 KBs in the table: latency, table reads and MemOS calls per recall.
 
 The real recall handler runs in-process on moto (provisioned from template.yaml) against the MemOS
 emulator. The caller has a few KBs with documents; every other KB in the table (META + its owner's
@@ -7,15 +7,15 @@ two table reads and one MemOS call whatever the table holds.
 
 moto's Query walks and sorts every item of the table before picking the key's partition (DynamoDB reads
 only the partition), so on plain moto recall latency grows with the table for moto's sake, not ours.
-The main figures therefore run with a bench-only patch that gives moto's base-table Query DynamoDB's
-access path (``_partition_reads``); the items each Query read (``ScannedCount``) are counted from the
-responses, and plain moto's figures are printed too, for the record.
+The main figures therefore run with the local stack's patch that gives moto's Query DynamoDB's access
+path (``memmy_local.dynamodb.partition_queries``, which ``make run`` installs too); the items each Query
+read (``ScannedCount``) are counted from the responses, and plain moto's figures (smallest and largest
+table) are printed too, for the record.
 """
 
 from __future__ import annotations
 
 import contextlib
-import inspect
 import statistics
 import time
 from collections import Counter
@@ -108,34 +108,6 @@ def _counting(client: Any) -> Iterator[_Reads]:
         client.meta.events.unregister("after-call.dynamodb", after)
 
 
-@contextlib.contextmanager
-def _partition_reads() -> Iterator[None]:
-    """Bench only: moto's base-table Query reads just the key's partition, as DynamoDB does."""
-    from moto.dynamodb.models.table import Table
-
-    original = Table.query
-    signature = inspect.signature(original)
-
-    def query(self: Any, *args: Any, **kwargs: Any) -> Any:
-        bound = signature.bind(self, *args, **kwargs)
-        hash_key, index_name = bound.arguments.get("hash_key"), bound.arguments.get("index_name")
-        if index_name or hash_key is None or not self.range_key_attr:
-            return original(self, *args, **kwargs)
-        partition = self.items.get(hash_key, {})
-        # Shadows the method for this call only: the bench is single-threaded.
-        self.all_items = lambda: sorted(partition.values(), key=lambda item: item.range_key)
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            del self.all_items
-
-    Table.query = query
-    try:
-        yield
-    finally:
-        Table.query = original
-
-
 def _measure(handler: Callable[[], dict[str, Any]], client: Any, searches: Callable[[], int], rounds: int):
     for _ in range(3):  # warm: the first call builds clients and fetches the MemOS key
         handler()
@@ -158,9 +130,12 @@ def _measure(handler: Callable[[], dict[str, Any]], client: Any, searches: Calla
     }
 
 
-def run(sizes: tuple[int, int] = (100, 100_000), rounds: int = 40, moto_rounds: int = 3) -> dict[str, Any]:
+def run(
+    sizes: tuple[int, ...] = (100, 10_000, 100_000), rounds: int = 40, moto_rounds: int = 3
+) -> dict[Any, Any]:
     from moto import mock_aws
 
+    from memmy_local.dynamodb import partition_queries
     from memmy_local.handlers import load_function_module, overlaid_environment
     from memmy_local.memos_emulator.server import EmulatorConfig, MemosEmulator
     from memmy_local.provision import provision
@@ -229,12 +204,13 @@ def run(sizes: tuple[int, int] = (100, 100_000), rounds: int = 40, moto_rounds: 
                 )
                 present = max(present, size)
                 fill_s = time.perf_counter() - started
-                with _partition_reads():
+                with partition_queries():
                     results[size] = {**_measure(handler, dynamodb, searches, rounds), "fill_s": fill_s}
-                results[("plain moto", size)] = _measure(handler, dynamodb, searches, moto_rounds)
+                if size in (sizes[0], sizes[-1]):
+                    results[("plain moto", size)] = _measure(handler, dynamodb, searches, moto_rounds)
             reset_dependencies()
 
-    small, large = sizes
+    small, large = sizes[0], sizes[-1]
     for size in sizes:
         figures = results[size]
         operations = ", ".join(f"{op} x{n:g}" for op, n in figures["operations"].items())
@@ -244,13 +220,22 @@ def run(sizes: tuple[int, int] = (100, 100_000), rounds: int = 40, moto_rounds: 
             f"reading {figures['items_read']:g} items, MemOS /search/memory x{figures['memos_calls']:g}, "
             f"{figures['excerpts']} excerpts returned (table filled in {figures['fill_s']:.0f} s)"
         )
-    ratio = results[large]["median_ms"] / results[small]["median_ms"]
+    results["ratios"] = {size: results[size]["median_ms"] / results[small]["median_ms"] for size in sizes}
+    ratio = results["ratios"][large]
     plain = results[("plain moto", large)]["median_ms"] / results[("plain moto", small)]["median_ms"]
     results["ratio"], results["plain_moto_ratio"] = ratio, plain
-    print(f"recall median latency ratio, {large:,} vs {small:,} KBs: {ratio:.2f}")
+    print(
+        "recall median latency ratio vs "
+        + f"{small:,} KBs: "
+        + ", ".join(f"{size:,} KBs {results['ratios'][size]:.2f}" for size in sizes[1:])
+    )
     print(
         f"  (plain moto, whose Query walks the whole table: {results[('plain moto', small)]['median_ms']:.0f} "
         f"vs {results[('plain moto', large)]['median_ms']:.0f} ms, ratio {plain:.1f}, "
         f"median of {moto_rounds}; DynamoDB reads only the partition)"
     )
     return results
+
+
+if __name__ == "__main__":
+    run()

@@ -129,3 +129,7 @@ def run(excerpts: int = 10_000, searches: int = 200, kbs: int = 50) -> dict[str,
         f"p50 {result['p50_ms']:.1f} ms, p95 {result['p95_ms']:.1f} ms"
     )
     return result
+
+
+if __name__ == "__main__":
+    run()

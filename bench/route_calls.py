@@ -1,0 +1,429 @@
+"""Calls per route and trigger: DynamoDB, S3, Step Functions, Secrets Manager and MemOS, counted in one run.
+
+The real handlers run in-process on moto (provisioned from template.yaml, with ``memmy_local.dynamodb``'s
+patches) and the MemOS emulator, through the test suite's ``Service`` (the template's routes, its IAM
+check included). Every botocore ``_make_api_call`` is recorded with its answer, and every MemOS request
+from the emulator's counters. Each route runs once warm: a first pass with other users fills the
+handlers' caches (clients, the MemOS key), as a warm Lambda container has them; the counted pass follows.
+
+DynamoDB request units are estimated from the recorded requests and answers with DynamoDB's rules
+(reads: 4 KB units, half for eventually consistent reads; writes: 1 KB units; transactions: twice; an
+item's size from its attribute names and values), so they are close to, not exactly, what AWS bills.
+A cleanup is the state machine's work for one deletion: its Purge task (the cleanup function, invoked
+until it says done) and its DeleteOutbox task (one DynamoDB DeleteItem by Step Functions); its state
+transitions are Purge and Finished? per round, then DeleteOutbox.
+
+``python -m bench.route_calls``
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from unittest import mock
+
+MEMOS_KEY = "bench-memos-key"
+DOCUMENT = (
+    "# 产品手册\nMemOS 开源版和商业版的区别：开源版免费自部署，商业版提供托管、SLA 和企业支持。\n".encode()
+)
+QUERY = "MemOS 开源版和商业版有什么区别"
+
+# The rows, in the order the table prints them.
+ROUTES = (
+    "create KB",
+    "list KBs",
+    "share",
+    "toggle recall",
+    "request upload",
+    "ingest (S3 trigger)",
+    "recall",
+    "empty-scope recall",
+    "revoke",
+    "delete file",
+    "cleanup (file)",
+    "delete KB",
+    "cleanup (KB)",
+    "reconcile run",
+)
+_SERVICES = {
+    "dynamodb": "DynamoDB",
+    "s3": "S3",
+    "stepfunctions": "Step Functions",
+    "secretsmanager": "Secrets",
+}
+
+
+@dataclass
+class Calls:
+    """What one route or trigger did, once."""
+
+    invocations: int = 1  # Lambda invocations
+    operations: Counter[tuple[str, str]] = field(default_factory=Counter)  # (service, operation) -> calls
+    memos: Counter[str] = field(default_factory=Counter)  # MemOS path -> calls
+    rru: float = 0.0
+    wru: float = 0.0
+    transitions: int = 0  # Step Functions state transitions
+    seconds: float = 0.0  # wall time in-process (moto and the emulator on this machine)
+    function: str = ""  # the template's logical id of the function that ran
+
+    def count(self, service: str) -> int:
+        return sum(n for (s, _), n in self.operations.items() if s == service)
+
+    def describe(self, service: str) -> str:
+        """``3 (GetItem 2, Query 1)``, or ``0``."""
+        ops = {op: n for (s, op), n in sorted(self.operations.items()) if s == service}
+        if not ops:
+            return "0"
+        return f"{sum(ops.values())} ({', '.join(f'{op} {n}' for op, n in ops.items())})"
+
+    def s3_requests(self) -> tuple[int, int]:
+        """(PUT/COPY/POST/LIST-class requests, GET/HEAD-class requests); S3 does not bill DELETE."""
+        put_class = get_class = 0
+        for (service, op), n in self.operations.items():
+            if service != "s3":
+                continue
+            if op in ("GetObject", "HeadObject"):
+                get_class += n
+            elif op not in ("DeleteObject", "DeleteObjects", "AbortMultipartUpload"):
+                put_class += n
+        return put_class, get_class
+
+
+# ------------------------------------------------------------------------------- request units
+
+
+def _value_bytes(value: dict[str, Any]) -> int:
+    ((kind, inner),) = value.items()
+    if kind == "S":
+        return len(str(inner).encode())
+    if kind == "N":  # about a byte per two significant digits, plus one
+        return (len(str(inner).strip("-").replace(".", "")) + 1) // 2 + 1
+    if kind == "B":
+        return len(inner)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "SS":
+        return sum(len(str(s).encode()) for s in inner)
+    if kind == "NS":
+        return sum((len(str(n)) + 1) // 2 + 1 for n in inner)
+    if kind == "BS":
+        return sum(len(b) for b in inner)
+    if kind == "L":
+        return 3 + sum(1 + _value_bytes(v) for v in inner)
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + 1 + _value_bytes(v) for k, v in inner.items())
+    return 0
+
+
+def item_bytes(item: dict[str, Any] | None) -> int:
+    """DynamoDB's size of an item: its attribute names and values (low-level wire shape)."""
+    return sum(len(name.encode()) + _value_bytes(value) for name, value in (item or {}).items())
+
+
+def _read_units(size: int, consistent: bool, transactional: bool = False) -> float:
+    units = max(1, math.ceil(size / 4096))
+    return units * (2 if transactional else 1 if consistent else 0.5)
+
+
+def _write_units(size: int, transactional: bool = False) -> float:
+    return max(1, math.ceil(size / 1024)) * (2 if transactional else 1)
+
+
+def request_units(operation: str, params: dict[str, Any], response: dict[str, Any]) -> tuple[float, float]:
+    """(read request units, write request units) of one DynamoDB call, estimated from DynamoDB's rules."""
+    consistent = bool(params.get("ConsistentRead"))
+    if operation == "GetItem":
+        return _read_units(item_bytes(response.get("Item")), consistent), 0
+    if operation in ("Query", "Scan"):
+        items = response.get("Items") or []
+        scanned = int(response.get("ScannedCount", len(items)))
+        average = sum(item_bytes(i) for i in items) / len(items) if items else 0
+        return _read_units(int(average * scanned), consistent), 0
+    if operation == "BatchGetItem":
+        rru = 0.0
+        for table, request in params.get("RequestItems", {}).items():
+            found = response.get("Responses", {}).get(table, [])
+            sizes = [item_bytes(i) for i in found] + [0] * (len(request.get("Keys", [])) - len(found))
+            rru += sum(_read_units(size, bool(request.get("ConsistentRead"))) for size in sizes)
+        return rru, 0
+    if operation == "TransactGetItems":
+        found = response.get("Responses") or []
+        return sum(_read_units(item_bytes(r.get("Item")), True, transactional=True) for r in found), 0
+    if operation == "PutItem":
+        return 0, _write_units(item_bytes(params.get("Item")))
+    if operation in ("UpdateItem", "DeleteItem"):
+        return 0, _write_units(item_bytes(response.get("Attributes")))
+    if operation == "BatchWriteItem":
+        return 0, sum(
+            _write_units(item_bytes(request.get("PutRequest", {}).get("Item")))
+            for requests in params.get("RequestItems", {}).values()
+            for request in requests
+        )
+    if operation == "TransactWriteItems":
+        # Every action, ConditionCheck included, is counted as a transactional write of its item.
+        return 0, sum(
+            _write_units(item_bytes(body.get("Item")), transactional=True)
+            for action in params.get("TransactItems", [])
+            for body in action.values()
+        )
+    return 0, 0
+
+
+# ------------------------------------------------------------------------------------- recording
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Callable[[], Calls]]:
+    """Records every AWS call made meanwhile; the callable takes what was recorded since its last call."""
+    from botocore.client import BaseClient
+
+    original = BaseClient._make_api_call
+    pending: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = []
+
+    def record(self: Any, operation: str, params: dict[str, Any]) -> Any:
+        try:
+            response = original(self, operation, params)
+        except Exception as error:
+            response = getattr(error, "response", {}) or {}
+            pending.append((self.meta.service_model.service_name, operation, params, response))
+            raise
+        pending.append((self.meta.service_model.service_name, operation, params, response))
+        return response
+
+    def take() -> Calls:
+        calls = Calls()
+        for service, operation, params, response in pending:
+            calls.operations[(service, operation)] += 1
+            if service == "dynamodb":
+                rru, wru = request_units(operation, params, response)
+                calls.rru += rru
+                calls.wru += wru
+        pending.clear()
+        return calls
+
+    with mock.patch.object(BaseClient, "_make_api_call", record):
+        yield take
+
+
+# -------------------------------------------------------------------------------------- the run
+
+
+def _environment() -> dict[str, str]:
+    return {
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_DISABLED": "true",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+    }
+
+
+class _Scenario:
+    """Every route and trigger once, for an owner and a reader named after ``tag``."""
+
+    def __init__(self, service: Any, emulator: Any, take: Callable[[], Calls]) -> None:
+        self.service, self.emulator, self.take = service, emulator, take
+        self.function = ""
+
+    def _memos_calls(self) -> Counter[str]:
+        return Counter(self.emulator.state()["calls"])
+
+    @contextlib.contextmanager
+    def _measure(self, results: dict[str, Calls] | None, name: str) -> Iterator[Calls]:
+        before = self._memos_calls()
+        self.take()  # what the harness did before this step is not the route's
+        started = time.perf_counter()
+        holder = Calls()
+        yield holder
+        elapsed = time.perf_counter() - started
+        calls = self.take()
+        calls.memos = self._memos_calls() - before
+        calls.invocations = holder.invocations
+        calls.transitions = holder.transitions
+        calls.operations.update(holder.operations)
+        calls.wru += holder.wru
+        calls.seconds = elapsed
+        calls.function, self.function = self.function, ""
+        if results is not None:
+            results[name] = calls
+
+    def _call(self, method: str, path: str, user: str, expect: int, **kwargs: Any) -> Any:
+        _, module, _ = self.service._match(method, path)
+        self.function = self.service._functions[module]
+        reply = self.service.call(method, path, user, **kwargs)
+        if reply.status != expect:
+            raise RuntimeError(f"{method} {path} as {user}: {reply.status} {reply.body}")
+        return reply.body
+
+    def _cleanup(self, results: dict[str, Calls] | None, name: str, cleanup_id: str) -> None:
+        with self._measure(results, name) as extra:
+            rounds, self.function = 0, "CleanupFunction"
+            for rounds in range(1, 11):  # noqa: B007 - the count is the figure
+                if self.service.invoke("CleanupFunction", {"cleanup_id": cleanup_id})["done"]:
+                    break
+            else:
+                raise RuntimeError(f"cleanup {cleanup_id} not done after 10 rounds")
+            extra.invocations = rounds
+            extra.transitions = 2 * rounds + 1  # Purge and Finished? per round, then DeleteOutbox
+            extra.operations[("dynamodb", "DeleteItem (state machine)")] += 1
+            extra.wru += 1
+
+    def run(self, tag: str, results: dict[str, Calls] | None) -> None:
+        from memmy_local.runners import sqs_event
+        from tests.support.events import claims_for
+        from tests.support.uploads import post_file
+
+        owner, reader, loner = f"owner-{tag}", f"reader-{tag}", f"loner-{tag}"
+        for user in (owner, reader, loner):
+            self._call("PUT", "/me", user, 200, claims=claims_for(user, name=user))
+        key = {"Idempotency-Key": f"create-{tag}"}
+        with self._measure(results, "create KB"):
+            kb_id = self._call(
+                "POST", "/knowledge-bases", owner, 201, body={"name": f"资料 {tag}"}, headers=key
+            )["id"]
+        with self._measure(results, "share"):
+            self._call("POST", f"/knowledge-bases/{kb_id}/members", owner, 201, body={"identifier": reader})
+        with self._measure(results, "list KBs"):
+            self._call("GET", "/knowledge-bases", reader, 200)
+        with self._measure(results, "toggle recall"):
+            self._call("PUT", f"/knowledge-bases/{kb_id}/recall", reader, 200, body={"enabled": True})
+        size = len(DOCUMENT)
+        with self._measure(results, "request upload"):
+            ticket = self._call(
+                "POST", f"/knowledge-bases/{kb_id}/uploads", owner, 201,
+                body={"filename": "手册.md", "size_bytes": size}, headers={"Idempotency-Key": f"upload-{tag}"},
+            )  # fmt: skip
+        response = post_file(ticket, DOCUMENT, "手册.md")
+        if response.status_code != 204:
+            raise RuntimeError(f"the upload's POST: {response.status_code} {response.text}")
+        sqs = self.service_client("sqs")
+        queue_url, queue_arn = self.service.refs["UploadQueue"], self.service.refs["UploadQueue.Arn"]
+        messages = []
+        for message in sqs.receive_message(
+            QueueUrl=queue_url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"]
+        ).get("Messages", []):
+            if '"Records"' in message["Body"]:
+                messages.append(message)
+            else:  # S3's test event when the notification was configured
+                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+        if len(messages) != 1:
+            raise RuntimeError(f"expected the upload's one S3 event in the queue, got {len(messages)}")
+        with self._measure(results, "ingest (S3 trigger)"):
+            self.function = "IngestFunction"
+            result = self.service.invoke("IngestFunction", sqs_event(messages, queue_arn, "us-east-1"))
+        if result.get("batchItemFailures"):
+            raise RuntimeError(f"the ingest failed: {result}")
+        sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=messages[0]["ReceiptHandle"])
+        with self._measure(results, "recall"):
+            self._call("POST", "/recall", reader, 200, body={"query": QUERY})
+        with self._measure(results, "empty-scope recall"):
+            self._call("POST", "/recall", loner, 200, body={"query": QUERY})
+        with self._measure(results, "revoke"):
+            self._call("DELETE", f"/knowledge-bases/{kb_id}/members/{reader}", owner, 204)
+        files = self._call("GET", f"/knowledge-bases/{kb_id}/files", owner, 200)
+        file_id = _first_file_id(files)
+        with self._measure(results, "delete file"):
+            cleanup_id = self._call("DELETE", f"/knowledge-bases/{kb_id}/files/{file_id}", owner, 202)[
+                "cleanup_id"
+            ]
+        self._cleanup(results, "cleanup (file)", cleanup_id)
+        # The KB's cleanup purges one file too: a second upload, seeded as the ingest leaves it.
+        from tests.support import seed
+
+        seed.add_file(self.service, kb_id, owner, "路线图.md", DOCUMENT)
+        with self._measure(results, "delete KB"):
+            cleanup_id = self._call("DELETE", f"/knowledge-bases/{kb_id}", owner, 202)["cleanup_id"]
+        self._cleanup(results, "cleanup (KB)", cleanup_id)
+        with self._measure(results, "reconcile run"):
+            self.function = "ReconcileFunction"
+            self.service.invoke(
+                "ReconcileFunction", {"source": "aws.events", "detail-type": "Scheduled Event"}
+            )
+
+    def service_client(self, name: str) -> Any:
+        import boto3
+
+        return boto3.client(name, region_name="us-east-1")
+
+
+def _first_file_id(listing: Any) -> str:
+    files = listing.get("files") if isinstance(listing, dict) else listing
+    for entry in files or []:
+        if isinstance(entry, dict) and (entry.get("id") or entry.get("file_id")):
+            return str(entry.get("id") or entry.get("file_id"))
+    raise RuntimeError(f"no file in the listing: {listing}")
+
+
+def _drop_metrics() -> None:
+    """The handlers' metrics are not flushed here (the benchmarks after this one would print them)."""
+    from aws_lambda_powertools import Metrics
+
+    Metrics().clear_metrics()
+
+
+def run(verbose: bool = True) -> dict[str, Calls]:
+    """Each route and trigger once (warm), counted; prints one line per route."""
+    from moto import mock_aws
+
+    from memmy_local.dynamodb import local_dynamodb
+    from memmy_local.handlers import overlaid_environment
+    from memmy_local.memos_emulator.server import EmulatorConfig, MemosEmulator
+    from memmy_local.provision import provision
+    from memmy_local.template import function_environment, load_template
+    from tests.support.aws import Service, _reset_caches
+    from tests.support.emulator import EmulatorHandle
+
+    template = load_template()
+    config = EmulatorConfig(port=0, api_keys={MEMOS_KEY: "memmy"}, processing_delay=0)
+    results: dict[str, Calls] = {}
+    no_executions: Any = {"stepfunctions": {"execute_state_machine": False}, "lambda": {"use_docker": False}}
+    with (
+        MemosEmulator(config) as emulator,
+        overlaid_environment(_environment()),
+        local_dynamodb(),
+        mock_aws(config=no_executions),
+    ):
+        resources = provision(
+            template,
+            endpoint_url=None,
+            memos_api_key=MEMOS_KEY,
+            parameters={"MemosBaseUrl": emulator.base_url, "JwtIssuer": "bench", "JwtAudience": "bench"},
+        )
+        environment: dict[str, str] = {}
+        for name, resource in sorted(template["Resources"].items()):
+            if resource["Type"] == "AWS::Serverless::Function":
+                environment.update(function_environment(template, name, resources.refs))
+        with overlaid_environment({**environment, **_environment()}):
+            _reset_caches()
+            handle = EmulatorHandle(emulator, api_key=MEMOS_KEY)
+            service = Service(template=template, refs=dict(resources.refs), memos=handle)
+            # The bench counts calls; whether template.yaml allows them is the tests' check (Service.call
+            # makes it), not this run's.
+            with recording() as take, mock.patch("tests.support.aws.missing_permissions", return_value=[]):
+                scenario = _Scenario(service, emulator, take)
+                scenario.run("warm", None)
+                scenario.run("counted", results)
+            _reset_caches()
+    _drop_metrics()
+    if verbose:
+        for name in ROUTES:
+            calls = results[name]
+            print(
+                f"{name}: Lambda x{calls.invocations}; DynamoDB {calls.describe('dynamodb')} ≈ {calls.rru:g} RRU, "
+                f"{calls.wru:g} WRU; S3 {calls.describe('s3')}; Step Functions {calls.describe('stepfunctions')}"
+                f" ({calls.transitions} transitions); Secrets {calls.describe('secretsmanager')}; MemOS "
+                f"{sum(calls.memos.values())} ({', '.join(f'{p} {n}' for p, n in sorted(calls.memos.items())) or '-'})"
+            )
+    return results
+
+
+if __name__ == "__main__":
+    run()
+    sys.exit(0)
