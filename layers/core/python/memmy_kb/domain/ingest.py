@@ -6,18 +6,13 @@ One object, one upload record (``UPLOAD#<id>`` under its KB), one state machine:
        │                      │   └──MemOS stored nothing──▶ pending        (the SQS message is retried)
        └──verify failed──▶ rejected ◀──MemOS refused / KB gone──┘            (bytes deleted, reason kept)
 
-Each upload's run is one ``Ingestion`` object with a method per transition (``verify``, ``hold``,
-``submit``, ``record``, ``release``, ``reject``, ``take_back``). Checks: the real size equals the declared
-one and the bytes fit the extension (``memmy_kb.domain.verification``, bounded memory). Only then does the
-upload move to ``submitting``, in a transaction that also checks that the KB still exists, is still the
-uploader's and has room for the file (``memmy_kb.domain.limits``); it is the duplicate guard too: a
-repeated or concurrent delivery of the same event finds the upload in another state and does nothing.
-The record transaction counts the file on META under the same capacity condition, and logs the upload.
-
-Round trips of a file up to ``inline_max_bytes`` (docs/architecture.md, "Uploads and ingest"): the upload
-read, one GET of the object (bytes, size and ETag together), the hold transaction, the MemOS add and the
-record transaction. The MemOS KB id comes with the upload (copied from the owner's grant when it was
-issued), so META is never read.
+Each upload's run is one ``Ingestion`` with a method per transition (``verify``, ``hold``, ``submit``,
+``record``, ``release``, ``reject``, ``take_back``). The real size must equal the declared one and the
+bytes fit the extension (``memmy_kb.domain.verification``). Then the hold moves the upload to
+``submitting`` in a transaction that checks the KB, its owner and its capacity (``memmy_kb.domain.limits``):
+the duplicate guard too, since a repeated delivery finds the upload in another state. The record
+transaction counts the file on META under the same caps and logs the upload. A small file costs the upload
+read, one GET, the two transactions and the MemOS add (docs/architecture.md, "Uploads and ingest").
 
 **The crash window** (docs/architecture.md, "Uploads and ingest"). Between MemOS accepting the file
 and our FILE transaction, a crash (or a reply that never arrives) leaves a MemOS file nothing points to.
@@ -29,7 +24,7 @@ Such uploads stay ``submitting`` (GSI2 ``UPLOAD#submitting``, TTL pushed out by 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Final, Literal
@@ -45,7 +40,7 @@ from memmy_kb.domain.formats import file_extension
 from memmy_kb.domain.limits import capacity_refused
 from memmy_kb.domain.naming import memos_file_name
 from memmy_kb.domain.ports import ContentStore, KnowledgeBaseStore, KnowledgeEngine, UploadObjects
-from memmy_kb.domain.verification import verify_content
+from memmy_kb.domain.verification import MemorySource, StoredSource, verify_content
 from memmy_kb.records import FileRecord, KbCapacity, UploadRecord, utc_now
 
 logger = Logger(child=True)
@@ -105,41 +100,6 @@ class IngestOutcome:
 
 
 @dataclass
-class MemorySource:
-    """A small object already read into memory, verified without reading it again."""
-
-    data: bytes
-
-    @property
-    def size(self) -> int:
-        return len(self.data)
-
-    def read_range(self, start: int, length: int) -> bytes:
-        return self.data[start : start + length]
-
-    def chunks(self) -> Iterable[bytes]:
-        yield self.data
-
-
-@dataclass
-class StoredSource:
-    """A stored object read in ranges and one stream, every read pinned to the ETag of ``info``."""
-
-    storage: UploadObjects
-    info: ObjectInfo
-
-    @property
-    def size(self) -> int:
-        return self.info.size
-
-    def read_range(self, start: int, length: int) -> bytes:
-        return self.storage.read_range(self.info, start, length)
-
-    def chunks(self) -> Iterable[bytes]:
-        return self.storage.iter_chunks(self.info)
-
-
-@dataclass
 class Ingestion:
     """One delivery's run over one upload: a method per transition of the upload's state machine.
 
@@ -166,9 +126,7 @@ class Ingestion:
 
     def run(self, info: ObjectInfo, data: bytes | None = None) -> IngestOutcome:
         """pending -> submitted | rejected | (still submitting: unknown) | pending again (RetryLater).
-
-        ``data``: the object's bytes when they were already read with ``info`` (a small file's one GET).
-        """
+        ``data``: the bytes, when read with ``info`` (a small file's one GET)."""
         try:
             source = self.verify(info, data)
             memos_kb_id = self._memos_kb_id()
@@ -186,13 +144,10 @@ class Ingestion:
             raise _Refused(LARGER if info.size > self.upload.size_bytes else SMALLER)
         # A small file is read once and verified in memory (it goes inline anyway); a large one is checked
         # with ranged reads and one stream.
-        source: MemorySource | StoredSource
-        if data is not None and len(data) == info.size:
-            source = MemorySource(data)
-        elif info.size <= self.config.inline_max_bytes:
-            source = MemorySource(self.storage.read_range(info, 0, info.size))
-        else:
-            source = StoredSource(self.storage, info)
+        source: MemorySource | StoredSource = StoredSource(self.storage, info)
+        if info.size <= self.config.inline_max_bytes:
+            read = data if data is not None and len(data) == info.size else None
+            source = MemorySource(read if read is not None else self.storage.read_range(info, 0, info.size))
         reason = verify_content(source, file_extension(self.upload.filename))
         if reason:
             raise _Refused(reason)
@@ -208,13 +163,9 @@ class Ingestion:
         return kb.memos_kb_id
 
     def hold(self) -> bool:
-        """pending -> submitting under a fresh ``attempt_id``, in a transaction that checks the KB is still
-        there, still the uploader's and has room for the file (else _Refused with the user's reason);
-        False when another delivery holds it.
-
-        Everything that can fail before MemOS is called happens before this, so that a crash there
-        leaves the upload pending (and the retried message redoes it) rather than stuck.
-        """
+        """pending -> submitting under a fresh ``attempt_id``, checking that the KB is there, the uploader's
+        and has room (else _Refused); False when another delivery holds it. Everything that can fail before
+        MemOS is called happens before this, so a crash there leaves the upload pending, not stuck."""
         attempt_id = self.new_id()
         now = self.clock()
         try:
@@ -288,11 +239,8 @@ class Ingestion:
             uploaded_at=self.clock(),
         )
         days = self.config.activity_retention_days
-        entry = (
-            new_activity("uploaded", upload.kb_id, upload.owner_id, record.file_id, record.uploaded_at, days)
-            if days
-            else None
-        )
+        at = record.uploaded_at
+        entry = new_activity("uploaded", upload.kb_id, upload.owner_id, record.file_id, at, days) if days else None
         try:
             self.contents.put_file_for_upload(
                 record,

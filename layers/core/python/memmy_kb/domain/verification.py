@@ -15,10 +15,13 @@ from __future__ import annotations
 import codecs
 import struct
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Final
 from xml.parsers import expat
 
+from memmy_kb.adapters.s3 import ObjectInfo
 from memmy_kb.domain.json_syntax import JsonSyntaxChecker
+from memmy_kb.domain.ports import UploadObjects
 from memmy_kb.domain.zipfiles import ByteSource, inflated_member, zip_members
 
 PDF_MAGIC: Final = b"%PDF-"
@@ -51,6 +54,41 @@ DOC_BAD_HEADER: Final = "The .doc file's header is not valid."
 DOCX_BOMB: Final = "The Word document unpacks to far more than its size (a zip bomb?)."
 DOCX_BAD_XML: Final = "The Word document's text (word/document.xml) is not well-formed XML."
 XML_EXTERNAL: Final = "XML files that include other files or stylesheets are not accepted."
+
+
+@dataclass
+class MemorySource:
+    """A small object already read into memory, verified without reading it again."""
+
+    data: bytes
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def read_range(self, start: int, length: int) -> bytes:
+        return self.data[start : start + length]
+
+    def chunks(self) -> Iterable[bytes]:
+        yield self.data
+
+
+@dataclass
+class StoredSource:
+    """A stored object read in ranges and one stream, every read pinned to the ETag of ``info``."""
+
+    storage: UploadObjects
+    info: ObjectInfo
+
+    @property
+    def size(self) -> int:
+        return self.info.size
+
+    def read_range(self, start: int, length: int) -> bytes:
+        return self.storage.read_range(self.info, start, length)
+
+    def chunks(self) -> Iterable[bytes]:
+        return self.storage.iter_chunks(self.info)
 
 
 def verify_content(source: ByteSource, extension: str) -> str | None:

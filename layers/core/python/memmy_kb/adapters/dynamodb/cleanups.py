@@ -1,6 +1,7 @@
 """Deletion in DynamoDB: the transactions that make a KB, folder or file invisible together with their
 cleanup outbox item, the outbox (``CLEANUP#<id>``: the item and its ``PART#`` items), create intents
-(``INTENT#<kb>``) and the reconciler's queues and cursor.
+(``INTENT#<kb>``, inherited from ``memmy_kb.adapters.dynamodb.intents``) and the reconciler's queues and
+cursor.
 
 Implements ``memmy_kb.domain.ports.CleanupStore``. GSI2 holds the queues the reconciler reads:
 ``CLEANUP#pending`` and ``CLEANUP#failed`` sorted by when the cleanup may next be (re)started,
@@ -15,6 +16,7 @@ from datetime import datetime
 from typing import Any, Final, Literal
 
 from memmy_kb.adapters.dynamodb.activity import activity_put
+from memmy_kb.adapters.dynamodb.intents import DynamoCreateIntents
 from memmy_kb.adapters.dynamodb.table import (
     Action,
     DynamoTable,
@@ -27,14 +29,11 @@ from memmy_kb.adapters.dynamodb.table import (
     file_key,
     folder_key,
     grant_key,
-    intent_key,
     kb_key,
     limit_key,
     owned_counter,
-    request_item,
-    request_key,
 )
-from memmy_kb.adapters.errors import ConditionFailed, ItemMissing, RequestSeen
+from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
 from memmy_kb.records import (
     ActivityRecord,
     CleanupPart,
@@ -42,10 +41,8 @@ from memmy_kb.records import (
     FileRecord,
     FolderRecord,
     KnowledgeBaseRecord,
-    RequestRecord,
 )
 
-INTENT_QUEUE: Final = "INTENT#create"
 _BATCH_WRITE_LIMIT: Final = 25
 
 
@@ -92,11 +89,9 @@ def _uncount(
     }
 
 
-class DynamoCleanupStore:
-    """Deletion transactions, the cleanup outbox, create intents and the reconciler's bookkeeping."""
-
-    def __init__(self, table: DynamoTable) -> None:
-        self._table = table
+class DynamoCleanupStore(DynamoCreateIntents):
+    """Deletion transactions, the cleanup outbox, create intents (``DynamoCreateIntents``) and the
+    reconciler's bookkeeping."""
 
     # -- the visible part of a deletion, with its outbox item ---------------------------------------
 
@@ -298,109 +293,6 @@ class DynamoCleanupStore:
             raise ConditionFailed("cleanup", cleanup.cleanup_id)
         return CleanupRecord.model_validate(item)
 
-    # -- create intents ----------------------------------------------------------------------------
-
-    def put_create_intent(
-        self,
-        kb_id: str,
-        memos_name: str,
-        started_at: datetime,
-        expires_at: int,
-        *,
-        owner_id: str | None = None,
-        max_owned: int | None = None,
-        request: RequestRecord | None = None,
-        now: int = 0,
-    ) -> None:
-        """Note a KB create before MemOS is called; the create's own transaction deletes it.
-
-        With ``max_owned``, the same transaction checks that ``owner_id`` owns fewer KBs than that
-        (ConditionFailed("kb_count") otherwise), and with ``request`` it claims the ``Idempotency-Key``
-        record (new, expired, or in progress past ``in_progress_until`` at ``now``); RequestSeen with the
-        record when the key is held, which wins over the count.
-        """
-        item = {
-            **intent_key(kb_id),
-            "type": "intent",
-            "GSI2PK": INTENT_QUEUE,
-            "GSI2SK": started_at.isoformat(),
-            "kb_id": kb_id,
-            "memos_name": memos_name,
-            "started_at": started_at.isoformat(),
-            "expires_at": expires_at,
-        }
-        if max_owned is None and request is None:
-            self._table.client.put_item(TableName=self._table.name, Item=dump(item))
-            return
-        actions: list[Action] = [self._table.put_action(item, "attribute_not_exists(PK)")]
-        if request is not None:
-            claim = self._table.put_action(
-                request_item(request),
-                "attribute_not_exists(PK) OR expires_at < :now"
-                " OR (#status = :in_progress AND in_progress_until < :now)",
-                dump({":now": now, ":in_progress": "in_progress"}),
-            )
-            claim["Put"].update(
-                ExpressionAttributeNames={"#status": "status"}, ReturnValuesOnConditionCheckFailure="ALL_OLD"
-            )
-            actions.append(claim)
-        if max_owned is not None and owner_id is not None:
-            actions.append(
-                {
-                    "ConditionCheck": {
-                        "TableName": self._table.name,
-                        "Key": dump(limit_key(owned_counter(owner_id))),
-                        "ConditionExpression": "attribute_not_exists(n) OR n < :cap",
-                        "ExpressionAttributeValues": dump({":cap": max_owned}),
-                    }
-                }
-            )
-        try:
-            self._table.transact(actions)
-        except TransactionRefused as err:
-            if request is not None and 1 in err.failed:
-                raise RequestSeen(RequestRecord.model_validate(err.items.get(1, {}))) from err
-            raise ConditionFailed("kb_count", str(max_owned)) from err
-
-    def delete_create_intent(self, kb_id: str) -> None:
-        self._table.client.delete_item(TableName=self._table.name, Key=dump(intent_key(kb_id)))
-
-    def abandon_create(self, kb_id: str, *, request: RequestRecord | None, keep_intent: bool) -> None:
-        """A create that failed: release its ``Idempotency-Key`` record (so the client may retry with the
-        key) and, unless ``keep_intent`` (MemOS may hold a KB nobody recorded), delete its intent."""
-        actions: list[Action] = []
-        if not keep_intent:
-            actions.append(_delete(self._table, intent_key(kb_id)))
-        if request is not None:
-            actions.append(
-                _delete(
-                    self._table,
-                    request_key(request.operation, request.key_hash),
-                    "attempt = :attempt",
-                    ExpressionAttributeValues={":attempt": {"S": request.attempt}},
-                )
-            )
-        if len(actions) == 1 and "ConditionExpression" not in actions[0]["Delete"]:
-            self._table.client.delete_item(**actions[0]["Delete"])
-        elif actions:
-            try:
-                self._table.transact(actions)
-            except TransactionRefused:
-                if not keep_intent:  # the key was taken over meanwhile: it is the other run's now
-                    self.delete_create_intent(kb_id)
-
-    def query_stale_intents(self, before: datetime, limit: int) -> list[tuple[str, str]]:
-        """``(kb_id, memos_name)`` of creates started before ``before`` that never finished."""
-        return [
-            (str(item["kb_id"]), str(item.get("memos_name", "")))
-            for item in self._limited_query(
-                limit,
-                IndexName="GSI2",
-                KeyConditionExpression="GSI2PK = :queue AND GSI2SK < :before",
-                ExpressionAttributeValues={":queue": {"S": INTENT_QUEUE}, ":before": {"S": before.isoformat()}},
-            )
-        ]
-
     # -- the residue scan --------------------------------------------------------------------------
 
     def query_kbs_after(self, cursor: str | None, limit: int) -> list[KnowledgeBaseRecord]:
@@ -426,16 +318,6 @@ class DynamoCleanupStore:
         self._table.client.put_item(TableName=self._table.name, Item=dump(item))
 
     # -- plumbing ----------------------------------------------------------------------------------
-
-    def _limited_query(self, limit: int, **kwargs: Any) -> list[Item]:
-        if limit <= 0:
-            return []
-        items = []
-        for item in self._table.query(Limit=limit, **kwargs):
-            items.append(item)
-            if len(items) >= limit:
-                break
-        return items
 
     def _batch_delete(self, keys: list[dict[str, str]]) -> None:
         for start in range(0, len(keys), _BATCH_WRITE_LIMIT):
