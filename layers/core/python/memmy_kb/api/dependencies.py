@@ -10,7 +10,6 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from memmy_kb.domain.limits import ShareLimits
 from memmy_kb.domain.ports import (
     ActivityLog,
     CleanupExecutions,
@@ -23,12 +22,12 @@ from memmy_kb.domain.ports import (
     UploadObjects,
     UploadRequeue,
 )
-from memmy_kb.domain.sharing import SharePolicy
 from memmy_kb.settings import get_settings
 
 if TYPE_CHECKING:
     from memmy_kb.adapters.dynamodb.table import DynamoTable
     from memmy_kb.adapters.memos.key import SecretApiKeyProvider
+    from memmy_kb.domain.sharing import SharePolicy
 
 # The adapters are imported by the factories, on first use: a function pays for boto3, httpx and the
 # DynamoDB codec only when a request needs them, and never for an adapter it does not use.
@@ -92,6 +91,9 @@ def get_rate_counters() -> RateCounters:
 
 def get_share_policy() -> SharePolicy:
     """The share's abuse limits and activity log, from the settings."""
+    from memmy_kb.domain.limits import ShareLimits
+    from memmy_kb.domain.sharing import SharePolicy
+
     settings = get_settings()
     limits = ShareLimits(
         attempts=settings.share_attempt_limit,

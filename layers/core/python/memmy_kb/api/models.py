@@ -8,18 +8,21 @@ so the mapping from domain to wire lives here and nowhere else.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, StringConstraints
 
-from memmy_kb.domain.activity import ActivityPage
 from memmy_kb.domain.display import hidden_characters, shown
 from memmy_kb.domain.files import FileEntry, FileState, Listing
-from memmy_kb.domain.knowledge_bases import KnowledgeBaseView
 from memmy_kb.domain.recall import DEFAULT_RECALL_LIMIT, RecallResult
-from memmy_kb.domain.sharing import MemberView
-from memmy_kb.domain.uploads import IssuedUpload
 from memmy_kb.records import ActivityKind, FolderRecord, ProfileRecord, Role
+
+if TYPE_CHECKING:
+    # Only the ``from_*`` signatures name these: a function imports the domain modules its routes use.
+    from memmy_kb.domain.activity import ActivityPage
+    from memmy_kb.domain.knowledge_bases import KnowledgeBaseView
+    from memmy_kb.domain.sharing import MemberView
+    from memmy_kb.domain.uploads import IssuedUpload
 
 MAX_NAME_LENGTH = 100
 
@@ -40,7 +43,9 @@ Name = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_clea
 
 
 class ApiModel(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # Validators are built when a body is first read or written, not at import: a function serves a few
+    # of these routes, and the import is on every cold start.
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class CreateKnowledgeBaseRequest(ApiModel):

@@ -96,8 +96,14 @@ def lenient_int(value: object) -> int | None:
 
 
 class _MemosModel(BaseModel):
+    # Built on the first MemOS call, not at import (most imports of these are for the ports' types).
     model_config = ConfigDict(
-        extra="ignore", frozen=True, validate_by_name=True, validate_by_alias=True, coerce_numbers_to_str=True
+        extra="ignore",
+        frozen=True,
+        validate_by_name=True,
+        validate_by_alias=True,
+        coerce_numbers_to_str=True,
+        defer_build=True,
     )
 
 
