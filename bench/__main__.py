@@ -79,9 +79,7 @@ def _layer_size() -> tuple[list[Row], Any]:
     from bench import layer_size
 
     size = layer_size.run()
-    figure = (
-        f"{size['zipped'] / MB:.1f} MB zipped, {size['unzipped'] / MB:.1f} MB unzipped, {size['files']} files"
-    )
+    figure = f"{size['zipped'] / 1e6:.1f} MB zipped, {size['unzipped'] / 1e6:.1f} MB unzipped (file bytes), {size['files']} files"
     return [("core layer size", size["what"], figure)], size
 
 

@@ -23,7 +23,6 @@ from typing import Any
 from memmy_local.handlers import repo_root
 
 LAYER_SOURCE = Path("layers/core/python")
-MB = 1024 * 1024
 
 
 def _has_build_target(source: Path) -> bool:
@@ -82,7 +81,9 @@ def run() -> dict[str, Any]:
             folder, what = root / LAYER_SOURCE, f"the SOURCE folder, not a built layer ({reason})"
             built = False
     unzipped, zipped, files = _sizes(folder, built)
-    print(f"core layer ({what}): {zipped / MB:.1f} MB zipped, {unzipped / MB:.1f} MB unzipped, {files} files")
+    print(
+        f"core layer ({what}): {zipped / 1e6:.1f} MB zipped, {unzipped / 1e6:.1f} MB unzipped, {files} files"
+    )
     return {"zipped": zipped, "unzipped": unzipped, "files": files, "what": what, "built": built}
 
 
