@@ -96,3 +96,42 @@ def test_the_reports_see_the_handlers_themselves(imported: dict[str, dict[str, o
         modules = _modules(report)
         assert "memmy_kb.observability" in modules
         assert ("memmy_kb.api.resolver" in modules) is (name in API_FUNCTIONS), name
+
+
+# The recall handler runs on every agent turn (target: 1.2x ``import boto3``, bench/import_time.py): at
+# import it loads its own bodies, the error shape, the recall rule and the access decision it applies,
+# and none of what other routes or the storage adapters need. Its first request loads the table adapter,
+# which brings the records.
+RECALL_NEVER_AT_IMPORT = {
+    "memmy_kb.records": "the record models come with the table adapter, on the first request",
+    "memmy_kb.domain.ports": "ports are types: the domain and the factories name them under TYPE_CHECKING",
+    "memmy_kb.adapters.errors": "the storage adapters' errors come with the table adapter",
+    "memmy_kb.adapters.s3": "recall never touches the upload bucket",
+    "botocore.exceptions": "recall never touches the upload bucket (and boto3 comes with the first request)",
+    "memmy_kb.adapters.memos.models": "the MemOS reply models come with the MemOS client, on the first search",
+    "memmy_kb.domain.files": "recall does not list files",
+    "memmy_kb.domain.knowledge_bases": "recall does not manage KBs",
+    "memmy_kb.domain.sharing": "recall does not share",
+}
+
+
+def test_the_recall_handler_imports_no_record_model_no_s3_and_no_other_routes_rules(
+    imported: dict[str, dict[str, object]],
+) -> None:
+    modules = _modules(imported["recall"])
+    early = {module: why for module, why in RECALL_NEVER_AT_IMPORT.items() if module in modules}
+    assert early == {}
+    # What it does import: the rule it applies, so the assertion above is not vacuous.
+    assert {"memmy_kb.domain.recall", "memmy_kb.domain.access", "memmy_kb.domain.context"} <= modules
+
+
+@pytest.mark.parametrize("name", sorted(API_FUNCTIONS))
+def test_an_api_handler_imports_only_the_bodies_of_its_own_routes(
+    imported: dict[str, dict[str, object]], name: str
+) -> None:
+    # memmy_kb.api.models holds one module per route module; the resolver takes the error shape only.
+    modules = _modules(imported[name])
+    routes = {m.rsplit(".", 1)[1] for m in modules if m.startswith("memmy_kb.api.routes.")}
+    bodies = {m.rsplit(".", 1)[1] for m in modules if m.startswith("memmy_kb.api.models.")}
+    assert routes
+    assert {"base", "errors"} <= bodies <= {"base", "errors"} | routes

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from memmy_kb.api.identity import caller_id, verified_claims
-from memmy_kb.api.models import CreateKnowledgeBaseRequest
+from memmy_kb.api.models.knowledge_bases import CreateKnowledgeBaseRequest
 from memmy_kb.api.resolver import build_resolver
 from memmy_kb.domain.directory import normalise_email, normalise_phone
 from memmy_kb.errors import Forbidden, Unauthorized, kb_not_found

@@ -12,7 +12,7 @@ import pytest
 from memmy_kb.adapters.memos.errors import MemosAuthError, MemosNotFound, MemosUnavailable
 from memmy_kb.adapters.memos.key import MemosApiKeyError
 from memmy_kb.adapters.memos.models import MemosMemory
-from memmy_kb.api.models import RecallResponse
+from memmy_kb.api.models.recall import RecallResponse
 from memmy_kb.domain import recall as recall_logic
 from memmy_kb.records import GrantRecord
 

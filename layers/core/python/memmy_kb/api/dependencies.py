@@ -10,23 +10,24 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from memmy_kb.domain.ports import (
-    ActivityLog,
-    CleanupExecutions,
-    CleanupStore,
-    ContentStore,
-    KnowledgeBaseStore,
-    KnowledgeEngine,
-    ProfileStore,
-    RateCounters,
-    UploadObjects,
-    UploadRequeue,
-)
 from memmy_kb.settings import get_settings
 
 if TYPE_CHECKING:
+    # For the checker only: each factory is typed as its port and imports its adapter when first called.
     from memmy_kb.adapters.dynamodb.table import DynamoTable
     from memmy_kb.adapters.memos.key import SecretApiKeyProvider
+    from memmy_kb.domain.ports import (
+        ActivityLog,
+        CleanupExecutions,
+        CleanupStore,
+        ContentStore,
+        KnowledgeBaseStore,
+        KnowledgeEngine,
+        ProfileStore,
+        RateCounters,
+        UploadObjects,
+        UploadRequeue,
+    )
     from memmy_kb.domain.sharing import SharePolicy
 
 # The adapters are imported by the factories, on first use: a function pays for boto3, httpx and the

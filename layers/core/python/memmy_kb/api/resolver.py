@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from memmy_kb.adapters.memos.deadline import bounded_by
 from memmy_kb.api.bodies import check_json_body
-from memmy_kb.api.models import ErrorResponse, UnauthorizedResponse
+from memmy_kb.api.models.errors import ErrorResponse, UnauthorizedResponse
 from memmy_kb.errors import DomainError, TooManyRequests
 from memmy_kb.observability import logger
 

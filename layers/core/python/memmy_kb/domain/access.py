@@ -18,10 +18,15 @@ between the read and the write.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from memmy_kb.domain.ports import GrantReader, KnowledgeBaseStore
 from memmy_kb.errors import InvalidInput, kb_not_found, owner_only
-from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, UploadRecord
+
+if TYPE_CHECKING:
+    # Signatures only: every handler's requests come through here, recall's on each agent turn, and
+    # none of them needs the record models or the ports to be imported for it.
+    from memmy_kb.domain.ports import GrantReader, KnowledgeBaseStore
+    from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, UploadRecord
 
 
 def require_access(grants: GrantReader, user_id: str, kb_id: str) -> GrantRecord:

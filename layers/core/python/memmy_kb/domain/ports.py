@@ -11,26 +11,29 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
-from memmy_kb.adapters.memos.models import FileInput, MemosFile, MemosMemory
-from memmy_kb.adapters.s3 import ObjectInfo, PresignedPost
-from memmy_kb.records import (
-    ActivityRecord,
-    CleanupPart,
-    CleanupRecord,
-    CountCap,
-    FileRecord,
-    FolderRecord,
-    GrantRecord,
-    KbCapacity,
-    KnowledgeBaseRecord,
-    ProfileRecord,
-    RequestRecord,
-    ShareReads,
-    UploadRecord,
-    WindowCount,
-)
+if TYPE_CHECKING:
+    # Only the protocols' signatures name these: a function that takes a port (recall takes a
+    # ``GrantReader``) does not import every record model, the MemOS reply models or S3 for it.
+    from memmy_kb.adapters.memos.models import FileInput, MemosFile, MemosMemory
+    from memmy_kb.adapters.s3 import ObjectInfo, PresignedPost
+    from memmy_kb.records import (
+        ActivityRecord,
+        CleanupPart,
+        CleanupRecord,
+        CountCap,
+        FileRecord,
+        FolderRecord,
+        GrantRecord,
+        KbCapacity,
+        KnowledgeBaseRecord,
+        ProfileRecord,
+        RequestRecord,
+        ShareReads,
+        UploadRecord,
+        WindowCount,
+    )
 
 IdentifierKind = Literal["email", "phone"]
 

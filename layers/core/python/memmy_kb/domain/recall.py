@@ -18,14 +18,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from memmy_kb.adapters.memos.errors import MemosError
 from memmy_kb.adapters.memos.key import MemosApiKeyError
 from memmy_kb.domain.access import compute_recall_scope
 from memmy_kb.domain.context import DEFAULT_MAX_CHARS, ContextBlock, Excerpt, build_context
-from memmy_kb.domain.ports import GrantReader, KnowledgeEngine
 from memmy_kb.errors import RecallUnavailable
 from memmy_kb.observability import logger
+
+if TYPE_CHECKING:
+    from memmy_kb.domain.ports import GrantReader, KnowledgeEngine
 
 DEFAULT_RECALL_LIMIT = 9
 READER_PREFIX = "kb-reader-"

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from memmy_kb.api.dependencies import get_activity_log, get_kb_store
 from memmy_kb.api.identity import caller_id
-from memmy_kb.api.models import ActivityList
+from memmy_kb.api.models.activity import ActivityList
 from memmy_kb.api.resolver import NOT_VISIBLE, READER, KbId, new_router, responses
 from memmy_kb.domain import activity
 from memmy_kb.records import utc_now

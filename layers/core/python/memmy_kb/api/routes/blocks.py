@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from memmy_kb.api.dependencies import get_kb_store, get_profile_store
 from memmy_kb.api.identity import caller_id
-from memmy_kb.api.models import BlockedList, BlockRequest
+from memmy_kb.api.models.blocks import BlockedList, BlockRequest
 from memmy_kb.api.resolver import UserId, new_router, responses
 from memmy_kb.domain import profiles
 from memmy_kb.settings import get_settings

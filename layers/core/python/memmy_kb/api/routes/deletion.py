@@ -15,7 +15,7 @@ from memmy_kb.api.dependencies import (
     get_kb_store,
 )
 from memmy_kb.api.identity import caller_id
-from memmy_kb.api.models import CleanupAccepted
+from memmy_kb.api.models.deletion import CleanupAccepted
 from memmy_kb.api.resolver import NOT_VISIBLE, READER, ItemId, KbId, json_response, new_router, responses
 from memmy_kb.domain.deletion import Deleter
 from memmy_kb.observability import metrics

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from memmy_kb.api.dependencies import get_content_store, get_kb_store, get_memos_client
 from memmy_kb.api.identity import caller_id
-from memmy_kb.api.models import (
+from memmy_kb.api.models.files import (
     CreateFolderRequest,
     File,
     FileListing,

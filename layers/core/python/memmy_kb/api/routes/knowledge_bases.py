@@ -18,7 +18,7 @@ from memmy_kb.api.dependencies import (
 )
 from memmy_kb.api.idempotency import request_record
 from memmy_kb.api.identity import caller_id, verified_claims
-from memmy_kb.api.models import (
+from memmy_kb.api.models.knowledge_bases import (
     CreateKnowledgeBaseRequest,
     KnowledgeBase,
     KnowledgeBaseList,

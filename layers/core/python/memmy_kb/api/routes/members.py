@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from memmy_kb.api.dependencies import get_kb_store, get_profile_store, get_share_policy
 from memmy_kb.api.identity import caller_id
-from memmy_kb.api.models import Member, MemberList, ShareRequest
+from memmy_kb.api.models.members import Member, MemberList, ShareRequest
 from memmy_kb.api.resolver import NOT_VISIBLE, READER, KbId, UserId, json_response, new_router, responses
 from memmy_kb.domain import sharing
 from memmy_kb.settings import get_settings

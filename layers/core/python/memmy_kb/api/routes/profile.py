@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from memmy_kb.api.dependencies import get_profile_store
 from memmy_kb.api.identity import caller_id, verified_claims
-from memmy_kb.api.models import Me, UpdateMeRequest
+from memmy_kb.api.models.profile import Me, UpdateMeRequest
 from memmy_kb.api.resolver import new_router, responses
 from memmy_kb.domain import profiles
 

@@ -10,7 +10,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from memmy_kb.api.dependencies import get_kb_store, get_recall_memos_client
 from memmy_kb.api.identity import caller_id
-from memmy_kb.api.models import RecallRequest, RecallResponse
+from memmy_kb.api.models.recall import RecallRequest, RecallResponse
 from memmy_kb.api.resolver import new_router, responses
 from memmy_kb.domain import recall
 from memmy_kb.errors import RecallUnavailable

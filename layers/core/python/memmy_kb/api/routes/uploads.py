@@ -12,7 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from memmy_kb.api.dependencies import get_content_store, get_kb_store, get_upload_storage
 from memmy_kb.api.idempotency import run_idempotently
 from memmy_kb.api.identity import caller_id
-from memmy_kb.api.models import CreateUploadRequest, UploadTicket
+from memmy_kb.api.models.uploads import CreateUploadRequest, UploadTicket
 from memmy_kb.api.resolver import READER, KbId, json_response, new_router, responses
 from memmy_kb.domain import uploads
 from memmy_kb.observability import metrics

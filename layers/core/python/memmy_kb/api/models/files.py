@@ -1,0 +1,70 @@
+"""``/knowledge-bases/{kb_id}/files`` and ``/folders``: the listing, moves, folders made and changed."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from memmy_kb.api.models.base import ApiModel, Name
+from memmy_kb.domain.display import shown
+from memmy_kb.domain.files import FileState
+
+if TYPE_CHECKING:
+    from memmy_kb.domain.files import FileEntry, Listing
+    from memmy_kb.records import FolderRecord
+
+
+class Folder(ApiModel):
+    id: str
+    name: str
+    parent_id: str | None = None
+
+    @classmethod
+    def from_record(cls, record: FolderRecord) -> Folder:
+        return cls(id=record.folder_id, name=shown(record.name), parent_id=record.parent_id)
+
+
+class File(ApiModel):
+    id: str
+    name: str
+    status: FileState
+    size_bytes: int | None = None
+    folder_id: str | None = None
+    reason: str | None = None
+    upload_id: str | None = Field(default=None, description="The upload this file came from")
+
+    @classmethod
+    def from_entry(cls, entry: FileEntry) -> File:
+        # The name may come live from MemOS, which keeps whatever it was given.
+        return cls.model_validate(entry, from_attributes=True).model_copy(update={"name": shown(entry.name)})
+
+
+class FileListing(ApiModel):
+    folders: list[Folder]
+    files: list[File]
+    refresh_after_seconds: int | None = None
+
+    @classmethod
+    def from_listing(cls, listing: Listing) -> FileListing:
+        return cls(
+            folders=[Folder.from_record(f) for f in listing.folders],
+            files=[File.from_entry(f) for f in listing.files],
+            refresh_after_seconds=listing.refresh_after_seconds,
+        )
+
+
+class CreateFolderRequest(ApiModel):
+    name: Name
+    parent_id: str | None = None
+
+
+class UpdateFolderRequest(ApiModel):
+    """``parent_id`` given as null moves the folder to the root; left out, it stays where it is."""
+
+    name: Name | None = None
+    parent_id: str | None = None
+
+
+class MoveFileRequest(ApiModel):
+    folder_id: str | None = Field(description="The destination folder; null for the root")

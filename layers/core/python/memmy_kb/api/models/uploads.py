@@ -1,0 +1,62 @@
+"""``POST /knowledge-bases/{kb_id}/uploads``: the file announced and the presigned POST for it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import AfterValidator, Field
+
+from memmy_kb.api.models.base import ApiModel
+from memmy_kb.domain.display import hidden_characters
+
+if TYPE_CHECKING:
+    from memmy_kb.domain.uploads import IssuedUpload
+
+MAX_FILENAME_LENGTH = 255
+
+
+def _clean_filename(value: str) -> str:
+    value = value.strip()
+    if not 1 <= len(value) <= MAX_FILENAME_LENGTH:
+        raise ValueError(f"must be 1 to {MAX_FILENAME_LENGTH} characters after trimming")
+    if "/" in value or "\\" in value or value in (".", ".."):
+        raise ValueError("must be a file name, not a path")
+    # The bidi overrides that make "exe\u202efdp.pdf" look like a PDF are among the hidden characters.
+    if hidden_characters(value):
+        raise ValueError("must not contain control, invisible or unassigned characters")
+    return value
+
+
+Filename = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_clean_filename)]
+
+
+class CreateUploadRequest(ApiModel):
+    filename: Annotated[Filename, Field(description="The file's name, with one of the supported extensions")]
+    size_bytes: Annotated[
+        int, Field(strict=True, ge=1, description="The file's exact size in bytes (1 B to 100 MB)")
+    ]
+    content_type: Annotated[
+        str | None, Field(max_length=255, description="Must fit the extension; derived from it when absent")
+    ] = None
+    folder_id: Annotated[
+        str | None, Field(max_length=64, description="The destination folder; none for the root")
+    ] = None
+
+
+class UploadTicket(ApiModel):
+    """A presigned POST: send ``fields`` as form fields, then the file as the last field, ``file``."""
+
+    upload_id: str
+    url: str
+    fields: dict[str, str]
+    expires_at: datetime
+
+    @classmethod
+    def from_issued(cls, issued: IssuedUpload) -> UploadTicket:
+        return cls(
+            upload_id=issued.upload.upload_id,
+            url=issued.post.url,
+            fields=issued.post.fields,
+            expires_at=issued.post_expires_at,
+        )
