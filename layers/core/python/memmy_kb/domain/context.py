@@ -17,8 +17,8 @@ This module is on the recall path: standard library only.
 
 from __future__ import annotations
 
+import os
 import re
-import secrets
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -105,7 +105,9 @@ def sanitise_title(title: str) -> str:
 
 
 def _new_boundary() -> str:
-    return secrets.token_hex(_BOUNDARY_BYTES)
+    # The OS's CSPRNG, as ``secrets.token_hex`` reads it; the ``secrets`` module would bring hashlib and
+    # hmac into every recall cold start for this one call.
+    return os.urandom(_BOUNDARY_BYTES).hex()
 
 
 def _choose_boundary(texts: Iterable[str], draw: Callable[[], str]) -> str:
