@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from memmy_kb_client.desktop import page
@@ -85,3 +88,29 @@ def test_the_assets_ship_in_the_package_and_load_nothing_from_elsewhere():
         text = page.asset(name).decode("utf-8")
         assert "https://" not in text
         assert "http://" not in text
+
+
+# Refusals the page's own actions (create, share, upload) can meet whose fallback text would mislead: a
+# 409 reads as "conflicts (the same name?)", a 413 as "the file is too large".
+_PAGE_REFUSALS = {
+    "account_not_found",
+    "already_member",
+    "cannot_share_with_self",
+    "identifier_ambiguous",
+    "memos_quota_exhausted",
+    "rate_limited",
+}
+_PAGE_SKIPS = {"block_limit_reached"}  # blocking is not on the page
+
+
+def _service_codes() -> set[str]:
+    root = Path(__file__).resolve().parents[2] / "layers" / "core" / "python" / "memmy_kb"
+    return {code for path in root.rglob("*.py") for code in re.findall(r'code="([a-z_]+)"', path.read_text())}
+
+
+def test_every_limit_and_share_refusal_has_its_own_text_in_both_languages():
+    codes = {c for c in _service_codes() if c.endswith("_limit_reached")} - _PAGE_SKIPS
+    assert {"kb_limit_reached", "kb_file_limit_reached", "kb_storage_limit_reached"} <= codes
+    script = page.asset("app.js").decode("utf-8")
+    for code in sorted(codes | _PAGE_REFUSALS):
+        assert script.count(f"err_{code}:") == 2, code  # once in Chinese, once in English
