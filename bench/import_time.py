@@ -15,19 +15,29 @@ site-packages hooks must not touch the layer, and the runtime's add nothing a ha
 
 ``python -m bench.import_time --layer DIR --functions DIR`` times another layer and handlers (before and
 after a change, say). Targets: recall at most 1.2x ``import boto3``, every other handler 1.5x.
+
+``--first-request`` also times the recall handler's import plus one ``POST /recall`` (one grant with recall
+on, one hit) against loopback stubs of DynamoDB, Secrets Manager and MemOS: the CPU a cold recall really
+spends before it answers, boto3, the clients and httpx included. It has no target; it shows what moving an
+import from the handler to the first request saves (nothing, when that request needs it).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import platform
 import resource
 import statistics
 import subprocess
 import sys
+import threading
 import tomllib
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from memmy_local.handlers import repo_root
@@ -127,12 +137,87 @@ def _once(python: str, code: str, cwd: Path, path: list[Path], extra: dict[str, 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     # os._exit: a Lambda process is never torn down after its init, so interpreter teardown is not timed.
     script = f"{code}\nimport os\nos._exit(0)"
-    subprocess.run([python, "-S", "-c", script], check=True, cwd=cwd, env=environment)  # noqa: S603 - our own snippets
+    subprocess.run(  # noqa: S603 - our own snippets
+        [python, "-S", "-c", script], check=True, cwd=cwd, env=environment, stdout=subprocess.DEVNULL
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def run(rounds: int = 7, layer: Path | None = None, functions: Path | None = None) -> dict[str, float]:
+# One POST /recall as API Gateway sends it, and a Lambda context; the handler must answer 200 with the hit.
+_FIRST_RECALL = """
+import json, app
+class Context:
+    function_name = "memmy-bench-recall"; memory_limit_in_mb = 512; aws_request_id = "bench"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:memmy-bench-recall"
+    log_group_name = "/aws/lambda/memmy-bench-recall"; log_stream_name = "bench"
+    def get_remaining_time_in_millis(self): return 6000
+claims = {"sub": "user-1", "iss": "bench", "aud": "memmy-kb"}
+event = {"version": "2.0", "routeKey": "POST /recall", "rawPath": "/recall", "rawQueryString": "",
+         "headers": {"content-type": "application/json"}, "isBase64Encoded": False,
+         "body": json.dumps({"query": "how do I start it?"}),
+         "requestContext": {"http": {"method": "POST", "path": "/recall"}, "routeKey": "POST /recall",
+                            "requestId": "bench", "stage": "$default", "authorizer": {"jwt": {"claims": claims}}}}
+answer = app.lambda_handler(event, Context())
+body = json.loads(answer["body"])
+assert answer["statusCode"] == 200 and body["scope_size"] == 1 and len(body["items"]) == 1, answer
+"""
+_GRANT = {
+    "PK": {"S": "USER#user-1"}, "SK": {"S": "KB#kb_1"}, "user_id": {"S": "user-1"}, "kb_id": {"S": "kb_1"},
+    "role": {"S": "owner"}, "recall": {"BOOL": True}, "memos_kb_id": {"S": "memos-1"},
+    "owner_id": {"S": "user-1"}, "granted_at": {"S": "2026-01-01T00:00:00+00:00"},
+}  # fmt: skip
+
+
+class _Stub(BaseHTTPRequestHandler):
+    """DynamoDB's Query (the grant), Secrets Manager's GetSecretValue (the key) and MemOS's search (a hit)."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        target = self.headers.get("x-amz-target", "")
+        if target == "DynamoDB_20120810.Query":
+            reply: dict[str, object] = {"Items": [_GRANT], "Count": 1, "ScannedCount": 1}
+        elif target == "secretsmanager.GetSecretValue":
+            reply = {"ARN": "arn:bench", "Name": "bench", "SecretString": "bench-key", "VersionId": "1"}
+        elif self.path.endswith("/search/memory"):
+            hit = {"memory_key": "Guide", "memory_value": "Press the red button twice.", "relativity": 0.9}
+            reply = {"code": 0, "message": "ok", "data": {"memory_detail_list": [hit]}}
+        else:
+            self.send_error(404)
+            return
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/x-amz-json-1.0" if target else "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@contextmanager
+def _stub_backend() -> Iterator[dict[str, str]]:
+    """The environment that points a recall handler at the stubs (fake credentials: nothing leaves the box)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        yield {
+            "AWS_ENDPOINT_URL_DYNAMODB": url,
+            "AWS_ENDPOINT_URL_SECRETS_MANAGER": url,
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "MEMOS_BASE_URL": f"{url}/api/openmem/v1",
+        }
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def run(
+    rounds: int = 7, layer: Path | None = None, functions: Path | None = None, *, first_request: bool = False
+) -> dict[str, float]:
     """Median import cost (ms, less a bare interpreter's) of ``import boto3`` and of each ``<name> handler``."""
     root = repo_root()
     python = python312(root)
@@ -149,11 +234,16 @@ def run(rounds: int = 7, layer: Path | None = None, functions: Path | None = Non
         task = functions / name
         extra = {"LAMBDA_TASK_ROOT": str(task), "AWS_LAMBDA_FUNCTION_NAME": f"memmy-bench-{name}"}
         snippets[name] = ("import app", task, [task, layer, runtime], extra)
-    # Interleave the snippets so that machine noise hits them alike.
-    samples: dict[str, list[float]] = {name: [] for name in snippets}
-    for _ in range(rounds):
-        for name, (code, cwd, path, extra) in snippets.items():
-            samples[name].append(_once(python, code, cwd, path, extra))
+    stubs: AbstractContextManager[dict[str, str]] = _stub_backend() if first_request else nullcontext({})
+    with stubs as backend:
+        if first_request and "recall" in names:
+            _, task, path, extra = snippets["recall"]
+            snippets["recall + first request"] = (_FIRST_RECALL, task, path, {**extra, **backend})
+        # Interleave the snippets so that machine noise hits them alike.
+        samples: dict[str, list[float]] = {name: [] for name in snippets}
+        for _ in range(rounds):
+            for name, (code, cwd, path, extra) in snippets.items():
+                samples[name].append(_once(python, code, cwd, path, extra))
     base = statistics.median(samples["python (nothing)"])
     costs = {
         name if name == "import boto3" else f"{name} handler": (statistics.median(s) - base) * 1000
@@ -168,6 +258,9 @@ def run(rounds: int = 7, layer: Path | None = None, functions: Path | None = Non
         ratio, target = ms / boto, TARGETS.get(name, DEFAULT_TARGET)
         verdict = "ok" if ratio <= target else "OVER"
         print(f"  {name} handler: {ms:.0f} ms, {ratio:.2f}x boto3 (target {target}x: {verdict})")
+    if "recall + first request handler" in costs:
+        ms = costs["recall + first request handler"]
+        print(f"  recall handler + one POST /recall (stubs): {ms:.0f} ms, {ms / boto:.2f}x boto3 (no target)")
     return costs
 
 
@@ -176,8 +269,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--layer", type=Path, help="a built layer's python/ folder (default: build it)")
     parser.add_argument("--functions", type=Path, help="the folder of the functions' app.py (default: ours)")
+    parser.add_argument(
+        "--first-request", action="store_true", help="also time recall's import plus one POST /recall (stubs)"
+    )
     args = parser.parse_args(argv)
-    run(args.rounds, args.layer, args.functions)
+    run(args.rounds, args.layer, args.functions, first_request=args.first_request)
     return 0
 
 
