@@ -106,3 +106,27 @@ def test_static_provider() -> None:
     assert provider(True) == KEY
     with pytest.raises(MemosApiKeyError):
         StaticApiKeyProvider("  ")
+
+
+def test_the_secrets_client_comes_from_the_factory_once(secrets: Any) -> None:
+    # Given a provider handed the function's own Secrets Manager client (not a session of Parameters' own)
+    secrets.create_secret(Name=SECRET_ID, SecretString=KEY)
+    made: list[Any] = []
+    reads: list[str] = []
+    secrets.meta.events.register(
+        "before-parameter-build.secrets-manager.GetSecretValue",
+        lambda **kwargs: reads.append(kwargs["params"]["SecretId"]),
+    )
+
+    def factory() -> Any:
+        made.append(secrets)
+        return secrets
+
+    provider = SecretApiKeyProvider(SECRET_ID, max_age=0, client_factory=factory)
+    # When the key is read three times, once forced
+    assert provider() == KEY
+    assert provider(True) == KEY
+    assert provider() == KEY
+    # Then the one client was asked for once and every read went through it
+    assert made == [secrets]
+    assert reads == [SECRET_ID] * 3

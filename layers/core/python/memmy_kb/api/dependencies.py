@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 # DynamoDB codec only when a request needs them, and never for an adapter it does not use.
 
 
-def _aws_client(service: Literal["dynamodb", "stepfunctions", "sqs"]) -> Any:
-    """A low-level client with short timeouts and standard retries (DynamoDB, Step Functions, SQS)."""
+def _aws_client(service: Literal["dynamodb", "stepfunctions", "sqs", "secretsmanager"]) -> Any:
+    """A low-level client with short timeouts and standard retries, from the default boto3 session."""
     import boto3
     from botocore.config import Config
 
@@ -131,7 +131,9 @@ def memos_api_key() -> SecretApiKeyProvider:
     """The MemOS key, cached by Powertools Parameters; shared by both MemOS clients."""
     from memmy_kb.adapters.memos.key import SecretApiKeyProvider
 
-    return SecretApiKeyProvider(get_settings().memos_api_key_secret)
+    return SecretApiKeyProvider(
+        get_settings().memos_api_key_secret, client_factory=lambda: _aws_client("secretsmanager")
+    )
 
 
 @cache
