@@ -12,10 +12,9 @@ from memmy_kb.domain.access import (
     require_access,
     require_member_removal,
     require_owner,
-    require_upload_owner,
 )
 from memmy_kb.errors import NotFound
-from tests.support.factories import kb_record, owner_grant_for, reader_grant_for, upload_record
+from tests.support.factories import kb_record, owner_grant_for, reader_grant_for
 from tests.support.fakes import FakeStores
 from tests.unit.domain.support import refused
 
@@ -99,49 +98,6 @@ def test_given_a_reader_when_removing_someone_else_then_403_owner_only(shared: F
 def test_given_a_stranger_when_removing_anyone_then_404(shared: FakeStores) -> None:
     assert refused(lambda: require_member_removal(shared.kbs, "carol", "kb_1", "carol")) == NOT_FOUND
     assert refused(lambda: require_member_removal(shared.kbs, "carol", "kb_1", "bob")) == NOT_FOUND
-
-
-# -- require_upload_owner --------------------------------------------------------------------------
-
-
-def test_given_the_uploader_still_owns_the_kb_when_checked_then_the_kb_is_returned(
-    shared: FakeStores,
-) -> None:
-    kb = require_upload_owner(shared.kbs, upload_record(kb_id="kb_1", owner_id="alice"))
-
-    assert (kb.kb_id, kb.owner_id) == ("kb_1", "alice")
-
-
-def test_given_the_kb_was_deleted_when_an_upload_is_checked_then_404_kb_not_found(
-    stores: FakeStores,
-) -> None:
-    kb = kb_record("kb_1")
-    stores.table.seed(owner_grant_for(kb))  # the grant outlived its META
-
-    assert refused(lambda: require_upload_owner(stores.kbs, upload_record(kb_id="kb_1"))) == NOT_FOUND
-
-
-def test_given_the_kb_changed_hands_when_an_upload_is_checked_then_403_owner_only(
-    stores: FakeStores,
-) -> None:
-    kb = kb_record("kb_1", owner_id="dave")
-    stores.table.seed(kb, owner_grant_for(kb), owner_grant_for(kb_record("kb_1", owner_id="alice")))
-
-    assert refused(lambda: require_upload_owner(stores.kbs, upload_record(owner_id="alice"))) == OWNER_ONLY
-
-
-def test_given_the_uploader_lost_the_owner_grant_when_checked_then_403_owner_only(stores: FakeStores) -> None:
-    kb = kb_record("kb_1", owner_id="alice")
-    stores.table.seed(kb)  # META still names alice, her grant is gone
-
-    assert refused(lambda: require_upload_owner(stores.kbs, upload_record(owner_id="alice"))) == OWNER_ONLY
-
-
-def test_given_the_uploader_holds_only_a_reader_grant_when_checked_then_403(stores: FakeStores) -> None:
-    kb = kb_record("kb_1", owner_id="alice")
-    stores.table.seed(kb, reader_grant_for(kb, "alice"))
-
-    assert refused(lambda: require_upload_owner(stores.kbs, upload_record(owner_id="alice"))) == OWNER_ONLY
 
 
 # -- compute_recall_scope --------------------------------------------------------------------------

@@ -25,8 +25,8 @@ from memmy_kb.errors import InvalidInput, kb_not_found, owner_only
 if TYPE_CHECKING:
     # Signatures only: every handler's requests come through here, recall's on each agent turn, and
     # none of them needs the record models or the ports to be imported for it.
-    from memmy_kb.domain.ports import GrantReader, KnowledgeBaseStore
-    from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, UploadRecord
+    from memmy_kb.domain.ports import GrantReader
+    from memmy_kb.records import GrantRecord
 
 
 def require_access(grants: GrantReader, user_id: str, kb_id: str) -> GrantRecord:
@@ -66,22 +66,6 @@ def require_member_removal(grants: GrantReader, caller_id: str, kb_id: str, memb
     elif member_id != caller_id:
         raise owner_only("Only the knowledge base's owner may remove other members.")
     return grant
-
-
-def require_upload_owner(kbs: KnowledgeBaseStore, upload: UploadRecord) -> KnowledgeBaseRecord:
-    """The KB an upload goes into, while its uploader still owns it (consistent reads of META and grant).
-
-    Raises ``NotFound`` (``kb_not_found``) when the KB is gone and ``Forbidden`` when the uploader no
-    longer owns it; the ingest turns either into the rejection reason the user reads.
-    """
-    kb = kbs.get_kb(upload.kb_id)
-    grant = kbs.get_grant(upload.owner_id, upload.kb_id)
-    if kb is None:
-        raise kb_not_found()
-    if kb.owner_id != upload.owner_id or grant is None or grant.role != "owner":
-        raise owner_only()
-    return kb
-
 
 
 @dataclass(frozen=True)
