@@ -7,7 +7,6 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
 
 from aws_lambda_powertools import Logger
 
@@ -17,7 +16,13 @@ from memmy_kb.domain.access import require_access, require_owner
 from memmy_kb.domain.activity import DEFAULT_RETENTION_DAYS, new_activity
 from memmy_kb.domain.activity import record as record_activity
 from memmy_kb.domain.directory import VerifiedClaims, masked_contact, normalise_email, normalise_phone
-from memmy_kb.domain.ports import ActivityLog, KnowledgeBaseStore, KnowledgeEngine, ProfileStore
+from memmy_kb.domain.ports import (
+    ActivityLog,
+    CreateIntents,
+    KnowledgeBaseStore,
+    KnowledgeEngine,
+    ProfileStore,
+)
 from memmy_kb.errors import Conflict, InvalidInput, UpstreamUnavailable, kb_not_found
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord, RequestRecord, utc_now
 
@@ -25,25 +30,6 @@ logger = Logger(child=True)
 
 # How long a create's intent item outlives it at most (the reconciler reports it long before).
 INTENT_KEEP = timedelta(days=2)
-
-
-class CreateIntents(Protocol):
-    """Where a create notes that it is calling MemOS (``memmy_kb.domain.ports.CleanupStore``)."""
-
-    def put_create_intent(
-        self,
-        kb_id: str,
-        memos_name: str,
-        started_at: datetime,
-        expires_at: int,
-        *,
-        owner_id: str | None = None,
-        max_owned: int | None = None,
-        request: RequestRecord | None = None,
-        now: int = 0,
-    ) -> None: ...
-
-    def abandon_create(self, kb_id: str, *, request: RequestRecord | None, keep_intent: bool) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -151,7 +137,9 @@ def create_knowledge_base(
     try:
         view = _created_view(kb, grant, owner, profiles)
         answered = (
-            request.model_copy(update={"status": "completed", "result": _dump_view(view)}) if request else None
+            request.model_copy(update={"status": "completed", "result": _dump_view(view)})
+            if request
+            else None
         )
         kbs.put_kb_with_owner_grant(kb, grant, max_owned=max_owned, request=answered)
     except ConditionFailed as err:
@@ -177,7 +165,9 @@ def _created_view(
         return _view(kb, grant, profiles.get_profile(owner.user_id))
     phone = normalise_phone(owner.phone) if owner.phone else None
     email = normalise_email(owner.email) if owner.email else None
-    return KnowledgeBaseView(kb=kb, grant=grant, owner_name=owner.name, owner_contact=masked_contact(phone, email))
+    return KnowledgeBaseView(
+        kb=kb, grant=grant, owner_name=owner.name, owner_contact=masked_contact(phone, email)
+    )
 
 
 def _dump_view(view: KnowledgeBaseView) -> str:
@@ -213,14 +203,18 @@ def _in_progress() -> Conflict:
     return Conflict("A request with this Idempotency-Key is still in progress.", code="request_in_progress")
 
 
-def _abandon(intents: CreateIntents | None, kb_id: str, request: RequestRecord | None, *, keep_intent: bool) -> None:
+def _abandon(
+    intents: CreateIntents | None, kb_id: str, request: RequestRecord | None, *, keep_intent: bool
+) -> None:
     """Release the key (a retry may run) and, unless MemOS may hold the KB, drop the intent."""
     if intents is not None:
         intents.abandon_create(kb_id, request=request, keep_intent=keep_intent)
 
 
 def _owned_limit(limit: int) -> Conflict:
-    return Conflict(f"You can own at most {limit} knowledge bases; delete one first.", code="kb_limit_reached")
+    return Conflict(
+        f"You can own at most {limit} knowledge bases; delete one first.", code="kb_limit_reached"
+    )
 
 
 def _discard_memos_kb(
@@ -292,13 +286,17 @@ def set_recall(
     return _view(kb, grant, profiles.get_profile(kb.owner_id))
 
 
-def list_knowledge_bases(kbs: KnowledgeBaseStore, profiles: ProfileStore, user_id: str) -> list[KnowledgeBaseView]:
+def list_knowledge_bases(
+    kbs: KnowledgeBaseStore, profiles: ProfileStore, user_id: str
+) -> list[KnowledgeBaseView]:
     """The caller's owned and shared KBs, each with the caller's role and recall setting: owned first."""
     grants = kbs.query_grants(user_id)
     # The grant carries the owner's id, so META items and owners' profiles come in one batched read.
     records, owners = kbs.batch_get_kbs_and_profiles((g.kb_id for g in grants), (g.owner_id for g in grants))
     views = [
-        _view(records[g.kb_id], g, owners.get(records[g.kb_id].owner_id)) for g in grants if g.kb_id in records
+        _view(records[g.kb_id], g, owners.get(records[g.kb_id].owner_id))
+        for g in grants
+        if g.kb_id in records
     ]
     views.sort(key=lambda v: (v.grant.role != "owner", v.kb.created_at, v.kb.kb_id))
     return views

@@ -92,7 +92,9 @@ class KnowledgeBaseStore(GrantReader, Protocol):
         attempts: WindowCount | None = None,
     ) -> None: ...
 
-    def delete_reader_grant(self, kb_id: str, user_id: str, *, activity: ActivityRecord | None = None) -> None: ...
+    def delete_reader_grant(
+        self, kb_id: str, user_id: str, *, activity: ActivityRecord | None = None
+    ) -> None: ...
 
     def query_kb_members(self, kb_id: str) -> list[GrantRecord]: ...
 
@@ -161,34 +163,8 @@ class ContentStore(Protocol):
     ) -> list[UploadRecord]: ...
 
 
-class CleanupStore(Protocol):
-    """Deletions with their outbox items, the outbox itself, create intents and the reconciler's cursor."""
-
-    def delete_kb_with_outbox(
-        self, kb: KnowledgeBaseRecord, reader_ids: Iterable[str], cleanup: CleanupRecord
-    ) -> None: ...
-
-    def delete_file_with_outbox(
-        self, file: FileRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord | None = None
-    ) -> None: ...
-
-    def delete_folder_with_outbox(
-        self, folder: FolderRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord | None = None
-    ) -> None: ...
-
-    def delete_files_with_part(self, part: CleanupPart, files: list[FileRecord]) -> None: ...
-
-    def delete_folders(self, folders: list[FolderRecord]) -> None: ...
-
-    def get_cleanup(self, cleanup_id: str) -> tuple[CleanupRecord | None, list[CleanupPart]]: ...
-
-    def delete_cleanup_parts(self, cleanup_id: str, part_ids: list[str]) -> None: ...
-
-    def delete_kb_items(self, kb_id: str, limit: int) -> bool: ...
-
-    def query_due_cleanups(self, now: datetime, limit: int) -> list[CleanupRecord]: ...
-
-    def update_cleanup_restarted(self, cleanup: CleanupRecord, next_attempt_at: datetime) -> CleanupRecord: ...
+class CreateIntents(Protocol):
+    """Where a KB create notes that it is calling MemOS, with its KBs-owned check and Idempotency-Key claim."""
 
     def put_create_intent(
         self,
@@ -206,6 +182,50 @@ class CleanupStore(Protocol):
     def delete_create_intent(self, kb_id: str) -> None: ...
 
     def abandon_create(self, kb_id: str, *, request: RequestRecord | None, keep_intent: bool) -> None: ...
+
+
+class CleanupStore(CreateIntents, Protocol):
+    """Deletions with their outbox items, the outbox itself, create intents and the reconciler's cursor."""
+
+    def delete_kb_with_outbox(
+        self, kb: KnowledgeBaseRecord, reader_ids: Iterable[str], cleanup: CleanupRecord
+    ) -> None: ...
+
+    def delete_file_with_outbox(
+        self,
+        file: FileRecord,
+        owner_id: str,
+        cleanup: CleanupRecord,
+        *,
+        activity: ActivityRecord | None = None,
+    ) -> None: ...
+
+    def delete_folder_with_outbox(
+        self,
+        folder: FolderRecord,
+        owner_id: str,
+        cleanup: CleanupRecord,
+        *,
+        activity: ActivityRecord | None = None,
+    ) -> None: ...
+
+    def delete_files_with_part(self, part: CleanupPart, files: list[FileRecord]) -> None: ...
+
+    def delete_folders(self, folders: list[FolderRecord]) -> None: ...
+
+    def get_cleanup(self, cleanup_id: str) -> tuple[CleanupRecord | None, list[CleanupPart]]: ...
+
+    def delete_cleanup_parts(self, cleanup_id: str, part_ids: list[str]) -> None: ...
+
+    def delete_kb_items(self, kb_id: str, limit: int) -> bool: ...
+
+    def query_due_cleanups(self, now: datetime, limit: int) -> list[CleanupRecord]: ...
+
+    def update_cleanup_restarted(
+        self, cleanup: CleanupRecord, next_attempt_at: datetime
+    ) -> CleanupRecord: ...
+
+    def delete_create_intent(self, kb_id: str) -> None: ...
 
     def query_stale_intents(self, before: datetime, limit: int) -> list[tuple[str, str]]: ...
 
@@ -237,11 +257,17 @@ class ProfileStore(Protocol):
 
     def get_lookup_claimants(self, kind: IdentifierKind, value: str) -> frozenset[str]: ...
 
-    def put_profile_with_lookups(self, profile: ProfileRecord, previous: ProfileRecord | None) -> ProfileRecord: ...
+    def put_profile_with_lookups(
+        self, profile: ProfileRecord, previous: ProfileRecord | None
+    ) -> ProfileRecord: ...
 
-    def update_profile_settings(self, user_id: str, *, recall_new_shares: bool, now: datetime) -> ProfileRecord: ...
+    def update_profile_settings(
+        self, user_id: str, *, recall_new_shares: bool, now: datetime
+    ) -> ProfileRecord: ...
 
-    def add_blocked(self, user_id: str, blocked_id: str, *, max_blocked: int, now: datetime) -> ProfileRecord: ...
+    def add_blocked(
+        self, user_id: str, blocked_id: str, *, max_blocked: int, now: datetime
+    ) -> ProfileRecord: ...
 
     def remove_blocked(self, user_id: str, blocked_id: str, *, now: datetime) -> ProfileRecord: ...
 
@@ -259,7 +285,9 @@ class ActivityLog(Protocol):
 class RateCounters(Protocol):
     """Windowed counts for the rate limits (one conditional update per event)."""
 
-    def count_in_window(self, name: str, window: int, *, cap: int, expires_at: int) -> tuple[int, int] | None: ...
+    def count_in_window(
+        self, name: str, window: int, *, cap: int, expires_at: int
+    ) -> tuple[int, int] | None: ...
 
 
 class KnowledgeEngine(Protocol):
