@@ -63,19 +63,20 @@ class RepeatedLines(io.RawIOBase):
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]
+        return port
 
 
-def _start_moto() -> tuple[subprocess.Popen[bytes], str]:
+def spawn_moto(argv: Callable[[int], list[str]], timeout: float) -> tuple[subprocess.Popen[bytes], str]:
+    """``argv(port)`` in a process of its own on a free port, returned once moto answers there."""
     port = _free_port()
-    server = Path(sys.executable).with_name("moto_server")
-    process = subprocess.Popen(  # noqa: S603 - moto's own server script from this venv
-        [str(server), "-H", "127.0.0.1", "-p", str(port)],
+    process = subprocess.Popen(  # noqa: S603 - our callers' own moto commands
+        argv(port),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             httpx.get(f"{url}/moto-api/", timeout=1)
@@ -84,6 +85,12 @@ def _start_moto() -> tuple[subprocess.Popen[bytes], str]:
             time.sleep(0.1)
     process.kill()
     raise RuntimeError("moto server did not start")
+
+
+def _start_moto() -> tuple[subprocess.Popen[bytes], str]:
+    """moto's own server script from this venv."""
+    server = Path(sys.executable).with_name("moto_server")
+    return spawn_moto(lambda port: [str(server), "-H", "127.0.0.1", "-p", str(port)], timeout=30)
 
 
 def _rss_kib(field: str) -> int | None:

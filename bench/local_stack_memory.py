@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+from bench.ingest_memory import spawn_moto
 
 KBS = 200
 READER = "bench-reader"
@@ -41,31 +40,10 @@ with local_dynamodb() if patched else contextlib.nullcontext():
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def start_server(patched: bool) -> tuple[subprocess.Popen[bytes], str]:
     """moto in server mode in its own process (patched as ``make run`` patches it, or plain)."""
-    port = _free_port()
-    process = subprocess.Popen(  # noqa: S603 - our own snippet
-        [sys.executable, "-c", _SERVE, str(port), "patched" if patched else "plain"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"{url}/moto-api/", timeout=1)
-            return process, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    process.kill()
-    raise RuntimeError("moto server did not start")
+    mode = "patched" if patched else "plain"
+    return spawn_moto(lambda port: [sys.executable, "-c", _SERVE, str(port), mode], timeout=60)
 
 
 def rss_mib(pid: int) -> float | None:
