@@ -15,7 +15,6 @@ too: the figure is RSS after 10,000 writes / RSS after 1,000.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
@@ -192,35 +191,28 @@ def run(writes: tuple[int, ...] = (1_000, 10_000), patched: bool = True) -> dict
     """RSS (MiB) of the moto server after each count of ``writes``; ``ratio``: last / first."""
     import boto3
 
+    from memmy_local.handlers import overlaid_environment
     from memmy_local.provision import provision
     from memmy_local.template import load_template
 
-    saved = {
-        k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
-    }
     fake = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
-    os.environ.update(fake)
-    process, url = start_server(patched)
-    try:
-        refs = provision(load_template(), endpoint_url=url, memos_api_key="bench").refs
-        client = boto3.client("dynamodb", endpoint_url=url)
-        table = refs["Table"]
-        _seed(client, table)
-        writer = _Writer(client, table)
-        rss: dict[int, float | None] = {0: rss_mib(process.pid)}
-        started = time.perf_counter()
-        for target in writes:
-            writer.write(target - writer.done)
-            rss[target] = rss_mib(process.pid)
-        elapsed = time.perf_counter() - started
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        process.terminate()
-        process.wait(timeout=10)
+    with overlaid_environment(fake):
+        process, url = start_server(patched)
+        try:
+            refs = provision(load_template(), endpoint_url=url, memos_api_key="bench").refs
+            client = boto3.client("dynamodb", endpoint_url=url)
+            table = refs["Table"]
+            _seed(client, table)
+            writer = _Writer(client, table)
+            rss: dict[int, float | None] = {0: rss_mib(process.pid)}
+            started = time.perf_counter()
+            for target in writes:
+                writer.write(target - writer.done)
+                rss[target] = rss_mib(process.pid)
+            elapsed = time.perf_counter() - started
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
     first, last = rss[writes[0]], rss[writes[-1]]
     ratio = last / first if first and last else None
     label = "patched as make run runs it" if patched else "plain moto 5.2.5"
