@@ -32,7 +32,7 @@ MEMOS_KEY = "bench-memos-key"
 _BATCH = 25
 
 
-def _quiet_environment() -> dict[str, str]:
+def quiet_environment() -> dict[str, str]:
     return {
         "AWS_ACCESS_KEY_ID": "bench",
         "AWS_SECRET_ACCESS_KEY": "bench",
@@ -149,7 +149,7 @@ def run(
     template = load_template()
     config = EmulatorConfig(port=0, api_keys={MEMOS_KEY: "memmy"}, processing_delay=0)
     results: dict[Any, Any] = {}
-    with MemosEmulator(config) as emulator, overlaid_environment(_quiet_environment()), mock_aws():
+    with MemosEmulator(config) as emulator, overlaid_environment(quiet_environment()), mock_aws():
         resources = provision(
             template,
             endpoint_url=None,
@@ -158,7 +158,7 @@ def run(
         )
         environment = {
             **function_environment(template, "RecallFunction", resources.refs),
-            **_quiet_environment(),
+            **quiet_environment(),
         }
         with overlaid_environment(environment):
             from aws_lambda_powertools.utilities import parameters

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from unittest import mock
 
+from bench.recall_scale import quiet_environment
+
 MEMOS_KEY = "bench-memos-key"
 DOCUMENT = (
     "# 产品手册\nMemOS 开源版和商业版的区别：开源版免费自部署，商业版提供托管、SLA 和企业支持。\n".encode()
@@ -214,17 +216,6 @@ def recording() -> Iterator[Callable[[], Calls]]:
 # -------------------------------------------------------------------------------------- the run
 
 
-def _environment() -> dict[str, str]:
-    return {
-        "AWS_ACCESS_KEY_ID": "bench",
-        "AWS_SECRET_ACCESS_KEY": "bench",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "POWERTOOLS_TRACE_DISABLED": "true",
-        "POWERTOOLS_METRICS_DISABLED": "true",
-        "POWERTOOLS_LOG_LEVEL": "WARNING",
-    }
-
-
 class _Scenario:
     """Every route and trigger once, for an owner and a reader named after ``tag``."""
 
@@ -396,7 +387,7 @@ def run(verbose: bool = True) -> dict[str, Calls]:
     no_executions: Any = {"stepfunctions": {"execute_state_machine": False}, "lambda": {"use_docker": False}}
     with (
         MemosEmulator(config) as emulator,
-        overlaid_environment(_environment()),
+        overlaid_environment(quiet_environment()),
         local_dynamodb(),
         mock_aws(config=no_executions),
     ):
@@ -410,7 +401,7 @@ def run(verbose: bool = True) -> dict[str, Calls]:
         for name, resource in sorted(template["Resources"].items()):
             if resource["Type"] == "AWS::Serverless::Function":
                 environment.update(function_environment(template, name, resources.refs))
-        with overlaid_environment({**environment, **_environment()}):
+        with overlaid_environment({**environment, **quiet_environment()}):
             _reset_caches()
             handle = EmulatorHandle(emulator, api_key=MEMOS_KEY)
             service = Service(template=template, refs=dict(resources.refs), memos=handle)
