@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.test_recall_e2e import DOCUMENT, MARKER, QUESTION, add_document, api
+from tests.e2e.test_recall_e2e import MARKER, QUESTION, user_with_the_document
 from tests.support.stack import CLI, RunningStack, stop_stack
 
 pytestmark = pytest.mark.e2e
@@ -150,12 +150,7 @@ def block_of(agent: str, stdout: bytes) -> str:
 
 @pytest.fixture(scope="module")
 def reader(local_stack: RunningStack) -> str:
-    user = f"desk-{uuid.uuid4().hex[:8]}"
-    with api(local_stack, user, name="Desk") as client:
-        created = client.post("/knowledge-bases", json={"name": "财务制度"})
-        assert created.status_code == HTTPStatus.CREATED, created.text
-    add_document(local_stack, created.json()["id"], "差旅报销制度.md", DOCUMENT)
-    return user
+    return user_with_the_document(local_stack, f"desk-{uuid.uuid4().hex[:8]}", "Desk")
 
 
 @pytest.fixture(scope="module")

@@ -67,15 +67,19 @@ def add_document(stack: RunningStack, kb_id: str, filename: str, text: str) -> N
             time.sleep(0.05)
 
 
+def user_with_the_document(stack: RunningStack, user: str, name: str) -> str:
+    """Make ``user`` one KB that holds the travel-expense document."""
+    with api(stack, user, name=name) as client:
+        created = client.post("/knowledge-bases", json={"name": "财务制度"})
+        assert created.status_code == HTTPStatus.CREATED, created.text
+    add_document(stack, created.json()["id"], "差旅报销制度.md", DOCUMENT)
+    return user
+
+
 @pytest.fixture(scope="module")
 def reader(local_stack: RunningStack) -> str:
     """A user whose one KB holds the travel-expense document."""
-    user = f"reader-{uuid.uuid4().hex[:8]}"
-    with api(local_stack, user, name="Reader") as client:
-        created = client.post("/knowledge-bases", json={"name": "财务制度"})
-        assert created.status_code == HTTPStatus.CREATED, created.text
-    add_document(local_stack, created.json()["id"], "差旅报销制度.md", DOCUMENT)
-    return user
+    return user_with_the_document(local_stack, f"reader-{uuid.uuid4().hex[:8]}", "Reader")
 
 
 def test_recall_with_a_token_returns_the_excerpts_and_the_context(local_stack, reader):
