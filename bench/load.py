@@ -125,11 +125,11 @@ class LoadSettings:
         env = os.environ
         seed = env.get("LOAD_SEED")
         return cls(
-            duration=float(env.get("LOAD_DURATION", "60")),
-            requests=int(env.get("LOAD_REQUESTS", "5000")),
-            users=int(env.get("LOAD_USERS", "6")),
+            duration=float(env.get("LOAD_DURATION", cls.duration)),
+            requests=int(env.get("LOAD_REQUESTS", cls.requests)),
+            users=int(env.get("LOAD_USERS", cls.users)),
             seed=int(seed) if seed else None,
-            settle_seconds=float(env.get("LOAD_SETTLE_SECONDS", "120")),
+            settle_seconds=float(env.get("LOAD_SETTLE_SECONDS", cls.settle_seconds)),
         )
 
 
