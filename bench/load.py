@@ -335,11 +335,8 @@ class Worker:
         self.others = others
         self.model = model
         self.rng = rng
-        token = stack.token(user.user_id, name=user.name, email=user.email, phone=user.phone)
-        self.http = httpx.Client(
-            base_url=stack.api_url,
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=REQUEST_TIMEOUT_SECONDS,
+        self.http = _client(
+            stack, stack.token(user.user_id, name=user.name, email=user.email, phone=user.phone)
         )
         self.seq = itertools.count(1)
 
@@ -632,15 +629,15 @@ def _get(http: httpx.Client, path: str) -> Any:
     return response.json()
 
 
+def _client(stack: Stack, token: str) -> httpx.Client:
+    """A client of the stack's API holding ``token``."""
+    return httpx.Client(
+        base_url=stack.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=REQUEST_TIMEOUT_SECONDS
+    )
+
+
 def _clients(stack: Stack, users: list[User]) -> dict[str, httpx.Client]:
-    return {
-        u.user_id: httpx.Client(
-            base_url=stack.api_url,
-            headers={"Authorization": f"Bearer {stack.token(u.user_id)}"},
-            timeout=REQUEST_TIMEOUT_SECONDS,
-        )
-        for u in users
-    }
+    return {u.user_id: _client(stack, stack.token(u.user_id)) for u in users}
 
 
 def settle_ingest(clients: dict[str, httpx.Client], model: Model, timeout: float) -> bool:
