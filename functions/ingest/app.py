@@ -16,6 +16,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from memmy_kb.adapters.memos.deadline import bounded_by
 from memmy_kb.api.dependencies import (
     get_content_store,
+    get_kb_capacity,
     get_kb_store,
     get_memos_client,
     get_upload_storage,
@@ -23,7 +24,6 @@ from memmy_kb.api.dependencies import (
 from memmy_kb.api.events import object_keys
 from memmy_kb.domain import ingest
 from memmy_kb.observability import logger, metrics
-from memmy_kb.records import KbCapacity
 from memmy_kb.settings import get_settings
 
 processor = BatchProcessor(event_type=EventType.SQS)
@@ -41,7 +41,7 @@ def handle_record(record: SQSRecord) -> None:
         inline_max_bytes=settings.inline_upload_max_bytes,
         get_url_ttl_seconds=settings.upload_get_ttl_seconds,
         final_attempt=int(record.attributes.approximate_receive_count or 1) >= settings.ingest_max_receives,
-        capacity=KbCapacity(max_files=settings.max_files_per_kb, max_bytes=settings.max_bytes_per_kb),
+        capacity=get_kb_capacity(),
         activity_retention_days=settings.activity_retention_days,
     )
     try:

@@ -11,6 +11,7 @@ from memmy_kb.api.dependencies import (
     get_cleanup_executions,
     get_cleanup_store,
     get_content_store,
+    get_kb_capacity,
     get_kb_store,
     get_memos_client,
     get_upload_requeue,
@@ -18,7 +19,6 @@ from memmy_kb.api.dependencies import (
 )
 from memmy_kb.domain.reconcile import Reconciler
 from memmy_kb.observability import logger, metrics
-from memmy_kb.records import KbCapacity
 from memmy_kb.settings import get_settings
 
 
@@ -35,7 +35,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
         get_memos_client(),
         get_upload_storage(),
         time_left=seconds_left,
-        capacity=KbCapacity(max_files=settings.max_files_per_kb, max_bytes=settings.max_bytes_per_kb),
+        capacity=get_kb_capacity(),
         activity_retention_days=settings.activity_retention_days,
     )
     with bounded_by(context):

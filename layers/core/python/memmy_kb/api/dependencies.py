@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         UploadRequeue,
     )
     from memmy_kb.domain.sharing import SharePolicy
+    from memmy_kb.records import KbCapacity
 
 # The adapters are imported by the factories, on first use: a function pays for boto3, httpx and the
 # DynamoDB codec only when a request needs them, and never for an adapter it does not use.
@@ -102,6 +103,14 @@ def get_share_policy() -> SharePolicy:
         members_per_day=settings.new_members_per_day,
     )
     return SharePolicy(get_rate_counters(), limits, settings.activity_retention_days)
+
+
+def get_kb_capacity() -> KbCapacity:
+    """The capacity of one KB (files and bytes), from the settings."""
+    from memmy_kb.records import KbCapacity
+
+    settings = get_settings()
+    return KbCapacity(max_files=settings.max_files_per_kb, max_bytes=settings.max_bytes_per_kb)
 
 
 @cache

@@ -9,14 +9,13 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 from aws_lambda_powertools.metrics import MetricUnit
 
-from memmy_kb.api.dependencies import get_content_store, get_kb_store, get_upload_storage
+from memmy_kb.api.dependencies import get_content_store, get_kb_capacity, get_kb_store, get_upload_storage
 from memmy_kb.api.idempotency import run_idempotently
 from memmy_kb.api.identity import caller_id
 from memmy_kb.api.models.uploads import CreateUploadRequest, UploadTicket
 from memmy_kb.api.resolver import READER, KbId, json_response, new_router, responses
 from memmy_kb.domain import uploads
 from memmy_kb.observability import metrics
-from memmy_kb.records import KbCapacity
 from memmy_kb.settings import get_settings
 
 router = new_router()
@@ -56,7 +55,7 @@ def handle_create_upload(
     user_id = caller_id(router.current_event.raw_event)
     settings = get_settings()
     ttl = settings.upload_post_ttl_seconds
-    capacity = KbCapacity(max_files=settings.max_files_per_kb, max_bytes=settings.max_bytes_per_kb)
+    capacity = get_kb_capacity()
 
     def create() -> dict[str, Any]:
         issued = uploads.request_upload(
