@@ -27,6 +27,13 @@ from memmy_kb.settings import get_settings
 _KEY = re.compile(r"^[\x21-\x7e]{1,128}$")
 
 
+def _check_key(key: str) -> None:
+    if not _KEY.match(key):
+        raise InvalidInput(
+            "Idempotency-Key must be 1 to 128 visible ASCII characters.", code="invalid_idempotency_key"
+        )
+
+
 @cache
 def _persistence(operation: str) -> Any:
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
@@ -61,10 +68,7 @@ def request_record(
     ``ttl_seconds`` (the idempotency TTL by default)."""
     if key is None:
         return None
-    if not _KEY.match(key):
-        raise InvalidInput(
-            "Idempotency-Key must be 1 to 128 visible ASCII characters.", code="invalid_idempotency_key"
-        )
+    _check_key(key)
     now = int(time.time())
     remaining = (
         lambda_context.get_remaining_time_in_millis() / 1000
@@ -101,10 +105,7 @@ def run_idempotently(
     """
     if key is None:
         return compute()
-    if not _KEY.match(key):
-        raise InvalidInput(
-            "Idempotency-Key must be 1 to 128 visible ASCII characters.", code="invalid_idempotency_key"
-        )
+    _check_key(key)
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
     from aws_lambda_powertools.utilities.idempotency.exceptions import (
         IdempotencyAlreadyInProgressError,
