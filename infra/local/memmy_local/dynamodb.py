@@ -78,6 +78,13 @@ def _installed(name: str, install: Any) -> Iterator[None]:
                 _undo.pop(name)()
 
 
+def _replace(owner: type, name: str, replacement: Any) -> Any:
+    """``owner.name`` set to ``replacement``; returns the undo that puts the original back."""
+    original = getattr(owner, name)
+    setattr(owner, name, replacement)
+    return lambda: setattr(owner, name, original)
+
+
 @contextlib.contextmanager
 def local_dynamodb() -> Iterator[None]:
     """All three patches (see the module's docstring) for the duration; re-entrant."""
@@ -247,13 +254,7 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
 def _install_rollback() -> Any:
     from moto.dynamodb.models import DynamoDBBackend
 
-    original = DynamoDBBackend.transact_write_items
-    DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
-
-    def undo() -> None:
-        DynamoDBBackend.transact_write_items = original  # type: ignore[method-assign]
-
-    return undo
+    return _replace(DynamoDBBackend, "transact_write_items", _transact_write_items)
 
 
 def item_level_rollback() -> contextlib.AbstractContextManager[None]:
@@ -325,12 +326,7 @@ def _install_partition_queries() -> Any:
             return original(self, *args, **kwargs)
         return original(view, *args, **kwargs)
 
-    Table.query = query  # type: ignore[method-assign]
-
-    def undo() -> None:
-        Table.query = original  # type: ignore[method-assign]
-
-    return undo
+    return _replace(Table, "query", query)
 
 
 def partition_queries() -> contextlib.AbstractContextManager[None]:
