@@ -61,14 +61,12 @@ def _import_ratios() -> tuple[list[Row], Any]:
 
     costs = import_time.run()
     boto = costs["import boto3"]
-    targets = getattr(import_time, "TARGETS", {})
-    default = getattr(import_time, "DEFAULT_TARGET", None)
     rows: list[Row] = [("handler import (cold, built layer)", "import boto3", f"{boto:.0f} ms")]
     for name, ms in costs.items():
         if name == "import boto3":
             continue
-        target = targets.get(name.removesuffix(" handler"), default)
-        verdict = f" (target ≤ {target}x: {'ok' if ms / boto <= target else 'over'})" if target else ""
+        target = import_time.TARGETS.get(name.removesuffix(" handler"), import_time.DEFAULT_TARGET)
+        verdict = f" (target ≤ {target}x: {'ok' if ms / boto <= target else 'over'})"
         rows.append(
             ("handler import (cold, built layer)", name, f"{ms / boto:.2f}x boto3, {ms:.0f} ms{verdict}")
         )
