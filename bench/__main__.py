@@ -45,7 +45,7 @@ def _route_rows(routes: dict[str, Any]) -> list[Row]:
     return rows
 
 
-def _calls_and_cost() -> tuple[list[Row], dict[str, Any]]:
+def _calls_and_cost() -> list[Row]:
     from bench import cost_model, route_calls
 
     routes = route_calls.run()
@@ -53,10 +53,10 @@ def _calls_and_cost() -> tuple[list[Row], dict[str, Any]]:
     rows = _route_rows(routes)
     label = f"cost of {cost_model.USERS:,} active users/day"
     rows += [(label, item, figure) for item, figure in cost_model.rows(day)]
-    return rows, {"routes": routes, "day": day}
+    return rows
 
 
-def _import_ratios() -> tuple[list[Row], Any]:
+def _import_ratios() -> list[Row]:
     from bench import import_time
 
     costs = import_time.run()
@@ -70,18 +70,18 @@ def _import_ratios() -> tuple[list[Row], Any]:
         rows.append(
             ("handler import (cold, built layer)", name, f"{ms / boto:.2f}x boto3, {ms:.0f} ms{verdict}")
         )
-    return rows, costs
+    return rows
 
 
-def _layer_size() -> tuple[list[Row], Any]:
+def _layer_size() -> list[Row]:
     from bench import layer_size
 
     size = layer_size.run()
     figure = f"{size['zipped'] / 1e6:.1f} MB zipped, {size['unzipped'] / 1e6:.1f} MB unzipped (file bytes), {size['files']} files"
-    return [("core layer size", size["what"], figure)], size
+    return [("core layer size", size["what"], figure)]
 
 
-def _recall_scale() -> tuple[list[Row], Any]:
+def _recall_scale() -> list[Row]:
     from bench import recall_scale
 
     results = recall_scale.run()
@@ -96,10 +96,10 @@ def _recall_scale() -> tuple[list[Row], Any]:
         )
         for size in sizes[1:]
     ]
-    return rows, results
+    return rows
 
 
-def _ingest_memory() -> tuple[list[Row], Any]:
+def _ingest_memory() -> list[Row]:
     from bench import ingest_memory
 
     figures = ingest_memory.run()
@@ -115,30 +115,30 @@ def _ingest_memory() -> tuple[list[Row], Any]:
         f"ratio {large_peak / small_peak:.2f}: tracemalloc peak {large_peak / MB:.1f} MB vs {small_peak / MB:.1f} MB{rss}"
         f" (file {large // small}x larger)"
     )
-    return [("ingest peak memory", f"{large // MB} MB file vs {small // MB} MB", figure)], figures
+    return [("ingest peak memory", f"{large // MB} MB file vs {small // MB} MB", figure)]
 
 
-def _local_stack_memory() -> tuple[list[Row], Any]:
+def _local_stack_memory() -> list[Row]:
     from bench import local_stack_memory
 
     result = local_stack_memory.run()
     writes, rss = result["writes"], result["rss_mib"]
     first, last = writes[0], writes[-1]
     if result["ratio"] is None:
-        return [("local stack memory", "moto server RSS", "n/a (needs /proc)")], result
+        return [("local stack memory", "moto server RSS", "n/a (needs /proc)")]
     figure = f"ratio {result['ratio']:.2f} ({rss[first]:.0f} MiB after {first:,} writes, {rss[last]:.0f} MiB after {last:,})"
-    return [("local stack memory", f"moto server RSS, {last:,} vs {first:,} transactions", figure)], result
+    return [("local stack memory", f"moto server RSS, {last:,} vs {first:,} transactions", figure)]
 
 
-def _search_emulator() -> tuple[list[Row], Any]:
+def _search_emulator() -> list[Row]:
     from bench import search_emulator
 
     result = search_emulator.run()
     figure = f"p50 {result['p50_ms']:.1f} ms, p95 {result['p95_ms']:.1f} ms"
-    return [("MemOS emulator search", f"{result['excerpts']:,} excerpts, 10-KB scope", figure)], result
+    return [("MemOS emulator search", f"{result['excerpts']:,} excerpts, 10-KB scope", figure)]
 
 
-BENCHMARKS: dict[str, Callable[[], tuple[list[Row], Any]]] = {
+BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "route_calls": _calls_and_cost,
     "import_time": _import_ratios,
     "layer_size": _layer_size,
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"\n## {name}", flush=True)
         try:
-            produced, _ = benchmark()
+            produced = benchmark()
         except (Exception, SystemExit) as error:
             traceback.print_exc()
             failed = True
