@@ -61,13 +61,11 @@ from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.memos.errors import MemosUnavailable
 from memmy_kb.adapters.s3 import UploadStorage
 from memmy_kb.adapters.stepfunctions import CleanupStateMachine
-from memmy_kb.api import dependencies as deps
 from memmy_kb.api.dependencies import reset_dependencies
 from memmy_kb.domain.cleanup import CleanupRetryable
 from memmy_kb.domain.files import GONE_FROM_MEMOS
-from memmy_kb.domain.reconcile import Reconciler
-from memmy_kb.records import utc_now
 from memmy_local.runners import sqs_event
+from tests.integration.test_deletion import reconciler
 from tests.support.uploads import REGION, create_kb, post_file, request_upload
 
 ADD = "/add/knowledgebase-file"
@@ -265,23 +263,13 @@ class Executions:
 class Schedule:
     """The reconciler on the service's adapters, each run ``RECONCILE_STEP`` later than the last."""
 
+    service: Any
     later: timedelta = timedelta(0)
 
     def reconcile(self) -> dict[str, int]:
         self.later += RECONCILE_STEP
-        offset = self.later
-        reconciler = Reconciler(
-            deps.get_kb_store(),
-            deps.get_content_store(),
-            deps.get_cleanup_store(),
-            deps.get_cleanup_executions(),
-            deps.get_upload_requeue(),
-            deps.get_memos_client(),
-            deps.get_upload_storage(),
-            clock=lambda: utc_now() + offset,
-        )
         try:
-            return reconciler.run().counts
+            return reconciler(self.service, later=self.later).run().counts
         except Killed:
             return {"Killed": 1}  # the next scheduled run picks up where this one died
 
@@ -557,7 +545,7 @@ def test_a_crash_at_any_step_leaves_nothing_behind_once_reconcile_has_run(servic
     phase, target, when = point
     monkeypatch.setenv("INLINE_UPLOAD_MAX_BYTES", "1024")  # "big" files take the verified-copy path
     reset_dependencies()
-    executions, schedule = Executions(service), Schedule()
+    executions, schedule = Executions(service), Schedule(service)
 
     # Given two KBs with folders, files and uploads still in flight
     keep = create_kb(service, name="keep")
@@ -776,7 +764,7 @@ def test_interleaved_uploads_deletes_faults_crashes_and_reconciles_follow_the_mo
             super().__init__()
             killer.disarm()
             reset_world(service)
-            self.executions, self.schedule = Executions(service), Schedule()
+            self.executions, self.schedule = Executions(service), Schedule(service)
             self.kbs: dict[str, ModelKb] = {}
             self.gone_kbs: set[str] = set()
             self.gone_folders: dict[str, str] = {}  # folder id -> its KB
