@@ -41,12 +41,9 @@ def retry_after(previous: int, current: int, limit: int, elapsed: float) -> floa
 def count_share_attempt(counters: RateCounters, owner_id: str, limits: ShareLimits, now: datetime) -> None:
     """Count one identifier lookup by ``owner_id``; TooManyRequests (429) past the limit."""
     seconds = limits.window_seconds
-    epoch = now.timestamp()
-    window = int(epoch // seconds)
-    elapsed = (epoch - window * seconds) / seconds
-    counts = counters.count_in_window(
-        f"share#{owner_id}", window, cap=limits.attempts, expires_at=(window + 2) * seconds
-    )
+    name, window = attempt_counter(owner_id, limits, now)
+    elapsed = _elapsed(window, limits, now)
+    counts = counters.count_in_window(name, window, cap=limits.attempts, expires_at=_expires_at(window, limits))
     if counts is not None:
         current, previous = counts
         if previous * (1 - elapsed) + current <= limits.attempts:
@@ -77,13 +74,24 @@ def attempt_slot(
     concurrent attempts without a second read.
     """
     name, window = attempt_counter(owner_id, limits, now)
-    elapsed = (now.timestamp() - window * limits.window_seconds) / limits.window_seconds
+    elapsed = _elapsed(window, limits, now)
     current, previous = counts
     room = min(limits.attempts, math.floor(limits.attempts - previous * (1 - elapsed)))
     if current >= room:
         return None
-    expires_at = (window + 2) * limits.window_seconds
-    return WindowCount(name=name, window=window, room=room, previous=previous, expires_at=expires_at)
+    return WindowCount(
+        name=name, window=window, room=room, previous=previous, expires_at=_expires_at(window, limits)
+    )
+
+
+def _elapsed(window: int, limits: ShareLimits, now: datetime) -> float:
+    """The fraction of ``window`` gone at ``now``."""
+    return (now.timestamp() - window * limits.window_seconds) / limits.window_seconds
+
+
+def _expires_at(window: int, limits: ShareLimits) -> int:
+    """When a counter last counted in ``window`` may go: once ``window`` is no longer even the previous one."""
+    return (window + 2) * limits.window_seconds
 
 
 def members_cap(owner_id: str, limits: ShareLimits, now: datetime) -> CountCap:
