@@ -20,7 +20,7 @@ from tests.support.factories import (
     reader_grant_for,
 )
 from tests.support.fakes import FakeKnowledgeBaseStore, FakeProfileStore, FakeStores
-from tests.unit.domain.support import refused
+from tests.unit.domain.support import refused, register
 
 ALICE_PHONE = "+8613800138000"
 BOB_PHONE = "+8613900139000"
@@ -28,10 +28,6 @@ GRANTED_AT = at(5)
 NOT_FOUND = (HTTPStatus.NOT_FOUND, "kb_not_found")
 OWNER_ONLY = (HTTPStatus.FORBIDDEN, "owner_only")
 LIMIT_REACHED = (HTTPStatus.CONFLICT, "member_limit_reached")
-
-
-def register(stores: FakeStores, profile: ProfileRecord) -> None:
-    stores.profiles.put_profile_with_lookups(profile, stores.profiles.get_profile(profile.user_id))
 
 
 @pytest.fixture

@@ -14,18 +14,13 @@ from memmy_kb.domain import activity, knowledge_bases, profiles, sharing
 from memmy_kb.domain.directory import mask_email, mask_phone, masked_contact
 from memmy_kb.domain.limits import ShareLimits, attempt_slot, count_share_attempt, retry_after
 from memmy_kb.errors import DomainError, TooManyRequests
-from memmy_kb.records import ProfileRecord
 from tests.support.factories import T0, at, kb_record, owner_grant_for, profile_record, reader_grant_for
 from tests.support.fakes import FakeStores
-from tests.unit.domain.support import refused
+from tests.unit.domain.support import refused, register
 
 BOB_PHONE = "+8613900139000"
 T = TypeVar("T")
 NO_ACCOUNT = (HTTPStatus.NOT_FOUND, "account_not_found")
-
-
-def register(stores: FakeStores, profile: ProfileRecord) -> None:
-    stores.profiles.put_profile_with_lookups(profile, stores.profiles.get_profile(profile.user_id))
 
 
 @pytest.fixture
