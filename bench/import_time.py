@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 from memmy_local.handlers import repo_root
 
@@ -85,6 +86,25 @@ def _sources_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
+def make_layer(
+    root: Path, artifacts: Path, variables: dict[str, str] | None = None, **run: Any
+) -> subprocess.CompletedProcess[Any]:
+    """The layer's Makefile's ``build-CoreLayer`` (as ``sam build`` runs it) into ``artifacts``, with pip's
+    downloads cached in ``build/pip-cache`` and ``variables`` (``LAYER_PLATFORM``) in its environment;
+    ``run`` goes to ``subprocess.run``."""
+    environment = {
+        **os.environ,
+        "ARTIFACTS_DIR": str(artifacts),
+        "PIP_CACHE_DIR": str(root / "build" / "pip-cache"),
+        **(variables or {}),
+    }
+    return subprocess.run(  # noqa: S603 - our own Makefile
+        ["make", "-s", "-C", str(root / LAYER_SOURCE), "build-CoreLayer"],  # noqa: S607
+        env=environment,
+        **run,
+    )
+
+
 def build_layer(root: Path) -> Path:
     """``build/bench-layer/python``, rebuilt by the layer's Makefile when its sources changed."""
     artifacts = root / "build" / "bench-layer"
@@ -92,18 +112,8 @@ def build_layer(root: Path) -> Path:
     digest = _sources_digest(root)
     if (artifacts / "python").is_dir() and stamp.is_file() and stamp.read_text() == digest:
         return artifacts / "python"
-    environment = {
-        **os.environ,
-        "ARTIFACTS_DIR": str(artifacts),
-        "LAYER_PLATFORM": f"manylinux2014_{platform.machine()}",
-        "PIP_CACHE_DIR": str(root / "build" / "pip-cache"),
-    }
     stamp.unlink(missing_ok=True)
-    subprocess.run(  # noqa: S603 - our own Makefile
-        ["make", "-s", "-C", str(root / LAYER_SOURCE), "build-CoreLayer"],  # noqa: S607
-        check=True,
-        env=environment,
-    )
+    make_layer(root, artifacts, {"LAYER_PLATFORM": f"manylinux2014_{platform.machine()}"}, check=True)
     stamp.write_text(digest)
     return artifacts / "python"
 

@@ -12,17 +12,14 @@ source folder; the figure says which.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
 
+from bench.import_time import LAYER_SOURCE, make_layer
 from memmy_local.handlers import repo_root
-
-LAYER_SOURCE = Path("layers/core/python")
 
 
 def _has_build_target(source: Path) -> bool:
@@ -36,18 +33,7 @@ def _build(root: Path) -> tuple[Path | None, str]:
     if not _has_build_target(source):
         return None, "the layer has no build-CoreLayer target"
     artifacts = root / "build" / "layer-size"
-    environment = {
-        **os.environ,
-        "ARTIFACTS_DIR": str(artifacts),
-        "PIP_CACHE_DIR": str(root / "build" / "pip-cache"),
-    }
-    done = subprocess.run(  # noqa: S603 - our own Makefile
-        ["make", "-s", "-C", str(source), "build-CoreLayer"],  # noqa: S607
-        env=environment,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = make_layer(root, artifacts, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         reason = (done.stderr.strip().splitlines() or ["make failed"])[-1]
         return None, f"the arm64 build failed here ({reason})"
