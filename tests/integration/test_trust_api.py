@@ -8,14 +8,7 @@ from http import HTTPStatus
 import pytest
 
 from memmy_kb.settings import get_settings
-from tests.support.events import claims_for
-
-ALICE_PHONE = "+8613800138000"
-BOB_PHONE = "+8613900139000"
-
-
-def register(service, user, name, **claims):
-    assert service.call("PUT", "/me", claims=claims_for(user, name=name, **claims)).status == HTTPStatus.OK
+from tests.integration.test_sharing_api import ALICE_PHONE, BOB_PHONE, register
 
 
 @pytest.fixture
