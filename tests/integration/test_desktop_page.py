@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -15,8 +14,8 @@ from typing import Any
 import pytest
 
 from memmy_kb_client.desktop import page
-from memmy_kb_client.desktop.server import DesktopConfig, DesktopService
-from tests.integration.test_desktop_service import CLOUD_TOKEN
+from memmy_kb_client.desktop.server import DesktopService
+from tests.integration.test_desktop_service import CLOUD_TOKEN, serving, start
 
 
 class RecordingCloud(ThreadingHTTPServer):
@@ -57,11 +56,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def cloud() -> Iterator[RecordingCloud]:
-    server = RecordingCloud()
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    yield from serving(RecordingCloud())
 
 
 @pytest.fixture
@@ -69,9 +64,7 @@ def service(
     tmp_path: Path, cloud: RecordingCloud, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[DesktopService]:
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
-    running = DesktopService(
-        DesktopConfig(state_dir=str(tmp_path / "desktop"), cloud_url=cloud.url, port=0)
-    ).start()
+    running = start(tmp_path / "desktop", cloud.url)
     running.state.set_login(CLOUD_TOKEN)
     yield running
     running.stop()

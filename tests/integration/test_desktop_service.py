@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -28,6 +28,7 @@ from memmy_kb_client.desktop.server import DesktopConfig, DesktopService, Deskto
 from tests.unit.test_desktop_credentials import MemoryKeyring
 
 QUERY = "差旅报销需要哪些发票"
+Server = TypeVar("Server", bound=ThreadingHTTPServer)
 
 
 def jwt(**claims: object) -> str:
@@ -85,13 +86,17 @@ class _CloudHandler(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def cloud() -> Iterator[FakeCloud]:
-    server = FakeCloud()
+def serving(server: Server) -> Iterator[Server]:
+    """A fixture's body: ``server`` answering on its own thread until the test is done."""
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     yield server
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture
+def cloud() -> Iterator[FakeCloud]:
+    yield from serving(FakeCloud())
 
 
 @pytest.fixture(autouse=True)
