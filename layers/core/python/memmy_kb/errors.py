@@ -104,3 +104,13 @@ def file_not_found() -> NotFound:
 
 def owner_only(message: str = "Only the knowledge base's owner may do this.") -> Forbidden:
     return Forbidden(message, code="owner_only")
+
+
+def idempotency_key_reused() -> InvalidInput:
+    return InvalidInput(
+        "This Idempotency-Key was already used with a different request.", code="idempotency_key_reused"
+    )
+
+
+def request_in_progress() -> Conflict:
+    return Conflict("A request with this Idempotency-Key is still in progress.", code="request_in_progress")

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from memmy_kb.errors import Conflict, InvalidInput
+from memmy_kb.errors import InvalidInput, idempotency_key_reused, request_in_progress
 from memmy_kb.records import RequestRecord
 from memmy_kb.settings import get_settings
 
@@ -134,13 +134,9 @@ def run_idempotently(
         result: dict[str, Any] = _run(request={"user_id": user_id, "key": key, "payload": payload})
         return result
     except IdempotencyValidationError as err:
-        raise InvalidInput(
-            "This Idempotency-Key was already used with a different request.", code="idempotency_key_reused"
-        ) from err
+        raise idempotency_key_reused() from err
     except IdempotencyAlreadyInProgressError as err:
-        raise Conflict(
-            "A request with this Idempotency-Key is still in progress.", code="request_in_progress"
-        ) from err
+        raise request_in_progress() from err
 
 
 def reset_idempotency() -> None:

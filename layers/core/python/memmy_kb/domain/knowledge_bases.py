@@ -23,7 +23,13 @@ from memmy_kb.domain.ports import (
     KnowledgeEngine,
     ProfileStore,
 )
-from memmy_kb.errors import Conflict, InvalidInput, UpstreamUnavailable, kb_not_found
+from memmy_kb.errors import (
+    Conflict,
+    UpstreamUnavailable,
+    idempotency_key_reused,
+    kb_not_found,
+    request_in_progress,
+)
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord, RequestRecord, utc_now
 
 logger = Logger(child=True)
@@ -145,7 +151,7 @@ def create_knowledge_base(
     except ConditionFailed as err:
         _discard_memos_kb(memos, memos_kb_id, intents, kb_id, request)
         if err.item == "request":
-            raise _in_progress() from err
+            raise request_in_progress() from err
         raise _owned_limit(max_owned or 0) from err
     except AlreadyExists as err:
         _discard_memos_kb(memos, memos_kb_id, intents, kb_id, request)
@@ -184,11 +190,9 @@ def _dump_view(view: KnowledgeBaseView) -> str:
 def _repeat(seen: RequestRecord, request: RequestRecord | None) -> KnowledgeBaseView:
     """The answer to a repeated Idempotency-Key, from its record."""
     if request is None or seen.payload_hash != request.payload_hash:
-        raise InvalidInput(
-            "This Idempotency-Key was already used with a different request.", code="idempotency_key_reused"
-        )
+        raise idempotency_key_reused()
     if seen.status != "completed" or not seen.result:
-        raise _in_progress()
+        raise request_in_progress()
     data = json.loads(seen.result)
     return KnowledgeBaseView(
         kb=KnowledgeBaseRecord.model_validate(data["kb"]),
@@ -197,10 +201,6 @@ def _repeat(seen: RequestRecord, request: RequestRecord | None) -> KnowledgeBase
         owner_contact=data["owner_contact"],
         replayed=True,
     )
-
-
-def _in_progress() -> Conflict:
-    return Conflict("A request with this Idempotency-Key is still in progress.", code="request_in_progress")
 
 
 def _abandon(
