@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -53,12 +52,6 @@ ROUTES = (
     "cleanup (KB)",
     "reconcile run",
 )
-_SERVICES = {
-    "dynamodb": "DynamoDB",
-    "s3": "S3",
-    "stepfunctions": "Step Functions",
-    "secretsmanager": "Secrets",
-}
 
 
 @dataclass
@@ -71,7 +64,6 @@ class Calls:
     rru: float = 0.0
     wru: float = 0.0
     transitions: int = 0  # Step Functions state transitions
-    seconds: float = 0.0  # wall time in-process (moto and the emulator on this machine)
     function: str = ""  # the template's logical id of the function that ran
 
     def count(self, service: str) -> int:
@@ -230,17 +222,14 @@ class _Scenario:
     def _measure(self, results: dict[str, Calls] | None, name: str) -> Iterator[Calls]:
         before = self._memos_calls()
         self.take()  # what the harness did before this step is not the route's
-        started = time.perf_counter()
         holder = Calls()
         yield holder
-        elapsed = time.perf_counter() - started
         calls = self.take()
         calls.memos = self._memos_calls() - before
         calls.invocations = holder.invocations
         calls.transitions = holder.transitions
         calls.operations.update(holder.operations)
         calls.wru += holder.wru
-        calls.seconds = elapsed
         calls.function, self.function = self.function, ""
         if results is not None:
             results[name] = calls
