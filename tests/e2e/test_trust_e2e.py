@@ -37,9 +37,14 @@ LIMITS = {
     "MAX_BYTES_PER_KB": "65536",
 }
 QUESTION = "差旅报销需要哪些发票"
-NO_ACCOUNT = {
-    "error": {"code": "account_not_found", "message": "No Memmy account has this user id, phone or email."}
-}
+
+
+def error(code: str, message: str) -> dict[str, Any]:
+    """The API's error body."""
+    return {"error": {"code": code, "message": message}}
+
+
+NO_ACCOUNT = error("account_not_found", "No Memmy account has this user id, phone or email.")
 
 
 @pytest.fixture(scope="module")
@@ -371,12 +376,10 @@ def test_a_phone_two_accounts_verified_names_nobody_and_the_user_id_still_works(
     assert first.get("/me").json()["phone"] == second.get("/me").json()["phone"] == phone
     kb = create_kb(owner, "双胞胎")
 
-    ambiguous = {
-        "error": {
-            "code": "identifier_ambiguous",
-            "message": "More than one Memmy account has verified this phone or email; share by their user id instead.",
-        }
-    }
+    ambiguous = error(
+        "identifier_ambiguous",
+        "More than one Memmy account has verified this phone or email; share by their user id instead.",
+    )
     national = phone.removeprefix("+86")
     for written in (phone, f"{national[:3]} {national[3:7]} {national[7:]}"):
         reply = share(owner, kb["id"], written)
@@ -398,12 +401,7 @@ def test_the_kbs_a_user_owns_and_a_kbs_files_and_bytes_are_capped(accounts):
     third = owner.post("/knowledge-bases", json={"name": "三"})
     assert (third.status_code, third.json()) == (
         HTTPStatus.CONFLICT,
-        {
-            "error": {
-                "code": "kb_limit_reached",
-                "message": "You can own at most 2 knowledge bases; delete one first.",
-            }
-        },
+        error("kb_limit_reached", "You can own at most 2 knowledge bases; delete one first."),
     )
     assert set(listed(owner)) == {full["id"], empty["id"]}
 
@@ -413,12 +411,7 @@ def test_the_kbs_a_user_owns_and_a_kbs_files_and_bytes_are_capped(accounts):
     )
     assert (second_file.status_code, second_file.json()) == (
         HTTPStatus.CONFLICT,
-        {
-            "error": {
-                "code": "kb_file_limit_reached",
-                "message": "A knowledge base can hold at most 1 files; delete some first.",
-            }
-        },
+        error("kb_file_limit_reached", "A knowledge base can hold at most 1 files; delete some first."),
     )
 
     too_big = owner.post(
@@ -426,12 +419,10 @@ def test_the_kbs_a_user_owns_and_a_kbs_files_and_bytes_are_capped(accounts):
     )
     assert (too_big.status_code, too_big.json()) == (
         HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-        {
-            "error": {
-                "code": "kb_storage_limit_reached",
-                "message": "A knowledge base can hold at most 64 KiB of files; this file does not fit.",
-            }
-        },
+        error(
+            "kb_storage_limit_reached",
+            "A knowledge base can hold at most 64 KiB of files; this file does not fit.",
+        ),
     )
     fits = owner.post(
         f"/knowledge-bases/{empty['id']}/uploads", json={"filename": "刚好.md", "size_bytes": 65536}
