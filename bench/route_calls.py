@@ -317,8 +317,10 @@ class _Scenario:
             self._call("POST", "/recall", loner, 200, body={"query": QUERY})
         with self._measure(results, "revoke"):
             self._call("DELETE", f"/knowledge-bases/{kb_id}/members/{reader}", owner, 204)
-        files = self._call("GET", f"/knowledge-bases/{kb_id}/files", owner, 200)
-        file_id = _first_file_id(files)
+        files = self._call("GET", f"/knowledge-bases/{kb_id}/files", owner, 200)["files"]
+        if not files:
+            raise RuntimeError(f"no file in the listing of {kb_id}")
+        file_id = files[0]["id"]
         with self._measure(results, "delete file"):
             cleanup_id = self._call("DELETE", f"/knowledge-bases/{kb_id}/files/{file_id}", owner, 202)[
                 "cleanup_id"
@@ -341,14 +343,6 @@ class _Scenario:
         import boto3
 
         return boto3.client(name, region_name="us-east-1")
-
-
-def _first_file_id(listing: Any) -> str:
-    files = listing.get("files") if isinstance(listing, dict) else listing
-    for entry in files or []:
-        if isinstance(entry, dict) and (entry.get("id") or entry.get("file_id")):
-            return str(entry.get("id") or entry.get("file_id"))
-    raise RuntimeError(f"no file in the listing: {listing}")
 
 
 def _drop_metrics() -> None:
