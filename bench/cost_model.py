@@ -95,7 +95,6 @@ class Day:
     quantities: dict[str, float] = field(default_factory=dict)
     dollars: dict[str, float] = field(default_factory=dict)
     memos_calls: float = 0.0
-    invocations_by_route: dict[str, float] = field(default_factory=dict)
 
     @property
     def total(self) -> float:
@@ -132,7 +131,6 @@ def model(routes: dict[str, Any], template: dict[str, Any]) -> Day:
         q["s3_get"] += count * get_class
         q["transitions"] += count * calls.transitions
         day.memos_calls += count * sum(calls.memos.values())
-        day.invocations_by_route[name] = count * calls.invocations
     day.quantities = q
     day.dollars = {key: q[key] / _PER[PRICES[key].unit] * PRICES[key].dollars for key in PRICES}
     return day
