@@ -66,7 +66,7 @@ def test_sessions_and_codes_are_bounded():
 
 
 def test_csrf_and_cookies():
-    session = page.Session(csrf="abc", created=0.0)
+    session = page.Session(csrf="abc")
     assert page.csrf_ok(session, "abc")
     assert not page.csrf_ok(session, None)
     assert not page.csrf_ok(session, "abd")

@@ -14,7 +14,7 @@ import re
 import secrets
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from typing import Final
 from urllib.parse import parse_qsl, urlencode
@@ -81,8 +81,7 @@ def asset(name: str) -> bytes:
 @dataclass
 class Session:
     csrf: str
-    created: float
-    seen: float = field(default=0.0)
+    seen: float = 0.0
 
 
 class Sessions:
@@ -117,7 +116,7 @@ class Sessions:
             while len(self._sessions) >= MAX_SESSIONS:
                 self._sessions.pop(next(iter(self._sessions)))
             session_id = secrets.token_urlsafe(32)
-            session = Session(csrf=secrets.token_urlsafe(32), created=now, seen=now)
+            session = Session(csrf=secrets.token_urlsafe(32), seen=now)
             self._sessions[session_id] = session
         return session_id, session
 
@@ -135,11 +134,6 @@ class Sessions:
                 return None
             match.seen = now
             return match
-
-    def end_all(self) -> None:
-        with self._lock:
-            self._sessions.clear()
-            self._codes.clear()
 
 
 def csrf_ok(session: Session, offered: str | None) -> bool:
