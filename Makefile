@@ -21,27 +21,26 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[local,dev,desktop]'
 	touch $(STAMP)
 
-# chromium for the browser tests: installed with apt-get when we are root, else a one-line instruction.
+# $(call apt_install,PACKAGE,WHAT FOR,INSTRUCTION): Debian's PACKAGE installed with apt-get when we are
+# root, else the one-line INSTRUCTION and a failure.
+apt_install = if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing $(1) for $(2) (apt-get)"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(1) >/dev/null; \
+	else \
+	  echo "$(3)" >&2; \
+	  exit 1; \
+	fi
+
+# chromium for the browser tests.
 browser:
-	@test -x $(MEMMY_KB_CHROMIUM) || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing chromium for the page's browser tests (apt-get)"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
-	  else \
-	    echo "The page's browser tests need chromium: run 'sudo apt-get install chromium' (or set MEMMY_KB_CHROMIUM=/path/to/chromium) and try again." >&2; \
-	    exit 1; \
-	  fi; }
+	@test -x $(MEMMY_KB_CHROMIUM) || { $(call apt_install,chromium,the page's browser tests,The page's browser \
+	  tests need chromium: run 'sudo apt-get install chromium' (or set MEMMY_KB_CHROMIUM=/path/to/chromium) and try again.); }
 
 # Chinese glyphs for screenshots (tests read the DOM and do not need them).
 cjk-fonts:
-	@fc-list :lang=zh 2>/dev/null | grep -q . || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fonts-noto-cjk >/dev/null; \
-	  else \
-	    echo "Screenshots need a Chinese font: run 'sudo apt-get install fonts-noto-cjk' and try again." >&2; \
-	    exit 1; \
-	  fi; }
+	@fc-list :lang=zh 2>/dev/null | grep -q . || { $(call apt_install,fonts-noto-cjk,screenshots,Screenshots \
+	  need a Chinese font: run 'sudo apt-get install fonts-noto-cjk' and try again.); }
 
 run: install
 	$(VENV)/bin/memmy-kb dev up
