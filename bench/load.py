@@ -53,7 +53,7 @@ from typing import Any
 import httpx
 
 from bench import load_oracle as oracle
-from bench.load_stack import FAULT_PREFIX, READY_PREFIX
+from bench.load_stack import FAULT_PREFIX, FAULTS, READY_PREFIX
 
 QUERY = "loadprobe quarterly roadmap"
 RECALL_LIMIT = 25
@@ -989,22 +989,12 @@ def main(argv: list[str] | None = None) -> int:
         help="how long to wait for the ingest and the cleanups after the load (LOAD_SETTLE_SECONDS)",
     )
     parser.add_argument("--keep-limits", action="store_true", help="keep template.yaml's abuse limits")
-    parser.add_argument("--fault", choices=("recall-ignores-setting",), help="break the service on purpose")
+    parser.add_argument("--fault", choices=FAULTS, help="break the service on purpose")
     parser.add_argument(
         "--workdir", type=Path, help="where the stack's log and home go (default: a temp dir)"
     )
-    args = parser.parse_args(argv)
-    settings = LoadSettings(
-        duration=args.duration,
-        requests=args.requests,
-        users=args.users,
-        seed=args.seed,
-        settle_seconds=args.settle_seconds,
-        keep_limits=args.keep_limits,
-        fault=args.fault,
-        workdir=args.workdir,
-    )
-    report = run(settings)
+    # Each option is named after the LoadSettings field it sets.
+    report = run(LoadSettings(**vars(parser.parse_args(argv))))
     print(report.render(), flush=True)
     return 0 if report.ok else 1
 
