@@ -411,9 +411,7 @@ def _to_cloud(state: DesktopState, request: Request) -> Reply:
     if status == 401:
         state.mark_rejected(login)
         return _error(503, "cloud_login_rejected", "the cloud refused the desktop's login: log in again")
-    if status == 204 or not data:
-        return Reply(status, {}, raw=b"")
-    return Reply(status, {}, raw=data)
+    return Reply(status, {}, raw=b"" if status == 204 else data)
 
 
 ROUTES: Final[dict[tuple[str, str], Route]] = {
