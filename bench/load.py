@@ -118,7 +118,6 @@ class LoadSettings:
     fault: str | None = None
     final_checks: bool = True  # the lists, the ingest's outcome and MemOS residue after the load
     workdir: Path | None = None
-    quiet: bool = False
 
     @classmethod
     def from_environment(cls) -> LoadSettings:
@@ -811,7 +810,7 @@ class LoadReport:
         for record in self.requests:
             by_route[record.route].append(record)
         header = f"| {'route':<45} | {'requests':>8} | {'p50 ms':>7} | {'p99 ms':>7} | {'429':>4} | {'errors':>6} |"
-        rule = "|" + "|".join("-" * (len(cell) + 0) for cell in header.split("|")[1:-1]) + "|"
+        rule = "|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|"
         lines = [header, rule]
         for route in sorted(by_route, key=lambda r: -len(by_route[r])):
             records = by_route[route]
