@@ -14,6 +14,7 @@ import json
 import random
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import httpx
@@ -52,14 +53,15 @@ def people(
 ) -> Iterator[tuple[PageUser, PageUser, str]]:
     suffix = uuid.uuid4().hex[:8]
     phone = f"139{random.randrange(10**8):08d}"
-    owner = start_user(
-        local_stack,
-        tmp_path_factory.mktemp("owner"),
-        f"pm-{suffix}",
-        name="产品经理",
-        email=f"pm-{suffix}@example.com",
-    )
-    try:
+    with ExitStack() as started:
+        owner = start_user(
+            local_stack,
+            tmp_path_factory.mktemp("owner"),
+            f"pm-{suffix}",
+            name="产品经理",
+            email=f"pm-{suffix}@example.com",
+        )
+        started.callback(owner.stop)
         reader = start_user(
             local_stack,
             tmp_path_factory.mktemp("reader"),
@@ -67,12 +69,8 @@ def people(
             name="销售小王",
             phone=f"+86{phone}",
         )
-        try:
-            yield owner, reader, phone
-        finally:
-            reader.stop()
-    finally:
-        owner.stop()
+        started.callback(reader.stop)
+        yield owner, reader, phone
 
 
 def kb_item(page: Any, section: str, name: str) -> Any:
