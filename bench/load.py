@@ -341,10 +341,10 @@ class Worker:
 
     # -- plumbing ------------------------------------------------------------------------------
 
-    def call(self, route: str, url: str, **kwargs: Any) -> tuple[httpx.Response | None, oracle.Outcome]:
-        """One request to ``url`` with ``route``'s method (its first word), recorded: the response (None
-        when none came) and its interval and outcome."""
-        method = route.split(" ", 1)[0]
+    def call(
+        self, route: str, method: str, url: str, **kwargs: Any
+    ) -> tuple[httpx.Response | None, oracle.Outcome]:
+        """One request, recorded: the response (None when none came) and its interval and outcome."""
         start = time.monotonic() - self.model.t0
         try:
             if url.startswith("http"):
@@ -380,7 +380,7 @@ class Worker:
 
     def register(self, budget: Budget) -> None:
         if budget.take():
-            self.call("PUT /me", "/me")
+            self.call("PUT /me", "PUT", "/me")
 
     def run(self, budget: Budget) -> None:
         actions, weights = zip(*WEIGHTS.items(), strict=True)
@@ -407,7 +407,9 @@ class Worker:
     def do_recall(self, budget: Budget) -> bool:
         if not budget.take():
             return False
-        response, outcome = self.call("POST /recall", "/recall", json={"query": QUERY, "limit": RECALL_LIMIT})
+        response, outcome = self.call(
+            "POST /recall", "POST", "/recall", json={"query": QUERY, "limit": RECALL_LIMIT}
+        )
         if response is not None and response.status_code == 200:
             items = response.json()["items"]
             markers = oracle.markers_in(f"{item['title']}\n{item['content']}" for item in items)
@@ -420,7 +422,7 @@ class Worker:
     def do_list(self, budget: Budget) -> bool:
         if not budget.take():
             return False
-        self.call("GET /knowledge-bases", "/knowledge-bases")
+        self.call("GET /knowledge-bases", "GET", "/knowledge-bases")
         return True
 
     def do_create(self, budget: Budget) -> bool:
@@ -432,7 +434,7 @@ class Worker:
         headers = {"Idempotency-Key": str(uuid.uuid4())}
         name = f"load {self.user.name} {next(self.seq)}"
         response, outcome = self.call(
-            "POST /knowledge-bases", "/knowledge-bases", json={"name": name}, headers=headers
+            "POST /knowledge-bases", "POST", "/knowledge-bases", json={"name": name}, headers=headers
         )
         with self.model.lock:
             if response is not None and response.status_code == 201:
@@ -463,6 +465,7 @@ class Worker:
         ).encode()
         response, _ = self.call(
             "POST /knowledge-bases/{kb}/uploads",
+            "POST",
             f"/knowledge-bases/{kb.kb_id}/uploads",
             json={"filename": filename, "size_bytes": len(text)},
             headers={"Idempotency-Key": str(uuid.uuid4())},
@@ -476,6 +479,7 @@ class Worker:
         content_type = str(ticket["fields"].get("Content-Type", "text/plain"))
         posted, outcome = self.call(
             "POST <presigned S3 POST>",
+            "POST",
             ticket["url"],
             data=ticket["fields"],
             files={"file": (filename, text, content_type)},
@@ -503,6 +507,7 @@ class Worker:
             )
         response, outcome = self.call(
             "POST /knowledge-bases/{kb}/members",
+            "POST",
             f"/knowledge-bases/{kb.kb_id}/members",
             json={"identifier": identifier},
         )
@@ -539,6 +544,7 @@ class Worker:
     def _remove(self, kb: Kb, reader: str, what: str) -> None:
         _, outcome = self.call(
             "DELETE /knowledge-bases/{kb}/members/{user}",
+            "DELETE",
             f"/knowledge-bases/{kb.kb_id}/members/{reader}",
         )
         with self.model.lock:
@@ -557,6 +563,7 @@ class Worker:
             enabled = not self.model.believed_recall.get((me, kb.kb_id), True)
         _, outcome = self.call(
             "PUT /knowledge-bases/{kb}/recall",
+            "PUT",
             f"/knowledge-bases/{kb.kb_id}/recall",
             json={"enabled": enabled},
         )
@@ -573,7 +580,9 @@ class Worker:
         kb = self._pick_owned(lambda kb: any(u.stored and not u.deleted for u in kb.uploads.values()))
         if kb is None or not budget.take(2):
             return False
-        response, _ = self.call("GET /knowledge-bases/{kb}/files", f"/knowledge-bases/{kb.kb_id}/files")
+        response, _ = self.call(
+            "GET /knowledge-bases/{kb}/files", "GET", f"/knowledge-bases/{kb.kb_id}/files"
+        )
         if response is None or response.status_code != 200:
             return True
         files = [
@@ -586,6 +595,7 @@ class Worker:
         chosen = self.rng.choice(files)
         _, outcome = self.call(
             "DELETE /knowledge-bases/{kb}/files/{file}",
+            "DELETE",
             f"/knowledge-bases/{kb.kb_id}/files/{chosen['id']}",
         )
         with self.model.lock:
@@ -599,7 +609,7 @@ class Worker:
         kb = self._pick_owned()
         if kb is None or not budget.take():
             return False
-        _, outcome = self.call("DELETE /knowledge-bases/{kb}", f"/knowledge-bases/{kb.kb_id}")
+        _, outcome = self.call("DELETE /knowledge-bases/{kb}", "DELETE", f"/knowledge-bases/{kb.kb_id}")
         with self.model.lock:
             if outcome.ok is True:
                 kb.deleted = True
