@@ -8,7 +8,8 @@ from http import HTTPStatus
 import pytest
 
 from memmy_kb.settings import get_settings
-from tests.integration.test_sharing_api import ALICE_PHONE, BOB_PHONE, register
+from tests.integration.test_sharing_api import ALICE_PHONE, BOB_PHONE, register, share
+from tests.support.uploads import create_kb
 
 
 @pytest.fixture
@@ -17,16 +18,6 @@ def people(service):
     register(service, "bob", "Bob", phone=BOB_PHONE, email="bob@example.com")
     register(service, "carol", "Carol", email="carol@example.com")
     return service
-
-
-def create(service, user="alice", name="产品资料"):
-    reply = service.call("POST", "/knowledge-bases", user, body={"name": name})
-    assert reply.status == HTTPStatus.CREATED
-    return reply.body["id"]
-
-
-def share(service, kb_id, identifier, user="alice"):
-    return service.call("POST", f"/knowledge-bases/{kb_id}/members", user, body={"identifier": identifier})
 
 
 def limits(monkeypatch, **env):
@@ -40,7 +31,7 @@ def limits(monkeypatch, **env):
 
 def test_me_reads_and_changes_the_recall_of_new_shares(people):
     assert people.call("GET", "/me", "bob").body["recall_new_shares"] is True
-    first = create(people)
+    first = create_kb(people)
     assert share(people, first, "bob").body["role"] == "reader"
     reply = people.call("PATCH", "/me", "bob", body={"recall_new_shares": False})
     assert (reply.status, reply.body["recall_new_shares"]) == (HTTPStatus.OK, False)
@@ -51,7 +42,7 @@ def test_me_reads_and_changes_the_recall_of_new_shares(people):
         "phone": BOB_PHONE,
         "recall_new_shares": False,
     }
-    second = create(people, name="新的")
+    second = create_kb(people, name="新的")
     share(people, second, "bob")
     listed = {k["id"]: k["recall"] for k in people.call("GET", "/knowledge-bases", "bob").body["items"]}
     assert listed == {first: True, second: False}
@@ -72,8 +63,8 @@ def test_me_before_registering_is_404_and_a_non_boolean_setting_is_422(people):
 
 
 def test_blocking_an_owner_removes_the_reader_and_their_later_shares_look_like_no_account(people):
-    kb_id = create(people)
-    carols = create(people, "carol", "卡萝的")
+    kb_id = create_kb(people)
+    carols = create_kb(people, "carol", "卡萝的")
     assert share(people, kb_id, "bob").status == HTTPStatus.CREATED
     assert share(people, carols, "bob", user="carol").status == HTTPStatus.CREATED
     assert people.call("POST", "/me/blocked", "bob", body={"user_id": "alice"}).status == HTTPStatus.NO_CONTENT
@@ -102,7 +93,7 @@ def test_blocking_oneself_is_422_and_an_unknown_id_is_accepted(people):
 
 
 def test_shared_with_me_shows_the_owners_masked_verified_contact(people):
-    alices, carols = create(people), create(people, "carol", "卡萝的")
+    alices, carols = create_kb(people), create_kb(people, "carol", "卡萝的")
     share(people, alices, "bob")
     share(people, carols, "bob", user="carol")
     owners = {k["id"]: k["owner"] for k in people.call("GET", "/knowledge-bases", "bob").body["items"]}
@@ -118,7 +109,7 @@ def test_shared_with_me_shows_the_owners_masked_verified_contact(people):
 
 def test_share_attempts_past_the_limit_are_429_with_retry_after(people, monkeypatch):
     limits(monkeypatch, SHARE_ATTEMPT_LIMIT=3)
-    kb_id = create(people)
+    kb_id = create_kb(people)
     assert share(people, kb_id, "nobody@example.com").status == HTTPStatus.NOT_FOUND
     assert share(people, kb_id, "+8613700137000").status == HTTPStatus.NOT_FOUND
     assert share(people, kb_id, "bob").status == HTTPStatus.CREATED
@@ -129,13 +120,13 @@ def test_share_attempts_past_the_limit_are_429_with_retry_after(people, monkeypa
     assert reply.body["error"]["details"] == {"retry_after_seconds": retry_after}
     assert "at most 3" in reply.body["error"]["message"]
     # Another owner is not affected.
-    carols = create(people, "carol", "卡萝的")
+    carols = create_kb(people, "carol", "卡萝的")
     assert share(people, carols, "bob", user="carol").status == HTTPStatus.CREATED
 
 
 def test_new_members_past_the_daily_limit_are_429_until_midnight(people, monkeypatch):
     limits(monkeypatch, NEW_MEMBERS_PER_DAY=1)
-    kb_id = create(people)
+    kb_id = create_kb(people)
     assert share(people, kb_id, "bob").status == HTTPStatus.CREATED
     reply = share(people, kb_id, "carol")
     assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.TOO_MANY_REQUESTS, "rate_limited")
@@ -158,7 +149,7 @@ def test_the_share_route_has_its_own_throttle_in_the_template(service):
 
 
 def test_the_activity_log_lists_shares_revokes_leaves_and_renames_newest_first(people):
-    kb_id = create(people)
+    kb_id = create_kb(people)
     share(people, kb_id, "bob")
     share(people, kb_id, "carol")
     assert people.call("DELETE", f"/knowledge-bases/{kb_id}/members/bob").status == HTTPStatus.NO_CONTENT
@@ -186,7 +177,7 @@ def test_the_activity_log_lists_shares_revokes_leaves_and_renames_newest_first(p
 
 
 def test_the_activity_log_is_the_owners_only(people):
-    kb_id = create(people)
+    kb_id = create_kb(people)
     share(people, kb_id, "bob")
     reader = people.call("GET", f"/knowledge-bases/{kb_id}/activity", "bob")
     assert (reader.status, reader.body["error"]["code"]) == (HTTPStatus.FORBIDDEN, "owner_only")
@@ -196,7 +187,7 @@ def test_the_activity_log_is_the_owners_only(people):
 
 
 def test_a_block_shows_in_the_owners_log_as_a_leave(people):
-    kb_id = create(people)
+    kb_id = create_kb(people)
     share(people, kb_id, "bob")
     people.call("POST", "/me/blocked", "bob", body={"user_id": "alice"})
     kinds = [(e["kind"], e["actor_id"]) for e in people.call("GET", f"/knowledge-bases/{kb_id}/activity").body["items"]]
@@ -207,7 +198,7 @@ def test_uploads_and_file_and_folder_deletions_are_logged(people):
     from tests.support.docgen import make_md
     from tests.support.uploads import drain_ingest, get_upload, upload
 
-    kb_id = create(people)
+    kb_id = create_kb(people)
     upload_id = upload(people, kb_id, "产品介绍.md", make_md([("MemOS", "记忆操作系统。")]))
     assert drain_ingest(people).failed == []
     file_id = get_upload(people, kb_id, upload_id).file_id
@@ -237,7 +228,7 @@ def contested(people):
 
 @pytest.mark.parametrize("identifier", ["137 0013 7000", SHARED_PHONE, "Front-Desk@example.com"])
 def test_a_phone_or_email_two_accounts_verified_is_409_identifier_ambiguous(contested, identifier):
-    kb_id = create(contested)
+    kb_id = create_kb(contested)
     reply = share(contested, kb_id, identifier)
     assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.CONFLICT, "identifier_ambiguous")
     assert "user id" in reply.body["error"]["message"]
@@ -250,7 +241,7 @@ def test_a_phone_or_email_two_accounts_verified_is_409_identifier_ambiguous(cont
 
 
 def test_a_contested_phone_resolves_again_once_one_claimant_logs_in_without_it(contested):
-    first, second = create(contested), create(contested, name="第二个")
+    first, second = create_kb(contested), create_kb(contested, name="第二个")
     register(contested, "dave", "Dave")  # a later login whose token no longer verifies the phone or email
     for kb_id, identifier in ((first, SHARED_PHONE), (second, "front-desk@example.com")):
         reply = share(contested, kb_id, identifier)
@@ -259,7 +250,7 @@ def test_a_contested_phone_resolves_again_once_one_claimant_logs_in_without_it(c
 
 def test_an_ambiguous_lookup_counts_as_a_share_attempt(contested, monkeypatch):
     limits(monkeypatch, SHARE_ATTEMPT_LIMIT=2)
-    kb_id = create(contested)
+    kb_id = create_kb(contested)
     for _ in range(2):
         assert share(contested, kb_id, SHARED_PHONE).status == HTTPStatus.CONFLICT
     reply = share(contested, kb_id, "dave")
@@ -267,7 +258,7 @@ def test_an_ambiguous_lookup_counts_as_a_share_attempt(contested, monkeypatch):
 
 
 def test_a_contested_identifier_answers_the_same_whether_or_not_a_claimant_blocked_the_owner(contested):
-    kb_id = create(contested)
+    kb_id = create_kb(contested)
     before = share(contested, kb_id, SHARED_PHONE)
     assert contested.call("POST", "/me/blocked", "dave", body={"user_id": "alice"}).status == HTTPStatus.NO_CONTENT
     after = share(contested, kb_id, SHARED_PHONE)
@@ -290,7 +281,7 @@ def calls_of(action):
 
 
 def test_a_share_by_phone_or_email_costs_three_dynamodb_calls(people):
-    kb_id = create(people)
+    kb_id = create_kb(people)
     for identifier in (BOB_PHONE, "carol@example.com"):
         assert calls_of(lambda i=identifier: share(people, kb_id, i)) == [
             "dynamodb:BatchGetItem",  # owner grant, META, the lookup's claimants, the attempt counter
@@ -300,7 +291,7 @@ def test_a_share_by_phone_or_email_costs_three_dynamodb_calls(people):
 
 
 def test_a_share_by_user_id_costs_two_dynamodb_calls(people):
-    kb_id = create(people)
+    kb_id = create_kb(people)
     assert calls_of(lambda: share(people, kb_id, "bob")) == [
         "dynamodb:BatchGetItem",  # owner grant, META, the reader's profile, the attempt counter
         "dynamodb:TransactWriteItems",
@@ -308,7 +299,7 @@ def test_a_share_by_user_id_costs_two_dynamodb_calls(people):
 
 
 def test_a_refused_share_counts_its_attempt_with_one_more_call(people):
-    kb_id = create(people)
+    kb_id = create_kb(people)
     assert calls_of(lambda: share(people, kb_id, "nobody@example.com")) == [
         "dynamodb:BatchGetItem",
         "dynamodb:UpdateItem",  # not found: the attempt counts all the same
@@ -316,10 +307,10 @@ def test_a_refused_share_counts_its_attempt_with_one_more_call(people):
 
 
 def test_the_kb_list_costs_two_dynamodb_calls(people):
-    alices, carols = create(people), create(people, "carol", "卡萝的")
+    alices, carols = create_kb(people), create_kb(people, "carol", "卡萝的")
     share(people, alices, "bob")
     share(people, carols, "bob", user="carol")
-    create(people, "bob", "鲍勃的")
+    create_kb(people, "bob", "鲍勃的")
     assert calls_of(lambda: people.call("GET", "/knowledge-bases", "bob")) == [
         "dynamodb:Query",  # bob's grants (each names its KB's owner)
         "dynamodb:BatchGetItem",  # their META items and the owners' profiles: names and masked contacts
