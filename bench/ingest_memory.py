@@ -93,9 +93,10 @@ def _start_moto() -> tuple[subprocess.Popen[bytes], str]:
     return spawn_moto(lambda port: [str(server), "-H", "127.0.0.1", "-p", str(port)], timeout=30)
 
 
-def _rss_kib(field: str) -> int | None:
+def status_kib(field: str, pid: int | str = "self") -> int | None:
+    """``field`` (``VmRSS``, ``VmHWM``) of ``/proc/<pid>/status`` in KiB (Linux); None elsewhere."""
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     except OSError:
@@ -114,7 +115,7 @@ def _reset_peak_rss() -> bool:
 def _measure(run: Callable[[], Any]) -> tuple[Any, int, int | None, float]:
     """``run()``'s result, its tracemalloc peak (bytes), its peak RSS growth (KiB) and wall time."""
     rss_tracked = _reset_peak_rss()
-    rss_before = _rss_kib("VmRSS")
+    rss_before = status_kib("VmRSS")
     tracemalloc.start()
     tracemalloc.reset_peak()
     started = time.perf_counter()
@@ -124,7 +125,7 @@ def _measure(run: Callable[[], Any]) -> tuple[Any, int, int | None, float]:
         elapsed = time.perf_counter() - started
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-    hwm = _rss_kib("VmHWM")
+    hwm = status_kib("VmHWM")
     growth = hwm - rss_before if rss_tracked and hwm is not None and rss_before is not None else None
     return result, peak, growth, elapsed
 

@@ -19,10 +19,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-from bench.ingest_memory import spawn_moto
+from bench.ingest_memory import spawn_moto, status_kib
 
 KBS = 200
 READER = "bench-reader"
@@ -47,13 +46,8 @@ def start_server(patched: bool) -> tuple[subprocess.Popen[bytes], str]:
 
 def rss_mib(pid: int) -> float | None:
     """VmRSS of ``pid`` in MiB (Linux); None elsewhere."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
+    kib = status_kib("VmRSS", pid)
+    return kib / 1024 if kib is not None else None
 
 
 def _s(value: str) -> dict[str, str]:
