@@ -35,7 +35,7 @@ from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
 from memmy_kb.adapters.memos.errors import MemosError, MemosNotFound, MemosRejectedInput, MemosUnavailable
 from memmy_kb.adapters.memos.models import FileInput
 from memmy_kb.adapters.s3 import ObjectChanged, ObjectInfo, parse_upload_key, verified_object_key
-from memmy_kb.domain.activity import new_activity
+from memmy_kb.domain.activity import optional_activity
 from memmy_kb.domain.formats import file_extension
 from memmy_kb.domain.limits import capacity_refused
 from memmy_kb.domain.naming import memos_file_name
@@ -238,9 +238,10 @@ class Ingestion:
             upload_id=upload.upload_id,
             uploaded_at=self.clock(),
         )
-        days = self.config.activity_retention_days
-        at = record.uploaded_at
-        entry = new_activity("uploaded", upload.kb_id, upload.owner_id, record.file_id, at, days) if days else None
+        entry = optional_activity(
+            "uploaded", upload.kb_id, upload.owner_id, record.file_id, record.uploaded_at,
+            self.config.activity_retention_days,
+        )
         try:
             self.contents.put_file_for_upload(
                 record,

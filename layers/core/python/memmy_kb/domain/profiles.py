@@ -7,7 +7,7 @@ from contextlib import suppress
 from datetime import datetime
 
 from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
-from memmy_kb.domain.activity import new_activity
+from memmy_kb.domain.activity import optional_activity
 from memmy_kb.domain.directory import VerifiedClaims, normalise_email, normalise_phone
 from memmy_kb.domain.ports import KnowledgeBaseStore, ProfileStore
 from memmy_kb.errors import Conflict, InvalidInput, NotFound
@@ -92,9 +92,7 @@ def block(
         raise Conflict(f"You can block at most {MAX_BLOCKED} accounts.", code="block_limit_reached") from None
     for grant in kbs.query_grants(user_id):
         if grant.role == "reader" and grant.owner_id == blocked_id:
-            activity = (
-                new_activity("left", grant.kb_id, user_id, user_id, now, retention_days) if retention_days else None
-            )
+            activity = optional_activity("left", grant.kb_id, user_id, user_id, now, retention_days)
             with suppress(ItemMissing):  # already gone (revoked or left meanwhile)
                 kbs.delete_reader_grant(grant.kb_id, user_id, activity=activity)
     return profile

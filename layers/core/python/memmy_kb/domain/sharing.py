@@ -14,7 +14,7 @@ from typing import NoReturn
 
 from memmy_kb.adapters.errors import AlreadyExists, ConditionFailed, ItemMissing
 from memmy_kb.domain.access import owner_grant, require_member_removal, require_owner
-from memmy_kb.domain.activity import new_activity
+from memmy_kb.domain.activity import new_activity, optional_activity
 from memmy_kb.domain.directory import normalise_email, normalise_phone
 from memmy_kb.domain.limits import (
     ShareLimits,
@@ -225,9 +225,7 @@ def remove_member(
     when ``retention_days`` is given."""
     require_member_removal(kbs, caller_id, kb_id, member_id)
     kind: ActivityKind = "left" if member_id == caller_id else "revoked"
-    activity = (
-        new_activity(kind, kb_id, caller_id, member_id, clock(), retention_days) if retention_days else None
-    )
+    activity = optional_activity(kind, kb_id, caller_id, member_id, clock(), retention_days)
     try:
         kbs.delete_reader_grant(kb_id, member_id, activity=activity)
     except ItemMissing:
