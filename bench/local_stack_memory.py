@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from bench.ingest_memory import spawn_moto, status_kib
+from bench.recall_scale import kb_items, write_items
 
 KBS = 200
 READER = "bench-reader"
@@ -57,25 +58,8 @@ def _s(value: str) -> dict[str, str]:
 def _seed(client: Any, table: str) -> None:
     items = [{"PK": _s(f"USER#{READER}"), "SK": _s("PROFILE"), "type": _s("profile"), "user_id": _s(READER)}]
     for n in range(KBS):
-        kb, owner = f"kb_bench{n:05d}", f"owner{n:05d}"
-        items += [
-            {
-                "PK": _s(f"KB#{kb}"), "SK": _s("META"), "type": _s("kb"), "kb_id": _s(kb), "name": _s(f"资料 {n}"),
-                "owner_id": _s(owner), "memos_kb_id": _s(f"memos{n:027d}"), "member_count": {"N": "0"},
-                "created_at": _s("2026-01-01T00:00:00+00:00"),
-            },
-            {
-                "PK": _s(f"USER#{owner}"), "SK": _s(f"KB#{kb}"), "GSI1PK": _s(f"KB#{kb}"), "GSI1SK": _s(f"USER#{owner}"),
-                "type": _s("grant"), "user_id": _s(owner), "kb_id": _s(kb), "role": _s("owner"), "recall": {"BOOL": True},
-                "memos_kb_id": _s(f"memos{n:027d}"), "owner_id": _s(owner), "granted_at": _s("2026-01-01T00:00:00+00:00"),
-            },
-        ]  # fmt: skip
-    for start in range(0, len(items), 25):
-        pending: dict[str, Any] = {
-            table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
-        }
-        while pending:
-            pending = client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+        items += kb_items(f"kb_bench{n:05d}", f"owner{n:05d}", f"memos{n:027d}")
+    write_items(client, table, items)
 
 
 def _share(table: str, n: int) -> list[dict[str, Any]]:

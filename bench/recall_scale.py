@@ -44,7 +44,7 @@ def quiet_environment() -> dict[str, str]:
     }
 
 
-def _kb_items(kb_id: str, owner: str, memos_kb_id: str) -> list[dict[str, Any]]:
+def kb_items(kb_id: str, owner: str, memos_kb_id: str) -> list[dict[str, Any]]:
     """META and the owner's grant of one KB, as the service writes them."""
     now = datetime.now(UTC).isoformat()
     meta = {
@@ -75,7 +75,8 @@ def _kb_items(kb_id: str, owner: str, memos_kb_id: str) -> list[dict[str, Any]]:
     return [meta, grant]
 
 
-def _write(client: Any, table: str, items: list[dict[str, Any]]) -> None:
+def write_items(client: Any, table: str, items: list[dict[str, Any]]) -> None:
+    """``items`` put in ``table`` by batches, unprocessed items retried."""
     for start in range(0, len(items), _BATCH):
         request = {table: [{"PutRequest": {"Item": item}} for item in items[start : start + _BATCH]]}
         while request:
@@ -182,8 +183,8 @@ def run(
                         ready_at=time.time() + 3600,
                     )  # fmt: skip
                     emulator.store.complete_file(file.id, [(f"MemOS 开源VS商业化 {i}", EXCERPT)])
-                    caller_items += _kb_items(f"kb_caller{i}", CALLER, memos_id)
-            _write(dynamodb, table, caller_items)
+                    caller_items += kb_items(f"kb_caller{i}", CALLER, memos_id)
+            write_items(dynamodb, table, caller_items)
 
             module = load_function_module("functions/recall/", "app.lambda_handler")
             event = http_event("POST", "/recall", claims=claims_for(CALLER), body={"query": QUERY})
@@ -197,13 +198,13 @@ def run(
             present = CALLER_KBS
             for size in sizes:
                 started = time.perf_counter()
-                _write(
+                write_items(
                     dynamodb,
                     table,
                     [
                         item
                         for n in range(present, size)
-                        for item in _kb_items(f"kb_other{n:06d}", f"user{n:06d}", f"memos-other-{n:06d}")
+                        for item in kb_items(f"kb_other{n:06d}", f"user{n:06d}", f"memos-other-{n:06d}")
                     ],
                 )
                 present = max(present, size)
