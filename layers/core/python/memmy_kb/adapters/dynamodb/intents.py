@@ -101,28 +101,26 @@ class DynamoCreateIntents:
     def abandon_create(self, kb_id: str, *, request: RequestRecord | None, keep_intent: bool) -> None:
         """A create that failed: release its ``Idempotency-Key`` record (so the client may retry with the
         key) and, unless ``keep_intent`` (MemOS may hold a KB nobody recorded), delete its intent."""
-        actions: list[Action] = []
-        if not keep_intent:
-            actions.append({"Delete": {"TableName": self._table.name, "Key": dump(intent_key(kb_id))}})
-        if request is not None:
-            actions.append(
-                {
-                    "Delete": {
-                        "TableName": self._table.name,
-                        "Key": dump(request_key(request.operation, request.key_hash)),
-                        "ConditionExpression": "attempt = :attempt",
-                        "ExpressionAttributeValues": {":attempt": {"S": request.attempt}},
-                    }
-                }
-            )
-        if len(actions) == 1 and "ConditionExpression" not in actions[0]["Delete"]:
-            self._table.client.delete_item(**actions[0]["Delete"])
-        elif actions:
-            try:
-                self._table.transact(actions)
-            except TransactionRefused:
-                if not keep_intent:  # the key was taken over meanwhile: it is the other run's now
-                    self.delete_create_intent(kb_id)
+        if request is None:
+            if not keep_intent:
+                self.delete_create_intent(kb_id)
+            return
+        release: Action = {
+            "Delete": {
+                "TableName": self._table.name,
+                "Key": dump(request_key(request.operation, request.key_hash)),
+                "ConditionExpression": "attempt = :attempt",
+                "ExpressionAttributeValues": {":attempt": {"S": request.attempt}},
+            }
+        }
+        intent: list[Action] = (
+            [] if keep_intent else [{"Delete": {"TableName": self._table.name, "Key": dump(intent_key(kb_id))}}]
+        )
+        try:
+            self._table.transact([*intent, release])
+        except TransactionRefused:
+            if not keep_intent:  # the key was taken over meanwhile: it is the other run's now
+                self.delete_create_intent(kb_id)
 
     def query_stale_intents(self, before: datetime, limit: int) -> list[tuple[str, str]]:
         """``(kb_id, memos_name)`` of creates started before ``before`` that never finished."""
