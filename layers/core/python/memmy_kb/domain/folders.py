@@ -96,16 +96,10 @@ def update_folder(
 
 
 def is_live(folders: Mapping[str, FolderRecord], folder_id: str) -> bool:
-    """Whether ``folder_id`` exists and every folder above it does, up to the root."""
-    seen: set[str] = set()
-    current: str | None = folder_id
-    while current is not None:
-        folder = folders.get(current)
-        if folder is None or current in seen:
-            return False
-        seen.add(current)
-        current = folder.parent_id
-    return True
+    """Whether ``folder_id`` exists and every folder above it does, up to the root: its chain reaches a
+    top-level folder instead of stopping at a missing one (or a cycle)."""
+    chain = _chain(folders, folder_id)
+    return bool(chain) and chain[-1].parent_id is None
 
 
 def require_live_folder(contents: ContentStore, kb_id: str, folder_id: str | None) -> None:
@@ -118,7 +112,7 @@ def _too_deep() -> InvalidInput:
     return InvalidInput(f"Folders nest at most {MAX_FOLDER_DEPTH} deep.", code="folder_too_deep")
 
 
-def _chain(folders: dict[str, FolderRecord], folder_id: str) -> list[FolderRecord]:
+def _chain(folders: Mapping[str, FolderRecord], folder_id: str) -> list[FolderRecord]:
     """``folder_id`` and its ancestors up to the root (stops on a cycle, which writes never create)."""
     chain: list[FolderRecord] = []
     seen: set[str] = set()
