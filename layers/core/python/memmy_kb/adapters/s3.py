@@ -118,11 +118,7 @@ class UploadStorage:
                 info = self.head(key)
                 return (info, b"") if info is not None else None
             raise
-        body = reply["Body"]
-        try:
-            data: bytes = body.read()
-        finally:
-            body.close()
+        data = _read_all(reply["Body"])
         # "bytes 0-99/1234": the total after the slash; without a range answer the body is the whole object.
         content_range = str(reply.get("ContentRange") or "")
         size = int(content_range.rsplit("/", 1)[1]) if "/" in content_range else len(data)
@@ -133,12 +129,7 @@ class UploadStorage:
         if length <= 0 or start >= info.size:
             return b""
         end = min(info.size, start + length) - 1
-        body = self._get(info, Range=f"bytes={start}-{end}")["Body"]
-        try:
-            data: bytes = body.read()
-            return data
-        finally:
-            body.close()
+        return _read_all(self._get(info, Range=f"bytes={start}-{end}")["Body"])
 
     def iter_chunks(self, info: ObjectInfo, chunk_size: int = STREAM_CHUNK_BYTES) -> Iterator[bytes]:
         """The object's bytes in chunks of at most ``chunk_size``, streamed from one GET."""
@@ -185,3 +176,12 @@ class UploadStorage:
             if _code(err) in _MISSING | {"PreconditionFailed", "412"}:
                 raise ObjectChanged(info.key) from err
             raise
+
+
+def _read_all(body: Any) -> bytes:
+    """A GET's whole (ranged) body, its connection released."""
+    try:
+        data: bytes = body.read()
+        return data
+    finally:
+        body.close()
