@@ -46,6 +46,7 @@ UserId = Annotated[str, Path(min_length=1, max_length=256)]
 # Refusals many routes document, in the error shape.
 NOT_VISIBLE = (HTTPStatus.NOT_FOUND, "No such knowledge base (or folder/file), or not visible to the caller")
 READER = (HTTPStatus.FORBIDDEN, "The caller is a reader, not the owner")
+NO_PROFILE = (HTTPStatus.NOT_FOUND, "No profile yet: register it with PUT /me")
 
 
 def error_response(status: int, code: str, message: str, details: Any = None) -> Response[str]:

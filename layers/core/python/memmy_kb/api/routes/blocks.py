@@ -11,12 +11,11 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from memmy_kb.api.dependencies import get_kb_store, get_profile_store
 from memmy_kb.api.identity import caller_id
 from memmy_kb.api.models.blocks import BlockedList, BlockRequest
-from memmy_kb.api.resolver import UserId, new_router, responses
+from memmy_kb.api.resolver import NO_PROFILE, UserId, new_router, responses
 from memmy_kb.domain import profiles
 from memmy_kb.settings import get_settings
 
 router = new_router()
-NO_PROFILE = (HTTPStatus.NOT_FOUND, "No profile yet: register it with PUT /me")
 
 
 @router.get(

@@ -10,11 +10,10 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from memmy_kb.api.dependencies import get_profile_store
 from memmy_kb.api.identity import caller_id, verified_claims
 from memmy_kb.api.models.profile import Me, UpdateMeRequest
-from memmy_kb.api.resolver import new_router, responses
+from memmy_kb.api.resolver import NO_PROFILE, new_router, responses
 from memmy_kb.domain import profiles
 
 router = new_router()
-NO_PROFILE = (HTTPStatus.NOT_FOUND, "No profile yet: register it with PUT /me")
 
 
 @router.put(
