@@ -24,6 +24,12 @@ class VerifiedClaims:
     # When the login provider issued the token (``iat``): how fresh its email/phone verification is.
     issued_at: int | None = None
 
+    def identifiers(self) -> tuple[str | None, str | None]:
+        """The verified email and phone in their normal forms (None: absent, or not one we can match)."""
+        email = normalise_email(self.email) if self.email else None
+        phone = normalise_phone(self.phone) if self.phone else None
+        return email, phone
+
 
 def normalise_phone(raw: str, region: str = DEFAULT_PHONE_REGION) -> str | None:
     """E.164 form of ``raw`` (``+8613800138000``), or None when it is not a valid number.

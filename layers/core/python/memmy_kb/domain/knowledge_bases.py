@@ -15,7 +15,7 @@ from memmy_kb.adapters.memos.errors import MemosError, MemosQuotaExceeded
 from memmy_kb.domain.access import require_access, require_owner
 from memmy_kb.domain.activity import DEFAULT_RETENTION_DAYS, new_activity
 from memmy_kb.domain.activity import record as record_activity
-from memmy_kb.domain.directory import VerifiedClaims, masked_contact, normalise_email, normalise_phone
+from memmy_kb.domain.directory import VerifiedClaims, masked_contact
 from memmy_kb.domain.ports import (
     ActivityLog,
     CreateIntents,
@@ -169,8 +169,7 @@ def _created_view(
     (the name a ``PUT /me`` would register, the masked verified contact) without reading the profile."""
     if not owner.name:
         return _view(kb, grant, profiles.get_profile(owner.user_id))
-    phone = normalise_phone(owner.phone) if owner.phone else None
-    email = normalise_email(owner.email) if owner.email else None
+    email, phone = owner.identifiers()
     return KnowledgeBaseView(
         kb=kb, grant=grant, owner_name=owner.name, owner_contact=masked_contact(phone, email)
     )

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
 from memmy_kb.domain.activity import optional_activity
-from memmy_kb.domain.directory import VerifiedClaims, normalise_email, normalise_phone
+from memmy_kb.domain.directory import VerifiedClaims
 from memmy_kb.domain.ports import KnowledgeBaseStore, ProfileStore
 from memmy_kb.errors import Conflict, InvalidInput, NotFound
 from memmy_kb.records import ProfileRecord, utc_now
@@ -24,11 +24,12 @@ def register_profile(
     ``identifier_ambiguous``) until one of the two registers without it.
     """
     previous = profiles.get_profile(claims.user_id)
+    email, phone = claims.identifiers()
     profile = ProfileRecord(
         user_id=claims.user_id,
         display_name=claims.name or (previous.display_name if previous else None) or claims.user_id,
-        email=normalise_email(claims.email) if claims.email else None,
-        phone=normalise_phone(claims.phone) if claims.phone else None,
+        email=email,
+        phone=phone,
         updated_at=clock(),
         # The user's own settings are not claims: a re-registration keeps them.
         recall_new_shares=previous.recall_new_shares if previous else True,
