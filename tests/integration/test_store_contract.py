@@ -229,8 +229,11 @@ def test_given_several_kbs_when_batch_read_then_each_found_once_and_missing_ones
     a, b = kb_record("kb_a"), kb_record("kb_b", owner_id="bob")
     backend.seed(a, b)
 
-    assert backend.kbs.batch_get_kbs(["kb_b", "kb_a", "kb_missing", "kb_a"]) == {"kb_a": a, "kb_b": b}
-    assert backend.kbs.batch_get_kbs([]) == {}
+    assert backend.kbs.batch_get_kbs_and_profiles(["kb_b", "kb_a", "kb_missing", "kb_a"], [])[0] == {
+        "kb_a": a,
+        "kb_b": b,
+    }
+    assert backend.kbs.batch_get_kbs_and_profiles([], [])[0] == {}
 
 
 def test_given_grants_of_several_users_when_one_users_are_queried_then_only_theirs_in_kb_order(

@@ -251,17 +251,15 @@ class FakeKnowledgeBaseStore:
         kb = self.table.kbs.get(kb_id)
         return kb.model_copy(deep=True) if kb else None
 
-    def batch_get_kbs(self, kb_ids: Iterable[str]) -> dict[str, KnowledgeBaseRecord]:
-        return {
+    def batch_get_kbs_and_profiles(
+        self, kb_ids: Iterable[str], user_ids: Iterable[str]
+    ) -> tuple[dict[str, KnowledgeBaseRecord], dict[str, ProfileRecord]]:
+        kbs = {
             kb_id: kb.model_copy(deep=True)
             for kb_id in dict.fromkeys(kb_ids)
             if (kb := self.table.kbs.get(kb_id)) is not None
         }
-
-    def batch_get_kbs_and_profiles(
-        self, kb_ids: Iterable[str], user_ids: Iterable[str]
-    ) -> tuple[dict[str, KnowledgeBaseRecord], dict[str, ProfileRecord]]:
-        return self.batch_get_kbs(kb_ids), FakeProfileStore(self.table).batch_get_profiles(user_ids)
+        return kbs, FakeProfileStore(self.table).batch_get_profiles(user_ids)
 
     def read_share(
         self,

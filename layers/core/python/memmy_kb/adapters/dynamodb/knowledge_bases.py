@@ -132,11 +132,6 @@ class DynamoKnowledgeBaseStore:
         item = self._table.get(kb_key(kb_id))
         return KnowledgeBaseRecord.model_validate(item) if item else None
 
-    def batch_get_kbs(self, kb_ids: Iterable[str]) -> dict[str, KnowledgeBaseRecord]:
-        keys = [kb_key(kb_id) for kb_id in dict.fromkeys(kb_ids)]
-        items = self._table.batch_get(keys, consistent=True)
-        return {item["kb_id"]: KnowledgeBaseRecord.model_validate(item) for item in items}
-
     def batch_get_kbs_and_profiles(
         self, kb_ids: Iterable[str], user_ids: Iterable[str]
     ) -> tuple[dict[str, KnowledgeBaseRecord], dict[str, ProfileRecord]]:
