@@ -15,10 +15,13 @@ export MEMMY_KB_CHROMIUM
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# Two distributions, one pip run: the user's client (client/, `memmy-kb`, with the OS keychain) and the
+# root project (the core and the local stack, `memmy-local`), which requires the client and so finds it
+# here instead of in a registry. A change to either pyproject reinstalls both.
+$(STAMP): pyproject.toml client/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[local,dev,desktop]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e './client[desktop]' -e '.[local,dev]'
 	touch $(STAMP)
 
 # $(call apt_install,PACKAGE,WHAT FOR,INSTRUCTION): Debian's PACKAGE installed with apt-get when we are
@@ -43,7 +46,7 @@ cjk-fonts:
 	  need a Chinese font: run 'sudo apt-get install fonts-noto-cjk' and try again.); }
 
 run: install
-	$(VENV)/bin/memmy-kb dev up
+	$(VENV)/bin/memmy-local up
 
 # Static checks. `make test` runs them first, so a check added here runs there too.
 lint: install

@@ -21,7 +21,7 @@ import boto3
 import httpx
 import pytest
 
-from tests.support.stack import CLI, RunningStack
+from tests.support.stack import LOCAL_CLI, RunningStack
 
 pytestmark = pytest.mark.e2e
 
@@ -167,7 +167,7 @@ def test_a_cleanup_failing_past_its_retries_is_marked_failed_and_reconcile_finis
     )
     home = local_stack.key_path.parent
     done = subprocess.run(  # noqa: S603 - our own CLI
-        [*CLI, "dev", "reconcile"],
+        [*LOCAL_CLI, "reconcile"],
         capture_output=True,
         text=True,
         env={**os.environ, "MEMMY_KB_HOME": str(home)},

@@ -11,7 +11,7 @@ from http import HTTPStatus
 import httpx
 import pytest
 
-from tests.support.stack import CLI, RunningStack
+from tests.support.stack import CLI, LOCAL_CLI, RunningStack
 
 pytestmark = pytest.mark.e2e
 
@@ -27,10 +27,10 @@ def cli(stack: RunningStack, token: str, *args: str) -> subprocess.CompletedProc
 
 
 def dev_token(stack: RunningStack, user: str, *args: str) -> str:
-    """A token printed by `memmy-kb dev token`, as a person would get one."""
+    """A token printed by `memmy-local token`, as a person would get one."""
     env = {**os.environ, "MEMMY_KB_HOME": str(stack.key_path.parent)}
     out = subprocess.run(  # noqa: S603
-        [*CLI, "dev", "token", user, *args], capture_output=True, text=True, env=env, timeout=60, check=True
+        [*LOCAL_CLI, "token", user, *args], capture_output=True, text=True, env=env, timeout=60, check=True
     )
     return out.stdout.strip()
 

@@ -1,6 +1,6 @@
 """The local stack (in this process): state machine executions run the ASL on moto's server with their
-Lambda tasks dispatched in-process, and scheduled functions run on demand (``run_scheduled``, ``memmy-kb
-dev reconcile``)."""
+Lambda tasks dispatched in-process, and scheduled functions run on demand (``run_scheduled``, ``memmy-local
+reconcile``)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 import boto3
 import pytest
 
-from memmy_kb_client.cli import main
 from memmy_local import tokens
+from memmy_local.cli import main
 from memmy_local.stack import LocalStack, StackConfig
 
 
@@ -114,6 +114,6 @@ def test_reconcile_runs_once_on_demand_from_python_and_from_the_cli(
 
     # The stack recorded its control endpoint in the dev home ($MEMMY_KB_HOME here)
     assert (tokens.dev_home() / "local-stack.json").exists()
-    code = main(["dev", "reconcile"])
+    code = main(["reconcile"])
     printed = json.loads(capsys.readouterr().out)
     assert (code, printed["function"]) == (0, "ReconcileFunction"), printed

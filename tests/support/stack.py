@@ -1,4 +1,4 @@
-"""The ``local_stack`` fixture: the real ``memmy-kb dev up`` in a subprocess, on free ports, per test session.
+"""The ``local_stack`` fixture: the real ``memmy-local up`` in a subprocess, on free ports, per test session.
 
 Every port is 0 (the stack picks free ones and prints them), so xdist workers never collide. The
 subprocess gets its own ``MEMMY_KB_HOME`` and so its own signing key; ``token()`` signs with that key.
@@ -28,9 +28,17 @@ STOP_TIMEOUT_SECONDS = 10
 READY_LINE = re.compile(r"^Memmy local stack ready at (\S+)$", re.MULTILINE)
 URL_LINE = re.compile(r"^\s+(API|MemOS|moto):\s+(\S+)", re.MULTILINE)
 STATE_URL = re.compile(r"\(state: (\S+)/_emulator/state\)")
-_SCRIPT = Path(sys.executable).with_name("memmy-kb")
-# The installed entry point, as `make run` uses it; the module when the venv has no script.
-CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "memmy_kb_client.cli"]
+
+
+def _command(script: str, module: str) -> list[str]:
+    """The installed entry point, as people and `make run` use it; the module when the venv has no script."""
+    path = Path(sys.executable).with_name(script)
+    return [str(path)] if path.exists() else [sys.executable, "-m", module]
+
+
+# The user's command (client/) and the developers' local stack (infra/local).
+CLI = _command("memmy-kb", "memmy_kb_client.cli")
+LOCAL_CLI = _command("memmy-local", "memmy_local.cli")
 
 
 def run_hook(
@@ -76,9 +84,9 @@ def _wait_until_ready(process: subprocess.Popen[bytes], log_path: Path) -> str:
         if READY_LINE.search(output):
             return output
         if process.poll() is not None:
-            raise RuntimeError(f"memmy-kb dev up exited with {process.returncode}:\n{output[-4000:]}")
+            raise RuntimeError(f"memmy-local up exited with {process.returncode}:\n{output[-4000:]}")
         time.sleep(0.05)
-    raise TimeoutError(f"memmy-kb dev up not ready after {READY_TIMEOUT_SECONDS} s:\n{output[-4000:]}")
+    raise TimeoutError(f"memmy-local up not ready after {READY_TIMEOUT_SECONDS} s:\n{output[-4000:]}")
 
 
 def stop_stack(process: subprocess.Popen[bytes]) -> int:
@@ -94,7 +102,7 @@ def stop_stack(process: subprocess.Popen[bytes]) -> int:
 
 
 def start_stack(workdir: Path, data_dir: Path | None = None) -> tuple[subprocess.Popen[bytes], RunningStack]:
-    """Start ``memmy-kb dev up`` (with ``--data-dir`` if given); return it once its ready line appears.
+    """Start ``memmy-local up`` (with ``--data-dir`` if given); return it once its ready line appears.
 
     Its home (signing key when there is no data dir) and its log are under ``workdir``.
     """
@@ -103,7 +111,7 @@ def start_stack(workdir: Path, data_dir: Path | None = None) -> tuple[subprocess
     log_path = workdir / "stack.log"
     extra_args = ["--data-dir", str(data_dir)] if data_dir is not None else []
     env = {**os.environ, tokens.HOME_ENV: str(home), "PYTHONUNBUFFERED": "1"}
-    command = [*CLI, "dev", "up", "--port", "0", "--memos-port", "0", "--moto-port", "0"]
+    command = [*LOCAL_CLI, "up", "--port", "0", "--memos-port", "0", "--moto-port", "0"]
     command += ["--processing-delay", "0.2", *extra_args]
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(  # noqa: S603 - our own CLI with fixed arguments

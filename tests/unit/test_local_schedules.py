@@ -1,5 +1,5 @@
 """Schedules in the local stack: the template's Schedule/ScheduleV2 events, the timer, the control endpoint
-and ``memmy-kb dev reconcile`` (no AWS: functions are fakes)."""
+and ``memmy-local reconcile`` (no AWS: functions are fakes)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from memmy_kb_client.cli import main
+from memmy_local.cli import main
 from memmy_local.control import TOKEN_HEADER, ControlServer, read_state, state_file
 from memmy_local.runners import ScheduleRunner, ScheduleSource, schedule_event, schedule_sources
 from memmy_local.template import TEMPLATE_PATH, load_template
@@ -262,20 +262,22 @@ def test_stopping_removes_only_its_own_record(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------------ CLI
 
 
-def test_dev_reconcile_runs_the_function_in_the_running_stack(
+def test_reconcile_runs_the_function_in_the_running_stack(
     control: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["dev", "reconcile", "--data-dir", str(tmp_path)]) == 0
+    assert main(["reconcile", "--data-dir", str(tmp_path)]) == 0
     assert json.loads(capsys.readouterr().out) == {
         "function": "ReconcileFunction",
         "result": {"restarted": 1},
     }
-    assert main(["dev", "reconcile", "--data-dir", str(tmp_path), "--function", "Broken"]) == 1
+    assert main(["reconcile", "--data-dir", str(tmp_path), "--function", "Broken"]) == 1
     assert json.loads(capsys.readouterr().out)["errorType"] == "ValueError"
 
 
-def test_dev_reconcile_without_a_running_stack_says_so(
+def test_reconcile_without_a_running_stack_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["dev", "reconcile", "--data-dir", str(tmp_path)]) == 1
-    assert "no running local stack" in capsys.readouterr().err
+    assert main(["reconcile", "--data-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "no running local stack" in err
+    assert "start one with `memmy-local up`" in err

@@ -1,0 +1,335 @@
+"""The ``memmy-local`` command: the local development stack (``make run`` is ``memmy-local up``).
+
+Development tooling, installed with the root project (``pip install -e '.[local]'``), never with the
+user's client: ``up`` runs moto, the MemOS emulator, the gateway and the desktop's local service in one
+process; ``token`` mints a login token for it; ``reconcile`` runs its scheduled function once; ``memos``
+runs the MemOS emulator alone. ``memmy-kb dev ...`` forwards here when this package is installed.
+
+Imports stay inside the commands, so ``--help`` and ``token`` do not pay for moto, boto3 or the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memmy_kb_client.desktop.server import DesktopService
+    from memmy_local.stack import LocalStack
+
+PROG = "memmy-local"
+READY_PREFIX = "Memmy local stack ready at "
+
+
+def _api_keys(values: Sequence[str]) -> dict[str, str]:
+    """``KEY`` or ``KEY=PROJECT`` options; keys without a project share the project ``default``."""
+    keys = {}
+    for value in values:
+        key, _, project = value.partition("=")
+        keys[key] = project or "default"
+    return keys
+
+
+def _wait_for_interrupt() -> None:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+
+
+def _interrupt_on_sigterm(*_: Any) -> None:
+    raise KeyboardInterrupt
+
+
+# -------------------------------------------------------------------------------------------- memos
+
+
+def _memos(args: argparse.Namespace) -> int:
+    from memmy_local.memos_emulator.server import DEFAULT_API_KEY, EmulatorConfig, MemosEmulator
+
+    config = EmulatorConfig(
+        host=args.host,
+        port=args.port,
+        prefix=args.prefix,
+        api_keys=_api_keys(args.api_key or [DEFAULT_API_KEY]),
+        db_path=args.db,
+        processing_delay=args.processing_delay,
+    )
+    with MemosEmulator(config) as emulator:
+        print(
+            f"MemOS emulator on {emulator.base_url} (state: {emulator.root_url}/_emulator/state)", flush=True
+        )
+        _wait_for_interrupt()
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------- up
+
+
+def _up(args: argparse.Namespace) -> int:
+    import logging
+    import warnings
+
+    from memmy_local.stack import LocalStack, StackConfig, StackStartError
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # moto's server, httpx and botocore log every AWS call; the gateway's one line per request is enough.
+    for noisy in ("werkzeug", "httpx", "botocore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    # Powertools warns on every request that publishes no metric; useless noise on a dev console.
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+    config = StackConfig(
+        gateway_port=args.port,
+        memos_port=args.memos_port,
+        moto_port=args.moto_port,
+        data_dir=args.data_dir,
+        memos_processing_delay=args.processing_delay,
+        schedule_interval=args.schedule_interval,
+    )
+    # SIGTERM behaves like Ctrl-C, also while the stack is still starting, so everything started is stopped.
+    signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+    # A shell starting us in the background without job control ignores SIGINT; Ctrl-C must still work.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with LocalStack(config) as stack, _desktop_beside(stack, args) as desktop:
+            _print_ready(stack, args.data_dir, desktop)
+            threading.Event().wait()
+    except KeyboardInterrupt:
+        print("Memmy local stack stopped", flush=True)
+    except StackStartError as err:
+        print(
+            f"{PROG} up: {err}; choose another with --port/--memos-port/--moto-port (0 = any)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+@contextlib.contextmanager
+def _desktop_beside(stack: LocalStack, args: argparse.Namespace) -> Iterator[DesktopService | None]:
+    """The desktop side's local service, pointed at the stack's API (None with --no-desktop).
+
+    Its state is the usual ``$MEMMY_KB_HOME/desktop``, so the hooks find it. A busy port falls back to any
+    free one (the hooks read the port from that state); another service on the same state dir leaves the
+    stack without one, with a warning.
+    """
+    if args.no_desktop:
+        yield None
+        return
+    from memmy_kb_client.desktop.paths import desktop_dir
+    from memmy_kb_client.desktop.server import DesktopConfig, DesktopService, DesktopStartError, PortInUse
+
+    config = DesktopConfig(state_dir=desktop_dir(), cloud_url=stack.api_url, port=args.desktop_port)
+    try:
+        try:
+            service = DesktopService(config).start()
+        except PortInUse:
+            service = DesktopService(dataclasses.replace(config, port=0)).start()
+    except DesktopStartError as err:
+        print(f"{PROG} up: no desktop service: {err}", file=sys.stderr, flush=True)
+        yield None
+        return
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+def _print_ready(stack: LocalStack, data_dir: Path | None, desktop: DesktopService | None = None) -> None:
+    data = f"{data_dir} (kept across restarts)" if data_dir else "none kept (a clean slate on every start)"
+    data_option = f" --data-dir {data_dir}" if data_dir else ""
+    mint_command = f"{PROG} token alice --name Alice --email alice@example.com{data_option}"
+    lines = [
+        f"  API:    {stack.api_url}",
+        f"  MemOS:  {stack.memos_api_url}  (state: {stack.memos_url}/_emulator/state)",
+        f"  moto:   {stack.moto_url}",
+        f"  control: {stack.control_url}  ({PROG} reconcile{data_option})",
+        f"  data:   {data}",
+    ]
+    if desktop is not None:
+        from memmy_kb_client.desktop.commands import describe
+
+        lines += ["", describe(desktop)]
+    lines += [
+        f"{READY_PREFIX}{stack.api_url}",
+        f'Get a token:  TOKEN="$({mint_command})"',
+        f'Then:         curl -H "Authorization: Bearer $TOKEN" {stack.api_url}/knowledge-bases',
+    ]
+    if desktop is not None:
+        lines += [
+            f"Desktop:      {mint_command} | memmy-kb desktop login",
+            "              memmy-kb hook install claude-code   # or codex, gemini; then ask in the agent",
+        ]
+    lines.append("Ctrl-C stops the stack.")
+    print("\n".join(lines), flush=True)
+
+
+# ------------------------------------------------------------------------------- token and reconcile
+
+
+def _token(args: argparse.Namespace) -> int:
+    from memmy_local import tokens
+
+    token = tokens.issue_token(
+        args.user,
+        name=args.name,
+        email=args.email,
+        phone=args.phone,
+        ttl_seconds=args.ttl,
+        key_path=tokens.signing_key_path(args.data_dir),
+    )
+    print(token)
+    return 0
+
+
+def _reconcile(args: argparse.Namespace) -> int:
+    import json
+
+    import httpx
+
+    from memmy_local import tokens
+    from memmy_local.control import TOKEN_HEADER, read_state, state_file
+
+    home = tokens.dev_home(args.data_dir)
+    try:
+        state = read_state(home)
+    except (OSError, ValueError):
+        print(
+            f"{PROG} reconcile: no running local stack recorded in {state_file(home)}; start one with "
+            f"`{PROG} up` (and pass the same --data-dir)",
+            file=sys.stderr,
+        )
+        return 1
+    url = f"{state['control_url']}/schedules/{args.function}"
+    try:
+        # The function's own timeout (300 s for reconcile) bounds the wait, plus a margin.
+        response = httpx.post(url, headers={TOKEN_HEADER: state["token"]}, timeout=args.timeout)
+    except httpx.HTTPError as err:
+        print(f"{PROG} reconcile: the local stack at {url} did not answer ({err})", file=sys.stderr)
+        return 1
+    print(json.dumps(response.json(), indent=2, ensure_ascii=False))
+    return 0 if response.status_code == 200 else 1
+
+
+# ------------------------------------------------------------------------------------------- parser
+
+
+def _add_memos(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    memos = commands.add_parser("memos", help="run the MemOS emulator on its own")
+    memos.add_argument("--host", default="127.0.0.1")
+    memos.add_argument("--port", type=int, default=8090)
+    memos.add_argument("--prefix", default="/api/openmem/v1")
+    memos.add_argument(
+        "--api-key",
+        action="append",
+        metavar="KEY[=PROJECT]",
+        help="an accepted key (repeatable; default local-memos-key)",
+    )
+    memos.add_argument(
+        "--db", type=Path, default=None, help="SQLite file to keep state in (default: a temp dir)"
+    )
+    memos.add_argument("--processing-delay", type=float, default=1.0, help="seconds a file stays running")
+    memos.set_defaults(func=_memos)
+
+
+def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    up = commands.add_parser(
+        "up", help="start the whole local stack (moto, the MemOS emulator, the API gateway) until Ctrl-C"
+    )
+    up.add_argument("--port", type=int, default=8080, help="the API gateway's port (0 = any free port)")
+    up.add_argument("--memos-port", type=int, default=8090, help="the MemOS emulator's port (0 = any)")
+    up.add_argument("--moto-port", type=int, default=5000, help="moto's port (0 = any)")
+    up.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="keep DynamoDB items, MemOS state and the signing key here across restarts",
+    )
+    up.add_argument(
+        "--processing-delay", type=float, default=1.0, help="seconds a new MemOS file stays running"
+    )
+    up.add_argument(
+        "--schedule-interval",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help=f"run the scheduled functions (reconcile) this often (default 60; 0 = only by {PROG} reconcile)",
+    )
+    up.add_argument(
+        "--no-desktop", action="store_true", help="do not start the desktop side's local service beside it"
+    )
+    up.add_argument(
+        "--desktop-port",
+        type=int,
+        default=8765,
+        help="the local service's port (default 8765; any free one if that is taken; 0 = any)",
+    )
+    up.set_defaults(func=_up)
+
+
+def _add_reconcile(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    reconcile = commands.add_parser(
+        "reconcile",
+        help="run the scheduled reconcile function once in the running local stack and print its result",
+    )
+    reconcile.add_argument(
+        "--data-dir", type=Path, default=None, help="the stack's --data-dir, if it was started with one"
+    )
+    reconcile.add_argument(
+        "--function",
+        default="ReconcileFunction",
+        help="the scheduled function's logical id in template.yaml (default ReconcileFunction)",
+    )
+    reconcile.add_argument(
+        "--timeout", type=float, default=330.0, metavar="SECONDS", help="how long to wait (default 330)"
+    )
+    reconcile.set_defaults(func=_reconcile)
+
+
+def _add_token(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    token = commands.add_parser("token", help="print a login token for the local stack")
+    token.add_argument("user", metavar="USER", help="the user id (the token's sub)")
+    token.add_argument("--name", help="display name claim")
+    token.add_argument("--email", help="email claim (asserted as verified)")
+    token.add_argument("--phone", help="phone_number claim in E.164 (asserted as verified)")
+    token.add_argument(
+        "--ttl", type=int, default=12 * 3600, metavar="SECONDS", help="lifetime (default 12 h)"
+    )
+    token.add_argument(
+        "--data-dir", type=Path, default=None, help="the stack's --data-dir, if it was started with one"
+    )
+    token.set_defaults(func=_token)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``memmy-local`` argument parser: up, token, reconcile, memos."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Memmy's local development stack: the whole service on this machine, no AWS, no Docker.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_up(commands)
+    _add_token(commands)
+    _add_reconcile(commands)
+    _add_memos(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""The ``memmy-local`` command (the local development stack) and the ``memmy-kb dev`` alias that forwards to
+it, or says how to install it where only the client is installed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from memmy_kb_client import cli as client_cli
+from memmy_local import cli as local_cli
+from tests.support.stack import CLI, LOCAL_CLI
+
+SUBCOMMANDS = {
+    "up": ["--port", "--memos-port", "--moto-port", "--data-dir", "--schedule-interval", "--no-desktop"],
+    "token": ["USER", "--name", "--email", "--phone", "--ttl", "--data-dir"],
+    "reconcile": ["--data-dir", "--function", "--timeout"],
+    "memos": ["--host", "--port", "--prefix", "--api-key", "--db", "--processing-delay"],
+}
+
+
+def run(command: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603 - our own console scripts
+        command, capture_output=True, text=True, timeout=60, check=False, env={**os.environ}
+    )
+
+
+def test_memmy_local_help_lists_its_four_commands() -> None:
+    done = run([*LOCAL_CLI, "--help"])
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: memmy-local")
+    for name in SUBCOMMANDS:
+        assert name in done.stdout
+
+
+@pytest.mark.parametrize("command", sorted(SUBCOMMANDS))
+def test_each_memmy_local_command_has_its_help(command: str) -> None:
+    done = run([*LOCAL_CLI, command, "--help"])
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: memmy-local {command}")
+    for option in SUBCOMMANDS[command]:
+        assert option in done.stdout
+
+
+def test_memmy_kb_dev_forwards_to_memmy_local_when_it_is_installed() -> None:
+    done = run([*CLI, "dev", "up", "--help"])
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: memmy-local up")
+    assert "--schedule-interval" in done.stdout
+
+
+def test_memmy_kb_dev_token_prints_what_memmy_local_token_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MEMMY_KB_HOME", str(tmp_path))
+
+    assert client_cli.main(["dev", "token", "alice", "--name", "Alice"]) == 0
+    token = capsys.readouterr().out.strip()
+
+    assert token.count(".") == 2  # a JWT, signed with the home's key
+
+
+def test_memmy_kb_help_lists_dev_without_loading_the_local_stack() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            "import sys\nfrom memmy_kb_client.cli import main\ntry:\n    main(['--help'])\n"
+            "except SystemExit:\n    pass\nprint(sorted(m for m in sys.modules if m.startswith('memmy_local')))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+
+    assert "dev " in done.stdout
+    assert done.stdout.rstrip().endswith("[]")
+
+
+def test_memmy_kb_dev_without_the_local_stack_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As where only the client is installed: the import of memmy_local fails.
+    monkeypatch.setitem(sys.modules, "memmy_local", None)
+    monkeypatch.setitem(sys.modules, "memmy_local.cli", None)
+
+    assert client_cli.main(["dev", "up", "--help"]) == 2
+
+    err = capsys.readouterr().err
+    assert "install the local stack (make run / pip install -e .[local])" in err
+    assert "memmy-local up" in err
+    assert "Traceback" not in err
+
+
+def test_the_ready_message_names_memmy_local_commands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack = SimpleNamespace(
+        api_url="http://127.0.0.1:8080",
+        memos_api_url="http://127.0.0.1:8090/api/openmem/v1",
+        memos_url="http://127.0.0.1:8090",
+        moto_url="http://127.0.0.1:5000",
+        control_url="http://127.0.0.1:8081",
+    )
+
+    local_cli._print_ready(stack, tmp_path)  # type: ignore[arg-type]
+
+    out = capsys.readouterr().out
+    assert f"memmy-local token alice --name Alice --email alice@example.com --data-dir {tmp_path}" in out
+    assert f"(memmy-local reconcile --data-dir {tmp_path})" in out
+    assert "Memmy local stack ready at http://127.0.0.1:8080\n" in out
+    assert "memmy-kb dev" not in out
