@@ -16,8 +16,9 @@ export MEMMY_KB_CHROMIUM
 install: $(STAMP)
 
 # Two distributions, one pip run: the user's client (client/, `memmy-kb`, with the OS keychain) and the
-# root project (the core and the local stack, `memmy-local`), which requires the client and so finds it
-# here instead of in a registry. A change to either pyproject reinstalls both.
+# root project (the core and the local stack, `memmy-local`, which also starts the client's desktop service).
+# The root does not name the client as a requirement, so pip never looks for it in a registry. A change to
+# either pyproject reinstalls both.
 $(STAMP): pyproject.toml client/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
