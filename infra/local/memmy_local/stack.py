@@ -170,9 +170,10 @@ class LocalStack:
         from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
         from . import tokens
+        from .authorizer import JwtAuthorizer
         from .control import ControlServer
         from .dynamodb import local_dynamodb
-        from .gateway import Gateway, GatewayConfig, JwtAuthorizer
+        from .gateway import Gateway, GatewayConfig
         from .provision import LOCAL_ACCOUNT_ID, provision
         from .runners import FunctionPool, ScheduleRunner, schedule_sources, start_sqs_runners
         from .stepfunctions import LambdaDispatcher, dispatching, states_all_as_on_aws
