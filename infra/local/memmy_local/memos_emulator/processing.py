@@ -18,7 +18,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from .chunking import chunk_sections
-from .extract import ExtractionError, extract_sections
+from .extract import extract_sections
+from .extraction import ExtractionError
 from .store import EmulatorStore
 
 if TYPE_CHECKING:
