@@ -8,7 +8,7 @@ handlers' caches (clients, the MemOS key), as a warm Lambda container has them; 
 
 DynamoDB request units are estimated from the recorded requests and answers with DynamoDB's rules
 (reads: 4 KB units, half for eventually consistent reads; writes: 1 KB units; transactions: twice; an
-item's size from its attribute names and values), so they are close to, not exactly, what AWS bills.
+item's size from its attribute names and values), so they are close to, not exactly, what AWS bills (``bench.dynamodb_units``).
 A cleanup is the state machine's work for one deletion: its Purge task (the cleanup function, invoked
 until it says done) and its DeleteOutbox task (one DynamoDB DeleteItem by Step Functions); its state
 transitions are Purge and Finished? per round, then DeleteOutbox.
@@ -19,7 +19,6 @@ transitions are Purge and Finished? per round, then DeleteOutbox.
 from __future__ import annotations
 
 import contextlib
-import math
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -27,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from unittest import mock
 
+from bench.dynamodb_units import request_units
 from bench.recall_scale import quiet_environment
 
 MEMOS_KEY = "bench-memos-key"
@@ -87,86 +87,6 @@ class Calls:
             elif op not in ("DeleteObject", "DeleteObjects", "AbortMultipartUpload"):
                 put_class += n
         return put_class, get_class
-
-
-# ------------------------------------------------------------------------------- request units
-
-
-def _value_bytes(value: dict[str, Any]) -> int:
-    ((kind, inner),) = value.items()
-    if kind == "S":
-        return len(str(inner).encode())
-    if kind == "N":  # about a byte per two significant digits, plus one
-        return (len(str(inner).strip("-").replace(".", "")) + 1) // 2 + 1
-    if kind == "B":
-        return len(inner)
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "SS":
-        return sum(len(str(s).encode()) for s in inner)
-    if kind == "NS":
-        return sum((len(str(n)) + 1) // 2 + 1 for n in inner)
-    if kind == "BS":
-        return sum(len(b) for b in inner)
-    if kind == "L":
-        return 3 + sum(1 + _value_bytes(v) for v in inner)
-    if kind == "M":
-        return 3 + sum(len(k.encode()) + 1 + _value_bytes(v) for k, v in inner.items())
-    return 0
-
-
-def item_bytes(item: dict[str, Any] | None) -> int:
-    """DynamoDB's size of an item: its attribute names and values (low-level wire shape)."""
-    return sum(len(name.encode()) + _value_bytes(value) for name, value in (item or {}).items())
-
-
-def _read_units(size: int, consistent: bool, transactional: bool = False) -> float:
-    units = max(1, math.ceil(size / 4096))
-    return units * (2 if transactional else 1 if consistent else 0.5)
-
-
-def _write_units(size: int, transactional: bool = False) -> float:
-    return max(1, math.ceil(size / 1024)) * (2 if transactional else 1)
-
-
-def request_units(operation: str, params: dict[str, Any], response: dict[str, Any]) -> tuple[float, float]:
-    """(read request units, write request units) of one DynamoDB call, estimated from DynamoDB's rules."""
-    consistent = bool(params.get("ConsistentRead"))
-    if operation == "GetItem":
-        return _read_units(item_bytes(response.get("Item")), consistent), 0
-    if operation in ("Query", "Scan"):
-        items = response.get("Items") or []
-        scanned = int(response.get("ScannedCount", len(items)))
-        average = sum(item_bytes(i) for i in items) / len(items) if items else 0
-        return _read_units(int(average * scanned), consistent), 0
-    if operation == "BatchGetItem":
-        rru = 0.0
-        for table, request in params.get("RequestItems", {}).items():
-            found = response.get("Responses", {}).get(table, [])
-            sizes = [item_bytes(i) for i in found] + [0] * (len(request.get("Keys", [])) - len(found))
-            rru += sum(_read_units(size, bool(request.get("ConsistentRead"))) for size in sizes)
-        return rru, 0
-    if operation == "TransactGetItems":
-        found = response.get("Responses") or []
-        return sum(_read_units(item_bytes(r.get("Item")), True, transactional=True) for r in found), 0
-    if operation == "PutItem":
-        return 0, _write_units(item_bytes(params.get("Item")))
-    if operation in ("UpdateItem", "DeleteItem"):
-        return 0, _write_units(item_bytes(response.get("Attributes")))
-    if operation == "BatchWriteItem":
-        return 0, sum(
-            _write_units(item_bytes(request.get("PutRequest", {}).get("Item")))
-            for requests in params.get("RequestItems", {}).values()
-            for request in requests
-        )
-    if operation == "TransactWriteItems":
-        # Every action, ConditionCheck included, is counted as a transactional write of its item.
-        return 0, sum(
-            _write_units(item_bytes(body.get("Item")), transactional=True)
-            for action in params.get("TransactItems", [])
-            for body in action.values()
-        )
-    return 0, 0
 
 
 # ------------------------------------------------------------------------------------- recording

@@ -8,6 +8,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from memmy_kb_client.delete_prompts import (
+    confirmed,
+    file_question,
+    folder_question,
+    kb_question,
+    stdin_is_terminal,
+)
+from memmy_kb_client.rendering import kb_line, progress_bar, render_list, render_listing, render_members
 from memmy_kb_client.terminal import printable
 
 Command = Callable[[argparse.Namespace], int]
@@ -44,25 +52,6 @@ def _run(action: Callable[[Any, argparse.Namespace], Any], render: Callable[[Any
     return command
 
 
-def _kb_line(kb: dict[str, Any]) -> str:
-    recall = "recall on " if kb["recall"] else "recall off"
-    return f"{kb['id']}  {recall}  {kb['name']}"
-
-
-def _render_list(kbs: list[dict[str, Any]]) -> str:
-    owned = [kb for kb in kbs if kb["role"] == "owner"]
-    shared = [kb for kb in kbs if kb["role"] != "owner"]
-    lines = ["My knowledge bases:"] + ([f"  {_kb_line(kb)}" for kb in owned] or ["  (none)"])
-    if shared:
-        lines.append("Shared with me:")
-        lines += [f"  {_kb_line(kb)}  (from {kb['owner']['display_name']})" for kb in shared]
-    return "\n".join(lines)
-
-
-def _render_members(members: list[dict[str, Any]]) -> str:
-    return "\n".join(f"{m['user_id']}  {m['role']:<6}  {m['display_name']}" for m in members)
-
-
 def _leave(client: Any, args: argparse.Namespace) -> str:
     from memmy_kb_client.sdk import ClientConfig, token_subject
 
@@ -71,30 +60,6 @@ def _leave(client: Any, args: argparse.Namespace) -> str:
         raise SystemExit("error: no login token; run `memmy-kb login --token ...` first")
     client.remove_member(args.kb, me)
     return f"left {args.kb}"
-
-
-def _render_listing(listing: dict[str, Any]) -> str:
-    lines = [f"[folder] {f['id']}  {f['name']}" for f in listing["folders"]]
-    for f in listing["files"]:
-        reason = f"  ({f['reason']})" if f.get("reason") else ""
-        lines.append(f"{f['status']:<10}  {f['id']}  {f['name']}{reason}")
-    if listing.get("refresh_after_seconds"):
-        lines.append(f"(still processing: look again in {listing['refresh_after_seconds']} s)")
-    return "\n".join(lines) or "(empty)"
-
-
-def _progress_bar(name: str) -> Callable[[int, int], None]:
-    def show(sent: int, total: int) -> None:
-        done = sent / total if total else 1.0
-        bar = "#" * int(done * 30)
-        print(
-            f"\r{name[:40]:<40} [{bar:<30}] {done:4.0%}",
-            end="" if sent < total else "\n",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    return show
 
 
 def _upload(args: argparse.Namespace) -> int:
@@ -110,7 +75,7 @@ def _upload(args: argparse.Namespace) -> int:
             for raw in args.paths:
                 path = Path(raw)
                 ticket = client.upload_file(
-                    args.kb, path, folder_id=args.folder, progress=_progress_bar(path.name)
+                    args.kb, path, folder_id=args.folder, progress=progress_bar(path.name)
                 )
                 uploads[ticket["upload_id"]] = path.name
             final: dict[str, dict[str, Any]] = {}
@@ -133,86 +98,6 @@ def _upload(args: argparse.Namespace) -> int:
     return 1 if any(f["status"] == "failed" for f in final.values()) else 0
 
 
-# At most this many listings are read to find a file's or folder's name for the confirmation question.
-NAME_LOOKUP_LISTINGS = 10
-
-
-def _stdin_is_terminal() -> bool:
-    try:
-        return sys.stdin is not None and sys.stdin.isatty()
-    except (AttributeError, ValueError):  # no stdin at all, or a closed one
-        return False
-
-
-def _confirmed(question: str) -> bool:
-    """Ask ``question [y/N]`` on the terminal (on stderr, so stdout stays the result); only y/yes is yes."""
-    print(printable(f"{question} [y/N] "), end="", file=sys.stderr, flush=True)
-    try:
-        answer = sys.stdin.readline()
-    except KeyboardInterrupt:
-        answer = ""
-    if not answer.endswith("\n"):
-        print(file=sys.stderr)  # Ctrl-D or Ctrl-C: end the prompt's line
-    return answer.strip().lower() in ("y", "yes")
-
-
-def _kb_label(client: Any, kb_id: str) -> str:
-    """``knowledge base 'Name'`` from the KB's record; the id when the service cannot say now (5xx).
-
-    A 4xx (no such KB, not logged in) is raised: the deletion would be refused the same way.
-    """
-    from memmy_kb_client.sdk import MemmyApiError
-
-    try:
-        return f"knowledge base '{client.get_knowledge_base(kb_id)['name']}'"
-    except MemmyApiError as err:
-        if err.status < 500:
-            raise
-        return f"knowledge base {kb_id}"
-
-
-def _find_entry(client: Any, kb_id: str, kind: str, entry_id: str) -> dict[str, Any] | None:
-    """The file or folder (``kind`` "files" or "folders") with ``entry_id``, looked up breadth-first from
-    the root in at most NAME_LOOKUP_LISTINGS listings; None when not found that cheaply."""
-    from memmy_kb_client.sdk import MemmyApiError
-
-    pending: list[str | None] = [None]
-    for _ in range(NAME_LOOKUP_LISTINGS):
-        if not pending:
-            break
-        try:
-            listing = client.list_files(kb_id, pending.pop(0))
-        except MemmyApiError:
-            return None  # the name is a courtesy; the deletion decides
-        for entry in listing.get(kind) or []:
-            if entry.get("id") == entry_id:
-                return dict(entry)
-        pending += [folder["id"] for folder in listing.get("folders") or []]
-    return None
-
-
-def _kb_question(client: Any, args: argparse.Namespace) -> tuple[str, str]:
-    label = _kb_label(client, args.kb)
-    return f"Delete {label} and all its files for everyone it is shared with?", label
-
-
-def _file_question(client: Any, args: argparse.Namespace) -> tuple[str, str]:
-    kb = _kb_label(client, args.kb)
-    entry = _find_entry(client, args.kb, "files", args.file)
-    label = f"file '{entry['name']}'" if entry else f"file {args.file}"
-    return f"Delete {label} from {kb} for everyone it is shared with?", label
-
-
-def _folder_question(client: Any, args: argparse.Namespace) -> tuple[str, str]:
-    kb = _kb_label(client, args.kb)
-    entry = _find_entry(client, args.kb, "folders", args.folder)
-    label = f"folder '{entry['name']}'" if entry else f"folder {args.folder}"
-    return (
-        f"Delete {label} and all its subfolders and files from {kb} for everyone it is shared with?",
-        label,
-    )
-
-
 def _delete(
     question: Callable[[Any, argparse.Namespace], tuple[str, str]],
     delete: Callable[[Any, argparse.Namespace], str],
@@ -227,7 +112,7 @@ def _delete(
     def command(args: argparse.Namespace) -> int:
         from memmy_kb_client.sdk import MemmyApiError
 
-        if not args.yes and not _stdin_is_terminal():
+        if not args.yes and not stdin_is_terminal():
             print(
                 "error: not deleting: stdin is not a terminal to confirm on; add --yes to delete without asking",
                 file=sys.stderr,
@@ -238,7 +123,7 @@ def _delete(
                 what = label(args)
                 if not args.yes:
                     asked, what = question(client, args)
-                    if not _confirmed(asked):
+                    if not confirmed(asked):
                         print("not deleted", file=sys.stderr)
                         return 1
                 cleanup_id = delete(client, args)
@@ -297,14 +182,14 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
         return parser
 
     add(
-        "create", "create a knowledge base", lambda c, a: c.create_knowledge_base(a.name), _kb_line
+        "create", "create a knowledge base", lambda c, a: c.create_knowledge_base(a.name), kb_line
     ).add_argument("name")
-    add("ls", "list owned and shared knowledge bases", lambda c, a: c.list_knowledge_bases(), _render_list)
+    add("ls", "list owned and shared knowledge bases", lambda c, a: c.list_knowledge_bases(), render_list)
     rename = add(
         "rename",
         "rename a knowledge base (owner)",
         lambda c, a: c.rename_knowledge_base(a.kb, a.name),
-        _kb_line,
+        kb_line,
     )
     rename.add_argument("kb")
     rename.add_argument("name")
@@ -312,7 +197,7 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
         "recall",
         "turn your recall of a knowledge base on or off",
         lambda c, a: c.set_recall(a.kb, a.state == "on"),
-        _kb_line,
+        kb_line,
     )
     recall.add_argument("kb")
     recall.add_argument("state", choices=["on", "off"])
@@ -336,7 +221,7 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
         "members",
         "list a knowledge base's members (owner)",
         lambda c, a: c.list_members(a.kb),
-        _render_members,
+        render_members,
     ).add_argument("kb")
     add("leave", "leave a knowledge base shared with you", _leave, str).add_argument("kb")
     kb_rm = kb.add_parser(
@@ -345,7 +230,7 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     kb_rm.add_argument("kb")
     kb_rm.set_defaults(
         func=_delete(
-            _kb_question, lambda c, a: c.delete_knowledge_base(a.kb), lambda a: f"knowledge base {a.kb}"
+            kb_question, lambda c, a: c.delete_knowledge_base(a.kb), lambda a: f"knowledge base {a.kb}"
         )
     )
 
@@ -364,7 +249,7 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     ls = files.add_parser("ls", parents=[common], help="list one level: folders and files with their status")
     ls.add_argument("kb")
     ls.add_argument("--folder", help="folder id (default: the root)")
-    ls.set_defaults(func=_run(lambda c, a: c.list_files(a.kb, a.folder), _render_listing))
+    ls.set_defaults(func=_run(lambda c, a: c.list_files(a.kb, a.folder), render_listing))
     mv = files.add_parser("mv", parents=[common], help="move a file to another folder (owner)")
     mv.add_argument("kb")
     mv.add_argument("file")
@@ -376,7 +261,7 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     files_rm.add_argument("kb")
     files_rm.add_argument("file")
     files_rm.set_defaults(
-        func=_delete(_file_question, lambda c, a: c.delete_file(a.kb, a.file), lambda a: f"file {a.file}")
+        func=_delete(file_question, lambda c, a: c.delete_file(a.kb, a.file), lambda a: f"file {a.file}")
     )
 
     folders = commands.add_parser("folders", help="folders in a knowledge base").add_subparsers(
@@ -415,6 +300,6 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     folders_rm.add_argument("folder")
     folders_rm.set_defaults(
         func=_delete(
-            _folder_question, lambda c, a: c.delete_folder(a.kb, a.folder), lambda a: f"folder {a.folder}"
+            folder_question, lambda c, a: c.delete_folder(a.kb, a.folder), lambda a: f"folder {a.folder}"
         )
     )

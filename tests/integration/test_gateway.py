@@ -21,14 +21,9 @@ import httpx
 import pytest
 
 from memmy_local import tokens
-from memmy_local.gateway import (
-    EventContext,
-    Gateway,
-    GatewayConfig,
-    GatewayRequest,
-    JwtAuthorizer,
-    build_event,
-)
+from memmy_local.authorizer import JwtAuthorizer
+from memmy_local.gateway import Gateway, GatewayConfig
+from memmy_local.http_events import EventContext, GatewayRequest, build_event
 from memmy_local.template import function_environment, load_template
 
 ISSUER = "memmy-local"

@@ -7,7 +7,8 @@ from collections import Counter
 import pytest
 
 from bench import cost_model
-from bench.route_calls import ROUTES, Calls, item_bytes, request_units
+from bench.dynamodb_units import item_bytes, request_units
+from bench.route_calls import ROUTES, Calls
 
 
 def _item(size: int) -> dict[str, dict[str, str]]:

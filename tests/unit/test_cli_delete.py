@@ -16,7 +16,7 @@ from urllib.parse import unquote
 import httpx
 import pytest
 
-from memmy_kb_client import cli, commands
+from memmy_kb_client import cli, commands, delete_prompts
 from memmy_kb_client.sdk import ClientConfig, MemmyApiError, MemmyClient
 
 OWNER, READER = "owner-token", "reader-token"
@@ -344,7 +344,7 @@ def test_a_name_it_cannot_find_cheaply_is_asked_by_id(
 ) -> None:
     # A chain of folders deeper than the lookup reads: the file at the bottom is asked about by its id
     parent = None
-    for depth in range(commands.NAME_LOOKUP_LISTINGS + 2):
+    for depth in range(delete_prompts.NAME_LOOKUP_LISTINGS + 2):
         service.folders[f"deep-{depth}"] = {"id": f"deep-{depth}", "name": f"d{depth}", "parent_id": parent}
         parent = f"deep-{depth}"
     service.files["bottom"] = {"id": "bottom", "name": "底.md", "folder_id": parent, "status": "available"}
@@ -355,7 +355,7 @@ def test_a_name_it_cannot_find_cheaply_is_asked_by_id(
     assert err == "Delete file bottom from knowledge base '产品资料' for everyone it is shared with? [y/N] "
     assert out.startswith("deleted file bottom (cleanup cleanup-file")
     listings = [r for r in service.requests if r.url.path.endswith("/files")]
-    assert len(listings) == commands.NAME_LOOKUP_LISTINGS
+    assert len(listings) == delete_prompts.NAME_LOOKUP_LISTINGS
 
 
 def test_a_listing_that_fails_only_costs_the_name(

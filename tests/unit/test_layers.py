@@ -1,12 +1,10 @@
-"""The core's layers hold: imports only go down, every module has a layer, none grows past 400 lines."""
+"""The core's layers hold: imports only go down, every module has a layer (the size cap: test_module_size.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.support import import_graph
-
-MAX_MODULE_LINES = 400
 
 
 def test_no_module_imports_a_layer_above_its_own():
@@ -45,12 +43,3 @@ def test_every_core_module_belongs_to_a_layer():
 def test_a_module_outside_the_layers_is_refused():
     with pytest.raises(ValueError, match="no layer"):
         import_graph.layer_of("memmy_kb.helpers")
-
-
-def test_no_core_module_is_over_400_lines():
-    long = {
-        module: len(path.read_text().splitlines())
-        for module, path in import_graph.modules()
-        if len(path.read_text().splitlines()) > MAX_MODULE_LINES
-    }
-    assert long == {}

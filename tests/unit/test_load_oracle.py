@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from bench import load
+from bench.load_model import RequestRecord
 from bench.load_oracle import (
     ANY_USER,
     Change,
@@ -21,6 +22,8 @@ from bench.load_oracle import (
     memos_residue,
     recall_setting_after,
 )
+from bench.load_report import percentile
+from bench.load_worker import EXPECTED
 
 KB = "kb_a"
 MARKER = "kbm0123456789ab"
@@ -237,7 +240,7 @@ def test_memos_residue_lost_and_duplicate_files_are_reported():
 
 def report(violations: list, statuses: list[tuple[str, int]]) -> load.LoadReport:
     requests = [
-        load.RequestRecord(route, status, 0.0, 0.1, status in load.EXPECTED[route] or status == 429)
+        RequestRecord(route, status, 0.0, 0.1, status in EXPECTED[route] or status == 429)
         for route, status in statuses
     ]
     scope = check_scope([], [], {})
@@ -280,7 +283,7 @@ def test_make_load_exits_non_zero_on_a_violation(monkeypatch, capsys):
 
 def test_percentiles_are_nearest_rank():
     values = [float(v) for v in range(1, 101)]
-    assert (load.percentile(values, 50), load.percentile(values, 99), load.percentile([7.0], 99)) == (
+    assert (percentile(values, 50), percentile(values, 99), percentile([7.0], 99)) == (
         50,
         99,
         7,

@@ -31,7 +31,7 @@ from typing import Any
 
 import boto3
 
-from .gateway import LocalFunction, load_function
+from .lambdas import LocalFunction, load_function
 from .template import resolve_intrinsics
 
 log = logging.getLogger("memmy_local.runners")

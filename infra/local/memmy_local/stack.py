@@ -11,25 +11,33 @@ process environment included.
 
 Each start is a clean slate unless ``data_dir`` is given: then the emulator's SQLite file and the dev
 signing key live there, and the DynamoDB items (moto keeps nothing) are dumped there on stop and loaded
-again on start. S3 objects, queue messages and state machine executions are not kept.
+again on start (``memmy_local.dynamodb_dump``). S3 objects, queue messages and state machine executions are
+not kept. The process environment it sets and puts back is built in ``memmy_local.environment``, moto's
+process-wide configuration in ``memmy_local.moto_config``.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
 import logging
-import os
 import socket
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .dynamodb_dump import dump_tables, dynamodb_client, restore_tables, table_names
+from .environment import (
+    fake_aws_environment,
+    function_environments,
+    merged_environment,
+    restore_environment,
+    set_environment,
+)
 from .memos_emulator.server import DEFAULT_API_KEY, EmulatorConfig, MemosEmulator
-from .template import function_environment, load_template, template_path
+from .moto_config import configure_moto, moto_config_snapshot, restore_moto_config
+from .template import load_template, template_path
 
 log = logging.getLogger("memmy_local.stack")
 
@@ -37,10 +45,6 @@ MEMOS_PROJECT = "memmy"
 CORE_PACKAGE = "memmy_kb"
 DYNAMODB_DUMP_NAME = "dynamodb.json"
 MEMOS_DB_NAME = "memos.sqlite3"
-FAKE_CREDENTIAL = "memmy-local"
-_BATCH_SIZE = 25
-# Turns on real ASL execution in moto's Step Functions (off by default); Lambda tasks never use Docker.
-MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
 
 
 @dataclass
@@ -170,9 +174,10 @@ class LocalStack:
         from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
         from . import tokens
+        from .authorizer import JwtAuthorizer
         from .control import ControlServer
         from .dynamodb import local_dynamodb
-        from .gateway import Gateway, GatewayConfig, JwtAuthorizer
+        from .gateway import Gateway, GatewayConfig
         from .provision import LOCAL_ACCOUNT_ID, provision
         from .runners import FunctionPool, ScheduleRunner, schedule_sources, start_sqs_runners
         from .stepfunctions import LambdaDispatcher, dispatching, states_all_as_on_aws
@@ -194,7 +199,7 @@ class LocalStack:
         audience = config.audience or tokens.DEFAULT_AUDIENCE
         signing_key = tokens.load_signing_key(tokens.signing_key_path(config.data_dir))
 
-        undo.callback(_restore_environment, _set_environment(_fake_aws_environment(config.region)))
+        undo.callback(restore_environment, set_environment(fake_aws_environment(config.region)))
         if not logging.getLogger("werkzeug").level:
             # moto's server would otherwise log every AWS call the handlers make.
             logging.getLogger("werkzeug").setLevel(logging.WARNING)
@@ -209,13 +214,13 @@ class LocalStack:
         # moto reads MOTO_PORT when its Step Functions interpreter makes a call, not at start; setting it
         # before the first request is enough, and binding port 0 first avoids a free-port race.
         undo.callback(
-            _restore_environment,
-            _set_environment({"MOTO_PORT": str(moto_port), "AWS_ENDPOINT_URL": self._moto_url}),
+            restore_environment,
+            set_environment({"MOTO_PORT": str(moto_port), "AWS_ENDPOINT_URL": self._moto_url}),
         )
         # moto's config is process-wide and outlives the server: put it back as it was on stop, so that
         # code using moto in-process later (tests) does not inherit Step Functions execution.
-        undo.callback(_restore_moto_config, _moto_config_snapshot())
-        _configure_moto(self._moto_url)
+        undo.callback(restore_moto_config, moto_config_snapshot())
+        configure_moto(self._moto_url)
         _forget_containers()
         undo.callback(_forget_containers)
 
@@ -241,15 +246,15 @@ class LocalStack:
             template_dir=template_file.parent,
         )
         self.refs = resources.refs
-        tables = _tables(template, self.refs)
+        tables = table_names(template, self.refs)
         if config.data_dir is not None:
             dump = config.data_dir / DYNAMODB_DUMP_NAME
-            dynamodb = _dynamodb(self._moto_url, config.region)
+            dynamodb = dynamodb_client(self._moto_url, config.region)
             restore_tables(dynamodb, tables, dump)
             undo.callback(dump_tables, dynamodb, tables, dump)
 
         self.function_environments = function_environments(template, self.refs)
-        undo.callback(_restore_environment, _set_environment(merged_environment(self.function_environments)))
+        undo.callback(restore_environment, set_environment(merged_environment(self.function_environments)))
 
         gateway = Gateway(
             GatewayConfig(
@@ -333,74 +338,6 @@ def _ensure_port_free(host: str, port: int, what: str) -> None:
             ) from err
 
 
-# ------------------------------------------------------------------------------------- environment
-
-_Saved = dict[str, str | None]
-
-
-def _fake_aws_environment(region: str) -> dict[str, str | None]:
-    return {
-        "AWS_DEFAULT_REGION": region,
-        "AWS_REGION": region,
-        "AWS_ACCESS_KEY_ID": FAKE_CREDENTIAL,
-        "AWS_SECRET_ACCESS_KEY": FAKE_CREDENTIAL,
-        "AWS_SESSION_TOKEN": None,
-        # A profile or SSO session from the developer's shell must not take over from the fake keys.
-        "AWS_PROFILE": None,
-        "AWS_DEFAULT_PROFILE": None,
-        "AWS_EC2_METADATA_DISABLED": "true",
-        # Template has Tracing: Active; there is no X-Ray daemon locally.
-        "POWERTOOLS_TRACE_DISABLED": "true",
-    }
-
-
-def _set_environment(variables: Mapping[str, str | None]) -> _Saved:
-    """Apply ``variables`` (None unsets) to ``os.environ``; return what is needed to undo it."""
-    saved: _Saved = {name: os.environ.get(name) for name in variables}
-    for name, value in variables.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-    return saved
-
-
-def _restore_environment(saved: _Saved) -> None:
-    _set_environment(saved)
-
-
-def function_environments(template: Mapping[str, Any], refs: Mapping[str, str]) -> dict[str, dict[str, str]]:
-    """Every ``AWS::Serverless::Function``'s resolved environment variables, by logical id."""
-    return {
-        logical_id: function_environment(template, logical_id, refs)
-        for logical_id, resource in template["Resources"].items()
-        if resource.get("Type") == "AWS::Serverless::Function"
-    }
-
-
-def merged_environment(environments: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
-    """The union of the functions' environments, which handlers read lazily from ``os.environ``.
-
-    A variable that differs between functions keeps the first function's value here (a warning says
-    so); the gateway still imports each module with its own values, which covers module-level reads.
-    """
-    merged: dict[str, str] = {}
-    owners: dict[str, str] = {}
-    for function, variables in environments.items():
-        for name, value in variables.items():
-            if name not in merged:
-                merged[name], owners[name] = value, function
-            elif merged[name] != value:
-                log.warning(
-                    "%s differs between %s and %s; lazy reads see %s's",
-                    name,
-                    owners[name],
-                    function,
-                    owners[name],
-                )
-    return merged
-
-
 def _forget_containers() -> None:
     """Drop what a previous stack's "containers" cached in this process: clients bound to its ports.
 
@@ -419,114 +356,3 @@ def _forget_containers() -> None:
     parameters = sys.modules.get("aws_lambda_powertools.utilities.parameters")
     if parameters is not None:
         parameters.clear_caches()
-
-
-# ------------------------------------------------------------------------------------------- moto
-
-
-def _moto_config_snapshot() -> dict[str, Any]:
-    import copy
-
-    from moto.core.config import default_user_config
-
-    return copy.deepcopy(dict(default_user_config))
-
-
-def _restore_moto_config(snapshot: dict[str, Any]) -> None:
-    from moto.core.config import default_user_config
-
-    default_user_config.clear()
-    default_user_config.update(snapshot)  # type: ignore[typeddict-item]
-
-
-def _configure_moto(moto_url: str) -> None:
-    """A clean slate with Step Functions execution on (moto's backends outlive a server in the process)."""
-    import httpx
-
-    for path, body in (("/moto-api/reset", None), ("/moto-api/config", MOTO_CONFIG)):
-        httpx.post(f"{moto_url}{path}", json=body, timeout=10).raise_for_status()
-
-
-def _dynamodb(moto_url: str, region: str) -> Any:
-    import boto3
-
-    return boto3.client("dynamodb", endpoint_url=moto_url, region_name=region)
-
-
-def _tables(template: Mapping[str, Any], refs: Mapping[str, str]) -> dict[str, str]:
-    """Logical id → physical name of the template's DynamoDB tables."""
-    return {
-        logical_id: refs[logical_id]
-        for logical_id, resource in template["Resources"].items()
-        if resource.get("Type") == "AWS::DynamoDB::Table" and logical_id in refs
-    }
-
-
-def dump_tables(dynamodb: Any, tables: Mapping[str, str], path: Path) -> None:
-    """Write every item of ``tables`` (logical id → name) to ``path``, atomically."""
-    dump = {
-        logical_id: [_encode_item(item) for item in _scan(dynamodb, name)]
-        for logical_id, name in tables.items()
-    }
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"version": 1, "tables": dump}))
-    tmp.replace(path)
-    log.info("kept %d DynamoDB items in %s", sum(len(items) for items in dump.values()), path)
-
-
-def restore_tables(dynamodb: Any, tables: Mapping[str, str], path: Path) -> None:
-    """Load the items dumped at ``path`` (if any) into the same logical tables."""
-    if not path.exists():
-        return
-    dump = json.loads(path.read_text())["tables"]
-    restored = 0
-    for logical_id, items in dump.items():
-        if logical_id not in tables:
-            log.warning(
-                "%s from %s is no longer in the template; its items are not restored", logical_id, path
-            )
-            continue
-        for start in range(0, len(items), _BATCH_SIZE):
-            batch = [
-                {"PutRequest": {"Item": _decode_item(item)}} for item in items[start : start + _BATCH_SIZE]
-            ]
-            _batch_write(dynamodb, tables[logical_id], batch)
-        restored += len(items)
-    log.info("restored %d DynamoDB items from %s", restored, path)
-
-
-def _scan(dynamodb: Any, table: str) -> Iterator[dict[str, Any]]:
-    for page in dynamodb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
-        yield from page["Items"]
-
-
-def _batch_write(dynamodb: Any, table: str, requests: list[dict[str, Any]]) -> None:
-    pending = {table: requests}
-    while pending:
-        pending = dynamodb.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
-
-
-def _encode_item(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: _map_binary(value, _to_b64) for name, value in item.items()}
-
-
-def _decode_item(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: _map_binary(value, base64.b64decode) for name, value in item.items()}
-
-
-def _to_b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def _map_binary(value: Mapping[str, Any], convert: Callable[[Any], Any]) -> dict[str, Any]:
-    """An attribute value with its binary parts passed through ``convert`` (JSON has no bytes)."""
-    ((kind, inner),) = value.items()
-    if kind == "B":
-        return {"B": convert(inner)}
-    if kind == "BS":
-        return {"BS": [convert(part) for part in inner]}
-    if kind == "M":
-        return {"M": {name: _map_binary(part, convert) for name, part in inner.items()}}
-    if kind == "L":
-        return {"L": [_map_binary(part, convert) for part in inner]}
-    return {kind: inner}

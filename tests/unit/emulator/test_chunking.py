@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memmy_local.memos_emulator.chunking import Excerpt, chunk_sections, chunk_text, title_from_filename
-from memmy_local.memos_emulator.extract import Section, extract_sections
+from memmy_local.memos_emulator.extract import extract_sections
+from memmy_local.memos_emulator.extraction import Section
 from tests.support import docgen
 
 ZH_SENTENCE = "知识库让智能体在回答前检索团队文档中的相关段落。"  # 24 characters

@@ -14,13 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memmy_local.memos_emulator import extract
-from memmy_local.memos_emulator.extract import (
-    SUPPORTED_EXTENSIONS,
-    ExtractionError,
-    Section,
-    extract_sections,
-)
+from memmy_local.memos_emulator import extract_docx, extract_pdf, extraction
+from memmy_local.memos_emulator.extract import SUPPORTED_EXTENSIONS, extract_sections
+from memmy_local.memos_emulator.extraction import ExtractionError, Section
 from tests.support import docgen
 
 ZH = ["知识库让智能体记住团队的文档。", "检索时按相关度返回摘录；标题来自文件名！"]
@@ -251,7 +247,7 @@ def test_encrypted_pdf_fails() -> None:
 
 
 def test_pdf_over_the_page_cap_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(extract, "MAX_PDF_PAGES", 0)
+    monkeypatch.setattr(extract_pdf, "MAX_PDF_PAGES", 0)
 
     with pytest.raises(ExtractionError, match="pages"):
         extract_sections("a.pdf", docgen.make_pdf(EN))
@@ -293,7 +289,7 @@ def test_docx_zip_without_document_xml_fails() -> None:
 
 
 def test_docx_over_the_uncompressed_cap_fails_before_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(extract, "MAX_DOCX_UNCOMPRESSED_BYTES", 10_000)
+    monkeypatch.setattr(extract_docx, "MAX_DOCX_UNCOMPRESSED_BYTES", 10_000)
     data = docgen.make_docx([(None, "small text")])
 
     with pytest.raises(ExtractionError, match="too large when uncompressed"):
@@ -428,7 +424,7 @@ def test_unsupported_extension_fails(filename: str) -> None:
 
 
 def test_text_over_the_cap_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(extract, "MAX_TEXT_CHARS", 100)
+    monkeypatch.setattr(extraction, "MAX_TEXT_CHARS", 100)
 
     for extension, sample in SAMPLES.items():
         with pytest.raises(ExtractionError, match="exceeds 100 characters"):

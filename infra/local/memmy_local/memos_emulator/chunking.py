@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memmy_local.memos_emulator.extract import Section
+from memmy_local.memos_emulator.extraction import Section
 
 # A sentence ends after Chinese terminators, or after English ones followed by space or the end,
 # so "3.14" and "example.com" stay whole; closing quotes/brackets stay with their sentence.

@@ -1,0 +1,135 @@
+"""``make load``'s run settings and limits, its users, and the client-side model of what succeeded.
+
+The ``Model`` is what the users' threads know succeeded (KBs, uploads, shares, removals, recall
+switches) and the history the oracle (``bench.load_oracle``) reads; one lock guards all of it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench import load_oracle as oracle
+
+RATE_LIMITED = 429
+
+
+@dataclass
+class LoadSettings:
+    duration: float = 60.0
+    requests: int = 5000
+    users: int = 6
+    seed: int | None = None
+    settle_seconds: float = 120.0
+    processing_delay: float = 0.2
+    keep_limits: bool = False
+    fault: str | None = None
+    final_checks: bool = True  # the lists, the ingest's outcome and MemOS residue after the load
+    workdir: Path | None = None
+
+    @classmethod
+    def from_environment(cls) -> LoadSettings:
+        env = os.environ
+        seed = env.get("LOAD_SEED")
+        return cls(
+            duration=float(env.get("LOAD_DURATION", cls.duration)),
+            requests=int(env.get("LOAD_REQUESTS", cls.requests)),
+            users=int(env.get("LOAD_USERS", cls.users)),
+            seed=int(seed) if seed else None,
+            settle_seconds=float(env.get("LOAD_SETTLE_SECONDS", cls.settle_seconds)),
+        )
+
+
+@dataclass
+class Upload:
+    upload_id: str
+    filename: str
+    stored: bool = False  # the presigned POST answered 204
+    deleted: bool | None = False  # None: a delete of unknown outcome
+    file_id: str | None = None
+
+
+@dataclass
+class Kb:
+    kb_id: str
+    owner: str
+    marker: str
+    created: oracle.Outcome
+    deleted: bool | None = False  # None: a delete of unknown outcome
+    uploads: dict[str, Upload] = field(default_factory=dict)
+
+
+@dataclass
+class RequestRecord:
+    route: str
+    status: int  # 0: no answer
+    start: float
+    end: float
+    expected: bool
+
+
+class Model:
+    """What the clients know succeeded, and the history the oracle reads; one lock for all of it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.t0 = time.monotonic()  # every recorded time is seconds since the model was made
+        self.kbs: dict[str, Kb] = {}
+        self.markers: dict[str, str] = {}
+        self.documents_since: dict[str, float] = {}
+        self.changes: list[oracle.Change] = []
+        self.recalls: list[oracle.Recall] = []
+        self.shares: dict[tuple[str, str], list[oracle.Outcome]] = defaultdict(list)
+        self.removals: dict[tuple[str, str], list[oracle.Outcome]] = defaultdict(list)
+        self.toggles: dict[tuple[str, str], list[tuple[oracle.Outcome, bool]]] = defaultdict(list)
+        self.believed_recall: dict[tuple[str, str], bool] = {}
+        self.uncertain_creates = 0
+        self.requests: list[RequestRecord] = []
+        self.final_counts: Counter[str] = Counter()  # what the checks after the run compared
+        self.driver_errors: list[str] = []
+
+    def owned(self, user: str) -> list[Kb]:
+        return [kb for kb in self.kbs.values() if kb.owner == user and kb.deleted is False]
+
+    def believed_member(self, reader: str, kb_id: str) -> bool:
+        try:
+            return bool(oracle.membership_after(self.shares[(reader, kb_id)], self.removals[(reader, kb_id)]))
+        except ValueError:
+            return False
+
+    def visible(self, user: str) -> list[Kb]:
+        return [
+            kb
+            for kb in self.kbs.values()
+            if kb.deleted is False and (kb.owner == user or self.believed_member(user, kb.kb_id))
+        ]
+
+
+@dataclass(frozen=True)
+class User:
+    user_id: str
+    name: str
+    email: str
+    phone: str  # E.164
+
+
+class Budget:
+    """The run's limits: a deadline and a number of requests, shared by every user."""
+
+    def __init__(self, duration: float, requests: int) -> None:
+        self.deadline = time.monotonic() + duration
+        self._left = requests
+        self._lock = threading.Lock()
+
+    def take(self, count: int = 1) -> bool:
+        if time.monotonic() >= self.deadline:
+            return False
+        with self._lock:
+            if self._left < count:
+                return False
+            self._left -= count
+            return True

@@ -1,0 +1,92 @@
+"""The question a ``rm`` command asks before it deletes: what is deleted, named as people know it.
+
+The name is a courtesy: it is looked up cheaply (the KB's record; a file or folder breadth-first in a
+few listings) and the id is shown when it cannot be found; the deletion itself decides what exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from memmy_kb_client.terminal import printable
+
+# At most this many listings are read to find a file's or folder's name for the confirmation question.
+NAME_LOOKUP_LISTINGS = 10
+
+
+def stdin_is_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError):  # no stdin at all, or a closed one
+        return False
+
+
+def confirmed(question: str) -> bool:
+    """Ask ``question [y/N]`` on the terminal (on stderr, so stdout stays the result); only y/yes is yes."""
+    print(printable(f"{question} [y/N] "), end="", file=sys.stderr, flush=True)
+    try:
+        answer = sys.stdin.readline()
+    except KeyboardInterrupt:
+        answer = ""
+    if not answer.endswith("\n"):
+        print(file=sys.stderr)  # Ctrl-D or Ctrl-C: end the prompt's line
+    return answer.strip().lower() in ("y", "yes")
+
+
+def kb_label(client: Any, kb_id: str) -> str:
+    """``knowledge base 'Name'`` from the KB's record; the id when the service cannot say now (5xx).
+
+    A 4xx (no such KB, not logged in) is raised: the deletion would be refused the same way.
+    """
+    from memmy_kb_client.sdk import MemmyApiError
+
+    try:
+        return f"knowledge base '{client.get_knowledge_base(kb_id)['name']}'"
+    except MemmyApiError as err:
+        if err.status < 500:
+            raise
+        return f"knowledge base {kb_id}"
+
+
+def find_entry(client: Any, kb_id: str, kind: str, entry_id: str) -> dict[str, Any] | None:
+    """The file or folder (``kind`` "files" or "folders") with ``entry_id``, looked up breadth-first from
+    the root in at most NAME_LOOKUP_LISTINGS listings; None when not found that cheaply."""
+    from memmy_kb_client.sdk import MemmyApiError
+
+    pending: list[str | None] = [None]
+    for _ in range(NAME_LOOKUP_LISTINGS):
+        if not pending:
+            break
+        try:
+            listing = client.list_files(kb_id, pending.pop(0))
+        except MemmyApiError:
+            return None  # the name is a courtesy; the deletion decides
+        for entry in listing.get(kind) or []:
+            if entry.get("id") == entry_id:
+                return dict(entry)
+        pending += [folder["id"] for folder in listing.get("folders") or []]
+    return None
+
+
+def kb_question(client: Any, args: argparse.Namespace) -> tuple[str, str]:
+    label = kb_label(client, args.kb)
+    return f"Delete {label} and all its files for everyone it is shared with?", label
+
+
+def file_question(client: Any, args: argparse.Namespace) -> tuple[str, str]:
+    kb = kb_label(client, args.kb)
+    entry = find_entry(client, args.kb, "files", args.file)
+    label = f"file '{entry['name']}'" if entry else f"file {args.file}"
+    return f"Delete {label} from {kb} for everyone it is shared with?", label
+
+
+def folder_question(client: Any, args: argparse.Namespace) -> tuple[str, str]:
+    kb = kb_label(client, args.kb)
+    entry = find_entry(client, args.kb, "folders", args.folder)
+    label = f"folder '{entry['name']}'" if entry else f"folder {args.folder}"
+    return (
+        f"Delete {label} and all its subfolders and files from {kb} for everyone it is shared with?",
+        label,
+    )

@@ -1,0 +1,179 @@
+"""The desktop service's own routes: recall for the hooks, ``/control/*`` for the commands, the page's
+assets, ``/open`` and ``/api/session``; each takes the shared state and a checked request, gives a reply.
+
+Which credential each route takes is in ``ROUTES``; the checks that enforce it run before any route
+(``memmy_kb_client.desktop.handler.dispatch``). The cloud routes the page uses are sent on by
+``memmy_kb_client.desktop.proxy``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from memmy_kb_client.desktop import page, paths
+from memmy_kb_client.desktop.credentials import CloudLogin
+from memmy_kb_client.desktop.state import Access, DesktopState
+
+MAX_QUERY_CHARS: Final = 4000
+MAX_LOGIN_TOKEN_CHARS: Final = 16 * 1024
+
+
+class Headers(Protocol):
+    def get(self, name: str, /) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    headers: Headers
+    body: bytes
+    query: str = ""
+    session: page.Session | None = None
+
+    def json_object(self) -> dict[str, Any] | None:
+        try:
+            value = json.loads(self.body or b"{}")
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    body: dict[str, Any]
+    headers: tuple[tuple[str, str], ...] = ()
+    # Sent as is instead of ``body`` as JSON (the page's assets, a cloud answer passed on).
+    raw: bytes | None = None
+    content_type: str = "application/json; charset=utf-8"
+
+
+def error_reply(status: int, code: str, message: str) -> Reply:
+    return Reply(status, {"error": {"code": code, "message": message}})
+
+
+@dataclass(frozen=True)
+class Route:
+    access: Access
+    handler: Callable[[DesktopState, Request], Reply]
+
+
+def _hook_recall(state: DesktopState, request: Request) -> Reply:
+    body = request.json_object()
+    query = body.get("query") if body else None
+    agent = body.get("agent") if body else None
+    if not isinstance(query, str) or not query.strip() or not (agent is None or isinstance(agent, str)):
+        return error_reply(422, "validation_error", 'expected {"query": "...", "agent"?: "..."}')
+    context, outcome, cloud_seconds = state.recall(query.strip()[:MAX_QUERY_CHARS], agent)
+    headers: tuple[tuple[str, str], ...] = ()
+    if cloud_seconds is not None:
+        headers = (("Server-Timing", f"cloud;dur={cloud_seconds * 1000:.2f}"),)
+    return Reply(200, {"context": context, "cloud": outcome}, headers)
+
+
+def _status(state: DesktopState, request: Request) -> Reply:
+    return Reply(200, state.status())
+
+
+def _login(state: DesktopState, request: Request) -> Reply:
+    body = request.json_object()
+    token = body.get("token") if body else None
+    if (
+        not isinstance(token, str)
+        or not 0 < len(token) <= MAX_LOGIN_TOKEN_CHARS
+        or not token.isascii()
+        or not token.isprintable()
+        or " " in token
+    ):
+        return error_reply(422, "validation_error", 'expected {"token": "<the cloud login token>"}')
+    candidate = CloudLogin(state.cloud.base_url, token)
+    if candidate.expired():
+        return error_reply(422, "login_expired", "this login token has expired; get a new one")
+    state.set_login(token)
+    return Reply(200, state.status())
+
+
+def _logout(state: DesktopState, request: Request) -> Reply:
+    state.clear_login()
+    return Reply(200, state.status())
+
+
+def _rotate(state: DesktopState, request: Request) -> Reply:
+    state.rotate_hook_token()
+    return Reply(200, {"hook_token_file": os.path.join(state.state_dir, paths.HOOK_TOKEN_FILE)})
+
+
+def _page_code(state: DesktopState, request: Request) -> Reply:
+    code = state.sessions.new_code()
+    return Reply(200, {"url": f"{state.url}/open?code={code}", "expires_in": int(page.CODE_TTL_SECONDS)})
+
+
+# The page's assets: no framing, no inline script, no referrer (the /open URL carries a code).
+_PAGE_HEADERS: Final = (
+    (
+        "Content-Security-Policy",
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self' https: http://127.0.0.1:* http://localhost:*; "
+        "frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    ),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "no-referrer"),
+)
+
+
+def _asset(state: DesktopState, request: Request) -> Reply:
+    name, content_type = page.ASSETS[request.path]
+    return Reply(200, {}, _PAGE_HEADERS, raw=page.asset(name), content_type=content_type)
+
+
+def _open(state: DesktopState, request: Request) -> Reply:
+    """``/open?code=...``: a one-time code becomes the session cookie, then on to the page."""
+    from urllib.parse import parse_qs
+
+    params = parse_qs(request.query)
+    code = (params.get("code") or [""])[0]
+    lang = (params.get("lang") or [""])[0]
+    redeemed = state.sessions.redeem(code) if code else None
+    if redeemed is None:
+        message = (
+            "This link was used already or has expired. Run `memmy-kb desktop open` again.\n"
+            "此链接已使用或已过期，请重新运行 memmy-kb desktop open。\n"
+        )
+        return Reply(
+            403, {}, _PAGE_HEADERS, raw=message.encode("utf-8"), content_type="text/plain; charset=utf-8"
+        )
+    session_id, _ = redeemed
+    cookie = f"{state.cookie_name}={session_id}; HttpOnly; SameSite=Strict; Path=/"
+    location = "/?lang=en" if lang == "en" else "/?lang=zh" if lang == "zh" else "/"
+    return Reply(303, {}, (("Set-Cookie", cookie), ("Location", location)), raw=b"")
+
+
+def _session(state: DesktopState, request: Request) -> Reply:
+    assert request.session is not None
+    login = state.current_login()
+    status = state.status()["login"]
+    body: dict[str, Any] = {"csrf": request.session.csrf, "login": status["state"]}
+    if login is not None:
+        claims = login.claims()
+        body["user"] = {"user_id": claims.get("sub"), "name": claims.get("name")}
+    return Reply(200, body)
+
+
+ROUTES: Final[dict[tuple[str, str], Route]] = {
+    ("POST", "/hook/recall"): Route(Access.HOOK, _hook_recall),
+    ("GET", "/control/status"): Route(Access.CONTROL, _status),
+    ("POST", "/control/login"): Route(Access.CONTROL, _login),
+    ("POST", "/control/logout"): Route(Access.CONTROL, _logout),
+    ("POST", "/control/rotate-hook-token"): Route(Access.CONTROL, _rotate),
+    ("POST", "/control/page-code"): Route(Access.CONTROL, _page_code),
+    ("GET", "/"): Route(Access.PUBLIC, _asset),
+    ("GET", "/app.js"): Route(Access.PUBLIC, _asset),
+    ("GET", "/app.css"): Route(Access.PUBLIC, _asset),
+    ("GET", "/open"): Route(Access.PUBLIC, _open),
+    ("GET", "/api/session"): Route(Access.SESSION, _session),
+}

@@ -1,0 +1,51 @@
+"""What the ``kb``, ``files`` and ``folders`` commands print for people (``--json`` prints the API's JSON
+instead), and the upload's progress bar on stderr."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def kb_line(kb: dict[str, Any]) -> str:
+    recall = "recall on " if kb["recall"] else "recall off"
+    return f"{kb['id']}  {recall}  {kb['name']}"
+
+
+def render_list(kbs: list[dict[str, Any]]) -> str:
+    owned = [kb for kb in kbs if kb["role"] == "owner"]
+    shared = [kb for kb in kbs if kb["role"] != "owner"]
+    lines = ["My knowledge bases:"] + ([f"  {kb_line(kb)}" for kb in owned] or ["  (none)"])
+    if shared:
+        lines.append("Shared with me:")
+        lines += [f"  {kb_line(kb)}  (from {kb['owner']['display_name']})" for kb in shared]
+    return "\n".join(lines)
+
+
+def render_members(members: list[dict[str, Any]]) -> str:
+    return "\n".join(f"{m['user_id']}  {m['role']:<6}  {m['display_name']}" for m in members)
+
+
+def render_listing(listing: dict[str, Any]) -> str:
+    lines = [f"[folder] {f['id']}  {f['name']}" for f in listing["folders"]]
+    for f in listing["files"]:
+        reason = f"  ({f['reason']})" if f.get("reason") else ""
+        lines.append(f"{f['status']:<10}  {f['id']}  {f['name']}{reason}")
+    if listing.get("refresh_after_seconds"):
+        lines.append(f"(still processing: look again in {listing['refresh_after_seconds']} s)")
+    return "\n".join(lines) or "(empty)"
+
+
+def progress_bar(name: str) -> Callable[[int, int], None]:
+    def show(sent: int, total: int) -> None:
+        done = sent / total if total else 1.0
+        bar = "#" * int(done * 30)
+        print(
+            f"\r{name[:40]:<40} [{bar:<30}] {done:4.0%}",
+            end="" if sent < total else "\n",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return show

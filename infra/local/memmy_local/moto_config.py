@@ -1,0 +1,32 @@
+"""moto's process-wide configuration as the local stack runs it: Step Functions executing the ASL, no
+Docker for Lambda, a clean slate at start, and the previous configuration put back at stop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Turns on real ASL execution in moto's Step Functions (off by default); Lambda tasks never use Docker.
+MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
+
+
+def moto_config_snapshot() -> dict[str, Any]:
+    import copy
+
+    from moto.core.config import default_user_config
+
+    return copy.deepcopy(dict(default_user_config))
+
+
+def restore_moto_config(snapshot: dict[str, Any]) -> None:
+    from moto.core.config import default_user_config
+
+    default_user_config.clear()
+    default_user_config.update(snapshot)  # type: ignore[typeddict-item]
+
+
+def configure_moto(moto_url: str) -> None:
+    """A clean slate with Step Functions execution on (moto's backends outlive a server in the process)."""
+    import httpx
+
+    for path, body in (("/moto-api/reset", None), ("/moto-api/config", MOTO_CONFIG)):
+        httpx.post(f"{moto_url}{path}", json=body, timeout=10).raise_for_status()
