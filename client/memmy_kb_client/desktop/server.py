@@ -119,6 +119,8 @@ class DesktopConfig:
     cloud_timeout: float = 3.5
     # A keyring backend to hold the cloud login (tests pass an in-memory one); None: whatever keyring finds.
     keyring_backend: Any = None
+    # The wall clock the login's expiry is read against (tests pass one they move).
+    clock: Callable[[], float] = time.time
 
 
 def _now_iso(at: float | None = None) -> str:
@@ -203,7 +205,7 @@ class DesktopState:
             login = self.login
         if login is None:
             return "", "logged_out", None
-        if login.expired():
+        if login.expired(self.config.clock()):
             self._record("expired", None, None)
             return "", "expired", None
         reply = self.cloud.recall(login.token, query)
@@ -272,7 +274,7 @@ class DesktopState:
         else:
             claims = login.claims()
             expires = login.expires_at()
-            state = "expired" if login.expired() else "rejected" if rejected else "logged_in"
+            state = "expired" if login.expired(self.config.clock()) else "rejected" if rejected else "logged_in"
             described = {"state": state, "user": claims.get("sub")}
             if expires is not None:
                 described["expires_at"] = _now_iso(expires)
@@ -320,7 +322,7 @@ def _login(state: DesktopState, request: Request) -> Reply:
     ):
         return _error(422, "validation_error", 'expected {"token": "<the cloud login token>"}')
     candidate = CloudLogin(state.cloud.base_url, token)
-    if candidate.expired():
+    if candidate.expired(state.config.clock()):
         return _error(422, "login_expired", "this login token has expired; get a new one")
     state.set_login(token)
     return Reply(200, state.status())
@@ -398,7 +400,7 @@ def _to_cloud(state: DesktopState, request: Request) -> Reply:
     if target is None:
         return _error(404, "not_found", "no such route")
     login = state.current_login()
-    if login is None or login.expired():
+    if login is None or login.expired(state.config.clock()):
         return _error(
             503, "desktop_logged_out", "the desktop service has no valid login: run `memmy-kb desktop login`"
         )
