@@ -4,7 +4,6 @@ log line its own correlation id (the gateway runs them in separate containers, a
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
@@ -13,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.polling import wait_until
 from tests.support.stack import RunningStack
 
 pytestmark = pytest.mark.e2e
@@ -65,17 +65,16 @@ def test_concurrent_owners_and_strangers_each_get_their_own_answer(local_stack: 
     # Each refusal is logged once, under the correlation id of the request it refused.
     refused_ids = {resp.headers["apigw-requestid"] for i, resp in enumerate(responses) if i % 2}
     served_ids = {resp.headers["apigw-requestid"] for i, resp in enumerate(responses) if i % 2 == 0}
-    deadline = time.monotonic() + 5
-    while True:
+    def logged_refusals() -> list[dict[str, Any]] | None:
         refusals = [
             line
             for line in _log_lines(local_stack)
             if line.get("message") == "request refused"
             and line.get("correlation_id") in refused_ids | served_ids
         ]
-        if len(refusals) >= len(refused_ids) or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
+        return refusals if len(refusals) >= len(refused_ids) else None
+
+    refusals = wait_until(logged_refusals, timeout=5, message=f"{len(refused_ids)} refusals in the log")
     assert sorted(line["correlation_id"] for line in refusals) == sorted(refused_ids)
     for line in refusals:
         assert line["function_request_id"] == line["correlation_id"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -21,6 +20,7 @@ import boto3
 import httpx
 import pytest
 
+from tests.support.polling import wait_until
 from tests.support.stack import LOCAL_CLI, RunningStack
 
 pytestmark = pytest.mark.e2e
@@ -83,10 +83,7 @@ def clear_faults(stack: RunningStack) -> None:
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not in time: {what}"
-        time.sleep(0.2)
+    wait_until(condition, timeout=timeout, interval=0.2, message=what)
 
 
 def kb_with_a_reader(stack: RunningStack, suffix: str) -> tuple[httpx.Client, httpx.Client, str, str]:

@@ -28,6 +28,7 @@ import httpx
 import pytest
 
 from tests.e2e.test_recall_e2e import MARKER, QUESTION, user_with_the_document
+from tests.support.polling import wait_until
 from tests.support.stack import CLI, RunningStack, stop_stack
 
 pytestmark = pytest.mark.e2e
@@ -117,11 +118,11 @@ def start_desktop(workdir: Path, cloud_url: str) -> tuple[subprocess.Popen[bytes
             stdin=subprocess.DEVNULL,
             env=clean_env(home, PYTHONUNBUFFERED="1"),
         )
-    deadline = time.monotonic() + 30
-    while not (found := READY.search(log_path.read_text(errors="replace"))):
+    def ready() -> re.Match[str] | None:
         assert process.poll() is None, log_path.read_text()
-        assert time.monotonic() < deadline, log_path.read_text()
-        time.sleep(0.05)
+        return READY.search(log_path.read_text(errors="replace"))
+
+    found = wait_until(ready, timeout=30, message=lambda: f"the desktop service to start: {log_path.read_text()}")
     return process, Desktop(found.group(1), int(found.group(2)), home, log_path)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 import uuid
 from http import HTTPStatus
 from typing import Any
@@ -20,6 +19,7 @@ import httpx
 import pytest
 
 from memmy_local.memos_emulator.server import DEFAULT_API_KEY
+from tests.support.polling import wait_until
 from tests.support.stack import CLI, RunningStack
 
 pytestmark = pytest.mark.e2e
@@ -61,10 +61,11 @@ def add_document(stack: RunningStack, kb_id: str, filename: str, text: str) -> N
         (added,) = client.add_knowledgebase_files(
             target, [FileInput.from_bytes(text.encode(), name=filename, mime_type="text/markdown")]
         )
-        deadline = time.monotonic() + 20
-        while client.get_knowledgebase_files([added.id])[0].status.value != "available":
-            assert time.monotonic() < deadline, "the document was never processed"
-            time.sleep(0.05)
+        wait_until(
+            lambda: client.get_knowledgebase_files([added.id])[0].status.value == "available",
+            timeout=20,
+            message="the document to be processed",
+        )
 
 
 def user_with_the_document(stack: RunningStack, user: str, name: str) -> str:

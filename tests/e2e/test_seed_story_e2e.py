@@ -9,7 +9,6 @@ the salesperson's next recall with no action of theirs; after a revoke, nothing 
 from __future__ import annotations
 
 import random
-import time
 import uuid
 from http import HTTPStatus
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.polling import wait_until
 from tests.support.stack import RunningStack
 
 pytestmark = pytest.mark.e2e
@@ -74,18 +74,20 @@ def upload(api: httpx.Client, kb_id: str, filename: str, text: str) -> str:
 
 
 def wait_until_available(api: httpx.Client, kb_id: str, names: set[str]) -> None:
-    deadline = time.monotonic() + PROCESSING_TIMEOUT_SECONDS
     files: list[dict[str, Any]] = []
-    while time.monotonic() < deadline:
+
+    def available() -> bool:
+        nonlocal files
         listed = api.get(f"/knowledge-bases/{kb_id}/files")
         assert listed.status_code == HTTPStatus.OK, listed.text
         files = listed.json()["files"]
         status = {f["name"]: f["status"] for f in files}
         assert not [n for n in names if status.get(n) == "failed"], files
-        if all(status.get(name) == "available" for name in names):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"not available after {PROCESSING_TIMEOUT_SECONDS} s: {files}")
+        return all(status.get(name) == "available" for name in names)
+
+    wait_until(
+        available, timeout=PROCESSING_TIMEOUT_SECONDS, interval=0.2, message=lambda: f"{names} available: {files}"
+    )
 
 
 def recall(api: httpx.Client, query: str) -> dict[str, Any]:

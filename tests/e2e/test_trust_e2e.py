@@ -24,6 +24,7 @@ import pytest
 from bench import load
 from bench.load_stack import load_template_copy
 from memmy_local.template import TEMPLATE_ENV_VAR
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -144,14 +145,14 @@ def upload(api: httpx.Client, kb_id: str, filename: str, data: bytes) -> str:
         timeout=30,
     )
     assert posted.status_code == HTTPStatus.NO_CONTENT, posted.text
-    deadline = time.monotonic() + 30
-    while True:
+    def available() -> str | None:
         files = api.get(f"/knowledge-bases/{kb_id}/files").json()["files"]
-        if [(f["name"], f["status"]) for f in files] == [(filename, "available")]:
-            file_id: str = files[0]["id"]
-            return file_id
-        assert time.monotonic() < deadline, files
-        time.sleep(0.05)
+        if [(f["name"], f["status"]) for f in files] != [(filename, "available")]:
+            return None
+        file_id: str = files[0]["id"]
+        return file_id
+
+    return wait_until(available, timeout=30, message=f"{filename} to be the KB's one available file")
 
 
 def share(api: httpx.Client, kb_id: str, identifier: str) -> httpx.Response:

@@ -4,7 +4,6 @@ processing to available as S3 -> SQS -> ingest -> MemOS runs in the background."
 
 from __future__ import annotations
 
-import time
 import uuid
 from http import HTTPStatus
 
@@ -12,6 +11,7 @@ import httpx
 import pytest
 
 from tests.support.docgen import make_pdf
+from tests.support.polling import wait_until
 from tests.support.stack import RunningStack
 
 pytestmark = pytest.mark.e2e
@@ -63,17 +63,16 @@ def test_two_files_uploaded_by_presigned_post_become_available(local_stack: Runn
             uploads[ticket["upload_id"]] = filename
 
         seen: dict[str, set[str]] = {name: set() for name in uploads.values()}
-        deadline = time.monotonic() + 30
-        files: list[dict] = []
-        while time.monotonic() < deadline:
+
+        def both_available() -> list[dict] | None:
             listing = api.get(f"/knowledge-bases/{kb['id']}/files")
             assert listing.status_code == HTTPStatus.OK, listing.text
-            files = listing.json()["files"]
+            files: list[dict] = listing.json()["files"]
             for f in files:
                 seen[f["name"]].add(f["status"])
-            if len(files) == 2 and all(f["status"] == "available" for f in files):
-                break
-            time.sleep(0.1)
+            return files if len(files) == 2 and all(f["status"] == "available" for f in files) else None
+
+        files = wait_until(both_available, timeout=30, interval=0.1, message=lambda: f"both files available ({seen})")
 
     assert sorted((f["name"], f["status"]) for f in files) == [
         ("MemOS产品介绍.md", "available"),
@@ -105,12 +104,11 @@ def test_a_renamed_executable_shows_as_failed_with_its_reason(local_stack: Runni
             post_to_s3(ticket, "invoice.pdf", payload, "application/pdf").status_code == HTTPStatus.NO_CONTENT
         )
 
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            files = api.get(f"/knowledge-bases/{kb['id']}/files").json()["files"]
-            if files and files[0]["status"] == "failed":
-                break
-            time.sleep(0.1)
+        def failed() -> list[dict] | None:
+            files: list[dict] = api.get(f"/knowledge-bases/{kb['id']}/files").json()["files"]
+            return files if files and files[0]["status"] == "failed" else None
+
+        files = wait_until(failed, timeout=20, interval=0.1, message="the upload to fail")
 
     assert [(f["name"], f["status"], f["reason"]) for f in files] == [
         ("invoice.pdf", "failed", "The file is not a valid PDF.")

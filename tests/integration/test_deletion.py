@@ -8,7 +8,6 @@ itself runs through moto's interpreter in tests/integration/test_local_stack_ste
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from datetime import timedelta
 from http import HTTPStatus
@@ -30,6 +29,7 @@ from memmy_kb.records import CleanupRecord, utc_now
 from tests.support import seed
 from tests.support.events import claims_for
 from tests.support.iam import record_aws_calls
+from tests.support.polling import wait_until
 from tests.support.uploads import (
     REGION,
     create_kb,
@@ -51,13 +51,6 @@ LATER = timedelta(hours=1)
 def memos_kbs(service) -> dict[str, list[str]]:
     """MemOS KB id -> its file ids, as the emulator holds them."""
     return {kb["id"]: [f["id"] for f in kb["files"]] for kb in service.memos.state()["knowledge_bases"]}
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
 
 
 def cleanups(service) -> DynamoCleanupStore:
@@ -337,7 +330,7 @@ def test_an_upload_whose_add_outcome_was_unknown_is_recorded_when_memos_has_it(s
     service.memos.add_fault(ADD, latency_ms=1000, times=1)
     drain_ingest(service)
     assert get_upload(service, kb_id, upload_id).state == "submitting"
-    wait_for(lambda: sum(len(ids) for ids in memos_kbs(service).values()) == 1)  # MemOS did store it
+    wait_until(lambda: sum(map(len, memos_kbs(service).values())) == 1, timeout=10, message="MemOS to store it")
     monkeypatch.delenv("MEMOS_TIMEOUT_SECONDS")
     reset_dependencies()
 
@@ -454,7 +447,7 @@ def test_two_reconcile_runs_resolving_one_upload_record_it_once_and_keep_its_mem
     upload_id = upload(service, kb_id, "a.md", b"# hello")
     service.memos.add_fault(ADD, latency_ms=1000, times=1)
     drain_ingest(service)
-    wait_for(lambda: sum(len(ids) for ids in memos_kbs(service).values()) == 1)
+    wait_until(lambda: sum(map(len, memos_kbs(service).values())) == 1, timeout=10, message="MemOS to store it")
     monkeypatch.delenv("MEMOS_TIMEOUT_SECONDS")
     reset_dependencies()
     # Given a second run that read the upload as submitting just before the first one recorded it

@@ -25,6 +25,7 @@ from memmy_kb_client import hook
 from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.block import LIMITS, utf8_bytes
 from memmy_kb_client.desktop.server import DesktopConfig, DesktopService, DesktopStartError
+from tests.support.clock import FakeClock
 from tests.unit.test_desktop_credentials import MemoryKeyring
 
 QUERY = "差旅报销需要哪些发票"
@@ -392,12 +393,19 @@ def test_an_expired_token_is_refused_at_login(client):
     assert (status, body["error"]["code"]) == (422, "login_expired")
 
 
-def test_a_login_that_expires_is_not_sent(client, cloud):
-    client.login(jwt(sub="alice", exp=int(time.time()) + 1))
-    time.sleep(1.2)
-    assert client.recall()["cloud"] == "expired"
-    assert cloud.requests == []
-    assert client.control("GET", "/control/status")[1]["login"]["state"] == "expired"
+def test_a_login_that_expires_is_not_sent(state_dir, cloud):
+    clock = FakeClock()
+    running = start(state_dir, cloud.url, clock=clock.now)
+    try:
+        client = Client(running)
+        client.login(jwt(sub="alice", exp=int(clock.now()) + 60))
+        assert client.control("GET", "/control/status")[1]["login"]["state"] == "logged_in"
+        clock.advance(60)
+        assert client.recall()["cloud"] == "expired"
+        assert cloud.requests == []
+        assert client.control("GET", "/control/status")[1]["login"]["state"] == "expired"
+    finally:
+        running.stop()
 
 
 def test_a_401_from_the_cloud_is_an_empty_answer_and_a_clear_status(client, cloud):

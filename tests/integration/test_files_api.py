@@ -12,6 +12,7 @@ from memmy_kb.adapters.dynamodb.table import file_key, upload_key
 from memmy_kb.records import FileRecord, UploadRecord
 from tests.support import seed
 from tests.support.events import claims_for
+from tests.support.polling import wait_until
 
 
 @pytest.fixture
@@ -37,10 +38,11 @@ def add_file(service, kb_id: str, name: str, content: bytes, folder_id: str | No
 
 
 def wait_for_memos(service) -> None:
-    deadline = time.monotonic() + 10
-    while any(f["status"] == "running" for k in service.memos.state()["knowledge_bases"] for f in k["files"]):
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    def settled() -> bool:
+        kbs = service.memos.state()["knowledge_bases"]
+        return not any(f["status"] == "running" for k in kbs for f in k["files"])
+
+    wait_until(settled, timeout=10, interval=0.02, message="MemOS to finish processing")
 
 
 def put_upload(service, kb_id: str, upload_id: str, *, state: str, started: datetime, **fields) -> None:

@@ -25,6 +25,7 @@ from memmy_local.authorizer import JwtAuthorizer
 from memmy_local.gateway import Gateway, GatewayConfig
 from memmy_local.http_events import EventContext, GatewayRequest, build_event
 from memmy_local.template import function_environment, load_template
+from tests.support.polling import wait_until
 
 ISSUER = "memmy-local"
 AUDIENCE = "memmy-kb"
@@ -760,9 +761,7 @@ def test_requests_beyond_the_pool_wait_for_a_free_container(gateway: Gateway, po
     cap = function.max_containers
     with ThreadPoolExecutor(max_workers=cap + 2) as executor:
         futures = [executor.submit(_get, gateway, f"/pool/h{i}?mode=hold", token) for i in range(cap + 2)]
-        deadline = time.monotonic() + 10
-        while pool.ACTIVE["now"] < cap and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: pool.ACTIVE["now"] >= cap, timeout=10, interval=0.01, message=f"{cap} active containers")
         time.sleep(0.2)  # every chance for the two others to get in, were they not waiting
         assert pool.ACTIVE["now"] == cap
         assert len(function.containers) == cap

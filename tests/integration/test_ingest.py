@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 import zipfile
 
 import boto3
@@ -28,6 +27,7 @@ from memmy_kb.settings import get_settings
 from memmy_local.runners import sqs_event
 from tests.support.docgen import make_doc, make_docx, make_docx_with_document, make_md, make_pdf
 from tests.support.iam import record_aws_calls
+from tests.support.polling import wait_until
 from tests.support.uploads import (
     REGION,
     create_kb,
@@ -67,13 +67,13 @@ def memos_files(service) -> list[dict]:
 
 
 def wait_until_processed(service, count: int, timeout: float = 15) -> list[dict]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def processed() -> list[dict] | None:
         files = memos_files(service)
-        if len(files) == count and all(f["status"] != "running" for f in files):
-            return files
-        time.sleep(0.05)
-    raise AssertionError(f"MemOS files not processed in time: {memos_files(service)}")
+        return files if len(files) == count and all(f["status"] != "running" for f in files) else None
+
+    return wait_until(
+        processed, timeout=timeout, message=lambda: f"{count} MemOS files to be processed: {memos_files(service)}"
+    )
 
 
 def file_items(service, kb_id: str):

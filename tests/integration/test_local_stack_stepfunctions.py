@@ -5,7 +5,6 @@ reconcile``)."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 from memmy_local import tokens
 from memmy_local.cli import main
 from memmy_local.stack import LocalStack, StackConfig
+from tests.support.polling import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -30,12 +30,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
 
 
 def wait(sfn: Any, execution_arn: str, timeout: float = 30) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while (execution := sfn.describe_execution(executionArn=execution_arn))["status"] == "RUNNING":
-        assert time.monotonic() < deadline, f"{execution_arn} still running"
-        time.sleep(0.05)
-    result: dict[str, Any] = execution
-    return result
+    def finished() -> dict[str, Any] | None:
+        execution: dict[str, Any] = sfn.describe_execution(executionArn=execution_arn)
+        return execution if execution["status"] != "RUNNING" else None
+
+    return wait_until(finished, timeout=timeout, message=f"{execution_arn} to finish running")
 
 
 def outbox(stack: LocalStack, cleanup_id: str) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from memmy_local.stepfunctions import (
     states_all_as_on_aws,
 )
 from memmy_local.template import TEMPLATE_PATH, load_template
+from tests.support.polling import wait_until
 
 REGION = "us-east-1"
 ASL = json.loads((TEMPLATE_PATH.parent / "infra" / "statemachines" / "cleanup.asl.json").read_text())
@@ -79,14 +80,11 @@ class Machine:
         return arn
 
     def wait(self, execution_arn: str, timeout: float = 30.0) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while True:
+        def finished() -> dict[str, Any] | None:
             execution: dict[str, Any] = self.sfn.describe_execution(executionArn=execution_arn)
-            if execution["status"] != "RUNNING":
-                return execution
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{execution_arn} still running after {timeout} s")
-            time.sleep(0.05)
+            return execution if execution["status"] != "RUNNING" else None
+
+        return wait_until(finished, timeout=timeout, message=f"{execution_arn} to finish running")
 
     def history(self, execution_arn: str) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = self.sfn.get_execution_history(

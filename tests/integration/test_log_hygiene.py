@@ -36,7 +36,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 import traceback
 import uuid
 from collections import Counter
@@ -57,6 +56,7 @@ from memmy_kb import observability
 from memmy_kb.adapters.memos.client import MemosClient
 from memmy_local import tokens
 from tests.support.events import FakeLambdaContext, claims_for, http_event
+from tests.support.polling import wait_until
 from tests.support.uploads import drain_ingest, post_file, request_upload
 
 FUNCTIONS = (
@@ -383,15 +383,13 @@ CLAIMS = {
 
 
 def wait_until_available(story: Story, kb_id: str, names: set[str], timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def available() -> bool:
         listed = story.call("GET", f"/knowledge-bases/{kb_id}/files", OWNER)
         assert listed.status == HTTPStatus.OK, listed.body
         status = {f["name"]: f["status"] for f in listed.body["files"]}
-        if all(status.get(name) == "available" for name in names):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"not available in {timeout} s: {names}")
+        return all(status.get(name) == "available" for name in names)
+
+    wait_until(available, timeout=timeout, message=f"{names} to be available")
 
 
 def make_story(service: Any, key_dir: Path) -> Story:

@@ -20,6 +20,7 @@ from memmy_kb.adapters.memos.errors import (
     MemosUnavailable,
 )
 from memmy_kb.adapters.memos.models import FileInput, FileStatus, MemosFile
+from tests.support.polling import wait_until
 
 EXPENSES_MD = (
     "# 差旅报销流程\n\n"
@@ -62,13 +63,12 @@ def data_url(data: bytes, mime: str) -> str:
 
 
 def wait_until_settled(client: MemosClient, file_ids: list[str], timeout: float = 15.0) -> list[MemosFile]:
-    deadline = time.monotonic() + timeout
-    while True:
+    def settled() -> list[MemosFile] | None:
         files = client.get_knowledgebase_files(file_ids)
-        settled = len(files) == len(file_ids) and all(f.status is not FileStatus.PROCESSING for f in files)
-        if settled or time.monotonic() > deadline:
-            return files
-        time.sleep(0.02)
+        done = len(files) == len(file_ids) and all(f.status is not FileStatus.PROCESSING for f in files)
+        return files if done else None
+
+    return wait_until(settled, timeout=timeout, interval=0.02, message=f"MemOS to settle {file_ids}")
 
 
 def upload(client: MemosClient, kb_id: str, *files: FileInput) -> list[MemosFile]:

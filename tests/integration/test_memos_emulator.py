@@ -12,6 +12,7 @@ import pytest
 
 from memmy_local.memos_emulator.server import EmulatorConfig, MemosEmulator
 from tests.support import docgen
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.usefixtures("memos_emulator")
 
@@ -60,12 +61,11 @@ def add_md(api, kb_id: str, name: str, text: str) -> str:
 
 
 def wait_done(api, file_ids: list[str], timeout: float = 20) -> list[dict]:
-    deadline = time.monotonic() + timeout
-    while True:
+    def done() -> list[dict] | None:
         files = ok(api("/get/knowledgebase-file", {"file_ids": file_ids}))["file_detail_list"]
-        if all(f["status"] != "running" for f in files) or time.monotonic() > deadline:
-            return files
-        time.sleep(0.02)
+        return files if all(f["status"] != "running" for f in files) else None
+
+    return wait_until(done, timeout=timeout, interval=0.02, message=f"the emulator to finish {file_ids}")
 
 
 def search(api, kb_ids: list[str], query: str, **extra: Any) -> list[dict]:

@@ -17,6 +17,7 @@ from memmy_kb.adapters.memos.key import StaticApiKeyProvider
 from memmy_kb.adapters.memos.models import FileInput
 from memmy_kb.api.dependencies import get_kb_store, reset_dependencies
 from tests.support.events import FakeLambdaContext, claims_for, http_event
+from tests.support.polling import wait_until
 
 SEARCH = "/search/memory"
 QUERY = "差旅报销需要哪些发票"
@@ -46,13 +47,11 @@ def memos_client(service) -> MemosClient:
 
 
 def wait_until_processed(service, memos_kb_id: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def processed() -> bool:
         (kb,) = [k for k in service.memos.state()["knowledge_bases"] if k["id"] == memos_kb_id]
-        if kb["files"] and all(f["status"] == "completed" for f in kb["files"]):
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"files of {memos_kb_id} not processed in {timeout} s")
+        return bool(kb["files"]) and all(f["status"] == "completed" for f in kb["files"])
+
+    wait_until(processed, timeout=timeout, interval=0.02, message=f"the files of {memos_kb_id} to be processed")
 
 
 def add_document(service, kb_id: str, filename: str, text: str) -> None:

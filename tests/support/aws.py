@@ -135,7 +135,7 @@ def _reset_caches() -> None:
 
     reset_dependencies()
     reset_idempotency()
-    parameters.clear_caches()
+    parameters.clear_caches()  # type: ignore[no-untyped-call]  # Powertools leaves it unannotated
 
 
 _AWS_ENV: dict[str, str] = {
@@ -220,7 +220,7 @@ def _moto_stack(_memos_emulator_server: MemosEmulator) -> Iterator[_Stack]:
             environment: dict[str, str] = {}
             for name in sorted(functions):  # the functions agree on every shared variable
                 environment.update(function_environment(template, name, refs))
-            clients = {
+            clients: dict[str, Any] = {
                 name: boto3.client(name, region_name="us-east-1") for name in ("dynamodb", "s3", "sqs")
             }
             tables = {

@@ -38,7 +38,8 @@ class EmulatorHandle:
         self.emulator.clear_faults()
 
     def calls(self, endpoint: str) -> int:
-        return self.state()["calls"].get(endpoint, 0)
+        count: int = self.state()["calls"].get(endpoint, 0)
+        return count
 
 
 @pytest.fixture(scope="session")

@@ -34,7 +34,7 @@ def claims_for(
     email: str | None = None,
     phone: str | None = None,
     iat: int | None = None,
-) -> dict:
+) -> dict[str, str]:
     """Claims as the JWT authorizer passes them on: every value a string."""
     claims = {"sub": user, "iss": "memmy-test", "aud": "memmy-kb", "iat": str(iat or int(time.time()))}
     if name:

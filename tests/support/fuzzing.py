@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 import uuid
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from tests.support.polling import wait_until
 from tests.support.stack import RunningStack
 
 FUZZ_USER = "fuzzer"
@@ -108,14 +108,14 @@ class _Api:
 
     def file_ids(self, kb_id: str, count: int) -> list[str]:
         """The ids of the KB's root files once ``count`` of them are recorded (MemOS may still process)."""
-        deadline = time.monotonic() + SEED_TIMEOUT_SECONDS
-        while True:
+        def recorded() -> list[str] | None:
             files = self.call("GET", f"/knowledge-bases/{kb_id}/files", HTTPStatus.OK)["files"]
-            recorded = [f["id"] for f in files if f["status"] in ("processing", "available")]
-            if len(recorded) >= count:
-                return recorded
-            assert time.monotonic() < deadline, f"files of {kb_id} not recorded: {files}"
-            time.sleep(0.1)
+            ids = [f["id"] for f in files if f["status"] in ("processing", "available")]
+            return ids if len(ids) >= count else None
+
+        return wait_until(
+            recorded, timeout=SEED_TIMEOUT_SECONDS, interval=0.1, message=f"{count} files of {kb_id} recorded"
+        )
 
     def close(self) -> None:
         self.http.close()

@@ -148,7 +148,7 @@ def missing_permissions(template: dict[str, Any], function: str, needs: list[Nee
 @contextlib.contextmanager
 def record_aws_calls() -> Iterator[list[tuple[str, str, dict[str, Any]]]]:
     calls: list[tuple[str, str, dict[str, Any]]] = []
-    original = BaseClient._make_api_call
+    original = BaseClient._make_api_call  # type: ignore[attr-defined]  # private: not in botocore's stubs
 
     def recording(self: BaseClient, operation_name: str, api_params: dict[str, Any]) -> Any:
         calls.append((self.meta.service_model.service_name, operation_name, api_params))

@@ -5,21 +5,27 @@ from __future__ import annotations
 import base64
 import secrets
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 
 from memmy_kb.adapters.dynamodb.table import dump, file_key
 from memmy_kb.records import FileRecord
+from tests.support.aws import Service
 
 
-def put_item(service, item: dict) -> None:
+def put_item(service: Service, item: dict[str, Any]) -> None:
     repo = service.stores
     repo.table.client.put_item(TableName=repo.table.name, Item=dump(item))
 
 
-def add_file(service, kb_id: str, owner: str, name: str, content: bytes, folder_id: str | None = None) -> str:
+def add_file(
+    service: Service, kb_id: str, owner: str, name: str, content: bytes, folder_id: str | None = None
+) -> str:
     """A file as the ingest leaves it: added to the KB's MemOS KB (the emulator's API) plus a FILE item."""
-    memos_kb = service.stores.kbs.get_grant(owner, kb_id).memos_kb_id
+    grant = service.stores.kbs.get_grant(owner, kb_id)
+    assert grant is not None, f"{owner} holds no grant on {kb_id}"
+    memos_kb = grant.memos_kb_id
     reply = httpx.post(
         f"{service.memos.base_url}/add/knowledgebase-file",
         headers={"Authorization": f"Token {service.memos.api_key}"},

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from memmy_local import tokens
+from tests.support.polling import wait_until
 
 READY_TIMEOUT_SECONDS = 60
 STOP_TIMEOUT_SECONDS = 10
@@ -78,15 +79,19 @@ class RunningStack:
 
 
 def _wait_until_ready(process: subprocess.Popen[bytes], log_path: Path) -> str:
-    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
+    def ready() -> str | None:
         output = log_path.read_text(errors="replace")
         if READY_LINE.search(output):
             return output
         if process.poll() is not None:
             raise RuntimeError(f"memmy-local up exited with {process.returncode}:\n{output[-4000:]}")
-        time.sleep(0.05)
-    raise TimeoutError(f"memmy-local up not ready after {READY_TIMEOUT_SECONDS} s:\n{output[-4000:]}")
+        return None
+
+    return wait_until(
+        ready,
+        timeout=READY_TIMEOUT_SECONDS,
+        message=lambda: f"memmy-local up to be ready:\n{log_path.read_text(errors='replace')[-4000:]}",
+    )
 
 
 def stop_stack(process: subprocess.Popen[bytes]) -> int:

@@ -18,6 +18,7 @@ from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
 from memmy_kb.adapters.dynamodb.table import upload_key
 from memmy_kb.records import UploadRecord
 from memmy_local.runners import sqs_event
+from tests.support.aws import Reply, Service
 
 REGION = "us-east-1"
 
@@ -31,13 +32,16 @@ class IngestRun:
     processed: int = 0
 
 
-def create_kb(service: Any, user: str = "alice", name: str = "产品资料") -> str:
+def create_kb(service: Service, user: str = "alice", name: str = "产品资料") -> str:
     reply = service.call("POST", "/knowledge-bases", user, body={"name": name})
     assert reply.status == 201, reply.body
-    return reply.body["id"]
+    kb_id: str = reply.body["id"]
+    return kb_id
 
 
-def request_upload(service: Any, kb_id: str, filename: str, size: int, user: str = "alice", **extra: Any):
+def request_upload(
+    service: Service, kb_id: str, filename: str, size: int, user: str = "alice", **extra: Any
+) -> Reply:
     return service.call(
         "POST",
         f"/knowledge-bases/{kb_id}/uploads",
@@ -51,24 +55,25 @@ def post_file(ticket: dict[str, Any], data: bytes, filename: str = "file") -> re
     return requests.post(ticket["url"], data=ticket["fields"], files={"file": (filename, data)}, timeout=30)
 
 
-def upload(service: Any, kb_id: str, filename: str, data: bytes, *, declared: int | None = None) -> str:
+def upload(service: Service, kb_id: str, filename: str, data: bytes, *, declared: int | None = None) -> str:
     """Request an upload for ``filename`` and POST ``data`` to it; the upload id."""
     reply = request_upload(service, kb_id, filename, len(data) if declared is None else declared)
     assert reply.status == 201, reply.body
     response = post_file(reply.body, data, filename)
     assert response.status_code == 204, response.text
-    return reply.body["upload_id"]
+    upload_id: str = reply.body["upload_id"]
+    return upload_id
 
 
-def sqs(service: Any) -> Any:
+def sqs(service: Service) -> Any:
     return boto3.client("sqs", region_name=REGION)
 
 
-def s3(service: Any) -> Any:
+def s3(service: Service) -> Any:
     return boto3.client("s3", region_name=REGION)
 
 
-def drain_ingest(service: Any, *, max_rounds: int = 20) -> IngestRun:
+def drain_ingest(service: Service, *, max_rounds: int = 20) -> IngestRun:
     """Feed every message now in the upload queue to IngestFunction, settling them as Lambda would:
     delete what succeeded, leave (and make visible again) what the handler reported failed."""
     queue_url, queue_arn = service.refs["UploadQueue"], service.refs["UploadQueue.Arn"]
@@ -101,21 +106,21 @@ def drain_ingest(service: Any, *, max_rounds: int = 20) -> IngestRun:
     return run
 
 
-def repository(service: Any) -> DynamoContentStore:
+def repository(service: Service) -> DynamoContentStore:
     """The content store (folders, files, uploads) on the service's table."""
     return service.stores.contents
 
 
-def get_upload(service: Any, kb_id: str, upload_id: str) -> UploadRecord:
+def get_upload(service: Service, kb_id: str, upload_id: str) -> UploadRecord:
     upload = repository(service).get_upload(kb_id, upload_id)
     assert upload is not None
     return upload
 
 
-def raw_upload_item(service: Any, kb_id: str, upload_id: str) -> dict[str, Any]:
+def raw_upload_item(service: Service, kb_id: str, upload_id: str) -> dict[str, Any]:
     table = boto3.resource("dynamodb", region_name=REGION).Table(service.refs["Table"])
     return table.get_item(Key=upload_key(kb_id, upload_id), ConsistentRead=True)["Item"]
 
 
-def object_exists(service: Any, key: str) -> bool:
+def object_exists(service: Service, key: str) -> bool:
     return "Contents" in s3(service).list_objects_v2(Bucket=service.refs["UploadBucket"], Prefix=key)

@@ -18,6 +18,7 @@ from memmy_local.cli import main
 from memmy_local.control import TOKEN_HEADER, ControlServer, read_state, state_file
 from memmy_local.runners import ScheduleRunner, ScheduleSource, schedule_event, schedule_sources
 from memmy_local.template import TEMPLATE_PATH, load_template
+from tests.support.polling import wait_until
 
 REFS = {"AWS::StackName": "memmy-local", "AWS::AccountId": "123456789012"}
 
@@ -142,9 +143,7 @@ def test_the_timer_invokes_each_enabled_schedule_every_interval() -> None:
         interval=0.05,
     ).start()
     try:
-        deadline = time.monotonic() + 5
-        while len(reconcile.events) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: len(reconcile.events) >= 2, timeout=5, interval=0.01, message="two scheduled runs")
     finally:
         runner.stop()
 
@@ -163,9 +162,7 @@ def test_a_failing_scheduled_run_is_logged_and_the_timer_goes_on(caplog: pytest.
         interval=0.05,
     ).start()
     try:
-        deadline = time.monotonic() + 5
-        while len(failing.events) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: len(failing.events) >= 2, timeout=5, interval=0.01, message="two scheduled runs")
     finally:
         runner.stop()
 

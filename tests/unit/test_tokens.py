@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives import serialization
 
 from memmy_local import tokens
 from memmy_local.tokens import TokenError, issue_token, load_signing_key, verify_token
+from tests.support.clock import FakeClock
 
 ISSUER = tokens.DEFAULT_ISSUER
 AUDIENCE = tokens.DEFAULT_AUDIENCE
@@ -123,6 +124,55 @@ def test_tampered_claims_are_refused(key_path: Path) -> None:
 
 def test_expired_token_is_refused(key_path: Path) -> None:
     token = issue_token("alice", key_path=key_path, ttl_seconds=-1)
+
+    with pytest.raises(TokenError, match="expired"):
+        _verify(token, key_path)
+
+
+def test_a_token_is_accepted_until_its_exp_and_refused_from_then_on(key_path: Path) -> None:
+    clock = FakeClock()
+    token = issue_token("alice", key_path=key_path, ttl_seconds=60, clock=clock.now)
+    key = load_signing_key(key_path)
+
+    def verify() -> dict:
+        return verify_token(token, key=key, issuer=ISSUER, audience=AUDIENCE, clock=clock.now)
+
+    assert verify()["iat"] == clock.now()
+    clock.advance(59.9)
+    assert verify()["sub"] == "alice"
+    clock.advance(0.1)
+    with pytest.raises(TokenError, match="expired"):
+        verify()
+
+
+@pytest.mark.parametrize("claim", ["iat", "nbf"])
+def test_a_token_valid_only_later_is_refused_until_then(key_path: Path, claim: str) -> None:
+    clock = FakeClock()
+    later = int(clock.now()) + 10
+    token = issue_token("alice", key_path=key_path, clock=clock.now, extra_claims={claim: later})
+    key = load_signing_key(key_path)
+
+    def verify() -> dict:
+        return verify_token(token, key=key, issuer=ISSUER, audience=AUDIENCE, clock=clock.now)
+
+    clock.advance(9)
+    with pytest.raises(TokenError, match="ImmatureSignatureError"):
+        verify()
+    clock.advance(1)
+    assert verify()[claim] == later
+
+
+@pytest.mark.parametrize("claim", ["iat", "nbf", "exp"])
+def test_a_time_that_is_not_a_number_is_refused(key_path: Path, claim: str) -> None:
+    token = issue_token("alice", key_path=key_path, extra_claims={claim: "soon"})
+
+    with pytest.raises(TokenError, match="invalid token"):
+        _verify(token, key_path)
+
+
+def test_an_expired_token_of_another_issuer_is_refused_as_expired(key_path: Path) -> None:
+    # The time checks come before the issuer's, as in PyJWT: the first failed check names the reason.
+    token = issue_token("alice", key_path=key_path, ttl_seconds=-1, issuer="https://evil.example")
 
     with pytest.raises(TokenError, match="expired"):
         _verify(token, key_path)

@@ -19,7 +19,7 @@ def to_cloud(state: DesktopState, request: Request) -> Reply:
     if target is None:
         return error_reply(404, "not_found", "no such route")
     login = state.current_login()
-    if login is None or login.expired():
+    if login is None or login.expired(state.config.clock()):
         return error_reply(
             503, "desktop_logged_out", "the desktop service has no valid login: run `memmy-kb desktop login`"
         )

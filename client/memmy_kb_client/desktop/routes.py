@@ -92,7 +92,7 @@ def _login(state: DesktopState, request: Request) -> Reply:
     ):
         return error_reply(422, "validation_error", 'expected {"token": "<the cloud login token>"}')
     candidate = CloudLogin(state.cloud.base_url, token)
-    if candidate.expired():
+    if candidate.expired(state.config.clock()):
         return error_reply(422, "login_expired", "this login token has expired; get a new one")
     state.set_login(token)
     return Reply(200, state.status())

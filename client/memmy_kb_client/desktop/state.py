@@ -11,6 +11,7 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -43,6 +44,8 @@ class DesktopConfig:
     cloud_timeout: float = 3.5
     # A keyring backend to hold the cloud login (tests pass an in-memory one); None: whatever keyring finds.
     keyring_backend: Any = None
+    # The wall clock the login's expiry is read against (tests pass one they move).
+    clock: Callable[[], float] = time.time
 
 
 def _now_iso(at: float | None = None) -> str:
@@ -127,7 +130,7 @@ class DesktopState:
             login = self.login
         if login is None:
             return "", "logged_out", None
-        if login.expired():
+        if login.expired(self.config.clock()):
             self._record("expired", None, None)
             return "", "expired", None
         reply = self.cloud.recall(login.token, query)
@@ -196,7 +199,7 @@ class DesktopState:
         else:
             claims = login.claims()
             expires = login.expires_at()
-            state = "expired" if login.expired() else "rejected" if rejected else "logged_in"
+            state = "expired" if login.expired(self.config.clock()) else "rejected" if rejected else "logged_in"
             described = {"state": state, "user": claims.get("sub")}
             if expires is not None:
                 described["expires_at"] = _now_iso(expires)

@@ -14,6 +14,7 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,10 @@ ALGORITHM = "RS256"
 
 SigningKey = rsa.RSAPrivateKey
 VerifyingKey = rsa.RSAPublicKey | rsa.RSAPrivateKey
+Clock = Callable[[], float]
+REQUIRED_CLAIMS = ["exp", "iat", "iss", "aud", "sub"]
+# PyJWT reads the time itself; its time checks are off and ``_check_times`` makes them against our clock.
+_UNTIMED = {"verify_exp": False, "verify_iat": False, "verify_nbf": False}
 
 
 class TokenError(Exception):
@@ -105,15 +110,17 @@ def issue_token(
     issuer: str = DEFAULT_ISSUER,
     audience: str = DEFAULT_AUDIENCE,
     extra_claims: dict[str, Any] | None = None,
+    clock: Clock = time.time,
 ) -> str:
     """A signed login token for ``sub``, with the profile claims a real login provider asserts as verified.
 
     ``extra_claims`` are merged last (tests use it to forge ``email_verified: false`` and the like).
+    ``clock`` gives the issue time (seconds since the epoch).
     """
     if not sub:
         raise ValueError("sub must not be empty")
     key = load_signing_key(key_path)
-    now = int(time.time())
+    now = int(clock())
     claims: dict[str, Any] = {
         "sub": sub,
         "iss": issuer,
@@ -131,11 +138,14 @@ def issue_token(
     return jwt.encode(claims, key, algorithm=ALGORITHM, headers={"kid": key_id(key)})
 
 
-def verify_token(token: str, *, key: VerifyingKey, issuer: str, audience: str) -> dict[str, Any]:
+def verify_token(
+    token: str, *, key: VerifyingKey, issuer: str, audience: str, clock: Clock = time.time
+) -> dict[str, Any]:
     """The token's claims if API Gateway's JWT authorizer would accept it; ``TokenError`` otherwise.
 
     Checked: RS256 signature (``alg: none`` and other algorithms refused), ``exp`` in the future, ``nbf`` and
-    ``iat`` not in the future, ``iss`` equal to ``issuer``, ``aud`` containing ``audience``, ``sub`` present.
+    ``iat`` not in the future (by ``clock``, seconds since the epoch), ``iss`` equal to ``issuer``, ``aud``
+    containing ``audience``, ``sub`` present. The first failed check, in PyJWT's order, names the reason.
     """
     if not token:
         raise TokenError("no token")
@@ -149,13 +159,36 @@ def verify_token(token: str, *, key: VerifyingKey, issuer: str, audience: str) -
     if kid != key_id(public):
         raise TokenError("the token's kid names no key of the issuer")
     try:
+        # The signature and the claims' presence first, then the times, then the rest: PyJWT's order.
+        signed: dict[str, Any] = jwt.decode(
+            token,
+            public,
+            algorithms=[ALGORITHM],
+            options={
+                **_UNTIMED,
+                "verify_iss": False,
+                "verify_aud": False,
+                "verify_sub": False,
+                "verify_jti": False,
+                "require": REQUIRED_CLAIMS,
+            },
+        )
+        _check_times(signed, clock())
         return jwt.decode(
             token,
             public,
             algorithms=[ALGORITHM],
             issuer=issuer,
             audience=audience,
-            options={"require": ["exp", "iat", "iss", "aud", "sub"]},
+            options={
+                **_UNTIMED,
+                "verify_signature": False,
+                "verify_iss": True,
+                "verify_aud": True,
+                "verify_sub": True,
+                "verify_jti": True,
+                "require": REQUIRED_CLAIMS,
+            },
         )
     except jwt.ExpiredSignatureError as err:
         raise TokenError("the token has expired") from err
@@ -165,3 +198,27 @@ def verify_token(token: str, *, key: VerifyingKey, issuer: str, audience: str) -
         raise TokenError("the token does not have a valid issuer") from err
     except jwt.InvalidTokenError as err:
         raise TokenError(f"invalid token: {type(err).__name__}") from err
+
+
+def _check_times(claims: dict[str, Any], now: float) -> None:
+    """PyJWT's ``iat``, ``nbf`` and ``exp`` checks (no leeway, the same errors), made at ``now``."""
+    if "iat" in claims:
+        try:
+            iat = int(claims["iat"])
+        except (ValueError, TypeError, OverflowError):
+            raise jwt.InvalidIssuedAtError("Issued At claim (iat) must be an integer.") from None
+        if iat > now:
+            raise jwt.ImmatureSignatureError("The token is not yet valid (iat)")
+    if "nbf" in claims:
+        try:
+            nbf = int(claims["nbf"])
+        except (ValueError, TypeError, OverflowError):
+            raise jwt.DecodeError("Not Before claim (nbf) must be an integer.") from None
+        if nbf > now:
+            raise jwt.ImmatureSignatureError("The token is not yet valid (nbf)")
+    try:
+        exp = int(claims["exp"])
+    except (ValueError, TypeError, OverflowError):
+        raise jwt.DecodeError("Expiration Time claim (exp) must be an integer.") from None
+    if exp <= now:
+        raise jwt.ExpiredSignatureError("Signature has expired")
