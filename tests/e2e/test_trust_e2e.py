@@ -1,4 +1,4 @@
-"""Issue 12's trust behaviour over HTTP on a local stack: the reader's consent to recall new shares,
+"""Sharing you can trust, over HTTP on a local stack: the reader's consent to recall new shares,
 blocking an owner, the share-attempt limit, a contested phone, and the capacity limits.
 
 The module starts a stack of its own (``bench.load_stack``, as ``make load`` does) from a copy of

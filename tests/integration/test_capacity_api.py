@@ -1,4 +1,4 @@
-"""Capacity (issue 12): the KBs one user may own, the files and bytes one KB may hold, and MemOS's own
+"""Capacity: the KBs one user may own, the files and bytes one KB may hold, and MemOS's own
 quota counted and alarmed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sharing you can trust (issue 12) through the real handlers: /me settings, blocks, owner.contact, the
+"""Sharing you can trust through the real handlers: /me settings, blocks, owner.contact, the
 share limits over HTTP (429 with Retry-After) and the activity log."""
 
 from __future__ import annotations
@@ -277,7 +277,7 @@ def calls_of(action):
     return [f"{service}:{operation}" for service, operation, _ in calls]
 
 
-# Round-trip budgets (issue 13), counted, not timed: a test fails when a call is added.
+# Round-trip budgets, counted, not timed: a test fails when a call is added.
 
 
 def test_a_share_by_phone_or_email_costs_three_dynamodb_calls(people):

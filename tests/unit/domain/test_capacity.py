@@ -1,4 +1,4 @@
-"""The capacity of one KB (issue 12 item 6) as the domain applies it, on the fakes: refused when an upload
+"""The capacity of one KB as the domain applies it, on the fakes: refused when an upload
 is issued, held again when the ingest records the file, and the counts moved exactly once."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sharing you can trust (issue 12), on the fakes: recall of new shares, blocks, masked contacts, the
+"""Sharing you can trust, on the fakes: recall of new shares, blocks, masked contacts, the
 abuse limits and the activity log."""
 
 from __future__ import annotations
