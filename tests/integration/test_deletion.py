@@ -17,12 +17,12 @@ from typing import Any
 import boto3
 import pytest
 
+from memmy_kb import composition as deps
 from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
 from memmy_kb.adapters.dynamodb.table import cleanup_key, dump, kb_key
 from memmy_kb.adapters.errors import ConditionFailed
 from memmy_kb.adapters.stepfunctions import CleanupStateMachine
-from memmy_kb.api import dependencies as deps
-from memmy_kb.api.dependencies import reset_dependencies
+from memmy_kb.composition import reset_composition
 from memmy_kb.domain.cleanup import CleanupFailed, CleanupRetryable
 from memmy_kb.domain.deletion import FOLDER_GONE
 from memmy_kb.domain.reconcile import Reconciler
@@ -331,7 +331,7 @@ def test_the_scheduled_reconcile_restarts_a_failed_cleanup_with_a_new_execution(
 
 def test_an_upload_whose_add_outcome_was_unknown_is_recorded_when_memos_has_it(service, monkeypatch):
     monkeypatch.setenv("MEMOS_TIMEOUT_SECONDS", "0.3")
-    reset_dependencies()
+    reset_composition()
     kb_id = create_kb(service)
     upload_id = upload(service, kb_id, "a.md", b"# hello")
     service.memos.add_fault(ADD, latency_ms=1000, times=1)
@@ -339,7 +339,7 @@ def test_an_upload_whose_add_outcome_was_unknown_is_recorded_when_memos_has_it(s
     assert get_upload(service, kb_id, upload_id).state == "submitting"
     wait_for(lambda: sum(len(ids) for ids in memos_kbs(service).values()) == 1)  # MemOS did store it
     monkeypatch.delenv("MEMOS_TIMEOUT_SECONDS")
-    reset_dependencies()
+    reset_composition()
 
     report = reconciler(service).run()
 
@@ -403,12 +403,12 @@ def test_memos_files_nothing_references_are_residue_and_removed(service):
 
 def test_a_create_whose_memos_outcome_is_unknown_is_counted_once(service, monkeypatch):
     monkeypatch.setenv("MEMOS_TIMEOUT_SECONDS", "0.3")
-    reset_dependencies()
+    reset_composition()
     service.memos.add_fault("/create/knowledgebase", latency_ms=1000, times=5)
     reply = service.call("POST", "/knowledge-bases", "alice", body={"name": "x"})
     assert reply.status == HTTPStatus.SERVICE_UNAVAILABLE
     monkeypatch.delenv("MEMOS_TIMEOUT_SECONDS")
-    reset_dependencies()
+    reset_composition()
 
     report = reconciler(service).run()
 
@@ -419,13 +419,13 @@ def test_a_create_whose_memos_outcome_is_unknown_is_counted_once(service, monkey
 def test_a_keyed_create_whose_memos_outcome_is_unknown_keeps_its_intent_and_frees_the_key(service, monkeypatch):
     # The Idempotency-Key record rides in the intent's transaction; releasing it must not take the intent.
     monkeypatch.setenv("MEMOS_TIMEOUT_SECONDS", "0.3")
-    reset_dependencies()
+    reset_composition()
     service.memos.add_fault("/create/knowledgebase", latency_ms=1000, times=5)
     keyed = {"Idempotency-Key": "k-1"}
     reply = service.call("POST", "/knowledge-bases", "alice", body={"name": "x"}, headers=keyed)
     assert reply.status == HTTPStatus.SERVICE_UNAVAILABLE
     monkeypatch.delenv("MEMOS_TIMEOUT_SECONDS")
-    reset_dependencies()
+    reset_composition()
 
     # Then the same key may be used again at once (a new create), and the lost one is still reported
     assert service.call("POST", "/knowledge-bases", "alice", body={"name": "x"}, headers=keyed).status == 201
@@ -449,14 +449,14 @@ def test_meta_keeps_its_readers_for_the_delete(service):
 
 def test_two_reconcile_runs_resolving_one_upload_record_it_once_and_keep_its_memos_file(service, monkeypatch):
     monkeypatch.setenv("MEMOS_TIMEOUT_SECONDS", "0.3")
-    reset_dependencies()
+    reset_composition()
     kb_id = create_kb(service)
     upload_id = upload(service, kb_id, "a.md", b"# hello")
     service.memos.add_fault(ADD, latency_ms=1000, times=1)
     drain_ingest(service)
     wait_for(lambda: sum(len(ids) for ids in memos_kbs(service).values()) == 1)
     monkeypatch.delenv("MEMOS_TIMEOUT_SECONDS")
-    reset_dependencies()
+    reset_composition()
     # Given a second run that read the upload as submitting just before the first one recorded it
     stale = get_upload(service, kb_id, upload_id)
     first = reconciler(service).run()

@@ -128,14 +128,9 @@ class Service:
 
 
 def _reset_caches() -> None:
-    from aws_lambda_powertools.utilities import parameters
+    from memmy_kb.composition import reset_composition
 
-    from memmy_kb.api.dependencies import reset_dependencies
-    from memmy_kb.api.idempotency import reset_idempotency
-
-    reset_dependencies()
-    reset_idempotency()
-    parameters.clear_caches()
+    reset_composition()
 
 
 _AWS_ENV: dict[str, str] = {
