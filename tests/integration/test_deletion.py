@@ -21,7 +21,6 @@ from memmy_kb import composition as deps
 from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
 from memmy_kb.adapters.dynamodb.table import cleanup_key, dump, kb_key
 from memmy_kb.adapters.errors import ConditionFailed
-from memmy_kb.adapters.stepfunctions import CleanupStateMachine
 from memmy_kb.composition import reset_composition
 from memmy_kb.domain.cleanup import CleanupFailed, CleanupRetryable
 from memmy_kb.domain.deletion import FOLDER_GONE
@@ -175,18 +174,19 @@ def test_a_share_landing_between_the_read_and_the_delete_cannot_leave_a_grant_be
     assert [service.stores.kbs.get_grant(u, kb_id) for u in ("alice", "bob", "carol")] == [None, None, None]
 
 
-def test_a_cleanup_whose_start_failed_is_still_accepted_and_the_reconciler_starts_it(service, monkeypatch):
+def test_a_cleanup_whose_start_failed_is_still_accepted_and_the_reconciler_starts_it(service):
     kb_id, _ = shared_kb(service)
 
-    def unavailable(*args: Any) -> None:
-        raise ConnectionError("Step Functions unreachable")
+    class Unreachable:
+        def start(self, *args: Any) -> None:
+            raise ConnectionError("Step Functions unreachable")
 
-    monkeypatch.setattr(CleanupStateMachine, "start", unavailable)
+    # The delete route's executions cannot be started; the reconciler's (built by the factory) can.
+    service.override(deps.get_cleanup_executions, Unreachable)
 
     reply = service.call("DELETE", f"/knowledge-bases/{kb_id}", "alice")
 
     assert reply.status == HTTPStatus.ACCEPTED
-    monkeypatch.undo()
     cleanup_id = reply.body["cleanup_id"]
     assert executions(service, cleanup_id) == []
     report = reconciler(service).run()

@@ -11,7 +11,7 @@ import copy
 import importlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +108,17 @@ class Service:
 
     def function_module(self, name: str) -> Any:
         return importlib.import_module(f"functions.{name}.app")
+
+    def override(self, dependency: Callable[..., Any], replacement: Callable[..., Any]) -> None:
+        """What routes receive from ``dependency`` (a provider their ``Depends`` names, such as
+        ``composition.get_kb_store``) comes from ``replacement`` instead, in every API function's resolver,
+        until the test ends."""
+        for module in dict.fromkeys(module for *_, module in self._routes):
+            self.function_module(module.split(".")[1]).app.dependency_overrides[dependency] = replacement
+
+    def clear_overrides(self) -> None:
+        for module in dict.fromkeys(module for *_, module in self._routes):
+            self.function_module(module.split(".")[1]).app.dependency_overrides.clear()
 
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
         """Run the handler of template function ``function`` (logical id) with ``event``, IAM-checked.
@@ -285,9 +296,11 @@ def service(
     for key, value in _moto_stack.environment.items():
         monkeypatch.setenv(key, value)
     _reset_caches()
-    yield Service(
+    service = Service(
         template=copy.deepcopy(_moto_stack.template), refs=dict(_moto_stack.refs), memos=memos_emulator
     )
+    yield service
+    service.clear_overrides()
     _reset_caches()
 
 
