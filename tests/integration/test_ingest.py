@@ -24,7 +24,6 @@ from memmy_kb.composition import reset_composition
 from memmy_kb.domain import ingest, verification
 from memmy_kb.domain.verification import NOT_UTF8, REASONS, XML_DOCTYPE
 from memmy_kb.records import FolderRecord, utc_now
-from memmy_kb.settings import get_settings
 from memmy_local.runners import sqs_event
 from tests.support.docgen import make_doc, make_docx, make_docx_with_document, make_md, make_pdf
 from tests.support.iam import record_aws_calls
@@ -477,7 +476,7 @@ def test_an_object_replaced_while_it_is_read_is_retried_not_judged(service, monk
     # Given a file read in several requests (over the inline size, so HEAD first; a small file is read by
     # one GET, which cannot mix versions), and the client re-POSTed another version before the read
     monkeypatch.setenv("INLINE_UPLOAD_MAX_BYTES", "4")
-    get_settings.cache_clear()
+    reset_composition()
     kb_id = create_kb(service)
     upload_id = upload(service, kb_id, "a.md", b"# hello")
     original_head = UploadStorage.head
