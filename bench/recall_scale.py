@@ -166,9 +166,9 @@ def run(
 
             from memmy_kb.adapters.memos.client import MemosClient
             from memmy_kb.adapters.memos.key import StaticApiKeyProvider
-            from memmy_kb.api.dependencies import dynamodb_client, reset_dependencies
+            from memmy_kb.composition import dynamodb_client, reset_composition
 
-            reset_dependencies()
+            reset_composition()
             parameters.clear_caches()
             dynamodb = dynamodb_client()
             table = resources.refs["Table"]
@@ -213,7 +213,7 @@ def run(
                     results[size] = {**_measure(handler, dynamodb, searches, rounds), "fill_s": fill_s}
                 if size in (sizes[0], sizes[-1]):
                     results[("plain moto", size)] = _measure(handler, dynamodb, searches, moto_rounds)
-            reset_dependencies()
+            reset_composition()
 
     small, large = sizes[0], sizes[-1]
     for size in sizes:

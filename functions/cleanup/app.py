@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from memmy_kb.adapters.memos.deadline import bounded_by, seconds_left
-from memmy_kb.api.dependencies import (
+from memmy_kb.composition import (
     get_cleanup_store,
     get_content_store,
     get_memos_client,

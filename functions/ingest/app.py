@@ -14,14 +14,14 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from memmy_kb.adapters.memos.deadline import bounded_by
-from memmy_kb.api.dependencies import (
+from memmy_kb.api.events import object_keys
+from memmy_kb.composition import (
     get_content_store,
     get_kb_capacity,
     get_kb_store,
     get_memos_client,
     get_upload_storage,
 )
-from memmy_kb.api.events import object_keys
 from memmy_kb.domain import ingest
 from memmy_kb.observability import logger, metrics
 from memmy_kb.settings import get_settings

@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memmy_kb.adapters.memos.deadline import bounded_by, seconds_left
-from memmy_kb.api.dependencies import (
+from memmy_kb.composition import (
     get_cleanup_executions,
     get_cleanup_store,
     get_content_store,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from http import HTTPStatus
 
+from memmy_kb import composition
 from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
-from memmy_kb.settings import get_settings
 from tests.support.uploads import create_kb, drain_ingest, get_upload, post_file, request_upload, upload
 
 
@@ -17,7 +17,7 @@ def create(service, name="产品资料", user="alice"):
 
 def test_owning_the_most_kbs_allowed_is_409_with_the_limit_and_asks_memos_nothing(service, monkeypatch):
     monkeypatch.setenv("MAX_KBS_PER_USER", "2")
-    get_settings.cache_clear()
+    composition.reset_composition()
     first = create(service, "一").body["id"]
     assert create(service, "二").status == HTTPStatus.CREATED
     created = len(service.memos.state()["knowledge_bases"])
@@ -38,15 +38,15 @@ def test_a_create_racing_past_the_read_is_refused_by_the_transaction_and_its_mem
     from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
 
     monkeypatch.setenv("MAX_KBS_PER_USER", "1")
-    get_settings.cache_clear()
+    composition.reset_composition()
     assert create(service, "一").status == HTTPStatus.CREATED
     # A concurrent create's intent transaction checked the count before this one's was recorded.
-    check_before = DynamoCleanupStore.put_create_intent
+    intents = DynamoCleanupStore(service.stores.table)
+    check_before = intents.put_create_intent
     monkeypatch.setattr(
-        DynamoCleanupStore,
-        "put_create_intent",
-        lambda self, *args, **kwargs: check_before(self, *args, **{**kwargs, "max_owned": None}),
+        intents, "put_create_intent", lambda *args, **kwargs: check_before(*args, **{**kwargs, "max_owned": None})
     )
+    service.override(composition.get_cleanup_store, lambda: intents)
     reply = create(service, "二")
     assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.CONFLICT, "kb_limit_reached")
     assert len([kb for kb in service.memos.state()["knowledge_bases"] if kb["linked"]]) == 1
@@ -79,7 +79,7 @@ def caps(monkeypatch, *, files: int | None = None, size: int | None = None) -> N
         monkeypatch.setenv("MAX_FILES_PER_KB", str(files))
     if size is not None:
         monkeypatch.setenv("MAX_BYTES_PER_KB", str(size))
-    get_settings.cache_clear()
+    composition.reset_composition()
 
 
 def counts(service, kb_id: str) -> tuple[int, int]:

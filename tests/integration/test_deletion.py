@@ -16,12 +16,11 @@ from typing import Any
 import boto3
 import pytest
 
+from memmy_kb import composition as deps
 from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
 from memmy_kb.adapters.dynamodb.table import cleanup_key, dump, kb_key
 from memmy_kb.adapters.errors import ConditionFailed
-from memmy_kb.adapters.stepfunctions import CleanupStateMachine
-from memmy_kb.api import dependencies as deps
-from memmy_kb.api.dependencies import reset_dependencies
+from memmy_kb.composition import reset_composition
 from memmy_kb.domain.cleanup import CleanupFailed, CleanupRetryable
 from memmy_kb.domain.deletion import FOLDER_GONE
 from memmy_kb.domain.reconcile import Reconciler
@@ -168,18 +167,19 @@ def test_a_share_landing_between_the_read_and_the_delete_cannot_leave_a_grant_be
     assert [service.stores.kbs.get_grant(u, kb_id) for u in ("alice", "bob", "carol")] == [None, None, None]
 
 
-def test_a_cleanup_whose_start_failed_is_still_accepted_and_the_reconciler_starts_it(service, monkeypatch):
+def test_a_cleanup_whose_start_failed_is_still_accepted_and_the_reconciler_starts_it(service):
     kb_id, _ = shared_kb(service)
 
-    def unavailable(*args: Any) -> None:
-        raise ConnectionError("Step Functions unreachable")
+    class Unreachable:
+        def start(self, *args: Any) -> None:
+            raise ConnectionError("Step Functions unreachable")
 
-    monkeypatch.setattr(CleanupStateMachine, "start", unavailable)
+    # The delete route's executions cannot be started; the reconciler's (built by the factory) can.
+    service.override(deps.get_cleanup_executions, Unreachable)
 
     reply = service.call("DELETE", f"/knowledge-bases/{kb_id}", "alice")
 
     assert reply.status == HTTPStatus.ACCEPTED
-    monkeypatch.undo()
     cleanup_id = reply.body["cleanup_id"]
     assert executions(service, cleanup_id) == []
     report = reconciler(service).run()
@@ -324,7 +324,7 @@ def test_the_scheduled_reconcile_restarts_a_failed_cleanup_with_a_new_execution(
 
 def test_an_upload_whose_add_outcome_was_unknown_is_recorded_when_memos_has_it(service, monkeypatch):
     monkeypatch.setenv("MEMOS_TIMEOUT_SECONDS", "0.3")
-    reset_dependencies()
+    reset_composition()
     kb_id = create_kb(service)
     upload_id = upload(service, kb_id, "a.md", b"# hello")
     service.memos.add_fault(ADD, latency_ms=1000, times=1)
@@ -332,7 +332,7 @@ def test_an_upload_whose_add_outcome_was_unknown_is_recorded_when_memos_has_it(s
     assert get_upload(service, kb_id, upload_id).state == "submitting"
     wait_until(lambda: sum(map(len, memos_kbs(service).values())) == 1, timeout=10, message="MemOS to store it")
     monkeypatch.delenv("MEMOS_TIMEOUT_SECONDS")
-    reset_dependencies()
+    reset_composition()
 
     report = reconciler(service).run()
 
@@ -396,12 +396,12 @@ def test_memos_files_nothing_references_are_residue_and_removed(service):
 
 def test_a_create_whose_memos_outcome_is_unknown_is_counted_once(service, monkeypatch):
     monkeypatch.setenv("MEMOS_TIMEOUT_SECONDS", "0.3")
-    reset_dependencies()
+    reset_composition()
     service.memos.add_fault("/create/knowledgebase", latency_ms=1000, times=5)
     reply = service.call("POST", "/knowledge-bases", "alice", body={"name": "x"})
     assert reply.status == HTTPStatus.SERVICE_UNAVAILABLE
     monkeypatch.delenv("MEMOS_TIMEOUT_SECONDS")
-    reset_dependencies()
+    reset_composition()
 
     report = reconciler(service).run()
 
@@ -412,13 +412,13 @@ def test_a_create_whose_memos_outcome_is_unknown_is_counted_once(service, monkey
 def test_a_keyed_create_whose_memos_outcome_is_unknown_keeps_its_intent_and_frees_the_key(service, monkeypatch):
     # The Idempotency-Key record rides in the intent's transaction; releasing it must not take the intent.
     monkeypatch.setenv("MEMOS_TIMEOUT_SECONDS", "0.3")
-    reset_dependencies()
+    reset_composition()
     service.memos.add_fault("/create/knowledgebase", latency_ms=1000, times=5)
     keyed = {"Idempotency-Key": "k-1"}
     reply = service.call("POST", "/knowledge-bases", "alice", body={"name": "x"}, headers=keyed)
     assert reply.status == HTTPStatus.SERVICE_UNAVAILABLE
     monkeypatch.delenv("MEMOS_TIMEOUT_SECONDS")
-    reset_dependencies()
+    reset_composition()
 
     # Then the same key may be used again at once (a new create), and the lost one is still reported
     assert service.call("POST", "/knowledge-bases", "alice", body={"name": "x"}, headers=keyed).status == 201
@@ -442,14 +442,14 @@ def test_meta_keeps_its_readers_for_the_delete(service):
 
 def test_two_reconcile_runs_resolving_one_upload_record_it_once_and_keep_its_memos_file(service, monkeypatch):
     monkeypatch.setenv("MEMOS_TIMEOUT_SECONDS", "0.3")
-    reset_dependencies()
+    reset_composition()
     kb_id = create_kb(service)
     upload_id = upload(service, kb_id, "a.md", b"# hello")
     service.memos.add_fault(ADD, latency_ms=1000, times=1)
     drain_ingest(service)
     wait_until(lambda: sum(map(len, memos_kbs(service).values())) == 1, timeout=10, message="MemOS to store it")
     monkeypatch.delenv("MEMOS_TIMEOUT_SECONDS")
-    reset_dependencies()
+    reset_composition()
     # Given a second run that read the upload as submitting just before the first one recorded it
     stale = get_upload(service, kb_id, upload_id)
     first = reconciler(service).run()

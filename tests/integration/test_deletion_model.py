@@ -61,7 +61,7 @@ from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.memos.errors import MemosUnavailable
 from memmy_kb.adapters.s3 import UploadStorage
 from memmy_kb.adapters.stepfunctions import CleanupStateMachine
-from memmy_kb.api.dependencies import reset_dependencies
+from memmy_kb.composition import reset_composition
 from memmy_kb.domain.cleanup import CleanupRetryable
 from memmy_kb.domain.files import GONE_FROM_MEMOS
 from memmy_local.runners import sqs_event
@@ -544,7 +544,7 @@ def test_a_crash_at_any_step_leaves_nothing_behind_once_reconcile_has_run(servic
     and cleaned up); the kill point crashes the first call of its method within its phase."""
     phase, target, when = point
     monkeypatch.setenv("INLINE_UPLOAD_MAX_BYTES", "1024")  # "big" files take the verified-copy path
-    reset_dependencies()
+    reset_composition()
     executions, schedule = Executions(service), Schedule(service)
 
     # Given two KBs with folders, files and uploads still in flight

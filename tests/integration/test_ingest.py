@@ -19,11 +19,10 @@ from memmy_kb.adapters.dynamodb.table import folder_key, grant_key, kb_key
 from memmy_kb.adapters.errors import ConditionFailed
 from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.s3 import ObjectInfo, UploadStorage
-from memmy_kb.api.dependencies import reset_dependencies
+from memmy_kb.composition import reset_composition
 from memmy_kb.domain import ingest, verification
 from memmy_kb.domain.verification import NOT_UTF8, REASONS, XML_DOCTYPE
 from memmy_kb.records import FolderRecord, utc_now
-from memmy_kb.settings import get_settings
 from memmy_local.runners import sqs_event
 from tests.support.docgen import make_doc, make_docx, make_docx_with_document, make_md, make_pdf
 from tests.support.iam import record_aws_calls
@@ -136,7 +135,7 @@ def test_every_supported_format_is_accepted(service, filename, data):
 def test_a_large_file_goes_to_memos_as_a_presigned_url_of_a_verified_copy(service, monkeypatch):
     # Given an inline limit below the file's size
     monkeypatch.setenv("INLINE_UPLOAD_MAX_BYTES", "1024")
-    reset_dependencies()
+    reset_composition()
     sent = []
     original = MemosClient.add_knowledgebase_files
 
@@ -312,7 +311,7 @@ def test_memos_down_on_the_last_delivery_rejects_instead_of_vanishing(service):
 def test_an_unknown_memos_outcome_leaves_the_upload_submitting_for_the_reconciler(service, monkeypatch):
     # Given a MemOS that stores the file but answers after the client gave up
     monkeypatch.setenv("MEMOS_TIMEOUT_SECONDS", "0.3")
-    reset_dependencies()
+    reset_composition()
     kb_id = create_kb(service)
     upload_id = upload(service, kb_id, "a.md", b"# hello")
     service.memos.add_fault(ADD, latency_ms=1000, times=1)
@@ -365,7 +364,7 @@ def test_a_file_memos_refuses_is_rejected_with_a_reason_and_deleted(service):
 def test_the_ingest_needs_no_permission_beyond_its_policy_for_a_large_rejected_file(service, monkeypatch):
     # A large file MemOS refuses: head, ranged reads, stream, copy, presign, delete of both keys.
     monkeypatch.setenv("INLINE_UPLOAD_MAX_BYTES", "1024")
-    reset_dependencies()
+    reset_composition()
     kb_id = create_kb(service)
     upload_id = upload(service, kb_id, "big.md", b"# title\n" + b"text " * 1000)
     service.memos.add_fault(ADD, code=50107, times=1)
@@ -477,7 +476,7 @@ def test_an_object_replaced_while_it_is_read_is_retried_not_judged(service, monk
     # Given a file read in several requests (over the inline size, so HEAD first; a small file is read by
     # one GET, which cannot mix versions), and the client re-POSTed another version before the read
     monkeypatch.setenv("INLINE_UPLOAD_MAX_BYTES", "4")
-    get_settings.cache_clear()
+    reset_composition()
     kb_id = create_kb(service)
     upload_id = upload(service, kb_id, "a.md", b"# hello")
     original_head = UploadStorage.head

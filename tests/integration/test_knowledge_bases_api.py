@@ -6,7 +6,7 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
+from memmy_kb import composition
 from tests.support.events import claims_for
 from tests.support.iam import record_aws_calls
 
@@ -109,10 +109,14 @@ def test_memos_failure_is_503_and_stores_nothing(service, fault, code):
 
 
 def test_a_failed_write_deletes_the_memos_kb_again(service, monkeypatch):
+    # Given a KB store whose write of META and the owner grant fails, handed to the route by override
+    store = service.stores.kbs
+
     def fail(*args, **kwargs):
         raise RuntimeError("DynamoDB is down")
 
-    monkeypatch.setattr(DynamoKnowledgeBaseStore, "put_kb_with_owner_grant", fail)
+    monkeypatch.setattr(store, "put_kb_with_owner_grant", fail)
+    service.override(composition.get_kb_store, lambda: store)
     reply = create(service)
     assert reply.status == HTTPStatus.INTERNAL_SERVER_ERROR
     assert reply.body["error"]["code"] == "internal_error"

@@ -494,9 +494,9 @@ def run_seed_story(service: Any, key_dir: Path, monkeypatch: pytest.MonkeyPatch)
     folder = story.call("POST", f"/knowledge-bases/{kb_id}/folders", OWNER, body={"name": "2026"})
     assert folder.status == HTTPStatus.CREATED, folder.body
     monkeypatch.setenv("INLINE_UPLOAD_MAX_BYTES", "64")
-    from memmy_kb.settings import get_settings
+    from memmy_kb.composition import reset_composition
 
-    get_settings.cache_clear()
+    reset_composition()
     service.memos.add_fault(ADD, code=50004, times=1)
     story.upload(kb_id, "MemOS 开源VS商业化 v2.md", COMPARISON_V2, folder_id=folder.body["id"])
     assert drain_ingest(service).failed  # MemOS was down: retried later
@@ -506,7 +506,7 @@ def run_seed_story(service: Any, key_dir: Path, monkeypatch: pytest.MonkeyPatch)
         (signature,) = parse_qs(urlsplit(url).query)["X-Amz-Signature"]
         story.secrets[f"presigned GET signature {number}"] = signature
     monkeypatch.delenv("INLINE_UPLOAD_MAX_BYTES")
-    get_settings.cache_clear()
+    reset_composition()
 
     listed = story.call("GET", f"/knowledge-bases/{kb_id}/files", OWNER)
     (old,) = [f for f in listed.body["files"] if f["name"] == "MemOS 开源VS商业化.md"]

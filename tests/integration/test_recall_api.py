@@ -15,7 +15,7 @@ import pytest
 from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.memos.key import StaticApiKeyProvider
 from memmy_kb.adapters.memos.models import FileInput
-from memmy_kb.api.dependencies import get_kb_store, reset_dependencies
+from memmy_kb.composition import get_kb_store, reset_composition
 from tests.support.events import FakeLambdaContext, claims_for, http_event
 from tests.support.polling import wait_until
 
@@ -201,7 +201,7 @@ def test_a_search_slower_than_the_budget_is_503_within_the_budget(service, world
     # Given a 0.4 s MemOS budget and a MemOS that answers after 8 s (far apart, so that a loaded machine
     # cannot blur "gave up at the budget" into "waited for MemOS")
     monkeypatch.setenv("RECALL_MEMOS_TIMEOUT_SECONDS", "0.4")
-    reset_dependencies()
+    reset_composition()
     service.memos.add_fault(SEARCH, latency_ms=8000, times=1)
     before = service.memos.calls(SEARCH)
 
@@ -217,7 +217,7 @@ def test_a_search_slower_than_the_budget_is_503_within_the_budget(service, world
 
 def test_a_search_within_the_budget_is_served(service, world, monkeypatch):
     monkeypatch.setenv("RECALL_MEMOS_TIMEOUT_SECONDS", "2")
-    reset_dependencies()
+    reset_composition()
     service.memos.add_fault(SEARCH, latency_ms=300, times=1)
     assert markers_in(recall(service, "alice")) == {"alice", "bob"}
 

@@ -7,7 +7,7 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.settings import get_settings
+from memmy_kb.composition import reset_composition
 from tests.integration.test_sharing_api import ALICE_PHONE, BOB_PHONE, register, share
 from tests.support.uploads import create_kb
 
@@ -23,7 +23,7 @@ def people(service):
 def limits(monkeypatch, **env):
     for key, value in env.items():
         monkeypatch.setenv(key, str(value))
-    get_settings.cache_clear()
+    reset_composition()
 
 
 # -- /me ------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import copy
 import importlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,6 +109,17 @@ class Service:
     def function_module(self, name: str) -> Any:
         return importlib.import_module(f"functions.{name}.app")
 
+    def override(self, dependency: Callable[..., Any], replacement: Callable[..., Any]) -> None:
+        """What routes receive from ``dependency`` (a provider their ``Depends`` names, such as
+        ``composition.get_kb_store``) comes from ``replacement`` instead, in every API function's resolver,
+        until the test ends."""
+        for module in dict.fromkeys(module for *_, module in self._routes):
+            self.function_module(module.split(".")[1]).app.dependency_overrides[dependency] = replacement
+
+    def clear_overrides(self) -> None:
+        for module in dict.fromkeys(module for *_, module in self._routes):
+            self.function_module(module.split(".")[1]).app.dependency_overrides.clear()
+
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
         """Run the handler of template function ``function`` (logical id) with ``event``, IAM-checked.
 
@@ -128,14 +139,9 @@ class Service:
 
 
 def _reset_caches() -> None:
-    from aws_lambda_powertools.utilities import parameters
+    from memmy_kb.composition import reset_composition
 
-    from memmy_kb.api.dependencies import reset_dependencies
-    from memmy_kb.api.idempotency import reset_idempotency
-
-    reset_dependencies()
-    reset_idempotency()
-    parameters.clear_caches()  # type: ignore[no-untyped-call]  # Powertools leaves it unannotated
+    reset_composition()
 
 
 _AWS_ENV: dict[str, str] = {
@@ -290,9 +296,11 @@ def service(
     for key, value in _moto_stack.environment.items():
         monkeypatch.setenv(key, value)
     _reset_caches()
-    yield Service(
+    service = Service(
         template=copy.deepcopy(_moto_stack.template), refs=dict(_moto_stack.refs), memos=memos_emulator
     )
+    yield service
+    service.clear_overrides()
     _reset_caches()
 
 

@@ -1,7 +1,8 @@
 """The import graph of the core layer and the handlers, by layer, from the source (no code is imported).
 
 Layers, lowest first: ``base`` (errors, records, settings, observability), ``adapters``, ``domain``,
-``api``, and the ``functions`` handlers on top. A module may import its own layer and the layers below,
+``composition`` (the composition root, wiring adapters to ports), ``api``, and the ``functions`` handlers
+on top. A module may import its own layer and the layers below,
 never a layer above. ``python -m tests.support.import_graph`` prints the edges between layers and the
 upward ones, if any; tests/unit/test_layers.py fails when one appears.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "layers" / "core" / "python"
 FUNCTIONS = ROOT / "functions"
-LAYERS = ("base", "adapters", "domain", "api", "functions")
+LAYERS = ("base", "adapters", "domain", "composition", "api", "functions")
 BASE_MODULES = frozenset({"errors", "records", "settings", "observability"})
 
 
@@ -42,7 +43,7 @@ def layer_of(module: str) -> str:
         raise ValueError(f"{module} is outside the layered code")
     if len(parts) == 1 or parts[1] in BASE_MODULES:
         return "base"
-    if parts[1] in ("adapters", "domain", "api"):
+    if parts[1] in ("adapters", "domain", "composition", "api"):
         return parts[1]
     raise ValueError(f"{module} belongs to no layer: put it in a subpackage or name it a base module")
 

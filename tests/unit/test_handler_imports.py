@@ -2,7 +2,7 @@
 
 Each handler is imported as Lambda does (a fresh interpreter, its folder as LAMBDA_TASK_ROOT, ``import
 app``). Clients and the libraries behind them (boto3, httpx) come with the first request that needs them
-(``memmy_kb.api.dependencies``); Powertools utilities a request may need (Parameters, idempotency) on
+(``memmy_kb.composition``); Powertools utilities a request may need (Parameters, idempotency) on
 first use too; the X-Ray SDK never. Timings are the bench's (bench/import_time.py), not a test's.
 """
 
@@ -28,9 +28,9 @@ print(json.dumps({"modules": sorted(sys.modules), "handler": callable(getattr(ap
 
 # Never imported by a handler module: the first request that needs one of them imports it.
 ON_FIRST_USE = {
-    "boto3": "AWS clients are built by memmy_kb.api.dependencies on first use",
-    "botocore.session": "AWS clients are built by memmy_kb.api.dependencies on first use",
-    "botocore.client": "AWS clients are built by memmy_kb.api.dependencies on first use",
+    "boto3": "AWS clients are built by memmy_kb.composition on first use",
+    "botocore.session": "AWS clients are built by memmy_kb.composition on first use",
+    "botocore.client": "AWS clients are built by memmy_kb.composition on first use",
     "boto3.dynamodb.types": "the DynamoDB codec comes with the table adapter",
     "httpx": "the MemOS client comes with the first MemOS call",
     "httpcore": "the MemOS client comes with the first MemOS call",

@@ -341,18 +341,11 @@ def _ensure_port_free(host: str, port: int, what: str) -> None:
 def _forget_containers() -> None:
     """Drop what a previous stack's "containers" cached in this process: clients bound to its ports.
 
-    Like new Lambda containers: every functools cache of the core layer, and Powertools Parameters'
-    providers. Only modules already imported are touched, so this costs nothing on a first start.
+    Like new Lambda containers: the core layer's composition root forgets every client, adapter and the
+    settings (``reset_composition``, which clears Powertools Parameters' caches too). Nothing is imported
+    for it: before any handler ran there is nothing to forget.
     """
-    core = [module for name, module in list(sys.modules.items()) if name.partition(".")[0] == CORE_PACKAGE]
-    for module in core:
-        for value in list(vars(module).values()):
-            # The core layer keeps its clients in functools caches of its own functions.
-            if (
-                callable(getattr(value, "cache_clear", None))
-                and getattr(value, "__module__", None) == module.__name__
-            ):
-                value.cache_clear()
-    parameters = sys.modules.get("aws_lambda_powertools.utilities.parameters")
-    if parameters is not None:
-        parameters.clear_caches()
+    composition = sys.modules.get(f"{CORE_PACKAGE}.composition")
+    if composition is not None:
+        composition.reset_composition()
+

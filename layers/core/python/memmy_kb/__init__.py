@@ -2,7 +2,8 @@
 
 Layers, each importing only the ones below it (checked by tests/unit/test_layers.py):
 
-* ``memmy_kb.api``: the edge (HTTP resolver, identity, idempotency, API bodies, events, wiring);
+* ``memmy_kb.api``: the edge (HTTP resolver, identity, idempotency, API bodies, events, what routes receive);
+* ``memmy_kb.composition``: the composition root, building the adapters behind the ports;
 * ``memmy_kb.domain``: the rules, over the ports in ``memmy_kb.domain.ports``;
 * ``memmy_kb.adapters``: DynamoDB, S3 and MemOS;
 * ``memmy_kb.errors``, ``memmy_kb.records``, ``memmy_kb.settings``, ``memmy_kb.observability``: shared by all.

@@ -44,7 +44,7 @@ class Settings:
 
 @cache
 def get_settings() -> Settings:
-    """The settings of this container; tests call ``get_settings.cache_clear()`` after changing env."""
+    """The settings of this container; ``memmy_kb.composition.reset_composition()`` forgets them (tests)."""
     env = os.environ
     return Settings(
         table_name=env["TABLE_NAME"],

@@ -1,2 +1,3 @@
-"""The edge: HTTP (resolver, identity, idempotency, request/response bodies) and events, plus the
-composition root that wires adapters to ports (docs/architecture.md, "Layers")."""
+"""The edge: HTTP (resolver, request guard, identity, idempotency, request/response bodies, what routes receive
+through ``Depends``) and events. The adapters come from ``memmy_kb.composition`` (docs/architecture.md,
+"Layers")."""

@@ -17,9 +17,9 @@ import math
 import re
 import time
 from collections.abc import Callable
-from functools import cache
 from typing import Any
 
+from memmy_kb.composition import get_idempotency_persistence
 from memmy_kb.errors import InvalidInput, idempotency_key_reused, request_in_progress
 from memmy_kb.records import RequestRecord
 from memmy_kb.settings import get_settings
@@ -32,22 +32,6 @@ def _check_key(key: str) -> None:
         raise InvalidInput(
             "Idempotency-Key must be 1 to 128 visible ASCII characters.", code="invalid_idempotency_key"
         )
-
-
-@cache
-def _persistence(operation: str) -> Any:
-    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
-
-    from memmy_kb.api.dependencies import dynamodb_client
-
-    return DynamoDBPersistenceLayer(
-        table_name=get_settings().table_name,
-        key_attr="PK",
-        sort_key_attr="SK",
-        static_pk_value=f"IDEMPOTENCY#{operation}",
-        expiry_attr="expires_at",
-        boto3_client=dynamodb_client(),
-    )
 
 
 # Without a Lambda context: how long a claimed key stays in progress before another request may take over.
@@ -123,7 +107,7 @@ def run_idempotently(
 
     @idempotent_function(  # type: ignore[untyped-decorator]
         data_keyword_argument="request",
-        persistence_store=_persistence(operation),
+        persistence_store=get_idempotency_persistence(operation),
         config=config,
         key_prefix=operation,
     )
@@ -137,7 +121,3 @@ def run_idempotently(
         raise idempotency_key_reused() from err
     except IdempotencyAlreadyInProgressError as err:
         raise request_in_progress() from err
-
-
-def reset_idempotency() -> None:
-    _persistence.cache_clear()

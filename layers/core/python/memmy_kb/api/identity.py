@@ -1,13 +1,17 @@
 """Who is calling: the verified ``sub`` of the JWT the HTTP API's authorizer accepted, and nothing else.
 
 API Gateway passes JWT claims to the function as strings (``"true"``, not ``true``), so the verified
-flags are read in both forms.
+flags are read in both forms. Routes receive the caller through Powertools ``Depends`` on
+``current_caller_id`` or ``current_claims`` (``memmy_kb.api.injected``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+# At run time: Powertools hands the request to a provider whose parameter is annotated with this class.
+from aws_lambda_powertools.event_handler.request import Request
 
 from memmy_kb.domain.directory import VerifiedClaims
 from memmy_kb.domain.display import hidden_characters, shown
@@ -87,3 +91,13 @@ def verified_claims(event: Mapping[str, Any]) -> VerifiedClaims:
         email=_usable_text(email, MAX_EMAIL_CHARS),
         phone=_usable_text(phone, MAX_PHONE_CHARS),
     )
+
+
+def current_caller_id(request: Request) -> str:
+    """The ``Depends`` provider of a route's caller: the current request's verified user id (401 without)."""
+    return caller_id(request.resolved_event.raw_event)
+
+
+def current_claims(request: Request) -> VerifiedClaims:
+    """The ``Depends`` provider of the caller's verified directory facts (``PUT /me``, creating a KB)."""
+    return verified_claims(request.resolved_event.raw_event)

@@ -23,8 +23,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from memmy_kb.adapters.memos.deadline import bounded_by
-from memmy_kb.api.bodies import check_json_body
 from memmy_kb.api.models.errors import ErrorResponse, UnauthorizedResponse
+from memmy_kb.api.request_guard import check_json_body
 from memmy_kb.errors import DomainError, TooManyRequests
 from memmy_kb.observability import logger
 
@@ -103,7 +103,7 @@ class DecodingHttpResolver(APIGatewayHttpResolver):
         return {name: unquote(value) for name, value in match.groupdict().items()}
 
     def _call_route(self, route: Route, route_arguments: dict[str, str]) -> ResponseBuilder[Any]:
-        # Before Powertools' own validation parses the body (memmy_kb.api.bodies says why).
+        # Before Powertools' own validation parses the body (memmy_kb.api.request_guard says why).
         event = self.current_event
         try:
             document = check_json_body(

@@ -7,8 +7,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from memmy_kb.api.dependencies import get_activity_log, get_kb_store
-from memmy_kb.api.identity import caller_id
+from memmy_kb.api.injected import ActivityLogDep, CallerId, KbStoreDep
 from memmy_kb.api.models.activity import ActivityList
 from memmy_kb.api.resolver import NOT_VISIBLE, READER, KbId, new_router, responses
 from memmy_kb.domain import activity
@@ -25,11 +24,11 @@ router = new_router()
 )
 def handle_list_activity(
     kb_id: KbId,
+    caller: CallerId,
+    kbs: KbStoreDep,
+    log: ActivityLogDep,
     limit: Annotated[int, Query(ge=1, le=activity.MAX_PAGE)] = 50,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
 ) -> ActivityList:
-    caller = caller_id(router.current_event.raw_event)
-    page = activity.list_activity(
-        get_kb_store(), get_activity_log(), caller, kb_id, limit=limit, cursor=cursor, now=utc_now()
-    )
+    page = activity.list_activity(kbs, log, caller, kb_id, limit=limit, cursor=cursor, now=utc_now())
     return ActivityList.from_page(page)

@@ -8,12 +8,10 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from memmy_kb.api.dependencies import get_kb_store, get_profile_store
-from memmy_kb.api.identity import caller_id
+from memmy_kb.api.injected import CallerId, KbStoreDep, ProfileStoreDep, SettingsDep
 from memmy_kb.api.models.blocks import BlockedList, BlockRequest
 from memmy_kb.api.resolver import NO_PROFILE, UserId, new_router, responses
 from memmy_kb.domain import profiles
-from memmy_kb.settings import get_settings
 
 router = new_router()
 
@@ -24,10 +22,8 @@ router = new_router()
     summary="List the accounts the caller blocks",
     responses=responses(HTTPStatus.OK, "The blocked accounts", BlockedList, NO_PROFILE),
 )
-def handle_list_blocked() -> BlockedList:
-    return BlockedList.from_pairs(
-        profiles.list_blocked(get_profile_store(), caller_id(router.current_event.raw_event))
-    )
+def handle_list_blocked(caller: CallerId, profile_store: ProfileStoreDep) -> BlockedList:
+    return BlockedList.from_pairs(profiles.list_blocked(profile_store, caller))
 
 
 @router.post(
@@ -42,15 +38,14 @@ def handle_list_blocked() -> BlockedList:
         (HTTPStatus.CONFLICT, "The block list is full"),
     ),
 )
-def handle_block(request: Annotated[BlockRequest, Body()]):  # type: ignore[no-untyped-def]
-    caller = caller_id(router.current_event.raw_event)
-    profiles.block(
-        get_kb_store(),
-        get_profile_store(),
-        caller,
-        request.user_id,
-        retention_days=get_settings().activity_retention_days,
-    )
+def handle_block(  # type: ignore[no-untyped-def]
+    request: Annotated[BlockRequest, Body()],
+    caller: CallerId,
+    kbs: KbStoreDep,
+    profile_store: ProfileStoreDep,
+    settings: SettingsDep,
+):
+    profiles.block(kbs, profile_store, caller, request.user_id, retention_days=settings.activity_retention_days)
     return Response(status_code=HTTPStatus.NO_CONTENT)
 
 
@@ -60,6 +55,6 @@ def handle_block(request: Annotated[BlockRequest, Body()]):  # type: ignore[no-u
     summary="Lift a block",
     responses=responses(HTTPStatus.NO_CONTENT, "Not blocked (any more)", None, NO_PROFILE),
 )
-def handle_unblock(user_id: UserId):  # type: ignore[no-untyped-def]
-    profiles.unblock(get_profile_store(), caller_id(router.current_event.raw_event), user_id)
+def handle_unblock(user_id: UserId, caller: CallerId, profile_store: ProfileStoreDep):  # type: ignore[no-untyped-def]
+    profiles.unblock(profile_store, caller, user_id)
     return Response(status_code=HTTPStatus.NO_CONTENT)

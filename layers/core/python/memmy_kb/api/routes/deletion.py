@@ -3,37 +3,43 @@
 from __future__ import annotations
 
 from http import HTTPStatus
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.metrics import MetricUnit
 
-from memmy_kb.api.dependencies import (
-    get_activity_log,
-    get_cleanup_executions,
-    get_cleanup_store,
-    get_content_store,
-    get_kb_store,
+from memmy_kb.api.injected import (
+    ActivityLogDep,
+    CallerId,
+    CleanupExecutionsDep,
+    CleanupStoreDep,
+    ContentStoreDep,
+    KbStoreDep,
+    SettingsDep,
 )
-from memmy_kb.api.identity import caller_id
 from memmy_kb.api.models.deletion import CleanupAccepted
 from memmy_kb.api.resolver import NOT_VISIBLE, READER, ItemId, KbId, json_response, new_router, responses
 from memmy_kb.domain.deletion import Deleter
 from memmy_kb.observability import metrics
-from memmy_kb.settings import get_settings
 
 router = new_router()
 _ACCEPTED = "Deleted in Memmy; MemOS and storage are cleaned up in the background"
 
 
-def _deleter() -> Deleter:
-    return Deleter(
-        get_kb_store(),
-        get_content_store(),
-        get_cleanup_store(),
-        get_cleanup_executions(),
-        log=get_activity_log(),
-        retention_days=get_settings().activity_retention_days,
-    )
+def deleter(
+    kbs: KbStoreDep,
+    contents: ContentStoreDep,
+    cleanups: CleanupStoreDep,
+    executions: CleanupExecutionsDep,
+    log: ActivityLogDep,
+    settings: SettingsDep,
+) -> Deleter:
+    """The ``Depends`` provider of the deletion rules, on the stores it receives in turn."""
+    return Deleter(kbs, contents, cleanups, executions, log=log, retention_days=settings.activity_retention_days)
+
+
+DeleterDep = Annotated[Deleter, Depends(deleter)]
 
 
 def _accepted(cleanup_id: str, what: str) -> Response[str]:
@@ -54,9 +60,8 @@ def _accepted(cleanup_id: str, what: str) -> Response[str]:
         (HTTPStatus.CONFLICT, "Members kept changing while the knowledge base was being deleted; try again"),
     ),
 )
-def handle_delete_knowledge_base(kb_id: KbId) -> Response[str]:
-    caller = caller_id(router.current_event.raw_event)
-    return _accepted(_deleter().delete_knowledge_base(caller, kb_id), "KnowledgeBase")
+def handle_delete_knowledge_base(kb_id: KbId, caller: CallerId, rules: DeleterDep) -> Response[str]:
+    return _accepted(rules.delete_knowledge_base(caller, kb_id), "KnowledgeBase")
 
 
 @router.delete(
@@ -65,9 +70,8 @@ def handle_delete_knowledge_base(kb_id: KbId) -> Response[str]:
     summary="Delete a file (owner only)",
     responses=responses(HTTPStatus.ACCEPTED, _ACCEPTED, CleanupAccepted, READER, NOT_VISIBLE),
 )
-def handle_delete_file(kb_id: KbId, file_id: ItemId) -> Response[str]:
-    caller = caller_id(router.current_event.raw_event)
-    return _accepted(_deleter().delete_file(caller, kb_id, file_id), "File")
+def handle_delete_file(kb_id: KbId, file_id: ItemId, caller: CallerId, rules: DeleterDep) -> Response[str]:
+    return _accepted(rules.delete_file(caller, kb_id, file_id), "File")
 
 
 @router.delete(
@@ -76,6 +80,5 @@ def handle_delete_file(kb_id: KbId, file_id: ItemId) -> Response[str]:
     summary="Delete a folder with its subfolders and files (owner only)",
     responses=responses(HTTPStatus.ACCEPTED, _ACCEPTED, CleanupAccepted, READER, NOT_VISIBLE),
 )
-def handle_delete_folder(kb_id: KbId, folder_id: ItemId) -> Response[str]:
-    caller = caller_id(router.current_event.raw_event)
-    return _accepted(_deleter().delete_folder(caller, kb_id, folder_id), "Folder")
+def handle_delete_folder(kb_id: KbId, folder_id: ItemId, caller: CallerId, rules: DeleterDep) -> Response[str]:
+    return _accepted(rules.delete_folder(caller, kb_id, folder_id), "Folder")

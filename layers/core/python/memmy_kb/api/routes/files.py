@@ -8,8 +8,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
-from memmy_kb.api.dependencies import get_content_store, get_kb_store, get_memos_client
-from memmy_kb.api.identity import caller_id
+from memmy_kb.api.injected import CallerId, ContentStoreDep, KbStoreDep, MemosDep
 from memmy_kb.api.models.files import (
     CreateFolderRequest,
     File,
@@ -32,10 +31,14 @@ _MEMOS_DOWN = (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS unavailable")
     responses=responses(HTTPStatus.OK, "Folders and files", FileListing, NOT_VISIBLE, _MEMOS_DOWN),
 )
 def handle_list_files(
-    kb_id: KbId, folder_id: Annotated[str | None, Query(max_length=64)] = None
+    kb_id: KbId,
+    caller: CallerId,
+    kbs: KbStoreDep,
+    contents: ContentStoreDep,
+    memos: MemosDep,
+    folder_id: Annotated[str | None, Query(max_length=64)] = None,
 ) -> FileListing:
-    caller = caller_id(router.current_event.raw_event)
-    listing = files.list_files(get_kb_store(), get_content_store(), get_memos_client(), caller, kb_id, folder_id)
+    listing = files.list_files(kbs, contents, memos, caller, kb_id, folder_id)
     return FileListing.from_listing(listing)
 
 
@@ -45,11 +48,16 @@ def handle_list_files(
     summary="Move a file to another folder (owner only)",
     responses=responses(HTTPStatus.OK, "The moved file", File, READER, NOT_VISIBLE, _MEMOS_DOWN),
 )
-def handle_move_file(kb_id: KbId, file_id: ItemId, request: Annotated[MoveFileRequest, Body()]) -> File:
-    caller = caller_id(router.current_event.raw_event)
-    entry = files.move_file(
-        get_kb_store(), get_content_store(), get_memos_client(), caller, kb_id, file_id, request.folder_id
-    )
+def handle_move_file(
+    kb_id: KbId,
+    file_id: ItemId,
+    request: Annotated[MoveFileRequest, Body()],
+    caller: CallerId,
+    kbs: KbStoreDep,
+    contents: ContentStoreDep,
+    memos: MemosDep,
+) -> File:
+    entry = files.move_file(kbs, contents, memos, caller, kb_id, file_id, request.folder_id)
     return File.from_entry(entry)
 
 
@@ -59,11 +67,14 @@ def handle_move_file(kb_id: KbId, file_id: ItemId, request: Annotated[MoveFileRe
     summary="Create a folder (owner only)",
     responses=responses(HTTPStatus.CREATED, "The new folder", Folder, READER, NOT_VISIBLE),
 )
-def handle_create_folder(kb_id: KbId, request: Annotated[CreateFolderRequest, Body()]) -> Response[str]:
-    caller = caller_id(router.current_event.raw_event)
-    folder = folders.create_folder(
-        get_kb_store(), get_content_store(), caller, kb_id, request.name, request.parent_id
-    )
+def handle_create_folder(
+    kb_id: KbId,
+    request: Annotated[CreateFolderRequest, Body()],
+    caller: CallerId,
+    kbs: KbStoreDep,
+    contents: ContentStoreDep,
+) -> Response[str]:
+    folder = folders.create_folder(kbs, contents, caller, kb_id, request.name, request.parent_id)
     return json_response(HTTPStatus.CREATED, Folder.from_record(folder))
 
 
@@ -81,12 +92,16 @@ def handle_create_folder(kb_id: KbId, request: Annotated[CreateFolderRequest, Bo
     ),
 )
 def handle_update_folder(
-    kb_id: KbId, folder_id: ItemId, request: Annotated[UpdateFolderRequest, Body()]
+    kb_id: KbId,
+    folder_id: ItemId,
+    request: Annotated[UpdateFolderRequest, Body()],
+    caller: CallerId,
+    kbs: KbStoreDep,
+    contents: ContentStoreDep,
 ) -> Folder:
-    caller = caller_id(router.current_event.raw_event)
     folder = folders.update_folder(
-        get_kb_store(),
-        get_content_store(),
+        kbs,
+        contents,
         caller,
         kb_id,
         folder_id,

@@ -9,15 +9,17 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 from aws_lambda_powertools.metrics import MetricUnit
 
-from memmy_kb.api.dependencies import (
-    get_activity_log,
-    get_cleanup_store,
-    get_kb_store,
-    get_memos_client,
-    get_profile_store,
-)
 from memmy_kb.api.idempotency import request_record
-from memmy_kb.api.identity import caller_id, verified_claims
+from memmy_kb.api.injected import (
+    ActivityLogDep,
+    CallerClaims,
+    CallerId,
+    CleanupStoreDep,
+    KbStoreDep,
+    MemosDep,
+    ProfileStoreDep,
+    SettingsDep,
+)
 from memmy_kb.api.models.knowledge_bases import (
     CreateKnowledgeBaseRequest,
     KnowledgeBase,
@@ -29,7 +31,6 @@ from memmy_kb.api.resolver import NOT_VISIBLE, READER, KbId, json_response, new_
 from memmy_kb.domain import knowledge_bases
 from memmy_kb.errors import DomainError
 from memmy_kb.observability import metrics
-from memmy_kb.settings import get_settings
 
 creation = new_router()
 router = new_router()
@@ -49,9 +50,14 @@ router = new_router()
 )
 def handle_create_knowledge_base(
     request: Annotated[CreateKnowledgeBaseRequest, Body()],
+    owner: CallerClaims,
+    kbs: KbStoreDep,
+    profile_store: ProfileStoreDep,
+    memos: MemosDep,
+    intents: CleanupStoreDep,
+    settings: SettingsDep,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> Response[str]:
-    owner = verified_claims(creation.current_event.raw_event)
     # The key's record rides in the create's own two transactions (docs/architecture.md, "Create").
     remembered = request_record(
         "create_kb",
@@ -62,13 +68,13 @@ def handle_create_knowledge_base(
     )
     try:
         view = knowledge_bases.create_knowledge_base(
-            get_kb_store(),
-            get_profile_store(),
-            get_memos_client(),
+            kbs,
+            profile_store,
+            memos,
             owner=owner,
             name=request.name,
-            intents=get_cleanup_store(),
-            max_owned=get_settings().max_kbs_per_user,
+            intents=intents,
+            max_owned=settings.max_kbs_per_user,
             request=remembered,
         )
     except DomainError as refused:
@@ -87,9 +93,10 @@ def handle_create_knowledge_base(
     summary="List the caller's owned and shared knowledge bases",
     responses=responses(HTTPStatus.OK, "Owned and shared knowledge bases", KnowledgeBaseList),
 )
-def handle_list_knowledge_bases() -> KnowledgeBaseList:
-    caller = caller_id(router.current_event.raw_event)
-    views = knowledge_bases.list_knowledge_bases(get_kb_store(), get_profile_store(), caller)
+def handle_list_knowledge_bases(
+    caller: CallerId, kbs: KbStoreDep, profile_store: ProfileStoreDep
+) -> KnowledgeBaseList:
+    views = knowledge_bases.list_knowledge_bases(kbs, profile_store, caller)
     return KnowledgeBaseList.from_views(views)
 
 
@@ -99,11 +106,10 @@ def handle_list_knowledge_bases() -> KnowledgeBaseList:
     summary="Read one knowledge base",
     responses=responses(HTTPStatus.OK, "The knowledge base as the caller sees it", KnowledgeBase, NOT_VISIBLE),
 )
-def handle_get_knowledge_base(kb_id: KbId) -> KnowledgeBase:
-    caller = caller_id(router.current_event.raw_event)
-    return KnowledgeBase.from_view(
-        knowledge_bases.get_knowledge_base(get_kb_store(), get_profile_store(), caller, kb_id)
-    )
+def handle_get_knowledge_base(
+    kb_id: KbId, caller: CallerId, kbs: KbStoreDep, profile_store: ProfileStoreDep
+) -> KnowledgeBase:
+    return KnowledgeBase.from_view(knowledge_bases.get_knowledge_base(kbs, profile_store, caller, kb_id))
 
 
 @router.patch(
@@ -113,17 +119,22 @@ def handle_get_knowledge_base(kb_id: KbId) -> KnowledgeBase:
     responses=responses(HTTPStatus.OK, "The renamed knowledge base", KnowledgeBase, READER, NOT_VISIBLE),
 )
 def handle_rename_knowledge_base(
-    kb_id: KbId, request: Annotated[RenameKnowledgeBaseRequest, Body()]
+    kb_id: KbId,
+    request: Annotated[RenameKnowledgeBaseRequest, Body()],
+    caller: CallerId,
+    kbs: KbStoreDep,
+    profile_store: ProfileStoreDep,
+    log: ActivityLogDep,
+    settings: SettingsDep,
 ) -> KnowledgeBase:
-    caller = caller_id(router.current_event.raw_event)
     view = knowledge_bases.rename_knowledge_base(
-        get_kb_store(),
-        get_profile_store(),
+        kbs,
+        profile_store,
         caller,
         kb_id,
         request.name,
-        log=get_activity_log(),
-        retention_days=get_settings().activity_retention_days,
+        log=log,
+        retention_days=settings.activity_retention_days,
     )
     return KnowledgeBase.from_view(view)
 
@@ -136,7 +147,12 @@ def handle_rename_knowledge_base(
         HTTPStatus.OK, "The knowledge base with the caller's new setting", KnowledgeBase, NOT_VISIBLE
     ),
 )
-def handle_set_recall(kb_id: KbId, request: Annotated[RecallSettingRequest, Body()]) -> KnowledgeBase:
-    caller = caller_id(router.current_event.raw_event)
-    view = knowledge_bases.set_recall(get_kb_store(), get_profile_store(), caller, kb_id, request.enabled)
+def handle_set_recall(
+    kb_id: KbId,
+    request: Annotated[RecallSettingRequest, Body()],
+    caller: CallerId,
+    kbs: KbStoreDep,
+    profile_store: ProfileStoreDep,
+) -> KnowledgeBase:
+    view = knowledge_bases.set_recall(kbs, profile_store, caller, kb_id, request.enabled)
     return KnowledgeBase.from_view(view)

@@ -8,12 +8,10 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from memmy_kb.api.dependencies import get_kb_store, get_profile_store, get_share_policy
-from memmy_kb.api.identity import caller_id
+from memmy_kb.api.injected import CallerId, KbStoreDep, ProfileStoreDep, SettingsDep, SharePolicyDep
 from memmy_kb.api.models.members import Member, MemberList, ShareRequest
 from memmy_kb.api.resolver import NOT_VISIBLE, READER, KbId, UserId, json_response, new_router, responses
 from memmy_kb.domain import sharing
-from memmy_kb.settings import get_settings
 
 router = new_router()
 
@@ -24,9 +22,10 @@ router = new_router()
     summary="List a knowledge base's members (owner only)",
     responses=responses(HTTPStatus.OK, "The owner and the readers", MemberList, READER, NOT_VISIBLE),
 )
-def handle_list_members(kb_id: KbId) -> MemberList:
-    caller = caller_id(router.current_event.raw_event)
-    return MemberList.from_views(sharing.list_members(get_kb_store(), get_profile_store(), caller, kb_id))
+def handle_list_members(
+    kb_id: KbId, caller: CallerId, kbs: KbStoreDep, profile_store: ProfileStoreDep
+) -> MemberList:
+    return MemberList.from_views(sharing.list_members(kbs, profile_store, caller, kb_id))
 
 
 @router.post(
@@ -47,11 +46,15 @@ def handle_list_members(kb_id: KbId) -> MemberList:
         (HTTPStatus.TOO_MANY_REQUESTS, "Too many share attempts or new members; see Retry-After"),
     ),
 )
-def handle_share_knowledge_base(kb_id: KbId, request: Annotated[ShareRequest, Body()]) -> Response[str]:
-    caller = caller_id(router.current_event.raw_event)
-    member = sharing.share_knowledge_base(
-        get_kb_store(), get_profile_store(), caller, kb_id, request.identifier, policy=get_share_policy()
-    )
+def handle_share_knowledge_base(
+    kb_id: KbId,
+    request: Annotated[ShareRequest, Body()],
+    caller: CallerId,
+    kbs: KbStoreDep,
+    profile_store: ProfileStoreDep,
+    policy: SharePolicyDep,
+) -> Response[str]:
+    member = sharing.share_knowledge_base(kbs, profile_store, caller, kb_id, request.identifier, policy=policy)
     return json_response(HTTPStatus.CREATED, Member.from_view(member))
 
 
@@ -68,8 +71,8 @@ def handle_share_knowledge_base(kb_id: KbId, request: Annotated[ShareRequest, Bo
     ),
 )
 # No return annotation: Powertools would document it as a body schema of the 204, which has no body.
-def handle_remove_member(kb_id: KbId, user_id: UserId):  # type: ignore[no-untyped-def]
-    caller = caller_id(router.current_event.raw_event)
-    retention = get_settings().activity_retention_days
-    sharing.remove_member(get_kb_store(), caller, kb_id, user_id, retention_days=retention)
+def handle_remove_member(  # type: ignore[no-untyped-def]
+    kb_id: KbId, user_id: UserId, caller: CallerId, kbs: KbStoreDep, settings: SettingsDep
+):
+    sharing.remove_member(kbs, caller, kb_id, user_id, retention_days=settings.activity_retention_days)
     return Response(status_code=HTTPStatus.NO_CONTENT)

@@ -7,8 +7,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from memmy_kb.api.dependencies import get_profile_store
-from memmy_kb.api.identity import caller_id, verified_claims
+from memmy_kb.api.injected import CallerClaims, CallerId, ProfileStoreDep
 from memmy_kb.api.models.profile import Me, UpdateMeRequest
 from memmy_kb.api.resolver import NO_PROFILE, new_router, responses
 from memmy_kb.domain import profiles
@@ -24,8 +23,8 @@ router = new_router()
         HTTPStatus.OK, "The caller's profile", Me, (HTTPStatus.CONFLICT, "The profile changed concurrently")
     ),
 )
-def handle_put_me() -> Me:
-    profile = profiles.register_profile(get_profile_store(), verified_claims(router.current_event.raw_event))
+def handle_put_me(claims: CallerClaims, profile_store: ProfileStoreDep) -> Me:
+    profile = profiles.register_profile(profile_store, claims)
     return Me.from_record(profile)
 
 
@@ -35,8 +34,8 @@ def handle_put_me() -> Me:
     summary="Read the caller's profile and settings",
     responses=responses(HTTPStatus.OK, "The caller's profile", Me, NO_PROFILE),
 )
-def handle_get_me() -> Me:
-    return Me.from_record(profiles.get_me(get_profile_store(), caller_id(router.current_event.raw_event)))
+def handle_get_me(caller: CallerId, profile_store: ProfileStoreDep) -> Me:
+    return Me.from_record(profiles.get_me(profile_store, caller))
 
 
 @router.patch(
@@ -45,7 +44,8 @@ def handle_get_me() -> Me:
     summary="Change the caller's settings (recall of new shares)",
     responses=responses(HTTPStatus.OK, "The caller's profile", Me, NO_PROFILE),
 )
-def handle_update_me(request: Annotated[UpdateMeRequest, Body()]) -> Me:
-    caller = caller_id(router.current_event.raw_event)
-    profile = profiles.update_settings(get_profile_store(), caller, recall_new_shares=request.recall_new_shares)
+def handle_update_me(
+    request: Annotated[UpdateMeRequest, Body()], caller: CallerId, profile_store: ProfileStoreDep
+) -> Me:
+    profile = profiles.update_settings(profile_store, caller, recall_new_shares=request.recall_new_shares)
     return Me.from_record(profile)

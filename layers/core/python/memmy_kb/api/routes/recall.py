@@ -8,14 +8,12 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.metrics import MetricUnit
 
-from memmy_kb.api.dependencies import get_kb_store, get_recall_memos_client
-from memmy_kb.api.identity import caller_id
+from memmy_kb.api.injected import CallerId, KbStoreDep, RecallMemosDep, SettingsDep
 from memmy_kb.api.models.recall import RecallRequest, RecallResponse
 from memmy_kb.api.resolver import new_router, responses
 from memmy_kb.domain import recall
 from memmy_kb.errors import RecallUnavailable
 from memmy_kb.observability import metrics
-from memmy_kb.settings import get_settings
 
 router = new_router()
 
@@ -31,16 +29,21 @@ router = new_router()
         (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS failed or did not answer in time; no excerpts"),
     ),
 )
-def handle_recall(request: Annotated[RecallRequest, Body()]) -> RecallResponse:
-    caller = caller_id(router.current_event.raw_event)
+def handle_recall(
+    request: Annotated[RecallRequest, Body()],
+    caller: CallerId,
+    kbs: KbStoreDep,
+    memos: RecallMemosDep,
+    settings: SettingsDep,
+) -> RecallResponse:
     try:
         result = recall.recall(
-            get_kb_store(),
-            get_recall_memos_client(),
+            kbs,
+            memos,
             user_id=caller,
             query=request.query,
             limit=request.limit,
-            max_context_chars=get_settings().recall_context_max_chars,
+            max_context_chars=settings.recall_context_max_chars,
         )
     except RecallUnavailable:
         metrics.add_metric(name="RecallUnavailable", unit=MetricUnit.Count, value=1)

@@ -9,14 +9,19 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 from aws_lambda_powertools.metrics import MetricUnit
 
-from memmy_kb.api.dependencies import get_content_store, get_kb_capacity, get_kb_store, get_upload_storage
 from memmy_kb.api.idempotency import run_idempotently
-from memmy_kb.api.identity import caller_id
+from memmy_kb.api.injected import (
+    CallerId,
+    ContentStoreDep,
+    KbCapacityDep,
+    KbStoreDep,
+    SettingsDep,
+    UploadStorageDep,
+)
 from memmy_kb.api.models.uploads import CreateUploadRequest, UploadTicket
 from memmy_kb.api.resolver import READER, KbId, json_response, new_router, responses
 from memmy_kb.domain import uploads
 from memmy_kb.observability import metrics
-from memmy_kb.settings import get_settings
 
 router = new_router()
 
@@ -50,18 +55,21 @@ router = new_router()
 def handle_create_upload(
     kb_id: KbId,
     request: Annotated[CreateUploadRequest, Body()],
+    user_id: CallerId,
+    kbs: KbStoreDep,
+    contents: ContentStoreDep,
+    storage: UploadStorageDep,
+    capacity: KbCapacityDep,
+    settings: SettingsDep,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> Response[str]:
-    user_id = caller_id(router.current_event.raw_event)
-    settings = get_settings()
     ttl = settings.upload_post_ttl_seconds
-    capacity = get_kb_capacity()
 
     def create() -> dict[str, Any]:
         issued = uploads.request_upload(
-            get_kb_store(),
-            get_content_store(),
-            get_upload_storage(),
+            kbs,
+            contents,
+            storage,
             user_id=user_id,
             kb_id=kb_id,
             filename=request.filename,

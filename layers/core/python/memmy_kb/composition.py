@@ -1,18 +1,23 @@
 """The composition root: the adapters behind each port, built on first use and kept for the container's life.
 
-Domain functions take ports as arguments (``memmy_kb.domain.ports``); only handlers call these factories,
-and tests clear them with ``reset_dependencies()`` after changing the environment. Each factory is typed
-as the port it serves, so the type checker proves that the adapter implements it.
+Domain functions take ports as arguments (``memmy_kb.domain.ports``). The API routes receive what these
+factories build through Powertools ``Depends`` (``memmy_kb.api.injected``); the event handlers (ingest,
+cleanup, reconcile) call them. Each factory is typed as the port it serves, so the type checker proves that
+the adapter implements it. ``reset_composition()`` forgets everything built here (tests after changing the
+environment, the local stack between stacks): the one reset there is.
 """
 
 from __future__ import annotations
 
+import sys
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from memmy_kb.settings import get_settings
 
 if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
     # For the checker only: each factory is typed as its port and imports its adapter when first called.
     from memmy_kb.adapters.dynamodb.table import DynamoTable
     from memmy_kb.adapters.memos.key import SecretApiKeyProvider
@@ -204,24 +209,51 @@ def get_upload_storage() -> UploadObjects:
     return UploadStorage(get_settings().upload_bucket, s3_client())
 
 
-def reset_dependencies() -> None:
-    factories = (
-        dynamodb_client,
-        get_table,
-        get_kb_store,
-        get_content_store,
-        get_profile_store,
-        get_cleanup_store,
-        get_activity_log,
-        get_rate_counters,
-        get_cleanup_executions,
-        get_upload_requeue,
-        memos_api_key,
-        get_memos_client,
-        get_recall_memos_client,
-        s3_client,
-        get_upload_storage,
-        get_settings,
+@cache
+def get_idempotency_persistence(operation: str) -> DynamoDBPersistenceLayer:
+    """Powertools idempotency records of ``operation`` in the main table (``memmy_kb.api.idempotency``)."""
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+    return DynamoDBPersistenceLayer(
+        table_name=get_settings().table_name,
+        key_attr="PK",
+        sort_key_attr="SK",
+        static_pk_value=f"IDEMPOTENCY#{operation}",
+        expiry_attr="expires_at",
+        boto3_client=dynamodb_client(),
     )
-    for factory in factories:
+
+
+# Everything this module caches, the settings included; tests/unit/test_composition.py fails when a cached
+# factory is missing here.
+_CACHED_FACTORIES = (
+    get_settings,
+    dynamodb_client,
+    get_table,
+    get_kb_store,
+    get_content_store,
+    get_profile_store,
+    get_activity_log,
+    get_rate_counters,
+    get_cleanup_store,
+    get_cleanup_executions,
+    get_upload_requeue,
+    memos_api_key,
+    get_memos_client,
+    get_recall_memos_client,
+    s3_client,
+    get_upload_storage,
+    get_idempotency_persistence,
+)
+
+
+def reset_composition() -> None:
+    """Forget every client and adapter built so far, and the settings, as a new Lambda container would.
+
+    The MemOS key's cache in Powertools Parameters goes too, when Parameters is loaded at all.
+    """
+    for factory in _CACHED_FACTORIES:
         factory.cache_clear()
+    parameters = sys.modules.get("aws_lambda_powertools.utilities.parameters")
+    if parameters is not None:
+        parameters.clear_caches()

@@ -1,4 +1,4 @@
-"""``memmy_kb.api.bodies``: what a request body must be before a route's validation reads it."""
+"""``memmy_kb.api.request_guard``: what a request body must be before a route's validation reads it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.api.bodies import MAX_BODY_BYTES, MAX_JSON_DEPTH, check_json_body
+from memmy_kb.api.request_guard import MAX_BODY_BYTES, MAX_JSON_DEPTH, check_json_body
 from memmy_kb.errors import DomainError
 
 OBJECT = '{"name": "产品资料"}'

@@ -1,0 +1,57 @@
+"""What routes receive through Powertools ``Depends``: the caller's verified id and the ports they use.
+
+A route declares ``caller: CallerId, kbs: KbStoreDep`` and Powertools calls each provider before the
+route runs: the caller from the request's verified claims (``memmy_kb.api.identity``), every port from
+the composition root's cached factory (``memmy_kb.composition``), so a container builds each client once.
+A test swaps one on the resolver that includes the route's router:
+``app.dependency_overrides[composition.get_kb_store] = lambda: fake``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+from aws_lambda_powertools.event_handler.depends import Depends
+
+from memmy_kb import composition
+from memmy_kb.api.identity import current_caller_id, current_claims
+from memmy_kb.domain.directory import VerifiedClaims
+from memmy_kb.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from memmy_kb.domain.ports import (
+        ActivityLog,
+        CleanupExecutions,
+        CleanupStore,
+        ContentStore,
+        KnowledgeBaseStore,
+        KnowledgeEngine,
+        ProfileStore,
+        UploadObjects,
+    )
+    from memmy_kb.domain.sharing import SharePolicy
+    from memmy_kb.records import KbCapacity
+else:
+    # Powertools reads only the Depends() of these parameters, never their type: it neither validates nor
+    # documents them. The types are the checker's; at run time naming them would load the ports, the
+    # sharing rules and the records into every API handler, recall included (test_handler_imports.py).
+    ActivityLog = CleanupExecutions = CleanupStore = ContentStore = KnowledgeBaseStore = Any
+    KnowledgeEngine = ProfileStore = UploadObjects = SharePolicy = KbCapacity = Any
+
+CallerId = Annotated[str, Depends(current_caller_id)]
+CallerClaims = Annotated[VerifiedClaims, Depends(current_claims)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+KbStoreDep = Annotated[KnowledgeBaseStore, Depends(composition.get_kb_store)]
+ContentStoreDep = Annotated[ContentStore, Depends(composition.get_content_store)]
+ProfileStoreDep = Annotated[ProfileStore, Depends(composition.get_profile_store)]
+ActivityLogDep = Annotated[ActivityLog, Depends(composition.get_activity_log)]
+CleanupStoreDep = Annotated[CleanupStore, Depends(composition.get_cleanup_store)]
+CleanupExecutionsDep = Annotated[CleanupExecutions, Depends(composition.get_cleanup_executions)]
+UploadStorageDep = Annotated[UploadObjects, Depends(composition.get_upload_storage)]
+# MemOS: the management client (retries, the longer timeout) and recall's (one attempt within its budget).
+MemosDep = Annotated[KnowledgeEngine, Depends(composition.get_memos_client)]
+RecallMemosDep = Annotated[KnowledgeEngine, Depends(composition.get_recall_memos_client)]
+# Built from the settings on each request (they are cheap): a test overrides them whole.
+SharePolicyDep = Annotated[SharePolicy, Depends(composition.get_share_policy)]
+KbCapacityDep = Annotated[KbCapacity, Depends(composition.get_kb_capacity)]
