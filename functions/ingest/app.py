@@ -13,7 +13,6 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from memmy_kb.adapters.memos.deadline import bounded_by
 from memmy_kb.api.dependencies import (
     get_content_store,
     get_kb_capacity,
@@ -23,6 +22,7 @@ from memmy_kb.api.dependencies import (
 )
 from memmy_kb.api.events import object_keys
 from memmy_kb.domain import ingest
+from memmy_kb.invocation_deadline import bounded_by
 from memmy_kb.observability import logger, metrics
 from memmy_kb.settings import get_settings
 

@@ -19,13 +19,13 @@ import pytest
 
 from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
 from memmy_kb.adapters.dynamodb.table import cleanup_key, dump, kb_key
-from memmy_kb.adapters.errors import ConditionFailed
 from memmy_kb.adapters.stepfunctions import CleanupStateMachine
 from memmy_kb.api import dependencies as deps
 from memmy_kb.api.dependencies import reset_dependencies
 from memmy_kb.domain.cleanup import CleanupFailed, CleanupRetryable
 from memmy_kb.domain.deletion import FOLDER_GONE
 from memmy_kb.domain.reconcile import Reconciler
+from memmy_kb.domain.storage import ConditionFailed
 from memmy_kb.records import CleanupRecord, utc_now
 from tests.support import seed
 from tests.support.events import claims_for

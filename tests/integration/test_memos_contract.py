@@ -11,7 +11,10 @@ import httpx
 import pytest
 
 from memmy_kb.adapters.memos.client import MemosClient
-from memmy_kb.adapters.memos.errors import (
+from memmy_kb.domain.engine import (
+    EngineFile,
+    FileInput,
+    FileStatus,
     MemosAuthError,
     MemosNotFound,
     MemosQuotaExceeded,
@@ -19,7 +22,6 @@ from memmy_kb.adapters.memos.errors import (
     MemosRejectedInput,
     MemosUnavailable,
 )
-from memmy_kb.adapters.memos.models import FileInput, FileStatus, MemosFile
 
 EXPENSES_MD = (
     "# 差旅报销流程\n\n"
@@ -61,7 +63,7 @@ def data_url(data: bytes, mime: str) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode()}"
 
 
-def wait_until_settled(client: MemosClient, file_ids: list[str], timeout: float = 15.0) -> list[MemosFile]:
+def wait_until_settled(client: MemosClient, file_ids: list[str], timeout: float = 15.0) -> list[EngineFile]:
     deadline = time.monotonic() + timeout
     while True:
         files = client.get_knowledgebase_files(file_ids)
@@ -71,7 +73,7 @@ def wait_until_settled(client: MemosClient, file_ids: list[str], timeout: float 
         time.sleep(0.02)
 
 
-def upload(client: MemosClient, kb_id: str, *files: FileInput) -> list[MemosFile]:
+def upload(client: MemosClient, kb_id: str, *files: FileInput) -> list[EngineFile]:
     added = client.add_knowledgebase_files(kb_id, list(files))
     return wait_until_settled(client, [f.id for f in added])
 
