@@ -144,8 +144,9 @@ def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int
     from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
     from memmy_kb.adapters.dynamodb.table import DynamoTable
     from memmy_kb.adapters.memos.client import MemosClient
-    from memmy_kb.adapters.s3 import UploadStorage, upload_object_key
+    from memmy_kb.adapters.s3 import UploadStorage
     from memmy_kb.domain.ingest import IngestConfig, ingest_object
+    from memmy_kb.domain.storage import upload_object_key
     from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, UploadRecord
     from memmy_local.provision import provision
     from memmy_local.template import load_template

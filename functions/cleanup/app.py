@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from memmy_kb.adapters.memos.deadline import bounded_by, seconds_left
 from memmy_kb.composition import (
     get_cleanup_store,
     get_content_store,
@@ -16,6 +15,7 @@ from memmy_kb.composition import (
     get_upload_storage,
 )
 from memmy_kb.domain.cleanup import Purger
+from memmy_kb.invocation_deadline import bounded_by, seconds_left
 from memmy_kb.observability import logger
 
 

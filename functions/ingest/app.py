@@ -13,7 +13,6 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from memmy_kb.adapters.memos.deadline import bounded_by
 from memmy_kb.api.events import object_keys
 from memmy_kb.composition import (
     get_content_store,
@@ -23,6 +22,7 @@ from memmy_kb.composition import (
     get_upload_storage,
 )
 from memmy_kb.domain import ingest
+from memmy_kb.invocation_deadline import bounded_by
 from memmy_kb.observability import logger, metrics
 from memmy_kb.settings import get_settings
 

@@ -6,7 +6,6 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from memmy_kb.adapters.memos.deadline import bounded_by, seconds_left
 from memmy_kb.composition import (
     get_cleanup_executions,
     get_cleanup_store,
@@ -18,6 +17,7 @@ from memmy_kb.composition import (
     get_upload_storage,
 )
 from memmy_kb.domain.reconcile import Reconciler
+from memmy_kb.invocation_deadline import bounded_by, seconds_left
 from memmy_kb.observability import logger, metrics
 from memmy_kb.settings import get_settings
 

@@ -54,7 +54,7 @@ def add_document(stack: RunningStack, kb_id: str, filename: str, text: str) -> N
     """Put a document into the KB's MemOS KB directly and wait until it is searchable."""
     from memmy_kb.adapters.memos.client import MemosClient
     from memmy_kb.adapters.memos.key import StaticApiKeyProvider
-    from memmy_kb.adapters.memos.models import FileInput
+    from memmy_kb.domain.engine import FileInput
 
     target = memos_kb_id(stack, kb_id)
     with MemosClient(stack.memos_api_url, StaticApiKeyProvider(DEFAULT_API_KEY)) as client:

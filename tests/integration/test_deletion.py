@@ -19,11 +19,11 @@ import pytest
 from memmy_kb import composition as deps
 from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
 from memmy_kb.adapters.dynamodb.table import cleanup_key, dump, kb_key
-from memmy_kb.adapters.errors import ConditionFailed
 from memmy_kb.composition import reset_composition
 from memmy_kb.domain.cleanup import CleanupFailed, CleanupRetryable
 from memmy_kb.domain.deletion import FOLDER_GONE
 from memmy_kb.domain.reconcile import Reconciler
+from memmy_kb.domain.storage import ConditionFailed
 from memmy_kb.records import CleanupRecord, utc_now
 from tests.support import seed
 from tests.support.events import claims_for

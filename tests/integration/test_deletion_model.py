@@ -58,11 +58,11 @@ from hypothesis.stateful import (
 from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
 from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
 from memmy_kb.adapters.memos.client import MemosClient
-from memmy_kb.adapters.memos.errors import MemosUnavailable
 from memmy_kb.adapters.s3 import UploadStorage
 from memmy_kb.adapters.stepfunctions import CleanupStateMachine
 from memmy_kb.composition import reset_composition
 from memmy_kb.domain.cleanup import CleanupRetryable
+from memmy_kb.domain.engine import MemosUnavailable
 from memmy_kb.domain.files import GONE_FROM_MEMOS
 from memmy_local.runners import sqs_event
 from tests.integration.test_deletion import reconciler

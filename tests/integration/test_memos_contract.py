@@ -11,7 +11,10 @@ import httpx
 import pytest
 
 from memmy_kb.adapters.memos.client import MemosClient
-from memmy_kb.adapters.memos.errors import (
+from memmy_kb.domain.engine import (
+    EngineFile,
+    FileInput,
+    FileStatus,
     MemosAuthError,
     MemosNotFound,
     MemosQuotaExceeded,
@@ -19,7 +22,6 @@ from memmy_kb.adapters.memos.errors import (
     MemosRejectedInput,
     MemosUnavailable,
 )
-from memmy_kb.adapters.memos.models import FileInput, FileStatus, MemosFile
 from tests.support.polling import wait_until
 
 EXPENSES_MD = (
@@ -62,8 +64,8 @@ def data_url(data: bytes, mime: str) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode()}"
 
 
-def wait_until_settled(client: MemosClient, file_ids: list[str], timeout: float = 15.0) -> list[MemosFile]:
-    def settled() -> list[MemosFile] | None:
+def wait_until_settled(client: MemosClient, file_ids: list[str], timeout: float = 15.0) -> list[EngineFile]:
+    def settled() -> list[EngineFile] | None:
         files = client.get_knowledgebase_files(file_ids)
         done = len(files) == len(file_ids) and all(f.status is not FileStatus.PROCESSING for f in files)
         return files if done else None
@@ -71,7 +73,7 @@ def wait_until_settled(client: MemosClient, file_ids: list[str], timeout: float 
     return wait_until(settled, timeout=timeout, interval=0.02, message=f"MemOS to settle {file_ids}")
 
 
-def upload(client: MemosClient, kb_id: str, *files: FileInput) -> list[MemosFile]:
+def upload(client: MemosClient, kb_id: str, *files: FileInput) -> list[EngineFile]:
     added = client.add_knowledgebase_files(kb_id, list(files))
     return wait_until_settled(client, [f.id for f in added])
 
@@ -124,7 +126,6 @@ def test_create_add_process_list_search_delete(client: MemosClient, memos_emulat
     assert "报销" in hits[0].title or hits[0].title.startswith("报销")
     assert all(h.score is not None and 0 <= h.score <= 1 for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    assert "multimodal:file" in hits[0].tags
     assert (
         "报销" in client.search_memory("kb-reader-u1", "出差报销需要提交什么", [kb_id])[0].content
     )  # default threshold

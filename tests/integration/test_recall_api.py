@@ -14,8 +14,8 @@ import pytest
 
 from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.memos.key import StaticApiKeyProvider
-from memmy_kb.adapters.memos.models import FileInput
 from memmy_kb.composition import get_kb_store, reset_composition
+from memmy_kb.domain.engine import FileInput
 from tests.support.events import FakeLambdaContext, claims_for, http_event
 from tests.support.polling import wait_until
 

@@ -27,7 +27,6 @@ from memmy_kb.adapters.dynamodb.table import (
     profile_key,
     upload_key,
 )
-from memmy_kb.adapters.errors import AlreadyExists, ConditionFailed, ItemMissing, StoreError
 from memmy_kb.domain.ports import (
     ActivityLog,
     ContentStore,
@@ -36,6 +35,7 @@ from memmy_kb.domain.ports import (
     ProfileStore,
     RateCounters,
 )
+from memmy_kb.domain.storage import AlreadyExists, ConditionFailed, ItemMissing, StoreError
 from memmy_kb.records import (
     ActivityRecord,
     CountCap,

@@ -4,7 +4,7 @@ The three stores share one ``FakeTable``, as the DynamoDB adapters share one tab
 check another aggregate's item the way the adapters' transactions do (an upload needs the KB's META and
 its owner, a folder needs its KB). Each write is written as the adapter's transaction is: every action's
 condition is evaluated against the state before the write, the indexes of the failed ones decide which
-``memmy_kb.adapters.errors`` error (and ``.item``) is raised, and nothing is applied unless all pass.
+``memmy_kb.domain.storage`` error (and ``.item``) is raised, and nothing is applied unless all pass.
 Like DynamoDB, a transaction that touches one item twice, or more than 100 items, is invalid
 (``InvalidTransaction``, not a store error). ``tests/integration/test_store_contract.py`` runs the same
 cases against these fakes and the real adapters on moto, so the two cannot drift apart.
@@ -22,14 +22,13 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Final, Literal
 
-from memmy_kb.adapters.errors import AlreadyExists, ConditionFailed, ItemMissing
 from memmy_kb.adapters.memos.client import MAX_SEARCH_LIMIT
-from memmy_kb.adapters.memos.errors import MemosError, MemosNotFound, family_for_code
-from memmy_kb.adapters.memos.models import FileInput, FileStatus, MemosFile, MemosMemory
+from memmy_kb.adapters.memos.errors import family_for_code
+from memmy_kb.domain.engine import EngineFile, FileInput, FileStatus, MemosError, MemosNotFound, SearchHit
 from memmy_kb.domain.ports import (
     ContentStore,
     GrantReader,
@@ -38,6 +37,7 @@ from memmy_kb.domain.ports import (
     KnowledgeEngine,
     ProfileStore,
 )
+from memmy_kb.domain.storage import AlreadyExists, ConditionFailed, ItemMissing
 from memmy_kb.records import (
     ActivityRecord,
     CountCap,
@@ -808,8 +808,8 @@ class FakeMemosKnowledgeBase:
     id: str
     name: str
     description: str | None = None
-    files: dict[str, MemosFile] = field(default_factory=dict)
-    memories: list[MemosMemory] = field(default_factory=list)
+    files: dict[str, EngineFile] = field(default_factory=dict)
+    memories: list[SearchHit] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -862,21 +862,21 @@ class FakeKnowledgeEngine:
         status: FileStatus = FileStatus.PROCESSING,
         *,
         file_id: str | None = None,
-    ) -> MemosFile:
+    ) -> EngineFile:
         """A file as an add leaves it (without counting a call), in ``status``."""
-        file = MemosFile(id=file_id or self._new_id("mf"), name=name, type="document", status=status)
+        file = EngineFile(id=file_id or self._new_id("mf"), name=name, status=status)
         self.knowledge_bases[kb_id].files[file.id] = file
         return file
 
     def set_status(self, file_id: str, status: FileStatus) -> None:
         for kb in self.knowledge_bases.values():
             if file_id in kb.files:
-                kb.files[file_id] = kb.files[file_id].model_copy(update={"status": status})
+                kb.files[file_id] = replace(kb.files[file_id], status=status)
                 return
         raise KeyError(file_id)
 
-    def add_memory(self, kb_id: str, title: str, content: str, score: float = 0.5) -> MemosMemory:
-        memory = MemosMemory(id=self._new_id("mem"), title=title, content=content, score=score)
+    def add_memory(self, kb_id: str, title: str, content: str, score: float = 0.5) -> SearchHit:
+        memory = SearchHit(title=title, content=content, score=score)
         self.knowledge_bases[kb_id].memories.append(memory)
         return memory
 
@@ -897,21 +897,21 @@ class FakeKnowledgeEngine:
         self.knowledge_bases.pop(kb_id, None)
         self.deleted_knowledge_bases.append((kb_id, delete_all))
 
-    def add_knowledgebase_files(self, kb_id: str, files: list[FileInput]) -> list[MemosFile]:
+    def add_knowledgebase_files(self, kb_id: str, files: list[FileInput]) -> list[EngineFile]:
         self._enter("add_knowledgebase_files")
         if not files:
             raise ValueError("add_knowledgebase_files needs at least one file")
         self._kb(kb_id, "/add/knowledgebase-file")
         return [self.add_file(kb_id, f.name) for f in files]
 
-    def get_knowledgebase_files(self, file_ids: list[str]) -> list[MemosFile]:
+    def get_knowledgebase_files(self, file_ids: list[str]) -> list[EngineFile]:
         self._enter("get_knowledgebase_files")
         wanted = set(file_ids)
         return [f for kb in self.knowledge_bases.values() for f in kb.files.values() if f.id in wanted]
 
     def iter_knowledgebase_files(
         self, kb_id: str, *, page_size: int = 20, max_pages: int = 10_000
-    ) -> Iterator[MemosFile]:
+    ) -> Iterator[EngineFile]:
         self._enter("iter_knowledgebase_files")
         files = list(self._kb(kb_id, "/get/knowledgebase-file").files.values())
         return iter(files[: page_size * max_pages])
@@ -925,7 +925,7 @@ class FakeKnowledgeEngine:
 
     def search_memory(
         self, user_id: str, query: str, kb_ids: list[str], *, limit: int = 9, relativity: float | None = None
-    ) -> list[MemosMemory]:
+    ) -> list[SearchHit]:
         """The memories of exactly ``kb_ids``, best score first, at most ``limit`` (unknown ids hold none)."""
         self._enter("search_memory")
         if not kb_ids:

@@ -1,10 +1,12 @@
 """The import graph of the core layer and the handlers, by layer, from the source (no code is imported).
 
-Layers, lowest first: ``base`` (errors, records, settings, observability), ``adapters``, ``domain``,
-``composition`` (the composition root, wiring adapters to ports), ``api``, and the ``functions`` handlers
-on top. A module may import its own layer and the layers below,
-never a layer above. ``python -m tests.support.import_graph`` prints the edges between layers and the
-upward ones, if any; tests/unit/test_layers.py fails when one appears.
+Layers, lowest first: ``base`` (errors, records, settings, observability, invocation_deadline),
+``domain``, ``adapters``, ``composition`` (the composition root, wiring adapters to ports), ``api``, and the
+``functions`` handlers on top. A module may import its own layer and the layers below, never a layer
+above. The adapters implement the domain's ports, so of the domain they may import only its vocabulary
+(``DOMAIN_VOCABULARY``: the ports and the value and error types they speak), never its rules.
+``python -m tests.support.import_graph`` prints the edges between layers and the forbidden ones, if any;
+tests/unit/test_layers.py fails when one appears.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "layers" / "core" / "python"
 FUNCTIONS = ROOT / "functions"
-LAYERS = ("base", "adapters", "domain", "composition", "api", "functions")
-BASE_MODULES = frozenset({"errors", "records", "settings", "observability"})
+LAYERS = ("base", "domain", "adapters", "composition", "api", "functions")
+BASE_MODULES = frozenset({"errors", "records", "settings", "observability", "invocation_deadline"})
+# What the adapters may import of the domain: the ports they implement and the types those speak.
+DOMAIN_VOCABULARY = frozenset({"memmy_kb.domain.ports", "memmy_kb.domain.storage", "memmy_kb.domain.engine"})
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,19 @@ class Edge:
     @property
     def upward(self) -> bool:
         return rank(self.source) < rank(self.target)
+
+    @property
+    def into_domain_rules(self) -> bool:
+        """An adapter importing more of the domain than its vocabulary (a rule, or the package itself)."""
+        return (
+            layer_of(self.source) == "adapters"
+            and layer_of(self.target) == "domain"
+            and self.target not in DOMAIN_VOCABULARY
+        )
+
+    @property
+    def forbidden(self) -> bool:
+        return self.upward or self.into_domain_rules
 
 
 def layer_of(module: str) -> str:
@@ -89,11 +106,11 @@ def main() -> int:
     print("imports between layers (importer -> imported: count)")
     for (source, target), count in sorted(between.items(), key=lambda kv: (LAYERS.index(kv[0][0]), kv[0][1])):
         print(f"  {source:>9} -> {target:<9} {count:>4}")
-    upward = [e for e in found if e.upward]
-    print(f"upward imports: {len(upward)}")
-    for edge in upward:
+    forbidden = [e for e in found if e.forbidden]
+    print(f"forbidden imports (upward, or an adapter into the domain's rules): {len(forbidden)}")
+    for edge in forbidden:
         print(f"  {edge.source}:{edge.line} imports {edge.target}")
-    return 1 if upward else 0
+    return 1 if forbidden else 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The context block cut to each agent's inline limit: whole excerpts only, best first, renumbered.
 
-Blocks are built by the cloud's own builder (``memmy_kb.domain.context``), so the cut is tested on the
+Blocks are built by the cloud's own builder (``memmy_kb.domain.context_block``), so the cut is tested on the
 shape the service really sends.
 """
 
@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from memmy_kb.domain.context import Excerpt, build_context
+from memmy_kb.domain.context_block import Excerpt, build_context
 from memmy_kb_client.desktop.block import LIMITS, fit_block, fit_for_agent, utf8_bytes, utf16_units
 
 SECTION = re.compile(

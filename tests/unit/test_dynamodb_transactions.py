@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 
 from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
 from memmy_kb.adapters.dynamodb.table import DynamoTable, TransactionRefused
-from memmy_kb.adapters.errors import AlreadyExists
+from memmy_kb.domain.storage import AlreadyExists
 from memmy_kb.records import GrantRecord
 
 

@@ -1,4 +1,5 @@
-"""The core's layers hold: imports only go down, every module has a layer (the size cap: test_module_size.py)."""
+"""The core's layers hold: imports only go down, the adapters see only the domain's vocabulary, every module
+has a layer (the size cap: test_module_size.py)."""
 
 from __future__ import annotations
 
@@ -12,27 +13,87 @@ def test_no_module_imports_a_layer_above_its_own():
     assert upward == []
 
 
+def test_the_domain_imports_no_adapter_at_all():
+    # Module level, in functions and under TYPE_CHECKING alike: the rules type-check without AWS or MemOS.
+    into_adapters = [
+        f"{e.source}:{e.line} imports {e.target}"
+        for e in import_graph.edges()
+        if import_graph.layer_of(e.source) == "domain" and import_graph.layer_of(e.target) == "adapters"
+    ]
+    assert into_adapters == []
+
+
+def test_the_adapters_import_only_the_domains_vocabulary():
+    rules = [f"{e.source}:{e.line} imports {e.target}" for e in import_graph.edges() if e.into_domain_rules]
+    assert rules == []
+
+
 def test_the_graph_sees_the_imports_that_matter():
-    # The handlers reach the routes, the routes the domain, the domain the adapters: a graph that found
-    # none of these would pass the test above for the wrong reason.
-    pairs = {(import_graph.layer_of(e.source), import_graph.layer_of(e.target)) for e in import_graph.edges()}
-    assert {("functions", "api"), ("api", "domain"), ("domain", "adapters"), ("adapters", "base")} <= pairs
+    # The handlers reach the routes, the routes the domain and the composition root, which reaches the
+    # adapters, the adapters the domain's
+    # storage and engine types (the ports they implement structurally), the domain the base: a graph that
+    # found none of these would pass the tests above for the wrong reason.
+    found = import_graph.edges()
+    pairs = {(import_graph.layer_of(e.source), import_graph.layer_of(e.target)) for e in found}
+    expected = {
+        ("functions", "api"),
+        ("api", "domain"),
+        ("api", "composition"),
+        ("composition", "adapters"),
+        ("adapters", "domain"),
+        ("domain", "base"),
+    }
+    assert expected <= pairs
+    from_adapters = {e.target for e in found if import_graph.layer_of(e.source) == "adapters"}
+    assert {"memmy_kb.domain.storage", "memmy_kb.domain.engine"} <= from_adapters
 
 
 @pytest.mark.parametrize(
     ("source", "code", "upward"),
     [
-        ("memmy_kb.adapters.s3", "from memmy_kb.domain import access", True),
+        ("memmy_kb.domain.files", "from memmy_kb.adapters.s3 import UploadStorage", True),
         ("memmy_kb.domain.files", "import memmy_kb.api.models", True),
-        ("memmy_kb.errors", "from memmy_kb.adapters.errors import ItemMissing", True),
+        ("memmy_kb.errors", "from memmy_kb.domain.storage import ItemMissing", True),
+        ("memmy_kb.invocation_deadline", "from memmy_kb.domain.engine import MemosError", True),
         ("memmy_kb.domain.files", "def f():\n    from memmy_kb.api.resolver import new_router\n", True),
+        ("memmy_kb.domain.files", "def f():\n    from memmy_kb.adapters.memos import client\n", True),
+        (
+            "memmy_kb.domain.ports",
+            "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from memmy_kb.adapters.s3 import ObjectInfo\n",
+            True,
+        ),
+        ("memmy_kb.adapters.s3", "from memmy_kb.domain.storage import ObjectInfo", False),
         ("memmy_kb.api.routes.files", "from memmy_kb.domain import files", False),
         ("memmy_kb.domain.files", "from memmy_kb.records import FileRecord", False),
+        ("memmy_kb.adapters.memos.client", "from memmy_kb.invocation_deadline import seconds_left", False),
     ],
 )
 def test_an_import_is_judged_by_the_layers_of_both_ends(source, code, upward):
+    # Only the ``memmy_kb`` import is an edge (the TYPE_CHECKING case also imports ``typing``).
     (edge,) = import_graph.imports_of(code, source)
     assert edge.upward is upward
+    assert edge.forbidden is upward
+
+
+@pytest.mark.parametrize(
+    ("code", "allowed"),
+    [
+        ("from memmy_kb.domain.ports import ContentStore", True),
+        ("from memmy_kb.domain.storage import ConditionFailed", True),
+        ("from memmy_kb.domain.engine import FileStatus", True),
+        ("from memmy_kb.domain import ports", True),
+        ("from memmy_kb.domain import sharing", False),
+        ("from memmy_kb.domain.sharing import share_knowledge_base", False),
+        ("import memmy_kb.domain.access", False),
+        ("import memmy_kb.domain", False),
+        ("def f():\n    from memmy_kb.domain.recall import recall\n", False),
+    ],
+)
+def test_an_adapter_may_import_the_domains_vocabulary_but_not_its_rules(code, allowed):
+    (edge,) = import_graph.imports_of(code, "memmy_kb.adapters.dynamodb.contents")
+    assert not edge.upward
+    assert edge.into_domain_rules is not allowed
+    assert edge.forbidden is not allowed
 
 
 def test_every_core_module_belongs_to_a_layer():

@@ -15,23 +15,27 @@ import httpx
 import pytest
 
 from memmy_kb.adapters.memos.client import MemosClient
-from memmy_kb.adapters.memos.errors import (
+from memmy_kb.adapters.memos.models import (
+    FilePage,
+    MemosFile,
+    MemosMemory,
+    normalise_file_status,
+    parse_timestamp,
+)
+from memmy_kb.domain.engine import (
+    EngineFile,
+    FileInput,
+    FileStatus,
     MemosAuthError,
     MemosError,
+    MemosFileTooLarge,
     MemosNotFound,
     MemosQuotaExceeded,
     MemosRateLimited,
     MemosRejectedInput,
     MemosUnavailable,
-)
-from memmy_kb.adapters.memos.models import (
-    FileInput,
-    FilePage,
-    FileStatus,
-    MemosFile,
-    MemosMemory,
-    normalise_file_status,
-    parse_timestamp,
+    MemosUnsupportedFile,
+    SearchHit,
 )
 
 BASE_URL = "https://memos.example.test/api/openmem/v1"
@@ -313,16 +317,13 @@ def test_add_files_accepts_a_list(code: int) -> None:
     added = h.client.add_knowledgebase_files(KB_ID, [FileInput(content="aGk=", name="a.md")] * 2)
     assert [f.id for f in added] == [FILE_ID, "f2"]
     assert all(f.status is FileStatus.PROCESSING for f in added)
-    assert added[0].size_mb == pytest.approx(0.01)
+    assert all(isinstance(f, EngineFile) for f in added)
 
 
 def test_add_files_accepts_a_single_object() -> None:
     h = harness(envelope(file_item("running")))
     added = h.client.add_knowledgebase_files(KB_ID, [FileInput(content="aGk=", name="a.md")])
-    assert added == [
-        MemosFile(id=FILE_ID, name="notes.md", type="document", status="running", size_mb=0.01)  # type: ignore[arg-type]
-    ]
-    assert added[0].raw_status == "running"
+    assert added == [EngineFile(id=FILE_ID, name="notes.md", status=FileStatus.PROCESSING)]
 
 
 @pytest.mark.parametrize("data", [None, [], {"success": True}])
@@ -359,7 +360,7 @@ def test_every_status_spelling_is_normalised(raw: str, expected: FileStatus) -> 
     h = harness(envelope({"file_detail_list": [file_item(raw)]}))
     [file] = h.client.get_knowledgebase_files([FILE_ID])
     assert file.status is expected
-    assert file.raw_status == raw
+    assert MemosFile.model_validate(file_item(raw)).raw_status == raw
 
 
 @pytest.mark.parametrize("raw", ["exploded", "", None, 3])
@@ -397,12 +398,9 @@ def test_timestamps_accept_epoch_ms_and_iso(value: Any, expected: datetime | Non
 @pytest.mark.parametrize("stamp", [1_735_689_600_000, "2025-01-01T00:00:00Z", "2025-01-01T00:00:00"])
 def test_file_and_memory_timestamps_in_either_form(stamp: Any) -> None:
     expected = datetime(2025, 1, 1, tzinfo=UTC)
-    h = harness(
-        envelope({"file_detail_list": [file_item("completed", create_time=stamp, update_time=stamp)]}),
-        envelope({"memory_detail_list": [memory_item(create_time=stamp, update_time=stamp)]}),
-    )
-    [file] = h.client.get_knowledgebase_files([FILE_ID])
-    [memory] = h.client.search_memory("r", "q", [KB_ID])
+    h = harness(envelope({"file_detail_list": [file_item("completed", create_time=stamp, update_time=stamp)]}))
+    [file] = h.client.list_knowledgebase_files(KB_ID).files
+    memory = MemosMemory.model_validate(memory_item(create_time=stamp, update_time=stamp))
     assert file.created_at == file.updated_at == expected
     assert memory.created_at == memory.updated_at == expected
 
@@ -410,7 +408,7 @@ def test_file_and_memory_timestamps_in_either_form(stamp: Any) -> None:
 @pytest.mark.parametrize(("size", "expected"), [("1024", "1024"), (1024, 1024), (1.5, 1.5), (None, None)])
 def test_file_size_is_kept_as_given(size: Any, expected: Any) -> None:
     h = harness(envelope({"file_detail_list": [file_item("completed", size=size)]}))
-    [file] = h.client.get_knowledgebase_files([FILE_ID])
+    [file] = h.client.list_knowledgebase_files(KB_ID).files
     assert file.size == expected
     assert type(file.size) is type(expected)
 
@@ -429,7 +427,7 @@ def test_files_tolerate_extra_null_and_missing_fields() -> None:
         {"id": 7, "status": "failed", "sizeMB": "2.5", "type": None},
     ]
     h = harness(envelope({"file_detail_list": items, "page": None}))
-    files = h.client.get_knowledgebase_files([FILE_ID, "f2", "7"])
+    files = h.client.list_knowledgebase_files(KB_ID).files
     assert [(f.id, f.status, f.size_mb) for f in files] == [
         (FILE_ID, FileStatus.AVAILABLE, None),
         ("f2", FileStatus.PROCESSING, None),
@@ -501,11 +499,11 @@ def test_iter_files_of_an_empty_kb() -> None:
 @pytest.mark.parametrize("code", [0, 200])
 def test_search_maps_memory_items(code: int) -> None:
     h = harness(envelope({"memory_detail_list": [memory_item()], "preference_detail_list": []}, code=code))
-    [memory] = h.client.search_memory("kb-reader-u1", "营收", [KB_ID])
+    [hit] = h.client.search_memory("kb-reader-u1", "营收", [KB_ID])
+    assert hit == SearchHit(title="季度报告", content="营收增长了百分之十。", score=pytest.approx(0.87))
+    # The rest of the item is parsed too, though the domain reads none of it.
+    memory = MemosMemory.model_validate(memory_item())
     assert memory.id == "m1"
-    assert memory.title == "季度报告"
-    assert memory.content == "营收增长了百分之十。"
-    assert memory.score == pytest.approx(0.87)
     assert memory.tags == ["multimodal:file"]
     assert memory.memory_type == "LongTermMemory"
     assert memory.conversation_id == "default_session"
@@ -529,11 +527,9 @@ def test_search_tolerates_missing_null_and_extra_fields() -> None:
     ]
     h = harness(envelope({"memory_detail_list": items}))
     memories = h.client.search_memory("r", "q", [KB_ID])
-    assert [(m.id, m.title, m.content, m.score, m.tags) for m in memories] == [
-        (None, "", "only text", None, []),
-        (None, "", "", None, []),
-        ("5", "t", "v", 0.5, ["single"]),
-    ]
+    assert [(m.title, m.content, m.score) for m in memories] == [("", "only text", None), ("", "", None), ("t", "v", 0.5)]
+    parsed = [MemosMemory.model_validate(item) for item in items[:3]]
+    assert [(m.id, m.tags) for m in parsed] == [(None, []), (None, []), ("5", ["single"])]
 
 
 @pytest.mark.parametrize("data", [None, {}, {"memory_detail_list": None}])
@@ -571,14 +567,14 @@ CODE_FAMILIES = [
     (40000, MemosRejectedInput),
     (40002, MemosRejectedInput),
     (40003, MemosRejectedInput),
-    (40007, MemosRejectedInput),
+    (40007, MemosUnsupportedFile),
     (40008, MemosRejectedInput),
     (40009, MemosRejectedInput),
     (40012, MemosRejectedInput),
     (50103, MemosRejectedInput),
-    (50104, MemosRejectedInput),
-    (50105, MemosRejectedInput),
-    (50107, MemosRejectedInput),
+    (50104, MemosFileTooLarge),
+    (50105, MemosFileTooLarge),
+    (50107, MemosUnsupportedFile),
     (40100, MemosAuthError),
     (40130, MemosAuthError),
     (40103, MemosAuthError),

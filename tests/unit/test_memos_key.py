@@ -12,7 +12,8 @@ import pytest
 from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 
-from memmy_kb.adapters.memos.key import MemosApiKeyError, SecretApiKeyProvider, StaticApiKeyProvider
+from memmy_kb.adapters.memos.key import SecretApiKeyProvider, StaticApiKeyProvider
+from memmy_kb.domain.engine import MemosApiKeyError
 
 SECRET_ID = "memmy/memos-api-key"
 KEY = "mpg-first-key-0001"

@@ -9,11 +9,16 @@ from typing import Any
 
 import pytest
 
-from memmy_kb.adapters.memos.errors import MemosAuthError, MemosNotFound, MemosUnavailable
-from memmy_kb.adapters.memos.key import MemosApiKeyError
 from memmy_kb.adapters.memos.models import MemosMemory
 from memmy_kb.api.models.recall import RecallResponse
 from memmy_kb.domain import recall as recall_logic
+from memmy_kb.domain.engine import (
+    MemosApiKeyError,
+    MemosAuthError,
+    MemosNotFound,
+    MemosUnavailable,
+    SearchHit,
+)
 from memmy_kb.records import GrantRecord
 
 QUERY = "MemOS 开源版和商业版有什么区别"
@@ -51,11 +56,11 @@ class FakeMemos:
     error: Exception | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)
 
-    def search_memory(self, user_id: str, query: str, kb_ids: Sequence[str], *, limit: int = 9) -> list[MemosMemory]:
+    def search_memory(self, user_id: str, query: str, kb_ids: Sequence[str], *, limit: int = 9) -> list[SearchHit]:
         self.calls.append({"user_id": user_id, "query": query, "kb_ids": list(kb_ids), "limit": limit})
         if self.error is not None:
             raise self.error
-        return [MemosMemory.model_validate(hit) for hit in self.hits]
+        return [MemosMemory.model_validate(hit).to_search_hit() for hit in self.hits]
 
 
 def hit(title: str, text: str, score: float = 0.8) -> dict[str, Any]:

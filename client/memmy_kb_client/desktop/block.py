@@ -11,7 +11,7 @@ they move hook output out of the turn (to a file, behind a preview), so each age
 * Gemini CLI documents no inline limit for ``additionalContext``; it gets the cloud's block as is
   (at most 8,000 characters).
 
-The block's shape is the cloud's (``memmy_kb.domain.context``): a preface, then sections
+The block's shape is the cloud's (``memmy_kb.domain.context_block``): a preface, then sections
 ``<excerpt-BOUNDARY n="k">`` ... ``</excerpt-BOUNDARY>`` separated by a blank line, the boundary being
 absent from every excerpt. Trimming keeps the preface and as many whole sections as fit, best first
 (a section that does not fit is skipped and the next, maybe shorter, tried), renumbered 1..n. A block

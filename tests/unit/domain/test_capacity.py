@@ -8,9 +8,9 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.adapters.s3 import ObjectInfo, PresignedPost
 from memmy_kb.domain import ingest, uploads
 from memmy_kb.domain.limits import bytes_refused, files_refused
+from memmy_kb.domain.storage import ObjectInfo, PresignedPost
 from memmy_kb.records import KbCapacity, KnowledgeBaseRecord
 from tests.support.factories import T0, kb_record, owner_grant_for
 from tests.support.fakes import FakeKnowledgeEngine, FakeStores

@@ -7,9 +7,9 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.adapters.memos.models import FileStatus
 from memmy_kb.domain import files as files_logic
 from memmy_kb.domain import folders as folders_logic
+from memmy_kb.domain.engine import FileStatus
 from memmy_kb.domain.files import FileEntry, Listing
 from memmy_kb.records import FolderRecord
 from tests.support.factories import (

@@ -1,7 +1,7 @@
 """Domain errors: every refusal the service answers, each with its HTTP status and snake_case code.
 
-This is the one home of every ``DomainError`` subclass. The domain raises them (translating the adapters'
-own errors, ``memmy_kb.adapters.errors`` and ``memmy_kb.adapters.memos.errors``); the HTTP edge turns
+This is the one home of every ``DomainError`` subclass. The domain raises them (translating what the
+ports report, ``memmy_kb.domain.storage`` and ``memmy_kb.domain.engine``); the HTTP edge turns
 them into the API's error shape in one place (``memmy_kb.api.resolver``). Nothing below the domain
 raises these, and nothing here knows about HTTP beyond the status each refusal maps to
 (docs/architecture.md, "Errors").

@@ -1,5 +1,5 @@
-"""Adapters: AWS and MemOS turned into records, values and adapter errors (docs/architecture.md, "Layers").
+"""Adapters: AWS and MemOS turned into the domain's records, values and errors (docs/architecture.md, "Layers").
 
-Nothing here imports the domain or the edge; the domain depends on these modules through the protocols
-in ``memmy_kb.domain.ports``.
+They implement the protocols of ``memmy_kb.domain.ports`` and may import those and the domain's vocabulary
+(``memmy_kb.domain.storage``, ``memmy_kb.domain.engine``), never its rules, and never the edge.
 """

@@ -1,62 +1,22 @@
-"""The S3 adapter for the upload bucket: opaque object keys, presigned POSTs and GETs, and bounded reads of one object.
+"""The S3 adapter for the upload bucket: presigned POSTs and GETs, and bounded reads of one object.
 
-Keys never contain a user's filename: ``uploads/<kb>/<upload>`` is where a client's presigned POST puts
-the bytes (the bucket notifies the ingest queue for this prefix only), ``verified/<kb>/<upload>`` is the
-server-side copy of the exact bytes the ingest verified, which MemOS fetches for large files.
-
-Every read of an object is pinned to the ETag its ``head`` (or ``read_start``) returned (``IfMatch``), so a client that
-replaces the object while it is being verified makes the read fail (``ObjectChanged``) instead of mixing
-two versions. Reads are ranged or streamed: nothing here holds a whole large object in memory.
+The key layout, ``ObjectInfo``, ``PresignedPost`` and ``ObjectChanged`` are the domain's
+(``memmy_kb.domain.storage``); this module speaks S3 for them. Every read of an object is pinned to the
+ETag its ``head`` (or ``read_start``) returned (``IfMatch``), so a client that replaces the object while
+it is being verified makes the read fail (``ObjectChanged``) instead of mixing two versions. Reads are ranged or streamed: nothing here holds a whole large object in memory.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
-UPLOAD_PREFIX: Final = "uploads/"
-VERIFIED_PREFIX: Final = "verified/"
+from memmy_kb.domain.storage import ObjectChanged, ObjectInfo, PresignedPost
+
 STREAM_CHUNK_BYTES: Final = 1024 * 1024
-# Ids are minted by the service (``kb_<hex>``, ``up_<hex>``); anything else under the prefix is not ours.
-_UPLOAD_KEY = re.compile(r"^uploads/(kb_[0-9a-f]{1,64})/(up_[0-9a-f]{1,64})$")
 _MISSING = frozenset({"404", "NoSuchKey", "NotFound"})
-
-
-def upload_object_key(kb_id: str, upload_id: str) -> str:
-    """Where the client's POST puts an upload's bytes (the presigned policy pins exactly this key)."""
-    return f"{UPLOAD_PREFIX}{kb_id}/{upload_id}"
-
-
-def verified_object_key(kb_id: str, upload_id: str) -> str:
-    """Where the verified copy of a large upload lives while MemOS fetches it."""
-    return f"{VERIFIED_PREFIX}{kb_id}/{upload_id}"
-
-
-def parse_upload_key(key: str) -> tuple[str, str] | None:
-    """``(kb_id, upload_id)`` of an upload object key (already URL-decoded); None for any other key."""
-    match = _UPLOAD_KEY.match(key)
-    return (match.group(1), match.group(2)) if match else None
-
-
-@dataclass(frozen=True)
-class PresignedPost:
-    url: str
-    fields: dict[str, str]
-
-
-@dataclass(frozen=True)
-class ObjectInfo:
-    key: str
-    size: int
-    etag: str
-
-
-class ObjectChanged(Exception):
-    """The object was replaced (or removed) after ``head``; the caller should start over."""
 
 
 def _code(err: ClientError) -> str:

@@ -22,10 +22,10 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
-from memmy_kb.adapters.memos.deadline import bounded_by
 from memmy_kb.api.models.errors import ErrorResponse, UnauthorizedResponse
 from memmy_kb.api.request_guard import check_json_body
 from memmy_kb.errors import DomainError, TooManyRequests
+from memmy_kb.invocation_deadline import bounded_by
 from memmy_kb.observability import logger
 
 # The error statuses every route can answer, in the error shape.

@@ -26,10 +26,10 @@ from typing import Final
 from aws_lambda_powertools import Logger
 from botocore.exceptions import BotoCoreError, ClientError
 
-from memmy_kb.adapters.memos.errors import MemosError, MemosNotFound, MemosRateLimited, MemosUnavailable
-from memmy_kb.adapters.s3 import UPLOAD_PREFIX, VERIFIED_PREFIX, upload_object_key, verified_object_key
 from memmy_kb.domain.deletion import sweep_folder
+from memmy_kb.domain.engine import MemosError, MemosNotFound, MemosRateLimited, MemosUnavailable
 from memmy_kb.domain.ports import CleanupStore, ContentStore, KnowledgeEngine, UploadObjects
+from memmy_kb.domain.storage import UPLOAD_PREFIX, VERIFIED_PREFIX, upload_object_key, verified_object_key
 from memmy_kb.records import CleanupPart, CleanupRecord, utc_now
 
 logger = Logger(child=True)

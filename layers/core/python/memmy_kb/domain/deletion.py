@@ -23,7 +23,6 @@ from typing import Final
 
 from aws_lambda_powertools import Logger
 
-from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
 from memmy_kb.domain.access import require_owner
 from memmy_kb.domain.activity import DEFAULT_RETENTION_DAYS, new_activity
 from memmy_kb.domain.ports import (
@@ -33,6 +32,7 @@ from memmy_kb.domain.ports import (
     ContentStore,
     KnowledgeBaseStore,
 )
+from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.errors import Conflict, file_not_found, folder_not_found, kb_not_found
 from memmy_kb.records import (
     ActivityKind,

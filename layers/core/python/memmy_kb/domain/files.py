@@ -14,13 +14,12 @@ from typing import Final, Literal
 
 from aws_lambda_powertools import Logger
 
-from memmy_kb.adapters.errors import ItemMissing
-from memmy_kb.adapters.memos.errors import MemosError
-from memmy_kb.adapters.memos.models import FileStatus, MemosFile
 from memmy_kb.domain.access import require_access, require_owner
+from memmy_kb.domain.engine import EngineFile, FileStatus, MemosError
 from memmy_kb.domain.folders import is_live, require_live_folder
 from memmy_kb.domain.naming import shown_name
 from memmy_kb.domain.ports import ContentStore, GrantReader, KnowledgeEngine
+from memmy_kb.domain.storage import ItemMissing
 from memmy_kb.errors import NotFound, UpstreamUnavailable, file_not_found, folder_not_found
 from memmy_kb.records import FileRecord, FolderRecord, UploadRecord
 
@@ -116,8 +115,8 @@ def move_file(
     return _file_entry(record, _memos_files(memos, [record.memos_file_id]).get(record.memos_file_id))
 
 
-def _memos_files(memos: KnowledgeEngine, memos_ids: list[str]) -> dict[str, MemosFile]:
-    found: dict[str, MemosFile] = {}
+def _memos_files(memos: KnowledgeEngine, memos_ids: list[str]) -> dict[str, EngineFile]:
+    found: dict[str, EngineFile] = {}
     try:
         for start in range(0, len(memos_ids), _MEMOS_BATCH):
             for f in memos.get_knowledgebase_files(memos_ids[start : start + _MEMOS_BATCH]):
@@ -130,7 +129,7 @@ def _memos_files(memos: KnowledgeEngine, memos_ids: list[str]) -> dict[str, Memo
     return found
 
 
-def _file_entry(record: FileRecord, live: MemosFile | None) -> FileEntry:
+def _file_entry(record: FileRecord, live: EngineFile | None) -> FileEntry:
     status: FileState = "failed"
     name: str = record.name
     reason: str | None = GONE_FROM_MEMOS

@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Final
 
-from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
 from memmy_kb.domain.access import require_owner
 from memmy_kb.domain.ports import ContentStore, GrantReader
+from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.errors import Conflict, InvalidInput, folder_not_found, kb_not_found
 from memmy_kb.records import FolderRecord, utc_now
 

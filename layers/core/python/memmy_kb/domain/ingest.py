@@ -31,15 +31,27 @@ from typing import Final, Literal
 
 from aws_lambda_powertools import Logger
 
-from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
-from memmy_kb.adapters.memos.errors import MemosError, MemosNotFound, MemosRejectedInput, MemosUnavailable
-from memmy_kb.adapters.memos.models import FileInput
-from memmy_kb.adapters.s3 import ObjectChanged, ObjectInfo, parse_upload_key, verified_object_key
 from memmy_kb.domain.activity import optional_activity
+from memmy_kb.domain.engine import (
+    FileInput,
+    MemosError,
+    MemosFileTooLarge,
+    MemosNotFound,
+    MemosRejectedInput,
+    MemosUnsupportedFile,
+)
 from memmy_kb.domain.formats import file_extension
 from memmy_kb.domain.limits import capacity_refused
 from memmy_kb.domain.naming import memos_file_name
 from memmy_kb.domain.ports import ContentStore, KnowledgeBaseStore, KnowledgeEngine, UploadObjects
+from memmy_kb.domain.storage import (
+    ConditionFailed,
+    ItemMissing,
+    ObjectChanged,
+    ObjectInfo,
+    parse_upload_key,
+    verified_object_key,
+)
 from memmy_kb.domain.verification import MemorySource, StoredSource, verify_content
 from memmy_kb.records import FileRecord, KbCapacity, UploadRecord, utc_now
 
@@ -56,9 +68,9 @@ KB_GONE: Final = "The knowledge base was deleted."
 FOLDER_GONE: Final = "The folder was deleted."
 LARGER: Final = "The file is larger than declared."
 SMALLER: Final = "The file is smaller than declared."
-_MEMOS_REFUSALS: Final[dict[int, str]] = {
-    **dict.fromkeys((40007, 50107), "The knowledge engine does not accept this type of file."),
-    **dict.fromkeys((50104, 50105), "The file is too large for the knowledge engine."),
+_MEMOS_REFUSALS: Final[dict[type[MemosError], str]] = {
+    MemosUnsupportedFile: "The knowledge engine does not accept this type of file.",
+    MemosFileTooLarge: "The file is too large for the knowledge engine.",
 }
 MEMOS_REFUSED: Final = "The knowledge engine could not accept this file."
 MEMOS_DOWN: Final = "The knowledge engine was unavailable for too long; please upload the file again."
@@ -82,11 +94,10 @@ class _Refused(Exception):
 class IngestConfig:
     inline_max_bytes: int
     get_url_ttl_seconds: int
-    # This delivery is the queue's last (the next failure would go to the DLQ): decide instead of
-    # waiting again, so the user sees "failed" rather than an upload that never ends.
+    # The queue's last delivery (the next failure goes to the DLQ): decide, so the user sees "failed"
+    # rather than an upload that never ends.
     final_attempt: bool = False
-    # What one KB may hold (None: counted, not capped), and how long the upload's activity entry is kept
-    # (None: not logged).
+    # What one KB may hold (None: counted, not capped); how long the activity entry is kept (None: not logged).
     capacity: KbCapacity | None = None
     activity_retention_days: int | None = None
 
@@ -197,19 +208,17 @@ class Ingestion:
         try:
             added = self.memos.add_knowledgebase_files(memos_kb_id, [file_input])
         except (MemosRejectedInput, MemosNotFound) as err:
-            reason = (
-                KB_GONE if isinstance(err, MemosNotFound) else _MEMOS_REFUSALS.get(err.code or 0, MEMOS_REFUSED)
-            )
+            reason = KB_GONE if isinstance(err, MemosNotFound) else _MEMOS_REFUSALS.get(type(err), MEMOS_REFUSED)
             logger.warning("MemOS refused the file", extra={**self._log, "memos_code": err.code})
             return self.reject(reason)
         except MemosError as err:
-            if _stored_nothing(err) and self.config.final_attempt:
+            if err.did_nothing and self.config.final_attempt:
                 logger.warning(
                     "MemOS unavailable on the last delivery; upload rejected",
                     extra={**self._log, "memos_code": err.code},
                 )
                 return self.reject(MEMOS_DOWN)
-            if _stored_nothing(err):
+            if err.did_nothing:
                 self.release()
                 logger.warning(
                     "MemOS unavailable; upload released for a retry", extra={**self._log, "memos_code": err.code}
@@ -382,15 +391,6 @@ def ingest_object(
         # Re-POSTed within the POST's validity: the new version's own event will follow; this one waits.
         logger.info("object replaced while it was read; retrying", extra=log)
         raise RetryLater("the object changed while it was read") from None
-
-
-def _stored_nothing(err: MemosError) -> bool:
-    """Whether MemOS certainly did not store the file: the request never left, or MemOS answered with
-    an error code of its own (it refused or failed the call). A timeout or a reply we could not read
-    after sending leaves the outcome unknown."""
-    if not err.request_sent:
-        return True
-    return not (isinstance(err, MemosUnavailable) and err.code is None)
 
 
 def _epoch(moment: datetime) -> int:

@@ -10,12 +10,11 @@ from datetime import datetime, timedelta
 
 from aws_lambda_powertools import Logger
 
-from memmy_kb.adapters.errors import AlreadyExists, ConditionFailed, ItemMissing, RequestSeen
-from memmy_kb.adapters.memos.errors import MemosError, MemosQuotaExceeded
 from memmy_kb.domain.access import require_access, require_owner
 from memmy_kb.domain.activity import DEFAULT_RETENTION_DAYS, new_activity
 from memmy_kb.domain.activity import record as record_activity
 from memmy_kb.domain.directory import VerifiedClaims, masked_contact
+from memmy_kb.domain.engine import MemosError, MemosQuotaExceeded
 from memmy_kb.domain.ports import (
     ActivityLog,
     CreateIntents,
@@ -23,6 +22,7 @@ from memmy_kb.domain.ports import (
     KnowledgeEngine,
     ProfileStore,
 )
+from memmy_kb.domain.storage import AlreadyExists, ConditionFailed, ItemMissing, RequestSeen
 from memmy_kb.errors import (
     Conflict,
     UpstreamUnavailable,

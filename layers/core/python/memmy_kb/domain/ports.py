@@ -1,10 +1,12 @@
 """The ports: what the domain needs from storage, MemOS and the upload bucket, as ``typing.Protocol``s.
 
 Domain functions take these, never a concrete adapter, so unit tests hand in small typed fakes and the
-handlers hand in the DynamoDB, MemOS and S3 adapters (``memmy_kb.api.dependencies``). One protocol per
+handlers hand in the DynamoDB, MemOS and S3 adapters (``memmy_kb.composition``). One protocol per
 aggregate of the table: knowledge bases and their grants, a KB's contents (folders, files, uploads), and
-profiles. Writes report what stopped them with the adapter errors of ``memmy_kb.adapters.errors``
-(``AlreadyExists``, ``ItemMissing``, ``ConditionFailed``), which the domain translates.
+profiles. The values they carry and the errors they raise are the domain's own: writes report what
+stopped them with the storage errors of ``memmy_kb.domain.storage`` (``AlreadyExists``, ``ItemMissing``,
+``ConditionFailed``, ``RequestSeen``), the knowledge engine speaks ``memmy_kb.domain.engine``; the adapters
+translate into these, and the domain translates them into refusals.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
     # Only the protocols' signatures name these: a function that takes a port (recall takes a
-    # ``GrantReader``) does not import every record model, the MemOS reply models or S3 for it.
-    from memmy_kb.adapters.memos.models import FileInput, MemosFile, MemosMemory
-    from memmy_kb.adapters.s3 import ObjectInfo, PresignedPost
+    # ``GrantReader``) does not import every record model or the storage vocabulary for it.
+    from memmy_kb.domain.engine import EngineFile, FileInput, SearchHit
+    from memmy_kb.domain.storage import ObjectInfo, PresignedPost
     from memmy_kb.records import (
         ActivityRecord,
         CleanupPart,
@@ -235,13 +237,16 @@ class CleanupStore(CreateIntents, Protocol):
 
 
 class CleanupExecutions(Protocol):
-    """The cleanup state machine (``memmy_kb.adapters.stepfunctions.CleanupStateMachine``)."""
+    """The cleanup state machine (implemented by ``memmy_kb.adapters.stepfunctions.CleanupStateMachine``)."""
 
     def start(self, cleanup_id: str, execution_name: str) -> None: ...
 
 
 class UploadRequeue(Protocol):
-    """Hands an upload's object to the ingest again, as S3's notification would (``memmy_kb.adapters.sqs``)."""
+    """Hands an upload's object to the ingest again, as S3's notification would.
+
+    Implemented in ``memmy_kb.adapters.sqs``.
+    """
 
     def requeue(self, object_key: str) -> None: ...
 
@@ -271,7 +276,7 @@ class ProfileStore(Protocol):
 
 
 class ActivityLog(Protocol):
-    """Each KB's activity log, newest first (``memmy_kb.adapters.dynamodb.activity``)."""
+    """Each KB's activity log, newest first (implemented in ``memmy_kb.adapters.dynamodb.activity``)."""
 
     def put_activity(self, record: ActivityRecord) -> None: ...
 
@@ -289,29 +294,29 @@ class RateCounters(Protocol):
 
 
 class KnowledgeEngine(Protocol):
-    """MemOS, as far as the domain uses it (``memmy_kb.adapters.memos.client.MemosClient``)."""
+    """MemOS, as far as the domain uses it (implemented by ``memmy_kb.adapters.memos.client.MemosClient``)."""
 
     def create_knowledgebase(self, name: str, description: str | None = None) -> str: ...
 
     def delete_knowledgebase(self, kb_id: str, *, delete_all: bool) -> None: ...
 
-    def add_knowledgebase_files(self, kb_id: str, files: list[FileInput]) -> list[MemosFile]: ...
+    def add_knowledgebase_files(self, kb_id: str, files: list[FileInput]) -> list[EngineFile]: ...
 
-    def get_knowledgebase_files(self, file_ids: list[str]) -> list[MemosFile]: ...
+    def get_knowledgebase_files(self, file_ids: list[str]) -> list[EngineFile]: ...
 
     def iter_knowledgebase_files(
         self, kb_id: str, *, page_size: int = 20, max_pages: int = 10_000
-    ) -> Iterator[MemosFile]: ...
+    ) -> Iterator[EngineFile]: ...
 
     def delete_knowledgebase_files(self, file_ids: list[str]) -> None: ...
 
     def search_memory(
         self, user_id: str, query: str, kb_ids: list[str], *, limit: int = 9, relativity: float | None = None
-    ) -> list[MemosMemory]: ...
+    ) -> list[SearchHit]: ...
 
 
 class UploadObjects(Protocol):
-    """The upload bucket (``memmy_kb.adapters.s3.UploadStorage``)."""
+    """The upload bucket (implemented by ``memmy_kb.adapters.s3.UploadStorage``)."""
 
     def presign_post(
         self, key: str, *, size_bytes: int, content_type: str, expires_in: int

@@ -6,10 +6,10 @@ from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime
 
-from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
 from memmy_kb.domain.activity import optional_activity
 from memmy_kb.domain.directory import VerifiedClaims
 from memmy_kb.domain.ports import KnowledgeBaseStore, ProfileStore
+from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.errors import Conflict, InvalidInput, NotFound
 from memmy_kb.records import ProfileRecord, utc_now
 

@@ -7,7 +7,7 @@ The one place where a wrong id hands someone else's documents to an agent, so ev
 2. MemOS searches exactly the scope's MemOS ids, as a reader id that never writes;
 3. the scope is read again; if it changed during the search (a revoke, a leave, a toggle), the whole
    result is dropped: MemOS hits carry no KB id, so they cannot be filtered afterwards;
-4. the hits become the context block (``memmy_kb.domain.context``).
+4. the hits become the context block (``memmy_kb.domain.context_block``).
 
 A MemOS error or timeout is a 503 with no excerpts, never a retry with another scope. Queries and
 excerpts are never logged: only counts and timings.
@@ -20,10 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memmy_kb.adapters.memos.errors import MemosError
-from memmy_kb.adapters.memos.key import MemosApiKeyError
 from memmy_kb.domain.access import compute_recall_scope
-from memmy_kb.domain.context import DEFAULT_MAX_CHARS, ContextBlock, Excerpt, build_context
+from memmy_kb.domain.context_block import DEFAULT_MAX_CHARS, ContextBlock, Excerpt, build_context
+from memmy_kb.domain.engine import MemosApiKeyError, MemosError
 from memmy_kb.errors import RecallUnavailable
 from memmy_kb.observability import logger
 

@@ -27,10 +27,7 @@ from typing import Final
 
 from aws_lambda_powertools import Logger
 
-from memmy_kb.adapters.errors import ConditionFailed
-from memmy_kb.adapters.memos.errors import MemosError, MemosNotFound
-from memmy_kb.adapters.memos.models import MemosFile
-from memmy_kb.adapters.s3 import verified_object_key
+from memmy_kb.domain.engine import EngineFile, MemosError, MemosNotFound
 from memmy_kb.domain.ingest import IngestConfig, Ingestion
 from memmy_kb.domain.naming import upload_id_in
 from memmy_kb.domain.ports import (
@@ -42,6 +39,7 @@ from memmy_kb.domain.ports import (
     UploadObjects,
     UploadRequeue,
 )
+from memmy_kb.domain.storage import ConditionFailed, verified_object_key
 from memmy_kb.records import CleanupRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord, utc_now
 
 logger = Logger(child=True)
@@ -94,7 +92,7 @@ class Reconciler:
     capacity: KbCapacity | None = None
     activity_retention_days: int | None = None
     report: ReconcileReport = field(default_factory=ReconcileReport)
-    _memos_files: dict[str, list[MemosFile]] = field(default_factory=dict)
+    _memos_files: dict[str, list[EngineFile]] = field(default_factory=dict)
 
     def run(self) -> ReconcileReport:
         for step in (self.restart_cleanups, self.resolve_submitting, self.expire_pending, self.count_intents):
@@ -183,7 +181,7 @@ class Reconciler:
         logger.info("upload not in MemOS; handed to the ingest again", extra={"upload_id": fresh.upload_id})
         self.report.add("UploadRequeued")
 
-    def _files_of(self, kb: KnowledgeBaseRecord) -> list[MemosFile]:
+    def _files_of(self, kb: KnowledgeBaseRecord) -> list[EngineFile]:
         if kb.kb_id not in self._memos_files:
             try:
                 self._memos_files[kb.kb_id] = list(self.memos.iter_knowledgebase_files(kb.memos_kb_id))

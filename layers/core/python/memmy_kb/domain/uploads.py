@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
-from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
-from memmy_kb.adapters.s3 import PresignedPost, upload_object_key
 from memmy_kb.domain.access import require_owner
 from memmy_kb.domain.folders import require_live_folder
 from memmy_kb.domain.formats import (
@@ -26,6 +24,7 @@ from memmy_kb.domain.formats import (
 )
 from memmy_kb.domain.limits import capacity_refused
 from memmy_kb.domain.ports import ContentStore, GrantReader, UploadObjects
+from memmy_kb.domain.storage import ConditionFailed, ItemMissing, PresignedPost, upload_object_key
 from memmy_kb.errors import (
     InvalidInput,
     PayloadTooLarge,

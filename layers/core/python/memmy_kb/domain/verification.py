@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Final
 from xml.parsers import expat
 
-from memmy_kb.adapters.s3 import ObjectInfo
 from memmy_kb.domain.json_syntax import JsonSyntaxChecker
 from memmy_kb.domain.ports import UploadObjects
+from memmy_kb.domain.storage import ObjectInfo
 from memmy_kb.domain.zipfiles import ByteSource, inflated_member, zip_members
 
 PDF_MAGIC: Final = b"%PDF-"

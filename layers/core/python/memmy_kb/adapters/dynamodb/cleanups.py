@@ -33,7 +33,7 @@ from memmy_kb.adapters.dynamodb.table import (
     limit_key,
     owned_counter,
 )
-from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
+from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.records import (
     ActivityRecord,
     CleanupPart,

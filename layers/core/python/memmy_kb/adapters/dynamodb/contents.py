@@ -25,7 +25,7 @@ from memmy_kb.adapters.dynamodb.table import (
     kb_room_refusal,
     upload_key,
 )
-from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
+from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.records import ActivityRecord, FileRecord, FolderRecord, KbCapacity, UploadRecord
 
 _NULL = {"NULL": True}

@@ -21,7 +21,7 @@ from memmy_kb.adapters.dynamodb.table import (
     request_item,
     request_key,
 )
-from memmy_kb.adapters.errors import ConditionFailed, RequestSeen
+from memmy_kb.domain.storage import ConditionFailed, RequestSeen
 from memmy_kb.records import RequestRecord
 
 INTENT_QUEUE: Final = "INTENT#create"

@@ -28,7 +28,7 @@ from memmy_kb.adapters.dynamodb.table import (
     profile_key,
     request_key,
 )
-from memmy_kb.adapters.errors import AlreadyExists, ConditionFailed, ItemMissing
+from memmy_kb.domain.storage import AlreadyExists, ConditionFailed, ItemMissing
 from memmy_kb.records import (
     ActivityRecord,
     CountCap,

@@ -24,7 +24,7 @@ from memmy_kb.adapters.dynamodb.table import (
     lookup_key,
     profile_key,
 )
-from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
+from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.records import ProfileRecord
 
 IdentifierKind = Literal["email", "phone"]

@@ -18,7 +18,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
-from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
+from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.records import KbCapacity, RequestRecord
 
 Key = dict[str, str]

@@ -2,8 +2,9 @@
 
 Every MemOS call is a JSON ``POST`` answered with the envelope ``{"code", "data", "message"}``; ``code`` 0
 or 200 is success and errors often arrive with HTTP 200. This module turns the envelope, HTTP statuses and
-transport failures into the error families of ``memmy_kb.adapters.memos.errors`` (mapped by code, never by
-message text) and replies into the models of ``memmy_kb.adapters.memos.models``. Its methods are named
+transport failures into the engine's error family (``memmy_kb.domain.engine``, chosen by code in
+``memmy_kb.adapters.memos.errors``, never by message text) and parses replies with the models of
+``memmy_kb.adapters.memos.models``, handing the domain its own file and hit types. Its methods are named
 after the MemOS endpoints they call (``/search/memory`` is ``search_memory``).
 
 This module sits on the recall path: keep its imports light (no boto3, no Powertools utilities).
@@ -20,23 +21,25 @@ import httpx
 from aws_lambda_powertools import Logger
 from pydantic import ValidationError
 
-from memmy_kb.adapters.memos.deadline import MIN_ATTEMPT_SECONDS, seconds_left
-from memmy_kb.adapters.memos.errors import (
+from memmy_kb.adapters.memos.errors import family_for_code, family_for_http_status
+from memmy_kb.adapters.memos.models import (
+    FilePage,
+    MemosMemory,
+    file_body,
+    lenient_float,
+    lenient_int,
+    parse_files,
+)
+from memmy_kb.domain.engine import (
+    EngineFile,
+    FileInput,
     MemosAuthError,
     MemosNotFound,
     MemosRateLimited,
     MemosUnavailable,
-    family_for_code,
-    family_for_http_status,
+    SearchHit,
 )
-from memmy_kb.adapters.memos.models import (
-    FileInput,
-    FilePage,
-    MemosFile,
-    MemosMemory,
-    lenient_float,
-    lenient_int,
-)
+from memmy_kb.invocation_deadline import MIN_ATTEMPT_SECONDS, seconds_left
 
 # A child logger shares the handler (and correlation id) of the function's Logger without configuring it.
 logger = Logger(child=True)
@@ -137,7 +140,7 @@ class MemosClient:
             raise MemosUnavailable("reply carries no knowledge base id", endpoint="/create/knowledgebase")
         return kb_id
 
-    def add_knowledgebase_files(self, kb_id: str, files: list[FileInput]) -> list[MemosFile]:
+    def add_knowledgebase_files(self, kb_id: str, files: list[FileInput]) -> list[EngineFile]:
         """Submit files (MemOS takes up to 20 per request) and return them, usually still processing.
 
         Not retried once sent (see class): a repeat could store the files twice.
@@ -147,31 +150,32 @@ class MemosClient:
         endpoint = "/add/knowledgebase-file"
         data = self._call(
             endpoint,
-            {"knowledgebase_id": kb_id, "file": [f.model_dump(exclude_none=True) for f in files]},
+            {"knowledgebase_id": kb_id, "file": [file_body(f) for f in files]},
             idempotent=False,
         )
-        added = _parse_files(data, endpoint)
+        added = parse_files(data, endpoint)
         if not added:
             # The files may well be stored: say so rather than let the caller believe nothing happened.
             raise MemosUnavailable("reply lists none of the added files", endpoint=endpoint)
-        return added
+        return [f.to_engine_file() for f in added]
 
-    def get_knowledgebase_files(self, file_ids: list[str]) -> list[MemosFile]:
+    def get_knowledgebase_files(self, file_ids: list[str]) -> list[EngineFile]:
         """The files with these ids (MemOS may leave out ids it does not know)."""
         if not file_ids:
             return []
         endpoint = "/get/knowledgebase-file"
-        return _parse_files(self._call(endpoint, {"file_ids": list(file_ids)}, idempotent=True), endpoint)
+        data = self._call(endpoint, {"file_ids": list(file_ids)}, idempotent=True)
+        return [f.to_engine_file() for f in parse_files(data, endpoint)]
 
     def list_knowledgebase_files(self, kb_id: str, *, page: int = 1, page_size: int = 20) -> FilePage:
-        """One page of a KB's files (pages count from 1)."""
+        """One page of a KB's files (pages count from 1), as MemOS reports them."""
         if page < 1 or page_size < 1:
             raise ValueError("page and page_size must be at least 1")
         endpoint = "/get/knowledgebase-file"
         data = self._call(
             endpoint, {"knowledgebase_id": kb_id, "page": page, "page_size": page_size}, idempotent=True
         )
-        files = _parse_files(data, endpoint)
+        files = parse_files(data, endpoint)
         fields = data if isinstance(data, dict) else {}
         return FilePage(
             total=lenient_int(fields.get("total")),
@@ -180,7 +184,7 @@ class MemosClient:
             files=files,
         )
 
-    def iter_knowledgebase_files(self, kb_id: str, *, page_size: int = 20, max_pages: int = 10_000) -> Iterator[MemosFile]:
+    def iter_knowledgebase_files(self, kb_id: str, *, page_size: int = 20, max_pages: int = 10_000) -> Iterator[EngineFile]:
         """Every file of a KB, page by page; stops when a page brings nothing new (a server ignoring
         ``page`` cannot make it loop) or after ``max_pages`` pages."""
         seen: set[str] = set()
@@ -190,7 +194,7 @@ class MemosClient:
             if not fresh:
                 return
             seen.update(f.id for f in fresh)
-            yield from fresh
+            yield from (f.to_engine_file() for f in fresh)
             if not page.has_more:
                 return
 
@@ -225,7 +229,7 @@ class MemosClient:
         *,
         limit: int = 9,
         relativity: float | None = None,
-    ) -> list[MemosMemory]:
+    ) -> list[SearchHit]:
         """Search exactly ``kb_ids`` and return the hits of ``memory_detail_list``.
 
         Refuses (``ValueError``) an empty list or an ``"all"`` entry: MemOS reads ``[]`` and ``["all"]`` as
@@ -264,7 +268,7 @@ class MemosClient:
         memories = []
         for item in items:
             try:
-                memories.append(MemosMemory.model_validate(item))
+                memories.append(MemosMemory.model_validate(item).to_search_hit())
             except ValidationError:
                 logger.warning("Skipping an unreadable MemOS search item", extra={"endpoint": endpoint})
         return memories
@@ -379,22 +383,3 @@ def _unwrap(response: httpx.Response, endpoint: str) -> Any:
 def _retry_after(response: httpx.Response) -> float | None:
     value = lenient_float(response.headers.get("retry-after"))
     return value if value is not None and value >= 0 else None
-
-
-def _parse_files(data: Any, endpoint: str) -> list[MemosFile]:
-    """Files from ``data``: a list, an object with ``file_detail_list``, or one file object."""
-    if data is None:
-        return []
-    items: Any = data
-    if isinstance(data, dict):
-        items = data.get("file_detail_list", data.get("files")) if "id" not in data else [data]
-        if items is None:
-            items = []
-    if not isinstance(items, list):
-        raise MemosUnavailable("file list is not a list", endpoint=endpoint)
-    try:
-        return [MemosFile.model_validate(item) for item in items]
-    except ValidationError as exc:
-        raise MemosUnavailable(
-            f"unreadable file entry ({exc.error_count()} errors)", endpoint=endpoint
-        ) from exc

@@ -1,7 +1,8 @@
 """Where the MemOS API key comes from: Secrets Manager (cached by Powertools Parameters) or a fixed value.
 
 Both providers fit ``MemosClient``'s ``api_key_provider``: called with ``force_refresh=True`` after MemOS
-rejected the key, so a rotated secret is picked up at once. The key never appears in logs, reprs or errors.
+rejected the key, so a rotated secret is picked up at once. The key never appears in logs, reprs or errors;
+an unusable secret raises the domain's ``MemosApiKeyError``.
 """
 
 from __future__ import annotations
@@ -10,16 +11,14 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from memmy_kb.domain.engine import MemosApiKeyError
+
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
-__all__ = ["MemosApiKeyError", "SecretApiKeyProvider", "StaticApiKeyProvider"]
+__all__ = ["SecretApiKeyProvider", "StaticApiKeyProvider"]
 
 _JSON_KEY_FIELD: Final = "api_key"
-
-
-class MemosApiKeyError(RuntimeError):
-    """The configured secret holds no usable MemOS API key (the message never includes the value)."""
 
 
 class SecretApiKeyProvider:

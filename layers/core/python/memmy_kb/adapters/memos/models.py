@@ -1,31 +1,32 @@
 """The shapes MemOS answers with, normalised: file status spellings, timestamps, lenient numbers.
 
 MemOS has answered the same field in several spellings and types; each model accepts every variant
-docs/memos.md lists and keeps the rest of a reply readable when one field is not.
+docs/memos.md lists and keeps the rest of a reply readable when one field is not. The client hands the
+domain only what it reads of them (``to_engine_file``, ``to_search_hit``: ``memmy_kb.domain.engine``).
 """
 
 from __future__ import annotations
 
-import base64
 from datetime import UTC, datetime
-from enum import StrEnum
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from aws_lambda_powertools import Logger
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from memmy_kb.domain.engine import EngineFile, FileInput, FileStatus, MemosUnavailable, SearchHit
 
 logger = Logger(child=True)
 
 # Above this an epoch value is taken as milliseconds (1e11 ms is 1973; 1e11 s is the year 5138).
 _EPOCH_MS_THRESHOLD: Final = 100_000_000_000
-
-
-class FileStatus(StrEnum):
-    """A MemOS file's processing status, normalised from the several spellings MemOS has used."""
-
-    PROCESSING = "processing"
-    AVAILABLE = "available"
-    FAILED = "failed"
 
 
 _STATUS_SPELLINGS: Final[dict[str, FileStatus]] = {
@@ -95,8 +96,14 @@ def lenient_int(value: object) -> int | None:
     return int(number) if number is not None and number.is_integer() else None
 
 
+def file_body(file: FileInput) -> dict[str, str]:
+    """The entry of ``/add/knowledgebase-file``'s ``file`` list that adds ``file`` as a document."""
+    body = {"content": file.content, "type": "document"}
+    return body if file.name is None else {**body, "name": file.name}
+
+
 class _MemosModel(BaseModel):
-    # Built on the first MemOS call, not at import (most imports of these are for the ports' types).
+    # Built on the first MemOS call, not at import.
     model_config = ConfigDict(
         extra="ignore",
         frozen=True,
@@ -105,20 +112,6 @@ class _MemosModel(BaseModel):
         coerce_numbers_to_str=True,
         defer_build=True,
     )
-
-
-class FileInput(_MemosModel):
-    """One file to add: ``content`` is a public http(s) URL, a ``data:<mime>;base64,`` URL or bare base64."""
-
-    content: str = Field(repr=False, min_length=1)
-    name: str | None = None
-    type: Literal["document", "skill"] = "document"
-
-    @classmethod
-    def from_bytes(cls, data: bytes, *, name: str, mime_type: str) -> FileInput:
-        """A file sent inline as a base64 data URL."""
-        encoded = base64.b64encode(data).decode("ascii")
-        return cls(content=f"data:{mime_type};base64,{encoded}", name=name)
 
 
 class MemosFile(_MemosModel):
@@ -137,6 +130,10 @@ class MemosFile(_MemosModel):
     updated_at: datetime | None = Field(
         default=None, validation_alias=AliasChoices("update_time", "updated_at", "updateTime")
     )
+
+    def to_engine_file(self) -> EngineFile:
+        """What the domain reads of this file."""
+        return EngineFile(id=self.id, name=self.name, status=self.status, created_at=self.created_at)
 
     @model_validator(mode="before")
     @classmethod
@@ -203,6 +200,10 @@ class MemosMemory(_MemosModel):
         default=None, validation_alias=AliasChoices("update_time", "updated_at", "updateTime")
     )
 
+    def to_search_hit(self) -> SearchHit:
+        """What the domain reads of this hit."""
+        return SearchHit(title=self.title, content=self.content, score=self.score)
+
     @field_validator("title", "content", mode="before")
     @classmethod
     def _text(cls, value: object) -> str:
@@ -233,3 +234,22 @@ class MemosMemory(_MemosModel):
     @classmethod
     def _timestamp(cls, value: object) -> datetime | None:
         return parse_timestamp(value)
+
+
+def parse_files(data: Any, endpoint: str) -> list[MemosFile]:
+    """Files from ``data``: a list, an object with ``file_detail_list``, or one file object."""
+    if data is None:
+        return []
+    items: Any = data
+    if isinstance(data, dict):
+        items = data.get("file_detail_list", data.get("files")) if "id" not in data else [data]
+        if items is None:
+            items = []
+    if not isinstance(items, list):
+        raise MemosUnavailable("file list is not a list", endpoint=endpoint)
+    try:
+        return [MemosFile.model_validate(item) for item in items]
+    except ValidationError as exc:
+        raise MemosUnavailable(
+            f"unreadable file entry ({exc.error_count()} errors)", endpoint=endpoint
+        ) from exc

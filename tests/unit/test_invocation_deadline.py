@@ -1,5 +1,5 @@
 """MemOS calls end inside the invocation: timeouts shortened to fit, no retry that cannot finish, nothing
-sent once the time is gone (``memmy_kb.adapters.memos.deadline``)."""
+sent once the time is gone (``memmy_kb.invocation_deadline``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import time
 import httpx
 import pytest
 
-from memmy_kb.adapters.memos import deadline
-from memmy_kb.adapters.memos.errors import MemosUnavailable
+from memmy_kb import invocation_deadline
+from memmy_kb.domain.engine import MemosUnavailable
 from tests.unit.test_memos_client import FixedRandom, envelope, harness
 
 
@@ -52,11 +52,11 @@ def test_the_deadline_follows_the_lambda_context_and_is_reset_after():
         def get_remaining_time_in_millis(self) -> int:
             return 3000
 
-    assert deadline.seconds_left() is None
-    with deadline.bounded_by(Context()):
-        left = deadline.seconds_left()
+    assert invocation_deadline.seconds_left() is None
+    with invocation_deadline.bounded_by(Context()):
+        left = invocation_deadline.seconds_left()
         assert left is not None
-        assert 3.0 - deadline.DEADLINE_MARGIN_SECONDS - 0.1 < left <= 3.0 - deadline.DEADLINE_MARGIN_SECONDS
+        assert 3.0 - invocation_deadline.DEADLINE_MARGIN_SECONDS - 0.1 < left <= 3.0 - invocation_deadline.DEADLINE_MARGIN_SECONDS
         time.sleep(0.01)
-        assert deadline.seconds_left() < left
-    assert deadline.seconds_left() is None
+        assert invocation_deadline.seconds_left() < left
+    assert invocation_deadline.seconds_left() is None
