@@ -35,17 +35,17 @@ def test_owning_the_most_kbs_allowed_is_409_with_the_limit_and_asks_memos_nothin
 def test_a_create_racing_past_the_read_is_refused_by_the_transaction_and_its_memos_kb_deleted(
     service, monkeypatch
 ):
-    from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
+    from memmy_kb.adapters.dynamodb.intents import DynamoCreateIntents
 
     monkeypatch.setenv("MAX_KBS_PER_USER", "1")
     get_settings.cache_clear()
     assert create(service, "一").status == HTTPStatus.CREATED
     # A concurrent create's intent transaction checked the count before this one's was recorded.
-    check_before = DynamoCleanupStore.put_create_intent
+    check_before = DynamoCreateIntents.put_create_intent
     monkeypatch.setattr(
-        DynamoCleanupStore,
+        DynamoCreateIntents,
         "put_create_intent",
-        lambda self, *args, **kwargs: check_before(self, *args, **{**kwargs, "max_owned": None}),
+        lambda self, *args, **kwargs: check_before(self, *args, **{**kwargs, "max_owned": 1_000_000}),
     )
     reply = create(service, "二")
     assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.CONFLICT, "kb_limit_reached")

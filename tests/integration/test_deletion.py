@@ -65,7 +65,7 @@ def cleanups(service) -> DynamoCleanupStore:
 
 
 def run_cleanup(service, cleanup_id: str) -> bool:
-    """What the state machine's Purge task does: call the cleanup function until it says done."""
+    """What the state machine's cleanup task (its ``Purge`` state) does: call the cleanup function until it says done."""
     return any(service.invoke("CleanupFunction", {"cleanup_id": cleanup_id})["done"] for _ in range(10))
 
 
@@ -75,10 +75,13 @@ def reconciler(service, *, later: timedelta = LATER) -> Reconciler:
         deps.get_kb_store(),
         deps.get_content_store(),
         deps.get_cleanup_store(),
+        deps.get_create_intents(),
         deps.get_cleanup_executions(),
         deps.get_upload_requeue(),
         deps.get_memos_client(),
         deps.get_upload_storage(),
+        capacity=deps.get_kb_capacity(),
+        activity_retention_days=180,
         clock=lambda: utc_now() + later,
     )
 

@@ -286,7 +286,8 @@ def test_given_shares_revokes_leaves_renames_when_listed_then_newest_first_with_
     sharing.remove_member(people.kbs, "alice", "kb_1", "bob", retention_days=180, clock=lambda: at(3))
     sharing.remove_member(people.kbs, "dave", "kb_1", "dave", retention_days=180, clock=lambda: at(4))
     knowledge_bases.rename_knowledge_base(
-        people.kbs, people.profiles, "alice", "kb_1", "新名字", log=people.activity, clock=lambda: at(5)
+        people.kbs, people.profiles, "alice", "kb_1", "新名字", log=people.activity, retention_days=180,
+        clock=lambda: at(5),
     )
     page = activity.list_activity(people.kbs, people.activity, "alice", "kb_1", limit=10, cursor=None, now=at(6))
     assert [(e.kind, e.actor_id, e.subject, e.at) for e in page.items] == [

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         CleanupExecutions,
         CleanupStore,
         ContentStore,
+        CreateIntents,
         KnowledgeBaseStore,
         KnowledgeEngine,
         ProfileStore,
@@ -121,6 +122,13 @@ def get_cleanup_store() -> CleanupStore:
 
 
 @cache
+def get_create_intents() -> CreateIntents:
+    from memmy_kb.adapters.dynamodb.intents import DynamoCreateIntents
+
+    return DynamoCreateIntents(get_table())
+
+
+@cache
 def get_cleanup_executions() -> CleanupExecutions:
     from memmy_kb.adapters.stepfunctions import CleanupStateMachine
 
@@ -212,6 +220,7 @@ def reset_dependencies() -> None:
         get_content_store,
         get_profile_store,
         get_cleanup_store,
+        get_create_intents,
         get_activity_log,
         get_rate_counters,
         get_cleanup_executions,

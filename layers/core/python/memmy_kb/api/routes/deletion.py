@@ -1,4 +1,4 @@
-"""Deleting a knowledge base, a file or a folder: 202 with the cleanup id, the purge runs in the background."""
+"""Deleting a knowledge base, a file or a folder: 202 with the cleanup id; the cleanup runs in the background."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memmy_kb.api.dependencies import (
-    get_activity_log,
     get_cleanup_executions,
     get_cleanup_store,
     get_content_store,
@@ -31,7 +30,6 @@ def _deleter() -> Deleter:
         get_content_store(),
         get_cleanup_store(),
         get_cleanup_executions(),
-        log=get_activity_log(),
         retention_days=get_settings().activity_retention_days,
     )
 

@@ -11,7 +11,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from memmy_kb.api.dependencies import (
     get_activity_log,
-    get_cleanup_store,
+    get_create_intents,
     get_kb_store,
     get_memos_client,
     get_profile_store,
@@ -67,7 +67,7 @@ def handle_create_knowledge_base(
             get_memos_client(),
             owner=owner,
             name=request.name,
-            intents=get_cleanup_store(),
+            intents=get_create_intents(),
             max_owned=get_settings().max_kbs_per_user,
             request=remembered,
         )
