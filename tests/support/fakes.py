@@ -1338,6 +1338,7 @@ class FakeKnowledgeEngine:
         self.knowledge_bases: dict[str, FakeMemosKnowledgeBase] = {}
         self.deleted_knowledge_bases: list[tuple[str, bool]] = []  # (memos_kb_id, delete_all)
         self.deleted_files: list[str] = []
+        self.inputs: list[FileInput] = []  # what each add was given (a data URL or a GET URL, and the name)
         self.searches: list[SearchCall] = []
         self.calls: Counter[EngineMethod] = Counter()
         self._failures: dict[EngineMethod, list[_Failure]] = {}
@@ -1400,6 +1401,7 @@ class FakeKnowledgeEngine:
         if not files:
             raise ValueError("add_knowledgebase_files needs at least one file")
         self._kb(kb_id, "/add/knowledgebase-file")
+        self.inputs.extend(files)
         return [self.add_file(kb_id, f.name) for f in files]
 
     def get_knowledgebase_files(self, file_ids: list[str]) -> list[MemosFile]:
