@@ -35,7 +35,7 @@ from memmy_kb.adapters.errors import ConditionFailed, ItemMissing
 from memmy_kb.adapters.memos.errors import MemosError, MemosNotFound, MemosRejectedInput, MemosUnavailable
 from memmy_kb.adapters.memos.models import FileInput
 from memmy_kb.adapters.s3 import ObjectChanged, ObjectInfo, parse_upload_key, verified_object_key
-from memmy_kb.domain.activity import optional_activity
+from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.formats import file_extension
 from memmy_kb.domain.limits import capacity_refused
 from memmy_kb.domain.naming import memos_file_name
@@ -82,13 +82,12 @@ class _Refused(Exception):
 class IngestConfig:
     inline_max_bytes: int
     get_url_ttl_seconds: int
+    # What one KB may hold, and how long the upload's activity entry is kept.
+    capacity: KbCapacity
+    activity_retention_days: int
     # This delivery is the queue's last (the next failure would go to the DLQ): decide instead of
     # waiting again, so the user sees "failed" rather than an upload that never ends.
     final_attempt: bool = False
-    # What one KB may hold (None: counted, not capped), and how long the upload's activity entry is kept
-    # (None: not logged).
-    capacity: KbCapacity | None = None
-    activity_retention_days: int | None = None
 
 
 @dataclass(frozen=True)
@@ -190,7 +189,7 @@ class Ingestion:
 
     def _full(self, which: str) -> str:
         """The reason an upload into a full KB reads (``which``: "kb_files" or "kb_bytes")."""
-        return capacity_refused(self.config.capacity or KbCapacity(), which).message
+        return capacity_refused(self.config.capacity, which).message
 
     def submit(self, memos_kb_id: str, file_input: FileInput) -> IngestOutcome:
         """The MemOS add, and what each of its outcomes means for the upload."""
@@ -238,7 +237,7 @@ class Ingestion:
             upload_id=upload.upload_id,
             uploaded_at=self.clock(),
         )
-        entry = optional_activity(
+        entry = new_activity(
             "uploaded", upload.kb_id, upload.owner_id, record.file_id, record.uploaded_at,
             self.config.activity_retention_days,
         )
