@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from memmy_kb.adapters.memos.errors import MemosUnavailable
 from memmy_kb.domain import knowledge_bases as kbs_logic
 from memmy_kb.errors import Conflict
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, RequestRecord
@@ -139,6 +140,53 @@ def test_given_memos_fails_when_creating_then_503_and_nothing_is_stored(
     assert refused(lambda: create(stores, memos)) == (HTTPStatus.SERVICE_UNAVAILABLE, expected)
     assert (stores.table.kbs, stores.table.grants) == ({}, {})
     assert memos.calls["delete_knowledgebase"] == 0
+    assert stores.table.intents == {}  # MemOS answered: it created nothing to look for
+
+
+def keyed(attempt: str = "") -> RequestRecord:
+    return RequestRecord(
+        operation="create_kb", key_hash="h1", payload_hash="p1", attempt=attempt, in_progress_until=2_000_000_000,
+        expires_at=2_000_000_000,
+    )
+
+
+@pytest.mark.parametrize("request_key", [None, keyed()], ids=["no-key", "keyed"])
+def test_given_memos_answer_lost_when_creating_then_503_the_intent_stays_and_the_key_is_free_again(
+    stores: FakeStores, memos: FakeKnowledgeEngine, request_key: RequestRecord | None
+) -> None:
+    memos.fail("create_knowledgebase", MemosUnavailable("read timeout", endpoint="/create/knowledgebase"), times=1)
+    attempt = lambda: kbs_logic.create_knowledge_base(  # noqa: E731
+        stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x", intents=stores.intents,
+        max_owned=MAX_OWNED, request=request_key, clock=lambda: T0, new_id=lambda: "kb_lost",
+    )
+
+    assert refused(attempt) == (HTTPStatus.SERVICE_UNAVAILABLE, "memos_unavailable")
+
+    # MemOS may hold a KB nobody recorded: the intent stays for the reconciler to report.
+    assert stores.intents.query_stale_intents(at(60), 10) == [("kb_lost", "memmy:kb_lost")]
+    assert stores.table.requests == {}
+    retried = kbs_logic.create_knowledge_base(
+        stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x", intents=stores.intents,
+        max_owned=MAX_OWNED, request=request_key, new_id=lambda: "kb_again",
+    )
+    assert retried.kb.kb_id == "kb_again"
+    assert [kb_id for kb_id, _ in stores.intents.query_stale_intents(at(60), 10)] == ["kb_lost"]
+
+
+def test_given_a_key_already_answered_when_creating_again_then_the_first_answer_is_replayed(
+    stores: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    make = lambda kb_id: kbs_logic.create_knowledge_base(  # noqa: E731
+        stores.kbs, stores.profiles, memos, owner=claims("alice", name="Alice"), name="x", intents=stores.intents,
+        max_owned=MAX_OWNED, request=keyed(), clock=lambda: T0, new_id=lambda: kb_id,
+    )
+    first = make("kb_first")
+
+    again = make("kb_second")
+
+    assert (again.replayed, again.kb, again.grant) == (True, first.kb, first.grant)
+    assert len(memos.knowledge_bases) == 1
+    assert stores.kbs.get_kb("kb_second") is None
 
 
 def test_given_the_id_is_taken_when_creating_then_409_and_the_memos_kb_is_deleted_again(
