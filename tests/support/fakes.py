@@ -1,20 +1,24 @@
 """In-memory fakes of the domain's ports (``memmy_kb.domain.ports``), for unit tests in milliseconds.
 
-The three stores share one ``FakeTable``, as the DynamoDB adapters share one table, so that a write can
+The stores (KBs and grants, contents, profiles, activity and counters, deletes with the cleanup outbox,
+create intents) share one ``FakeTable``, as the DynamoDB adapters share one table, so that a write can
 check another aggregate's item the way the adapters' transactions do (an upload needs the KB's META and
 its owner, a folder needs its KB). Each write is written as the adapter's transaction is: every action's
 condition is evaluated against the state before the write, the indexes of the failed ones decide which
 ``memmy_kb.adapters.errors`` error (and ``.item``) is raised, and nothing is applied unless all pass.
 Like DynamoDB, a transaction that touches one item twice, or more than 100 items, is invalid
 (``InvalidTransaction``, not a store error). ``tests/integration/test_store_contract.py`` runs the same
-cases against these fakes and the real adapters on moto, so the two cannot drift apart.
+cases against these fakes and the real adapters (moto, the MemOS emulator), so the two cannot drift
+apart, and fails when a port has no fake there.
 
 Records go in and come out as copies: a test holding a record cannot change the table behind the store's
 back. ``FakeTable.seed`` puts records as they are, for states the stores' writes never produce on their
 own (a rejected upload, a grant without its META, a stale ``submitting``).
 
 ``FakeKnowledgeEngine`` stands in for MemOS: knowledge bases, files with a settable status, memories
-searched by KB, every call counted, and failures injected per method.
+searched by KB, every call counted, and failures injected per method. ``FakeUploadObjects`` is the
+upload bucket (ETags, reads pinned to them, deterministic presigned values), ``FakeCleanupExecutions``
+the cleanup state machine (one execution per name) and ``FakeUploadRequeue`` the upload queue.
 """
 
 from __future__ import annotations
@@ -1476,7 +1480,8 @@ def memos_error(message: str = "MemOS is down", *, code: int = 50004) -> MemosEr
     return family_for_code(code)(message, endpoint="/fake", code=code)
 
 
-# mypy --strict checks that each fake still satisfies its port: a drift of either side fails here.
+# mypy --strict (``make lint`` checks this module) proves that each fake still satisfies its port: a
+# drift of either side fails here.
 _grants: GrantReader = FakeKnowledgeBaseStore()
 _kbs: KnowledgeBaseStore = FakeKnowledgeBaseStore()
 _contents: ContentStore = FakeContentStore()
