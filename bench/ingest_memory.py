@@ -147,7 +147,7 @@ def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int
     from memmy_kb.adapters.s3 import UploadStorage
     from memmy_kb.domain.ingest import IngestConfig, ingest_object
     from memmy_kb.domain.storage import upload_object_key
-    from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, UploadRecord
+    from memmy_kb.records import GrantRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord
     from memmy_local.provision import provision
     from memmy_local.template import load_template
 
@@ -187,7 +187,13 @@ def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int
                 granted_at=now,
             ),
         )
-        config = IngestConfig(inline_max_bytes=5 * MB, get_url_ttl_seconds=900)
+        # A cap no file size here reaches: the ingest holds it as in production, without refusing.
+        config = IngestConfig(
+            inline_max_bytes=5 * MB,
+            get_url_ttl_seconds=900,
+            capacity=KbCapacity(max_files=10_000, max_bytes=2**50),
+            activity_retention_days=1,
+        )
         figures: dict[int, tuple[int, int | None]] = {}
         print("Ingest peak memory (S3/DynamoDB: moto server in another process; MemOS: in-memory transport)")
         print(f"{'file':>8}  {'path':<22}  {'tracemalloc peak':>16}  {'peak RSS growth':>15}  {'time':>7}")

@@ -1,4 +1,4 @@
-"""Step Functions task: one bounded round of purging a deletion from MemOS, S3 and the table.
+"""Step Functions task: one bounded round of a cleanup, removing a delete's leftovers from MemOS, S3 and the table.
 
 Input ``{"cleanup_id": ...}``; output ``{"done": bool}`` (the state machine calls again until done).
 ``CleanupRetryable`` is the error the state machine's Retry names; anything else fails the execution.
@@ -14,7 +14,7 @@ from memmy_kb.composition import (
     get_memos_client,
     get_upload_storage,
 )
-from memmy_kb.domain.cleanup import Purger
+from memmy_kb.domain.cleanup import Cleaner
 from memmy_kb.invocation_deadline import bounded_by, seconds_left
 from memmy_kb.observability import logger
 
@@ -23,8 +23,8 @@ from memmy_kb.observability import logger
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, bool]:
     cleanup_id = str(event["cleanup_id"])
     logger.append_keys(cleanup_id=cleanup_id)
-    purger = Purger(
+    cleaner = Cleaner(
         get_cleanup_store(), get_content_store(), get_memos_client(), get_upload_storage(), time_left=seconds_left
     )
     with bounded_by(context):
-        return {"done": purger.run(cleanup_id)}
+        return {"done": cleaner.run(cleanup_id)}

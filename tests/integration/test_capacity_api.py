@@ -35,18 +35,20 @@ def test_owning_the_most_kbs_allowed_is_409_with_the_limit_and_asks_memos_nothin
 def test_a_create_racing_past_the_read_is_refused_by_the_transaction_and_its_memos_kb_deleted(
     service, monkeypatch
 ):
-    from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
+    from memmy_kb.adapters.dynamodb.intents import DynamoCreateIntents
 
     monkeypatch.setenv("MAX_KBS_PER_USER", "1")
     composition.reset_composition()
     assert create(service, "一").status == HTTPStatus.CREATED
     # A concurrent create's intent transaction checked the count before this one's was recorded.
-    intents = DynamoCleanupStore(service.stores.table)
+    intents = DynamoCreateIntents(service.stores.table)
     check_before = intents.put_create_intent
     monkeypatch.setattr(
-        intents, "put_create_intent", lambda *args, **kwargs: check_before(*args, **{**kwargs, "max_owned": None})
+        intents,
+        "put_create_intent",
+        lambda *args, **kwargs: check_before(*args, **{**kwargs, "max_owned": 1_000_000}),
     )
-    service.override(composition.get_cleanup_store, lambda: intents)
+    service.override(composition.get_create_intents, lambda: intents)
     reply = create(service, "二")
     assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.CONFLICT, "kb_limit_reached")
     assert len([kb for kb in service.memos.state()["knowledge_bases"] if kb["linked"]]) == 1

@@ -1,4 +1,5 @@
-"""The stores' contract, run against the in-memory fakes and the DynamoDB adapters on moto alike.
+"""The ports' contract, run against the in-memory fakes and the real adapters alike: the DynamoDB stores,
+the S3 bucket, the cleanup state machine and the upload queue on moto, MemOS on its emulator.
 
 Every case goes through the ports (``memmy_kb.domain.ports``) only, so that what the domain unit tests
 learn from ``tests.support.fakes`` holds for the adapters the handlers use: which writes succeed, what
@@ -9,14 +10,23 @@ on their own (a grant without its META, a KB that changed hands, an upload mid-i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+import inspect
+import json
+import sys
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
 from memmy_kb.adapters.dynamodb.activity import DynamoActivityLog, DynamoRateCounters
+from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
+from memmy_kb.adapters.dynamodb.intents import DynamoCreateIntents
 from memmy_kb.adapters.dynamodb.table import (
+    cleanup_key,
+    cleanup_part_key,
     dump,
     epoch_key,
     file_key,
@@ -27,17 +37,41 @@ from memmy_kb.adapters.dynamodb.table import (
     profile_key,
     upload_key,
 )
+from memmy_kb.adapters.memos.client import MemosClient
+from memmy_kb.adapters.s3 import UploadStorage
+from memmy_kb.adapters.sqs import UploadQueue
+from memmy_kb.adapters.stepfunctions import CleanupStateMachine
+from memmy_kb.api.events import object_keys
+from memmy_kb.domain import ports
+from memmy_kb.domain.engine import FileInput, MemosNotFound
 from memmy_kb.domain.ports import (
     ActivityLog,
+    CleanupExecutions,
+    CleanupStore,
     ContentStore,
+    CreateIntents,
+    GrantReader,
     IdentifierKind,
     KnowledgeBaseStore,
+    KnowledgeEngine,
     ProfileStore,
     RateCounters,
+    UploadObjects,
+    UploadRequeue,
 )
-from memmy_kb.domain.storage import AlreadyExists, ConditionFailed, ItemMissing, StoreError
+from memmy_kb.domain.storage import (
+    AlreadyExists,
+    ConditionFailed,
+    ItemMissing,
+    ObjectChanged,
+    ObjectInfo,
+    RequestSeen,
+    StoreError,
+)
 from memmy_kb.records import (
     ActivityRecord,
+    CleanupPart,
+    CleanupRecord,
     CountCap,
     FileRecord,
     FolderRecord,
@@ -45,6 +79,7 @@ from memmy_kb.records import (
     KbCapacity,
     KnowledgeBaseRecord,
     ProfileRecord,
+    RequestRecord,
     ShareReads,
     UploadRecord,
     WindowCount,
@@ -62,9 +97,31 @@ from tests.support.factories import (
     reader_grant_for,
     upload_record,
 )
-from tests.support.fakes import fake_stores
+from tests.support.fakes import (
+    FakeActivityLog,
+    FakeCleanupExecutions,
+    FakeCleanupStore,
+    FakeContentStore,
+    FakeCreateIntents,
+    FakeKnowledgeBaseStore,
+    FakeKnowledgeEngine,
+    FakeProfileStore,
+    FakeRateCounters,
+    FakeUploadObjects,
+    FakeUploadRequeue,
+    fake_stores,
+)
 
-Record = KnowledgeBaseRecord | GrantRecord | FolderRecord | FileRecord | UploadRecord | ProfileRecord
+Record = (
+    KnowledgeBaseRecord
+    | GrantRecord
+    | FolderRecord
+    | FileRecord
+    | UploadRecord
+    | ProfileRecord
+    | CleanupRecord
+    | CleanupPart
+)
 PHONE = "+8613800138000"
 OTHER_PHONE = "+8613900139000"
 
@@ -81,6 +138,8 @@ class Backend:
     seed_lookup: Callable[[IdentifierKind, str, str, int | None], None]
     activity: ActivityLog
     counters: RateCounters
+    cleanups: CleanupStore
+    intents: CreateIntents
 
 
 def _fake_backend() -> Backend:
@@ -94,6 +153,8 @@ def _fake_backend() -> Backend:
         stores.table.seed_lookup,
         stores.activity,
         stores.counters,
+        stores.cleanups,
+        stores.intents,
     )
 
 
@@ -101,7 +162,12 @@ def _item(record: Record) -> dict[str, Any]:
     """A record as the adapters lay it out in the table (keys, type, index attributes)."""
     data = record.model_dump()
     if isinstance(record, KnowledgeBaseRecord):
-        return {**kb_key(record.kb_id), "type": "kb", **data}
+        return {**kb_key(record.kb_id), "type": "kb", "GSI2PK": "KB", "GSI2SK": record.kb_id, **data}
+    if isinstance(record, CleanupRecord):
+        queue = {"GSI2PK": f"CLEANUP#{record.state}", "GSI2SK": record.next_attempt_at.isoformat()}
+        return {**cleanup_key(record.cleanup_id), "type": "cleanup", **queue, **data}
+    if isinstance(record, CleanupPart):
+        return {**cleanup_part_key(record.cleanup_id, record.part_id), "type": "cleanup_part", **data}
     if isinstance(record, GrantRecord):
         by_kb = {"GSI1PK": f"KB#{record.kb_id}", "GSI1SK": f"USER#{record.user_id}"}
         return {**grant_key(record.user_id, record.kb_id), **by_kb, "type": "grant", **data}
@@ -141,6 +207,8 @@ def _dynamo_backend(stores: Stores) -> Backend:
         seed_lookup,
         DynamoActivityLog(table),
         DynamoRateCounters(table),
+        DynamoCleanupStore(table),
+        DynamoCreateIntents(table),
     )
 
 
@@ -1355,3 +1423,642 @@ def test_given_an_attempt_slot_when_a_grant_is_put_then_counted_and_a_full_windo
     assert refused(ConditionFailed, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5, attempts=later)) == "attempts"
     backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5, attempts=later.model_copy(update={"previous": 1}))
     assert backend.kbs.read_share("alice", "kb_1", counter=("share#alice", 12)).attempts == (1, 1)
+
+
+# == CleanupStore: a delete's transactions with their outbox item ======================================
+
+
+def cleanup_record(
+    cleanup_id: str = "cl_1",
+    *,
+    target: str = "files",
+    kb_id: str = "kb_1",
+    state: str = "pending",
+    attempts: int = 1,
+    due: int = 15,
+    **extra: Any,
+) -> CleanupRecord:
+    return CleanupRecord.model_validate(
+        {
+            "cleanup_id": cleanup_id,
+            "target": target,
+            "kb_id": kb_id,
+            "memos_kb_id": f"m-{kb_id}",
+            "owner_id": "alice",
+            "state": state,
+            "attempts": attempts,
+            "created_at": T0,
+            "next_attempt_at": at(due),
+            **extra,
+        }
+    )
+
+
+def test_given_a_shared_kb_when_deleted_with_its_outbox_then_meta_every_grant_and_one_owned_go_and_the_item_is_written(
+    backend: Backend,
+) -> None:
+    record = kb_record("kb_1")
+    backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record), max_owned=5)
+    backend.kbs.put_reader_grant(reader_grant_for(record, "bob"), max_readers=5)
+    backend.kbs.put_reader_grant(reader_grant_for(record, "carol"), max_readers=5)
+    cleanup = cleanup_record(target="kb")
+
+    backend.cleanups.delete_kb_with_outbox(stored_kb(backend), ["bob", "carol"], cleanup)
+
+    assert backend.kbs.get_kb("kb_1") is None
+    assert backend.kbs.query_kb_members("kb_1") == []
+    assert backend.kbs.count_owned("alice") == 0
+    assert backend.cleanups.get_cleanup("cl_1") == (cleanup, [])
+
+
+def test_given_a_share_after_the_read_when_the_kb_is_deleted_then_condition_failed_kb_and_nothing_changes(
+    backend: Backend, kb: KnowledgeBaseRecord
+) -> None:
+    read = stored_kb(backend)
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5)
+
+    assert refused(ConditionFailed, lambda: backend.cleanups.delete_kb_with_outbox(read, [], cleanup_record())) == "kb"
+    assert stored_kb(backend).member_count == 1
+    assert backend.kbs.get_grant("alice", "kb_1") is not None
+    assert backend.cleanups.get_cleanup("cl_1") == (None, [])
+
+
+def test_given_no_meta_or_another_owner_when_the_kb_is_deleted_then_condition_failed_kb(
+    backend: Backend, kb: KnowledgeBaseRecord
+) -> None:
+    gone = kb_record("kb_gone")
+    assert refused(ConditionFailed, lambda: backend.cleanups.delete_kb_with_outbox(gone, [], cleanup_record())) == "kb"
+    backend.seed(kb.model_copy(update={"owner_id": "dave"}))
+    assert refused(ConditionFailed, lambda: backend.cleanups.delete_kb_with_outbox(kb, [], cleanup_record())) == "kb"
+    assert backend.cleanups.get_cleanup("cl_1") == (None, [])
+
+
+def test_given_a_counted_file_when_deleted_with_its_outbox_then_it_goes_uncounted_logged_and_the_item_is_written(
+    backend: Backend,
+) -> None:
+    backend.seed(kb_record("kb_1").model_copy(update={"file_count": 2, "bytes_used": 100}))
+    file = file_record("fi_1", size_bytes=30)
+    backend.seed(file)
+    cleanup = cleanup_record(memos_file_ids=["mf-fi_1"], upload_ids=["up-fi_1"])
+
+    backend.cleanups.delete_file_with_outbox(file, "alice", cleanup, activity=entry("file_deleted", "fi_1", 1))
+
+    assert backend.contents.get_file("kb_1", "fi_1") is None
+    assert (stored_kb(backend).file_count, stored_kb(backend).bytes_used) == (1, 70)
+    assert backend.cleanups.get_cleanup("cl_1") == (cleanup, [])
+    assert [e.subject for e in backend.activity.query_activity("kb_1", limit=5, cursor=None, now=0)[0]] == ["fi_1"]
+
+
+@pytest.mark.parametrize("what", ["file-gone", "file-replaced", "kb-gone", "other-owner"])
+def test_given_the_file_or_kb_changed_when_the_file_is_deleted_then_item_missing_names_it_and_nothing_is_written(
+    backend: Backend, what: str
+) -> None:
+    file = file_record("fi_1")
+    if what != "kb-gone":
+        backend.seed(kb_record("kb_1", owner_id="dave" if what == "other-owner" else "alice"))
+    if what != "file-gone":
+        backend.seed(file.model_copy(update={"memos_file_id": "mf-other"}) if what == "file-replaced" else file)
+    expected = "kb" if what in ("kb-gone", "other-owner") else "file"
+
+    delete = lambda: backend.cleanups.delete_file_with_outbox(  # noqa: E731
+        file, "alice", cleanup_record(), activity=entry("file_deleted", "fi_1", 1)
+    )
+    assert refused(ItemMissing, delete) == expected
+    assert backend.cleanups.get_cleanup("cl_1") == (None, [])
+    assert backend.activity.query_activity("kb_1", limit=5, cursor=None, now=0) == ([], None)
+
+
+def test_given_a_folder_when_deleted_with_its_outbox_then_only_the_folder_goes_and_missing_ones_are_named(
+    backend: Backend, kb: KnowledgeBaseRecord
+) -> None:
+    docs, sub = folder_record("fo_docs"), folder_record("fo_sub", parent_id="fo_docs")
+    backend.seed(docs, sub)
+    cleanup = cleanup_record(target="folder", folder_id="fo_docs")
+
+    backend.cleanups.delete_folder_with_outbox(docs, "alice", cleanup)
+
+    assert backend.contents.query_folders("kb_1") == [sub]
+    assert backend.cleanups.get_cleanup("cl_1") == (cleanup, [])
+    again = cleanup_record("cl_2")
+    assert refused(ItemMissing, lambda: backend.cleanups.delete_folder_with_outbox(docs, "alice", again)) == "folder"
+    assert refused(ItemMissing, lambda: backend.cleanups.delete_folder_with_outbox(sub, "bob", again)) == "kb"
+    assert backend.cleanups.get_cleanup("cl_2") == (None, [])
+
+
+def test_given_files_one_already_gone_when_swept_with_a_part_then_the_rest_go_counted_once_and_the_part_is_written(
+    backend: Backend,
+) -> None:
+    backend.seed(kb_record("kb_1").model_copy(update={"file_count": 3, "bytes_used": 60}))
+    a, b, c = (file_record(f"fi_{n}", size_bytes=20) for n in "abc")
+    backend.seed(a, c)
+    part = CleanupPart(cleanup_id="cl_1", part_id="p1", memos_file_ids=["mf-fi_a", "mf-fi_b", "mf-fi_c"])
+
+    backend.cleanups.delete_files_with_part(part, [a, b, c])
+
+    assert backend.contents.query_kb_items("kb_1")[1] == []
+    assert (stored_kb(backend).file_count, stored_kb(backend).bytes_used) == (1, 20)
+    assert backend.cleanups.get_cleanup("cl_1") == (None, [part])
+
+
+def test_given_no_meta_when_files_are_swept_then_they_go_uncounted_and_a_part_without_files_is_written_too(
+    backend: Backend,
+) -> None:
+    a = file_record("fi_a", kb_id="kb_gone")
+    backend.seed(a)
+    uploads_only = CleanupPart(cleanup_id="cl_1", part_id="p0", upload_ids=["up_1"])
+
+    backend.cleanups.delete_files_with_part(uploads_only, [])
+    backend.cleanups.delete_files_with_part(CleanupPart(cleanup_id="cl_1", part_id="p1"), [a])
+
+    assert backend.contents.get_file("kb_gone", "fi_a") is None
+    assert [p.part_id for p in backend.cleanups.get_cleanup("cl_1")[1]] == ["p0", "p1"]
+    backend.cleanups.delete_cleanup_parts("cl_1", ["p0", "p1"])
+    assert backend.cleanups.get_cleanup("cl_1") == (None, [])
+
+
+def test_given_a_kbs_partition_when_its_items_are_deleted_in_bounded_calls_then_all_go_and_only_its_own(
+    backend: Backend,
+) -> None:
+    backend.seed(
+        folder_record("fo_a"), file_record("fi_a"), upload_record("up_a"), folder_record("fo_b"),
+        file_record("fi_x", kb_id="kb_2"),
+    )
+
+    assert backend.cleanups.delete_kb_items("kb_1", 2) is False
+    assert backend.cleanups.delete_kb_items("kb_1", 2) is True
+    assert backend.contents.query_kb_items("kb_1") == ([], [], [])
+    assert backend.contents.get_file("kb_2", "fi_x") is not None
+    backend.cleanups.delete_folders([folder_record("fo_gone")])  # deleting nothing is fine
+
+
+# == CleanupStore: the reconciler's queue of due cleanups and its cursor ================================
+
+
+def test_given_cleanups_in_both_queues_when_due_ones_are_queried_then_failed_first_each_oldest_first_and_limited(
+    backend: Backend,
+) -> None:
+    backend.seed(
+        cleanup_record("cl_p2", due=20),
+        cleanup_record("cl_p1", due=10),
+        cleanup_record("cl_f1", state="failed", due=30),
+        cleanup_record("cl_late", due=90),
+    )
+
+    due = backend.cleanups.query_due_cleanups(at(60), 10)
+
+    assert [c.cleanup_id for c in due] == ["cl_f1", "cl_p1", "cl_p2"]
+    assert due[1] == cleanup_record("cl_p1", due=10)
+    assert [c.cleanup_id for c in backend.cleanups.query_due_cleanups(at(60), 2)] == ["cl_f1", "cl_p1"]
+    assert backend.cleanups.query_due_cleanups(at(5), 10) == []
+
+
+def test_given_a_due_cleanup_when_restarted_then_counted_once_pending_again_and_a_stale_count_is_refused(
+    backend: Backend,
+) -> None:
+    failed = cleanup_record(state="failed", attempts=2, due=10, last_error="States.Timeout")
+    backend.seed(failed)
+
+    restarted = backend.cleanups.update_cleanup_restarted(failed, at(100))
+
+    assert restarted == failed.model_copy(update={"attempts": 3, "state": "pending", "next_attempt_at": at(100)})
+    assert backend.cleanups.get_cleanup("cl_1")[0] == restarted
+    assert backend.cleanups.query_due_cleanups(at(60), 10) == []
+    assert refused(ConditionFailed, lambda: backend.cleanups.update_cleanup_restarted(failed, at(200))) == "cleanup"
+    gone = cleanup_record("cl_gone")
+    assert refused(ConditionFailed, lambda: backend.cleanups.update_cleanup_restarted(gone, at(200))) == "cleanup"
+
+
+def test_given_live_kbs_when_paged_after_a_cursor_then_in_id_order_and_the_cursor_reads_back(
+    backend: Backend,
+) -> None:
+    for kb_id in ("kb_c", "kb_a", "kb_b"):
+        record = kb_record(kb_id)
+        backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record))
+
+    assert [k.kb_id for k in backend.cleanups.query_kbs_after(None, 2)] == ["kb_a", "kb_b"]
+    assert backend.cleanups.query_kbs_after(None, 1) == [kb_record("kb_a")]
+    assert [k.kb_id for k in backend.cleanups.query_kbs_after("kb_b", 2)] == ["kb_c"]
+    assert backend.cleanups.get_cursor("residue") is None
+    backend.cleanups.put_cursor("residue", "kb_b")
+    assert backend.cleanups.get_cursor("residue") == "kb_b"
+    backend.cleanups.put_cursor("residue", None)
+    assert backend.cleanups.get_cursor("residue") is None
+
+
+# == CreateIntents =====================================================================================
+
+
+def put_intent(
+    backend: Backend, kb_id: str = "kb_1", minute: int = 0, *, max_owned: int = 5, request: RequestRecord | None = None, now: int = 0
+) -> None:
+    backend.intents.put_create_intent(
+        kb_id, f"memmy:{kb_id}", at(minute), 1_900_000_000, owner_id="alice", max_owned=max_owned, request=request, now=now
+    )
+
+
+def key_record(attempt: str = "kb_1", **changes: Any) -> RequestRecord:
+    return RequestRecord.model_validate(
+        {
+            "operation": "create_kb",
+            "key_hash": "h1",
+            "payload_hash": "p1",
+            "attempt": attempt,
+            "in_progress_until": 1_000,
+            "expires_at": 90_000,
+            **changes,
+        }
+    )
+
+
+def test_given_intents_when_stale_ones_are_queried_then_older_ones_oldest_first_limited_and_deleted_ones_gone(
+    backend: Backend,
+) -> None:
+    put_intent(backend, "kb_b", 20)
+    put_intent(backend, "kb_a", 10)
+    put_intent(backend, "kb_c", 50)
+
+    assert backend.intents.query_stale_intents(at(30), 10) == [("kb_a", "memmy:kb_a"), ("kb_b", "memmy:kb_b")]
+    assert backend.intents.query_stale_intents(at(30), 1) == [("kb_a", "memmy:kb_a")]
+    backend.intents.delete_create_intent("kb_a")
+    backend.intents.delete_create_intent("kb_missing")
+    assert backend.intents.query_stale_intents(at(30), 10) == [("kb_b", "memmy:kb_b")]
+
+
+def test_given_the_owner_at_the_cap_when_an_intent_is_put_then_condition_failed_kb_count_and_no_intent(
+    backend: Backend,
+) -> None:
+    first = kb_record("kb_0")
+    backend.kbs.put_kb_with_owner_grant(first, owner_grant_for(first), max_owned=1)
+
+    assert refused(ConditionFailed, lambda: put_intent(backend, max_owned=1)) == "kb_count"
+    assert backend.intents.query_stale_intents(at(60), 10) == []
+    put_intent(backend, max_owned=2)
+
+
+def test_given_a_create_recorded_when_its_intent_was_put_then_the_intent_is_gone(backend: Backend) -> None:
+    put_intent(backend)
+    record = kb_record("kb_1")
+
+    backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record), max_owned=5)
+
+    assert backend.intents.query_stale_intents(at(60), 10) == []
+
+
+def test_given_a_key_claimed_by_an_intent_when_claimed_again_then_request_seen_until_completed_or_expired(
+    backend: Backend,
+) -> None:
+    claim = key_record()
+    put_intent(backend, request=claim, now=10)
+
+    with pytest.raises(RequestSeen) as seen:
+        put_intent(backend, "kb_2", request=key_record("kb_2"), now=20)
+    assert seen.value.record == claim
+    record = kb_record("kb_1")
+    answered = claim.model_copy(update={"status": "completed", "result": '{"kb": 1}'})
+    backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record), max_owned=5, request=answered)
+    with pytest.raises(RequestSeen) as again:
+        put_intent(backend, "kb_2", request=key_record("kb_2"), now=20)
+    assert again.value.record == answered
+    assert backend.intents.query_stale_intents(at(60), 10) == []
+    put_intent(backend, "kb_3", request=key_record("kb_3"), now=100_000)  # expired: taken over
+    assert backend.intents.query_stale_intents(at(60), 10) == [("kb_3", "memmy:kb_3")]
+
+
+def test_given_a_claim_taken_over_when_the_old_attempt_records_its_create_then_condition_failed_request(
+    backend: Backend,
+) -> None:
+    put_intent(backend, request=key_record(), now=10)
+    put_intent(backend, "kb_2", request=key_record("kb_2"), now=5_000)  # past in_progress_until
+    record = kb_record("kb_1")
+    late = key_record().model_copy(update={"status": "completed", "result": "{}"})
+
+    assert refused(
+        ConditionFailed, lambda: backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record), request=late)
+    ) == "request"
+    assert backend.kbs.get_kb("kb_1") is None
+
+
+@pytest.mark.parametrize("keep_intent", [False, True])
+def test_given_a_failed_keyed_create_when_abandoned_then_the_key_is_free_and_the_intent_kept_only_if_asked(
+    backend: Backend, keep_intent: bool
+) -> None:
+    claim = key_record()
+    put_intent(backend, request=claim, now=10)
+
+    backend.intents.abandon_create("kb_1", request=claim, keep_intent=keep_intent)
+
+    put_intent(backend, "kb_2", request=key_record("kb_2"), now=20)
+    stale = [kb_id for kb_id, _ in backend.intents.query_stale_intents(at(60), 10)]
+    assert stale == (["kb_1", "kb_2"] if keep_intent else ["kb_2"])
+
+
+def test_given_a_key_taken_over_when_the_old_create_is_abandoned_then_its_intent_still_goes_and_the_key_stays(
+    backend: Backend,
+) -> None:
+    put_intent(backend, request=key_record(), now=10)
+    put_intent(backend, "kb_2", request=key_record("kb_2", in_progress_until=10_000), now=5_000)
+
+    backend.intents.abandon_create("kb_1", request=key_record(), keep_intent=False)
+    backend.intents.abandon_create("kb_9", request=None, keep_intent=False)
+
+    assert backend.intents.query_stale_intents(at(60), 10) == [("kb_2", "memmy:kb_2")]
+    with pytest.raises(RequestSeen):
+        put_intent(backend, "kb_3", request=key_record("kb_3"), now=5_001)
+
+
+# == UploadObjects: the upload bucket =================================================================
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """The bucket port of one backend, and how a client's POST puts bytes into it."""
+
+    name: str
+    objects: UploadObjects
+    put: Callable[[str, bytes], None]
+
+
+@pytest.fixture(params=["fake", "s3"])
+def bucket(request: pytest.FixtureRequest) -> Bucket:
+    if request.param == "fake":
+        fake = FakeUploadObjects()
+        return Bucket("fake", fake, lambda key, data: fake.put(key, data) and None)
+    import boto3
+    from botocore.config import Config
+
+    name = request.getfixturevalue("service").refs["UploadBucket"]
+    client = boto3.client("s3", region_name="us-east-1", config=Config(signature_version="s3v4"))
+    return Bucket(
+        "s3", UploadStorage(name, client), lambda key, data: client.put_object(Bucket=name, Key=key, Body=data) and None
+    )
+
+
+KEY = "uploads/kb_1/up_1"
+DATA = "第一段。\nsecond line\n".encode() * 3
+
+
+def head(bucket: Bucket, key: str = KEY) -> ObjectInfo:
+    info = bucket.objects.head(key)
+    assert info is not None
+    return info
+
+
+def test_given_an_object_when_headed_and_read_then_size_etag_and_bytes_agree(bucket: Bucket) -> None:
+    bucket.put(KEY, DATA)
+
+    info = head(bucket)
+
+    assert (info.key, info.size, info.etag) == (KEY, len(DATA), '"' + hashlib.md5(DATA, usedforsecurity=False).hexdigest() + '"')
+    assert bucket.objects.read_start(KEY, 10) == (info, DATA[:10])
+    assert bucket.objects.read_start(KEY, 10_000) == (info, DATA)
+    assert bucket.objects.read_range(info, 5, 7) == DATA[5:12]
+    assert bucket.objects.read_range(info, len(DATA) - 3, 100) == DATA[-3:]
+    assert (bucket.objects.read_range(info, len(DATA), 5), bucket.objects.read_range(info, 0, 0)) == (b"", b"")
+    assert b"".join(bucket.objects.iter_chunks(info, 16)) == DATA
+    assert all(len(chunk) <= 16 for chunk in bucket.objects.iter_chunks(info, 16))
+
+
+def test_given_no_object_or_an_empty_one_when_read_then_none_or_no_bytes(bucket: Bucket) -> None:
+    assert (bucket.objects.head(KEY), bucket.objects.read_start(KEY, 10)) == (None, None)
+    bucket.put(KEY, b"")
+    info = head(bucket)
+    assert info.size == 0
+    assert bucket.objects.read_start(KEY, 10) == (info, b"")
+
+
+def test_given_the_object_replaced_after_the_head_when_read_or_copied_then_object_changed(bucket: Bucket) -> None:
+    bucket.put(KEY, DATA)
+    info = head(bucket)
+    bucket.put(KEY, DATA + b"more")
+
+    with pytest.raises(ObjectChanged):
+        bucket.objects.read_range(info, 0, 5)
+    with pytest.raises(ObjectChanged):
+        list(bucket.objects.iter_chunks(info))
+    if bucket.name == "fake":
+        # S3 answers 412 to a copy whose CopySourceIfMatch no longer holds; moto 5.2 ignores the header, so
+        # only the fake can show it here (the adapter maps 412 to ObjectChanged like the reads' 412).
+        with pytest.raises(ObjectChanged):
+            bucket.objects.copy(info, "verified/kb_1/up_1")
+        assert bucket.objects.head("verified/kb_1/up_1") is None
+    bucket.objects.delete(KEY)
+    with pytest.raises(ObjectChanged):
+        bucket.objects.read_range(info, 0, 5)
+
+
+def test_given_an_object_when_copied_and_deleted_then_the_copy_is_the_same_bytes_and_deletes_are_idempotent(
+    bucket: Bucket,
+) -> None:
+    bucket.put(KEY, DATA)
+    info = head(bucket)
+
+    bucket.objects.copy(info, "verified/kb_1/up_1")
+    bucket.objects.delete(KEY)
+    bucket.objects.delete(KEY)
+
+    copy = head(bucket, "verified/kb_1/up_1")
+    assert (copy.size, copy.etag) == (info.size, info.etag)
+    assert bucket.objects.read_range(copy, 0, copy.size) == DATA
+    assert bucket.objects.head(KEY) is None
+
+
+def test_given_objects_under_a_prefix_when_deleted_in_pages_then_done_once_nothing_is_left_and_others_stay(
+    bucket: Bucket,
+) -> None:
+    for n in range(3):
+        bucket.put(f"uploads/kb_1/up_{n}", b"x")
+    bucket.put("uploads/kb_10/up_0", b"x")
+
+    assert bucket.objects.delete_prefix("uploads/kb_1/", 2) is False
+    assert bucket.objects.delete_prefix("uploads/kb_1/", 2) is True
+    assert bucket.objects.delete_prefix("uploads/kb_1/", 2) is True
+    assert [bucket.objects.head(f"uploads/kb_1/up_{n}") for n in range(3)] == [None] * 3
+    assert bucket.objects.head("uploads/kb_10/up_0") is not None
+
+
+def test_given_a_key_when_presigned_then_the_post_pins_key_and_type_and_the_get_names_the_key(bucket: Bucket) -> None:
+    post = bucket.objects.presign_post(KEY, size_bytes=42, content_type="text/markdown", expires_in=300)
+    url = bucket.objects.presign_get("verified/kb_1/up_1", expires_in=60)
+
+    assert (post.fields["key"], post.fields["Content-Type"]) == (KEY, "text/markdown")
+    assert post.url.startswith("https://") or post.url.startswith("http://")
+    assert "verified/kb_1/up_1" in url
+    assert url != bucket.objects.presign_get("verified/kb_1/up_2", expires_in=60)
+
+
+# == CleanupExecutions and UploadRequeue: Step Functions and SQS ========================================
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """The cleanup state machine and the upload queue of one backend, and what each was handed."""
+
+    executions: CleanupExecutions
+    requeue: UploadRequeue
+    started: Callable[[], dict[str, str]]  # execution name -> the cleanup id of its input
+    requeued: Callable[[], list[str]]  # the object keys the ingest would read from the queue
+
+
+@pytest.fixture(params=["fake", "aws"])
+def pipeline(request: pytest.FixtureRequest) -> Pipeline:
+    if request.param == "fake":
+        machine, queue = FakeCleanupExecutions(), FakeUploadRequeue()
+        return Pipeline(machine, queue, lambda: dict(machine.executions), lambda: list(queue.requeued))
+    import boto3
+
+    refs = request.getfixturevalue("service").refs
+    sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    arn, queue_url = refs["CleanupStateMachine"], refs["UploadQueue"]
+    # Executions outlive the per-test reset: each test only sees the names it started (its own prefix).
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+
+    def started() -> dict[str, str]:
+        listed = sfn.list_executions(stateMachineArn=arn)["executions"]
+        return {
+            e["name"][len(prefix):]: json.loads(sfn.describe_execution(executionArn=e["executionArn"])["input"])["cleanup_id"]
+            for e in listed
+            if e["name"].startswith(prefix)
+        }
+
+    def requeued() -> list[str]:
+        messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
+        return [key for m in messages for key in object_keys(m["Body"])]
+
+    machine = CleanupStateMachine(arn, sfn)
+
+    class Prefixed:
+        def start(self, cleanup_id: str, execution_name: str) -> None:
+            machine.start(cleanup_id, prefix + execution_name)
+
+    return Pipeline(Prefixed(), UploadQueue(queue_url, refs["UploadBucket"], sqs), started, requeued)
+
+
+def test_given_a_cleanup_when_started_twice_under_one_name_then_one_execution_and_new_names_start_new_ones(
+    pipeline: Pipeline,
+) -> None:
+    pipeline.executions.start("cl_1", "cl_1")
+    pipeline.executions.start("cl_1", "cl_1")
+    pipeline.executions.start("cl_2", "cl_1")  # the name is taken: counts as started, changes nothing
+
+    assert pipeline.started() == {"cl_1": "cl_1"}
+    pipeline.executions.start("cl_1", "cl_1-2")
+    assert pipeline.started() == {"cl_1": "cl_1", "cl_1-2": "cl_1"}
+
+
+def test_given_an_upload_object_when_requeued_then_the_ingest_reads_exactly_its_key(pipeline: Pipeline) -> None:
+    pipeline.requeue.requeue("uploads/kb_1/up_1")
+
+    assert pipeline.requeued() == ["uploads/kb_1/up_1"]
+
+
+# == Every port has a fake in this suite ===============================================================
+
+# Each port, the fake that stands for it here, and the fixture that runs it beside its adapter.
+# ``KnowledgeEngine``'s fake runs beside ``MemosClient`` on the emulator below.
+PORT_FAKES: dict[type, tuple[type, str]] = {
+    GrantReader: (FakeKnowledgeBaseStore, "backend"),
+    KnowledgeBaseStore: (FakeKnowledgeBaseStore, "backend"),
+    ContentStore: (FakeContentStore, "backend"),
+    ProfileStore: (FakeProfileStore, "backend"),
+    ActivityLog: (FakeActivityLog, "backend"),
+    RateCounters: (FakeRateCounters, "backend"),
+    CleanupStore: (FakeCleanupStore, "backend"),
+    CreateIntents: (FakeCreateIntents, "backend"),
+    CleanupExecutions: (FakeCleanupExecutions, "pipeline"),
+    UploadRequeue: (FakeUploadRequeue, "pipeline"),
+    UploadObjects: (FakeUploadObjects, "bucket"),
+    KnowledgeEngine: (FakeKnowledgeEngine, "engine"),
+}
+
+
+def _protocol_members(port: type) -> dict[str, inspect.Signature]:
+    members: dict[str, inspect.Signature] = {}
+    for klass in reversed(port.__mro__):
+        if getattr(klass, "_is_protocol", False) and klass is not Protocol:
+            members.update(
+                {
+                    name: inspect.signature(value)
+                    for name, value in vars(klass).items()
+                    if inspect.isfunction(value) and not name.startswith("_")
+                }
+            )
+    return members
+
+
+def test_every_port_in_domain_ports_has_a_fake_with_its_methods_run_in_this_suite() -> None:
+    declared = {
+        value
+        for value in vars(ports).values()
+        if isinstance(value, type) and value.__module__ == ports.__name__ and getattr(value, "_is_protocol", False)
+    }
+
+    assert declared == set(PORT_FAKES), f"ports without a fake here: {sorted(p.__name__ for p in declared - set(PORT_FAKES))}"
+    module = sys.modules[__name__]
+    for port, (fake, fixture) in PORT_FAKES.items():
+        for name, signature in _protocol_members(port).items():
+            assert hasattr(fake, name), f"{fake.__name__} lacks {port.__name__}.{name}"
+            theirs = [p for p in inspect.signature(getattr(fake, name)).parameters if p != "self"]
+            assert theirs == [p for p in signature.parameters if p != "self"], f"{fake.__name__}.{name}"
+        assert any(
+            fixture in inspect.signature(test).parameters
+            for test_name, test in vars(module).items()
+            if test_name.startswith("test_") and callable(test)
+        ), f"no contract case uses the {fixture!r} fixture of {port.__name__}"
+
+
+# == KnowledgeEngine: MemOS, beside MemosClient on the emulator ========================================
+
+
+@pytest.fixture(params=["fake", "memos"])
+def engine(request: pytest.FixtureRequest) -> Iterator[KnowledgeEngine]:
+    if request.param == "fake":
+        yield FakeKnowledgeEngine()
+        return
+    emulator = request.getfixturevalue("memos_emulator")
+    with MemosClient(emulator.base_url, lambda _refresh: emulator.api_key, sleep=lambda _s: None) as client:
+        yield client
+
+
+def markdown_file(name: str) -> FileInput:
+    return FileInput.from_bytes(b"# Notes\n\nThe release checklist is reviewed on Mondays.\n", name=name, mime_type="text/markdown")
+
+
+def test_given_a_kb_when_files_are_added_listed_and_deleted_then_each_step_shows_and_repeats_are_harmless(
+    engine: KnowledgeEngine,
+) -> None:
+    kb = engine.create_knowledgebase("memmy:kb_1")
+    other = engine.create_knowledgebase("memmy:kb_2")
+
+    [added] = engine.add_knowledgebase_files(kb, [markdown_file("notes~up_1.md")])
+    engine.add_knowledgebase_files(other, [markdown_file("other~up_2.md")])
+
+    assert [(f.id, f.name) for f in engine.iter_knowledgebase_files(kb)] == [(added.id, "notes~up_1.md")]
+    assert [f.id for f in engine.get_knowledgebase_files([added.id, "missing"])] == [added.id]
+    engine.delete_knowledgebase_files([added.id])
+    engine.delete_knowledgebase_files([added.id])  # already gone: done
+    assert list(engine.iter_knowledgebase_files(kb)) == []
+    assert len(list(engine.iter_knowledgebase_files(other))) == 1
+
+
+def test_given_a_deleted_kb_when_its_files_are_listed_or_added_then_memos_not_found(engine: KnowledgeEngine) -> None:
+    kb = engine.create_knowledgebase("memmy:kb_1")
+
+    engine.delete_knowledgebase(kb, delete_all=True)
+
+    with pytest.raises(MemosNotFound):
+        list(engine.iter_knowledgebase_files(kb))
+    with pytest.raises(MemosNotFound):
+        engine.add_knowledgebase_files(kb, [markdown_file("late~up_3.md")])
+
+
+def test_given_kbs_without_memories_when_searched_then_nothing_and_a_scope_of_all_is_refused(
+    engine: KnowledgeEngine,
+) -> None:
+    kb = engine.create_knowledgebase("memmy:kb_1")
+
+    assert engine.search_memory("alice", "release checklist", [kb], limit=3) == []
+    with pytest.raises(ValueError, match="explicit knowledge base ids"):
+        engine.search_memory("alice", "x", ["all"])
+    with pytest.raises(ValueError, match="at least one knowledge base"):
+        engine.search_memory("alice", "x", [])

@@ -1,45 +1,68 @@
 """In-memory fakes of the domain's ports (``memmy_kb.domain.ports``), for unit tests in milliseconds.
 
-The three stores share one ``FakeTable``, as the DynamoDB adapters share one table, so that a write can
+The stores (KBs and grants, contents, profiles, activity and counters, deletes with the cleanup outbox,
+create intents) share one ``FakeTable``, as the DynamoDB adapters share one table, so that a write can
 check another aggregate's item the way the adapters' transactions do (an upload needs the KB's META and
 its owner, a folder needs its KB). Each write is written as the adapter's transaction is: every action's
 condition is evaluated against the state before the write, the indexes of the failed ones decide which
 ``memmy_kb.domain.storage`` error (and ``.item``) is raised, and nothing is applied unless all pass.
 Like DynamoDB, a transaction that touches one item twice, or more than 100 items, is invalid
 (``InvalidTransaction``, not a store error). ``tests/integration/test_store_contract.py`` runs the same
-cases against these fakes and the real adapters on moto, so the two cannot drift apart.
+cases against these fakes and the real adapters (moto, the MemOS emulator), so the two cannot drift
+apart, and fails when a port has no fake there.
 
 Records go in and come out as copies: a test holding a record cannot change the table behind the store's
 back. ``FakeTable.seed`` puts records as they are, for states the stores' writes never produce on their
 own (a rejected upload, a grant without its META, a stale ``submitting``).
 
 ``FakeKnowledgeEngine`` stands in for MemOS: knowledge bases, files with a settable status, memories
-searched by KB, every call counted, and failures injected per method.
+searched by KB, every call counted, and failures injected per method. ``FakeUploadObjects`` is the
+upload bucket (ETags, reads pinned to them, deterministic presigned values), ``FakeCleanupExecutions``
+the cleanup state machine (one execution per name) and ``FakeUploadRequeue`` the upload queue.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from datetime import datetime
-from typing import Final, Literal
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
 
 from memmy_kb.adapters.memos.client import MAX_SEARCH_LIMIT
 from memmy_kb.adapters.memos.errors import family_for_code
+from memmy_kb.adapters.s3 import STREAM_CHUNK_BYTES
 from memmy_kb.domain.engine import EngineFile, FileInput, FileStatus, MemosError, MemosNotFound, SearchHit
 from memmy_kb.domain.ports import (
+    ActivityLog,
+    CleanupExecutions,
+    CleanupStore,
     ContentStore,
+    CreateIntents,
     GrantReader,
     IdentifierKind,
     KnowledgeBaseStore,
     KnowledgeEngine,
     ProfileStore,
+    RateCounters,
+    UploadObjects,
+    UploadRequeue,
 )
-from memmy_kb.domain.storage import AlreadyExists, ConditionFailed, ItemMissing
+from memmy_kb.domain.storage import (
+    AlreadyExists,
+    ConditionFailed,
+    ItemMissing,
+    ObjectChanged,
+    ObjectInfo,
+    PresignedPost,
+    RequestSeen,
+)
 from memmy_kb.records import (
     ActivityRecord,
+    CleanupPart,
+    CleanupRecord,
     CountCap,
     FileRecord,
     FolderRecord,
@@ -56,7 +79,10 @@ from memmy_kb.records import (
 __all__ = [
     "EngineMethod",
     "FakeActivityLog",
+    "FakeCleanupExecutions",
+    "FakeCleanupStore",
     "FakeContentStore",
+    "FakeCreateIntents",
     "FakeKnowledgeBaseStore",
     "FakeKnowledgeEngine",
     "FakeMemosKnowledgeBase",
@@ -64,6 +90,8 @@ __all__ = [
     "FakeRateCounters",
     "FakeStores",
     "FakeTable",
+    "FakeUploadObjects",
+    "FakeUploadRequeue",
     "InvalidTransaction",
     "SearchCall",
     "fake_stores",
@@ -75,7 +103,16 @@ _IDENTIFIER_KINDS: Final[tuple[IdentifierKind, ...]] = ("email", "phone")
 
 # An item's key in the fake table: (family, id, id...), the counterpart of the adapters' PK/SK.
 ItemKey = tuple[str, ...]
-Record = KnowledgeBaseRecord | GrantRecord | FolderRecord | FileRecord | UploadRecord | ProfileRecord
+Record = (
+    KnowledgeBaseRecord
+    | GrantRecord
+    | FolderRecord
+    | FileRecord
+    | UploadRecord
+    | ProfileRecord
+    | CleanupRecord
+    | CleanupPart
+)
 
 
 class InvalidTransaction(Exception):
@@ -98,6 +135,9 @@ class _Transaction:
     def add(self, key: ItemKey, ok: bool, apply: Callable[[], None] | None = None) -> None:
         self._actions.append(_Action(key, ok, apply))
 
+    def __len__(self) -> int:
+        return len(self._actions)
+
     def run(self) -> list[int]:
         """Apply every action and return []; or apply none and return the indexes of the failed ones."""
         keys = [action.key for action in self._actions]
@@ -111,6 +151,15 @@ class _Transaction:
                 if action.apply is not None:
                     action.apply()
         return failed
+
+
+@dataclass(frozen=True)
+class FakeIntent:
+    """An ``INTENT#<kb>`` item: a KB create that is calling MemOS."""
+
+    memos_name: str
+    started_at: datetime
+    expires_at: int
 
 
 @dataclass
@@ -127,6 +176,11 @@ class FakeTable:
     lookups: dict[tuple[IdentifierKind, str], frozenset[str]] = field(default_factory=dict)
     activity: dict[tuple[str, str], ActivityRecord] = field(default_factory=dict)  # (kb_id, sort key)
     counters: dict[str, dict[str, int]] = field(default_factory=dict)  # LIMIT#<name> -> attribute -> count
+    cleanups: dict[str, CleanupRecord] = field(default_factory=dict)  # the outbox: CLEANUP#<id>/CLEANUP
+    cleanup_parts: dict[tuple[str, str], CleanupPart] = field(default_factory=dict)  # (cleanup_id, part_id)
+    intents: dict[str, FakeIntent] = field(default_factory=dict)  # INTENT#<kb_id>
+    requests: dict[tuple[str, str], RequestRecord] = field(default_factory=dict)  # (operation, key_hash)
+    cursors: dict[str, str | None] = field(default_factory=dict)  # RECONCILE/CURSOR#<name>
 
     def log(self, record: ActivityRecord) -> Callable[[], None]:
         def put() -> None:
@@ -158,8 +212,18 @@ class FakeTable:
                 self.files[(copy.kb_id, copy.file_id)] = copy
             elif isinstance(copy, UploadRecord):
                 self.uploads[(copy.kb_id, copy.upload_id)] = copy
+            elif isinstance(copy, CleanupRecord):
+                self.cleanups[copy.cleanup_id] = copy
+            elif isinstance(copy, CleanupPart):
+                self.cleanup_parts[(copy.cleanup_id, copy.part_id)] = copy
             else:
                 self.profiles[copy.user_id] = copy
+
+    def drop_intent(self, kb_id: str) -> Callable[[], None]:
+        def drop() -> None:
+            self.intents.pop(kb_id, None)
+
+        return drop
 
     def seed_lookup(
         self, kind: IdentifierKind, value: str, user_id: str, verified_at: int | None = None
@@ -227,19 +291,32 @@ class FakeKnowledgeBaseStore:
         owner_grant: GrantRecord,
         *,
         max_owned: int | None = None,
-        request: RequestRecord | None = None,  # Idempotency-Key records are the adapter's alone
+        request: RequestRecord | None = None,
     ) -> None:
         t = self.table
         txn = _Transaction()
         txn.add(("KB", kb.kb_id), kb.kb_id not in t.kbs, lambda: t.seed(kb))
         grant_key = (owner_grant.user_id, owner_grant.kb_id)
         txn.add(("USER", *grant_key), grant_key not in t.grants, lambda: t.seed(owner_grant))
-        txn.add(("INTENT", kb.kb_id), True)
+        txn.add(("INTENT", kb.kb_id), True, t.drop_intent(kb.kb_id))
         if max_owned is not None:
             cap = CountCap(name=f"kbs#{kb.owner_id}", limit=max_owned, expires_at=0)
             txn.add(("LIMIT", cap.name), t.under_cap(cap), t.count(cap))
+        if request is not None:
+            key = (request.operation, request.key_hash)
+            held = t.requests.get(key)
+            holds = held is not None and held.attempt == request.attempt and held.status == "in_progress"
+
+            def complete() -> None:
+                t.requests[key] = t.requests[key].model_copy(
+                    update={"status": "completed", "result": request.result or ""}
+                )
+
+            txn.add(("IDEMPOTENCY", *key), holds, complete)
         failed = txn.run()
-        if 3 in failed:
+        if request is not None and len(txn) - 1 in failed:
+            raise ConditionFailed("request", request.key_hash)
+        if max_owned is not None and 3 in failed:
             raise ConditionFailed("kb_count", str(max_owned))
         if failed:
             raise AlreadyExists("kb", kb.kb_id)
@@ -540,6 +617,23 @@ class FakeContentStore:
             kb_id, upload_id, holds, {"state": "rejected", "reason": reason, "expires_at": expires_at}
         )
 
+    def update_upload_expired(self, kb_id: str, upload_id: str, *, expires_at: int) -> None:
+        self._update_upload(
+            kb_id, upload_id, lambda u: u.state == "pending", {"state": "expired", "expires_at": expires_at}
+        )
+
+    def query_upload_queue(
+        self, state: Literal["pending", "submitting"], before: datetime, limit: int
+    ) -> list[UploadRecord]:
+        """GSI2's upload queues: pending by expiry, submitting by when the hold began, oldest first."""
+        queue = sorted(
+            (sort_key, u.kb_id, u.upload_id)
+            for u in self.table.uploads.values()
+            if u.state == state and (sort_key := _upload_queue_key(u)) is not None
+        )
+        due = [(kb_id, upload_id) for sort_key, kb_id, upload_id in queue if sort_key < before.isoformat()]
+        return [self.table.uploads[key].model_copy(deep=True) for key in due[: max(0, limit)]]
+
     def put_file_for_upload(
         self,
         file: FileRecord,
@@ -607,6 +701,15 @@ class FakeContentStore:
         updated = current.model_copy(update=changes)
         self.table.uploads[key] = updated
         return updated.model_copy(deep=True)
+
+
+def _upload_queue_key(upload: UploadRecord) -> str | None:
+    """The upload's GSI2 sort key in its queue, as the adapter writes it (None: in no queue)."""
+    if upload.state == "pending":
+        return datetime.fromtimestamp(upload.expires_at, UTC).isoformat()
+    if upload.state == "submitting" and upload.submitting_at is not None:
+        return upload.submitting_at.isoformat()
+    return None
 
 
 # -- profiles ---------------------------------------------------------------------------------------
@@ -766,6 +869,409 @@ class FakeRateCounters:
         return current + 1, counts.get(f"w{window - 1}", 0)
 
 
+# -- deletes, the cleanup outbox and the reconciler's bookkeeping -------------------------------------
+
+
+def _cleanup_due(cleanup: CleanupRecord) -> str:
+    """GSI2's sort key of a cleanup: when it may next be (re)started."""
+    return cleanup.next_attempt_at.isoformat()
+
+
+class FakeCleanupStore:
+    """``CleanupStore`` as ``memmy_kb.adapters.dynamodb.cleanups.DynamoCleanupStore``."""
+
+    def __init__(self, table: FakeTable | None = None) -> None:
+        self.table = table if table is not None else FakeTable()
+
+    # -- a delete's visible part, with its outbox item ------------------------------------------------
+
+    def delete_kb_with_outbox(
+        self, kb: KnowledgeBaseRecord, reader_ids: Iterable[str], cleanup: CleanupRecord
+    ) -> None:
+        t = self.table
+        meta = t.kbs.get(kb.kb_id)
+        unchanged = meta is not None and meta.owner_id == kb.owner_id and meta.member_version == kb.member_version
+        txn = _Transaction()
+        txn.add(("KB", kb.kb_id), unchanged, self._drop(t.kbs, kb.kb_id))
+        for user_id in [kb.owner_id, *reader_ids]:
+            txn.add(("USER", user_id, kb.kb_id), True, self._drop(t.grants, (user_id, kb.kb_id)))
+        txn.add(("CLEANUP", cleanup.cleanup_id), cleanup.cleanup_id not in t.cleanups, self._put(cleanup))
+        txn.add(("LIMIT", f"kbs#{kb.owner_id}"), True, self._uncount_owned(kb.owner_id))
+        if txn.run():
+            raise ConditionFailed("kb", kb.kb_id)
+
+    def delete_file_with_outbox(
+        self, file: FileRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord | None = None
+    ) -> None:
+        t = self.table
+        key = (file.kb_id, file.file_id)
+        current = t.files.get(key)
+        there = current is not None and current.memos_file_id == file.memos_file_id
+        self._delete_visible(
+            ("FILE", *key), there, self._drop(t.files, key), "file", file.file_id, file.kb_id, owner_id,
+            cleanup, activity, uncount=t.counted(file.kb_id, -1, -file.size_bytes),
+        )
+
+    def delete_folder_with_outbox(
+        self, folder: FolderRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord | None = None
+    ) -> None:
+        key = (folder.kb_id, folder.folder_id)
+        self._delete_visible(
+            ("FOLDER", *key), key in self.table.folders, self._drop(self.table.folders, key), "folder",
+            folder.folder_id, folder.kb_id, owner_id, cleanup, activity,
+        )
+
+    def _delete_visible(
+        self,
+        key: ItemKey,
+        there: bool,
+        delete: Callable[[], None],
+        item: Literal["file", "folder"],
+        item_id: str,
+        kb_id: str,
+        owner_id: str,
+        cleanup: CleanupRecord,
+        activity: ActivityRecord | None,
+        uncount: Callable[[], None] | None = None,
+    ) -> None:
+        t = self.table
+        txn = _Transaction()
+        txn.add(key, there, delete)
+        txn.add(("KB", kb_id), t.owns(kb_id, owner_id), uncount)
+        txn.add(("CLEANUP", cleanup.cleanup_id), cleanup.cleanup_id not in t.cleanups, self._put(cleanup))
+        if activity is not None:
+            txn.add(("ACTIVITY", activity.kb_id, _activity_sk(activity)), True, t.log(activity))
+        failed = txn.run()
+        if failed:
+            raise ItemMissing("kb" if 1 in failed else item, item_id)
+
+    # -- sweeping a deleted folder's subtree ----------------------------------------------------------
+
+    def delete_files_with_part(self, part: CleanupPart, files: list[FileRecord]) -> None:
+        """As the adapter: files deleted meanwhile are left out and the transaction redone; a gone META
+        leaves the files uncounted."""
+        t = self.table
+        kb_id = files[0].kb_id if files else ""
+        counted = True
+        part_key = (part.cleanup_id, part.part_id)
+        for _ in range(len(files) + 2):
+            txn = _Transaction()
+            for f in files:
+                key = (f.kb_id, f.file_id)
+                txn.add(("FILE", *key), key in t.files, self._drop(t.files, key))
+            txn.add(("CLEANUP", *part_key), part_key not in t.cleanup_parts, self._put(part))
+            if files and counted:
+                txn.add(("KB", kb_id), kb_id in t.kbs, t.counted(kb_id, -len(files), -sum(f.size_bytes for f in files)))
+            failed = txn.run()
+            if not failed:
+                return
+            if len(files) + 1 in failed:
+                counted = False
+            files = [f for i, f in enumerate(files) if i not in failed]
+        raise ConditionFailed("file", part.part_id)
+
+    def delete_folders(self, folders: list[FolderRecord]) -> None:
+        for folder in folders:
+            self.table.folders.pop((folder.kb_id, folder.folder_id), None)
+
+    # -- the outbox -----------------------------------------------------------------------------------
+
+    def get_cleanup(self, cleanup_id: str) -> tuple[CleanupRecord | None, list[CleanupPart]]:
+        head = self.table.cleanups.get(cleanup_id)
+        parts = [p.model_copy(deep=True) for (cid, _), p in sorted(self.table.cleanup_parts.items()) if cid == cleanup_id]
+        return (head.model_copy(deep=True) if head else None), parts
+
+    def delete_cleanup_parts(self, cleanup_id: str, part_ids: list[str]) -> None:
+        for part_id in part_ids:
+            self.table.cleanup_parts.pop((cleanup_id, part_id), None)
+
+    def delete_kb_items(self, kb_id: str, limit: int) -> bool:
+        """The KB's partition in sort-key order (``FILE#`` < ``FOLDER#`` < ``META`` < ``UPLOAD#``), at most
+        ``limit`` items per call."""
+        t = self.table
+        families: list[tuple[str, dict[Any, Any], list[Any]]] = [
+            ("FILE#", t.files, [k for k in t.files if k[0] == kb_id]),
+            ("FOLDER#", t.folders, [k for k in t.folders if k[0] == kb_id]),
+            ("META", t.kbs, [kb_id] if kb_id in t.kbs else []),
+            ("UPLOAD#", t.uploads, [k for k in t.uploads if k[0] == kb_id]),
+        ]
+        items = [(prefix + (k[1] if isinstance(k, tuple) else ""), family, k) for prefix, family, keys in families for k in keys]
+        items.sort(key=lambda item: item[0])
+        for _, family, key in items[:limit]:
+            del family[key]
+        return len(items) <= limit
+
+    def query_due_cleanups(self, now: datetime, limit: int) -> list[CleanupRecord]:
+        due: list[CleanupRecord] = []
+        for state in ("failed", "pending"):
+            queue = sorted(
+                (c for c in self.table.cleanups.values() if c.state == state and _cleanup_due(c) <= now.isoformat()),
+                key=lambda c: (_cleanup_due(c), c.cleanup_id),
+            )
+            due.extend(c.model_copy(deep=True) for c in queue[: max(0, limit - len(due))])
+        return due
+
+    def update_cleanup_restarted(self, cleanup: CleanupRecord, next_attempt_at: datetime) -> CleanupRecord:
+        current = self.table.cleanups.get(cleanup.cleanup_id)
+        if current is None or current.attempts != cleanup.attempts:
+            raise ConditionFailed("cleanup", cleanup.cleanup_id)
+        restarted = current.model_copy(
+            update={"attempts": cleanup.attempts + 1, "state": "pending", "next_attempt_at": next_attempt_at}
+        )
+        self.table.cleanups[cleanup.cleanup_id] = restarted
+        return restarted.model_copy(deep=True)
+
+    # -- the residue scan -----------------------------------------------------------------------------
+
+    def query_kbs_after(self, cursor: str | None, limit: int) -> list[KnowledgeBaseRecord]:
+        ids = sorted(k for k in self.table.kbs if not cursor or k > cursor)
+        return [self.table.kbs[k].model_copy(deep=True) for k in ids[: max(0, limit)]]
+
+    def get_cursor(self, name: str) -> str | None:
+        return self.table.cursors.get(name) or None
+
+    def put_cursor(self, name: str, position: str | None) -> None:
+        self.table.cursors[name] = position
+
+    # -- plumbing -------------------------------------------------------------------------------------
+
+    def mark_failed(self, cleanup_id: str, error: str) -> None:
+        """What the state machine's MarkFailed task does to the outbox item (not a port method)."""
+        current = self.table.cleanups[cleanup_id]
+        self.table.cleanups[cleanup_id] = current.model_copy(update={"state": "failed", "last_error": error})
+
+    def _put(self, record: CleanupRecord | CleanupPart) -> Callable[[], None]:
+        def put() -> None:
+            self.table.seed(record)
+
+        return put
+
+    @staticmethod
+    def _drop(family: dict[Any, Any], key: Any) -> Callable[[], None]:
+        def drop() -> None:
+            family.pop(key, None)
+
+        return drop
+
+    def _uncount_owned(self, owner_id: str) -> Callable[[], None]:
+        def uncount() -> None:
+            counts = self.table.counters.setdefault(f"kbs#{owner_id}", {})
+            counts["n"] = counts.get("n", 1) - 1
+
+        return uncount
+
+
+class FakeCreateIntents:
+    """``CreateIntents`` as ``memmy_kb.adapters.dynamodb.intents.DynamoCreateIntents``, Idempotency-Key
+    claims included (``FakeKnowledgeBaseStore.put_kb_with_owner_grant`` completes them)."""
+
+    def __init__(self, table: FakeTable | None = None) -> None:
+        self.table = table if table is not None else FakeTable()
+
+    def put_create_intent(
+        self,
+        kb_id: str,
+        memos_name: str,
+        started_at: datetime,
+        expires_at: int,
+        *,
+        owner_id: str,
+        max_owned: int,
+        request: RequestRecord | None = None,
+        now: int = 0,
+    ) -> None:
+        t = self.table
+        intent = FakeIntent(memos_name, started_at, expires_at)
+        txn = _Transaction()
+
+        def note() -> None:
+            t.intents[kb_id] = intent
+
+        txn.add(("INTENT", kb_id), kb_id not in t.intents, note)
+        held: RequestRecord | None = None
+        if request is not None:
+            key = (request.operation, request.key_hash)
+            held = t.requests.get(key)
+            free = (
+                held is None
+                or held.expires_at < now
+                or (held.status == "in_progress" and held.in_progress_until < now)
+            )
+
+            def claim() -> None:
+                t.requests[key] = request.model_copy(deep=True)
+
+            txn.add(("IDEMPOTENCY", *key), free, claim)
+        cap = CountCap(name=f"kbs#{owner_id}", limit=max_owned, expires_at=0)
+        txn.add(("LIMIT", cap.name), t.under_cap(cap))
+        failed = txn.run()
+        if request is not None and 1 in failed:
+            assert held is not None
+            raise RequestSeen(held.model_copy(deep=True))
+        if failed:
+            raise ConditionFailed("kb_count", str(max_owned))
+
+    def delete_create_intent(self, kb_id: str) -> None:
+        self.table.intents.pop(kb_id, None)
+
+    def abandon_create(self, kb_id: str, *, request: RequestRecord | None, keep_intent: bool) -> None:
+        t = self.table
+        if request is None:
+            if not keep_intent:
+                self.delete_create_intent(kb_id)
+            return
+        key = (request.operation, request.key_hash)
+        held = t.requests.get(key)
+        txn = _Transaction()
+        if not keep_intent:
+            txn.add(("INTENT", kb_id), True, t.drop_intent(kb_id))
+
+        def release() -> None:
+            del t.requests[key]
+
+        txn.add(("IDEMPOTENCY", *key), held is not None and held.attempt == request.attempt, release)
+        if txn.run() and not keep_intent:
+            self.delete_create_intent(kb_id)
+
+    def query_stale_intents(self, before: datetime, limit: int) -> list[tuple[str, str]]:
+        stale = sorted(
+            ((i.started_at.isoformat(), kb_id, i.memos_name) for kb_id, i in self.table.intents.items()),
+        )
+        return [(kb_id, name) for started, kb_id, name in stale if started < before.isoformat()][: max(0, limit)]
+
+
+# -- the cleanup state machine and the upload queue --------------------------------------------------
+
+
+class FakeCleanupExecutions:
+    """``CleanupExecutions`` as ``memmy_kb.adapters.stepfunctions.CleanupStateMachine``: one execution per
+    name, a repeated start of a name counts as started. ``fail_next(error)`` makes the next start raise."""
+
+    def __init__(self) -> None:
+        self.executions: dict[str, str] = {}  # execution name -> cleanup id, in start order
+        self._failures: list[Exception] = []
+
+    def fail_next(self, error: Exception) -> None:
+        self._failures.append(error)
+
+    def start(self, cleanup_id: str, execution_name: str) -> None:
+        if self._failures:
+            raise self._failures.pop(0)
+        self.executions.setdefault(execution_name, cleanup_id)
+
+
+class FakeUploadRequeue:
+    """``UploadRequeue`` as ``memmy_kb.adapters.sqs.UploadQueue``: the object keys handed to the ingest again."""
+
+    def __init__(self) -> None:
+        self.requeued: list[str] = []
+
+    def requeue(self, object_key: str) -> None:
+        self.requeued.append(object_key)
+
+
+# -- the upload bucket ---------------------------------------------------------------------------------
+
+FAKE_BUCKET_URL: Final = "https://uploads.fake.invalid"
+ObjectsMethod = Literal["head", "read_start", "read_range", "iter_chunks", "copy", "delete", "delete_prefix"]
+
+
+class FakeUploadObjects:
+    """``UploadObjects`` as ``memmy_kb.adapters.s3.UploadStorage``: objects with S3's ETag (the quoted MD5),
+    reads pinned to the ETag they were given (``ObjectChanged`` otherwise), ``delete_prefix`` in pages, and
+    presigned POSTs and GETs as deterministic values (nothing is signed). ``fail(method, error)`` makes the
+    next call of ``method`` raise ``error``; ``calls`` counts calls by method."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, bytes] = {}
+        self.calls: Counter[str] = Counter()
+        self._failures: dict[str, list[Exception]] = {}
+
+    # -- arranging --------------------------------------------------------------------------------------
+
+    def put(self, key: str, data: bytes) -> ObjectInfo:
+        """Store ``data`` at ``key`` (what a client's POST does); its ObjectInfo."""
+        self.objects[key] = bytes(data)
+        return ObjectInfo(key=key, size=len(data), etag=_etag(data))
+
+    def fail(self, method: ObjectsMethod, error: Exception) -> None:
+        self._failures.setdefault(method, []).append(error)
+
+    # -- UploadObjects ----------------------------------------------------------------------------------
+
+    def presign_post(self, key: str, *, size_bytes: int, content_type: str, expires_in: int) -> PresignedPost:
+        return PresignedPost(
+            url=f"{FAKE_BUCKET_URL}/",
+            fields={
+                "key": key,
+                "Content-Type": content_type,
+                "x-fake-content-length": str(size_bytes),
+                "x-fake-expires-in": str(expires_in),
+            },
+        )
+
+    def presign_get(self, key: str, *, expires_in: int) -> str:
+        return f"{FAKE_BUCKET_URL}/{key}?expires_in={expires_in}"
+
+    def head(self, key: str) -> ObjectInfo | None:
+        self._enter("head")
+        data = self.objects.get(key)
+        return ObjectInfo(key=key, size=len(data), etag=_etag(data)) if data is not None else None
+
+    def read_start(self, key: str, length: int) -> tuple[ObjectInfo, bytes] | None:
+        self._enter("read_start")
+        data = self.objects.get(key)
+        if data is None:
+            return None
+        return ObjectInfo(key=key, size=len(data), etag=_etag(data)), data[: max(length, 1)]
+
+    def read_range(self, info: ObjectInfo, start: int, length: int) -> bytes:
+        self._enter("read_range")
+        if length <= 0 or start >= info.size:
+            return b""
+        return self._pinned(info)[start : min(info.size, start + length)]
+
+    def iter_chunks(self, info: ObjectInfo, chunk_size: int = STREAM_CHUNK_BYTES) -> Iterator[bytes]:
+        self._enter("iter_chunks")
+        data = self._pinned(info)
+        for start in range(0, len(data), chunk_size):
+            yield data[start : start + chunk_size]
+
+    def copy(self, info: ObjectInfo, destination_key: str) -> None:
+        self._enter("copy")
+        self.objects[destination_key] = self._pinned(info)
+
+    def delete(self, key: str) -> None:
+        self._enter("delete")
+        self.objects.pop(key, None)
+
+    def delete_prefix(self, prefix: str, limit: int = 1000) -> bool:
+        self._enter("delete_prefix")
+        page_size = min(limit, 1000)
+        keys = sorted(k for k in self.objects if k.startswith(prefix))
+        for key in keys[:page_size]:
+            del self.objects[key]
+        return len(keys) < page_size
+
+    # -- internals --------------------------------------------------------------------------------------
+
+    def _pinned(self, info: ObjectInfo) -> bytes:
+        data = self.objects.get(info.key)
+        if data is None or _etag(data) != info.etag:
+            raise ObjectChanged(info.key)
+        return data
+
+    def _enter(self, method: ObjectsMethod) -> None:
+        self.calls[method] += 1
+        pending = self._failures.get(method)
+        if pending:
+            raise pending.pop(0)
+
+
+def _etag(data: bytes) -> str:
+    return '"' + hashlib.md5(data, usedforsecurity=False).hexdigest() + '"'
+
+
 @dataclass(frozen=True)
 class FakeStores:
     """The fake stores on one table (the counterpart of ``tests.support.aws.Stores``)."""
@@ -776,6 +1282,8 @@ class FakeStores:
     profiles: FakeProfileStore
     activity: FakeActivityLog
     counters: FakeRateCounters
+    cleanups: FakeCleanupStore
+    intents: FakeCreateIntents
 
 
 def fake_stores(table: FakeTable | None = None) -> FakeStores:
@@ -787,6 +1295,8 @@ def fake_stores(table: FakeTable | None = None) -> FakeStores:
         FakeProfileStore(table),
         FakeActivityLog(table),
         FakeRateCounters(table),
+        FakeCleanupStore(table),
+        FakeCreateIntents(table),
     )
 
 
@@ -840,6 +1350,7 @@ class FakeKnowledgeEngine:
         self.knowledge_bases: dict[str, FakeMemosKnowledgeBase] = {}
         self.deleted_knowledge_bases: list[tuple[str, bool]] = []  # (memos_kb_id, delete_all)
         self.deleted_files: list[str] = []
+        self.inputs: list[FileInput] = []  # what each add was given (a data URL or a GET URL, and the name)
         self.searches: list[SearchCall] = []
         self.calls: Counter[EngineMethod] = Counter()
         self._failures: dict[EngineMethod, list[_Failure]] = {}
@@ -902,6 +1413,7 @@ class FakeKnowledgeEngine:
         if not files:
             raise ValueError("add_knowledgebase_files needs at least one file")
         self._kb(kb_id, "/add/knowledgebase-file")
+        self.inputs.extend(files)
         return [self.add_file(kb_id, f.name) for f in files]
 
     def get_knowledgebase_files(self, file_ids: list[str]) -> list[EngineFile]:
@@ -976,9 +1488,17 @@ def memos_error(message: str = "MemOS is down", *, code: int = 50004) -> MemosEr
     return family_for_code(code)(message, endpoint="/fake", code=code)
 
 
-# mypy --strict checks that each fake still satisfies its port: a drift of either side fails here.
+# mypy --strict (``make lint`` checks this module) proves that each fake still satisfies its port: a
+# drift of either side fails here.
 _grants: GrantReader = FakeKnowledgeBaseStore()
 _kbs: KnowledgeBaseStore = FakeKnowledgeBaseStore()
 _contents: ContentStore = FakeContentStore()
 _profiles: ProfileStore = FakeProfileStore()
+_activity: ActivityLog = FakeActivityLog()
+_counters: RateCounters = FakeRateCounters()
+_cleanups: CleanupStore = FakeCleanupStore()
+_intents: CreateIntents = FakeCreateIntents()
+_executions: CleanupExecutions = FakeCleanupExecutions()
+_requeue: UploadRequeue = FakeUploadRequeue()
+_objects: UploadObjects = FakeUploadObjects()
 _engine: KnowledgeEngine = FakeKnowledgeEngine()

@@ -53,7 +53,7 @@ UNUSED: Any = object()
 
 @dataclass
 class Intents:
-    """Enough of a cleanup store for a create: it notes the intents it is given."""
+    """Enough of the create intents for a create: it notes the intents it is given."""
 
     created: list[str] = field(default_factory=list)
 
@@ -82,7 +82,8 @@ class World:
             composition.get_activity_log: lambda: self.stores.activity,
             composition.get_memos_client: lambda: self.memos,
             composition.get_recall_memos_client: lambda: self.memos,
-            composition.get_cleanup_store: lambda: self.intents,
+            composition.get_create_intents: lambda: self.intents,
+            composition.get_cleanup_store: lambda: UNUSED,
             composition.get_cleanup_executions: lambda: UNUSED,
             composition.get_upload_storage: lambda: UNUSED,
             composition.get_share_policy: lambda: policy,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from http import HTTPStatus
+from typing import Any
 
 import pytest
 
 from memmy_kb.domain import knowledge_bases as kbs_logic
+from memmy_kb.domain.engine import MemosUnavailable
 from memmy_kb.errors import Conflict
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, RequestRecord
 from tests.support.factories import (
@@ -19,10 +21,17 @@ from tests.support.factories import (
     profile_record,
     reader_grant_for,
 )
-from tests.support.fakes import FakeKnowledgeBaseStore, FakeKnowledgeEngine, FakeStores, memos_error
+from tests.support.fakes import (
+    FakeCreateIntents,
+    FakeKnowledgeBaseStore,
+    FakeKnowledgeEngine,
+    FakeStores,
+    memos_error,
+)
 from tests.unit.domain.support import refused
 
 NOT_FOUND = (HTTPStatus.NOT_FOUND, "kb_not_found")
+MAX_OWNED = 100
 
 
 def create(
@@ -34,6 +43,8 @@ def create(
         memos,
         owner=claims("alice", name="Alice W."),
         name="产品资料",
+        intents=stores.intents,
+        max_owned=MAX_OWNED,
         clock=lambda: T0,
         new_id=lambda: kb_id,
     )
@@ -99,7 +110,8 @@ def test_given_a_token_without_a_name_when_creating_then_the_view_shows_the_prof
     stores.table.seed(profile_record("alice", display_name="Alice Wang"))
 
     view = kbs_logic.create_knowledge_base(
-        stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x", new_id=lambda: "kb_x"
+        stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x",
+        intents=stores.intents, max_owned=MAX_OWNED, new_id=lambda: "kb_x",
     )
 
     assert view.owner_name == "Alice Wang"
@@ -109,7 +121,8 @@ def test_given_no_name_anywhere_when_creating_then_the_owner_is_shown_by_user_id
     stores: FakeStores, memos: FakeKnowledgeEngine
 ) -> None:
     view = kbs_logic.create_knowledge_base(
-        stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x", new_id=lambda: "kb_x"
+        stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x",
+        intents=stores.intents, max_owned=MAX_OWNED, new_id=lambda: "kb_x",
     )
 
     assert view.owner_name == "alice"
@@ -127,6 +140,53 @@ def test_given_memos_fails_when_creating_then_503_and_nothing_is_stored(
     assert refused(lambda: create(stores, memos)) == (HTTPStatus.SERVICE_UNAVAILABLE, expected)
     assert (stores.table.kbs, stores.table.grants) == ({}, {})
     assert memos.calls["delete_knowledgebase"] == 0
+    assert stores.table.intents == {}  # MemOS answered: it created nothing to look for
+
+
+def keyed(attempt: str = "") -> RequestRecord:
+    return RequestRecord(
+        operation="create_kb", key_hash="h1", payload_hash="p1", attempt=attempt, in_progress_until=2_000_000_000,
+        expires_at=2_000_000_000,
+    )
+
+
+@pytest.mark.parametrize("request_key", [None, keyed()], ids=["no-key", "keyed"])
+def test_given_memos_answer_lost_when_creating_then_503_the_intent_stays_and_the_key_is_free_again(
+    stores: FakeStores, memos: FakeKnowledgeEngine, request_key: RequestRecord | None
+) -> None:
+    memos.fail("create_knowledgebase", MemosUnavailable("read timeout", endpoint="/create/knowledgebase"), times=1)
+    attempt = lambda: kbs_logic.create_knowledge_base(  # noqa: E731
+        stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x", intents=stores.intents,
+        max_owned=MAX_OWNED, request=request_key, clock=lambda: T0, new_id=lambda: "kb_lost",
+    )
+
+    assert refused(attempt) == (HTTPStatus.SERVICE_UNAVAILABLE, "memos_unavailable")
+
+    # MemOS may hold a KB nobody recorded: the intent stays for the reconciler to report.
+    assert stores.intents.query_stale_intents(at(60), 10) == [("kb_lost", "memmy:kb_lost")]
+    assert stores.table.requests == {}
+    retried = kbs_logic.create_knowledge_base(
+        stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x", intents=stores.intents,
+        max_owned=MAX_OWNED, request=request_key, new_id=lambda: "kb_again",
+    )
+    assert retried.kb.kb_id == "kb_again"
+    assert [kb_id for kb_id, _ in stores.intents.query_stale_intents(at(60), 10)] == ["kb_lost"]
+
+
+def test_given_a_key_already_answered_when_creating_again_then_the_first_answer_is_replayed(
+    stores: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    make = lambda kb_id: kbs_logic.create_knowledge_base(  # noqa: E731
+        stores.kbs, stores.profiles, memos, owner=claims("alice", name="Alice"), name="x", intents=stores.intents,
+        max_owned=MAX_OWNED, request=keyed(), clock=lambda: T0, new_id=lambda: kb_id,
+    )
+    first = make("kb_first")
+
+    again = make("kb_second")
+
+    assert (again.replayed, again.kb, again.grant) == (True, first.kb, first.grant)
+    assert len(memos.knowledge_bases) == 1
+    assert stores.kbs.get_kb("kb_second") is None
 
 
 def test_given_the_id_is_taken_when_creating_then_409_and_the_memos_kb_is_deleted_again(
@@ -160,7 +220,8 @@ def test_given_the_write_fails_when_creating_then_the_error_propagates_and_the_m
 
     with pytest.raises(RuntimeError, match="DynamoDB is down"):
         kbs_logic.create_knowledge_base(
-            broken, stores.profiles, memos, owner=claims("alice"), name="x", new_id=lambda: "kb_x"
+            broken, stores.profiles, memos, owner=claims("alice"), name="x",
+            intents=stores.intents, max_owned=MAX_OWNED, new_id=lambda: "kb_x",
         )
 
     assert memos.knowledge_bases == {}
@@ -229,7 +290,7 @@ def test_given_the_owner_has_no_profile_when_getting_then_the_name_recorded_at_c
 def test_given_the_owner_when_renaming_then_only_our_record_changes(
     shared: FakeStores, memos: FakeKnowledgeEngine
 ) -> None:
-    view = kbs_logic.rename_knowledge_base(shared.kbs, shared.profiles, "alice", "kb_1", "销售资料")
+    view = kbs_logic.rename_knowledge_base(shared.kbs, shared.profiles, "alice", "kb_1", "销售资料", log=shared.activity, retention_days=30)
 
     assert view.kb.name == "销售资料"
     assert shared.kbs.get_kb("kb_1") == kb_record("kb_1", name="销售资料", member_count=1)
@@ -239,7 +300,7 @@ def test_given_the_owner_when_renaming_then_only_our_record_changes(
 
 def test_given_a_reader_when_renaming_then_403_owner_only_and_the_name_is_kept(shared: FakeStores) -> None:
     assert refused(
-        lambda: kbs_logic.rename_knowledge_base(shared.kbs, shared.profiles, "bob", "kb_1", "x")
+        lambda: kbs_logic.rename_knowledge_base(shared.kbs, shared.profiles, "bob", "kb_1", "x", log=shared.activity, retention_days=30)
     ) == (
         HTTPStatus.FORBIDDEN,
         "owner_only",
@@ -249,7 +310,7 @@ def test_given_a_reader_when_renaming_then_403_owner_only_and_the_name_is_kept(s
 
 def test_given_a_stranger_when_renaming_then_404(shared: FakeStores) -> None:
     assert (
-        refused(lambda: kbs_logic.rename_knowledge_base(shared.kbs, shared.profiles, "carol", "kb_1", "x"))
+        refused(lambda: kbs_logic.rename_knowledge_base(shared.kbs, shared.profiles, "carol", "kb_1", "x", log=shared.activity, retention_days=30))
         == NOT_FOUND
     )
 
@@ -259,7 +320,7 @@ def test_given_the_kb_changed_hands_after_the_check_when_renaming_then_404(store
     stores.table.seed(kb_record("kb_1", owner_id="dave"), owner_grant_for(stale))
 
     assert (
-        refused(lambda: kbs_logic.rename_knowledge_base(stores.kbs, stores.profiles, "alice", "kb_1", "x"))
+        refused(lambda: kbs_logic.rename_knowledge_base(stores.kbs, stores.profiles, "alice", "kb_1", "x", log=stores.activity, retention_days=30))
         == NOT_FOUND
     )
     assert stores.kbs.get_kb("kb_1").name == "产品资料"  # type: ignore[union-attr]
@@ -350,7 +411,8 @@ def test_given_the_owner_holds_the_most_kbs_allowed_when_creating_then_409_befor
 ) -> None:
     ids = iter(["kb_a", "kb_b", "kb_c"])
     make = lambda: kbs_logic.create_knowledge_base(  # noqa: E731
-        stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x", new_id=lambda: next(ids), max_owned=2
+        stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x",
+        intents=stores.intents, new_id=lambda: next(ids), max_owned=2,
     )
     make()
     make()
@@ -365,16 +427,19 @@ def test_given_the_owner_holds_the_most_kbs_allowed_when_creating_then_409_befor
 def test_given_a_concurrent_create_filled_the_cap_when_the_transaction_runs_then_409_and_the_memos_kb_goes(
     stores: FakeStores, memos: FakeKnowledgeEngine
 ) -> None:
-    stores.table.counters["kbs#alice"] = {"n": 1}
+    class RacedIntents(FakeCreateIntents):
+        """Another create of alice's lands between this one's intent and its transaction."""
 
-    class StaleCount(FakeKnowledgeBaseStore):
-        def count_owned(self, owner_id: str) -> int:
-            return 0
+        def put_create_intent(self, kb_id: str, *args: Any, **kwargs: Any) -> None:
+            super().put_create_intent(kb_id, *args, **kwargs)
+            self.table.counters["kbs#alice"] = {"n": 1}
 
     with pytest.raises(Conflict) as refused:
         kbs_logic.create_knowledge_base(
-            StaleCount(stores.table), stores.profiles, memos, owner=claims("alice"), name="x", max_owned=1
+            stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x",
+            intents=RacedIntents(stores.table), max_owned=1, new_id=lambda: "kb_x",
         )
     assert refused.value.code == "kb_limit_reached"
     assert memos.knowledge_bases == {}
     assert len(memos.deleted_knowledge_bases) == 1
+    assert (stores.kbs.get_kb("kb_x"), stores.table.intents) == (None, {})

@@ -40,6 +40,7 @@ def policy(stores: FakeStores, **limits: int) -> sharing.SharePolicy:
 
 
 def share(stores: FakeStores, kb_id: str, identifier: str, owner: str = "alice", **kw: object) -> sharing.MemberView:
+    kw.setdefault("policy", policy(stores))
     return sharing.share_knowledge_base(stores.kbs, stores.profiles, owner, kb_id, identifier, **kw)  # type: ignore[arg-type]
 
 
@@ -66,7 +67,7 @@ def test_given_settings_and_blocks_when_the_profile_is_registered_again_then_the
     people: FakeStores,
 ) -> None:
     profiles.update_settings(people.profiles, "bob", recall_new_shares=False, clock=lambda: at(1))
-    profiles.block(people.kbs, people.profiles, "bob", "carol", clock=lambda: at(2))
+    profiles.block(people.kbs, people.profiles, "bob", "carol", clock=lambda: at(2), retention_days=180)
     from tests.support.factories import claims
 
     again = profiles.register_profile(people.profiles, claims("bob", name="Bobby"), clock=lambda: at(3))
@@ -77,7 +78,7 @@ def test_given_no_profile_when_reading_or_changing_settings_then_profile_not_fou
     expected = (HTTPStatus.NOT_FOUND, "profile_not_found")
     assert refused(lambda: profiles.get_me(stores.profiles, "nobody")) == expected
     assert refused(lambda: profiles.update_settings(stores.profiles, "nobody", recall_new_shares=False)) == expected
-    assert refused(lambda: profiles.block(stores.kbs, stores.profiles, "nobody", "alice")) == expected
+    assert refused(lambda: profiles.block(stores.kbs, stores.profiles, "nobody", "alice", retention_days=180)) == expected
     assert refused(lambda: profiles.unblock(stores.profiles, "nobody", "alice")) == expected
     assert refused(lambda: profiles.list_blocked(stores.profiles, "nobody")) == expected
 
@@ -91,7 +92,7 @@ def test_given_a_reader_of_two_owners_when_blocking_one_then_only_that_owners_kb
     share(people, "kb_1", "bob")
     share(people, "kb_2", "bob")
     share(people, "kb_3", "bob", owner="carol")
-    profiles.block(people.kbs, people.profiles, "bob", "alice")
+    profiles.block(people.kbs, people.profiles, "bob", "alice", retention_days=180)
     assert [g.kb_id for g in people.kbs.query_grants("bob")] == ["kb_3"]
     assert people.kbs.get_kb("kb_1").member_count == 0  # type: ignore[union-attr]
     assert people.kbs.get_kb("kb_1").readers == frozenset()  # type: ignore[union-attr]
@@ -101,7 +102,7 @@ def test_given_a_reader_of_two_owners_when_blocking_one_then_only_that_owners_kb
 def test_given_a_block_when_the_blocked_owner_shares_then_the_answer_is_exactly_that_of_no_account(
     people: FakeStores,
 ) -> None:
-    profiles.block(people.kbs, people.profiles, "bob", "alice")
+    profiles.block(people.kbs, people.profiles, "bob", "alice", retention_days=180)
     for identifier in ("bob", BOB_PHONE, "139 0013 9000"):
         with pytest.raises(DomainError) as blocked:
             share(people, "kb_1", identifier)
@@ -145,20 +146,20 @@ def test_given_the_profile_read_missed_a_block_when_the_grant_is_written_then_th
 
 
 def test_given_blocking_oneself_or_a_full_list_when_blocking_then_refused(people: FakeStores) -> None:
-    assert refused(lambda: profiles.block(people.kbs, people.profiles, "bob", "bob")) == (
+    assert refused(lambda: profiles.block(people.kbs, people.profiles, "bob", "bob", retention_days=180)) == (
         HTTPStatus.UNPROCESSABLE_ENTITY,
         "cannot_block_self",
     )
     full = frozenset(f"u{i}" for i in range(profiles.MAX_BLOCKED))
     people.table.profiles["bob"] = people.table.profiles["bob"].model_copy(update={"blocked": full})
-    status, code = refused(lambda: profiles.block(people.kbs, people.profiles, "bob", "alice"))
+    status, code = refused(lambda: profiles.block(people.kbs, people.profiles, "bob", "alice", retention_days=180))
     assert (status, code) == (HTTPStatus.CONFLICT, "block_limit_reached")
     # Blocking one already blocked is a no-op, not a refusal.
-    assert "u1" in profiles.block(people.kbs, people.profiles, "bob", "u1").blocked
+    assert "u1" in profiles.block(people.kbs, people.profiles, "bob", "u1", retention_days=180).blocked
 
 
 def test_given_an_id_with_no_account_when_blocked_then_accepted(people: FakeStores) -> None:
-    profiles.block(people.kbs, people.profiles, "bob", "ghost")
+    profiles.block(people.kbs, people.profiles, "bob", "ghost", retention_days=180)
     assert profiles.list_blocked(people.profiles, "bob") == [("ghost", None)]
     profiles.unblock(people.profiles, "bob", "ghost")
     profiles.unblock(people.profiles, "bob", "ghost")
@@ -286,7 +287,8 @@ def test_given_shares_revokes_leaves_renames_when_listed_then_newest_first_with_
     sharing.remove_member(people.kbs, "alice", "kb_1", "bob", retention_days=180, clock=lambda: at(3))
     sharing.remove_member(people.kbs, "dave", "kb_1", "dave", retention_days=180, clock=lambda: at(4))
     knowledge_bases.rename_knowledge_base(
-        people.kbs, people.profiles, "alice", "kb_1", "新名字", log=people.activity, clock=lambda: at(5)
+        people.kbs, people.profiles, "alice", "kb_1", "新名字", log=people.activity, retention_days=180,
+        clock=lambda: at(5),
     )
     page = activity.list_activity(people.kbs, people.activity, "alice", "kb_1", limit=10, cursor=None, now=at(6))
     assert [(e.kind, e.actor_id, e.subject, e.at) for e in page.items] == [
@@ -406,7 +408,7 @@ def test_given_a_contested_identifier_when_a_claimant_blocks_the_owner_or_is_the
     if owner_claims:
         register(contested, profile_record("alice", display_name="Alice", phone=SHARED_PHONE, updated_at=at(3)))
     else:
-        profiles.block(contested.kbs, contested.profiles, "dave", "alice")
+        profiles.block(contested.kbs, contested.profiles, "dave", "alice", retention_days=180)
     assert refused(lambda: share(contested, "kb_1", SHARED_PHONE)) == AMBIGUOUS
 
 

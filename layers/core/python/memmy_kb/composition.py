@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         CleanupExecutions,
         CleanupStore,
         ContentStore,
+        CreateIntents,
         KnowledgeBaseStore,
         KnowledgeEngine,
         ProfileStore,
@@ -123,6 +124,13 @@ def get_cleanup_store() -> CleanupStore:
     from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
 
     return DynamoCleanupStore(get_table())
+
+
+@cache
+def get_create_intents() -> CreateIntents:
+    from memmy_kb.adapters.dynamodb.intents import DynamoCreateIntents
+
+    return DynamoCreateIntents(get_table())
 
 
 @cache
@@ -236,6 +244,7 @@ _CACHED_FACTORIES = (
     get_activity_log,
     get_rate_counters,
     get_cleanup_store,
+    get_create_intents,
     get_cleanup_executions,
     get_upload_requeue,
     memos_api_key,

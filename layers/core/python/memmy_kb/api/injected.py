@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         CleanupExecutions,
         CleanupStore,
         ContentStore,
+        CreateIntents,
         KnowledgeBaseStore,
         KnowledgeEngine,
         ProfileStore,
@@ -35,7 +36,7 @@ else:
     # Powertools reads only the Depends() of these parameters, never their type: it neither validates nor
     # documents them. The types are the checker's; at run time naming them would load the ports, the
     # sharing rules and the records into every API handler, recall included (test_handler_imports.py).
-    ActivityLog = CleanupExecutions = CleanupStore = ContentStore = KnowledgeBaseStore = Any
+    ActivityLog = CleanupExecutions = CleanupStore = ContentStore = CreateIntents = KnowledgeBaseStore = Any
     KnowledgeEngine = ProfileStore = UploadObjects = SharePolicy = KbCapacity = Any
 
 CallerId = Annotated[str, Depends(current_caller_id)]
@@ -47,6 +48,7 @@ ContentStoreDep = Annotated[ContentStore, Depends(composition.get_content_store)
 ProfileStoreDep = Annotated[ProfileStore, Depends(composition.get_profile_store)]
 ActivityLogDep = Annotated[ActivityLog, Depends(composition.get_activity_log)]
 CleanupStoreDep = Annotated[CleanupStore, Depends(composition.get_cleanup_store)]
+CreateIntentsDep = Annotated[CreateIntents, Depends(composition.get_create_intents)]
 CleanupExecutionsDep = Annotated[CleanupExecutions, Depends(composition.get_cleanup_executions)]
 UploadStorageDep = Annotated[UploadObjects, Depends(composition.get_upload_storage)]
 # MemOS: the management client (retries, the longer timeout) and recall's (one attempt within its budget).

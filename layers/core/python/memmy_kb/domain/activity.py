@@ -44,13 +44,6 @@ def new_activity(
     )
 
 
-def optional_activity(
-    kind: ActivityKind, kb_id: str, actor_id: str, subject: str, now: datetime, retention_days: int | None
-) -> ActivityRecord | None:
-    """``new_activity``, or None when the log is off (no ``retention_days``)."""
-    return new_activity(kind, kb_id, actor_id, subject, now, retention_days) if retention_days else None
-
-
 def record(log: ActivityLog, entry: ActivityRecord) -> None:
     """Write an entry after its action: a failure is logged, never turned into a failure of the action."""
     try:

@@ -1,6 +1,7 @@
-"""The background half of a deletion: purge what the outbox item names from MemOS, S3 and the table.
+"""The cleanup: the background half of a delete, which removes what the outbox item names from MemOS,
+S3 and the table (``memmy_kb.domain.deletion`` is the request that hides it at once and writes the item).
 
-The cleanup state machine (infra/statemachines/cleanup.asl.json) calls ``Purger.run`` until it answers
+The cleanup state machine (infra/statemachines/cleanup.asl.json) calls ``Cleaner.run`` until it answers
 done, then deletes the outbox item; every call does a bounded round that fits the invocation's time, and
 every step is idempotent, so a retry, a restart by the reconciler or two executions at once only repeat
 work. MemOS answering "not found" or "not linked" counts as done (the client says so).
@@ -14,6 +15,10 @@ work. MemOS answering "not found" or "not linked" counts as done (the client say
 Transient failures (MemOS unavailable or rate limited, AWS throttling) raise ``CleanupRetryable``, the
 error the state machine's Retry names; anything else fails the execution at once, and its Catch marks the
 outbox item failed for the reconciler.
+
+The state machine's task state that calls ``Cleaner.run`` is still named ``Purge``: the template's lint
+tests, the local Step Functions tests, the deletion model and the benchmark's transition counts name that
+state, so it keeps its name; it is this module's round and nothing else.
 """
 
 from __future__ import annotations
@@ -53,7 +58,9 @@ class CleanupFailed(Exception):
 
 
 @dataclass
-class Purger:
+class Cleaner:
+    """One bounded round of a cleanup, with its collaborators (the cleanup function builds one per call)."""
+
     cleanups: CleanupStore
     contents: ContentStore
     memos: KnowledgeEngine
@@ -63,7 +70,7 @@ class Purger:
     time_left: Callable[[], float | None] = lambda: None
 
     def run(self, cleanup_id: str) -> bool:
-        """One bounded round; True when nothing is left to purge (or the outbox item is already gone)."""
+        """One bounded round; True when nothing is left to clean up (or the outbox item is already gone)."""
         try:
             return self._round(cleanup_id)
         except (MemosUnavailable, MemosRateLimited) as err:
@@ -84,14 +91,14 @@ class Purger:
             return True
         log = {"cleanup_id": cleanup_id, "kb_id": head.kb_id, "target": head.target}
         if head.target == "kb":
-            done = self._purge_kb(head)
+            done = self._clean_kb(head)
         else:
             if head.target == "folder":
                 sweep_folder(self.contents, self.cleanups, head, clock=self.clock)
                 head, parts = self.cleanups.get_cleanup(cleanup_id)
                 if head is None:
                     return True
-            done = self._purge_files(head, parts)
+            done = self._clean_files(head, parts)
         logger.info("cleanup round finished" if done else "cleanup round to be continued", extra=log)
         return done
 
@@ -99,7 +106,7 @@ class Purger:
         left = self.time_left()
         return left is not None and left < ROUND_RESERVE_SECONDS
 
-    def _purge_kb(self, head: CleanupRecord) -> bool:
+    def _clean_kb(self, head: CleanupRecord) -> bool:
         try:
             ids = [f.id for f in self.memos.iter_knowledgebase_files(head.memos_kb_id)]
         except MemosNotFound:
@@ -118,7 +125,7 @@ class Purger:
                 return False
         return True
 
-    def _purge_files(self, head: CleanupRecord, parts: list[CleanupPart]) -> bool:
+    def _clean_files(self, head: CleanupRecord, parts: list[CleanupPart]) -> bool:
         memos_ids = list(dict.fromkeys([*head.memos_file_ids, *(i for p in parts for i in p.memos_file_ids)]))
         upload_ids = list(dict.fromkeys([*head.upload_ids, *(i for p in parts for i in p.upload_ids)]))
         for start in range(0, len(memos_ids), MEMOS_DELETE_BATCH):

@@ -1,4 +1,8 @@
-"""Deleting a KB, a folder or a file: gone in Memmy at once, purged from MemOS and S3 in the background.
+"""Deleting a KB, a folder or a file: gone in Memmy at once, cleaned up from MemOS and S3 in the background.
+
+Two words, two steps: a **delete** is the user's request, which hides the thing at once and writes the
+outbox item; the **cleanup** (``memmy_kb.domain.cleanup``) is the background pipeline that works through
+that outbox and removes what it names from MemOS, S3 and the table.
 
 Step one is one transaction that removes what makes the thing visible and writes a cleanup outbox item
 (``memmy_kb.records.CleanupRecord``): for a KB its META and every grant, so it leaves every member's
@@ -24,9 +28,8 @@ from typing import Final
 from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.access import require_owner
-from memmy_kb.domain.activity import DEFAULT_RETENTION_DAYS, new_activity
+from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.ports import (
-    ActivityLog,
     CleanupExecutions,
     CleanupStore,
     ContentStore,
@@ -63,22 +66,20 @@ def new_cleanup_id() -> str:
 
 @dataclass(frozen=True)
 class Deleter:
-    """The collaborators of a deletion, and the clock and id source (tests pass their own)."""
+    """The collaborators of a delete, and the clock and id source (tests pass their own)."""
 
     kbs: KnowledgeBaseStore
     contents: ContentStore
     cleanups: CleanupStore
     executions: CleanupExecutions
+    # How long the activity entries of file and folder deletes are kept (each rides in its delete's
+    # transaction; a deleted KB's log goes with it: nobody can read it).
+    retention_days: int
     clock: Callable[[], datetime] = utc_now
     new_id: Callable[[], str] = new_cleanup_id
-    # Where file and folder deletions are logged (a deleted KB's log goes with it: nobody can read it).
-    log: ActivityLog | None = None
-    retention_days: int = DEFAULT_RETENTION_DAYS
 
-    def _entry(self, kind: ActivityKind, kb_id: str, caller: str, subject: str) -> ActivityRecord | None:
-        """The activity entry a deletion writes in its own transaction (None: not logged)."""
-        if self.log is None:
-            return None
+    def _entry(self, kind: ActivityKind, kb_id: str, caller: str, subject: str) -> ActivityRecord:
+        """The activity entry a delete writes in its own transaction."""
         return new_activity(kind, kb_id, caller, subject, self.clock(), self.retention_days)
 
     def _cleanup(self, target: CleanupTarget, kb_id: str, memos_kb_id: str, owner_id: str, **extra: object) -> CleanupRecord:
@@ -216,8 +217,8 @@ def sweep_folder(
 ) -> None:
     """Remove what a deleted folder left unreachable from the table; safe to interrupt and run again.
 
-    Each pass first notes the unfinished uploads under it in an outbox part (so their objects are purged
-    whatever happens next), then rejects them (a submitting one's ingest takes its MemOS file back), then
+    Each pass first notes the unfinished uploads under it in an outbox part (so their objects are cleaned
+    up whatever happens next), then rejects them (a submitting one's ingest takes its MemOS file back), then
     deletes files in transactions that note their MemOS ids in a part, and folders last, farthest first, so
     whatever an interruption leaves still hangs under a missing folder for the next pass.
     """

@@ -31,7 +31,7 @@ from typing import Final, Literal
 
 from aws_lambda_powertools import Logger
 
-from memmy_kb.domain.activity import optional_activity
+from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.engine import (
     FileInput,
     MemosError,
@@ -94,12 +94,12 @@ class _Refused(Exception):
 class IngestConfig:
     inline_max_bytes: int
     get_url_ttl_seconds: int
-    # The queue's last delivery (the next failure goes to the DLQ): decide, so the user sees "failed"
-    # rather than an upload that never ends.
+    # What one KB may hold, and how long the upload's activity entry is kept.
+    capacity: KbCapacity
+    activity_retention_days: int
+    # This delivery is the queue's last (the next failure would go to the DLQ): decide instead of
+    # waiting again, so the user sees "failed" rather than an upload that never ends.
     final_attempt: bool = False
-    # What one KB may hold (None: counted, not capped); how long the activity entry is kept (None: not logged).
-    capacity: KbCapacity | None = None
-    activity_retention_days: int | None = None
 
 
 @dataclass(frozen=True)
@@ -201,7 +201,7 @@ class Ingestion:
 
     def _full(self, which: str) -> str:
         """The reason an upload into a full KB reads (``which``: "kb_files" or "kb_bytes")."""
-        return capacity_refused(self.config.capacity or KbCapacity(), which).message
+        return capacity_refused(self.config.capacity, which).message
 
     def submit(self, memos_kb_id: str, file_input: FileInput) -> IngestOutcome:
         """The MemOS add, and what each of its outcomes means for the upload."""
@@ -247,7 +247,7 @@ class Ingestion:
             upload_id=upload.upload_id,
             uploaded_at=self.clock(),
         )
-        entry = optional_activity(
+        entry = new_activity(
             "uploaded", upload.kb_id, upload.owner_id, record.file_id, record.uploaded_at,
             self.config.activity_retention_days,
         )

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.access import require_access, require_owner
-from memmy_kb.domain.activity import DEFAULT_RETENTION_DAYS, new_activity
+from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.activity import record as record_activity
 from memmy_kb.domain.directory import VerifiedClaims, masked_contact
 from memmy_kb.domain.engine import MemosError, MemosQuotaExceeded
@@ -67,48 +67,45 @@ def create_knowledge_base(
     *,
     owner: VerifiedClaims,
     name: str,
+    intents: CreateIntents,
+    max_owned: int,
+    request: RequestRecord | None = None,
     clock: Callable[[], datetime] = utc_now,
     new_id: Callable[[], str] = new_kb_id,
-    intents: CreateIntents | None = None,
-    max_owned: int | None = None,
-    request: RequestRecord | None = None,
 ) -> KnowledgeBaseView:
     """Create the MemOS KB, then record META and the owner's grant (recall on) in one transaction.
 
     MemOS has no way to list a project's KBs, so its id is recorded right away; if our write fails the
-    MemOS KB is deleted again rather than left where nothing can find it. With ``intents``, an intent
-    item is written first and removed by that transaction (or at once when MemOS certainly created
+    MemOS KB is deleted again rather than left where nothing can find it. An intent item is written
+    first (``intents``) and removed by that transaction (or at once when MemOS certainly created
     nothing): one left behind is a create whose outcome nobody learned, which the reconciler reports.
 
-    Round trips with ``intents`` (docs/architecture.md, "Create"): one transaction before MemOS (the
-    intent; the cap of ``max_owned`` KBs checked, so a full account is refused before MemOS is asked; the
-    ``request``'s Idempotency-Key claimed) and one after (META, the owner grant, the count held again, the
-    intent removed, the key's answer stored). The answer's owner is the caller, described from the
+    Round trips (docs/architecture.md, "Create"): one transaction before MemOS (the intent; the cap of
+    ``max_owned`` KBs checked, so a full account is refused before MemOS is asked; the ``request``'s
+    Idempotency-Key claimed, when the client sent one) and one after (META, the owner grant, the count
+    held again, the intent removed, the key's answer stored). The answer's owner is the caller, described from the
     verified claims; the profile is read only when the token carries no name. A repeated key answers
     from its record (422 ``idempotency_key_reused`` with another body, 409 ``request_in_progress``).
     """
-    if intents is None and max_owned is not None and kbs.count_owned(owner.user_id) >= max_owned:
-        raise _owned_limit(max_owned)
     kb_id = new_id()
     started = clock()
     if request is not None:
         request = request.model_copy(update={"attempt": kb_id})
-    if intents is not None:
-        try:
-            intents.put_create_intent(
-                kb_id,
-                memos_name_for(kb_id),
-                started,
-                int((started + INTENT_KEEP).timestamp()),
-                owner_id=owner.user_id,
-                max_owned=max_owned,
-                request=request,
-                now=int(started.timestamp()),
-            )
-        except ConditionFailed:
-            raise _owned_limit(max_owned or 0) from None
-        except RequestSeen as seen:
-            return _repeat(seen.record, request)
+    try:
+        intents.put_create_intent(
+            kb_id,
+            memos_name_for(kb_id),
+            started,
+            int((started + INTENT_KEEP).timestamp()),
+            owner_id=owner.user_id,
+            max_owned=max_owned,
+            request=request,
+            now=int(started.timestamp()),
+        )
+    except ConditionFailed:
+        raise _owned_limit(max_owned) from None
+    except RequestSeen as seen:
+        return _repeat(seen.record, request)
     try:
         memos_kb_id = memos.create_knowledgebase(memos_name_for(kb_id))
     except MemosQuotaExceeded as err:
@@ -152,7 +149,7 @@ def create_knowledge_base(
         _discard_memos_kb(memos, memos_kb_id, intents, kb_id, request)
         if err.item == "request":
             raise request_in_progress() from err
-        raise _owned_limit(max_owned or 0) from err
+        raise _owned_limit(max_owned) from err
     except AlreadyExists as err:
         _discard_memos_kb(memos, memos_kb_id, intents, kb_id, request)
         raise Conflict("A knowledge base with this id already exists.") from err
@@ -203,11 +200,10 @@ def _repeat(seen: RequestRecord, request: RequestRecord | None) -> KnowledgeBase
 
 
 def _abandon(
-    intents: CreateIntents | None, kb_id: str, request: RequestRecord | None, *, keep_intent: bool
+    intents: CreateIntents, kb_id: str, request: RequestRecord | None, *, keep_intent: bool
 ) -> None:
     """Release the key (a retry may run) and, unless MemOS may hold the KB, drop the intent."""
-    if intents is not None:
-        intents.abandon_create(kb_id, request=request, keep_intent=keep_intent)
+    intents.abandon_create(kb_id, request=request, keep_intent=keep_intent)
 
 
 def _owned_limit(limit: int) -> Conflict:
@@ -219,9 +215,9 @@ def _owned_limit(limit: int) -> Conflict:
 def _discard_memos_kb(
     memos: KnowledgeEngine,
     memos_kb_id: str,
-    intents: CreateIntents | None = None,
-    kb_id: str = "",
-    request: RequestRecord | None = None,
+    intents: CreateIntents,
+    kb_id: str,
+    request: RequestRecord | None,
 ) -> None:
     try:
         memos.delete_knowledgebase(memos_kb_id, delete_all=True)
@@ -252,18 +248,18 @@ def rename_knowledge_base(
     kb_id: str,
     name: str,
     *,
-    log: ActivityLog | None = None,
-    retention_days: int = DEFAULT_RETENTION_DAYS,
+    log: ActivityLog,
+    retention_days: int,
     clock: Callable[[], datetime] = utc_now,
 ) -> KnowledgeBaseView:
-    """Rename (owner only). Only our record changes: MemOS knows the KB by id, not by this name."""
+    """Rename (owner only), logged in ``log``. Only our record changes: MemOS knows the KB by id, not by
+    this name."""
     grant = require_owner(kbs, user_id, kb_id)
     try:
         kb = kbs.update_kb_name(kb_id, user_id, name)
     except ItemMissing:
         raise kb_not_found() from None
-    if log is not None:
-        record_activity(log, new_activity("renamed", kb_id, user_id, name, clock(), retention_days))
+    record_activity(log, new_activity("renamed", kb_id, user_id, name, clock(), retention_days))
     return _view(kb, grant, profiles.get_profile(kb.owner_id))
 
 

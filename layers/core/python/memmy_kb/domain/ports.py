@@ -164,7 +164,8 @@ class ContentStore(Protocol):
 
 
 class CreateIntents(Protocol):
-    """Where a KB create notes that it is calling MemOS, with its KBs-owned check and Idempotency-Key claim."""
+    """A KB create's intent while MemOS is called (with its KBs-owned check and Idempotency-Key claim), and
+    the reconciler's read of the intents nobody finished (``memmy_kb.adapters.dynamodb.intents``)."""
 
     def put_create_intent(
         self,
@@ -173,8 +174,8 @@ class CreateIntents(Protocol):
         started_at: datetime,
         expires_at: int,
         *,
-        owner_id: str | None = None,
-        max_owned: int | None = None,
+        owner_id: str,
+        max_owned: int,
         request: RequestRecord | None = None,
         now: int = 0,
     ) -> None: ...
@@ -183,9 +184,12 @@ class CreateIntents(Protocol):
 
     def abandon_create(self, kb_id: str, *, request: RequestRecord | None, keep_intent: bool) -> None: ...
 
+    def query_stale_intents(self, before: datetime, limit: int) -> list[tuple[str, str]]: ...
 
-class CleanupStore(CreateIntents, Protocol):
-    """Deletions with their outbox items, the outbox itself, create intents and the reconciler's cursor."""
+
+class CleanupStore(Protocol):
+    """A delete's transactions with their outbox item, the outbox the cleanup works through, and the
+    reconciler's queue of due cleanups and residue cursor (``memmy_kb.adapters.dynamodb.cleanups``)."""
 
     def delete_kb_with_outbox(
         self, kb: KnowledgeBaseRecord, reader_ids: Iterable[str], cleanup: CleanupRecord
@@ -224,10 +228,6 @@ class CleanupStore(CreateIntents, Protocol):
     def update_cleanup_restarted(
         self, cleanup: CleanupRecord, next_attempt_at: datetime
     ) -> CleanupRecord: ...
-
-    def delete_create_intent(self, kb_id: str) -> None: ...
-
-    def query_stale_intents(self, before: datetime, limit: int) -> list[tuple[str, str]]: ...
 
     def query_kbs_after(self, cursor: str | None, limit: int) -> list[KnowledgeBaseRecord]: ...
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime
 
-from memmy_kb.domain.activity import optional_activity
+from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.directory import VerifiedClaims
 from memmy_kb.domain.ports import KnowledgeBaseStore, ProfileStore
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
@@ -72,7 +72,7 @@ def block(
     user_id: str,
     blocked_id: str,
     *,
-    retention_days: int | None = None,
+    retention_days: int,
     clock: Callable[[], datetime] = utc_now,
 ) -> ProfileRecord:
     """Block ``blocked_id``: their shares from now on answer as for an account that does not exist, and
@@ -93,7 +93,7 @@ def block(
         raise Conflict(f"You can block at most {MAX_BLOCKED} accounts.", code="block_limit_reached") from None
     for grant in kbs.query_grants(user_id):
         if grant.role == "reader" and grant.owner_id == blocked_id:
-            activity = optional_activity("left", grant.kb_id, user_id, user_id, now, retention_days)
+            activity = new_activity("left", grant.kb_id, user_id, user_id, now, retention_days)
             with suppress(ItemMissing):  # already gone (revoked or left meanwhile)
                 kbs.delete_reader_grant(grant.kb_id, user_id, activity=activity)
     return profile

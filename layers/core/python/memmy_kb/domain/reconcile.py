@@ -34,6 +34,7 @@ from memmy_kb.domain.ports import (
     CleanupExecutions,
     CleanupStore,
     ContentStore,
+    CreateIntents,
     KnowledgeBaseStore,
     KnowledgeEngine,
     UploadObjects,
@@ -81,16 +82,17 @@ class Reconciler:
     kbs: KnowledgeBaseStore
     contents: ContentStore
     cleanups: CleanupStore
+    intents: CreateIntents
     executions: CleanupExecutions
     requeue: UploadRequeue
     memos: KnowledgeEngine
     objects: UploadObjects
+    # Recording a found file holds the KB's capacity and logs the upload, as the ingest does.
+    capacity: KbCapacity
+    activity_retention_days: int
     limits: ReconcileLimits = field(default_factory=ReconcileLimits)
     clock: Callable[[], datetime] = utc_now
     time_left: Callable[[], float | None] = lambda: None
-    # Recording a found file holds the KB's capacity and logs the upload, as the ingest does.
-    capacity: KbCapacity | None = None
-    activity_retention_days: int | None = None
     report: ReconcileReport = field(default_factory=ReconcileReport)
     _memos_files: dict[str, list[EngineFile]] = field(default_factory=dict)
 
@@ -164,7 +166,7 @@ class Reconciler:
         )
         kb = self.kbs.get_kb(fresh.kb_id)
         if kb is None:
-            ingestion.reject("The knowledge base was deleted.")  # its cleanup purges MemOS
+            ingestion.reject("The knowledge base was deleted.")  # its cleanup removes it from MemOS
             self.report.add("UploadResolvedRejected")
             return
         found = next((f for f in self._files_of(kb) if upload_id_in(f.name) == fresh.upload_id), None)
@@ -208,14 +210,14 @@ class Reconciler:
     # -- 4. creates of unknown outcome --------------------------------------------------------------
 
     def count_intents(self) -> None:
-        for kb_id, memos_name in self.cleanups.query_stale_intents(
+        for kb_id, memos_name in self.intents.query_stale_intents(
             self.clock() - INTENT_GRACE, self.limits.intents
         ):
             logger.error(
                 "KB create with unknown MemOS outcome; a MemOS KB may be orphaned",
                 extra={"kb_id": kb_id, "memos_name": memos_name},
             )
-            self.cleanups.delete_create_intent(kb_id)
+            self.intents.delete_create_intent(kb_id)
             self.report.add("KbCreateOutcomeUnknown")
 
     # -- 5. MemOS residue ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import NoReturn
 
 from memmy_kb.domain.access import owner_grant, require_member_removal, require_owner
-from memmy_kb.domain.activity import new_activity, optional_activity
+from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.directory import normalise_email, normalise_phone
 from memmy_kb.domain.limits import (
     ShareLimits,
@@ -77,10 +77,7 @@ def resolve_identifier(reads: ShareReads) -> str | None:
 
 @dataclass(frozen=True)
 class SharePolicy:
-    """What guards a share beyond access: the abuse limits and where the activity log goes.
-
-    Without a policy (the domain's unit tests) a share is neither limited nor logged.
-    """
+    """What guards a share beyond access: the abuse limits and how long its activity entry is kept."""
 
     counters: RateCounters
     limits: ShareLimits
@@ -91,16 +88,16 @@ class _Attempt:
     """One share attempt (an identifier lookup, found or not): counted by the share's transaction when
     it lands, and by one conditional UpdateItem of its own when the share is refused after the lookup."""
 
-    def __init__(self, policy: SharePolicy | None, owner_id: str, now: datetime, counts: tuple[int, int]) -> None:
+    def __init__(self, policy: SharePolicy, owner_id: str, now: datetime, counts: tuple[int, int]) -> None:
         self._policy, self._owner_id, self._now = policy, owner_id, now
-        self.slot = attempt_slot(owner_id, policy.limits, now, counts) if policy is not None else None
-        self._counted = policy is None
+        self.slot = attempt_slot(owner_id, policy.limits, now, counts)
+        self._counted = False
         if self.slot is None:
             self.count()  # past the limit as read: 429 (the refused attempt counts too)
 
     def count(self) -> None:
         """Count it now, outside the transaction: TooManyRequests past the limit."""
-        if not self._counted and self._policy is not None:
+        if not self._counted:
             self._counted, self.slot = True, None
             count_share_attempt(self._policy.counters, self._owner_id, self._policy.limits, self._now)
 
@@ -116,8 +113,8 @@ def share_knowledge_base(
     kb_id: str,
     identifier: str,
     *,
+    policy: SharePolicy,
     clock: Callable[[], datetime] = utc_now,
-    policy: SharePolicy | None = None,
 ) -> MemberView:
     """Grant read access to the account behind ``identifier``, with recall as the reader chose for new
     shares (on unless they turned it off). A reader who blocked the owner is answered exactly as an
@@ -130,7 +127,7 @@ def share_knowledge_base(
     """
     now = clock()
     wanted = parse_identifier(identifier)
-    counter = attempt_counter(owner_id, policy.limits, now) if policy is not None else None
+    counter = attempt_counter(owner_id, policy.limits, now)
     reads = kbs.read_share(owner_id, kb_id, identifier=wanted.lookup, user_id=wanted.user_id, counter=counter)
     owner = owner_grant(reads.owner_grant)
     # Refuse a full KB before looking at the identifier, so the answer says nothing about who has an
@@ -162,10 +159,8 @@ def share_knowledge_base(
         owner_id=owner_id,
         granted_at=now,
     )
-    daily = members_cap(owner_id, policy.limits, now) if policy is not None else None
-    activity = (
-        new_activity("shared", kb_id, owner_id, reader_id, now, policy.retention_days) if policy is not None else None
-    )
+    daily = members_cap(owner_id, policy.limits, now)
+    activity = new_activity("shared", kb_id, owner_id, reader_id, now, policy.retention_days)
     try:
         try:
             kbs.put_reader_grant(
@@ -183,7 +178,7 @@ def share_knowledge_base(
     except ConditionFailed as err:
         if err.item == "blocked":
             attempt.refuse(_no_account())
-        if err.item == "daily" and policy is not None:
+        if err.item == "daily":
             attempt.refuse(members_refused(policy.limits, now))
         attempt.refuse(_limit_reached())
     return MemberView(grant=grant, display_name=profile.display_name if profile else reader_id)
@@ -218,14 +213,14 @@ def remove_member(
     kb_id: str,
     member_id: str,
     *,
-    retention_days: int | None = None,
+    retention_days: int,
     clock: Callable[[], datetime] = utc_now,
 ) -> None:
-    """Revoke (the owner removes a reader) or leave (a reader removes themself); logged with the removal
-    when ``retention_days`` is given."""
+    """Revoke (the owner removes a reader) or leave (a reader removes themself), logged with the removal
+    (kept ``retention_days``)."""
     require_member_removal(kbs, caller_id, kb_id, member_id)
     kind: ActivityKind = "left" if member_id == caller_id else "revoked"
-    activity = optional_activity(kind, kb_id, caller_id, member_id, clock(), retention_days)
+    activity = new_activity(kind, kb_id, caller_id, member_id, clock(), retention_days)
     try:
         kbs.delete_reader_grant(kb_id, member_id, activity=activity)
     except ItemMissing:

@@ -96,14 +96,14 @@ def request_upload(
     content_type: str | None,
     folder_id: str | None,
     post_ttl_seconds: int,
-    capacity: KbCapacity | None = None,
+    capacity: KbCapacity,
     clock: Callable[[], datetime] = utc_now,
     new_id: Callable[[], str] = new_upload_id,
 ) -> IssuedUpload:
     """Record a pending upload into ``kb_id`` (owner only) and return the presigned POST for its bytes.
 
     The upload is written before the POST is signed, so that every object that can arrive has a record;
-    the write is conditioned on the KB still existing, being the caller's and, with ``capacity``, having
+    the write is conditioned on the KB still existing, being the caller's and, under ``capacity``, having
     room for one more file of this size (409 ``kb_file_limit_reached``, 413 ``kb_storage_limit_reached``),
     so a full KB refuses before the bytes are sent. The ingest holds the cap again when it records the file.
     """
@@ -132,6 +132,6 @@ def request_upload(
     except ItemMissing:
         raise kb_not_found() from None
     except ConditionFailed as full:
-        raise capacity_refused(capacity or KbCapacity(), full.item) from None
+        raise capacity_refused(capacity, full.item) from None
     post = storage.presign_post(key, size_bytes=size_bytes, content_type=pinned_type, expires_in=post_ttl_seconds)
     return IssuedUpload(upload=upload, post=post, post_expires_at=post_expires_at)

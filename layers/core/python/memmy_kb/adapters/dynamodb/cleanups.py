@@ -1,12 +1,11 @@
-"""Deletion in DynamoDB: the transactions that make a KB, folder or file invisible together with their
-cleanup outbox item, the outbox (``CLEANUP#<id>``: the item and its ``PART#`` items), create intents
-(``INTENT#<kb>``, inherited from ``memmy_kb.adapters.dynamodb.intents``) and the reconciler's queues and
-cursor.
+"""Deletes and their cleanup in DynamoDB: the transactions that make a KB, folder or file invisible
+together with their cleanup outbox item, the outbox (``CLEANUP#<id>``: the item and its ``PART#`` items)
+and the reconciler's queue of due cleanups and residue cursor.
 
 Implements ``memmy_kb.domain.ports.CleanupStore``. GSI2 holds the queues the reconciler reads:
-``CLEANUP#pending`` and ``CLEANUP#failed`` sorted by when the cleanup may next be (re)started,
-``INTENT#create`` sorted by start, and ``KB`` (every META item, by id) for the residue scan; the upload
-queues are the content store's.
+``CLEANUP#pending`` and ``CLEANUP#failed`` sorted by when the cleanup may next be (re)started, and ``KB``
+(every META item, by id) for the residue scan; the create intents' queue is
+``memmy_kb.adapters.dynamodb.intents``'s, the upload queues are the content store's.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from datetime import datetime
 from typing import Any, Final, Literal
 
 from memmy_kb.adapters.dynamodb.activity import activity_put
-from memmy_kb.adapters.dynamodb.intents import DynamoCreateIntents
+from memmy_kb.adapters.dynamodb.intents import limited_query
 from memmy_kb.adapters.dynamodb.table import (
     Action,
     DynamoTable,
@@ -89,9 +88,11 @@ def _uncount(
     }
 
 
-class DynamoCleanupStore(DynamoCreateIntents):
-    """Deletion transactions, the cleanup outbox, create intents (``DynamoCreateIntents``) and the
-    reconciler's bookkeeping."""
+class DynamoCleanupStore:
+    """Delete transactions, the cleanup outbox and the reconciler's bookkeeping of cleanups."""
+
+    def __init__(self, table: DynamoTable) -> None:
+        self._table = table
 
     # -- the visible part of a deletion, with its outbox item ---------------------------------------
 
@@ -261,7 +262,8 @@ class DynamoCleanupStore(DynamoCreateIntents):
         for state in ("failed", "pending"):
             due.extend(
                 CleanupRecord.model_validate(item)
-                for item in self._limited_query(
+                for item in limited_query(
+                    self._table,
                     limit - len(due),
                     IndexName="GSI2",
                     KeyConditionExpression="GSI2PK = :queue AND GSI2SK <= :now",
@@ -304,8 +306,8 @@ class DynamoCleanupStore(DynamoCreateIntents):
             values[":cursor"] = {"S": cursor}
         return [
             KnowledgeBaseRecord.model_validate(item)
-            for item in self._limited_query(
-                limit, IndexName="GSI2", KeyConditionExpression=condition, ExpressionAttributeValues=values
+            for item in limited_query(
+                self._table, limit, IndexName="GSI2", KeyConditionExpression=condition, ExpressionAttributeValues=values
             )
         ]
 

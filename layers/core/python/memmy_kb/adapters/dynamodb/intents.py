@@ -1,7 +1,8 @@
 """Create intents in DynamoDB (``INTENT#<kb>``, GSI2 ``INTENT#create`` sorted by start) and the
 ``Idempotency-Key`` records of creates (``IDEMPOTENCY#create_kb``), claimed in the same transaction.
 
-The intent-related half of ``memmy_kb.domain.ports.CleanupStore`` (``DynamoCleanupStore`` inherits it).
+Implements ``memmy_kb.domain.ports.CreateIntents``; GSI2 ``INTENT#create`` is the reconciler's queue of
+creates nobody finished.
 """
 
 from __future__ import annotations
@@ -40,14 +41,14 @@ class DynamoCreateIntents:
         started_at: datetime,
         expires_at: int,
         *,
-        owner_id: str | None = None,
-        max_owned: int | None = None,
+        owner_id: str,
+        max_owned: int,
         request: RequestRecord | None = None,
         now: int = 0,
     ) -> None:
         """Note a KB create before MemOS is called; the create's own transaction deletes it.
 
-        With ``max_owned``, the same transaction checks that ``owner_id`` owns fewer KBs than that
+        The same transaction checks that ``owner_id`` owns fewer than ``max_owned`` KBs
         (ConditionFailed("kb_count") otherwise), and with ``request`` it claims the ``Idempotency-Key``
         record (new, expired, or in progress past ``in_progress_until`` at ``now``); RequestSeen with the
         record when the key is held, which wins over the count.
@@ -62,9 +63,6 @@ class DynamoCreateIntents:
             "started_at": started_at.isoformat(),
             "expires_at": expires_at,
         }
-        if max_owned is None and request is None:
-            self._table.client.put_item(TableName=self._table.name, Item=dump(item))
-            return
         actions: list[Action] = [self._table.put_action(item, "attribute_not_exists(PK)")]
         if request is not None:
             claim = self._table.put_action(
@@ -77,17 +75,16 @@ class DynamoCreateIntents:
                 ExpressionAttributeNames={"#status": "status"}, ReturnValuesOnConditionCheckFailure="ALL_OLD"
             )
             actions.append(claim)
-        if max_owned is not None and owner_id is not None:
-            actions.append(
-                {
-                    "ConditionCheck": {
-                        "TableName": self._table.name,
-                        "Key": dump(limit_key(owned_counter(owner_id))),
-                        "ConditionExpression": "attribute_not_exists(n) OR n < :cap",
-                        "ExpressionAttributeValues": dump({":cap": max_owned}),
-                    }
+        actions.append(
+            {
+                "ConditionCheck": {
+                    "TableName": self._table.name,
+                    "Key": dump(limit_key(owned_counter(owner_id))),
+                    "ConditionExpression": "attribute_not_exists(n) OR n < :cap",
+                    "ExpressionAttributeValues": dump({":cap": max_owned}),
                 }
-            )
+            }
+        )
         try:
             self._table.transact(actions)
         except TransactionRefused as err:
@@ -126,7 +123,8 @@ class DynamoCreateIntents:
         """``(kb_id, memos_name)`` of creates started before ``before`` that never finished."""
         return [
             (str(item["kb_id"]), str(item.get("memos_name", "")))
-            for item in self._limited_query(
+            for item in limited_query(
+                self._table,
                 limit,
                 IndexName="GSI2",
                 KeyConditionExpression="GSI2PK = :queue AND GSI2SK < :before",
@@ -134,15 +132,15 @@ class DynamoCreateIntents:
             )
         ]
 
-    # -- plumbing ----------------------------------------------------------------------------------
 
-    def _limited_query(self, limit: int, **kwargs: Any) -> list[Item]:
-        if limit <= 0:
-            return []
-        items = []
-        for item in self._table.query(Limit=limit, **kwargs):
-            items.append(item)
-            if len(items) >= limit:
-                break
-        return items
+def limited_query(table: DynamoTable, limit: int, **kwargs: Any) -> list[Item]:
+    """At most ``limit`` items of a Query (GSI2's queues), stopping at the first page that has them."""
+    if limit <= 0:
+        return []
+    items = []
+    for item in table.query(Limit=limit, **kwargs):
+        items.append(item)
+        if len(items) >= limit:
+            break
+    return items
 

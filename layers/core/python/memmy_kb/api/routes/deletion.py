@@ -1,4 +1,4 @@
-"""Deleting a knowledge base, a file or a folder: 202 with the cleanup id, the purge runs in the background."""
+"""Deleting a knowledge base, a file or a folder: 202 with the cleanup id; the cleanup runs in the background."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memmy_kb.api.injected import (
-    ActivityLogDep,
     CallerId,
     CleanupExecutionsDep,
     CleanupStoreDep,
@@ -32,11 +31,10 @@ def deleter(
     contents: ContentStoreDep,
     cleanups: CleanupStoreDep,
     executions: CleanupExecutionsDep,
-    log: ActivityLogDep,
     settings: SettingsDep,
 ) -> Deleter:
     """The ``Depends`` provider of the deletion rules, on the stores it receives in turn."""
-    return Deleter(kbs, contents, cleanups, executions, log=log, retention_days=settings.activity_retention_days)
+    return Deleter(kbs, contents, cleanups, executions, retention_days=settings.activity_retention_days)
 
 
 DeleterDep = Annotated[Deleter, Depends(deleter)]

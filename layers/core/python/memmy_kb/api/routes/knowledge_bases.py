@@ -14,7 +14,7 @@ from memmy_kb.api.injected import (
     ActivityLogDep,
     CallerClaims,
     CallerId,
-    CleanupStoreDep,
+    CreateIntentsDep,
     KbStoreDep,
     MemosDep,
     ProfileStoreDep,
@@ -54,7 +54,7 @@ def handle_create_knowledge_base(
     kbs: KbStoreDep,
     profile_store: ProfileStoreDep,
     memos: MemosDep,
-    intents: CleanupStoreDep,
+    intents: CreateIntentsDep,
     settings: SettingsDep,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> Response[str]:
