@@ -9,9 +9,9 @@ handlers' caches (clients, the MemOS key), as a warm Lambda container has them; 
 DynamoDB request units are estimated from the recorded requests and answers with DynamoDB's rules
 (reads: 4 KB units, half for eventually consistent reads; writes: 1 KB units; transactions: twice; an
 item's size from its attribute names and values), so they are close to, not exactly, what AWS bills (``bench.dynamodb_units``).
-A cleanup is the state machine's work for one deletion: its Purge task (the cleanup function, invoked
+A cleanup is the state machine's work for one deletion: its CleanUp task (the cleanup function, invoked
 until it says done) and its DeleteOutbox task (one DynamoDB DeleteItem by Step Functions); its state
-transitions are Purge and Finished? per round, then DeleteOutbox.
+transitions are CleanUp and Finished? per round, then DeleteOutbox.
 
 ``python -m bench.route_calls``
 """
@@ -171,7 +171,7 @@ class _Scenario:
             else:
                 raise RuntimeError(f"cleanup {cleanup_id} not done after 10 rounds")
             extra.invocations = rounds
-            extra.transitions = 2 * rounds + 1  # Purge and Finished? per round, then DeleteOutbox
+            extra.transitions = 2 * rounds + 1  # CleanUp and Finished? per round, then DeleteOutbox
             extra.operations[("dynamodb", "DeleteItem (state machine)")] += 1
             extra.wru += 1
 
@@ -246,7 +246,7 @@ class _Scenario:
                 "cleanup_id"
             ]
         self._cleanup(results, "cleanup (file)", cleanup_id)
-        # The KB's cleanup purges one file too: a second upload, seeded as the ingest leaves it.
+        # The KB's cleanup removes one file too: a second upload, seeded as the ingest leaves it.
         from tests.support import seed
 
         seed.add_file(self.service, kb_id, owner, "路线图.md", DOCUMENT)

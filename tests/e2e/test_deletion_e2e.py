@@ -126,7 +126,7 @@ def test_a_deleted_kb_is_gone_for_its_reader_at_once_and_purged_later(local_stac
     after = reader.post("/recall", json={"query": QUESTION}).json()
     assert (after["scope_size"], after["items"]) == (0, [])
     assert owner.get("/knowledge-bases").json()["items"] == []
-    # Then the state machine's retries get through the failures and purge everything
+    # Then the state machine's retries get through the failures and clean everything up
     cleanup_id = deleted.json()["cleanup_id"]
     wait_for(lambda: outbox(local_stack, cleanup_id) is None, "the outbox item deleted on success")
     assert memos_kb not in memos_state(local_stack)

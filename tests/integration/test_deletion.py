@@ -58,7 +58,7 @@ def cleanups(service) -> DynamoCleanupStore:
 
 
 def run_cleanup(service, cleanup_id: str) -> bool:
-    """What the state machine's cleanup task (its ``Purge`` state) does: call the cleanup function until it says done."""
+    """What the state machine's cleanup task (its ``CleanUp`` state) does: call the cleanup function until it says done."""
     return any(service.invoke("CleanupFunction", {"cleanup_id": cleanup_id})["done"] for _ in range(10))
 
 
@@ -226,7 +226,7 @@ def test_a_deleted_folder_takes_its_subtree_and_rejects_uploads_still_in_flight_
     memos_kb_id = service.stores.kbs.get_kb(kb_id).memos_kb_id
     assert memos_kbs(service)[memos_kb_id] == [service.stores.contents.get_file(kb_id, kept).memos_file_id]
     assert not object_exists(service, f"uploads/{kb_id}/{ticket['upload_id']}")
-    assert cleanups(service).get_cleanup(reply.body["cleanup_id"])[1] == []  # parts purged
+    assert cleanups(service).get_cleanup(reply.body["cleanup_id"])[1] == []  # parts cleaned up
     drain_ingest(service)
     assert service.memos.calls(ADD) == 3  # the late upload never reached MemOS
     assert {in_top, in_sub} & {f.file_id for f in service.stores.contents.query_kb_items(kb_id)[1]} == set()

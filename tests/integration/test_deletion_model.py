@@ -17,7 +17,7 @@ Two kinds of evidence, both checked by one helper, ``assert_consistent``:
   404), nothing live disappears, and at the end ``assert_consistent`` holds.
 
 The fixture's Step Functions do not execute; ``Executions`` plays the cleanup state machine
-(infra/statemachines/cleanup.asl.json) for every execution that was started: Purge rounds until done
+(infra/statemachines/cleanup.asl.json) for every execution that was started: CleanUp rounds until done
 (``CleanupRetryable`` retried up to the ASL's MaxAttempts), then DeleteOutbox; anything else MarkFailed.
 
 The S3 rule, from the code: the ingest keeps an upload's objects (``uploads/<kb>/<upload>`` and, for a
@@ -71,7 +71,7 @@ from tests.support.uploads import REGION, create_kb, post_file, request_upload
 ADD = "/add/knowledgebase-file"
 DELETE_FILES = "/delete/knowledgebase-file"
 DELETE_KB = "/delete/knowledgebase"
-# The ASL's Purge Retry: MaxAttempts for CleanupRetryable.
+# The ASL's CleanUp Retry: MaxAttempts for CleanupRetryable.
 PURGE_RETRIES = 6
 # Each reconciler run happens this much later than the last: past every grace period (15 minutes), past a
 # pending upload's POST and grace (70 minutes) and past the cleanup backoff's cap (6 hours).
@@ -218,8 +218,8 @@ class Executions:
         return ran
 
     def execute(self, payload: dict[str, Any]) -> None:
-        """Purge until done, then DeleteOutbox. A ``CleanupRetryable`` is retried (counted per entry into
-        Purge, as on AWS) up to the Retry's MaxAttempts; it, or any other error, ends in MarkFailed."""
+        """CleanUp until done, then DeleteOutbox. A ``CleanupRetryable`` is retried (counted per entry into
+        CleanUp, as on AWS) up to the Retry's MaxAttempts; it, or any other error, ends in MarkFailed."""
         retries = 0
         for _ in range(50):
             try:

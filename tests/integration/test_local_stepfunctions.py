@@ -32,8 +32,8 @@ from tests.support.polling import wait_until
 
 REGION = "us-east-1"
 ASL = json.loads((TEMPLATE_PATH.parent / "infra" / "statemachines" / "cleanup.asl.json").read_text())
-(PURGE_RETRY,) = ASL["States"]["Purge"]["Retry"]
-MAX_ATTEMPTS = PURGE_RETRY["MaxAttempts"]
+(CLEANUP_RETRY,) = ASL["States"]["CleanUp"]["Retry"]
+MAX_ATTEMPTS = CLEANUP_RETRY["MaxAttempts"]
 # The resources the state machine needs, exactly as template.yaml declares them.
 USED = ("Table", "CleanupFunction", "CleanupStateMachine")
 
@@ -154,7 +154,7 @@ def rounds(*results: Any) -> Callable[[Any], Any]:
 def test_rounds_repeat_until_done_then_the_outbox_item_is_deleted(machine: Machine) -> None:
     # Given an outbox item and a cleanup that needs three rounds
     key = machine.outbox_item("c1")
-    machine.handler = rounds({"done": False}, {"done": False}, {"done": True, "purged": 3})
+    machine.handler = rounds({"done": False}, {"done": False}, {"done": True, "cleaned": 3})
 
     # When its execution runs
     execution = machine.wait(machine.start("c1"))
@@ -206,7 +206,7 @@ def test_retry_attempts_are_counted_per_round_not_per_execution(machine: Machine
 
     execution = machine.wait(machine.start("c9"))
 
-    # Then each entry into Purge started its own count, as on AWS, and the cleanup finished
+    # Then each entry into CleanUp started its own count, as on AWS, and the cleanup finished
     assert execution["status"] == "SUCCEEDED"
     assert task_failures(machine.history(execution["executionArn"])) == ["CleanupRetryable"] * 2 * per_round
     assert 2 * per_round > MAX_ATTEMPTS
@@ -276,7 +276,7 @@ def test_a_function_that_does_not_exist_fails_the_task_as_lambda_would(machine: 
 def test_a_round_without_done_is_a_runtime_error_that_no_catch_handles(machine: Machine) -> None:
     # Given a task result without the `done` the ResultSelector reads
     key = machine.outbox_item("c6")
-    machine.handler = rounds({"purged": 1})
+    machine.handler = rounds({"cleaned": 1})
 
     execution = machine.wait(machine.start("c6"))
 

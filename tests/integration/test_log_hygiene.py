@@ -490,7 +490,7 @@ def run_seed_story(service: Any, key_dir: Path, monkeypatch: pytest.MonkeyPatch)
     story.secrets["context block"] = answer.body["context"][-200:]
 
     # The owner updates the comparison: a new version (sent to MemOS as a presigned GET URL) into a
-    # folder; MemOS fails its first add (the message comes back); the old version is deleted and purged.
+    # folder; MemOS fails its first add (the message comes back); the old version is deleted and cleaned up.
     folder = story.call("POST", f"/knowledge-bases/{kb_id}/folders", OWNER, body={"name": "2026"})
     assert folder.status == HTTPStatus.CREATED, folder.body
     monkeypatch.setenv("INLINE_UPLOAD_MAX_BYTES", "64")

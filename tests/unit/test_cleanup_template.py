@@ -60,9 +60,9 @@ def test_the_state_machine_refers_to_its_asl_file_which_lints_clean(sam_template
 
 def test_the_linter_does_catch_a_broken_definition(sam_template, asl):
     broken = copy.deepcopy(asl)
-    del broken["States"]["Purge"]["Retry"][0]["ErrorEquals"]
+    del broken["States"]["CleanUp"]["Retry"][0]["ErrorEquals"]
 
-    assert ("E3601", "Resources/CleanupStateMachine/Properties/Definition/States/Purge/Retry/0") in lint_findings(
+    assert ("E3601", "Resources/CleanupStateMachine/Properties/Definition/States/CleanUp/Retry/0") in lint_findings(
         sam_template, broken
     )
 
@@ -79,7 +79,7 @@ def test_every_transition_names_a_state_of_the_machine(asl):
 
 
 def test_only_transient_errors_are_retried_with_capped_jittered_backoff(asl):
-    (retry,) = asl["States"]["Purge"]["Retry"]
+    (retry,) = asl["States"]["CleanUp"]["Retry"]
     assert set(retry["ErrorEquals"]) == TRANSIENT  # never States.ALL: a permanent error fails fast
     assert retry["JitterStrategy"] == "FULL"
     assert retry["BackoffRate"] > 1
@@ -89,7 +89,7 @@ def test_only_transient_errors_are_retried_with_capped_jittered_backoff(asl):
 
 def test_failure_marks_the_outbox_item_failed_and_success_deletes_it(asl):
     states = asl["States"]
-    (catch,) = states["Purge"]["Catch"]
+    (catch,) = states["CleanUp"]["Catch"]
     assert (catch["ErrorEquals"], catch["Next"]) == (["States.ALL"], "MarkFailed")
     mark = states["MarkFailed"]
     assert mark["Resource"] == "arn:aws:states:::dynamodb:updateItem"
@@ -97,7 +97,7 @@ def test_failure_marks_the_outbox_item_failed_and_success_deletes_it(asl):
     assert states[mark["Next"]]["Type"] == "Fail"
     choice = states["Finished?"]
     assert choice["Choices"][0]["Next"] == "DeleteOutbox"
-    assert choice["Default"] == "Purge"
+    assert choice["Default"] == "CleanUp"
     assert states["DeleteOutbox"]["Resource"] == "arn:aws:states:::dynamodb:deleteItem"
     assert states["DeleteOutbox"]["Parameters"]["Key.$"] == "$.key"
 

@@ -519,10 +519,10 @@ def test_locally_retries_wait_at_most_a_second_and_nothing_else_changes(template
         .replace("${TableName}", resources.refs["Table"])
     )
     # Then only the Retry delays differ: capped to 1 s
-    (retrier,) = definition["States"]["Purge"]["Retry"]
-    (real_retrier,) = real["States"]["Purge"]["Retry"]
+    (retrier,) = definition["States"]["CleanUp"]["Retry"]
+    (real_retrier,) = real["States"]["CleanUp"]["Retry"]
     assert retrier == {**real_retrier, "IntervalSeconds": 1, "MaxDelaySeconds": 1}
-    definition["States"]["Purge"]["Retry"] = real["States"]["Purge"]["Retry"]
+    definition["States"]["CleanUp"]["Retry"] = real["States"]["CleanUp"]["Retry"]
     assert definition == real
 
 

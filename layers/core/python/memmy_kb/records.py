@@ -125,10 +125,10 @@ class UploadRecord(BaseModel):
 
 
 class CleanupRecord(BaseModel):
-    """The outbox item of one deletion (``CLEANUP#<id>/CLEANUP``): what is left to purge from MemOS and S3.
+    """The outbox item of one deletion (``CLEANUP#<id>/CLEANUP``): what is left to clean up in MemOS and S3.
 
     Written in the same transaction that made the thing invisible; deleted by the cleanup state machine
-    when the purge is done. ``target`` says what was deleted: a whole KB (everything under its MemOS id
+    when the cleanup is done. ``target`` says what was deleted: a whole KB (everything under its MemOS id
     and its S3 prefixes), a folder (its subtree, swept in bounded transactions whose files are noted in
     the item's parts), or files (``memos_file_ids`` and ``upload_ids`` here). ``next_attempt_at`` is when
     the reconciler may (re)start it if it is still here; ``attempts`` counts executions started.
@@ -150,7 +150,7 @@ class CleanupRecord(BaseModel):
 
 
 class CleanupPart(BaseModel):
-    """Files a folder sweep removed from the table in one transaction, still to purge (``CLEANUP#<id>/PART#<part>``)."""
+    """Files a folder sweep removed from the table in one transaction, still to clean up (``CLEANUP#<id>/PART#<part>``)."""
 
     cleanup_id: str
     part_id: str

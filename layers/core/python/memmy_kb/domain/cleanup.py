@@ -16,9 +16,7 @@ Transient failures (MemOS unavailable or rate limited, AWS throttling) raise ``C
 error the state machine's Retry names; anything else fails the execution at once, and its Catch marks the
 outbox item failed for the reconciler.
 
-The state machine's task state that calls ``Cleaner.run`` is still named ``Purge``: the template's lint
-tests, the local Step Functions tests, the deletion model and the benchmark's transition counts name that
-state, so it keeps its name; it is this module's round and nothing else.
+The state machine's task state that calls ``Cleaner.run`` is ``CleanUp``, one round of this module each.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The deletions' answer: accepted, purged in the background."""
+"""The deletions' answer: accepted, cleaned up in the background."""
 
 from __future__ import annotations
 
@@ -6,6 +6,6 @@ from memmy_kb.api.models.base import ApiModel
 
 
 class CleanupAccepted(ApiModel):
-    """A deletion accepted: gone in Memmy already, purged from MemOS and storage in the background."""
+    """A deletion accepted: gone in Memmy already, cleaned up in MemOS and storage in the background."""
 
     cleanup_id: str
