@@ -188,6 +188,10 @@ class FakeTable:
 
         return put
 
+    def owned(self, owner_id: str) -> int:
+        """How many KBs ``owner_id`` owns by the counter capped creates and deletes keep (for assertions)."""
+        return self.counters.get(f"kbs#{owner_id}", {}).get("n", 0)
+
     def under_cap(self, cap: CountCap) -> bool:
         return self.counters.get(cap.name, {}).get("n", 0) < cap.limit
 
@@ -320,9 +324,6 @@ class FakeKnowledgeBaseStore:
             raise ConditionFailed("kb_count", str(max_owned))
         if failed:
             raise AlreadyExists("kb", kb.kb_id)
-
-    def count_owned(self, owner_id: str) -> int:
-        return self.table.counters.get(f"kbs#{owner_id}", {}).get("n", 0)
 
     def get_kb(self, kb_id: str) -> KnowledgeBaseRecord | None:
         kb = self.table.kbs.get(kb_id)

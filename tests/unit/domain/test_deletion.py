@@ -82,7 +82,7 @@ def test_given_a_shared_kb_when_its_owner_deletes_it_then_it_leaves_every_list_a
     for user in ("alice", "bob", "carol"):
         assert kbs_logic.list_knowledge_bases(stores.kbs, stores.profiles, user) == []
     assert stores.kbs.query_kb_members("kb_1") == []
-    assert stores.kbs.count_owned("alice") == 0
+    assert stores.table.owned("alice") == 0
     head = outbox(stores)
     assert (head.target, head.kb_id, head.memos_kb_id, head.owner_id) == ("kb", "kb_1", shared.memos_kb_id, "alice")
     assert (head.state, head.attempts, head.next_attempt_at) == ("pending", 1, T0 + CLEANUP_GRACE)

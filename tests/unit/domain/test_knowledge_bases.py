@@ -420,8 +420,8 @@ def test_given_the_owner_holds_the_most_kbs_allowed_when_creating_then_409_befor
         make()
     assert (refused.value.code, "at most 2" in refused.value.message) == ("kb_limit_reached", True)
     assert len(memos.knowledge_bases) == 2
-    assert stores.kbs.count_owned("alice") == 2
-    assert stores.kbs.count_owned("bob") == 0
+    assert stores.table.owned("alice") == 2
+    assert stores.table.owned("bob") == 0
 
 
 def test_given_a_concurrent_create_filled_the_cap_when_the_transaction_runs_then_409_and_the_memos_kb_goes(
