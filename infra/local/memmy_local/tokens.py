@@ -2,7 +2,7 @@
 
 Tokens are RS256 JWTs signed with a key pair generated on first use and kept (mode 0600) at
 ``<home>/dev-signing-key.pem``. ``home`` is the stack's ``--data-dir`` when given, else ``$MEMMY_KB_HOME``,
-else ``~/.memmy-kb``, so ``memmy-kb dev token`` in another terminal signs with the key the running stack
+else ``~/.memmy-kb``, so ``memmy-local token`` in another terminal signs with the key the running stack
 checks. ``verify_token`` applies the checks of API Gateway's JWT authorizer.
 """
 
