@@ -84,7 +84,7 @@ def test_the_routes_table_and_the_readme_layout_name_every_function():
 
 
 def _resolves(dotted: str) -> bool:
-    """``memmy_kb.domain.access`` (a module) or ``memmy_kb.domain.access.scope_of`` (a name in it)."""
+    """``memmy_kb.domain.access`` (a module) or ``memmy_kb.domain.access.compute_recall_scope`` (a name in it)."""
     top, *rest = dotted.split(".")
     folder = PACKAGES[top]
     for split in range(len(rest), -1, -1):
