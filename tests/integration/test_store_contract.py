@@ -1538,14 +1538,16 @@ def test_given_a_folder_when_deleted_with_its_outbox_then_only_the_folder_goes_a
     backend.seed(docs, sub)
     cleanup = cleanup_record(target="folder", folder_id="fo_docs")
 
-    backend.cleanups.delete_folder_with_outbox(docs, "alice", cleanup)
+    backend.cleanups.delete_folder_with_outbox(docs, "alice", cleanup, activity=entry("folder_deleted", "fo_docs", 1))
 
     assert backend.contents.query_folders("kb_1") == [sub]
     assert backend.cleanups.get_cleanup("cl_1") == (cleanup, [])
     again = cleanup_record("cl_2")
-    assert refused(ItemMissing, lambda: backend.cleanups.delete_folder_with_outbox(docs, "alice", again)) == "folder"
-    assert refused(ItemMissing, lambda: backend.cleanups.delete_folder_with_outbox(sub, "bob", again)) == "kb"
+    logged = entry("folder_deleted", "fo_sub", 2)
+    assert refused(ItemMissing, lambda: backend.cleanups.delete_folder_with_outbox(docs, "alice", again, activity=logged)) == "folder"
+    assert refused(ItemMissing, lambda: backend.cleanups.delete_folder_with_outbox(sub, "bob", again, activity=logged)) == "kb"
     assert backend.cleanups.get_cleanup("cl_2") == (None, [])
+    assert [e.subject for e in backend.activity.query_activity("kb_1", limit=5, cursor=None, now=0)[0]] == ["fo_docs"]
 
 
 def test_given_files_one_already_gone_when_swept_with_a_part_then_the_rest_go_counted_once_and_the_part_is_written(

@@ -902,7 +902,7 @@ class FakeCleanupStore:
             raise ConditionFailed("kb", kb.kb_id)
 
     def delete_file_with_outbox(
-        self, file: FileRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord | None = None
+        self, file: FileRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord
     ) -> None:
         t = self.table
         key = (file.kb_id, file.file_id)
@@ -914,7 +914,7 @@ class FakeCleanupStore:
         )
 
     def delete_folder_with_outbox(
-        self, folder: FolderRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord | None = None
+        self, folder: FolderRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord
     ) -> None:
         key = (folder.kb_id, folder.folder_id)
         self._delete_visible(
@@ -932,7 +932,7 @@ class FakeCleanupStore:
         kb_id: str,
         owner_id: str,
         cleanup: CleanupRecord,
-        activity: ActivityRecord | None,
+        activity: ActivityRecord,
         uncount: Callable[[], None] | None = None,
     ) -> None:
         t = self.table
@@ -940,8 +940,7 @@ class FakeCleanupStore:
         txn.add(key, there, delete)
         txn.add(("KB", kb_id), t.owns(kb_id, owner_id), uncount)
         txn.add(("CLEANUP", cleanup.cleanup_id), cleanup.cleanup_id not in t.cleanups, self._put(cleanup))
-        if activity is not None:
-            txn.add(("ACTIVITY", activity.kb_id, _activity_sk(activity)), True, t.log(activity))
+        txn.add(("ACTIVITY", activity.kb_id, _activity_sk(activity)), True, t.log(activity))
         failed = txn.run()
         if failed:
             raise ItemMissing("kb" if 1 in failed else item, item_id)

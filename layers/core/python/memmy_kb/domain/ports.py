@@ -199,7 +199,7 @@ class CleanupStore(Protocol):
         owner_id: str,
         cleanup: CleanupRecord,
         *,
-        activity: ActivityRecord | None = None,
+        activity: ActivityRecord,
     ) -> None: ...
 
     def delete_folder_with_outbox(
@@ -208,7 +208,7 @@ class CleanupStore(Protocol):
         owner_id: str,
         cleanup: CleanupRecord,
         *,
-        activity: ActivityRecord | None = None,
+        activity: ActivityRecord,
     ) -> None: ...
 
     def delete_files_with_part(self, part: CleanupPart, files: list[FileRecord]) -> None: ...
