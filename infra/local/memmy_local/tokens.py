@@ -72,7 +72,7 @@ def _create_key_file(path: Path) -> None:
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     # Written whole under a temporary name, then linked into place: a concurrent starter (the stack
-    # and `dev token` at once) either wins the link or reads the winner's complete file.
+    # and `memmy-local token` at once) either wins the link or reads the winner's complete file.
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
