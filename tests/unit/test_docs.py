@@ -153,6 +153,15 @@ def test_every_source_file_the_docs_name_exists():
     assert missing == []
 
 
+def test_every_python_file_the_docs_name_by_itself_exists_somewhere():
+    # A bare `injected.py` or `provision.py` names no folder: some module of the repository must bear it.
+    names = _backticked(r"^\w+\.py$")
+    assert len(names) > 10, "the docs name almost no bare module: the pattern is wrong"
+    folders = ("layers", "functions", "client", "infra", "bench", "tests")
+    existing = {path.name for folder in folders for path in (ROOT / folder).rglob("*.py")}
+    assert [(doc, name) for doc, name in names if name not in existing] == []
+
+
 def test_every_test_file_and_test_the_docs_name_exists():
     paths = _backticked(r"\btests/[\w/]+\.py\b")
     assert paths
