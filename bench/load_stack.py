@@ -1,6 +1,6 @@
 """The local stack for ``make load``, run as a subprocess of ``bench.load`` (``python -m bench.load_stack``).
 
-The same ``LocalStack`` as ``memmy-kb dev up``, on loopback and free ports, with two differences:
+The same ``LocalStack`` as ``memmy-local up``, on loopback and free ports, with two differences:
 
 - the per-owner abuse limits (share attempts, new members per day, KBs per user) are raised in a copy of
   ``template.yaml`` written to ``--home``, as a deployer would set them, so that a minute of sharing

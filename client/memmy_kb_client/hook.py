@@ -174,11 +174,6 @@ def run(agent: str, stdin: BinaryIO, stdout: BinaryIO, env: Mapping[str, str]) -
     return 0
 
 
-def run_claude_code(stdin: BinaryIO, stdout: BinaryIO, env: Mapping[str, str]) -> int:
-    """``run("claude-code", ...)``."""
-    return run("claude-code", stdin, stdout, env)
-
-
 def main(agent: str) -> int:
     """The entry point ``memmy-kb hook AGENT`` takes without building the CLI parser."""
     import sys

@@ -113,7 +113,7 @@ def kb_with_a_reader(stack: RunningStack, suffix: str) -> tuple[httpx.Client, ht
     return owner, reader, kb_id, memos_kb
 
 
-def test_a_deleted_kb_is_gone_for_its_reader_at_once_and_purged_later(local_stack: RunningStack) -> None:
+def test_a_deleted_kb_is_gone_for_its_reader_at_once_and_cleaned_up_later(local_stack: RunningStack) -> None:
     owner, reader, kb_id, memos_kb = kb_with_a_reader(local_stack, uuid.uuid4().hex[:8])
     # MemOS refuses deletes for now, so no cleanup can have finished when the DELETE returns
     fault(local_stack, endpoint=DELETE_FILES, code=50004, times=6)

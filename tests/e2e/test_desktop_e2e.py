@@ -436,10 +436,10 @@ def test_the_local_service_adds_milliseconds_to_a_recall(desktop, local_stack, r
     assert figures["added_ms"] < 25
 
 
-# ------------------------------------------------------------------------------------------ dev up
+# ----------------------------------------------------------------------------------- memmy-local up
 
 
-def test_dev_up_runs_the_desktop_side_beside_the_stack(local_stack, reader):
+def test_memmy_local_up_runs_the_desktop_side_beside_the_stack(local_stack, reader):
     log = local_stack.log()
     found = READY.search(log)
     assert found, log[-3000:]

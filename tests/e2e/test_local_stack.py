@@ -1,4 +1,4 @@
-"""Smoke test of `memmy-kb dev up`: the gateway, its authorizer and the MemOS emulator answer over HTTP."""
+"""Smoke test of `memmy-local up`: the gateway, its authorizer and the MemOS emulator answer over HTTP."""
 
 from __future__ import annotations
 

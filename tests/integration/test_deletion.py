@@ -117,7 +117,7 @@ def shared_kb(service) -> tuple[str, str]:
 # -- deleting a KB ---------------------------------------------------------------------------------
 
 
-def test_a_deleted_kb_leaves_every_list_and_recall_at_once_and_the_cleanup_purges_memos_s3_and_the_table(service):
+def test_a_deleted_kb_leaves_every_list_and_recall_at_once_and_the_cleanup_empties_memos_s3_and_the_table(service):
     kb_id, _ = shared_kb(service)
     memos_kb_id = service.stores.kbs.get_kb(kb_id).memos_kb_id
     upload_id = upload(service, kb_id, "a.md", b"# hello")  # an object in S3, not yet ingested

@@ -72,7 +72,7 @@ ADD = "/add/knowledgebase-file"
 DELETE_FILES = "/delete/knowledgebase-file"
 DELETE_KB = "/delete/knowledgebase"
 # The ASL's CleanUp Retry: MaxAttempts for CleanupRetryable.
-PURGE_RETRIES = 6
+CLEANUP_RETRIES = 6
 # Each reconciler run happens this much later than the last: past every grace period (15 minutes), past a
 # pending upload's POST and grace (70 minutes) and past the cleanup backoff's cap (6 hours).
 RECONCILE_STEP = timedelta(hours=7)
@@ -226,7 +226,7 @@ class Executions:
                 done = self.service.invoke("CleanupFunction", {"cleanup_id": payload["cleanup_id"]})["done"]
             except CleanupRetryable as err:
                 retries += 1
-                if retries > PURGE_RETRIES:
+                if retries > CLEANUP_RETRIES:
                     self._mark_failed(payload, err)
                     return
                 continue

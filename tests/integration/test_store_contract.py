@@ -1331,18 +1331,19 @@ def test_given_a_counter_when_counted_then_this_and_the_previous_window_come_bac
 def test_given_a_cap_on_owned_kbs_when_creating_then_counted_and_the_one_past_it_is_condition_failed(
     backend: Backend,
 ) -> None:
-    assert backend.kbs.count_owned("alice") == 0
-    first, second = kb_record("kb_1", owner_id="alice"), kb_record("kb_2", owner_id="alice")
+    # The counter is observed through the cap: a create under cap N passes only while fewer than N are counted.
+    first, second, third = (kb_record(f"kb_{n}", owner_id="alice") for n in (1, 2, 3))
     backend.kbs.put_kb_with_owner_grant(first, owner_grant_for(first), max_owned=1)
-    assert backend.kbs.count_owned("alice") == 1
 
     assert refused(ConditionFailed, lambda: backend.kbs.put_kb_with_owner_grant(second, owner_grant_for(second), max_owned=1)) == "kb_count"
 
     assert backend.kbs.get_kb("kb_2") is None
-    assert backend.kbs.count_owned("alice") == 1
-    # Without a cap nothing is counted (the seed's behaviour).
+    # Without a cap nothing is counted (the seed's behaviour): one is still counted, so a cap of 2 admits kb_3.
     backend.kbs.put_kb_with_owner_grant(second, owner_grant_for(second))
-    assert backend.kbs.count_owned("alice") == 1
+    backend.kbs.put_kb_with_owner_grant(third, owner_grant_for(third), max_owned=2)
+    # Another owner's counter is their own.
+    other = kb_record("kb_4", owner_id="bob")
+    backend.kbs.put_kb_with_owner_grant(other, owner_grant_for(other), max_owned=1)
 
 
 # == The share's and the KB list's batched reads, and the attempt counted in the share's transaction ==
@@ -1467,8 +1468,10 @@ def test_given_a_shared_kb_when_deleted_with_its_outbox_then_meta_every_grant_an
 
     assert backend.kbs.get_kb("kb_1") is None
     assert backend.kbs.query_kb_members("kb_1") == []
-    assert backend.kbs.count_owned("alice") == 0
     assert backend.cleanups.get_cleanup("cl_1") == (cleanup, [])
+    # One owned KB was uncounted: a cap of 1 admits a new one.
+    again = kb_record("kb_2")
+    backend.kbs.put_kb_with_owner_grant(again, owner_grant_for(again), max_owned=1)
 
 
 def test_given_a_share_after_the_read_when_the_kb_is_deleted_then_condition_failed_kb_and_nothing_changes(
@@ -1535,14 +1538,16 @@ def test_given_a_folder_when_deleted_with_its_outbox_then_only_the_folder_goes_a
     backend.seed(docs, sub)
     cleanup = cleanup_record(target="folder", folder_id="fo_docs")
 
-    backend.cleanups.delete_folder_with_outbox(docs, "alice", cleanup)
+    backend.cleanups.delete_folder_with_outbox(docs, "alice", cleanup, activity=entry("folder_deleted", "fo_docs", 1))
 
     assert backend.contents.query_folders("kb_1") == [sub]
     assert backend.cleanups.get_cleanup("cl_1") == (cleanup, [])
     again = cleanup_record("cl_2")
-    assert refused(ItemMissing, lambda: backend.cleanups.delete_folder_with_outbox(docs, "alice", again)) == "folder"
-    assert refused(ItemMissing, lambda: backend.cleanups.delete_folder_with_outbox(sub, "bob", again)) == "kb"
+    logged = entry("folder_deleted", "fo_sub", 2)
+    assert refused(ItemMissing, lambda: backend.cleanups.delete_folder_with_outbox(docs, "alice", again, activity=logged)) == "folder"
+    assert refused(ItemMissing, lambda: backend.cleanups.delete_folder_with_outbox(sub, "bob", again, activity=logged)) == "kb"
     assert backend.cleanups.get_cleanup("cl_2") == (None, [])
+    assert [e.subject for e in backend.activity.query_activity("kb_1", limit=5, cursor=None, now=0)[0]] == ["fo_docs"]
 
 
 def test_given_files_one_already_gone_when_swept_with_a_part_then_the_rest_go_counted_once_and_the_part_is_written(

@@ -188,6 +188,10 @@ class FakeTable:
 
         return put
 
+    def owned(self, owner_id: str) -> int:
+        """How many KBs ``owner_id`` owns by the counter capped creates and deletes keep (for assertions)."""
+        return self.counters.get(f"kbs#{owner_id}", {}).get("n", 0)
+
     def under_cap(self, cap: CountCap) -> bool:
         return self.counters.get(cap.name, {}).get("n", 0) < cap.limit
 
@@ -320,9 +324,6 @@ class FakeKnowledgeBaseStore:
             raise ConditionFailed("kb_count", str(max_owned))
         if failed:
             raise AlreadyExists("kb", kb.kb_id)
-
-    def count_owned(self, owner_id: str) -> int:
-        return self.table.counters.get(f"kbs#{owner_id}", {}).get("n", 0)
 
     def get_kb(self, kb_id: str) -> KnowledgeBaseRecord | None:
         kb = self.table.kbs.get(kb_id)
@@ -901,7 +902,7 @@ class FakeCleanupStore:
             raise ConditionFailed("kb", kb.kb_id)
 
     def delete_file_with_outbox(
-        self, file: FileRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord | None = None
+        self, file: FileRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord
     ) -> None:
         t = self.table
         key = (file.kb_id, file.file_id)
@@ -913,7 +914,7 @@ class FakeCleanupStore:
         )
 
     def delete_folder_with_outbox(
-        self, folder: FolderRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord | None = None
+        self, folder: FolderRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord
     ) -> None:
         key = (folder.kb_id, folder.folder_id)
         self._delete_visible(
@@ -931,7 +932,7 @@ class FakeCleanupStore:
         kb_id: str,
         owner_id: str,
         cleanup: CleanupRecord,
-        activity: ActivityRecord | None,
+        activity: ActivityRecord,
         uncount: Callable[[], None] | None = None,
     ) -> None:
         t = self.table
@@ -939,8 +940,7 @@ class FakeCleanupStore:
         txn.add(key, there, delete)
         txn.add(("KB", kb_id), t.owns(kb_id, owner_id), uncount)
         txn.add(("CLEANUP", cleanup.cleanup_id), cleanup.cleanup_id not in t.cleanups, self._put(cleanup))
-        if activity is not None:
-            txn.add(("ACTIVITY", activity.kb_id, _activity_sk(activity)), True, t.log(activity))
+        txn.add(("ACTIVITY", activity.kb_id, _activity_sk(activity)), True, t.log(activity))
         failed = txn.run()
         if failed:
             raise ItemMissing("kb" if 1 in failed else item, item_id)

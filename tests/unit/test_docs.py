@@ -84,7 +84,7 @@ def test_the_routes_table_and_the_readme_layout_name_every_function():
 
 
 def _resolves(dotted: str) -> bool:
-    """``memmy_kb.domain.access`` (a module) or ``memmy_kb.domain.access.scope_of`` (a name in it)."""
+    """``memmy_kb.domain.access`` (a module) or ``memmy_kb.domain.access.compute_recall_scope`` (a name in it)."""
     top, *rest = dotted.split(".")
     folder = PACKAGES[top]
     for split in range(len(rest), -1, -1):
@@ -151,6 +151,15 @@ def test_every_source_file_the_docs_name_exists():
     assert len(paths) > 20, "the docs name almost no file: the pattern is wrong"
     missing = [(doc, path) for doc, path in paths if not any((base / path).is_file() for base in PATH_BASES)]
     assert missing == []
+
+
+def test_every_python_file_the_docs_name_by_itself_exists_somewhere():
+    # A bare `injected.py` or `provision.py` names no folder: some module of the repository must bear it.
+    names = _backticked(r"^\w+\.py$")
+    assert len(names) > 10, "the docs name almost no bare module: the pattern is wrong"
+    folders = ("layers", "functions", "client", "infra", "bench", "tests")
+    existing = {path.name for folder in folders for path in (ROOT / folder).rglob("*.py")}
+    assert [(doc, name) for doc, name in names if name not in existing] == []
 
 
 def test_every_test_file_and_test_the_docs_name_exists():

@@ -49,7 +49,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def describe(service: Any) -> str:
-    """What ``serve`` (and ``dev up``) print once the service listens; the first line is machine-read."""
+    """What ``serve`` (and ``memmy-local up``) print once the service listens; the first line is machine-read."""
     status = service.state.status()
     login = status["login"]
     logged = (

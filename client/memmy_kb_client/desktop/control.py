@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 from typing import Any
 
 from memmy_kb_client.desktop import paths
@@ -59,7 +58,3 @@ def call(
         error = answer.get("error") or {}
         raise ControlError(response.status, str(error.get("code", "error")), str(error.get("message", "")))
     return answer
-
-
-def default_state_dir() -> str:
-    return paths.desktop_dir(os.environ)

@@ -1,6 +1,6 @@
 """The local stack's control endpoint: what a developer asks of the running stack that AWS does by itself.
 
-Today that is running a scheduled function once (``memmy-kb dev reconcile``), since moto never fires
+Today that is running a scheduled function once (``memmy-local reconcile``), since moto never fires
 schedules. It is a separate HTTP server on loopback (any free port by default), never on the gateway:
 the API's routes stay exactly the template's. Each start writes ``local-stack.json`` into the dev home
 (the ``--data-dir``, else ``$MEMMY_KB_HOME``, else ``~/.memmy-kb``, as for the signing key), 0600, with

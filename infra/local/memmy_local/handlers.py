@@ -54,6 +54,11 @@ def load_function_module(
     name = f"memmy_function_{Path(code_uri.rstrip('/')).name}_{module_path.replace('.', '_')}_{digest}"
     if name in sys.modules:
         return sys.modules[name]
+    return import_module_file(name, path, environment or {})
+
+
+def import_module_file(name: str, path: Path, environment: Mapping[str, str]) -> ModuleType:
+    """Import the file ``path`` as the module ``name`` with ``environment`` overlaid while it runs."""
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None or not path.is_file():
         raise FileNotFoundError(f"no handler module at {path}")
@@ -61,7 +66,7 @@ def load_function_module(
     # Registered before running so that dataclasses and pydantic can resolve the module's own names.
     sys.modules[name] = module
     try:
-        with overlaid_environment(environment or {}):
+        with overlaid_environment(environment):
             spec.loader.exec_module(module)
     except BaseException:
         del sys.modules[name]

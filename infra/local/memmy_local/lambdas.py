@@ -17,10 +17,8 @@ that module-level reads (a Powertools ``Logger()``'s service name) see that func
 from __future__ import annotations
 
 import functools
-import importlib.util
 import itertools
 import logging
-import sys
 import threading
 import time
 import traceback
@@ -33,7 +31,7 @@ from types import ModuleType
 from typing import Any
 
 from .containers import Container, Handler, isolate_powertools_state
-from .handlers import load_function_module, overlaid_environment
+from .handlers import import_module_file, load_function_module
 from .template import UnresolvableValueError, resolve_intrinsics
 
 log = logging.getLogger("memmy_local.lambdas")
@@ -258,19 +256,7 @@ def copy_handler(
     """
     path = Path(module.__file__ or "")
     with _IMPORT_LOCK:
-        name = f"{module.__name__}__container{next(_copy_numbers)}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None or not path.is_file():
-            raise FileNotFoundError(f"no handler module at {path}")
-        copied = importlib.util.module_from_spec(spec)
-        # Registered before running, as the first copy is, so that pydantic can resolve the module's names.
-        sys.modules[name] = copied
-        try:
-            with overlaid_environment(environment):
-                spec.loader.exec_module(copied)
-        except BaseException:
-            del sys.modules[name]
-            raise
+        copied = import_module_file(f"{module.__name__}__container{next(_copy_numbers)}", path, environment)
     return _handler_of(copied, attribute, logical_id)
 
 

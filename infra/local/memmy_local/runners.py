@@ -12,7 +12,7 @@ the queue's redrive policy (maxReceiveCount, DLQ) still applies.
 ``ScheduleRunner`` stands in for EventBridge (``Schedule``) and EventBridge Scheduler (``ScheduleV2``),
 which moto never fires: every ``interval`` seconds (not the template's rate; 0 = never) it invokes each
 function that has such an event, with the event the schedule would send, and ``run(logical_id)`` does it
-once, synchronously, on demand (``LocalStack.run_scheduled``, ``memmy-kb dev reconcile``).
+once, synchronously, on demand (``LocalStack.run_scheduled``, ``memmy-local reconcile``).
 
 ``FunctionPool`` holds the one ``LocalFunction`` per template function that the stack's parts share.
 """

@@ -6,7 +6,7 @@ local gateway. State machine executions run the real ASL in moto, their Lambda t
 handlers in-process (``memmy_local.stepfunctions``); moto's DynamoDB runs with ``memmy_local.dynamodb``'s
 patches (memory that does not grow with transactions, queries that read one partition); scheduled
 functions run on a timer (``StackConfig.schedule_interval``) and on demand (``run_scheduled``, the control endpoint behind
-``memmy-kb dev reconcile``, ``memmy_local.control``). ``stop()`` undoes everything in reverse order, the
+``memmy-local reconcile``, ``memmy_local.control``). ``stop()`` undoes everything in reverse order, the
 process environment included.
 
 Each start is a clean slate unless ``data_dir`` is given: then the emulator's SQLite file and the dev
@@ -64,7 +64,7 @@ class StackConfig:
     issuer: str | None = None
     audience: str | None = None
     # Seconds between two runs of each scheduled function (the template's rates are minutes); 0: never,
-    # only on demand (run_scheduled, memmy-kb dev reconcile).
+    # only on demand (run_scheduled, memmy-local reconcile).
     schedule_interval: float = 60.0
     # The control endpoint (memmy_local.control) on `host`; 0 = any free port, recorded in the dev home.
     control_port: int = 0
@@ -170,7 +170,7 @@ class LocalStack:
         self.stop()
 
     def _start(self, undo: contextlib.ExitStack) -> None:
-        # Imported here so that `memmy-kb dev token` and the CLI's help do not pay for moto and boto3.
+        # Imported here so that `memmy-local token` and the CLI's help do not pay for moto and boto3.
         from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
         from . import tokens

@@ -2,7 +2,7 @@
 
 Tokens are RS256 JWTs signed with a key pair generated on first use and kept (mode 0600) at
 ``<home>/dev-signing-key.pem``. ``home`` is the stack's ``--data-dir`` when given, else ``$MEMMY_KB_HOME``,
-else ``~/.memmy-kb``, so ``memmy-kb dev token`` in another terminal signs with the key the running stack
+else ``~/.memmy-kb``, so ``memmy-local token`` in another terminal signs with the key the running stack
 checks. ``verify_token`` applies the checks of API Gateway's JWT authorizer.
 """
 
@@ -72,7 +72,7 @@ def _create_key_file(path: Path) -> None:
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     # Written whole under a temporary name, then linked into place: a concurrent starter (the stack
-    # and `dev token` at once) either wins the link or reads the winner's complete file.
+    # and `memmy-local token` at once) either wins the link or reads the winner's complete file.
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:

@@ -80,9 +80,9 @@ def test_given_a_shared_kb_when_its_owner_deletes_it_then_it_leaves_every_list_a
 
     assert cleanup_id == "cl_1"
     for user in ("alice", "bob", "carol"):
-        assert kbs_logic.list_knowledge_bases(stores.kbs, stores.profiles, user) == []
+        assert kbs_logic.list_knowledge_bases(stores.kbs, user) == []
     assert stores.kbs.query_kb_members("kb_1") == []
-    assert stores.kbs.count_owned("alice") == 0
+    assert stores.table.owned("alice") == 0
     head = outbox(stores)
     assert (head.target, head.kb_id, head.memos_kb_id, head.owner_id) == ("kb", "kb_1", shared.memos_kb_id, "alice")
     assert (head.state, head.attempts, head.next_attempt_at) == ("pending", 1, T0 + CLEANUP_GRACE)
@@ -151,7 +151,7 @@ def test_given_grants_older_than_metas_reader_set_when_deleting_then_the_member_
     deleter(stores, executions).delete_knowledge_base("alice", "kb_1")
 
     assert stores.kbs.get_grant("bob", "kb_1") is None
-    assert kbs_logic.list_knowledge_bases(stores.kbs, stores.profiles, "bob") == []
+    assert kbs_logic.list_knowledge_bases(stores.kbs, "bob") == []
 
 
 def test_given_the_state_machine_unreachable_when_deleting_then_still_accepted_and_the_outbox_item_waits(

@@ -383,7 +383,7 @@ def test_given_owned_and_shared_kbs_when_listing_then_owned_come_first_then_by_c
         profile_record("alice", display_name="Alice"),
     )
 
-    views = kbs_logic.list_knowledge_bases(stores.kbs, stores.profiles, "bob")
+    views = kbs_logic.list_knowledge_bases(stores.kbs, "bob")
 
     assert [(v.kb.kb_id, v.grant.role, v.grant.recall, v.owner_name) for v in views] == [
         ("kb_c", "owner", True, "bob"),
@@ -397,13 +397,13 @@ def test_given_a_grant_whose_kb_is_gone_when_listing_then_it_is_left_out(stores:
     kb = kb_record("kb_1")
     stores.table.seed(kb, reader_grant_for(kb, "bob"), grant_record("bob", "kb_gone"))
 
-    assert [v.kb.kb_id for v in kbs_logic.list_knowledge_bases(stores.kbs, stores.profiles, "bob")] == [
+    assert [v.kb.kb_id for v in kbs_logic.list_knowledge_bases(stores.kbs, "bob")] == [
         "kb_1"
     ]
 
 
 def test_given_a_new_user_when_listing_then_the_list_is_empty(shared: FakeStores) -> None:
-    assert kbs_logic.list_knowledge_bases(shared.kbs, shared.profiles, "carol") == []
+    assert kbs_logic.list_knowledge_bases(shared.kbs, "carol") == []
 
 
 def test_given_the_owner_holds_the_most_kbs_allowed_when_creating_then_409_before_memos_is_asked(
@@ -420,8 +420,8 @@ def test_given_the_owner_holds_the_most_kbs_allowed_when_creating_then_409_befor
         make()
     assert (refused.value.code, "at most 2" in refused.value.message) == ("kb_limit_reached", True)
     assert len(memos.knowledge_bases) == 2
-    assert stores.kbs.count_owned("alice") == 2
-    assert stores.kbs.count_owned("bob") == 0
+    assert stores.table.owned("alice") == 2
+    assert stores.table.owned("bob") == 0
 
 
 def test_given_a_concurrent_create_filled_the_cap_when_the_transaction_runs_then_409_and_the_memos_kb_goes(

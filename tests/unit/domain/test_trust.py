@@ -190,7 +190,7 @@ def test_masks_never_show_the_whole_identifier() -> None:
 
 def test_given_a_shared_kb_when_listed_then_the_owner_carries_a_masked_verified_contact(people: FakeStores) -> None:
     share(people, "kb_3", "bob", owner="carol")
-    views = knowledge_bases.list_knowledge_bases(people.kbs, people.profiles, "bob")
+    views = knowledge_bases.list_knowledge_bases(people.kbs, "bob")
     assert [(v.kb.kb_id, v.owner_name, v.owner_contact) for v in views] == [("kb_3", "Carol", "c***@example.com")]
 
 

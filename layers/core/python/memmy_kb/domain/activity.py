@@ -20,7 +20,6 @@ from memmy_kb.records import ActivityKind, ActivityRecord
 
 logger = Logger(child=True)
 
-DEFAULT_RETENTION_DAYS = 180
 MAX_PAGE = 100
 
 

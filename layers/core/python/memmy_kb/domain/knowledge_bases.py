@@ -281,10 +281,10 @@ def set_recall(
     return _view(kb, grant, profiles.get_profile(kb.owner_id))
 
 
-def list_knowledge_bases(
-    kbs: KnowledgeBaseStore, profiles: ProfileStore, user_id: str
-) -> list[KnowledgeBaseView]:
-    """The caller's owned and shared KBs, each with the caller's role and recall setting: owned first."""
+def list_knowledge_bases(kbs: KnowledgeBaseStore, user_id: str) -> list[KnowledgeBaseView]:
+    """The caller's owned and shared KBs, each with the caller's role and recall setting: owned first.
+
+    The owners' profiles come from the KB store's batched read, not from the profile store."""
     grants = kbs.query_grants(user_id)
     # The grant carries the owner's id, so META items and owners' profiles come in one batched read.
     records, owners = kbs.batch_get_kbs_and_profiles((g.kb_id for g in grants), (g.owner_id for g in grants))

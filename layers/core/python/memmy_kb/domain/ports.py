@@ -60,8 +60,6 @@ class KnowledgeBaseStore(GrantReader, Protocol):
         request: RequestRecord | None = None,
     ) -> None: ...
 
-    def count_owned(self, owner_id: str) -> int: ...
-
     def get_kb(self, kb_id: str) -> KnowledgeBaseRecord | None: ...
 
     def batch_get_kbs_and_profiles(
@@ -201,7 +199,7 @@ class CleanupStore(Protocol):
         owner_id: str,
         cleanup: CleanupRecord,
         *,
-        activity: ActivityRecord | None = None,
+        activity: ActivityRecord,
     ) -> None: ...
 
     def delete_folder_with_outbox(
@@ -210,7 +208,7 @@ class CleanupStore(Protocol):
         owner_id: str,
         cleanup: CleanupRecord,
         *,
-        activity: ActivityRecord | None = None,
+        activity: ActivityRecord,
     ) -> None: ...
 
     def delete_files_with_part(self, part: CleanupPart, files: list[FileRecord]) -> None: ...

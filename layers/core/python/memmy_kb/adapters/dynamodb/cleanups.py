@@ -135,9 +135,9 @@ class DynamoCleanupStore:
             raise ConditionFailed("kb", kb.kb_id) from err
 
     def delete_file_with_outbox(
-        self, file: FileRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord | None = None
+        self, file: FileRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord
     ) -> None:
-        """The FILE item gone and the outbox item written (and ``activity`` logged), while the KB is still
+        """The FILE item gone, the outbox item written and ``activity`` logged, while the KB is still
         ``owner_id``'s.
 
         Raises ItemMissing("file") when the file is already gone, ItemMissing("kb") when the KB is.
@@ -153,10 +153,10 @@ class DynamoCleanupStore:
         )
 
     def delete_folder_with_outbox(
-        self, folder: FolderRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord | None = None
+        self, folder: FolderRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord
     ) -> None:
-        """The folder item gone (so its subtree is unreachable) and the outbox item written (and
-        ``activity`` logged).
+        """The folder item gone (so its subtree is unreachable), the outbox item written and ``activity``
+        logged.
 
         Raises ItemMissing("folder") or ItemMissing("kb").
         """
@@ -173,7 +173,7 @@ class DynamoCleanupStore:
         kb_id: str,
         owner_id: str,
         cleanup: CleanupRecord,
-        activity: ActivityRecord | None,
+        activity: ActivityRecord,
         uncount: list[FileRecord] | None = None,
     ) -> None:
         """``delete`` with a check that the KB is still ``owner_id``'s (taking ``uncount``'s files off its
@@ -183,9 +183,8 @@ class DynamoCleanupStore:
             delete,
             _uncount(self._table, kb_id, uncount, owner_id) if uncount else self._table.owner_check(kb_id, owner_id),
             self._table.put_action(_cleanup_item(cleanup), "attribute_not_exists(PK)"),
+            activity_put(self._table, activity),
         ]
-        if activity is not None:
-            actions.append(activity_put(self._table, activity))
         try:
             self._table.transact(actions)
         except TransactionRefused as err:

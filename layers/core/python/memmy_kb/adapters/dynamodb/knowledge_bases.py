@@ -123,11 +123,6 @@ class DynamoKnowledgeBaseStore:
                 raise ConditionFailed("kb_count", str(max_owned)) from err
             raise AlreadyExists("kb", kb.kb_id) from err
 
-    def count_owned(self, owner_id: str) -> int:
-        """How many KBs ``owner_id`` owns, by the counter creates and deletes keep (0 before any)."""
-        item = self._table.get(limit_key(owned_counter(owner_id)))
-        return int(item.get("n", 0)) if item else 0
-
     def get_kb(self, kb_id: str) -> KnowledgeBaseRecord | None:
         item = self._table.get(kb_key(kb_id))
         return KnowledgeBaseRecord.model_validate(item) if item else None

@@ -1,2 +1,2 @@
-"""The MemOS adapter: the HTTP client (``client``), its error families (``errors``), the reply models
-(``models``) and where its API key comes from (``key``)."""
+"""The MemOS adapter: the HTTP client (``client``), which of the domain's engine errors a failure is
+(``errors``), the reply models (``models``) and where its API key comes from (``key``)."""

@@ -93,10 +93,8 @@ def handle_create_knowledge_base(
     summary="List the caller's owned and shared knowledge bases",
     responses=responses(HTTPStatus.OK, "Owned and shared knowledge bases", KnowledgeBaseList),
 )
-def handle_list_knowledge_bases(
-    caller: CallerId, kbs: KbStoreDep, profile_store: ProfileStoreDep
-) -> KnowledgeBaseList:
-    views = knowledge_bases.list_knowledge_bases(kbs, profile_store, caller)
+def handle_list_knowledge_bases(caller: CallerId, kbs: KbStoreDep) -> KnowledgeBaseList:
+    views = knowledge_bases.list_knowledge_bases(kbs, caller)
     return KnowledgeBaseList.from_views(views)
 
 
