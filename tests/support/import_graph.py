@@ -5,6 +5,11 @@ Layers, lowest first: ``base`` (errors, records, settings, observability, invoca
 ``functions`` handlers on top. A module may import its own layer and the layers below, never a layer
 above. The adapters implement the domain's ports, so of the domain they may import only its vocabulary
 (``DOMAIN_VOCABULARY``: the ports and the value and error types they speak), never its rules.
+The domain's rules must read and type-check with no AWS or HTTP library in sight: of what is not
+``memmy_kb``, a domain module may import only ``DOMAIN_THIRD_PARTY`` (the standard library, pydantic,
+phonenumbers, and Powertools' ``Logger`` for observability); ``foreign_imports`` finds the others (boto3,
+botocore, httpx...), in any form: ``import``, ``from ... import``, under ``TYPE_CHECKING``, in a function,
+or ``importlib.import_module`` / ``__import__`` of a literal name.
 ``python -m tests.support.import_graph`` prints the edges between layers and the forbidden ones, if any;
 tests/unit/test_layers.py fails when one appears.
 """
@@ -25,6 +30,10 @@ LAYERS = ("base", "domain", "adapters", "composition", "api", "functions")
 BASE_MODULES = frozenset({"errors", "records", "settings", "observability", "invocation_deadline"})
 # What the adapters may import of the domain: the ports they implement and the types those speak.
 DOMAIN_VOCABULARY = frozenset({"memmy_kb.domain.ports", "memmy_kb.domain.storage", "memmy_kb.domain.engine"})
+# What the domain may import besides memmy_kb and the standard library: top-level packages, and of
+# Powertools only the logger (``from aws_lambda_powertools import Logger``).
+DOMAIN_THIRD_PARTY = frozenset({"pydantic", "phonenumbers"})
+DOMAIN_POWERTOOLS = frozenset({"aws_lambda_powertools.Logger", "aws_lambda_powertools.logging"})
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,53 @@ def imports_of(source: str, module: str) -> Iterator[Edge]:
                 yield Edge(module, name, node.lineno)
 
 
+@dataclass(frozen=True)
+class ForeignImport:
+    source: str  # the importing module
+    target: str  # what it imports, dotted (``botocore.exceptions.ClientError``)
+    line: int
+
+
+def _imported_names(node: ast.AST) -> list[str]:
+    """The dotted names an import node (or a literal ``import_module``/``__import__`` call) imports."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom):
+        if node.level:  # relative: inside memmy_kb
+            return []
+        return [f"{node.module}.{alias.name}" for alias in node.names]
+    if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+            return [node.args[0].value]
+    return []
+
+
+def _allowed_in_domain(name: str) -> bool:
+    top = name.split(".")[0]
+    if top in ("memmy_kb", "__future__") or top in sys.stdlib_module_names or top in DOMAIN_THIRD_PARTY:
+        return True
+    return any(name == allowed or name.startswith(allowed + ".") for allowed in DOMAIN_POWERTOOLS)
+
+
+def foreign_imports(source: str, module: str) -> Iterator[ForeignImport]:
+    """Every import in ``source`` (any form, anywhere in it) a domain module may not make."""
+    for node in ast.walk(ast.parse(source)):
+        for name in _imported_names(node):
+            if not _allowed_in_domain(name):
+                yield ForeignImport(module, name, getattr(node, "lineno", 0))
+
+
+def domain_foreign_imports() -> list[ForeignImport]:
+    return [
+        found
+        for module, path in modules()
+        if layer_of(module) == "domain"
+        for found in foreign_imports(path.read_text(), module)
+    ]
+
+
 def _is_package(module: str) -> bool:
     return (CORE / module.replace(".", "/") / "__init__.py").is_file()
 
@@ -110,7 +166,11 @@ def main() -> int:
     print(f"forbidden imports (upward, or an adapter into the domain's rules): {len(forbidden)}")
     for edge in forbidden:
         print(f"  {edge.source}:{edge.line} imports {edge.target}")
-    return 1 if forbidden else 0
+    foreign = domain_foreign_imports()
+    print(f"libraries the domain may not import (AWS SDK, HTTP clients...): {len(foreign)}")
+    for item in foreign:
+        print(f"  {item.source}:{item.line} imports {item.target}")
+    return 1 if forbidden or foreign else 0
 
 
 if __name__ == "__main__":

@@ -104,3 +104,39 @@ def test_every_core_module_belongs_to_a_layer():
 def test_a_module_outside_the_layers_is_refused():
     with pytest.raises(ValueError, match="no layer"):
         import_graph.layer_of("memmy_kb.helpers")
+
+
+def test_the_domain_imports_no_aws_sdk_or_http_client():
+    # The adapters translate AWS and MemOS failures into the domain's errors; the rules never see boto3.
+    foreign = [f"{f.source}:{f.line} imports {f.target}" for f in import_graph.domain_foreign_imports()]
+    assert foreign == []
+
+
+@pytest.mark.parametrize(
+    ("code", "forbidden"),
+    [
+        ("from botocore.exceptions import BotoCoreError, ClientError", ["botocore.exceptions.BotoCoreError", "botocore.exceptions.ClientError"]),
+        ("import boto3", ["boto3"]),
+        ("import botocore.exceptions as aws", ["botocore.exceptions"]),
+        ("import httpx", ["httpx"]),
+        ("from boto3.dynamodb.types import TypeSerializer", ["boto3.dynamodb.types.TypeSerializer"]),
+        ("from mypy_boto3_s3 import S3Client", ["mypy_boto3_s3.S3Client"]),
+        ("from aws_lambda_powertools.utilities import parameters", ["aws_lambda_powertools.utilities.parameters"]),
+        ("from aws_lambda_powertools import Tracer", ["aws_lambda_powertools.Tracer"]),
+        (
+            "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from botocore.client import BaseClient\n",
+            ["botocore.client.BaseClient"],
+        ),
+        ("def f():\n    import boto3\n", ["boto3"]),
+        ("import importlib\n\nboto3 = importlib.import_module('boto3')\n", ["boto3"]),
+        ("botocore = __import__('botocore.exceptions')\n", ["botocore.exceptions"]),
+        ("from aws_lambda_powertools import Logger", []),
+        ("import re\nfrom collections.abc import Iterator\nfrom xml.parsers import expat", []),
+        ("from pydantic import BaseModel\nimport phonenumbers", []),
+        ("from memmy_kb.domain.storage import StoreUnavailable", []),
+    ],
+)
+def test_a_domain_import_of_an_sdk_or_http_client_is_found_in_any_form(code, forbidden):
+    found = [f.target for f in import_graph.foreign_imports(code, "memmy_kb.domain.cleanup")]
+    assert found == forbidden
+

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from botocore.exceptions import ClientError, EndpointConnectionError
 
 from memmy_kb.domain.cleanup import (
     ROUND_RESERVE_SECONDS,
@@ -16,6 +15,7 @@ from memmy_kb.domain.cleanup import (
     CleanupRetryable,
 )
 from memmy_kb.domain.deletion import Deleter
+from memmy_kb.domain.storage import StoreUnavailable
 from memmy_kb.records import CleanupPart, CleanupRecord
 from tests.support.factories import (
     T0,
@@ -195,8 +195,8 @@ def test_given_a_cleanup_twice_when_rounds_repeat_then_the_second_only_repeats_w
 # -- failures: what the state machine retries and what it fails --------------------------------------
 
 
-def client_error(code: str) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": code}}, "DeleteObjects")
+class AccessDenied(Exception):
+    """Stands for what an adapter lets through untranslated: a bug or a misconfiguration."""
 
 
 @pytest.mark.parametrize(
@@ -204,11 +204,10 @@ def client_error(code: str) -> ClientError:
     [
         ("memos-unavailable", CleanupRetryable),
         ("memos-rate-limited", CleanupRetryable),
-        ("s3-throttled", CleanupRetryable),
-        ("s3-5xx", CleanupRetryable),
-        ("aws-unreachable", CleanupRetryable),
+        ("s3-unavailable", CleanupRetryable),
+        ("table-unavailable", CleanupRetryable),
         ("memos-auth", CleanupFailed),
-        ("s3-access-denied", ClientError),
+        ("s3-access-denied", AccessDenied),
     ],
 )
 def test_given_a_failure_when_a_round_runs_then_transient_ones_are_retryable_and_the_rest_fail_the_execution(
@@ -216,17 +215,27 @@ def test_given_a_failure_when_a_round_runs_then_transient_ones_are_retryable_and
     memos: FakeKnowledgeEngine,
     objects: FakeUploadObjects,
     deleted_kb: CleanupRecord,
+    monkeypatch: pytest.MonkeyPatch,
     fail: str,
     expected: type[Exception],
 ) -> None:
+    def table_unavailable_once() -> None:
+        delete_kb_items = stores.cleanups.delete_kb_items
+
+        def unavailable(*args: object, **kwargs: object) -> bool:
+            monkeypatch.setattr(stores.cleanups, "delete_kb_items", delete_kb_items)
+            raise StoreUnavailable("table", "ProvisionedThroughputExceededException")
+
+        monkeypatch.setattr(stores.cleanups, "delete_kb_items", unavailable)
+
     failures = {
         "memos-unavailable": lambda: memos.fail("delete_knowledgebase_files", memos_error(code=50004), times=1),
         "memos-rate-limited": lambda: memos.fail("iter_knowledgebase_files", memos_error(code=40309), times=1),
         "memos-auth": lambda: memos.fail("delete_knowledgebase", memos_error(code=40100), times=1),
-        "s3-throttled": lambda: objects.fail("delete_prefix", client_error("SlowDown")),
-        "s3-5xx": lambda: objects.fail("delete_prefix", client_error("503")),
-        "aws-unreachable": lambda: objects.fail("delete_prefix", EndpointConnectionError(endpoint_url="s3")),
-        "s3-access-denied": lambda: objects.fail("delete_prefix", client_error("AccessDenied")),
+        # What the S3 adapter makes of SlowDown, a 503 or a timeout (tests/unit/test_aws_errors.py).
+        "s3-unavailable": lambda: objects.fail("delete_prefix", StoreUnavailable("bucket", "SlowDown")),
+        "table-unavailable": table_unavailable_once,
+        "s3-access-denied": lambda: objects.fail("delete_prefix", AccessDenied("s3:DeleteObject")),
     }
     failures[fail]()
 
@@ -237,3 +246,17 @@ def test_given_a_failure_when_a_round_runs_then_transient_ones_are_retryable_and
     assert cleaner(stores, memos, objects).run(deleted_kb.cleanup_id) is True
     assert sorted(objects.objects) == ["uploads/kb_10/up_1"]
     assert deleted_kb.memos_kb_id not in memos.knowledge_bases
+    assert stores.contents.query_kb_items("kb_1") == ([], [], [])
+
+
+def test_given_the_store_unavailable_mid_round_when_it_runs_then_the_retryable_error_names_it(
+    stores: FakeStores, memos: FakeKnowledgeEngine, objects: FakeUploadObjects, deleted_kb: CleanupRecord
+) -> None:
+    # Given S3 answering a timeout after the MemOS files are gone
+    objects.fail("delete_prefix", StoreUnavailable("bucket", "ReadTimeoutError"))
+
+    # When a round runs, then the state machine's Retry sees CleanupRetryable, caused by the store's error
+    with pytest.raises(CleanupRetryable, match="bucket unavailable: ReadTimeoutError") as raised:
+        cleaner(stores, memos, objects).run(deleted_kb.cleanup_id)
+    assert isinstance(raised.value.__cause__, StoreUnavailable)
+    assert len(memos.deleted_files) == 45  # the work before the failure stays done

@@ -4,6 +4,8 @@ The key layout, ``ObjectInfo``, ``PresignedPost`` and ``ObjectChanged`` are the 
 (``memmy_kb.domain.storage``); this module speaks S3 for them. Every read of an object is pinned to the
 ETag its ``head`` (or ``read_start``) returned (``IfMatch``), so a client that replaces the object while
 it is being verified makes the read fail (``ObjectChanged``) instead of mixing two versions. Reads are ranged or streamed: nothing here holds a whole large object in memory.
+Throttling, a 5xx or a timeout, in a call or while a body streams, is raised as ``StoreUnavailable``
+(``memmy_kb.adapters.aws_errors``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
+from memmy_kb.adapters.aws_errors import TranslatedClient, translated
 from memmy_kb.domain.storage import ObjectChanged, ObjectInfo, PresignedPost
 
 STREAM_CHUNK_BYTES: Final = 1024 * 1024
@@ -28,7 +31,7 @@ class UploadStorage:
 
     def __init__(self, bucket: str, client: Any) -> None:
         self.bucket = bucket
-        self._client = client
+        self._client = TranslatedClient(client, "bucket")
 
     def presign_post(self, key: str, *, size_bytes: int, content_type: str, expires_in: int) -> PresignedPost:
         """A browser-style POST that can store exactly ``size_bytes`` bytes of ``content_type`` at ``key``.
@@ -95,7 +98,8 @@ class UploadStorage:
         """The object's bytes in chunks of at most ``chunk_size``, streamed from one GET."""
         body = self._get(info)["Body"]
         try:
-            yield from body.iter_chunks(chunk_size)
+            with translated("bucket"):
+                yield from body.iter_chunks(chunk_size)
         finally:
             body.close()
 
@@ -141,7 +145,8 @@ class UploadStorage:
 def _read_all(body: Any) -> bytes:
     """A GET's whole (ranged) body, its connection released."""
     try:
-        data: bytes = body.read()
+        with translated("bucket"):
+            data: bytes = body.read()
         return data
     finally:
         body.close()

@@ -3,7 +3,7 @@
 An execution's name is unique per state machine for 90 days, and starting one again with the same name
 and input while it runs returns the running one: the name is what makes a repeated start harmless. The
 input names the outbox item by its key, which the state machine's DynamoDB tasks delete on success or
-mark failed.
+mark failed. Throttling, a 5xx or a timeout is raised as ``StoreUnavailable`` (``memmy_kb.adapters.aws_errors``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from memmy_kb.adapters.aws_errors import TranslatedClient
 from memmy_kb.adapters.dynamodb.table import cleanup_key, dump
 
 
@@ -21,7 +22,7 @@ class CleanupStateMachine:
 
     def __init__(self, state_machine_arn: str, client: Any) -> None:
         self.arn = state_machine_arn
-        self._client = client
+        self._client = TranslatedClient(client, "state machine")
 
     def start(self, cleanup_id: str, execution_name: str) -> None:
         """Start (or find running) the execution ``execution_name`` for ``cleanup_id``.

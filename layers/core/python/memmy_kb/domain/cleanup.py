@@ -12,9 +12,10 @@ work. MemOS answering "not found" or "not linked" counts as done (the client say
 * **Folder**: the subtree is swept again (``memmy_kb.domain.deletion.sweep_folder``), then as for files.
 * **Files**: the MemOS files named by the outbox item and its parts, and their uploads' objects.
 
-Transient failures (MemOS unavailable or rate limited, AWS throttling) raise ``CleanupRetryable``, the
-error the state machine's Retry names; anything else fails the execution at once, and its Catch marks the
-outbox item failed for the reconciler.
+Transient failures (MemOS unavailable or rate limited; the table or the bucket throttled, failing or
+unreachable, which the adapters report as ``StoreUnavailable``) raise ``CleanupRetryable``, the error the
+state machine's Retry names; anything else fails the execution at once, and its Catch marks the outbox
+item failed for the reconciler.
 
 The state machine's task state that calls ``Cleaner.run`` is ``CleanUp``, one round of this module each.
 """
@@ -27,12 +28,17 @@ from datetime import datetime
 from typing import Final
 
 from aws_lambda_powertools import Logger
-from botocore.exceptions import BotoCoreError, ClientError
 
 from memmy_kb.domain.deletion import sweep_folder
 from memmy_kb.domain.engine import MemosError, MemosNotFound, MemosRateLimited, MemosUnavailable
 from memmy_kb.domain.ports import CleanupStore, ContentStore, KnowledgeEngine, UploadObjects
-from memmy_kb.domain.storage import UPLOAD_PREFIX, VERIFIED_PREFIX, upload_object_key, verified_object_key
+from memmy_kb.domain.storage import (
+    UPLOAD_PREFIX,
+    VERIFIED_PREFIX,
+    StoreUnavailable,
+    upload_object_key,
+    verified_object_key,
+)
 from memmy_kb.records import CleanupPart, CleanupRecord, utc_now
 
 logger = Logger(child=True)
@@ -41,9 +47,6 @@ MEMOS_DELETE_BATCH: Final = 20  # MemOS takes at most 20 file ids per request
 TABLE_DELETE_BATCH: Final = 500
 # A round stops starting new steps when less than this is left of the invocation.
 ROUND_RESERVE_SECONDS: Final = 5.0
-_THROTTLING = frozenset(
-    {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded", "SlowDown"}
-)
 
 
 class CleanupRetryable(Exception):
@@ -75,13 +78,8 @@ class Cleaner:
             raise CleanupRetryable(f"MemOS unavailable: {type(err).__name__} (code {err.code})") from err
         except MemosError as err:
             raise CleanupFailed(f"MemOS refused the cleanup: {type(err).__name__} (code {err.code})") from err
-        except ClientError as err:
-            code = str(err.response.get("Error", {}).get("Code", ""))
-            if code in _THROTTLING or code.startswith("5"):
-                raise CleanupRetryable(f"AWS throttled or failed: {code}") from err
-            raise
-        except BotoCoreError as err:
-            raise CleanupRetryable(f"AWS unreachable: {type(err).__name__}") from err
+        except StoreUnavailable as err:
+            raise CleanupRetryable(str(err)) from err
 
     def _round(self, cleanup_id: str) -> bool:
         head, parts = self.cleanups.get_cleanup(cleanup_id)

@@ -5,6 +5,12 @@ terms, never as an HTTP answer; the domain translates them into refusals (``memm
 the item concerned in ``item``, so the domain can tell "the grant already exists" from "the KB is gone"
 without knowing how a transaction was assembled.
 
+``StoreUnavailable`` is the other kind of failure: the table, the bucket, the state machine or the queue
+did not answer (throttled, a 5xx, a connection or read timeout), which says nothing about the data (so it
+is no ``StoreError``: no item stopped anything, and no refusal may be made of it). The
+adapters translate those at their boundary; the same call may succeed if tried again later. Anything else
+an adapter lets through (access denied, a malformed request) is a bug or a misconfiguration.
+
 The upload bucket's object keys never contain a user's filename: ``uploads/<kb>/<upload>`` is where a
 client's presigned POST puts the bytes (the bucket notifies the ingest queue for this prefix only),
 ``verified/<kb>/<upload>`` is the server-side copy of the exact bytes the ingest verified, which MemOS
@@ -55,6 +61,17 @@ class RequestSeen(StoreError):
     def __init__(self, record: RequestRecord) -> None:
         super().__init__("request", record.key_hash)
         self.record = record
+
+
+class StoreUnavailable(Exception):
+    """A storage service did not answer just now (throttled, failing, unreachable): nothing is known to have
+    happened or not, and trying again later may succeed. ``service`` names which one ("table", "bucket",
+    "state machine", "queue"), ``reason`` the AWS error code or the connection failure."""
+
+    def __init__(self, service: str, reason: str) -> None:
+        super().__init__(f"{service} unavailable: {reason}")
+        self.service = service
+        self.reason = reason
 
 
 # -- the upload bucket -------------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 The table's layout is in docs/architecture.md ("Data"). Reads that decide access are strongly consistent
 (GSIs are never used to authorize). Writes that must not half-happen are transactions with conditions,
 not read-then-write, and they all go through ``DynamoTable.transact``, which retries what says nothing
-about the data (contention, throttling) and reports only failed conditions as an answer.
+about the data (contention, throttling) and reports only failed conditions as an answer. Every call through
+``DynamoTable.client`` raises the domain's ``StoreUnavailable`` for throttling, a 5xx or a timeout
+(``memmy_kb.adapters.aws_errors``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
+from memmy_kb.adapters.aws_errors import TranslatedClient, translated
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.records import KbCapacity, RequestRecord
 
@@ -184,32 +187,36 @@ class DynamoTable:
 
     def __init__(self, table_name: str, client: Any) -> None:
         self.name = table_name
-        self.client = client
+        # The stores call ``client`` directly: wrapped, every call translates transient failures.
+        self.client = client if isinstance(client, TranslatedClient) else TranslatedClient(client, "table")
 
     def transact(self, actions: list[Action]) -> None:
         """Run one write transaction; raise TransactionRefused if a condition failed.
 
         Transient cancellations (a concurrent transaction on one of the items, throttling) are retried
         with jitter under one ClientRequestToken, so a retry of a transaction that did commit is a no-op.
-        Anything else, or contention that outlasts the retries, is raised as is.
+        Throttling that outlasts the retries, a 5xx or a timeout is raised as ``StoreUnavailable``; anything
+        else, or contention that outlasts the retries, is raised as is.
         """
         token = uuid.uuid4().hex
-        for attempt in range(_TRANSACT_ATTEMPTS):
-            try:
-                self.client.transact_write_items(TransactItems=actions, ClientRequestToken=token)
-                return
-            except ClientError as err:
-                reasons = _cancellation_codes(err)
-                failed = [i for i, code in enumerate(reasons) if code == "ConditionalCheckFailed"]
-                if failed:
-                    raise TransactionRefused(failed, _cancelled_items(err)) from err
-                transient = err.response.get("Error", {}).get("Code") in _TRANSIENT_ERRORS or (
-                    bool(reasons)
-                    and all(code in _TRANSIENT_REASONS or code in ("None", "") for code in reasons)
-                )
-                if not transient or attempt == _TRANSACT_ATTEMPTS - 1:
-                    raise
-                time.sleep(random.uniform(0, 0.05 * 2**attempt))  # noqa: S311 - jitter, not security
+        # The raw client: the retries below read the codes the wrapper would translate first.
+        with translated("table"):
+            for attempt in range(_TRANSACT_ATTEMPTS):
+                try:
+                    self.client.wrapped.transact_write_items(TransactItems=actions, ClientRequestToken=token)
+                    return
+                except ClientError as err:
+                    reasons = _cancellation_codes(err)
+                    failed = [i for i, code in enumerate(reasons) if code == "ConditionalCheckFailed"]
+                    if failed:
+                        raise TransactionRefused(failed, _cancelled_items(err)) from err
+                    transient = err.response.get("Error", {}).get("Code") in _TRANSIENT_ERRORS or (
+                        bool(reasons)
+                        and all(code in _TRANSIENT_REASONS or code in ("None", "") for code in reasons)
+                    )
+                    if not transient or attempt == _TRANSACT_ATTEMPTS - 1:
+                        raise
+                    time.sleep(random.uniform(0, 0.05 * 2**attempt))  # noqa: S311 - jitter, not security
 
     def update(
         self,
