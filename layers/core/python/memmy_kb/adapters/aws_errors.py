@@ -99,7 +99,8 @@ class TranslatedClient:
     """A low-level boto3 client whose calls raise ``StoreUnavailable`` for transient failures.
 
     Attributes that are not calls (``meta``, ``exceptions``) are the client's own, so a Stubber attached
-    to the wrapped client (or to this one) sees every call.
+    to the wrapped client (or to this one) sees every call. A paginator's pages are fetched by the wrapped
+    client, untranslated: the adapters page by hand.
     """
 
     def __init__(self, client: Any, service: str) -> None:
