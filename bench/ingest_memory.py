@@ -186,6 +186,8 @@ def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int
                 owner_id="alice",
                 granted_at=now,
             ),
+            max_owned=1,
+            request=None,
         )
         # A cap no file size here reaches: the ingest holds it as in production, without refusing.
         config = IngestConfig(
@@ -211,7 +213,8 @@ def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int
                     content_type="text/plain",
                     created_at=now,
                     expires_at=int(now.timestamp()) + 86400,
-                )
+                ),
+                capacity=config.capacity,
             )
             with tempfile.TemporaryDirectory():
                 s3.upload_fileobj(io.BufferedReader(RepeatedLines(size), 1 * MB), refs["UploadBucket"], key)

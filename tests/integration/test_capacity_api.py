@@ -8,6 +8,7 @@ from http import HTTPStatus
 
 from memmy_kb import composition
 from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
+from tests.support.factories import UNCAPPED
 from tests.support.uploads import create_kb, drain_ingest, get_upload, post_file, request_upload, upload
 
 
@@ -136,7 +137,7 @@ def test_uploads_issued_together_past_the_cap_are_refused_at_ingest_and_taken_ba
 
     def hold_racing_past_the_check(self, *args, **kwargs):
         # the hold's check saw room (the first file not yet recorded); the record transaction decides
-        return real_hold(self, *args, **{**kwargs, "capacity": None})
+        return real_hold(self, *args, **{**kwargs, "capacity": UNCAPPED})
 
     monkeypatch.setattr(DynamoContentStore, "update_upload_submitting", hold_racing_past_the_check)
 

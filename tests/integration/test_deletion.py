@@ -28,6 +28,7 @@ from memmy_kb.domain.reconcile import Reconciler
 from memmy_kb.records import CleanupRecord, utc_now
 from tests.support import seed
 from tests.support.events import claims_for
+from tests.support.factories import UNCAPPED
 from tests.support.iam import record_aws_calls
 from tests.support.polling import wait_until
 from tests.support.uploads import (
@@ -296,7 +297,7 @@ def test_an_upload_whose_add_never_reached_memos_is_handed_to_the_ingest_again(s
     upload_id = upload(service, kb_id, "a.md", b"# hello")
     drop_queued_events(service)  # the event was consumed...
     service.stores.contents.update_upload_submitting(  # ...by an ingest that died before MemOS answered
-        kb_id, upload_id, attempt_id="dead", now=utc_now(), keep_until=2_000_000_000
+        kb_id, upload_id, attempt_id="dead", now=utc_now(), keep_until=2_000_000_000, owner_id="alice", size=0, capacity=UNCAPPED
     )
 
     report = reconciler(service).run()

@@ -25,6 +25,7 @@ from memmy_kb.domain.verification import NOT_UTF8, REASONS, XML_DOCTYPE
 from memmy_kb.records import FolderRecord, utc_now
 from memmy_local.runners import sqs_event
 from tests.support.docgen import make_doc, make_docx, make_docx_with_document, make_md, make_pdf
+from tests.support.factories import UNCAPPED
 from tests.support.iam import record_aws_calls
 from tests.support.polling import wait_until
 from tests.support.uploads import (
@@ -416,9 +417,9 @@ def test_of_two_concurrent_deliveries_only_one_may_submit(service):
     repo = repository(service)
     now = get_upload(service, kb_id, upload_id).created_at
 
-    repo.update_upload_submitting(kb_id, upload_id, attempt_id="one", now=now, keep_until=1, owner_id="alice")
+    repo.update_upload_submitting(kb_id, upload_id, attempt_id="one", now=now, keep_until=1, owner_id="alice", size=0, capacity=UNCAPPED)
     with pytest.raises(ConditionFailed):
-        repo.update_upload_submitting(kb_id, upload_id, attempt_id="two", now=now, keep_until=1, owner_id="alice")
+        repo.update_upload_submitting(kb_id, upload_id, attempt_id="two", now=now, keep_until=1, owner_id="alice", size=0, capacity=UNCAPPED)
 
     assert get_upload(service, kb_id, upload_id).attempt_id == "one"
     with pytest.raises(ConditionFailed):

@@ -87,6 +87,9 @@ from memmy_kb.records import (
 from tests.support.aws import Stores
 from tests.support.factories import (
     T0,
+    UNCAPPED,
+    UNCAPPED_COUNT,
+    activity_for,
     at,
     file_record,
     folder_record,
@@ -95,6 +98,7 @@ from tests.support.factories import (
     owner_grant_for,
     profile_record,
     reader_grant_for,
+    uncapped_daily,
     upload_record,
 )
 from tests.support.fakes import (
@@ -233,7 +237,7 @@ def refused(error: type[StoreError], action: Callable[[], object]) -> str:
 def kb(backend: Backend) -> KnowledgeBaseRecord:
     """kb_1, alice's, created through the store (META and the owner grant)."""
     record = kb_record("kb_1", owner_id="alice")
-    backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record))
+    backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record), max_owned=UNCAPPED_COUNT, request=None)
     return record
 
 
@@ -252,7 +256,7 @@ def test_given_a_new_kb_when_put_with_its_owner_grant_then_both_read_back_as_wri
     record = kb_record("kb_1", owner_name="Alice", member_count=0)
     grant = owner_grant_for(record)
 
-    backend.kbs.put_kb_with_owner_grant(record, grant)
+    backend.kbs.put_kb_with_owner_grant(record, grant, max_owned=UNCAPPED_COUNT, request=None)
 
     assert backend.kbs.get_kb("kb_1") == record
     assert backend.kbs.get_grant("alice", "kb_1") == grant
@@ -265,7 +269,7 @@ def test_given_an_existing_kb_id_when_put_again_then_already_exists_kb_and_nothi
     clash = kb_record("kb_1", owner_id="dave", name="other")
 
     assert (
-        refused(AlreadyExists, lambda: backend.kbs.put_kb_with_owner_grant(clash, owner_grant_for(clash)))
+        refused(AlreadyExists, lambda: backend.kbs.put_kb_with_owner_grant(clash, owner_grant_for(clash), max_owned=UNCAPPED_COUNT, request=None))
         == "kb"
     )
     assert stored_kb(backend) == kb
@@ -279,7 +283,7 @@ def test_given_only_the_owner_grant_exists_when_put_then_already_exists_kb_and_n
     backend.seed(owner_grant_for(record))
 
     assert (
-        refused(AlreadyExists, lambda: backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record)))
+        refused(AlreadyExists, lambda: backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record), max_owned=UNCAPPED_COUNT, request=None))
         == "kb"
     )
     assert backend.kbs.get_kb("kb_1") is None
@@ -360,7 +364,7 @@ def test_given_room_when_a_reader_grant_is_put_then_it_is_stored_and_counted(
 ) -> None:
     grant = reader_grant_for(kb, "bob", granted_at=at(3))
 
-    backend.kbs.put_reader_grant(grant, max_readers=2)
+    backend.kbs.put_reader_grant(grant, max_readers=2, daily=uncapped_daily(), activity=activity_for("shared", grant.kb_id, grant.user_id))
 
     assert backend.kbs.get_grant("bob", "kb_1") == grant
     assert stored_kb(backend).member_count == 1
@@ -370,10 +374,10 @@ def test_given_room_when_a_reader_grant_is_put_then_it_is_stored_and_counted(
 def test_given_the_grant_exists_when_put_again_then_already_exists_grant_and_the_count_stays(
     backend: Backend, kb: KnowledgeBaseRecord
 ) -> None:
-    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5)
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, daily=uncapped_daily(), activity=activity_for("shared", kb.kb_id, "bob"))
 
     again = reader_grant_for(kb, "bob", recall=False)
-    assert refused(AlreadyExists, lambda: backend.kbs.put_reader_grant(again, max_readers=5)) == "grant"
+    assert refused(AlreadyExists, lambda: backend.kbs.put_reader_grant(again, max_readers=5, daily=uncapped_daily(), activity=activity_for("shared", again.kb_id, again.user_id))) == "grant"
     assert stored_kb(backend).member_count == 1
     assert backend.kbs.get_grant("bob", "kb_1").recall is True  # type: ignore[union-attr]
 
@@ -382,7 +386,7 @@ def test_given_the_owners_own_grant_when_a_reader_grant_is_put_for_them_then_alr
     backend: Backend, kb: KnowledgeBaseRecord
 ) -> None:
     assert refused(
-        AlreadyExists, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "alice"), max_readers=5)
+        AlreadyExists, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "alice"), max_readers=5, daily=uncapped_daily(), activity=activity_for("shared", kb.kb_id, "alice"))
     ) == ("grant")
     assert backend.kbs.get_grant("alice", "kb_1").role == "owner"  # type: ignore[union-attr]
 
@@ -390,10 +394,10 @@ def test_given_the_owners_own_grant_when_a_reader_grant_is_put_for_them_then_alr
 def test_given_a_full_kb_when_a_reader_grant_is_put_then_condition_failed_member_count(
     backend: Backend, kb: KnowledgeBaseRecord
 ) -> None:
-    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=1)
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=1, daily=uncapped_daily(), activity=activity_for("shared", kb.kb_id, "bob"))
 
     assert refused(
-        ConditionFailed, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=1)
+        ConditionFailed, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=1, daily=uncapped_daily(), activity=activity_for("shared", kb.kb_id, "carol"))
     ) == ("member_count")
     assert backend.kbs.get_grant("carol", "kb_1") is None
     assert stored_kb(backend).member_count == 1
@@ -402,17 +406,17 @@ def test_given_a_full_kb_when_a_reader_grant_is_put_then_condition_failed_member
 def test_given_a_full_kb_and_an_existing_grant_when_put_then_the_existing_grant_is_reported(
     backend: Backend, kb: KnowledgeBaseRecord
 ) -> None:
-    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=1)
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=1, daily=uncapped_daily(), activity=activity_for("shared", kb.kb_id, "bob"))
 
     assert refused(
-        AlreadyExists, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=1)
+        AlreadyExists, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=1, daily=uncapped_daily(), activity=activity_for("shared", kb.kb_id, "bob"))
     ) == ("grant")
 
 
 def test_given_no_meta_when_a_reader_grant_is_put_then_item_missing_kb_and_no_grant(backend: Backend) -> None:
     grant = reader_grant_for(kb_record("kb_gone"), "bob")
 
-    assert refused(ItemMissing, lambda: backend.kbs.put_reader_grant(grant, max_readers=5)) == "kb"
+    assert refused(ItemMissing, lambda: backend.kbs.put_reader_grant(grant, max_readers=5, daily=uncapped_daily(), activity=activity_for("shared", grant.kb_id, grant.user_id))) == "kb"
     assert backend.kbs.get_grant("bob", "kb_gone") is None
     assert backend.kbs.get_kb("kb_gone") is None
 
@@ -423,7 +427,7 @@ def test_given_the_kb_changed_hands_when_a_reader_grant_is_put_then_item_missing
     backend.seed(kb.model_copy(update={"owner_id": "dave"}))
 
     assert (
-        refused(ItemMissing, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5))
+        refused(ItemMissing, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, daily=uncapped_daily(), activity=activity_for("shared", kb.kb_id, "bob")))
         == "kb"
     )
     assert (backend.kbs.get_grant("bob", "kb_1"), stored_kb(backend).member_count) == (None, 0)
@@ -432,10 +436,10 @@ def test_given_the_kb_changed_hands_when_a_reader_grant_is_put_then_item_missing
 def test_given_a_reader_when_their_grant_is_deleted_then_it_is_gone_and_uncounted(
     backend: Backend, kb: KnowledgeBaseRecord
 ) -> None:
-    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5)
-    backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5)
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, daily=uncapped_daily(), activity=activity_for("shared", kb.kb_id, "bob"))
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5, daily=uncapped_daily(), activity=activity_for("shared", kb.kb_id, "carol"))
 
-    backend.kbs.delete_reader_grant("kb_1", "bob")
+    backend.kbs.delete_reader_grant("kb_1", "bob", activity=activity_for("revoked", "kb_1", "bob"))
 
     assert backend.kbs.get_grant("bob", "kb_1") is None
     assert stored_kb(backend).member_count == 1
@@ -448,7 +452,7 @@ def test_given_a_reader_when_their_grant_is_deleted_then_it_is_gone_and_uncounte
 def test_given_no_reader_grant_when_deleting_one_then_item_missing_grant_and_nothing_changes(
     backend: Backend, kb: KnowledgeBaseRecord, user: str
 ) -> None:
-    assert refused(ItemMissing, lambda: backend.kbs.delete_reader_grant("kb_1", user)) == "grant"
+    assert refused(ItemMissing, lambda: backend.kbs.delete_reader_grant("kb_1", user, activity=activity_for("revoked", "kb_1", user))) == "grant"
     assert backend.kbs.get_grant("alice", "kb_1") == owner_grant_for(kb)
     assert stored_kb(backend).member_count == 0
 
@@ -458,7 +462,7 @@ def test_given_a_reader_grant_whose_meta_is_gone_when_deleted_then_the_grant_goe
 ) -> None:
     backend.seed(reader_grant_for(kb_record("kb_gone"), "bob"))
 
-    backend.kbs.delete_reader_grant("kb_gone", "bob")
+    backend.kbs.delete_reader_grant("kb_gone", "bob", activity=activity_for("revoked", "kb_gone", "bob"))
 
     assert backend.kbs.get_grant("bob", "kb_gone") is None
     assert backend.kbs.get_kb("kb_gone") is None
@@ -672,7 +676,7 @@ def test_given_the_owner_when_an_upload_is_put_then_it_reads_back_pending(
 ) -> None:
     upload = upload_record("up_1", folder_id="fo_docs", created_at=T0, expires_at=1_900_000_000)
 
-    backend.contents.put_upload(upload)
+    backend.contents.put_upload(upload, capacity=UNCAPPED)
 
     assert backend.contents.get_upload("kb_1", "up_1") == upload
 
@@ -685,7 +689,7 @@ def test_given_no_kb_or_another_owner_when_an_upload_is_put_then_item_missing_kb
 ) -> None:
     upload = upload_record("up_1", kb_id=kb_id, owner_id=owner)
 
-    assert refused(ItemMissing, lambda: backend.contents.put_upload(upload)) == "kb"
+    assert refused(ItemMissing, lambda: backend.contents.put_upload(upload, capacity=UNCAPPED)) == "kb"
     assert backend.contents.get_upload(kb_id, "up_1") is None
 
 
@@ -693,10 +697,10 @@ def test_given_an_upload_id_in_use_when_put_again_then_item_missing_kb_and_the_f
     backend: Backend, kb: KnowledgeBaseRecord
 ) -> None:
     first = upload_record("up_1", filename="first.md", created_at=T0)
-    backend.contents.put_upload(first)
+    backend.contents.put_upload(first, capacity=UNCAPPED)
 
     assert (
-        refused(ItemMissing, lambda: backend.contents.put_upload(upload_record("up_1", filename="second.md")))
+        refused(ItemMissing, lambda: backend.contents.put_upload(upload_record("up_1", filename="second.md"), capacity=UNCAPPED))
         == "kb"
     )
     assert backend.contents.get_upload("kb_1", "up_1") == first
@@ -705,12 +709,12 @@ def test_given_an_upload_id_in_use_when_put_again_then_item_missing_kb_and_the_f
 @pytest.fixture
 def pending(backend: Backend, kb: KnowledgeBaseRecord) -> UploadRecord:
     upload = upload_record("up_1", created_at=T0, expires_at=1_900_000_000)
-    backend.contents.put_upload(upload)
+    backend.contents.put_upload(upload, capacity=UNCAPPED)
     return upload
 
 
 def submit(backend: Backend, attempt_id: str = "att-1", keep_until: int = 1_900_100_000) -> UploadRecord:
-    backend.contents.update_upload_submitting("kb_1", "up_1", attempt_id=attempt_id, now=at(30), keep_until=keep_until)
+    backend.contents.update_upload_submitting("kb_1", "up_1", attempt_id=attempt_id, now=at(30), keep_until=keep_until, owner_id="alice", size=0, capacity=UNCAPPED)
     held = backend.contents.get_upload("kb_1", "up_1")
     assert held is not None
     return held
@@ -782,7 +786,7 @@ def test_given_another_holder_or_none_when_released_then_condition_failed_upload
 def test_given_a_pending_upload_when_rejected_without_attempt_then_rejected_with_reason(
     backend: Backend, pending: UploadRecord
 ) -> None:
-    backend.contents.update_upload_rejected("kb_1", "up_1", reason="Not a PDF.", expires_at=1_900_300_000)
+    backend.contents.update_upload_rejected("kb_1", "up_1", reason="Not a PDF.", expires_at=1_900_300_000, attempt_id=None)
 
     assert backend.contents.get_upload("kb_1", "up_1") == pending.model_copy(
         update={"state": "rejected", "reason": "Not a PDF.", "expires_at": 1_900_300_000}
@@ -830,12 +834,12 @@ def test_given_the_wrong_state_or_holder_when_rejecting_then_condition_failed_up
 def test_given_a_rejected_or_missing_upload_when_rejecting_again_then_condition_failed_upload(
     backend: Backend, pending: UploadRecord
 ) -> None:
-    backend.contents.update_upload_rejected("kb_1", "up_1", reason="first", expires_at=1)
+    backend.contents.update_upload_rejected("kb_1", "up_1", reason="first", expires_at=1, attempt_id=None)
 
     assert (
         refused(
             ConditionFailed,
-            lambda: backend.contents.update_upload_rejected("kb_1", "up_1", reason="second", expires_at=2),
+            lambda: backend.contents.update_upload_rejected("kb_1", "up_1", reason="second", expires_at=2, attempt_id=None),
         )
         == "upload"
     )
@@ -843,7 +847,7 @@ def test_given_a_rejected_or_missing_upload_when_rejecting_again_then_condition_
     assert (
         refused(
             ConditionFailed,
-            lambda: backend.contents.update_upload_rejected("kb_1", "up_none", reason="x", expires_at=2),
+            lambda: backend.contents.update_upload_rejected("kb_1", "up_none", reason="x", expires_at=2, attempt_id=None),
         )
         == "upload"
     )
@@ -876,7 +880,7 @@ def put_file(
     backend: Backend, file: FileRecord, *, owner: str = "alice", attempt_id: str = "att-1"
 ) -> FileRecord:
     return backend.contents.put_file_for_upload(
-        file, owner_id=owner, attempt_id=attempt_id, expires_at=1_900_900_000
+        file, owner_id=owner, attempt_id=attempt_id, expires_at=1_900_900_000, capacity=UNCAPPED, activity=activity_for("uploaded", file.kb_id, file.file_id)
     )
 
 
@@ -945,7 +949,7 @@ def test_given_another_attempt_when_the_file_is_put_then_condition_failed_upload
 def test_given_the_upload_is_not_submitting_when_the_file_is_put_then_condition_failed_upload(
     backend: Backend, kb: KnowledgeBaseRecord
 ) -> None:
-    backend.contents.put_upload(upload_record("up_1"))
+    backend.contents.put_upload(upload_record("up_1"), capacity=UNCAPPED)
 
     assert refused(ConditionFailed, lambda: put_file(backend, the_file())) == "upload"
     assert backend.contents.get_file("kb_1", "fi_1") is None
@@ -975,12 +979,14 @@ def test_given_room_when_files_are_put_then_meta_counts_them_and_a_repeat_counts
     backend.contents.put_file_for_upload(
         file_record("fi_1", size_bytes=60, upload_id="up_1"),
         owner_id="alice", attempt_id="att-1", expires_at=1, capacity=ROOM,
+        activity=activity_for("uploaded", "kb_1", "file"),
     )
 
     with pytest.raises(ConditionFailed):
         backend.contents.put_file_for_upload(
             file_record("fi_2", size_bytes=60, upload_id="up_1"),
             owner_id="alice", attempt_id="att-1", expires_at=1, capacity=ROOM,
+            activity=activity_for("uploaded", "kb_1", "file"),
         )
     stored = backend.kbs.get_kb("kb_1")
     assert stored is not None
@@ -1008,6 +1014,7 @@ def test_given_a_full_kb_when_an_upload_is_put_held_or_recorded_then_condition_f
     assert refused(ConditionFailed, lambda: backend.contents.put_file_for_upload(
         file_record("fi_1", size_bytes=size, upload_id="up_1"),
         owner_id="alice", attempt_id="att-1", expires_at=1, capacity=ROOM,
+        activity=activity_for("uploaded", "kb_1", "file"),
     )) == which
     assert backend.contents.get_upload("kb_1", "up_9") is None
     assert backend.contents.get_upload("kb_1", "up_2") == pending
@@ -1024,10 +1031,10 @@ def test_given_no_kb_or_another_owner_when_held_then_item_missing_kb_and_it_stay
     backend.seed(pending, upload_record("up_3", kb_id="kb_gone"))
     hold = backend.contents.update_upload_submitting
     assert refused(ItemMissing, lambda: hold(
-        "kb_1", "up_2", attempt_id="a", now=at(30), keep_until=1, owner_id="bob", capacity=ROOM
+        "kb_1", "up_2", attempt_id="a", now=at(30), keep_until=1, owner_id="bob", size=0, capacity=ROOM
     )) == "kb"
     assert refused(ItemMissing, lambda: hold(
-        "kb_gone", "up_3", attempt_id="a", now=at(30), keep_until=1, owner_id="alice"
+        "kb_gone", "up_3", attempt_id="a", now=at(30), keep_until=1, owner_id="alice", size=0, capacity=ROOM
     )) == "kb"
     assert backend.contents.get_upload("kb_1", "up_2") == pending
 
@@ -1039,7 +1046,7 @@ def test_given_a_recorded_upload_when_its_file_is_put_then_the_activity_entry_ri
     entry = ActivityRecord(
         kb_id="kb_1", activity_id="ac_1", kind="uploaded", actor_id="alice", subject="fi_1", at=at(31), expires_at=9
     )
-    backend.contents.put_file_for_upload(the_file(), owner_id="alice", attempt_id="att-1", expires_at=1, activity=entry)
+    backend.contents.put_file_for_upload(the_file(), owner_id="alice", attempt_id="att-1", expires_at=1, activity=entry, capacity=UNCAPPED)
 
     assert backend.activity.query_activity("kb_1", limit=10, cursor=None, now=0)[0] == [entry]
 
@@ -1233,7 +1240,7 @@ def test_given_the_reader_blocks_the_owner_when_a_grant_is_put_then_condition_fa
 ) -> None:
     backend.seed(profile_record("bob").model_copy(update={"blocked": frozenset({"alice"})}))
 
-    assert refused(ConditionFailed, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5)) == "blocked"
+    assert refused(ConditionFailed, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, daily=uncapped_daily(), activity=activity_for("shared", kb.kb_id, "bob"))) == "blocked"
 
     assert backend.kbs.get_grant("bob", "kb_1") is None
     assert stored_kb(backend).member_count == 0
@@ -1243,7 +1250,7 @@ def test_given_a_reader_blocking_someone_else_when_a_grant_is_put_then_it_is_sto
     backend: Backend, kb: KnowledgeBaseRecord
 ) -> None:
     backend.seed(profile_record("bob").model_copy(update={"blocked": frozenset({"mallory"})}))
-    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5)
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, daily=uncapped_daily(), activity=activity_for("shared", kb.kb_id, "bob"))
     assert backend.kbs.get_grant("bob", "kb_1") is not None
 
 
@@ -1251,14 +1258,14 @@ def test_given_a_daily_cap_when_grants_are_put_then_the_one_past_it_is_condition
     backend: Backend, kb: KnowledgeBaseRecord
 ) -> None:
     cap = CountCap(name="members#alice#2026-01-01", limit=1, expires_at=1_900_000_000)
-    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, daily=cap)
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, daily=cap, activity=activity_for("shared", kb.kb_id, "bob"))
 
-    assert refused(ConditionFailed, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5, daily=cap)) == "daily"
+    assert refused(ConditionFailed, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5, daily=cap, activity=activity_for("shared", kb.kb_id, "carol"))) == "daily"
 
     assert backend.kbs.get_grant("carol", "kb_1") is None
     assert stored_kb(backend).member_count == 1
     other_day = cap.model_copy(update={"name": "members#alice#2026-01-02"})
-    backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5, daily=other_day)
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5, daily=other_day, activity=activity_for("shared", kb.kb_id, "carol"))
 
 
 def entry(kind: str, subject: str, minute: int, *, kb_id: str = "kb_1", days: int = 180) -> ActivityRecord:
@@ -1276,7 +1283,7 @@ def entry(kind: str, subject: str, minute: int, *, kb_id: str = "kb_1", days: in
 def test_given_activity_with_a_share_and_a_revoke_when_written_then_both_are_logged(
     backend: Backend, kb: KnowledgeBaseRecord
 ) -> None:
-    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, activity=entry("shared", "bob", 1))
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, activity=entry("shared", "bob", 1), daily=uncapped_daily())
     backend.kbs.delete_reader_grant("kb_1", "bob", activity=entry("revoked", "bob", 2))
 
     items, cursor = backend.activity.query_activity("kb_1", limit=10, cursor=None, now=0)
@@ -1287,10 +1294,11 @@ def test_given_activity_with_a_share_and_a_revoke_when_written_then_both_are_log
 def test_given_a_refused_share_when_it_carried_activity_then_nothing_is_logged(
     backend: Backend, kb: KnowledgeBaseRecord
 ) -> None:
-    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5)
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, daily=uncapped_daily(), activity=entry("shared", "bob", 1))
     with pytest.raises(AlreadyExists):
-        backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, activity=entry("shared", "bob", 1))
-    assert backend.activity.query_activity("kb_1", limit=10, cursor=None, now=0) == ([], None)
+        backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, daily=uncapped_daily(), activity=entry("shared", "bob", 2))
+    items, _ = backend.activity.query_activity("kb_1", limit=10, cursor=None, now=0)
+    assert [e.activity_id for e in items] == ["ac_0001"]
 
 
 def test_given_entries_of_two_kbs_when_paged_then_newest_first_each_once_expired_and_foreign_left_out(
@@ -1333,17 +1341,18 @@ def test_given_a_cap_on_owned_kbs_when_creating_then_counted_and_the_one_past_it
 ) -> None:
     # The counter is observed through the cap: a create under cap N passes only while fewer than N are counted.
     first, second, third = (kb_record(f"kb_{n}", owner_id="alice") for n in (1, 2, 3))
-    backend.kbs.put_kb_with_owner_grant(first, owner_grant_for(first), max_owned=1)
+    backend.kbs.put_kb_with_owner_grant(first, owner_grant_for(first), max_owned=1, request=None)
 
-    assert refused(ConditionFailed, lambda: backend.kbs.put_kb_with_owner_grant(second, owner_grant_for(second), max_owned=1)) == "kb_count"
+    assert refused(ConditionFailed, lambda: backend.kbs.put_kb_with_owner_grant(second, owner_grant_for(second), max_owned=1, request=None)) == "kb_count"
 
     assert backend.kbs.get_kb("kb_2") is None
-    # Without a cap nothing is counted (the seed's behaviour): one is still counted, so a cap of 2 admits kb_3.
-    backend.kbs.put_kb_with_owner_grant(second, owner_grant_for(second))
-    backend.kbs.put_kb_with_owner_grant(third, owner_grant_for(third), max_owned=2)
+    # A larger cap admits kb_2 and counts it too: with two counted, a cap of 2 refuses kb_3 and 3 admits it.
+    backend.kbs.put_kb_with_owner_grant(second, owner_grant_for(second), max_owned=2, request=None)
+    assert refused(ConditionFailed, lambda: backend.kbs.put_kb_with_owner_grant(third, owner_grant_for(third), max_owned=2, request=None)) == "kb_count"
+    backend.kbs.put_kb_with_owner_grant(third, owner_grant_for(third), max_owned=3, request=None)
     # Another owner's counter is their own.
     other = kb_record("kb_4", owner_id="bob")
-    backend.kbs.put_kb_with_owner_grant(other, owner_grant_for(other), max_owned=1)
+    backend.kbs.put_kb_with_owner_grant(other, owner_grant_for(other), max_owned=1, request=None)
 
 
 # == The share's and the KB list's batched reads, and the attempt counted in the share's transaction ==
@@ -1402,28 +1411,29 @@ def test_given_nothing_when_a_share_is_read_then_all_absent(backend: Backend) ->
         "alice", "kb_1", identifier=("email", "a@example.com"), user_id="bob", counter=("share#alice", 10)
     )
     assert reads == ShareReads()
-    assert backend.kbs.read_share("alice", "kb_1") == ShareReads()
+    assert backend.kbs.read_share("alice", "kb_1", identifier=None, user_id=None, counter=("share#alice", 0)) == ShareReads()
 
 
 def test_given_an_attempt_slot_when_a_grant_is_put_then_counted_and_a_full_window_is_condition_failed_attempts(
     backend: Backend, kb: KnowledgeBaseRecord
 ) -> None:
     slot = WindowCount(name="share#alice", window=10, room=1, previous=0, expires_at=1_900_000_000)
-    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, attempts=slot)
-    assert backend.kbs.read_share("alice", "kb_1", counter=("share#alice", 10)).attempts == (1, 0)
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, attempts=slot, daily=uncapped_daily(), activity=activity_for("shared", kb.kb_id, "bob"))
+    assert backend.kbs.read_share("alice", "kb_1", counter=("share#alice", 10), identifier=None, user_id=None).attempts == (1, 0)
 
     cap = CountCap(name="members#alice#2026-01-01", limit=5, expires_at=1_900_000_000)
     assert refused(ConditionFailed, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5, daily=cap, attempts=slot, activity=entry("shared", "carol", 1))) == "attempts"
 
     assert backend.kbs.get_grant("carol", "kb_1") is None
     assert stored_kb(backend).member_count == 1
-    assert backend.activity.query_activity("kb_1", limit=10, cursor=None, now=0) == ([], None)
+    logged, _ = backend.activity.query_activity("kb_1", limit=10, cursor=None, now=0)
+    assert [e.subject for e in logged] == ["bob"]  # carol's refused share logged nothing
     # The previous window moving past what the estimate read refuses it too.
     backend.counters.count_in_window("share#alice", 11, cap=5, expires_at=1)
     later = slot.model_copy(update={"window": 12, "room": 5, "previous": 0})
-    assert refused(ConditionFailed, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5, attempts=later)) == "attempts"
-    backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5, attempts=later.model_copy(update={"previous": 1}))
-    assert backend.kbs.read_share("alice", "kb_1", counter=("share#alice", 12)).attempts == (1, 1)
+    assert refused(ConditionFailed, lambda: backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5, attempts=later, daily=uncapped_daily(), activity=activity_for("shared", kb.kb_id, "carol"))) == "attempts"
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "carol"), max_readers=5, attempts=later.model_copy(update={"previous": 1}), daily=uncapped_daily(), activity=activity_for("shared", kb.kb_id, "carol"))
+    assert backend.kbs.read_share("alice", "kb_1", counter=("share#alice", 12), identifier=None, user_id=None).attempts == (1, 1)
 
 
 # == CleanupStore: a delete's transactions with their outbox item ======================================
@@ -1459,9 +1469,9 @@ def test_given_a_shared_kb_when_deleted_with_its_outbox_then_meta_every_grant_an
     backend: Backend,
 ) -> None:
     record = kb_record("kb_1")
-    backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record), max_owned=5)
-    backend.kbs.put_reader_grant(reader_grant_for(record, "bob"), max_readers=5)
-    backend.kbs.put_reader_grant(reader_grant_for(record, "carol"), max_readers=5)
+    backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record), max_owned=5, request=None)
+    backend.kbs.put_reader_grant(reader_grant_for(record, "bob"), max_readers=5, daily=uncapped_daily(), activity=activity_for("shared", record.kb_id, "bob"))
+    backend.kbs.put_reader_grant(reader_grant_for(record, "carol"), max_readers=5, daily=uncapped_daily(), activity=activity_for("shared", record.kb_id, "carol"))
     cleanup = cleanup_record(target="kb")
 
     backend.cleanups.delete_kb_with_outbox(stored_kb(backend), ["bob", "carol"], cleanup)
@@ -1471,14 +1481,14 @@ def test_given_a_shared_kb_when_deleted_with_its_outbox_then_meta_every_grant_an
     assert backend.cleanups.get_cleanup("cl_1") == (cleanup, [])
     # One owned KB was uncounted: a cap of 1 admits a new one.
     again = kb_record("kb_2")
-    backend.kbs.put_kb_with_owner_grant(again, owner_grant_for(again), max_owned=1)
+    backend.kbs.put_kb_with_owner_grant(again, owner_grant_for(again), max_owned=1, request=None)
 
 
 def test_given_a_share_after_the_read_when_the_kb_is_deleted_then_condition_failed_kb_and_nothing_changes(
     backend: Backend, kb: KnowledgeBaseRecord
 ) -> None:
     read = stored_kb(backend)
-    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5)
+    backend.kbs.put_reader_grant(reader_grant_for(kb, "bob"), max_readers=5, daily=uncapped_daily(), activity=activity_for("shared", kb.kb_id, "bob"))
 
     assert refused(ConditionFailed, lambda: backend.cleanups.delete_kb_with_outbox(read, [], cleanup_record())) == "kb"
     assert stored_kb(backend).member_count == 1
@@ -1638,7 +1648,7 @@ def test_given_live_kbs_when_paged_after_a_cursor_then_in_id_order_and_the_curso
 ) -> None:
     for kb_id in ("kb_c", "kb_a", "kb_b"):
         record = kb_record(kb_id)
-        backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record))
+        backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record), max_owned=UNCAPPED_COUNT, request=None)
 
     assert [k.kb_id for k in backend.cleanups.query_kbs_after(None, 2)] == ["kb_a", "kb_b"]
     assert backend.cleanups.query_kbs_after(None, 1) == [kb_record("kb_a")]
@@ -1693,7 +1703,7 @@ def test_given_the_owner_at_the_cap_when_an_intent_is_put_then_condition_failed_
     backend: Backend,
 ) -> None:
     first = kb_record("kb_0")
-    backend.kbs.put_kb_with_owner_grant(first, owner_grant_for(first), max_owned=1)
+    backend.kbs.put_kb_with_owner_grant(first, owner_grant_for(first), max_owned=1, request=None)
 
     assert refused(ConditionFailed, lambda: put_intent(backend, max_owned=1)) == "kb_count"
     assert backend.intents.query_stale_intents(at(60), 10) == []
@@ -1704,7 +1714,7 @@ def test_given_a_create_recorded_when_its_intent_was_put_then_the_intent_is_gone
     put_intent(backend)
     record = kb_record("kb_1")
 
-    backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record), max_owned=5)
+    backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record), max_owned=5, request=None)
 
     assert backend.intents.query_stale_intents(at(60), 10) == []
 
@@ -1738,7 +1748,7 @@ def test_given_a_claim_taken_over_when_the_old_attempt_records_its_create_then_c
     late = key_record().model_copy(update={"status": "completed", "result": "{}"})
 
     assert refused(
-        ConditionFailed, lambda: backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record), request=late)
+        ConditionFailed, lambda: backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record), request=late, max_owned=UNCAPPED_COUNT)
     ) == "request"
     assert backend.kbs.get_kb("kb_1") is None
 

@@ -9,11 +9,16 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 
+from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.directory import VerifiedClaims
 from memmy_kb.records import (
+    ActivityKind,
+    ActivityRecord,
+    CountCap,
     FileRecord,
     FolderRecord,
     GrantRecord,
+    KbCapacity,
     KnowledgeBaseRecord,
     ProfileRecord,
     Role,
@@ -22,6 +27,23 @@ from memmy_kb.records import (
 )
 
 T0 = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
+
+# The stores take every cap the handlers hold (KBs owned, a KB's files and bytes, new members a day):
+# a test or a seed that is not about a cap passes one nothing here reaches, never "no cap".
+UNCAPPED_COUNT = 1_000_000_000
+UNCAPPED = KbCapacity(max_files=UNCAPPED_COUNT, max_bytes=2**62)
+
+
+def uncapped_daily(owner_id: str = "alice") -> CountCap:
+    """A new-members-a-day counter (as ``memmy_kb.domain.limits.members_cap``) that never fills."""
+    return CountCap(name=f"members#{owner_id}#uncapped", limit=UNCAPPED_COUNT, expires_at=2_000_000_000)
+
+
+def activity_for(
+    kind: ActivityKind, kb_id: str, subject: str, *, actor_id: str = "alice", now: datetime = T0
+) -> ActivityRecord:
+    """The activity entry a write logs with it (a fresh id each time, kept 180 days)."""
+    return new_activity(kind, kb_id, actor_id, subject, now, 180)
 
 
 def at(minutes: int) -> datetime:

@@ -252,19 +252,17 @@ class FakeTable:
         kb = self.kbs.get(kb_id)
         return kb is not None and kb.owner_id == owner_id
 
-    def room(self, kb_id: str, owner_id: str, size: int, capacity: KbCapacity | None) -> bool:
+    def room(self, kb_id: str, owner_id: str, size: int, capacity: KbCapacity) -> bool:
         """The adapters' ``kb_room_action`` condition: owned by ``owner_id``, with room for ``size`` bytes."""
         kb = self.kbs.get(kb_id)
         if kb is None or kb.owner_id != owner_id:
             return False
-        return capacity is None or (
-            kb.file_count < capacity.max_files and kb.bytes_used <= capacity.max_bytes - size
-        )
+        return kb.file_count < capacity.max_files and kb.bytes_used <= capacity.max_bytes - size
 
-    def room_refusal(self, kb_id: str, owner_id: str, capacity: KbCapacity | None) -> Exception:
+    def room_refusal(self, kb_id: str, owner_id: str, capacity: KbCapacity) -> Exception:
         """``kb_room_refusal``: why ``room`` was False."""
         kb = self.kbs.get(kb_id)
-        if kb is None or kb.owner_id != owner_id or capacity is None:
+        if kb is None or kb.owner_id != owner_id:
             return ItemMissing("kb", kb_id)
         return ConditionFailed("kb_files" if kb.file_count >= capacity.max_files else "kb_bytes", kb_id)
 
@@ -294,8 +292,8 @@ class FakeKnowledgeBaseStore:
         kb: KnowledgeBaseRecord,
         owner_grant: GrantRecord,
         *,
-        max_owned: int | None = None,
-        request: RequestRecord | None = None,
+        max_owned: int,
+        request: RequestRecord | None,
     ) -> None:
         t = self.table
         txn = _Transaction()
@@ -303,9 +301,8 @@ class FakeKnowledgeBaseStore:
         grant_key = (owner_grant.user_id, owner_grant.kb_id)
         txn.add(("USER", *grant_key), grant_key not in t.grants, lambda: t.seed(owner_grant))
         txn.add(("INTENT", kb.kb_id), True, t.drop_intent(kb.kb_id))
-        if max_owned is not None:
-            cap = CountCap(name=f"kbs#{kb.owner_id}", limit=max_owned, expires_at=0)
-            txn.add(("LIMIT", cap.name), t.under_cap(cap), t.count(cap))
+        cap = CountCap(name=f"kbs#{kb.owner_id}", limit=max_owned, expires_at=0)
+        txn.add(("LIMIT", cap.name), t.under_cap(cap), t.count(cap))
         if request is not None:
             key = (request.operation, request.key_hash)
             held = t.requests.get(key)
@@ -320,7 +317,7 @@ class FakeKnowledgeBaseStore:
         failed = txn.run()
         if request is not None and len(txn) - 1 in failed:
             raise ConditionFailed("request", request.key_hash)
-        if max_owned is not None and 3 in failed:
+        if 3 in failed:
             raise ConditionFailed("kb_count", str(max_owned))
         if failed:
             raise AlreadyExists("kb", kb.kb_id)
@@ -344,13 +341,13 @@ class FakeKnowledgeBaseStore:
         owner_id: str,
         kb_id: str,
         *,
-        identifier: tuple[IdentifierKind, str] | None = None,
-        user_id: str | None = None,
-        counter: tuple[str, int] | None = None,
+        identifier: tuple[IdentifierKind, str] | None,
+        user_id: str | None,
+        counter: tuple[str, int],
     ) -> ShareReads:
         t = self.table
-        counts = t.counters.get(counter[0], {}) if counter else {}
-        window = counter[1] if counter else 0
+        name, window = counter
+        counts = t.counters.get(name, {})
         profile = t.profiles.get(user_id) if user_id is not None else None
         return ShareReads(
             owner_grant=self.get_grant(owner_id, kb_id),
@@ -392,8 +389,8 @@ class FakeKnowledgeBaseStore:
         grant: GrantRecord,
         *,
         max_readers: int,
-        daily: CountCap | None = None,
-        activity: ActivityRecord | None = None,
+        daily: CountCap,
+        activity: ActivityRecord,
         attempts: WindowCount | None = None,
     ) -> None:
         t = self.table
@@ -416,13 +413,11 @@ class FakeKnowledgeBaseStore:
         txn.add(("KB", grant.kb_id), has_room, count)
         reader = t.profiles.get(grant.user_id)
         txn.add(("PROFILE", grant.user_id), reader is None or grant.owner_id not in reader.blocked)
-        if daily is not None:
-            txn.add(("LIMIT", daily.name), t.under_cap(daily), t.count(daily))
-        attempts_at = 4 if daily is not None else 3
+        txn.add(("LIMIT", daily.name), t.under_cap(daily), t.count(daily))
+        attempts_at = 4
         if attempts is not None:
             txn.add(("LIMIT", attempts.name), t.window_has_room(attempts), t.count_window(attempts))
-        if activity is not None:
-            txn.add(("ACTIVITY", activity.kb_id, _activity_sk(activity)), True, t.log(activity))
+        txn.add(("ACTIVITY", activity.kb_id, _activity_sk(activity)), True, t.log(activity))
         failed = txn.run()
         if 0 in failed:
             raise AlreadyExists("grant", grant.user_id)
@@ -435,9 +430,9 @@ class FakeKnowledgeBaseStore:
         if attempts is not None and attempts_at in failed:
             raise ConditionFailed("attempts", attempts.name)
         if failed:
-            raise ConditionFailed("daily", daily.name if daily else "")
+            raise ConditionFailed("daily", daily.name)
 
-    def delete_reader_grant(self, kb_id: str, user_id: str, *, activity: ActivityRecord | None = None) -> None:
+    def delete_reader_grant(self, kb_id: str, user_id: str, *, activity: ActivityRecord) -> None:
         t = self.table
         key = (user_id, kb_id)
         current = t.grants.get(key)
@@ -459,8 +454,7 @@ class FakeKnowledgeBaseStore:
         is_reader = current is not None and current.role == "reader"
         txn.add(("USER", *key), is_reader, delete)
         txn.add(("KB", kb_id), kb_id in t.kbs, uncount)
-        if activity is not None:
-            txn.add(("ACTIVITY", activity.kb_id, _activity_sk(activity)), True, t.log(activity))
+        txn.add(("ACTIVITY", activity.kb_id, _activity_sk(activity)), True, t.log(activity))
         failed = txn.run()
         if 0 in failed:
             raise ItemMissing("grant", user_id)
@@ -558,7 +552,7 @@ class FakeContentStore:
         if failed:
             raise ItemMissing("file" if 0 in failed else "folder", file_id)
 
-    def put_upload(self, upload: UploadRecord, *, capacity: KbCapacity | None = None) -> None:
+    def put_upload(self, upload: UploadRecord, *, capacity: KbCapacity) -> None:
         t = self.table
         key = (upload.kb_id, upload.upload_id)
         txn = _Transaction()
@@ -578,12 +572,12 @@ class FakeContentStore:
         attempt_id: str,
         now: datetime,
         keep_until: int,
-        owner_id: str | None = None,
-        size: int = 0,
-        capacity: KbCapacity | None = None,
+        owner_id: str,
+        size: int,
+        capacity: KbCapacity,
     ) -> None:
         t = self.table
-        if owner_id is not None and self._pending(kb_id, upload_id) and not t.room(kb_id, owner_id, size, capacity):
+        if self._pending(kb_id, upload_id) and not t.room(kb_id, owner_id, size, capacity):
             raise t.room_refusal(kb_id, owner_id, capacity)
         self._update_upload(
             kb_id,
@@ -605,7 +599,7 @@ class FakeContentStore:
         )
 
     def update_upload_rejected(
-        self, kb_id: str, upload_id: str, *, reason: str, expires_at: int, attempt_id: str | None = None
+        self, kb_id: str, upload_id: str, *, reason: str, expires_at: int, attempt_id: str | None
     ) -> None:
         """From pending, or from submitting held by ``attempt_id``; the holder's fields are kept, as in the adapter."""
 
@@ -642,8 +636,8 @@ class FakeContentStore:
         owner_id: str,
         attempt_id: str,
         expires_at: int,
-        capacity: KbCapacity | None = None,
-        activity: ActivityRecord | None = None,
+        capacity: KbCapacity,
+        activity: ActivityRecord,
     ) -> FileRecord:
         t = self.table
         file_key = (file.kb_id, file.file_id)
@@ -668,8 +662,7 @@ class FakeContentStore:
         txn.add(("KB", file.kb_id), room, t.counted(file.kb_id, 1, file.size_bytes))
         if file.folder_id is not None:
             txn.add(("FOLDER", file.kb_id, file.folder_id), (file.kb_id, file.folder_id) in t.folders)
-        if activity is not None:
-            txn.add(("ACTIVITY", activity.kb_id, _activity_sk(activity)), True, t.log(activity))
+        txn.add(("ACTIVITY", activity.kb_id, _activity_sk(activity)), True, t.log(activity))
         failed = txn.run()
         refusal = t.room_refusal(file.kb_id, owner_id, capacity) if 2 in failed else None
         if isinstance(refusal, ItemMissing):
@@ -1077,8 +1070,8 @@ class FakeCreateIntents:
         *,
         owner_id: str,
         max_owned: int,
-        request: RequestRecord | None = None,
-        now: int = 0,
+        request: RequestRecord | None,
+        now: int,
     ) -> None:
         t = self.table
         intent = FakeIntent(memos_name, started_at, expires_at)

@@ -12,6 +12,7 @@ from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
 from memmy_kb.adapters.dynamodb.table import DynamoTable, TransactionRefused
 from memmy_kb.domain.storage import AlreadyExists
 from memmy_kb.records import GrantRecord
+from tests.support.factories import activity_for, uncapped_daily
 
 
 def cancelled(*codes: str) -> ClientError:
@@ -77,12 +78,12 @@ def test_a_failed_condition_names_the_items():
 
 def test_revoke_during_a_concurrent_write_still_removes_the_grant():
     client = ScriptedClient(cancelled("None", "TransactionConflict"), None)
-    assert kb_store(client).delete_reader_grant("kb_1", "bob") is None  # removed: no ItemMissing
+    assert kb_store(client).delete_reader_grant("kb_1", "bob", activity=activity_for("revoked", "kb_1", "bob")) is None  # removed: no ItemMissing
 
 
 def test_revoke_after_the_kb_record_is_gone_deletes_the_grant_alone():
     client = ScriptedClient(cancelled("None", "ConditionalCheckFailed"))
-    assert kb_store(client).delete_reader_grant("kb_1", "bob") is None  # removed: no ItemMissing
+    assert kb_store(client).delete_reader_grant("kb_1", "bob", activity=activity_for("revoked", "kb_1", "bob")) is None  # removed: no ItemMissing
     assert client.deleted == [{"PK": {"S": "USER#bob"}, "SK": {"S": "KB#kb_1"}}]
 
 
@@ -97,8 +98,8 @@ def test_a_share_that_collides_is_retried_rather_than_called_a_full_kb():
         granted_at=datetime.now(UTC),
     )
     client = ScriptedClient(cancelled("None", "TransactionConflict"), None)
-    kb_store(client).put_reader_grant(grant, max_readers=50)
+    kb_store(client).put_reader_grant(grant, max_readers=50, daily=uncapped_daily(), activity=activity_for("shared", grant.kb_id, grant.user_id))
     with pytest.raises(AlreadyExists):
         kb_store(ScriptedClient(cancelled("ConditionalCheckFailed", "None"))).put_reader_grant(
-            grant, max_readers=50
+            grant, max_readers=50, daily=uncapped_daily(), activity=activity_for("shared", grant.kb_id, grant.user_id)
         )

@@ -17,11 +17,13 @@ from memmy_kb.domain.deletion import CLEANUP_GRACE, FOLDER_GONE, SWEEP_CHUNK, De
 from memmy_kb.records import CleanupRecord, FileRecord, FolderRecord, KnowledgeBaseRecord, UploadRecord
 from tests.support.factories import (
     T0,
+    activity_for,
     file_record,
     folder_record,
     kb_record,
     owner_grant_for,
     reader_grant_for,
+    uncapped_daily,
     upload_record,
 )
 from tests.support.fakes import FakeCleanupExecutions, FakeCleanupStore, FakeContentStore, FakeStores
@@ -58,9 +60,9 @@ def deleter(
 def shared(stores: FakeStores) -> KnowledgeBaseRecord:
     """kb_1, alice's (counted as owned), read by bob and carol."""
     kb = kb_record("kb_1")
-    stores.kbs.put_kb_with_owner_grant(kb, owner_grant_for(kb), max_owned=10)
+    stores.kbs.put_kb_with_owner_grant(kb, owner_grant_for(kb), max_owned=10, request=None)
     for reader in ("bob", "carol"):
-        stores.kbs.put_reader_grant(reader_grant_for(kb, reader), max_readers=10)
+        stores.kbs.put_reader_grant(reader_grant_for(kb, reader), max_readers=10, daily=uncapped_daily(), activity=activity_for("shared", kb.kb_id, reader))
     return kb
 
 
@@ -112,7 +114,7 @@ class RacingShares(FakeCleanupStore):
     def delete_kb_with_outbox(self, kb: KnowledgeBaseRecord, reader_ids: Iterable[str], cleanup: CleanupRecord) -> None:
         if self.shared < self.times:
             self.shared += 1
-            self.stores.kbs.put_reader_grant(reader_grant_for(kb, f"late_{self.shared}"), max_readers=10)
+            self.stores.kbs.put_reader_grant(reader_grant_for(kb, f"late_{self.shared}"), max_readers=10, daily=uncapped_daily(), activity=activity_for("shared", kb.kb_id, f"late_{self.shared}"))
         super().delete_kb_with_outbox(kb, reader_ids, cleanup)
 
 

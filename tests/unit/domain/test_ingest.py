@@ -17,7 +17,7 @@ from memmy_kb.domain.naming import memos_file_name
 from memmy_kb.domain.storage import ObjectChanged, verified_object_key
 from memmy_kb.domain.verification import REASONS
 from memmy_kb.records import KbCapacity, KnowledgeBaseRecord, UploadRecord
-from tests.support.factories import T0, folder_record, kb_record, owner_grant_for, upload_record
+from tests.support.factories import T0, UNCAPPED, folder_record, kb_record, owner_grant_for, upload_record
 from tests.support.fakes import FakeKnowledgeEngine, FakeStores, FakeUploadObjects, memos_error
 
 TEXT = "# 会议纪要\n\nThe release checklist is reviewed on Mondays.\n".encode()
@@ -337,7 +337,7 @@ def test_given_an_upload_decided_elsewhere_when_released_or_rejected_then_nothin
 ) -> None:
     ingestion, _ = held(stores, objects, memos, kb)
     stores.contents.update_upload_released("kb_1", "up_1", attempt_id=ingestion.attempt_id or "", expires_at=1)
-    stores.contents.update_upload_submitting("kb_1", "up_1", attempt_id="att-other", now=T0, keep_until=1)
+    stores.contents.update_upload_submitting("kb_1", "up_1", attempt_id="att-other", now=T0, keep_until=1, owner_id="alice", size=0, capacity=UNCAPPED)
 
     ingestion.release()
     assert ingestion.reject("too late").result == "ignored"

@@ -45,6 +45,7 @@ def create(
         name="产品资料",
         intents=stores.intents,
         max_owned=MAX_OWNED,
+        request=None,
         clock=lambda: T0,
         new_id=lambda: kb_id,
     )
@@ -111,7 +112,7 @@ def test_given_a_token_without_a_name_when_creating_then_the_view_shows_the_prof
 
     view = kbs_logic.create_knowledge_base(
         stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x",
-        intents=stores.intents, max_owned=MAX_OWNED, new_id=lambda: "kb_x",
+        intents=stores.intents, max_owned=MAX_OWNED, request=None, new_id=lambda: "kb_x",
     )
 
     assert view.owner_name == "Alice Wang"
@@ -122,7 +123,7 @@ def test_given_no_name_anywhere_when_creating_then_the_owner_is_shown_by_user_id
 ) -> None:
     view = kbs_logic.create_knowledge_base(
         stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x",
-        intents=stores.intents, max_owned=MAX_OWNED, new_id=lambda: "kb_x",
+        intents=stores.intents, max_owned=MAX_OWNED, request=None, new_id=lambda: "kb_x",
     )
 
     assert view.owner_name == "alice"
@@ -221,7 +222,7 @@ def test_given_the_write_fails_when_creating_then_the_error_propagates_and_the_m
     with pytest.raises(RuntimeError, match="DynamoDB is down"):
         kbs_logic.create_knowledge_base(
             broken, stores.profiles, memos, owner=claims("alice"), name="x",
-            intents=stores.intents, max_owned=MAX_OWNED, new_id=lambda: "kb_x",
+            intents=stores.intents, max_owned=MAX_OWNED, request=None, new_id=lambda: "kb_x",
         )
 
     assert memos.knowledge_bases == {}
@@ -412,7 +413,7 @@ def test_given_the_owner_holds_the_most_kbs_allowed_when_creating_then_409_befor
     ids = iter(["kb_a", "kb_b", "kb_c"])
     make = lambda: kbs_logic.create_knowledge_base(  # noqa: E731
         stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x",
-        intents=stores.intents, new_id=lambda: next(ids), max_owned=2,
+        intents=stores.intents, new_id=lambda: next(ids), max_owned=2, request=None,
     )
     make()
     make()
@@ -437,7 +438,7 @@ def test_given_a_concurrent_create_filled_the_cap_when_the_transaction_runs_then
     with pytest.raises(Conflict) as refused:
         kbs_logic.create_knowledge_base(
             stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x",
-            intents=RacedIntents(stores.table), max_owned=1, new_id=lambda: "kb_x",
+            intents=RacedIntents(stores.table), max_owned=1, request=None, new_id=lambda: "kb_x",
         )
     assert refused.value.code == "kb_limit_reached"
     assert memos.knowledge_bases == {}

@@ -21,7 +21,7 @@ from memmy_kb.domain.reconcile import (
     Reconciler,
 )
 from memmy_kb.records import CleanupRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord
-from tests.support.factories import T0, file_record, kb_record, owner_grant_for, upload_record
+from tests.support.factories import T0, UNCAPPED_COUNT, file_record, kb_record, owner_grant_for, upload_record
 from tests.support.fakes import (
     FakeCleanupExecutions,
     FakeCleanupStore,
@@ -65,7 +65,7 @@ class World:
 
     def live_kb(self, kb_id: str = "kb_1") -> KnowledgeBaseRecord:
         kb = kb_record(kb_id, memos_kb_id=self.memos.create_knowledgebase(f"memmy:{kb_id}"))
-        self.stores.kbs.put_kb_with_owner_grant(kb, owner_grant_for(kb))
+        self.stores.kbs.put_kb_with_owner_grant(kb, owner_grant_for(kb), max_owned=UNCAPPED_COUNT, request=None)
         return kb
 
 
@@ -261,7 +261,7 @@ def test_given_pending_uploads_when_reconciled_then_those_whose_post_lapsed_expi
 def test_given_intents_when_reconciled_then_stale_ones_are_counted_once_and_fresh_ones_kept(world: World) -> None:
     for kb_id, started in (("kb_old", NOW - timedelta(hours=1)), ("kb_new", NOW - timedelta(minutes=1))):
         world.stores.intents.put_create_intent(
-            kb_id, f"memmy:{kb_id}", started, 1_900_000_000, owner_id="alice", max_owned=10
+            kb_id, f"memmy:{kb_id}", started, 1_900_000_000, owner_id="alice", max_owned=10, request=None, now=0
         )
 
     first = world.reconciler().run()

@@ -68,7 +68,7 @@ def member_count(stores: FakeStores, kb_id: str = "kb_1") -> int:
 
 def resolve(stores: FakeStores, identifier: str) -> str | None:
     wanted = sharing.parse_identifier(identifier)
-    reads = stores.kbs.read_share("alice", "kb_1", identifier=wanted.lookup, user_id=wanted.user_id)
+    reads = stores.kbs.read_share("alice", "kb_1", identifier=wanted.lookup, user_id=wanted.user_id, counter=("share#alice", 0))
     return sharing.resolve_identifier(reads)
 
 

@@ -76,7 +76,7 @@ def list_files(
     memos: KnowledgeEngine,
     user_id: str,
     kb_id: str,
-    folder_id: str | None = None,
+    folder_id: str | None,
 ) -> Listing:
     """One level of a KB (the root when ``folder_id`` is None), for owners and readers."""
     require_access(grants, user_id, kb_id)

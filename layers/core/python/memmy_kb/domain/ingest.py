@@ -135,7 +135,7 @@ class Ingestion:
     def _outcome(self, result: Result, reason: str | None = None) -> IngestOutcome:
         return IngestOutcome(self.upload.object_key, result, self.upload.upload_id, reason)
 
-    def run(self, info: ObjectInfo, data: bytes | None = None) -> IngestOutcome:
+    def run(self, info: ObjectInfo, data: bytes | None) -> IngestOutcome:
         """pending -> submitted | rejected | (still submitting: unknown) | pending again (RetryLater).
         ``data``: the bytes, when read with ``info`` (a small file's one GET)."""
         try:
@@ -149,7 +149,7 @@ class Ingestion:
             return self.reject(refused.reason)
         return self.submit(memos_kb_id, file_input)
 
-    def verify(self, info: ObjectInfo, data: bytes | None = None) -> MemorySource | StoredSource:
+    def verify(self, info: ObjectInfo, data: bytes | None) -> MemorySource | StoredSource:
         """The verified bytes; raises _Refused with the user's reason."""
         if info.size != self.upload.size_bytes:
             raise _Refused(LARGER if info.size > self.upload.size_bytes else SMALLER)

@@ -69,7 +69,7 @@ def create_knowledge_base(
     name: str,
     intents: CreateIntents,
     max_owned: int,
-    request: RequestRecord | None = None,
+    request: RequestRecord | None,
     clock: Callable[[], datetime] = utc_now,
     new_id: Callable[[], str] = new_kb_id,
 ) -> KnowledgeBaseView:

@@ -56,8 +56,8 @@ class KnowledgeBaseStore(GrantReader, Protocol):
         kb: KnowledgeBaseRecord,
         owner_grant: GrantRecord,
         *,
-        max_owned: int | None = None,
-        request: RequestRecord | None = None,
+        max_owned: int,
+        request: RequestRecord | None,
     ) -> None: ...
 
     def get_kb(self, kb_id: str) -> KnowledgeBaseRecord | None: ...
@@ -71,9 +71,9 @@ class KnowledgeBaseStore(GrantReader, Protocol):
         owner_id: str,
         kb_id: str,
         *,
-        identifier: tuple[IdentifierKind, str] | None = None,
-        user_id: str | None = None,
-        counter: tuple[str, int] | None = None,
+        identifier: tuple[IdentifierKind, str] | None,
+        user_id: str | None,
+        counter: tuple[str, int],
     ) -> ShareReads: ...
 
     def update_kb_name(self, kb_id: str, owner_id: str, name: str) -> KnowledgeBaseRecord: ...
@@ -85,14 +85,15 @@ class KnowledgeBaseStore(GrantReader, Protocol):
         grant: GrantRecord,
         *,
         max_readers: int,
-        daily: CountCap | None = None,
-        activity: ActivityRecord | None = None,
+        daily: CountCap,
+        activity: ActivityRecord,
+        # Optional because the share really omits it: when the attempt was already counted apart (its
+        # window filled since the read, or the share is retried after that), the grant is written
+        # without counting it again.
         attempts: WindowCount | None = None,
     ) -> None: ...
 
-    def delete_reader_grant(
-        self, kb_id: str, user_id: str, *, activity: ActivityRecord | None = None
-    ) -> None: ...
+    def delete_reader_grant(self, kb_id: str, user_id: str, *, activity: ActivityRecord) -> None: ...
 
     def query_kb_members(self, kb_id: str) -> list[GrantRecord]: ...
 
@@ -120,7 +121,7 @@ class ContentStore(Protocol):
 
     def update_file_folder(self, kb_id: str, file_id: str, folder_id: str | None) -> None: ...
 
-    def put_upload(self, upload: UploadRecord, *, capacity: KbCapacity | None = None) -> None: ...
+    def put_upload(self, upload: UploadRecord, *, capacity: KbCapacity) -> None: ...
 
     def update_upload_submitting(
         self,
@@ -130,9 +131,9 @@ class ContentStore(Protocol):
         attempt_id: str,
         now: datetime,
         keep_until: int,
-        owner_id: str | None = None,
-        size: int = 0,
-        capacity: KbCapacity | None = None,
+        owner_id: str,
+        size: int,
+        capacity: KbCapacity,
     ) -> None: ...
 
     def update_upload_released(
@@ -140,7 +141,7 @@ class ContentStore(Protocol):
     ) -> None: ...
 
     def update_upload_rejected(
-        self, kb_id: str, upload_id: str, *, reason: str, expires_at: int, attempt_id: str | None = None
+        self, kb_id: str, upload_id: str, *, reason: str, expires_at: int, attempt_id: str | None
     ) -> None: ...
 
     def put_file_for_upload(
@@ -150,8 +151,8 @@ class ContentStore(Protocol):
         owner_id: str,
         attempt_id: str,
         expires_at: int,
-        capacity: KbCapacity | None = None,
-        activity: ActivityRecord | None = None,
+        capacity: KbCapacity,
+        activity: ActivityRecord,
     ) -> FileRecord: ...
 
     def update_upload_expired(self, kb_id: str, upload_id: str, *, expires_at: int) -> None: ...
@@ -174,8 +175,8 @@ class CreateIntents(Protocol):
         *,
         owner_id: str,
         max_owned: int,
-        request: RequestRecord | None = None,
-        now: int = 0,
+        request: RequestRecord | None,
+        now: int,
     ) -> None: ...
 
     def delete_create_intent(self, kb_id: str) -> None: ...

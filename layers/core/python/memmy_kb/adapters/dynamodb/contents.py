@@ -183,9 +183,9 @@ class DynamoContentStore:
 
     # -- uploads and ingest ------------------------------------------------------------------------
 
-    def put_upload(self, upload: UploadRecord, *, capacity: KbCapacity | None = None) -> None:
+    def put_upload(self, upload: UploadRecord, *, capacity: KbCapacity) -> None:
         """Record a new upload if its KB still exists and is still ``upload.owner_id``'s (else ItemMissing("kb"))
-        and, with ``capacity``, has room for one more file of its size (else ConditionFailed("kb_files") or
+        and, under ``capacity``, has room for one more file of its size (else ConditionFailed("kb_files") or
         ConditionFailed("kb_bytes"); the ingest holds the cap again when it records the file)."""
         item = {
             **upload_key(upload.kb_id, upload.upload_id),
@@ -216,18 +216,18 @@ class DynamoContentStore:
         attempt_id: str,
         now: datetime,
         keep_until: int,
-        owner_id: str | None = None,
-        size: int = 0,
-        capacity: KbCapacity | None = None,
+        owner_id: str,
+        size: int,
+        capacity: KbCapacity,
     ) -> None:
         """pending -> submitting, held by ``attempt_id``; ConditionFailed("upload") when it is not pending.
 
         This conditional write is the ingest's duplicate guard: of two deliveries of one S3 event, only
         one gets past it. ``keep_until`` pushes the TTL out so that the evidence of a submission whose
-        outcome is unknown outlives the reconciler's grace period. With ``owner_id``, the same transaction
-        checks that the KB still exists and is still theirs (else ItemMissing("kb")) and, with
-        ``capacity``, that a file of ``size`` bytes still fits (ConditionFailed("kb_files") / ("kb_bytes")):
-        the checks a file needs before it is sent to MemOS, without reading META.
+        outcome is unknown outlives the reconciler's grace period. The same transaction checks that the KB
+        still exists and is still ``owner_id``'s (else ItemMissing("kb")) and, under ``capacity``, that a
+        file of ``size`` bytes still fits (ConditionFailed("kb_files") / ("kb_bytes")): the checks a file
+        needs before it is sent to MemOS, without reading META.
         """
         values = {
             ":submitting": "submitting",
@@ -241,9 +241,6 @@ class DynamoContentStore:
             "SET #state = :submitting, attempt_id = :attempt, submitting_at = :now, expires_at = :keep,"
             " GSI2PK = :gsi2pk, GSI2SK = :now"
         )
-        if owner_id is None:
-            self._update_upload(kb_id, upload_id, held, "#state = :pending", values)
-            return
         update: Action = {
             "Update": {
                 "TableName": self._table.name,
@@ -281,10 +278,10 @@ class DynamoContentStore:
         )
 
     def update_upload_rejected(
-        self, kb_id: str, upload_id: str, *, reason: str, expires_at: int, attempt_id: str | None = None
+        self, kb_id: str, upload_id: str, *, reason: str, expires_at: int, attempt_id: str | None
     ) -> None:
-        """Mark the upload rejected with ``reason``: from pending, or from submitting when ``attempt_id``
-        holds it. ConditionFailed("upload") when it is in neither state (another delivery decided first)."""
+        """Mark the upload rejected with ``reason``: from pending (``attempt_id`` None), or from submitting
+        when ``attempt_id`` holds it. ConditionFailed("upload") when it is in neither state (another delivery decided first)."""
         values: dict[str, Any] = {":rejected": "rejected", ":reason": reason, ":expires": expires_at}
         if attempt_id is None:
             condition = "#state = :pending"
@@ -317,12 +314,12 @@ class DynamoContentStore:
         owner_id: str,
         attempt_id: str,
         expires_at: int,
-        capacity: KbCapacity | None = None,
-        activity: ActivityRecord | None = None,
+        capacity: KbCapacity,
+        activity: ActivityRecord,
     ) -> FileRecord:
         """In one transaction: the FILE item, the upload marked submitted, the file counted on META
         (``file_count``, ``bytes_used``) under the conditions that the KB still exists, is still
-        ``owner_id``'s and, with ``capacity``, has room for it, and ``activity`` logged. Returns the file as
+        ``owner_id``'s and, under ``capacity``, has room for it, and ``activity`` logged. Returns the file as
         stored. A repeated record of the same upload fails on the upload's condition, so the counts move once.
 
         Raises ItemMissing("kb") when the KB is gone or changed hands, ConditionFailed("upload") when
@@ -340,8 +337,7 @@ class DynamoContentStore:
         ]
         if file.folder_id is not None:
             actions.append(self._table.exists_check(folder_key(file.kb_id, file.folder_id)))
-        if activity is not None:
-            actions.append(activity_put(self._table, activity))
+        actions.append(activity_put(self._table, activity))
         try:
             self._table.transact(actions)
         except TransactionRefused as err:

@@ -43,8 +43,8 @@ class DynamoCreateIntents:
         *,
         owner_id: str,
         max_owned: int,
-        request: RequestRecord | None = None,
-        now: int = 0,
+        request: RequestRecord | None,
+        now: int,
     ) -> None:
         """Note a KB create before MemOS is called; the create's own transaction deletes it.
 

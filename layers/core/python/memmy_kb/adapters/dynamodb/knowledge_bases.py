@@ -69,31 +69,28 @@ class DynamoKnowledgeBaseStore:
         kb: KnowledgeBaseRecord,
         owner_grant: GrantRecord,
         *,
-        max_owned: int | None = None,
-        request: RequestRecord | None = None,
+        max_owned: int,
+        request: RequestRecord | None,
     ) -> None:
         """Write META and the owner's grant together, or neither, and clear the create's intent item;
-        AlreadyExists("kb") on an id clash. With ``max_owned``, the owner's count of KBs is bumped in the
-        same transaction, ConditionFailed("kb_count") when it already holds that many. With ``request``
+        AlreadyExists("kb") on an id clash. The owner's count of KBs is bumped in the same transaction,
+        ConditionFailed("kb_count") when it already holds ``max_owned``. With ``request``
         (completed, with its result), its ``Idempotency-Key`` record is completed too, while this attempt
         still holds it (ConditionFailed("request") when another took it over)."""
         actions = [
             self._table.put_action(_kb_item(kb), "attribute_not_exists(PK)"),
             self._table.put_action(_grant_item(owner_grant), "attribute_not_exists(PK)"),
             {"Delete": {"TableName": self._table.name, "Key": dump(intent_key(kb.kb_id))}},
-        ]
-        if max_owned is not None:
-            actions.append(
-                {
-                    "Update": {
-                        "TableName": self._table.name,
-                        "Key": dump(limit_key(owned_counter(kb.owner_id))),
-                        "UpdateExpression": "ADD n :one",
-                        "ConditionExpression": "attribute_not_exists(n) OR n < :cap",
-                        "ExpressionAttributeValues": dump({":one": 1, ":cap": max_owned}),
-                    }
+            {
+                "Update": {
+                    "TableName": self._table.name,
+                    "Key": dump(limit_key(owned_counter(kb.owner_id))),
+                    "UpdateExpression": "ADD n :one",
+                    "ConditionExpression": "attribute_not_exists(n) OR n < :cap",
+                    "ExpressionAttributeValues": dump({":one": 1, ":cap": max_owned}),
                 }
-            )
+            },
+        ]
         if request is not None:
             actions.append(
                 {
@@ -119,7 +116,7 @@ class DynamoKnowledgeBaseStore:
         except TransactionRefused as err:
             if request is not None and len(actions) - 1 in err.failed:
                 raise ConditionFailed("request", request.key_hash) from err
-            if max_owned is not None and 3 in err.failed:
+            if 3 in err.failed:
                 raise ConditionFailed("kb_count", str(max_owned)) from err
             raise AlreadyExists("kb", kb.kb_id) from err
 
@@ -147,20 +144,18 @@ class DynamoKnowledgeBaseStore:
         owner_id: str,
         kb_id: str,
         *,
-        identifier: tuple[IdentifierKind, str] | None = None,
-        user_id: str | None = None,
-        counter: tuple[str, int] | None = None,
+        identifier: tuple[IdentifierKind, str] | None,
+        user_id: str | None,
+        counter: tuple[str, int],
     ) -> ShareReads:
         """What a share decides on, in one consistent BatchGetItem: the owner's grant, META, the
         claimants of ``identifier``, the profile of ``user_id`` and the counts of ``counter`` (its name and
         the current window)."""
-        keys = {"grant": grant_key(owner_id, kb_id), "kb": kb_key(kb_id)}
+        keys = {"grant": grant_key(owner_id, kb_id), "kb": kb_key(kb_id), "counter": limit_key(counter[0])}
         if identifier is not None:
             keys["lookup"] = lookup_key(*identifier)
         if user_id is not None:
             keys["profile"] = profile_key(user_id)
-        if counter is not None:
-            keys["counter"] = limit_key(counter[0])
         found = {(item["PK"], item["SK"]): item for item in self._table.batch_get(list(keys.values()), consistent=True)}
         items = {name: found.get((key["PK"], key["SK"])) for name, key in keys.items()}
         grant, kb, profile = items["grant"], items["kb"], items.get("profile")
@@ -169,7 +164,7 @@ class DynamoKnowledgeBaseStore:
             kb=KnowledgeBaseRecord.model_validate(kb) if kb else None,
             claimants=claimants_of(items.get("lookup")),
             profile=ProfileRecord.model_validate(profile) if profile and "display_name" in profile else None,
-            attempts=window_counts(items.get("counter"), counter[1]) if counter else (0, 0),
+            attempts=window_counts(items["counter"], counter[1]),
         )
 
     def get_grant(self, user_id: str, kb_id: str) -> GrantRecord | None:
@@ -214,13 +209,14 @@ class DynamoKnowledgeBaseStore:
         grant: GrantRecord,
         *,
         max_readers: int,
-        daily: CountCap | None = None,
-        activity: ActivityRecord | None = None,
+        daily: CountCap,
+        activity: ActivityRecord,
         attempts: WindowCount | None = None,
     ) -> None:
         """Write a reader grant and count it on META, if the KB exists, is the owner's and has room, and
-        the reader has not blocked the owner; with ``daily``, count the new member there too, with
-        ``attempts``, count the share attempt, and with ``activity``, log it, all in the one transaction.
+        the reader has not blocked the owner; count the new member on ``daily``, with ``attempts`` count
+        the share attempt (omitted when it was counted apart), and log ``activity``, all in the one
+        transaction.
 
         Raises AlreadyExists("grant"), ItemMissing("kb") (deleted or changed hands),
         ConditionFailed("member_count") (full), ConditionFailed("blocked") (the reader blocks the owner),
@@ -254,14 +250,16 @@ class DynamoKnowledgeBaseStore:
                 "ExpressionAttributeValues": {":owner": {"S": grant.owner_id}},
             }
         }
-        actions = [self._table.put_action(_grant_item(grant), "attribute_not_exists(PK)"), count, not_blocked]
-        if daily is not None:
-            actions.append(cap_update(self._table, daily))
+        actions = [
+            self._table.put_action(_grant_item(grant), "attribute_not_exists(PK)"),
+            count,
+            not_blocked,
+            cap_update(self._table, daily),
+        ]
         attempts_at = len(actions)
         if attempts is not None:
             actions.append(window_update(self._table, attempts))
-        if activity is not None:
-            actions.append(activity_put(self._table, activity))
+        actions.append(activity_put(self._table, activity))
         try:
             self._table.transact(actions)
         except TransactionRefused as err:
@@ -276,9 +274,9 @@ class DynamoKnowledgeBaseStore:
                 raise ConditionFailed("blocked", grant.user_id) from err
             if attempts is not None and attempts_at in err.failed:
                 raise ConditionFailed("attempts", attempts.name) from err
-            raise ConditionFailed("daily", daily.name if daily else "") from err
+            raise ConditionFailed("daily", daily.name) from err
 
-    def delete_reader_grant(self, kb_id: str, user_id: str, *, activity: ActivityRecord | None = None) -> None:
+    def delete_reader_grant(self, kb_id: str, user_id: str, *, activity: ActivityRecord) -> None:
         """Delete a reader's grant and uncount it (logging ``activity`` with it); ItemMissing("grant") when
         there is no such reader grant.
 
@@ -301,8 +299,7 @@ class DynamoKnowledgeBaseStore:
             "ExpressionAttributeValues": dump({":one": 1, ":reader": {user_id}}),
         }
         try:
-            extra = [activity_put(self._table, activity)] if activity is not None else []
-            self._table.transact([{"Delete": delete}, {"Update": uncount}, *extra])
+            self._table.transact([{"Delete": delete}, {"Update": uncount}, activity_put(self._table, activity)])
         except TransactionRefused as err:
             if 0 in err.failed:
                 raise ItemMissing("grant", user_id) from err

@@ -167,10 +167,10 @@ def _cancellation_codes(err: ClientError) -> list[str]:
     return [str(reason.get("Code", "None")) for reason in reasons]
 
 
-def kb_room_refusal(kb_id: str, meta: Item | None, owner_id: str, capacity: KbCapacity | None) -> Exception:
+def kb_room_refusal(kb_id: str, meta: Item | None, owner_id: str, capacity: KbCapacity) -> Exception:
     """Why ``kb_room_action`` failed, from the META it returned: ItemMissing("kb") when the KB is gone or
     not ``owner_id``'s, ConditionFailed("kb_files") when it holds the most files, else ConditionFailed("kb_bytes")."""
-    if meta is None or meta.get("owner_id") != owner_id or capacity is None:
+    if meta is None or meta.get("owner_id") != owner_id:
         return ItemMissing("kb", kb_id)
     if int(meta.get("file_count", 0)) >= capacity.max_files:
         return ConditionFailed("kb_files", kb_id)
@@ -272,21 +272,23 @@ class DynamoTable:
         }
 
     def kb_room_action(
-        self, kb_id: str, owner_id: str, *, size: int, capacity: KbCapacity | None, count: bool
+        self, kb_id: str, owner_id: str, *, size: int, capacity: KbCapacity, count: bool
     ) -> Action:
         """META still ``owner_id``'s, with room (under ``capacity``) for one more file of ``size`` bytes.
 
         With ``count`` the file is counted in (``file_count`` + 1, ``bytes_used`` + ``size``: an Update),
         else only checked (a ConditionCheck). A refusal returns META, which ``kb_room_refusal`` reads.
         """
-        condition = "attribute_exists(PK) AND owner_id = :owner"
-        values: dict[str, Any] = {":owner": owner_id}
-        if capacity is not None:
-            condition += (
-                " AND (attribute_not_exists(file_count) OR file_count < :max_files)"
-                " AND (attribute_not_exists(bytes_used) OR bytes_used <= :room)"
-            )
-            values.update({":max_files": capacity.max_files, ":room": capacity.max_bytes - size})
+        condition = (
+            "attribute_exists(PK) AND owner_id = :owner"
+            " AND (attribute_not_exists(file_count) OR file_count < :max_files)"
+            " AND (attribute_not_exists(bytes_used) OR bytes_used <= :room)"
+        )
+        values: dict[str, Any] = {
+            ":owner": owner_id,
+            ":max_files": capacity.max_files,
+            ":room": capacity.max_bytes - size,
+        }
         body: Action = {
             "TableName": self.name,
             "Key": dump(kb_key(kb_id)),
