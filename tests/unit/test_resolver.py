@@ -40,3 +40,25 @@ def test_an_encoded_segment_arrives_decoded(user_id: str) -> None:
 def test_a_segment_is_decoded_once_not_twice() -> None:
     reply = _echo_app().resolve(http_event("GET", "/kb/kb_1/members/x%2541"), FakeLambdaContext())
     assert json.loads(reply["body"])["user_id"] == "x%41"
+
+
+def test_storage_that_is_unavailable_answers_503_with_retry_after_not_500() -> None:
+    from memmy_kb.domain.storage import StoreUnavailable
+
+    app = build_resolver()
+
+    @app.get("/busy")
+    def busy() -> dict[str, str]:
+        raise StoreUnavailable("table", "ProvisionedThroughputExceededException")
+
+    @app.get("/broken")
+    def broken() -> dict[str, str]:
+        raise RuntimeError("a bug")
+
+    reply = app.resolve(http_event("GET", "/busy"), FakeLambdaContext())
+    assert reply["statusCode"] == HTTPStatus.SERVICE_UNAVAILABLE
+    assert reply["headers"]["Retry-After"] == "2"
+    assert json.loads(reply["body"])["error"]["code"] == "storage_unavailable"
+    # A bug stays a 500
+    reply = app.resolve(http_event("GET", "/broken"), FakeLambdaContext())
+    assert (reply["statusCode"], json.loads(reply["body"])["error"]["code"]) == (500, "internal_error")

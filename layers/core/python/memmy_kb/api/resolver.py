@@ -7,6 +7,7 @@ errors, unknown routes and unexpected failures alike.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from http import HTTPStatus
 from re import Match
@@ -35,7 +36,10 @@ COMMON_ERRORS: tuple[tuple[int, str], ...] = (
     (HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "The request body is not JSON"),
     (HTTPStatus.UNPROCESSABLE_ENTITY, "Invalid request: not a JSON object, or not what the route takes"),
     (HTTPStatus.INTERNAL_SERVER_ERROR, "Unexpected failure"),
+    (HTTPStatus.SERVICE_UNAVAILABLE, "A storage service is busy or unreachable just now: try again shortly"),
 )
+# How long a caller is asked to wait after ``storage_unavailable`` (AWS throttling passes within seconds).
+STORAGE_RETRY_AFTER_SECONDS = 2
 
 
 # Path parameters every API function shares: ids we mint are short; user ids come from the login provider.
@@ -123,6 +127,13 @@ class DecodingHttpResolver(APIGatewayHttpResolver):
         return super()._call_route(route, route_arguments)
 
 
+def _is_store_unavailable(err: Exception) -> bool:
+    """Is ``err`` the domain's ``StoreUnavailable``? Only an adapter that was used raises it, and using one
+    loaded ``memmy_kb.domain.storage``; a handler that never touched storage (recall's import) need not."""
+    storage = sys.modules.get("memmy_kb.domain.storage")
+    return storage is not None and isinstance(err, storage.StoreUnavailable)
+
+
 def build_resolver() -> APIGatewayHttpResolver:
     """An HTTP API resolver with request validation, decoded path parameters and the service's error mapping."""
     app = DecodingHttpResolver(enable_validation=True)
@@ -153,6 +164,17 @@ def build_resolver() -> APIGatewayHttpResolver:
 
     @app.exception_handler(Exception)  # type: ignore[untyped-decorator]
     def _unexpected(err: Exception) -> Response[str]:
+        if _is_store_unavailable(err):
+            # Throttled, failing or unreachable storage, translated by the adapters: a 503 to retry, not a bug.
+            where = {"service": getattr(err, "service", ""), "reason": getattr(err, "reason", "")}
+            logger.warning("storage unavailable", extra={"status": 503, **where})
+            response = error_response(
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                "storage_unavailable",
+                "Our storage is busy just now; try again in a moment.",
+            )
+            response.headers["Retry-After"] = str(STORAGE_RETRY_AFTER_SECONDS)
+            return response
         logger.exception("unexpected error")
         return error_response(
             HTTPStatus.INTERNAL_SERVER_ERROR, "internal_error", "Something went wrong on our side."
