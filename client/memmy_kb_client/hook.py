@@ -15,7 +15,9 @@ The hook holds no cloud credential and reads none: not ``~/.memmy-kb/config.json
 cuts the block to the agent's inline limit (``desktop/block.py``).
 
 A hook must never get in the way of a turn: on any failure (no service, no token, 401/403, a slow cloud,
-unreadable stdin) it prints nothing and exits 0 within its deadline. It runs before every turn, so it
+unreadable stdin) it prints nothing and exits 0 within its deadline. So that a silent run can still be
+seen, it records when it last ran and the outcome in ``$MEMMY_KB_HOME/desktop/hook-last-AGENT.json``
+(``memmy-kb hook status`` shows it). It runs before every turn, so it
 imports only ``os``, ``json``, ``socket`` and ``threading`` (raw HTTP/1.1 to our own service: no
 ``http.client``, which drags ``ssl`` and ``email`` in).
 """
@@ -116,20 +118,70 @@ def _post(port: int, token: str, body: bytes, deadline: float) -> tuple[int, byt
     return status, payload
 
 
-def recall_context(prompt: str, agent: str, env: Mapping[str, str], deadline: float) -> str:
-    """The block for ``prompt`` from the local service, cut for ``agent``; "" when there is none."""
+# What the service's reply says of the cloud (``cloud``) -> the outcome the run record keeps.
+_CLOUD_OUTCOMES = {
+    "logged_out": "logged_out",
+    "expired": "login_expired",
+    "unauthorized": "login_refused",
+    "unreachable": "cloud_unreachable",
+    "cloud_error": "cloud_error",
+    "bad_reply": "cloud_error",
+}
+
+
+def recall_outcome(prompt: str, agent: str, env: Mapping[str, str], deadline: float) -> tuple[str, str]:
+    """The block for ``prompt`` from the local service, cut for ``agent`` ("" when there is none), and
+    the outcome to record: ``ok``, ``empty``, ``no_service``, ``refused``, ``service_error``, or what
+    the service says of the cloud (``logged_out``, ``login_expired``, ``cloud_unreachable``...)."""
     state_dir = paths.desktop_dir(env)
     token = paths.read_token(state_dir, paths.HOOK_TOKEN_FILE)
     recorded = paths.read_service(state_dir)
     if token is None or recorded is None:
-        return ""
+        return "", "no_service"
     body = json.dumps({"query": prompt, "agent": agent}).encode("utf-8")
     status, payload = _post(int(str(recorded["port"])), token, body, deadline)
     if status != 200:
-        return ""
+        return "", "refused" if status in (401, 403) else "service_error"
     reply = json.loads(payload)
-    context = reply.get("context") if isinstance(reply, dict) else None
-    return context if isinstance(context, str) else ""
+    if not isinstance(reply, dict):
+        return "", "service_error"
+    context = reply.get("context")
+    if isinstance(context, str) and context.strip():
+        return context, "ok"
+    cloud = reply.get("cloud")
+    return "", _CLOUD_OUTCOMES.get(cloud, "empty") if isinstance(cloud, str) else "empty"
+
+
+def recall_context(prompt: str, agent: str, env: Mapping[str, str], deadline: float) -> str:
+    """The block for ``prompt`` from the local service, cut for ``agent``; "" when there is none."""
+    return recall_outcome(prompt, agent, env, deadline)[0]
+
+
+def count_excerpts(context: str) -> int:
+    """How many excerpt sections the block holds (``<excerpt-BOUNDARY n="k">`` ... closed)."""
+    start = context.find("<excerpt-")
+    if start < 0:
+        return 0
+    boundary = context[start + 9 : start + 25]
+    return context.count(f"</excerpt-{boundary}>")
+
+
+def record_run(agent: str, env: Mapping[str, str], outcome: str, excerpts: int, elapsed: float) -> None:
+    """Note this run in ``desktop/hook-last-AGENT.json`` (0600): when, the outcome, how many excerpts and
+    how long; never the prompt or the excerpts. Cheap (no fsync) and silent: a failure is ignored."""
+    try:
+        state_dir = paths.desktop_dir(env)
+        if not os.path.isdir(state_dir):
+            os.makedirs(state_dir, mode=0o700, exist_ok=True)
+        record = {
+            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "outcome": outcome,
+            "excerpts": excerpts,
+            "ms": round(elapsed * 1000),
+        }
+        paths.write_private(paths.hook_run_file(state_dir, agent), json.dumps(record).encode(), sync=False)
+    except Exception:  # noqa: S110 - the record is a diagnosis aid; the turn must not pay for it
+        pass
 
 
 def render(agent: str, context: str) -> bytes:
@@ -147,30 +199,35 @@ def run(agent: str, stdin: BinaryIO, stdout: BinaryIO, env: Mapping[str, str]) -
     ``stdin`` and ``stdout`` are binary streams (``sys.stdin.buffer``, ``sys.stdout.buffer``).
     """
     timeout = hook_timeout(env)
-    deadline = time.monotonic() + timeout
-    found: list[str] = []
+    started = time.monotonic()
+    deadline = started + timeout
+    found: list[tuple[str, str]] = []
 
     def work() -> None:
         # Deliberately broad: whatever goes wrong, the turn goes ahead without excerpts.
         try:
             prompt = prompt_from_event(stdin.read(MAX_STDIN_BYTES), AGENTS[agent])
-            if prompt:
-                found.append(recall_context(prompt, agent, env, deadline))
-        except Exception:  # noqa: S110 - printing nothing is this hook's whole error handling
-            pass
+            found.append(recall_outcome(prompt, agent, env, deadline) if prompt else ("", "no_prompt"))
+        except TimeoutError:
+            found.append(("", "timeout"))
+        except OSError:
+            found.append(("", "service_unreachable"))
+        except Exception:
+            found.append(("", "service_error"))
 
     # The deadline covers everything, reading stdin included; a worker still stuck in a read or a
     # connection is abandoned (a daemon thread does not hold up the exit).
     worker = threading.Thread(target=work, name="memmy-kb-hook", daemon=True)
     worker.start()
     worker.join(timeout)
-    if worker.is_alive() or not found or not found[0].strip():
-        return 0
-    try:
-        stdout.write(render(agent, found[0]))
-        stdout.flush()
-    except (OSError, ValueError):
-        pass
+    context, outcome = found[0] if found else ("", "timeout")
+    if context.strip():
+        try:
+            stdout.write(render(agent, context))
+            stdout.flush()
+        except (OSError, ValueError):
+            outcome = "output_failed"
+    record_run(agent, env, outcome, count_excerpts(context), time.monotonic() - started)
     return 0
 
 

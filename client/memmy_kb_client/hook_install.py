@@ -15,7 +15,8 @@ replaces it in place (the path may have moved) and changes nothing else; uninsta
 group, event list and ``hooks`` object only when it leaves them empty. The file is written back in the
 style it was read in (indent, final newline, ASCII escapes), so an install and an uninstall leave a
 serializer-formatted file byte-identical. A file that is not plain JSON (comments, trailing commas) is
-left alone, with the entry to add by hand. The command is the absolute path of this ``memmy-kb``.
+left alone, with the entry to add by hand. The command is the absolute path of this ``memmy-kb``, behind
+``env MEMMY_KB_HOME=...`` when the state directory in effect is not the default one.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from memmy_kb_client.desktop.paths import HOME_ENV, memmy_home
 
 # The hook's own deadline is 4 s; the agent's is an outer guard only.
 AGENT_TIMEOUT_SECONDS = 10
@@ -48,7 +51,6 @@ class Agent:
     user_file: Callable[[], Path]
     project_file: Callable[[Path], Path]
     entry: Callable[[str], dict[str, Any]]
-    note: str
 
 
 def _claude_home() -> Path:
@@ -66,7 +68,6 @@ AGENTS: dict[str, Agent] = {
         lambda: _claude_home() / "settings.json",
         lambda project: project / ".claude" / "settings.json",
         lambda command: {"type": "command", "command": command, "timeout": AGENT_TIMEOUT_SECONDS},
-        "Claude Code reads its hooks when a session starts: start a new one (`/hooks` lists them).",
     ),
     "codex": Agent(
         "codex",
@@ -79,8 +80,6 @@ AGENTS: dict[str, Agent] = {
             "timeout": AGENT_TIMEOUT_SECONDS,
             "statusMessage": "Searching your Memmy knowledge bases",
         },
-        "Codex runs hooks.json hooks when its hooks feature is on (the default in recent releases; older "
-        "ones need `[features] codex_hooks = true` in config.toml). It may ask you to review a new hook.",
     ),
     "gemini": Agent(
         "gemini",
@@ -94,14 +93,18 @@ AGENTS: dict[str, Agent] = {
             "timeout": AGENT_TIMEOUT_SECONDS * 1000,
             "description": "Excerpts from your Memmy knowledge bases for this turn",
         },
-        "Gemini CLI runs hooks only with its hooks system on (`/hooks panel` shows it; on the stable "
-        "channel set `hooksConfig.enabled` to true in settings.json).",
     ),
 }
 
 
-def hook_command(agent: str) -> str:
-    """The absolute command the agent runs: this installation's ``memmy-kb hook AGENT``."""
+def hook_command(agent: str, env: Mapping[str, str] | None = None) -> str:
+    """The absolute command the agent runs: this installation's ``memmy-kb hook AGENT``.
+
+    A state directory other than the default (``$MEMMY_KB_HOME`` in ``env``, the environment by default)
+    goes into the command as ``env MEMMY_KB_HOME=/abs/path ...``: the agent does not inherit the variable
+    from the shell the install ran in. All three agents run the command through a shell, and ``env``
+    works without one too. The default home writes no variable.
+    """
     script = Path(sys.executable).with_name("memmy-kb.exe" if os.name == "nt" else "memmy-kb")
     if script.exists():
         program = shlex.quote(str(script.absolute()))
@@ -109,7 +112,30 @@ def hook_command(agent: str) -> str:
         program = shlex.quote(os.path.abspath(found))
     else:
         program = f"{shlex.quote(sys.executable)} -m memmy_kb_client.cli"
-    return f"{program} hook {agent}"
+    home = installed_home(os.environ if env is None else env)
+    prefix = f"env {HOME_ENV}={shlex.quote(home)} " if home is not None else ""
+    return f"{prefix}{program} hook {agent}"
+
+
+def installed_home(env: Mapping[str, str]) -> str | None:
+    """``$MEMMY_KB_HOME`` as an absolute path when it is not the default home; None otherwise."""
+    value = env.get(HOME_ENV)
+    if not value:
+        return None
+    home = os.path.abspath(os.path.expanduser(value))
+    default = os.path.abspath(memmy_home({}))
+    return None if home == default else home
+
+
+def home_in(command: str) -> str | None:
+    """The ``MEMMY_KB_HOME`` an installed command sets (``env MEMMY_KB_HOME=...``), or None."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if len(words) > 1 and words[0] == "env" and words[1].startswith(f"{HOME_ENV}="):
+        return words[1].split("=", 1)[1] or None
+    return None
 
 
 def _is_ours(handler: Any, agent: str) -> bool:
@@ -218,6 +244,24 @@ def without(text: str | None, agent: Agent, path: Path) -> str | None:
         if not hooks:
             del data["hooks"]
     return _Style.of(text).dump(data)
+
+
+def installed_command(agent_name: str, project: Path | None = None) -> tuple[Path, str | None]:
+    """The settings file of ``agent_name`` and the command of our entry in it (None when there is none)."""
+    agent = AGENTS[agent_name]
+    path = settings_path(agent, project)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        hooks = _hooks_of(data, path, create=False) or {}
+    except (OSError, ValueError, SettingsError):
+        return path, None
+    groups = hooks.get(agent.event)
+    for group in groups if isinstance(groups, list) else []:
+        handlers = group.get("hooks") if isinstance(group, dict) else None
+        for handler in handlers if isinstance(handlers, list) else []:
+            if _is_ours(handler, agent_name):
+                return path, str(handler["command"])
+    return path, None
 
 
 def _load(text: str | None, path: Path) -> Any:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,8 @@ def _hook(args: argparse.Namespace) -> int:
 
 
 def _hook_install(args: argparse.Namespace) -> int:
-    from memmy_kb_client.hook_install import AGENTS, SettingsError, apply
+    from memmy_kb_client.hook_install import SettingsError, apply
+    from memmy_kb_client.hook_status import install_message
 
     try:
         change = apply(args.agent, project=args.project, uninstall=args.uninstall)
@@ -73,11 +75,19 @@ def _hook_install(args: argparse.Namespace) -> int:
         print(printable(f"removed the Memmy hook from {change.path}"))
     else:
         print(printable(f"installed the Memmy hook in {change.path}"))
-        print(AGENTS[args.agent].note)
-        print(
-            "The hook asks the local service: run `memmy-kb desktop serve` and `memmy-kb desktop login` "
-            "(see `memmy-kb desktop status`)."
-        )
+        for line in install_message(args.agent, args.project, os.environ):
+            print(printable(line))
+    return 0
+
+
+def _hook_status(args: argparse.Namespace) -> int:
+    from memmy_kb_client.hook_status import render_status, status
+
+    rows = status(os.environ, args.project)
+    if args.json:
+        print(printable(json.dumps(rows, ensure_ascii=False, indent=2)))
+    else:
+        print(printable(render_status(rows)))
     return 0
 
 
@@ -127,3 +137,12 @@ def add_recall_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     install.add_argument("--uninstall", action="store_true", help="remove the Memmy hook instead")
     install.set_defaults(func=_hook_install)
+
+    state = hook.add_parser(
+        "status", help="for each agent: is the hook installed, when did it last run, with what outcome"
+    )
+    state.add_argument(
+        "--project", type=Path, default=None, metavar="DIR", help="the project's settings in DIR instead"
+    )
+    state.add_argument("--json", action="store_true", help="print the status as JSON")
+    state.set_defaults(func=_hook_status)

@@ -287,11 +287,11 @@ def test_a_reply_slower_than_the_deadline_prints_nothing_at_the_deadline(service
     assert 0.4 < elapsed < 5  # at the deadline, far before the reply
 
 
-def test_stdin_that_never_ends_is_abandoned_at_the_deadline():
+def test_stdin_that_never_ends_is_abandoned_at_the_deadline(tmp_path):
     read_end, write_end = os.pipe()
     with os.fdopen(read_end, "rb") as never_closed:
         started = time.monotonic()
-        code = hook.run("gemini", never_closed, io.BytesIO(), {hook.TIMEOUT_ENV: "0.3"})
+        code = hook.run("gemini", never_closed, io.BytesIO(), env_for(tmp_path, **{hook.TIMEOUT_ENV: "0.3"}))
         elapsed = time.monotonic() - started
         # End the abandoned read before the reader is closed (closing waits for the reading thread).
         os.close(write_end)
@@ -339,9 +339,14 @@ def test_the_command_against_a_black_hole_exits_0_silently_at_its_deadline(tmp_p
     assert elapsed < 10  # the subprocess would otherwise run into its 30 s timeout
 
 
-def imported_modules(*args: str, stdin: bytes = b"") -> set[str]:
+def imported_modules(*args: str, stdin: bytes = b"", env: dict[str, str] | None = None) -> set[str]:
     done = subprocess.run(  # noqa: S603 - our own interpreter and CLI
-        [sys.executable, "-X", "importtime", *args], input=stdin, capture_output=True, timeout=30, check=False
+        [sys.executable, "-X", "importtime", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=30,
+        check=False,
+        env={**os.environ, **(env or {})},
     )
     return {line.rsplit("|", 1)[-1].strip() for line in done.stderr.decode().splitlines() if "|" in line}
 
@@ -353,6 +358,7 @@ def test_the_hook_imports_neither_the_cli_nor_an_http_library(home):
         "-c",
         "import sys; sys.argv = ['memmy-kb', 'hook', 'codex']; from memmy_kb_client.entry import main; main()",
         stdin=event_bytes("codex"),
+        env=env_for(home),
     )
     assert {"memmy_kb_client.hook", "memmy_kb_client.desktop.paths", "socket"} <= modules
     assert not modules & {

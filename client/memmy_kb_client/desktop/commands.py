@@ -152,6 +152,35 @@ _OUTCOMES = {
 }
 
 
+def desktop_state(state_dir: str, timeout: float = 3.0) -> tuple[str, str]:
+    """The desktop service as a hook would find it, asked of the running service: ``(state, sentence)``.
+
+    ``state`` is ``ready`` (running and logged in), ``not_running``, ``error``, or the login's state
+    (``logged_out``, ``expired``, ``rejected``); the sentence says what is left to do, if anything.
+    """
+    from memmy_kb_client.desktop.control import ControlError, ServiceUnavailable, call
+
+    try:
+        status = call(state_dir, "GET", "/control/status", timeout=timeout)
+    except ServiceUnavailable:
+        return "not_running", (
+            f"No desktop service is running for {state_dir}: start it with `memmy-kb desktop serve`, "
+            "then `memmy-kb desktop login`."
+        )
+    except ControlError as err:
+        return (
+            "error",
+            f"The desktop service answered {err.status} {err.code}: see `memmy-kb desktop status`.",
+        )
+    login = status.get("login") or {}
+    state = str(login.get("state"))
+    where = f"The desktop service is running at {status.get('service')}"
+    if state == "logged_in":
+        user = f" as {login['user']}" if login.get("user") else ""
+        return "ready", f"{where} and logged in{user}: the hook is ready."
+    return state, f"{where}, but {_LOGIN_STATES.get(state, state)}."
+
+
 def _print_status(status: dict[str, Any], as_json: bool) -> int:
     if as_json:
         print(printable(json.dumps(status, ensure_ascii=False, indent=2)))

@@ -6,7 +6,8 @@
 * ``control-token``: the control token (0600) the ``memmy-kb desktop`` commands use, new on each start;
 * ``service.json``: where the running service listens (0600), written on start, removed on stop;
 * ``cloud-login.json``: the cloud login (0600), only when no OS keychain is available;
-* ``serve.lock``: held by the running service, so two cannot share one state directory.
+* ``serve.lock``: held by the running service, so two cannot share one state directory;
+* ``hook-last-AGENT.json``: when each agent's hook last ran and its outcome (0600; no query, no excerpt).
 
 The hook imports this module before every agent turn, so it uses ``os`` only (no ``pathlib``).
 """
@@ -26,6 +27,7 @@ CONTROL_TOKEN_FILE = "control-token"  # noqa: S105 - a file name
 SERVICE_FILE = "service.json"
 LOGIN_FILE = "cloud-login.json"
 LOCK_FILE = "serve.lock"
+HOOK_RUN_PREFIX = "hook-last-"
 # Tokens are ``secrets.token_urlsafe`` output behind a short prefix: nothing else may reach a header.
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 MAX_TOKEN_CHARS = 200
@@ -78,11 +80,16 @@ def ensure_private_dir(path: str) -> None:
         os.chmod(path, 0o700)
 
 
-def write_private(path: str, data: bytes) -> None:
+def hook_run_file(state_dir: str, agent: str) -> str:
+    """Where ``agent``'s hook records its last run."""
+    return os.path.join(state_dir, f"{HOOK_RUN_PREFIX}{agent}.json")
+
+
+def write_private(path: str, data: bytes, *, sync: bool = True) -> None:
     """Replace ``path`` atomically with ``data``, readable and writable by its owner only (0600).
 
     The bytes go to a new 0600 file beside it first, so the secret is never in a wider-mode file and a
-    reader never sees half of it.
+    reader never sees half of it. ``sync=False`` skips the fsync (a record that may be lost in a crash).
     """
     directory = os.path.dirname(path) or "."
     temporary = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
@@ -91,7 +98,8 @@ def write_private(path: str, data: bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                os.fsync(handle.fileno())
         if os.name == "posix":
             os.chmod(temporary, 0o600)
         os.replace(temporary, path)

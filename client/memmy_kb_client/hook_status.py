@@ -1,0 +1,125 @@
+"""What ``memmy-kb hook install`` says once it has written, and ``memmy-kb hook status``.
+
+After an install: the desktop service's real state (asked of the running service, as ``memmy-kb desktop
+status`` does) and what the person must still do in the agent itself (Codex: trust the hook; Gemini CLI:
+trust the folder).
+
+``hook status``: for each agent, whether our entry is installed (and with which ``MEMMY_KB_HOME``) and
+when its hook last ran with what outcome, from the record the hook keeps in
+``$MEMMY_KB_HOME/desktop/hook-last-AGENT.json``. A hook the agent skipped (Codex skips an untrusted one
+without a word) shows as never run, or as last run long ago.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from memmy_kb_client.desktop import paths
+from memmy_kb_client.hook_install import AGENTS, home_in, installed_command
+
+CHECK = "After your next prompt, `memmy-kb hook status` shows whether the hook ran and what it found."
+
+
+def agent_steps(agent: str, project: Path | None) -> list[str]:
+    """What the person must still do in ``agent`` before it runs the hook."""
+    if agent == "claude-code":
+        return ["Claude Code reads its hooks when a session starts: start a new one (`/hooks` lists them)."]
+    if agent == "codex":
+        return [
+            "Codex runs a hook only once you have trusted it: open `/hooks` in an interactive `codex` "
+            "session and trust this one. Trust holds for this exact command: trust it again after the "
+            "command changes (a reinstall from a moved or new virtualenv, another MEMMY_KB_HOME).",
+            "Until then `codex exec` skips the hook without a word. Older Codex releases also need "
+            "`[features] codex_hooks = true` in config.toml.",
+        ]
+    folder = f"trust {project.absolute()}" if project is not None else "trust each folder you use it in"
+    return [
+        f"Gemini CLI runs no hooks in an untrusted folder (it asks when it starts there): {folder}. "
+        "Its hooks system must be on (`/hooks panel`; on the stable channel `hooksConfig.enabled: true` "
+        "in settings.json).",
+        "Gemini CLI wraps the block in <hook_context>, escapes its < and >, and also sends the prompt "
+        "with the block to its routing model.",
+    ]
+
+
+def install_message(agent: str, project: Path | None, env: Mapping[str, str]) -> list[str]:
+    """The lines printed after the hook was installed for ``agent``."""
+    from memmy_kb_client.desktop.commands import desktop_state
+
+    _, sentence = desktop_state(paths.desktop_dir(env))
+    return [sentence, *agent_steps(agent, project), CHECK]
+
+
+_OUTCOMES = {
+    "ok": "ok",
+    "empty": "empty (nothing in your knowledge bases matched)",
+    "no_prompt": "no prompt in the agent's event",
+    "no_service": "no desktop service found (start `memmy-kb desktop serve` with this MEMMY_KB_HOME)",
+    "service_unreachable": "the desktop service was unreachable (is `memmy-kb desktop serve` running?)",
+    "timeout": "timed out",
+    "refused": "the service refused the hook token",
+    "service_error": "the desktop service answered with an error",
+    "output_failed": "could not write to the agent",
+    "logged_out": "logged out (run `memmy-kb desktop login`)",
+    "login_expired": "the login has expired (run `memmy-kb desktop login` with a new token)",
+    "login_refused": "the cloud refused the login (run `memmy-kb desktop login` again)",
+    "cloud_unreachable": "the cloud was unreachable",
+    "cloud_error": "the cloud failed",
+}
+
+
+def read_run(state_dir: str, agent: str) -> dict[str, Any] | None:
+    """The hook's last-run record for ``agent`` in ``state_dir``, or None."""
+    try:
+        with open(paths.hook_run_file(state_dir, agent), encoding="utf-8") as handle:
+            record = json.loads(handle.read(4096))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def describe_run(record: dict[str, Any] | None) -> str:
+    """One agent's last run, as ``hook status`` prints it."""
+    if record is None:
+        return "never ran (or skipped: Codex skips an untrusted hook, Gemini CLI an untrusted folder)"
+    outcome = str(record.get("outcome"))
+    text = _OUTCOMES.get(outcome, outcome)
+    if outcome == "ok":
+        count = record.get("excerpts")
+        text += f" with {count} excerpt{'' if count == 1 else 's'}" if isinstance(count, int) else ""
+    took = f", {record['ms']} ms" if isinstance(record.get("ms"), int) else ""
+    return f"last ran {record.get('at')}: {text}{took}"
+
+
+def status(env: Mapping[str, str], project: Path | None = None) -> list[dict[str, Any]]:
+    """Each agent's install and last run; the record is read from the home its installed command uses."""
+    rows = []
+    for agent in AGENTS:
+        settings, command = installed_command(agent, project)
+        home = home_in(command) if command else None
+        state_dir = os.path.join(home, "desktop") if home else paths.desktop_dir(env)
+        rows.append(
+            {
+                "agent": agent,
+                "settings": str(settings),
+                "installed": command is not None,
+                "state_dir": state_dir,
+                "last_run": read_run(state_dir, agent),
+            }
+        )
+    return rows
+
+
+def render_status(rows: list[dict[str, Any]]) -> str:
+    lines = []
+    for row in rows:
+        if not row["installed"]:
+            lines.append(f"{row['agent']}: not installed in {row['settings']}")
+            continue
+        lines.append(f"{row['agent']}: installed in {row['settings']} (state: {row['state_dir']})")
+        lines.append(f"  {describe_run(row['last_run'])}")
+    return "\n".join(lines)
