@@ -158,12 +158,13 @@ def recall_context(prompt: str, agent: str, env: Mapping[str, str], deadline: fl
 
 
 def count_excerpts(context: str) -> int:
-    """How many excerpt sections the block holds (``<excerpt-BOUNDARY n="k">`` ... closed)."""
+    """How many excerpt sections the block holds: lines opening ``<excerpt-BOUNDARY n="k">`` (the
+    preface names the tags too, but not in that form)."""
     start = context.find("<excerpt-")
     if start < 0:
         return 0
-    boundary = context[start + 9 : start + 25]
-    return context.count(f"</excerpt-{boundary}>")
+    opening = f'<excerpt-{context[start + 9 : start + 25]} n="'
+    return context.count("\n" + opening) + context.startswith(opening)
 
 
 def record_run(agent: str, env: Mapping[str, str], outcome: str, excerpts: int, elapsed: float) -> None:

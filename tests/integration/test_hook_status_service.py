@@ -1,0 +1,80 @@
+"""``hook install``'s message and ``hook status`` against the real local service (in-process, in front of
+the fake cloud of ``test_desktop_service``): the message follows the service's login, and the hook's run
+record follows what the service answered."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memmy_kb_client import hook
+from memmy_kb_client.desktop import paths
+from memmy_kb_client.desktop.server import DesktopService
+from memmy_kb_client.hook_status import install_message, status
+from tests.integration.test_desktop_service import (
+    BLOCK,
+    CLOUD_TOKEN,
+    QUERY,
+    Client,
+    FakeCloud,
+    serving,
+    start,
+)
+
+
+@pytest.fixture
+def fake_cloud() -> Iterator[FakeCloud]:
+    yield from serving(FakeCloud())
+
+
+@pytest.fixture
+def running(tmp_path: Path, fake_cloud: FakeCloud, monkeypatch: pytest.MonkeyPatch) -> Iterator[Client]:
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    service: DesktopService = start(tmp_path / "home" / "desktop", fake_cloud.url)
+    yield Client(service)
+    service.stop()
+
+
+def env_of(client: Client) -> dict[str, str]:
+    return {paths.HOME_ENV: str(client.state_dir.parent)}
+
+
+def ask(client: Client, agent: str = "codex") -> bytes:
+    out = io.BytesIO()
+    event = json.dumps({"hook_event_name": hook.AGENTS[agent], "prompt": QUERY}).encode()
+    hook.run(agent, io.BytesIO(event), out, env_of(client))
+    return out.getvalue()
+
+
+def test_the_message_follows_the_services_login(running):
+    logged_out = install_message("codex", None, env_of(running))[0]
+    assert logged_out.startswith(f"The desktop service is running at {running.service.url}, but logged out")
+    assert "`memmy-kb desktop login`" in logged_out
+    running.login(CLOUD_TOKEN)
+    ready = install_message("codex", None, env_of(running))[0]
+    assert (
+        ready
+        == f"The desktop service is running at {running.service.url} and logged in as alice: the hook is ready."
+    )
+    running.service.stop()
+    stopped = install_message("codex", None, env_of(running))[0]
+    assert stopped.startswith("No desktop service is running for ")
+
+
+def test_the_run_record_follows_the_services_answer(running):
+    from memmy_kb_client.hook_install import apply, hook_command
+
+    apply("codex", command=hook_command("codex", env_of(running)))
+    assert ask(running) == b""
+    row = {r["agent"]: r for r in status({})}["codex"]
+    assert row["installed"] is True
+    assert row["last_run"]["outcome"] == "logged_out"
+    running.login(CLOUD_TOKEN)
+    assert ask(running) == BLOCK.encode() + b"\n"
+    row = {r["agent"]: r for r in status({})}["codex"]
+    assert (row["last_run"]["outcome"], row["last_run"]["excerpts"]) == ("ok", 1)
