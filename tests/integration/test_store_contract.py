@@ -1257,7 +1257,9 @@ def test_given_a_profile_of_either_shape_when_blocking_with_names_then_each_name
 def test_given_settings_and_blocks_when_the_profile_is_put_again_then_they_are_stored_as_given(
     backend: Backend,
 ) -> None:
-    first = profile_record("bob").model_copy(update={"recall_new_shares": False, "blocked": frozenset({"alice"})})
+    first = profile_record("bob").model_copy(
+        update={"recall_new_shares": False, "blocked": frozenset({"alice", "x"}), "blocked_names": {"alice": "Alice"}}
+    )
     backend.profiles.put_profile_with_lookups(first, None)
     assert backend.profiles.get_profile("bob") == first
 

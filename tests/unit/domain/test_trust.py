@@ -75,11 +75,13 @@ def test_given_settings_and_blocks_when_the_profile_is_registered_again_then_the
     people: FakeStores,
 ) -> None:
     profiles.update_settings(people.profiles, "bob", recall_new_shares=False, clock=lambda: at(1))
+    share(people, "kb_3", "bob", owner="carol")
     profiles.block(people.kbs, people.profiles, "bob", "carol", clock=lambda: at(2), policy=policy(people))
     from tests.support.factories import claims
 
     again = profiles.register_profile(people.profiles, claims("bob", name="Bobby"), clock=lambda: at(3))
     assert (again.display_name, again.recall_new_shares, again.blocked) == ("Bobby", False, frozenset({"carol"}))
+    assert again.blocked_names == {"carol": "Carol"}
 
 
 def test_given_no_profile_when_reading_or_changing_settings_then_profile_not_found(stores: FakeStores) -> None:
