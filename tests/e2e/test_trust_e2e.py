@@ -304,6 +304,48 @@ def test_a_blocked_owner_loses_the_reader_and_is_answered_as_for_no_account(acco
     assert recalled(reader, markers) == (markers, 2)
 
 
+def test_routes_taking_a_user_id_answer_alike_for_an_account_and_none_and_blocks_are_bounded(accounts):
+    owner_id, owner = accounts.new("owner", name="Alice")
+    _, reader = accounts.new("reader", name="Bob")
+    carol_id, _ = accounts.new("carol", name="Carol")
+    ghost_id = f"ghost-{uuid.uuid4().hex[:8]}"
+    kb = create_kb(owner, "Alice 的资料")
+    assert share(owner, kb["id"], reader.get("/me").json()["user_id"]).status_code == HTTPStatus.CREATED
+
+    # When each route that takes a user id is called for an account and for an id with none
+    calls = [
+        lambda who: owner.delete(f"/knowledge-bases/{kb['id']}/members/{who}"),
+        lambda who: reader.post("/me/blocked", json={"user_id": who}),
+        lambda who: reader.delete(f"/me/blocked/{who}"),
+        lambda who: reader.post("/me/blocked", json={"user_id": who}),
+    ]
+    for call in calls:
+        account, none = call(carol_id), call(ghost_id)
+        # Then the answers are the same, byte for byte
+        assert (account.status_code, account.content) == (none.status_code, none.content)
+
+    # And the block list names only the owner whose KB the reader saw, not the account they typed
+    assert reader.post("/me/blocked", json={"user_id": owner_id}).status_code == HTTPStatus.NO_CONTENT
+    assert reader.get("/me/blocked").json() == {
+        "items": sorted(
+            [
+                {"user_id": carol_id, "display_name": None},
+                {"user_id": ghost_id, "display_name": None},
+                {"user_id": owner_id, "display_name": "Alice"},
+            ],
+            key=lambda item: item["user_id"],
+        )
+    }
+
+    # And every block counts in the reader's window (5 so far), unblocking frees none
+    for _ in range(ATTEMPT_LIMIT - 5):
+        assert reader.delete(f"/me/blocked/{ghost_id}").status_code == HTTPStatus.NO_CONTENT
+        assert reader.post("/me/blocked", json={"user_id": ghost_id}).status_code == HTTPStatus.NO_CONTENT
+    refused = reader.post("/me/blocked", json={"user_id": f"nobody-{uuid.uuid4().hex[:8]}"})
+    assert (refused.status_code, refused.json()["error"]["code"]) == (HTTPStatus.TOO_MANY_REQUESTS, "rate_limited")
+    assert 0 < int(refused.headers["Retry-After"]) <= 2 * ATTEMPT_WINDOW_SECONDS
+
+
 def _elapsed(now: float) -> float:
     """The fraction of the current attempt window gone at ``now`` (windows start at multiples of it)."""
     return (now % ATTEMPT_WINDOW_SECONDS) / ATTEMPT_WINDOW_SECONDS

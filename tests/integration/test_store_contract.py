@@ -186,6 +186,8 @@ def _item(record: Record) -> dict[str, Any]:
         elif record.state == "submitting" and record.submitting_at is not None:
             queue = {"GSI2PK": "UPLOAD#submitting", "GSI2SK": record.submitting_at.isoformat()}
         return {**upload_key(record.kb_id, record.upload_id), **queue, "type": "upload", **data}
+    if not data["blocked_names"]:
+        del data["blocked_names"]  # a seeded profile has the shape written before names were kept
     return {**profile_key(record.user_id), "type": "profile", **data}
 
 
@@ -1204,7 +1206,7 @@ def test_given_no_profile_when_settings_or_blocks_change_then_item_missing_profi
     backend: Backend,
 ) -> None:
     assert refused(ItemMissing, lambda: backend.profiles.update_profile_settings("bob", recall_new_shares=False, now=T0)) == "profile"
-    assert refused(ItemMissing, lambda: backend.profiles.add_blocked("bob", "x", max_blocked=5, now=T0)) == "profile"
+    assert refused(ItemMissing, lambda: backend.profiles.add_blocked("bob", "x", name=None, max_blocked=5, now=T0)) == "profile"
     assert refused(ItemMissing, lambda: backend.profiles.remove_blocked("bob", "x", now=T0)) == "profile"
     assert backend.profiles.get_profile("bob") is None
 
@@ -1214,23 +1216,50 @@ def test_given_a_profile_when_blocking_and_unblocking_then_the_set_changes_and_r
 ) -> None:
     backend.seed(profile_record("bob"))
 
-    backend.profiles.add_blocked("bob", "alice", max_blocked=2, now=at(1))
-    again = backend.profiles.add_blocked("bob", "alice", max_blocked=2, now=at(2))
+    backend.profiles.add_blocked("bob", "alice", name=None, max_blocked=2, now=at(1))
+    again = backend.profiles.add_blocked("bob", "alice", name=None, max_blocked=2, now=at(2))
     assert (again.blocked, again.updated_at) == (frozenset({"alice"}), at(2))
-    backend.profiles.add_blocked("bob", "carol", max_blocked=2, now=at(3))
+    backend.profiles.add_blocked("bob", "carol", name=None, max_blocked=2, now=at(3))
     # Full: a new one is refused, one already there is not.
-    assert refused(ConditionFailed, lambda: backend.profiles.add_blocked("bob", "dave", max_blocked=2, now=at(4))) == "blocked"
-    assert backend.profiles.add_blocked("bob", "carol", max_blocked=2, now=at(4)).blocked == {"alice", "carol"}
+    assert refused(ConditionFailed, lambda: backend.profiles.add_blocked("bob", "dave", name=None, max_blocked=2, now=at(4))) == "blocked"
+    assert backend.profiles.add_blocked("bob", "carol", name=None, max_blocked=2, now=at(4)).blocked == {"alice", "carol"}
     backend.profiles.remove_blocked("bob", "alice", now=at(5))
     removed = backend.profiles.remove_blocked("bob", "alice", now=at(6))
     assert removed.blocked == frozenset({"carol"})
     assert backend.profiles.get_profile("bob") == removed
 
 
+def test_given_a_profile_of_either_shape_when_blocking_with_names_then_each_name_is_kept_until_unblocked(
+    backend: Backend,
+) -> None:
+    """bob is seeded as written before names were kept (no ``blocked_names`` on DynamoDB): his first named
+    block makes the map; carol's profile is put with one. A block without a name keeps the one stored;
+    unblocking drops it, and a block list of the old shape still unblocks."""
+    backend.seed(profile_record("bob").model_copy(update={"blocked": frozenset({"old"})}))
+    backend.profiles.put_profile_with_lookups(profile_record("carol"), None)
+    assert backend.profiles.get_profile("bob").blocked_names == {}  # type: ignore[union-attr]
+    for user in ("bob", "carol"):
+        backend.profiles.add_blocked(user, "alice", name="Alice", max_blocked=5, now=at(1))
+        backend.profiles.add_blocked(user, "dave", name="Dave", max_blocked=5, now=at(2))
+        kept = backend.profiles.add_blocked(user, "alice", name=None, max_blocked=5, now=at(3))
+        backend.profiles.add_blocked(user, "ghost", name=None, max_blocked=5, now=at(4))
+        assert kept.blocked_names == {"alice": "Alice", "dave": "Dave"}
+        renamed = backend.profiles.add_blocked(user, "dave", name="David", max_blocked=5, now=at(5))
+        assert renamed.blocked_names == {"alice": "Alice", "dave": "David"}
+        removed = backend.profiles.remove_blocked(user, "alice", now=at(6))
+        assert (removed.blocked - {"old"}, removed.blocked_names) == ({"dave", "ghost"}, {"dave": "David"})
+        assert backend.profiles.get_profile(user) == removed
+    assert backend.profiles.remove_blocked("bob", "old", now=at(7)).blocked == {"dave", "ghost"}
+    # The cap counts ids, named or not.
+    assert refused(ConditionFailed, lambda: backend.profiles.add_blocked("bob", "x", name="X", max_blocked=2, now=at(8))) == "blocked"
+
+
 def test_given_settings_and_blocks_when_the_profile_is_put_again_then_they_are_stored_as_given(
     backend: Backend,
 ) -> None:
-    first = profile_record("bob").model_copy(update={"recall_new_shares": False, "blocked": frozenset({"alice"})})
+    first = profile_record("bob").model_copy(
+        update={"recall_new_shares": False, "blocked": frozenset({"alice", "x"}), "blocked_names": {"alice": "Alice"}}
+    )
     backend.profiles.put_profile_with_lookups(first, None)
     assert backend.profiles.get_profile("bob") == first
 

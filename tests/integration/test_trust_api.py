@@ -3,6 +3,7 @@ share limits over HTTP (429 with Retry-After) and the activity log."""
 
 from __future__ import annotations
 
+import json
 from http import HTTPStatus
 
 import pytest
@@ -87,6 +88,45 @@ def test_blocking_oneself_is_422_and_an_unknown_id_is_accepted(people):
     assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.UNPROCESSABLE_ENTITY, "cannot_block_self")
     assert people.call("POST", "/me/blocked", "bob", body={"user_id": "ghost"}).status == HTTPStatus.NO_CONTENT
     assert people.call("GET", "/me/blocked", "bob").body == {"items": [{"user_id": "ghost", "display_name": None}]}
+
+
+def test_every_route_taking_a_user_id_answers_the_same_for_an_account_and_for_none(people):
+    """No existence oracle: carol has an account, ghost has none. Sharing by a user id is the one route
+    whose success names an account (bounded by the share attempts); an account that blocked the owner
+    answers it as none. Everything else taking a user id answers identically, and the block list never
+    shows a name the caller did not already know (bob never saw carol's)."""
+    kb_id, bobs = create_kb(people), create_kb(people, "bob", "鲍勃的")
+    people.call("POST", "/me/blocked", "carol", body={"user_id": "alice"})
+    calls = [
+        lambda who: share(people, kb_id, who),  # carol blocked alice: as no account
+        lambda who: people.call("DELETE", f"/knowledge-bases/{kb_id}/members/{who}"),  # not a member
+        lambda who: people.call("DELETE", f"/knowledge-bases/{bobs}/members/{who}"),  # alice: a stranger
+        lambda who: people.call("POST", "/me/blocked", "bob", body={"user_id": who}),
+        lambda who: people.call("DELETE", f"/me/blocked/{who}", "bob"),
+        lambda who: people.call("POST", "/me/blocked", "bob", body={"user_id": who}),
+    ]
+    for call in calls:
+        account, none = call("carol"), call("ghost")
+        assert (account.status, json.dumps(account.body)) == (none.status, json.dumps(none.body))
+        assert account.status < HTTPStatus.INTERNAL_SERVER_ERROR
+    assert people.call("GET", "/me/blocked", "bob").body == {
+        "items": [{"user_id": "carol", "display_name": None}, {"user_id": "ghost", "display_name": None}]
+    }
+
+
+def test_blocks_past_the_limit_are_429_with_retry_after_and_unblocking_frees_none(people, monkeypatch):
+    limits(monkeypatch, SHARE_ATTEMPT_LIMIT=2)
+    for who in ("carol", "ghost"):
+        assert people.call("POST", "/me/blocked", "bob", body={"user_id": who}).status == HTTPStatus.NO_CONTENT
+        assert people.call("DELETE", f"/me/blocked/{who}", "bob").status == HTTPStatus.NO_CONTENT
+    reply = people.call("POST", "/me/blocked", "bob", body={"user_id": "dave"})
+    assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.TOO_MANY_REQUESTS, "rate_limited")
+    assert 0 < int(reply.headers["Retry-After"]) <= 2 * 3600
+    assert "block attempts" in reply.body["error"]["message"]
+    assert people.call("GET", "/me/blocked", "bob").body == {"items": []}
+    # Blocking does not spend the share attempts, nor another user's blocks.
+    assert share(people, create_kb(people, "bob", "鲍勃的"), "carol", user="bob").status == HTTPStatus.CREATED
+    assert people.call("POST", "/me/blocked", "carol", body={"user_id": "dave"}).status == HTTPStatus.NO_CONTENT
 
 
 # -- who shared this ------------------------------------------------------------------------------

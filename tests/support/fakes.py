@@ -732,19 +732,23 @@ class FakeProfileStore:
     def update_profile_settings(self, user_id: str, *, recall_new_shares: bool, now: datetime) -> ProfileRecord:
         return self._update(user_id, recall_new_shares=recall_new_shares, updated_at=now)
 
-    def add_blocked(self, user_id: str, blocked_id: str, *, max_blocked: int, now: datetime) -> ProfileRecord:
+    def add_blocked(
+        self, user_id: str, blocked_id: str, *, name: str | None, max_blocked: int, now: datetime
+    ) -> ProfileRecord:
         current = self.table.profiles.get(user_id)
         if current is None:
             raise ItemMissing("profile", user_id)
         if blocked_id not in current.blocked and len(current.blocked) >= max_blocked:
             raise ConditionFailed("blocked", str(max_blocked))
-        return self._update(user_id, blocked=current.blocked | {blocked_id}, updated_at=now)
+        names = current.blocked_names if name is None else {**current.blocked_names, blocked_id: name}
+        return self._update(user_id, blocked=current.blocked | {blocked_id}, blocked_names=names, updated_at=now)
 
     def remove_blocked(self, user_id: str, blocked_id: str, *, now: datetime) -> ProfileRecord:
         current = self.table.profiles.get(user_id)
         if current is None:
             raise ItemMissing("profile", user_id)
-        return self._update(user_id, blocked=current.blocked - {blocked_id}, updated_at=now)
+        names = {k: v for k, v in current.blocked_names.items() if k != blocked_id}
+        return self._update(user_id, blocked=current.blocked - {blocked_id}, blocked_names=names, updated_at=now)
 
     def _update(self, user_id: str, **changes: object) -> ProfileRecord:
         current = self.table.profiles.get(user_id)

@@ -75,18 +75,20 @@ def test_given_settings_and_blocks_when_the_profile_is_registered_again_then_the
     people: FakeStores,
 ) -> None:
     profiles.update_settings(people.profiles, "bob", recall_new_shares=False, clock=lambda: at(1))
-    profiles.block(people.kbs, people.profiles, "bob", "carol", clock=lambda: at(2), retention_days=180)
+    share(people, "kb_3", "bob", owner="carol")
+    profiles.block(people.kbs, people.profiles, "bob", "carol", clock=lambda: at(2), policy=policy(people))
     from tests.support.factories import claims
 
     again = profiles.register_profile(people.profiles, claims("bob", name="Bobby"), clock=lambda: at(3))
     assert (again.display_name, again.recall_new_shares, again.blocked) == ("Bobby", False, frozenset({"carol"}))
+    assert again.blocked_names == {"carol": "Carol"}
 
 
 def test_given_no_profile_when_reading_or_changing_settings_then_profile_not_found(stores: FakeStores) -> None:
     expected = (HTTPStatus.NOT_FOUND, "profile_not_found")
     assert refused(lambda: profiles.get_me(stores.profiles, "nobody")) == expected
     assert refused(lambda: profiles.update_settings(stores.profiles, "nobody", recall_new_shares=False)) == expected
-    assert refused(lambda: profiles.block(stores.kbs, stores.profiles, "nobody", "alice", retention_days=180)) == expected
+    assert refused(lambda: profiles.block(stores.kbs, stores.profiles, "nobody", "alice", policy=policy(stores))) == expected
     assert refused(lambda: profiles.unblock(stores.profiles, "nobody", "alice")) == expected
     assert refused(lambda: profiles.list_blocked(stores.profiles, "nobody")) == expected
 
@@ -100,7 +102,7 @@ def test_given_a_reader_of_two_owners_when_blocking_one_then_only_that_owners_kb
     share(people, "kb_1", "bob")
     share(people, "kb_2", "bob")
     share(people, "kb_3", "bob", owner="carol")
-    profiles.block(people.kbs, people.profiles, "bob", "alice", retention_days=180)
+    profiles.block(people.kbs, people.profiles, "bob", "alice", policy=policy(people))
     assert [g.kb_id for g in people.kbs.query_grants("bob")] == ["kb_3"]
     assert people.kbs.get_kb("kb_1").member_count == 0  # type: ignore[union-attr]
     assert people.kbs.get_kb("kb_1").readers == frozenset()  # type: ignore[union-attr]
@@ -110,7 +112,7 @@ def test_given_a_reader_of_two_owners_when_blocking_one_then_only_that_owners_kb
 def test_given_a_block_when_the_blocked_owner_shares_then_the_answer_is_exactly_that_of_no_account(
     people: FakeStores,
 ) -> None:
-    profiles.block(people.kbs, people.profiles, "bob", "alice", retention_days=180)
+    profiles.block(people.kbs, people.profiles, "bob", "alice", policy=policy(people))
     for identifier in ("bob", BOB_PHONE, "139 0013 9000"):
         with pytest.raises(DomainError) as blocked:
             share(people, "kb_1", identifier)
@@ -139,7 +141,7 @@ def test_given_the_profile_read_missed_a_block_when_the_grant_is_written_then_th
     def block_after(read: Callable[..., T]) -> Callable[..., T]:
         def stale_then_block(*args: Any, **kwargs: Any) -> T:
             seen = read(*args, **kwargs)
-            people.profiles.add_blocked("bob", "alice", max_blocked=10, now=at(9))
+            people.profiles.add_blocked("bob", "alice", name=None, max_blocked=10, now=at(9))
             return seen
 
         return stale_then_block
@@ -154,24 +156,78 @@ def test_given_the_profile_read_missed_a_block_when_the_grant_is_written_then_th
 
 
 def test_given_blocking_oneself_or_a_full_list_when_blocking_then_refused(people: FakeStores) -> None:
-    assert refused(lambda: profiles.block(people.kbs, people.profiles, "bob", "bob", retention_days=180)) == (
+    assert refused(lambda: profiles.block(people.kbs, people.profiles, "bob", "bob", policy=policy(people))) == (
         HTTPStatus.UNPROCESSABLE_ENTITY,
         "cannot_block_self",
     )
     full = frozenset(f"u{i}" for i in range(profiles.MAX_BLOCKED))
     people.table.profiles["bob"] = people.table.profiles["bob"].model_copy(update={"blocked": full})
-    status, code = refused(lambda: profiles.block(people.kbs, people.profiles, "bob", "alice", retention_days=180))
+    status, code = refused(lambda: profiles.block(people.kbs, people.profiles, "bob", "alice", policy=policy(people)))
     assert (status, code) == (HTTPStatus.CONFLICT, "block_limit_reached")
     # Blocking one already blocked is a no-op, not a refusal.
-    assert "u1" in profiles.block(people.kbs, people.profiles, "bob", "u1", retention_days=180).blocked
+    assert "u1" in profiles.block(people.kbs, people.profiles, "bob", "u1", policy=policy(people)).blocked
 
 
 def test_given_an_id_with_no_account_when_blocked_then_accepted(people: FakeStores) -> None:
-    profiles.block(people.kbs, people.profiles, "bob", "ghost", retention_days=180)
+    profiles.block(people.kbs, people.profiles, "bob", "ghost", policy=policy(people))
     assert profiles.list_blocked(people.profiles, "bob") == [("ghost", None)]
     profiles.unblock(people.profiles, "bob", "ghost")
     profiles.unblock(people.profiles, "bob", "ghost")
     assert profiles.list_blocked(people.profiles, "bob") == []
+
+
+def test_given_ids_with_and_without_an_account_when_blocked_then_the_list_names_neither(
+    people: FakeStores,
+) -> None:
+    """No directory oracle: carol has an account (and a KB, shared with someone else), ghost has none;
+    bob knew neither by name, so the list shows no name for either."""
+    share(people, "kb_3", "alice", owner="carol")
+    for who in ("carol", "ghost"):
+        profiles.block(people.kbs, people.profiles, "bob", who, policy=policy(people))
+    assert profiles.list_blocked(people.profiles, "bob") == [("carol", None), ("ghost", None)]
+
+
+def test_given_an_owner_who_shared_when_blocked_then_the_name_bob_saw_then_is_kept(people: FakeStores) -> None:
+    share(people, "kb_1", "bob")
+    assert [v.owner_name for v in knowledge_bases.list_knowledge_bases(people.kbs, "bob")] == ["Alice"]
+    profiles.block(people.kbs, people.profiles, "bob", "alice", policy=policy(people))
+    # A later name of alice's is not looked up; unblocking forgets the name, and blocking her again
+    # (no longer sharing with bob) names nobody.
+    register(people, profile_record("alice", display_name="Alicia", phone="+8613800138000", updated_at=at(5)))
+    assert profiles.list_blocked(people.profiles, "bob") == [("alice", "Alice")]
+    profiles.unblock(people.profiles, "bob", "alice")
+    profiles.block(people.kbs, people.profiles, "bob", "alice", policy=policy(people))
+    assert profiles.list_blocked(people.profiles, "bob") == [("alice", None)]
+
+
+def test_given_an_owner_without_a_profile_when_blocked_then_the_kbs_owner_name_is_kept(people: FakeStores) -> None:
+    kb = kb_record("kb_9", owner_id="erin", owner_name="Erin")
+    people.kbs.put_kb_with_owner_grant(kb, owner_grant_for(kb), max_owned=UNCAPPED_COUNT, request=None)
+    share(people, "kb_9", "bob", owner="erin")
+    profiles.block(people.kbs, people.profiles, "bob", "erin", policy=policy(people))
+    assert profiles.list_blocked(people.profiles, "bob") == [("erin", "Erin")]
+    assert people.kbs.get_grant("bob", "kb_9") is None
+
+
+def test_given_blocks_past_the_limit_when_blocking_then_429_and_unblocking_frees_no_attempt(
+    people: FakeStores,
+) -> None:
+    """Enumeration bounded: every block counts in bob's own window (found or not, new or repeated), and
+    unblocking frees a place in the list, never an attempt; shares and other users are unaffected."""
+    rules = policy(people, attempts=3, window_seconds=3600)
+    for who in ("carol", "ghost", "carol"):
+        profiles.block(people.kbs, people.profiles, "bob", who, policy=rules, clock=lambda: T0)
+    profiles.unblock(people.profiles, "bob", "carol")
+    profiles.unblock(people.profiles, "bob", "ghost")
+    with pytest.raises(TooManyRequests) as limited:
+        profiles.block(people.kbs, people.profiles, "bob", "someone", policy=rules, clock=lambda: T0)
+    assert 0 < limited.value.retry_after <= 2 * 3600
+    assert "at most 3" in limited.value.message
+    assert profiles.list_blocked(people.profiles, "bob") == []
+    assert profiles.block(people.kbs, people.profiles, "carol", "someone", policy=rules, clock=lambda: T0).blocked
+    assert share(people, "kb_1", "bob", policy=rules, clock=lambda: T0).grant.user_id == "bob"
+    later = T0 + timedelta(hours=2)
+    assert profiles.block(people.kbs, people.profiles, "bob", "someone", policy=rules, clock=lambda: later).blocked
 
 
 # -- who shared this --------------------------------------------------------------------------------
@@ -343,7 +399,7 @@ def test_given_a_reader_or_a_stranger_when_listing_activity_then_403_or_404(peop
 
 def test_given_a_block_when_the_owner_reads_the_log_then_it_shows_a_leave_not_a_block(people: FakeStores) -> None:
     share(people, "kb_1", "bob", policy=policy(people), clock=lambda: at(1))
-    profiles.block(people.kbs, people.profiles, "bob", "alice", retention_days=180, clock=lambda: at(2))
+    profiles.block(people.kbs, people.profiles, "bob", "alice", policy=policy(people), clock=lambda: at(2))
     page = activity.list_activity(people.kbs, people.activity, "alice", "kb_1", limit=10, cursor=None, now=at(3))
     assert [(e.kind, e.actor_id) for e in page.items] == [("left", "bob"), ("shared", "alice")]
 
@@ -417,7 +473,7 @@ def test_given_a_contested_identifier_when_a_claimant_blocks_the_owner_or_is_the
     if owner_claims:
         register(contested, profile_record("alice", display_name="Alice", phone=SHARED_PHONE, updated_at=at(3)))
     else:
-        profiles.block(contested.kbs, contested.profiles, "dave", "alice", retention_days=180)
+        profiles.block(contested.kbs, contested.profiles, "dave", "alice", policy=policy(contested))
     assert refused(lambda: share(contested, "kb_1", SHARED_PHONE)) == AMBIGUOUS
 
 

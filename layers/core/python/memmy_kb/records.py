@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 Role = Literal["owner", "reader"]
 UploadState = Literal["pending", "submitting", "submitted", "rejected", "expired"]
@@ -69,6 +69,10 @@ class ProfileRecord(BaseModel):
     # behaviour, so the default), and the owners whose shares they refuse (blocking is not observable).
     recall_new_shares: bool = True
     blocked: frozenset[str] = frozenset()
+    # The display name the user already knew for a blocked id when blocking it (the owner of a KB shared
+    # with them), by id; ids blocked without one are absent. Never looked up from the directory later, so
+    # the block list says nothing about who has an account. Profiles written before it have none.
+    blocked_names: dict[str, str] = Field(default_factory=dict)
 
 
 class FolderRecord(BaseModel):

@@ -1,5 +1,6 @@
-"""Abuse limits of sharing (SECURITY.md): identifier lookups per owner and new members per owner per day;
-and the capacity of one KB (files and bytes).
+"""Abuse limits of sharing (SECURITY.md): identifier lookups per owner, blocks per user (a sibling
+window with the same limit) and new members per owner per day; and the capacity of one KB (files and
+bytes).
 
 Share attempts are counted in a sliding window, estimated from two fixed windows as
 ``previous * (1 - elapsed fraction) + current`` (each window also holds at most ``limit`` on its own): one
@@ -40,8 +41,22 @@ def retry_after(previous: int, current: int, limit: int, elapsed: float) -> floa
 
 def count_share_attempt(counters: RateCounters, owner_id: str, limits: ShareLimits, now: datetime) -> None:
     """Count one identifier lookup by ``owner_id``; TooManyRequests (429) past the limit."""
+    _count_attempt(counters, attempt_counter(owner_id, limits, now), limits, now, "share")
+
+
+def count_block_attempt(counters: RateCounters, user_id: str, limits: ShareLimits, now: datetime) -> None:
+    """Count one ``POST /me/blocked`` by ``user_id`` in a sibling of the share-attempt window (same limit,
+    its own counter); TooManyRequests (429) past the limit. Unblocking frees a place in the block list,
+    never in this window, so blocking and unblocking cannot enumerate ids."""
+    name = f"block#{user_id}"
+    _count_attempt(counters, (name, int(now.timestamp() // limits.window_seconds)), limits, now, "block")
+
+
+def _count_attempt(
+    counters: RateCounters, counter: tuple[str, int], limits: ShareLimits, now: datetime, what: str
+) -> None:
     seconds = limits.window_seconds
-    name, window = attempt_counter(owner_id, limits, now)
+    name, window = counter
     elapsed = _elapsed(window, limits, now)
     counts = counters.count_in_window(name, window, cap=limits.attempts, expires_at=_expires_at(window, limits))
     if counts is not None:
@@ -52,7 +67,7 @@ def count_share_attempt(counters: RateCounters, owner_id: str, limits: ShareLimi
         current, previous = limits.attempts, 0
     wait = retry_after(previous, current, limits.attempts, elapsed) * seconds
     raise TooManyRequests(
-        f"Too many share attempts: at most {limits.attempts} every {_duration(seconds)}. Try again later.",
+        f"Too many {what} attempts: at most {limits.attempts} every {_duration(seconds)}. Try again later.",
         retry_after=max(1, math.ceil(wait)),
     )
 

@@ -11,16 +11,12 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
-from botocore.exceptions import ClientError
-
 from memmy_kb.adapters.dynamodb.table import (
     Action,
     DynamoTable,
     Item,
     TransactionRefused,
     dump,
-    is_condition_failure,
-    load,
     lookup_key,
     profile_key,
 )
@@ -61,37 +57,56 @@ class DynamoProfileStore:
             raise ItemMissing("profile", user_id)
         return ProfileRecord.model_validate(item)
 
-    def add_blocked(self, user_id: str, blocked_id: str, *, max_blocked: int, now: datetime) -> ProfileRecord:
-        """Add ``blocked_id`` to the user's blocked set (a no-op when already there); ItemMissing("profile")
-        without a profile, ConditionFailed("blocked") when the set already holds ``max_blocked`` others."""
-        try:
-            resp = self._table.client.update_item(
-                TableName=self._table.name,
-                Key=dump(profile_key(user_id)),
-                UpdateExpression="ADD blocked :who SET updated_at = :now",
-                ConditionExpression="attribute_exists(PK) AND attribute_exists(display_name) AND"
-                " (attribute_not_exists(blocked) OR size(blocked) < :cap OR contains(blocked, :id))",
-                ExpressionAttributeValues=dump(
-                    {":who": {blocked_id}, ":now": now, ":cap": max_blocked, ":id": blocked_id}
-                ),
-                ReturnValues="ALL_NEW",
-            )
-        except ClientError as err:
-            if not is_condition_failure(err):
-                raise
-            if self.get_profile(user_id) is None:
-                raise ItemMissing("profile", user_id) from err
-            raise ConditionFailed("blocked", str(max_blocked)) from err
-        return ProfileRecord.model_validate(load(resp["Attributes"]))
+    def add_blocked(
+        self, user_id: str, blocked_id: str, *, name: str | None, max_blocked: int, now: datetime
+    ) -> ProfileRecord:
+        """Add ``blocked_id`` to the user's blocked set (a no-op when already there) and, when given, the
+        ``name`` the user knew it by to ``blocked_names``; ItemMissing("profile") without a profile,
+        ConditionFailed("blocked") when the set already holds ``max_blocked`` others.
+
+        A profile written before names were kept has no ``blocked_names`` map, and a name cannot be set
+        inside a missing map: such a profile gets a new map, conditioned on still having none (a
+        concurrent block that made one sends this one back to the first form)."""
+        room = (
+            "attribute_exists(PK) AND attribute_exists(display_name) AND"
+            " (attribute_not_exists(blocked) OR size(blocked) < :cap OR contains(blocked, :id))"
+        )
+        values: dict[str, Any] = {":who": {blocked_id}, ":now": now, ":cap": max_blocked, ":id": blocked_id}
+        writes: list[tuple[str, str, dict[str, Any]]] = [("", "", {})]
+        if name is not None:
+            into_map = (", blocked_names.#id = :name", " AND attribute_exists(blocked_names)", {":name": name})
+            new_map = (", blocked_names = :names", " AND attribute_not_exists(blocked_names)", {":names": {blocked_id: name}})
+            writes = [into_map, new_map, into_map]
+        for setting, condition, extra in writes:
+            names = {"#id": blocked_id} if ":name" in extra else None
+            update = f"ADD blocked :who SET updated_at = :now{setting}"
+            stored = self._table.update(profile_key(user_id), update, room + condition, {**values, **extra}, names)
+            if stored is not None:
+                return ProfileRecord.model_validate(stored)
+            item = self._table.get(profile_key(user_id))
+            if item is None or "display_name" not in item:
+                raise ItemMissing("profile", user_id)
+            blocked = item.get("blocked", set())
+            if blocked_id not in blocked and len(blocked) >= max_blocked:
+                raise ConditionFailed("blocked", str(max_blocked))
+            # Otherwise the map appeared or went since the write was chosen: the other form.
+        raise ConditionFailed("blocked", str(max_blocked))
 
     def remove_blocked(self, user_id: str, blocked_id: str, *, now: datetime) -> ProfileRecord:
-        """Remove ``blocked_id`` from the blocked set (a no-op when absent); ItemMissing("profile")."""
+        """Remove ``blocked_id`` from the blocked set and its name from ``blocked_names`` (a no-op when
+        absent); ItemMissing("profile")."""
+        exists = "attribute_exists(PK) AND attribute_exists(display_name)"
         item = self._table.update(
             profile_key(user_id),
-            "DELETE blocked :who SET updated_at = :now",
-            "attribute_exists(PK) AND attribute_exists(display_name)",
+            "DELETE blocked :who REMOVE blocked_names.#id SET updated_at = :now",
+            f"{exists} AND attribute_exists(blocked_names)",
             {":who": {blocked_id}, ":now": now},
+            names={"#id": blocked_id},
         )
+        if item is None:  # no profile, or one written before names were kept
+            item = self._table.update(
+                profile_key(user_id), "DELETE blocked :who SET updated_at = :now", exists, {":who": {blocked_id}, ":now": now}
+            )
         if item is None:
             raise ItemMissing("profile", user_id)
         return ProfileRecord.model_validate(item)

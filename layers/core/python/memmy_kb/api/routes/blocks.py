@@ -8,7 +8,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from memmy_kb.api.injected import CallerId, KbStoreDep, ProfileStoreDep, SettingsDep
+from memmy_kb.api.injected import CallerId, KbStoreDep, ProfileStoreDep, SharePolicyDep
 from memmy_kb.api.models.blocks import BlockedList, BlockRequest
 from memmy_kb.api.resolver import NO_PROFILE, UserId, new_router, responses
 from memmy_kb.domain import profiles
@@ -36,6 +36,7 @@ def handle_list_blocked(caller: CallerId, profile_store: ProfileStoreDep) -> Blo
         None,
         NO_PROFILE,
         (HTTPStatus.CONFLICT, "The block list is full"),
+        (HTTPStatus.TOO_MANY_REQUESTS, "Too many blocks (found or not); see Retry-After"),
     ),
 )
 def handle_block(  # type: ignore[no-untyped-def]
@@ -43,9 +44,9 @@ def handle_block(  # type: ignore[no-untyped-def]
     caller: CallerId,
     kbs: KbStoreDep,
     profile_store: ProfileStoreDep,
-    settings: SettingsDep,
+    policy: SharePolicyDep,
 ):
-    profiles.block(kbs, profile_store, caller, request.user_id, retention_days=settings.activity_retention_days)
+    profiles.block(kbs, profile_store, caller, request.user_id, policy=policy)
     return Response(status_code=HTTPStatus.NO_CONTENT)
 
 
