@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 import pytest
 
@@ -20,7 +21,8 @@ from memmy_kb_client.desktop import page
             "folder_id=f_2&x=1",
             "/knowledge-bases/kb_1/files?folder_id=f_2",
         ),
-        ("DELETE", "/knowledge-bases/kb_1/members/u%2F1", "", "/knowledge-bases/kb_1/members/u%2F1"),
+        ("DELETE", "/knowledge-bases/kb_1/members/u%252F1", "", "/knowledge-bases/kb_1/members/u%2F1"),
+        ("DELETE", "/knowledge-bases/kb_1/members/u%2F1", "", None),  # escaped once: not from the page
         ("POST", "/recall", "", "/recall"),
         ("PUT", "/me", "", "/me"),
         ("GET", "/me", "", None),
@@ -32,6 +34,67 @@ from memmy_kb_client.desktop import page
 )
 def test_cloud_targets(method, path, query, target):
     assert page.cloud_target(method, path, query) == target
+
+
+def page_segment(ident: str) -> str:
+    """What app.js's ``seg`` makes of an id: every character but A-Z a-z 0-9 - _ ~ escaped, twice."""
+
+    def escape_all(text: str) -> str:
+        return quote(text, safe="").replace(".", "%2E")
+
+    return escape_all(escape_all(ident))
+
+
+# User ids a login provider or a test could issue, and what the cloud must get: each escaped once.
+ODD_IDS = [
+    (".", "%2E"),
+    ("..", "%2E%2E"),
+    ("!'()*", "%21%27%28%29%2A"),
+    ("auth0|1", "auth0%7C1"),
+    ("a/b%2F", "a%2Fb%252F"),
+    ("张 三", "%E5%BC%A0%20%E4%B8%89"),
+    ("a.b", "a%2Eb"),
+    ("%2E", "%252E"),
+]
+
+
+@pytest.mark.parametrize(("ident", "sent"), ODD_IDS)
+def test_an_id_the_page_escapes_twice_reaches_the_cloud_escaped_once(ident, sent):
+    segment = page_segment(ident)
+    assert "." not in segment
+    assert page.cloud_target("DELETE", f"/knowledge-bases/kb_1/members/{segment}", "") == (
+        f"/knowledge-bases/kb_1/members/{sent}"
+    )
+    assert unquote(sent) == ident  # the cloud decodes path parameters once
+    assert page.cloud_segment(segment) == sent
+
+
+@pytest.mark.parametrize(
+    "segment",
+    [
+        ".",
+        "..",
+        "",
+        "a b",
+        "a/b",
+        "%ZZ",
+        "%25FF",
+        "%FF",
+        "%E5%BC%A0",
+        "%25",
+        "a?b",
+        "%25" + "41" * 300,
+        "x" * 5121,
+    ],
+)
+def test_segments_that_are_not_a_page_escaped_id_are_refused(segment):
+    assert page.cloud_target("DELETE", f"/knowledge-bases/kb_1/members/{segment}", "") is None
+
+
+def test_literal_route_segments_must_match_exactly():
+    assert page.cloud_target("GET", "/knowledge-bases/kb_1/%6Dembers", "") is None
+    assert page.cloud_target("GET", "knowledge-bases", "") is None
+    assert page.cloud_target("GET", "/knowledge-bases/", "") is None
 
 
 def test_every_cloud_route_the_page_uses_is_listed():

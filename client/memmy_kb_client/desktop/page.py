@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from importlib import resources
 from typing import Final
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 CODE_TTL_SECONDS: Final = 60.0
 SESSION_IDLE_SECONDS: Final = 12 * 3600.0
@@ -26,31 +26,35 @@ MAX_CODES: Final = 16
 CSRF_HEADER: Final = "X-CSRF-Token"
 API_PREFIX: Final = "/api"
 
-_ID: Final = r"[A-Za-z0-9._~%-]{1,200}"
-# The cloud routes the page may reach, as (method, path) under /api; nothing else is sent on.
+# The cloud routes the page may reach, as (method, path under /api); ``{}`` is one id segment.
 CLOUD_ROUTES: Final = tuple(
-    (method, re.compile(f"^{pattern}$"))
-    for method, pattern in (
+    (method, tuple(template.split("/")[1:]))
+    for method, template in (
         ("PUT", "/me"),
         ("GET", "/knowledge-bases"),
         ("POST", "/knowledge-bases"),
-        ("GET", f"/knowledge-bases/{_ID}"),
-        ("PATCH", f"/knowledge-bases/{_ID}"),
-        ("DELETE", f"/knowledge-bases/{_ID}"),
-        ("PUT", f"/knowledge-bases/{_ID}/recall"),
-        ("GET", f"/knowledge-bases/{_ID}/members"),
-        ("POST", f"/knowledge-bases/{_ID}/members"),
-        ("DELETE", f"/knowledge-bases/{_ID}/members/{_ID}"),
-        ("POST", f"/knowledge-bases/{_ID}/uploads"),
-        ("GET", f"/knowledge-bases/{_ID}/files"),
-        ("PATCH", f"/knowledge-bases/{_ID}/files/{_ID}"),
-        ("DELETE", f"/knowledge-bases/{_ID}/files/{_ID}"),
-        ("POST", f"/knowledge-bases/{_ID}/folders"),
-        ("PATCH", f"/knowledge-bases/{_ID}/folders/{_ID}"),
-        ("DELETE", f"/knowledge-bases/{_ID}/folders/{_ID}"),
+        ("GET", "/knowledge-bases/{}"),
+        ("PATCH", "/knowledge-bases/{}"),
+        ("DELETE", "/knowledge-bases/{}"),
+        ("PUT", "/knowledge-bases/{}/recall"),
+        ("GET", "/knowledge-bases/{}/members"),
+        ("POST", "/knowledge-bases/{}/members"),
+        ("DELETE", "/knowledge-bases/{}/members/{}"),
+        ("POST", "/knowledge-bases/{}/uploads"),
+        ("GET", "/knowledge-bases/{}/files"),
+        ("PATCH", "/knowledge-bases/{}/files/{}"),
+        ("DELETE", "/knowledge-bases/{}/files/{}"),
+        ("POST", "/knowledge-bases/{}/folders"),
+        ("PATCH", "/knowledge-bases/{}/folders/{}"),
+        ("DELETE", "/knowledge-bases/{}/folders/{}"),
         ("POST", "/recall"),
     )
 )
+# An id segment as the page sends it, and once a layer is off: unreserved characters and well-formed
+# percent escapes (the page escapes everything else); the id is at most as long as the cloud's longest
+# path parameter.
+_PAGE_SEGMENT: Final = re.compile(r"^(?:[A-Za-z0-9._~!'()*-]|%[0-9A-Fa-f]{2}){1,5120}$")
+MAX_ID_CHARS: Final = 256
 _QUERY_KEYS: Final = frozenset({"folder_id"})
 _IDEMPOTENCY_KEY: Final = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
@@ -62,12 +66,56 @@ ASSETS: Final = {
 }
 
 
+def cloud_segment(page_segment: str) -> str | None:
+    """An id segment of a page path as the cloud gets it: encoded exactly once; None when not an id.
+
+    The page encodes each id segment **twice**: browsers read ``%2E`` and ``%2E%2E`` as the dot segments
+    ``.`` and ``..`` and remove them, so a user id ``.`` or ``..`` encoded once could never reach this
+    service (``%252E`` does). This takes both layers off and encodes the id once again, every character
+    but ``A-Z a-z 0-9 - _ ~`` escaped (``.`` as ``%2E``, ``!'()*`` too); the cloud decodes path
+    parameters once (``memmy_kb.api.resolver.DecodingHttpResolver``).
+    """
+    if page_segment in (".", "..") or not _PAGE_SEGMENT.match(page_segment):
+        return None
+    try:
+        once = unquote(page_segment, errors="strict")  # the second layer: unreserved and escapes only
+        if not _PAGE_SEGMENT.match(once):
+            return None
+        ident = unquote(once, errors="strict")
+    except UnicodeDecodeError:
+        return None
+    if not ident or len(ident) > MAX_ID_CHARS:
+        return None
+    return quote(ident, safe="").replace(".", "%2E")
+
+
+def _cloud_path(method: str, path: str) -> str | None:
+    segments = path.split("/")
+    if segments[0] != "":
+        return None
+    segments = segments[1:]
+    for allowed, template in CLOUD_ROUTES:
+        if method != allowed or len(template) != len(segments):
+            continue
+        if any(part != "{}" and part != given for part, given in zip(template, segments, strict=True)):
+            continue
+        ids = [cloud_segment(given) for part, given in zip(template, segments, strict=True) if part == "{}"]
+        if any(ident is None for ident in ids):
+            return None
+        filled = iter(ids)
+        return "".join(f"/{next(filled) if part == '{}' else part}" for part in template)
+    return None
+
+
 def cloud_target(method: str, path: str, query: str) -> str | None:
-    """The cloud route (path and query) for a page request to ``/api{path}``; None when not allowed."""
-    if not any(method == allowed and pattern.match(path) for allowed, pattern in CLOUD_ROUTES):
+    """The cloud route (path and query) for a page request to ``/api{path}``; None when not allowed.
+
+    ``path`` is the request's raw path: its id segments are encoded twice (``cloud_segment``)."""
+    cloud_path = _cloud_path(method, path)
+    if cloud_path is None:
         return None
     pairs = [(key, value) for key, value in parse_qsl(query, keep_blank_values=False) if key in _QUERY_KEYS]
-    return path + (f"?{urlencode(pairs)}" if pairs else "")
+    return cloud_path + (f"?{urlencode(pairs)}" if pairs else "")
 
 
 def idempotency_key(value: str | None) -> str | None:

@@ -155,7 +155,13 @@ function human(error) {
   return t("err_generic", { message: error.message });
 }
 
-const seg = (id) => encodeURIComponent(id);
+// Every character but A-Z a-z 0-9 - _ ~ as %XX of its UTF-8 bytes: "." and "!'()*" too.
+const escapeAll = (text) =>
+  encodeURIComponent(text).replace(/[.!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+// An id as a path segment, escaped twice: browsers read "%2E" as "." and drop dot segments, so a user id
+// "." or ".." escaped once would never arrive. The desktop service takes both layers off and sends the
+// cloud the id escaped once (desktop/page.py cloud_segment).
+const seg = (id) => escapeAll(escapeAll(id));
 const newKey = () => (crypto.randomUUID ? crypto.randomUUID() : Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join(""));
 
 function notice(message, command) {
@@ -344,7 +350,7 @@ async function loadListing() {
   const folder = folderId();
   let listing;
   try {
-    listing = await api("GET", `/knowledge-bases/${seg(kb.id)}/files${folder ? `?folder_id=${seg(folder)}` : ""}`);
+    listing = await api("GET", `/knowledge-bases/${seg(kb.id)}/files${folder ? `?folder_id=${encodeURIComponent(folder)}` : ""}`);
   } catch (error) {
     if (error.status === 404 || error.status === 403) {
       if (state.trail.length) { state.trail = []; renderKbHeader(); return loadListing(); }

@@ -6,7 +6,14 @@ hostile data:
 * a fixed preface tells the agent they are reference material, not instructions, and how to cite them;
 * each excerpt sits between an opening and a closing tag that carry a boundary drawn at random for this
   request and found in no excerpt (drawn again if it is), so no document can close its fence early;
-  tag look-alikes in the text are defused all the same;
+  tag look-alikes in the text are defused all the same, after the text is NFC-normalised (so ``<`` and a
+  combining U+0338 become ``≮``, which no reader takes for a tag) and whatever combining marks follow a
+  ``<``;
+* chat-template and role markers are broken visibly, never hidden: ``<|...|>`` tokens (ChatML and its
+  kin, fullwidth ``｜`` too) and tags named after a chat role (``<system>``, ``<system-reminder>``,
+  ``</user>``, ``<<SYS>>``...; see ``_ROLE_NAMES``) get the same ``‹`` as excerpt tags, and a line that
+  starts with a speaker label of a prompt format (``Human:``, ``Assistant:``, ``System:``, ``User:``,
+  ``Developer:``, ``Tool:``; any case, ``：`` too) is prefixed with ``› `` so it no longer starts a turn;
 * invisible and bidi control characters (Unicode Cf: zero-width, U+202A-U+202E, U+2066-U+2069, tags) and
   every other control character but newline and tab are removed, so what the agent reads is what a
   person would see;
@@ -39,9 +46,24 @@ _INVISIBLE: Final = re.compile(
     "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\ufe00-\ufe0f\uffa0\U000e0100-\U000e01ef]"
 )
 _LINE_BREAKS: Final = re.compile(r"\r\n?|[\u2028\u2029\x85\x0b\x0c]")
-# The start of anything that reads like one of our tags: "<excerpt", "</ excerpt", fullwidth "＜" too.
-_TAG_LOOKALIKE: Final = re.compile(r"[<\uff1c\ufe64](?=\s*/?\s*excerpt)", re.IGNORECASE)
+# The roles chat formats give a turn (OpenAI's and ChatML's system/developer/user/assistant/tool, the
+# text format's Human/Assistant, Llama's <<SYS>>): as tag names and as line-leading speaker labels.
+_ROLE_NAMES: Final = ("system", "developer", "user", "assistant", "human", "tool", "sys")
+_LABEL_NAMES: Final = ("human", "assistant", "system", "user", "developer", "tool")
+# A bracket that could open a tag: ASCII "<", fullwidth "＜", small "﹤".
+_BRACKET: Final = re.compile(r"[<\uff1c\ufe64]")
+# What, right after a bracket (and any combining marks), makes it a tag look-alike: our own tags
+# ("excerpt", "/ excerpt"), a chat-template token ("<|im_start|>", fullwidth "<｜"), a role tag.
+_TAG_AFTER_BRACKET: Final = re.compile(
+    rf"\s*(?:/?\s*excerpt|[|\uff5c]|/?\s*(?:{'|'.join(_ROLE_NAMES)})\b)", re.IGNORECASE
+)
+_ROLE_LINE: Final = re.compile(
+    rf"^([ \t]*)(?=(?:{'|'.join(_LABEL_NAMES)})[ \t]*[:\uff1a])", re.IGNORECASE | re.MULTILINE
+)
 _DEFUSED_BRACKET: Final = "\u2039"  # ‹ : still readable, no longer a tag
+_ROLE_LINE_MARK: Final = "\u203a "  # › : the label stays readable, the line no longer starts a turn
+_TAG_LOOKAHEAD: Final = 64
+_MARKS: Final = frozenset({"Mn", "Mc", "Me"})  # combining marks: they sit on the character before
 _BOUNDARY_BYTES: Final = 8
 _MAX_BOUNDARY_DRAWS: Final = 16
 
@@ -90,9 +112,25 @@ def _strip_controls(text: str) -> str:
     return _INVISIBLE.sub("", "\n".join(lines))
 
 
+def _defuse_brackets(text: str) -> str:
+    """``text`` with every bracket that opens a tag look-alike (or carries combining marks) made ``‹``."""
+
+    def defuse(match: re.Match[str]) -> str:
+        after = match.end()
+        while after < len(text) and unicodedata.category(text[after]) in _MARKS:
+            after += 1
+        if after > match.end() or _TAG_AFTER_BRACKET.match(text, after, after + _TAG_LOOKAHEAD):
+            return _DEFUSED_BRACKET
+        return match.group()
+
+    return _BRACKET.sub(defuse, text)
+
+
 def sanitise_text(text: str) -> str:
-    """Excerpt text as it may appear in the block: controls and invisibles gone, tag look-alikes defused."""
-    return _TAG_LOOKALIKE.sub(_DEFUSED_BRACKET, _strip_controls(text)).strip()
+    """Excerpt text as it may appear in the block: controls and invisibles gone, NFC, then tag
+    look-alikes, chat-template tokens and role tags defused and role-label lines marked."""
+    normal = unicodedata.normalize("NFC", _strip_controls(text))
+    return _ROLE_LINE.sub(rf"\1{_ROLE_LINE_MARK}", _defuse_brackets(normal)).strip()
 
 
 def sanitise_title(title: str) -> str:
