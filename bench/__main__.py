@@ -138,6 +138,21 @@ def _search_emulator() -> list[Row]:
     return [("MemOS emulator search", f"{result['excerpts']:,} excerpts, 10-KB scope", figure)]
 
 
+def _keepalive() -> list[Row]:
+    from bench import keepalive
+
+    results = keepalive.run()
+    return [
+        (
+            "kept-alive vs new connection",
+            name,
+            f"ratio {figures['ratio']:.2f} (median {figures['persistent_ms']:.2f} vs {figures['new_ms']:.2f} ms"
+            f" per request; target ≤ {keepalive.TARGET}x: {'ok' if figures['ratio'] <= keepalive.TARGET else 'over'})",
+        )
+        for name, figures in results.items()
+    ]
+
+
 BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "route_calls": _calls_and_cost,
     "import_time": _import_ratios,
@@ -146,6 +161,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "ingest_memory": _ingest_memory,
     "local_stack_memory": _local_stack_memory,
     "search_emulator": _search_emulator,
+    "keepalive": _keepalive,
 }
 
 

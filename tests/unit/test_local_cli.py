@@ -16,7 +16,16 @@ from memmy_local import cli as local_cli
 from tests.support.stack import CLI, LOCAL_CLI
 
 SUBCOMMANDS = {
-    "up": ["--port", "--memos-port", "--moto-port", "--data-dir", "--schedule-interval", "--no-desktop"],
+    "up": [
+        "--port",
+        "--memos-port",
+        "--moto-port",
+        "--control-port",
+        "--data-dir",
+        "--schedule-interval",
+        "--no-desktop",
+        "--desktop-port",
+    ],
     "token": ["USER", "--name", "--email", "--phone", "--ttl", "--data-dir"],
     "reconcile": ["--data-dir", "--function", "--timeout"],
     "memos": ["--host", "--port", "--prefix", "--api-key", "--db", "--processing-delay"],
@@ -119,3 +128,43 @@ def test_the_ready_message_names_memmy_local_commands(
     assert f"(memmy-local reconcile --data-dir {tmp_path})" in out
     assert "Memmy local stack ready at http://127.0.0.1:8080\n" in out
     assert "memmy-kb dev" not in out
+
+
+def test_up_hands_every_port_to_the_stack_and_names_the_options_when_one_is_taken(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memmy_local import stack as stack_module
+
+    configs: list[stack_module.StackConfig] = []
+
+    class TakenPortStack:
+        def __init__(self, config: stack_module.StackConfig) -> None:
+            configs.append(config)
+
+        def __enter__(self) -> None:
+            raise stack_module.StackStartError("the control port 8104 on 127.0.0.1 is not available")
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+    monkeypatch.setattr(stack_module, "LocalStack", TakenPortStack)
+    monkeypatch.setattr(local_cli.signal, "signal", lambda *args: None)
+    argv = ["up", "--port", "8101", "--memos-port", "8102", "--moto-port", "8103", "--control-port", "8104"]
+
+    code = local_cli.main([*argv, "--no-desktop"])
+
+    (config,) = configs
+    assert (config.gateway_port, config.memos_port, config.moto_port, config.control_port) == (
+        8101,
+        8102,
+        8103,
+        8104,
+    )
+    assert code == 1
+    assert "--port/--memos-port/--moto-port/--control-port (0 = any)" in capsys.readouterr().err
+
+
+def test_the_control_port_is_any_free_one_unless_chosen() -> None:
+    args = local_cli.build_parser().parse_args(["up"])
+
+    assert args.control_port == 0

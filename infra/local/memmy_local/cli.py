@@ -92,6 +92,7 @@ def _up(args: argparse.Namespace) -> int:
         gateway_port=args.port,
         memos_port=args.memos_port,
         moto_port=args.moto_port,
+        control_port=args.control_port,
         data_dir=args.data_dir,
         memos_processing_delay=args.processing_delay,
         schedule_interval=args.schedule_interval,
@@ -108,7 +109,7 @@ def _up(args: argparse.Namespace) -> int:
         print("Memmy local stack stopped", flush=True)
     except StackStartError as err:
         print(
-            f"{PROG} up: {err}; choose another with --port/--memos-port/--moto-port (0 = any)",
+            f"{PROG} up: {err}; choose another with --port/--memos-port/--moto-port/--control-port (0 = any)",
             file=sys.stderr,
         )
         return 1
@@ -249,6 +250,12 @@ def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     up.add_argument("--port", type=int, default=8080, help="the API gateway's port (0 = any free port)")
     up.add_argument("--memos-port", type=int, default=8090, help="the MemOS emulator's port (0 = any)")
     up.add_argument("--moto-port", type=int, default=5000, help="moto's port (0 = any)")
+    up.add_argument(
+        "--control-port",
+        type=int,
+        default=0,
+        help=f"the control endpoint's port, for {PROG} reconcile (default 0 = any free port; printed at start)",
+    )
     up.add_argument(
         "--data-dir",
         type=Path,
