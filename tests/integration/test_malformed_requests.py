@@ -16,6 +16,7 @@ BODY_ROUTES = sorted(
 )
 MALFORMED = {
     "text-plain": ({"content-type": "text/plain;charset=UTF-8"}, '{"name": "x"}', HTTPStatus.UNSUPPORTED_MEDIA_TYPE),
+    "text-plain-capitals": ({"content-type": "Text/Plain"}, '{"name": "x"}', HTTPStatus.UNSUPPORTED_MEDIA_TYPE),
     "form": ({"content-type": "application/x-www-form-urlencoded"}, "name=x", HTTPStatus.UNSUPPORTED_MEDIA_TYPE),
     "json-suffix": ({"content-type": "application/merge-patch+json"}, '{"name": "x"}', HTTPStatus.UNSUPPORTED_MEDIA_TYPE),
     "deep": ({}, '{"name": ' + "[" * 5000 + "]" * 5000 + "}", HTTPStatus.UNPROCESSABLE_ENTITY),
@@ -34,6 +35,31 @@ def test_a_malformed_body_is_a_4xx_in_the_error_shape(service, method, path, cas
     assert set(reply.body) == {"error"}
     assert reply.body["error"]["code"]
     assert reply.body["error"]["message"]
+
+
+# Media types are case-insensitive: each spelling is JSON, whatever the case of the type or the charset.
+JSON_SPELLINGS = ["Application/JSON", "APPLICATION/JSON; Charset=UTF-8", "application/Json;charset=\"utf8\""]
+
+
+@pytest.mark.parametrize("content_type", JSON_SPELLINGS)
+@pytest.mark.parametrize(("method", "path"), BODY_ROUTES)
+def test_a_json_type_in_any_case_reaches_the_route_never_a_5xx_or_415(service, method, path, content_type):
+    body = '{"name": "x", "query": "q", "enabled": true}'
+    reply = service.call(method, path, "alice", body=body, headers={"content-type": content_type})
+    assert reply.status < HTTPStatus.INTERNAL_SERVER_ERROR, reply.body
+    assert reply.status != HTTPStatus.UNSUPPORTED_MEDIA_TYPE, reply.body
+
+
+@pytest.mark.parametrize("content_type", JSON_SPELLINGS)
+def test_a_kb_created_with_a_capitalised_json_type_is_created(service, content_type):
+    reply = service.call("POST", "/knowledge-bases", "alice", body='{"name": "资料"}', headers={"content-type": content_type})
+    assert (reply.status, reply.body["name"]) == (HTTPStatus.CREATED, "资料")
+
+
+@pytest.mark.parametrize("content_type", ["Text/Plain", "Application/JSON", "text/html"])
+def test_an_empty_body_of_any_type_is_422_not_500(service, content_type):
+    reply = service.call("POST", "/knowledge-bases", "alice", body="", headers={"content-type": content_type})
+    assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error")
 
 
 def test_invalid_utf8_bytes_are_422(service):

@@ -21,7 +21,8 @@ def refusal(body: str, *, content_type: str | None = "application/json", b64: bo
 
 @pytest.mark.parametrize(
     "content_type",
-    [None, "", "application/json", "application/json; charset=utf-8", "Application/JSON"],
+    [None, "", "application/json", "application/json; charset=utf-8", "Application/JSON",
+     "APPLICATION/JSON; Charset=UTF-8", 'application/Json;CHARSET="Utf8"'],
 )
 def test_a_json_object_passes(content_type: str | None) -> None:
     check_json_body(OBJECT, base64_encoded=False, content_type=content_type)
@@ -35,7 +36,8 @@ def test_no_body_passes_whatever_the_type() -> None:
 @pytest.mark.parametrize(
     "content_type",
     ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
-     "application/json; charset=latin-1", "application/jsonx", "application/merge-patch+json"],
+     "application/json; charset=latin-1", "application/jsonx", "application/merge-patch+json",
+     "Text/Plain", "Application/JSON; Charset=Latin-1", "Application/Merge-Patch+JSON"],
 )
 def test_another_content_type_is_415(content_type: str) -> None:
     assert refusal(OBJECT, content_type=content_type) == (HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")

@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from pydantic import BaseModel
 
 from memmy_kb.api.resolver import UserId, build_resolver
 from tests.support.events import FakeLambdaContext, http_event
@@ -62,3 +63,48 @@ def test_storage_that_is_unavailable_answers_503_with_retry_after_not_500() -> N
     # A bug stays a 500
     reply = app.resolve(http_event("GET", "/broken"), FakeLambdaContext())
     assert (reply["statusCode"], json.loads(reply["body"])["error"]["code"]) == (500, "internal_error")
+
+
+class _Named(BaseModel):
+    name: str
+
+
+def _body_app() -> Any:
+    app = build_resolver()
+
+    @app.post("/things")
+    def create(body: _Named) -> dict[str, str]:
+        return {"name": body.name}
+
+    return app
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["application/json", "Application/JSON", "APPLICATION/JSON; Charset=UTF-8", 'application/Json;charset="UTF8"'],
+)
+def test_a_json_type_in_any_case_reaches_the_route(content_type: str) -> None:
+    # Given a body typed JSON in a case other than lower (media types are case-insensitive)
+    event = http_event("POST", "/things", body={"name": "资料"}, headers={"content-type": content_type})
+    # When the route's validation reads it (Powertools matches the type case-sensitively)
+    reply = _body_app().resolve(event, FakeLambdaContext())
+    # Then the route runs on the body, and the caller's event is left as it was
+    assert (reply["statusCode"], json.loads(reply["body"])) == (HTTPStatus.OK, {"name": "资料"}), reply
+    assert event["headers"]["content-type"] == content_type
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "status", "code"),
+    [
+        ("Text/Plain", '{"name": "x"}', HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
+        ("Application/JSON; Charset=Latin-1", '{"name": "x"}', HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
+        ("Text/Plain", "", HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error"),
+        ("Application/JSON", "", HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error"),
+    ],
+)
+def test_another_type_or_no_body_is_a_4xx_in_the_error_shape_not_500(
+    content_type: str, body: str, status: int, code: str
+) -> None:
+    event = http_event("POST", "/things", body=body, headers={"content-type": content_type})
+    reply = _body_app().resolve(event, FakeLambdaContext())
+    assert (reply["statusCode"], json.loads(reply["body"])["error"]["code"]) == (status, code), reply

@@ -4,6 +4,11 @@ Powertools parses a body with ``json.loads`` and lets what that raises escape as
 thousands deep (``RecursionError``), an integer of thousands of digits (``ValueError``), bytes that are
 not UTF-8. It also accepts a top-level array for an object body, and any ``Content-Type``. Every request
 with a body is checked here first, so each of these is a clear 4xx in the usual error shape.
+
+Media types are case-insensitive (RFC 9110): ``Application/JSON; Charset=UTF-8`` is JSON. Powertools
+compares the type case-sensitively (``startswith("application/json")`` in its OpenAPI validation
+middleware) and raises for any other spelling, so once a body passed here the resolver hands Powertools
+``JSON_MEDIA_TYPE`` in its place.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from memmy_kb.errors import InvalidInput, PayloadTooLarge, UnsupportedMediaType
 MAX_BODY_BYTES: Final = 64 * 1024
 # No body of ours nests more than two levels; deeper JSON is refused before the parser recurses into it.
 MAX_JSON_DEPTH: Final = 32
+# The spelling Powertools' validation recognises, for a body this guard has accepted.
+JSON_MEDIA_TYPE: Final = "application/json"
 # Exactly what the routes' validation parses as JSON: a "+json" type would pass here and fail there.
 _JSON_MEDIA_TYPE: Final = re.compile(r"^application/json$")
 _STRINGS: Final = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)

@@ -24,7 +24,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from memmy_kb.api.models.errors import ErrorResponse, UnauthorizedResponse
-from memmy_kb.api.request_guard import check_json_body
+from memmy_kb.api.request_guard import JSON_MEDIA_TYPE, check_json_body
 from memmy_kb.errors import DomainError, TooManyRequests
 from memmy_kb.invocation_deadline import bounded_by
 from memmy_kb.observability import logger
@@ -124,6 +124,11 @@ class DecodingHttpResolver(APIGatewayHttpResolver):
             # Powertools' validation reads ``json_body``, a cached property: hand it the document already
             # parsed instead of parsing the body a second time.
             event.__dict__["json_body"] = document
+        # The type passed the guard whatever its case, or there is no body to type; Powertools matches it
+        # case-sensitively and answers any other spelling with an exception of its own (request_guard says
+        # where), so it sees the one spelling it knows. The caller's event dict is left as it was.
+        headers = {k: v for k, v in (event.raw_event.get("headers") or {}).items() if k.lower() != "content-type"}
+        event._data = {**event.raw_event, "headers": {**headers, "content-type": JSON_MEDIA_TYPE}}
         return super()._call_route(route, route_arguments)
 
 
