@@ -16,7 +16,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 
-from memmy_kb_client.desktop import page
+from memmy_kb_client.desktop import bodies, page
 from memmy_kb_client.desktop.proxy import CLOUD_ROUTE
 from memmy_kb_client.desktop.routes import ROUTES, Headers, Reply, Request, Route, error_reply
 from memmy_kb_client.desktop.state import HOST, Access, DesktopState
@@ -46,7 +46,7 @@ def dispatch(
     headers: Headers,
     read_body: Callable[[], bytes | None],
 ) -> Reply:
-    """One request through the checks in order: Host, Origin, credential, route."""
+    """One request through the checks in order: Host, Origin, credential, route, body (``bodies``)."""
     host = (headers.get("Host") or "").strip().lower()
     if host not in (f"{HOST}:{port}", f"localhost:{port}"):
         return error_reply(403, "forbidden_host", "this service answers only to its own loopback address")
@@ -86,6 +86,9 @@ def dispatch(
         return error_reply(
             413, "body_too_large", f"a body needs a Content-Length of at most {MAX_BODY_BYTES} bytes"
         )
+    refused = bodies.refusal(headers.get("Content-Type"), body)
+    if refused is not None:
+        return error_reply(refused.status, refused.code, refused.message)
     return route.handler(state, Request(method, path, headers, body, query, session))
 
 

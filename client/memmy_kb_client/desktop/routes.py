@@ -8,13 +8,12 @@ Which credential each route takes is in ``ROUTES``; the checks that enforce it r
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from memmy_kb_client.desktop import page, paths
+from memmy_kb_client.desktop import bodies, page, paths
 from memmy_kb_client.desktop.credentials import CloudLogin
 from memmy_kb_client.desktop.state import Access, DesktopState
 
@@ -36,11 +35,13 @@ class Request:
     session: page.Session | None = None
 
     def json_object(self) -> dict[str, Any] | None:
+        """The body's JSON object ({} for none); None for anything else (``bodies`` says what it may be)."""
+        if not self.body:
+            return {}
         try:
-            value = json.loads(self.body or b"{}")
-        except ValueError:
+            return bodies.parse_object(self.headers.get("Content-Type"), self.body)
+        except bodies.BodyRefused:
             return None
-        return value if isinstance(value, dict) else None
 
 
 @dataclass(frozen=True)
