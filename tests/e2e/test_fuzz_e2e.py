@@ -5,7 +5,8 @@ Before fuzzing, real ids are seeded through the API (``tests.support.fuzzing``):
 owns with folders, a file and a reader, a KB shared with it, and KBs, folders and files kept for the
 operations that delete. Schemathesis draws path ids and id-like body fields from them most of the time, so
 the operations reach their 2xx answers instead of mostly 404; the per-operation count of 2xx answers is
-printed (``make fuzz`` shows it).
+printed (``make fuzz`` shows it). Each JSON body goes out under each spelling of its media type in turn
+(``tests.support.fuzz_hooks``: ``Application/JSON; Charset=UTF-8`` is JSON too).
 
 Bounded for ``make test`` (``FUZZ_EXAMPLES``, default 15 per operation, fixed seed so CI time is stable:
 seeded requests do real work, so 15 take about as long as 20 unseeded ones did); ``make fuzz`` runs it
@@ -25,7 +26,14 @@ from pathlib import Path
 import pytest
 
 from memmy_local.handlers import repo_root
-from tests.support.fuzzing import format_tally, schemathesis_config, seed_fuzz_targets, successes_by_operation
+from tests.support import fuzz_hooks
+from tests.support.fuzzing import (
+    format_tally,
+    media_types_sent,
+    schemathesis_config,
+    seed_fuzz_targets,
+    successes_by_operation,
+)
 from tests.support.stack import RunningStack
 
 pytestmark = pytest.mark.e2e
@@ -70,8 +78,9 @@ def test_no_generated_request_gets_a_5xx_or_an_undocumented_answer(local_stack: 
         "--report-har-path",
         str(har),
     ]
+    env = {**os.environ, "NO_COLOR": "1", "SCHEMATHESIS_HOOKS": fuzz_hooks.__file__}
     done = subprocess.run(  # noqa: S603 - our own fuzzer against our own stack
-        command, capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path, env={**os.environ, "NO_COLOR": "1"}
+        command, capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path, env=env
     )
     summary = done.stdout[-3000:]
     assert done.returncode == 0, summary
@@ -79,6 +88,8 @@ def test_no_generated_request_gets_a_5xx_or_an_undocumented_answer(local_stack: 
     assert generated, summary
     assert int(generated.group(1)) == int(generated.group(2)) > 100
     tally = successes_by_operation(har, schema)
+    # Every spelling of the JSON type went out, and none was a 5xx (the checks above)
+    assert set(fuzz_hooks.JSON_SPELLINGS) <= media_types_sent(har)
     print(
         f"fuzz: {generated.group(0)}, 0 server errors; seeded in {seeded_in:.1f} s, "
         f"fuzzed in {time.monotonic() - started - seeded_in:.1f} s; 2xx answers per operation:\n{format_tally(tally)}"

@@ -251,6 +251,16 @@ def successes_by_operation(har_path: Path, schema: Mapping[str, Any]) -> dict[st
     return tally
 
 
+def media_types_sent(har_path: Path) -> set[str]:
+    """The ``Content-Type`` of every request in the run's HAR report that carried one."""
+    return {
+        header["value"]
+        for entry in json.loads(har_path.read_text())["log"]["entries"]
+        for header in entry["request"]["headers"]
+        if header["name"].lower() == "content-type"
+    }
+
+
 def format_tally(tally: Mapping[str, tuple[int, int]]) -> str:
     width = max(map(len, tally), default=0)
     rows: Iterable[str] = (
