@@ -3,9 +3,11 @@ it, or says how to install it where only the client is installed."""
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -130,8 +132,21 @@ def test_the_ready_message_names_memmy_local_commands(
     assert "memmy-kb dev" not in out
 
 
+@pytest.fixture
+def logging_as_it_was() -> Iterator[None]:
+    """``up`` quiets library loggers for the console; in a test process that would outlive the test (the
+    log-hygiene test counts the httpx lines of every function)."""
+    names = (None, "werkzeug", "httpx", "botocore")
+    levels = {name: logging.getLogger(name).level for name in names}
+    handlers = list(logging.getLogger().handlers)
+    yield
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+    logging.getLogger().handlers[:] = handlers
+
+
 def test_up_hands_every_port_to_the_stack_and_names_the_options_when_one_is_taken(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], logging_as_it_was: None
 ) -> None:
     from memmy_local import stack as stack_module
 
