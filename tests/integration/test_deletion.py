@@ -270,6 +270,27 @@ def test_the_scheduled_reconcile_restarts_a_failed_cleanup_with_a_new_execution(
     assert (head.state, head.attempts) == ("pending", 4)
 
 
+def test_the_scheduled_reconcile_sweeps_an_object_that_arrived_after_its_kbs_cleanup(service):
+    # Given an upload issued before its KB was deleted, whose bytes arrive after the whole cleanup ran
+    # and whose event never reaches the ingest
+    kb_id = create_kb(service)
+    ticket = request_upload(service, kb_id, "late.md", len(b"# late"))
+    live_kb = create_kb(service)
+    in_flight = upload(service, live_kb, "b.md", b"# in flight")  # pending: never swept
+    reply = service.call("DELETE", f"/knowledge-bases/{kb_id}", "alice")
+    assert run_cleanup(service, reply.body["cleanup_id"])
+    assert post_file(ticket.body, b"# late", "late.md").status_code == 204
+    drop_queued_events(service)
+    late = f"uploads/{kb_id}/{ticket.body['upload_id']}"
+    assert object_exists(service, late)
+
+    counts = service.invoke("ReconcileFunction", {"source": "aws.scheduler"})
+
+    assert counts["UploadObjectsRemoved"] == 1
+    assert not object_exists(service, late)
+    assert object_exists(service, f"uploads/{live_kb}/{in_flight}")
+
+
 def test_an_upload_whose_add_outcome_was_unknown_is_recorded_when_memos_has_it(service, monkeypatch):
     monkeypatch.setenv("MEMOS_TIMEOUT_SECONDS", "0.3")
     reset_composition()

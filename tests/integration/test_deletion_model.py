@@ -16,6 +16,10 @@ Two kinds of evidence, both checked by one helper, ``assert_consistent``:
   (KB list, recall scope, file and folder listings; a deleted KB or folder, subfolders included, lists as
   404), nothing live disappears, and at the end ``assert_consistent`` holds.
 
+* **A late arrival.** The bytes of an upload arrive after its KB's cleanup emptied S3 and before its
+  table step, the ingest running before, during (the table step landing in its hold or its rejection) or
+  after that step, or never: no object of the KB remains once the reconciler has run.
+
 The fixture's Step Functions do not execute; ``Executions`` plays the cleanup state machine
 (infra/statemachines/cleanup.asl.json) for every execution that was started: CleanUp rounds until done
 (``CleanupRetryable`` retried up to the ASL's MaxAttempts), then DeleteOutbox; anything else MarkFailed.
@@ -44,6 +48,7 @@ from typing import Any
 import boto3
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+from botocore.client import BaseClient
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -57,6 +62,7 @@ from hypothesis.stateful import (
 
 from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
 from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
+from memmy_kb.adapters.dynamodb.table import dump, upload_key
 from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.s3 import UploadStorage
 from memmy_kb.adapters.stepfunctions import CleanupStateMachine
@@ -65,7 +71,7 @@ from memmy_kb.domain.cleanup import CleanupRetryable
 from memmy_kb.domain.engine import MemosUnavailable
 from memmy_kb.domain.files import GONE_FROM_MEMOS
 from memmy_local.runners import sqs_event
-from tests.integration.test_deletion import reconciler
+from tests.integration.test_deletion import drop_queued_events, reconciler
 from tests.support.uploads import REGION, create_kb, post_file, request_upload
 
 ADD = "/add/knowledgebase-file"
@@ -620,6 +626,86 @@ def test_a_crash_at_any_step_leaves_nothing_behind_once_reconcile_has_run(servic
     if (folders := {i["folder_id"] for i in table_items(service) if i["SK"].startswith("FOLDER#")}) != {h}:
         problems.append(f"folders {folders}, expected only H {h}")
     assert not problems, "after the crash and reconcile:\n  " + "\n  ".join(problems)
+
+
+# The original botocore call, unrecorded: what another process does in the middle of an invocation (the
+# ingest running while a cleanup round runs) must not be charged to that invocation's IAM check.
+_UNRECORDED_CALL = BaseClient._make_api_call  # type: ignore[attr-defined]
+
+
+@contextmanager
+def another_process() -> Iterator[None]:
+    """AWS calls made here are not recorded by the invocation in progress (``service.invoke`` inside
+    still checks its own)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(BaseClient, "_make_api_call", _UNRECORDED_CALL)
+        yield
+
+
+LATE_ARRIVALS = [
+    "ingested-before-the-table-step",
+    "table-step-during-the-hold",
+    "table-step-during-the-rejection",
+    "ingested-after-the-table-step",
+    "event-never-delivered",
+]
+
+
+@pytest.mark.parametrize("arrival", LATE_ARRIVALS)
+def test_an_object_arriving_between_the_cleanups_s3_and_table_steps_leaves_nothing(service, monkeypatch, arrival):
+    """The red team's race: a KB's cleanup has emptied S3 and not yet deleted the table items when the
+    bytes of one of its uploads arrive. However the ingest and the cleanup's table step interleave, or if
+    the event never comes, no object of the deleted KB remains once the cleanup and the reconciler ran."""
+    executions, schedule = Executions(service), Schedule(service)
+    kb_id = create_kb(service, name="gone")
+    ticket = request_upload(service, kb_id, "late.md", len(md("late.md")))
+    assert ticket.status == HTTPStatus.CREATED, ticket.body
+    upload_id = ticket.body["upload_id"]
+    delete(service, f"/knowledge-bases/{kb_id}")
+
+    def table_step_lands_first(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            key = dump(upload_key(kb_id, upload_id))
+            _UNRECORDED_CALL(service.stores.table.client, "DeleteItem", {"TableName": service.refs["Table"], "Key": key})
+            return original(*args, **kwargs)
+
+        return wrapper
+
+    arrived: list[str] = []
+    table_step = DynamoCleanupStore.delete_kb_items
+
+    def object_arrives_first(self: DynamoCleanupStore, *args: Any, **kwargs: Any) -> Any:
+        if not arrived:
+            arrived.append(arrival)
+            with another_process():
+                assert post_file(ticket.body, md("late.md"), "late.md").status_code == HTTPStatus.NO_CONTENT
+                if arrival in ("ingested-before-the-table-step", "table-step-during-the-hold", "table-step-during-the-rejection"):
+                    with pytest.MonkeyPatch.context() as mp:
+                        if arrival == "table-step-during-the-hold":
+                            hold = DynamoContentStore.update_upload_submitting
+                            mp.setattr(DynamoContentStore, "update_upload_submitting", table_step_lands_first(hold))
+                        if arrival == "table-step-during-the-rejection":
+                            reject = DynamoContentStore.update_upload_rejected
+                            mp.setattr(DynamoContentStore, "update_upload_rejected", table_step_lands_first(reject))
+                        deliver(service)
+        return table_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(DynamoCleanupStore, "delete_kb_items", object_arrives_first)
+    executions.run_started()
+    assert arrived, "the cleanup never reached its table step"
+    assert kb_partition_left(service, kb_id) == []
+    if arrival == "event-never-delivered":
+        drop_queued_events(service)
+
+    # Then, after the reconciler's next runs (and any delivery), nothing of the KB is left
+    settle(service, executions, schedule)
+    schedule.reconcile()
+    assert not [k for k in bucket_keys(service) if f"/{kb_id}/" in k]
+    assert_consistent(service)
+
+
+def kb_partition_left(service, kb_id: str) -> list[dict[str, Any]]:
+    return [i for i in table_items(service) if i["PK"] == f"KB#{kb_id}"]
 
 
 def subtree_reachable(service, kb_id: str, *folder_ids: str, live_file: str) -> list[tuple[str, int]]:

@@ -386,3 +386,70 @@ def test_a_share_during_the_search_also_discards_the_result(service, world):
     status, raw = recall_while(service, share_carols_kb)
     assert (status, json.loads(raw)["discarded"]) == (HTTPStatus.OK, True)
     assert markers_in(recall(service, "alice")) == {"alice", "bob", "carol"}
+
+
+def search_during(service, change, *, latency_ms: int = 1500):
+    """Alice's recall with a slow search (the emulator's injected latency); ``change()`` runs once the
+    search has reached MemOS and must finish while the search is still waiting."""
+    import threading
+
+    service.memos.add_fault(SEARCH, latency_ms=latency_ms, times=1)
+    before = service.memos.calls(SEARCH)
+    replies: list[tuple[int, str]] = []
+    thread = threading.Thread(
+        target=lambda: replies.append(
+            invoke(service, "recall", "POST", "/recall", "/recall", "alice", {"query": QUERY})
+        )
+    )
+    thread.start()
+    try:
+        wait_until(lambda: service.memos.calls(SEARCH) > before, timeout=10, interval=0.01,
+                   message="the search to reach MemOS")
+        change()
+        assert thread.is_alive(), "the change did not land during the search: raise latency_ms"
+    finally:
+        thread.join(timeout=30)
+    (reply,) = replies
+    return reply
+
+
+def test_a_kb_deleted_during_the_search_discards_the_result(service, world, monkeypatch):
+    import json
+
+    monkeypatch.setenv("RECALL_MEMOS_TIMEOUT_SECONDS", "10")
+    reset_composition()
+    kb = world["bob"]
+    memos_kb_id = get_kb_store().get_kb(kb).memos_kb_id
+
+    def delete_bobs_kb() -> None:
+        # The delete takes the KB out of every scope; its cleanup then deletes the MemOS KB, so MemOS
+        # answers the search that named it with 50120 (knowledge base does not exist)
+        status, _ = invoke(service, "delete", "DELETE", f"/knowledge-bases/{kb}", "/knowledge-bases/{kb_id}", "bob")
+        assert status == 202
+        with memos_client(service) as client:
+            client.delete_knowledgebase(memos_kb_id, delete_all=True)
+
+    status, raw = search_during(service, delete_bobs_kb)
+
+    assert status == HTTPStatus.OK, raw
+    assert json.loads(raw) == {"items": [], "context": "", "scope_size": 2, "discarded": True}
+    # The next recall searches only what is left
+    assert markers_in(recall(service, "alice")) == {"alice"}
+
+
+def test_a_memos_kb_missing_while_still_in_scope_stays_recall_unavailable(service, world, monkeypatch):
+    import json
+
+    monkeypatch.setenv("RECALL_MEMOS_TIMEOUT_SECONDS", "10")
+    reset_composition()
+    memos_kb_id = get_kb_store().get_kb(world["bob"]).memos_kb_id
+
+    def delete_only_in_memos() -> None:
+        with memos_client(service) as client:
+            client.delete_knowledgebase(memos_kb_id, delete_all=True)
+
+    status, raw = search_during(service, delete_only_in_memos)
+
+    assert status == HTTPStatus.SERVICE_UNAVAILABLE
+    assert json.loads(raw)["error"]["code"] == "recall_unavailable"
+    assert not any(marker in raw for marker in MARKERS.values())

@@ -1920,6 +1920,18 @@ def test_given_objects_under_a_prefix_when_deleted_in_pages_then_done_once_nothi
     assert bucket.objects.head("uploads/kb_10/up_0") is not None
 
 
+def test_given_objects_when_listed_in_pages_then_keys_come_in_order_after_the_cursor(bucket: Bucket) -> None:
+    keys = ["uploads/kb_1/up_0", "uploads/kb_1/up_1", "uploads/kb_2/up_0", "verified/kb_1/up_1"]
+    for key in reversed(keys):
+        bucket.put(key, b"x")
+
+    first = bucket.objects.list_keys(start_after=None, limit=3)
+    rest = bucket.objects.list_keys(start_after=first[-1], limit=3)
+
+    assert (first, rest) == (keys[:3], keys[3:])
+    assert bucket.objects.list_keys(start_after=keys[-1], limit=3) == []
+
+
 def test_given_a_key_when_presigned_then_the_post_pins_key_and_type_and_the_get_names_the_key(bucket: Bucket) -> None:
     post = bucket.objects.presign_post(KEY, size_bytes=42, content_type="text/markdown", expires_in=300)
     url = bucket.objects.presign_get("verified/kb_1/up_1", expires_in=60)

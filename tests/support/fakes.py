@@ -1170,7 +1170,9 @@ class FakeUploadRequeue:
 # -- the upload bucket ---------------------------------------------------------------------------------
 
 FAKE_BUCKET_URL: Final = "https://uploads.fake.invalid"
-ObjectsMethod = Literal["head", "read_start", "read_range", "iter_chunks", "copy", "delete", "delete_prefix"]
+ObjectsMethod = Literal[
+    "head", "read_start", "read_range", "iter_chunks", "copy", "delete", "delete_prefix", "list_keys"
+]
 
 
 class FakeUploadObjects:
@@ -1249,6 +1251,11 @@ class FakeUploadObjects:
         for key in keys[:page_size]:
             del self.objects[key]
         return len(keys) < page_size
+
+    def list_keys(self, *, start_after: str | None, limit: int) -> list[str]:
+        self._enter("list_keys")
+        keys = sorted(k for k in self.objects if start_after is None or k > start_after)
+        return keys[: max(1, min(limit, 1000))]
 
     # -- internals --------------------------------------------------------------------------------------
 

@@ -145,6 +145,50 @@ def test_memos_failures_fail_closed_as_recall_unavailable(error):
     with pytest.raises(recall_logic.RecallUnavailable) as raised:
         run(repo, FakeMemos(error=error))
     assert (raised.value.status, raised.value.code) == (503, "recall_unavailable")
+    # Only "not found" makes recall look at the scope again (and here nothing left it)
+    assert repo.reads == (2 if isinstance(error, MemosNotFound) else 1)
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        pytest.param([grant("kb2")], id="kb-deleted"),
+        pytest.param([grant("kb1", recall=False), grant("kb2")], id="toggled-off"),
+        pytest.param([], id="everything-gone"),
+    ],
+)
+def test_kb_not_found_after_a_kb_left_the_scope_is_a_discarded_empty_result(after):
+    # Given a KB deleted while MemOS searched it: MemOS answers "knowledge base does not exist"
+    repo = FakeRepository([[grant("kb1"), grant("kb2")], after])
+    memos = FakeMemos(error=MemosNotFound("knowledge base does not exist", endpoint="/search/memory", code=50120))
+
+    result = run(repo, memos)
+
+    assert (result.items, result.context, result.discarded, result.scope_size) == ([], "", True, 2)
+    assert repo.reads == 2
+    assert len(memos.calls) == 1
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        pytest.param([grant("kb1"), grant("kb2")], id="unchanged"),
+        pytest.param([grant("kb1"), grant("kb2"), grant("kb3")], id="only-a-kb-added"),
+    ],
+)
+def test_kb_not_found_with_every_kb_still_in_scope_stays_recall_unavailable(after):
+    repo = FakeRepository([[grant("kb1"), grant("kb2")], after])
+    memos = FakeMemos(error=MemosNotFound("knowledge base does not exist", endpoint="/search/memory", code=50120))
+    with pytest.raises(recall_logic.RecallUnavailable) as raised:
+        run(repo, memos)
+    assert (raised.value.status, raised.value.code) == (503, "recall_unavailable")
+
+
+def test_another_failure_after_a_kb_left_the_scope_stays_recall_unavailable():
+    # Only "not found" is explained by a deletion; a timeout says nothing about the scope
+    repo = FakeRepository([[grant("kb1"), grant("kb2")], [grant("kb2")]])
+    with pytest.raises(recall_logic.RecallUnavailable):
+        run(repo, FakeMemos(error=MemosUnavailable("timed out", endpoint="/search/memory")))
     assert repo.reads == 1
 
 

@@ -346,6 +346,58 @@ def test_given_an_upload_decided_elsewhere_when_released_or_rejected_then_nothin
     assert KEY in objects.objects
 
 
+@pytest.mark.parametrize(
+    ("now", "deleted"),
+    [
+        pytest.param(None, True, id="gone-with-its-kb"),
+        pytest.param("rejected", True, id="rejected"),
+        pytest.param("expired", True, id="expired"),
+        pytest.param("pending", False, id="pending-another-delivery"),
+        pytest.param("submitting", False, id="submitting-another-delivery"),
+        pytest.param("submitted", False, id="submitted"),
+    ],
+)
+def test_given_a_refused_rejection_when_the_upload_is_gone_or_final_then_its_bytes_are_deleted_else_kept(
+    stores: FakeStores, objects: FakeUploadObjects, memos: FakeKnowledgeEngine, kb: KnowledgeBaseRecord,
+    now: str | None, deleted: bool,
+) -> None:
+    # Given this run's rejection refused because the upload changed meanwhile (``now``: its state then)
+    upload = pending(stores, objects, kb)
+    objects.put(verified_object_key("kb_1", "up_1"), TEXT)
+    ingestion = Ingestion(stores.kbs, stores.contents, objects, memos, upload, config(), clock=lambda: T0)
+    if now is None:
+        del stores.table.uploads[("kb_1", "up_1")]
+    else:
+        update = {"state": now, "attempt_id": "att-other" if now == "submitting" else None}
+        stores.table.uploads[("kb_1", "up_1")] = upload.model_copy(update=update)
+    ingestion.attempt_id = "att-mine"  # held once, lost since (pending: a release happened meanwhile)
+
+    assert ingestion.reject(KB_GONE).result == "ignored"
+
+    expected = {} if deleted else {KEY: TEXT, verified_object_key("kb_1", "up_1"): TEXT}
+    assert objects.objects == expected
+
+
+def test_given_the_kbs_cleanup_removing_the_upload_during_the_hold_when_ingested_then_no_bytes_remain(
+    stores: FakeStores, objects: FakeUploadObjects, memos: FakeKnowledgeEngine, kb: KnowledgeBaseRecord,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given the object arrived after the cleanup emptied S3; the cleanup's table step lands during the hold
+    pending(stores, objects, kb)
+    original = stores.contents.update_upload_submitting
+
+    def table_deleted_meanwhile(*args: object, **kwargs: object) -> None:
+        del stores.table.kbs["kb_1"]
+        del stores.table.uploads[("kb_1", "up_1")]
+        original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(stores.contents, "update_upload_submitting", table_deleted_meanwhile)
+
+    assert run(stores, objects, memos).result == "ignored"
+    assert objects.objects == {}
+    assert memos.calls["add_knowledgebase_files"] == 0
+
+
 # -- events that find nothing to do -------------------------------------------------------------------
 
 

@@ -20,6 +20,7 @@ from memmy_kb.domain.reconcile import (
     ReconcileLimits,
     Reconciler,
 )
+from memmy_kb.domain.residue import OBJECTS_CURSOR
 from memmy_kb.records import CleanupRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord
 from tests.support.factories import T0, UNCAPPED_COUNT, file_record, kb_record, owner_grant_for, upload_record
 from tests.support.fakes import (
@@ -329,6 +330,49 @@ def test_given_memos_failing_mid_scan_when_reconciled_then_the_cursor_stays_at_t
     world.reconciler().remove_residue()  # kb_b's listing fails: nothing scanned
 
     assert world.stores.cleanups.get_cursor(RESIDUE_CURSOR) == "kb_a"
+
+
+# -- 6. upload objects nothing needs ---------------------------------------------------------------
+
+
+def test_given_objects_of_gone_or_final_uploads_when_swept_then_they_go_and_those_in_flight_stay(
+    world: World,
+) -> None:
+    world.live_kb()
+    states = ("pending", "submitting", "submitted", "rejected", "expired")
+    world.stores.table.seed(*(upload_record(f"up_{n}", state=state, created_at=T0) for n, state in enumerate(states)))  # type: ignore[arg-type]
+    for n in range(len(states)):
+        world.objects.put(f"uploads/kb_1/up_{n}", b"x")
+        world.objects.put(f"verified/kb_1/up_{n}", b"x")
+    # A deleted KB's object that arrived after its cleanup emptied S3 (its records are gone), and a key
+    # that is not ours
+    world.objects.put("uploads/kb_00ff/up_00ff", b"x")
+    world.objects.put("verified/kb_00ff/up_00ff", b"x")
+    world.objects.put("uploads/readme.txt", b"x")
+
+    report = world.reconciler().run()
+
+    kept = [f"{family}/kb_1/up_{n}" for family in ("uploads", "verified") for n in range(3)]
+    assert sorted(world.objects.objects) == sorted([*kept, "uploads/readme.txt"])
+    assert report.counts["UploadObjectsRemoved"] == 6
+    assert world.stores.cleanups.get_cursor(OBJECTS_CURSOR) is None
+
+
+def test_given_more_objects_than_a_run_lists_when_swept_then_the_cursor_resumes_and_wraps_around(
+    world: World,
+) -> None:
+    keys = [f"uploads/kb_00ff/up_0{n}" for n in range(3)]
+    for key in keys:
+        world.objects.put(key, b"x")
+    limits = ReconcileLimits(objects=2)
+
+    world.reconciler(limits=limits).sweep_objects()
+    assert (sorted(world.objects.objects), world.stores.cleanups.get_cursor(OBJECTS_CURSOR)) == (keys[2:], keys[1])
+    world.reconciler(limits=limits).sweep_objects()
+
+    assert world.objects.objects == {}
+    assert world.stores.cleanups.get_cursor(OBJECTS_CURSOR) is None  # a short page: start over next time
+    assert world.objects.calls["list_keys"] == 2
 
 
 def test_given_the_invocation_nearly_over_when_a_run_starts_then_it_does_nothing(world: World) -> None:

@@ -130,6 +130,12 @@ class UploadStorage:
             self._client.delete_objects(Bucket=self.bucket, Delete={"Objects": keys, "Quiet": True})
         return not resp.get("IsTruncated") and len(keys) < min(limit, 1000)
 
+    def list_keys(self, *, start_after: str | None, limit: int) -> list[str]:
+        """One listing page (at most 1000 keys) in key order, after ``start_after``."""
+        after = {"StartAfter": start_after} if start_after else {}
+        resp = self._client.list_objects_v2(Bucket=self.bucket, MaxKeys=max(1, min(limit, 1000)), **after)
+        return [str(obj["Key"]) for obj in resp.get("Contents", [])]
+
     def _get(self, info: ObjectInfo, **extra: Any) -> dict[str, Any]:
         try:
             reply: dict[str, Any] = self._client.get_object(

@@ -19,6 +19,9 @@ and our FILE transaction, a crash (or a reply that never arrives) leaves a MemOS
 Such uploads stay ``submitting`` (GSI2 ``UPLOAD#submitting``, TTL pushed out by ``SUBMITTING_KEEP``) and
 ``memmy_kb.domain.reconcile`` resolves them by the upload id the MemOS file name carries
 (``memmy_kb.domain.naming``). Nothing here retries them: re-adding could store the file twice.
+
+**Whose bytes to delete** (``memmy_kb.domain.residue``): those of an upload gone (with its KB), rejected or
+expired, also when found so after a refused rejection; never of one pending, submitting or submitted.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from memmy_kb.domain.formats import file_extension
 from memmy_kb.domain.limits import capacity_refused
 from memmy_kb.domain.naming import memos_file_name
 from memmy_kb.domain.ports import ContentStore, KnowledgeBaseStore, KnowledgeEngine, UploadObjects
+from memmy_kb.domain.residue import drop_if_unneeded, drop_upload_bytes
 from memmy_kb.domain.storage import (
     ConditionFailed,
     ItemMissing,
@@ -142,8 +146,9 @@ class Ingestion:
             source = self.verify(info, data)
             memos_kb_id = self._memos_kb_id()
             file_input = self._file_input(source, info)
-            if not self.hold():
-                logger.info("another delivery took the upload; ignored", extra=self._log)
+            if not self.hold():  # held elsewhere, or gone with its KB / decided: then its bytes go
+                current = drop_if_unneeded(self.contents, self.storage, self.upload.kb_id, self.upload.upload_id)
+                logger.info("upload not held here; ignored", extra={**self._log, "state": current and current.state})
                 return self._outcome("ignored")
         except _Refused as refused:
             return self.reject(refused.reason)
@@ -314,11 +319,12 @@ class Ingestion:
                 expires_at=_epoch(self.clock() + REJECTED_KEEP),
                 attempt_id=self.attempt_id,
             )
-        except ConditionFailed:
-            logger.info("upload decided by another delivery; ignored", extra=self._log)
+        except ConditionFailed:  # gone with its KB or decided elsewhere: the bytes follow the record now
+            current = drop_if_unneeded(self.contents, self.storage, upload.kb_id, upload.upload_id)
+            state = current.state if current else None
+            logger.info("upload decided by another delivery; ignored", extra={**self._log, "state": state})
             return self._outcome("ignored")
-        self.storage.delete(upload.object_key)
-        self.storage.delete(verified_object_key(upload.kb_id, upload.upload_id))
+        drop_upload_bytes(self.storage, upload.kb_id, upload.upload_id)
         logger.info("upload rejected", extra={**self._log, "reason": reason})
         return self._outcome("rejected", reason)
 
@@ -359,18 +365,15 @@ def ingest_object(
     ids = parse_upload_key(key)
     upload = contents.get_upload(*ids) if ids else None
     if upload is None:
-        if ids:
-            # The record is written before the POST is signed, so its absence means it was removed with
-            # its KB: nothing will ever reference these bytes.
-            storage.delete(key)
+        if ids:  # removed with its KB (``bytes_unneeded``): nothing will ever read these bytes
+            drop_upload_bytes(storage, *ids)
         logger.info("object has no upload record; ignored", extra={"object_key": key})
         return IngestOutcome(key, "ignored")
     log = {"kb_id": upload.kb_id, "upload_id": upload.upload_id}
     if upload.state in ("rejected", "expired"):
         # An earlier attempt may have recorded the rejection and died before deleting the bytes (the
         # verified copy too), or the object arrived after its upload expired.
-        storage.delete(key)
-        storage.delete(verified_object_key(upload.kb_id, upload.upload_id))
+        drop_upload_bytes(storage, upload.kb_id, upload.upload_id)
     if upload.state != "pending":
         logger.info("upload is not pending; duplicate event ignored", extra={**log, "state": upload.state})
         return IngestOutcome(key, "ignored", upload.upload_id)

@@ -9,7 +9,11 @@ The one place where a wrong id hands someone else's documents to an agent, so ev
    result is dropped: MemOS hits carry no KB id, so they cannot be filtered afterwards;
 4. the hits become the context block (``memmy_kb.domain.context_block``).
 
-A MemOS error or timeout is a 503 with no excerpts, never a retry with another scope. Queries and
+A MemOS error or timeout is a 503 with no excerpts, never a retry with another scope. One exception:
+MemOS answering "not found" (``MemosNotFound``, e.g. code 50120) for the search makes recall read the
+scope again; when a KB it searched has left the scope meanwhile (the KB was deleted, or the caller lost
+it, while the search ran), that is a scope change like any other: 200, discarded, no excerpts. When
+every KB searched is still in scope, the "not found" is unexplained and stays a 503. Queries and
 excerpts are never logged: only counts and timings.
 """
 
@@ -22,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from memmy_kb.domain.access import compute_recall_scope
 from memmy_kb.domain.context_block import DEFAULT_MAX_CHARS, ContextBlock, Excerpt, build_context
-from memmy_kb.domain.engine import MemosApiKeyError, MemosError
+from memmy_kb.domain.engine import MemosApiKeyError, MemosError, MemosNotFound
 from memmy_kb.errors import RecallUnavailable
 from memmy_kb.observability import logger
 
@@ -54,6 +58,12 @@ def _empty(scope_size: int, *, discarded: bool) -> RecallResult:
     return RecallResult(ContextBlock("", ()), scope_size=scope_size, discarded=discarded)
 
 
+def _left_the_scope(grants: GrantReader, user_id: str, searched: list[str]) -> bool:
+    """Whether a MemOS id searched is no longer in the caller's recall scope (read again now)."""
+    now = {entry.memos_kb_id for entry in compute_recall_scope(grants, user_id)}
+    return not set(searched) <= now
+
+
 def recall(
     grants: GrantReader,
     memos: KnowledgeEngine,
@@ -81,6 +91,13 @@ def recall(
         hits = memos.search_memory(reader_id(user_id), query, memos_ids, limit=limit)
     except (MemosError, MemosApiKeyError) as err:
         timings["search_ms"] = round((clock() - scoped) * 1000, 1)
+        if isinstance(err, MemosNotFound) and _left_the_scope(grants, user_id, memos_ids):
+            # A KB searched was deleted (or left the caller's scope) during the search: a scope change.
+            logger.info(
+                "recall: a KB left the scope during the search, result discarded",
+                extra={"scope_size": len(scope), "memos_code": err.code, "discarded": True, **timings},
+            )
+            return _empty(len(scope), discarded=True)
         logger.warning(
             "recall: MemOS unavailable, no excerpts",
             extra={

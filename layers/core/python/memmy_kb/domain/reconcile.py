@@ -16,6 +16,9 @@ read, so two runs at once, or a run racing the ingest or a cleanup, only repeat 
    cannot list KBs, so they can only be counted (``KbCreateOutcomeUnknown``, alarmed) and logged.
 5. **Residue**: MemOS files of live KBs that no FILE item references and no upload in flight claims are
    deleted (``ResidueFound`` / ``ResidueRemoved``).
+6. **Upload objects** whose upload is gone (with its KB) or final are deleted: a page of at most
+   ``ReconcileLimits.objects`` keys of the bucket per run, from a cursor of its own
+   (``memmy_kb.domain.residue``; ``UploadObjectsRemoved``). Never those of an upload pending or submitting.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from memmy_kb.domain.ports import (
     UploadObjects,
     UploadRequeue,
 )
+from memmy_kb.domain.residue import sweep_upload_objects
 from memmy_kb.domain.storage import ConditionFailed, verified_object_key
 from memmy_kb.records import CleanupRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord, utc_now
 
@@ -65,6 +69,7 @@ class ReconcileLimits:
     uploads: int = 50
     intents: int = 25
     kbs: int = 20
+    objects: int = 200
 
 
 @dataclass
@@ -101,8 +106,9 @@ class Reconciler:
             if self._out_of_time():
                 break
             step()
-        if not self._out_of_time():
-            self.remove_residue()
+        for last in (self.remove_residue, self.sweep_objects):
+            if not self._out_of_time():
+                last()
         logger.info("reconcile run", extra={"counts": self.report.counts})
         return self.report
 
@@ -238,6 +244,13 @@ class Reconciler:
             cursor = kb.kb_id
         # A short page is the end of the KBs: the next run starts from the beginning again.
         self.cleanups.put_cursor(RESIDUE_CURSOR, cursor if len(kbs) == self.limits.kbs else None)
+
+    # -- 6. upload objects nothing needs -----------------------------------------------------------
+
+    def sweep_objects(self) -> None:
+        swept = sweep_upload_objects(self.contents, self.objects, self.cleanups, limit=self.limits.objects)
+        if swept.deleted:
+            self.report.add("UploadObjectsRemoved", swept.deleted)
 
     def _remove_residue_of(self, kb: KnowledgeBaseRecord) -> None:
         _, files, uploads = self.contents.query_kb_items(kb.kb_id)
