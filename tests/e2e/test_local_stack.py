@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from memmy_local import tokens
 from tests.support.stack import RunningStack, start_stack, stop_stack
 
 pytestmark = pytest.mark.e2e
@@ -57,3 +58,30 @@ def test_data_dir_keeps_knowledge_bases_across_restarts(tmp_path: Path) -> None:
     assert listed.status_code == HTTPStatus.OK, listed.text
     assert [kb["id"] for kb in listed.json()["items"]] == [created.json()["id"]]
     assert len(state["knowledge_bases"]) == 1
+
+
+def test_the_gateway_opens_only_the_login_configuration(local_stack: RunningStack) -> None:
+    # template.yaml gives GET /login-configuration `Auth: {Authorizer: NONE}`: the local gateway serves it
+    # without a token, with the stack's issuer and audience, and still refuses every other route.
+    with httpx.Client(base_url=local_stack.api_url, timeout=10) as api:
+        public = api.get("/login-configuration")
+        with_token = api.get(
+            "/login-configuration", headers={"Authorization": f"Bearer {local_stack.token('login-reader')}"}
+        )
+        bad_token = api.get("/login-configuration", headers={"Authorization": "Bearer not-a-jwt"})
+        others = [api.get("/me"), api.get("/knowledge-bases"), api.post("/recall", json={"query": "x"})]
+
+    assert public.status_code == HTTPStatus.OK, public.text
+    assert public.json() == {
+        "issuer": tokens.DEFAULT_ISSUER,
+        "client_id": "memmy-desktop",
+        "audience": tokens.DEFAULT_AUDIENCE,
+        "scopes": ["openid", "profile", "email", "phone", "offline_access"],
+    }
+    assert public.headers["cache-control"] == "public, max-age=300"
+    assert with_token.json() == public.json()
+    # No authorizer runs on the route, as on API Gateway: a bad token is not looked at.
+    assert bad_token.status_code == HTTPStatus.OK
+    for refused in others:
+        assert refused.status_code == HTTPStatus.UNAUTHORIZED, refused.request.url
+        assert refused.json() == {"message": "Unauthorized"}

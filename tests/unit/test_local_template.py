@@ -153,6 +153,7 @@ API_CONTRACT = {
     ("PATCH", "/knowledge-bases/{kb_id}/folders/{folder_id}"),
     ("DELETE", "/knowledge-bases/{kb_id}/folders/{folder_id}"),
     ("POST", "/recall"),
+    ("GET", "/login-configuration"),
 }
 
 
@@ -210,6 +211,8 @@ def test_parameter_defaults_are_strings(template: dict[str, Any]) -> None:
     assert defaults == {
         "MemosBaseUrl": "https://memos.memtensor.cn/api/openmem/v1",
         "LogRetentionDays": "30",
+        "DesktopClientId": "memmy-desktop",
+        "LoginScopes": "openid profile email phone offline_access",
     }
 
 
@@ -222,6 +225,10 @@ REFS = {
     "MemosBaseUrl": "http://127.0.0.1:8801/api/openmem/v1",
     "AWS::AccountId": "123456789012",
     "AWS::StackName": "memmy-local",
+    "JwtIssuer": "https://login.memmy.test/",
+    "JwtAudience": "memmy-api",
+    "DesktopClientId": "memmy-desktop",
+    "LoginScopes": "openid profile",
 }
 
 
@@ -239,7 +246,13 @@ def test_the_real_functions_get_the_resolved_globals(template: dict[str, Any]) -
         "MAX_BYTES_PER_KB": "2147483648",
         "MAX_KBS_PER_USER": "100",
     }
-    manage_kb = {k: v for k, v in environment.items() if k != "MAX_KBS_PER_USER"}
+    manage_kb = {
+        **{k: v for k, v in environment.items() if k != "MAX_KBS_PER_USER"},
+        "LOGIN_ISSUER": "https://login.memmy.test/",
+        "LOGIN_AUDIENCE": "memmy-api",
+        "LOGIN_CLIENT_ID": "memmy-desktop",
+        "LOGIN_SCOPES": "openid profile",
+    }
     assert function_environment(template, "ManageKbFunction", REFS) == manage_kb
 
 

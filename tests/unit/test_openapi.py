@@ -6,6 +6,7 @@ import json
 
 from memmy_local import openapi
 from memmy_local.handlers import repo_root
+from memmy_local.routing import public_route_keys
 from memmy_local.template import http_routes, load_template
 
 
@@ -16,9 +17,13 @@ def test_committed_document_is_current():
 
 def test_every_template_route_is_documented_with_the_error_shape():
     document = openapi.generate()
+    public = public_route_keys(load_template())
+    assert public == {("GET", "/login-configuration")}
     for route in http_routes(load_template()):
         operation = document["paths"][route.path][route.method.lower()]
-        assert "401" in operation["responses"], route
+        # A public route cannot answer 401 and says it needs no token; every other one can and does.
+        assert ("401" in operation["responses"]) is ((route.method, route.path) not in public), route
+        assert ("security" in operation and operation["security"] == []) is ((route.method, route.path) in public)
         assert "422" in operation["responses"], route
         assert operation["responses"]["422"]["content"]["application/json"]["schema"] == {
             "$ref": "#/components/schemas/ErrorResponse"

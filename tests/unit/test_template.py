@@ -280,16 +280,26 @@ def test_the_jwt_authorizer_is_the_default(sam_template: dict[str, Any]) -> None
     }
 
 
-def test_no_route_opts_out_of_the_authorizer(sam_template: dict[str, Any]) -> None:
+# The one route the desktop reads before it has a token; it serves only public login settings.
+PUBLIC_ROUTES = {("GET", "/login-configuration")}
+
+
+def test_only_the_login_configuration_opts_out_of_the_authorizer(sam_template: dict[str, Any]) -> None:
     events = list(http_api_events(sam_template))
     assert events
+    opened = set()
     for function, event, properties in events:
         assert properties["ApiId"] == {"Ref": "HttpApi"}, (function, event)
-        assert properties.get("Auth", {}).get("Authorizer", AUTHORIZER) == AUTHORIZER, (function, event)
         assert "proxy+" not in properties["Path"], (function, event)
+        authorizer = properties.get("Auth", {}).get("Authorizer", AUTHORIZER)
+        if authorizer == "NONE":
+            opened.add((properties["Method"], properties["Path"]))
+        else:
+            assert authorizer == AUTHORIZER, (function, event)
+    assert opened == PUBLIC_ROUTES
 
 
-def test_every_translated_route_requires_the_jwt(cloudformation: dict[str, Any]) -> None:
+def test_every_translated_route_but_the_public_one_requires_the_jwt(cloudformation: dict[str, Any]) -> None:
     (api,) = resources_of(cloudformation, "AWS::ApiGatewayV2::Api").values()
     operations = [
         (path, method, operation)
@@ -298,7 +308,22 @@ def test_every_translated_route_requires_the_jwt(cloudformation: dict[str, Any])
     ]
     assert len(operations) == len(list(http_api_events(load_template(TEMPLATE_PATH))))
     for path, method, operation in operations:
-        assert operation.get("security") == [{AUTHORIZER: []}], (method, path)
+        if (method.upper(), path) in PUBLIC_ROUTES:
+            # SAM's built-in "NONE": API Gateway attaches no authorizer to this route.
+            assert operation.get("security") == [{"NONE": []}], (method, path)
+        else:
+            assert operation.get("security") == [{AUTHORIZER: []}], (method, path)
+
+
+def test_the_login_configuration_comes_from_the_parameters(sam_template: dict[str, Any]) -> None:
+    manage_kb = functions(sam_template)["ManageKbFunction"]["Properties"]
+    assert manage_kb["Environment"]["Variables"] == {
+        "LOGIN_ISSUER": {"Ref": "JwtIssuer"},
+        "LOGIN_AUDIENCE": {"Ref": "JwtAudience"},
+        "LOGIN_CLIENT_ID": {"Ref": "DesktopClientId"},
+        "LOGIN_SCOPES": {"Ref": "LoginScopes"},
+    }
+    assert manage_kb["Events"]["GetLoginConfiguration"]["Properties"]["Auth"] == {"Authorizer": "NONE"}
 
 
 def test_the_parameters_have_sane_defaults(sam_template: dict[str, Any]) -> None:
@@ -309,6 +334,10 @@ def test_the_parameters_have_sane_defaults(sam_template: dict[str, Any]) -> None
     assert retention["Default"] in retention["AllowedValues"]
     assert "Default" not in parameters["JwtIssuer"]
     assert "Default" not in parameters["JwtAudience"]
+    assert parameters["DesktopClientId"]["Default"] == "memmy-desktop"
+    assert parameters["LoginScopes"]["Default"].split() == ["openid", "profile", "email", "phone", "offline_access"]
+    assert re.fullmatch(parameters["LoginScopes"]["AllowedPattern"], parameters["LoginScopes"]["Default"])
+    assert not re.fullmatch(parameters["LoginScopes"]["AllowedPattern"], "openid  profile")
 
 
 def test_template_path_is_the_repository_root() -> None:

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from memmy_local.handlers import load_function_module, repo_root
+from memmy_local.routing import public_route_keys
 from memmy_local.template import http_routes, load_template
 
 TITLE = "Memmy knowledge-base service"
@@ -18,11 +19,14 @@ DOCUMENT_PATH = "docs/openapi.json"
 
 
 def generate() -> dict[str, Any]:
-    """One OpenAPI 3.1 document for every route in template.yaml, with bearer-JWT security."""
+    """One OpenAPI 3.1 document for every route in template.yaml, with bearer-JWT security (``security: []``
+    on a route the template opens with ``Auth: {Authorizer: NONE}``)."""
     from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 
     merged: dict[str, Any] = {}
-    modules = {(r.code_uri, r.handler) for r in http_routes(load_template())}
+    template = load_template()
+    public = public_route_keys(template)
+    modules = {(r.code_uri, r.handler) for r in http_routes(template)}
     for code_uri, handler in sorted(modules):
         app = load_function_module(code_uri, handler).app
         schema = app.get_openapi_schema(
@@ -36,6 +40,8 @@ def generate() -> dict[str, Any]:
         for path, operations in schema.get("paths", {}).items():
             for method, operation in operations.items():
                 operation["responses"] = dict(sorted(operation.get("responses", {}).items()))
+                if (method.upper(), path) in public:
+                    operation["security"] = []
                 merged["paths"].setdefault(path, {})[method] = operation
         merged["components"]["schemas"].update(schema.get("components", {}).get("schemas", {}))
     merged["paths"] = dict(sorted(merged["paths"].items()))

@@ -60,7 +60,7 @@ class CompiledRoute:
 
 def compile_routes(template: Mapping[str, Any]) -> list[CompiledRoute]:
     """The template's HTTP routes, most specific first, each knowing whether the JWT authorizer guards it."""
-    public = _public_route_keys(template)
+    public = public_route_keys(template)
     compiled = [
         CompiledRoute(route, (route.method, route.path) not in public, tuple(route.path[1:].split("/")))
         for route in http_routes(template)
@@ -68,7 +68,7 @@ def compile_routes(template: Mapping[str, Any]) -> list[CompiledRoute]:
     return sorted(compiled, key=CompiledRoute.specificity)
 
 
-def _public_route_keys(template: Mapping[str, Any]) -> set[tuple[str, str]]:
+def public_route_keys(template: Mapping[str, Any]) -> set[tuple[str, str]]:
     """Routes whose event says ``Auth: {Authorizer: NONE}`` (SAM's opt-out of the default authorizer)."""
     public: set[tuple[str, str]] = set()
     for resource in template["Resources"].values():

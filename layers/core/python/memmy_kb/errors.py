@@ -87,6 +87,13 @@ class RecallUnavailable(DomainError):
     code = "recall_unavailable"
 
 
+class LoginNotConfigured(DomainError):
+    """The function's environment lacks the login settings the template gives it (a broken deploy)."""
+
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+    code = "login_not_configured"
+
+
 # -- the refusals several domain modules share ------------------------------------------------------
 
 

@@ -40,6 +40,12 @@ class Settings:
     # Capacity of one KB: files recorded in it, and their bytes (2 GiB).
     max_files_per_kb: int = 1000
     max_bytes_per_kb: int = 2 * 1024**3
+    # Login (public, GET /login-configuration): the OpenID Connect issuer, the desktop's client id, the
+    # audience its access tokens must carry (the authorizer's) and the scopes it asks for.
+    login_issuer: str = ""
+    login_client_id: str = ""
+    login_audience: str = ""
+    login_scopes: tuple[str, ...] = ()
 
 
 @cache
@@ -67,6 +73,10 @@ def get_settings() -> Settings:
         max_kbs_per_user=int(_positive(env, "MAX_KBS_PER_USER", 100)),
         max_files_per_kb=int(_positive(env, "MAX_FILES_PER_KB", 1000)),
         max_bytes_per_kb=int(_positive(env, "MAX_BYTES_PER_KB", 2 * 1024**3)),
+        login_issuer=env.get("LOGIN_ISSUER", ""),
+        login_client_id=env.get("LOGIN_CLIENT_ID", ""),
+        login_audience=env.get("LOGIN_AUDIENCE", ""),
+        login_scopes=tuple(env.get("LOGIN_SCOPES", "").split()),
     )
 
 

@@ -69,9 +69,16 @@ def json_response(status: int, model: BaseModel) -> Response[str]:
 
 
 def responses(
-    status: int, description: str, model: type[BaseModel] | None, *errors: tuple[int, str]
+    status: int,
+    description: str,
+    model: type[BaseModel] | None,
+    *errors: tuple[int, str],
+    public: bool = False,
 ) -> dict[int, OpenAPIResponse]:
-    """OpenAPI responses of a route: its success (``model`` None: no body), ``errors`` and the common errors."""
+    """OpenAPI responses of a route: its success (``model`` None: no body), ``errors`` and the common errors.
+
+    ``public``: the route has no authorizer (``Auth: {Authorizer: NONE}`` in template.yaml), so no 401.
+    """
 
     def entry(text: str, schema: type[BaseModel] | None) -> OpenAPIResponse:
         if schema is None:
@@ -79,7 +86,10 @@ def responses(
         return {"description": text, "content": {content_types.APPLICATION_JSON: {"model": schema}}}
 
     documented = {int(code): entry(text, ErrorResponse) for code, text in (*COMMON_ERRORS, *errors)}
-    documented[HTTPStatus.UNAUTHORIZED] = entry(dict(COMMON_ERRORS)[HTTPStatus.UNAUTHORIZED], UnauthorizedResponse)
+    if public:
+        del documented[HTTPStatus.UNAUTHORIZED]
+    else:
+        documented[HTTPStatus.UNAUTHORIZED] = entry(dict(COMMON_ERRORS)[HTTPStatus.UNAUTHORIZED], UnauthorizedResponse)
     documented[int(status)] = entry(description, model)
     return dict(sorted(documented.items()))
 

@@ -1,0 +1,47 @@
+"""The login configuration: public, so a desktop that knows only the cloud's URL can start logging in.
+
+The one route without the JWT authorizer (``Auth: {Authorizer: NONE}`` in template.yaml): it reads no
+caller, no store and no user data, only the deployment's public login settings (SECURITY.md).
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+from aws_lambda_powertools.event_handler import Response
+
+from memmy_kb.api.injected import SettingsDep
+from memmy_kb.api.models.login import LoginConfiguration
+from memmy_kb.api.resolver import json_response, new_router, responses
+from memmy_kb.errors import LoginNotConfigured
+
+# Short and public: the settings change only with a deploy, and a stale copy only delays a new one.
+CACHE_CONTROL = "public, max-age=300"
+
+router = new_router()
+
+
+@router.get(
+    "/login-configuration",
+    operation_id="get_login_configuration_login_configuration_get",
+    summary="The OpenID Connect settings the desktop logs in with (no token needed)",
+    responses=responses(
+        HTTPStatus.OK,
+        "Issuer, desktop client id, audience and scopes",
+        LoginConfiguration,
+        (HTTPStatus.SERVICE_UNAVAILABLE, "The deployment lacks its login settings"),
+        public=True,
+    ),
+)
+def handle_get_login_configuration(settings: SettingsDep) -> Response[str]:
+    if not (settings.login_issuer and settings.login_client_id and settings.login_audience and settings.login_scopes):
+        raise LoginNotConfigured("This deployment has no login configuration.")
+    configuration = LoginConfiguration(
+        issuer=settings.login_issuer,
+        client_id=settings.login_client_id,
+        audience=settings.login_audience,
+        scopes=list(settings.login_scopes),
+    )
+    response = json_response(HTTPStatus.OK, configuration)
+    response.headers["Cache-Control"] = CACHE_CONTROL
+    return response
