@@ -134,11 +134,14 @@ class DecodingHttpResolver(APIGatewayHttpResolver):
             # Powertools' validation reads ``json_body``, a cached property: hand it the document already
             # parsed instead of parsing the body a second time.
             event.__dict__["json_body"] = document
-        # The type passed the guard whatever its case, or there is no body to type; Powertools matches it
-        # case-sensitively and answers any other spelling with an exception of its own (request_guard says
-        # where), so it sees the one spelling it knows. The caller's event dict is left as it was.
-        headers = {k: v for k, v in (event.raw_event.get("headers") or {}).items() if k.lower() != "content-type"}
-        event._data = {**event.raw_event, "headers": {**headers, "content-type": JSON_MEDIA_TYPE}}
+        declared = (event.headers.get("content-type") or "").strip()
+        if declared and not declared.startswith(JSON_MEDIA_TYPE):
+            # The type passed the guard whatever its case, or there is no body to type; Powertools matches
+            # it case-sensitively and answers any other spelling with an exception of its own (request_guard
+            # says where), so it sees the one spelling it knows. The caller's event dict is left as it was;
+            # a request already spelling it as Powertools does (recall's, every SDK's) is not copied.
+            headers = {k: v for k, v in event.raw_event["headers"].items() if k.lower() != "content-type"}
+            event._data = {**event.raw_event, "headers": {**headers, "content-type": JSON_MEDIA_TYPE}}
         return super()._call_route(route, route_arguments)
 
 
