@@ -65,7 +65,7 @@ _OUTCOMES = {
     "service_error": "the desktop service answered with an error",
     "output_failed": "could not write to the agent",
     "logged_out": "logged out (run `memmy-kb desktop login`)",
-    "login_expired": "the login has expired (run `memmy-kb desktop login` with a new token)",
+    "login_expired": "the login has expired (run `memmy-kb desktop login`)",
     "login_refused": "the cloud refused the login (run `memmy-kb desktop login` again)",
     "cloud_unreachable": "the cloud was unreachable",
     "cloud_error": "the cloud failed",

@@ -134,8 +134,12 @@ class Client:
         return (self.state_dir / paths.HOOK_TOKEN_FILE).read_text()
 
     @property
+    def private_dir(self) -> Path:
+        return Path(paths.private_dir(str(self.state_dir)))
+
+    @property
     def control_token(self) -> str:
-        return (self.state_dir / paths.CONTROL_TOKEN_FILE).read_text()
+        return self.service.state.control_token
 
     def request(
         self,
@@ -368,11 +372,15 @@ def test_login_status_logout(client, state_dir):
     assert status["login"]["user"] == "alice"
     assert "expires_at" in status["login"]
     assert status["credential_store"].startswith("file ")
-    saved = state_dir / paths.LOGIN_FILE
+    assert "any process running as this user can read" in status["warning"]
+    assert not (state_dir / paths.LOGIN_FILE).exists()  # beside the hook token: never
+    saved = client.private_dir / paths.LOGIN_FILE
     assert stat.S_IMODE(saved.stat().st_mode) == 0o600
+    assert stat.S_IMODE(client.private_dir.stat().st_mode) == 0o700
     assert json.loads(saved.read_text()) == {
         "cloud": client.service.state.cloud.base_url,
-        "token": CLOUD_TOKEN,
+        "access_token": CLOUD_TOKEN,
+        "bearer": "access_token",
     }
     assert CLOUD_TOKEN not in json.dumps(client.control("GET", "/control/status")[1])
 
@@ -466,19 +474,30 @@ def test_rotation_refuses_the_old_hook_token(client):
 
 def test_state_files_are_private_and_stop_cleans_up(state_dir, cloud):
     running = start(state_dir, cloud.url)
+    private = Client(running).private_dir
     try:
         assert stat.S_IMODE(state_dir.stat().st_mode) == 0o700
-        for name in (paths.HOOK_TOKEN_FILE, paths.CONTROL_TOKEN_FILE, paths.SERVICE_FILE):
+        assert stat.S_IMODE(private.stat().st_mode) == 0o700
+        for name in (paths.HOOK_TOKEN_FILE, paths.SERVICE_FILE):
             assert stat.S_IMODE((state_dir / name).stat().st_mode) == 0o600, name
+        assert stat.S_IMODE((private / paths.CONTROL_TOKEN_FILE).stat().st_mode) == 0o600
+        assert not (state_dir / paths.CONTROL_TOKEN_FILE).exists()
         recorded = json.loads((state_dir / paths.SERVICE_FILE).read_text())
-        assert recorded == {"url": running.url, "port": running.port, "pid": os.getpid(), "cloud": cloud.url}
+        assert recorded == {
+            "url": running.url,
+            "port": running.port,
+            "pid": os.getpid(),
+            "cloud": cloud.url,
+            "control_token_store": "file",
+        }
         hook_token, control_token = Client(running).hook_token, Client(running).control_token
         assert hook_token.startswith("mkh_")
         assert control_token.startswith("mkc_")
+        assert (private / paths.CONTROL_TOKEN_FILE).read_text() == control_token
     finally:
         running.stop()
     assert not (state_dir / paths.SERVICE_FILE).exists()
-    assert not (state_dir / paths.CONTROL_TOKEN_FILE).exists()
+    assert not (private / paths.CONTROL_TOKEN_FILE).exists()
     # The hook token and the login outlive a restart; the control token does not.
     with start(state_dir, cloud.url) as again:
         assert Client(again).hook_token == hook_token
@@ -516,17 +535,21 @@ def test_with_a_keychain_the_login_never_touches_the_disk(state_dir, cloud):
         client = Client(running)
         status = client.login()
         assert status["credential_store"].startswith("OS keychain (")
+        assert "warning" not in status
         assert not (state_dir / paths.LOGIN_FILE).exists()
-        assert CLOUD_TOKEN in next(iter(backend.entries.values()))
-        assert not any(
-            CLOUD_TOKEN in p.read_text(errors="replace") for p in state_dir.iterdir() if p.is_file()
-        )
+        entries = {username.split(":", 1)[0]: value for (_, username), value in backend.entries.items()}
+        assert CLOUD_TOKEN in entries["cloud-login"]
+        assert entries["control-token"] == client.control_token
+        # Nothing secret is a plain file: no login, no control token, in either directory.
+        on_disk = [p for d in (state_dir, client.private_dir) if d.exists() for p in d.iterdir() if p.is_file()]
+        for secret in (CLOUD_TOKEN, client.control_token):
+            assert not any(secret in p.read_text(errors="replace") for p in on_disk)
         assert client.recall()["cloud"] == "ok"
     with start(state_dir, cloud.url, keyring_backend=backend) as running:
         client = Client(running)
         assert client.recall()["cloud"] == "ok"
         client.control("POST", "/control/logout")
-        assert backend.entries == {}
+    assert backend.entries == {}  # logged out, and the stopped service's control token gone
 
 
 class RefusingKeyring(MemoryKeyring):
@@ -539,5 +562,5 @@ def test_a_keychain_that_refuses_falls_back_to_the_file(state_dir, cloud):
         status = Client(running).login()
         assert status["credential_store"].startswith("file ")
         assert "refused" in status["login"]["note"]
-        assert (state_dir / paths.LOGIN_FILE).exists()
+        assert (Client(running).private_dir / paths.LOGIN_FILE).exists()
         assert Client(running).recall()["cloud"] == "ok"

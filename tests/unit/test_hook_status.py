@@ -158,7 +158,9 @@ def control(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Control
     thread.start()
     home = tmp_path / "memmy"
     record_service(home, int(server.server_address[1]))
-    (home / "desktop" / paths.CONTROL_TOKEN_FILE).write_text("mkc_control\n")
+    private = Path(paths.private_dir(str(home / "desktop")))
+    private.mkdir(mode=0o700)
+    (private / paths.CONTROL_TOKEN_FILE).write_text("mkc_control\n")
     monkeypatch.setenv(paths.HOME_ENV, str(home))
     yield server
     server.shutdown()

@@ -11,6 +11,8 @@ from typing import Any
 from memmy_kb_client.terminal import printable
 
 READY_PREFIX = "Memmy desktop service on "
+# How often ``desktop login`` asks the service whether the sign-in is done.
+FLOW_POLL_SECONDS = 1.0
 
 
 def _state_dir() -> str:
@@ -57,15 +59,16 @@ def describe(service: Any) -> str:
         if login["state"] == "logged_in"
         else _LOGIN_STATES[login["state"]]
     )
-    return "\n".join(
-        [
-            f"{READY_PREFIX}{service.url} (cloud: {status['cloud']})",
-            f"  state:  {service.config.state_dir}",
-            f"  login:  {logged} ({status['credential_store']})",
-            f"  hooks:  read {status['hook_token_file']}",
-            "  page:   `memmy-kb desktop open` (a one-time link to the knowledge-base page)",
-        ]
-    )
+    lines = [
+        f"{READY_PREFIX}{service.url} (cloud: {status['cloud']})",
+        f"  state:  {service.config.state_dir}",
+        f"  login:  {logged} ({status['credential_store']})",
+        f"  hooks:  read {status['hook_token_file']}",
+        "  page:   `memmy-kb desktop open` (a one-time link to the knowledge-base page)",
+    ]
+    if status.get("warning"):
+        lines.append(f"  note:   {status['warning']}")
+    return "\n".join(lines)
 
 
 def _control(method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any] | None:
@@ -81,7 +84,7 @@ def _control(method: str, path: str, body: dict[str, Any] | None = None) -> dict
 
 
 def _read_token(args: argparse.Namespace) -> str:
-    if args.token:
+    if args.token != "-":  # noqa: S105 - `-` means stdin
         return str(args.token).strip()
     if sys.stdin.isatty():
         import getpass
@@ -91,14 +94,67 @@ def _read_token(args: argparse.Namespace) -> str:
 
 
 def _login(args: argparse.Namespace) -> int:
-    token = _read_token(args)
-    if not token:
-        print("memmy-kb desktop login: no token (pass --token or pipe it on stdin)", file=sys.stderr)
+    """Sign in through the browser (or a device code), or hand the service a token (``--token``)."""
+    if args.token is not None:
+        token = _read_token(args)
+        if not token:
+            print(
+                "memmy-kb desktop login: no token (pass --token TOKEN, or --token - and pipe it)",
+                file=sys.stderr,
+            )
+            return 1
+        status = _control("POST", "/control/login", {"token": token})
+        return 1 if status is None else _print_status(status, args.json)
+    mode = "device" if args.device else "browser"
+    started = _control("POST", "/control/login/start", {"mode": mode})
+    if started is None:
         return 1
-    status = _control("POST", "/control/login", {"token": token})
-    if status is None:
-        return 1
-    return _print_status(status, args.json)
+    if mode == "device":
+        print(
+            f"To sign in, open {started.get('verification_uri')} and enter the code {started.get('user_code')}"
+        )
+        if started.get("verification_uri_complete"):
+            print(f"(or open {started['verification_uri_complete']})")
+    else:
+        url = str(started["url"])
+        opened = False
+        if not args.no_browser:
+            import webbrowser
+
+            opened = webbrowser.open(url)
+        print(
+            "Sign in in the browser window that opened." if opened else f"Open this link to sign in:\n{url}"
+        )
+    print("Waiting for the sign-in...", flush=True)
+    return _wait_for_flow(str(started["flow"]), float(started.get("expires_in") or 600), args.json)
+
+
+def _wait_for_flow(flow: str, expires_in: float, as_json: bool) -> int:
+    import time
+    from urllib.parse import quote
+
+    deadline = time.monotonic() + expires_in + 5
+    answer: dict[str, Any] | None = None
+    try:
+        while time.monotonic() < deadline:
+            answer = _control("GET", f"/control/login/flow?id={quote(flow)}")
+            if answer is None:
+                return 1
+            if answer.get("state") != "pending":
+                break
+            time.sleep(FLOW_POLL_SECONDS)
+    except KeyboardInterrupt:
+        print("memmy-kb desktop login: stopped waiting", file=sys.stderr)
+        return 130
+    state = (answer or {}).get("state", "pending")
+    if state == "done":
+        return _print_status(answer["status"] if answer else {}, as_json)
+    why = (answer or {}).get("error") or "the sign-in was not finished in time"
+    print(printable(f"memmy-kb desktop login: {state}: {why}"), file=sys.stderr)
+    status = _control("GET", "/control/status")
+    if status is not None:
+        _print_status(status, as_json)
+    return 1
 
 
 def _logout(args: argparse.Namespace) -> int:
@@ -138,7 +194,7 @@ def _open(args: argparse.Namespace) -> int:
 _LOGIN_STATES = {
     "logged_in": "logged in",
     "logged_out": "logged out: run `memmy-kb desktop login`",
-    "expired": "the login has expired: run `memmy-kb desktop login` with a new token",
+    "expired": "the login has expired: run `memmy-kb desktop login`",
     "rejected": "the cloud refused the login (401): run `memmy-kb desktop login` again",
 }
 _OUTCOMES = {
@@ -189,9 +245,11 @@ def _print_status(status: dict[str, Any], as_json: bool) -> int:
     state = str(login.get("state"))
     line = _LOGIN_STATES.get(state, state)
     if login.get("user"):
-        line += f" as {login['user']}"
+        named = " ".join(f"{login[key]}" for key in ("name",) if login.get(key))
+        line += f" as {login['user']}" + (f" ({named})" if named else "")
     if login.get("expires_at"):
-        line += f" (until {login['expires_at']})"
+        renewed = ", refreshed before it expires" if login.get("refreshes") else ""
+        line += f" (until {login['expires_at']}{renewed})"
     lines = [
         f"service:  {status.get('service')}",
         f"cloud:    {status.get('cloud')}",
@@ -201,6 +259,8 @@ def _print_status(status: dict[str, Any], as_json: bool) -> int:
     ]
     if login.get("note"):
         lines.append(f"note:     {login['note']}")
+    if status.get("warning"):
+        lines.append(f"warning:  {status['warning']}")
     last = status.get("last_recall")
     if last:
         outcome = _OUTCOMES.get(str(last.get("outcome")), str(last.get("outcome")))
@@ -244,9 +304,20 @@ def add_desktop_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     opener.add_argument("--lang", choices=["zh", "en"], help="the page's language (default: the browser's)")
     opener.set_defaults(func=_open)
 
-    login = desktop.add_parser("login", help="hand the running service your cloud login token")
-    login.add_argument(
-        "--token", help="the token (default: read from stdin; a flag is visible to other local users)"
+    login = desktop.add_parser(
+        "login",
+        help="sign the running service in to the cloud (in your browser)",
+        description="Opens the sign-in page in your browser and waits until you have signed in. "
+        "--no-browser prints the link instead, --device signs in on another device with a code, "
+        "--token hands the service a token you already have (scripts, CI).",
+    )
+    how = login.add_mutually_exclusive_group()
+    how.add_argument("--no-browser", action="store_true", help="print the sign-in link instead of opening it")
+    how.add_argument("--device", action="store_true", help="sign in on another device with a code")
+    how.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="a cloud login token to keep as is; `-` reads it from stdin (a flag is visible to other local users)",
     )
     login.add_argument("--json", action="store_true", help="print the service's status as JSON")
     login.set_defaults(func=_login)

@@ -1,5 +1,6 @@
-"""How the ``memmy-kb desktop`` commands reach the running service: its port from ``service.json``, the
-control token from ``control-token``, both in the state directory."""
+"""How the ``memmy-kb desktop`` commands reach the running service: its port from ``service.json`` in the
+state directory, the control token from where that file says the service put it (the OS keychain, else
+``desktop-private/control-token``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 from typing import Any
 
 from memmy_kb_client.desktop import paths
+from memmy_kb_client.desktop.credentials import read_control_token
 
 
 class ServiceUnavailable(Exception):
@@ -21,11 +23,20 @@ class ControlError(Exception):
 
 
 def call(
-    state_dir: str, method: str, path: str, body: dict[str, Any] | None = None, *, timeout: float = 10.0
+    state_dir: str,
+    method: str,
+    path: str,
+    body: dict[str, Any] | None = None,
+    *,
+    timeout: float = 10.0,
+    keyring_backend: Any = None,
 ) -> dict[str, Any]:
     """One control request to the service recorded in ``state_dir``; its JSON answer."""
     recorded = paths.read_service(state_dir)
-    token = paths.read_token(state_dir, paths.CONTROL_TOKEN_FILE)
+    token = None
+    if recorded is not None:
+        kind = str(recorded.get("control_token_store") or "file")
+        token = read_control_token(state_dir, kind, keyring_backend)
     if recorded is None or token is None:
         raise ServiceUnavailable(
             f"no desktop service is running for {state_dir}: start it with `memmy-kb desktop serve`"

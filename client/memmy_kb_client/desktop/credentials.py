@@ -1,11 +1,15 @@
-"""The cloud login the local service holds: in the OS keychain through ``keyring``, else a 0600 file.
+"""The secrets the local service holds (the cloud login and the control token): in the OS keychain
+through ``keyring``, else 0600 files in a private directory apart from the hooks' (``paths.private_dir``).
 
-Only the service reads or writes it; the hooks never import this module. ``open_store`` picks the
-keychain when ``keyring`` finds a real backend (macOS Keychain, Windows Credential Locker, the Secret
-Service...), and the file ``cloud-login.json`` in the state directory when there is none (``keyring``
-not installed, or only its ``fail``/``null`` backends, as on a headless Linux box). A keychain that
-refuses a write at login time (locked, no D-Bus session) falls back to the file too; ``status`` says
-which store holds the login.
+Only the service and the ``memmy-kb desktop`` commands read them; the hooks never import this module.
+``open_store`` picks the keychain when ``keyring`` finds a real backend (macOS Keychain, Windows
+Credential Locker, the Secret Service...), and the files when there is none (``keyring`` not installed,
+or only its ``fail``/``null`` backends, as on a headless Linux box). A keychain that refuses a write
+falls back to the files too; ``status`` says which store holds the secrets.
+
+The cloud login is one entry: the access token, the refresh token and the ID token together with what
+refreshing them needs (the provider's token endpoint, issuer and client id), so a rotation replaces
+all of it in one write.
 """
 
 from __future__ import annotations
@@ -14,40 +18,94 @@ import base64
 import json
 import os
 import time
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Final, Protocol
 
 from memmy_kb_client.desktop import paths
 
-KEYRING_SERVICE = "memmy-kb-desktop"
+KEYRING_SERVICE: Final = "memmy-kb-desktop"
+LOGIN_ENTRY: Final = "cloud-login"
+CONTROL_ENTRY: Final = "control-token"
+# The file each entry becomes in the private directory when there is no keychain.
+_FILES: Final = {LOGIN_ENTRY: paths.LOGIN_FILE, CONTROL_ENTRY: paths.CONTROL_TOKEN_FILE}
+# A token is refreshed when it expires within min(this, half its lifetime).
+REFRESH_MARGIN_SECONDS: Final = 60.0
+
+
+def jwt_claims(token: str) -> dict[str, Any]:
+    """A JWT's claims, read without verifying; {} when it is no JWT."""
+    try:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except (IndexError, ValueError):
+        return {}
+    return claims if isinstance(claims, dict) else {}
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True)
 class CloudLogin:
-    """A cloud login token and the cloud it is for (it is never sent to any other)."""
+    """A cloud login and the cloud it is for (it is never sent to any other).
+
+    ``bearer`` says which token the cloud takes: the access token, or the ID token when the cloud's
+    login configuration says ``"bearer_token": "id_token"``. A pasted token (``desktop login --token``)
+    is an access token with nothing to refresh it.
+    """
 
     cloud: str
-    token: str
+    access_token: str
+    refresh_token: str = ""
+    id_token: str = ""
+    bearer: str = "access_token"
+    obtained_at: float | None = None
+    expires_at_hint: float | None = None  # from the token response's expires_in
+    issuer: str = ""
+    client_id: str = ""
+    token_endpoint: str = ""
+    revocation_endpoint: str = ""
+    jwks_uri: str = ""
+
+    @property
+    def token(self) -> str:
+        """The bearer token sent to the cloud."""
+        return self.id_token if self.bearer == "id_token" and self.id_token else self.access_token
 
     def claims(self) -> dict[str, Any]:
-        """The token's claims, read without verifying (the cloud verifies); {} when it is no JWT."""
-        try:
-            payload = self.token.split(".")[1]
-            claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        except (IndexError, ValueError):
-            return {}
-        return claims if isinstance(claims, dict) else {}
+        """The bearer token's claims, read without verifying (the cloud verifies)."""
+        return jwt_claims(self.token)
+
+    def profile(self) -> dict[str, Any]:
+        """Who signed in: the ID token's claims (verified when it was received), else the bearer's."""
+        return jwt_claims(self.id_token) if self.id_token else self.claims()
 
     def expires_at(self) -> float | None:
-        exp = self.claims().get("exp")
-        return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
+        return _number(self.claims().get("exp")) or self.expires_at_hint
 
     def expired(self, now: float | None = None) -> bool:
         expires = self.expires_at()
         return expires is not None and expires <= (time.time() if now is None else now)
 
+    def refreshable(self) -> bool:
+        return bool(self.refresh_token and self.token_endpoint)
+
+    def refresh_due(self, now: float) -> bool:
+        """Does the bearer expire within min(60 s, half its lifetime)?"""
+        expires = self.expires_at()
+        if expires is None:
+            return False
+        issued = self.obtained_at or _number(self.claims().get("iat"))
+        lifetime = expires - issued if issued is not None else 2 * REFRESH_MARGIN_SECONDS
+        return expires - now <= min(REFRESH_MARGIN_SECONDS, max(lifetime, 0.0) / 2)
+
+    def rotated(self, **changes: Any) -> CloudLogin:
+        return replace(self, **changes)
+
     def to_json(self) -> str:
-        return json.dumps({"cloud": self.cloud, "token": self.token})
+        values = asdict(self)
+        return json.dumps({key: value for key, value in values.items() if value not in ("", None)})
 
     @classmethod
     def from_json(cls, raw: str) -> CloudLogin | None:
@@ -57,73 +115,126 @@ class CloudLogin:
             return None
         if not isinstance(value, dict):
             return None
-        cloud, token = value.get("cloud"), value.get("token")
-        if isinstance(cloud, str) and isinstance(token, str) and cloud and token:
-            return cls(cloud, token)
-        return None
+        if "token" in value and "access_token" not in value:  # an older login: one pasted token
+            value = {"cloud": value.get("cloud"), "access_token": value.get("token")}
+        cloud, access = value.get("cloud"), value.get("access_token")
+        if not (isinstance(cloud, str) and isinstance(access, str) and cloud and access):
+            return None
+        kept: dict[str, Any] = {}
+        for name in cls.__dataclass_fields__:
+            item = value.get(name)
+            if name in ("obtained_at", "expires_at_hint"):
+                kept[name] = _number(item)
+            elif isinstance(item, str):
+                kept[name] = item
+        return cls(**kept)
 
 
-class LoginStore(Protocol):
-    """Where the cloud login is kept. ``description`` is shown by ``desktop status``."""
+class SecretStore(Protocol):
+    """Where the secrets are kept. ``kind`` is ``keychain`` or ``file``; ``description`` is shown by
+    ``desktop status``."""
+
+    @property
+    def kind(self) -> str: ...
 
     @property
     def description(self) -> str: ...
 
-    def load(self) -> CloudLogin | None: ...
+    def get(self, name: str) -> str | None: ...
 
-    def save(self, login: CloudLogin) -> None: ...
+    def put(self, name: str, value: str) -> None: ...
 
-    def clear(self) -> None: ...
+    def delete(self, name: str) -> None: ...
 
 
 class FileStore:
-    """``cloud-login.json`` in the state directory, mode 0600."""
+    """0600 files in the private directory (0700), apart from what the hooks read."""
 
-    def __init__(self, state_dir: str) -> None:
-        self.path = os.path.join(state_dir, paths.LOGIN_FILE)
+    kind = "file"
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.path = os.path.join(directory, paths.LOGIN_FILE)
 
     @property
     def description(self) -> str:
-        return f"file {self.path} (0600; no OS keychain available)"
+        return (
+            f"file in {self.directory} (0600, a directory apart from the hooks'; no OS keychain, "
+            "so any process running as this user can read it)"
+        )
 
-    def load(self) -> CloudLogin | None:
+    def file(self, name: str) -> str:
+        return os.path.join(self.directory, _FILES[name])
+
+    def get(self, name: str) -> str | None:
         try:
-            with open(self.path, encoding="utf-8") as handle:
-                return CloudLogin.from_json(handle.read(64 * 1024))
-        except OSError:
+            with open(self.file(name), encoding="utf-8") as handle:
+                return handle.read(64 * 1024)
+        except (OSError, ValueError):
             return None
 
+    def put(self, name: str, value: str) -> None:
+        paths.ensure_private_dir(self.directory)
+        paths.write_private(self.file(name), value.encode("utf-8"))
+
+    def delete(self, name: str) -> None:
+        paths.remove(self.file(name))
+
+    # The cloud login, as every store keeps it.
+    def load(self) -> CloudLogin | None:
+        return load_login(self)
+
     def save(self, login: CloudLogin) -> None:
-        paths.write_private(self.path, login.to_json().encode("utf-8"))
+        self.put(LOGIN_ENTRY, login.to_json())
 
     def clear(self) -> None:
-        paths.remove(self.path)
+        self.delete(LOGIN_ENTRY)
 
 
 class KeyringStore:
-    """One entry in the OS keychain, named after the state directory (two homes never share it)."""
+    """Entries in the OS keychain, named after the state directory (two homes never share one)."""
+
+    kind = "keychain"
 
     def __init__(self, backend: Any, state_dir: str) -> None:
         self.backend = backend
-        self.username = f"cloud-login:{os.path.abspath(state_dir)}"
+        self.state_dir = os.path.abspath(state_dir)
+        self.username = self.entry(LOGIN_ENTRY)
+
+    def entry(self, name: str) -> str:
+        return f"{name}:{self.state_dir}"
 
     @property
     def description(self) -> str:
         return f"OS keychain ({type(self.backend).__module__}.{type(self.backend).__name__})"
 
-    def load(self) -> CloudLogin | None:
-        raw = self.backend.get_password(KEYRING_SERVICE, self.username)
-        return CloudLogin.from_json(raw) if isinstance(raw, str) else None
+    def get(self, name: str) -> str | None:
+        raw = self.backend.get_password(KEYRING_SERVICE, self.entry(name))
+        return raw if isinstance(raw, str) else None
 
-    def save(self, login: CloudLogin) -> None:
-        self.backend.set_password(KEYRING_SERVICE, self.username, login.to_json())
+    def put(self, name: str, value: str) -> None:
+        self.backend.set_password(KEYRING_SERVICE, self.entry(name), value)
 
-    def clear(self) -> None:
+    def delete(self, name: str) -> None:
         try:
-            self.backend.delete_password(KEYRING_SERVICE, self.username)
+            self.backend.delete_password(KEYRING_SERVICE, self.entry(name))
         except Exception as err:  # keyring.errors.PasswordDeleteError: nothing was there
             if type(err).__name__ != "PasswordDeleteError":
                 raise
+
+    def load(self) -> CloudLogin | None:
+        return load_login(self)
+
+    def save(self, login: CloudLogin) -> None:
+        self.put(LOGIN_ENTRY, login.to_json())
+
+    def clear(self) -> None:
+        self.delete(LOGIN_ENTRY)
+
+
+def load_login(store: SecretStore) -> CloudLogin | None:
+    raw = store.get(LOGIN_ENTRY)
+    return CloudLogin.from_json(raw) if raw is not None else None
 
 
 def usable_keyring() -> Any | None:
@@ -144,9 +255,26 @@ def usable_keyring() -> Any | None:
     return backend
 
 
-def open_store(state_dir: str, keyring_backend: Any | None = None) -> LoginStore:
-    """The keychain store when a keyring backend is usable (or given), else the 0600 file."""
+def open_store(state_dir: str, keyring_backend: Any | None = None) -> FileStore | KeyringStore:
+    """The keychain store when a keyring backend is usable (or given), else the files in the private
+    directory beside ``state_dir``."""
     backend = keyring_backend if keyring_backend is not None else usable_keyring()
     if backend is None:
-        return FileStore(state_dir)
+        return FileStore(paths.private_dir(state_dir))
     return KeyringStore(backend, state_dir)
+
+
+def read_control_token(state_dir: str, kind: str, keyring_backend: Any | None = None) -> str | None:
+    """The control token the running service keeps, from where ``service.json`` says (``kind``)."""
+    value = None
+    if kind == "keychain":
+        backend = keyring_backend if keyring_backend is not None else usable_keyring()
+        if backend is not None:
+            try:
+                value = KeyringStore(backend, state_dir).get(CONTROL_ENTRY)
+            except Exception:  # a keychain that will not answer: no token
+                value = None
+    else:
+        value = FileStore(paths.private_dir(state_dir)).get(CONTROL_ENTRY)
+    value = (value or "").strip()
+    return value if paths.is_token(value) else None

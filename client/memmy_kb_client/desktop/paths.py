@@ -1,13 +1,17 @@
 """Where the desktop side keeps its state, and how its secret files are written.
 
-``$MEMMY_KB_HOME/desktop/`` (default ``~/.memmy-kb/desktop/``) holds:
+``$MEMMY_KB_HOME/desktop/`` (default ``~/.memmy-kb/desktop/``) holds only what the hooks read:
 
 * ``hook-token``: the hook token (0600), the one credential the agent hooks read;
-* ``control-token``: the control token (0600) the ``memmy-kb desktop`` commands use, new on each start;
 * ``service.json``: where the running service listens (0600), written on start, removed on stop;
-* ``cloud-login.json``: the cloud login (0600), only when no OS keychain is available;
 * ``serve.lock``: held by the running service, so two cannot share one state directory;
 * ``hook-last-AGENT.json``: when each agent's hook last ran and its outcome (0600; no query, no excerpt).
+
+The secrets live in the OS keychain where one is usable; where none is, in the private directory
+``$MEMMY_KB_HOME/desktop-private/`` (0700) beside it, a directory a sandboxed agent can be denied:
+
+* ``control-token``: the control token (0600) the ``memmy-kb desktop`` commands use, new on each start;
+* ``cloud-login.json``: the cloud login (0600): access, refresh and ID tokens.
 
 The hook imports this module before every agent turn, so it uses ``os`` only (no ``pathlib``).
 """
@@ -27,6 +31,7 @@ CONTROL_TOKEN_FILE = "control-token"  # noqa: S105 - a file name
 SERVICE_FILE = "service.json"
 LOGIN_FILE = "cloud-login.json"
 LOCK_FILE = "serve.lock"
+PRIVATE_DIR = "desktop-private"
 HOOK_RUN_PREFIX = "hook-last-"
 # Tokens are ``secrets.token_urlsafe`` output behind a short prefix: nothing else may reach a header.
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
@@ -41,6 +46,11 @@ def memmy_home(env: Mapping[str, str] = os.environ) -> str:
 def desktop_dir(env: Mapping[str, str] = os.environ) -> str:
     """The desktop side's state directory: ``$MEMMY_KB_HOME/desktop``."""
     return os.path.join(memmy_home(env), "desktop")
+
+
+def private_dir(state_dir: str) -> str:
+    """The secrets' fallback directory of the state directory ``state_dir``: ``desktop-private`` beside it."""
+    return os.path.join(os.path.dirname(os.path.abspath(state_dir)), PRIVATE_DIR)
 
 
 def is_token(value: str) -> bool:

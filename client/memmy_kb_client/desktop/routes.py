@@ -1,9 +1,9 @@
 """The desktop service's own routes: recall for the hooks, ``/control/*`` for the commands, the page's
 assets, ``/open`` and ``/api/session``; each takes the shared state and a checked request, gives a reply.
 
-Which credential each route takes is in ``ROUTES``; the checks that enforce it run before any route
-(``memmy_kb_client.desktop.handler.dispatch``). The cloud routes the page uses are sent on by
-``memmy_kb_client.desktop.proxy``.
+Which credential each route takes is in ``ROUTES`` (and ``login_routes.LOGIN_ROUTES``, the sign-in's);
+the checks that enforce it run before any route (``memmy_kb_client.desktop.handler.dispatch``). The
+cloud routes the page uses are sent on by ``memmy_kb_client.desktop.proxy``.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def _login(state: DesktopState, request: Request) -> Reply:
 
 
 def _logout(state: DesktopState, request: Request) -> Reply:
-    state.clear_login()
+    state.logout()
     return Reply(200, state.status())
 
 
@@ -115,7 +115,7 @@ def _page_code(state: DesktopState, request: Request) -> Reply:
 
 
 # The page's assets: no framing, no inline script, no referrer (the /open URL carries a code).
-_PAGE_HEADERS: Final = (
+PAGE_HEADERS: Final = (
     (
         "Content-Security-Policy",
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -129,7 +129,7 @@ _PAGE_HEADERS: Final = (
 
 def _asset(state: DesktopState, request: Request) -> Reply:
     name, content_type = page.ASSETS[request.path]
-    return Reply(200, {}, _PAGE_HEADERS, raw=page.asset(name), content_type=content_type)
+    return Reply(200, {}, PAGE_HEADERS, raw=page.asset(name), content_type=content_type)
 
 
 def _open(state: DesktopState, request: Request) -> Reply:
@@ -146,7 +146,7 @@ def _open(state: DesktopState, request: Request) -> Reply:
             "此链接已使用或已过期，请重新运行 memmy-kb desktop open。\n"
         )
         return Reply(
-            403, {}, _PAGE_HEADERS, raw=message.encode("utf-8"), content_type="text/plain; charset=utf-8"
+            403, {}, PAGE_HEADERS, raw=message.encode("utf-8"), content_type="text/plain; charset=utf-8"
         )
     session_id, _ = redeemed
     cookie = f"{state.cookie_name}={session_id}; HttpOnly; SameSite=Strict; Path=/"
@@ -160,8 +160,12 @@ def _session(state: DesktopState, request: Request) -> Reply:
     status = state.status()["login"]
     body: dict[str, Any] = {"csrf": request.session.csrf, "login": status["state"]}
     if login is not None:
-        claims = login.claims()
-        body["user"] = {"user_id": claims.get("sub"), "name": claims.get("name")}
+        profile = login.profile()  # the ID token's claims when there is one
+        body["user"] = {
+            "user_id": profile.get("sub"),
+            "name": profile.get("name"),
+            "email": profile.get("email"),
+        }
     return Reply(200, body)
 
 

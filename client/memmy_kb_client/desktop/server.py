@@ -2,14 +2,16 @@
 
 It listens on 127.0.0.1 only and answers three kinds of caller, each with its own credential:
 
-* the agent hooks, with the **hook token** (``hook-token``, 0600, rotatable): ``POST /hook/recall`` and
-  nothing else. It is no cloud token: the cloud refuses it, and so does every other route here (403);
-* the ``memmy-kb desktop`` commands, with the **control token** (``control-token``, 0600, new on each
-  start): ``/control/login``, ``/control/logout``, ``/control/status``, ``/control/rotate-hook-token``;
+* the agent hooks, with the **hook token** (``desktop/hook-token``, 0600, rotatable): ``POST /hook/recall``
+  and nothing else. It is no cloud token: the cloud refuses it, and so does every other route here (403);
+* the ``memmy-kb desktop`` commands, with the **control token** (new on each start; in the OS keychain,
+  else ``desktop-private/control-token``, 0600): ``/control/*`` (status, login, the sign-in flows,
+  logout, rotate-hook-token, page-code);
 * the knowledge-base page (``page.py``), with a **session cookie** that a one-time code from
   ``memmy-kb desktop open`` became: ``/api/...`` (the cloud routes the page needs, sent on with the
-  cloud login) and ``/api/session``; a state-changing request also carries the session's CSRF token.
-  The page's assets and ``/open`` are public.
+  cloud login), ``/api/session``, ``/api/login`` and ``/api/logout``; a state-changing request also
+  carries the session's CSRF token. The page's assets, ``/open`` and the sign-in's ``/callback`` are
+  public.
 
 Before any route, a request must name this service in ``Host`` (``127.0.0.1:PORT`` or ``localhost:PORT``;
 anything else is DNS rebinding, 403) and a state-changing request may carry no foreign ``Origin`` (403).
@@ -20,9 +22,10 @@ block cut to the asking agent's inline limit. Logged out, an expired login, a 40
 failing: an empty block (the turn goes ahead without excerpts) and ``desktop status`` says why.
 Queries, blocks and tokens are never logged.
 
-The pieces: ``state`` (tokens, login, last recall; shared by the request threads), ``routes`` (the
-service's own routes), ``proxy`` (the page's cloud routes sent on), ``handler`` (the checks before any
-route, and the HTTP plumbing); this module starts and stops the service.
+The pieces: ``state`` (tokens, login, its refresh, last recall; shared by the request threads),
+``credentials`` (the keychain or the private files), ``oidc`` and ``flows`` (the sign-in), ``routes`` and
+``login_routes`` (the service's own routes), ``proxy`` (the page's cloud routes sent on), ``handler`` (the
+checks before any route, and the HTTP plumbing); this module starts and stops the service.
 """
 
 from __future__ import annotations
@@ -83,6 +86,8 @@ class DesktopService:
                 "port": self.port,
                 "pid": os.getpid(),
                 "cloud": self.state.cloud.base_url,
+                # Where the commands find the control token (never the token itself).
+                "control_token_store": self.state.control_store,
             }
             paths.write_private(
                 os.path.join(self.config.state_dir, paths.SERVICE_FILE), json.dumps(record).encode("utf-8")
@@ -111,8 +116,9 @@ class DesktopService:
                 and recorded.get("port") == self.port
             ):
                 paths.remove(os.path.join(self.config.state_dir, paths.SERVICE_FILE))
-                paths.remove(os.path.join(self.config.state_dir, paths.CONTROL_TOKEN_FILE))
+                self.state.forget_control_token()
             self._server = None
+        self.state.flows.stop()
         self._thread = None
         self.state.cloud.close()
         if self._lock_handle is not None:

@@ -1,11 +1,13 @@
 """The desktop service's state: its tokens, its cloud login and what the last recall met.
 
 One ``DesktopState`` is shared by all request threads; a lock guards the tokens, the login and the last
-recall, and is never held across a call to the cloud.
+recall, and is never held across a call to the cloud. A second lock lets one thread at a time refresh
+the login (``fresh_login``): the others wait for it and use what it got.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
 import secrets
@@ -16,15 +18,27 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from memmy_kb_client.desktop import page, paths
+from memmy_kb_client.desktop import oidc, page, paths
 from memmy_kb_client.desktop.block import fit_for_agent
 from memmy_kb_client.desktop.cloud import CloudRecall
-from memmy_kb_client.desktop.credentials import CloudLogin, FileStore, LoginStore, open_store
+from memmy_kb_client.desktop.credentials import (
+    CONTROL_ENTRY,
+    CloudLogin,
+    FileStore,
+    KeyringStore,
+    open_store,
+)
+from memmy_kb_client.desktop.flows import LoginFlows
 
 DEFAULT_PORT: Final = 8765
 HOST: Final = "127.0.0.1"
 HOOK_TOKEN_PREFIX: Final = "mkh_"  # noqa: S105 - a prefix, not a secret
 CONTROL_TOKEN_PREFIX: Final = "mkc_"  # noqa: S105 - a prefix, not a secret
+# After a refresh that failed (provider unreachable, an error other than invalid_grant), the next try waits.
+REFRESH_RETRY_SECONDS: Final = 5.0
+SIGN_IN_ENDED: Final = (
+    "the sign-in has ended (the provider refused to refresh it): run `memmy-kb desktop login`"
+)
 
 
 class Access(enum.Enum):
@@ -46,6 +60,8 @@ class DesktopConfig:
     keyring_backend: Any = None
     # The wall clock the login's expiry is read against (tests pass one they move).
     clock: Callable[[], float] = time.time
+    # Seconds for each call to the cloud's login configuration and to the identity provider.
+    login_timeout: float = 10.0
 
 
 def _now_iso(at: float | None = None) -> str:
@@ -63,13 +79,20 @@ class DesktopState:
         self.config = config
         self.state_dir = config.state_dir
         self.cloud = CloudRecall(config.cloud_url, timeout=config.cloud_timeout)
-        self.store: LoginStore = open_store(config.state_dir, config.keyring_backend)
+        self.private_dir = paths.private_dir(config.state_dir)
+        self.store: FileStore | KeyringStore = open_store(config.state_dir, config.keyring_backend)
         self._lock = threading.Lock()
+        self._refresh_lock = threading.Lock()
+        self._refresh_attempts = 0
+        self._refresh_failure = ""
+        self._retry_refresh_at = 0.0  # time.monotonic()
         self.hook_token = ""
         self.control_token = ""
+        self.control_store = "file"
         self.login: CloudLogin | None = None
         self.login_note = ""
         self.rejected = False
+        self.flows = LoginFlows(self.keep_login, config.clock, timeout=config.login_timeout)
         self.last_recall: dict[str, Any] | None = None
         self.url = ""
         self.port = 0
@@ -83,22 +106,57 @@ class DesktopState:
     # ---------------------------------------------------------------------------------------- setup
 
     def load(self) -> None:
-        """Tokens from (or into) the state directory, and the saved cloud login if it is for our cloud."""
+        """The hook token from (or into) the state directory, a new control token into the secret store,
+        and the saved cloud login if it is for our cloud. Secrets an older version left beside the hook
+        token are moved out (the login) or removed (the control token)."""
         self.hook_token = paths.read_token(self.state_dir, paths.HOOK_TOKEN_FILE) or self._write_hook_token()
-        self.control_token = _new_token(CONTROL_TOKEN_PREFIX)
-        paths.write_private(
-            os.path.join(self.state_dir, paths.CONTROL_TOKEN_FILE), self.control_token.encode("ascii")
-        )
         try:
             saved = self.store.load()
-        except Exception as err:  # a keychain that will not answer: the file, as at login
+        except Exception as err:  # a keychain that will not answer: the files, as at login
             self.login_note = f"the OS keychain could not be read ({type(err).__name__}); using the file"
-            self.store = FileStore(self.state_dir)
+            self.store = FileStore(self.private_dir)
             saved = self.store.load()
+        saved = self._migrate(saved)
+        self.control_token = _new_token(CONTROL_TOKEN_PREFIX)
+        self.control_store = self._put_control_token(self.control_token)
         if saved is not None and saved.cloud != self.cloud.base_url:
             self.login_note = f"the saved login is for {saved.cloud}, not {self.cloud.base_url}: log in again"
             saved = None
         self.login = saved
+
+    def _migrate(self, saved: CloudLogin | None) -> CloudLogin | None:
+        paths.remove(os.path.join(self.state_dir, paths.CONTROL_TOKEN_FILE))
+        old = os.path.join(self.state_dir, paths.LOGIN_FILE)
+        if not os.path.exists(old):
+            return saved
+        if saved is None:
+            saved = FileStore(self.state_dir).load()
+            if saved is not None:
+                self._save(saved)
+        paths.remove(old)
+        return saved
+
+    def _put_control_token(self, token: str) -> str:
+        """Where the control token went: ``keychain``, or ``file`` in the private directory."""
+        if isinstance(self.store, KeyringStore):
+            try:
+                self.store.put(CONTROL_ENTRY, token)
+            except Exception as err:  # a keychain that refuses: the private file
+                self.login_note = (
+                    f"the OS keychain refused the control token ({type(err).__name__}); using a file"
+                )
+            else:
+                FileStore(self.private_dir).delete(CONTROL_ENTRY)
+                return "keychain"
+        FileStore(self.private_dir).put(CONTROL_ENTRY, token)
+        return "file"
+
+    def forget_control_token(self) -> None:
+        """On stop: the control token is of no use any more."""
+        if self.control_store == "keychain":
+            with contextlib.suppress(Exception):  # a keychain gone away keeps a token nothing accepts
+                self.store.delete(CONTROL_ENTRY)
+        FileStore(self.private_dir).delete(CONTROL_ENTRY)
 
     def _write_hook_token(self) -> str:
         token = _new_token(HOOK_TOKEN_PREFIX)
@@ -126,13 +184,11 @@ class DesktopState:
 
     def recall(self, query: str, agent: str | None) -> tuple[str, str, float | None]:
         """The block for ``query`` cut for ``agent``, the outcome, and the cloud call's seconds."""
-        with self._lock:
-            login = self.login
+        login, outcome = self.fresh_login()
         if login is None:
-            return "", "logged_out", None
-        if login.expired(self.config.clock()):
-            self._record("expired", None, None)
-            return "", "expired", None
+            if outcome != "logged_out":
+                self._record(outcome, None, None)
+            return "", outcome, None
         reply = self.cloud.recall(login.token, query)
         with self._lock:
             if self.login is login:
@@ -154,27 +210,109 @@ class DesktopState:
             self.last_recall = record
 
     def set_login(self, token: str) -> CloudLogin:
+        """A pasted token (``desktop login --token``): kept as it is, with nothing to refresh it."""
         login = CloudLogin(self.cloud.base_url, token)
+        self.keep_login(login)
+        return login
+
+    def keep_login(self, login: CloudLogin) -> None:
+        """A new login, saved before it is used."""
+        self._save(login)
+        with self._lock:
+            self.login, self.rejected, self._refresh_failure = login, False, ""
+            self._retry_refresh_at = 0.0
+
+    def _save(self, login: CloudLogin) -> None:
         try:
             self.store.save(login)
         except Exception as err:  # a keychain that refuses (locked, no session): the 0600 file instead
             self.login_note = f"the OS keychain refused the login ({type(err).__name__}); kept in the file"
-            self.store = FileStore(self.state_dir)
+            self.store = FileStore(self.private_dir)
             self.store.save(login)
         else:
             self.login_note = ""
             if not isinstance(self.store, FileStore):
-                FileStore(self.state_dir).clear()  # no stale copy of an older login on disk
+                FileStore(self.private_dir).clear()  # no stale copy of an older login on disk
+
+    def clear_login(self, note: str = "") -> CloudLogin | None:
         with self._lock:
-            self.login, self.rejected = login, False
+            login, self.login, self.rejected = self.login, None, False
+        self.store.clear()
+        FileStore(self.private_dir).clear()
+        self.login_note = note
         return login
 
-    def clear_login(self) -> None:
+    def logout(self) -> None:
+        """Forget the login here, then revoke its refresh token at the provider (best effort)."""
+        login = self.clear_login()
+        if login is not None and login.refreshable():
+            oidc.revoke(login, timeout=min(self.config.login_timeout, 5.0))
+
+    def fresh_login(self) -> tuple[CloudLogin | None, str]:
+        """The login to send, refreshed first when it expires within the margin; else None and why
+        (``logged_out``, ``expired``, ``unreachable``). Never an expired one. One refresh at a time:
+        a thread that waited for another's re-checks and uses what that one got."""
         with self._lock:
-            self.login, self.rejected = None, False
-        self.store.clear()
-        FileStore(self.state_dir).clear()
-        self.login_note = ""
+            login, attempts = self.login, self._refresh_attempts
+        if login is None:
+            return None, "logged_out"
+        now = self.config.clock()
+        if not login.refresh_due(now) or not login.refreshable():
+            return (None, "expired") if login.expired(now) else (login, "")
+        with self._refresh_lock:
+            with self._lock:
+                current, seen, failure = self.login, self._refresh_attempts, self._refresh_failure
+                retry_at = self._retry_refresh_at
+            if current is None:
+                return None, "logged_out"
+            now = self.config.clock()
+            untried = current is not login or seen == attempts
+            if (
+                current.refresh_due(now)
+                and current.refreshable()
+                and untried
+                and time.monotonic() >= retry_at
+            ):
+                return self._refresh(current, now)
+            # Another thread refreshed (or tried to) while this one waited: its outcome stands.
+            if current.expired(now):
+                return None, failure or "expired"
+            return current, ""
+
+    def _refresh(self, login: CloudLogin, now: float) -> tuple[CloudLogin | None, str]:
+        with self._lock:
+            self._refresh_attempts += 1
+        try:
+            # No longer than a call to the cloud: a hook waits for the answer.
+            renewed = oidc.refresh(login, now, min(self.config.login_timeout, self.config.cloud_timeout))
+        except oidc.ProviderRefused as err:
+            if err.code == "invalid_grant":
+                with self._lock:
+                    current = self.login
+                if current is login:
+                    self.clear_login(SIGN_IN_ENDED)
+                return None, "logged_out"
+            return self._refresh_failed(login, now, "expired", f"refreshing the login failed: {err.message}")
+        except oidc.ProviderUnreachable as err:
+            return self._refresh_failed(
+                login, now, "unreachable", f"refreshing the login failed: {err.message}"
+            )
+        except oidc.LoginError as err:
+            return self._refresh_failed(login, now, "expired", f"refreshing the login failed: {err.message}")
+        self._save(renewed)  # the rotated refresh token is kept before anything uses it
+        with self._lock:
+            if self.login is login:
+                self.login, self.rejected, self._refresh_failure = renewed, False, ""
+        return renewed, ""
+
+    def _refresh_failed(
+        self, login: CloudLogin, now: float, outcome: str, note: str
+    ) -> tuple[CloudLogin | None, str]:
+        with self._lock:
+            self._refresh_failure = outcome
+            self._retry_refresh_at = time.monotonic() + REFRESH_RETRY_SECONDS
+        self.login_note = note
+        return (None, outcome) if login.expired(now) else (login, "")
 
     def current_login(self) -> CloudLogin | None:
         with self._lock:
@@ -197,19 +335,31 @@ class DesktopState:
         if login is None:
             described = {"state": "logged_out"}
         else:
-            claims = login.claims()
+            profile = login.profile()
             expires = login.expires_at()
-            state = "expired" if login.expired(self.config.clock()) else "rejected" if rejected else "logged_in"
-            described = {"state": state, "user": claims.get("sub")}
+            lapsed = login.expired(self.config.clock()) and not login.refreshable()
+            state = "expired" if lapsed else "rejected" if rejected else "logged_in"
+            described = {"state": state, "user": profile.get("sub")}
+            for claim in ("name", "email"):
+                if isinstance(profile.get(claim), str):
+                    described[claim] = profile[claim]
             if expires is not None:
                 described["expires_at"] = _now_iso(expires)
+            described["refreshes"] = login.refreshable()
         if self.login_note:
             described["note"] = self.login_note
-        return {
+        answer: dict[str, Any] = {
             "service": self.url,
             "cloud": self.cloud.base_url,
             "login": described,
             "credential_store": self.store.description,
+            "secrets": "keychain" if isinstance(self.store, KeyringStore) else "file",
             "hook_token_file": os.path.join(self.state_dir, paths.HOOK_TOKEN_FILE),
             "last_recall": last,
         }
+        if answer["secrets"] == "file" or self.control_store == "file":
+            answer["warning"] = (
+                f"no OS keychain holds the secrets: the login and the control token are files in "
+                f"{self.private_dir}, which any process running as this user can read"
+            )
+        return answer

@@ -1,0 +1,199 @@
+"""The sign-ins under way: a browser flow waits for ``GET /callback`` with its ``state``; a device flow
+polls the token endpoint on a thread of its own (RFC 8628: at the given interval, 5 s slower after each
+``slow_down``) until the person has signed in, refused, or the code expired.
+
+A flow is ``pending``, then ``done``, ``failed`` or ``expired``; the commands ask for it by its id
+(``GET /control/login/flow?id=...``). Only a pending flow's ``state`` is answered by the callback, and
+only once. The tokens are kept (``complete``) only after the ID token passed every check.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from memmy_kb_client.desktop import oidc
+from memmy_kb_client.desktop.credentials import CloudLogin
+
+BROWSER_FLOW_SECONDS: Final = 600.0
+DEVICE_DEFAULT_INTERVAL: Final = 5.0
+SLOW_DOWN_SECONDS: Final = 5.0
+MAX_FLOWS: Final = 16
+
+
+@dataclass
+class Flow:
+    id: str
+    mode: str
+    provider: oidc.Provider
+    expires_at: float  # time.monotonic()
+    request: oidc.BrowserRequest | None = None
+    device: dict[str, Any] = field(default_factory=dict)
+    state: str = "pending"
+    error: str = ""
+
+    def expires_in(self, now: float) -> int:
+        return max(0, int(self.expires_at - now))
+
+
+class LoginFlows:
+    """The flows under way; ``complete`` keeps a login once a flow has one."""
+
+    def __init__(
+        self,
+        complete: Callable[[CloudLogin], None],
+        clock: Callable[[], float],
+        timeout: float = 10.0,
+        wait: Callable[[float], bool] | None = None,
+    ) -> None:
+        self._complete = complete
+        self._clock = clock  # the wall clock the tokens' exp is read against
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._flows: dict[str, Flow] = {}
+        self._stop = threading.Event()
+        self._wait = wait or self._stop.wait
+
+    def _add(self, flow: Flow) -> Flow:
+        with self._lock:
+            while len(self._flows) >= MAX_FLOWS:
+                oldest = next(iter(self._flows))
+                self._end(self._flows.pop(oldest), "expired", "a newer sign-in replaced it")
+            self._flows[flow.id] = flow
+        return flow
+
+    @staticmethod
+    def _end(flow: Flow, state: str, error: str = "") -> None:
+        if flow.state == "pending":
+            flow.state, flow.error = state, error
+
+    def start_browser(self, provider: oidc.Provider, redirect_uri: str) -> Flow:
+        request = oidc.browser_request(provider, redirect_uri)
+        flow = Flow(
+            secrets.token_urlsafe(16), "browser", provider, time.monotonic() + BROWSER_FLOW_SECONDS, request
+        )
+        return self._add(flow)
+
+    def start_device(self, provider: oidc.Provider) -> Flow:
+        answer = oidc.device_authorization(provider, self._timeout)
+        lifetime = _seconds(answer.get("expires_in"), 600.0)
+        flow = Flow(secrets.token_urlsafe(16), "device", provider, time.monotonic() + lifetime, device=answer)
+        self._add(flow)
+        threading.Thread(target=self._poll, args=(flow,), name="memmy-kb-device-login", daemon=True).start()
+        return flow
+
+    def get(self, flow_id: str) -> Flow | None:
+        with self._lock:
+            flow = self._flows.get(flow_id)
+            if flow is not None and flow.state == "pending" and time.monotonic() >= flow.expires_at:
+                self._end(flow, "expired", "the sign-in was not finished in time")
+            return flow
+
+    def claim_by_state(self, state: str) -> Flow | None:
+        """The pending browser flow whose ``state`` this is, taken off the table (a state works once)."""
+        offered = state.encode("utf-8", "replace")
+        with self._lock:
+            found = None
+            for flow in self._flows.values():
+                if flow.request is not None and secrets.compare_digest(flow.request.state.encode(), offered):
+                    found = flow
+            if found is None or found.state != "pending":
+                return None
+            if time.monotonic() >= found.expires_at:
+                self._end(found, "expired", "the sign-in was not finished in time")
+                return None
+            found.state = "exchanging"
+            return found
+
+    def finish_browser(self, flow: Flow, code: str | None, error: str | None) -> CloudLogin | None:
+        """The callback's answer for a claimed flow: the code exchanged and the login kept, or why not."""
+        assert flow.request is not None
+        if error or not code:
+            self._settle(flow, "failed", f"the provider answered {error or 'no code'}")
+            return None
+        try:
+            login = oidc.exchange_code(flow.provider, flow.request, code, self._clock(), self._timeout)
+        except oidc.LoginError as err:
+            self._settle(flow, "failed", err.message)
+            return None
+        self._complete(login)
+        self._settle(flow, "done")
+        return login
+
+    def _settle(self, flow: Flow, state: str, error: str = "") -> None:
+        with self._lock:
+            flow.state, flow.error = state, error
+
+    def _poll(self, flow: Flow) -> None:
+        interval = _seconds(flow.device.get("interval"), DEVICE_DEFAULT_INTERVAL)
+        device_code = str(flow.device["device_code"])
+        outcome = poll_device(
+            lambda: oidc.device_token(flow.provider, device_code, self._timeout),
+            interval,
+            flow.expires_at,
+            self._wait,
+            time.monotonic,
+        )
+        if self._stop.is_set():
+            return
+        if isinstance(outcome, dict):
+            try:
+                login = oidc.login_from_tokens(
+                    flow.provider, outcome, self._clock(), nonce=None, timeout=self._timeout
+                )
+            except oidc.LoginError as err:
+                self._settle(flow, "failed", err.message)
+                return
+            self._complete(login)
+            self._settle(flow, "done")
+        else:
+            state, error = outcome
+            self._settle(flow, state, error)
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._lock:
+            for flow in self._flows.values():
+                self._end(flow, "failed", "the desktop service stopped")
+
+
+def poll_device(
+    ask: Callable[[], dict[str, Any]],
+    interval: float,
+    deadline: float,
+    wait: Callable[[float], bool],
+    clock: Callable[[], float],
+) -> dict[str, Any] | tuple[str, str]:
+    """Ask the token endpoint every ``interval`` seconds (``slow_down`` adds 5 s) until it gives tokens
+    (returned) or ends the flow: ``("expired", why)`` or ``("failed", why)``. ``wait`` returning True
+    means stop."""
+    while True:
+        if wait(interval):
+            return "failed", "the desktop service stopped"
+        if clock() >= deadline:
+            return "expired", "the code expired before the sign-in was finished"
+        try:
+            return ask()
+        except oidc.ProviderRefused as err:
+            if err.code == "authorization_pending":
+                continue
+            if err.code == "slow_down":
+                interval += SLOW_DOWN_SECONDS
+                continue
+            if err.code == "expired_token":
+                return "expired", "the code expired before the sign-in was finished"
+            return "failed", err.message
+        except oidc.ProviderUnreachable:
+            continue  # the network came and went: ask again at the next interval
+        except oidc.LoginError as err:
+            return "failed", err.message
+
+
+def _seconds(value: object, default: float) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    return default
