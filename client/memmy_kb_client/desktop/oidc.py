@@ -11,6 +11,7 @@ neither the hook nor the service's start loads them. No message here ever carrie
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -80,11 +81,20 @@ class BrowserRequest:
 # ------------------------------------------------------------------------------------------- HTTP
 
 
-def _client(timeout: float) -> Any:
-    import httpx
+_shared: list[Any] = []
+_shared_lock = threading.Lock()
 
-    # Never a proxy from the environment: the provider is reached directly, or not at all.
-    return httpx.Client(timeout=timeout, trust_env=False, follow_redirects=False)
+
+def _client() -> Any:
+    """One httpx client for every call to the cloud's login configuration and the provider, made on first
+    use (making one costs more than a loopback sign-in's every request together)."""
+    with _shared_lock:
+        if not _shared:
+            import httpx
+
+            # Never a proxy from the environment: the provider is reached directly, or not at all.
+            _shared.append(httpx.Client(trust_env=False, follow_redirects=False))
+        return _shared[0]
 
 
 def _json(response: Any, what: str) -> dict[str, Any]:
@@ -104,8 +114,7 @@ def _get_json(url: str, what: str, timeout: float) -> dict[str, Any]:
     import httpx
 
     try:
-        with _client(timeout) as client:
-            response = client.get(url, headers={"Accept": "application/json"})
+        response = _client().get(url, headers={"Accept": "application/json"}, timeout=timeout)
     except httpx.HTTPError as err:
         raise ProviderUnreachable("unreachable", f"{what} did not answer ({type(err).__name__})") from None
     if response.status_code >= 500:
@@ -120,8 +129,7 @@ def _post_form(url: str, form: dict[str, str], what: str, timeout: float) -> dic
     import httpx
 
     try:
-        with _client(timeout) as client:
-            response = client.post(url, data=form, headers={"Accept": "application/json"})
+        response = _client().post(url, data=form, headers={"Accept": "application/json"}, timeout=timeout)
     except httpx.HTTPError as err:
         raise ProviderUnreachable("unreachable", f"{what} did not answer ({type(err).__name__})") from None
     if response.status_code >= 500:
@@ -338,15 +346,11 @@ def revoke(login: CloudLogin, timeout: float = 5.0) -> bool:
     import httpx
 
     try:
-        with _client(timeout) as client:
-            response = client.post(
-                login.revocation_endpoint,
-                data={
-                    "token": login.refresh_token,
-                    "token_type_hint": "refresh_token",
-                    "client_id": login.client_id,
-                },
-            )
+        response = _client().post(
+            login.revocation_endpoint,
+            data={"token": login.refresh_token, "token_type_hint": "refresh_token", "client_id": login.client_id},
+            timeout=timeout,
+        )
     except httpx.HTTPError:
         return False
     return bool(response.status_code == 200)
