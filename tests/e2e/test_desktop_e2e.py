@@ -93,7 +93,8 @@ class Desktop:
 
     @property
     def control_token(self) -> str:
-        return (self.state_dir / "control-token").read_text().strip()
+        # No keychain here (PYTHON_KEYRING_BACKEND=fail): the private directory beside the hooks' one.
+        return (self.home / "desktop-private" / "control-token").read_text().strip()
 
     def cli(self, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
         return subprocess.run(  # noqa: S603 - our own CLI
@@ -161,7 +162,7 @@ def desktop(
 ) -> Iterator[Desktop]:
     process, running = start_desktop(tmp_path_factory.mktemp("desktop"), local_stack.api_url)
     try:
-        login = running.cli("login", stdin=local_stack.token(reader) + "\n")
+        login = running.cli("login", "--token", "-", stdin=local_stack.token(reader) + "\n")
         assert login.returncode == 0, login.stderr
         yield running
     finally:
@@ -200,8 +201,9 @@ def test_nothing_the_hook_reads_holds_a_cloud_credential(desktop, local_stack, r
         assert signature not in (desktop.state_dir / name).read_text()
     assert desktop.hook_token.startswith("mkh_")
     assert desktop.hook_token.count(".") == 0  # not a JWT: nothing the cloud could take for one
-    # Only the service's own 0600 file holds the login (no keychain on this machine).
-    saved = desktop.state_dir / "cloud-login.json"
+    # Only the service's own 0600 file, apart from the hooks' directory, holds the login (no keychain here).
+    assert not (desktop.state_dir / "cloud-login.json").exists()
+    saved = desktop.home / "desktop-private" / "cloud-login.json"
     assert saved.stat().st_mode & 0o777 == 0o600
 
 
@@ -328,7 +330,7 @@ def test_a_login_the_cloud_refuses_prints_nothing_and_status_says_401(logged_in,
 
 
 def test_an_expired_login_is_refused_at_login(logged_in, local_stack, reader):
-    done = logged_in.cli("login", stdin=local_stack.token(reader, ttl_seconds=-60))
+    done = logged_in.cli("login", "--token", "-", stdin=local_stack.token(reader, ttl_seconds=-60))
     assert done.returncode == 1
     assert "expired" in done.stderr
 
@@ -350,7 +352,7 @@ def test_a_dead_cloud_prints_nothing_in_time_and_status_says_unreachable(tmp_pat
         dead = probe.getsockname()[1]
     process, dead_desktop = start_desktop(tmp_path, f"http://127.0.0.1:{dead}")
     try:
-        assert dead_desktop.cli("login", stdin=local_stack.token(reader)).returncode == 0
+        assert dead_desktop.cli("login", "--token", "-", stdin=local_stack.token(reader)).returncode == 0
         done, elapsed = run_hook("codex", dead_desktop.home)
         assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
         assert elapsed < 4
@@ -444,14 +446,14 @@ def test_memmy_local_up_runs_the_desktop_side_beside_the_stack(local_stack, read
     found = READY.search(log)
     assert found, log[-3000:]
     assert f"(cloud: {local_stack.api_url})" in log
-    assert "memmy-kb desktop login" in log
+    assert "| memmy-kb desktop login --token -" in log
     home = local_stack.key_path.parent  # the stack's MEMMY_KB_HOME
     recorded = json.loads((home / "desktop" / "service.json").read_text())
     assert recorded["url"] == found.group(1)
     assert recorded["cloud"] == local_stack.api_url
 
     stack_desktop = Desktop(found.group(1), int(found.group(2)), home, Path(os.devnull))
-    assert stack_desktop.cli("login", stdin=local_stack.token(reader)).returncode == 0
+    assert stack_desktop.cli("login", "--token", "-", stdin=local_stack.token(reader)).returncode == 0
     try:
         done, _ = run_hook("claude-code", home)
         assert MARKER in done.stdout.decode()

@@ -168,7 +168,7 @@ def _print_ready(stack: LocalStack, data_dir: Path | None, desktop: DesktopServi
     ]
     if desktop is not None:
         lines += [
-            f"Desktop:      {mint_command} | memmy-kb desktop login",
+            f"Desktop:      {mint_command} | memmy-kb desktop login --token -",
             "              memmy-kb hook install claude-code   # or codex, gemini; then ask in the agent",
         ]
     lines.append("Ctrl-C stops the stack.")
