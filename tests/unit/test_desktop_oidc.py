@@ -300,3 +300,26 @@ def test_a_network_failure_keeps_the_login_and_never_sends_an_expired_token(stat
     state._retry_refresh_at = 0.0
     assert state.fresh_login() == (None, "unreachable")
     assert len(calls) == 2
+
+
+def test_a_logout_during_a_refresh_is_not_undone_by_it(state, monkeypatch):
+    refreshing, finish = threading.Event(), threading.Event()
+
+    def refresh(login: CloudLogin, now: float, timeout: float) -> CloudLogin:
+        refreshing.set()
+        finish.wait(5)
+        return login.rotated(access_token="new-access", refresh_token="rt-2", obtained_at=now, expires_at_hint=now + 3600)
+
+    monkeypatch.setattr(oidc, "refresh", refresh)
+    state.clock.advance(3600 - 10)  # type: ignore[attr-defined]
+    recall = threading.Thread(target=state.fresh_login)
+    recall.start()
+    assert refreshing.wait(5)
+    logout = threading.Thread(target=state.clear_login)
+    logout.start()
+    finish.set()
+    recall.join()
+    logout.join()
+
+    assert state.current_login() is None
+    assert saved(state) is None  # the refreshed login was not written back after the logout

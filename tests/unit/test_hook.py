@@ -370,4 +370,6 @@ def test_the_hook_imports_neither_the_cli_nor_an_http_library(home):
         "memmy_kb_client.sdk",
         "memmy_kb_client.cli",
         "memmy_kb_client.desktop.credentials",
+        "authlib",
+        "joserfc",
     }

@@ -82,7 +82,9 @@ class DesktopState:
         self.private_dir = paths.private_dir(config.state_dir)
         self.store: FileStore | KeyringStore = open_store(config.state_dir, config.keyring_backend)
         self._lock = threading.Lock()
-        self._refresh_lock = threading.Lock()
+        # Held by a refresh, and by every other change of the login, so a refresh that ends after a new
+        # login or a logout never writes the old login back (re-entrant: a refresh may log out).
+        self._refresh_lock = threading.RLock()
         self._refresh_attempts = 0
         self._refresh_failure = ""
         self._retry_refresh_at = 0.0  # time.monotonic()
@@ -217,10 +219,11 @@ class DesktopState:
 
     def keep_login(self, login: CloudLogin) -> None:
         """A new login, saved before it is used."""
-        self._save(login)
-        with self._lock:
-            self.login, self.rejected, self._refresh_failure = login, False, ""
-            self._retry_refresh_at = 0.0
+        with self._refresh_lock:
+            self._save(login)
+            with self._lock:
+                self.login, self.rejected, self._refresh_failure = login, False, ""
+                self._retry_refresh_at = 0.0
 
     def _save(self, login: CloudLogin) -> None:
         try:
@@ -235,11 +238,12 @@ class DesktopState:
                 FileStore(self.private_dir).clear()  # no stale copy of an older login on disk
 
     def clear_login(self, note: str = "") -> CloudLogin | None:
-        with self._lock:
-            login, self.login, self.rejected = self.login, None, False
-        self.store.clear()
-        FileStore(self.private_dir).clear()
-        self.login_note = note
+        with self._refresh_lock:
+            with self._lock:
+                login, self.login, self.rejected = self.login, None, False
+            self.store.clear()
+            FileStore(self.private_dir).clear()
+            self.login_note = note
         return login
 
     def logout(self) -> None:
@@ -287,10 +291,7 @@ class DesktopState:
             renewed = oidc.refresh(login, now, min(self.config.login_timeout, self.config.cloud_timeout))
         except oidc.ProviderRefused as err:
             if err.code == "invalid_grant":
-                with self._lock:
-                    current = self.login
-                if current is login:
-                    self.clear_login(SIGN_IN_ENDED)
+                self.clear_login(SIGN_IN_ENDED)
                 return None, "logged_out"
             return self._refresh_failed(login, now, "expired", f"refreshing the login failed: {err.message}")
         except oidc.ProviderUnreachable as err:
@@ -301,8 +302,7 @@ class DesktopState:
             return self._refresh_failed(login, now, "expired", f"refreshing the login failed: {err.message}")
         self._save(renewed)  # the rotated refresh token is kept before anything uses it
         with self._lock:
-            if self.login is login:
-                self.login, self.rejected, self._refresh_failure = renewed, False, ""
+            self.login, self.rejected, self._refresh_failure = renewed, False, ""
         return renewed, ""
 
     def _refresh_failed(
