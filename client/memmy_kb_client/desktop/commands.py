@@ -109,12 +109,12 @@ def _login(args: argparse.Namespace) -> int:
     started = _control("POST", "/control/login/start", {"mode": mode})
     if started is None:
         return 1
+    say = sys.stderr if args.json else sys.stdout  # with --json, stdout is the status alone
     if mode == "device":
-        print(
-            f"To sign in, open {started.get('verification_uri')} and enter the code {started.get('user_code')}"
-        )
+        uri, code = started.get("verification_uri"), started.get("user_code")
+        print(printable(f"To sign in, open {uri} and enter the code {code}"), file=say)
         if started.get("verification_uri_complete"):
-            print(f"(or open {started['verification_uri_complete']})")
+            print(printable(f"(or open {started['verification_uri_complete']})"), file=say)
     else:
         url = str(started["url"])
         opened = False
@@ -122,10 +122,9 @@ def _login(args: argparse.Namespace) -> int:
             import webbrowser
 
             opened = webbrowser.open(url)
-        print(
-            "Sign in in the browser window that opened." if opened else f"Open this link to sign in:\n{url}"
-        )
-    print("Waiting for the sign-in...", flush=True)
+        told = "Sign in in the browser window that opened." if opened else f"Open this link to sign in:\n{url}"
+        print(printable(told), file=say)
+    print("Waiting for the sign-in...", file=say, flush=True)
     return _wait_for_flow(str(started["flow"]), float(started.get("expires_in") or 600), args.json)
 
 

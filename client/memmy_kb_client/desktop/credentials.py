@@ -158,10 +158,7 @@ class FileStore:
 
     @property
     def description(self) -> str:
-        return (
-            f"file in {self.directory} (0600, a directory apart from the hooks'; no OS keychain, "
-            "so any process running as this user can read it)"
-        )
+        return f"file in {self.directory} (0600, apart from the hooks' directory; no OS keychain)"
 
     def file(self, name: str) -> str:
         return os.path.join(self.directory, _FILES[name])
