@@ -15,8 +15,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,12 +73,25 @@ def client(service: DesktopService) -> Client:
     return Client(service)
 
 
-def browse(url: str) -> httpx.Response:
-    """A browser that has signed in: the provider's redirect followed to the service's callback."""
-    return httpx.get(url, follow_redirects=True, timeout=10, trust_env=False)
+@dataclass(frozen=True)
+class Page:
+    status_code: int
+    text: str
+    headers: Mapping[str, str]
 
 
-def sign_in(client: Client) -> tuple[dict[str, Any], httpx.Response]:
+def browse(url: str) -> Page:
+    """A browser that has signed in: the provider's redirect followed to the service's callback (urllib,
+    so that what this test process logs is the service's alone)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=10) as response:
+            return Page(response.status, response.read().decode(), dict(response.headers))
+    except urllib.error.HTTPError as refused:
+        return Page(refused.code, refused.read().decode(), dict(refused.headers))
+
+
+def sign_in(client: Client) -> tuple[dict[str, Any], Page]:
     status, started = client.control("POST", "/control/login/start", {"mode": "browser"})
     assert status == 200, started
     return started, browse(started["url"])
@@ -468,3 +484,29 @@ print(json.dumps(sorted(sys.modules)))
     )
     loaded = {name.split(".")[0] for name in json.loads(done.stdout)}
     assert not loaded & {"authlib", "joserfc", "httpx", "cryptography"}
+
+
+def test_no_token_or_code_is_logged(client, provider, clock, caplog):
+    caplog.set_level("DEBUG")
+    sign_in(client)
+    first = saved_login(client)
+    clock.advance(3600)
+    assert client.recall()["cloud"] == "ok"
+    second = saved_login(client)
+    client.control("POST", "/control/logout")
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "/callback" in logged  # the requests were logged, without their query
+    (asked,) = provider.authorize_requests
+    for secret in (
+        first.access_token,
+        first.refresh_token,
+        first.id_token,
+        second.access_token,
+        second.refresh_token,
+        asked["state"],
+        asked["nonce"],
+        client.control_token,
+        client.hook_token,
+    ):
+        assert secret not in logged
+    assert "code=" not in logged

@@ -9,6 +9,7 @@ only once. The tokens are kept (``complete``) only after the ID token passed eve
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 import time
@@ -23,6 +24,8 @@ BROWSER_FLOW_SECONDS: Final = 600.0
 DEVICE_DEFAULT_INTERVAL: Final = 5.0
 SLOW_DOWN_SECONDS: Final = 5.0
 MAX_FLOWS: Final = 16
+
+logger = logging.getLogger("memmy_kb_client.desktop")
 
 
 @dataclass
@@ -68,7 +71,7 @@ class LoginFlows:
 
     @staticmethod
     def _end(flow: Flow, state: str, error: str = "") -> None:
-        if flow.state == "pending":
+        if flow.state in ("pending", "exchanging"):
             flow.state, flow.error = state, error
 
     def start_browser(self, provider: oidc.Provider, redirect_uri: str) -> Flow:
@@ -89,7 +92,7 @@ class LoginFlows:
     def get(self, flow_id: str) -> Flow | None:
         with self._lock:
             flow = self._flows.get(flow_id)
-            if flow is not None and flow.state == "pending" and time.monotonic() >= flow.expires_at:
+            if flow is not None and flow.state in ("pending", "exchanging") and time.monotonic() >= flow.expires_at:
                 self._end(flow, "expired", "the sign-in was not finished in time")
             return flow
 
@@ -120,6 +123,10 @@ class LoginFlows:
         except oidc.LoginError as err:
             self._settle(flow, "failed", err.message)
             return None
+        except Exception as err:  # anything else: the flow fails rather than hang
+            logger.exception("desktop service: exchanging the sign-in's code failed")
+            self._settle(flow, "failed", f"the sign-in failed ({type(err).__name__})")
+            return None
         self._complete(login)
         self._settle(flow, "done")
         return login
@@ -129,6 +136,13 @@ class LoginFlows:
             flow.state, flow.error = state, error
 
     def _poll(self, flow: Flow) -> None:
+        try:
+            self._poll_until_done(flow)
+        except Exception as err:  # the thread ends; the flow fails rather than hang
+            logger.exception("desktop service: the device sign-in failed")
+            self._settle(flow, "failed", f"the sign-in failed ({type(err).__name__})")
+
+    def _poll_until_done(self, flow: Flow) -> None:
         interval = _seconds(flow.device.get("interval"), DEVICE_DEFAULT_INTERVAL)
         device_code = str(flow.device["device_code"])
         outcome = poll_device(

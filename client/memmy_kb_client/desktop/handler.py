@@ -168,7 +168,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle
 
     def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("desktop service: " + format, *args)
+        # The request line without its query: ``/open?code=`` and ``/callback?code=&state=`` carry secrets.
+        line = getattr(self, "requestline", "")
+        method, _, rest = line.partition(" ")
+        target, _, version = rest.partition(" ")
+        bare = f"{method} {target.split('?', 1)[0]} {version}".strip()
+        logger.debug("desktop service: " + format, *(bare if arg == line and line else arg for arg in args))
 
 
 class DesktopHTTPServer(ThreadingHTTPServer):
