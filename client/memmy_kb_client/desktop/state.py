@@ -357,9 +357,15 @@ class DesktopState:
             "hook_token_file": os.path.join(self.state_dir, paths.HOOK_TOKEN_FILE),
             "last_recall": last,
         }
-        if answer["secrets"] == "file" or self.control_store == "file":
+        in_files = [
+            what
+            for what, kind in (("the login", answer["secrets"]), ("the control token", self.control_store))
+            if kind == "file"
+        ]
+        if in_files:
             answer["warning"] = (
-                f"no OS keychain holds the secrets: the login and the control token are files in "
-                f"{self.private_dir}, which any process running as this user can read"
+                f"no OS keychain holds {' and '.join(in_files)}: "
+                f"{'they are files' if len(in_files) > 1 else 'it is a file'} in {self.private_dir}, "
+                "which any process running as this user can read"
             )
         return answer
