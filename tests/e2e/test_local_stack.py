@@ -77,6 +77,8 @@ def test_the_gateway_opens_only_the_login_configuration(local_stack: RunningStac
         "client_id": "memmy-desktop",
         "audience": tokens.DEFAULT_AUDIENCE,
         "scopes": ["openid", "profile", "email", "phone", "offline_access"],
+        # The local provider's access tokens carry the audience and the profile claims.
+        "bearer_token": "access_token",
     }
     assert public.headers["cache-control"] == "public, max-age=300"
     assert with_token.json() == public.json()
