@@ -25,11 +25,16 @@ REGION = "us-east-1"
 MEMOS_KEY = "mpg-local-key-0001"
 
 CONDITIONS = {
-    "Parameters": {"Issuer": {"Type": "String", "Default": ""}, "Stage": {"Type": "String", "Default": "dev"}},
+    "Parameters": {
+        "Issuer": {"Type": "String", "Default": ""},
+        "Stage": {"Type": "String", "Default": "dev"},
+    },
     "Conditions": {
         "NoIssuer": {"Fn::Equals": [{"Ref": "Issuer"}, ""]},
         "HasIssuer": {"Fn::Not": [{"Condition": "NoIssuer"}]},
-        "ProdWithIssuer": {"Fn::And": [{"Condition": "HasIssuer"}, {"Fn::Equals": ["prod", {"Ref": "Stage"}]}]},
+        "ProdWithIssuer": {
+            "Fn::And": [{"Condition": "HasIssuer"}, {"Fn::Equals": ["prod", {"Ref": "Stage"}]}]
+        },
         "ProdOrNoIssuer": {"Fn::Or": [{"Condition": "NoIssuer"}, {"Fn::Equals": [{"Ref": "Stage"}, "prod"]}]},
         "OnUnknown": {"Fn::Equals": [{"Ref": "Elsewhere"}, "x"]},
     },
@@ -45,7 +50,9 @@ CONDITIONS = {
         ({"Issuer": "https://login.test", "Stage": "prod"}, ("false", "true", "true", "true")),
     ],
 )
-def test_conditions_are_evaluated_from_the_parameters(parameters: dict[str, str], expected: tuple[str, ...]) -> None:
+def test_conditions_are_evaluated_from_the_parameters(
+    parameters: dict[str, str], expected: tuple[str, ...]
+) -> None:
     values = condition_refs(CONDITIONS, parameters)
     names = ("NoIssuer", "HasIssuer", "ProdWithIssuer", "ProdOrNoIssuer")
     assert tuple(values[f"Condition:{name}"] for name in names) == expected
@@ -98,7 +105,9 @@ def test_a_function_environment_evaluates_the_conditions_it_needs() -> None:
         },
     }
     # Then the parameters (and their defaults) decide
-    assert function_environment(template, "Fn", {"Issuer": "https://login.test"}) == {"ISSUER": "https://login.test"}
+    assert function_environment(template, "Fn", {"Issuer": "https://login.test"}) == {
+        "ISSUER": "https://login.test"
+    }
     assert function_environment(template, "Fn", {}) == {"ISSUER": "built-in", "ONLY_WITHOUT_ISSUER": "yes"}
 
 
@@ -129,7 +138,9 @@ def test_a_resource_whose_condition_is_false_is_not_provisioned_whatever_its_typ
     }
 
     # When provisioned with an issuer
-    resources = provision(template, endpoint_url=None, memos_api_key=MEMOS_KEY, parameters={"Issuer": "https://x"})
+    resources = provision(
+        template, endpoint_url=None, memos_api_key=MEMOS_KEY, parameters={"Issuer": "https://x"}
+    )
 
     # Then only the queue exists, and the refs say which branch was taken
     assert "Queue" in resources.refs
@@ -169,5 +180,8 @@ def test_a_fresh_deploy_is_not_a_local_stack(aws_env: None) -> None:
     # The template's defaults create the Cognito pool, which the local stack does not emulate: provisioning
     # them refuses clearly instead of running without a login.
     template: dict[str, Any] = load_template(TEMPLATE_PATH)
-    with mock_aws(), pytest.raises(NotImplementedError, match=r"UserPool\w*: no local provisioner for AWS::Cognito"):
+    with (
+        mock_aws(),
+        pytest.raises(NotImplementedError, match=r"UserPool\w*: no local provisioner for AWS::Cognito"),
+    ):
         provision(template, endpoint_url=None, memos_api_key=MEMOS_KEY)

@@ -142,7 +142,10 @@ def test_a_fresh_deploy_trusts_the_id_tokens_of_its_own_cognito_pool(cloudformat
 
     # And the authorizer requires the pool as issuer and the desktop's client as audience (ID tokens)
     issuer = f"https://cognito-idp.{REGION}.amazonaws.com/{POOL_ID}"
-    assert resolve_intrinsics(authorizer(cloudformation), deployed) == {"issuer": issuer, "audience": [CLIENT_ID]}
+    assert resolve_intrinsics(authorizer(cloudformation), deployed) == {
+        "issuer": issuer,
+        "audience": [CLIENT_ID],
+    }
 
     # And the desktop learns exactly that, and to send the ID token
     assert login_environment(cloudformation, deployed) == {
@@ -167,7 +170,9 @@ def test_another_issuer_replaces_the_pool_with_the_parameters(
     deployed = Deployed(cloudformation, {**OTHER_PROVIDER, "LoginBearerToken": bearer_token})
 
     # Then no Cognito resource exists
-    assert not {name for name in deployed.active if cloudformation["Resources"][name]["Type"] in COGNITO_TYPES}
+    assert not {
+        name for name in deployed.active if cloudformation["Resources"][name]["Type"] in COGNITO_TYPES
+    }
 
     # And the authorizer and the desktop's configuration are the parameters, as given
     assert resolve_intrinsics(authorizer(cloudformation), deployed) == {
@@ -199,14 +204,18 @@ def test_in_each_branch_nothing_refers_to_a_resource_that_is_not_there(
         resource = cloudformation["Resources"][name]
         chosen = deployed.chosen({k: v for k, v in resource.items() if k in ("Properties", "DependsOn")})
         depends_on = chosen.get("DependsOn", [])
-        names = referenced_logical_ids(chosen) | set([depends_on] if isinstance(depends_on, str) else depends_on)
+        names = referenced_logical_ids(chosen) | set(
+            [depends_on] if isinstance(depends_on, str) else depends_on
+        )
         assert names <= known, (name, names - known)
     for name, output in cloudformation["Outputs"].items():
         if is_active(output, deployed):
             assert referenced_logical_ids(deployed.chosen(output["Value"])) <= known, name
 
 
-def test_an_issuer_without_its_audience_is_refused_before_anything_is_created(sam_template: dict[str, Any]) -> None:
+def test_an_issuer_without_its_audience_is_refused_before_anything_is_created(
+    sam_template: dict[str, Any],
+) -> None:
     # The template's rule, evaluated as CloudFormation does: it applies when its RuleCondition holds, and
     # then each Assert must hold.
     (rule,) = sam_template["Rules"].values()
@@ -237,7 +246,9 @@ def test_the_linter_flags_a_pool_reference_outside_its_condition(sam_template: d
 # --------------------------------------------------------------------------------- the Cognito pieces
 
 
-def test_the_desktop_app_client_is_public_with_pkce_on_the_desktop_default_port(sam_template: dict[str, Any]) -> None:
+def test_the_desktop_app_client_is_public_with_pkce_on_the_desktop_default_port(
+    sam_template: dict[str, Any],
+) -> None:
     client = sam_template["Resources"]["DesktopAppClient"]
     properties = client["Properties"]
     assert client["Condition"] == "CreateUserPool"
@@ -256,7 +267,11 @@ def test_the_desktop_app_client_is_public_with_pkce_on_the_desktop_default_port(
     ]
     # Sign-in only on the hosted pages; the client itself only refreshes.
     assert properties["ExplicitAuthFlows"] == ["ALLOW_REFRESH_TOKEN_AUTH"]
-    assert properties["TokenValidityUnits"] == {"AccessToken": "minutes", "IdToken": "minutes", "RefreshToken": "days"}
+    assert properties["TokenValidityUnits"] == {
+        "AccessToken": "minutes",
+        "IdToken": "minutes",
+        "RefreshToken": "days",
+    }
     assert (properties["AccessTokenValidity"], properties["IdTokenValidity"]) == (60, 60)
     assert properties["RefreshTokenValidity"] == 30
     assert properties["EnableTokenRevocation"] is True
@@ -296,7 +311,9 @@ def test_the_pool_signs_in_by_email_and_verifies_phones_only_with_sms(
     assert pool["DeletionPolicy"] == pool["UpdateReplacePolicy"] == "Retain"
     assert properties["UsernameAttributes"] == ["email"]
     assert properties["AutoVerifiedAttributes"] == verified
-    assert properties["UserAttributeUpdateSettings"] == {"AttributesRequireVerificationBeforeUpdate": verified}
+    assert properties["UserAttributeUpdateSettings"] == {
+        "AttributesRequireVerificationBeforeUpdate": verified
+    }
     assert properties.get("SmsConfiguration") == sms
     assert properties["AdminCreateUserConfig"] == {"AllowAdminCreateUserOnly": True}
 
@@ -330,7 +347,9 @@ def _domain_prefix(value: Any, deployed: Deployed) -> str:
 COGNITO_PREFIX = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 
 
-def test_the_hosted_pages_get_a_prefix_from_the_stack_unless_one_is_given(sam_template: dict[str, Any]) -> None:
+def test_the_hosted_pages_get_a_prefix_from_the_stack_unless_one_is_given(
+    sam_template: dict[str, Any],
+) -> None:
     domain = sam_template["Resources"]["UserPoolDomain"]
     assert domain["Condition"] == "CreateUserPool"
     assert domain["Properties"]["UserPoolId"] == {"Ref": "UserPool"}
