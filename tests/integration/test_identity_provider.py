@@ -22,8 +22,10 @@ import pytest
 
 from memmy_local import tokens
 from memmy_local.authorizer import JwtAuthorizer
+from memmy_local.http_events import GatewayError
 from memmy_local.identity_provider import REFRESH_TOKENS_FILE, IdentityProvider
 from memmy_local.identity_state import CLIENT_ID, CODE_TTL_SECONDS, DEVICE_TTL_SECONDS
+from memmy_local.template import load_template, template_path
 
 SCOPE = "openid profile email phone offline_access"
 CALLBACK = "http://127.0.0.1:53682/callback"
@@ -426,3 +428,21 @@ def test_no_code_token_or_state_reaches_the_log(http: httpx.Client, caplog: pyte
     for secret in ("state-1", "nonce-1", "BCDF-GHJK", body["refresh_token"], body["access_token"][:40]):
         assert secret not in text
     assert "code=" not in text
+
+
+def test_the_id_token_is_not_an_access_token_for_the_gateway(
+    http: httpx.Client, idp: IdentityProvider
+) -> None:
+    body = signed_in(http)
+
+    with pytest.raises(GatewayError) as refused:
+        JwtAuthorizer(idp.key, idp.issuer, tokens.DEFAULT_AUDIENCE).authorize(f"Bearer {body['id_token']}")
+    assert refused.value.status == 401
+
+
+def test_the_template_cannot_be_deployed_with_the_dev_provider() -> None:
+    # A development tool only: the template names none of it, and its issuer must be https.
+    template = load_template(template_path())
+
+    assert not re.fullmatch(template["Parameters"]["JwtIssuer"]["AllowedPattern"], tokens.DEFAULT_ISSUER)
+    assert "identity_provider" not in template_path().read_text()
