@@ -2,8 +2,9 @@
 
 Development tooling, installed with the root project (``pip install -e '.[local]'``), never with the
 user's client: ``up`` runs moto, the MemOS emulator, the gateway, the dev identity provider and the
-desktop's local service in one process; ``token`` mints a login token for it; ``reconcile`` runs its scheduled function once; ``memos``
-runs the MemOS emulator alone. ``memmy-kb dev ...`` forwards here when this package is installed.
+desktop's local service in one process; ``token`` mints a login token for it (with the running stack's
+issuer); ``reconcile`` runs its scheduled function once; ``memos`` runs the MemOS emulator alone.
+``memmy-kb dev ...`` forwards here when this package is installed.
 
 Imports stay inside the commands, so ``--help`` and ``token`` do not pay for moto, boto3 or the handlers.
 """
