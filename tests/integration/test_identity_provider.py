@@ -446,3 +446,10 @@ def test_the_template_cannot_be_deployed_with_the_dev_provider() -> None:
 
     assert not re.fullmatch(template["Parameters"]["JwtIssuer"]["AllowedPattern"], tokens.DEFAULT_ISSUER)
     assert "identity_provider" not in template_path().read_text()
+
+
+def test_a_taken_port_is_an_error_not_an_exit(idp: IdentityProvider, key_path: Path) -> None:
+    port = int(idp.url.rsplit(":", 1)[1])
+
+    with pytest.raises(OSError, match="cannot listen"):
+        IdentityProvider(tokens.load_signing_key(key_path), port=port)

@@ -105,9 +105,12 @@ class IdentityProvider:
         path = state_dir / REFRESH_TOKENS_FILE if state_dir is not None else None
         self.state = IdentityState(path=path, **({"clock": clock} if clock else {}))
         self._form_secret = secrets.token_bytes(32)
-        self._httpd: BaseWSGIServer = make_server(
-            host, port, self._build_app(), threaded=True, request_handler=_QuietRequests
-        )
+        try:
+            self._httpd: BaseWSGIServer = make_server(
+                host, port, self._build_app(), threaded=True, request_handler=_QuietRequests
+            )
+        except SystemExit as err:  # werkzeug exits the process when it cannot bind
+            raise OSError(f"the identity provider cannot listen on {host}:{port}") from err
         self.url = f"http://{host}:{self._httpd.server_port}"
         self.issuer = issuer or self.url
         self._thread: threading.Thread | None = None
