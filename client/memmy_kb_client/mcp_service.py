@@ -88,9 +88,16 @@ def _owner(value: Any) -> dict[str, str | None] | None:
 class LocalService:
     """The desktop service of ``env``'s ``MEMMY_KB_HOME``, asked with its hook token."""
 
-    def __init__(self, env: Mapping[str, str], *, timeout: float = TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        *,
+        timeout: float = TIMEOUT_SECONDS,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         self.state_dir = paths.desktop_dir(env)
         self.timeout = timeout
+        self.transport = transport  # tests hand in httpx.MockTransport
 
     def _where(self) -> tuple[str, str]:
         token = paths.read_token(self.state_dir, paths.HOOK_TOKEN_FILE)
@@ -108,7 +115,9 @@ class LocalService:
         url, token = self._where()
         headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
         # trust_env=False: no proxy from the environment ever sees the hook token.
-        async with httpx.AsyncClient(base_url=url, timeout=self.timeout, trust_env=False) as client:
+        async with httpx.AsyncClient(
+            base_url=url, timeout=self.timeout, trust_env=False, transport=self.transport
+        ) as client:
             try:
                 response = await client.request(method, path, json=body, headers=headers)
             except httpx.TimeoutException as err:

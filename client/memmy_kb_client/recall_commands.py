@@ -103,7 +103,8 @@ def _mcp_install(args: argparse.Namespace) -> int:
         print(printable(f"removed the memmy-kb MCP server from {change.path}"))
         return 0
     print(printable(f"registered the memmy-kb MCP server (memmy-kb mcp) in {change.path}"))
-    for line in [desktop_state(desktop_dir(os.environ))[1], *agent_steps(args.agent, args.project)]:
+    ready = desktop_state(desktop_dir(os.environ))[1].replace("the hook is ready", "memmy-kb mcp is ready")
+    for line in [ready, *agent_steps(args.agent, args.project)]:
         print(printable(line))
     return 0
 
