@@ -205,6 +205,8 @@ def _checked(candidate: str, expected: dict[str, Any], path: Path) -> str | None
 
 def merged_toml(text: str | None, fresh: Mapping[str, Any], path: Path) -> str:
     import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+    from tomlkit.items import Table
 
     source = text or ""
     doc = _parse_toml(source, path)
@@ -221,36 +223,36 @@ def merged_toml(text: str | None, fresh: Mapping[str, Any], path: Path) -> str:
         appended = _checked(source + lead + block, expected, path)
         if appended is not None:
             return appended
-    if servers is None:
-        servers = tomlkit.table(is_super_table=True)
-        doc.append("mcp_servers", servers)
-    if current is None:
-        servers.append(SERVER_NAME, _toml_entry(entry))
-    else:
-        for key, value in entry.items():
-            if key not in current or current[key].unwrap() != value:
-                current[key] = _toml_entry(value) if key == "env" else value
-        for key in [key for key in current if key not in entry]:
-            del current[key]
-    edited = tomlkit.dumps(doc)
-    if _checked(edited, expected, path) is None:
+    try:
+        if servers is None:
+            servers = tomlkit.table(is_super_table=True)
+            doc.append("mcp_servers", servers)
+        if current is None:
+            servers.append(SERVER_NAME, _toml_entry(entry, inline=not isinstance(servers, Table)))
+        else:
+            for key, value in entry.items():
+                if key not in current or current[key].unwrap() != value:
+                    current[key] = _toml_entry(value, inline=True) if key == "env" else value
+            for key in [key for key in current if key not in entry]:
+                del current[key]
+        edited: str | None = _checked(tomlkit.dumps(doc), expected, path)
+    except (ValueError, TypeError, KeyError, TOMLKitError):
+        edited = None
+    if edited is None:
         raise SettingsError(
             f"could not add [mcp_servers.{SERVER_NAME}] to {path} safely; it was left as it is"
         )
     return edited
 
 
-def _toml_entry(value: Mapping[str, Any]) -> Any:
-    """A table for our entry, its ``env`` an inline table (``env = {MEMMY_KB_HOME = "..."}``)."""
+def _toml_entry(value: Mapping[str, Any], *, inline: bool = False) -> Any:
+    """Our entry as a table (or an inline one, inside an inline ``mcp_servers``), its ``env`` always an
+    inline table (``env = {MEMMY_KB_HOME = "..."}``)."""
     import tomlkit
 
-    if "command" not in value:
-        inline = tomlkit.inline_table()
-        inline.update(value)
-        return inline
-    table = tomlkit.table()
+    table = tomlkit.inline_table() if inline else tomlkit.table()
     for key, item in value.items():
-        table[key] = _toml_entry(item) if key == "env" else item
+        table[key] = _toml_entry(item, inline=True) if isinstance(item, Mapping) else item
     return table
 
 
@@ -265,13 +267,17 @@ def without_toml(text: str | None, path: Path) -> str | None:
     cut = _checked(_cut_block(text), expected, path)
     if cut is not None:
         return cut
-    del servers[SERVER_NAME]
-    if not servers:
-        del doc["mcp_servers"]
     import tomlkit
+    from tomlkit.exceptions import TOMLKitError
 
-    edited = tomlkit.dumps(doc)
-    if _checked(edited, expected, path) is None:
+    try:
+        del servers[SERVER_NAME]
+        if not servers:
+            del doc["mcp_servers"]
+        edited: str | None = _checked(tomlkit.dumps(doc), expected, path)
+    except (ValueError, TypeError, KeyError, TOMLKitError):
+        edited = None
+    if edited is None:
         raise SettingsError(
             f"could not remove [mcp_servers.{SERVER_NAME}] from {path} safely; it was left as it is"
         )
@@ -291,6 +297,9 @@ def _cut_block(text: str) -> str:
         block_end -= 1  # blank lines after our table belong to what follows
     if start > 0 and not lines[start - 1].strip():
         start -= 1
+    elif start == 0:
+        while block_end < len(lines) and not lines[block_end].strip():
+            block_end += 1  # nothing before it: neither a blank line after it
     return "".join(lines[:start] + lines[block_end:])
 
 

@@ -266,3 +266,35 @@ def test_the_cli_refuses_a_json_file_with_comments_with_exit_1(homes, capsys):
     write(user_file(homes, "claude-code"), '{ // no\n"a": 1}')
     assert cli.main(["hook", "install", "claude-code", "--mcp"]) == 1
     assert "not plain JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "original",
+    [
+        'mcp_servers = { docs = { command = "d" } }\nmodel = "x"\n',
+        '[mcp_servers.memmy-kb]\ncommand = "/old"\n\n[mcp_servers.memmy-kb.env]\nX = "1"\n\n[tui]\na = 1\n',
+        'model = "x"\nmcp_servers.memmy-kb.command = "/old"\n',
+    ],
+    ids=["inline mcp_servers", "env as a sub-table", "dotted keys of ours"],
+)
+def test_codex_layouts_a_table_cannot_be_appended_to_are_edited_in_place(homes, original):
+    path = user_file(homes, "codex")
+    write(path, original)
+    before = tomllib.loads(original)
+
+    apply("codex", entry=entry("codex", "/h"))
+    after = tomllib.loads(path.read_text())
+    ours = after["mcp_servers"]["memmy-kb"]
+    assert {key: ours[key] for key in ("command", "args")} == {"command": PROGRAM, "args": ["mcp"]}
+    assert ours["env"]["MEMMY_KB_HOME"] == "/h"
+    assert {k: v for k, v in after.items() if k != "mcp_servers"} == {
+        k: v for k, v in before.items() if k != "mcp_servers"
+    }
+
+    apply("codex", uninstall=True)
+    servers = dict(before.get("mcp_servers", {}))
+    servers.pop("memmy-kb", None)
+    expected = {k: v for k, v in before.items() if k != "mcp_servers"} | (
+        {"mcp_servers": servers} if servers else {}
+    )
+    assert tomllib.loads(path.read_text()) == expected
