@@ -335,6 +335,23 @@ def apply(
     return change
 
 
+def registered(agent: str, project: Path | None = None) -> tuple[Path, bool]:
+    """``agent``'s MCP configuration file and whether our server is in it (``hook status``)."""
+    import json
+    import tomllib
+
+    path = config_path(agent, project)
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text) if TARGETS[agent].toml else json.loads(text)
+    except (OSError, ValueError):
+        return path, False
+    servers = (
+        data.get("mcp_servers" if TARGETS[agent].toml else "mcpServers") if isinstance(data, dict) else None
+    )
+    return path, isinstance(servers, dict) and SERVER_NAME in servers
+
+
 def agent_steps(agent: str, project: Path | None) -> list[str]:
     """What the person does next in ``agent`` for it to start the server."""
     if agent == "claude-code":
