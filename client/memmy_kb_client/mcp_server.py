@@ -119,6 +119,8 @@ def main(env: Mapping[str, str] | None = None) -> int:
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="memmy-kb mcp: %(levelname)s %(message)s"
     )
+    # One line per call to the service (method, path, status); the SDK's own stay at warnings.
+    logging.getLogger("memmy_kb_client.mcp").setLevel(logging.INFO)
     try:
         server = build_server(os.environ if env is None else env)
     except ModuleNotFoundError as err:

@@ -274,15 +274,41 @@ def test_stdout_carries_protocol_frames_only(stand_in):
             "params": {"name": "list_knowledge_bases", "arguments": {}},
         },
     ]
-    done = subprocess.run(  # noqa: S603 - our own console script
+    # stdin stays open until every answer is in (at end of input the server stops, dropping calls in
+    # flight); a watchdog kills a server that hangs.
+    server = subprocess.Popen(  # noqa: S603 - our own console script
         [MEMMY_KB, "mcp"],
-        input="".join(json.dumps(frame) + "\n" for frame in frames).encode(),
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         env={"MEMMY_KB_HOME": str(home), "PATH": os.defpath},
-        timeout=60,
-        check=True,
     )
-    lines = done.stdout.decode().splitlines()
-    replies = [json.loads(line) for line in lines]
+    watchdog = threading.Timer(60, server.kill)
+    watchdog.start()
+    try:
+        assert server.stdin is not None
+        assert server.stdout is not None
+        server.stdin.write("".join(json.dumps(frame) + "\n" for frame in frames).encode())
+        server.stdin.flush()
+        replies = []
+        while len([reply for reply in replies if "id" in reply]) < 4:
+            line = server.stdout.readline()
+            assert line, "the server closed stdout early"
+            replies.append(json.loads(line))  # every line on stdout is one JSON-RPC frame
+        server.stdin.close()
+        rest = server.stdout.read()
+        stderr = server.stderr.read() if server.stderr else b""
+        assert server.wait(timeout=30) == 0
+    finally:
+        watchdog.cancel()
+        server.kill()
+    assert rest == b""
     assert all(reply["jsonrpc"] == "2.0" for reply in replies)
-    assert sorted(reply["id"] for reply in replies if "id" in reply) == [1, 2, 3, 4]
+    by_id = {reply["id"]: reply for reply in replies if "id" in reply}
+    assert sorted(by_id) == [1, 2, 3, 4]
+    assert by_id[3]["result"]["isError"] is False
+    assert by_id[3]["result"]["structuredContent"]["excerpts"][0]["title"] == "Expenses"
+    assert by_id[4]["result"]["isError"] is False
+    # The log went to stderr: one line per call to the service, without the query.
+    assert b"POST /hook/search 200" in stderr
+    assert "报销".encode() not in stderr
