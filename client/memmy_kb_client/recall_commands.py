@@ -58,10 +58,9 @@ def _hook(args: argparse.Namespace) -> int:
 
 
 def _hook_install(args: argparse.Namespace) -> int:
-    from memmy_kb_client.hook_install import SettingsError, apply
-
     if args.mcp:
         return _mcp_install(args)
+    from memmy_kb_client.hook_install import SettingsError, apply
     from memmy_kb_client.hook_status import install_message
 
     try:
@@ -94,16 +93,25 @@ def _mcp_install(args: argparse.Namespace) -> int:
     except (SettingsError, OSError) as err:
         print(printable(f"memmy-kb hook install --mcp: {err}"), file=sys.stderr)
         return 1
+    except ModuleNotFoundError as err:
+        if err.name != "tomlkit":
+            raise
+        print(
+            "memmy-kb hook install codex --mcp needs tomlkit: install the client with its mcp extra.",
+            file=sys.stderr,
+        )
+        return 2
     if not change.changed:
-        state = "does not register the memmy-kb MCP server" if args.uninstall else "already registers the memmy-kb MCP server"
-        print(printable(f"{change.path} {state}; nothing changed"))
+        state = "does not register" if args.uninstall else "already registers"
+        print(printable(f"{change.path} {state} the memmy-kb MCP server; nothing changed"))
         return 0
     print(printable(change.diff()), end="")
     if args.uninstall:
         print(printable(f"removed the memmy-kb MCP server from {change.path}"))
         return 0
     print(printable(f"registered the memmy-kb MCP server (memmy-kb mcp) in {change.path}"))
-    ready = desktop_state(desktop_dir(os.environ))[1].replace("the hook is ready", "memmy-kb mcp is ready")
+    service = desktop_state(desktop_dir(os.environ))[1]
+    ready = service.replace("the hook is ready", "memmy-kb mcp is ready")
     for line in [ready, *agent_steps(args.agent, args.project)]:
         print(printable(line))
     return 0
