@@ -173,7 +173,8 @@ def _print_ready(stack: LocalStack, data_dir: Path | None, desktop: DesktopServi
     ]
     if desktop is not None:
         lines += [
-            f"Desktop:      {mint_command} | memmy-kb desktop login --token -",
+            "Desktop:      memmy-kb desktop login   # sign in at the dev IdP in your browser (--device, --no-browser)",
+            f"              or, without a browser: {mint_command} | memmy-kb desktop login --token -",
             "              memmy-kb hook install claude-code   # or codex, gemini; then ask in the agent",
         ]
     lines.append("Ctrl-C stops the stack.")
