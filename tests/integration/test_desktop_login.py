@@ -510,3 +510,16 @@ def test_no_token_or_code_is_logged(client, provider, clock, caplog):
     ):
         assert secret not in logged
     assert "code=" not in logged
+
+
+def test_the_page_is_told_when_the_login_cannot_be_renewed(client, provider, service, clock):
+    sign_in(client)
+    headers = page_session(service)
+    provider.hang_up = True
+    clock.advance(3600)
+    answer = httpx.get(f"{service.url}/api/knowledge-bases", headers=headers, timeout=10)
+    assert (answer.status_code, answer.json()["error"]["code"]) == (503, "login_refresh_unreachable")
+    provider.hang_up = False
+    service.state._retry_refresh_at = 0.0  # the next try, without waiting the 5 s
+    assert client.recall()["cloud"] == "ok"
+    assert provider.refresh_calls == 1  # the dropped request was never taken

@@ -288,13 +288,15 @@ class _ProviderHandler(BaseHTTPRequestHandler):
     server: FakeProvider
     protocol_version = "HTTP/1.1"
 
-    def handle_one_request(self) -> None:
+    def _hung_up(self) -> bool:
+        """With ``hang_up`` on, the request is dropped unanswered and its connection closed."""
         if self.server.hang_up:
             self.close_connection = True
-            return
-        super().handle_one_request()
+        return self.server.hang_up
 
     def do_GET(self) -> None:
+        if self._hung_up():
+            return
         parts = urlsplit(self.path)
         if parts.path == "/.well-known/openid-configuration":
             _reply(self, 200, self.server.discovery())
@@ -309,6 +311,8 @@ class _ProviderHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         form = _form(self)
+        if self._hung_up():
+            return
         if self.path == "/token":
             _reply(self, *self.server.token(form))
         elif self.path == "/device_authorization":

@@ -244,8 +244,7 @@ def _print_status(status: dict[str, Any], as_json: bool) -> int:
     state = str(login.get("state"))
     line = _LOGIN_STATES.get(state, state)
     if login.get("user"):
-        named = " ".join(f"{login[key]}" for key in ("name",) if login.get(key))
-        line += f" as {login['user']}" + (f" ({named})" if named else "")
+        line += f" as {login['user']}" + (f" ({login['name']})" if login.get("name") else "")
     if login.get("expires_at"):
         renewed = ", refreshed before it expires" if login.get("refreshes") else ""
         line += f" (until {login['expires_at']}{renewed})"

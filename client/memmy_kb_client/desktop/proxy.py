@@ -18,7 +18,11 @@ def to_cloud(state: DesktopState, request: Request) -> Reply:
     target = page.cloud_target(request.method, request.path[len(page.API_PREFIX) :], request.query)
     if target is None:
         return error_reply(404, "not_found", "no such route")
-    login, _ = state.fresh_login()  # refreshed first when it is about to expire; never an expired one
+    login, why = state.fresh_login()  # refreshed first when it is about to expire; never an expired one
+    if login is None and why == "unreachable":
+        return error_reply(
+            503, "login_refresh_unreachable", "the login has expired and the sign-in provider cannot be reached to renew it"
+        )
     if login is None:
         return error_reply(
             503, "desktop_logged_out", "the desktop service has no valid login: run `memmy-kb desktop login`"
