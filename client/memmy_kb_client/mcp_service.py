@@ -45,7 +45,7 @@ class ToolRefused(Exception):
 # What the service says of the cloud (``cloud``) -> the sentence the agent gets.
 CLOUD_SENTENCES: Final = {
     "logged_out": "The Memmy desktop service is not logged in: run `memmy-kb desktop login`.",
-    "expired": "The Memmy desktop service's login has expired: run `memmy-kb desktop login` with a new token.",
+    "expired": "The Memmy desktop service's login has expired: run `memmy-kb desktop login`.",
     "unauthorized": "The Memmy cloud refused the desktop service's login: run `memmy-kb desktop login` again.",
     "unreachable": "The Memmy desktop service could not reach the Memmy cloud; try again later.",
     "cloud_error": "The Memmy cloud failed to answer; try again later.",
