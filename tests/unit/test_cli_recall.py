@@ -34,7 +34,8 @@ def test_each_excerpt_shows_its_kb_and_the_sharer_of_a_share():
     )
     blocks = text.split("\n\n")
     assert blocks[0].startswith("(Some knowledge bases could not be searched")
-    assert "    from: 我的资料 (kb_1)\n" in blocks[1] and "shared by" not in blocks[1]
+    assert "    from: 我的资料 (kb_1)\n" in blocks[1]
+    assert "shared by" not in blocks[1]
     assert "    from: 销售资料 (kb_2), shared by 张三, 138****8000\n" in blocks[2]
     assert "    from one of: 三 (kb_3); 四 (kb_4), shared by 李四\n" in blocks[3]
 

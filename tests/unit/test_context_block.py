@@ -376,17 +376,21 @@ def test_a_hostile_kb_or_owner_name_stays_on_its_line_inside_the_fence(name):
     found = sections(block)  # both sections well formed: no name closed a fence or opened one
     assert [n for n, _ in found] == [1, 2]
     for _, body in found:
-        title_line, kb_line, text = body.split("\n")
+        _title_line, kb_line, text = body.split("\n")
         assert kb_line.startswith("知识库 Knowledge base: 「")
         assert text.startswith("正文")
         assert not re.search(r"<\s*/?\s*excerpt", kb_line, re.IGNORECASE)
-        assert "<|" not in kb_line and "<system" not in kb_line.lower()
-        assert "\u202e" not in kb_line and "\u200b" not in kb_line
+        assert "<|" not in kb_line
+        assert "<system" not in kb_line.lower()
+        assert "\u202e" not in kb_line
+        assert "\u200b" not in kb_line
         # The name cannot end the KB bracket or the sharer's parenthesis early
         name_part = kb_line[len("知识库 Knowledge base: 「") :]
         assert name_part.count("」") == 1
     (sanitised,) = {e.sources[0].name for e in block.excerpts}
-    assert "\n" not in sanitised and "《" not in sanitised and "「" not in sanitised
+    assert "\n" not in sanitised
+    assert "《" not in sanitised
+    assert "「" not in sanitised
 
 
 def test_the_boundary_is_drawn_again_when_a_kb_name_holds_it():
@@ -408,7 +412,8 @@ def test_each_excerpt_names_its_kb_the_sharer_or_its_group_and_the_preface_asks_
     assert bodies[2].split("\n")[1] == (
         "知识库（其中之一）Knowledge base (one of): 「我的资料」; 「销售资料」（共享者 shared by: 张三, 138****8000）"
     )
-    assert "知识库" in PREFACE and "the knowledge base it comes from" in PREFACE
+    assert "知识库" in PREFACE
+    assert "the knowledge base it comes from" in PREFACE
     # Without sources (combined search) the block names no KB
     plain = build_context([Excerpt("a", "甲", 0.9)])
     assert "Knowledge base:" not in plain.text.split("\n\n", 1)[1]

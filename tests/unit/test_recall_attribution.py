@@ -154,9 +154,11 @@ def test_past_max_searches_the_rest_are_searched_as_one_group_named_by_its_excer
             assert item.knowledge_base.id == mark
         else:
             group = [kb.id for kb in item.knowledge_bases]
-            assert mark in group and len(group) == 7
+            assert mark in group
+            assert len(group) == 7
             owners = {kb.id: kb.owner for kb in item.knowledge_bases}
-            assert owners["kb03"].name == "alice" and owners["kb09"] is None
+            assert owners["kb03"].name == "alice"
+            assert owners["kb09"] is None
     assert "知识库（其中之一）Knowledge base (one of):" in result.context
 
 
