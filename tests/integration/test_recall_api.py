@@ -128,16 +128,18 @@ def test_each_kb_is_searched_alone_and_every_excerpt_names_its_kb_and_a_share_it
     assert "「bob 的资料」（共享者 shared by: Bob" in reply.body["context"]
 
 
-def test_one_kb_failing_gives_the_others_excerpts_flagged_partial(service, world):
+def test_one_kb_failing_gives_the_others_excerpts_flagged_partial(service, world, capsys):
     memos_kb_id = get_kb_store().get_kb(world["bob"]).memos_kb_id
     with memos_client(service) as client:
         client.delete_knowledgebase(memos_kb_id, delete_all=True)  # MemOS answers 50120 for it
+    capsys.readouterr()
 
     reply = recall(service, "alice")
 
     assert reply.status == HTTPStatus.OK
     assert (reply.body["partial"], reply.body["discarded"]) == (True, False)
     assert markers_in(reply) == {"alice"}
+    assert '"RecallPartial":[1.0]' in capsys.readouterr().out
 
 
 def test_the_owner_of_a_shared_kb_does_not_get_the_readers_other_kbs(service, world):
