@@ -22,7 +22,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml client/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e './client[desktop]' -e '.[local,dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e './client[desktop,mcp]' -e '.[local,dev]'
 	touch $(STAMP)
 
 # $(call apt_install,PACKAGE,WHAT FOR,INSTRUCTION): Debian's PACKAGE installed with apt-get when we are

@@ -161,7 +161,10 @@ def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int
         AWS_DEFAULT_REGION="us-east-1",
     )
     try:
-        refs = provision(load_template(), endpoint_url=moto_url, memos_api_key="bench").refs
+        # An issuer of our own, as the local stack names: the template's default (none) would mean its
+        # Cognito user pool, which is not provisioned locally.
+        login = {"JwtIssuer": "bench", "JwtAudience": "bench"}
+        refs = provision(load_template(), endpoint_url=moto_url, memos_api_key="bench", parameters=login).refs
         s3 = boto3.client("s3", endpoint_url=moto_url, config=Config(signature_version="s3v4"))
         table = DynamoTable(refs["Table"], boto3.client("dynamodb", endpoint_url=moto_url))
         kbs, contents = DynamoKnowledgeBaseStore(table), DynamoContentStore(table)

@@ -110,7 +110,7 @@ def local_gateway(home: Path) -> Iterator[tuple[int, Request]]:
     (home / "functions" / "echo").mkdir(parents=True)
     (home / "template.yaml").write_text(_TEMPLATE, encoding="utf-8")
     (home / "functions" / "echo" / "app.py").write_text(textwrap.dedent(_ECHO), encoding="utf-8")
-    authorizer = JwtAuthorizer(tokens.load_signing_key(home / "key.pem"), "memmy-local", "memmy-kb")
+    authorizer = JwtAuthorizer(tokens.load_signing_key(home / "key.pem"), tokens.DEFAULT_ISSUER, "memmy-kb")
     config = GatewayConfig(template_path=home / "template.yaml", authorizer=authorizer, port=0)
     with Gateway(config) as gateway:
         yield gateway.port, ("GET", "/echo", None, {})

@@ -101,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         gateway_port=0,
         memos_port=0,
         moto_port=0,
+        idp_port=0,
         memos_processing_delay=args.processing_delay,
         template_path=load_template_copy(args.home, raise_limits=not args.keep_limits),
         repo_root=TEMPLATE_PATH.parent,

@@ -35,8 +35,10 @@ class Stack:
 
     def token(self, user: str, **claims: Any) -> str:
         from memmy_local import tokens
+        from memmy_local.control import read_state
 
-        return tokens.issue_token(user, key_path=tokens.signing_key_path(self.home), **claims)
+        issuer = read_state(self.home)["issuer"]  # the stack's identity provider, on any free port
+        return tokens.issue_token(user, key_path=tokens.signing_key_path(self.home), issuer=issuer, **claims)
 
     def client(self, token: str) -> httpx.Client:
         """A client of the stack's API holding ``token``."""

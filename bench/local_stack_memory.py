@@ -177,7 +177,10 @@ def run(writes: tuple[int, ...] = (1_000, 10_000), patched: bool = True) -> dict
     with overlaid_environment(fake):
         process, url = start_server(patched)
         try:
-            refs = provision(load_template(), endpoint_url=url, memos_api_key="bench").refs
+            # An issuer of our own, as the local stack names: the template's default (none) would mean its
+            # Cognito user pool, which is not provisioned locally.
+            login = {"JwtIssuer": "bench", "JwtAudience": "bench"}
+            refs = provision(load_template(), endpoint_url=url, memos_api_key="bench", parameters=login).refs
             client = boto3.client("dynamodb", endpoint_url=url)
             table = refs["Table"]
             _seed(client, table)

@@ -105,16 +105,22 @@ def hook_command(agent: str, env: Mapping[str, str] | None = None) -> str:
     from the shell the install ran in. All three agents run the command through a shell, and ``env``
     works without one too. The default home writes no variable.
     """
-    script = Path(sys.executable).with_name("memmy-kb.exe" if os.name == "nt" else "memmy-kb")
-    if script.exists():
-        program = shlex.quote(str(script.absolute()))
-    elif found := shutil.which("memmy-kb"):
-        program = shlex.quote(os.path.abspath(found))
-    else:
-        program = f"{shlex.quote(sys.executable)} -m memmy_kb_client.cli"
+    program = " ".join(shlex.quote(word) for word in program_argv())
     home = installed_home(os.environ if env is None else env)
     prefix = f"env {HOME_ENV}={shlex.quote(home)} " if home is not None else ""
     return f"{prefix}{program} hook {agent}"
+
+
+def program_argv() -> list[str]:
+    """This installation's ``memmy-kb`` as absolute words: the console script beside this Python, else
+    the one on PATH, else ``python -m memmy_kb_client.cli``. The hooks quote it into a shell command;
+    the MCP registrations (``mcp_install``) take it as a command and its arguments."""
+    script = Path(sys.executable).with_name("memmy-kb.exe" if os.name == "nt" else "memmy-kb")
+    if script.exists():
+        return [str(script.absolute())]
+    if found := shutil.which("memmy-kb"):
+        return [os.path.abspath(found)]
+    return [sys.executable, "-m", "memmy_kb_client.cli"]
 
 
 def installed_home(env: Mapping[str, str]) -> str | None:
@@ -146,14 +152,14 @@ def _is_ours(handler: Any, agent: str) -> bool:
 
 
 @dataclass(frozen=True)
-class _Style:
+class JsonStyle:
     indent: int | str | None
     separators: tuple[str, str]
     final_newline: bool
     ensure_ascii: bool
 
     @classmethod
-    def of(cls, text: str | None) -> _Style:
+    def of(cls, text: str | None) -> JsonStyle:
         if not text or not text.strip():
             return cls(2, (",", ": "), True, False)
         body = text.strip()
@@ -188,7 +194,7 @@ def _hooks_of(data: Any, path: Path, create: bool) -> dict[str, Any] | None:
 
 def merged(text: str | None, agent: Agent, command: str, path: Path) -> str:
     """``text`` (the settings file, None when absent) with our entry in it."""
-    data = _load(text, path)
+    data = load_settings(text, path)
     hooks = _hooks_of(data, path, create=True)
     assert hooks is not None
     groups = hooks.setdefault(agent.event, [])
@@ -213,14 +219,14 @@ def merged(text: str | None, agent: Agent, command: str, path: Path) -> str:
     groups[:] = kept_groups
     if not placed:
         groups.append({"hooks": [entry]})
-    return _Style.of(text).dump(data) if _changed(text, data) else str(text)
+    return JsonStyle.of(text).dump(data) if _changed(text, data) else str(text)
 
 
 def without(text: str | None, agent: Agent, path: Path) -> str | None:
     """``text`` without our entry (and without the containers only it kept); None when the file is absent."""
     if text is None:
         return None
-    data = _load(text, path)
+    data = load_settings(text, path)
     hooks = _hooks_of(data, path, create=False)
     if hooks is None or not isinstance(hooks.get(agent.event), list):
         return text
@@ -243,7 +249,7 @@ def without(text: str | None, agent: Agent, path: Path) -> str | None:
         del hooks[agent.event]
         if not hooks:
             del data["hooks"]
-    return _Style.of(text).dump(data)
+    return JsonStyle.of(text).dump(data)
 
 
 def installed_command(agent_name: str, project: Path | None = None) -> tuple[Path, str | None]:
@@ -264,7 +270,7 @@ def installed_command(agent_name: str, project: Path | None = None) -> tuple[Pat
     return path, None
 
 
-def _load(text: str | None, path: Path) -> Any:
+def load_settings(text: str | None, path: Path) -> Any:
     if text is None or not text.strip():
         return {}
     try:
@@ -274,7 +280,7 @@ def _load(text: str | None, path: Path) -> Any:
 
 
 def _changed(text: str | None, data: Any) -> bool:
-    return text is None or _load(text, Path()) != data
+    return text is None or load_settings(text, Path()) != data
 
 
 @dataclass(frozen=True)
@@ -316,11 +322,11 @@ def apply(
         after = merged(before, agent, command or hook_command(agent.name), path)
     change = Change(path, before, after)
     if change.changed and after is not None:
-        _write(path, after)
+        write_settings(path, after)
     return change
 
 
-def _write(path: Path, text: str) -> None:
+def write_settings(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o7777 if path.exists() else None
     handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, then moved into place

@@ -6,8 +6,9 @@ trust the folder).
 
 ``hook status``: for each agent, whether our entry is installed (and with which ``MEMMY_KB_HOME``) and
 when its hook last ran with what outcome, from the record the hook keeps in
-``$MEMMY_KB_HOME/desktop/hook-last-AGENT.json``. A hook the agent skipped (Codex skips an untrusted one
-without a word) shows as never run, or as last run long ago.
+``$MEMMY_KB_HOME/desktop/hook-last-AGENT.json``, and whether ``memmy-kb mcp`` is registered in its MCP
+configuration. A hook the agent skipped (Codex skips an untrusted one without a word) shows as never
+run, or as last run long ago.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from memmy_kb_client.desktop import paths
 from memmy_kb_client.hook_install import AGENTS, home_in, installed_command
+from memmy_kb_client.mcp_install import registered
 
 CHECK = "After your next prompt, `memmy-kb hook status` shows whether the hook ran and what it found."
 
@@ -102,6 +104,7 @@ def status(env: Mapping[str, str], project: Path | None = None) -> list[dict[str
         settings, command = installed_command(agent, project)
         home = home_in(command) if command else None
         state_dir = os.path.join(home, "desktop") if home else paths.desktop_dir(env)
+        mcp_config, mcp_registered = registered(agent, project)
         rows.append(
             {
                 "agent": agent,
@@ -109,6 +112,7 @@ def status(env: Mapping[str, str], project: Path | None = None) -> list[dict[str
                 "installed": command is not None,
                 "state_dir": state_dir,
                 "last_run": read_run(state_dir, agent),
+                "mcp": {"config": str(mcp_config), "registered": mcp_registered},
             }
         )
     return rows
@@ -119,7 +123,12 @@ def render_status(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         if not row["installed"]:
             lines.append(f"{row['agent']}: not installed in {row['settings']}")
-            continue
-        lines.append(f"{row['agent']}: installed in {row['settings']} (state: {row['state_dir']})")
-        lines.append(f"  {describe_run(row['last_run'])}")
+        else:
+            lines.append(f"{row['agent']}: installed in {row['settings']} (state: {row['state_dir']})")
+            lines.append(f"  {describe_run(row['last_run'])}")
+        mcp = row["mcp"]
+        if mcp["registered"]:
+            lines.append(f"  MCP server memmy-kb: registered in {mcp['config']}")
+        else:
+            lines.append(f"  MCP server memmy-kb: not registered (hook install {row['agent']} --mcp)")
     return "\n".join(lines)

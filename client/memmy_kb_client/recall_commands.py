@@ -84,6 +84,8 @@ def _hook(args: argparse.Namespace) -> int:
 
 
 def _hook_install(args: argparse.Namespace) -> int:
+    if args.mcp:
+        return _mcp_install(args)
     from memmy_kb_client.hook_install import SettingsError, apply
     from memmy_kb_client.hook_status import install_message
 
@@ -104,6 +106,47 @@ def _hook_install(args: argparse.Namespace) -> int:
         for line in install_message(args.agent, args.project, os.environ):
             print(printable(line))
     return 0
+
+
+def _mcp_install(args: argparse.Namespace) -> int:
+    from memmy_kb_client.desktop.commands import desktop_state
+    from memmy_kb_client.desktop.paths import desktop_dir
+    from memmy_kb_client.hook_install import SettingsError
+    from memmy_kb_client.mcp_install import agent_steps, apply
+
+    try:
+        change = apply(args.agent, project=args.project, uninstall=args.uninstall)
+    except (SettingsError, OSError) as err:
+        print(printable(f"memmy-kb hook install --mcp: {err}"), file=sys.stderr)
+        return 1
+    except ModuleNotFoundError as err:
+        if err.name != "tomlkit":
+            raise
+        print(
+            "memmy-kb hook install codex --mcp needs tomlkit: install the client with its mcp extra.",
+            file=sys.stderr,
+        )
+        return 2
+    if not change.changed:
+        state = "does not register" if args.uninstall else "already registers"
+        print(printable(f"{change.path} {state} the memmy-kb MCP server; nothing changed"))
+        return 0
+    print(printable(change.diff()), end="")
+    if args.uninstall:
+        print(printable(f"removed the memmy-kb MCP server from {change.path}"))
+        return 0
+    print(printable(f"registered the memmy-kb MCP server (memmy-kb mcp) in {change.path}"))
+    service = desktop_state(desktop_dir(os.environ))[1]
+    ready = service.replace("the hook is ready", "memmy-kb mcp is ready")
+    for line in [ready, *agent_steps(args.agent, args.project)]:
+        print(printable(line))
+    return 0
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from memmy_kb_client.mcp_server import main
+
+    return main()
 
 
 def _hook_status(args: argparse.Namespace) -> int:
@@ -162,7 +205,22 @@ def add_recall_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         help="the project's settings in DIR (.claude/, .codex/ or .gemini/) instead of your own",
     )
     install.add_argument("--uninstall", action="store_true", help="remove the Memmy hook instead")
+    install.add_argument(
+        "--mcp",
+        action="store_true",
+        help="register the memmy-kb MCP server in the agent's MCP configuration instead of the hook "
+        "(~/.claude.json or DIR/.mcp.json, config.toml, settings.json)",
+    )
     install.set_defaults(func=_hook_install)
+
+    mcp = commands.add_parser(
+        "mcp",
+        help="the MCP server agents start to search your knowledge bases (stdio; see hook install --mcp)",
+        description="A Model Context Protocol server on stdin/stdout with the tools search_knowledge and "
+        "list_knowledge_bases, answered by the local service (memmy-kb desktop serve) with the hook token; "
+        "never reads the cloud login. Needs the client's mcp extra.",
+    )
+    mcp.set_defaults(func=_mcp)
 
     state = hook.add_parser(
         "status", help="for each agent: is the hook installed, when did it last run, with what outcome"

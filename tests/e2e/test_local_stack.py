@@ -49,6 +49,8 @@ def test_data_dir_keeps_knowledge_bases_across_restarts(tmp_path: Path) -> None:
     assert first_exit == 0, stack.log()
 
     process, restarted = start_stack(tmp_path / "second", data_dir)
+    # Its identity provider has another port, so another issuer: a token of the restarted stack.
+    headers = {"Authorization": f"Bearer {restarted.token('keeper', name='Keeper')}"}
     try:
         listed = httpx.get(f"{restarted.api_url}/knowledge-bases", headers=headers, timeout=10)
         state = httpx.get(f"{restarted.memos_url}/_emulator/state", timeout=10).json()
@@ -73,10 +75,12 @@ def test_the_gateway_opens_only_the_login_configuration(local_stack: RunningStac
 
     assert public.status_code == HTTPStatus.OK, public.text
     assert public.json() == {
-        "issuer": tokens.DEFAULT_ISSUER,
+        "issuer": local_stack.issuer,
         "client_id": "memmy-desktop",
         "audience": tokens.DEFAULT_AUDIENCE,
         "scopes": ["openid", "profile", "email", "phone", "offline_access"],
+        # The local provider's access tokens carry the audience and the profile claims.
+        "bearer_token": "access_token",
     }
     assert public.headers["cache-control"] == "public, max-age=300"
     assert with_token.json() == public.json()

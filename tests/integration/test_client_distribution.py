@@ -84,6 +84,12 @@ def test_the_client_installs_and_runs_alone_in_a_fresh_venv(tmp_path: Path) -> N
     )
     assert page.stdout.strip() == "True", page.stderr
 
+    # And `memmy-kb mcp` without the mcp extra says how to get the SDK: no traceback, exit 2
+    mcp = run(script, "mcp")
+    assert mcp.returncode == 2, mcp.stderr
+    assert "install the client with its mcp extra" in mcp.stderr
+    assert "Traceback" not in mcp.stderr, mcp.stderr
+
     # And `memmy-kb dev` says how to get the local stack: no traceback, a non-zero exit
     for args in (["dev", "--help"], ["dev", "up"]):
         dev = run(script, *args)

@@ -27,7 +27,7 @@ from memmy_local.http_events import EventContext, GatewayRequest, build_event
 from memmy_local.template import function_environment, load_template
 from tests.support.polling import wait_until
 
-ISSUER = "memmy-local"
+ISSUER = tokens.DEFAULT_ISSUER  # what issue_token puts unless told otherwise
 AUDIENCE = "memmy-kb"
 REFS = {"AWS::StackName": "memmy-test", "Table": "memmy-test-table", "JwtIssuer": ISSUER}
 

@@ -23,7 +23,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(tokens.HOME_ENV, str(home))
         config = StackConfig(
-            gateway_port=0, memos_port=0, moto_port=0, schedule_interval=0, memos_processing_delay=0.1
+            gateway_port=0,
+            memos_port=0,
+            moto_port=0,
+            idp_port=0,
+            schedule_interval=0,
+            memos_processing_delay=0.1,
         )
         with LocalStack(config) as running:
             yield running
@@ -116,3 +121,24 @@ def test_reconcile_runs_once_on_demand_from_python_and_from_the_cli(
     code = main(["reconcile"])
     printed = json.loads(capsys.readouterr().out)
     assert (code, printed["function"]) == (0, "ReconcileFunction"), printed
+
+
+def test_the_identity_provider_is_the_stacks_issuer_and_token_uses_it(
+    stack: LocalStack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import httpx
+    import jwt
+
+    from memmy_local.control import read_state
+
+    discovery = httpx.get(f"{stack.idp_url}/.well-known/openid-configuration", timeout=10).json()
+    login = httpx.get(f"{stack.api_url}/login-configuration", timeout=10).json()
+
+    assert stack.issuer == stack.idp_url == discovery["issuer"] == login["issuer"]
+    assert read_state(tokens.dev_home())["issuer"] == stack.issuer
+    # `memmy-local token` signs with the running stack's issuer, and the gateway accepts it
+    assert main(["token", "issuer-check"]) == 0
+    token = capsys.readouterr().out.strip()
+    assert jwt.decode(token, options={"verify_signature": False})["iss"] == stack.issuer
+    me = httpx.get(f"{stack.api_url}/me", headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    assert me.status_code != 401, me.text

@@ -20,7 +20,10 @@ def test_the_login_configuration_comes_from_the_template_parameters_without_a_to
         "client_id": defaults["DesktopClientId"],
         "audience": "memmy-kb",
         "scopes": defaults["LoginScopes"].split(),
+        # Another issuer than the stack's Cognito pool: the LoginBearerToken parameter's default.
+        "bearer_token": defaults["LoginBearerToken"],
     }
+    assert reply.body["bearer_token"] == "access_token"
     assert reply.body["scopes"][0] == "openid"
     assert reply.headers["Cache-Control"] == "public, max-age=300"
 

@@ -27,7 +27,7 @@ from tests.support.polling import wait_until
 READY_TIMEOUT_SECONDS = 60
 STOP_TIMEOUT_SECONDS = 10
 READY_LINE = re.compile(r"^Memmy local stack ready at (\S+)$", re.MULTILINE)
-URL_LINE = re.compile(r"^\s+(API|MemOS|moto):\s+(\S+)", re.MULTILINE)
+URL_LINE = re.compile(r"^\s+(API|MemOS|moto|IdP):\s+(\S+)", re.MULTILINE)
 STATE_URL = re.compile(r"\(state: (\S+)/_emulator/state\)")
 
 
@@ -68,10 +68,12 @@ class RunningStack:
     moto_url: str
     key_path: Path
     log_path: Path
+    # The dev identity provider's URL: the stack's issuer.
+    issuer: str
 
     def token(self, user: str, **claims: Any) -> str:
         """A login token for ``user``; ``name``/``email``/``phone``/``ttl_seconds``/... as ``issue_token``."""
-        return tokens.issue_token(user, key_path=self.key_path, **claims)
+        return tokens.issue_token(user, key_path=self.key_path, **{"issuer": self.issuer, **claims})
 
     def log(self) -> str:
         """Everything the stack printed so far."""
@@ -116,7 +118,7 @@ def start_stack(workdir: Path, data_dir: Path | None = None) -> tuple[subprocess
     log_path = workdir / "stack.log"
     extra_args = ["--data-dir", str(data_dir)] if data_dir is not None else []
     env = {**os.environ, tokens.HOME_ENV: str(home), "PYTHONUNBUFFERED": "1"}
-    command = [*LOCAL_CLI, "up", "--port", "0", "--memos-port", "0", "--moto-port", "0"]
+    command = [*LOCAL_CLI, "up", "--port", "0", "--memos-port", "0", "--moto-port", "0", "--idp-port", "0"]
     command += ["--processing-delay", "0.2", *extra_args]
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(  # noqa: S603 - our own CLI with fixed arguments
@@ -137,6 +139,7 @@ def start_stack(workdir: Path, data_dir: Path | None = None) -> tuple[subprocess
         moto_url=urls["moto"],
         key_path=tokens.signing_key_path(data_dir or home),
         log_path=log_path,
+        issuer=urls["IdP"],
     )
     return process, stack
 

@@ -69,6 +69,7 @@ def _protocols() -> set[str]:
         ("### Routers: `memmy_kb.api.routes`", lambda: _module_names(CORE / "api" / "routes")),
         ("### Ports: `memmy_kb.domain.ports`", _protocols),
         ("### Functions: `functions/`", lambda: {p.parent.name for p in (ROOT / "functions").glob("*/app.py")}),
+        ("### Client: `memmy_kb_client`", lambda: _module_names(ROOT / "client" / "memmy_kb_client")),
     ],
 )
 def test_the_module_map_lists_exactly_what_exists(heading, actual):

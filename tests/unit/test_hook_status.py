@@ -294,11 +294,19 @@ def test_status_shows_each_agent_installed_or_not_and_its_last_run(service, tmp_
     assert "codex: installed in" in out
     assert "never ran (or skipped: Codex skips an untrusted hook" in out
     assert "gemini: not installed in" in out
+    assert "  MCP server memmy-kb: not registered (hook install gemini --mcp)" in out
+    assert cli.main(["hook", "install", "gemini", "--mcp"]) == 0
+    capsys.readouterr()
     assert cli.main(["hook", "status", "--json"]) == 0
     rows = {row["agent"]: row for row in json.loads(capsys.readouterr().out)}
     assert rows["claude-code"]["last_run"]["outcome"] == "ok"
     assert rows["codex"]["state_dir"] == str(home / "desktop")
     assert rows["gemini"]["installed"] is False
+    assert rows["gemini"]["mcp"]["registered"] is True
+    assert rows["codex"]["mcp"] == {
+        "config": str(tmp_path / "user" / ".codex" / "config.toml"),
+        "registered": False,
+    }
 
 
 def test_each_outcome_reads_as_a_sentence():

@@ -23,6 +23,8 @@ SUBCOMMANDS = {
         "--memos-port",
         "--moto-port",
         "--control-port",
+        "--idp-port",
+        "--access-token-ttl",
         "--data-dir",
         "--schedule-interval",
         "--no-desktop",
@@ -121,6 +123,8 @@ def test_the_ready_message_names_memmy_local_commands(
         memos_url="http://127.0.0.1:8090",
         moto_url="http://127.0.0.1:5000",
         control_url="http://127.0.0.1:8081",
+        idp_url="http://127.0.0.1:8070",
+        issuer="http://127.0.0.1:8070",
     )
 
     local_cli._print_ready(stack, tmp_path)  # type: ignore[arg-type]
@@ -129,6 +133,7 @@ def test_the_ready_message_names_memmy_local_commands(
     assert f"memmy-local token alice --name Alice --email alice@example.com --data-dir {tmp_path}" in out
     assert f"(memmy-local reconcile --data-dir {tmp_path})" in out
     assert "Memmy local stack ready at http://127.0.0.1:8080\n" in out
+    assert "  IdP:    http://127.0.0.1:8070  (dev sign-in; issuer http://127.0.0.1:8070)" in out
     assert "memmy-kb dev" not in out
 
 
@@ -165,6 +170,7 @@ def test_up_hands_every_port_to_the_stack_and_names_the_options_when_one_is_take
     monkeypatch.setattr(stack_module, "LocalStack", TakenPortStack)
     monkeypatch.setattr(local_cli.signal, "signal", lambda *args: None)
     argv = ["up", "--port", "8101", "--memos-port", "8102", "--moto-port", "8103", "--control-port", "8104"]
+    argv += ["--idp-port", "8105", "--access-token-ttl", "120"]
 
     code = local_cli.main([*argv, "--no-desktop"])
 
@@ -175,8 +181,40 @@ def test_up_hands_every_port_to_the_stack_and_names_the_options_when_one_is_take
         8103,
         8104,
     )
+    assert (config.idp_port, config.access_token_ttl) == (8105, 120)
     assert code == 1
-    assert "--port/--memos-port/--moto-port/--control-port (0 = any)" in capsys.readouterr().err
+    assert "--port/--memos-port/--moto-port/--control-port/--idp-port (0 = any)" in capsys.readouterr().err
+
+
+def test_the_identity_provider_defaults_to_port_8070_and_one_hour_tokens() -> None:
+    from memmy_local import tokens
+    from memmy_local.stack import StackConfig
+
+    args = local_cli.build_parser().parse_args(["up"])
+
+    assert (args.idp_port, args.access_token_ttl) == (8070, 3600)
+    assert (StackConfig().idp_port, StackConfig().access_token_ttl) == (8070, 3600)
+    assert tokens.DEFAULT_ISSUER == "http://127.0.0.1:8070"
+
+
+def test_token_signs_with_the_running_stacks_issuer_else_the_default_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import jwt
+
+    from memmy_local import tokens
+    from memmy_local.control import state_file
+
+    monkeypatch.setenv("MEMMY_KB_HOME", str(tmp_path))
+
+    def issued() -> str:
+        assert local_cli.main(["token", "alice"]) == 0
+        token = capsys.readouterr().out.strip()
+        return str(jwt.decode(token, options={"verify_signature": False})["iss"])
+
+    assert issued() == tokens.DEFAULT_ISSUER
+    state_file(tmp_path).write_text('{"issuer": "http://127.0.0.1:43210"}')
+    assert issued() == "http://127.0.0.1:43210"
 
 
 def test_the_control_port_is_any_free_one_unless_chosen() -> None:

@@ -211,8 +211,15 @@ def test_parameter_defaults_are_strings(template: dict[str, Any]) -> None:
     assert defaults == {
         "MemosBaseUrl": "https://memos.memtensor.cn/api/openmem/v1",
         "LogRetentionDays": "30",
+        "JwtIssuer": "",
+        "JwtAudience": "",
         "DesktopClientId": "memmy-desktop",
         "LoginScopes": "openid profile email phone offline_access",
+        "LoginBearerToken": "access_token",
+        "LoginDomainPrefix": "",
+        "SelfSignUp": "false",
+        "SmsRoleArn": "",
+        "SmsExternalId": "",
     }
 
 
@@ -229,6 +236,7 @@ REFS = {
     "JwtAudience": "memmy-api",
     "DesktopClientId": "memmy-desktop",
     "LoginScopes": "openid profile",
+    "LoginBearerToken": "id_token",
 }
 
 
@@ -252,6 +260,9 @@ def test_the_real_functions_get_the_resolved_globals(template: dict[str, Any]) -
         "LOGIN_AUDIENCE": "memmy-api",
         "LOGIN_CLIENT_ID": "memmy-desktop",
         "LOGIN_SCOPES": "openid profile",
+        # JwtIssuer is given (another provider): every login setting comes from its parameter, none from
+        # the Cognito branch (CreateUserPool is false).
+        "LOGIN_BEARER_TOKEN": "id_token",
     }
     assert function_environment(template, "ManageKbFunction", REFS) == manage_kb
 

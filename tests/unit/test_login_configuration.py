@@ -51,8 +51,24 @@ def test_the_configuration_is_answered_without_a_caller_from_the_settings() -> N
         "client_id": "desktop-client",
         "audience": "memmy-api",
         "scopes": ["openid", "profile", "offline_access"],
+        "bearer_token": "access_token",
     }
     assert headers["Cache-Control"] == "public, max-age=300"
+
+
+def test_the_configuration_names_the_token_the_desktop_sends() -> None:
+    # Given a deployment whose provider puts the audience and the profile claims in its ID tokens (Cognito)
+    status, body, _ = _get(dataclasses.replace(CONFIGURED, login_bearer_token="id_token"))
+    # Then the desktop is told to send the ID token
+    assert status == HTTPStatus.OK, body
+    assert body["bearer_token"] == "id_token"
+
+
+@pytest.mark.parametrize("token", ["refresh_token", "ID_TOKEN", "id_token "])
+def test_a_deployment_naming_an_unknown_token_says_so_rather_than_guessing(token: str) -> None:
+    status, body, _ = _get(dataclasses.replace(CONFIGURED, login_bearer_token=token))
+    assert status == HTTPStatus.SERVICE_UNAVAILABLE
+    assert body["error"]["code"] == "login_not_configured"
 
 
 def test_a_caller_gets_the_same_answer_and_nothing_about_themselves() -> None:
@@ -85,3 +101,8 @@ def test_the_settings_read_the_login_variables(monkeypatch: pytest.MonkeyPatch) 
         "memmy-api",
     )
     assert settings.login_scopes == ("openid", "profile", "email")
+    # Without LOGIN_BEARER_TOKEN the desktop sends its access token, as before the setting existed.
+    assert settings.login_bearer_token == "access_token"
+    monkeypatch.setenv("LOGIN_BEARER_TOKEN", " id_token ")
+    composition.reset_composition()
+    assert get_settings().login_bearer_token == "id_token"

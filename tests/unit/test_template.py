@@ -274,11 +274,15 @@ def test_the_jwt_authorizer_is_the_default(sam_template: dict[str, Any]) -> None
     assert auth["DefaultAuthorizer"] == AUTHORIZER
     authorizer = auth["Authorizers"][AUTHORIZER]
     assert authorizer["IdentitySource"] == "$request.header.Authorization"
+    # The stack's own Cognito pool and its desktop app client, or the provider the parameters name
+    # (tests/unit/test_login_template.py resolves both branches).
     assert authorizer["JwtConfiguration"] == {
-        "issuer": {"Ref": "JwtIssuer"},
-        "audience": [{"Ref": "JwtAudience"}],
+        "issuer": LOGIN_ISSUER,
+        "audience": [{"Fn::If": ["CreateUserPool", {"Ref": "DesktopAppClient"}, {"Ref": "JwtAudience"}]}],
     }
 
+
+LOGIN_ISSUER = {"Fn::If": ["CreateUserPool", {"Fn::Sub": "https://${UserPool.ProviderURL}"}, {"Ref": "JwtIssuer"}]}
 
 # The one route the desktop reads before it has a token; it serves only public login settings.
 PUBLIC_ROUTES = {("GET", "/login-configuration")}
@@ -317,11 +321,17 @@ def test_every_translated_route_but_the_public_one_requires_the_jwt(cloudformati
 
 def test_the_login_configuration_comes_from_the_parameters(sam_template: dict[str, Any]) -> None:
     manage_kb = functions(sam_template)["ManageKbFunction"]["Properties"]
-    assert manage_kb["Environment"]["Variables"] == {
-        "LOGIN_ISSUER": {"Ref": "JwtIssuer"},
-        "LOGIN_AUDIENCE": {"Ref": "JwtAudience"},
-        "LOGIN_CLIENT_ID": {"Ref": "DesktopClientId"},
-        "LOGIN_SCOPES": {"Ref": "LoginScopes"},
+    # The authorizer's issuer and audience, so the desktop asks for the tokens the API accepts.
+    auth = sam_template["Resources"]["HttpApi"]["Properties"]["Auth"]["Authorizers"][AUTHORIZER]
+    variables = manage_kb["Environment"]["Variables"]
+    assert variables["LOGIN_ISSUER"] == auth["JwtConfiguration"]["issuer"] == LOGIN_ISSUER
+    assert [variables["LOGIN_AUDIENCE"]] == auth["JwtConfiguration"]["audience"]
+    assert variables == {
+        "LOGIN_ISSUER": LOGIN_ISSUER,
+        "LOGIN_AUDIENCE": {"Fn::If": ["CreateUserPool", {"Ref": "DesktopAppClient"}, {"Ref": "JwtAudience"}]},
+        "LOGIN_CLIENT_ID": {"Fn::If": ["CreateUserPool", {"Ref": "DesktopAppClient"}, {"Ref": "DesktopClientId"}]},
+        "LOGIN_SCOPES": {"Fn::If": ["CreateUserPool", "openid email phone profile", {"Ref": "LoginScopes"}]},
+        "LOGIN_BEARER_TOKEN": {"Fn::If": ["CreateUserPool", "id_token", {"Ref": "LoginBearerToken"}]},
     }
     assert manage_kb["Events"]["GetLoginConfiguration"]["Properties"]["Auth"] == {"Authorizer": "NONE"}
 
@@ -332,8 +342,12 @@ def test_the_parameters_have_sane_defaults(sam_template: dict[str, Any]) -> None
     retention = parameters["LogRetentionDays"]
     assert retention["Type"] == "Number"
     assert retention["Default"] in retention["AllowedValues"]
-    assert "Default" not in parameters["JwtIssuer"]
-    assert "Default" not in parameters["JwtAudience"]
+    # A fresh deploy logs in with its own Cognito pool: no other provider is needed.
+    assert parameters["JwtIssuer"]["Default"] == parameters["JwtAudience"]["Default"] == ""
+    assert re.fullmatch(parameters["JwtIssuer"]["AllowedPattern"], "https://login.example.com/realm")
+    assert not re.fullmatch(parameters["JwtIssuer"]["AllowedPattern"], "http://login.example.com")
+    assert parameters["LoginBearerToken"]["Default"] == "access_token"
+    assert parameters["LoginBearerToken"]["AllowedValues"] == ["access_token", "id_token"]
     assert parameters["DesktopClientId"]["Default"] == "memmy-desktop"
     assert parameters["LoginScopes"]["Default"].split() == ["openid", "profile", "email", "phone", "offline_access"]
     assert re.fullmatch(parameters["LoginScopes"]["AllowedPattern"], parameters["LoginScopes"]["Default"])

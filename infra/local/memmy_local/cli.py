@@ -1,9 +1,10 @@
 """The ``memmy-local`` command: the local development stack (``make run`` is ``memmy-local up``).
 
 Development tooling, installed with the root project (``pip install -e '.[local]'``), never with the
-user's client: ``up`` runs moto, the MemOS emulator, the gateway and the desktop's local service in one
-process; ``token`` mints a login token for it; ``reconcile`` runs its scheduled function once; ``memos``
-runs the MemOS emulator alone. ``memmy-kb dev ...`` forwards here when this package is installed.
+user's client: ``up`` runs moto, the MemOS emulator, the gateway, the dev identity provider and the
+desktop's local service in one process; ``token`` mints a login token for it (with the running stack's
+issuer); ``reconcile`` runs its scheduled function once; ``memos`` runs the MemOS emulator alone.
+``memmy-kb dev ...`` forwards here when this package is installed.
 
 Imports stay inside the commands, so ``--help`` and ``token`` do not pay for moto, boto3 or the handlers.
 """
@@ -96,6 +97,8 @@ def _up(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         memos_processing_delay=args.processing_delay,
         schedule_interval=args.schedule_interval,
+        idp_port=args.idp_port,
+        access_token_ttl=args.access_token_ttl,
     )
     # SIGTERM behaves like Ctrl-C, also while the stack is still starting, so everything started is stopped.
     signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
@@ -109,7 +112,8 @@ def _up(args: argparse.Namespace) -> int:
         print("Memmy local stack stopped", flush=True)
     except StackStartError as err:
         print(
-            f"{PROG} up: {err}; choose another with --port/--memos-port/--moto-port/--control-port (0 = any)",
+            f"{PROG} up: {err}; choose another with --port/--memos-port/--moto-port/--control-port/--idp-port"
+            " (0 = any)",
             file=sys.stderr,
         )
         return 1
@@ -154,6 +158,7 @@ def _print_ready(stack: LocalStack, data_dir: Path | None, desktop: DesktopServi
         f"  API:    {stack.api_url}",
         f"  MemOS:  {stack.memos_api_url}  (state: {stack.memos_url}/_emulator/state)",
         f"  moto:   {stack.moto_url}",
+        f"  IdP:    {stack.idp_url}  (dev sign-in; issuer {stack.issuer})",
         f"  control: {stack.control_url}  ({PROG} reconcile{data_option})",
         f"  data:   {data}",
     ]
@@ -180,7 +185,13 @@ def _print_ready(stack: LocalStack, data_dir: Path | None, desktop: DesktopServi
 
 def _token(args: argparse.Namespace) -> int:
     from memmy_local import tokens
+    from memmy_local.control import read_state
 
+    # The running stack's issuer (its identity provider's URL), else the default provider's.
+    try:
+        issuer = str(read_state(tokens.dev_home(args.data_dir))["issuer"])
+    except (OSError, ValueError, KeyError, TypeError):
+        issuer = tokens.DEFAULT_ISSUER
     token = tokens.issue_token(
         args.user,
         name=args.name,
@@ -188,6 +199,7 @@ def _token(args: argparse.Namespace) -> int:
         phone=args.phone,
         ttl_seconds=args.ttl,
         key_path=tokens.signing_key_path(args.data_dir),
+        issuer=issuer,
     )
     print(token)
     return 0
@@ -257,10 +269,23 @@ def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help=f"the control endpoint's port, for {PROG} reconcile (default 0 = any free port; printed at start)",
     )
     up.add_argument(
+        "--idp-port",
+        type=int,
+        default=8070,
+        help="the dev identity provider's port; its URL is the tokens' issuer (default 8070; 0 = any)",
+    )
+    up.add_argument(
+        "--access-token-ttl",
+        type=int,
+        default=3600,
+        metavar="SECONDS",
+        help="lifetime of the access tokens the dev identity provider issues (default 3600)",
+    )
+    up.add_argument(
         "--data-dir",
         type=Path,
         default=None,
-        help="keep DynamoDB items, MemOS state and the signing key here across restarts",
+        help="keep DynamoDB items, MemOS state, the signing key and sign-ins here across restarts",
     )
     up.add_argument(
         "--processing-delay", type=float, default=1.0, help="seconds a new MemOS file stays running"

@@ -5,6 +5,9 @@ the deployed key schema and indexes. Each resource type has one small provisione
 (``memmy_local.provision_storage``: table, secret, bucket; ``memmy_local.provision_workflow``: queue,
 functions, state machines); types that only matter on AWS are listed in ``SKIPPED_RESOURCE_TYPES``; any
 other type stops provisioning, so a resource added to the template is never silently missing locally.
+The template's Conditions are evaluated from the parameters first: a resource whose ``Condition`` is false
+is not created, whatever its type (the Cognito user pool, made only when JwtIssuer is empty: the local
+stack always passes its own issuer), and ``Fn::If`` picks its branch from the refs.
 
 Functions are not created (their handlers run in-process), but they get refs: ``!Ref`` is the function's
 name and ``!GetAtt X.Arn`` its ARN, so a state machine's ``DefinitionSubstitutions`` and environment
@@ -28,7 +31,14 @@ from .provision_workflow import (
     provision_state_machine,
 )
 from .stepfunctions import LOCAL_MAX_RETRY_DELAY_SECONDS
-from .template import parameter_defaults, referenced_logical_ids, resolve_intrinsics, template_path
+from .template import (
+    condition_refs,
+    is_active,
+    parameter_defaults,
+    referenced_logical_ids,
+    resolve_intrinsics,
+    template_path,
+)
 
 __all__ = [
     "LOCAL_ACCOUNT_ID",
@@ -143,6 +153,7 @@ def provision(
         **parameter_defaults(template),
         **(parameters or {}),
     }
+    refs.update(condition_refs(template, refs))
     ctx = ProvisionContext(
         region,
         endpoint_url,
@@ -152,7 +163,11 @@ def provision(
         template_dir=template_dir or template_path().parent,
         max_retry_delay_seconds=max_retry_delay_seconds,
     )
-    resources = template["Resources"]
+    resources = {
+        logical_id: resource
+        for logical_id, resource in template["Resources"].items()
+        if is_active(resource, refs)
+    }
     for logical_id in _creation_order(resources):
         resource = resources[logical_id]
         properties = _resolved_properties(resource, refs)

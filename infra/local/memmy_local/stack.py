@@ -6,7 +6,8 @@ local gateway. State machine executions run the real ASL in moto, their Lambda t
 handlers in-process (``memmy_local.stepfunctions``); moto's DynamoDB runs with ``memmy_local.dynamodb``'s
 patches (memory that does not grow with transactions, queries that read one partition); scheduled
 functions run on a timer (``StackConfig.schedule_interval``) and on demand (``run_scheduled``, the control endpoint behind
-``memmy-local reconcile``, ``memmy_local.control``). ``stop()`` undoes everything in reverse order, the
+``memmy-local reconcile``, ``memmy_local.control``); the dev identity provider (``memmy_local.identity_provider``)
+starts first, and its URL is the issuer unless ``StackConfig.issuer`` is set. ``stop()`` undoes everything in reverse order, the
 process environment included.
 
 Each start is a clean slate unless ``data_dir`` is given: then the emulator's SQLite file and the dev
@@ -68,6 +69,9 @@ class StackConfig:
     schedule_interval: float = 60.0
     # The control endpoint (memmy_local.control) on `host`; 0 = any free port, recorded in the dev home.
     control_port: int = 0
+    # The dev identity provider (memmy_local.identity_provider): its URL is the issuer unless `issuer` is set.
+    idp_port: int = 8070
+    access_token_ttl: int = 3600
     # State machine Lambda tasks: function name or logical id -> a callable used instead of the handler.
     task_overrides: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
 
@@ -91,6 +95,8 @@ class LocalStack:
         self._schedules: Any = None
         self._control: Any = None
         self._dispatcher: Any = None
+        self._idp: Any = None
+        self.issuer = ""
 
     # -- public view -----------------------------------------------------------------------------
 
@@ -117,6 +123,11 @@ class LocalStack:
     @property
     def data_dir(self) -> Path | None:
         return self.config.data_dir
+
+    @property
+    def idp_url(self) -> str:
+        """The dev identity provider's root URL (its issuer unless ``StackConfig.issuer`` is set)."""
+        return str(self._require(self._idp).url)
 
     @property
     def control_url(self) -> str:
@@ -160,8 +171,8 @@ class LocalStack:
         exit_stack, self._exit = self._exit, None
         if exit_stack is not None:
             exit_stack.close()
-        self._gateway = self._emulator = self._schedules = self._control = self._dispatcher = None
-        self._moto_url = ""
+        self._gateway = self._emulator = self._schedules = self._control = self._dispatcher = self._idp = None
+        self._moto_url = self.issuer = ""
 
     def __enter__(self) -> LocalStack:
         return self.start()
@@ -178,6 +189,7 @@ class LocalStack:
         from .control import ControlServer
         from .dynamodb import local_dynamodb
         from .gateway import Gateway, GatewayConfig
+        from .identity_provider import IdentityProvider
         from .provision import LOCAL_ACCOUNT_ID, provision
         from .runners import FunctionPool, ScheduleRunner, schedule_sources, start_sqs_runners
         from .stepfunctions import LambdaDispatcher, dispatching, states_all_as_on_aws
@@ -188,6 +200,7 @@ class LocalStack:
             ("MemOS", config.memos_port),
             ("moto", config.moto_port),
             ("control", config.control_port),
+            ("identity provider", config.idp_port),
         ):
             _ensure_port_free(config.host, port, what)
         if config.data_dir is not None:
@@ -195,9 +208,22 @@ class LocalStack:
         template_file = config.template_path or template_path()
         template = load_template(template_file)
         self.template = template
-        issuer = config.issuer or tokens.DEFAULT_ISSUER
         audience = config.audience or tokens.DEFAULT_AUDIENCE
         signing_key = tokens.load_signing_key(tokens.signing_key_path(config.data_dir))
+        # The sign-in provider first: its URL is the issuer the template's JwtIssuer and the gateway get.
+        idp = IdentityProvider(
+            signing_key,
+            host=config.host,
+            port=config.idp_port,
+            issuer=config.issuer,
+            audience=audience,
+            access_token_ttl=config.access_token_ttl,
+            state_dir=config.data_dir,
+        )
+        undo.callback(idp.stop)
+        idp.start()
+        self._idp = idp
+        issuer = self.issuer = idp.issuer
 
         undo.callback(restore_environment, set_environment(fake_aws_environment(config.region)))
         if not logging.getLogger("werkzeug").level:
@@ -320,7 +346,13 @@ class LocalStack:
             schedules.run, lambda: schedules.functions, host=config.host, port=config.control_port
         )
         undo.callback(control.stop)
-        control.start(tokens.dev_home(config.data_dir), api_url=gateway.url, moto_url=self._moto_url)
+        control.start(
+            tokens.dev_home(config.data_dir),
+            api_url=gateway.url,
+            moto_url=self._moto_url,
+            issuer=issuer,
+            idp_url=idp.url,
+        )
         self._control = control
 
 

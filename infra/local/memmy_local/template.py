@@ -4,10 +4,15 @@ The SAM template is the single description of the service: the local gateway tak
 functions' ``HttpApi`` events, provisioning creates the table and secret from their resources, and the
 handlers get the environment variables the template gives them. This module parses the template (with
 every CloudFormation short-form tag) and resolves the small set of intrinsics a local run needs.
+
+Conditions are evaluated from the parameters (``condition_refs``) and their values kept in ``refs`` under
+``Condition:<Name>``, so ``Fn::If`` picks its branch wherever refs are resolved, and provisioning skips a
+resource whose ``Condition`` is false (the local stack names its own issuer, so no Cognito pool).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Mapping
@@ -18,11 +23,14 @@ from typing import Any, Final
 import yaml
 
 __all__ = [
+    "CONDITION_REF_PREFIX",
     "TEMPLATE_PATH",
     "Route",
     "UnresolvableValueError",
+    "condition_refs",
     "function_environment",
     "http_routes",
+    "is_active",
     "load_template",
     "parameter_defaults",
     "referenced_logical_ids",
@@ -44,6 +52,8 @@ _PSEUDO_DEFAULTS: Final[Mapping[str, str]] = {
     "AWS::URLSuffix": "amazonaws.com",
 }
 _NO_VALUE: Final = "AWS::NoValue"
+CONDITION_REF_PREFIX: Final = "Condition:"
+"""Key prefix of a condition's value (``"true"``/``"false"``) in ``refs``; no logical id contains a colon."""
 # ``${Name}``, ``${Name.Attr}`` and the escaped literal ``${!Name}`` of Fn::Sub.
 _SUB_VARIABLE: Final = re.compile(r"\$\{([^}]*)\}")
 
@@ -201,15 +211,61 @@ def function_environment(
         **((_function_globals(template).get("Environment") or {}).get("Variables") or {}),
         **(((resource.get("Properties") or {}).get("Environment") or {}).get("Variables") or {}),
     }
+    refs = {**condition_refs(template, {**parameter_defaults(template), **refs}), **refs}
     environment: dict[str, str] = {}
     for name, value in variables.items():
-        if _is_no_value(value):
-            continue
         try:
-            environment[name] = _as_string(resolve_intrinsics(value, refs))
+            resolved = _resolve(value, refs)
+            if resolved is not _DROPPED:
+                environment[name] = _as_string(resolved)
         except UnresolvableValueError as error:
             raise UnresolvableValueError(f"{function} environment variable {name}: {error}") from None
     return environment
+
+
+# ------------------------------------------------------------------------------------------- conditions
+
+
+def condition_refs(template: Mapping[str, Any], refs: Mapping[str, str]) -> dict[str, str]:
+    """Each of the template's ``Conditions`` that ``refs`` can decide, as ``{"Condition:<Name>": "true"|"false"}``.
+
+    Supports ``Fn::Equals``, ``Fn::Not``, ``Fn::And``, ``Fn::Or`` and ``Condition``; a condition that
+    refers to a value ``refs`` lacks is left out (an ``Fn::If`` on it then cannot be resolved).
+    """
+    conditions: Mapping[str, Any] = template.get("Conditions") or {}
+
+    def truth(expression: Any) -> bool:
+        if isinstance(expression, Mapping) and len(expression) == 1:
+            ((function, argument),) = expression.items()
+            if function == "Condition" and argument in conditions:
+                return truth(conditions[argument])
+            if function == "Fn::Equals":
+                left, right = (_as_string(resolve_intrinsics(side, refs)) for side in argument)
+                return left == right
+            if function == "Fn::Not":
+                return not truth(argument[0])
+            if function in ("Fn::And", "Fn::Or"):
+                return (all if function == "Fn::And" else any)(truth(operand) for operand in argument)
+        raise UnresolvableValueError(f"{expression!r} is not a condition the local stack evaluates")
+
+    values: dict[str, str] = {}
+    for name, expression in conditions.items():
+        with contextlib.suppress(UnresolvableValueError):
+            values[CONDITION_REF_PREFIX + name] = _as_string(truth(expression))
+    return values
+
+
+def is_active(resource: Mapping[str, Any], refs: Mapping[str, str]) -> bool:
+    """Whether ``resource`` exists: it has no ``Condition``, or its condition is true in ``refs``."""
+    condition = resource.get("Condition")
+    return condition is None or _condition(condition, refs)
+
+
+def _condition(name: str, refs: Mapping[str, str]) -> bool:
+    try:
+        return refs[CONDITION_REF_PREFIX + name] == "true"
+    except KeyError:
+        raise UnresolvableValueError(f"no local value for condition {name!r}") from None
 
 
 # ------------------------------------------------------------------------------------------- intrinsics
@@ -253,23 +309,41 @@ def _substitute(text: str, variables: Mapping[str, str], refs: Mapping[str, str]
     return _SUB_VARIABLE.sub(replace, text)
 
 
+# What a ``{"Ref": "AWS::NoValue"}`` (written, or chosen by ``Fn::If``) resolves to: its key or item goes.
+_DROPPED: Final = object()
+
+
 def resolve_intrinsics(value: Any, refs: Mapping[str, str]) -> Any:
-    """``value`` with ``Ref``, ``Fn::Sub``, ``Fn::GetAtt`` and ``Fn::Join`` replaced by strings from ``refs``.
+    """``value`` with ``Ref``, ``Fn::Sub``, ``Fn::GetAtt``, ``Fn::Join`` and ``Fn::If`` resolved from ``refs``.
 
     Works on whole property trees: plain scalars stay as they are, and a ``{"Ref": "AWS::NoValue"}``
-    drops its key or list item. Any other intrinsic, or a name missing from ``refs``, raises
-    ``UnresolvableValueError``.
+    drops its key or list item. ``Fn::If`` reads its condition from ``refs`` (``condition_refs``). Any
+    other intrinsic, or a name missing from ``refs``, raises ``UnresolvableValueError``.
     """
+    resolved = _resolve(value, refs)
+    if resolved is _DROPPED:
+        raise UnresolvableValueError(f"{value!r} resolves to {_NO_VALUE}, which is no value")
+    return resolved
+
+
+def _resolve(value: Any, refs: Mapping[str, str]) -> Any:
     if isinstance(value, list):
-        resolved = (resolve_intrinsics(item, refs) for item in value if not _is_no_value(item))
-        return list(resolved)
+        return [item for item in (_resolve(item, refs) for item in value) if item is not _DROPPED]
     if not isinstance(value, Mapping):
         return value
     if not _is_intrinsic(value):
-        return {key: resolve_intrinsics(item, refs) for key, item in value.items() if not _is_no_value(item)}
+        resolved = {key: _resolve(item, refs) for key, item in value.items()}
+        return {key: item for key, item in resolved.items() if item is not _DROPPED}
     ((function, argument),) = value.items()
     if function == "Ref":
-        return _lookup(argument, refs)
+        return _DROPPED if argument == _NO_VALUE else _lookup(argument, refs)
+    if function == "Fn::If":
+        name, if_true, if_false = argument
+        try:
+            chosen = if_true if _condition(name, refs) else if_false
+        except UnresolvableValueError as error:
+            raise UnresolvableValueError(f"Fn::If: {error}") from None
+        return _resolve(chosen, refs)
     if function == "Fn::GetAtt":
         logical_id, attribute = argument.split(".", 1) if isinstance(argument, str) else argument
         return _lookup(f"{logical_id}.{attribute}", refs)
@@ -281,10 +355,6 @@ def resolve_intrinsics(value: Any, refs: Mapping[str, str]) -> Any:
         delimiter, items = argument
         return delimiter.join(_as_string(item) for item in resolve_intrinsics(items, refs))
     raise UnresolvableValueError(f"{function} is not resolved locally")
-
-
-def _is_no_value(value: Any) -> bool:
-    return isinstance(value, Mapping) and value == {"Ref": _NO_VALUE}
 
 
 def referenced_logical_ids(value: Any) -> set[str]:

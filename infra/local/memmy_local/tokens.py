@@ -22,7 +22,9 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-DEFAULT_ISSUER = "memmy-local"
+# The dev identity provider's root URL at its default port (memmy_local.identity_provider); `memmy-local token`
+# uses the running stack's issuer when one is recorded in the dev home.
+DEFAULT_ISSUER = "http://127.0.0.1:8070"
 DEFAULT_AUDIENCE = "memmy-kb"
 DEFAULT_TTL_SECONDS = 12 * 3600
 KEY_FILE_NAME = "dev-signing-key.pem"
@@ -128,14 +130,24 @@ def issue_token(
         "iat": now,
         "exp": now + ttl_seconds,
     }
+    claims |= profile_claims(name=name, email=email, phone=phone)
+    claims |= extra_claims or {}
+    return jwt.encode(claims, key, algorithm=ALGORITHM, headers={"kid": key_id(key)})
+
+
+def profile_claims(
+    *, name: str | None = None, email: str | None = None, phone: str | None = None
+) -> dict[str, Any]:
+    """The profile claims a login provider asserts, each given one as verified (the dev tokens' and the dev
+    identity provider's)."""
+    claims: dict[str, Any] = {}
     if name is not None:
         claims["name"] = name
     if email is not None:
         claims |= {"email": email, "email_verified": True}
     if phone is not None:
         claims |= {"phone_number": phone, "phone_number_verified": True}
-    claims |= extra_claims or {}
-    return jwt.encode(claims, key, algorithm=ALGORITHM, headers={"kid": key_id(key)})
+    return claims
 
 
 def verify_token(

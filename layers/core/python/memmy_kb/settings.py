@@ -48,11 +48,13 @@ class Settings:
     max_files_per_kb: int = 1000
     max_bytes_per_kb: int = 2 * 1024**3
     # Login (public, GET /login-configuration): the OpenID Connect issuer, the desktop's client id, the
-    # audience its access tokens must carry (the authorizer's) and the scopes it asks for.
+    # audience the authorizer requires, the scopes the desktop asks for and which of its tokens it sends
+    # ("access_token" or "id_token": the one that carries that audience and the verified profile claims).
     login_issuer: str = ""
     login_client_id: str = ""
     login_audience: str = ""
     login_scopes: tuple[str, ...] = ()
+    login_bearer_token: str = "access_token"  # noqa: S105 - the name of a token kind, not a secret
 
 
 @cache
@@ -87,6 +89,7 @@ def get_settings() -> Settings:
         login_client_id=env.get("LOGIN_CLIENT_ID", ""),
         login_audience=env.get("LOGIN_AUDIENCE", ""),
         login_scopes=tuple(env.get("LOGIN_SCOPES", "").split()),
+        login_bearer_token=env.get("LOGIN_BEARER_TOKEN", "").strip() or "access_token",
     )
 
 

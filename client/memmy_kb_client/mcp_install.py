@@ -1,0 +1,379 @@
+"""``memmy-kb hook install claude-code|codex|gemini --mcp [--project DIR] [--uninstall]``.
+
+Registers ``memmy-kb mcp`` (``mcp_server``) as the stdio MCP server ``memmy-kb`` in the agent's own MCP
+configuration, or takes it out, keeping everything else as it was:
+
+* Claude Code: ``~/.claude.json`` (``$CLAUDE_CONFIG_DIR/.claude.json`` when that is set; user scope) or
+  ``DIR/.mcp.json`` (project scope), ``mcpServers.memmy-kb = {type: stdio, command, args, env}``;
+* Codex CLI: ``$CODEX_HOME/config.toml`` (default ``~/.codex``) or ``DIR/.codex/config.toml`` (read in a
+  trusted project only), the table ``[mcp_servers.memmy-kb]`` with ``command``, ``args`` and ``env``;
+* Gemini CLI: ``~/.gemini/settings.json`` or ``DIR/.gemini/settings.json``,
+  ``mcpServers.memmy-kb = {command, args, env?}``.
+
+The JSON files go through ``hook_install``'s machinery (read, write back in the style they were read in,
+refuse what is not plain JSON, atomic write keeping the mode); ``config.toml`` through ``tomlkit``, which
+keeps its comments and layout. A new table is appended at the end of the file and an uninstall cuts it out
+again, so an install and an uninstall leave the file byte-identical; every edit is checked by parsing the
+result. Installing again changes nothing, or updates our entry in place (a moved installation, another
+``MEMMY_KB_HOME``), keeping keys the person added to it. The command is this installation's ``memmy-kb``
+with the argument ``mcp``; ``MEMMY_KB_HOME`` goes into ``env`` when it is not the default home.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memmy_kb_client.desktop.paths import HOME_ENV
+from memmy_kb_client.hook_install import (
+    Change,
+    JsonStyle,
+    SettingsError,
+    installed_home,
+    load_settings,
+    program_argv,
+    write_settings,
+)
+
+SERVER_NAME = "memmy-kb"
+
+
+def _claude_json() -> Path:
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(configured) / ".claude.json" if configured else Path.home() / ".claude.json"
+
+
+def _codex_home() -> Path:
+    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+
+
+@dataclass(frozen=True)
+class McpTarget:
+    agent: str
+    user_file: Callable[[], Path]
+    project_file: Callable[[Path], Path]
+    toml: bool
+    # Claude Code writes ``"type": "stdio"`` and an ``env`` object even when it is empty (as `claude mcp
+    # add` does); the others take neither.
+    claude_shape: bool
+
+
+TARGETS: dict[str, McpTarget] = {
+    "claude-code": McpTarget(
+        "claude-code", _claude_json, lambda project: project / ".mcp.json", toml=False, claude_shape=True
+    ),
+    "codex": McpTarget(
+        "codex",
+        lambda: _codex_home() / "config.toml",
+        lambda project: project / ".codex" / "config.toml",
+        toml=True,
+        claude_shape=False,
+    ),
+    "gemini": McpTarget(
+        "gemini",
+        lambda: Path.home() / ".gemini" / "settings.json",
+        lambda project: project / ".gemini" / "settings.json",
+        toml=False,
+        claude_shape=False,
+    ),
+}
+
+
+def server_entry(agent: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Our server as ``agent`` registers it: this ``memmy-kb`` with ``mcp``, and the state directory."""
+    words = program_argv()
+    home = installed_home(os.environ if env is None else env)
+    entry: dict[str, Any] = {"command": words[0], "args": [*words[1:], "mcp"]}
+    if TARGETS[agent].claude_shape:
+        entry = {"type": "stdio", **entry, "env": {}}
+    if home is not None:
+        entry["env"] = {HOME_ENV: home}
+    return entry
+
+
+def _updated(existing: Any, fresh: Mapping[str, Any]) -> dict[str, Any]:
+    """``existing`` (our entry as found) with ``fresh``'s values: keys the person added are kept, and so
+    are their own ``env`` variables; only ``MEMMY_KB_HOME`` in it is ours."""
+    entry = dict(existing) if isinstance(existing, Mapping) else {}
+    theirs = entry.get("env")
+    kept = (
+        {key: value for key, value in theirs.items() if key != HOME_ENV}
+        if isinstance(theirs, Mapping)
+        else {}
+    )
+    env = kept | dict(fresh.get("env", {}))
+    entry.update({key: value for key, value in fresh.items() if key != "env"})
+    if env or "env" in fresh:
+        entry["env"] = env
+    else:
+        entry.pop("env", None)
+    return entry
+
+
+# -- JSON: Claude Code and Gemini CLI -------------------------------------------------------------------
+
+
+def _servers_of(data: Any, path: Path, create: bool) -> dict[str, Any] | None:
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path} does not hold a JSON object; it was left as it is")
+    servers = data.get("mcpServers")
+    if servers is None and create:
+        servers = data["mcpServers"] = {}
+    if servers is not None and not isinstance(servers, dict):
+        raise SettingsError(f'"mcpServers" in {path} is not an object; it was left as it is')
+    return servers
+
+
+def merged_json(text: str | None, fresh: Mapping[str, Any], path: Path) -> str:
+    data = load_settings(text, path)
+    servers = _servers_of(data, path, create=True)
+    assert servers is not None
+    servers[SERVER_NAME] = _updated(servers.get(SERVER_NAME), fresh)
+    if text is not None and load_settings(text, path) == data:
+        return text
+    return JsonStyle.of(text).dump(data)
+
+
+def without_json(text: str | None, path: Path) -> str | None:
+    if text is None:
+        return None
+    data = load_settings(text, path)
+    servers = _servers_of(data, path, create=False)
+    if servers is None or SERVER_NAME not in servers:
+        return text
+    del servers[SERVER_NAME]
+    if not servers:
+        del data["mcpServers"]
+    return JsonStyle.of(text).dump(data)
+
+
+# -- TOML: Codex CLI -------------------------------------------------------------------------------------
+
+_OUR_HEADER = re.compile(
+    r'^[ \t]*\[[ \t]*mcp_servers[ \t]*\.[ \t]*(?:memmy-kb|"memmy-kb"|\'memmy-kb\')[ \t]*\]'
+)
+_ANY_HEADER = re.compile(r"^[ \t]*\[")
+
+
+def _parse_toml(text: str, path: Path) -> Any:
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        return tomlkit.parse(text)
+    except TOMLKitError as err:
+        raise SettingsError(f"{path} is not valid TOML ({err}); it was left as it is") from err
+
+
+def _plain(text: str, path: Path) -> dict[str, Any]:
+    value: dict[str, Any] = _parse_toml(text, path).unwrap()
+    return value
+
+
+def _toml_servers(doc: Any, path: Path) -> Any:
+    servers = doc.get("mcp_servers")
+    if servers is not None and not isinstance(servers, dict):
+        raise SettingsError(f"mcp_servers in {path} is not a table; it was left as it is")
+    return servers
+
+
+def _expected(before: dict[str, Any], entry: dict[str, Any] | None) -> dict[str, Any]:
+    """``before`` with our server set to ``entry`` (or taken out, and an emptied ``mcp_servers`` too)."""
+    after = dict(before)
+    servers = dict(after.get("mcp_servers") or {})
+    if entry is None:
+        servers.pop(SERVER_NAME, None)
+    else:
+        servers[SERVER_NAME] = entry
+    if servers:
+        after["mcp_servers"] = servers
+    else:
+        after.pop("mcp_servers", None)
+    return after
+
+
+def _checked(candidate: str, expected: dict[str, Any], path: Path) -> str | None:
+    try:
+        return candidate if _plain(candidate, path) == expected else None
+    except SettingsError:
+        return None
+
+
+def merged_toml(text: str | None, fresh: Mapping[str, Any], path: Path) -> str:
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+    from tomlkit.items import Table
+
+    source = text or ""
+    doc = _parse_toml(source, path)
+    servers = _toml_servers(doc, path)
+    current = servers.get(SERVER_NAME) if servers is not None else None
+    entry = _updated(current.unwrap() if current is not None else None, fresh)
+    expected = _expected(doc.unwrap(), entry)
+    if doc.unwrap() == expected:
+        return source if text is not None else tomlkit.dumps(doc)
+    if current is None:
+        # A new table at the end of the file (a blank line before it), so an uninstall can cut it out.
+        block = tomlkit.dumps({"mcp_servers": {SERVER_NAME: _toml_entry(entry)}})
+        lead = "" if not source.strip() else ("\n" if source.endswith("\n") else "\n\n")
+        appended = _checked(source + lead + block, expected, path)
+        if appended is not None:
+            return appended
+    try:
+        if servers is None:
+            servers = tomlkit.table(is_super_table=True)
+            doc.append("mcp_servers", servers)
+        if current is None:
+            servers.append(SERVER_NAME, _toml_entry(entry, inline=not isinstance(servers, Table)))
+        else:
+            for key, value in entry.items():
+                if key not in current or current[key].unwrap() != value:
+                    current[key] = _toml_entry(value, inline=True) if key == "env" else value
+            for key in [key for key in current if key not in entry]:
+                del current[key]
+        edited: str | None = _checked(tomlkit.dumps(doc), expected, path)
+    except (ValueError, TypeError, KeyError, TOMLKitError):
+        edited = None
+    if edited is None:
+        raise SettingsError(
+            f"could not add [mcp_servers.{SERVER_NAME}] to {path} safely; it was left as it is"
+        )
+    return edited
+
+
+def _toml_entry(value: Mapping[str, Any], *, inline: bool = False) -> Any:
+    """Our entry as a table (or an inline one, inside an inline ``mcp_servers``), its ``env`` always an
+    inline table (``env = {MEMMY_KB_HOME = "..."}``)."""
+    import tomlkit
+
+    table = tomlkit.inline_table() if inline else tomlkit.table()
+    for key, item in value.items():
+        table[key] = _toml_entry(item, inline=True) if isinstance(item, Mapping) else item
+    return table
+
+
+def without_toml(text: str | None, path: Path) -> str | None:
+    if text is None:
+        return None
+    doc = _parse_toml(text, path)
+    servers = _toml_servers(doc, path)
+    if servers is None or SERVER_NAME not in servers:
+        return text
+    expected = _expected(doc.unwrap(), None)
+    cut = _checked(_cut_block(text), expected, path)
+    if cut is not None:
+        return cut
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        del servers[SERVER_NAME]
+        if not servers:
+            del doc["mcp_servers"]
+        edited: str | None = _checked(tomlkit.dumps(doc), expected, path)
+    except (ValueError, TypeError, KeyError, TOMLKitError):
+        edited = None
+    if edited is None:
+        raise SettingsError(
+            f"could not remove [mcp_servers.{SERVER_NAME}] from {path} safely; it was left as it is"
+        )
+    return edited
+
+
+def _cut_block(text: str) -> str:
+    """``text`` without the lines from our table's header to the next header (or the end), and the blank
+    line an install put before it."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if _OUR_HEADER.match(line)), None)
+    if start is None:
+        return text
+    end = next((i for i in range(start + 1, len(lines)) if _ANY_HEADER.match(lines[i])), len(lines))
+    block_end = end
+    while block_end > start + 1 and not lines[block_end - 1].strip():
+        block_end -= 1  # blank lines after our table belong to what follows
+    if start > 0 and not lines[start - 1].strip():
+        start -= 1
+    elif start == 0:
+        while block_end < len(lines) and not lines[block_end].strip():
+            block_end += 1  # nothing before it: neither a blank line after it
+    return "".join(lines[:start] + lines[block_end:])
+
+
+# -- Both -----------------------------------------------------------------------------------------------
+
+
+def config_path(agent: str, project: Path | None) -> Path:
+    target = TARGETS[agent]
+    path = target.project_file(project.absolute()) if project is not None else target.user_file()
+    # A configuration kept elsewhere behind a symlink (dotfile managers) is edited where it lives.
+    return path.resolve() if path.is_symlink() else path
+
+
+def apply(
+    agent: str,
+    *,
+    project: Path | None = None,
+    uninstall: bool = False,
+    entry: Mapping[str, Any] | None = None,
+) -> Change:
+    """Register (or unregister) our MCP server in ``agent``'s configuration; the change made."""
+    target = TARGETS[agent]
+    path = config_path(agent, project)
+    before = path.read_text(encoding="utf-8") if path.exists() else None
+    fresh = dict(entry) if entry is not None else server_entry(agent)
+    if uninstall:
+        after = without_toml(before, path) if target.toml else without_json(before, path)
+    else:
+        after = merged_toml(before, fresh, path) if target.toml else merged_json(before, fresh, path)
+    change = Change(path, before, after)
+    if change.changed and after is not None:
+        write_settings(path, after)
+    return change
+
+
+def registered(agent: str, project: Path | None = None) -> tuple[Path, bool]:
+    """``agent``'s MCP configuration file and whether our server is in it (``hook status``)."""
+    import json
+    import tomllib
+
+    path = config_path(agent, project)
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text) if TARGETS[agent].toml else json.loads(text)
+    except (OSError, ValueError):
+        return path, False
+    servers = (
+        data.get("mcp_servers" if TARGETS[agent].toml else "mcpServers") if isinstance(data, dict) else None
+    )
+    return path, isinstance(servers, dict) and SERVER_NAME in servers
+
+
+def agent_steps(agent: str, project: Path | None) -> list[str]:
+    """What the person does next in ``agent`` for it to start the server."""
+    if agent == "claude-code":
+        steps = [
+            "Claude Code starts MCP servers when a session starts: start a new one; `/mcp` lists memmy-kb."
+        ]
+        if project is not None:
+            steps.append(
+                "Claude Code asks before it uses a server from a project's .mcp.json: approve memmy-kb. "
+                "The file names this machine's memmy-kb path; keep it out of version control if others share it."
+            )
+        return steps
+    if agent == "codex":
+        steps = ["Codex starts MCP servers with each session: start a new one; `/mcp` lists memmy-kb."]
+        if project is not None:
+            steps.append("Codex reads a project's .codex/config.toml only once you have trusted the project.")
+        return steps
+    return [
+        "Gemini CLI starts MCP servers when it starts: restart it; `/mcp` lists memmy-kb.",
+        *(
+            [f"Gemini CLI reads {project.absolute()}/.gemini/settings.json only in a trusted folder."]
+            if project is not None
+            else []
+        ),
+    ]

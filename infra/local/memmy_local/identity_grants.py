@@ -1,0 +1,225 @@
+"""The dev identity provider's Authlib parts: grants, endpoints and the ID token
+(``memmy_local.identity_provider`` registers them).
+
+Each reaches the provider as ``server.idp`` (its state, key, issuer, audience and token lifetime). The
+client is public (``none`` client authentication everywhere); PKCE S256 is required at the authorization
+request already; a code and a device code are taken when presented (single use); a refresh token is
+rotated away when presented, and presenting it again revokes every rotation of it (``identity_state``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from authlib.oauth2.rfc6749 import InvalidGrantError, InvalidRequestError, grants
+from authlib.oauth2.rfc6750 import BearerTokenValidator
+from authlib.oauth2.rfc7009 import RevocationEndpoint
+from authlib.oauth2.rfc7636 import CodeChallenge
+from authlib.oauth2.rfc8628 import DeviceAuthorizationEndpoint, DeviceCodeGrant
+from authlib.oidc.core import OpenIDCode, OpenIDToken, UserInfo, UserInfoEndpoint
+from joserfc.jwk import RSAKey
+
+from .identity_state import (
+    CLIENT_ID,
+    CODE_TTL_SECONDS,
+    DEVICE_TTL_SECONDS,
+    AuthorizationCode,
+    Identity,
+    PublicClient,
+)
+from .tokens import ALGORITHM, TokenError, verify_token
+
+if TYPE_CHECKING:
+    from .identity_provider import IdentityProvider
+
+DEVICE_POLL_INTERVAL = 5
+
+
+class S256Required(CodeChallenge):  # type: ignore[misc]
+    """PKCE is required at the authorization request already, and only S256."""
+
+    SUPPORTED_CODE_CHALLENGE_METHOD = ["S256"]  # noqa: RUF012 - Authlib's class attribute
+    DEFAULT_CODE_CHALLENGE_METHOD = "S256"
+
+    def validate_code_challenge(self, grant: Any, redirect_uri: str) -> None:
+        data = grant.request.payload.data
+        if not data.get("code_challenge"):
+            raise InvalidRequestError("Missing 'code_challenge': PKCE (S256) is required.")
+        if data.get("code_challenge_method") != "S256":
+            raise InvalidRequestError("'code_challenge_method' must be S256.")
+        super().validate_code_challenge(grant, redirect_uri)
+
+
+class IdToken(OpenIDToken):  # type: ignore[misc]
+    """The ID token: signed with the stack's key, for the client id, with ``auth_time`` and the profile."""
+
+    def __init__(self, idp: IdentityProvider) -> None:
+        self.idp = idp
+
+    def resolve_client_private_key(self, client: Any) -> RSAKey:
+        return self.idp.jwk
+
+    def get_client_algorithm(self, client: Any) -> str:
+        return ALGORITHM
+
+    def get_encode_header(self, client: Any) -> dict[str, str]:
+        return {"alg": ALGORITHM, "kid": self.idp.kid}
+
+    def get_client_claims(self, client: Any) -> dict[str, Any]:
+        now = int(self.idp.state.clock())
+        return {"iss": self.idp.issuer, "aud": client.get_client_id(), "iat": now, "exp": now + self.idp.ttl}
+
+    def get_compatible_claims(self, request: Any) -> dict[str, Any]:
+        claims: dict[str, Any] = super().get_compatible_claims(request)
+        claims["auth_time"] = request.user.auth_time
+        return claims
+
+    def generate_user_info(self, user: Identity, scope: str) -> UserInfo:
+        return UserInfo(user.claims(scope))
+
+
+class CodeIdToken(IdToken, OpenIDCode):  # type: ignore[misc]
+    def __init__(self, idp: IdentityProvider) -> None:
+        IdToken.__init__(self, idp)
+        OpenIDCode.__init__(self, require_nonce=False)
+
+    def exists_nonce(self, nonce: str, request: Any) -> bool:
+        return False  # each code is single use; the client checks the nonce it sent
+
+
+class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
+    TOKEN_ENDPOINT_AUTH_METHODS = ["none"]  # noqa: RUF012
+
+    def save_authorization_code(self, code: str, request: Any) -> None:
+        data, idp = request.payload.data, self.server.idp
+        idp.state.add_code(
+            AuthorizationCode(
+                code=code,
+                client_id=request.client.get_client_id(),
+                redirect_uri=request.payload.redirect_uri,
+                scope=request.scope,
+                identity=request.user,
+                expires_at=idp.state.clock() + CODE_TTL_SECONDS,
+                nonce=data.get("nonce"),
+                code_challenge=data.get("code_challenge"),
+                code_challenge_method=data.get("code_challenge_method"),
+            )
+        )
+
+    def query_authorization_code(self, code: str, client: Any) -> AuthorizationCode | None:
+        return self.server.idp.state.take_code(code, client.get_client_id())  # type: ignore[no-any-return]
+
+    def delete_authorization_code(self, authorization_code: AuthorizationCode) -> None:
+        pass  # taken (gone) when it was presented
+
+    def authenticate_user(self, authorization_code: AuthorizationCode) -> Identity:
+        return authorization_code.identity
+
+
+class RefreshGrant(grants.RefreshTokenGrant):  # type: ignore[misc]
+    TOKEN_ENDPOINT_AUTH_METHODS = ["none"]  # noqa: RUF012
+    INCLUDE_NEW_REFRESH_TOKEN = True
+
+    def authenticate_refresh_token(self, refresh_token: str) -> Any:
+        return self.server.idp.state.claim_refresh(refresh_token)
+
+    def authenticate_user(self, refresh_token: Any) -> Identity:
+        return refresh_token.identity  # type: ignore[no-any-return]
+
+    def revoke_old_credential(self, refresh_token: Any) -> None:
+        pass  # rotated away when it was presented (claim_refresh)
+
+
+class DeviceGrant(DeviceCodeGrant):  # type: ignore[misc]
+    TOKEN_ENDPOINT_AUTH_METHODS = ["none"]  # noqa: RUF012
+
+    def query_device_credential(self, device_code: str) -> Any:
+        credential = self.server.idp.state.device(device_code)
+        if credential is None:
+            raise InvalidGrantError("Unknown or used 'device_code'.")
+        return credential
+
+    def query_user_grant(self, user_code: str) -> tuple[Identity, bool] | None:
+        identity = self.server.idp.state.approved_identity(user_code)
+        return (identity, True) if identity is not None else None
+
+    def should_slow_down(self, credential: Any) -> bool:
+        return False
+
+    def create_token_response(self) -> Any:
+        if not self.server.idp.state.drop_device(self.request.credential.device_code):
+            raise InvalidGrantError("Unknown or used 'device_code'.")  # a concurrent poll took it
+        return super().create_token_response()
+
+
+class DeviceEndpoint(DeviceAuthorizationEndpoint):  # type: ignore[misc]
+    CLIENT_AUTH_METHODS = ["none"]  # noqa: RUF012
+    EXPIRES_IN = DEVICE_TTL_SECONDS
+    INTERVAL = DEVICE_POLL_INTERVAL
+
+    def get_verification_uri(self) -> str:
+        return f"{self.server.idp.url}/device"
+
+    def save_device_credential(self, client_id: str, scope: str | None, data: dict[str, Any]) -> None:
+        self.server.idp.state.add_device(client_id, PublicClient(client_id).get_allowed_scope(scope), data)
+
+
+class Revocation(RevocationEndpoint):  # type: ignore[misc]
+    CLIENT_AUTH_METHODS = ["none"]  # noqa: RUF012
+
+    def query_token(self, token_string: str, token_type_hint: str | None) -> Any:
+        # Access tokens are JWTs that live out their lifetime: revoking one is a no-op (RFC 7009 allows it).
+        if token_type_hint == "access_token":  # noqa: S105 - a hint's name
+            return None
+        return self.server.idp.state.find_refresh(token_string)
+
+    def revoke_token(self, token: Any, request: Any) -> None:
+        self.server.idp.state.revoke_family(token.family)
+
+
+class VerifiedAccessToken:
+    """A verified access token, as Authlib's resource protector wants it (for /userinfo)."""
+
+    def __init__(self, claims: dict[str, Any]) -> None:
+        self.claims = claims
+        self.scope = str(claims.get("scope", ""))
+
+    def is_expired(self) -> bool:
+        return False  # verify_token checked exp
+
+    def is_revoked(self) -> bool:
+        return False
+
+    def get_scope(self) -> str:
+        return self.scope
+
+    def get_client(self) -> PublicClient:
+        return PublicClient(str(self.claims.get("client_id", CLIENT_ID)))
+
+    def get_user(self) -> Identity:
+        c = self.claims
+        return Identity(c["sub"], c.get("name"), c.get("email"), c.get("phone_number"))
+
+
+class AccessTokenValidator(BearerTokenValidator):  # type: ignore[misc]
+    def __init__(self, idp: IdentityProvider) -> None:
+        super().__init__()
+        self.idp = idp
+
+    def authenticate_token(self, token_string: str) -> VerifiedAccessToken | None:
+        idp = self.idp
+        try:
+            claims = verify_token(
+                token_string, key=idp.key, issuer=idp.issuer, audience=idp.audience, clock=idp.state.clock
+            )
+        except TokenError:
+            return None
+        return VerifiedAccessToken(claims)
+
+
+class UserInfoRoute(UserInfoEndpoint):  # type: ignore[misc]
+    def generate_user_info(self, user: Identity, scope: str) -> UserInfo:
+        return UserInfo(user.claims(scope))
+
+    def get_issuer(self) -> str:
+        return str(self.server.idp.issuer)

@@ -1,0 +1,330 @@
+"""What the dev identity provider remembers: the client, signed-in identities, authorization codes, refresh
+tokens (with their rotations) and device requests.
+
+Everything lives in memory behind one lock. Refresh tokens are kept by their SHA-256 (never the token
+itself) and, with a ``path``, written there (0600) after every change, so a desktop login survives a
+restart of the stack. Codes and device requests are never written: a restart forgets them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from authlib.oauth2.rfc6749 import ClientMixin, scope_to_list
+from authlib.oauth2.rfc8628 import DeviceCredentialMixin
+from authlib.oidc.core import AuthorizationCodeMixin
+
+from .tokens import profile_claims
+
+CLIENT_ID = "memmy-desktop"
+SCOPES = ("openid", "profile", "email", "phone", "offline_access")
+DEVICE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
+GRANT_TYPES = ("authorization_code", "refresh_token", DEVICE_GRANT_TYPE)
+CODE_TTL_SECONDS = 60
+DEVICE_TTL_SECONDS = 600
+REFRESH_TTL_SECONDS = 30 * 24 * 3600
+# RFC 8252 loopback redirect: any port, path /callback, nothing else (no query, no fragment).
+LOOPBACK_CALLBACK = re.compile(r"http://127\.0\.0\.1:([1-9][0-9]{0,4})/callback")
+_FORMAT_VERSION = 1
+
+Clock = Callable[[], float]
+
+
+def is_loopback_callback(uri: str | None) -> bool:
+    """``http://127.0.0.1:<port>/callback`` exactly, with a port in 1..65535."""
+    found = LOOPBACK_CALLBACK.fullmatch(uri or "")
+    return found is not None and int(found.group(1)) <= 65535
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who signed in, as typed on the sign-in form, and when."""
+
+    user_id: str
+    name: str | None = None
+    email: str | None = None
+    phone: str | None = None
+    auth_time: int = 0
+
+    def claims(self, scope: str | None = None) -> dict[str, Any]:
+        """``sub`` plus the verified profile claims; with ``scope``, only those its scopes name."""
+        scopes = set(scope_to_list(scope)) if scope is not None else {"profile", "email", "phone"}
+        return {"sub": self.user_id} | profile_claims(
+            name=self.name if "profile" in scopes else None,
+            email=self.email if "email" in scopes else None,
+            phone=self.phone if "phone" in scopes else None,
+        )
+
+
+class PublicClient(ClientMixin):  # type: ignore[misc]
+    """The desktop (``memmy-desktop``): public, PKCE, loopback redirect URIs only."""
+
+    client_metadata: dict[str, Any] = {}  # noqa: RUF012 - read by Authlib's userinfo endpoint
+
+    def __init__(self, client_id: str = CLIENT_ID) -> None:
+        self.client_id = client_id
+
+    def get_client_id(self) -> str:
+        return self.client_id
+
+    def get_default_redirect_uri(self) -> None:
+        return None  # the request must name its loopback callback
+
+    def get_allowed_scope(self, scope: str | None) -> str:
+        if not scope:
+            return "openid"
+        return " ".join(s for s in scope_to_list(scope) if s in SCOPES)
+
+    def check_redirect_uri(self, redirect_uri: str) -> bool:
+        return is_loopback_callback(redirect_uri)
+
+    def check_client_secret(self, client_secret: str) -> bool:
+        return False
+
+    def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
+        return method == "none"
+
+    def check_response_type(self, response_type: str) -> bool:
+        return response_type == "code"
+
+    def check_grant_type(self, grant_type: str) -> bool:
+        return grant_type in GRANT_TYPES
+
+
+@dataclass
+class AuthorizationCode(AuthorizationCodeMixin):  # type: ignore[misc]
+    code: str
+    client_id: str
+    redirect_uri: str
+    scope: str
+    identity: Identity
+    expires_at: float
+    nonce: str | None = None
+    code_challenge: str | None = None
+    code_challenge_method: str | None = None
+
+    def get_redirect_uri(self) -> str:
+        return self.redirect_uri
+
+    def get_scope(self) -> str:
+        return self.scope
+
+    def get_nonce(self) -> str | None:
+        return self.nonce
+
+    def get_auth_time(self) -> int:
+        return self.identity.auth_time
+
+
+@dataclass
+class RefreshRecord:
+    """One refresh token (by hash). ``family`` ties a token to every rotation of it."""
+
+    token_hash: str
+    family: str
+    client_id: str
+    scope: str
+    identity: Identity
+    issued_at: float
+    state: str = "active"  # active | rotated | revoked
+
+    def check_client(self, client: ClientMixin) -> bool:
+        return bool(client.get_client_id() == self.client_id)
+
+    def get_scope(self) -> str:
+        return self.scope
+
+
+@dataclass
+class DeviceRequest(DeviceCredentialMixin):  # type: ignore[misc]
+    device_code: str
+    user_code: str
+    client_id: str
+    scope: str
+    expires_at: float
+    clock: Clock = field(repr=False, default=time.time)
+    identity: Identity | None = None
+
+    def get_client_id(self) -> str:
+        return self.client_id
+
+    def get_scope(self) -> str:
+        return self.scope
+
+    def get_user_code(self) -> str:
+        return self.user_code
+
+    def is_expired(self) -> bool:
+        return self.clock() >= self.expires_at
+
+
+def normalize_user_code(text: str) -> str:
+    """``bcdf-ghjk``, ``BCDFGHJK`` and ``BCDF GHJK`` all name ``BCDF-GHJK``."""
+    letters = re.sub(r"[^A-Z]", "", text.upper())
+    return f"{letters[:4]}-{letters[4:]}" if len(letters) == 8 else letters
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class IdentityState:
+    """Codes, refresh tokens and device requests; thread-safe. ``path``: where refresh tokens are kept."""
+
+    def __init__(self, *, path: Path | None = None, clock: Clock = time.time) -> None:
+        self.clock = clock
+        self._path = path
+        self._lock = threading.Lock()
+        self._codes: dict[str, AuthorizationCode] = {}
+        self._refresh: dict[str, RefreshRecord] = {}
+        self._devices: dict[str, DeviceRequest] = {}
+        if path is not None and path.exists():
+            self._refresh = _load(path)
+
+    # -- authorization codes (single use, CODE_TTL_SECONDS) -------------------------------------
+
+    def add_code(self, record: AuthorizationCode) -> None:
+        with self._lock:
+            now = self.clock()
+            self._codes = {k: v for k, v in self._codes.items() if v.expires_at > now}
+            self._codes[record.code] = record
+
+    def take_code(self, code: str, client_id: str) -> AuthorizationCode | None:
+        """The code's record, removed: a second presentation finds nothing."""
+        with self._lock:
+            record = self._codes.pop(code, None)
+        if record is None or record.client_id != client_id or record.expires_at <= self.clock():
+            return None
+        return record
+
+    # -- refresh tokens (rotated on each use, revocable by family) ------------------------------
+
+    def add_refresh(
+        self, token: str, *, client_id: str, scope: str, identity: Identity, family: str | None = None
+    ) -> None:
+        record = RefreshRecord(
+            token_hash=_hash(token),
+            family=family or secrets.token_hex(16),
+            client_id=client_id,
+            scope=scope,
+            identity=identity,
+            issued_at=self.clock(),
+        )
+        with self._lock:
+            self._refresh[record.token_hash] = record
+            self._save()
+
+    def claim_refresh(self, token: str) -> RefreshRecord | None:
+        """The active record of ``token``, marked rotated at once (one use). A rotated-away token
+        presented again revokes its whole family (it has leaked); revoked and expired ones find nothing."""
+        with self._lock:
+            record = self._refresh.get(_hash(token))
+            if record is None or record.issued_at + REFRESH_TTL_SECONDS <= self.clock():
+                return None
+            if record.state == "rotated":
+                self._revoke_family(record.family)
+            if record.state != "active":
+                self._save()
+                return None
+            record.state = "rotated"
+            self._save()
+            return replace(record)
+
+    def find_refresh(self, token: str) -> RefreshRecord | None:
+        with self._lock:
+            record = self._refresh.get(_hash(token))
+            return replace(record) if record is not None else None
+
+    def revoke_family(self, family: str) -> None:
+        with self._lock:
+            self._revoke_family(family)
+            self._save()
+
+    def _revoke_family(self, family: str) -> None:
+        for record in self._refresh.values():
+            if record.family == family:
+                record.state = "revoked"
+
+    def _save(self) -> None:
+        if self._path is None:
+            return
+        horizon = self.clock() - REFRESH_TTL_SECONDS
+        self._refresh = {k: v for k, v in self._refresh.items() if v.issued_at > horizon}
+        records = [asdict(record) for record in self._refresh.values()]
+        body = json.dumps({"version": _FORMAT_VERSION, "refresh_tokens": records})
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self._path.with_name(f".{self._path.name}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(body)
+        tmp.replace(self._path)
+
+    # -- device requests (RFC 8628) -------------------------------------------------------------
+
+    def add_device(self, client_id: str, scope: str, data: dict[str, Any]) -> None:
+        record = DeviceRequest(
+            device_code=data["device_code"],
+            user_code=data["user_code"],
+            client_id=client_id,
+            scope=scope,
+            expires_at=self.clock() + int(data["expires_in"]),
+            clock=self.clock,
+        )
+        with self._lock:
+            # Expired requests stay a while, so that polling them answers expired_token.
+            horizon = self.clock() - DEVICE_TTL_SECONDS
+            self._devices = {k: v for k, v in self._devices.items() if v.expires_at > horizon}
+            self._devices[record.device_code] = record
+
+    def device(self, device_code: str) -> DeviceRequest | None:
+        with self._lock:
+            return self._devices.get(device_code)
+
+    def pending_device(self, user_code: str) -> DeviceRequest | None:
+        """The unexpired, not yet approved request whose user code is ``user_code`` (any spelling)."""
+        wanted = normalize_user_code(user_code)
+        with self._lock:
+            for record in self._devices.values():
+                if record.user_code == wanted and record.identity is None and not record.is_expired():
+                    return record
+        return None
+
+    def approve_device(self, user_code: str, identity: Identity) -> bool:
+        with self._lock:
+            record = next((r for r in self._devices.values() if r.user_code == user_code), None)
+            if record is None or record.identity is not None or record.is_expired():
+                return False
+            record.identity = identity
+            return True
+
+    def approved_identity(self, user_code: str) -> Identity | None:
+        with self._lock:
+            record = next((r for r in self._devices.values() if r.user_code == user_code), None)
+            return record.identity if record is not None else None
+
+    def drop_device(self, device_code: str) -> bool:
+        """Forget the request (its token was issued); False when it was already gone."""
+        with self._lock:
+            return self._devices.pop(device_code, None) is not None
+
+
+def _load(path: Path) -> dict[str, RefreshRecord]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        records = [
+            RefreshRecord(**{**item, "identity": Identity(**item["identity"])})
+            for item in data.get("refresh_tokens", [])
+        ]
+    except (OSError, ValueError, TypeError, KeyError):
+        return {}  # an unreadable file: every desktop signs in again
+    return {record.token_hash: record for record in records}

@@ -1,0 +1,314 @@
+"""``memmy-kb mcp`` spawned as an agent spawns it (the SDK's stdio client, only ``MEMMY_KB_HOME`` set), in
+front of a STAND-IN for the desktop service.
+
+``StandInService`` stands in for ``memmy-kb desktop serve`` until the service has the two hook-token routes
+the MCP server uses (``GET /hook/knowledge-bases``, ``POST /hook/search``, as ``mcp_service`` describes
+them). It serves just those, on 127.0.0.1, checks the hook token as the service does (401 for another
+token, 403 ``hook_token_not_allowed`` elsewhere) and refuses ids outside the recall scope (422), so a
+request that would widen the scope shows up. When the routes land, these tests should run against the
+real service too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+HOOK_TOKEN = "mkh_standin-token-for-tests"
+CLOUD_SECRET = "cloud-login-that-must-never-travel"
+MEMMY_KB = str(Path(sys.executable).with_name("memmy-kb"))
+
+SCOPE = [
+    {"id": "kb_hand", "name": "Handbook", "owned": True, "owner": None},
+    {
+        "id": "kb_design",
+        "name": "Design notes",
+        "owned": False,
+        "owner": {"name": "Bob Li", "contact": "b***@example.com"},
+    },
+    {"id": "kb_notes_1", "name": "Notes", "owned": True, "owner": None},
+    {"id": "kb_notes_2", "name": "Notes", "owned": False, "owner": {"name": "Carol", "contact": None}},
+]
+EXCERPTS = {
+    "kb_hand": {"title": "Expenses", "text": "报销需要发票原件。"},
+    "kb_design": {"title": "Colours", "text": "The brand blue is #1d4ed8."},
+    "kb_notes_1": {"title": "Monday", "text": "Standup at ten."},
+    "kb_notes_2": {"title": "Tuesday", "text": "Retro at four."},
+}
+
+
+@dataclass
+class StandInService:
+    """Stands in for the desktop service's hook routes until they land (see the module's docstring)."""
+
+    token: str = HOOK_TOKEN
+    cloud: str = "ok"
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def answer(self, method: str, path: str, headers: Any, body: bytes) -> tuple[int, dict[str, Any]]:
+        self.requests.append({"method": method, "path": path, "headers": dict(headers), "body": body})
+        route = (method, path)
+        if headers.get("Authorization") != f"Bearer {self.token}":
+            return 401, {"error": {"code": "unauthorized", "message": "unknown token"}}
+        if route == ("GET", "/hook/knowledge-bases"):
+            return 200, {"knowledge_bases": SCOPE}
+        if route != ("POST", "/hook/search"):
+            return 403, {"error": {"code": "hook_token_not_allowed", "message": "not with the hook token"}}
+        request = json.loads(body)
+        if self.cloud != "ok":
+            return 200, {"excerpts": [], "partial": False, "cloud": self.cloud}
+        ids = request.get("knowledge_base_ids")
+        in_scope = [kb["id"] for kb in SCOPE]
+        if ids is not None and not set(ids) <= set(in_scope):
+            return 422, {"error": {"code": "knowledge_base_not_in_scope", "message": "not in scope"}}
+        chosen = [kb for kb in SCOPE if ids is None or kb["id"] in ids][: request.get("limit") or 25]
+        excerpts = [
+            {
+                **EXCERPTS[kb["id"]],
+                "knowledge_base": {"id": kb["id"], "name": kb["name"]},
+                "owner": kb["owner"],
+            }
+            for kb in chosen
+        ]
+        return 200, {"excerpts": excerpts, "partial": False, "cloud": "ok"}
+
+
+def serve(stand_in: StandInService) -> tuple[ThreadingHTTPServer, int]:
+    class Handler(BaseHTTPRequestHandler):
+        def _reply(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            status, answer = stand_in.answer(self.command, self.path, self.headers, body)
+            data = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = _reply
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, server.server_address[1]
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path) -> Iterator[tuple[StandInService, Path]]:
+    service = StandInService()
+    server, port = serve(service)
+    state = tmp_path / "home" / "desktop"
+    state.mkdir(parents=True)
+    (state / "hook-token").write_text(HOOK_TOKEN + "\n")
+    (state / "service.json").write_text(
+        json.dumps({"port": port, "url": f"http://127.0.0.1:{port}", "pid": 1})
+    )
+    yield service, state.parent
+    server.shutdown()
+    server.server_close()
+
+
+async def _session_calls(
+    home: Path, calls: list[tuple[str, dict[str, Any]]], extra_env: dict[str, str]
+) -> Any:
+    params = StdioServerParameters(
+        command=MEMMY_KB, args=["mcp"], env={"MEMMY_KB_HOME": str(home), **extra_env}
+    )
+    with open(os.devnull, "w") as errlog:  # the server's stderr is not under test here
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            tools = await session.list_tools()
+            results = [await session.call_tool(name, arguments) for name, arguments in calls]
+    return tools, results
+
+
+def run_calls(home: Path, *calls: tuple[str, dict[str, Any]], extra_env: dict[str, str] | None = None) -> Any:
+    return anyio.run(_session_calls, home, list(calls), extra_env or {})
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(block.text for block in result.content)
+
+
+def test_the_server_lists_its_two_tools_with_their_arguments(stand_in):
+    _, home = stand_in
+    tools, _ = run_calls(home)
+    by_name = {tool.name: tool for tool in tools.tools}
+    assert set(by_name) == {"search_knowledge", "list_knowledge_bases"}
+    schema = by_name["search_knowledge"].input_schema
+    assert schema["required"] == ["query"]
+    assert set(schema["properties"]) == {"query", "knowledge_bases", "limit"}
+    assert by_name["search_knowledge"].annotations.read_only_hint is True
+
+
+def test_search_lists_and_narrowing_by_name_with_the_hook_token_only(stand_in):
+    service, home = stand_in
+    _, (everything, narrowed, by_id, listed) = run_calls(
+        home,
+        ("search_knowledge", {"query": "报销", "limit": 2}),
+        ("search_knowledge", {"query": "colours", "knowledge_bases": ["design notes"]}),
+        ("search_knowledge", {"query": "notes", "knowledge_bases": ["kb_notes_2"]}),
+        ("list_knowledge_bases", {}),
+        # Cloud credentials in the environment the agent passes must never be read or sent.
+        extra_env={"MEMMY_KB_TOKEN": CLOUD_SECRET, "MEMMY_KB_ENDPOINT": "http://127.0.0.1:9"},
+    )
+
+    assert not everything.is_error
+    assert [e["title"] for e in everything.structured_content["excerpts"]] == ["Expenses", "Colours"]
+    assert "报销需要发票原件。" in text_of(everything)
+    assert "knowledge base 'Design notes', shared by Bob Li" in text_of(everything)
+    design = everything.structured_content["excerpts"][1]
+    assert design["knowledge_base"] == {"id": "kb_design", "name": "Design notes"}
+    assert design["owner"]["name"] == "Bob Li"
+
+    assert [e["title"] for e in narrowed.structured_content["excerpts"]] == ["Colours"]
+    assert [e["title"] for e in by_id.structured_content["excerpts"]] == ["Tuesday"]
+
+    assert not listed.is_error
+    assert listed.structured_content["knowledge_bases"] == SCOPE
+    assert "Design notes (id kb_design, shared by Bob Li)" in text_of(listed)
+
+    searches = [json.loads(r["body"]) for r in service.requests if r["path"] == "/hook/search"]
+    assert searches == [
+        {"query": "报销", "limit": 2},
+        {"query": "colours", "knowledge_base_ids": ["kb_design"]},
+        {"query": "notes", "knowledge_base_ids": ["kb_notes_2"]},
+    ]
+    assert {r["path"] for r in service.requests} == {"/hook/search", "/hook/knowledge-bases"}
+    assert all(r["headers"]["Authorization"] == f"Bearer {HOOK_TOKEN}" for r in service.requests)
+    assert not any(CLOUD_SECRET in json.dumps(r, default=str) for r in service.requests)
+
+
+def test_a_knowledge_base_outside_the_scope_is_a_tool_error_naming_it(stand_in):
+    service, home = stand_in
+    _, (outside, ambiguous, empty) = run_calls(
+        home,
+        ("search_knowledge", {"query": "q", "knowledge_bases": ["Handbook", "Someone else's KB"]}),
+        ("search_knowledge", {"query": "q", "knowledge_bases": ["Notes"]}),
+        ("search_knowledge", {"query": "   "}),
+    )
+    assert outside.is_error
+    assert 'Not a knowledge base in your recall: "Someone else\'s KB"' in text_of(outside)
+    assert "Handbook (id kb_hand, yours)" in text_of(outside)
+    assert ambiguous.is_error
+    assert "'Notes' names 2 knowledge bases: give the id" in text_of(ambiguous)
+    assert "kb_notes_1" in text_of(ambiguous)
+    assert "kb_notes_2" in text_of(ambiguous)
+    assert empty.is_error
+    assert "The query is empty" in text_of(empty)
+    # None of them reached the search route: the scope was never widened, not even asked to be.
+    assert not [r for r in service.requests if r["path"] == "/hook/search"]
+
+
+def test_a_refused_hook_token_and_a_logged_out_service_are_clear_errors(stand_in):
+    service, home = stand_in
+    service.token = "mkh_another-token"
+    _, (refused,) = run_calls(home, ("search_knowledge", {"query": "q"}))
+    assert refused.is_error
+    assert "refused the hook token in" in text_of(refused)
+    assert "(401 unauthorized)" in text_of(refused)
+
+    service.token, service.cloud = HOOK_TOKEN, "logged_out"
+    _, (logged_out,) = run_calls(home, ("search_knowledge", {"query": "q"}))
+    assert logged_out.is_error
+    assert "not logged in: run `memmy-kb desktop login`" in text_of(logged_out)
+
+
+def test_no_desktop_service_is_a_clear_error(stand_in, tmp_path):
+    _, home = stand_in
+    _, (no_record,) = run_calls(tmp_path / "elsewhere", ("list_knowledge_bases", {}))
+    assert no_record.is_error
+    assert "The Memmy desktop service is not running for" in text_of(no_record)
+    assert "`memmy-kb desktop serve`" in text_of(no_record)
+
+    # A service.json left behind by a service that is gone: nothing listens on its port.
+    (home / "desktop" / "service.json").write_text(json.dumps({"port": 9}))
+    _, (gone,) = run_calls(home, ("search_knowledge", {"query": "q"}))
+    assert gone.is_error
+    assert "is not answering: start it with `memmy-kb desktop serve`" in text_of(gone)
+
+
+def test_stdout_carries_protocol_frames_only(stand_in):
+    _, home = stand_in
+    frames = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "search_knowledge", "arguments": {"query": "报销"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "list_knowledge_bases", "arguments": {}},
+        },
+    ]
+    # stdin stays open until every answer is in (at end of input the server stops, dropping calls in
+    # flight); a watchdog kills a server that hangs.
+    server = subprocess.Popen(  # noqa: S603 - our own console script
+        [MEMMY_KB, "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={"MEMMY_KB_HOME": str(home), "PATH": os.defpath},
+    )
+    watchdog = threading.Timer(60, server.kill)
+    watchdog.start()
+    try:
+        assert server.stdin is not None
+        assert server.stdout is not None
+        server.stdin.write("".join(json.dumps(frame) + "\n" for frame in frames).encode())
+        server.stdin.flush()
+        replies = []
+        while len([reply for reply in replies if "id" in reply]) < 4:
+            line = server.stdout.readline()
+            assert line, "the server closed stdout early"
+            replies.append(json.loads(line))  # every line on stdout is one JSON-RPC frame
+        server.stdin.close()
+        rest = server.stdout.read()
+        stderr = server.stderr.read() if server.stderr else b""
+        assert server.wait(timeout=30) == 0
+    finally:
+        watchdog.cancel()
+        server.kill()
+    assert rest == b""
+    assert all(reply["jsonrpc"] == "2.0" for reply in replies)
+    by_id = {reply["id"]: reply for reply in replies if "id" in reply}
+    assert sorted(by_id) == [1, 2, 3, 4]
+    assert by_id[3]["result"]["isError"] is False
+    assert by_id[3]["result"]["structuredContent"]["excerpts"][0]["title"] == "Expenses"
+    assert by_id[4]["result"]["isError"] is False
+    # The log went to stderr: one line per call to the service, without the query.
+    assert b"POST /hook/search 200" in stderr
+    assert "报销".encode() not in stderr

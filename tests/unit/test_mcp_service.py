@@ -1,0 +1,132 @@
+"""``mcp_service``: names become ids only inside the recall scope, and every answer of the desktop service
+that is not a usable one becomes a sentence saying what to do (httpx's MockTransport, no socket)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from memmy_kb_client.mcp_service import (
+    KnowledgeBase,
+    LocalService,
+    ToolRefused,
+    check_query,
+    render_search,
+    resolve,
+)
+
+SCOPE = [
+    KnowledgeBase("kb_1", "Handbook", True, None),
+    KnowledgeBase("kb_2", "Notes", True, None),
+    KnowledgeBase("kb_3", "notes", False, {"name": "Carol", "contact": None}),
+]
+
+
+def test_names_and_ids_resolve_inside_the_scope_only():
+    assert resolve(["Handbook", "kb_3", "handbook"], SCOPE) == ["kb_1", "kb_3"]
+    assert resolve(["Notes"], SCOPE) == ["kb_2"]  # the exact name wins over a case-insensitive one
+    with pytest.raises(ToolRefused, match=r"Not a knowledge base in your recall: 'kb_9', 'Other'"):
+        resolve(["Handbook", "kb_9", "Other"], SCOPE)
+    with pytest.raises(ToolRefused, match="knowledge_bases is empty"):
+        resolve([], SCOPE)
+    twins = [*SCOPE, KnowledgeBase("kb_4", "Handbook", False, {"name": "Bob", "contact": None})]
+    with pytest.raises(ToolRefused, match=r"'Handbook' names 2 knowledge bases: give the id of one"):
+        resolve(["Handbook"], twins)
+
+
+def test_queries_and_limits_are_checked():
+    assert check_query("  q  ", 25) == "q"
+    assert len(check_query("x" * 5000, None)) == 4000
+    with pytest.raises(ToolRefused):
+        check_query(" \n ", None)
+    for limit in (0, 26):
+        with pytest.raises(ToolRefused, match="between 1 and 25"):
+            check_query("q", limit)
+
+
+def test_a_partial_result_and_an_empty_one_say_so():
+    excerpt = {"title": "", "text": "t", "knowledge_base": None, "owner": None}
+    assert "(untitled)" in render_search("q", {"excerpts": [excerpt], "partial": True})
+    assert "there may be more" in render_search("q", {"excerpts": [excerpt], "partial": True})
+    assert "Nothing in your Memmy knowledge bases matched 'q'" in render_search(
+        "q", {"excerpts": [], "partial": False}
+    )
+
+
+def service_answering(tmp_path: Path, status: int, body: Any, seen: list[httpx.Request]) -> LocalService:
+    state = tmp_path / "desktop"
+    state.mkdir(exist_ok=True)
+    (state / "hook-token").write_text("mkh_token")
+    (state / "service.json").write_text(json.dumps({"port": 8765}))
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(status, content=body if isinstance(body, bytes) else json.dumps(body).encode())
+
+    return LocalService({"MEMMY_KB_HOME": str(tmp_path)}, transport=httpx.MockTransport(handler))
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "message"),
+    [
+        (
+            403,
+            {"error": {"code": "hook_token_not_allowed", "message": "no"}},
+            "the service is older than this",
+        ),
+        (401, {"error": {"code": "unauthorized", "message": "no"}}, "refused the hook token in"),
+        (
+            503,
+            {"error": {"code": "desktop_logged_out", "message": "x"}},
+            "not logged in: run `memmy-kb desktop login`",
+        ),
+        (200, {"excerpts": [], "partial": False, "cloud": "expired"}, "login has expired"),
+        (200, {"excerpts": [], "partial": False, "cloud": "unreachable"}, "could not reach the Memmy cloud"),
+        (500, b"<html>oops</html>", "answered 500 without JSON"),
+        (200, {"excerpts": "no"}, "search answer was not understood"),
+        (
+            422,
+            {"error": {"code": "validation_error", "message": "bad limit"}},
+            "answered 422 validation_error: bad limit",
+        ),
+    ],
+)
+def test_each_refusal_becomes_a_sentence(tmp_path, status, body, message):
+    seen: list[httpx.Request] = []
+    service = service_answering(tmp_path, status, body, seen)
+    with pytest.raises(ToolRefused) as refused:
+        anyio.run(service.search, "q", None, None)
+    assert message in str(refused.value)
+    (request,) = seen
+    assert request.url == "http://127.0.0.1:8765/hook/search"
+    assert request.headers["Authorization"] == "Bearer mkh_token"
+    assert json.loads(request.content) == {"query": "q"}
+
+
+def test_the_answer_keeps_only_the_contracts_fields(tmp_path):
+    body = {
+        "excerpts": [
+            {
+                "title": "T",
+                "text": "x",
+                "knowledge_base": {"id": "kb_1", "name": "H"},
+                "owner": None,
+                "score": 1,
+            },
+            {"title": "no text"},
+        ],
+        "partial": True,
+        "cloud": "ok",
+    }
+    service = service_answering(tmp_path, 200, body, [])
+    assert anyio.run(service.search, "q", ["kb_1"], 3) == {
+        "excerpts": [
+            {"title": "T", "text": "x", "knowledge_base": {"id": "kb_1", "name": "H"}, "owner": None}
+        ],
+        "partial": True,
+    }
