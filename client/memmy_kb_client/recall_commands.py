@@ -15,22 +15,48 @@ from typing import Any
 from memmy_kb_client.terminal import printable
 
 
+def _kb_text(kb: dict[str, Any], owner: Any) -> str:
+    text = f"{kb.get('name', '')} ({kb.get('id', '')})"
+    if isinstance(owner, dict):
+        contact = f", {owner['contact']}" if owner.get("contact") else ""
+        text += f", shared by {owner.get('name', '')}{contact}"
+    return text
+
+
+def _source(item: dict[str, Any]) -> str:
+    """The KB an excerpt comes from (and its sharer), or the KBs of the group it comes from; "" when the
+    service searched the whole scope at once and names none."""
+    kb = item.get("knowledge_base")
+    if isinstance(kb, dict):
+        return f"    from: {_kb_text(kb, item.get('owner'))}\n"
+    group = item.get("knowledge_bases")
+    if isinstance(group, list) and group:
+        listed = "; ".join(_kb_text(k, k.get("owner")) for k in group if isinstance(k, dict))
+        return f"    from one of: {listed}\n"
+    return ""
+
+
 def _render(result: dict[str, Any]) -> str:
-    if result.get("discarded"):
-        return "Your knowledge bases changed during the search, so its result was dropped; ask again."
     items = result.get("items") or []
+    if result.get("discarded") and not items:
+        return "Your knowledge bases changed during the search, so its result was dropped; ask again."
+    notes = []
+    if result.get("discarded"):
+        notes.append("(Some knowledge bases left your recall during the search; their excerpts were dropped.)")
+    if result.get("partial"):
+        notes.append("(Some knowledge bases could not be searched just now; these are the others' excerpts.)")
     if not items:
         searched = result.get("scope_size", 0)
         if not searched:
             return "No knowledge base takes part in your recall (see `memmy-kb kb ls`)."
-        return f"Nothing relevant found in {searched} knowledge base(s)."
+        return "\n".join([*notes, f"Nothing relevant found in {searched} knowledge base(s)."])
     blocks = []
     for index, item in enumerate(items, 1):
         score = item.get("score")
         shown = f"  (score {score:.2f})" if isinstance(score, int | float) else ""
         body = "\n".join(f"    {line}" for line in str(item.get("content", "")).splitlines())
-        blocks.append(f"[{index}] 《{item.get('title', '')}》{shown}\n{body}")
-    return "\n\n".join(blocks)
+        blocks.append(f"[{index}] 《{item.get('title', '')}》{shown}\n{_source(item)}{body}")
+    return "\n\n".join([*notes, *blocks])
 
 
 def _recall(args: argparse.Namespace) -> int:

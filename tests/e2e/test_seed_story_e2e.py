@@ -148,6 +148,6 @@ def test_the_seed_story(local_stack: RunningStack) -> None:
         assert revoked.status_code == HTTPStatus.NO_CONTENT
         for query in (QUESTION, FOLLOW_UP):
             after = recall(sales, query)
-            assert after == {"items": [], "context": "", "scope_size": 0, "discarded": False}
+            assert after == {"items": [], "context": "", "scope_size": 0, "discarded": False, "partial": False}
         # The manager's own recall still works
         assert COMPARISON_FACT in recall(manager, QUESTION)["context"]

@@ -102,8 +102,8 @@ def test_own_and_shared_kbs_are_searched_and_nothing_else(service, world):
     reply = recall(service, "alice")
 
     assert reply.status == HTTPStatus.OK
-    assert set(reply.body) == {"items", "context", "scope_size", "discarded"}
-    assert (reply.body["scope_size"], reply.body["discarded"]) == (2, False)
+    assert set(reply.body) == {"items", "context", "scope_size", "discarded", "partial"}
+    assert (reply.body["scope_size"], reply.body["discarded"], reply.body["partial"]) == (2, False, False)
     assert markers_in(reply) == {"alice", "bob"}
     titles = {item["title"] for item in reply.body["items"]}
     assert titles <= {"差旅报销制度", "报销常见问题"}
@@ -111,6 +111,35 @@ def test_own_and_shared_kbs_are_searched_and_nothing_else(service, world):
         assert item["content"] in reply.body["context"]
         assert f"《{item['title']}》" in reply.body["context"]
         assert isinstance(item["score"], float)
+
+
+def test_each_kb_is_searched_alone_and_every_excerpt_names_its_kb_and_a_share_its_owner(service, world):
+    before = service.memos.calls(SEARCH)
+    reply = recall(service, "alice")
+
+    # One search per KB of the scope (alice's own and bob's share)
+    assert service.memos.calls(SEARCH) == before + 2
+    by_marker = {owner: item for item in reply.body["items"] for owner, m in MARKERS.items() if m in item["content"]}
+    assert set(by_marker) == {"alice", "bob"}
+    assert by_marker["alice"]["knowledge_base"] == {"id": world["alice"], "name": "alice 的资料"}
+    assert by_marker["alice"]["owner"] is None
+    assert by_marker["bob"]["knowledge_base"] == {"id": world["bob"], "name": "bob 的资料"}
+    assert by_marker["bob"]["owner"]["name"] == "Bob"
+    assert "「bob 的资料」（共享者 shared by: Bob" in reply.body["context"]
+
+
+def test_one_kb_failing_gives_the_others_excerpts_flagged_partial(service, world, capsys):
+    memos_kb_id = get_kb_store().get_kb(world["bob"]).memos_kb_id
+    with memos_client(service) as client:
+        client.delete_knowledgebase(memos_kb_id, delete_all=True)  # MemOS answers 50120 for it
+    capsys.readouterr()
+
+    reply = recall(service, "alice")
+
+    assert reply.status == HTTPStatus.OK
+    assert (reply.body["partial"], reply.body["discarded"]) == (True, False)
+    assert markers_in(reply) == {"alice"}
+    assert '"RecallPartial":[1.0]' in capsys.readouterr().out
 
 
 def test_the_owner_of_a_shared_kb_does_not_get_the_readers_other_kbs(service, world):
@@ -159,7 +188,7 @@ def test_an_empty_scope_makes_no_search_call(service, world):
 
     for reply in (nobody, all_off):
         assert reply.status == HTTPStatus.OK
-        assert reply.body == {"items": [], "context": "", "scope_size": 0, "discarded": False}
+        assert reply.body == {"items": [], "context": "", "scope_size": 0, "discarded": False, "partial": False}
     assert service.memos.calls(SEARCH) == before
 
 
@@ -194,7 +223,8 @@ def test_a_failed_search_is_not_retried(service, world):
     service.memos.add_fault(SEARCH, code=50004)
     before = service.memos.calls(SEARCH)
     assert recall(service, "alice").status == HTTPStatus.SERVICE_UNAVAILABLE
-    assert service.memos.calls(SEARCH) == before + 1
+    # One search per KB of alice's scope, none repeated
+    assert service.memos.calls(SEARCH) == before + 2
 
 
 def test_a_search_slower_than_the_budget_is_503_within_the_budget(service, world, monkeypatch):
@@ -202,7 +232,7 @@ def test_a_search_slower_than_the_budget_is_503_within_the_budget(service, world
     # cannot blur "gave up at the budget" into "waited for MemOS")
     monkeypatch.setenv("RECALL_MEMOS_TIMEOUT_SECONDS", "0.4")
     reset_composition()
-    service.memos.add_fault(SEARCH, latency_ms=8000, times=1)
+    service.memos.add_fault(SEARCH, latency_ms=8000, times=2)
     before = service.memos.calls(SEARCH)
 
     started = time.monotonic()
@@ -212,7 +242,8 @@ def test_a_search_slower_than_the_budget_is_503_within_the_budget(service, world
     assert reply.status == HTTPStatus.SERVICE_UNAVAILABLE
     assert reply.body["error"]["code"] == "recall_unavailable"
     assert elapsed < 4
-    assert service.memos.calls(SEARCH) == before + 1
+    # Both KBs' searches, at once: the budget is the recall's, not each search's
+    assert service.memos.calls(SEARCH) == before + 2
 
 
 def test_a_search_within_the_budget_is_served(service, world, monkeypatch):
@@ -341,8 +372,10 @@ def test_a_revoke_during_the_search_discards_the_result(service, world):
         status, raw = recall_while(service, revoke)
         body = json.loads(raw)
         assert status == HTTPStatus.OK
-        assert body == {"items": [], "context": "", "scope_size": 2, "discarded": True}
-        leaked += sum(marker in raw for marker in MARKERS.values())
+        # bob's KB left the scope during the search: its excerpts are dropped, alice's own stay
+        assert (body["scope_size"], body["discarded"], body["partial"]) == (2, True, False)
+        assert {i["knowledge_base"]["id"] for i in body["items"]} == {world["alice"]}
+        leaked += raw.count(MARKERS["bob"]) + raw.count(MARKERS["carol"])
         share(service, kb, "bob", "alice")
     assert leaked == 0
 
@@ -362,13 +395,14 @@ def test_a_recall_toggle_during_the_search_discards_the_result(service, world):
         status, raw = recall_while(service, toggle_off)
         body = json.loads(raw)
         assert status == HTTPStatus.OK
-        assert body == {"items": [], "context": "", "scope_size": 2, "discarded": True}
-        leaked += sum(marker in raw for marker in MARKERS.values())
+        assert (body["scope_size"], body["discarded"]) == (2, True)
+        assert {i["knowledge_base"]["id"] for i in body["items"]} == {world["alice"]}
+        leaked += raw.count(MARKERS["bob"]) + raw.count(MARKERS["carol"])
         assert service.call("PUT", path, "alice", body={"enabled": True}).status == HTTPStatus.OK
     assert leaked == 0
 
 
-def test_a_share_during_the_search_also_discards_the_result(service, world):
+def test_a_share_during_the_search_drops_nothing_and_is_searched_next_time(service, world):
     import json
 
     def share_carols_kb() -> None:
@@ -384,16 +418,18 @@ def test_a_share_during_the_search_also_discards_the_result(service, world):
         assert status == 201
 
     status, raw = recall_while(service, share_carols_kb)
-    assert (status, json.loads(raw)["discarded"]) == (HTTPStatus.OK, True)
+    # The KBs searched are all still in scope; carol's, not searched, brings nothing this time
+    assert (status, json.loads(raw)["discarded"]) == (HTTPStatus.OK, False)
+    assert MARKERS["carol"] not in raw
     assert markers_in(recall(service, "alice")) == {"alice", "bob", "carol"}
 
 
 def search_during(service, change, *, latency_ms: int = 1500):
-    """Alice's recall with a slow search (the emulator's injected latency); ``change()`` runs once the
-    search has reached MemOS and must finish while the search is still waiting."""
+    """Alice's recall with slow searches (the emulator's injected latency, on both of her KBs' searches);
+    ``change()`` runs once both have reached MemOS and must finish while they are still waiting."""
     import threading
 
-    service.memos.add_fault(SEARCH, latency_ms=latency_ms, times=1)
+    service.memos.add_fault(SEARCH, latency_ms=latency_ms, times=2)
     before = service.memos.calls(SEARCH)
     replies: list[tuple[int, str]] = []
     thread = threading.Thread(
@@ -403,8 +439,8 @@ def search_during(service, change, *, latency_ms: int = 1500):
     )
     thread.start()
     try:
-        wait_until(lambda: service.memos.calls(SEARCH) > before, timeout=10, interval=0.01,
-                   message="the search to reach MemOS")
+        wait_until(lambda: service.memos.calls(SEARCH) >= before + 2, timeout=10, interval=0.01,
+                   message="both searches to reach MemOS")
         change()
         assert thread.is_alive(), "the change did not land during the search: raise latency_ms"
     finally:
@@ -432,12 +468,14 @@ def test_a_kb_deleted_during_the_search_discards_the_result(service, world, monk
     status, raw = search_during(service, delete_bobs_kb)
 
     assert status == HTTPStatus.OK, raw
-    assert json.loads(raw) == {"items": [], "context": "", "scope_size": 2, "discarded": True}
+    body = json.loads(raw)
+    assert (body["scope_size"], body["discarded"], body["partial"]) == (2, True, False)
+    assert MARKERS["bob"] not in raw
     # The next recall searches only what is left
     assert markers_in(recall(service, "alice")) == {"alice"}
 
 
-def test_a_memos_kb_missing_while_still_in_scope_stays_recall_unavailable(service, world, monkeypatch):
+def test_a_memos_kb_missing_while_still_in_scope_is_a_partial_reply(service, world, monkeypatch):
     import json
 
     monkeypatch.setenv("RECALL_MEMOS_TIMEOUT_SECONDS", "10")
@@ -450,6 +488,8 @@ def test_a_memos_kb_missing_while_still_in_scope_stays_recall_unavailable(servic
 
     status, raw = search_during(service, delete_only_in_memos)
 
-    assert status == HTTPStatus.SERVICE_UNAVAILABLE
-    assert json.loads(raw)["error"]["code"] == "recall_unavailable"
-    assert not any(marker in raw for marker in MARKERS.values())
+    # bob's KB is still in scope and its search failed: alice's excerpts, flagged partial, none of bob's
+    assert status == HTTPStatus.OK
+    body = json.loads(raw)
+    assert (body["partial"], body["discarded"]) == (True, False)
+    assert MARKERS["bob"] not in raw

@@ -355,3 +355,30 @@ def test_the_kb_list_costs_two_dynamodb_calls(people):
         "dynamodb:Query",  # bob's grants (each names its KB's owner)
         "dynamodb:BatchGetItem",  # their META items and the owners' profiles: names and masked contacts
     ]
+
+
+def test_a_recall_costs_two_queries_one_batched_read_and_a_search_per_kb_up_to_the_cap(people, monkeypatch):
+    alices, carols = create_kb(people), create_kb(people, "carol", "卡萝的")
+    share(people, alices, "bob")
+    share(people, carols, "bob", user="carol")
+    create_kb(people, "bob", "鲍勃的")
+
+    def recall_searches() -> tuple[list[str], int]:
+        # Warm: the MemOS key is read once per container (after ``limits`` resets it), not per recall
+        people.call("POST", "/recall", "bob", body={"query": "报销"})
+        before = people.memos.calls("/search/memory")
+        calls = calls_of(lambda: people.call("POST", "/recall", "bob", body={"query": "报销"}))
+        return calls, people.memos.calls("/search/memory") - before
+
+    assert recall_searches() == (
+        [
+            "dynamodb:Query",  # bob's grants: the scope
+            "dynamodb:BatchGetItem",  # the KBs' names and the sharers' profiles, during the searches
+            "dynamodb:Query",  # the scope again, once every search has answered
+        ],
+        3,  # one search per KB of the scope
+    )
+    limits(monkeypatch, RECALL_MAX_SEARCHES=2)
+    assert recall_searches()[1] == 2  # one KB alone, the other two as a group
+    limits(monkeypatch, RECALL_ATTRIBUTION="combined")
+    assert recall_searches() == (["dynamodb:Query", "dynamodb:Query"], 1)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -1359,8 +1360,17 @@ class FakeKnowledgeEngine:
         self.calls: Counter[EngineMethod] = Counter()
         self._failures: dict[EngineMethod, list[_Failure]] = {}
         self._ids = itertools.count(1)
+        # Per KB: searches naming one of these MemOS ids raise its error (recall searches KBs on threads).
+        self.search_failures: dict[str, Exception] = {}
+        # Runs with the MemOS ids of each search before it answers (a change landing during the search).
+        self.during_search: Callable[[tuple[str, ...]], None] | None = None
+        self._search_lock = threading.Lock()
 
     # -- arranging ---------------------------------------------------------------------------------
+
+    def fail_search_of(self, kb_id: str, error: Exception) -> None:
+        """Every search that names MemOS KB ``kb_id`` raises ``error`` (the others answer)."""
+        self.search_failures[kb_id] = error
 
     def fail(self, method: EngineMethod, error: Exception, *, times: int | None = None) -> None:
         if times is not None and times < 1:
@@ -1443,7 +1453,8 @@ class FakeKnowledgeEngine:
         self, user_id: str, query: str, kb_ids: list[str], *, limit: int = 9, relativity: float | None = None
     ) -> list[SearchHit]:
         """The memories of exactly ``kb_ids``, best score first, at most ``limit`` (unknown ids hold none)."""
-        self._enter("search_memory")
+        with self._search_lock:
+            self._enter("search_memory")
         if not kb_ids:
             raise ValueError("search_memory needs at least one knowledge base id")
         if any(not kb_id.strip() or kb_id.strip().lower() == "all" for kb_id in kb_ids):
@@ -1453,6 +1464,11 @@ class FakeKnowledgeEngine:
         if relativity is not None and not 0 <= relativity <= 1:
             raise ValueError("relativity must be between 0 and 1")
         self.searches.append(SearchCall(user_id, query, tuple(kb_ids), limit, relativity))
+        if self.during_search is not None:
+            self.during_search(tuple(kb_ids))
+        for kb_id in kb_ids:
+            if kb_id in self.search_failures:
+                raise self.search_failures[kb_id]
         hits = [
             m
             for kb_id in dict.fromkeys(kb_ids)

@@ -54,3 +54,16 @@ def test_reset_clears_the_memos_keys_parameters_cache(monkeypatch: pytest.Monkey
     monkeypatch.setattr(parameters, "clear_caches", lambda: called.append(True))
     composition.reset_composition()
     assert called == [True]
+
+
+def test_the_recall_client_pools_a_connection_per_concurrent_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TABLE_NAME", "t")
+    monkeypatch.setenv("RECALL_MAX_SEARCHES", "6")
+    composition.reset_composition()
+    try:
+        client: Any = composition.get_recall_memos_client()
+        pool = client._http._transport._pool
+        # Six searches at once keep six connections alive; as many more for searches past the budget
+        assert (pool._max_keepalive_connections, pool._max_connections) == (6, 12)
+    finally:
+        composition.reset_composition()

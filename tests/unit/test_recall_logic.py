@@ -1,4 +1,8 @@
-"""Recall's rules with fakes for the table and MemOS: scope, search arguments, re-check, failing closed."""
+"""Recall's rules with fakes for the table and MemOS: scope, search arguments, re-check, failing closed.
+
+Tests of the single search over the whole scope pass ``attribution="combined"``; the per-KB searches
+(the default) are in ``test_recall_attribution.py``. The rest hold in both modes.
+"""
 
 from __future__ import annotations
 
@@ -49,6 +53,9 @@ class FakeRepository:
         self.reads += 1
         return snapshot
 
+    def batch_get_kbs_and_profiles(self, kb_ids: Any, user_ids: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        return {}, {}
+
 
 @dataclass
 class FakeMemos:
@@ -93,7 +100,7 @@ def test_the_search_is_exactly_the_scope_as_the_reader_id_with_the_limit():
     )
     memos = FakeMemos(hits=[hit("MemOS 开源VS商业化", SECRET_TEXT, 0.91)])
 
-    result = run(repo, memos, limit=5)
+    result = run(repo, memos, limit=5, attribution="combined")
 
     assert memos.calls == [{"user_id": "kb-reader-bob", "query": QUERY, "kb_ids": ["m-a", "m-b"], "limit": 5}]
     assert [(i.title, i.content, i.score) for i in result.items] == [
@@ -118,7 +125,7 @@ def test_any_scope_change_during_the_search_discards_the_whole_result(after):
     repo = FakeRepository([[grant("kb1"), grant("kb2")], after])
     memos = FakeMemos(hits=[hit("机密", SECRET_TEXT)])
 
-    result = run(repo, memos)
+    result = run(repo, memos, attribution="combined")
 
     assert (result.items, result.context, result.discarded, result.scope_size) == ([], "", True, 2)
     assert SECRET_TEXT not in result.model_dump_json()
@@ -126,7 +133,7 @@ def test_any_scope_change_during_the_search_discards_the_whole_result(after):
 
 def test_the_same_scope_in_another_order_is_not_a_change():
     repo = FakeRepository([[grant("kb1"), grant("kb2")], [grant("kb2"), grant("kb1")]])
-    result = run(repo, FakeMemos(hits=[hit("t", "内容")]))
+    result = run(repo, FakeMemos(hits=[hit("t", "内容")]), attribution="combined")
     assert not result.discarded
     assert len(result.items) == 1
 
@@ -140,10 +147,11 @@ def test_the_same_scope_in_another_order_is_not_a_change():
         MemosApiKeyError("the MemOS API key is empty"),
     ],
 )
-def test_memos_failures_fail_closed_as_recall_unavailable(error):
+@pytest.mark.parametrize("attribution", ["per_kb", "combined"])
+def test_memos_failures_fail_closed_as_recall_unavailable(error, attribution):
     repo = FakeRepository([[grant("kb1")]])
     with pytest.raises(recall_logic.RecallUnavailable) as raised:
-        run(repo, FakeMemos(error=error))
+        run(repo, FakeMemos(error=error), attribution=attribution)
     assert (raised.value.status, raised.value.code) == (503, "recall_unavailable")
     # Only "not found" makes recall look at the scope again (and here nothing left it)
     assert repo.reads == (2 if isinstance(error, MemosNotFound) else 1)
@@ -162,7 +170,7 @@ def test_kb_not_found_after_a_kb_left_the_scope_is_a_discarded_empty_result(afte
     repo = FakeRepository([[grant("kb1"), grant("kb2")], after])
     memos = FakeMemos(error=MemosNotFound("knowledge base does not exist", endpoint="/search/memory", code=50120))
 
-    result = run(repo, memos)
+    result = run(repo, memos, attribution="combined")
 
     assert (result.items, result.context, result.discarded, result.scope_size) == ([], "", True, 2)
     assert repo.reads == 2

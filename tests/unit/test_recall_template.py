@@ -8,7 +8,8 @@ import pytest
 
 from memmy_local.template import http_routes, load_template
 
-READ_ONLY_DYNAMODB = {"dynamodb:Query"}
+# The grants' Query, and the KBs' names with the sharers' profiles in one BatchGetItem (attribution).
+READ_ONLY_DYNAMODB = {"dynamodb:Query", "dynamodb:BatchGetItem"}
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +33,12 @@ def test_recall_has_its_own_small_memory_and_a_short_timeout(recall_function):
     # The MemOS budget leaves the function time for the two table reads and the answer.
     assert float(variables["RECALL_MEMOS_TIMEOUT_SECONDS"]) <= recall_function["Timeout"] / 2
     assert int(variables["RECALL_CONTEXT_MAX_CHARS"]) > 0
+    assert variables["RECALL_ATTRIBUTION"] in {"per_kb", "combined"}
+    assert int(variables["RECALL_MAX_SEARCHES"]) >= 1
+    assert int(variables["RECALL_MAX_PER_KB"]) >= 1
 
 
-def test_recall_may_only_query_the_table_and_read_the_memos_key(recall_function):
+def test_recall_may_only_read_the_table_and_the_memos_key(recall_function):
     granted = [(actions(s), s["Resource"]) for s in statements(recall_function)]
     dynamodb = [(a, r) for a, r in granted if any(x.startswith("dynamodb:") for x in a)]
     # Queries on the table itself: never an index (GSIs are never used to authorize), never a write.

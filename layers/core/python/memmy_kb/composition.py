@@ -179,6 +179,9 @@ def get_recall_memos_client() -> KnowledgeEngine:
 
     An agent turn waits on this call, and a late answer is worth nothing, so there is no retry (a retry
     could only run past the budget); the read timeout is the budget, connecting gets at most a second.
+    Recall runs up to ``recall_max_searches`` searches at once through this one client: its connection
+    pool keeps that many connections alive, so no search waits for another's, and allows as many again,
+    so that a search still running past the budget (nothing waits for it) cannot starve the next recall.
     """
     import httpx
 
@@ -191,6 +194,10 @@ def get_recall_memos_client() -> KnowledgeEngine:
         settings.memos_base_url,
         memos_api_key(),
         timeout=httpx.Timeout(connect=quick, read=budget, write=quick, pool=quick),
+        limits=httpx.Limits(
+            max_connections=2 * settings.recall_max_searches,
+            max_keepalive_connections=settings.recall_max_searches,
+        ),
         max_attempts=1,
     )
 

@@ -18,6 +18,13 @@ class Settings:
     # Recall (every agent turn): how long to wait for MemOS before failing closed, and the context cap.
     recall_memos_timeout_seconds: float = 2.5
     recall_context_max_chars: int = 8000
+    # Attribution (docs/architecture.md, "Recall"): "per_kb" searches each KB of the scope on its own so
+    # that every excerpt names its KB, at most ``recall_max_searches`` MemOS searches per recall (the KBs
+    # past that are searched as one group), keeping at most ``recall_max_per_kb`` excerpts from one KB;
+    # "combined" searches the whole scope at once (one search per recall, excerpts name no KB).
+    recall_attribution: str = "per_kb"
+    recall_max_searches: int = 4
+    recall_max_per_kb: int = 5
     # Uploads and ingest: the bucket, how long presigned URLs live, and the inline (data URL) cutoff.
     upload_bucket: str = ""
     upload_post_ttl_seconds: int = 600
@@ -61,6 +68,9 @@ def get_settings() -> Settings:
         memos_timeout_seconds=float(env.get("MEMOS_TIMEOUT_SECONDS", "10")),
         recall_memos_timeout_seconds=_positive(env, "RECALL_MEMOS_TIMEOUT_SECONDS", 2.5),
         recall_context_max_chars=int(_positive(env, "RECALL_CONTEXT_MAX_CHARS", 8000)),
+        recall_attribution=_choice(env, "RECALL_ATTRIBUTION", ("per_kb", "combined")),
+        recall_max_searches=int(_positive(env, "RECALL_MAX_SEARCHES", 4)),
+        recall_max_per_kb=int(_positive(env, "RECALL_MAX_PER_KB", 5)),
         upload_bucket=env.get("BUCKET_NAME", ""),
         upload_post_ttl_seconds=int(_positive(env, "UPLOAD_POST_TTL_SECONDS", 600)),
         upload_get_ttl_seconds=int(_positive(env, "UPLOAD_GET_TTL_SECONDS", 900)),
@@ -92,3 +102,13 @@ def _positive(env: Mapping[str, str], name: str, default: float) -> float:
     if not value > 0:
         raise ValueError(f"{name} must be a positive number, not {raw!r}")
     return value
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` from ``name`` (the first when unset); another value fails loudly."""
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return choices[0]
+    if raw not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, not {raw!r}")
+    return raw

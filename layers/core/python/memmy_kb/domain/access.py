@@ -74,7 +74,16 @@ class ScopeEntry:
     memos_kb_id: str
 
 
-def compute_recall_scope(grants: GrantReader, user_id: str) -> frozenset[ScopeEntry]:
-    """Owned or shared KBs with the user's recall on, from one consistent Query of the user's grants:
+def recall_grants(grants: GrantReader, user_id: str) -> list[GrantRecord]:
+    """The user's grants with recall on (owned or shared), from one consistent Query of the user's grants:
     its cost follows the user's grants, not the table."""
-    return frozenset(ScopeEntry(g.kb_id, g.memos_kb_id) for g in grants.query_grants(user_id) if g.recall)
+    return [g for g in grants.query_grants(user_id) if g.recall]
+
+
+def compute_recall_scope(grants: GrantReader, user_id: str) -> frozenset[ScopeEntry]:
+    """Owned or shared KBs with the user's recall on, as (KB id, MemOS id): ``recall_grants``."""
+    return scope_of(recall_grants(grants, user_id))
+
+
+def scope_of(grants: list[GrantRecord]) -> frozenset[ScopeEntry]:
+    return frozenset(ScopeEntry(g.kb_id, g.memos_kb_id) for g in grants)

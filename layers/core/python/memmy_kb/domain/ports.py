@@ -48,6 +48,14 @@ class GrantReader(Protocol):
     def query_grants(self, user_id: str) -> list[GrantRecord]: ...
 
 
+class RecallSources(GrantReader, Protocol):
+    """What attributed recall reads: the grants, and the KBs' names with their owners' profiles."""
+
+    def batch_get_kbs_and_profiles(
+        self, kb_ids: Iterable[str], user_ids: Iterable[str]
+    ) -> tuple[dict[str, KnowledgeBaseRecord], dict[str, ProfileRecord]]: ...
+
+
 class KnowledgeBaseStore(GrantReader, Protocol):
     """KB META items and the grants on them: the single authority for access and recall scope."""
 

@@ -2,11 +2,13 @@
 
 The one place where a wrong id hands someone else's documents to an agent, so every step fails closed:
 
-1. the scope is the caller's grants with recall on, from one consistent Query (``compute_recall_scope``);
+1. the scope is the caller's grants with recall on, from one consistent Query (``recall_grants``);
    empty → nothing, and MemOS is not called;
-2. MemOS searches exactly the scope's MemOS ids, as a reader id that never writes;
-3. the scope is read again; if it changed during the search (a revoke, a leave, a toggle), the whole
-   result is dropped: MemOS hits carry no KB id, so they cannot be filtered afterwards;
+2. MemOS searches exactly the scope's MemOS ids, as a reader id that never writes: by default each KB on
+   its own, concurrently, so that every excerpt names its KB (``memmy_kb.domain.recall_attributed``,
+   which also re-checks the scope and merges); with ``attribution="combined"`` in one search, as below;
+3. (combined) the scope is read again; if it changed during the search (a revoke, a leave, a toggle), the
+   whole result is dropped: MemOS hits carry no KB id, so they cannot be filtered afterwards;
 4. the hits become the context block (``memmy_kb.domain.context_block``).
 
 A MemOS error or timeout is a 503 with no excerpts, never a retry with another scope. One exception:
@@ -24,29 +26,40 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memmy_kb.domain.access import compute_recall_scope
+from memmy_kb.domain.access import compute_recall_scope, recall_grants, scope_of
 from memmy_kb.domain.context_block import DEFAULT_MAX_CHARS, ContextBlock, Excerpt, build_context
 from memmy_kb.domain.engine import MemosApiKeyError, MemosError, MemosNotFound
 from memmy_kb.errors import RecallUnavailable
 from memmy_kb.observability import logger
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.ports import GrantReader, KnowledgeEngine
+    from memmy_kb.domain.ports import GrantReader, KnowledgeEngine, RecallSources
+    from memmy_kb.records import GrantRecord
 
 DEFAULT_RECALL_LIMIT = 9
 READER_PREFIX = "kb-reader-"
+# Attribution: "per_kb" searches each KB (up to ``max_searches`` searches), "combined" the scope at once.
+PER_KB = "per_kb"
+COMBINED = "combined"
+ATTRIBUTIONS = (PER_KB, COMBINED)
+DEFAULT_MAX_SEARCHES = 4
+DEFAULT_MAX_PER_KB = 5
+DEFAULT_SEARCH_SECONDS = 2.5
 
 
 @dataclass(frozen=True)
 class RecallResult:
     """The excerpts kept (sanitised, in order) and the block, for a scope of ``scope_size`` KBs.
 
-    ``discarded``: the scope changed during the search and every hit was dropped.
+    ``discarded``: the scope changed during the search and hits were dropped: every hit in combined
+    mode, the hits of the KBs (or groups) that left the scope otherwise. ``partial``: some searches
+    failed and the excerpts are those of the others.
     """
 
     block: ContextBlock
     scope_size: int
     discarded: bool
+    partial: bool = False
 
 
 def reader_id(user_id: str) -> str:
@@ -64,27 +77,56 @@ def _left_the_scope(grants: GrantReader, user_id: str, searched: list[str]) -> b
     return not set(searched) <= now
 
 
+def _unavailable() -> RecallUnavailable:
+    return RecallUnavailable("Recall is unavailable right now; try again shortly.")
+
+
 def recall(
-    grants: GrantReader,
+    grants: RecallSources,
     memos: KnowledgeEngine,
     *,
     user_id: str,
     query: str,
     limit: int = DEFAULT_RECALL_LIMIT,
     max_context_chars: int = DEFAULT_MAX_CHARS,
+    attribution: str = PER_KB,
+    max_searches: int = DEFAULT_MAX_SEARCHES,
+    max_per_kb: int = DEFAULT_MAX_PER_KB,
+    search_seconds: float = DEFAULT_SEARCH_SECONDS,
     clock: Callable[[], float] = time.perf_counter,
 ) -> RecallResult:
     """Search the caller's recall scope for ``query`` and return the excerpts and the context block.
 
-    Raises ``RecallUnavailable`` when MemOS fails, times out or cannot be authenticated with.
+    ``search_seconds`` bounds the searches together (per KB, they run at once). Raises
+    ``RecallUnavailable`` when MemOS fails, times out or cannot be authenticated with (per KB: for every
+    KB still in scope).
     """
+    if attribution not in ATTRIBUTIONS:
+        raise ValueError(f"attribution must be one of {ATTRIBUTIONS}, not {attribution!r}")
     started = clock()
-    scope = compute_recall_scope(grants, user_id)
+    scope_grants = recall_grants(grants, user_id)
+    scope = scope_of(scope_grants)
     scoped = clock()
     timings = {"scope_ms": round((scoped - started) * 1000, 1)}
     if not scope:
         logger.info("recall: empty scope, MemOS not called", extra={"scope_size": 0, **timings})
         return _empty(0, discarded=False)
+    if attribution == PER_KB:
+        return _per_kb(
+            grants,
+            memos,
+            user_id=user_id,
+            query=query,
+            scope_grants=scope_grants,
+            limit=limit,
+            max_context_chars=max_context_chars,
+            max_searches=max_searches,
+            max_per_kb=max_per_kb,
+            search_seconds=search_seconds,
+            clock=clock,
+            started=started,
+            timings=timings,
+        )
 
     memos_ids = sorted({entry.memos_kb_id for entry in scope})
     try:
@@ -108,7 +150,7 @@ def recall(
                 **timings,
             },
         )
-        raise RecallUnavailable("Recall is unavailable right now; try again shortly.") from err
+        raise _unavailable() from err
     searched = clock()
     timings["search_ms"] = round((searched - scoped) * 1000, 1)
 
@@ -139,3 +181,67 @@ def recall(
         },
     )
     return RecallResult(block, scope_size=len(scope), discarded=False)
+
+
+def _per_kb(
+    grants: RecallSources,
+    memos: KnowledgeEngine,
+    *,
+    user_id: str,
+    query: str,
+    scope_grants: list[GrantRecord],
+    limit: int,
+    max_context_chars: int,
+    max_searches: int,
+    max_per_kb: int,
+    search_seconds: float,
+    clock: Callable[[], float],
+    started: float,
+    timings: dict[str, float],
+) -> RecallResult:
+    """Recall with every excerpt attributed to its KB (or its group): ``recall_attributed``."""
+    from memmy_kb.domain.recall_attributed import attributed_search
+
+    scope_size = len(scope_grants)
+    searching = clock()
+    found = attributed_search(
+        grants,
+        memos,
+        user_id=user_id,
+        reader=reader_id(user_id),
+        query=query,
+        scope_grants=scope_grants,
+        limit=limit,
+        max_searches=max_searches,
+        max_per_kb=max_per_kb,
+        deadline_seconds=search_seconds,
+    )
+    timings["search_ms"] = round((clock() - searching) * 1000, 1)
+    if found is None:
+        logger.warning(
+            "recall: MemOS unavailable for every KB searched, no excerpts",
+            extra={"scope_size": scope_size, **timings},
+        )
+        raise _unavailable()
+    block = build_context(
+        (Excerpt(hit.title, hit.content, hit.score, sources) for hit, sources in found.hits),
+        max_chars=max_context_chars,
+    )
+    discarded, partial = found.dropped > 0, found.failed > 0
+    logger.info(
+        "recall: served",
+        extra={
+            "scope_size": scope_size,
+            "searches": found.searches,
+            "failed_searches": found.failed,
+            "dropped_searches": found.dropped,
+            "hits": len(found.hits),
+            "kept": len(block.excerpts),
+            "context_chars": len(block.text),
+            "discarded": discarded,
+            "partial": partial,
+            **timings,
+            "total_ms": round((clock() - started) * 1000, 1),
+        },
+    )
+    return RecallResult(block, scope_size=scope_size, discarded=discarded, partial=partial)

@@ -84,6 +84,7 @@ class MemosClient:
         *,
         http: httpx.Client | None = None,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        limits: httpx.Limits | None = None,
         max_attempts: int = 3,
         backoff_base: float = 0.2,
         backoff_cap: float = 2.0,
@@ -98,7 +99,10 @@ class MemosClient:
         self._base_url = base_url.rstrip("/")
         self._api_key_provider = api_key_provider
         self._owns_http = http is None
-        self._http = http if http is not None else httpx.Client(timeout=timeout)
+        # ``limits``: the connection pool (httpx's default when None); the client is shared by threads.
+        if http is None:
+            http = httpx.Client(timeout=timeout) if limits is None else httpx.Client(timeout=timeout, limits=limits)
+        self._http = http
         self._timeout = timeout
         self._max_attempts = max_attempts
         self._backoff_base = backoff_base

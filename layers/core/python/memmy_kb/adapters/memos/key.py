@@ -8,6 +8,7 @@ an unusable secret raises the domain's ``MemosApiKeyError``.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -37,13 +38,16 @@ class SecretApiKeyProvider:
         self._max_age = max_age
         self._client_factory = client_factory
         self._provider: SecretsProvider | None = None
+        # Recall's searches run on threads: one of them fetches the secret, the others wait for its cache.
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"SecretApiKeyProvider(secret_id={self._secret_id!r}, max_age={self._max_age})"
 
     def __call__(self, force_refresh: bool = False) -> str:
         """Return the API key, fetching the secret again when ``force_refresh`` is set."""
-        raw = self._secrets().get(self._secret_id, max_age=self._max_age, force_fetch=force_refresh)
+        with self._lock:
+            raw = self._secrets().get(self._secret_id, max_age=self._max_age, force_fetch=force_refresh)
         if not isinstance(raw, str | bytes):  # no transform is asked for, so Parameters gives text or bytes
             raise MemosApiKeyError(f"secret {self._secret_id} holds no text")
         return _extract_api_key(raw, self._secret_id)

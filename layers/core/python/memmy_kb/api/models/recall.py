@@ -10,6 +10,7 @@ from memmy_kb.api.models.base import ApiModel
 from memmy_kb.domain.recall import DEFAULT_RECALL_LIMIT
 
 if TYPE_CHECKING:
+    from memmy_kb.domain.context_block import Excerpt, SourceKb
     from memmy_kb.domain.recall import RecallResult
 
 MAX_QUERY_LENGTH = 4000
@@ -33,12 +34,57 @@ class RecallRequest(ApiModel):
     )
 
 
+class RecallOwner(ApiModel):
+    """Who shared a KB with the caller: display name and masked verified contact, as "shared with me"."""
+
+    name: str = Field(repr=False)
+    contact: str | None = Field(default=None, repr=False, description="Masked (138****8000, a***@example.com)")
+
+
+class RecallKb(ApiModel):
+    id: str
+    name: str = Field(repr=False)
+
+
+class RecallGroupKb(RecallKb):
+    """One KB of a group searched together; ``owner`` when it is shared with the caller."""
+
+    owner: RecallOwner | None = None
+
+
+def _owner(source: SourceKb) -> RecallOwner | None:
+    if source.owner_name is None:
+        return None
+    return RecallOwner(name=source.owner_name, contact=source.owner_contact)
+
+
 class RecallItem(ApiModel):
-    """One excerpt as it appears in ``context``: sanitised, with its source title."""
+    """One excerpt as it appears in ``context``: sanitised, with its source title and its KB.
+
+    ``knowledge_base`` names the KB it comes from (``owner`` the sharer, for a KB shared with the caller);
+    ``knowledge_bases`` instead lists the KBs of a group searched together, one of which it comes from.
+    Neither is present when the service searches the whole scope at once (``RECALL_ATTRIBUTION=combined``).
+    """
 
     title: str = Field(repr=False)
     content: str = Field(repr=False)
     score: float | None = None
+    knowledge_base: RecallKb | None = None
+    owner: RecallOwner | None = None
+    knowledge_bases: list[RecallGroupKb] | None = None
+
+    @classmethod
+    def from_excerpt(cls, excerpt: Excerpt) -> RecallItem:
+        item = cls(title=excerpt.title, content=excerpt.content, score=excerpt.score)
+        if len(excerpt.sources) == 1:
+            (source,) = excerpt.sources
+            item.knowledge_base = RecallKb(id=source.kb_id, name=source.name)
+            item.owner = _owner(source)
+        elif excerpt.sources:
+            item.knowledge_bases = [
+                RecallGroupKb(id=s.kb_id, name=s.name, owner=_owner(s)) for s in excerpt.sources
+            ]
+        return item
 
 
 class RecallResponse(ApiModel):
@@ -47,13 +93,19 @@ class RecallResponse(ApiModel):
         description='The block a hook adds to the turn ("" when there are no items)', repr=False
     )
     scope_size: int = Field(description="How many knowledge bases were searched")
-    discarded: bool = Field(description="The scope changed during the search and the result was dropped")
+    discarded: bool = Field(
+        description="The scope changed during the search: the excerpts of the KBs that left it were dropped"
+    )
+    partial: bool = Field(
+        default=False, description="Some KBs' searches failed: the excerpts are those of the others"
+    )
 
     @classmethod
     def from_result(cls, result: RecallResult) -> RecallResponse:
         return cls(
-            items=[RecallItem(title=e.title, content=e.content, score=e.score) for e in result.block.excerpts],
+            items=[RecallItem.from_excerpt(e) for e in result.block.excerpts],
             context=result.block.text,
             scope_size=result.scope_size,
             discarded=result.discarded,
+            partial=result.partial,
         )

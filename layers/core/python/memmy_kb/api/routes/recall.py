@@ -26,7 +26,7 @@ router = new_router()
         HTTPStatus.OK,
         "Excerpts from the knowledge bases the caller may read and has turned on",
         RecallResponse,
-        (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS failed or did not answer in time; no excerpts"),
+        (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS failed or did not answer in time for every KB; no excerpts"),
     ),
 )
 def handle_recall(
@@ -44,6 +44,10 @@ def handle_recall(
             query=request.query,
             limit=request.limit,
             max_context_chars=settings.recall_context_max_chars,
+            attribution=settings.recall_attribution,
+            max_searches=settings.recall_max_searches,
+            max_per_kb=settings.recall_max_per_kb,
+            search_seconds=settings.recall_memos_timeout_seconds,
         )
     except RecallUnavailable:
         metrics.add_metric(name="RecallUnavailable", unit=MetricUnit.Count, value=1)
@@ -51,4 +55,6 @@ def handle_recall(
     metrics.add_metric(name="RecallExcerpts", unit=MetricUnit.Count, value=len(result.block.excerpts))
     if result.discarded:
         metrics.add_metric(name="RecallDiscarded", unit=MetricUnit.Count, value=1)
+    if result.partial:
+        metrics.add_metric(name="RecallPartial", unit=MetricUnit.Count, value=1)
     return RecallResponse.from_result(result)

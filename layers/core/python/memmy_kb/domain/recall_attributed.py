@@ -1,0 +1,193 @@
+"""Attributed recall: every excerpt says which KB it comes from (docs/architecture.md, "Recall").
+
+A MemOS hit names neither its KB nor its file, and a search over several KBs cannot be split afterwards,
+so the only way to know a hit's KB is to search that KB alone. Recall therefore plans one search per KB
+of the scope, at most ``max_searches`` of them: past that, the first ``max_searches - 1`` KBs (shares
+first: who wrote a text matters most when it is someone else's) are searched alone and the rest together
+as one group, whose excerpts name every KB of the group.
+
+The searches run at once on threads (one shared MemOS client, whose connection pool is sized for them)
+within the one recall budget; meanwhile the main thread reads the KBs' names and the sharers' profiles in
+one batched read. Once every search has answered (or the budget is spent) the scope is read again, once:
+a search whose KB (or any KB of its group) left the scope is dropped whole, whatever it answered. The
+excerpts left are merged by score, at most ``max_per_kb`` per KB (per KB of a group) and ``limit`` in all.
+Some searches failing and others answering gives the answered excerpts, flagged ``partial``; no search
+answering for a KB still in scope is the 503 of a failed recall.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memmy_kb.domain.access import ScopeEntry, compute_recall_scope
+from memmy_kb.domain.context_block import SourceKb
+from memmy_kb.domain.engine import MemosApiKeyError, MemosError, MemosNotFound, MemosUnavailable, SearchHit
+
+if TYPE_CHECKING:
+    from memmy_kb.domain.ports import KnowledgeEngine, RecallSources
+    from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
+
+_SearchFailure = MemosError | MemosApiKeyError
+
+
+@dataclass(frozen=True, eq=False)
+class Search:
+    """One MemOS search of the plan: one KB, or a group of KBs searched together."""
+
+    grants: tuple[GrantRecord, ...]
+
+    @property
+    def entries(self) -> frozenset[ScopeEntry]:
+        return frozenset(ScopeEntry(g.kb_id, g.memos_kb_id) for g in self.grants)
+
+    @property
+    def memos_ids(self) -> list[str]:
+        return sorted({g.memos_kb_id for g in self.grants})
+
+
+@dataclass(frozen=True, eq=False)
+class Outcome:
+    """What one search gave: its hits, or the error it failed with."""
+
+    search: Search
+    hits: tuple[SearchHit, ...] = ()
+    error: _SearchFailure | None = None
+
+
+@dataclass(frozen=True)
+class Attributed:
+    """The merged hits with their sources, and what happened to the searches."""
+
+    hits: list[tuple[SearchHit, tuple[SourceKb, ...]]]
+    searches: int
+    failed: int
+    dropped: int
+
+
+def plan(grants: list[GrantRecord], max_searches: int) -> list[Search]:
+    """The searches for a scope: one per KB, or, past ``max_searches`` KBs, ``max_searches - 1`` alone
+    (shares first, then by id) and the rest as one group."""
+    ordered = sorted({g.kb_id: g for g in grants}.values(), key=lambda g: (g.role == "owner", g.kb_id))
+    if len(ordered) <= max_searches:
+        return [Search((g,)) for g in ordered]
+    alone = max(max_searches - 1, 0)
+    return [*(Search((g,)) for g in ordered[:alone]), Search(tuple(ordered[alone:]))]
+
+
+def _cap(search: Search, limit: int, max_per_kb: int) -> int:
+    """At most ``max_per_kb`` excerpts per KB searched (a group's KBs together), never over ``limit``."""
+    return min(limit, max_per_kb * len(search.grants))
+
+
+def _source(grant: GrantRecord, kbs: dict[str, KnowledgeBaseRecord], owners: dict[str, ProfileRecord]) -> SourceKb:
+    kb = kbs.get(grant.kb_id)
+    name = kb.name if kb is not None else grant.kb_id
+    if grant.role == "owner":
+        return SourceKb(grant.kb_id, name)
+    # The same owner name and masked contact as the "shared with me" list shows (guarantee 9).
+    from memmy_kb.domain.directory import masked_contact
+
+    profile = owners.get(grant.owner_id)
+    owner_name = (profile.display_name if profile else None) or (kb.owner_name if kb else None) or grant.owner_id
+    contact = masked_contact(profile.phone, profile.email) if profile else None
+    return SourceKb(grant.kb_id, name, owner_name, contact)
+
+
+def _run_searches(
+    searches: list[Search],
+    search: Callable[[Search], list[SearchHit]],
+    meanwhile: Callable[[], None],
+    deadline_seconds: float,
+) -> list[Outcome]:
+    """Every search at once on its own thread (each in a copy of this context, so the invocation's
+    deadline bounds it too), ``meanwhile()`` on this one; a search not answered by the deadline failed."""
+    if len(searches) == 1:
+        meanwhile()
+        return [_outcome(searches[0], search)]
+    executor = ThreadPoolExecutor(max_workers=len(searches), thread_name_prefix="recall-search")
+    try:
+        futures = [
+            executor.submit(contextvars.copy_context().run, _outcome, s, search) for s in searches
+        ]
+        started = time.monotonic()
+        meanwhile()
+        wait(futures, timeout=max(deadline_seconds - (time.monotonic() - started), 0))
+        return [_finished(s, f) for s, f in zip(searches, futures, strict=True)]
+    finally:
+        # Late searches end by their own timeouts; nothing waits for them.
+        executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _outcome(target: Search, search: Callable[[Search], list[SearchHit]]) -> Outcome:
+    try:
+        return Outcome(target, hits=tuple(search(target)))
+    except (MemosError, MemosApiKeyError) as err:
+        return Outcome(target, error=err)
+
+
+def _finished(target: Search, future: Future[Outcome]) -> Outcome:
+    if future.done():
+        return future.result()
+    return Outcome(target, error=MemosUnavailable("no answer within the recall budget", endpoint="/search/memory"))
+
+
+def attributed_search(
+    grants: RecallSources,
+    memos: KnowledgeEngine,
+    *,
+    user_id: str,
+    reader: str,
+    query: str,
+    scope_grants: list[GrantRecord],
+    limit: int,
+    max_searches: int,
+    max_per_kb: int,
+    deadline_seconds: float,
+) -> Attributed | None:
+    """Search each KB of the scope (or its group), re-check the scope once, merge; None when every search
+    failed for a KB still in the scope (the caller answers 503)."""
+    searches = plan(scope_grants, max_searches)
+    names: dict[str, tuple[dict[str, KnowledgeBaseRecord], dict[str, ProfileRecord]]] = {}
+
+    def read_names() -> None:
+        shared = [g.owner_id for g in scope_grants if g.role != "owner"]
+        names["read"] = grants.batch_get_kbs_and_profiles((g.kb_id for g in scope_grants), shared)
+
+    outcomes = _run_searches(
+        searches,
+        lambda s: memos.search_memory(reader, query, s.memos_ids, limit=_cap(s, limit, max_per_kb)),
+        read_names,
+        deadline_seconds,
+    )
+    failures = [o for o in outcomes if o.error is not None]
+    if len(failures) == len(outcomes) and not any(isinstance(o.error, MemosNotFound) for o in failures):
+        return None  # nothing answered, and no failure a scope change could explain: no re-read
+    # Once every search has answered: a search whose KB (or one of its group) left the scope is dropped.
+    now = compute_recall_scope(grants, user_id)
+    kept = [o for o in outcomes if o.search.entries <= now]
+    answered = [o for o in kept if o.error is None]
+    failed = len(kept) - len(answered)
+    if failed and not answered:
+        return None
+    kbs, owners = names["read"]
+    ranked = [
+        (hit, index, rank, o.search)
+        for index, o in enumerate(answered)
+        for rank, hit in enumerate(o.hits)
+    ]
+    ranked.sort(key=lambda r: (-(r[0].score if r[0].score is not None else -1.0), r[1], r[2]))
+    taken = [0] * len(answered)
+    merged: list[tuple[SearchHit, tuple[SourceKb, ...]]] = []
+    for hit, index, _, search in ranked:
+        if len(merged) >= limit:
+            break
+        if taken[index] >= _cap(search, limit, max_per_kb):
+            continue
+        taken[index] += 1
+        merged.append((hit, tuple(_source(g, kbs, owners) for g in search.grants)))
+    return Attributed(merged, searches=len(searches), failed=failed, dropped=len(outcomes) - len(kept))
