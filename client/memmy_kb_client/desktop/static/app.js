@@ -20,7 +20,8 @@ const TEXT = {
     confirmLeave: "退出「{name}」？除非所有者再次共享，你将看不到它。",
     added: "已添加 {name}。", excerpts: "摘录", block: "智能体收到的内容", nothing: "在参与召回的知识库中没有找到相关内容。",
     scope: "检索了 {n} 个知识库", loggedIn: "已登录：{name}",
-    needSession: "请用 {cmd} 打开此页面（链接只能用一次）。", needLogin: "本机服务未登录：请运行 {cmd}。",
+    needSession: "请用 {cmd} 打开此页面（链接只能用一次）。", needLogin: "尚未登录：点击“登录”，或运行 {cmd}。",
+    signIn: "登录", signOut: "退出登录", signedOut: "已退出登录。",
     uploadDone: "已上传", uploadFailed: "上传失败：{reason}", gone: "这个知识库已不存在，或已不再共享给你。",
     err_account_not_found: "没有找到这个用户 ID、手机号或邮箱对应的账号（对方需要先登录一次 Memmy）。",
     err_cannot_share_with_self: "这是你自己，不需要共享给自己。",
@@ -58,7 +59,8 @@ const TEXT = {
     added: "Added {name}.", excerpts: "Excerpts", block: "The block the agent receives",
     nothing: "Nothing found in the knowledge bases you recall from.", scope: "Searched {n} knowledge bases",
     loggedIn: "Signed in as {name}", needSession: "Open this page with {cmd} (each link works once).",
-    needLogin: "The desktop service is not logged in: run {cmd}.", uploadDone: "Uploaded",
+    needLogin: "Not signed in: choose Sign in, or run {cmd}.",
+    signIn: "Sign in", signOut: "Sign out", signedOut: "Signed out.", uploadDone: "Uploaded",
     uploadFailed: "Upload failed: {reason}", gone: "This knowledge base is gone, or no longer shared with you.",
     err_account_not_found: "No account has this user ID, phone or email (they need to sign in to Memmy once first).",
     err_cannot_share_with_self: "That is you: you already own this knowledge base.",
@@ -610,9 +612,41 @@ function wire() {
   });
 }
 
+// Signing in: the local service starts the provider's login (PKCE, on its own loopback callback) and
+// answers its URL; this tab goes there, and the callback brings it back here signed in.
+async function signIn() {
+  try {
+    const started = await api("POST", "/login");
+    window.location.assign(started.url);
+  } catch (error) {
+    notice(human(error));
+  }
+}
+
+async function signOut() {
+  try {
+    await api("POST", "/logout");
+  } catch (error) {
+    notice(human(error));
+    return;
+  }
+  state.me = null;
+  showSignedOut(t("signedOut") + " " + t("needLogin"));
+}
+
+function showSignedOut(message) {
+  $("app").hidden = true;
+  $("who").textContent = "";
+  $("sign-out").hidden = true;
+  $("sign-in").hidden = false;
+  notice(message, "memmy-kb desktop login");
+}
+
 async function start() {
   translateStatic();
   wire();
+  $("sign-in").addEventListener("click", signIn);
+  $("sign-out").addEventListener("click", signOut);
   let session;
   try {
     const response = await fetch("/api/session", { credentials: "same-origin", cache: "no-store" });
@@ -625,10 +659,12 @@ async function start() {
   state.csrf = session.csrf;
   state.me = session.user || null;
   if (session.login !== "logged_in" || !state.me) {
-    notice(t("needLogin"), "memmy-kb desktop login");
+    showSignedOut(t("needLogin"));
     return;
   }
   $("who").textContent = t("loggedIn", { name: state.me.name || state.me.user_id });
+  $("sign-in").hidden = true;
+  $("sign-out").hidden = false;
   $("app").hidden = false;
   try {
     await api("PUT", "/me");  // registers the profile, so others can share with this account
