@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,8 +108,11 @@ def stop_stack(process: subprocess.Popen[bytes]) -> int:
     return process.returncode
 
 
-def start_stack(workdir: Path, data_dir: Path | None = None) -> tuple[subprocess.Popen[bytes], RunningStack]:
-    """Start ``memmy-local up`` (with ``--data-dir`` if given); return it once its ready line appears.
+def start_stack(
+    workdir: Path, data_dir: Path | None = None, extra: Sequence[str] = ()
+) -> tuple[subprocess.Popen[bytes], RunningStack]:
+    """Start ``memmy-local up`` (with ``--data-dir`` if given, then ``extra`` options); return it once its
+    ready line appears.
 
     Its home (signing key when there is no data dir) and its log are under ``workdir``.
     """
@@ -119,7 +122,7 @@ def start_stack(workdir: Path, data_dir: Path | None = None) -> tuple[subprocess
     extra_args = ["--data-dir", str(data_dir)] if data_dir is not None else []
     env = {**os.environ, tokens.HOME_ENV: str(home), "PYTHONUNBUFFERED": "1"}
     command = [*LOCAL_CLI, "up", "--port", "0", "--memos-port", "0", "--moto-port", "0", "--idp-port", "0"]
-    command += ["--processing-delay", "0.2", *extra_args]
+    command += ["--processing-delay", "0.2", *extra_args, *extra]
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(  # noqa: S603 - our own CLI with fixed arguments
             command, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env

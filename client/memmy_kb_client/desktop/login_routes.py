@@ -73,11 +73,13 @@ def _login_flow(state: DesktopState, request: Request) -> Reply:
     return Reply(200, answer)
 
 
-def _page(status: int, title: str, text: str) -> Reply:
+def _page(status: int, title: str, text: str, *, back: bool = False) -> Reply:
+    # ``back``: a link to the knowledge-base page, for a sign-in started there (the tab that left it).
+    link = '<p><a href="/">Back to Memmy / 返回 Memmy</a></p>' if back else ""
     body = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title></head>"
-        f"<body><h1>{html.escape(title)}</h1><p>{html.escape(text)}</p></body></html>"
+        f"<body><h1>{html.escape(title)}</h1><p>{html.escape(text)}</p>{link}</body></html>"
     )
     return Reply(status, {}, PAGE_HEADERS, raw=body.encode("utf-8"), content_type="text/html; charset=utf-8")
 
@@ -105,6 +107,7 @@ def _callback(state: DesktopState, request: Request) -> Reply:
         200,
         "Signed in",
         f"The Memmy desktop service is signed in{f' as {who}' if who else ''}. You can close this tab.",
+        back=True,
     )
 
 
