@@ -160,6 +160,10 @@ def test_the_seed_story_through_the_page(browser, people):
     expect(answer.locator(".excerpt").filter(has_text="《MemOS 开源VS商业化》")).to_contain_text(
         COMPARISON_FACT
     )
+    # ...and which KB it came from, and whose share it is
+    source = answer.locator(".excerpt").filter(has_text="《MemOS 开源VS商业化》").locator(".source")
+    expect(source).to_contain_text(f"From {kb_name}")
+    expect(source).to_contain_text("Shared by 产品经理")
     expect(answer.locator("pre")).to_contain_text("《MemOS 开源VS商业化》", use_inner_text=False)
 
     # The owner drops a third file on the page; the reader finds it, and recall does too

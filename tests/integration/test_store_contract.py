@@ -56,6 +56,7 @@ from memmy_kb.domain.ports import (
     KnowledgeEngine,
     ProfileStore,
     RateCounters,
+    RecallSources,
     UploadObjects,
     UploadRequeue,
 )
@@ -2014,6 +2015,7 @@ def test_given_an_upload_object_when_requeued_then_the_ingest_reads_exactly_its_
 # ``KnowledgeEngine``'s fake runs beside ``MemosClient`` on the emulator below.
 PORT_FAKES: dict[type, tuple[type, str]] = {
     GrantReader: (FakeKnowledgeBaseStore, "backend"),
+    RecallSources: (FakeKnowledgeBaseStore, "backend"),
     KnowledgeBaseStore: (FakeKnowledgeBaseStore, "backend"),
     ContentStore: (FakeContentStore, "backend"),
     ProfileStore: (FakeProfileStore, "backend"),

@@ -21,7 +21,7 @@ const TEXT = {
     added: "已添加 {name}。", excerpts: "摘录", block: "智能体收到的内容", nothing: "在参与召回的知识库中没有找到相关内容。",
     scope: "检索了 {n} 个知识库", loggedIn: "已登录：{name}",
     needSession: "请用 {cmd} 打开此页面（链接只能用一次）。", needLogin: "尚未登录：点击“登录”，或运行 {cmd}。",
-    signIn: "登录", signOut: "退出登录", signedOut: "已退出登录。",
+    signIn: "登录", fromKb: "来自知识库", fromOneOf: "来自以下知识库之一", signOut: "退出登录", signedOut: "已退出登录。",
     uploadDone: "已上传", uploadFailed: "上传失败：{reason}", gone: "这个知识库已不存在，或已不再共享给你。",
     err_account_not_found: "没有找到这个用户 ID、手机号或邮箱对应的账号（对方需要先登录一次 Memmy）。",
     err_cannot_share_with_self: "这是你自己，不需要共享给自己。",
@@ -61,7 +61,7 @@ const TEXT = {
     nothing: "Nothing found in the knowledge bases you recall from.", scope: "Searched {n} knowledge bases",
     loggedIn: "Signed in as {name}", needSession: "Open this page with {cmd} (each link works once).",
     needLogin: "Not signed in: choose Sign in, or run {cmd}.",
-    signIn: "Sign in", signOut: "Sign out", signedOut: "Signed out.", uploadDone: "Uploaded",
+    signIn: "Sign in", fromKb: "From", fromOneOf: "From one of", signOut: "Sign out", signedOut: "Signed out.", uploadDone: "Uploaded",
     uploadFailed: "Upload failed: {reason}", gone: "This knowledge base is gone, or no longer shared with you.",
     err_account_not_found: "No account has this user ID, phone or email (they need to sign in to Memmy once first).",
     err_cannot_share_with_self: "That is you: you already own this knowledge base.",
@@ -527,6 +527,16 @@ async function shareDialog() {
 
 // ---------------------------------------------------------------------------------- try a question
 
+// Where an excerpt came from: its knowledge base (and whose share), or the group of KBs searched together.
+function sourceOf(item) {
+  const owner = (o) => (o ? ` · ${t("sharedBy")} ${o.name || ""}${o.contact ? ` (${o.contact})` : ""}` : "");
+  if (item.knowledge_base) return `${t("fromKb")} ${item.knowledge_base.name}${owner(item.owner)}`;
+  if (item.knowledge_bases && item.knowledge_bases.length) {
+    return `${t("fromOneOf")} ${item.knowledge_bases.map((kb) => kb.name).join(", ")}`;
+  }
+  return "";
+}
+
 async function ask(query) {
   const answer = $("answer");
   answer.replaceChildren(el("p", { class: "muted", text: "…" }));
@@ -537,7 +547,8 @@ async function ask(query) {
     else {
       parts.push(el("h3", { text: t("excerpts") }));
       for (const item of result.items) {
-        parts.push(el("article", { class: "excerpt" }, el("h3", { text: `《${item.title}》` }), el("p", { text: item.content })));
+        parts.push(el("article", { class: "excerpt" }, el("h3", { text: `《${item.title}》` }),
+          el("p", { class: "source muted", text: sourceOf(item) }), el("p", { text: item.content })));
       }
     }
     if (result.context) {
