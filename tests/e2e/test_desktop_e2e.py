@@ -459,3 +459,24 @@ def test_memmy_local_up_runs_the_desktop_side_beside_the_stack(local_stack, read
         assert MARKER in done.stdout.decode()
     finally:
         stack_desktop.cli("logout")
+
+
+# ------------------------------------------------------------------------------------------- MCP
+
+
+def test_an_agent_searches_through_memmy_kb_mcp_with_the_hook_token_only(desktop, local_stack, reader):
+    """``memmy-kb mcp`` with only the state directory: the scope, a search naming its KB, a refused name."""
+    from tests.integration.test_mcp_server import run_calls, text_of
+
+    tools, (listed, found, unknown) = run_calls(
+        desktop.home,
+        ("list_knowledge_bases", {}),
+        ("search_knowledge", {"query": QUESTION}),
+        ("search_knowledge", {"query": QUESTION, "knowledge_bases": ["no-such-kb"]}),
+    )
+
+    assert {tool.name for tool in tools.tools} == {"list_knowledge_bases", "search_knowledge"}
+    assert not listed.is_error and "财务制度" in text_of(listed)
+    assert not found.is_error
+    assert MARKER in text_of(found) and "财务制度" in text_of(found)
+    assert unknown.is_error and "no-such-kb" in text_of(unknown)

@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 
 from memmy_kb_client.desktop import bodies, page
+from memmy_kb_client.desktop.hook_routes import HOOK_ROUTES
 from memmy_kb_client.desktop.login_routes import LOGIN_ROUTES
 from memmy_kb_client.desktop.proxy import CLOUD_ROUTE
 from memmy_kb_client.desktop.routes import ROUTES as OWN_ROUTES
@@ -27,7 +28,7 @@ logger = logging.getLogger("memmy_kb_client.desktop")
 
 MAX_BODY_BYTES: Final = 64 * 1024
 # Every route of the service but the page's cloud routes (``proxy``), with the credential each takes.
-ROUTES: Final = {**OWN_ROUTES, **LOGIN_ROUTES}
+ROUTES: Final = {**OWN_ROUTES, **LOGIN_ROUTES, **HOOK_ROUTES}
 _SAFE_METHODS: Final = frozenset({"GET", "HEAD"})
 
 
@@ -63,7 +64,8 @@ def dispatch(
     path, _, query = without_fragment.partition("?")
     route = find_route(method, path)
     if credential is Access.HOOK and (route is None or route.access is not Access.HOOK):
-        # The hook token is good for recall only: everywhere else, whatever the path, it is refused.
+        # The hook token is good for recall only (the hook's block, the MCP server's scope and search):
+        # everywhere else, whatever the path, it is refused.
         return error_reply(403, "hook_token_not_allowed", "the hook token may only ask for recall")
     if route is None:
         known = any(known_path == path for _, known_path in ROUTES)
