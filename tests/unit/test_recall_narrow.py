@@ -72,9 +72,9 @@ def test_an_id_outside_an_empty_scope_is_refused_too():
 
 
 def test_a_change_outside_the_narrowed_set_during_the_search_discards_nothing():
-    # combined: the re-read scope loses kb1, which was not asked for
-    repo = Repository([[own("kb1"), grant("kb2")], [grant("kb2")]])
-    memos = engine("kb1", "kb2")
+    # combined: the re-read scope loses kb1, which was not asked for (kb3 stays, also not asked for)
+    repo = Repository([[own("kb1"), grant("kb2"), grant("kb3")], [grant("kb2"), grant("kb3")]])
+    memos = engine("kb1", "kb2", "kb3")
 
     result = run(repo, memos, attribution="combined", knowledge_base_ids=["kb2"])
 
