@@ -157,6 +157,28 @@ def test_turning_recall_off_excludes_that_kb(service, world):
     assert markers_in(after) == {"alice"}
 
 
+def test_knowledge_base_ids_narrow_the_scope_and_an_id_outside_it_is_one_422(service, world):
+    narrowed = recall(service, "alice", knowledge_base_ids=[world["bob"]])
+
+    assert narrowed.status == HTTPStatus.OK
+    assert narrowed.body["scope_size"] == 1
+    assert markers_in(narrowed) == {"bob"}
+    # carol's KB exists but is not alice's; the other id names no KB: the same answer, no search
+    before = service.memos.calls(SEARCH)
+    refused = {
+        kb: recall(service, "alice", knowledge_base_ids=[world["alice"], kb])
+        for kb in (world["carol"], "kb_000000000000000000000000")
+    }
+    assert service.memos.calls(SEARCH) == before
+    bodies = []
+    for kb, reply in refused.items():
+        assert reply.status == HTTPStatus.UNPROCESSABLE_ENTITY
+        assert reply.body["error"]["code"] == "knowledge_base_not_in_scope"
+        assert reply.body["error"]["details"] == {"knowledge_base_ids": [kb]}
+        bodies.append({**reply.body["error"], "details": None})
+    assert bodies[0] == bodies[1]
+
+
 def test_a_revoked_reader_gets_nothing_from_that_kb(service, world):
     assert markers_in(recall(service, "alice")) == {"alice", "bob"}
     assert service.call("DELETE", f"/knowledge-bases/{world['bob']}/members/alice", "bob").status == 204
@@ -265,6 +287,8 @@ def test_a_search_within_the_budget_is_served(service, world, monkeypatch):
         {"query": "报销", "limit": 0},
         {"query": "报销", "limit": 26},
         {},
+        {"query": "报销", "knowledge_base_ids": ["kb_1", "kb_1"]},
+        {"query": "报销", "knowledge_base_ids": [f"kb_{i}" for i in range(51)]},
     ],
 )
 def test_invalid_requests_are_422_in_the_error_shape(service, world, body):

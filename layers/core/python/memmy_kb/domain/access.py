@@ -7,7 +7,8 @@ index. The rules, from the product's permission table:
 * a reader may see the KB and its files, turn their own recall on or off, and leave;
 * everything else (rename, share, revoke, upload, organise) is the owner's; a reader trying it gets 403;
 * an upload is taken into MemOS only while its uploader still owns the KB;
-* recall searches exactly the KBs the caller holds a grant on and has turned recall on for.
+* recall searches exactly the KBs the caller holds a grant on and has turned recall on for; a request
+  may narrow that to some of them (``narrow_recall_grants``), never widen it.
 
 Turning one's own recall on or off needs no read: the write is conditioned on the caller's own grant
 existing, the same rule as ``require_access``. Writes that act on a decision made here re-check it in
@@ -23,6 +24,8 @@ from typing import TYPE_CHECKING
 from memmy_kb.errors import InvalidInput, kb_not_found, owner_only
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     # Signatures only: every handler's requests come through here, recall's on each agent turn, and
     # none of them needs the record models or the ports to be imported for it.
     from memmy_kb.domain.ports import GrantReader
@@ -87,3 +90,31 @@ def compute_recall_scope(grants: GrantReader, user_id: str) -> frozenset[ScopeEn
 
 def scope_of(grants: list[GrantRecord]) -> frozenset[ScopeEntry]:
     return frozenset(ScopeEntry(g.kb_id, g.memos_kb_id) for g in grants)
+
+
+def narrow_recall_grants(scope_grants: list[GrantRecord], kb_ids: Sequence[str] | None) -> list[GrantRecord]:
+    """The recall scope narrowed to ``kb_ids`` (None: the whole scope): scope ∩ ids, never wider.
+
+    An id outside the scope is a 422 ``knowledge_base_not_in_scope``, the same answer whether the KB is
+    unknown, not the caller's to read, or has the caller's recall off: no existence oracle.
+    """
+    if kb_ids is None:
+        return scope_grants
+    in_scope = {g.kb_id for g in scope_grants}
+    outside = [kb_id for kb_id in kb_ids if kb_id not in in_scope]
+    if outside:
+        raise InvalidInput(
+            "Some knowledge bases are not in your recall scope (unknown, not shared with you, or recall off).",
+            code="knowledge_base_not_in_scope",
+            details={"knowledge_base_ids": outside},
+        )
+    wanted = set(kb_ids)
+    return [g for g in scope_grants if g.kb_id in wanted]
+
+
+def narrow_scope(scope: frozenset[ScopeEntry], kb_ids: Sequence[str] | None) -> frozenset[ScopeEntry]:
+    """A scope (read again after a search) kept to ``kb_ids`` (None: all of it), for the re-check."""
+    if kb_ids is None:
+        return scope
+    wanted = set(kb_ids)
+    return frozenset(entry for entry in scope if entry.kb_id in wanted)

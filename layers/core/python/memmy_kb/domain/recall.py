@@ -2,12 +2,13 @@
 
 The one place where a wrong id hands someone else's documents to an agent, so every step fails closed:
 
-1. the scope is the caller's grants with recall on, from one consistent Query (``recall_grants``);
-   empty → nothing, and MemOS is not called;
+1. the scope is the caller's grants with recall on, from one consistent Query (``recall_grants``),
+   narrowed to the request's ``knowledge_base_ids`` when it names some (``narrow_recall_grants``: an id
+   outside the scope is a 422, never a wider search); empty → nothing, and MemOS is not called;
 2. MemOS searches exactly the scope's MemOS ids, as a reader id that never writes: by default each KB on
    its own, concurrently, so that every excerpt names its KB (``memmy_kb.domain.recall_attributed``,
    which also re-checks the scope and merges); with ``attribution="combined"`` in one search, as below;
-3. (combined) the scope is read again; if it changed during the search (a revoke, a leave, a toggle), the
+3. (combined) the scope is read again (and narrowed the same way); if it changed during the search (a revoke, a leave, a toggle), the
    whole result is dropped: MemOS hits carry no KB id, so they cannot be filtered afterwards;
 4. the hits become the context block (``memmy_kb.domain.context_block``).
 
@@ -22,11 +23,17 @@ excerpts are never logged: only counts and timings.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memmy_kb.domain.access import compute_recall_scope, recall_grants, scope_of
+from memmy_kb.domain.access import (
+    compute_recall_scope,
+    narrow_recall_grants,
+    narrow_scope,
+    recall_grants,
+    scope_of,
+)
 from memmy_kb.domain.context_block import DEFAULT_MAX_CHARS, ContextBlock, Excerpt, build_context
 from memmy_kb.domain.engine import MemosApiKeyError, MemosError, MemosNotFound
 from memmy_kb.errors import RecallUnavailable
@@ -93,18 +100,20 @@ def recall(
     max_searches: int = DEFAULT_MAX_SEARCHES,
     max_per_kb: int = DEFAULT_MAX_PER_KB,
     search_seconds: float = DEFAULT_SEARCH_SECONDS,
+    knowledge_base_ids: Sequence[str] | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> RecallResult:
     """Search the caller's recall scope for ``query`` and return the excerpts and the context block.
 
     ``search_seconds`` bounds the searches together (per KB, they run at once). Raises
     ``RecallUnavailable`` when MemOS fails, times out or cannot be authenticated with (per KB: for every
-    KB still in scope).
+    KB still in scope). ``knowledge_base_ids`` narrows the scope to those KBs (None: the whole scope);
+    one outside the scope raises ``InvalidInput`` (``knowledge_base_not_in_scope``), MemOS not called.
     """
     if attribution not in ATTRIBUTIONS:
         raise ValueError(f"attribution must be one of {ATTRIBUTIONS}, not {attribution!r}")
     started = clock()
-    scope_grants = recall_grants(grants, user_id)
+    scope_grants = narrow_recall_grants(recall_grants(grants, user_id), knowledge_base_ids)
     scope = scope_of(scope_grants)
     scoped = clock()
     timings = {"scope_ms": round((scoped - started) * 1000, 1)}
@@ -156,7 +165,7 @@ def recall(
 
     # A revoke, leave or toggle that landed during the search wins: the hits cannot be attributed to
     # KBs, so the only safe answer is none of them.
-    if compute_recall_scope(grants, user_id) != scope:
+    if narrow_scope(compute_recall_scope(grants, user_id), knowledge_base_ids) != scope:
         timings["recheck_ms"] = round((clock() - searched) * 1000, 1)
         logger.info(
             "recall: scope changed during the search, result discarded",

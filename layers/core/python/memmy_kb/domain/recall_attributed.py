@@ -13,6 +13,9 @@ a search whose KB (or any KB of its group) left the scope is dropped whole, what
 excerpts left are merged by score, at most ``max_per_kb`` per KB (per KB of a group) and ``limit`` in all.
 Some searches failing and others answering gives the answered excerpts, flagged ``partial``; no search
 answering for a KB still in scope is the 503 of a failed recall.
+
+The scope given may be the request's narrowed one (``narrow_recall_grants``): the re-check asks only that
+each search's KBs are still in the caller's scope, so it holds for a narrowed scope as it is.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StringConstraints, field_validator
 
 from memmy_kb.api.models.base import ApiModel
 from memmy_kb.domain.recall import DEFAULT_RECALL_LIMIT
@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 MAX_QUERY_LENGTH = 4000
 MAX_RECALL_LIMIT = 25
+MAX_RECALL_KBS = 50
+# The shape of a KB id (``kb_`` and hex when the service makes one; at most 64 characters, as in paths).
+KbIdItem = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
 
 
 class RecallRequest(ApiModel):
@@ -32,6 +35,24 @@ class RecallRequest(ApiModel):
     ] = (
         DEFAULT_RECALL_LIMIT
     )
+    knowledge_base_ids: Annotated[
+        list[KbIdItem] | None,
+        Field(
+            max_length=MAX_RECALL_KBS,
+            description=(
+                "Search only these KBs of the caller's recall scope (at most 50, no duplicates); absent or "
+                "null: the whole scope. An id outside the scope (unknown, not readable, or recall off) is a "
+                "422 knowledge_base_not_in_scope."
+            ),
+        ),
+    ] = None
+
+    @field_validator("knowledge_base_ids")
+    @classmethod
+    def _no_duplicates(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError("knowledge_base_ids must not repeat an id")
+        return value
 
 
 class RecallOwner(ApiModel):

@@ -26,6 +26,11 @@ router = new_router()
         HTTPStatus.OK,
         "Excerpts from the knowledge bases the caller may read and has turned on",
         RecallResponse,
+        (
+            HTTPStatus.UNPROCESSABLE_ENTITY,
+            "Invalid request (validation_error), or a knowledge_base_ids entry outside the caller's recall scope"
+            " (knowledge_base_not_in_scope)",
+        ),
         (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS failed or did not answer in time for every KB; no excerpts"),
     ),
 )
@@ -48,6 +53,7 @@ def handle_recall(
             max_searches=settings.recall_max_searches,
             max_per_kb=settings.recall_max_per_kb,
             search_seconds=settings.recall_memos_timeout_seconds,
+            knowledge_base_ids=request.knowledge_base_ids,
         )
     except RecallUnavailable:
         metrics.add_metric(name="RecallUnavailable", unit=MetricUnit.Count, value=1)
