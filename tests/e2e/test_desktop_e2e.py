@@ -468,10 +468,11 @@ def test_an_agent_searches_through_memmy_kb_mcp_with_the_hook_token_only(desktop
     """``memmy-kb mcp`` with only the state directory: the scope, a search naming its KB, a refused name."""
     from tests.integration.test_mcp_server import run_calls, text_of
 
-    tools, (listed, found, unknown) = run_calls(
+    tools, (listed, found, narrowed, unknown) = run_calls(
         desktop.home,
         ("list_knowledge_bases", {}),
         ("search_knowledge", {"query": QUESTION}),
+        ("search_knowledge", {"query": QUESTION, "knowledge_bases": ["财务制度"], "limit": 2}),
         ("search_knowledge", {"query": QUESTION, "knowledge_bases": ["no-such-kb"]}),
     )
 
@@ -479,4 +480,7 @@ def test_an_agent_searches_through_memmy_kb_mcp_with_the_hook_token_only(desktop
     assert not listed.is_error and "财务制度" in text_of(listed)
     assert not found.is_error
     assert MARKER in text_of(found) and "财务制度" in text_of(found)
+    # Narrowed by name: the cloud searches that KB only (knowledge_base_ids), inside the scope.
+    assert not narrowed.is_error, text_of(narrowed)
+    assert MARKER in text_of(narrowed)
     assert unknown.is_error and "no-such-kb" in text_of(unknown)
