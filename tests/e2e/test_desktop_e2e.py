@@ -477,10 +477,13 @@ def test_an_agent_searches_through_memmy_kb_mcp_with_the_hook_token_only(desktop
     )
 
     assert {tool.name for tool in tools.tools} == {"list_knowledge_bases", "search_knowledge"}
-    assert not listed.is_error and "财务制度" in text_of(listed)
+    assert not listed.is_error
+    assert "财务制度" in text_of(listed)
     assert not found.is_error
-    assert MARKER in text_of(found) and "财务制度" in text_of(found)
+    assert MARKER in text_of(found)
+    assert "财务制度" in text_of(found)
     # Narrowed by name: the cloud searches that KB only (knowledge_base_ids), inside the scope.
     assert not narrowed.is_error, text_of(narrowed)
     assert MARKER in text_of(narrowed)
-    assert unknown.is_error and "no-such-kb" in text_of(unknown)
+    assert unknown.is_error
+    assert "no-such-kb" in text_of(unknown)
