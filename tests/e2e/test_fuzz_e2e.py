@@ -78,7 +78,12 @@ def test_no_generated_request_gets_a_5xx_or_an_undocumented_answer(local_stack: 
         "--report-har-path",
         str(har),
     ]
-    env = {**os.environ, "NO_COLOR": "1", "SCHEMATHESIS_HOOKS": fuzz_hooks.__file__}
+    env = {
+        **os.environ,
+        "NO_COLOR": "1",
+        "SCHEMATHESIS_HOOKS": fuzz_hooks.__file__,
+        fuzz_hooks.KEEP_ENV: ",".join([*seeds.kb_ids, *seeds.scratch_kb_ids]),
+    }
     done = subprocess.run(  # noqa: S603 - our own fuzzer against our own stack
         command, capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path, env=env
     )
