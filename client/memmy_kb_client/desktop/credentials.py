@@ -147,7 +147,27 @@ class SecretStore(Protocol):
     def delete(self, name: str) -> None: ...
 
 
-class FileStore:
+class _LoginEntry:
+    """The cloud login, kept alike by every store: one entry, ``LOGIN_ENTRY``, holding its JSON."""
+
+    def get(self, name: str) -> str | None: ...  # pragma: no cover - each store defines it
+
+    def put(self, name: str, value: str) -> None: ...  # pragma: no cover
+
+    def delete(self, name: str) -> None: ...  # pragma: no cover
+
+    def load(self) -> CloudLogin | None:
+        raw = self.get(LOGIN_ENTRY)
+        return CloudLogin.from_json(raw) if raw is not None else None
+
+    def save(self, login: CloudLogin) -> None:
+        self.put(LOGIN_ENTRY, login.to_json())
+
+    def clear(self) -> None:
+        self.delete(LOGIN_ENTRY)
+
+
+class FileStore(_LoginEntry):
     """0600 files in the private directory (0700), apart from what the hooks read."""
 
     kind = "file"
@@ -177,18 +197,9 @@ class FileStore:
     def delete(self, name: str) -> None:
         paths.remove(self.file(name))
 
-    # The cloud login, as every store keeps it.
-    def load(self) -> CloudLogin | None:
-        return load_login(self)
-
-    def save(self, login: CloudLogin) -> None:
-        self.put(LOGIN_ENTRY, login.to_json())
-
-    def clear(self) -> None:
-        self.delete(LOGIN_ENTRY)
 
 
-class KeyringStore:
+class KeyringStore(_LoginEntry):
     """Entries in the OS keychain, named after the state directory (two homes never share one)."""
 
     kind = "keychain"
@@ -218,20 +229,6 @@ class KeyringStore:
         except Exception as err:  # keyring.errors.PasswordDeleteError: nothing was there
             if type(err).__name__ != "PasswordDeleteError":
                 raise
-
-    def load(self) -> CloudLogin | None:
-        return load_login(self)
-
-    def save(self, login: CloudLogin) -> None:
-        self.put(LOGIN_ENTRY, login.to_json())
-
-    def clear(self) -> None:
-        self.delete(LOGIN_ENTRY)
-
-
-def load_login(store: SecretStore) -> CloudLogin | None:
-    raw = store.get(LOGIN_ENTRY)
-    return CloudLogin.from_json(raw) if raw is not None else None
 
 
 def usable_keyring() -> Any | None:
