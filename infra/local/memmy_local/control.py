@@ -30,6 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final
 
+from .serving import serve_in_background, stop_serving
+
 log = logging.getLogger("memmy_local.control")
 
 STATE_FILE_NAME: Final = "local-stack.json"
@@ -74,10 +76,7 @@ class ControlServer:
 
     def start(self, home: Path | None = None, **record: Any) -> ControlServer:
         """Serve in a background thread; with ``home``, record the URL and token there (plus ``record``)."""
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="memmy-control", daemon=True
-        )
-        self._thread.start()
+        self._thread = serve_in_background(self._httpd, "memmy-control")
         if home is not None:
             home.mkdir(parents=True, exist_ok=True)
             path = state_file(home)
@@ -99,11 +98,8 @@ class ControlServer:
             except (OSError, ValueError):
                 pass
             self._state_path = None
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._httpd.server_close()
+        stop_serving(self._httpd, self._thread)
+        self._thread = None
 
     def handle(self, method: str, path: str, token: str | None) -> tuple[HTTPStatus, dict[str, Any]]:
         """One request, without the socket: the status and the JSON body."""

@@ -48,6 +48,7 @@ from .http_events import (
 )
 from .lambdas import DEFAULT_ACCOUNT_ID, DEFAULT_MAX_CONTAINERS, DEFAULT_REGION, LocalFunction, load_function
 from .routing import compile_routes, find_route
+from .serving import serve_in_background, stop_serving
 from .template import load_template
 
 log = logging.getLogger("memmy_local.gateway")
@@ -101,19 +102,13 @@ class Gateway:
     def start(self) -> Gateway:
         """Import every routed function's handler, then serve; returns at once."""
         self._load_functions()
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="memmy-gateway", daemon=True
-        )
-        self._thread.start()
+        self._thread = serve_in_background(self._httpd, "memmy-gateway")
         return self
 
     def stop(self) -> None:
         """Stop serving and close the socket."""
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._httpd.server_close()
+        stop_serving(self._httpd, self._thread)
+        self._thread = None
 
     def __enter__(self) -> Gateway:
         return self.start()

@@ -55,6 +55,7 @@ from .identity_state import (
     is_loopback_callback,
     normalize_user_code,
 )
+from .serving import serve_in_background, stop_serving
 from .tokens import ALGORITHM, DEFAULT_AUDIENCE, SigningKey, key_id
 
 log = logging.getLogger("memmy_local.identity_provider")
@@ -119,18 +120,12 @@ class IdentityProvider:
         authlib_log = logging.getLogger("authlib")
         if authlib_log.level < logging.INFO:
             authlib_log.setLevel(logging.INFO)  # its DEBUG lines print whole token responses, even at DEBUG
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="memmy-idp", daemon=True
-        )
-        self._thread.start()
+        self._thread = serve_in_background(self._httpd, "memmy-idp")
         return self
 
     def stop(self) -> None:
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._httpd.server_close()
+        stop_serving(self._httpd, self._thread)
+        self._thread = None
 
     def __enter__(self) -> IdentityProvider:
         return self.start()
