@@ -126,12 +126,13 @@ _CLOUD_OUTCOMES = {
     "unreachable": "cloud_unreachable",
     "cloud_error": "cloud_error",
     "bad_reply": "cloud_error",
+    "skipped": "skipped",
 }
 
 
 def recall_outcome(prompt: str, agent: str, env: Mapping[str, str], deadline: float) -> tuple[str, str]:
     """The block for ``prompt`` from the local service, cut for ``agent`` ("" when there is none), and
-    the outcome to record: ``ok``, ``empty``, ``no_service``, ``refused``, ``service_error``, or what
+    the outcome to record: ``ok``, ``empty``, ``skipped`` (nothing to search), ``no_service``, ``refused``, ``service_error``, or what
     the service says of the cloud (``logged_out``, ``login_expired``, ``cloud_unreachable``...)."""
     state_dir = paths.desktop_dir(env)
     token = paths.read_token(state_dir, paths.HOOK_TOKEN_FILE)

@@ -202,6 +202,36 @@ def test_logged_out_recall_is_empty_and_asks_no_cloud(client, cloud):
     assert cloud.requests == []
 
 
+@pytest.mark.parametrize("prompt", ["/clear", "  OK! ", "继续", "好的。"])
+def test_a_prompt_with_nothing_to_search_asks_no_cloud_and_is_counted(client, cloud, prompt):
+    client.login()
+    status, body, _ = client.request("POST", "/hook/recall", client.hook_token, {"query": prompt})
+    assert (status, body) == (200, {"context": "", "cloud": "skipped"})
+    assert cloud.requests == []
+    status_code, described = client.control("GET", "/control/status")
+    assert status_code == 200
+    assert described["skipped_prompts"] == 1
+    assert described["last_recall"] is None  # the status keeps the last recall that reached the cloud
+
+
+def test_the_hook_records_a_skipped_prompt_as_skipped(client, state_dir):
+    client.login()
+    env = {paths.HOME_ENV: str(state_dir.parent)}
+    assert hook.recall_outcome("ok", "codex", env, time.monotonic() + 5) == ("", "skipped")
+
+
+def test_with_the_skip_off_every_prompt_reaches_the_cloud(state_dir, cloud):
+    running = start(state_dir, cloud.url, skip_trivial_prompts=False)
+    try:
+        client = Client(running)
+        client.login()
+        status, body, _ = client.request("POST", "/hook/recall", client.hook_token, {"query": "继续"})
+        assert (status, body["cloud"]) == (200, "ok")
+        assert [r["body"] for r in cloud.requests] == [{"query": "继续"}]
+    finally:
+        running.stop()
+
+
 def test_each_agent_gets_the_block_cut_to_its_limit(client, cloud):
     hits = [Excerpt(f"制度{i}", "报销规则说明" * 150, None) for i in range(10)]
     cloud.body = {"context": build_context(hits).text}

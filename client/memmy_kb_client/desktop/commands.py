@@ -36,7 +36,13 @@ def _serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
-        service = DesktopService(DesktopConfig(state_dir=state_dir, cloud_url=cloud, port=args.port)).start()
+        config = DesktopConfig(
+            state_dir=state_dir,
+            cloud_url=cloud,
+            port=args.port,
+            skip_trivial_prompts=not args.recall_every_prompt,
+        )
+        service = DesktopService(config).start()
     except (DesktopStartError, ValueError) as err:
         print(f"memmy-kb desktop serve: {err}", file=sys.stderr)
         return 1
@@ -122,7 +128,9 @@ def _login(args: argparse.Namespace) -> int:
             import webbrowser
 
             opened = webbrowser.open(url)
-        told = "Sign in in the browser window that opened." if opened else f"Open this link to sign in:\n{url}"
+        told = (
+            "Sign in in the browser window that opened." if opened else f"Open this link to sign in:\n{url}"
+        )
         print(printable(told), file=say)
     print("Waiting for the sign-in...", file=say, flush=True)
     return _wait_for_flow(str(started["flow"]), float(started.get("expires_in") or 600), args.json)
@@ -274,6 +282,10 @@ def _print_status(status: dict[str, Any], as_json: bool) -> int:
         lines.append(f"recall:   the cloud {outcome} at {last.get('at')}{detail}")
     else:
         lines.append("recall:   none asked yet")
+    if status.get("skipped_prompts"):
+        lines.append(
+            f'skipped:  {status["skipped_prompts"]} prompts with nothing to search (slash commands, "ok")'
+        )
     print(printable("\n".join(lines)))
     return 0
 
@@ -292,6 +304,11 @@ def add_desktop_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     serve.add_argument("--port", type=int, default=8765, help="the port on 127.0.0.1 (default 8765; 0 = any)")
     serve.add_argument(
         "--cloud", help="the cloud API URL (default: $MEMMY_KB_ENDPOINT, else the local stack's)"
+    )
+    serve.add_argument(
+        "--recall-every-prompt",
+        action="store_true",
+        help='search for every prompt, even a slash command or an "ok" / "继续" (default: those are skipped)',
     )
     serve.set_defaults(func=_serve)
 

@@ -29,6 +29,7 @@ from memmy_kb_client.desktop.credentials import (
     open_store,
 )
 from memmy_kb_client.desktop.flows import LoginFlows
+from memmy_kb_client.desktop.trivial import is_trivial_prompt
 
 DEFAULT_PORT: Final = 8765
 HOST: Final = "127.0.0.1"
@@ -62,6 +63,8 @@ class DesktopConfig:
     clock: Callable[[], float] = time.time
     # Seconds for each call to the cloud's login configuration and to the identity provider.
     login_timeout: float = 10.0
+    # Answer a slash command or an "ok" / "继续" with no block and no cloud call (``trivial.py``).
+    skip_trivial_prompts: bool = True
 
 
 def _now_iso(at: float | None = None) -> str:
@@ -96,6 +99,7 @@ class DesktopState:
         self.rejected = False
         self.flows = LoginFlows(self.keep_login, config.clock, timeout=config.login_timeout)
         self.last_recall: dict[str, Any] | None = None
+        self.skipped_prompts = 0  # prompts answered without the cloud since the service started
         self.url = ""
         self.port = 0
         self.sessions = page.Sessions()
@@ -185,7 +189,14 @@ class DesktopState:
         return None
 
     def recall(self, query: str, agent: str | None) -> tuple[str, str, float | None]:
-        """The block for ``query`` cut for ``agent``, the outcome, and the cloud call's seconds."""
+        """The block for ``query`` cut for ``agent``, the outcome, and the cloud call's seconds.
+
+        A prompt with nothing to search is answered at once with the outcome ``skipped``; the last
+        recall shown by the status stays the last one that reached the cloud."""
+        if self.config.skip_trivial_prompts and is_trivial_prompt(query):
+            with self._lock:
+                self.skipped_prompts += 1
+            return "", "skipped", None
         login, outcome = self.fresh_login()
         if login is None:
             if outcome != "logged_out":
@@ -330,7 +341,7 @@ class DesktopState:
 
     def status(self) -> dict[str, Any]:
         with self._lock:
-            login, rejected, last = self.login, self.rejected, self.last_recall
+            login, rejected, last, skipped = self.login, self.rejected, self.last_recall, self.skipped_prompts
         described: dict[str, Any]
         if login is None:
             described = {"state": "logged_out"}
@@ -356,6 +367,7 @@ class DesktopState:
             "secrets": "keychain" if isinstance(self.store, KeyringStore) else "file",
             "hook_token_file": os.path.join(self.state_dir, paths.HOOK_TOKEN_FILE),
             "last_recall": last,
+            "skipped_prompts": skipped,
         }
         in_files = [
             what

@@ -1,0 +1,51 @@
+"""Which prompts have nothing to search: the local service answers them without calling the cloud.
+
+Before every agent turn the hook asks the service for excerpts. A turn that is an agent's slash command
+(``/clear``, ``/model opus``) or an acknowledgement ("ok", "继续", "thanks!") carries no question, and a
+search for it costs a Lambda invocation and one MemOS search per knowledge base in the scope for
+excerpts the agent does not need. Such prompts are recognised by a closed list, never by length alone:
+"pricing" or "报价" is short and still a question worth searching. ``memmy-kb desktop serve
+--recall-every-prompt`` turns the skip off. The agent's own searches (MCP) are never skipped.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Final
+
+__all__ = ["is_trivial_prompt"]
+
+# An agent's command: a slash, a name, then anything ("/model opus"). "/etc/hosts is empty" is a path,
+# not a command: its first word holds a second slash.
+_SLASH_COMMAND: Final = re.compile(r"/[A-Za-z][\w:.-]*(?:\s|$)")
+
+# Acknowledgements and go-aheads in English and Chinese, compared after case folding and with
+# punctuation, symbols and spaces taken out ("OK!" -> "ok", "好的。" -> "好的", "go on" -> "goon").
+_TRIVIAL_WORDS: Final = frozenset(
+    {
+        # English
+        "ok", "okay", "k", "kk", "yes", "y", "yep", "yeah", "yup", "no", "n", "nope", "sure", "fine",
+        "thanks", "thankyou", "thx", "ty", "cool", "great", "nice", "good", "done", "next", "continue",
+        "goon", "goahead", "proceed", "retry", "tryagain", "again", "doit", "lgtm", "soundsgood", "agreed", "right", "correct", "stop", "cancel", "undo", "hi", "hello", "hey",
+        # Chinese
+        "好", "好的", "好吧", "行", "可以", "嗯", "嗯嗯", "对", "对的", "是", "是的", "没错", "不", "不用",
+        "不是", "不要", "谢谢", "多谢", "感谢", "继续", "接着", "下一步", "重试", "再试", "再试一次", "确认",
+        "确定", "同意", "没问题", "完成", "停", "停止", "取消", "你好", "开始",
+    }
+)  # fmt: skip
+
+# Past this many characters a prompt is a sentence, whatever it starts with.
+_MAX_ACK_CHARS: Final = 24
+
+
+def is_trivial_prompt(prompt: str) -> bool:
+    """True when ``prompt`` is a slash command, an acknowledgement, or has no letter or digit at all."""
+    text = unicodedata.normalize("NFKC", prompt).strip()
+    if _SLASH_COMMAND.match(text):
+        return True
+    if len(text) > _MAX_ACK_CHARS:
+        return False
+    # Letters and digits only: punctuation, symbols (emoji), spaces and marks go.
+    core = "".join(ch for ch in text.casefold() if unicodedata.category(ch)[0] in "LN")
+    return not core or core in _TRIVIAL_WORDS
