@@ -59,6 +59,7 @@ def install_message(agent: str, project: Path | None, env: Mapping[str, str]) ->
 _OUTCOMES = {
     "ok": "ok",
     "empty": "empty (nothing in your knowledge bases matched)",
+    "skipped": "skipped (a slash command or an acknowledgement: nothing to search)",
     "no_prompt": "no prompt in the agent's event",
     "no_service": "no desktop service found (start `memmy-kb desktop serve` with this MEMMY_KB_HOME)",
     "service_unreachable": "the desktop service was unreachable (is `memmy-kb desktop serve` running?)",

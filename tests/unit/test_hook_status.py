@@ -317,3 +317,6 @@ def test_each_outcome_reads_as_a_sentence():
     ) == ("last ran 2026-01-01T00:00:00Z: ok with 1 excerpt, 12 ms")
     for outcome in ("empty", "logged_out", "service_unreachable", "timeout", "no_service"):
         assert hook_status.describe_run({"at": "t", "outcome": outcome}).startswith("last ran t: ")
+    assert hook_status.describe_run({"at": "t", "outcome": "skipped"}) == (
+        "last ran t: skipped (a slash command or an acknowledgement: nothing to search)"
+    )
