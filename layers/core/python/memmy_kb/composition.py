@@ -194,7 +194,11 @@ def get_recall_memos_client() -> KnowledgeEngine:
     import httpx
 
     from memmy_kb.adapters.memos.client import MemosClient
+    from memmy_kb.adapters.memos.models import MemosMemory
 
+    # The search hit's model is built on first use (defer_build); built here, once, rather than by each of
+    # the first recall's concurrent searches at the same time.
+    MemosMemory.model_rebuild()
     settings = get_settings()
     budget = settings.recall_memos_timeout_seconds
     quick = min(1.0, budget)
