@@ -16,10 +16,12 @@ site-packages hooks must not touch the layer, and the runtime's add nothing a ha
 ``python -m bench.import_time --layer DIR --functions DIR`` times another layer and handlers (before and
 after a change, say). Targets: recall at most 1.2x ``import boto3``, every other handler 1.5x.
 
-``--first-request`` also times the recall handler's import plus one ``POST /recall`` (one grant with recall
-on, one hit) against loopback stubs of DynamoDB, Secrets Manager and MemOS: the CPU a cold recall really
-spends before it answers, boto3, the clients and httpx included. It has no target; it shows what moving an
-import from the handler to the first request saves (nothing, when that request needs it).
+``--first-request`` (``make bench`` sets it) also times the recall handler's import plus one ``POST /recall``
+(``FIRST_RECALL_KBS`` grants with recall on, so as many concurrent MemOS searches, one hit each) against
+loopback stubs of DynamoDB, Secrets Manager and MemOS: the CPU a cold recall really spends before it
+answers, boto3, the clients, the MemOS key and httpx included. Target: at most 2x ``import boto3``. The
+stubs speak plain HTTP: the TLS set-up of the AWS clients' connections is not counted (httpx's CA bundle,
+loaded when its client is built, is).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from typing import Any
 from memmy_local.handlers import repo_root
 
 LAYER_SOURCE = Path("layers/core/python")
-TARGETS = {"recall": 1.2}
+TARGETS = {"recall": 1.2, "recall + first request": 2.0}
 DEFAULT_TARGET = 1.5
 
 # What template.yaml's Globals give every function (references as placeholders) and what Lambda sets.
@@ -310,7 +312,12 @@ def run(
         print(f"  {name} handler: {ms:.0f} ms, {ratio:.2f}x boto3 (target {target}x: {verdict})")
     if "recall + first request handler" in costs:
         ms = costs["recall + first request handler"]
-        print(f"  recall handler + one POST /recall (stubs): {ms:.0f} ms, {ms / boto:.2f}x boto3 (no target)")
+        ratio, target = ms / boto, TARGETS["recall + first request"]
+        verdict = "ok" if ratio <= target else "OVER"
+        print(
+            f"  recall handler + one POST /recall ({FIRST_RECALL_KBS} KBs, stubs): {ms:.0f} ms, {ratio:.2f}x boto3"
+            f" (target {target}x: {verdict})"
+        )
     return costs
 
 
