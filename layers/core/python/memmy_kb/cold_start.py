@@ -9,7 +9,9 @@ recall" row). ``hold()`` (called first thing by a handler module) turns the coll
 object then alive to the permanent generation (``gc.freeze()``), so later passes never walk them.
 
 Only inside Lambda (``AWS_EXECUTION_ENV`` names a Lambda runtime): a process that loads handlers among
-other work (tests, the local stack) keeps its collector as it was.
+other work (tests, the local stack) keeps its collector as it was. The price: reference cycles that
+became garbage before the release are frozen with the rest and never freed, a one-off bounded by what one
+cold start discards (a full collection before freezing would free them, at the first request's expense).
 """
 
 from __future__ import annotations
