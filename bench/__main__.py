@@ -59,9 +59,10 @@ def _calls_and_cost() -> list[Row]:
 def _import_ratios() -> list[Row]:
     from bench import import_time
 
-    costs = import_time.run()
+    costs = import_time.run(first_request=True)
     boto = costs["import boto3"]
     rows: list[Row] = [("handler import (cold, built layer)", "import boto3", f"{boto:.0f} ms")]
+    first = costs.pop("recall + first request handler")
     for name, ms in costs.items():
         if name == "import boto3":
             continue
@@ -70,6 +71,14 @@ def _import_ratios() -> list[Row]:
         rows.append(
             ("handler import (cold, built layer)", name, f"{ms / boto:.2f}x boto3, {ms:.0f} ms{verdict}")
         )
+    target = import_time.TARGETS["recall + first request"]
+    rows.append(
+        (
+            "cold import + first recall vs import boto3",
+            f"recall handler + one POST /recall ({import_time.FIRST_RECALL_KBS} KBs, loopback stubs)",
+            f"{first / boto:.2f}x boto3, {first:.0f} ms (target ≤ {target}x: {'ok' if first / boto <= target else 'over'})",
+        )
+    )
     return rows
 
 
@@ -96,6 +105,29 @@ def _recall_scale() -> list[Row]:
         )
         for size in sizes[1:]
     ]
+    return rows
+
+
+def _recall_fanout() -> list[Row]:
+    from bench import recall_fanout
+
+    result = recall_fanout.run()
+    scopes = result["scopes"]
+    smallest = min(scopes)
+    base = scopes[smallest]
+    rows = []
+    for size in sorted(scopes)[1:]:
+        figures = scopes[size]
+        verdict = "ok" if figures["ratio"] <= recall_fanout.TARGET else "over"
+        rows.append(
+            (
+                f"recall latency vs KBs in scope ({result['latency_ms']} ms per MemOS search)",
+                f"{size} KBs vs {smallest}",
+                f"ratio {figures['ratio']:.2f} (median {figures['median_ms']:.0f} vs {base['median_ms']:.0f} ms;"
+                f" {figures['searches']:g} searches at once per recall, {result['new_connections']} new connections"
+                f" after warm-up; target ≤ {recall_fanout.TARGET}x: {verdict})",
+            )
+        )
     return rows
 
 
@@ -158,6 +190,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "import_time": _import_ratios,
     "layer_size": _layer_size,
     "recall_scale": _recall_scale,
+    "recall_fanout": _recall_fanout,
     "ingest_memory": _ingest_memory,
     "local_stack_memory": _local_stack_memory,
     "search_emulator": _search_emulator,

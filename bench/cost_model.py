@@ -17,7 +17,8 @@ from typing import Any
 USERS = 1_000
 
 # Per active user per day. A recall runs before every agent turn (the hook); 200 turns a day, of which a
-# tenth by users with no KB in recall (empty scope). Scheduled: the reconciler every 5 minutes.
+# tenth by users with no KB in recall (empty scope). Scheduled: the reconciler every 5 minutes. The two
+# recall rows count prompts: the desktop service skips the cloud for a trivial one (TRIVIAL_PROMPT_SHARE).
 PROFILE: dict[str, float] = {
     "recall": 180,
     "empty-scope recall": 20,
@@ -36,6 +37,20 @@ PROFILE: dict[str, float] = {
 PER_DAY_FIXED: dict[str, float] = {"reconcile run": 24 * 60 / 5}
 # Not an API route: triggered by S3 through SQS, by Step Functions, or by the schedule.
 NOT_HTTP = {"ingest (S3 trigger)", "cleanup (file)", "cleanup (KB)", "reconcile run"}
+# Assumed: the share of prompts that are trivial (a slash command, "ok", "继续"), for which the desktop
+# service answers at once without calling the cloud: no Lambda invocation, no HTTP API request, no search.
+TRIVIAL_PROMPT_SHARE = 0.15
+SKIPPED_WHEN_TRIVIAL = ("recall", "empty-scope recall")
+# Assumed: KBs in a typical recall scope (the user's own one or two and a team's share). Attributed recall
+# (RECALL_ATTRIBUTION=per_kb) searches each on its own, at most RECALL_MAX_SEARCHES (4) searches; the
+# counted recall route has a one-KB scope, so its one search is replaced by this scope's searches.
+KBS_IN_SCOPE = 3
+MAX_SEARCHES = 4
+# Assumed: the busiest hour carries this share of a day's prompts (users at work, about eight busy
+# hours: 3.6 times a flat day's hourly rate), spread evenly over that hour.
+PEAK_HOUR_SHARE = 0.15
+# MemOS's guideline: about 40 requests a second per account (docs/memos.md, "Plans and rates").
+MEMOS_GUIDELINE_PER_SECOND = 40
 # Each upload's bytes go to S3 by the client's presigned POST (a PUT-class request, not a botocore call).
 CLIENT_S3_PUTS = {"request upload": 1}
 
@@ -88,6 +103,76 @@ _PER = {
 }
 
 
+def searches_per_recall(kbs: int, max_searches: int = MAX_SEARCHES, attribution: str = "per_kb") -> int:
+    """MemOS searches of one recall over ``kbs`` KBs: one per KB up to ``max_searches`` (the rest searched
+    together as one), or one for the whole scope when ``attribution`` is "combined"; none for no KB."""
+    if kbs <= 0:
+        return 0
+    return 1 if attribution == "combined" else min(kbs, max_searches)
+
+
+@dataclass(frozen=True)
+class MemosLoad:
+    """The day's MemOS requests from recall and the rest, at the profile's scope, peak and trivial share."""
+
+    recalls: float  # recalls of a non-empty scope that reach the cloud, per day
+    searches: float  # their searches, per-KB attribution
+    combined_searches: float  # the same recalls with RECALL_ATTRIBUTION=combined
+    other_calls: float  # every other MemOS request of the day (uploads, cleanups)
+    trivial_invocations: float  # recall invocations (and HTTP API requests) the desktop's skip saves
+    trivial_searches: float  # MemOS searches it saves
+
+    @property
+    def extra_searches(self) -> float:
+        """What per-KB attribution costs over one combined search per recall."""
+        return self.searches - self.combined_searches
+
+    @property
+    def peak_per_second(self) -> float:
+        """MemOS requests a second in the busiest hour."""
+        return (self.searches + self.other_calls) * PEAK_HOUR_SHARE / 3600
+
+    @property
+    def users_at_guideline(self) -> float:
+        """Active users at which the busiest hour reaches MemOS's guideline (one account)."""
+        return (
+            USERS * MEMOS_GUIDELINE_PER_SECOND / self.peak_per_second
+            if self.peak_per_second
+            else float("inf")
+        )
+
+
+def runs_per_day(trivial_share: float = TRIVIAL_PROMPT_SHARE) -> dict[str, float]:
+    """Runs of each route a day for ``USERS`` users; the recall rows less the prompts the desktop skips."""
+    runs = {
+        name: per_user * USERS * ((1 - trivial_share) if name in SKIPPED_WHEN_TRIVIAL else 1)
+        for name, per_user in PROFILE.items()
+    }
+    runs.update(PER_DAY_FIXED)
+    return runs
+
+
+def memos_load(routes: dict[str, Any], trivial_share: float = TRIVIAL_PROMPT_SHARE) -> MemosLoad:
+    """The day's MemOS requests (``routes``: bench.route_calls.run()); recall's at a ``KBS_IN_SCOPE`` scope."""
+    runs = runs_per_day(trivial_share)
+    recalls = runs["recall"]
+    other = sum(
+        count
+        * sum(n for path, n in routes[name].memos.items() if name != "recall" or path != "/search/memory")
+        for name, count in runs.items()
+    )
+    skipped = PROFILE["recall"] * USERS * trivial_share
+    per_recall = searches_per_recall(KBS_IN_SCOPE)
+    return MemosLoad(
+        recalls=recalls,
+        searches=recalls * per_recall,
+        combined_searches=recalls * searches_per_recall(KBS_IN_SCOPE, attribution="combined"),
+        other_calls=other,
+        trivial_invocations=sum(PROFILE[name] * USERS * trivial_share for name in SKIPPED_WHEN_TRIVIAL),
+        trivial_searches=skipped * per_recall,
+    )
+
+
 @dataclass
 class Day:
     """One day of ``USERS`` active users: quantities and dollars per priced item."""
@@ -95,6 +180,7 @@ class Day:
     quantities: dict[str, float] = field(default_factory=dict)
     dollars: dict[str, float] = field(default_factory=dict)
     memos_calls: float = 0.0
+    memos: MemosLoad | None = None
 
     @property
     def total(self) -> float:
@@ -117,8 +203,7 @@ def model(routes: dict[str, Any], template: dict[str, Any]) -> Day:
     """The day's quantities and dollars for ``USERS`` active users (``routes``: bench.route_calls.run())."""
     day = Day()
     q = dict.fromkeys(PRICES, 0.0)
-    runs = {name: per_user * USERS for name, per_user in PROFILE.items()}
-    runs.update(PER_DAY_FIXED)
+    runs = runs_per_day()
     for name, count in runs.items():
         calls = routes[name]
         q["lambda_requests"] += count * calls.invocations
@@ -130,7 +215,8 @@ def model(routes: dict[str, Any], template: dict[str, Any]) -> Day:
         q["s3_put"] += count * (put_class + CLIENT_S3_PUTS.get(name, 0))
         q["s3_get"] += count * get_class
         q["transitions"] += count * calls.transitions
-        day.memos_calls += count * sum(calls.memos.values())
+    day.memos = memos_load(routes)
+    day.memos_calls = day.memos.searches + day.memos.other_calls
     day.quantities = q
     day.dollars = {key: q[key] / _PER[PRICES[key].unit] * PRICES[key].dollars for key in PRICES}
     return day
@@ -157,6 +243,8 @@ def rows(day: Day) -> list[tuple[str, str]]:
             )
         )
     out.append(("MemOS calls per day", f"{day.memos_calls:,.0f} (MemOS's plan, not AWS: see docs/memos.md)"))
+    if day.memos is not None:
+        out += memos_rows(day.memos)
     out.append(
         (
             "AWS total",
@@ -164,6 +252,31 @@ def rows(day: Day) -> list[tuple[str, str]]:
         )
     )
     return out
+
+
+def memos_rows(load: MemosLoad) -> list[tuple[str, str]]:
+    """The MemOS load's rows: attribution's extra searches, the peak rate, the trivial prompts' saving."""
+    per_recall = searches_per_recall(KBS_IN_SCOPE)
+    peak = load.peak_per_second
+    return [
+        (
+            "MemOS searches per day (recall)",
+            f"{load.searches:,.0f} = {load.recalls:,.0f} recalls × {per_recall} (per-KB attribution, assumed"
+            f" {KBS_IN_SCOPE} KBs in a scope); combined: {load.combined_searches:,.0f}; per-KB costs"
+            f" {load.extra_searches:,.0f} more",
+        ),
+        (
+            "MemOS peak rate",
+            f"{peak:.1f} requests/s in the busiest hour (assumed {PEAK_HOUR_SHARE:.0%} of the day's prompts)"
+            f" = {peak / MEMOS_GUIDELINE_PER_SECOND:.0%} of MemOS's ~{MEMOS_GUIDELINE_PER_SECOND}/s per account;"
+            f" reached at ~{load.users_at_guideline:,.0f} active users",
+        ),
+        (
+            "trivial prompts skipped by the desktop",
+            f"assumed {TRIVIAL_PROMPT_SHARE:.0%} of prompts: {load.trivial_invocations:,.0f} Lambda invocations"
+            f" (and HTTP API requests) and {load.trivial_searches:,.0f} MemOS searches saved per day",
+        ),
+    ]
 
 
 def run(routes: dict[str, Any] | None = None) -> Day:

@@ -1,23 +1,29 @@
 """POST /recall: the caller's excerpts for one agent turn and the block a hook injects.
 
 The path of every agent turn, so it imports only what it uses (no Tracer, no idempotency, Parameters
-only when the MemOS key is first needed).
+only when the MemOS key is first needed), and holds the garbage collector off until its first invocation
+has returned (``memmy_kb.cold_start``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from memmy_kb import cold_start
 
-from aws_lambda_powertools.logging import correlation_paths
+cold_start.hold()  # before the imports below: they are most of the cold start's objects
 
-from memmy_kb.api.resolver import build_resolver
-from memmy_kb.api.routes import recall
-from memmy_kb.observability import logger, metrics
+from typing import Any  # noqa: E402
+
+from aws_lambda_powertools.logging import correlation_paths  # noqa: E402
+
+from memmy_kb.api.resolver import build_resolver  # noqa: E402
+from memmy_kb.api.routes import recall  # noqa: E402
+from memmy_kb.observability import logger, metrics  # noqa: E402
 
 app = build_resolver()
 app.include_router(recall.router)
 
 
+@cold_start.until_first_invocation
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -27,7 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "layers" / "core" / "python"
 FUNCTIONS = ROOT / "functions"
 LAYERS = ("base", "domain", "adapters", "composition", "api", "functions")
-BASE_MODULES = frozenset({"errors", "records", "settings", "observability", "invocation_deadline"})
+BASE_MODULES = frozenset(
+    {"errors", "records", "settings", "observability", "invocation_deadline", "cold_start"}
+)
 # What the adapters may import of the domain: the ports they implement and the types those speak.
 DOMAIN_VOCABULARY = frozenset({"memmy_kb.domain.ports", "memmy_kb.domain.storage", "memmy_kb.domain.engine"})
 # What the domain may import besides memmy_kb and the standard library: top-level packages, and of
@@ -85,7 +87,10 @@ def imports_of(source: str, module: str) -> Iterator[Edge]:
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             # ``from memmy_kb.domain import sharing`` imports the submodule: count the deeper name.
-            names = [f"{node.module}.{alias.name}" if _is_package(node.module) else node.module for alias in node.names]
+            names = [
+                f"{node.module}.{alias.name}" if _is_package(node.module) else node.module
+                for alias in node.names
+            ]
         else:
             continue
         for name in names:

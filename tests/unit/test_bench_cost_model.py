@@ -64,17 +64,80 @@ def test_the_model_multiplies_the_profile_by_the_counted_calls() -> None:
 
     users = cost_model.USERS
     per_user = cost_model.PROFILE
-    assert day.quantities["rru"] == per_user["recall"] * users * 2
+    # The desktop answers trivial prompts itself: only the others reach recall.
+    reaching = 1 - cost_model.TRIVIAL_PROMPT_SHARE
+    assert day.quantities["rru"] == pytest.approx(per_user["recall"] * reaching * users * 2)
     assert day.quantities["transitions"] == per_user["cleanup (file)"] * users * 5
     assert day.quantities["s3_put"] == per_user["request upload"] * users  # the client's POST; DELETE is free
     # Every run is an invocation (a cleanup of two rounds, two); only the routes are API requests.
-    runs = {**{k: v * users for k, v in per_user.items()}, **cost_model.PER_DAY_FIXED}
+    runs = {
+        **{
+            k: v * users * (reaching if k in cost_model.SKIPPED_WHEN_TRIVIAL else 1)
+            for k, v in per_user.items()
+        },
+        **cost_model.PER_DAY_FIXED,
+    }
     assert day.quantities["lambda_requests"] == pytest.approx(sum(runs.values()) + runs["cleanup (file)"])
     assert day.quantities["http_api"] == pytest.approx(
         sum(n for name, n in runs.items() if name not in cost_model.NOT_HTTP)
     )
     # recall: 20 ms + 2 AWS calls x 8 ms + 1 MemOS call x 250 ms, at 1 GB
     recall_ms = cost_model.BASE_MS + 2 * cost_model.AWS_CALL_MS + cost_model.MEMOS_CALL_MS
-    assert recall_ms * per_user["recall"] * users / 1000 <= day.quantities["lambda_gbs"]
+    assert recall_ms * per_user["recall"] * reaching * users / 1000 <= day.quantities["lambda_gbs"]
     assert day.dollars["rru"] == pytest.approx(day.quantities["rru"] / 1e6 * 0.125)
     assert day.total == pytest.approx(sum(day.dollars.values()))
+
+
+@pytest.mark.parametrize(("kbs", "searches"), [(0, 0), (1, 1), (3, 3), (4, 4), (5, 4), (8, 4)])
+def test_per_kb_attribution_searches_each_kb_up_to_the_cap(kbs: int, searches: int) -> None:
+    assert cost_model.searches_per_recall(kbs) == searches
+    assert cost_model.searches_per_recall(kbs, attribution="combined") == min(kbs, 1)
+
+
+@pytest.mark.parametrize("kbs", range(1, 10))
+def test_the_model_counts_the_searches_recall_plans(kbs: int) -> None:
+    from datetime import UTC, datetime
+
+    from memmy_kb.domain.recall import DEFAULT_MAX_SEARCHES
+    from memmy_kb.domain.recall_attributed import plan
+    from memmy_kb.records import GrantRecord
+
+    grants = [
+        GrantRecord(
+            user_id="u", kb_id=f"kb{n}", role="owner", recall=True, memos_kb_id=f"m{n}", owner_id="u",
+            granted_at=datetime.now(UTC),
+        )
+        for n in range(kbs)
+    ]  # fmt: skip
+    assert cost_model.MAX_SEARCHES == DEFAULT_MAX_SEARCHES  # RECALL_MAX_SEARCHES's default
+    assert cost_model.searches_per_recall(kbs) == len(plan(grants, DEFAULT_MAX_SEARCHES))
+
+
+def test_the_memos_load_at_the_profile_s_scope_peak_and_trivial_share() -> None:
+    routes = {name: Calls(function="F") for name in ROUTES}
+    routes["recall"] = Calls(function="F", memos=Counter({"/search/memory": 1}))  # the counted 1-KB scope
+    routes["ingest (S3 trigger)"] = Calls(function="F", memos=Counter({"/add/knowledgebase-file": 1}))
+    load = cost_model.memos_load(routes, trivial_share=0.2)
+
+    users, per_recall = cost_model.USERS, cost_model.searches_per_recall(cost_model.KBS_IN_SCOPE)
+    recalls = cost_model.PROFILE["recall"] * users * 0.8
+    assert load.recalls == pytest.approx(recalls)
+    assert load.searches == pytest.approx(recalls * per_recall)
+    assert load.extra_searches == pytest.approx(recalls * (per_recall - 1))
+    assert load.other_calls == pytest.approx(cost_model.PROFILE["ingest (S3 trigger)"] * users)
+    skipped_prompts = (cost_model.PROFILE["recall"] + cost_model.PROFILE["empty-scope recall"]) * users * 0.2
+    assert load.trivial_invocations == pytest.approx(skipped_prompts)
+    assert load.trivial_searches == pytest.approx(cost_model.PROFILE["recall"] * users * 0.2 * per_recall)
+    peak = (load.searches + load.other_calls) * cost_model.PEAK_HOUR_SHARE / 3600
+    assert load.peak_per_second == pytest.approx(peak)
+    assert load.users_at_guideline == pytest.approx(users * cost_model.MEMOS_GUIDELINE_PER_SECOND / peak)
+
+
+def test_skipping_trivial_prompts_lowers_the_day_s_searches() -> None:
+    routes = {name: Calls(function="F") for name in ROUTES}
+    routes["recall"] = Calls(function="F", memos=Counter({"/search/memory": 1}))
+    none_skipped = cost_model.memos_load(routes, trivial_share=0)
+    assert none_skipped.trivial_searches == 0
+    assert cost_model.memos_load(routes).searches == pytest.approx(
+        none_skipped.searches * (1 - cost_model.TRIVIAL_PROMPT_SHARE)
+    )

@@ -41,13 +41,21 @@ if TYPE_CHECKING:
 # DynamoDB codec only when a request needs them, and never for an adapter it does not use.
 
 
+@cache
+def aws_session() -> Any:
+    """The one boto3 session of every client here: boto3's default one, but for its data loader, which
+    knows only our services and so skips botocore's listing of all of them (``adapters/aws_session.py``)."""
+    from memmy_kb.adapters.aws_session import known_services_session
+
+    return known_services_session()
+
+
 def _aws_client(service: Literal["dynamodb", "stepfunctions", "sqs", "secretsmanager"]) -> Any:
-    """A low-level client with short timeouts and standard retries, from the default boto3 session."""
-    import boto3
+    """A low-level client with short timeouts and standard retries, from ``aws_session()``."""
     from botocore.config import Config
 
     config = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard", "max_attempts": 3})
-    return boto3.client(service, config=config)
+    return aws_session().client(service, config=config)
 
 
 @cache
@@ -186,7 +194,11 @@ def get_recall_memos_client() -> KnowledgeEngine:
     import httpx
 
     from memmy_kb.adapters.memos.client import MemosClient
+    from memmy_kb.adapters.memos.models import MemosMemory
 
+    # The search hit's model is built on first use (defer_build); built here, once, rather than by each of
+    # the first recall's concurrent searches at the same time.
+    MemosMemory.model_rebuild()
     settings = get_settings()
     budget = settings.recall_memos_timeout_seconds
     quick = min(1.0, budget)
@@ -205,7 +217,6 @@ def get_recall_memos_client() -> KnowledgeEngine:
 @cache
 def s3_client() -> Any:
     """S3 with SigV4: presigned POSTs and GETs must be SigV4 (botocore may otherwise sign SigV2)."""
-    import boto3
     from botocore.config import Config
 
     config = Config(
@@ -214,7 +225,7 @@ def s3_client() -> Any:
         read_timeout=10,
         retries={"mode": "standard", "max_attempts": 3},
     )
-    return boto3.client("s3", config=config)
+    return aws_session().client("s3", config=config)
 
 
 @cache
@@ -243,6 +254,7 @@ def get_idempotency_persistence(operation: str) -> DynamoDBPersistenceLayer:
 # factory is missing here.
 _CACHED_FACTORIES = (
     get_settings,
+    aws_session,
     dynamodb_client,
     get_table,
     get_kb_store,
