@@ -12,6 +12,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
+from botocore.exceptions import ClientError
+
 from memmy_kb.adapters.dynamodb.activity import activity_put
 from memmy_kb.adapters.dynamodb.table import (
     Action,
@@ -21,6 +23,7 @@ from memmy_kb.adapters.dynamodb.table import (
     epoch_key,
     file_key,
     folder_key,
+    is_condition_failure,
     kb_key,
     kb_room_refusal,
     upload_key,
@@ -306,6 +309,22 @@ class DynamoContentStore:
             "#state = :pending",
             {":expired": "expired", ":pending": "pending", ":expires": expires_at},
         )
+
+    def delete_decided_upload(self, kb_id: str, upload_id: str) -> None:
+        """Delete a rejected or expired upload (one conditional DeleteItem; none there is fine);
+        ConditionFailed("upload") in any other state."""
+        try:
+            self._table.client.delete_item(
+                TableName=self._table.name,
+                Key=dump(upload_key(kb_id, upload_id)),
+                ConditionExpression="attribute_not_exists(PK) OR #state IN (:rejected, :expired)",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues=dump({":rejected": "rejected", ":expired": "expired"}),
+            )
+        except ClientError as err:
+            if is_condition_failure(err):
+                raise ConditionFailed("upload", upload_id) from None
+            raise
 
     def put_file_for_upload(
         self,
