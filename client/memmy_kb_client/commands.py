@@ -258,13 +258,13 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
         func=_run(lambda c, a: c.move_file(a.kb, a.file, a.folder), lambda f: f"moved {f['name']}")
     )
     dismiss = files.add_parser(
-        "dismiss", parents=[common], help="remove a failed upload from the listing (owner); its id is in `files ls`"
+        "dismiss",
+        parents=[common],
+        help="remove a failed upload from the listing (owner); its id is in `files ls`",
     )
     dismiss.add_argument("kb")
     dismiss.add_argument("upload")
-    dismiss.set_defaults(
-        func=_run(lambda c, a: c.dismiss_upload(a.kb, a.upload), lambda _: "dismissed")
-    )
+    dismiss.set_defaults(func=_run(lambda c, a: c.dismiss_upload(a.kb, a.upload), lambda _: "dismissed"))
     files_rm = files.add_parser("rm", parents=[common, confirm], help="delete a file (owner)")
     files_rm.add_argument("kb")
     files_rm.add_argument("file")

@@ -65,7 +65,7 @@ RECALLED = {
     "items": [
         {
             "title": "报销流程",
-            "content": "报销步骤：\n1. 打开设置\n2. <img src=x onerror=\"window.__injected = 1\"> 填写金额\n3. 提交",
+            "content": '报销步骤：\n1. 打开设置\n2. <img src=x onerror="window.__injected = 1"> 填写金额\n3. 提交',
             "knowledge_base": {"id": "kb_x", "name": KB_NAME},
         }
     ],
@@ -81,7 +81,9 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def newcomer(local_stack: RunningStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageUser]:
-    user = start_user(local_stack, tmp_path_factory.mktemp("newcomer"), f"new-{uuid.uuid4().hex[:8]}", name="新同事")
+    user = start_user(
+        local_stack, tmp_path_factory.mktemp("newcomer"), f"new-{uuid.uuid4().hex[:8]}", name="新同事"
+    )
     yield user
     user.stop()
 

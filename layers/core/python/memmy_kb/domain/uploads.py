@@ -134,11 +134,15 @@ def request_upload(
         raise kb_not_found() from None
     except ConditionFailed as full:
         raise capacity_refused(capacity, full.item) from None
-    post = storage.presign_post(key, size_bytes=size_bytes, content_type=pinned_type, expires_in=post_ttl_seconds)
+    post = storage.presign_post(
+        key, size_bytes=size_bytes, content_type=pinned_type, expires_in=post_ttl_seconds
+    )
     return IssuedUpload(upload=upload, post=post, post_expires_at=post_expires_at)
 
 
-def dismiss_upload(grants: GrantReader, contents: ContentStore, *, user_id: str, kb_id: str, upload_id: str) -> None:
+def dismiss_upload(
+    grants: GrantReader, contents: ContentStore, *, user_id: str, kb_id: str, upload_id: str
+) -> None:
     """Remove a failed upload from the KB's listing (owner only): its record goes, in one conditional delete.
 
     Only a decided upload that never became a file (rejected, or expired unused) can go; one still pending
