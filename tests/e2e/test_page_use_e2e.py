@@ -26,6 +26,7 @@ pytestmark = pytest.mark.e2e
 KB_NAME = "产品资料"
 BAD_PDF = {"name": "invoice.pdf", "mimeType": "application/pdf", "buffer": b"MZ\x90\x00" + bytes(1000)}
 WIDTHS = (1024, 1280, 1920)
+LONG_INTRO = PRODUCT_INTRO * 40  # some KB, so its size reads in KB
 
 # Every visible heading, control and KB list item, and each pair of them whose boxes overlap (one inside
 # the other does not count); and each heading row whose button went under its heading.
@@ -144,8 +145,8 @@ def test_uploads_show_progress_failures_read_in_both_languages_and_can_be_dismis
 
     page = new_page(browser, newcomer, lang="en")
     kb_item(page, "mine", KB_NAME).get_by_role("button", name=KB_NAME, exact=True).click()
-    page.set_input_files("#file-input", [BAD_PDF, md("MemOS产品介绍.md", PRODUCT_INTRO)])
-    size = len(PRODUCT_INTRO.encode("utf-8")) / 1024
+    page.set_input_files("#file-input", [BAD_PDF, md("MemOS产品介绍.md", LONG_INTRO)])
+    size = len(LONG_INTRO.encode("utf-8")) / 1024
     expect(page.locator("#uploads li").filter(has_text="MemOS产品介绍.md")).to_contain_text(
         f"100% of {size:.1f} KB"
     )

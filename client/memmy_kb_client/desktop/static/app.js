@@ -597,7 +597,7 @@ async function uploadFiles(files) {
 
 async function shareDialog() {
   const kb = state.kb;
-  const input = el("input", { name: "identifier", maxlength: 320, autocomplete: "off" });
+  const input = el("input", { id: "member-identifier", name: "identifier", maxlength: 320, autocomplete: "off" });
   const add = el("button", { type: "submit", class: "primary", text: t("add") });
   const list = el("ul", { class: "members", "aria-label": t("members") });
   const status = el("p", { class: "ok", role: "status" });
@@ -616,7 +616,8 @@ async function shareDialog() {
       } }))) : [el("li", { class: "muted", text: t("noMembers") })]));
   };
   showDialog(`${t("share")}: ${kb.name}`, [
-    el("div", { class: "row add-member" }, el("label", { class: "grow" }, el("span", { text: t("memberLabel") }), input), add),
+    el("label", { for: "member-identifier", text: t("memberLabel") }),
+    el("div", { class: "row add-member" }, input, add),
     status,
     el("h3", { text: t("members") }), list,
   ], [

@@ -112,9 +112,9 @@ def handle_create_upload(
         ),
     ),
 )
-def handle_dismiss_upload(
+def handle_dismiss_upload(  # type: ignore[no-untyped-def]
     kb_id: KbId, upload_id: ItemId, user_id: CallerId, kbs: KbStoreDep, contents: ContentStoreDep
-) -> Response[str]:
+):
     uploads.dismiss_upload(kbs, contents, user_id=user_id, kb_id=kb_id, upload_id=upload_id)
     metrics.add_metric(name="UploadDismissed", unit=MetricUnit.Count, value=1)
     return Response(status_code=HTTPStatus.NO_CONTENT)
