@@ -195,6 +195,7 @@ def test_layout_share_dialog_focus_and_excerpts_in_both_languages(browser, newco
     dialog = page.get_by_role("dialog")
     field = dialog.get_by_role("textbox", name="User ID, phone or email")
     expect(field).to_be_focused()
+    expect(dialog.get_by_role("list", name="Members")).to_contain_text("Not shared with anyone yet.")
     # "Add" sits right beside its field, on the same line
     box, add = field.bounding_box(), dialog.get_by_role("button", name="Add").bounding_box()
     assert 0 <= add["x"] - (box["x"] + box["width"]) <= 24
