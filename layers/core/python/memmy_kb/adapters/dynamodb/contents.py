@@ -12,8 +12,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from botocore.exceptions import ClientError
-
 from memmy_kb.adapters.dynamodb.activity import activity_put
 from memmy_kb.adapters.dynamodb.table import (
     Action,
@@ -23,7 +21,6 @@ from memmy_kb.adapters.dynamodb.table import (
     epoch_key,
     file_key,
     folder_key,
-    is_condition_failure,
     kb_key,
     kb_room_refusal,
     upload_key,
@@ -311,20 +308,11 @@ class DynamoContentStore:
         )
 
     def delete_decided_upload(self, kb_id: str, upload_id: str) -> None:
-        """Delete a rejected or expired upload (one conditional DeleteItem; none there is fine);
-        ConditionFailed("upload") in any other state."""
-        try:
-            self._table.client.delete_item(
-                TableName=self._table.name,
-                Key=dump(upload_key(kb_id, upload_id)),
-                ConditionExpression="attribute_not_exists(PK) OR #state IN (:rejected, :expired)",
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues=dump({":rejected": "rejected", ":expired": "expired"}),
-            )
-        except ClientError as err:
-            if is_condition_failure(err):
-                raise ConditionFailed("upload", upload_id) from None
-            raise
+        """Delete a rejected or expired upload (none there is fine); ConditionFailed("upload") otherwise."""
+        condition = "attribute_not_exists(PK) OR #state IN (:rejected, :expired)"
+        values = {":rejected": "rejected", ":expired": "expired"}
+        if not self._table.delete(upload_key(kb_id, upload_id), condition, values, {"#state": "state"}):
+            raise ConditionFailed("upload", upload_id)
 
     def put_file_for_upload(
         self,
