@@ -62,6 +62,11 @@ def _leave(client: Any, args: argparse.Namespace) -> str:
     return f"left {args.kb}"
 
 
+def _dismiss(client: Any, args: argparse.Namespace) -> dict[str, str]:
+    client.dismiss_upload(args.kb, args.upload)
+    return {"dismissed": args.upload}
+
+
 def _upload(args: argparse.Namespace) -> int:
     """Upload files (bytes go straight to storage), then optionally wait until each is processed."""
     import time
@@ -257,6 +262,14 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     mv.set_defaults(
         func=_run(lambda c, a: c.move_file(a.kb, a.file, a.folder), lambda f: f"moved {f['name']}")
     )
+    dismiss = files.add_parser(
+        "dismiss",
+        parents=[common],
+        help="remove a failed upload from the listing (owner); its id is in `files ls`",
+    )
+    dismiss.add_argument("kb")
+    dismiss.add_argument("upload")
+    dismiss.set_defaults(func=_run(_dismiss, lambda _: "dismissed"))
     files_rm = files.add_parser("rm", parents=[common, confirm], help="delete a file (owner)")
     files_rm.add_argument("kb")
     files_rm.add_argument("file")

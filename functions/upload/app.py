@@ -1,4 +1,5 @@
-"""POST /knowledge-bases/{kb_id}/uploads: record an upload and hand out a presigned POST (owner only)."""
+"""POST /knowledge-bases/{kb_id}/uploads: record an upload and hand out a presigned POST; DELETE
+.../uploads/{upload_id}: dismiss a failed one (owner only)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``make screenshots``: PNGs of each screen of the knowledge-base page, in Chinese and English, narrow
-(390 px) and wide (1440 px), into ``docs/screenshots/`` (or the directory given).
+(390 px), 1024 px and wide (1920 px), into ``docs/screenshots/`` (or the directory given).
 
-It starts its own local stack and two desktop services (an owner and a reader), seeds the seed story's
+It starts its own local stack and three desktop services (an owner, a reader and a newcomer), seeds the seed story's
 documents over the API, and photographs the page as each person sees it.
 """
 
@@ -19,7 +19,7 @@ from tests.e2e.page_browser import chromium, new_page, start_user
 from tests.e2e.test_seed_story_e2e import COMPARISON, PRODUCT_INTRO, QUESTION, upload, wait_until_available
 from tests.support.stack import start_stack, stop_stack
 
-WIDTHS = {"narrow": 390, "wide": 1440}
+WIDTHS = {"narrow": 390, "1024": 1024, "wide": 1920}
 LANGS = ("zh", "en")
 
 
@@ -57,6 +57,8 @@ def main(out: Path) -> int:
         users.append(owner)
         reader = start_user(stack, work / "reader", f"sales-{suffix}", name="销售小王", phone=f"+86{phone}")
         users.append(reader)
+        newcomer = start_user(stack, work / "newcomer", f"new-{suffix}", name="新同事")
+        users.append(newcomer)
         with httpx.Client(base_url=stack.api_url, timeout=30) as api:
             token = stack.token(reader.user_id, name="销售小王", phone=f"+86{phone}")
             api.put("/me", headers={"Authorization": f"Bearer {token}"}).raise_for_status()
@@ -90,6 +92,11 @@ def main(out: Path) -> int:
                     page.locator("#answer details summary").click()
                     page.locator("#ask").scroll_into_view_if_needed()
                     shot(page, "try-a-question")
+                    page.context.close()
+
+                    page = new_page(browser, newcomer, lang=lang, width=width, height=800)
+                    page.locator("#welcome").wait_for()
+                    shot(page, "welcome")
                     page.context.close()
 
                     page = new_page(browser, reader, lang=lang, width=width, height=800)

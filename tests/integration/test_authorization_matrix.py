@@ -66,6 +66,10 @@ ROWS: dict[tuple[str, str], Row] = {
     ("POST", "/knowledge-bases/{kb_id}/uploads"): Row(
         {"filename": "路线图.pdf", "size_bytes": 1024}, CREATED, FORBIDDEN, NOT_FOUND, NOT_FOUND
     ),
+    # A failed upload leaves the listing; one gone already (as here) answers the same.
+    ("DELETE", "/knowledge-bases/{kb_id}/uploads/{upload_id}"): Row(
+        None, NO_CONTENT, FORBIDDEN, NOT_FOUND, NOT_FOUND
+    ),
     ("PATCH", "/knowledge-bases/{kb_id}/files/{file_id}"): Row(
         {"folder_id": None}, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND
     ),
@@ -101,7 +105,8 @@ def _world(service) -> dict[str, str]:
     assert service.call("DELETE", f"/knowledge-bases/{kb_id}/members/dave", "alice").status == NO_CONTENT
     folder = service.call("POST", f"/knowledge-bases/{kb_id}/folders", "alice", body={"name": "资料夹"})
     file_id = seed.add_file(service, kb_id, "alice", "路线图.md", "# 路线图\n机密".encode())
-    return {"kb_id": kb_id, "folder_id": folder.body["id"], "file_id": file_id, "user_id": "bob"}
+    ids = {"kb_id": kb_id, "folder_id": folder.body["id"], "file_id": file_id, "user_id": "bob"}
+    return {**ids, "upload_id": "up_000000000000000000000000"}
 
 
 def _path(template: str, ids: dict[str, str]) -> str:

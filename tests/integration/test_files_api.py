@@ -8,7 +8,7 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.adapters.dynamodb.table import file_key, upload_key
+from memmy_kb.adapters.dynamodb.table import dump, file_key, kb_key, upload_key
 from memmy_kb.records import FileRecord, UploadRecord
 from tests.support import seed
 from tests.support.events import claims_for
@@ -287,3 +287,53 @@ def test_a_name_memos_keeps_is_cleaned_before_another_person_sees_it(service, kb
     # When the reader lists the KB, then the name shows what is there
     (entry,) = service.call("GET", f"/knowledge-bases/{kb}/files", "bob").body["files"]
     assert entry["name"] == "exe fdp.pdf"
+
+
+def test_a_failed_upload_carries_its_reason_code_and_only_the_owner_dismisses_it_once_failed(service, kb):
+    now = datetime.now(UTC)
+    expires = int(now.timestamp()) + 600
+    put_upload(service, kb, "up_1", state="pending", started=now, expires_at=expires)
+    put_upload(
+        service,
+        kb,
+        "up_2",
+        state="rejected",
+        started=now,
+        expires_at=expires,
+        reason="The file is not a valid PDF.",
+    )
+    put_upload(service, kb, "up_3", state="submitted", started=now, expires_at=expires)
+    failed = next(f for f in listing(service, kb).body["files"] if f["id"] == "up_2")
+    assert (failed["reason"], failed["reason_code"]) == ("The file is not a valid PDF.", "invalid_pdf")
+
+    def dismiss(upload_id, user="alice"):
+        return service.call("DELETE", f"/knowledge-bases/{kb}/uploads/{upload_id}", user)
+
+    reader, stranger = dismiss("up_2", "bob"), dismiss("up_2", "carol")
+    assert (reader.status, reader.body["error"]["code"]) == (HTTPStatus.FORBIDDEN, "owner_only")
+    assert (stranger.status, stranger.body["error"]["code"]) == (HTTPStatus.NOT_FOUND, "kb_not_found")
+    for busy in ("up_1", "up_3"):
+        refused = dismiss(busy)
+        assert (refused.status, refused.body["error"]["code"]) == (HTTPStatus.CONFLICT, "upload_not_failed")
+    assert dismiss("up_2").status == HTTPStatus.NO_CONTENT
+    assert [f["id"] for f in listing(service, kb).body["files"]] == ["up_1"]
+    # Again, or one that never was: the same answer
+    assert dismiss("up_2").status == HTTPStatus.NO_CONTENT
+    assert dismiss("up_never").status == HTTPStatus.NO_CONTENT
+    assert repo(service).contents.get_upload(kb, "up_1") is not None
+
+
+def test_each_kb_lists_its_file_count_and_storage_in_one_read(service, kb):
+    content = "# 手册\n内容".encode()
+    add_file(service, kb, "手册.md", content)
+    # The ingest counts each file it records on META (the seeded file above skips the ingest)
+    service.stores.table.client.update_item(
+        TableName=service.stores.table.name,
+        Key=dump(kb_key(kb)),
+        UpdateExpression="ADD file_count :one, bytes_used :size",
+        ExpressionAttributeValues=dump({":one": 1, ":size": len(content)}),
+    )
+    listed = service.call("GET", "/knowledge-bases", "bob").body["items"]
+    one = service.call("GET", f"/knowledge-bases/{kb}", "alice").body
+    assert [(k["file_count"], k["bytes_used"]) for k in listed if k["id"] == kb] == [(1, len(content))]
+    assert (one["file_count"], one["bytes_used"]) == (1, len(content))

@@ -684,6 +684,29 @@ def test_given_the_owner_when_an_upload_is_put_then_it_reads_back_pending(
     assert backend.contents.get_upload("kb_1", "up_1") == upload
 
 
+@pytest.mark.parametrize("state", ["pending", "submitting", "submitted"])
+def test_given_an_undecided_or_submitted_upload_when_deleted_as_decided_then_condition_failed_and_it_stays(
+    backend: Backend, kb: KnowledgeBaseRecord, state: str
+) -> None:
+    backend.seed(upload_record("up_1", state=state))  # type: ignore[arg-type]
+
+    assert refused(ConditionFailed, lambda: backend.contents.delete_decided_upload("kb_1", "up_1")) == "upload"
+    assert backend.contents.get_upload("kb_1", "up_1") is not None
+
+
+@pytest.mark.parametrize("state", ["rejected", "expired"])
+def test_given_a_decided_upload_when_deleted_as_decided_then_it_is_gone_and_again_is_fine(
+    backend: Backend, kb: KnowledgeBaseRecord, state: str
+) -> None:
+    backend.seed(upload_record("up_1", state=state))  # type: ignore[arg-type]
+
+    backend.contents.delete_decided_upload("kb_1", "up_1")
+    backend.contents.delete_decided_upload("kb_1", "up_1")
+    backend.contents.delete_decided_upload("kb_1", "up_never")
+
+    assert backend.contents.get_upload("kb_1", "up_1") is None
+
+
 @pytest.mark.parametrize(
     ("kb_id", "owner"), [("kb_gone", "alice"), ("kb_1", "bob")], ids=["missing", "other-owner"]
 )

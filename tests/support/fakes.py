@@ -618,6 +618,14 @@ class FakeContentStore:
             kb_id, upload_id, lambda u: u.state == "pending", {"state": "expired", "expires_at": expires_at}
         )
 
+    def delete_decided_upload(self, kb_id: str, upload_id: str) -> None:
+        current = self.table.uploads.get((kb_id, upload_id))
+        if current is None:
+            return
+        if current.state not in ("rejected", "expired"):
+            raise ConditionFailed("upload", upload_id)
+        del self.table.uploads[(kb_id, upload_id)]
+
     def query_upload_queue(
         self, state: Literal["pending", "submitting"], before: datetime, limit: int
     ) -> list[UploadRecord]:

@@ -98,7 +98,7 @@ def test_literal_route_segments_must_match_exactly():
 
 
 def test_every_cloud_route_the_page_uses_is_listed():
-    assert len(page.CLOUD_ROUTES) == 18
+    assert len(page.CLOUD_ROUTES) == 19
 
 
 def test_a_code_is_good_once_and_for_a_minute():
@@ -148,7 +148,8 @@ def test_idempotency_keys(key, kept):
 
 def test_the_assets_ship_in_the_package_and_load_nothing_from_elsewhere():
     for name, _ in page.ASSETS.values():
-        text = page.asset(name).decode("utf-8")
+        # The icon's SVG namespace is a name, not something loaded
+        text = page.asset(name).decode("utf-8").replace('xmlns="http://www.w3.org/2000/svg"', "")
         assert "https://" not in text
         assert "http://" not in text
 
@@ -177,3 +178,14 @@ def test_every_limit_and_share_refusal_has_its_own_text_in_both_languages():
     script = page.asset("app.js").decode("utf-8")
     for code in sorted(codes | _PAGE_REFUSALS):
         assert script.count(f"err_{code}:") == 2, code  # once in Chinese, once in English
+
+
+def test_every_failure_reason_code_has_its_own_text_in_both_languages():
+    reasons = Path(__file__).resolve().parents[2] / "layers/core/python/memmy_kb/domain/reasons.py"
+    codes = set(re.findall(r'"([a-z][a-z0-9_]+)"\)?,?\n', reasons.read_text())) - {"other"}
+    codes |= {f"invalid_{ext}" for ext in ("pdf", "doc", "docx", "json", "xml")}
+    assert {"invalid_pdf", "kb_gone", "engine_failed", "kb_storage_limit_reached"} <= codes
+    script = page.asset("app.js").decode("utf-8")
+    block = script[script.index("const REASONS = {") : script.index("function reasonText")]
+    for code in sorted(codes):
+        assert block.count(f"{code}:") == 2, code  # once in Chinese, once in English

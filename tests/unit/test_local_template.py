@@ -146,6 +146,7 @@ API_CONTRACT = {
     ("POST", "/knowledge-bases/{kb_id}/members"),
     ("DELETE", "/knowledge-bases/{kb_id}/members/{user_id}"),
     ("POST", "/knowledge-bases/{kb_id}/uploads"),
+    ("DELETE", "/knowledge-bases/{kb_id}/uploads/{upload_id}"),
     ("GET", "/knowledge-bases/{kb_id}/files"),
     ("PATCH", "/knowledge-bases/{kb_id}/files/{file_id}"),
     ("DELETE", "/knowledge-bases/{kb_id}/files/{file_id}"),

@@ -41,6 +41,7 @@ CLOUD_ROUTES: Final = tuple(
         ("POST", "/knowledge-bases/{}/members"),
         ("DELETE", "/knowledge-bases/{}/members/{}"),
         ("POST", "/knowledge-bases/{}/uploads"),
+        ("DELETE", "/knowledge-bases/{}/uploads/{}"),
         ("GET", "/knowledge-bases/{}/files"),
         ("PATCH", "/knowledge-bases/{}/files/{}"),
         ("DELETE", "/knowledge-bases/{}/files/{}"),
@@ -63,6 +64,9 @@ ASSETS: Final = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/app.css": ("app.css", "text/css; charset=utf-8"),
+    # The page links the SVG; browsers that ask for /favicon.ico anyway get the same picture.
+    "/favicon.svg": ("favicon.svg", "image/svg+xml"),
+    "/favicon.ico": ("favicon.svg", "image/svg+xml"),
 }
 
 

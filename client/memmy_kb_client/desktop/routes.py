@@ -179,6 +179,8 @@ ROUTES: Final[dict[tuple[str, str], Route]] = {
     ("GET", "/"): Route(Access.PUBLIC, _asset),
     ("GET", "/app.js"): Route(Access.PUBLIC, _asset),
     ("GET", "/app.css"): Route(Access.PUBLIC, _asset),
+    ("GET", "/favicon.svg"): Route(Access.PUBLIC, _asset),
+    ("GET", "/favicon.ico"): Route(Access.PUBLIC, _asset),
     ("GET", "/open"): Route(Access.PUBLIC, _open),
     ("GET", "/api/session"): Route(Access.SESSION, _session),
 }

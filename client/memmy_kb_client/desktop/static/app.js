@@ -39,6 +39,12 @@ const TEXT = {
     err_login_refresh_unreachable: "登录已过期，且暂时无法连接登录服务续期：请稍后再试。",
     err_cloud_unreachable: "连不上云端，请检查网络后重试。", err_conflict: "与现有内容冲突（可能重名）。",
     err_too_large: "文件太大。", err_unsupported: "不支持这种文件类型。", err_generic: "出错了：{message}",
+    err_upload_not_failed: "这个上传没有失败：它仍在处理中，或已经成为文件。",
+    close: "关闭", dismiss: "清除", dismissOne: "清除 {name}", kbStats: "{files} 个文件 · {size}",
+    uploadProgress: "{percent}%（共 {size}）",
+    welcomeHeading: "知识库是什么？",
+    welcomeWhat: "知识库是你的一组文档（PDF、Word、Markdown、文本、JSON、XML）。打开“参与召回”后，你的 AI 助手回答问题时会在其中找出相关段落，并注明出自哪份文档；你也可以把知识库共享给同事。",
+    welcomeHow: "新建一个知识库，再把文件上传进去，就可以开始了。",
   },
   en: {
     title: "Memmy", mine: "My knowledge bases", shared: "Shared with me",
@@ -82,8 +88,61 @@ const TEXT = {
     err_conflict: "That conflicts with something already there (the same name?).",
     err_too_large: "The file is too large.", err_unsupported: "This kind of file is not supported.",
     err_generic: "Something went wrong: {message}",
+    err_upload_not_failed: "This upload has not failed: it is still in progress, or became a file.",
+    close: "Close", dismiss: "Dismiss", dismissOne: "Dismiss {name}", kbStats: "{files} files · {size}",
+    kbStatsOne: "1 file · {size}", uploadProgress: "{percent}% of {size}",
+    welcomeHeading: "What is a knowledge base?",
+    welcomeWhat: "A knowledge base is a set of your documents (PDF, Word, Markdown, text, JSON, XML). With Recall on, your AI assistant finds the passages that answer a question in it, and says which document each came from; you can share a knowledge base with colleagues too.",
+    welcomeHow: "Create one, then upload files into it to begin.",
   },
 };
+
+// Why an upload or file failed, by the code the cloud sends beside its English sentence (reason_code).
+const REASONS = {
+  zh: {
+    invalid_pdf: "文件不是有效的 PDF。", invalid_doc: "文件不是有效的 Word 97-2003 文档（.doc）。",
+    invalid_docx: "文件不是有效的 Word 文档（.docx）。", invalid_json: "文件不是有效的 JSON。",
+    invalid_xml: "文件不是格式正确的 XML。", not_utf8: "文件不是有效的 UTF-8 文本。",
+    xml_doctype: "不接受带 DOCTYPE 或实体声明的 XML 文件。", xml_too_large_part: "XML 文件中有过大的标签或注释，无法处理。",
+    xml_too_deep: "XML 文件的元素嵌套太深。", xml_too_many_names: "XML 文件使用的属性名太多。",
+    xml_encoding: "XML 文件必须使用 UTF-8 编码。", xml_external: "不接受引用其他文件或样式表的 XML 文件。",
+    unsupported_file_type: "不支持这种文件类型。", pdf_truncated: "PDF 缺少文件结尾，可能不完整。",
+    doc_bad_header: ".doc 文件的文件头无效。", docx_bomb: "Word 文档解压后远大于文件本身（疑似压缩炸弹）。",
+    docx_bad_xml: "Word 文档的正文（word/document.xml）不是格式正确的 XML。", kb_gone: "知识库已被删除。",
+    folder_gone: "文件夹已被删除。", larger_than_declared: "文件比声明的大小更大。", smaller_than_declared: "文件比声明的大小更小。",
+    engine_refused: "知识引擎无法接收这个文件。", engine_unavailable: "知识引擎长时间不可用：请重新上传这个文件。",
+    engine_unsupported: "知识引擎不接受这种类型的文件。", engine_too_large: "文件太大，知识引擎无法处理。",
+    engine_lost_file: "知识引擎中已经没有这个文件了。", engine_failed: "知识引擎无法处理这个文件。",
+    unconfirmed: "无法确认这次上传：请重新上传这个文件。",
+    kb_file_limit_reached: "这个知识库的文件数量已达上限：请先删除一些文件。",
+    kb_storage_limit_reached: "这个知识库的存储空间已满：请先删除一些文件。",
+  },
+  en: {
+    invalid_pdf: "The file is not a valid PDF.", invalid_doc: "The file is not a valid Word 97-2003 document (.doc).",
+    invalid_docx: "The file is not a valid Word document (.docx).", invalid_json: "The file is not valid JSON.",
+    invalid_xml: "The file is not well-formed XML.", not_utf8: "The file is not valid UTF-8 text.",
+    xml_doctype: "XML files with a DOCTYPE or entity declarations are not accepted.",
+    xml_too_large_part: "The XML file has a tag or comment too large to process.",
+    xml_too_deep: "The XML file nests elements too deeply.", xml_too_many_names: "The XML file uses too many different attribute names.",
+    xml_encoding: "XML files must be encoded as UTF-8.", xml_external: "XML files that include other files or stylesheets are not accepted.",
+    unsupported_file_type: "This file type is not supported.", pdf_truncated: "The PDF has no end-of-file trailer; it may be cut short.",
+    doc_bad_header: "The .doc file's header is not valid.", docx_bomb: "The Word document unpacks to far more than its size (a zip bomb?).",
+    docx_bad_xml: "The Word document's text (word/document.xml) is not well-formed XML.", kb_gone: "The knowledge base was deleted.",
+    folder_gone: "The folder was deleted.", larger_than_declared: "The file is larger than declared.",
+    smaller_than_declared: "The file is smaller than declared.", engine_refused: "The knowledge engine could not accept this file.",
+    engine_unavailable: "The knowledge engine was unavailable for too long; please upload the file again.",
+    engine_unsupported: "The knowledge engine does not accept this type of file.", engine_too_large: "The file is too large for the knowledge engine.",
+    engine_lost_file: "The file is no longer held by the knowledge engine.", engine_failed: "The knowledge engine could not process this file.",
+    unconfirmed: "The upload could not be confirmed; please upload the file again.",
+    kb_file_limit_reached: "This knowledge base holds as many files as it can: delete some files first.",
+    kb_storage_limit_reached: "This knowledge base is full: delete some files first.",
+  },
+};
+
+// A failure's reason in the page's language; the cloud's own sentence only for a code the page lacks.
+function reasonText(entry) {
+  return (entry.reason_code && REASONS[LANG][entry.reason_code]) || entry.reason || "";
+}
 
 const params = new URLSearchParams(location.search);
 const LANG = (() => {
@@ -116,7 +175,7 @@ function el(tag, attrs, ...children) {
 
 // ------------------------------------------------------------------------------------------ the API
 
-const state = { csrf: "", me: null, kbs: [], kb: null, trail: [], timer: null };
+const state = { csrf: "", me: null, kbs: [], kb: null, trail: [], timer: null, busy: false };
 
 class ApiError extends Error {
   constructor(status, code, message) {
@@ -180,8 +239,9 @@ function notice(message, command) {
 
 // ------------------------------------------------------------------------------------------ dialogs
 
-function showDialog(title, body, buttons) {
-  // buttons: [{label, cls, run}] - the first is the default (Enter); run() returning false keeps it open.
+function showDialog(title, body, buttons, closeLabel) {
+  // buttons: [{label, cls, run, node}] - the first is the default (Enter); run() returning false keeps it
+  // open; one with a ``node`` (a button already placed in ``body``) is wired there instead of the row.
   const dialog = $("dialog");
   $("dialog-title").textContent = title;
   $("dialog-body").replaceChildren(...body);
@@ -197,16 +257,32 @@ function showDialog(title, body, buttons) {
     }
   };
   buttons.forEach((button, index) => {
+    const onclick = (event) => { event.preventDefault(); run(button); };
+    if (button.node) { button.node.onclick = onclick; return; }
     row.append(el("button", {
-      type: index === 0 ? "submit" : "button", class: button.cls, text: button.label,
-      onclick: (event) => { event.preventDefault(); run(button); },
+      type: index === 0 ? "submit" : "button", class: button.cls, text: button.label, onclick,
     }));
   });
-  row.append(el("button", { type: "button", class: "quiet", text: t("cancel"), onclick: () => dialog.close() }));
+  row.append(el("button", { type: "button", class: "quiet", text: closeLabel || t("cancel"), onclick: () => dialog.close() }));
   $("dialog-form").onsubmit = (event) => { event.preventDefault(); if (buttons.length) run(buttons[0]); };
   dialog.showModal();
   const first = dialog.querySelector("#dialog-body input, #dialog-body select");
   if (first) first.focus();
+}
+
+// Tab and Shift+Tab go round the open dialog's controls and never leave it; Escape closes it (the
+// browser's own "cancel" of a modal <dialog>).
+function trapFocus(event) {
+  if (event.key !== "Tab") return;
+  const dialog = $("dialog");
+  const stops = Array.from(dialog.querySelectorAll("button, input, select, textarea, a[href], [tabindex]:not([tabindex='-1'])"))
+    .filter((node) => !node.disabled && node.offsetParent !== null);
+  if (!stops.length) return;
+  const first = stops[0];
+  const last = stops[stops.length - 1];
+  const inside = dialog.contains(document.activeElement);
+  if (event.shiftKey && (document.activeElement === first || !inside)) { event.preventDefault(); last.focus(); }
+  else if (!event.shiftKey && (document.activeElement === last || !inside)) { event.preventDefault(); first.focus(); }
 }
 
 function askName(title, value, save) {
@@ -285,7 +361,9 @@ function kbItem(kb) {
     const contact = owner.contact ? ` · ${owner.contact}` : "";
     item.append(el("span", { class: "meta", text: `${t("sharedBy")}: ${owner.display_name || owner.user_id}${contact}` }));
   }
-  item.append(actions);
+  const files = kb.file_count || 0;
+  const stats = t(files === 1 && LANG === "en" ? "kbStatsOne" : "kbStats", { files, size: formatSize(kb.bytes_used || 0) });
+  item.append(el("span", { class: "meta stats", text: stats }), actions);
   return item;
 }
 
@@ -294,6 +372,10 @@ function renderLists() {
   const shared = state.kbs.filter((kb) => kb.role !== "owner");
   $("mine").replaceChildren(...(mine.length ? mine.map(kbItem) : [el("li", { class: "muted", text: t("noKbs") })]));
   $("shared").replaceChildren(...(shared.length ? shared.map(kbItem) : [el("li", { class: "muted", text: t("noShared") })]));
+  // A new user: what a knowledge base is, and the one button that starts one, where the open KB would be.
+  const none = state.kbs.length === 0;
+  $("welcome").hidden = !none || Boolean(state.kb);
+  $("new-kb").hidden = none;
 }
 
 // ---------------------------------------------------------------------------------------- one KB
@@ -305,6 +387,7 @@ function openKb(kb) {
   state.kb = kb;
   state.trail = [];
   $("kb").hidden = false;
+  $("welcome").hidden = true;
   $("uploads").replaceChildren();
   renderLists();
   renderKbHeader();
@@ -367,6 +450,9 @@ async function loadListing() {
   }
   if (state.kb !== kb || folderId() !== folder) return;  // navigated away meanwhile
   renderEntries(listing);
+  // Files just finished (or failed): the KB's file count and storage in the lists change with them.
+  if (state.busy && !listing.refresh_after_seconds) loadLists().catch(() => {});
+  state.busy = Boolean(listing.refresh_after_seconds);
   if (listing.refresh_after_seconds) {
     state.timer = setTimeout(loadListing, Math.max(1, listing.refresh_after_seconds) * 1000);
   }
@@ -375,8 +461,19 @@ async function loadListing() {
 function rowActions(kind, entry, listing) {
   // A file still uploading, processing or failed is an upload, not yet a file (its id is the upload's):
   // the API moves and deletes files only.
-  if (!isOwner() || (kind === "file" && entry.upload_id && entry.id === entry.upload_id)) return [];
+  if (!isOwner()) return [];
   const kbPath = `/knowledge-bases/${seg(state.kb.id)}`;
+  if (kind === "file" && entry.upload_id && entry.id === entry.upload_id) {
+    if (entry.status !== "failed") return [];
+    return [el("button", { type: "button", text: t("dismiss"), "aria-label": t("dismissOne", { name: entry.name }), onclick: async () => {
+      try {
+        await api("DELETE", `${kbPath}/uploads/${seg(entry.id)}`);
+      } catch (error) {
+        notice(human(error));
+      }
+      await loadListing();
+    } })];
+  }
   const buttons = [];
   if (kind === "folder") {
     buttons.push(el("button", { type: "button", text: t("rename"), onclick: () => askName(t("rename"), entry.name, async (name) => {
@@ -430,7 +527,9 @@ function renderEntries(listing) {
   for (const file of listing.files) {
     const status = el("span", { class: `status ${file.status}`, text: t(file.status) });
     const cell = el("td", {}, status);
-    if (file.status === "failed" && file.reason) cell.append(el("span", { class: "reason", text: file.reason }));
+    if (file.status === "failed" && (file.reason || file.reason_code)) {
+      cell.append(el("span", { class: "reason", "data-code": file.reason_code || "", text: reasonText(file) }));
+    }
     rows.push(el("tr", { "data-file": file.id },
       el("td", { text: file.name }), cell, el("td", { class: "size", text: formatSize(file.size_bytes) }),
       el("td", { class: "acts" }, ...rowActions("file", file, listing))));
@@ -448,7 +547,9 @@ function sendToStorage(ticket, file, progress) {
     form.append("file", file, file.name);
     const request = new XMLHttpRequest();
     request.open("POST", ticket.url);
-    request.upload.onprogress = (event) => { if (event.lengthComputable) progress.value = event.loaded / event.total; };
+    request.upload.onprogress = (event) => {
+      if (event.lengthComputable) progress(event.loaded / event.total);
+    };
     request.onload = () => (request.status >= 200 && request.status < 300
       ? resolve() : reject(new Error(`storage answered ${request.status}`)));
     request.onerror = () => reject(new Error("storage could not be reached"));
@@ -458,15 +559,21 @@ function sendToStorage(ticket, file, progress) {
 
 async function uploadOne(kb, folder, file) {
   const progress = el("progress", { max: 1, value: 0, "aria-label": file.name });
+  const percent = el("span", { class: "muted percent" });
   const note = el("span", { class: "muted", text: "" });
-  const item = el("li", {}, el("span", {}, file.name, " ", note), progress);
+  const item = el("li", {}, el("span", {}, file.name, " ", percent, " ", note), progress);
+  const show = (fraction) => {
+    progress.value = fraction;
+    percent.textContent = t("uploadProgress", { percent: Math.floor(fraction * 100), size: formatSize(file.size) });
+  };
+  show(0);
   $("uploads").append(item);
   try {
     const body = { filename: file.name, size_bytes: file.size };
     if (folder) body.folder_id = folder;
     const ticket = await api("POST", `/knowledge-bases/${seg(kb.id)}/uploads`, body, { "Idempotency-Key": newKey() });
-    await sendToStorage(ticket, file, progress);
-    progress.value = 1;
+    await sendToStorage(ticket, file, show);
+    show(1);
     note.textContent = t("uploadDone");
     note.className = "ok";
   } catch (error) {
@@ -490,7 +597,8 @@ async function uploadFiles(files) {
 
 async function shareDialog() {
   const kb = state.kb;
-  const input = el("input", { name: "identifier", maxlength: 320, autocomplete: "off" });
+  const input = el("input", { id: "member-identifier", name: "identifier", maxlength: 320, autocomplete: "off" });
+  const add = el("button", { type: "submit", class: "primary", text: t("add") });
   const list = el("ul", { class: "members", "aria-label": t("members") });
   const status = el("p", { class: "ok", role: "status" });
   const refresh = async () => {
@@ -508,10 +616,12 @@ async function shareDialog() {
       } }))) : [el("li", { class: "muted", text: t("noMembers") })]));
   };
   showDialog(`${t("share")}: ${kb.name}`, [
-    el("label", {}, el("span", { text: t("memberLabel") }), input), status,
+    el("label", { for: "member-identifier", text: t("memberLabel") }),
+    el("div", { class: "row add-member" }, input, add),
+    status,
     el("h3", { text: t("members") }), list,
   ], [
-    { label: t("add"), cls: "primary", run: async () => {
+    { label: t("add"), node: add, run: async () => {
       status.textContent = "";
       const identifier = input.value.trim();
       if (!identifier) return false;
@@ -521,7 +631,7 @@ async function shareDialog() {
       await refresh();
       return false;
     } },
-  ]);
+  ], t("close"));
   try { await refresh(); } catch (error) { $("dialog-error").textContent = human(error); }
 }
 
@@ -548,7 +658,7 @@ async function ask(query) {
       parts.push(el("h3", { text: t("excerpts") }));
       for (const item of result.items) {
         parts.push(el("article", { class: "excerpt" }, el("h3", { text: `《${item.title}》` }),
-          el("p", { class: "source muted", text: sourceOf(item) }), el("p", { text: item.content })));
+          el("p", { class: "source muted", text: sourceOf(item) }), el("p", { class: "text", text: item.content })));
       }
     }
     if (result.context) {
@@ -589,6 +699,14 @@ function wire() {
     }
   });
   $("new-kb-form").querySelector("[data-cancel]").addEventListener("click", () => { $("new-kb-form").hidden = true; });
+  $("new-kb-form").addEventListener("keydown", (event) => {
+    if (event.key === "Escape") { $("new-kb-form").hidden = true; ($("new-kb").hidden ? $("welcome-new") : $("new-kb")).focus(); }
+  });
+  $("welcome-new").addEventListener("click", () => {
+    $("new-kb-form").hidden = false;
+    $("new-kb-name").focus();
+  });
+  $("dialog").addEventListener("keydown", trapFocus);
   $("upload").addEventListener("click", () => $("file-input").click());
   $("file-input").addEventListener("change", (event) => {
     const files = Array.from(event.target.files || []);

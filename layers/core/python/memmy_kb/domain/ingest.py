@@ -72,10 +72,9 @@ KB_GONE: Final = "The knowledge base was deleted."
 FOLDER_GONE: Final = "The folder was deleted."
 LARGER: Final = "The file is larger than declared."
 SMALLER: Final = "The file is smaller than declared."
-_MEMOS_REFUSALS: Final[dict[type[MemosError], str]] = {
-    MemosUnsupportedFile: "The knowledge engine does not accept this type of file.",
-    MemosFileTooLarge: "The file is too large for the knowledge engine.",
-}
+MEMOS_UNSUPPORTED: Final = "The knowledge engine does not accept this type of file."
+MEMOS_TOO_LARGE: Final = "The file is too large for the knowledge engine."
+_MEMOS_REFUSALS: Final = {MemosUnsupportedFile: MEMOS_UNSUPPORTED, MemosFileTooLarge: MEMOS_TOO_LARGE}
 MEMOS_REFUSED: Final = "The knowledge engine could not accept this file."
 MEMOS_DOWN: Final = "The knowledge engine was unavailable for too long; please upload the file again."
 

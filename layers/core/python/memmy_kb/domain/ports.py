@@ -165,6 +165,11 @@ class ContentStore(Protocol):
 
     def update_upload_expired(self, kb_id: str, upload_id: str, *, expires_at: int) -> None: ...
 
+    def delete_decided_upload(self, kb_id: str, upload_id: str) -> None:
+        """Delete a rejected or expired upload's record (nothing when there is none); ConditionFailed("upload")
+        when it is in any other state."""
+        ...
+
     def query_upload_queue(
         self, state: Literal["pending", "submitting"], before: datetime, limit: int
     ) -> list[UploadRecord]: ...

@@ -26,6 +26,7 @@ from memmy_kb.domain.limits import capacity_refused
 from memmy_kb.domain.ports import ContentStore, GrantReader, UploadObjects
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing, PresignedPost, upload_object_key
 from memmy_kb.errors import (
+    Conflict,
     InvalidInput,
     PayloadTooLarge,
     UnsupportedMediaType,
@@ -133,5 +134,27 @@ def request_upload(
         raise kb_not_found() from None
     except ConditionFailed as full:
         raise capacity_refused(capacity, full.item) from None
-    post = storage.presign_post(key, size_bytes=size_bytes, content_type=pinned_type, expires_in=post_ttl_seconds)
+    post = storage.presign_post(
+        key, size_bytes=size_bytes, content_type=pinned_type, expires_in=post_ttl_seconds
+    )
     return IssuedUpload(upload=upload, post=post, post_expires_at=post_expires_at)
+
+
+def dismiss_upload(
+    grants: GrantReader, contents: ContentStore, *, user_id: str, kb_id: str, upload_id: str
+) -> None:
+    """Remove a failed upload from the KB's listing (owner only): its record goes, in one conditional delete.
+
+    Only a decided upload that never became a file (rejected, or expired unused) can go; one still pending
+    or submitting, or one that became a file, is refused with 409 ``upload_not_failed`` (delete the file
+    instead). Idempotent: an upload already gone (or never there) answers the same. Its bytes, if any were
+    left, have no record now, so the reconciler's sweep removes them (``memmy_kb.domain.residue``).
+    """
+    require_owner(grants, user_id, kb_id)
+    try:
+        contents.delete_decided_upload(kb_id, upload_id)
+    except ConditionFailed:
+        raise Conflict(
+            "Only a failed upload can be dismissed; this one is still in progress or became a file.",
+            code="upload_not_failed",
+        ) from None

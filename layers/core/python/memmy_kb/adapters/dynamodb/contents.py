@@ -307,6 +307,13 @@ class DynamoContentStore:
             {":expired": "expired", ":pending": "pending", ":expires": expires_at},
         )
 
+    def delete_decided_upload(self, kb_id: str, upload_id: str) -> None:
+        """Delete a rejected or expired upload (none there is fine); ConditionFailed("upload") otherwise."""
+        condition = "attribute_not_exists(PK) OR #state IN (:rejected, :expired)"
+        values = {":rejected": "rejected", ":expired": "expired"}
+        if not self._table.delete(upload_key(kb_id, upload_id), condition, values, {"#state": "state"}):
+            raise ConditionFailed("upload", upload_id)
+
     def put_file_for_upload(
         self,
         file: FileRecord,

@@ -245,6 +245,22 @@ class DynamoTable:
             raise
         return load(resp["Attributes"])
 
+    def delete(self, key: Key, condition: str, values: Mapping[str, Any], names: Mapping[str, str]) -> bool:
+        """A conditional delete; False when the condition failed."""
+        try:
+            self.client.delete_item(
+                TableName=self.name,
+                Key=dump(key),
+                ConditionExpression=condition,
+                ExpressionAttributeValues=dump(values),
+                ExpressionAttributeNames=dict(names),
+            )
+        except ClientError as err:
+            if is_condition_failure(err):
+                return False
+            raise
+        return True
+
     def put_action(self, item: Item, condition: str, values: Mapping[str, Any] | None = None) -> Action:
         put: Action = {"TableName": self.name, "Item": dump(item), "ConditionExpression": condition}
         if values:

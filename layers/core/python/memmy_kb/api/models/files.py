@@ -9,6 +9,7 @@ from pydantic import Field
 from memmy_kb.api.models.base import ApiModel, Name
 from memmy_kb.domain.display import shown
 from memmy_kb.domain.files import FileState
+from memmy_kb.domain.reasons import reason_code
 
 if TYPE_CHECKING:
     from memmy_kb.domain.files import FileEntry, Listing
@@ -31,13 +32,20 @@ class File(ApiModel):
     status: FileState
     size_bytes: int | None = None
     folder_id: str | None = None
-    reason: str | None = None
+    reason: str | None = Field(default=None, description="Why it failed, in English")
+    reason_code: str | None = Field(
+        default=None,
+        description="Why it failed, as a code to word in any language (invalid_pdf, kb_gone, engine_failed,"
+        " ...; `other` for a reason without its own code)",
+    )
     upload_id: str | None = Field(default=None, description="The upload this file came from")
 
     @classmethod
     def from_entry(cls, entry: FileEntry) -> File:
         # The name may come live from MemOS, which keeps whatever it was given.
-        return cls.model_validate(entry, from_attributes=True).model_copy(update={"name": shown(entry.name)})
+        return cls.model_validate(entry, from_attributes=True).model_copy(
+            update={"name": shown(entry.name), "reason_code": reason_code(entry.reason)}
+        )
 
 
 class FileListing(ApiModel):

@@ -42,6 +42,8 @@ class KnowledgeBase(ApiModel):
     recall: bool
     owner: Owner
     created_at: datetime
+    file_count: int = Field(default=0, description="Files recorded in the knowledge base")
+    bytes_used: int = Field(default=0, description="Their bytes: the storage the knowledge base uses")
 
     @classmethod
     def from_view(cls, view: KnowledgeBaseView) -> KnowledgeBase:
@@ -56,6 +58,8 @@ class KnowledgeBase(ApiModel):
                 contact=view.owner_contact,
             ),
             created_at=view.kb.created_at,
+            file_count=view.kb.file_count,
+            bytes_used=view.kb.bytes_used,
         )
 
 

@@ -1,4 +1,5 @@
-"""Issuing an upload: record it and hand out the presigned POST for its bytes (owner only)."""
+"""Issuing an upload: record it and hand out the presigned POST for its bytes; dismissing a failed one
+(owner only)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from memmy_kb.api.injected import (
     UploadStorageDep,
 )
 from memmy_kb.api.models.uploads import CreateUploadRequest, UploadTicket
-from memmy_kb.api.resolver import READER, KbId, json_response, new_router, responses
+from memmy_kb.api.resolver import NOT_VISIBLE, READER, ItemId, KbId, json_response, new_router, responses
 from memmy_kb.domain import uploads
 from memmy_kb.observability import metrics
 
@@ -93,3 +94,27 @@ def handle_create_upload(
         ttl_seconds=ttl,
     )
     return json_response(HTTPStatus.CREATED, UploadTicket.model_validate(result))
+
+
+@router.delete(
+    "/knowledge-bases/<kb_id>/uploads/<upload_id>",
+    operation_id="dismiss_upload_knowledge_bases__kb_id__uploads__upload_id__delete",
+    summary="Dismiss a failed upload from the listing (owner only; gone already is fine)",
+    responses=responses(
+        HTTPStatus.NO_CONTENT,
+        "Dismissed, or not there (any more)",
+        None,
+        READER,
+        NOT_VISIBLE,
+        (
+            HTTPStatus.CONFLICT,
+            "The upload has not failed: it is still in progress, or became a file (`upload_not_failed`)",
+        ),
+    ),
+)
+def handle_dismiss_upload(  # type: ignore[no-untyped-def]
+    kb_id: KbId, upload_id: ItemId, user_id: CallerId, kbs: KbStoreDep, contents: ContentStoreDep
+):
+    uploads.dismiss_upload(kbs, contents, user_id=user_id, kb_id=kb_id, upload_id=upload_id)
+    metrics.add_metric(name="UploadDismissed", unit=MetricUnit.Count, value=1)
+    return Response(status_code=HTTPStatus.NO_CONTENT)
