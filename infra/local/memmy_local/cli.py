@@ -240,9 +240,9 @@ def _reconcile(args: argparse.Namespace) -> int:
 
 def _add_memos(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     memos = commands.add_parser("memos", help="run the MemOS emulator on its own")
-    memos.add_argument("--host", default="127.0.0.1")
-    memos.add_argument("--port", type=int, default=8090)
-    memos.add_argument("--prefix", default="/api/openmem/v1")
+    memos.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    memos.add_argument("--port", type=int, default=8090, help="the port (0 = any)")
+    memos.add_argument("--prefix", default="/api/openmem/v1", help="the API's path prefix")
     memos.add_argument(
         "--api-key",
         action="append",
@@ -286,7 +286,8 @@ def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--data-dir",
         type=Path,
         default=None,
-        help="keep DynamoDB items, MemOS state, the signing key and sign-ins here across restarts",
+        help="keep DynamoDB items, MemOS state, the signing key and sign-ins here across restarts"
+        " (default: none, a clean slate on every start)",
     )
     up.add_argument(
         "--processing-delay", type=float, default=1.0, help="seconds a new MemOS file stays running"
@@ -316,7 +317,10 @@ def _add_reconcile(commands: argparse._SubParsersAction[argparse.ArgumentParser]
         help="run the scheduled reconcile function once in the running local stack and print its result",
     )
     reconcile.add_argument(
-        "--data-dir", type=Path, default=None, help="the stack's --data-dir, if it was started with one"
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="the stack's --data-dir, if it was started with one (default: $MEMMY_KB_HOME, else ~/.memmy-kb)",
     )
     reconcile.add_argument(
         "--function",
@@ -339,14 +343,19 @@ def _add_token(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--ttl", type=int, default=12 * 3600, metavar="SECONDS", help="lifetime (default 12 h)"
     )
     token.add_argument(
-        "--data-dir", type=Path, default=None, help="the stack's --data-dir, if it was started with one"
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="the stack's --data-dir, if it was started with one (default: $MEMMY_KB_HOME, else ~/.memmy-kb)",
     )
     token.set_defaults(func=_token)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``memmy-local`` argument parser: up, token, reconcile, memos."""
-    parser = argparse.ArgumentParser(
+    from memmy_kb_client.cli_help import ArgumentParser
+
+    parser = ArgumentParser(
         prog=PROG,
         description="Memmy's local development stack: the whole service on this machine, no AWS, no Docker.",
     )
