@@ -23,9 +23,13 @@ def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParse
 def _with_defaults(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
     for action in parser._actions:
         shown = action.help is not argparse.SUPPRESS and not isinstance(action, argparse._SubParsersAction)
-        if shown and action.option_strings and action.default not in (None, argparse.SUPPRESS):
-            if action.default is not False:
-                yield action
+        real = (
+            action.default is not None
+            and action.default is not False
+            and action.default is not argparse.SUPPRESS
+        )
+        if shown and action.option_strings and real:
+            yield action
 
 
 def _option_help(text: str, option: str) -> str:
