@@ -52,7 +52,7 @@ def _add_dev_alias(commands: argparse._SubParsersAction[argparse.ArgumentParser]
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``memmy-kb`` argument parser; each command group is added by its own ``_add_*_commands``."""
-    parser = ArgumentParser(
+    parser: argparse.ArgumentParser = ArgumentParser(
         prog="memmy-kb", description="Memmy knowledge bases from the command line."
     )
     commands = parser.add_subparsers(dest="command", required=True)

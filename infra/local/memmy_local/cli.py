@@ -355,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``memmy-local`` argument parser: up, token, reconcile, memos."""
     from memmy_kb_client.cli_help import ArgumentParser
 
-    parser = ArgumentParser(
+    parser: argparse.ArgumentParser = ArgumentParser(
         prog=PROG,
         description="Memmy's local development stack: the whole service on this machine, no AWS, no Docker.",
     )
