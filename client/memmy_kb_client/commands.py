@@ -103,10 +103,12 @@ def _delete(
     delete: Callable[[Any, argparse.Namespace], str],
     label: Callable[[argparse.Namespace], str],
 ) -> Command:
-    """A ``rm`` command: confirm on the terminal unless --yes, delete, print the cleanup id.
+    """A ``rm`` command: confirm on the terminal unless --yes, delete, print what was deleted by name.
 
     Without a terminal on stdin and without --yes it refuses at once (exit 1) instead of waiting for an
-    answer nobody can give; a declined question exits 1 with nothing deleted.
+    answer nobody can give; a declined question exits 1 with nothing deleted. With --yes the name is
+    still looked up first (gone after the delete), and a lookup the service refuses leaves the id
+    (``label``): the deletion itself says what exists.
     """
 
     def command(args: argparse.Namespace) -> int:
@@ -120,8 +122,9 @@ def _delete(
             return 1
         try:
             with _client(args) as client:
-                what = label(args)
-                if not args.yes:
+                if args.yes:
+                    what = _named(question, client, args, label)
+                else:
                     asked, what = question(client, args)
                     if not confirmed(asked):
                         print("not deleted", file=sys.stderr)
@@ -137,6 +140,21 @@ def _delete(
         return 0
 
     return command
+
+
+def _named(
+    question: Callable[[Any, argparse.Namespace], tuple[str, str]],
+    client: Any,
+    args: argparse.Namespace,
+    label: Callable[[argparse.Namespace], str],
+) -> str:
+    """What ``question`` would name (``file 'notes.md'``), or ``label`` (the id) if the service refuses."""
+    from memmy_kb_client.sdk import MemmyApiError
+
+    try:
+        return question(client, args)[1]
+    except MemmyApiError:
+        return label(args)
 
 
 def _login(args: argparse.Namespace) -> int:
