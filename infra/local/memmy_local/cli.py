@@ -212,7 +212,7 @@ def _reconcile(args: argparse.Namespace) -> int:
     import httpx
 
     from memmy_local import tokens
-    from memmy_local.control import TOKEN_HEADER, read_state, state_file
+    from memmy_local.control import TOKEN_HEADER, describe_run, read_state, state_file
 
     home = tokens.dev_home(args.data_dir)
     try:
@@ -231,7 +231,14 @@ def _reconcile(args: argparse.Namespace) -> int:
     except httpx.HTTPError as err:
         print(f"{PROG} reconcile: the local stack at {url} did not answer ({err})", file=sys.stderr)
         return 1
-    print(json.dumps(response.json(), indent=2, ensure_ascii=False))
+    body = response.json()
+    if args.json:
+        print(json.dumps(body, indent=2, ensure_ascii=False))
+    elif response.status_code == 200:
+        print(describe_run(body["function"], body["result"]))
+    else:
+        failure = f"{body.get('errorType')}: {body.get('errorMessage')}" if "errorType" in body else body
+        print(f"{PROG} reconcile: {args.function} failed ({failure})", file=sys.stderr)
     return 0 if response.status_code == 200 else 1
 
 
@@ -314,7 +321,7 @@ def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 def _add_reconcile(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     reconcile = commands.add_parser(
         "reconcile",
-        help="run the scheduled reconcile function once in the running local stack and print its result",
+        help="run the scheduled reconcile function once in the running local stack and print what it repaired",
     )
     reconcile.add_argument(
         "--data-dir",
@@ -330,6 +337,7 @@ def _add_reconcile(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     reconcile.add_argument(
         "--timeout", type=float, default=330.0, metavar="SECONDS", help="how long to wait (default 330)"
     )
+    reconcile.add_argument("--json", action="store_true", help="print the control endpoint's JSON")
     reconcile.set_defaults(func=_reconcile)
 
 
