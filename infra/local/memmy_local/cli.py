@@ -21,11 +21,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memmy_local.home_commands import PROG, add_reconcile, add_token
+
 if TYPE_CHECKING:
     from memmy_kb_client.desktop.server import DesktopService
     from memmy_local.stack import LocalStack
 
-PROG = "memmy-local"
 READY_PREFIX = "Memmy local stack ready at "
 
 
@@ -78,14 +79,23 @@ def _memos(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
+    from memmy_local import tokens
+    from memmy_local.console import stack_console
+
+    # Whole lines, one access line per request, metric lines in a file of their own (memmy_local.console);
+    # set up before the handlers are imported, so their loggers write through it too.
+    with stack_console(tokens.dev_home(args.data_dir), verbose=args.verbose) as metrics:
+        return _run_stack(args, metrics)
+
+
+def _run_stack(args: argparse.Namespace, metrics: Path) -> int:
     import logging
     import warnings
 
     from memmy_local.stack import LocalStack, StackConfig, StackStartError
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # moto's server, httpx and botocore log every AWS call; the gateway's one line per request is enough.
-    for noisy in ("werkzeug", "httpx", "botocore"):
+    # moto's server and botocore log every AWS call; the gateway's one line per request is enough.
+    for noisy in ("werkzeug", "botocore"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # Powertools warns on every request that publishes no metric; useless noise on a dev console.
     warnings.filterwarnings("ignore", message="No application metrics to publish")
@@ -106,7 +116,7 @@ def _up(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with LocalStack(config) as stack, _desktop_beside(stack, args) as desktop:
-            _print_ready(stack, args.data_dir, desktop)
+            _print_ready(stack, args.data_dir, desktop, metrics)
             threading.Event().wait()
     except KeyboardInterrupt:
         print("Memmy local stack stopped", flush=True)
@@ -150,7 +160,12 @@ def _desktop_beside(stack: LocalStack, args: argparse.Namespace) -> Iterator[Des
         service.stop()
 
 
-def _print_ready(stack: LocalStack, data_dir: Path | None, desktop: DesktopService | None = None) -> None:
+def _print_ready(
+    stack: LocalStack,
+    data_dir: Path | None,
+    desktop: DesktopService | None = None,
+    metrics: Path | None = None,
+) -> None:
     data = f"{data_dir} (kept across restarts)" if data_dir else "none kept (a clean slate on every start)"
     data_option = f" --data-dir {data_dir}" if data_dir else ""
     mint_command = f"{PROG} token alice --name Alice --email alice@example.com{data_option}"
@@ -162,6 +177,10 @@ def _print_ready(stack: LocalStack, data_dir: Path | None, desktop: DesktopServi
         f"  control: {stack.control_url}  ({PROG} reconcile{data_option})",
         f"  data:   {data}",
     ]
+    if metrics is not None:
+        lines.append(
+            f"  metrics: {metrics}  (EMF lines, apart from this log; --verbose prints them here too)"
+        )
     if desktop is not None:
         from memmy_kb_client.desktop.commands import describe
 
@@ -179,67 +198,6 @@ def _print_ready(stack: LocalStack, data_dir: Path | None, desktop: DesktopServi
         ]
     lines.append("Ctrl-C stops the stack.")
     print("\n".join(lines), flush=True)
-
-
-# ------------------------------------------------------------------------------- token and reconcile
-
-
-def _token(args: argparse.Namespace) -> int:
-    from memmy_local import tokens
-    from memmy_local.control import read_state
-
-    # The running stack's issuer (its identity provider's URL), else the default provider's.
-    try:
-        issuer = str(read_state(tokens.dev_home(args.data_dir))["issuer"])
-    except (OSError, ValueError, KeyError, TypeError):
-        issuer = tokens.DEFAULT_ISSUER
-    token = tokens.issue_token(
-        args.user,
-        name=args.name,
-        email=args.email,
-        phone=args.phone,
-        ttl_seconds=args.ttl,
-        key_path=tokens.signing_key_path(args.data_dir),
-        issuer=issuer,
-    )
-    print(token)
-    return 0
-
-
-def _reconcile(args: argparse.Namespace) -> int:
-    import json
-
-    import httpx
-
-    from memmy_local import tokens
-    from memmy_local.control import TOKEN_HEADER, describe_run, read_state, state_file
-
-    home = tokens.dev_home(args.data_dir)
-    try:
-        state = read_state(home)
-    except (OSError, ValueError):
-        print(
-            f"{PROG} reconcile: no running local stack recorded in {state_file(home)}; start one with "
-            f"`{PROG} up` (and pass the same --data-dir)",
-            file=sys.stderr,
-        )
-        return 1
-    url = f"{state['control_url']}/schedules/{args.function}"
-    try:
-        # The function's own timeout (300 s for reconcile) bounds the wait, plus a margin.
-        response = httpx.post(url, headers={TOKEN_HEADER: state["token"]}, timeout=args.timeout)
-    except httpx.HTTPError as err:
-        print(f"{PROG} reconcile: the local stack at {url} did not answer ({err})", file=sys.stderr)
-        return 1
-    body = response.json()
-    if args.json:
-        print(json.dumps(body, indent=2, ensure_ascii=False))
-    elif response.status_code == 200:
-        print(describe_run(body["function"], body["result"]))
-    else:
-        failure = f"{body.get('errorType')}: {body.get('errorMessage')}" if "errorType" in body else body
-        print(f"{PROG} reconcile: {args.function} failed ({failure})", file=sys.stderr)
-    return 0 if response.status_code == 200 else 1
 
 
 # ------------------------------------------------------------------------------------------- parser
@@ -315,48 +273,12 @@ def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         default=8765,
         help="the local service's port (default 8765; any free one if that is taken; 0 = any)",
     )
+    up.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also print the handlers' MemOS calls and their metric lines (always in local-metrics.jsonl)",
+    )
     up.set_defaults(func=_up)
-
-
-def _add_reconcile(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    reconcile = commands.add_parser(
-        "reconcile",
-        help="run the scheduled reconcile function once in the running local stack and print what it repaired",
-    )
-    reconcile.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        help="the stack's --data-dir, if it was started with one (default: $MEMMY_KB_HOME, else ~/.memmy-kb)",
-    )
-    reconcile.add_argument(
-        "--function",
-        default="ReconcileFunction",
-        help="the scheduled function's logical id in template.yaml (default ReconcileFunction)",
-    )
-    reconcile.add_argument(
-        "--timeout", type=float, default=330.0, metavar="SECONDS", help="how long to wait (default 330)"
-    )
-    reconcile.add_argument("--json", action="store_true", help="print the control endpoint's JSON")
-    reconcile.set_defaults(func=_reconcile)
-
-
-def _add_token(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    token = commands.add_parser("token", help="print a login token for the local stack")
-    token.add_argument("user", metavar="USER", help="the user id (the token's sub)")
-    token.add_argument("--name", help="display name claim")
-    token.add_argument("--email", help="email claim (asserted as verified)")
-    token.add_argument("--phone", help="phone_number claim in E.164 (asserted as verified)")
-    token.add_argument(
-        "--ttl", type=int, default=12 * 3600, metavar="SECONDS", help="lifetime (default 12 h)"
-    )
-    token.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        help="the stack's --data-dir, if it was started with one (default: $MEMMY_KB_HOME, else ~/.memmy-kb)",
-    )
-    token.set_defaults(func=_token)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -369,8 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     _add_up(commands)
-    _add_token(commands)
-    _add_reconcile(commands)
+    add_token(commands)
+    add_reconcile(commands)
     _add_memos(commands)
     return parser
 
