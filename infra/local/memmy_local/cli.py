@@ -116,7 +116,10 @@ def _run_stack(args: argparse.Namespace, metrics: Path) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with LocalStack(config) as stack, _desktop_beside(stack, args) as desktop:
+            demo = _demo(stack, args, desktop) if args.demo else None
             _print_ready(stack, args.data_dir, desktop, metrics)
+            if demo is not None:
+                print(demo, flush=True)
             threading.Event().wait()
     except KeyboardInterrupt:
         print("Memmy local stack stopped", flush=True)
@@ -128,6 +131,14 @@ def _run_stack(args: argparse.Namespace, metrics: Path) -> int:
         )
         return 1
     return 0
+
+
+def _demo(stack: LocalStack, args: argparse.Namespace, desktop: DesktopService | None) -> str:
+    """``--demo``: the product story seeded through the API, the desktop signed in as its salesperson."""
+    from memmy_local.demo import seed_and_describe
+
+    state_dir = None if desktop is None else str(desktop.config.state_dir)
+    return seed_and_describe(stack.api_url, stack.issuer, args.data_dir, state_dir)
 
 
 @contextlib.contextmanager
@@ -272,6 +283,12 @@ def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         type=int,
         default=8765,
         help="the local service's port (default 8765; any free one if that is taken; 0 = any)",
+    )
+    up.add_argument(
+        "--demo",
+        action="store_true",
+        help="seed the product story (two users sharing a KB of two documents, a third user's KB) and print "
+        "the page's one-time link for its salesperson",
     )
     up.add_argument(
         "--verbose",
