@@ -12,7 +12,9 @@ from memmy_kb_client.delete_prompts import (
     confirmed,
     file_question,
     folder_question,
+    kb_label,
     kb_question,
+    member_label,
     stdin_is_terminal,
 )
 from memmy_kb_client.rendering import kb_line, progress_bar, render_list, render_listing, render_members
@@ -58,8 +60,16 @@ def _leave(client: Any, args: argparse.Namespace) -> str:
     me = token_subject(ClientConfig.load(args.endpoint, args.token).token or "")
     if me is None:
         raise SystemExit("error: no login token; run `memmy-kb login --token ...` first")
+    label = kb_label(client, args.kb)
     client.remove_member(args.kb, me)
-    return f"left {args.kb}"
+    return f"left {label}"
+
+
+def _unshare(client: Any, args: argparse.Namespace) -> str:
+    """Revoke a reader, named as people know them (looked up first: gone from the list after)."""
+    label = member_label(client, args.kb, args.user)
+    client.remove_member(args.kb, args.user)
+    return f"revoked {label}"
 
 
 def _upload(args: argparse.Namespace) -> int:
@@ -230,7 +240,7 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     unshare = add(
         "unshare",
         "revoke a reader's access (owner)",
-        lambda c, a: c.remove_member(a.kb, a.user) or f"revoked {a.user}",
+        _unshare,
         str,
     )
     unshare.add_argument("kb")
