@@ -12,24 +12,39 @@ from pathlib import Path
 
 import pytest
 
-from memmy_local.console import METRICS_FILE_NAME, LineRouter, is_metric_line, stack_console
+from memmy_local.console import (
+    FUNCTIONS_FILE_NAME,
+    METRICS_FILE_NAME,
+    LineRouter,
+    is_function_detail,
+    is_metric_line,
+    stack_console,
+)
 
 EMF = json.dumps(
     {"_aws": {"Timestamp": 1, "CloudWatchMetrics": [{"Namespace": "Memmy", "Metrics": []}]}, "service": "x"},
     separators=(",", ":"),
 )
-APP = json.dumps({"level": "INFO", "message": "request refused", "correlation_id": "r1"})
+APP = json.dumps(
+    {"level": "INFO", "message": "request refused", "correlation_id": "r1"}, separators=(",", ":")
+)
+WARNING = json.dumps({"level": "WARNING", "message": "MemOS unavailable"}, separators=(",", ":"))
 
 
-def test_metric_lines_are_told_from_log_lines() -> None:
+def test_metric_lines_and_function_details_are_told_from_the_console_lines() -> None:
+    access = "2026-01-01 00:00:00,000 INFO memmy_local.gateway: GET / 200 1.0 ms"
     assert is_metric_line(EMF)
     assert not is_metric_line(APP)
-    assert not is_metric_line("2026-01-01 00:00:00,000 INFO memmy_local.gateway: GET / 200 1.0 ms")
+    assert not is_metric_line(access)
+    assert is_function_detail(APP)
+    assert not is_function_detail(WARNING)
+    assert not is_function_detail(EMF)
+    assert not is_function_detail(access)
 
 
 def test_threads_printing_at_once_never_glue_lines_and_metrics_go_apart() -> None:
-    console, metrics = io.StringIO(), io.StringIO()
-    router = LineRouter(console, metrics)
+    console, metrics, functions = io.StringIO(), io.StringIO(), io.StringIO()
+    router = LineRouter(console, metrics, functions)
     start = threading.Barrier(8)
 
     def handler(n: int) -> None:
@@ -37,7 +52,8 @@ def test_threads_printing_at_once_never_glue_lines_and_metrics_go_apart() -> Non
         for i in range(200):
             # print() writes the text and its newline separately, as Powertools' Metrics does
             print(EMF, file=router)
-            print(f'{APP[:-1]}, "n": {n}, "i": {i}}}', file=router)
+            print(f'{APP[:-1]},"n":{n},"i":{i}}}', file=router)
+            print(f"GET /knowledge-bases/{n}-{i} 200", file=router)
 
     threads = [threading.Thread(target=handler, args=(n,)) for n in range(8)]
     for thread in threads:
@@ -46,10 +62,11 @@ def test_threads_printing_at_once_never_glue_lines_and_metrics_go_apart() -> Non
         thread.join()
 
     lines = console.getvalue().splitlines()
-    assert len(lines) == 8 * 200
-    assert all(json.loads(line)["message"] == "request refused" for line in lines)
-    metric_lines = metrics.getvalue().splitlines()
-    assert metric_lines == [EMF] * (8 * 200)
+    assert sorted(lines) == sorted(f"GET /knowledge-bases/{n}-{i} 200" for n in range(8) for i in range(200))
+    details = functions.getvalue().splitlines()
+    assert len(details) == 8 * 200
+    assert all(json.loads(line)["message"] == "request refused" for line in details)
+    assert metrics.getvalue().splitlines() == [EMF] * (8 * 200)
 
 
 def test_a_partial_line_waits_for_its_end() -> None:
@@ -63,11 +80,14 @@ def test_a_partial_line_waits_for_its_end() -> None:
     assert console.getvalue() == "GET /knowledge-bases 200\nnext\n"
 
 
-def test_verbose_also_prints_the_metric_lines() -> None:
-    console, metrics = io.StringIO(), io.StringIO()
-    router = LineRouter(console, metrics, metrics_on_console=True)
+def test_verbose_also_prints_the_metric_and_detail_lines() -> None:
+    console, metrics, functions = io.StringIO(), io.StringIO(), io.StringIO()
+    router = LineRouter(console, metrics, functions, verbose=True)
     print(EMF, file=router)
-    assert console.getvalue() == metrics.getvalue() == EMF + "\n"
+    print(APP, file=router)
+    assert console.getvalue() == EMF + "\n" + APP + "\n"
+    assert metrics.getvalue() == EMF + "\n"
+    assert functions.getvalue() == APP + "\n"
 
 
 @pytest.mark.parametrize("verbose", [False, True])
@@ -79,6 +99,7 @@ def test_the_stack_console_keeps_metrics_in_the_home_and_per_call_lines_for_verb
         assert sys.stdout is not original
         print(EMF)
         print(APP)
+        print(WARNING)
         logging.getLogger("memmy_local.gateway").info("GET /knowledge-bases 200 3.1 ms")
         logging.getLogger("httpx").info("HTTP Request: POST http://127.0.0.1:1/api/openmem/v1/search")
         logging.getLogger("httpx").warning("a MemOS call went wrong")
@@ -86,9 +107,11 @@ def test_the_stack_console_keeps_metrics_in_the_home_and_per_call_lines_for_verb
 
     assert metrics_path == tmp_path / METRICS_FILE_NAME
     assert metrics_path.read_text(encoding="utf-8") == EMF + "\n"
+    assert (tmp_path / FUNCTIONS_FILE_NAME).read_text(encoding="utf-8") == APP + "\n"
     out, err = capsys.readouterr()
     assert (EMF in out) is verbose
-    assert APP + "\n" in out
+    assert (APP in out) is verbose
+    assert WARNING + "\n" in out
     assert "INFO memmy_local.gateway: GET /knowledge-bases 200 3.1 ms\n" in err
     assert ("HTTP Request" in err) is verbose
     assert "WARNING httpx: a MemOS call went wrong" in err

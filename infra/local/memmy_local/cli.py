@@ -189,8 +189,11 @@ def _print_ready(
         f"  data:   {data}",
     ]
     if metrics is not None:
+        from memmy_local.console import FUNCTIONS_FILE_NAME
+
         lines.append(
-            f"  metrics: {metrics}  (EMF lines, apart from this log; --verbose prints them here too)"
+            f"  logs:   one line per request here; the functions' details in {metrics.parent}/"
+            f"{FUNCTIONS_FILE_NAME}, their metrics in {metrics.name} (--verbose: here too)"
         )
     if desktop is not None:
         from memmy_kb_client.desktop.commands import describe
@@ -293,7 +296,8 @@ def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     up.add_argument(
         "--verbose",
         action="store_true",
-        help="also print the handlers' MemOS calls and their metric lines (always in local-metrics.jsonl)",
+        help="also print the handlers' MemOS calls, their INFO log lines and their metric lines (always kept "
+        "in local-functions.jsonl and local-metrics.jsonl in the dev home)",
     )
     up.set_defaults(func=_up)
 

@@ -8,12 +8,13 @@ block-buffered stdout cut lines further when it was a file and stderr was the sa
 - ``sys.stdout`` becomes a ``LineRouter``: what each thread writes is held until its newline, and each
   whole line is written and flushed at once, under one lock;
 - EMF lines (a JSON object with ``_aws``) go to their own file (``local-metrics.jsonl`` in the dev home,
-  emptied at each start), not to the console; with ``--verbose`` they are printed too;
+  emptied at each start), and the handlers' JSON log lines below WARNING (``request refused``, ``upload
+  submitted to MemOS``: what CloudWatch would hold) to ``local-functions.jsonl`` beside it; their
+  warnings and errors stay on the console; with ``--verbose`` every line is printed too;
 - the stack's own log (the gateway's access line per request, the schedules) goes to stderr as before,
   and the handlers' MemOS calls (httpx's one line per call) only with ``--verbose``.
 
-Everything else the handlers log (Powertools' JSON lines: refusals, warnings, errors) stays on the
-console, one line each, as CloudWatch would show it.
+So the console has one line per request, plus what went wrong.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ from pathlib import Path
 from typing import Final, TextIO
 
 METRICS_FILE_NAME: Final = "local-metrics.jsonl"
+FUNCTIONS_FILE_NAME: Final = "local-functions.jsonl"
+# Powertools' JSON log lines start with their level; these stay in the functions' file unless --verbose.
+_DETAIL_PREFIXES: Final = ('{"level":"DEBUG"', '{"level":"INFO"')
 LOG_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # Loggers whose INFO lines are one per call the handlers make, not one per request: --verbose shows them.
 PER_CALL_LOGGERS: Final = ("httpx",)
@@ -38,18 +42,33 @@ def is_metric_line(line: str) -> bool:
     return line.lstrip().startswith('{"_aws"')
 
 
+def is_function_detail(line: str) -> bool:
+    """A handler's JSON log line below WARNING (Powertools' Logger puts the level first)."""
+    return line.lstrip().startswith(_DETAIL_PREFIXES)
+
+
 class LineRouter(io.TextIOBase):
-    """A text stream that only ever writes whole lines: to ``console``, or EMF lines to ``metrics``.
+    """A text stream that only ever writes whole lines: to ``console``, EMF lines to ``metrics`` and the
+    handlers' JSON lines below WARNING to ``functions`` (either None drops them; ``verbose`` prints them
+    on the console too).
 
     Each thread's text is held until it ends a line, so concurrent ``print`` calls never glue; each line
-    is written and flushed under one lock. ``metrics`` None drops metric lines.
+    is written and flushed under one lock.
     """
 
-    def __init__(self, console: TextIO, metrics: TextIO | None, *, metrics_on_console: bool = False) -> None:
+    def __init__(
+        self,
+        console: TextIO,
+        metrics: TextIO | None,
+        functions: TextIO | None = None,
+        *,
+        verbose: bool = False,
+    ) -> None:
         super().__init__()
         self._console = console
         self._metrics = metrics
-        self._metrics_on_console = metrics_on_console
+        self._functions = functions
+        self._verbose = verbose
         self._pending = threading.local()
         self._lock = threading.Lock()
 
@@ -82,10 +101,12 @@ class LineRouter(io.TextIOBase):
         super().close()
 
     def _emit(self, line: str) -> None:
-        metric = is_metric_line(line)
-        targets = [self._metrics] if metric else [self._console]
-        if metric and self._metrics_on_console:
-            targets.append(self._console)
+        if is_metric_line(line):
+            targets = [self._metrics, self._console if self._verbose else None]
+        elif is_function_detail(line):
+            targets = [self._functions, self._console if self._verbose else None]
+        else:
+            targets = [self._console]
         with self._lock:
             for target in targets:
                 if target is not None:
@@ -103,15 +124,19 @@ class _PerCallFilter(logging.Filter):
 
 @contextlib.contextmanager
 def stack_console(home: Path, *, verbose: bool = False) -> Iterator[Path]:
-    """Route this process's output as the module says while the stack runs; yields the metrics file.
+    """Route this process's output as the module says while the stack runs; yields the metrics file
+    (the functions' file is beside it).
 
     Installed before the handlers are imported, so Powertools' loggers write to the router too.
     """
     home.mkdir(parents=True, exist_ok=True)
     metrics_path = home / METRICS_FILE_NAME
     console = sys.stdout
-    with metrics_path.open("w", encoding="utf-8") as metrics:
-        router = LineRouter(console, metrics, metrics_on_console=verbose)
+    with (
+        metrics_path.open("w", encoding="utf-8") as metrics,
+        (home / FUNCTIONS_FILE_NAME).open("w", encoding="utf-8") as functions,
+    ):
+        router = LineRouter(console, metrics, functions, verbose=verbose)
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter(LOG_FORMAT))
         if not verbose:
