@@ -58,9 +58,9 @@ class DemoUser:
         return {"name": self.name, "phone": self.phone, "email": self.email}
 
 
-SALESPERSON: Final = DemoUser("sales", "销售小王", "+8613800138000", "sales@example.com")
-COLLEAGUE: Final = DemoUser("pm", "产品经理老张", "+8613800138001", "pm@example.com")
-THIRD_USER: Final = DemoUser("support", "技术支持小李", "+8613800138002", "support@example.com")
+SALESPERSON: Final = DemoUser("sales", "销售小王", "+8613700000001", "sales@example.com")
+COLLEAGUE: Final = DemoUser("pm", "产品经理老张", "+8613700000002", "pm@example.com")
+THIRD_USER: Final = DemoUser("support", "技术支持小李", "+8613700000003", "support@example.com")
 
 
 @dataclass(frozen=True)
