@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest -n 2 --dist worksteal
 MEMMY_KB_CHROMIUM ?= /usr/bin/chromium
 export MEMMY_KB_CHROMIUM
 
-.PHONY: install browser cjk-fonts run lint test unit integration e2e fuzz bench load openapi screenshots clean
+.PHONY: install browser cjk-fonts layer-python run lint test unit integration e2e fuzz bench load openapi screenshots clean
 
 install: $(STAMP)
 
@@ -46,8 +46,16 @@ cjk-fonts:
 	@fc-list :lang=zh 2>/dev/null | grep -q . || { $(call apt_install,fonts-noto-cjk,screenshots,Screenshots \
 	  need a Chinese font: run 'sudo apt-get install fonts-noto-cjk' and try again.); }
 
+# The layer's tests (tests/unit/test_layer_build.py) compile its bytecode with a Python 3.12, the Lambda
+# runtime's. Without one they are skipped, and this says so first, in one line (the layer's Makefile
+# finds the Python and words the reason; PYTHON312=/path/to/python3.12 chooses).
+layer-python:
+	@why="$$($(MAKE) -s --no-print-directory -C layers/core/python print-python 2>&1 >/dev/null)"; \
+	  [ -z "$$why" ] || echo "note: skipping the layer-bytecode tests (tests/unit/test_layer_build.py): $$why"
+
+# The local stack until Ctrl-C; options for `memmy-local up` in ARGS: make run ARGS="--demo --port 0".
 run: install
-	$(VENV)/bin/memmy-local up
+	$(VENV)/bin/memmy-local up $(ARGS)
 
 # Static checks. `make test` runs them first, so a check added here runs there too.
 lint: install
@@ -55,12 +63,12 @@ lint: install
 	$(VENV)/bin/mypy
 
 # Everything: the checks above, then every tier of tests.
-test: install lint browser
+test: layer-python install lint browser
 	$(PYTEST) $(PYTEST_ARGS)
 
 # One tier at a time (no lint): unit (no AWS, no network), integration (the handlers on moto and the
 # MemOS emulator), e2e (over HTTP against the local stack).
-unit: install
+unit: layer-python install
 	$(PYTEST) tests/unit $(PYTEST_ARGS)
 
 integration: install

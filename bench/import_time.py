@@ -67,18 +67,17 @@ _ENVIRONMENT = {
 
 
 def python312(root: Path) -> str:
-    """The Python 3.12 the layer's Makefile compiles with (the Lambda runtime's version)."""
+    """The Python 3.12 the layer's Makefile compiles with (the Lambda runtime's version); without one,
+    stop with the Makefile's one line on how to get one."""
     found = subprocess.run(  # noqa: S603 - our own Makefile
         ["make", "-s", "-C", str(root / LAYER_SOURCE), "print-python"],  # noqa: S607
         check=True,
         capture_output=True,
         text=True,
-    ).stdout.strip()
-    if not found:
-        raise SystemExit(
-            "the layer needs a Python 3.12: put python3.12 on PATH (see layers/core/python/Makefile)"
-        )
-    return found
+    )
+    if not found.stdout.strip():
+        raise SystemExit(found.stderr.strip())
+    return found.stdout.strip()
 
 
 def _sources_digest(root: Path) -> str:

@@ -13,6 +13,7 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
+from memmy_kb_client.cli_help import ArgumentParser
 from memmy_kb_client.commands import add_kb_commands
 from memmy_kb_client.desktop.commands import add_desktop_commands
 from memmy_kb_client.recall_commands import add_recall_commands
@@ -51,7 +52,7 @@ def _add_dev_alias(commands: argparse._SubParsersAction[argparse.ArgumentParser]
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``memmy-kb`` argument parser; each command group is added by its own ``_add_*_commands``."""
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = ArgumentParser(
         prog="memmy-kb", description="Memmy knowledge bases from the command line."
     )
     commands = parser.add_subparsers(dest="command", required=True)

@@ -12,7 +12,9 @@ from memmy_kb_client.delete_prompts import (
     confirmed,
     file_question,
     folder_question,
+    kb_label,
     kb_question,
+    member_label,
     stdin_is_terminal,
 )
 from memmy_kb_client.rendering import kb_line, progress_bar, render_list, render_listing, render_members
@@ -58,8 +60,16 @@ def _leave(client: Any, args: argparse.Namespace) -> str:
     me = token_subject(ClientConfig.load(args.endpoint, args.token).token or "")
     if me is None:
         raise SystemExit("error: no login token; run `memmy-kb login --token ...` first")
+    label = kb_label(client, args.kb)
     client.remove_member(args.kb, me)
-    return f"left {args.kb}"
+    return f"left {label}"
+
+
+def _unshare(client: Any, args: argparse.Namespace) -> str:
+    """Revoke a reader, named as people know them (looked up first: gone from the list after)."""
+    label = member_label(client, args.kb, args.user)
+    client.remove_member(args.kb, args.user)
+    return f"revoked {label}"
 
 
 def _dismiss(client: Any, args: argparse.Namespace) -> dict[str, str]:
@@ -108,10 +118,12 @@ def _delete(
     delete: Callable[[Any, argparse.Namespace], str],
     label: Callable[[argparse.Namespace], str],
 ) -> Command:
-    """A ``rm`` command: confirm on the terminal unless --yes, delete, print the cleanup id.
+    """A ``rm`` command: confirm on the terminal unless --yes, delete, print what was deleted by name.
 
     Without a terminal on stdin and without --yes it refuses at once (exit 1) instead of waiting for an
-    answer nobody can give; a declined question exits 1 with nothing deleted.
+    answer nobody can give; a declined question exits 1 with nothing deleted. With --yes the name is
+    still looked up first (gone after the delete), and a lookup the service refuses leaves the id
+    (``label``): the deletion itself says what exists.
     """
 
     def command(args: argparse.Namespace) -> int:
@@ -125,8 +137,9 @@ def _delete(
             return 1
         try:
             with _client(args) as client:
-                what = label(args)
-                if not args.yes:
+                if args.yes:
+                    what = _named(question, client, args, label)
+                else:
                     asked, what = question(client, args)
                     if not confirmed(asked):
                         print("not deleted", file=sys.stderr)
@@ -142,6 +155,21 @@ def _delete(
         return 0
 
     return command
+
+
+def _named(
+    question: Callable[[Any, argparse.Namespace], tuple[str, str]],
+    client: Any,
+    args: argparse.Namespace,
+    label: Callable[[argparse.Namespace], str],
+) -> str:
+    """What ``question`` would name (``file 'notes.md'``), or ``label`` (the id) if the service refuses."""
+    from memmy_kb_client.sdk import MemmyApiError
+
+    try:
+        return question(client, args)[1]
+    except MemmyApiError:
+        return label(args)
 
 
 def _login(args: argparse.Namespace) -> int:
@@ -217,7 +245,7 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     unshare = add(
         "unshare",
         "revoke a reader's access (owner)",
-        lambda c, a: c.remove_member(a.kb, a.user) or f"revoked {a.user}",
+        _unshare,
         str,
     )
     unshare.add_argument("kb")

@@ -1,4 +1,5 @@
-"""The question a ``rm`` command asks before it deletes: what is deleted, named as people know it.
+"""The question a ``rm`` command asks before it deletes: what is deleted, named as people know it (and
+the names ``rm --yes``, ``kb unshare`` and ``kb leave`` print after).
 
 The name is a courtesy: it is looked up cheaply (the KB's record; a file or folder breadth-first in a
 few listings) and the id is shown when it cannot be found; the deletion itself decides what exists.
@@ -48,6 +49,18 @@ def kb_label(client: Any, kb_id: str) -> str:
         if err.status < 500:
             raise
         return f"knowledge base {kb_id}"
+
+
+def member_label(client: Any, kb_id: str, user_id: str) -> str:
+    """``'Display Name' (user id)`` from the KB's member list; the id alone when it cannot be read now."""
+    from memmy_kb_client.sdk import MemmyApiError
+
+    try:
+        members = client.list_members(kb_id)
+    except MemmyApiError:
+        return user_id  # the name is a courtesy; the removal decides
+    name = next((m.get("display_name") for m in members if m.get("user_id") == user_id), None)
+    return f"'{name}' ({user_id})" if name else user_id
 
 
 def find_entry(client: Any, kb_id: str, kind: str, entry_id: str) -> dict[str, Any] | None:

@@ -42,7 +42,9 @@ def _render(result: dict[str, Any]) -> str:
         return "Your knowledge bases changed during the search, so its result was dropped; ask again."
     notes = []
     if result.get("discarded"):
-        notes.append("(Some knowledge bases left your recall during the search; their excerpts were dropped.)")
+        notes.append(
+            "(Some knowledge bases left your recall during the search; their excerpts were dropped.)"
+        )
     if result.get("partial"):
         notes.append("(Some knowledge bases could not be searched just now; these are the others' excerpts.)")
     if not items:
@@ -166,7 +168,9 @@ def add_recall_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "recall", help="search the knowledge bases in your recall, as the agent hook does"
     )
     recall.add_argument("query", help="the question")
-    recall.add_argument("--limit", type=int, default=None, help="at most this many excerpts (1-25)")
+    recall.add_argument(
+        "--limit", type=int, default=None, help="at most this many excerpts (1-25; default: the service's)"
+    )
     recall.add_argument("--endpoint", help="API URL (default: $MEMMY_KB_ENDPOINT, saved login, local stack)")
     recall.add_argument("--token", help="login token (default: $MEMMY_KB_TOKEN or the saved login)")
     output = recall.add_mutually_exclusive_group()

@@ -27,7 +27,7 @@ def _get(stack: RunningStack, path: str, token: str) -> httpx.Response:
 
 def _log_lines(stack: RunningStack) -> list[dict[str, Any]]:
     lines = []
-    for text in stack.log().splitlines():
+    for text in stack.function_log().splitlines():
         if text.startswith("{"):
             try:
                 lines.append(json.loads(text))
@@ -65,6 +65,7 @@ def test_concurrent_owners_and_strangers_each_get_their_own_answer(local_stack: 
     # Each refusal is logged once, under the correlation id of the request it refused.
     refused_ids = {resp.headers["apigw-requestid"] for i, resp in enumerate(responses) if i % 2}
     served_ids = {resp.headers["apigw-requestid"] for i, resp in enumerate(responses) if i % 2 == 0}
+
     def logged_refusals() -> list[dict[str, Any]] | None:
         refusals = [
             line

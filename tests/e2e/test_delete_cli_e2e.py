@@ -82,7 +82,7 @@ def test_files_folders_and_the_kb_are_deleted_with_the_cli(local_stack: RunningS
     # When the owner deletes the root file, then it is gone from the owner's and the reader's listing
     deleted_file = cli(local_stack, owner, "files", "rm", kb, file_id, "--yes")
     assert deleted_file.returncode == 0, deleted_file.stderr
-    assert deleted_file.stdout.startswith(f"deleted file {file_id} (cleanup ")
+    assert deleted_file.stdout.startswith("deleted file '介绍.md' (cleanup ")
     for token in (owner, reader):
         listing = ok_json(local_stack, token, "files", "ls", kb)
         assert listing["files"] == []
@@ -109,7 +109,7 @@ def test_files_folders_and_the_kb_are_deleted_with_the_cli(local_stack: RunningS
     # When the owner deletes the KB, then neither the owner nor the reader lists it any more
     deleted_kb = cli(local_stack, owner, "kb", "rm", kb, "-y")
     assert deleted_kb.returncode == 0, deleted_kb.stderr
-    assert deleted_kb.stdout.startswith(f"deleted knowledge base {kb} (cleanup ")
+    assert deleted_kb.stdout.startswith("deleted knowledge base '待删除' (cleanup ")
     for token in (owner, reader):
         assert kb not in {k["id"] for k in ok_json(local_stack, token, "kb", "ls")}
     again = cli(local_stack, owner, "kb", "rm", kb, "--yes")

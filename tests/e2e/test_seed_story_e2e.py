@@ -4,6 +4,7 @@ A product manager creates a KB and uploads two documents through presigned POSTs
 MemOS), shares the KB by phone with a salesperson, who asks how the open-source and commercial editions
 of MemOS differ and gets the comparison document's excerpt with its title. A third upload is found by
 the salesperson's next recall with no action of theirs; after a revoke, nothing from that KB comes back.
+The documents are `memmy-local up --demo`'s (memmy_local.demo).
 """
 
 from __future__ import annotations
@@ -16,31 +17,11 @@ from typing import Any
 import httpx
 import pytest
 
+from memmy_local.demo import COMPARISON, DEPLOYMENT_FAQ, PRODUCT_INTRO
 from tests.support.polling import wait_until
 from tests.support.stack import RunningStack
 
 pytestmark = pytest.mark.e2e
-
-PRODUCT_INTRO = """# MemOS产品介绍
-
-MemOS 是面向大模型应用的记忆操作系统，把对话记忆、用户偏好和知识库统一管理，让智能体记得住、找得到。
-它提供知识库能力：上传 PDF、Word、Markdown 等文档后，MemOS 会自动解析、切分并建立索引，智能体提问时按语义检索相关片段。
-典型场景包括客服问答、销售助手和企业内部知识检索。接入方式为 REST API，每个项目使用独立的 API Key。
-"""
-
-COMPARISON = """# MemOS 开源VS商业化
-
-MemOS 开源版和商业版的主要区别在于部署方式、服务保障和企业功能。
-开源版采用 Apache 2.0 协议，可以免费下载并私有化自部署，需要自己维护服务器、升级和数据备份，社区提供技术支持。
-商业版是托管的云服务，按调用量计费，提供 99.9% 可用性 SLA、专属客户成功经理、单点登录和审计日志等企业功能。
-选择建议：技术团队强、对数据有完全自控要求的选开源版；希望快速上线、需要服务保障的企业选商业版。
-"""
-
-DEPLOYMENT_FAQ = """# MemOS 私有化部署FAQ
-
-私有化部署需要一台至少 16 核 CPU、64GB 内存的服务器，推荐使用 Docker Compose 一键部署。
-部署完成后在管理后台创建项目并生成 API Key，数据全部保存在客户自己的机房内。
-"""
 
 QUESTION = "MemOS 开源版和商业版有什么区别"
 FOLLOW_UP = "私有化部署需要什么配置的服务器"

@@ -118,9 +118,12 @@ def test_reconcile_runs_once_on_demand_from_python_and_from_the_cli(
 
     # The stack recorded its control endpoint in the dev home ($MEMMY_KB_HOME here)
     assert (tokens.dev_home() / "local-stack.json").exists()
-    code = main(["reconcile"])
+    code = main(["reconcile", "--json"])
     printed = json.loads(capsys.readouterr().out)
     assert (code, printed["function"]) == (0, "ReconcileFunction"), printed
+    # Without --json, what it repaired in words (nothing, on a fresh stack)
+    assert main(["reconcile"]) == 0
+    assert capsys.readouterr().out == "ReconcileFunction: nothing to repair\n"
 
 
 def test_the_identity_provider_is_the_stacks_issuer_and_token_uses_it(

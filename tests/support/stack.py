@@ -79,6 +79,14 @@ class RunningStack:
         """Everything the stack printed so far."""
         return self.log_path.read_text(errors="replace")
 
+    def function_log(self) -> str:
+        """The handlers' JSON log lines below WARNING, which the stack keeps apart from its console
+        (``local-functions.jsonl`` in its dev home, where the signing key is: memmy_local.console)."""
+        from memmy_local.console import FUNCTIONS_FILE_NAME
+
+        path = self.key_path.parent / FUNCTIONS_FILE_NAME
+        return path.read_text(errors="replace") if path.exists() else ""
+
 
 def _wait_until_ready(process: subprocess.Popen[bytes], log_path: Path) -> str:
     def ready() -> str | None:

@@ -137,6 +137,12 @@ def run(monkeypatch: pytest.MonkeyPatch, stdin: io.StringIO, *argv: str) -> int:
 
 
 KB_PATH = "/knowledge-bases/kb%7C1%20%E4%BA%A7%E5%93%81"
+# What each command names when it is done: the name, as the question does, not the id.
+DELETED = {
+    "kb": "deleted knowledge base '产品资料' (cleanup cleanup-kb",
+    "file": "deleted file '介绍.md' (cleanup cleanup-file",
+    "folder": "deleted folder '资料' (cleanup cleanup-folder",
+}
 COMMANDS = {
     "kb": (["kb", "rm", KB_ID], KB_PATH, "cleanup-kb"),
     "file": (["files", "rm", KB_ID, FILE_ID], f"{KB_PATH}/files/fi%7C4%20%23c", "cleanup-file"),
@@ -196,23 +202,43 @@ def test_other_sdk_paths_quote_the_kb_id_too() -> None:
 
 @pytest.mark.parametrize("which", COMMANDS)
 @pytest.mark.parametrize("flag", ["--yes", "-y"])
-def test_yes_deletes_without_asking_or_reading_stdin(
+def test_yes_deletes_without_asking_or_reading_stdin_and_names_what_it_deleted(
     service: FakeService,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     which: str,
     flag: str,
 ) -> None:
-    argv, path, cleanup_id = COMMANDS[which]
+    argv, path, _ = COMMANDS[which]
     stdin = io.StringIO("n\n")  # not a terminal, and a "no" that must not be read
 
     assert run(monkeypatch, stdin, *argv, flag) == 0
 
-    assert [(r.method, r.url.raw_path.decode()) for r in service.requests] == [("DELETE", path)]
+    # The name is looked up first (it is gone after the delete); the lookups only read
+    assert service.deletes == [path]
+    assert service.requests[-1].method == "DELETE"
+    assert {r.method for r in service.requests[:-1]} == {"GET"}
     out, err = capsys.readouterr()
-    assert cleanup_id in out
+    assert out.startswith(DELETED[which])
     assert err == ""
     assert stdin.tell() == 0
+
+
+@pytest.mark.parametrize("which", COMMANDS)
+def test_yes_names_by_id_what_the_service_would_not_name(
+    service: FakeService, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], which: str
+) -> None:
+    # Listing needs MemOS, deleting does not: a 503 on the lookup costs only the name
+    service.listing_failure = _error(503, "memos_unavailable", "MemOS unavailable")
+    assert run(monkeypatch, io.StringIO(), *COMMANDS[which][0], "--yes") == 0
+    out = capsys.readouterr().out
+    expected = {
+        "kb": "deleted knowledge base '产品资料' (cleanup",
+        "file": f"deleted file {FILE_ID} (cleanup",
+        "folder": f"deleted folder {FOLDER_ID} (cleanup",
+    }
+    assert out.startswith(expected[which])
+    assert len(service.deletes) == 1
 
 
 @pytest.mark.parametrize("which", COMMANDS)

@@ -205,10 +205,11 @@ def control(tmp_path: Path) -> Any:
         runs.append(function)
         if function == "Broken":
             raise ValueError("no table")
-        return {"restarted": 1}
+        return server.result
 
     server = ControlServer(run, lambda: ["ReconcileFunction", "Broken"]).start(tmp_path, api_url="http://x")
     server.runs = runs
+    server.result = {"restarted": 1}
     yield server
     server.stop()
 
@@ -262,13 +263,35 @@ def test_stopping_removes_only_its_own_record(tmp_path: Path) -> None:
 def test_reconcile_runs_the_function_in_the_running_stack(
     control: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["reconcile", "--data-dir", str(tmp_path)]) == 0
+    assert main(["reconcile", "--data-dir", str(tmp_path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {
         "function": "ReconcileFunction",
         "result": {"restarted": 1},
     }
-    assert main(["reconcile", "--data-dir", str(tmp_path), "--function", "Broken"]) == 1
+    assert main(["reconcile", "--data-dir", str(tmp_path), "--function", "Broken", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["errorType"] == "ValueError"
+
+
+def test_reconcile_says_what_it_repaired_in_words_or_that_there_was_nothing(
+    control: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    control.result = {"CleanupRestarted": 2, "UploadRequeued": 1, "UploadExpired": 0, "SomethingNew": 12}
+    assert main(["reconcile", "--data-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "ReconcileFunction repaired:",
+        "   2  deletions restarted (CleanupRestarted)",
+        "   1  uploads of unknown outcome handed to the ingest again (UploadRequeued)",
+        "  12  SomethingNew",
+    ]
+
+    control.result = {}
+    assert main(["reconcile", "--data-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == "ReconcileFunction: nothing to repair\n"
+
+    assert main(["reconcile", "--data-dir", str(tmp_path), "--function", "Broken"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == "memmy-local reconcile: Broken failed (ValueError: no table)\n"
 
 
 def test_reconcile_without_a_running_stack_says_so(

@@ -21,11 +21,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memmy_local.home_commands import PROG, add_reconcile, add_token
+
 if TYPE_CHECKING:
     from memmy_kb_client.desktop.server import DesktopService
     from memmy_local.stack import LocalStack
 
-PROG = "memmy-local"
 READY_PREFIX = "Memmy local stack ready at "
 
 
@@ -78,14 +79,23 @@ def _memos(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
+    from memmy_local import tokens
+    from memmy_local.console import stack_console
+
+    # Whole lines, one access line per request, metric lines in a file of their own (memmy_local.console);
+    # set up before the handlers are imported, so their loggers write through it too.
+    with stack_console(tokens.dev_home(args.data_dir), verbose=args.verbose) as metrics:
+        return _run_stack(args, metrics)
+
+
+def _run_stack(args: argparse.Namespace, metrics: Path) -> int:
     import logging
     import warnings
 
     from memmy_local.stack import LocalStack, StackConfig, StackStartError
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # moto's server, httpx and botocore log every AWS call; the gateway's one line per request is enough.
-    for noisy in ("werkzeug", "httpx", "botocore"):
+    # moto's server and botocore log every AWS call; the gateway's one line per request is enough.
+    for noisy in ("werkzeug", "botocore"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # Powertools warns on every request that publishes no metric; useless noise on a dev console.
     warnings.filterwarnings("ignore", message="No application metrics to publish")
@@ -106,7 +116,10 @@ def _up(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with LocalStack(config) as stack, _desktop_beside(stack, args) as desktop:
-            _print_ready(stack, args.data_dir, desktop)
+            demo = _demo(stack, args, desktop) if args.demo else None
+            _print_ready(stack, args.data_dir, desktop, metrics)
+            if demo is not None:
+                print(demo, flush=True)
             threading.Event().wait()
     except KeyboardInterrupt:
         print("Memmy local stack stopped", flush=True)
@@ -118,6 +131,14 @@ def _up(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _demo(stack: LocalStack, args: argparse.Namespace, desktop: DesktopService | None) -> str:
+    """``--demo``: the product story seeded through the API, the desktop signed in as its salesperson."""
+    from memmy_local.demo import seed_and_describe
+
+    state_dir = None if desktop is None else str(desktop.config.state_dir)
+    return seed_and_describe(stack.api_url, stack.issuer, args.data_dir, state_dir)
 
 
 @contextlib.contextmanager
@@ -150,7 +171,12 @@ def _desktop_beside(stack: LocalStack, args: argparse.Namespace) -> Iterator[Des
         service.stop()
 
 
-def _print_ready(stack: LocalStack, data_dir: Path | None, desktop: DesktopService | None = None) -> None:
+def _print_ready(
+    stack: LocalStack,
+    data_dir: Path | None,
+    desktop: DesktopService | None = None,
+    metrics: Path | None = None,
+) -> None:
     data = f"{data_dir} (kept across restarts)" if data_dir else "none kept (a clean slate on every start)"
     data_option = f" --data-dir {data_dir}" if data_dir else ""
     mint_command = f"{PROG} token alice --name Alice --email alice@example.com{data_option}"
@@ -162,6 +188,13 @@ def _print_ready(stack: LocalStack, data_dir: Path | None, desktop: DesktopServi
         f"  control: {stack.control_url}  ({PROG} reconcile{data_option})",
         f"  data:   {data}",
     ]
+    if metrics is not None:
+        from memmy_local.console import FUNCTIONS_FILE_NAME
+
+        lines.append(
+            f"  logs:   one line per request here; the functions' details in {metrics.parent}/"
+            f"{FUNCTIONS_FILE_NAME}, their metrics in {metrics.name} (--verbose: here too)"
+        )
     if desktop is not None:
         from memmy_kb_client.desktop.commands import describe
 
@@ -181,68 +214,14 @@ def _print_ready(stack: LocalStack, data_dir: Path | None, desktop: DesktopServi
     print("\n".join(lines), flush=True)
 
 
-# ------------------------------------------------------------------------------- token and reconcile
-
-
-def _token(args: argparse.Namespace) -> int:
-    from memmy_local import tokens
-    from memmy_local.control import read_state
-
-    # The running stack's issuer (its identity provider's URL), else the default provider's.
-    try:
-        issuer = str(read_state(tokens.dev_home(args.data_dir))["issuer"])
-    except (OSError, ValueError, KeyError, TypeError):
-        issuer = tokens.DEFAULT_ISSUER
-    token = tokens.issue_token(
-        args.user,
-        name=args.name,
-        email=args.email,
-        phone=args.phone,
-        ttl_seconds=args.ttl,
-        key_path=tokens.signing_key_path(args.data_dir),
-        issuer=issuer,
-    )
-    print(token)
-    return 0
-
-
-def _reconcile(args: argparse.Namespace) -> int:
-    import json
-
-    import httpx
-
-    from memmy_local import tokens
-    from memmy_local.control import TOKEN_HEADER, read_state, state_file
-
-    home = tokens.dev_home(args.data_dir)
-    try:
-        state = read_state(home)
-    except (OSError, ValueError):
-        print(
-            f"{PROG} reconcile: no running local stack recorded in {state_file(home)}; start one with "
-            f"`{PROG} up` (and pass the same --data-dir)",
-            file=sys.stderr,
-        )
-        return 1
-    url = f"{state['control_url']}/schedules/{args.function}"
-    try:
-        # The function's own timeout (300 s for reconcile) bounds the wait, plus a margin.
-        response = httpx.post(url, headers={TOKEN_HEADER: state["token"]}, timeout=args.timeout)
-    except httpx.HTTPError as err:
-        print(f"{PROG} reconcile: the local stack at {url} did not answer ({err})", file=sys.stderr)
-        return 1
-    print(json.dumps(response.json(), indent=2, ensure_ascii=False))
-    return 0 if response.status_code == 200 else 1
-
-
 # ------------------------------------------------------------------------------------------- parser
 
 
 def _add_memos(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     memos = commands.add_parser("memos", help="run the MemOS emulator on its own")
-    memos.add_argument("--host", default="127.0.0.1")
-    memos.add_argument("--port", type=int, default=8090)
-    memos.add_argument("--prefix", default="/api/openmem/v1")
+    memos.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    memos.add_argument("--port", type=int, default=8090, help="the port (0 = any)")
+    memos.add_argument("--prefix", default="/api/openmem/v1", help="the API's path prefix")
     memos.add_argument(
         "--api-key",
         action="append",
@@ -286,7 +265,8 @@ def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--data-dir",
         type=Path,
         default=None,
-        help="keep DynamoDB items, MemOS state, the signing key and sign-ins here across restarts",
+        help="keep DynamoDB items, MemOS state, the signing key and sign-ins here across restarts"
+        " (default: none, a clean slate on every start)",
     )
     up.add_argument(
         "--processing-delay", type=float, default=1.0, help="seconds a new MemOS file stays running"
@@ -307,53 +287,33 @@ def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         default=8765,
         help="the local service's port (default 8765; any free one if that is taken; 0 = any)",
     )
+    up.add_argument(
+        "--demo",
+        action="store_true",
+        help="seed the product story (two users sharing a KB of two documents, a third user's KB) and print "
+        "the page's one-time link for its salesperson",
+    )
+    up.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also print the handlers' MemOS calls, their INFO log lines and their metric lines (always kept "
+        "in local-functions.jsonl and local-metrics.jsonl in the dev home)",
+    )
     up.set_defaults(func=_up)
-
-
-def _add_reconcile(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    reconcile = commands.add_parser(
-        "reconcile",
-        help="run the scheduled reconcile function once in the running local stack and print its result",
-    )
-    reconcile.add_argument(
-        "--data-dir", type=Path, default=None, help="the stack's --data-dir, if it was started with one"
-    )
-    reconcile.add_argument(
-        "--function",
-        default="ReconcileFunction",
-        help="the scheduled function's logical id in template.yaml (default ReconcileFunction)",
-    )
-    reconcile.add_argument(
-        "--timeout", type=float, default=330.0, metavar="SECONDS", help="how long to wait (default 330)"
-    )
-    reconcile.set_defaults(func=_reconcile)
-
-
-def _add_token(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    token = commands.add_parser("token", help="print a login token for the local stack")
-    token.add_argument("user", metavar="USER", help="the user id (the token's sub)")
-    token.add_argument("--name", help="display name claim")
-    token.add_argument("--email", help="email claim (asserted as verified)")
-    token.add_argument("--phone", help="phone_number claim in E.164 (asserted as verified)")
-    token.add_argument(
-        "--ttl", type=int, default=12 * 3600, metavar="SECONDS", help="lifetime (default 12 h)"
-    )
-    token.add_argument(
-        "--data-dir", type=Path, default=None, help="the stack's --data-dir, if it was started with one"
-    )
-    token.set_defaults(func=_token)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``memmy-local`` argument parser: up, token, reconcile, memos."""
-    parser = argparse.ArgumentParser(
+    from memmy_kb_client.cli_help import ArgumentParser
+
+    parser: argparse.ArgumentParser = ArgumentParser(
         prog=PROG,
         description="Memmy's local development stack: the whole service on this machine, no AWS, no Docker.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     _add_up(commands)
-    _add_token(commands)
-    _add_reconcile(commands)
+    add_token(commands)
+    add_reconcile(commands)
     _add_memos(commands)
     return parser
 

@@ -125,6 +125,24 @@ class ControlServer:
         return HTTPStatus.NOT_FOUND, {"message": "not found"}
 
 
+def describe_run(function: str, result: Any) -> str:
+    """What a scheduled function's run did, for a person: the reconcile's counts one kind a line, in words
+    (``memmy_kb.domain.reconcile.REPORT_KINDS``, the metric's name beside), or "nothing to repair"."""
+    from memmy_kb.domain.reconcile import REPORT_KINDS
+
+    if not isinstance(result, dict) or not all(isinstance(n, int) for n in result.values()):
+        return f"{function}: {json.dumps(result, ensure_ascii=False)}"
+    done = {kind: count for kind, count in result.items() if count}
+    if not done:
+        return f"{function}: nothing to repair"
+    width = len(str(max(done.values())))
+    lines = [f"{function} repaired:"]
+    for kind, count in done.items():
+        words = REPORT_KINDS.get(kind)
+        lines.append(f"  {count:>{width}}  {words} ({kind})" if words else f"  {count:>{width}}  {kind}")
+    return "\n".join(lines)
+
+
 def _make_handler(server: ControlServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"

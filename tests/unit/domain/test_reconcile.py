@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 
+from memmy_kb.domain import reconcile
 from memmy_kb.domain.ingest import KB_GONE
 from memmy_kb.domain.naming import memos_file_name
 from memmy_kb.domain.reconcile import (
     CLEANUP_BACKOFF,
     CLEANUP_BACKOFF_CAP,
     LOST,
+    REPORT_KINDS,
     RESIDUE_CURSOR,
     RESIDUE_GRACE,
     STUCK_ATTEMPTS,
@@ -383,3 +387,11 @@ def test_given_the_invocation_nearly_over_when_a_run_starts_then_it_does_nothing
 
     assert (report.counts, world.executions.executions) == ({}, {})
     assert world.memos.calls["iter_knowledgebase_files"] == 0
+
+
+def test_every_count_a_run_reports_has_words_for_a_person() -> None:
+    # memmy-local reconcile prints each count by REPORT_KINDS; a count added without words would show raw
+    source = Path(reconcile.__file__).read_text(encoding="utf-8")
+    reported = set(re.findall(r'"([A-Z][A-Za-z]+)"', source[source.index("class Reconciler") :]))
+    assert "CleanupRestarted" in reported
+    assert reported <= set(REPORT_KINDS)

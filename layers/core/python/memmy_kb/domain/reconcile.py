@@ -72,9 +72,25 @@ class ReconcileLimits:
     objects: int = 200
 
 
+# Each count a run reports (its metric's name), in words for a person: ``memmy-local reconcile`` prints
+# them. tests/unit/domain/test_reconcile.py checks that every count reported here has one.
+REPORT_KINDS: Final = {
+    "CleanupRestarted": "deletions restarted",
+    "CleanupStuck": f"deletions still failing after {STUCK_ATTEMPTS} attempts (alarmed)",
+    "UploadResolvedSubmitted": "uploads of unknown outcome found in MemOS and recorded",
+    "UploadResolvedRejected": "uploads of unknown outcome marked failed",
+    "UploadRequeued": "uploads of unknown outcome handed to the ingest again",
+    "UploadExpired": "uploads never completed, expired",
+    "KbCreateOutcomeUnknown": "knowledge base creates of unknown MemOS outcome (alarmed)",
+    "ResidueFound": "MemOS files no record claims",
+    "ResidueRemoved": "MemOS files no record claims, removed",
+    "UploadObjectsRemoved": "upload objects nothing needs, removed from storage",
+}
+
+
 @dataclass
 class ReconcileReport:
-    """What one run did, by action (also emitted as metrics)."""
+    """What one run did, by action (also emitted as metrics; REPORT_KINDS says each in words)."""
 
     counts: dict[str, int] = field(default_factory=dict)
 

@@ -1,0 +1,112 @@
+"""``memmy-local token`` and ``memmy-local reconcile``: the commands that find the running stack (or its
+signing key) through the dev home (``--data-dir``, else ``$MEMMY_KB_HOME``, else ``~/.memmy-kb``).
+
+Imports stay inside the commands, as in ``memmy_local.cli``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+PROG = "memmy-local"
+
+
+def _token(args: argparse.Namespace) -> int:
+    from memmy_local import tokens
+    from memmy_local.control import read_state
+
+    # The running stack's issuer (its identity provider's URL), else the default provider's.
+    try:
+        issuer = str(read_state(tokens.dev_home(args.data_dir))["issuer"])
+    except (OSError, ValueError, KeyError, TypeError):
+        issuer = tokens.DEFAULT_ISSUER
+    token = tokens.issue_token(
+        args.user,
+        name=args.name,
+        email=args.email,
+        phone=args.phone,
+        ttl_seconds=args.ttl,
+        key_path=tokens.signing_key_path(args.data_dir),
+        issuer=issuer,
+    )
+    print(token)
+    return 0
+
+
+def _reconcile(args: argparse.Namespace) -> int:
+    import json
+
+    import httpx
+
+    from memmy_local import tokens
+    from memmy_local.control import TOKEN_HEADER, describe_run, read_state, state_file
+
+    home = tokens.dev_home(args.data_dir)
+    try:
+        state = read_state(home)
+    except (OSError, ValueError):
+        print(
+            f"{PROG} reconcile: no running local stack recorded in {state_file(home)}; start one with "
+            f"`{PROG} up` (and pass the same --data-dir)",
+            file=sys.stderr,
+        )
+        return 1
+    url = f"{state['control_url']}/schedules/{args.function}"
+    try:
+        # The function's own timeout (300 s for reconcile) bounds the wait, plus a margin.
+        response = httpx.post(url, headers={TOKEN_HEADER: state["token"]}, timeout=args.timeout)
+    except httpx.HTTPError as err:
+        print(f"{PROG} reconcile: the local stack at {url} did not answer ({err})", file=sys.stderr)
+        return 1
+    body = response.json()
+    if args.json:
+        print(json.dumps(body, indent=2, ensure_ascii=False))
+    elif response.status_code == 200:
+        print(describe_run(body["function"], body["result"]))
+    else:
+        failure = f"{body.get('errorType')}: {body.get('errorMessage')}" if "errorType" in body else body
+        print(f"{PROG} reconcile: {args.function} failed ({failure})", file=sys.stderr)
+    return 0 if response.status_code == 200 else 1
+
+
+def add_reconcile(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    reconcile = commands.add_parser(
+        "reconcile",
+        help="run the scheduled reconcile function once in the running local stack and print what it repaired",
+    )
+    reconcile.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="the stack's --data-dir, if it was started with one (default: $MEMMY_KB_HOME, else ~/.memmy-kb)",
+    )
+    reconcile.add_argument(
+        "--function",
+        default="ReconcileFunction",
+        help="the scheduled function's logical id in template.yaml (default ReconcileFunction)",
+    )
+    reconcile.add_argument(
+        "--timeout", type=float, default=330.0, metavar="SECONDS", help="how long to wait (default 330)"
+    )
+    reconcile.add_argument("--json", action="store_true", help="print the control endpoint's JSON")
+    reconcile.set_defaults(func=_reconcile)
+
+
+def add_token(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    token = commands.add_parser("token", help="print a login token for the local stack")
+    token.add_argument("user", metavar="USER", help="the user id (the token's sub)")
+    token.add_argument("--name", help="display name claim")
+    token.add_argument("--email", help="email claim (asserted as verified)")
+    token.add_argument("--phone", help="phone_number claim in E.164 (asserted as verified)")
+    token.add_argument(
+        "--ttl", type=int, default=12 * 3600, metavar="SECONDS", help="lifetime (default 12 h)"
+    )
+    token.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="the stack's --data-dir, if it was started with one (default: $MEMMY_KB_HOME, else ~/.memmy-kb)",
+    )
+    token.set_defaults(func=_token)
