@@ -131,7 +131,10 @@ def codex(bin_dir: Path, models: FakeModels, desktop: Desktop, home: Path, work:
     (codex_home / "config.toml").write_text(
         'model = "gpt-5-codex"\n'
         'model_provider = "fake"\n'
-        "check_for_update_on_startup = false\n\n"
+        "check_for_update_on_startup = false\n"
+        # `codex exec` starts the first turn after a short wait for MCP servers; ours (Python and the MCP
+        # SDK) needs longer to list its tools on this machine.
+        "mcp_optional_startup_grace_ms = 20000\n\n"
         "[analytics]\nenabled = false\n\n"
         "[model_providers.fake]\n"
         'name = "fake"\n'
@@ -158,6 +161,12 @@ def gemini(bin_dir: Path, models: FakeModels, desktop: Desktop, home: Path, work
         },
     )
     write_json(home / ".gemini" / "trustedFolders.json", {str(work): "TRUST_FOLDER"})
+    # Without a prompt to answer, -p runs only tools a policy allows: the rule "Allow always" saves.
+    policies = home / ".gemini" / "policies"
+    policies.mkdir(parents=True)
+    (policies / "memmy-kb.toml").write_text(
+        '[[rule]]\nmcpName = "memmy-kb"\ntoolName = "search_knowledge"\ndecision = "allow"\npriority = 100\n'
+    )
     env = agent_env(home, GOOGLE_GEMINI_BASE_URL=models.url, GEMINI_API_KEY="fake")
     install("gemini", desktop, {"HOME": str(home)})
     argv = [str(bin_dir / "gemini"), "-p", QUESTION, "-m", "gemini-2.5-flash"]
@@ -198,6 +207,7 @@ def test_the_agent_sends_our_block_and_our_tools_excerpt_to_its_model(
     # Everything the model was sent, for reading after a failure.
     dump = tmp_path / "requests.json"
     dump.write_text(json.dumps([entry.__dict__ for entry in models.requests], ensure_ascii=False, indent=1))
+    (tmp_path / "agent-output.txt").write_text(run.output())
     summary = "\n".join(f"{e.api} {e.method} {e.path}" for e in models.requests) + f"\n(all in {dump})"
     assert run.done.returncode == 0, f"{run.output()}\nrequests:\n{summary}"
     # The hook: the turn that carries the prompt carries our block.

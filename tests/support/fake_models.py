@@ -152,18 +152,16 @@ def _anthropic_events(content: list[dict[str, Any]], stop: str, model: str) -> I
 
 
 def openai_tools(body: dict[str, Any]) -> list[str]:
-    """Function names offered, also inside namespaces (``{"type": "namespace", "tools": [...]}``)."""
+    """Function names offered; one inside a namespace (``{"type": "namespace", "name": NS, "tools": [...]}``,
+    as Codex CLI offers MCP tools) as ``NS/NAME``."""
     names: list[str] = []
-
-    def walk(tools: Any, prefix: str) -> None:
-        for tool in tools or []:
-            if not isinstance(tool, dict):
-                continue
-            if isinstance(tool.get("tools"), list):
-                walk(tool["tools"], prefix + str(tool.get("name", "")))
-            elif "name" in tool:
-                names.append(str(tool["name"]))
-    walk(body.get("tools"), "")
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        if isinstance(tool.get("tools"), list):
+            names += [f"{tool.get('name')}/{inner.get('name')}" for inner in tool["tools"] if isinstance(inner, dict)]
+        elif "name" in tool:
+            names.append(str(tool["name"]))
     return names
 
 
@@ -193,9 +191,10 @@ def _openai_events(models: FakeModels, body: dict[str, Any]) -> Iterator[tuple[s
     tool = _tool_name(openai_tools(body))
     if tool is not None and not openai_tool_results(body):
         call = models.call_id(tool)
-        item: dict[str, Any] = {"type": "function_call", "id": f"fc_{call}", "call_id": call, "name": tool,
+        namespace, _, name = tool.rpartition("/")
+        item: dict[str, Any] = {"type": "function_call", "id": f"fc_{call}", "call_id": call, "name": name,
                                 "arguments": json.dumps({"query": models.query}, ensure_ascii=False),
-                                "status": "completed"}
+                                "status": "completed", **({"namespace": namespace} if namespace else {})}
     else:
         item = {"type": "message", "id": "msg_memmy", "role": "assistant", "status": "completed",
                 "content": [{"type": "output_text", "text": ANSWER, "annotations": []}]}
