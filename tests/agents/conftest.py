@@ -33,7 +33,10 @@ def loopback_only() -> None:
             f"(unshare --net --map-root-user); this one has {sorted(interfaces())}",
             pytrace=False,
         )
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe, pytest.raises(OSError):
+    with (
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe,
+        pytest.raises(OSError, match="unreachable"),
+    ):
         probe.connect(("192.0.2.1", 9))  # TEST-NET-1: no route out of here
 
 

@@ -144,7 +144,13 @@ def codex(bin_dir: Path, models: FakeModels, desktop: Desktop, home: Path, work:
     )
     env = agent_env(home, CODEX_HOME=str(codex_home), **{MODEL_KEY_ENV: "fake"})
     install("codex", desktop, {"HOME": str(home), "CODEX_HOME": str(codex_home)})
-    argv = [str(bin_dir / "codex"), "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust", QUESTION]
+    argv = [
+        str(bin_dir / "codex"),
+        "exec",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-hook-trust",
+        QUESTION,
+    ]
     return run_agent(argv, home, work, env)
 
 

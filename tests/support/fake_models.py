@@ -67,8 +67,12 @@ class FakeModels:
         """Whether one of the ``answered`` call ids (bare, or behind an API's prefix) is a call of a tool
         named ``...suffix`` the fake asked for."""
         with self._lock:
-            return any(self._issued.get(call.split("_", 1)[-1] if call.startswith("toolu_") else call, "")
-                       .endswith(suffix) for call in answered)
+            return any(
+                self._issued.get(call.split("_", 1)[-1] if call.startswith("toolu_") else call, "").endswith(
+                    suffix
+                )
+                for call in answered
+            )
 
     def of(self, api: str) -> list[Logged]:
         with self._lock:
@@ -98,8 +102,11 @@ def anthropic_blocks(body: dict[str, Any], role: str) -> Iterator[dict[str, Any]
 
 
 def anthropic_tool_results(body: dict[str, Any]) -> list[str]:
-    return [json.dumps(block.get("content"), ensure_ascii=False) for block in anthropic_blocks(body, "user")
-            if block.get("type") == "tool_result"]
+    return [
+        json.dumps(block.get("content"), ensure_ascii=False)
+        for block in anthropic_blocks(body, "user")
+        if block.get("type") == "tool_result"
+    ]
 
 
 def anthropic_user_text(body: dict[str, Any]) -> str:
@@ -112,8 +119,11 @@ def anthropic_user_text(body: dict[str, Any]) -> str:
 def _anthropic_reply(models: FakeModels, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     offered = anthropic_tools(body)
     tool = _tool_name(offered)
-    answered = {str(block.get("tool_use_id")) for block in anthropic_blocks(body, "user")
-                if block.get("type") == "tool_result"}
+    answered = {
+        str(block.get("tool_use_id"))
+        for block in anthropic_blocks(body, "user")
+        if block.get("type") == "tool_result"
+    }
     wanted: tuple[str, dict[str, Any]] | None = None
     if models.asked(answered, TOOL_SUFFIX):
         wanted = None
@@ -128,23 +138,42 @@ def _anthropic_reply(models: FakeModels, body: dict[str, Any]) -> tuple[list[dic
     return [{"type": "tool_use", "id": f"toolu_{call}", "name": wanted[0], "input": wanted[1]}], "tool_use"
 
 
-def _anthropic_events(content: list[dict[str, Any]], stop: str, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
+def _anthropic_events(
+    content: list[dict[str, Any]], stop: str, model: str
+) -> Iterator[tuple[str, dict[str, Any]]]:
     usage = {"input_tokens": 10, "output_tokens": 5}
-    message = {"id": "msg_memmy", "type": "message", "role": "assistant", "model": model, "content": [],
-               "stop_reason": None, "stop_sequence": None, "usage": usage}
+    message: dict[str, Any] = {
+        "id": "msg_memmy",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
     yield "message_start", {"type": "message_start", "message": message}
     for index, block in enumerate(content):
         if block["type"] == "tool_use":
             start = {**block, "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"], ensure_ascii=False)}
+            delta = {
+                "type": "input_json_delta",
+                "partial_json": json.dumps(block["input"], ensure_ascii=False),
+            }
         else:
             start = {"type": "text", "text": ""}
             delta = {"type": "text_delta", "text": block["text"]}
         yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": start}
         yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
-    yield "message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                            "usage": {"output_tokens": 5}}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 5},
+        },
+    )
     yield "message_stop", {"type": "message_stop"}
 
 
@@ -159,7 +188,11 @@ def openai_tools(body: dict[str, Any]) -> list[str]:
         if not isinstance(tool, dict):
             continue
         if isinstance(tool.get("tools"), list):
-            names += [f"{tool.get('name')}/{inner.get('name')}" for inner in tool["tools"] if isinstance(inner, dict)]
+            names += [
+                f"{tool.get('name')}/{inner.get('name')}"
+                for inner in tool["tools"]
+                if isinstance(inner, dict)
+            ]
         elif "name" in tool:
             names.append(str(tool["name"]))
     return names
@@ -173,8 +206,11 @@ def openai_items(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def openai_tool_results(body: dict[str, Any]) -> list[str]:
-    return [json.dumps(item.get("output"), ensure_ascii=False) for item in openai_items(body)
-            if item.get("type") == "function_call_output"]
+    return [
+        json.dumps(item.get("output"), ensure_ascii=False)
+        for item in openai_items(body)
+        if item.get("type") == "function_call_output"
+    ]
 
 
 def openai_text(body: dict[str, Any], roles: tuple[str, ...] = ("user", "developer")) -> str:
@@ -192,20 +228,40 @@ def _openai_events(models: FakeModels, body: dict[str, Any]) -> Iterator[tuple[s
     if tool is not None and not openai_tool_results(body):
         call = models.call_id(tool)
         namespace, _, name = tool.rpartition("/")
-        item: dict[str, Any] = {"type": "function_call", "id": f"fc_{call}", "call_id": call, "name": name,
-                                "arguments": json.dumps({"query": models.query}, ensure_ascii=False),
-                                "status": "completed", **({"namespace": namespace} if namespace else {})}
+        item: dict[str, Any] = {
+            "type": "function_call",
+            "id": f"fc_{call}",
+            "call_id": call,
+            "name": name,
+            "arguments": json.dumps({"query": models.query}, ensure_ascii=False),
+            "status": "completed",
+            **({"namespace": namespace} if namespace else {}),
+        }
     else:
-        item = {"type": "message", "id": "msg_memmy", "role": "assistant", "status": "completed",
-                "content": [{"type": "output_text", "text": ANSWER, "annotations": []}]}
+        item = {
+            "type": "message",
+            "id": "msg_memmy",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": ANSWER, "annotations": []}],
+        }
     response = {"id": "resp_memmy", "object": "response", "status": "in_progress", "output": []}
     yield "response.created", {"type": "response.created", "sequence_number": 0, "response": response}
-    yield "response.output_item.added", {"type": "response.output_item.added", "sequence_number": 1,
-                                         "output_index": 0, "item": item}
-    yield "response.output_item.done", {"type": "response.output_item.done", "sequence_number": 2,
-                                        "output_index": 0, "item": item}
-    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
-             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
+    yield (
+        "response.output_item.added",
+        {"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": item},
+    )
+    yield (
+        "response.output_item.done",
+        {"type": "response.output_item.done", "sequence_number": 2, "output_index": 0, "item": item},
+    )
+    usage = {
+        "input_tokens": 10,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 5,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 15,
+    }
     done = {**response, "status": "completed", "output": [item], "usage": usage}
     yield "response.completed", {"type": "response.completed", "sequence_number": 3, "response": done}
 
@@ -214,8 +270,13 @@ def _openai_events(models: FakeModels, body: dict[str, Any]) -> Iterator[tuple[s
 
 
 def gemini_tools(body: dict[str, Any]) -> list[str]:
-    return [str(declaration.get("name")) for tool in body.get("tools") or [] if isinstance(tool, dict)
-            for declaration in tool.get("functionDeclarations") or [] if isinstance(declaration, dict)]
+    return [
+        str(declaration.get("name"))
+        for tool in body.get("tools") or []
+        if isinstance(tool, dict)
+        for declaration in tool.get("functionDeclarations") or []
+        if isinstance(declaration, dict)
+    ]
 
 
 def gemini_parts(body: dict[str, Any], role: str) -> Iterator[dict[str, Any]]:
@@ -225,8 +286,11 @@ def gemini_parts(body: dict[str, Any], role: str) -> Iterator[dict[str, Any]]:
 
 
 def gemini_tool_results(body: dict[str, Any]) -> list[str]:
-    return [json.dumps(part["functionResponse"], ensure_ascii=False) for part in gemini_parts(body, "user")
-            if "functionResponse" in part]
+    return [
+        json.dumps(part["functionResponse"], ensure_ascii=False)
+        for part in gemini_parts(body, "user")
+        if "functionResponse" in part
+    ]
 
 
 def gemini_user_text(body: dict[str, Any]) -> str:
@@ -243,9 +307,11 @@ def _gemini_reply(models: FakeModels, body: dict[str, Any]) -> dict[str, Any]:
         part = {"text": json.dumps(JSON_ANSWER)}
     else:
         part = {"text": ANSWER}
-    return {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
-            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
-            "modelVersion": "fake"}
+    return {
+        "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+        "modelVersion": "fake",
+    }
 
 
 # -- The server -------------------------------------------------------------------------------------------
@@ -257,17 +323,17 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "fake-models/1"
     models: FakeModels
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # the test reads the log kept in ``models``
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         self.models.log(Logged("other", "GET", self.path, dict(self.headers), None))
         if self.path.rstrip("/").endswith("/models"):
             self._json({"data": [], "models": []})
         else:
             self._json({"error": {"message": "not here"}}, 404)
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
             body = json.loads(raw) if raw else {}
@@ -285,9 +351,18 @@ class _Handler(BaseHTTPRequestHandler):
             if body.get("stream"):
                 self._sse(_anthropic_events(content, stop, model), named=True)
             else:
-                self._json({"id": "msg_memmy", "type": "message", "role": "assistant", "model": model,
-                            "content": content, "stop_reason": stop, "stop_sequence": None,
-                            "usage": {"input_tokens": 10, "output_tokens": 5}})
+                self._json(
+                    {
+                        "id": "msg_memmy",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": content,
+                        "stop_reason": stop,
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 10, "output_tokens": 5},
+                    }
+                )
         elif path.endswith("/responses"):
             self._log("openai", body)
             self._sse(_openai_events(self.models, body), named=True)
