@@ -144,14 +144,50 @@ def codex(bin_dir: Path, models: FakeModels, desktop: Desktop, home: Path, work:
     )
     env = agent_env(home, CODEX_HOME=str(codex_home), **{MODEL_KEY_ENV: "fake"})
     install("codex", desktop, {"HOME": str(home), "CODEX_HOME": str(codex_home)})
-    argv = [
-        str(bin_dir / "codex"),
-        "exec",
-        "--skip-git-repo-check",
-        "--dangerously-bypass-hook-trust",
-        QUESTION,
-    ]
+    trust_codex_hooks(bin_dir, codex_home, work, env)
+    argv = [str(bin_dir / "codex"), "exec", "--skip-git-repo-check", QUESTION]
     return run_agent(argv, home, work, env)
+
+
+def trust_codex_hooks(bin_dir: Path, codex_home: Path, work: Path, env: dict[str, str]) -> None:
+    """What trusting our hook in Codex's ``/hooks`` saves: ``[hooks.state."KEY"] trusted_hash = HASH`` in
+    ``config.toml``, for the hook's key and current hash as ``codex app-server`` lists them
+    (``hooks/list``). ``codex exec`` skips a hook without it, silently."""
+    messages = [
+        {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "memmy-tests", "version": "1"}}},
+        {"method": "initialized"},
+        {"id": 2, "method": "hooks/list", "params": {"cwds": [str(work)]}},
+    ]
+    server = subprocess.Popen(  # noqa: S603 - the pinned agent's own protocol server
+        [str(bin_dir / "codex"), "app-server"],
+        cwd=work,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert server.stdin is not None
+    assert server.stdout is not None
+    try:
+        server.stdin.write("".join(json.dumps(message) + "\n" for message in messages))
+        server.stdin.flush()
+        listed: dict[str, Any] = {}
+        for line in server.stdout:
+            reply = json.loads(line)
+            if reply.get("id") == 2:  # the hooks/list request above
+                listed = reply
+                break
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+    hooks = [hook for entry in listed["result"]["data"] for hook in entry["hooks"]]
+    ours = [hook for hook in hooks if "memmy-kb" in hook["command"] and hook["trustStatus"] != "trusted"]
+    assert len(ours) == 1, hooks
+    with (codex_home / "config.toml").open("a") as config:
+        config.write(
+            f"\n[hooks.state.{json.dumps(ours[0]['key'])}]\ntrusted_hash = {json.dumps(ours[0]['currentHash'])}\n"
+        )
 
 
 def gemini(bin_dir: Path, models: FakeModels, desktop: Desktop, home: Path, work: Path) -> Run:
