@@ -198,7 +198,7 @@ def gemini(bin_dir: Path, models: FakeModels, desktop: Desktop, home: Path, work
         {
             "security": {"auth": {"selectedType": "gemini-api-key"}},
             "privacy": {"usageStatisticsEnabled": False},
-            "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+            "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
             "hooksConfig": {"enabled": True},
         },
     )
