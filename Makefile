@@ -73,10 +73,10 @@ e2e: install browser
 # The real agents: the releases of Claude Code, Codex CLI and Gemini CLI pinned in .agents/package-lock.json
 # (npm ci into .agents/node_modules, once), each run offline against tests/support/fake_models.py with our
 # hook and our MCP server installed. Everything runs in a network namespace with only loopback in it
-# (unshare --net --map-root-user): the local stack, the desktop service, the fake model server, the agents.
+# (unshare --net --map-root-user; tests/agents/conftest.py brings it up): the local stack, the desktop
+# service, the fake model server, the agents.
 AGENTS_DIR := .agents
 AGENTS_STAMP := $(AGENTS_DIR)/node_modules/.installed-stamp
-NETNS := unshare --net --map-root-user sh -c 'ip link set lo up && exec "$$0" "$$@"'
 
 agents-install: $(AGENTS_STAMP)
 
@@ -86,7 +86,7 @@ $(AGENTS_STAMP): $(AGENTS_DIR)/package.json $(AGENTS_DIR)/package-lock.json
 	touch $(AGENTS_STAMP)
 
 agents: install agents-install
-	$(NETNS) $(PY) -m pytest -n 0 tests/agents $(AGENTS_PYTEST_ARGS)
+	unshare --net --map-root-user $(PY) -m pytest -n 0 tests/agents $(AGENTS_PYTEST_ARGS)
 
 # The schema-driven fuzz of the local stack, longer than the bounded run in `make test`.
 fuzz: install
