@@ -328,10 +328,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.models.log(Logged("other", "GET", self.path, dict(self.headers), None))
-        if self.path.rstrip("/").endswith("/models"):
-            self._json({"data": [], "models": []})
-        else:
-            self._json({"error": {"message": "not here"}}, 404)
+        self._json({"error": {"message": "not here"}}, 404)
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -341,10 +338,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = raw.decode("utf-8", "replace")
         path = self.path.split("?", 1)[0]
         gemini = _GEMINI_PATH.match(path)
-        if path.endswith("/messages/count_tokens"):
-            self._log("anthropic", body)
-            self._json({"input_tokens": 10})
-        elif path.endswith("/messages"):
+        if path.endswith("/messages"):
             self._log("anthropic", body)
             content, stop = _anthropic_reply(self.models, body)
             model = str(body.get("model", "claude"))
@@ -369,9 +363,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif gemini is not None:
             self._log("gemini", body)
             method = gemini.group(2)
-            if method == "countTokens":
-                self._json({"totalTokens": 10})
-            elif method == "streamGenerateContent":
+            if method == "streamGenerateContent":
                 self._sse(iter([("", _gemini_reply(self.models, body))]), named=False)
             else:
                 self._json(_gemini_reply(self.models, body))
