@@ -5,9 +5,10 @@
 * Gemini (``POST /v1beta/models/MODEL:generateContent`` and ``:streamGenerateContent?alt=sse``, Gemini CLI).
 
 Its one script, the same in each API's format: when a request offers a tool whose name ends with
-``search_knowledge`` (an MCP tool, whatever prefix the agent gives it) and carries no tool result yet, the
-answer asks for that tool with ``{"query": FakeModels.query}``; any other request gets a short text answer
-(a request that wants JSON gets a JSON object). Every request is kept, its body parsed, in ``requests``; the
+``search_knowledge`` (an MCP tool, whatever prefix or namespace the agent gives it) and carries no result
+of it yet, the answer asks for that tool with ``{"query": FakeModels.query}`` (Claude Code, which defers MCP
+tools, is first asked to call its ``ToolSearch``); any other request gets a short text answer (a request
+that wants JSON gets a JSON object). Every request is kept, its body parsed, in ``requests``; the
 helpers below find the user's turn and the tool results in each API's shape, for the tests to assert on.
 """
 
