@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest -n 2 --dist worksteal
 MEMMY_KB_CHROMIUM ?= /usr/bin/chromium
 export MEMMY_KB_CHROMIUM
 
-.PHONY: install browser cjk-fonts layer-python run lint test unit integration e2e fuzz bench load openapi screenshots clean
+.PHONY: install browser cjk-fonts layer-python run lint test unit integration e2e agents agents-install fuzz bench load openapi screenshots clean
 
 install: $(STAMP)
 
@@ -62,9 +62,10 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-# Everything: the checks above, then every tier of tests.
+# Everything: the checks above, then every tier of tests, then the real agents.
 test: layer-python install lint browser
 	$(PYTEST) $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory agents
 
 # One tier at a time (no lint): unit (no AWS, no network), integration (the handlers on moto and the
 # MemOS emulator), e2e (over HTTP against the local stack).
@@ -76,6 +77,24 @@ integration: install
 
 e2e: install browser
 	$(PYTEST) tests/e2e $(PYTEST_ARGS)
+
+# The real agents: the releases of Claude Code, Codex CLI and Gemini CLI pinned in .agents/package-lock.json
+# (npm ci into .agents/node_modules, once), each run offline against tests/support/fake_models.py with our
+# hook and our MCP server installed. Everything runs in a network namespace with only loopback in it
+# (unshare --net --map-root-user; tests/agents/conftest.py brings it up): the local stack, the desktop
+# service, the fake model server, the agents.
+AGENTS_DIR := .agents
+AGENTS_STAMP := $(AGENTS_DIR)/node_modules/.installed-stamp
+
+agents-install: $(AGENTS_STAMP)
+
+$(AGENTS_STAMP): $(AGENTS_DIR)/package.json $(AGENTS_DIR)/package-lock.json
+	@command -v npm >/dev/null || { echo "make agents needs node 20 and npm: install them and try again." >&2; exit 1; }
+	cd $(AGENTS_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(AGENTS_STAMP)
+
+agents: install agents-install
+	unshare --net --map-root-user $(PY) -m pytest -n 0 tests/agents $(AGENTS_PYTEST_ARGS)
 
 # The schema-driven fuzz of the local stack, longer than the bounded run in `make test`.
 fuzz: install
@@ -98,4 +117,4 @@ screenshots: install browser cjk-fonts
 	$(PY) -m tests.e2e.page_screenshots docs/screenshots
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache $(AGENTS_DIR)/node_modules
