@@ -145,3 +145,22 @@ def test_a_second_live_service_on_the_same_port_is_refused(tmp_path):
         assert connection.getresponse().status == 401
         connection.close()
         assert paths.read_service(str(tmp_path / "second")) is None
+
+
+def test_a_burst_of_connections_waits_in_the_backlog_instead_of_being_refused(tmp_path):
+    # Forty hooks, searches and page requests arriving before the accept loop has taken any: each one's
+    # handshake completes in the kernel's queue (socketserver's default backlog of 5 left the rest
+    # unanswered until they timed out or were reset).
+    state_dir = tmp_path / "desktop"
+    paths.ensure_private_dir(str(state_dir))
+    state = DesktopState(DesktopConfig(state_dir=str(state_dir), cloud_url=UNREACHABLE_CLOUD, port=0))
+    server = DesktopHTTPServer(state, 0)  # listening, but nothing accepts yet
+    opened: list[socket.socket] = []
+    try:
+        for _ in range(40):
+            opened.append(socket.create_connection(("127.0.0.1", server.port), timeout=1))
+    finally:
+        for sock in opened:
+            sock.close()
+        server.server_close()
+    assert len(opened) == 40

@@ -185,6 +185,9 @@ class DesktopHTTPServer(ThreadingHTTPServer):
     # let two sockets listen on one address, reuse or not (SO_REUSEPORT, which would, stays off). Not
     # on Windows, where SO_REUSEADDR would let another program take a port that is being listened on.
     allow_reuse_address = sys.platform != "win32"
+    # The listen backlog: socketserver's default of 5 refuses (resets) connections when more hooks,
+    # MCP searches and page requests arrive at once than the accepting thread has taken yet.
+    request_queue_size = 128
 
     def __init__(self, state: DesktopState, port: int) -> None:
         super().__init__((HOST, port), _RequestHandler)

@@ -26,11 +26,11 @@ import secrets
 import threading
 from collections.abc import Callable
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Final
 
-from .serving import serve_in_background, stop_serving
+from .serving import LoopbackHTTPServer, serve_in_background, stop_serving
 
 log = logging.getLogger("memmy_local.control")
 
@@ -64,8 +64,7 @@ class ControlServer:
         self.token = secrets.token_urlsafe(32)
         self._run_scheduled = run_scheduled
         self._scheduled = scheduled
-        self._httpd = ThreadingHTTPServer((host, port), _make_handler(self))
-        self._httpd.daemon_threads = True
+        self._httpd = LoopbackHTTPServer((host, port), _make_handler(self))
         self._thread: threading.Thread | None = None
         self._state_path: Path | None = None
 

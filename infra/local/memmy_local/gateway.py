@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -48,7 +48,7 @@ from .http_events import (
 )
 from .lambdas import DEFAULT_ACCOUNT_ID, DEFAULT_MAX_CONTAINERS, DEFAULT_REGION, LocalFunction, load_function
 from .routing import compile_routes, find_route
-from .serving import serve_in_background, stop_serving
+from .serving import LoopbackHTTPServer, serve_in_background, stop_serving
 from .template import load_template
 
 log = logging.getLogger("memmy_local.gateway")
@@ -87,8 +87,7 @@ class Gateway:
         self.template = load_template(config.template_path)
         self.routes = compile_routes(self.template)
         self.functions: dict[str, LocalFunction] = {}
-        self._httpd = ThreadingHTTPServer((config.host, config.port), _make_request_handler(self))
-        self._httpd.daemon_threads = True
+        self._httpd = LoopbackHTTPServer((config.host, config.port), _make_request_handler(self))
         self._thread: threading.Thread | None = None
 
     @property

@@ -4,7 +4,16 @@ a daemon thread each: started the same way, stopped the same way."""
 from __future__ import annotations
 
 import threading
+from http.server import ThreadingHTTPServer
 from typing import Protocol
+
+
+class LoopbackHTTPServer(ThreadingHTTPServer):
+    """A thread per connection, daemon threads, and a listen backlog of 128: socketserver's default of 5
+    resets connections when a test or the load test opens more at once than the accept loop has taken."""
+
+    daemon_threads = True
+    request_queue_size = 128
 
 
 class Server(Protocol):

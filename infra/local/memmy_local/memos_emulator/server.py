@@ -56,6 +56,7 @@ class QuietHTTPServer(ThreadingHTTPServer):
     """A threading server that does not print a traceback when a client hangs up mid-reply."""
 
     daemon_threads = True
+    request_queue_size = 128  # socketserver's 5 resets connections when many searches arrive at once
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if not isinstance(sys.exc_info()[1], ConnectionError):
