@@ -180,3 +180,46 @@ def test_every_test_file_and_test_the_docs_name_exists():
 def test_no_doc_cites_an_issue_number_or_a_path_outside_the_repository(doc):
     text = doc.read_text()
     assert re.findall(r"(?i)\bissues? #?\d+|#\d+\b(?!\))|\.\./shared|\bshared/", text) == []
+
+
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    text = heading.lstrip("#").strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def _anchors(doc: Path) -> set[str]:
+    in_code = False
+    found = set()
+    for line in doc.read_text().splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        elif not in_code and re.match(r"#{1,6} ", line):
+            found.add(_anchor(line))
+    return found
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_link_between_the_docs_reaches_a_file_and_heading(doc):
+    broken = []
+    for target in _LINK.findall(doc.read_text()):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        linked = (doc.parent / path).resolve() if path else doc
+        missing_heading = anchor and linked.suffix == ".md" and anchor not in _anchors(linked)
+        if not linked.exists() or missing_heading:
+            broken.append(target)
+    assert broken == []
+
+
+def test_the_readme_starts_with_the_quick_start_and_its_contents():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert lines.index("## Quick start") < 15
+    assert "make run ARGS=--demo" in "\n".join(lines[: lines.index("## Contents")])
+    contents = _section("\n".join(lines), "## Contents")
+    headings = _anchors(ROOT / "README.md")
+    assert set(re.findall(r"\]\(#([^)]+)\)", contents)) <= headings
