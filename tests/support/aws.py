@@ -319,3 +319,33 @@ def stores_for(table_name: str) -> Stores:
 
     table = DynamoTable(table_name, boto3.client("dynamodb", region_name="us-east-1"))
     return Stores(table, DynamoKnowledgeBaseStore(table), DynamoContentStore(table), DynamoProfileStore(table))
+
+
+# The emulator's two projects as two MemOS backends: the service's own project and the other one.
+TWO_BACKENDS: dict[str, str] = {"p1": "memmy", "p2": "someone-else"}
+
+
+@pytest.fixture
+def two_memos_backends(service: Service) -> Iterator[Service]:
+    """The service with two MemOS backends in its secret (``TWO_BACKENDS``); put back after."""
+    import boto3
+
+    from tests.support.emulator import OTHER_PROJECT_KEY
+
+    secrets = boto3.client("secretsmanager", region_name="us-east-1")
+    secret_id = service.refs["MemosApiKeySecret"]
+    before = secrets.get_secret_value(SecretId=secret_id)["SecretString"]
+    keys = {"p1": API_KEY, "p2": OTHER_PROJECT_KEY}
+    # p2 has the more room: the first KB goes there (the other project's key), the next to p1, and so on
+    caps = {"p1": 50, "p2": 60}
+    backends = [
+        {"id": backend, "base_url": service.memos.base_url, "api_key": keys[backend], "max_kbs": caps[backend]}
+        for backend in TWO_BACKENDS
+    ]
+    secrets.put_secret_value(SecretId=secret_id, SecretString=json.dumps(backends))
+    _reset_caches()
+    try:
+        yield service
+    finally:
+        secrets.put_secret_value(SecretId=secret_id, SecretString=before)
+        _reset_caches()

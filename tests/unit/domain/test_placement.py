@@ -168,3 +168,10 @@ def test_placement_order_is_least_full_first_and_skips_full_draining_and_empty_b
     order = placement_order(backends, {"full": 2, "half": 2, "empty": 0})
 
     assert [b.id for b in order] == ["empty", "half"]
+
+
+def test_placement_order_breaks_a_tie_by_the_most_room() -> None:
+    backends = [EngineBackend("a", max_kbs=50), EngineBackend("b", max_kbs=60)]
+
+    assert [b.id for b in placement_order(backends, {})] == ["b", "a"]
+    assert [b.id for b in placement_order(backends, {"b": 1})] == ["a", "b"]

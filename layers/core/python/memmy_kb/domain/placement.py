@@ -20,9 +20,10 @@ if TYPE_CHECKING:
 
 
 def placement_order(backends: list[EngineBackend], used: dict[str, int]) -> list[EngineBackend]:
-    """The backends that may take a KB (not draining, room left as read), least full first, then by id."""
+    """The backends that may take a KB (not draining, room left as read): least full first, then the most
+    room, then by id."""
     open_ = [b for b in backends if not b.draining and b.max_kbs > 0 and used.get(b.id, 0) < b.max_kbs]
-    return sorted(open_, key=lambda b: (used.get(b.id, 0) / b.max_kbs, b.id))
+    return sorted(open_, key=lambda b: (used.get(b.id, 0) / b.max_kbs, used.get(b.id, 0) - b.max_kbs, b.id))
 
 
 def capacity_used_percent(backends: list[EngineBackend], used: dict[str, int]) -> float:
