@@ -7,6 +7,7 @@ no test sees another's items. The emulator is reset per test by ``memos_emulator
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
 import json
@@ -325,9 +326,10 @@ def stores_for(table_name: str) -> Stores:
 TWO_BACKENDS: dict[str, str] = {"p1": "memmy", "p2": "someone-else"}
 
 
-@pytest.fixture
-def two_memos_backends(service: Service) -> Iterator[Service]:
-    """The service with two MemOS backends in its secret (``TWO_BACKENDS``); put back after."""
+@contextlib.contextmanager
+def memos_backends(service: Service, caps: dict[str, int]) -> Iterator[Service]:
+    """The service with the emulator's projects as MemOS backends (``TWO_BACKENDS``, those named in
+    ``caps``, with those caps) in its secret; the secret put back after."""
     import boto3
 
     from tests.support.emulator import OTHER_PROJECT_KEY
@@ -336,11 +338,9 @@ def two_memos_backends(service: Service) -> Iterator[Service]:
     secret_id = service.refs["MemosApiKeySecret"]
     before = secrets.get_secret_value(SecretId=secret_id)["SecretString"]
     keys = {"p1": API_KEY, "p2": OTHER_PROJECT_KEY}
-    # p2 has the more room: the first KB goes there (the other project's key), the next to p1, and so on
-    caps = {"p1": 50, "p2": 60}
     backends = [
-        {"id": backend, "base_url": service.memos.base_url, "api_key": keys[backend], "max_kbs": caps[backend]}
-        for backend in TWO_BACKENDS
+        {"id": backend, "base_url": service.memos.base_url, "api_key": keys[backend], "max_kbs": cap}
+        for backend, cap in caps.items()
     ]
     secrets.put_secret_value(SecretId=secret_id, SecretString=json.dumps(backends))
     _reset_caches()
@@ -349,3 +349,11 @@ def two_memos_backends(service: Service) -> Iterator[Service]:
     finally:
         secrets.put_secret_value(SecretId=secret_id, SecretString=before)
         _reset_caches()
+
+
+@pytest.fixture
+def two_memos_backends(service: Service) -> Iterator[Service]:
+    """Two MemOS backends; p2 has the more room, so the first KB goes there (the other project's key),
+    the next to p1, and so on."""
+    with memos_backends(service, {"p1": 50, "p2": 60}):
+        yield service
