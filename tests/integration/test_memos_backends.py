@@ -14,7 +14,9 @@ def test_twenty_concurrent_creates_with_room_for_six_make_exactly_six_and_no_pro
     service: Service,
 ) -> None:
     with memos_backends(service, {"p1": 2, "p2": 4}):
-        assert service.call("GET", "/knowledge-bases", "warm").status == HTTPStatus.OK  # load the handler once
+        assert (
+            service.call("GET", "/knowledge-bases", "warm").status == HTTPStatus.OK
+        )  # load the handler once
 
         def create(i: int) -> int:
             return service.call("POST", "/knowledge-bases", f"user-{i}", body={"name": f"KB {i}"}).status

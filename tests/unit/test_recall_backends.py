@@ -94,7 +94,9 @@ def test_a_rate_limited_search_is_tried_once_more_and_answers(monkeypatch: pytes
     assert pool["a"].calls["search_memory"] == 2
 
 
-def test_a_search_rate_limited_twice_fails_alone_and_the_others_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_search_rate_limited_twice_fails_alone_and_the_others_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(recall_attributed, "RATE_LIMIT_PAUSE", (0.0, 0.01))
     repo = Repository([[grant("kb1", "a"), grant("kb2", None)]])
     pool = engines({"kb1": "a", "kb2": "default"})

@@ -45,7 +45,9 @@ def create(
 
 
 def delete_and_clean(stores: FakeStores, engines: FakeEngines, kb_id: str, *, rounds: int = 1) -> None:
-    deleter = Deleter(stores.kbs, stores.contents, stores.cleanups, FakeCleanupExecutions(), retention_days=30)
+    deleter = Deleter(
+        stores.kbs, stores.contents, stores.cleanups, FakeCleanupExecutions(), retention_days=30
+    )
     cleanup_id = deleter.delete_knowledge_base("alice", kb_id)
     cleaner = Cleaner(stores.cleanups, stores.contents, engines, FakeUploadObjects(), stores.slots)
     for _ in range(rounds):
@@ -86,7 +88,9 @@ def test_given_a_deleted_kb_when_its_cleanup_ran_twice_then_its_slot_is_freed_on
     assert engines.kb_counts() == {"a": 1, "b": 1}
 
 
-def test_given_a_kb_when_its_files_and_cleanup_go_then_every_call_reaches_its_own_backend(stores: FakeStores) -> None:
+def test_given_a_kb_when_its_files_and_cleanup_go_then_every_call_reaches_its_own_backend(
+    stores: FakeStores,
+) -> None:
     engines = FakeEngines(a=1, b=1)
     create(stores, engines, "kb_1")
     on_b = create(stores, engines, "kb_2")
@@ -127,7 +131,9 @@ def test_given_memos_fails_a_create_then_the_slot_goes_unless_memos_may_hold_the
     assert stores.slots.slot_of("kb_1", ["a"]) == ("a" if slot_kept else None)
 
 
-def test_given_the_record_write_fails_when_creating_then_the_memos_kb_and_its_slot_go(stores: FakeStores) -> None:
+def test_given_the_record_write_fails_when_creating_then_the_memos_kb_and_its_slot_go(
+    stores: FakeStores,
+) -> None:
     engines = FakeEngines(a=2)
     create(stores, engines, "kb_1")
     stores.table.seed(kb_record("kb_2"))  # the id is taken behind the store's back

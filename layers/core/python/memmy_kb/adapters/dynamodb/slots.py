@@ -34,7 +34,14 @@ class DynamoBackendSlots:
             counter_key(backend_id),
             "SET used = if_not_exists(used, :zero) + :one, #type = :type ADD kbs :kb",
             "(attribute_not_exists(used) OR used < :max) AND NOT contains(kbs, :id)",
-            {":zero": 0, ":one": 1, ":max": max_kbs, ":type": "backend_counter", ":kb": {kb_id}, ":id": kb_id},
+            {
+                ":zero": 0,
+                ":one": 1,
+                ":max": max_kbs,
+                ":type": "backend_counter",
+                ":kb": {kb_id},
+                ":id": kb_id,
+            },
             names={"#type": "type"},
         )
         return counted is not None

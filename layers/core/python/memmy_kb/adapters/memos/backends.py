@@ -47,7 +47,9 @@ class MemosBackends:
             engine = self._engines.get(backend_id)
             if engine is None:
                 config = self._config(backend_id, False)
-                engine = self._build(config.base_url, lambda refresh: self._config(backend_id, refresh).api_key)
+                engine = self._build(
+                    config.base_url, lambda refresh: self._config(backend_id, refresh).api_key
+                )
                 self._engines[backend_id] = engine
             return engine
 
