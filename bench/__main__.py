@@ -185,6 +185,14 @@ def _keepalive() -> list[Row]:
     ]
 
 
+def _recall_backends() -> list[Row]:
+    from bench import recall_backends
+
+    r = recall_backends.run()
+    figure = f"ratio {r['ratio']:.2f} (median {r['two_backends_ms']:.1f} vs {r['one_backend_ms']:.1f} ms)"
+    return [("recall over MemOS backends", f"{recall_backends.KBS} KBs on two backends vs one", figure)]
+
+
 BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "route_calls": _calls_and_cost,
     "import_time": _import_ratios,
@@ -195,6 +203,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "local_stack_memory": _local_stack_memory,
     "search_emulator": _search_emulator,
     "keepalive": _keepalive,
+    "recall_backends": _recall_backends,
 }
 
 

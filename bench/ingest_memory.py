@@ -1,6 +1,6 @@
 """Peak memory of the ingest for a 100 MB file next to a 1 MB file, in one run.
 
-Both go through the real path (``memmy_kb.domain.ingest.ingest_object``): HEAD, size and ownership checks,
+Both go through the real path (``memmy_kb.domain.delivery.ingest_object``): HEAD, size and ownership checks,
 UTF-8 verification (the 1 MB file read once into memory and sent inline as a data URL; the 100 MB file
 streamed, copied server-side and sent as a presigned GET URL), the MemOS client's add call (answered by an
 in-memory transport: MemOS's memory is not ours) and the DynamoDB transaction. S3 and DynamoDB are moto
@@ -143,9 +143,12 @@ def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int
     from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
     from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
     from memmy_kb.adapters.dynamodb.table import DynamoTable
+    from memmy_kb.adapters.memos.backends import MemosBackends
     from memmy_kb.adapters.memos.client import MemosClient
+    from memmy_kb.adapters.memos.key import MemosBackendConfig
     from memmy_kb.adapters.s3 import UploadStorage
-    from memmy_kb.domain.ingest import IngestConfig, ingest_object
+    from memmy_kb.domain.delivery import ingest_object
+    from memmy_kb.domain.ingest import IngestConfig
     from memmy_kb.domain.storage import upload_object_key
     from memmy_kb.records import GrantRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord
     from memmy_local.provision import provision
@@ -169,11 +172,13 @@ def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int
         table = DynamoTable(refs["Table"], boto3.client("dynamodb", endpoint_url=moto_url))
         kbs, contents = DynamoKnowledgeBaseStore(table), DynamoContentStore(table)
         storage = UploadStorage(refs["UploadBucket"], s3)
-        memos = MemosClient(
+        client = MemosClient(
             "http://memos.invalid",
             lambda _: "key",
             http=httpx.Client(transport=httpx.MockTransport(_memos_transport)),
         )
+        backend = MemosBackendConfig("default", "http://memos.invalid", "key", max_kbs=100)
+        memos = MemosBackends(lambda _refresh: [backend], lambda _url, _key: client)
         now = datetime.now(UTC)
         kb_id = "kb_" + "0" * 24
         kbs.put_kb_with_owner_grant(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from memmy_kb.composition import (
+    get_backend_slots,
     get_cleanup_store,
     get_content_store,
     get_memos_client,
@@ -24,7 +25,12 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, bool]:
     cleanup_id = str(event["cleanup_id"])
     logger.append_keys(cleanup_id=cleanup_id)
     cleaner = Cleaner(
-        get_cleanup_store(), get_content_store(), get_memos_client(), get_upload_storage(), time_left=seconds_left
+        get_cleanup_store(),
+        get_content_store(),
+        get_memos_client(),
+        get_upload_storage(),
+        get_backend_slots(),
+        time_left=seconds_left,
     )
     with bounded_by(context):
         return {"done": cleaner.run(cleanup_id)}

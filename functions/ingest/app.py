@@ -21,7 +21,7 @@ from memmy_kb.composition import (
     get_memos_client,
     get_upload_storage,
 )
-from memmy_kb.domain import ingest
+from memmy_kb.domain import delivery, ingest
 from memmy_kb.invocation_deadline import bounded_by
 from memmy_kb.observability import logger, metrics
 from memmy_kb.settings import get_settings
@@ -46,7 +46,7 @@ def handle_record(record: SQSRecord) -> None:
     )
     try:
         for key in object_keys(record.body):
-            outcome = ingest.ingest_object(
+            outcome = delivery.ingest_object(
                 get_kb_store(), get_content_store(), get_upload_storage(), get_memos_client(), key, config=config
             )
             metrics.add_metric(name=METRICS[outcome.result], unit=MetricUnit.Count, value=1)

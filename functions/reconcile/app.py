@@ -7,6 +7,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memmy_kb.composition import (
+    get_backend_slots,
     get_cleanup_executions,
     get_cleanup_store,
     get_content_store,
@@ -19,7 +20,7 @@ from memmy_kb.composition import (
 )
 from memmy_kb.domain.reconcile import Reconciler
 from memmy_kb.invocation_deadline import bounded_by, seconds_left
-from memmy_kb.observability import logger, metrics
+from memmy_kb.observability import logger, metrics, put_backend_metrics
 from memmy_kb.settings import get_settings
 
 
@@ -36,6 +37,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
         get_upload_requeue(),
         get_memos_client(),
         get_upload_storage(),
+        get_backend_slots(),
         time_left=seconds_left,
         capacity=get_kb_capacity(),
         activity_retention_days=settings.activity_retention_days,
@@ -44,4 +46,11 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
         report = reconciler.run()
     for name, value in report.counts.items():
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+    # Capacity (docs/memos.md, "Backends"): per backend, and the open backends together (alarmed).
+    put_backend_metrics("MemosBackendKbsUsed", report.backend_used)
+    put_backend_metrics("MemosBackendKbsMax", report.backend_max)
+    if report.capacity_used_percent is not None:
+        metrics.add_metric(
+            name="MemosKbCapacityUsedPercent", unit=MetricUnit.Percent, value=report.capacity_used_percent
+        )
     return report.counts

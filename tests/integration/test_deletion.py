@@ -74,6 +74,7 @@ def reconciler(service, *, later: timedelta = LATER) -> Reconciler:
         deps.get_upload_requeue(),
         deps.get_memos_client(),
         deps.get_upload_storage(),
+        deps.get_backend_slots(),
         capacity=deps.get_kb_capacity(),
         activity_retention_days=180,
         clock=lambda: utc_now() + later,

@@ -72,6 +72,7 @@ from memmy_kb.domain.engine import MemosUnavailable
 from memmy_kb.domain.files import GONE_FROM_MEMOS
 from memmy_local.runners import sqs_event
 from tests.integration.test_deletion import drop_queued_events, reconciler
+from tests.support.aws import TWO_BACKENDS
 from tests.support.uploads import REGION, create_kb, post_file, request_upload
 
 ADD = "/add/knowledgebase-file"
@@ -83,6 +84,12 @@ CLEANUP_RETRIES = 6
 # pending upload's POST and grace (70 minutes) and past the cleanup backoff's cap (6 hours).
 RECONCILE_STEP = timedelta(hours=7)
 _OBJECT_KEY = re.compile(r"^(uploads|verified)/([^/]+)/([^/]+)$")
+
+
+@pytest.fixture(autouse=True)
+def _on_two_backends(two_memos_backends: Any) -> None:
+    """Every case here runs with two MemOS backends (the emulator's two projects): KBs spread over both,
+    and ``assert_consistent`` checks each."""
 
 
 class Killed(BaseException):
@@ -323,7 +330,9 @@ def consistency_problems(service) -> list[str]:
         FILE item's MemOS file exists in its KB's MemOS KB, and its folder is live; (d) the S3 rule of the
         module docstring; (e) no item of a deleted KB (its partition, a grant), no outbox item, no upload
         still submitting (the reconciler resolves every one past its grace period); (f) each live KB's
-        capacity counts on META (``file_count``, ``bytes_used``) are exactly its FILE items and their sizes.
+        capacity counts on META (``file_count``, ``bytes_used``) are exactly its FILE items and their sizes;
+        (g) every live KB's MemOS KB is in the project of the backend recorded on it, whose counter holds
+        it, and each backend's count is exactly the KBs its counter holds (no slot lost or left behind).
     """
     items = table_items(service)
     problems: list[str] = []
@@ -341,6 +350,7 @@ def consistency_problems(service) -> list[str]:
         if i["PK"].startswith("KB#") and i["SK"].startswith("UPLOAD#")
     }
     memos = memos_kbs(service)
+    problems += backend_problems(service, metas, items)
 
     # (a)
     for memos_kb_id in memos:
@@ -406,6 +416,27 @@ def consistency_problems(service) -> list[str]:
         actual = (len(mine), sum(int(f["size_bytes"]) for f in mine))
         if counted != actual:
             problems.append(f"(f) KB {kb_id} counts {counted} (files, bytes), holds {actual}")
+    return problems
+
+
+def backend_problems(service, metas: dict[str, dict[str, Any]], items: list[dict[str, Any]]) -> list[str]:
+    """(g) of ``consistency_problems``: the KBs agree with the backends they were placed on."""
+    problems = []
+    project_of = {kb["id"]: kb["project"] for kb in service.memos.state()["knowledge_bases"]}
+    counters = {i["PK"].removeprefix("BACKEND#"): i for i in items if i["PK"].startswith("BACKEND#")}
+    placed = {kb: backend for backend, c in counters.items() for kb in c.get("kbs", set())}
+    for kb_id, meta in metas.items():
+        backend = meta.get("memos_backend")
+        if project_of.get(meta["memos_kb_id"], TWO_BACKENDS.get(backend)) != TWO_BACKENDS.get(backend):
+            problems.append(f"(g) KB {kb_id} on backend {backend} is in MemOS project {project_of[meta['memos_kb_id']]}")
+        if placed.get(kb_id) != backend:
+            problems.append(f"(g) KB {kb_id} on backend {backend} holds a slot on {placed.get(kb_id)}")
+    for backend, counter in counters.items():
+        held = set(counter.get("kbs", set()))
+        if int(counter.get("used", 0)) != len(held):
+            problems.append(f"(g) backend {backend} counts {counter.get('used')} KBs, holds {sorted(held)}")
+        if held - set(metas):
+            problems.append(f"(g) backend {backend} holds slots of deleted KBs {sorted(held - set(metas))}")
     return problems
 
 

@@ -167,21 +167,25 @@ def dynamodb_calls(action) -> list[tuple[str, list[str]]]:
     return made
 
 
-def test_creating_a_kb_costs_two_dynamodb_calls_with_or_without_an_idempotency_key(service):
+def test_creating_a_kb_costs_four_dynamodb_calls_with_or_without_an_idempotency_key(service):
     # Round trips counted, not timed (docs/architecture.md, "Create"): a change that adds one fails here.
     named = claims_for("alice", name="Alice")  # login tokens carry a name: no profile read
     assert create(service, "warm", claims=named).status == HTTPStatus.CREATED  # the MemOS key cached
     memos_creates = service.memos.calls("/create/knowledgebase")
     before = ["Put INTENT", "ConditionCheck LIMIT"]  # the intent; fewer than MAX_KBS_PER_USER owned
+    # The MemOS backends' counters read, one claimed (docs/memos.md, "Backends")
+    placement = [("BatchGetItem", []), ("UpdateItem", [])]
     after = ["Put KB", "Put USER", "Delete INTENT", "Update LIMIT"]  # META, owner grant, count
 
     assert dynamodb_calls(lambda: create(service, "一", claims=named)) == [
         ("TransactWriteItems", before),
+        *placement,
         ("TransactWriteItems", after),
     ]
     keyed = {"Idempotency-Key": "budget-1"}
     assert dynamodb_calls(lambda: create(service, "二", claims=named, headers=keyed)) == [
         ("TransactWriteItems", [*before[:1], "Put IDEMPOTENCY", *before[1:]]),  # the key claimed
+        *placement,
         ("TransactWriteItems", [*after, "Update IDEMPOTENCY"]),  # and its answer stored
     ]
     # A repeat is answered from the key's record: one refused transaction, no MemOS call
@@ -198,7 +202,13 @@ def test_a_token_without_a_name_costs_one_profile_read_for_the_owners_name(servi
 
     calls = dynamodb_calls(lambda: create(service, "一"))
 
-    assert [operation for operation, _ in calls] == ["TransactWriteItems", "GetItem", "TransactWriteItems"]
+    assert [operation for operation, _ in calls] == [
+        "TransactWriteItems",
+        "BatchGetItem",
+        "UpdateItem",
+        "GetItem",
+        "TransactWriteItems",
+    ]
 
 
 # -- PUT /me -------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import pytest
 from memmy_kb.adapters.dynamodb.activity import DynamoActivityLog, DynamoRateCounters
 from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
 from memmy_kb.adapters.dynamodb.intents import DynamoCreateIntents
+from memmy_kb.adapters.dynamodb.slots import DynamoBackendSlots
 from memmy_kb.adapters.dynamodb.table import (
     cleanup_key,
     cleanup_part_key,
@@ -37,15 +38,18 @@ from memmy_kb.adapters.dynamodb.table import (
     profile_key,
     upload_key,
 )
+from memmy_kb.adapters.memos.backends import MemosBackends
 from memmy_kb.adapters.memos.client import MemosClient
+from memmy_kb.adapters.memos.key import MemosBackendConfig
 from memmy_kb.adapters.s3 import UploadStorage
 from memmy_kb.adapters.sqs import UploadQueue
 from memmy_kb.adapters.stepfunctions import CleanupStateMachine
 from memmy_kb.api.events import object_keys
 from memmy_kb.domain import ports
-from memmy_kb.domain.engine import FileInput, MemosNotFound
+from memmy_kb.domain.engine import EngineBackend, FileInput, MemosBackendUnknown, MemosNotFound
 from memmy_kb.domain.ports import (
     ActivityLog,
+    BackendSlots,
     CleanupExecutions,
     CleanupStore,
     ContentStore,
@@ -54,6 +58,7 @@ from memmy_kb.domain.ports import (
     IdentifierKind,
     KnowledgeBaseStore,
     KnowledgeEngine,
+    KnowledgeEngines,
     ProfileStore,
     RateCounters,
     RecallSources,
@@ -104,10 +109,12 @@ from tests.support.factories import (
 )
 from tests.support.fakes import (
     FakeActivityLog,
+    FakeBackendSlots,
     FakeCleanupExecutions,
     FakeCleanupStore,
     FakeContentStore,
     FakeCreateIntents,
+    FakeEngines,
     FakeKnowledgeBaseStore,
     FakeKnowledgeEngine,
     FakeProfileStore,
@@ -145,6 +152,7 @@ class Backend:
     counters: RateCounters
     cleanups: CleanupStore
     intents: CreateIntents
+    slots: BackendSlots
 
 
 def _fake_backend() -> Backend:
@@ -160,6 +168,7 @@ def _fake_backend() -> Backend:
         stores.counters,
         stores.cleanups,
         stores.intents,
+        stores.slots,
     )
 
 
@@ -216,6 +225,7 @@ def _dynamo_backend(stores: Stores) -> Backend:
         DynamoRateCounters(table),
         DynamoCleanupStore(table),
         DynamoCreateIntents(table),
+        DynamoBackendSlots(table),
     )
 
 
@@ -2050,6 +2060,8 @@ PORT_FAKES: dict[type, tuple[type, str]] = {
     UploadRequeue: (FakeUploadRequeue, "pipeline"),
     UploadObjects: (FakeUploadObjects, "bucket"),
     KnowledgeEngine: (FakeKnowledgeEngine, "engine"),
+    KnowledgeEngines: (FakeEngines, "engines"),
+    BackendSlots: (FakeBackendSlots, "backend"),
 }
 
 
@@ -2143,3 +2155,83 @@ def test_given_kbs_without_memories_when_searched_then_nothing_and_a_scope_of_al
         engine.search_memory("alice", "x", ["all"])
     with pytest.raises(ValueError, match="at least one knowledge base"):
         engine.search_memory("alice", "x", [])
+
+
+# == KnowledgeEngines: the MemOS backends, beside MemosBackends on two emulator projects ==================
+
+
+@pytest.fixture(params=["fake", "memos"])
+def engines(request: pytest.FixtureRequest) -> Iterator[KnowledgeEngines]:
+    if request.param == "fake":
+        fake = FakeEngines(a=2, b=3)
+        fake.draining.add("b")
+        yield fake
+        return
+    emulator = request.getfixturevalue("memos_emulator")
+    configs = [
+        MemosBackendConfig("a", emulator.base_url, emulator.api_key, max_kbs=2),
+        MemosBackendConfig("b", emulator.base_url, emulator.other_project_key, max_kbs=3, draining=True),
+    ]
+    built: list[MemosClient] = []
+
+    def build(base_url: str, key: Callable[[bool], str]) -> KnowledgeEngine:
+        built.append(MemosClient(base_url, key, sleep=lambda _s: None))
+        return built[-1]
+
+    yield MemosBackends(lambda _refresh: configs, build)
+    for client in built:
+        client.close()
+
+
+def test_given_two_backends_when_listed_then_each_with_its_cap_and_draining_flag(engines: KnowledgeEngines) -> None:
+    assert engines.backends() == [EngineBackend("a", max_kbs=2), EngineBackend("b", max_kbs=3, draining=True)]
+    with pytest.raises(MemosBackendUnknown):
+        engines.engine("retired")
+
+
+def test_given_a_kb_on_one_backend_when_the_other_is_asked_then_it_is_not_there_and_cannot_be_deleted_there(
+    engines: KnowledgeEngines,
+) -> None:
+    kb = engines.engine("a").create_knowledgebase("memmy:kb_1")
+    engines.engine("a").add_knowledgebase_files(kb, [markdown_file("notes~up_1.md")])
+
+    with pytest.raises(MemosNotFound):
+        list(engines.engine("b").iter_knowledgebase_files(kb))
+    engines.engine("b").delete_knowledgebase(kb, delete_all=True)  # not there: done, and nothing happens
+    assert len(list(engines.engine("a").iter_knowledgebase_files(kb))) == 1
+    assert engines.engine("a") is engines.engine("a")  # one client per backend, kept
+
+
+# == BackendSlots: the KBs placed per backend ===========================================================
+
+
+def test_given_a_backend_of_two_when_claimed_thrice_then_the_third_is_refused_and_a_release_frees_one_once(
+    backend: Backend,
+) -> None:
+    slots = backend.slots
+
+    claimed = [slots.claim_slot("p1", kb, max_kbs=2) for kb in ("kb_1", "kb_2", "kb_3")]
+
+    assert claimed == [True, True, False]
+    assert (slots.slot_of("kb_1", ["p1", "p2"]), slots.slot_of("kb_3", ["p1"]), slots.slot_of("kb_1", ["p2"])) == (
+        "p1",
+        None,
+        None,
+    )
+    assert not slots.claim_slot("p1", "kb_1", max_kbs=5)  # placed once
+    slots.release_slot("p1", "kb_1")
+    slots.release_slot("p1", "kb_1")  # a cleanup round repeated: freed once
+    assert slots.used_slots(["p1", "p2"]) == {"p1": 1, "p2": 0}
+    assert slots.claim_slot("p1", "kb_3", max_kbs=2)
+    assert not slots.claim_slot("p1", "kb_4", max_kbs=2)
+    assert slots.claim_slot("p2", "kb_4", max_kbs=2)
+
+
+def test_given_twenty_concurrent_claims_with_room_for_six_then_exactly_six_succeed(backend: Backend) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        results = list(pool.map(lambda i: backend.slots.claim_slot("p1", f"kb_{i}", max_kbs=6), range(20)))
+
+    assert results.count(True) == 6
+    assert backend.slots.used_slots(["p1"]) == {"p1": 6}

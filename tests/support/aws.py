@@ -7,6 +7,7 @@ no test sees another's items. The emulator is reset per test by ``memos_emulator
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
 import json
@@ -319,3 +320,40 @@ def stores_for(table_name: str) -> Stores:
 
     table = DynamoTable(table_name, boto3.client("dynamodb", region_name="us-east-1"))
     return Stores(table, DynamoKnowledgeBaseStore(table), DynamoContentStore(table), DynamoProfileStore(table))
+
+
+# The emulator's two projects as two MemOS backends: the service's own project and the other one.
+TWO_BACKENDS: dict[str, str] = {"p1": "memmy", "p2": "someone-else"}
+
+
+@contextlib.contextmanager
+def memos_backends(service: Service, caps: dict[str, int]) -> Iterator[Service]:
+    """The service with the emulator's projects as MemOS backends (``TWO_BACKENDS``, those named in
+    ``caps``, with those caps) in its secret; the secret put back after."""
+    import boto3
+
+    from tests.support.emulator import OTHER_PROJECT_KEY
+
+    secrets = boto3.client("secretsmanager", region_name="us-east-1")
+    secret_id = service.refs["MemosApiKeySecret"]
+    before = secrets.get_secret_value(SecretId=secret_id)["SecretString"]
+    keys = {"p1": API_KEY, "p2": OTHER_PROJECT_KEY}
+    backends = [
+        {"id": backend, "base_url": service.memos.base_url, "api_key": keys[backend], "max_kbs": cap}
+        for backend, cap in caps.items()
+    ]
+    secrets.put_secret_value(SecretId=secret_id, SecretString=json.dumps(backends))
+    _reset_caches()
+    try:
+        yield service
+    finally:
+        secrets.put_secret_value(SecretId=secret_id, SecretString=before)
+        _reset_caches()
+
+
+@pytest.fixture
+def two_memos_backends(service: Service) -> Iterator[Service]:
+    """Two MemOS backends; p2 has the more room, so the first KB goes there (the other project's key),
+    the next to p1, and so on."""
+    with memos_backends(service, {"p1": 50, "p2": 60}):
+        yield service

@@ -62,6 +62,7 @@ def kb_record(
     name: str = "产品资料",
     owner_name: str | None = None,
     memos_kb_id: str | None = None,
+    memos_backend: str | None = None,
     member_count: int = 0,
     created_at: datetime = T0,
 ) -> KnowledgeBaseRecord:
@@ -71,6 +72,7 @@ def kb_record(
         owner_id=owner_id,
         owner_name=owner_name,
         memos_kb_id=memos_kb_id or memos_id_for(kb_id),
+        memos_backend=memos_backend,
         member_count=member_count,
         created_at=created_at,
     )
@@ -84,6 +86,7 @@ def grant_record(
     recall: bool = True,
     owner_id: str = "alice",
     memos_kb_id: str | None = None,
+    memos_backend: str | None = None,
     granted_at: datetime = T0,
 ) -> GrantRecord:
     return GrantRecord(
@@ -92,6 +95,7 @@ def grant_record(
         role=role,
         recall=recall,
         memos_kb_id=memos_kb_id or memos_id_for(kb_id),
+        memos_backend=memos_backend,
         owner_id=owner_id,
         granted_at=granted_at,
     )
@@ -105,6 +109,7 @@ def owner_grant_for(kb: KnowledgeBaseRecord, *, recall: bool = True) -> GrantRec
         recall=recall,
         owner_id=kb.owner_id,
         memos_kb_id=kb.memos_kb_id,
+        memos_backend=kb.memos_backend,
         granted_at=kb.created_at,
     )
 
@@ -119,6 +124,7 @@ def reader_grant_for(
         recall=recall,
         owner_id=kb.owner_id,
         memos_kb_id=kb.memos_kb_id,
+        memos_backend=kb.memos_backend,
         granted_at=granted_at or kb.created_at,
     )
 

@@ -35,9 +35,20 @@ from typing import Any, Final, Literal
 from memmy_kb.adapters.memos.client import MAX_SEARCH_LIMIT
 from memmy_kb.adapters.memos.errors import family_for_code
 from memmy_kb.adapters.s3 import STREAM_CHUNK_BYTES
-from memmy_kb.domain.engine import EngineFile, FileInput, FileStatus, MemosError, MemosNotFound, SearchHit
+from memmy_kb.domain.engine import (
+    DEFAULT_BACKEND,
+    EngineBackend,
+    EngineFile,
+    FileInput,
+    FileStatus,
+    MemosBackendUnknown,
+    MemosError,
+    MemosNotFound,
+    SearchHit,
+)
 from memmy_kb.domain.ports import (
     ActivityLog,
+    BackendSlots,
     CleanupExecutions,
     CleanupStore,
     ContentStore,
@@ -46,6 +57,7 @@ from memmy_kb.domain.ports import (
     IdentifierKind,
     KnowledgeBaseStore,
     KnowledgeEngine,
+    KnowledgeEngines,
     ProfileStore,
     RateCounters,
     UploadObjects,
@@ -80,10 +92,12 @@ from memmy_kb.records import (
 __all__ = [
     "EngineMethod",
     "FakeActivityLog",
+    "FakeBackendSlots",
     "FakeCleanupExecutions",
     "FakeCleanupStore",
     "FakeContentStore",
     "FakeCreateIntents",
+    "FakeEngines",
     "FakeKnowledgeBaseStore",
     "FakeKnowledgeEngine",
     "FakeMemosKnowledgeBase",
@@ -1297,6 +1311,7 @@ class FakeStores:
     counters: FakeRateCounters
     cleanups: FakeCleanupStore
     intents: FakeCreateIntents
+    slots: FakeBackendSlots
 
 
 def fake_stores(table: FakeTable | None = None) -> FakeStores:
@@ -1310,7 +1325,38 @@ def fake_stores(table: FakeTable | None = None) -> FakeStores:
         FakeRateCounters(table),
         FakeCleanupStore(table),
         FakeCreateIntents(table),
+        FakeBackendSlots(),
     )
+
+
+class FakeBackendSlots:
+    """``BackendSlots`` in memory: a counter per backend, a slot per KB, claims under a lock."""
+
+    def __init__(self) -> None:
+        self.used: Counter[str] = Counter()
+        self.slots: dict[str, str] = {}  # kb_id -> backend
+        self._lock = threading.Lock()
+
+    def claim_slot(self, backend_id: str, kb_id: str, *, max_kbs: int) -> bool:
+        with self._lock:
+            if self.used[backend_id] >= max_kbs or self.slots.get(kb_id) == backend_id:
+                return False
+            self.used[backend_id] += 1
+            self.slots[kb_id] = backend_id
+            return True
+
+    def release_slot(self, backend_id: str, kb_id: str) -> None:
+        with self._lock:
+            if self.slots.get(kb_id) == backend_id:
+                del self.slots[kb_id]
+                self.used[backend_id] -= 1
+
+    def slot_of(self, kb_id: str, backend_ids: list[str]) -> str | None:
+        backend = self.slots.get(kb_id)
+        return backend if backend in backend_ids else None
+
+    def used_slots(self, backend_ids: list[str]) -> dict[str, int]:
+        return {b: self.used[b] for b in backend_ids}
 
 
 # -- MemOS ------------------------------------------------------------------------------------------
@@ -1359,7 +1405,9 @@ class FakeKnowledgeEngine:
     where MemOS does, and deletes of unknown ids count as done, as in the client.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_kbs: int = 1000) -> None:
+        # As a pool (``KnowledgeEngines``), this engine is the one backend ``default``, of ``max_kbs``.
+        self.max_kbs = max_kbs
         self.knowledge_bases: dict[str, FakeMemosKnowledgeBase] = {}
         self.deleted_knowledge_bases: list[tuple[str, bool]] = []  # (memos_kb_id, delete_all)
         self.deleted_files: list[str] = []
@@ -1416,6 +1464,16 @@ class FakeKnowledgeEngine:
     @property
     def total_calls(self) -> int:
         return sum(self.calls.values())
+
+    # -- KnowledgeEngines, as the one backend ``default`` ---------------------------------------------
+
+    def backends(self) -> list[EngineBackend]:
+        return [EngineBackend(DEFAULT_BACKEND, max_kbs=self.max_kbs)]
+
+    def engine(self, backend_id: str) -> KnowledgeEngine:
+        if backend_id != DEFAULT_BACKEND:
+            raise MemosBackendUnknown(f"no MemOS backend {backend_id!r}")
+        return self
 
     # -- KnowledgeEngine -----------------------------------------------------------------------------
 
@@ -1511,6 +1569,36 @@ class FakeKnowledgeEngine:
         return f"{prefix}_{next(self._ids):04d}"
 
 
+class FakeEngines:
+    """``KnowledgeEngines``: several MemOS backends, a ``FakeKnowledgeEngine`` each, in the order given.
+
+    ``FakeEngines(a=2, b=2)`` holds backends ``a`` and ``b`` of two KBs each; ``draining`` and ``max_kbs``
+    change what ``backends()`` reports from then on (as an edited secret does).
+    """
+
+    def __init__(self, **max_kbs: int) -> None:
+        self.engines = {backend: FakeKnowledgeEngine(max_kbs=cap) for backend, cap in max_kbs.items()}
+        self.max_kbs = dict(max_kbs)
+        self.draining: set[str] = set()
+
+    def __getitem__(self, backend_id: str) -> FakeKnowledgeEngine:
+        return self.engines[backend_id]
+
+    def backends(self) -> list[EngineBackend]:
+        return [
+            EngineBackend(b, max_kbs=self.max_kbs[b], draining=b in self.draining) for b in self.engines
+        ]
+
+    def engine(self, backend_id: str) -> KnowledgeEngine:
+        if backend_id not in self.engines:
+            raise MemosBackendUnknown(f"no MemOS backend {backend_id!r}")
+        return self.engines[backend_id]
+
+    def kb_counts(self) -> dict[str, int]:
+        """The MemOS KBs each backend holds now."""
+        return {b: len(e.knowledge_bases) for b, e in self.engines.items()}
+
+
 def memos_error(message: str = "MemOS is down", *, code: int = 50004) -> MemosError:
     """A MemOS failure of the family its envelope ``code`` maps to (``family_for_code``)."""
     return family_for_code(code)(message, endpoint="/fake", code=code)
@@ -1530,3 +1618,6 @@ _executions: CleanupExecutions = FakeCleanupExecutions()
 _requeue: UploadRequeue = FakeUploadRequeue()
 _objects: UploadObjects = FakeUploadObjects()
 _engine: KnowledgeEngine = FakeKnowledgeEngine()
+_one_backend: KnowledgeEngines = FakeKnowledgeEngine()
+_engines: KnowledgeEngines = FakeEngines(a=1)
+_slots: BackendSlots = FakeBackendSlots()

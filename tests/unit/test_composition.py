@@ -61,7 +61,8 @@ def test_the_recall_client_pools_a_connection_per_concurrent_search(monkeypatch:
     monkeypatch.setenv("RECALL_MAX_SEARCHES", "6")
     composition.reset_composition()
     try:
-        client: Any = composition.get_recall_memos_client()
+        backends: Any = composition.get_recall_memos_client()
+        client: Any = backends._build("http://127.0.0.1:9", lambda _refresh: "key")  # as each backend's is built
         pool = client._http._transport._pool
         # Six searches at once keep six connections alive; as many more for searches past the budget
         assert (pool._max_keepalive_connections, pool._max_connections) == (6, 12)

@@ -83,6 +83,7 @@ class World:
             composition.get_memos_client: lambda: self.memos,
             composition.get_recall_memos_client: lambda: self.memos,
             composition.get_create_intents: lambda: self.intents,
+            composition.get_backend_slots: lambda: self.stores.slots,
             composition.get_cleanup_store: lambda: UNUSED,
             composition.get_cleanup_executions: lambda: UNUSED,
             composition.get_upload_storage: lambda: UNUSED,

@@ -12,8 +12,14 @@ import pytest
 from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 
-from memmy_kb.adapters.memos.key import SecretApiKeyProvider, StaticApiKeyProvider
-from memmy_kb.domain.engine import MemosApiKeyError
+from memmy_kb.adapters.memos.backends import MemosBackends
+from memmy_kb.adapters.memos.key import (
+    MemosBackendConfig,
+    SecretApiKeyProvider,
+    SecretBackendsProvider,
+    StaticApiKeyProvider,
+)
+from memmy_kb.domain.engine import MemosApiKeyError, MemosBackendUnknown
 
 SECRET_ID = "memmy/memos-api-key"
 KEY = "mpg-first-key-0001"
@@ -131,3 +137,87 @@ def test_the_secrets_client_comes_from_the_factory_once(secrets: Any) -> None:
     # Then the one client was asked for once and every read went through it
     assert made == [secrets]
     assert reads == [SECRET_ID] * 3
+
+
+# -- the list of MemOS backends ---------------------------------------------------------------------
+
+DEFAULT_URL = "https://memos.example/api/openmem/v1"
+
+
+def backends_of(secrets: Any, value: str) -> list[MemosBackendConfig]:
+    secrets.create_secret(Name=SECRET_ID, SecretString=value)
+    provider = SecretBackendsProvider(SECRET_ID, default_base_url=DEFAULT_URL, default_max_kbs=100)
+    return provider.backends()
+
+
+@pytest.mark.parametrize("value", [KEY, json.dumps({"api_key": KEY})], ids=["bare", "json"])
+def test_a_single_key_secret_is_one_default_backend_at_the_configured_url(secrets: Any, value: str) -> None:
+    assert backends_of(secrets, value) == [MemosBackendConfig("default", DEFAULT_URL, KEY, max_kbs=100)]
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["list", "object"])
+def test_a_list_secret_gives_each_backend_with_its_url_key_cap_rate_and_draining_flag(
+    secrets: Any, wrapped: bool
+) -> None:
+    entries = [
+        {"id": "p1", "base_url": "https://a.example/v1", "api_key": KEY, "max_kbs": 100, "max_qps": 40},
+        {"id": "p2", "base_url": "https://b.example/v1", "api_key": ROTATED_KEY, "max_kbs": 30, "draining": True},
+    ]
+
+    found = backends_of(secrets, json.dumps({"backends": entries} if wrapped else entries))
+
+    assert found == [
+        MemosBackendConfig("p1", "https://a.example/v1", KEY, max_kbs=100, max_qps=40.0),
+        MemosBackendConfig("p2", "https://b.example/v1", ROTATED_KEY, max_kbs=30, draining=True),
+    ]
+    assert KEY not in repr(found)
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        [],
+        [{"id": "p1", "api_key": KEY}],  # no max_kbs
+        [{"id": "p1", "api_key": KEY, "max_kbs": -1}],
+        [{"id": "p1", "api_key": "", "max_kbs": 1}],
+        [{"id": "", "api_key": KEY, "max_kbs": 1}],
+        [{"id": "p#1", "api_key": KEY, "max_kbs": 1}],
+        [{"id": "p1", "api_key": KEY, "max_kbs": 1, "base_url": "ftp://x"}],
+        [{"id": "p1", "api_key": KEY, "max_kbs": 1, "draining": "yes"}],
+        [{"id": "p1", "api_key": KEY, "max_kbs": 1, "max_qps": 0}],
+        [{"id": "p1", "api_key": KEY, "max_kbs": 1}, {"id": "p1", "api_key": ROTATED_KEY, "max_kbs": 1}],
+        ["p1"],
+    ],
+)
+def test_an_unusable_backend_list_is_refused_without_quoting_a_key(secrets: Any, entries: list[Any]) -> None:
+    with pytest.raises(MemosApiKeyError) as refused:
+        backends_of(secrets, json.dumps(entries))
+
+    assert KEY not in str(refused.value)
+    assert ROTATED_KEY not in str(refused.value)
+
+
+def test_the_pool_builds_one_client_per_backend_with_its_url_and_key_refreshed_from_the_secret(
+    secrets: Any,
+) -> None:
+    entries = [
+        {"id": "p1", "base_url": "https://a.example/v1", "api_key": KEY, "max_kbs": 2},
+        {"id": "p2", "base_url": "https://b.example/v1", "api_key": "mpg-p2-0003", "max_kbs": 3},
+    ]
+    secrets.create_secret(Name=SECRET_ID, SecretString=json.dumps(entries))
+    provider = SecretBackendsProvider(SECRET_ID, default_base_url=DEFAULT_URL, default_max_kbs=100)
+    built: list[tuple[str, Any]] = []
+    pool = MemosBackends(provider.backends, lambda url, key: built.append((url, key)) or url)  # type: ignore[func-returns-value]
+
+    assert [b.id for b in pool.backends()] == ["p1", "p2"]
+    assert pool.engine("p2") == "https://b.example/v1"
+    assert pool.engine("p2") == "https://b.example/v1"
+    assert [url for url, _ in built] == ["https://b.example/v1"]
+    key_of_p2 = built[0][1]
+    assert key_of_p2(False) == "mpg-p2-0003"
+    # A rotated key: the refresh after MemOS refused the old one reads the secret again
+    entries[1]["api_key"] = "mpg-p2-rotated"
+    secrets.put_secret_value(SecretId=SECRET_ID, SecretString=json.dumps(entries))
+    assert key_of_p2(True) == "mpg-p2-rotated"
+    with pytest.raises(MemosBackendUnknown):
+        pool.engine("p3")

@@ -63,6 +63,10 @@ class FakeMemos:
     error: Exception | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)
 
+    def engine(self, backend_id: str) -> FakeMemos:
+        """As a pool of one backend: every KB here is on the default one."""
+        return self
+
     def search_memory(self, user_id: str, query: str, kb_ids: Sequence[str], *, limit: int = 9) -> list[SearchHit]:
         self.calls.append({"user_id": user_id, "query": query, "kb_ids": list(kb_ids), "limit": limit})
         if self.error is not None:

@@ -471,3 +471,18 @@ def test_the_upload_functions_have_their_handlers(sam_template: dict[str, Any], 
     app = REPO_ROOT / properties["CodeUri"] / "app.py"
     tree = ast.parse(app.read_text(encoding="utf-8"))
     assert "lambda_handler" in {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+
+
+def test_the_memos_backends_capacity_is_alarmed_at_80_percent_and_at_full(sam_template: dict[str, Any]) -> None:
+    resources = sam_template["Resources"]
+    thresholds = {}
+    for name in ("MemosCapacityHighAlarm", "MemosCapacityFullAlarm"):
+        alarm = resources[name]["Properties"]
+        assert (alarm["Namespace"], alarm["MetricName"]) == ("Memmy", "MemosKbCapacityUsedPercent")
+        assert alarm["Dimensions"] == [{"Name": "service", "Value": "memmy-kb"}]
+        assert (alarm["Statistic"], alarm["ComparisonOperator"]) == ("Maximum", "GreaterThanOrEqualToThreshold")
+        thresholds[name] = alarm["Threshold"]
+    assert thresholds == {"MemosCapacityHighAlarm": 80, "MemosCapacityFullAlarm": 100}
+    # The reconciler, every run, is what publishes it
+    reconcile = (Path(__file__).parents[2] / "functions" / "reconcile" / "app.py").read_text()
+    assert 'name="MemosKbCapacityUsedPercent"' in reconcile

@@ -106,6 +106,8 @@ def _run_stack(args: argparse.Namespace, metrics: Path) -> int:
         control_port=args.control_port,
         data_dir=args.data_dir,
         memos_processing_delay=args.processing_delay,
+        memos_projects=args.memos_projects,
+        memos_kb_quota=args.memos_kb_quota,
         schedule_interval=args.schedule_interval,
         idp_port=args.idp_port,
         access_token_ttl=args.access_token_ttl,
@@ -270,6 +272,20 @@ def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     up.add_argument(
         "--processing-delay", type=float, default=1.0, help="seconds a new MemOS file stays running"
+    )
+    up.add_argument(
+        "--memos-projects",
+        type=int,
+        default=1,
+        metavar="N",
+        help="MemOS projects the emulator holds, each with its own key, and the stack's backends (default 1)",
+    )
+    up.add_argument(
+        "--memos-kb-quota",
+        type=int,
+        default=None,
+        metavar="Q",
+        help="KBs each emulated MemOS project takes (its plan's cap; default: no cap, 100 per backend)",
     )
     up.add_argument(
         "--schedule-interval",

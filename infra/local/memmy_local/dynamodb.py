@@ -1,6 +1,6 @@
 """moto's DynamoDB made to hold only the table's items, and to read only what DynamoDB reads.
 
-Three patches of moto 5.2.5, installed together by ``local_dynamodb()`` (the local stack, the in-process
+Four patches of moto 5.2.5, installed together by ``local_dynamodb()`` (the local stack, the in-process
 test fixture and the benchmarks use it):
 
 1. **No instance tracking of DynamoDB models.** moto's ``BaseModel.__new__``
@@ -30,6 +30,11 @@ test fixture and the benchmarks use it):
    hands moto's code just that partition; for an index query, the items whose index hash key matches
    (found in one unsorted pass; moto then sorts those few as before). Results, ordering, pagination,
    ``ScannedCount`` and filters are moto's own code.
+4. **Writes one at a time.** moto evaluates a write's condition and then writes, in Python, with nothing
+   between two requests' threads: 20 concurrent conditional updates of one counter (``used < 6``) let
+   7 or 8 through. DynamoDB applies the writes of one item one after another; here every write request
+   (``put_item``, ``update_item``, ``delete_item``, ``batch_write_item``, ``transact_write_items``) holds
+   one lock, so a condition is always checked against the item it writes.
 """
 
 from __future__ import annotations
@@ -40,7 +45,14 @@ import threading
 from collections.abc import Iterator
 from typing import Any, Final
 
-__all__ = ["MOTO_VERSION", "item_level_rollback", "local_dynamodb", "partition_queries", "untracked_models"]
+__all__ = [
+    "MOTO_VERSION",
+    "item_level_rollback",
+    "local_dynamodb",
+    "partition_queries",
+    "serialized_writes",
+    "untracked_models",
+]
 
 MOTO_VERSION: Final = "5.2.5"
 """The moto release whose DynamoDB backend these patches replace parts of (pinned in pyproject.toml)."""
@@ -87,9 +99,35 @@ def _replace(owner: type, name: str, replacement: Any) -> Any:
 
 @contextlib.contextmanager
 def local_dynamodb() -> Iterator[None]:
-    """All three patches (see the module's docstring) for the duration; re-entrant."""
-    with untracked_models(), item_level_rollback(), partition_queries():
+    """All four patches (see the module's docstring) for the duration; re-entrant."""
+    with untracked_models(), item_level_rollback(), partition_queries(), serialized_writes():
         yield
+
+
+# ------------------------------------------------------------------------------------------ writes
+
+_WRITES: Final = ("put_item", "update_item", "delete_item", "batch_write_item", "transact_write_items")
+
+
+def _install_serialized() -> Any:
+    from moto.dynamodb.models import DynamoDBBackend
+
+    writing = threading.RLock()
+    undo = []
+    for name in _WRITES:
+        original = getattr(DynamoDBBackend, name)
+
+        def one_at_a_time(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            with writing:
+                return _original(self, *args, **kwargs)
+
+        undo.append(_replace(DynamoDBBackend, name, one_at_a_time))
+    return lambda: [put_back() for put_back in reversed(undo)]
+
+
+def serialized_writes() -> contextlib.AbstractContextManager[None]:
+    """moto's DynamoDB write requests run one at a time, as DynamoDB applies one item's writes."""
+    return _installed("serialized", _install_serialized)
 
 
 # ------------------------------------------------------------------------------- instance tracking

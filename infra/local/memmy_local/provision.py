@@ -126,6 +126,7 @@ def provision(
     endpoint_url: str | None,
     region: str = "us-east-1",
     memos_api_key: str,
+    memos_secret: str | None = None,
     parameters: Mapping[str, str] | None = None,
     prefix: str = "memmy-local",
     template_dir: Path | None = None,
@@ -138,7 +139,8 @@ def provision(
     Resources are created in dependency order (``Ref``/``GetAtt``/``Sub``/``DependsOn``).
     ``template_dir`` is where relative paths (a state machine's ``DefinitionUri``) start, by default the
     folder of ``template_path()``; ``max_retry_delay_seconds`` caps the state machines' Retry delays
-    (``memmy_local.stepfunctions.cap_retry_delays``), ``None`` keeps them as written.
+    (``memmy_local.stepfunctions.cap_retry_delays``), ``None`` keeps them as written. The MemOS secret holds
+    ``memos_secret`` as it is (a list of backends) or, without it, ``{"api_key": memos_api_key}``.
     """
     declared = template.get("Parameters") or {}
     unknown = set(parameters or {}) - set(declared)
@@ -162,6 +164,7 @@ def provision(
         refs,
         template_dir=template_dir or template_path().parent,
         max_retry_delay_seconds=max_retry_delay_seconds,
+        memos_secret=memos_secret,
     )
     resources = {
         logical_id: resource

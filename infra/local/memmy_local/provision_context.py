@@ -24,6 +24,8 @@ class ProvisionContext:
     refs: dict[str, str]
     template_dir: Path = field(default_factory=lambda: template_path().parent)
     max_retry_delay_seconds: int | None = LOCAL_MAX_RETRY_DELAY_SECONDS
+    # The MemOS secret's whole value (the list of backends); None: the one key above.
+    memos_secret: str | None = None
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def client(self, service: str) -> Any:

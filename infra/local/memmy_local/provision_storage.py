@@ -88,12 +88,30 @@ def provision_table(ctx: ProvisionContext, logical_id: str, properties: Mapping[
 # ------------------------------------------------------------------------------------ Secrets Manager
 
 
+def memos_project_keys(api_key: str, projects: int, project: str) -> dict[str, str]:
+    """The MemOS emulator's keys: ``api_key`` for one project, else ``<api_key>-p<n>`` for project ``n``."""
+    if projects <= 1:
+        return {api_key: project}
+    return {f"{api_key}-p{n}": f"{project}-p{n}" for n in range(1, projects + 1)}
+
+
+def memos_backends_secret(keys: dict[str, str], base_url: str, kb_quota: int | None) -> str | None:
+    """The MemOS secret listing one backend (``p<n>``) per key of ``keys``, ``kb_quota`` KBs each (100 when
+    unset); None for a single key, which the secret holds as deployed stacks do."""
+    if len(keys) <= 1:
+        return None
+    cap = kb_quota if kb_quota is not None else 100
+    return json.dumps(
+        [{"id": f"p{n}", "base_url": base_url, "api_key": key, "max_kbs": cap} for n, key in enumerate(keys, 1)]
+    )
+
+
 def provision_secret(ctx: ProvisionContext, logical_id: str, properties: Mapping[str, Any]) -> dict[str, str]:
     # The template only declares the secret (its value is set after deploy); locally it holds the
     # MemOS key the stack was started with, in the shape the functions read.
     request: dict[str, Any] = {
         "Name": ctx.physical_name(logical_id, properties, "Name"),
-        "SecretString": json.dumps({"api_key": ctx.memos_api_key}),
+        "SecretString": ctx.memos_secret or json.dumps({"api_key": ctx.memos_api_key}),
     }
     for key in ("Description", "Tags"):
         if key in properties:

@@ -59,6 +59,10 @@ class StackConfig:
     data_dir: Path | None = None
     memos_processing_delay: float = 1.0
     memos_api_key: str = DEFAULT_API_KEY
+    # MemOS projects the emulator holds, each with its own key (``<memos_api_key>-p<n>``) and KB quota,
+    # and the stack's backends in its MemOS secret (docs/memos.md, "Backends"); 1: one key, as deployed.
+    memos_projects: int = 1
+    memos_kb_quota: int | None = None
     template_path: Path | None = None
     repo_root: Path | None = None
     region: str = "us-east-1"
@@ -191,6 +195,7 @@ class LocalStack:
         from .gateway import Gateway, GatewayConfig
         from .identity_provider import IdentityProvider
         from .provision import LOCAL_ACCOUNT_ID, provision
+        from .provision_storage import memos_backends_secret, memos_project_keys
         from .runners import FunctionPool, ScheduleRunner, schedule_sources, start_sqs_runners
         from .stepfunctions import LambdaDispatcher, dispatching, states_all_as_on_aws
 
@@ -254,9 +259,10 @@ class LocalStack:
             EmulatorConfig(
                 host=config.host,
                 port=config.memos_port,
-                api_keys={config.memos_api_key: MEMOS_PROJECT},
+                api_keys=memos_project_keys(config.memos_api_key, config.memos_projects, MEMOS_PROJECT),
                 db_path=config.data_dir / MEMOS_DB_NAME if config.data_dir else None,
                 processing_delay=config.memos_processing_delay,
+                kb_quota=config.memos_kb_quota,
             )
         )
         emulator.start()
@@ -268,6 +274,11 @@ class LocalStack:
             endpoint_url=self._moto_url,
             region=config.region,
             memos_api_key=config.memos_api_key,
+            memos_secret=memos_backends_secret(
+                memos_project_keys(config.memos_api_key, config.memos_projects, MEMOS_PROJECT),
+                emulator.base_url,
+                config.memos_kb_quota,
+            ),
             parameters={"JwtIssuer": issuer, "JwtAudience": audience, "MemosBaseUrl": emulator.base_url},
             template_dir=template_file.parent,
         )

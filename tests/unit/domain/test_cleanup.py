@@ -48,6 +48,7 @@ def cleaner(
         stores.contents,
         memos,
         objects,
+        stores.slots,
         clock=lambda: T0,
         time_left=(lambda: next(time_left)) if time_left is not None else (lambda: None),
     )

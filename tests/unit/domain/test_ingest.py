@@ -10,7 +10,7 @@ import base64
 
 import pytest
 
-from memmy_kb.domain import ingest
+from memmy_kb.domain import delivery, ingest
 from memmy_kb.domain.engine import MemosUnavailable
 from memmy_kb.domain.ingest import FOLDER_GONE, KB_GONE, LARGER, MEMOS_DOWN, SMALLER, Ingestion, RetryLater
 from memmy_kb.domain.naming import memos_file_name
@@ -69,7 +69,7 @@ def config(*, inline_max_bytes: int = 1024, final_attempt: bool = False) -> inge
 def run(
     stores: FakeStores, objects: FakeUploadObjects, memos: FakeKnowledgeEngine, key: str = KEY, **options: object
 ) -> ingest.IngestOutcome:
-    return ingest.ingest_object(
+    return delivery.ingest_object(
         stores.kbs, stores.contents, objects, memos, key, config=config(**options), clock=lambda: T0  # type: ignore[arg-type]
     )
 

@@ -44,6 +44,7 @@ def create(
         owner=claims("alice", name="Alice W."),
         name="产品资料",
         intents=stores.intents,
+        slots=stores.slots,
         max_owned=MAX_OWNED,
         request=None,
         clock=lambda: T0,
@@ -77,6 +78,7 @@ def test_given_a_verified_owner_when_creating_then_meta_and_an_owner_grant_with_
         owner_id="alice",
         owner_name="Alice W.",
         memos_kb_id=memos_kb.id,
+        memos_backend="default",
         member_count=0,
         created_at=T0,
     )
@@ -86,6 +88,7 @@ def test_given_a_verified_owner_when_creating_then_meta_and_an_owner_grant_with_
         role="owner",
         recall=True,
         memos_kb_id=memos_kb.id,
+        memos_backend="default",
         owner_id="alice",
         granted_at=T0,
     )
@@ -112,7 +115,8 @@ def test_given_a_token_without_a_name_when_creating_then_the_view_shows_the_prof
 
     view = kbs_logic.create_knowledge_base(
         stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x",
-        intents=stores.intents, max_owned=MAX_OWNED, request=None, new_id=lambda: "kb_x",
+        intents=stores.intents,
+        slots=stores.slots, max_owned=MAX_OWNED, request=None, new_id=lambda: "kb_x",
     )
 
     assert view.owner_name == "Alice Wang"
@@ -123,7 +127,8 @@ def test_given_no_name_anywhere_when_creating_then_the_owner_is_shown_by_user_id
 ) -> None:
     view = kbs_logic.create_knowledge_base(
         stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x",
-        intents=stores.intents, max_owned=MAX_OWNED, request=None, new_id=lambda: "kb_x",
+        intents=stores.intents,
+        slots=stores.slots, max_owned=MAX_OWNED, request=None, new_id=lambda: "kb_x",
     )
 
     assert view.owner_name == "alice"
@@ -158,6 +163,7 @@ def test_given_memos_answer_lost_when_creating_then_503_the_intent_stays_and_the
     memos.fail("create_knowledgebase", MemosUnavailable("read timeout", endpoint="/create/knowledgebase"), times=1)
     attempt = lambda: kbs_logic.create_knowledge_base(  # noqa: E731
         stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x", intents=stores.intents,
+        slots=stores.slots,
         max_owned=MAX_OWNED, request=request_key, clock=lambda: T0, new_id=lambda: "kb_lost",
     )
 
@@ -168,6 +174,7 @@ def test_given_memos_answer_lost_when_creating_then_503_the_intent_stays_and_the
     assert stores.table.requests == {}
     retried = kbs_logic.create_knowledge_base(
         stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x", intents=stores.intents,
+        slots=stores.slots,
         max_owned=MAX_OWNED, request=request_key, new_id=lambda: "kb_again",
     )
     assert retried.kb.kb_id == "kb_again"
@@ -179,6 +186,7 @@ def test_given_a_key_already_answered_when_creating_again_then_the_first_answer_
 ) -> None:
     make = lambda kb_id: kbs_logic.create_knowledge_base(  # noqa: E731
         stores.kbs, stores.profiles, memos, owner=claims("alice", name="Alice"), name="x", intents=stores.intents,
+        slots=stores.slots,
         max_owned=MAX_OWNED, request=keyed(), clock=lambda: T0, new_id=lambda: kb_id,
     )
     first = make("kb_first")
@@ -222,7 +230,8 @@ def test_given_the_write_fails_when_creating_then_the_error_propagates_and_the_m
     with pytest.raises(RuntimeError, match="DynamoDB is down"):
         kbs_logic.create_knowledge_base(
             broken, stores.profiles, memos, owner=claims("alice"), name="x",
-            intents=stores.intents, max_owned=MAX_OWNED, request=None, new_id=lambda: "kb_x",
+            intents=stores.intents,
+        slots=stores.slots, max_owned=MAX_OWNED, request=None, new_id=lambda: "kb_x",
         )
 
     assert memos.knowledge_bases == {}
@@ -413,7 +422,8 @@ def test_given_the_owner_holds_the_most_kbs_allowed_when_creating_then_409_befor
     ids = iter(["kb_a", "kb_b", "kb_c"])
     make = lambda: kbs_logic.create_knowledge_base(  # noqa: E731
         stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x",
-        intents=stores.intents, new_id=lambda: next(ids), max_owned=2, request=None,
+        intents=stores.intents,
+        slots=stores.slots, new_id=lambda: next(ids), max_owned=2, request=None,
     )
     make()
     make()
@@ -438,7 +448,7 @@ def test_given_a_concurrent_create_filled_the_cap_when_the_transaction_runs_then
     with pytest.raises(Conflict) as refused:
         kbs_logic.create_knowledge_base(
             stores.kbs, stores.profiles, memos, owner=claims("alice"), name="x",
-            intents=RacedIntents(stores.table), max_owned=1, request=None, new_id=lambda: "kb_x",
+            intents=RacedIntents(stores.table), slots=stores.slots, max_owned=1, request=None, new_id=lambda: "kb_x",
         )
     assert refused.value.code == "kb_limit_reached"
     assert memos.knowledge_bases == {}

@@ -30,6 +30,7 @@ from tests.support.factories import T0, UNCAPPED_COUNT, file_record, kb_record, 
 from tests.support.fakes import (
     FakeCleanupExecutions,
     FakeCleanupStore,
+    FakeEngines,
     FakeKnowledgeEngine,
     FakeStores,
     FakeUploadObjects,
@@ -61,6 +62,7 @@ class World:
             self.requeue,
             self.memos,
             self.objects,
+            self.stores.slots,
             capacity=ROOM,
             activity_retention_days=30,
             limits=limits or ReconcileLimits(),
@@ -395,3 +397,43 @@ def test_every_count_a_run_reports_has_words_for_a_person() -> None:
     reported = set(re.findall(r'"([A-Z][A-Za-z]+)"', source[source.index("class Reconciler") :]))
     assert "CleanupRestarted" in reported
     assert reported <= set(REPORT_KINDS)
+
+
+# -- every MemOS backend --------------------------------------------------------------------------------
+
+
+def test_given_kbs_on_two_backends_when_reconciled_then_each_residue_goes_from_its_own_backend_and_capacity_is_measured(
+    stores: FakeStores,
+) -> None:
+    pool = FakeEngines(a=2, b=4)
+    world = World(stores, pool)  # type: ignore[arg-type]
+    old = RESIDUE_GRACE + timedelta(minutes=1)
+    left_behind = {}
+    for kb_id, backend in (("kb_a", "a"), ("kb_b", "b")):
+        kb = kb_record(kb_id, memos_kb_id=pool[backend].create_knowledgebase(f"memmy:{kb_id}"), memos_backend=backend)
+        stores.kbs.put_kb_with_owner_grant(kb, owner_grant_for(kb), max_owned=UNCAPPED_COUNT, request=None)
+        stores.slots.claim_slot(backend, kb_id, max_kbs=4)
+        left_behind[backend] = aged(pool[backend], kb.memos_kb_id, memos_file_name("x.md", f"up_{kb_id}"), old)
+
+    report = world.reconciler().run()
+
+    assert pool["a"].deleted_files == [left_behind["a"]]
+    assert pool["b"].deleted_files == [left_behind["b"]]
+    assert (report.backend_used, report.backend_max) == ({"a": 1, "b": 1}, {"a": 2, "b": 4})
+    assert report.capacity_used_percent == pytest.approx(33.3)
+
+
+def test_given_a_stale_create_intent_when_reconciled_then_it_is_reported_with_the_backend_it_was_placed_on(
+    stores: FakeStores, caplog: pytest.LogCaptureFixture
+) -> None:
+    pool = FakeEngines(a=2, b=4)
+    world = World(stores, pool)  # type: ignore[arg-type]
+    stores.intents.put_create_intent(
+        "kb_lost", "memmy:kb_lost", T0, 2_000_000_000, owner_id="alice", max_owned=10, request=None, now=0
+    )
+    stores.slots.claim_slot("b", "kb_lost", max_kbs=4)
+
+    report = world.reconciler().run()
+
+    assert report.counts["KbCreateOutcomeUnknown"] == 1
+    assert stores.slots.used_slots(["b"]) == {"b": 1}  # MemOS may hold it: the slot stays

@@ -20,15 +20,16 @@ if TYPE_CHECKING:
 
     # For the checker only: each factory is typed as its port and imports its adapter when first called.
     from memmy_kb.adapters.dynamodb.table import DynamoTable
-    from memmy_kb.adapters.memos.key import SecretApiKeyProvider
+    from memmy_kb.adapters.memos.key import SecretBackendsProvider
     from memmy_kb.domain.ports import (
         ActivityLog,
+        BackendSlots,
         CleanupExecutions,
         CleanupStore,
         ContentStore,
         CreateIntents,
         KnowledgeBaseStore,
-        KnowledgeEngine,
+        KnowledgeEngines,
         ProfileStore,
         RateCounters,
         UploadObjects,
@@ -142,6 +143,13 @@ def get_create_intents() -> CreateIntents:
 
 
 @cache
+def get_backend_slots() -> BackendSlots:
+    from memmy_kb.adapters.dynamodb.slots import DynamoBackendSlots
+
+    return DynamoBackendSlots(get_table())
+
+
+@cache
 def get_cleanup_executions() -> CleanupExecutions:
     from memmy_kb.adapters.stepfunctions import CleanupStateMachine
 
@@ -157,32 +165,41 @@ def get_upload_requeue() -> UploadRequeue:
 
 
 @cache
-def memos_api_key() -> SecretApiKeyProvider:
-    """The MemOS key, cached by Powertools Parameters; shared by both MemOS clients."""
-    from memmy_kb.adapters.memos.key import SecretApiKeyProvider
+def memos_api_key() -> SecretBackendsProvider:
+    """The MemOS backends and their keys, cached by Powertools Parameters; shared by both MemOS pools."""
+    from memmy_kb.adapters.memos.key import SecretBackendsProvider
 
-    return SecretApiKeyProvider(
-        get_settings().memos_api_key_secret, client_factory=lambda: _aws_client("secretsmanager")
+    settings = get_settings()
+    return SecretBackendsProvider(
+        settings.memos_api_key_secret,
+        default_base_url=settings.memos_base_url,
+        default_max_kbs=settings.memos_max_kbs,
+        client_factory=lambda: _aws_client("secretsmanager"),
     )
 
 
 @cache
-def get_memos_client() -> KnowledgeEngine:
+def get_memos_client() -> KnowledgeEngines:
+    """The MemOS backends, a client each (built on first use with that backend's URL and key)."""
     import httpx
 
+    from memmy_kb.adapters.memos.backends import MemosBackends
     from memmy_kb.adapters.memos.client import MemosClient
 
     settings = get_settings()
     read = settings.memos_timeout_seconds
-    return MemosClient(
-        settings.memos_base_url,
-        memos_api_key(),
-        timeout=httpx.Timeout(connect=2.0, read=read, write=read, pool=2.0),
+    return MemosBackends(
+        memos_api_key().backends,
+        lambda base_url, api_key: MemosClient(
+            base_url,
+            api_key,
+            timeout=httpx.Timeout(connect=2.0, read=read, write=read, pool=2.0),
+        ),
     )
 
 
 @cache
-def get_recall_memos_client() -> KnowledgeEngine:
+def get_recall_memos_client() -> KnowledgeEngines:
     """The MemOS client of the recall path: one attempt, bounded by the recall budget.
 
     An agent turn waits on this call, and a late answer is worth nothing, so there is no retry (a retry
@@ -193,6 +210,7 @@ def get_recall_memos_client() -> KnowledgeEngine:
     """
     import httpx
 
+    from memmy_kb.adapters.memos.backends import MemosBackends
     from memmy_kb.adapters.memos.client import MemosClient
     from memmy_kb.adapters.memos.models import MemosMemory
 
@@ -202,15 +220,18 @@ def get_recall_memos_client() -> KnowledgeEngine:
     settings = get_settings()
     budget = settings.recall_memos_timeout_seconds
     quick = min(1.0, budget)
-    return MemosClient(
-        settings.memos_base_url,
-        memos_api_key(),
-        timeout=httpx.Timeout(connect=quick, read=budget, write=quick, pool=quick),
-        limits=httpx.Limits(
-            max_connections=2 * settings.recall_max_searches,
-            max_keepalive_connections=settings.recall_max_searches,
+    return MemosBackends(
+        memos_api_key().backends,
+        lambda base_url, api_key: MemosClient(
+            base_url,
+            api_key,
+            timeout=httpx.Timeout(connect=quick, read=budget, write=quick, pool=quick),
+            limits=httpx.Limits(
+                max_connections=2 * settings.recall_max_searches,
+                max_keepalive_connections=settings.recall_max_searches,
+            ),
+            max_attempts=1,
         ),
-        max_attempts=1,
     )
 
 
@@ -264,6 +285,7 @@ _CACHED_FACTORIES = (
     get_rate_counters,
     get_cleanup_store,
     get_create_intents,
+    get_backend_slots,
     get_cleanup_executions,
     get_upload_requeue,
     memos_api_key,

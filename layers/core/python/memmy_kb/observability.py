@@ -8,7 +8,7 @@ X-Ray SDK, whose import and patching cost more of a cold start than ``import bot
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar, overload
 
 from aws_lambda_powertools import Logger, Metrics
@@ -89,3 +89,16 @@ quiet_library_loggers()
 
 logger = _Logger()
 metrics = Metrics()
+
+
+def put_backend_metrics(name: str, values: Mapping[str, float], unit: str = "Count") -> None:
+    """``name`` once per MemOS backend, with the dimension ``Backend`` (capacity per backend; docs/memos.md).
+
+    Each is its own EMF line (Powertools' ``single_metric``): the function's ``metrics`` carry one set of
+    dimensions for all their metrics, and these need one per backend.
+    """
+    from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+    for backend, value in values.items():
+        with single_metric(name=name, unit=MetricUnit(unit), value=value) as metric:
+            metric.add_dimension(name="Backend", value=backend)

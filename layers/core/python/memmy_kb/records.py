@@ -34,6 +34,9 @@ class KnowledgeBaseRecord(BaseModel):
     # The owner's display name when the KB was made, shown if the owner has no profile yet.
     owner_name: str | None = None
     memos_kb_id: str
+    # The MemOS backend (project) holding it, chosen at create; None on KBs made before there were
+    # several: the default backend (``memmy_kb.domain.engine.backend_of``).
+    memos_backend: str | None = None
     member_count: int = 0
     # The readers' user ids and a counter bumped by every share and revoke, kept on META in the same
     # writes as ``member_count``: deleting the KB removes exactly these grants, conditioned on the
@@ -55,6 +58,7 @@ class GrantRecord(BaseModel):
     role: Role
     recall: bool
     memos_kb_id: str
+    memos_backend: str | None = None  # the KB's, copied (recall routes by it without reading META)
     owner_id: str
     granted_at: datetime
 
@@ -112,6 +116,7 @@ class UploadRecord(BaseModel):
     # The KB's MemOS id, copied from the owner's grant when the upload is issued (the ingest needs no read
     # of META for it); None on uploads issued before it was kept.
     memos_kb_id: str | None = None
+    memos_backend: str | None = None  # the KB's, copied from the grant with ``memos_kb_id``
     object_key: str
     filename: str
     size_bytes: int
@@ -142,6 +147,7 @@ class CleanupRecord(BaseModel):
     target: CleanupTarget
     kb_id: str
     memos_kb_id: str
+    memos_backend: str | None = None  # the KB's: the backend the cleanup calls
     owner_id: str
     folder_id: str | None = None
     memos_file_ids: list[str] = []

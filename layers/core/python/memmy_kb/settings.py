@@ -14,6 +14,8 @@ class Settings:
     memos_base_url: str
     memos_api_key_secret: str
     memos_timeout_seconds: float = 10.0
+    # KBs placed on the one backend of a single-key MemOS secret (a list of backends says per backend).
+    memos_max_kbs: int = 100
     idempotency_ttl_seconds: int = 24 * 3600
     # Recall (every agent turn): how long to wait for MemOS before failing closed, and the context cap.
     recall_memos_timeout_seconds: float = 2.5
@@ -66,6 +68,7 @@ def get_settings() -> Settings:
         memos_base_url=env.get("MEMOS_BASE_URL", "https://memos.memtensor.cn/api/openmem/v1"),
         memos_api_key_secret=env.get("MEMOS_API_KEY_SECRET", ""),
         memos_timeout_seconds=float(env.get("MEMOS_TIMEOUT_SECONDS", "10")),
+        memos_max_kbs=int(env.get("MEMOS_MAX_KBS", "100")),
         recall_memos_timeout_seconds=_positive(env, "RECALL_MEMOS_TIMEOUT_SECONDS", 2.5),
         recall_context_max_chars=int(_positive(env, "RECALL_CONTEXT_MAX_CHARS", 8000)),
         recall_attribution=_choice(env, "RECALL_ATTRIBUTION", ("per_kb", "combined")),

@@ -21,12 +21,13 @@ from memmy_kb.settings import Settings, get_settings
 if TYPE_CHECKING:
     from memmy_kb.domain.ports import (
         ActivityLog,
+        BackendSlots,
         CleanupExecutions,
         CleanupStore,
         ContentStore,
         CreateIntents,
         KnowledgeBaseStore,
-        KnowledgeEngine,
+        KnowledgeEngines,
         ProfileStore,
         UploadObjects,
     )
@@ -37,7 +38,7 @@ else:
     # documents them. The types are the checker's; at run time naming them would load the ports, the
     # sharing rules and the records into every API handler, recall included (test_handler_imports.py).
     ActivityLog = CleanupExecutions = CleanupStore = ContentStore = CreateIntents = KnowledgeBaseStore = Any
-    KnowledgeEngine = ProfileStore = UploadObjects = SharePolicy = KbCapacity = Any
+    KnowledgeEngines = ProfileStore = UploadObjects = SharePolicy = KbCapacity = BackendSlots = Any
 
 CallerId = Annotated[str, Depends(current_caller_id)]
 CallerClaims = Annotated[VerifiedClaims, Depends(current_claims)]
@@ -49,11 +50,13 @@ ProfileStoreDep = Annotated[ProfileStore, Depends(composition.get_profile_store)
 ActivityLogDep = Annotated[ActivityLog, Depends(composition.get_activity_log)]
 CleanupStoreDep = Annotated[CleanupStore, Depends(composition.get_cleanup_store)]
 CreateIntentsDep = Annotated[CreateIntents, Depends(composition.get_create_intents)]
+BackendSlotsDep = Annotated[BackendSlots, Depends(composition.get_backend_slots)]
 CleanupExecutionsDep = Annotated[CleanupExecutions, Depends(composition.get_cleanup_executions)]
 UploadStorageDep = Annotated[UploadObjects, Depends(composition.get_upload_storage)]
-# MemOS: the management client (retries, the longer timeout) and recall's (one attempt within its budget).
-MemosDep = Annotated[KnowledgeEngine, Depends(composition.get_memos_client)]
-RecallMemosDep = Annotated[KnowledgeEngine, Depends(composition.get_recall_memos_client)]
+# MemOS, a client per backend: the management clients (retries, the longer timeout) and recall's (one
+# attempt within its budget).
+MemosDep = Annotated[KnowledgeEngines, Depends(composition.get_memos_client)]
+RecallMemosDep = Annotated[KnowledgeEngines, Depends(composition.get_recall_memos_client)]
 # Built from the settings on each request (they are cheap): a test overrides them whole.
 SharePolicyDep = Annotated[SharePolicy, Depends(composition.get_share_policy)]
 KbCapacityDep = Annotated[KbCapacity, Depends(composition.get_kb_capacity)]

@@ -30,8 +30,8 @@ from typing import Final
 from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.deletion import sweep_folder
-from memmy_kb.domain.engine import MemosError, MemosNotFound, MemosRateLimited, MemosUnavailable
-from memmy_kb.domain.ports import CleanupStore, ContentStore, KnowledgeEngine, UploadObjects
+from memmy_kb.domain.engine import MemosError, MemosNotFound, MemosRateLimited, MemosUnavailable, backend_of
+from memmy_kb.domain.ports import BackendSlots, CleanupStore, ContentStore, KnowledgeEngines, UploadObjects
 from memmy_kb.domain.storage import (
     UPLOAD_PREFIX,
     VERIFIED_PREFIX,
@@ -64,8 +64,9 @@ class Cleaner:
 
     cleanups: CleanupStore
     contents: ContentStore
-    memos: KnowledgeEngine
+    memos: KnowledgeEngines
     objects: UploadObjects
+    slots: BackendSlots
     clock: Callable[[], datetime] = utc_now
     # Seconds left in this invocation (None: unbounded), from the Lambda context.
     time_left: Callable[[], float | None] = lambda: None
@@ -103,15 +104,19 @@ class Cleaner:
         return left is not None and left < ROUND_RESERVE_SECONDS
 
     def _clean_kb(self, head: CleanupRecord) -> bool:
+        backend = backend_of(head.memos_backend)
+        memos = self.memos.engine(backend)
         try:
-            ids = [f.id for f in self.memos.iter_knowledgebase_files(head.memos_kb_id)]
+            ids = [f.id for f in memos.iter_knowledgebase_files(head.memos_kb_id)]
         except MemosNotFound:
             ids = []  # the MemOS KB is gone (or unlinked) already
         for start in range(0, len(ids), MEMOS_DELETE_BATCH):
             if self._out_of_time():
                 return False
-            self.memos.delete_knowledgebase_files(ids[start : start + MEMOS_DELETE_BATCH])
-        self.memos.delete_knowledgebase(head.memos_kb_id, delete_all=True)
+            memos.delete_knowledgebase_files(ids[start : start + MEMOS_DELETE_BATCH])
+        memos.delete_knowledgebase(head.memos_kb_id, delete_all=True)
+        # MemOS holds the KB no more: its place on the backend is free (once, however often this runs).
+        self.slots.release_slot(backend, head.kb_id)
         for prefix in (f"{UPLOAD_PREFIX}{head.kb_id}/", f"{VERIFIED_PREFIX}{head.kb_id}/"):
             while not self.objects.delete_prefix(prefix, 1000):
                 if self._out_of_time():
@@ -124,10 +129,11 @@ class Cleaner:
     def _clean_files(self, head: CleanupRecord, parts: list[CleanupPart]) -> bool:
         memos_ids = list(dict.fromkeys([*head.memos_file_ids, *(i for p in parts for i in p.memos_file_ids)]))
         upload_ids = list(dict.fromkeys([*head.upload_ids, *(i for p in parts for i in p.upload_ids)]))
+        memos = self.memos.engine(backend_of(head.memos_backend))
         for start in range(0, len(memos_ids), MEMOS_DELETE_BATCH):
             if self._out_of_time():
                 return False
-            self.memos.delete_knowledgebase_files(memos_ids[start : start + MEMOS_DELETE_BATCH])
+            memos.delete_knowledgebase_files(memos_ids[start : start + MEMOS_DELETE_BATCH])
         for upload_id in upload_ids:
             self.objects.delete(upload_object_key(head.kb_id, upload_id))
             self.objects.delete(verified_object_key(head.kb_id, upload_id))

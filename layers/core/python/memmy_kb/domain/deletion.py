@@ -45,6 +45,7 @@ from memmy_kb.records import (
     CleanupTarget,
     FileRecord,
     FolderRecord,
+    GrantRecord,
     UploadRecord,
     utc_now,
 )
@@ -82,14 +83,15 @@ class Deleter:
         """The activity entry a delete writes in its own transaction."""
         return new_activity(kind, kb_id, caller, subject, self.clock(), self.retention_days)
 
-    def _cleanup(self, target: CleanupTarget, kb_id: str, memos_kb_id: str, owner_id: str, **extra: object) -> CleanupRecord:
+    def _cleanup(self, target: CleanupTarget, kb_id: str, grant: GrantRecord, owner_id: str, **extra: object) -> CleanupRecord:
         now = self.clock()
         return CleanupRecord.model_validate(
             {
                 "cleanup_id": self.new_id(),
                 "target": target,
                 "kb_id": kb_id,
-                "memos_kb_id": memos_kb_id,
+                "memos_kb_id": grant.memos_kb_id,
+                "memos_backend": grant.memos_backend,
                 "owner_id": owner_id,
                 "created_at": now,
                 "next_attempt_at": now + CLEANUP_GRACE,
@@ -108,7 +110,7 @@ class Deleter:
             if kb.member_count > len(readers):
                 # Grants written before META kept its readers: take them from the member index too.
                 readers |= {g.user_id for g in self.kbs.query_kb_members(kb_id) if g.role == "reader"}
-            cleanup = self._cleanup("kb", kb_id, grant.memos_kb_id, caller)
+            cleanup = self._cleanup("kb", kb_id, grant, caller)
             try:
                 self.cleanups.delete_kb_with_outbox(kb, sorted(readers), cleanup)
             except ConditionFailed:
@@ -126,7 +128,7 @@ class Deleter:
         if file is None:
             raise file_not_found()
         cleanup = self._cleanup(
-            "files", kb_id, grant.memos_kb_id, caller,
+            "files", kb_id, grant, caller,
             memos_file_ids=[file.memos_file_id], upload_ids=[file.upload_id],
         )
         try:
@@ -144,7 +146,7 @@ class Deleter:
         folder = self.contents.get_folder(kb_id, folder_id)
         if folder is None:
             raise folder_not_found()
-        cleanup = self._cleanup("folder", kb_id, grant.memos_kb_id, caller, folder_id=folder_id)
+        cleanup = self._cleanup("folder", kb_id, grant, caller, folder_id=folder_id)
         try:
             entry = self._entry("folder_deleted", kb_id, caller, folder_id)
             self.cleanups.delete_folder_with_outbox(folder, caller, cleanup, activity=entry)

@@ -17,6 +17,29 @@ from typing import Final
 
 _MESSAGE_LIMIT: Final = 300
 
+# The backend of a KB recorded before there were several (and of a secret holding a single key).
+DEFAULT_BACKEND: Final = "default"
+
+
+def backend_of(recorded: str | None) -> str:
+    """The MemOS backend a record names; records written before backends existed name the default one."""
+    return recorded or DEFAULT_BACKEND
+
+
+@dataclass(frozen=True)
+class EngineBackend:
+    """One MemOS project the service may use (``memmy_kb.domain.ports.KnowledgeEngines``).
+
+    ``max_kbs`` is the most KBs placement puts there (its plan's cap, or less); a ``draining`` backend
+    takes no new KBs but keeps serving those it holds; ``max_qps`` is informational (the rate MemOS
+    recommends for the project), reported, not enforced.
+    """
+
+    id: str
+    max_kbs: int
+    max_qps: float | None = None
+    draining: bool = False
+
 
 class FileStatus(StrEnum):
     """A file's processing status in the engine."""
@@ -66,6 +89,10 @@ class SearchHit:
 
 class MemosApiKeyError(RuntimeError):
     """The configured secret holds no usable MemOS API key (the message never includes the value)."""
+
+
+class MemosBackendUnknown(MemosApiKeyError):
+    """A record names a MemOS backend the secret no longer lists (retired too early: put it back)."""
 
 
 class MemosError(Exception):

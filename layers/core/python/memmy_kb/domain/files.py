@@ -15,10 +15,10 @@ from typing import Final, Literal
 from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.access import require_access, require_owner
-from memmy_kb.domain.engine import EngineFile, FileStatus, MemosError
+from memmy_kb.domain.engine import EngineFile, FileStatus, MemosError, backend_of
 from memmy_kb.domain.folders import is_live, require_live_folder
 from memmy_kb.domain.naming import shown_name
-from memmy_kb.domain.ports import ContentStore, GrantReader, KnowledgeEngine
+from memmy_kb.domain.ports import ContentStore, GrantReader, KnowledgeEngine, KnowledgeEngines
 from memmy_kb.domain.storage import ItemMissing
 from memmy_kb.errors import NotFound, UpstreamUnavailable, file_not_found, folder_not_found
 from memmy_kb.records import FileRecord, FolderRecord, UploadRecord
@@ -73,18 +73,18 @@ class Listing:
 def list_files(
     grants: GrantReader,
     contents: ContentStore,
-    memos: KnowledgeEngine,
+    memos: KnowledgeEngines,
     user_id: str,
     kb_id: str,
     folder_id: str | None,
 ) -> Listing:
     """One level of a KB (the root when ``folder_id`` is None), for owners and readers."""
-    require_access(grants, user_id, kb_id)
+    grant = require_access(grants, user_id, kb_id)
     folders, files, uploads = contents.query_kb_items(kb_id)
     if folder_id is not None and not is_live({f.folder_id: f for f in folders}, folder_id):
         raise folder_not_found()
     here = [f for f in files if f.folder_id == folder_id]
-    live = _memos_files(memos, [f.memos_file_id for f in here])
+    live = _memos_files(memos.engine(backend_of(grant.memos_backend)), [f.memos_file_id for f in here])
     entries = [_file_entry(f, live.get(f.memos_file_id)) for f in here]
     entries += [_upload_entry(u) for u in uploads if u.folder_id == folder_id and _shown(u)]
     entries.sort(key=lambda f: (f.name.casefold(), f.id))
@@ -95,14 +95,14 @@ def list_files(
 def move_file(
     grants: GrantReader,
     contents: ContentStore,
-    memos: KnowledgeEngine,
+    memos: KnowledgeEngines,
     user_id: str,
     kb_id: str,
     file_id: str,
     folder_id: str | None,
 ) -> FileEntry:
     """Move a file to another folder (None: the root); only our mapping changes."""
-    require_owner(grants, user_id, kb_id)
+    grant = require_owner(grants, user_id, kb_id)
     record = contents.get_file(kb_id, file_id)
     if record is None:
         raise file_not_found()
@@ -112,7 +112,8 @@ def move_file(
     except ItemMissing:
         raise NotFound("The file or the folder no longer exists.", code="file_not_found") from None
     record = record.model_copy(update={"folder_id": folder_id})
-    return _file_entry(record, _memos_files(memos, [record.memos_file_id]).get(record.memos_file_id))
+    engine = memos.engine(backend_of(grant.memos_backend))
+    return _file_entry(record, _memos_files(engine, [record.memos_file_id]).get(record.memos_file_id))
 
 
 def _memos_files(memos: KnowledgeEngine, memos_ids: list[str]) -> dict[str, EngineFile]:

@@ -15,11 +15,14 @@ from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.activity import record as record_activity
 from memmy_kb.domain.directory import VerifiedClaims, masked_contact
 from memmy_kb.domain.engine import MemosError, MemosQuotaExceeded
+from memmy_kb.domain.placement import place_kb
 from memmy_kb.domain.ports import (
     ActivityLog,
+    BackendSlots,
     CreateIntents,
     KnowledgeBaseStore,
     KnowledgeEngine,
+    KnowledgeEngines,
     ProfileStore,
 )
 from memmy_kb.domain.storage import AlreadyExists, ConditionFailed, ItemMissing, RequestSeen
@@ -63,11 +66,12 @@ def memos_name_for(kb_id: str) -> str:
 def create_knowledge_base(
     kbs: KnowledgeBaseStore,
     profiles: ProfileStore,
-    memos: KnowledgeEngine,
+    memos: KnowledgeEngines,
     *,
     owner: VerifiedClaims,
     name: str,
     intents: CreateIntents,
+    slots: BackendSlots,
     max_owned: int,
     request: RequestRecord | None,
     clock: Callable[[], datetime] = utc_now,
@@ -75,7 +79,9 @@ def create_knowledge_base(
 ) -> KnowledgeBaseView:
     """Create the MemOS KB, then record META and the owner's grant (recall on) in one transaction.
 
-    MemOS has no way to list a project's KBs, so its id is recorded right away; if our write fails the
+    The KB goes to a MemOS backend with room (``memmy_kb.domain.placement``: a slot claimed after the
+    intent, released again when MemOS certainly holds no KB for it); none has room: 503
+    ``memos_quota_exhausted``. MemOS has no way to list a project's KBs, so its id is recorded right away; if our write fails the
     MemOS KB is deleted again rather than left where nothing can find it. An intent item is written
     first (``intents``) and removed by that transaction (or at once when MemOS certainly created
     nothing): one left behind is a create whose outcome nobody learned, which the reconciler reports.
@@ -106,18 +112,29 @@ def create_knowledge_base(
         raise _owned_limit(max_owned) from None
     except RequestSeen as seen:
         return _repeat(seen.record, request)
+    backend = place_kb(memos, slots, kb_id)
+    if backend is None:
+        _abandon(intents, kb_id, request, keep_intent=False)
+        logger.error("every MemOS backend is full or draining")
+        raise _quota_exhausted()
+    engine = memos.engine(backend)
     try:
-        memos_kb_id = memos.create_knowledgebase(memos_name_for(kb_id))
+        memos_kb_id = engine.create_knowledgebase(memos_name_for(kb_id))
     except MemosQuotaExceeded as err:
         _abandon(intents, kb_id, request, keep_intent=False)
-        logger.error("MemOS knowledge-base quota exhausted", extra={"memos_code": err.code})
-        raise UpstreamUnavailable(
-            "Knowledge bases cannot be created right now.", code="memos_quota_exhausted"
-        ) from err
+        slots.release_slot(backend, kb_id)
+        logger.error("MemOS knowledge-base quota exhausted", extra={"memos_code": err.code, "memos_backend": backend})
+        raise _quota_exhausted() from err
     except MemosError as err:
-        # MemOS answered or was never reached: nothing to find, the intent goes; else it stays.
-        _abandon(intents, kb_id, request, keep_intent=err.request_sent and err.code is None)
-        logger.error("MemOS create failed", extra={"memos_code": err.code, "error": type(err).__name__})
+        # MemOS answered or was never reached: nothing to find, the intent and the slot go; else they stay.
+        unknown = err.request_sent and err.code is None
+        _abandon(intents, kb_id, request, keep_intent=unknown)
+        if not unknown:
+            slots.release_slot(backend, kb_id)
+        logger.error(
+            "MemOS create failed",
+            extra={"memos_code": err.code, "error": type(err).__name__, "memos_backend": backend},
+        )
         raise UpstreamUnavailable("The knowledge engine is unavailable; try again shortly.") from err
     now = clock()
     kb = KnowledgeBaseRecord(
@@ -126,6 +143,7 @@ def create_knowledge_base(
         owner_id=owner.user_id,
         owner_name=owner.name,
         memos_kb_id=memos_kb_id,
+        memos_backend=backend,
         created_at=now,
     )
     grant = GrantRecord(
@@ -134,6 +152,7 @@ def create_knowledge_base(
         role="owner",
         recall=True,
         memos_kb_id=memos_kb_id,
+        memos_backend=backend,
         owner_id=owner.user_id,
         granted_at=now,
     )
@@ -146,15 +165,15 @@ def create_knowledge_base(
         )
         kbs.put_kb_with_owner_grant(kb, grant, max_owned=max_owned, request=answered)
     except ConditionFailed as err:
-        _discard_memos_kb(memos, memos_kb_id, intents, kb_id, request)
+        _discard_memos_kb(engine, memos_kb_id, intents, kb_id, request, slots, backend)
         if err.item == "request":
             raise request_in_progress() from err
         raise _owned_limit(max_owned) from err
     except AlreadyExists as err:
-        _discard_memos_kb(memos, memos_kb_id, intents, kb_id, request)
+        _discard_memos_kb(engine, memos_kb_id, intents, kb_id, request, slots, backend)
         raise Conflict("A knowledge base with this id already exists.") from err
     except Exception:
-        _discard_memos_kb(memos, memos_kb_id, intents, kb_id, request)
+        _discard_memos_kb(engine, memos_kb_id, intents, kb_id, request, slots, backend)
         raise
     return view
 
@@ -206,6 +225,10 @@ def _abandon(
     intents.abandon_create(kb_id, request=request, keep_intent=keep_intent)
 
 
+def _quota_exhausted() -> UpstreamUnavailable:
+    return UpstreamUnavailable("Knowledge bases cannot be created right now.", code="memos_quota_exhausted")
+
+
 def _owned_limit(limit: int) -> Conflict:
     return Conflict(
         f"You can own at most {limit} knowledge bases; delete one first.", code="kb_limit_reached"
@@ -218,6 +241,8 @@ def _discard_memos_kb(
     intents: CreateIntents,
     kb_id: str,
     request: RequestRecord | None,
+    slots: BackendSlots,
+    backend: str,
 ) -> None:
     try:
         memos.delete_knowledgebase(memos_kb_id, delete_all=True)
@@ -228,6 +253,7 @@ def _discard_memos_kb(
         _abandon(intents, kb_id, request, keep_intent=True)
         return
     _abandon(intents, kb_id, request, keep_intent=False)
+    slots.release_slot(backend, kb_id)
 
 
 def get_knowledge_base(

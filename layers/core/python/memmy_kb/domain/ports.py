@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 if TYPE_CHECKING:
     # Only the protocols' signatures name these: a function that takes a port (recall takes a
     # ``GrantReader``) does not import every record model or the storage vocabulary for it.
-    from memmy_kb.domain.engine import EngineFile, FileInput, SearchHit
+    from memmy_kb.domain.engine import EngineBackend, EngineFile, FileInput, SearchHit
     from memmy_kb.domain.storage import ObjectInfo, PresignedPost
     from memmy_kb.records import (
         ActivityRecord,
@@ -325,6 +325,45 @@ class KnowledgeEngine(Protocol):
     def search_memory(
         self, user_id: str, query: str, kb_ids: list[str], *, limit: int = 9, relativity: float | None = None
     ) -> list[SearchHit]: ...
+
+
+class KnowledgeEngines(Protocol):
+    """The pool of MemOS backends (projects), each with its own key and KB cap
+    (implemented by ``memmy_kb.adapters.memos.backends.MemosBackends``).
+
+    A KB lives in the backend recorded on it at create (``backend_of(record.memos_backend)``) and every
+    MemOS call about it goes to ``engine(that id)``.
+    """
+
+    def backends(self) -> list[EngineBackend]:
+        """The backends configured now (re-read within the secret cache's lifetime), in order."""
+        ...
+
+    def engine(self, backend_id: str) -> KnowledgeEngine:
+        """The engine of one backend; ``MemosBackendUnknown`` when none has that id."""
+        ...
+
+
+class BackendSlots(Protocol):
+    """One counter per MemOS backend of the KBs placed there, with the KBs' ids (``BACKEND#<id>``).
+
+    ``claim`` is conditional (``used < max_kbs``), so concurrent creates never place more than
+    ``max_kbs`` KBs on a backend; ``release`` frees a KB's slot once, however often it is called.
+    """
+
+    def claim_slot(self, backend_id: str, kb_id: str, *, max_kbs: int) -> bool:
+        """Take a slot for ``kb_id``; False when the backend is full."""
+        ...
+
+    def release_slot(self, backend_id: str, kb_id: str) -> None: ...
+
+    def slot_of(self, kb_id: str, backend_ids: list[str]) -> str | None:
+        """The backend of ``backend_ids`` ``kb_id``'s slot was taken on (None: it holds none there)."""
+        ...
+
+    def used_slots(self, backend_ids: list[str]) -> dict[str, int]:
+        """The KBs placed on each backend now (0 for a backend never used)."""
+        ...
 
 
 class UploadObjects(Protocol):

@@ -35,12 +35,13 @@ from memmy_kb.domain.access import (
     scope_of,
 )
 from memmy_kb.domain.context_block import DEFAULT_MAX_CHARS, ContextBlock, Excerpt, build_context
-from memmy_kb.domain.engine import MemosApiKeyError, MemosError, MemosNotFound
+from memmy_kb.domain.engine import MemosApiKeyError, MemosError, MemosNotFound, backend_of
 from memmy_kb.errors import RecallUnavailable
 from memmy_kb.observability import logger
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.ports import GrantReader, KnowledgeEngine, RecallSources
+    from memmy_kb.domain.engine import SearchHit
+    from memmy_kb.domain.ports import GrantReader, KnowledgeEngines, RecallSources
     from memmy_kb.records import GrantRecord
 
 DEFAULT_RECALL_LIMIT = 9
@@ -78,6 +79,23 @@ def _empty(scope_size: int, *, discarded: bool) -> RecallResult:
     return RecallResult(ContextBlock("", ()), scope_size=scope_size, discarded=discarded)
 
 
+def _combined_search(
+    memos: KnowledgeEngines, scope_grants: list[GrantRecord], reader: str, query: str, limit: int
+) -> list[SearchHit]:
+    """One search per MemOS backend of the scope (a search reaches one project), merged by score."""
+    by_backend: dict[str, set[str]] = {}
+    for g in scope_grants:
+        by_backend.setdefault(backend_of(g.memos_backend), set()).add(g.memos_kb_id)
+    hits = [
+        hit
+        for backend in sorted(by_backend)
+        for hit in memos.engine(backend).search_memory(reader, query, sorted(by_backend[backend]), limit=limit)
+    ]
+    if len(by_backend) > 1:
+        hits.sort(key=lambda h: -(h.score if h.score is not None else -1.0))
+    return hits[:limit]
+
+
 def _left_the_scope(grants: GrantReader, user_id: str, searched: list[str]) -> bool:
     """Whether a MemOS id searched is no longer in the caller's recall scope (read again now)."""
     now = {entry.memos_kb_id for entry in compute_recall_scope(grants, user_id)}
@@ -90,7 +108,7 @@ def _unavailable() -> RecallUnavailable:
 
 def recall(
     grants: RecallSources,
-    memos: KnowledgeEngine,
+    memos: KnowledgeEngines,
     *,
     user_id: str,
     query: str,
@@ -139,7 +157,7 @@ def recall(
 
     memos_ids = sorted({entry.memos_kb_id for entry in scope})
     try:
-        hits = memos.search_memory(reader_id(user_id), query, memos_ids, limit=limit)
+        hits = _combined_search(memos, scope_grants, reader_id(user_id), query, limit)
     except (MemosError, MemosApiKeyError) as err:
         timings["search_ms"] = round((clock() - scoped) * 1000, 1)
         if isinstance(err, MemosNotFound) and _left_the_scope(grants, user_id, memos_ids):
@@ -194,7 +212,7 @@ def recall(
 
 def _per_kb(
     grants: RecallSources,
-    memos: KnowledgeEngine,
+    memos: KnowledgeEngines,
     *,
     user_id: str,
     query: str,

@@ -2,12 +2,13 @@
 
 A MemOS hit names neither its KB nor its file, and a search over several KBs cannot be split afterwards,
 so the only way to know a hit's KB is to search that KB alone. Recall therefore plans one search per KB
-of the scope, at most ``max_searches`` of them: past that, the first ``max_searches - 1`` KBs (shares
-first: who wrote a text matters most when it is someone else's) are searched alone and the rest together
-as one group, whose excerpts name every KB of the group.
+of the scope, at most ``max_searches`` of them: past that, the first KBs (shares first: who wrote a text
+matters most when it is someone else's) are searched alone and the rest in groups, one per MemOS backend
+(a search goes to one project with its key), whose excerpts name every KB of the group.
 
-The searches run at once on threads (one shared MemOS client, whose connection pool is sized for them)
-within the one recall budget; meanwhile the main thread reads the KBs' names and the sharers' profiles in
+The searches run at once on threads (each KB's backend's client, whose connection pool is sized for them)
+within the one recall budget; a search MemOS answers with "rate limited" is tried once more, after a
+jittered pause, when the budget still allows it; meanwhile the main thread reads the KBs' names and the sharers' profiles in
 one batched read. Once every search has answered (or the budget is spent) the scope is read again, once:
 a search whose KB (or any KB of its group) left the scope is dropped whole, whatever it answered. The
 excerpts left are merged by score, at most ``max_per_kb`` per KB (per KB of a group) and ``limit`` in all.
@@ -21,6 +22,7 @@ each search's KBs are still in the caller's scope, so it holds for a narrowed sc
 from __future__ import annotations
 
 import contextvars
+import random
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -29,10 +31,19 @@ from typing import TYPE_CHECKING
 
 from memmy_kb.domain.access import ScopeEntry, compute_recall_scope
 from memmy_kb.domain.context_block import SourceKb
-from memmy_kb.domain.engine import MemosApiKeyError, MemosError, MemosNotFound, MemosUnavailable, SearchHit
+from memmy_kb.domain.engine import (
+    MemosApiKeyError,
+    MemosError,
+    MemosNotFound,
+    MemosRateLimited,
+    MemosUnavailable,
+    SearchHit,
+    backend_of,
+)
+from memmy_kb.observability import put_backend_metrics
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.ports import KnowledgeEngine, RecallSources
+    from memmy_kb.domain.ports import KnowledgeEngines, RecallSources
     from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
 
 _SearchFailure = MemosError | MemosApiKeyError
@@ -52,6 +63,11 @@ class Search:
     def memos_ids(self) -> list[str]:
         return sorted({g.memos_kb_id for g in self.grants})
 
+    @property
+    def backend(self) -> str:
+        """The MemOS backend of the search (``plan`` never groups KBs of two backends)."""
+        return backend_of(self.grants[0].memos_backend)
+
 
 @dataclass(frozen=True, eq=False)
 class Outcome:
@@ -60,6 +76,7 @@ class Outcome:
     search: Search
     hits: tuple[SearchHit, ...] = ()
     error: _SearchFailure | None = None
+    rate_limited: int = 0  # "rate limited" answers it met (one retried)
 
 
 @dataclass(frozen=True)
@@ -70,16 +87,25 @@ class Attributed:
     searches: int
     failed: int
     dropped: int
+    # Per MemOS backend: searches sent and "rate limited" answers (the capacity metrics).
+    backend_searches: dict[str, int] | None = None
+    backend_rate_limited: dict[str, int] | None = None
 
 
 def plan(grants: list[GrantRecord], max_searches: int) -> list[Search]:
-    """The searches for a scope: one per KB, or, past ``max_searches`` KBs, ``max_searches - 1`` alone
-    (shares first, then by id) and the rest as one group."""
+    """The searches for a scope: one per KB, or, past ``max_searches`` KBs, as many alone as leave room
+    (shares first, then by id) and the rest in one group per MemOS backend. Only when the scope spans
+    more backends than ``max_searches`` are there more searches (one per backend)."""
     ordered = sorted({g.kb_id: g for g in grants}.values(), key=lambda g: (g.role == "owner", g.kb_id))
     if len(ordered) <= max_searches:
         return [Search((g,)) for g in ordered]
     alone = max(max_searches - 1, 0)
-    return [*(Search((g,)) for g in ordered[:alone]), Search(tuple(ordered[alone:]))]
+    while alone > 0 and alone + len({backend_of(g.memos_backend) for g in ordered[alone:]}) > max_searches:
+        alone -= 1
+    groups: dict[str, list[GrantRecord]] = {}
+    for g in ordered[alone:]:
+        groups.setdefault(backend_of(g.memos_backend), []).append(g)
+    return [*(Search((g,)) for g in ordered[:alone]), *(Search(tuple(groups[b])) for b in sorted(groups))]
 
 
 def _cap(search: Search, limit: int, max_per_kb: int) -> int:
@@ -129,8 +155,44 @@ def _run_searches(
 def _outcome(target: Search, search: Callable[[Search], list[SearchHit]]) -> Outcome:
     try:
         return Outcome(target, hits=tuple(search(target)))
+    except _RateLimitedTwice as twice:
+        return Outcome(target, error=twice.error, rate_limited=twice.count)
     except (MemosError, MemosApiKeyError) as err:
         return Outcome(target, error=err)
+
+
+class _RateLimitedTwice(Exception):
+    """A search's "rate limited" answers, carried to its outcome (``count`` of them, the last ``error``)."""
+
+    def __init__(self, error: MemosError, count: int) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.count = count
+
+
+# The pause before a rate-limited search is tried again: uniform in this range (seconds), so searches
+# refused together do not come back together; never past the recall budget.
+RATE_LIMIT_PAUSE = (0.05, 0.25)
+
+
+def _searching_once_more(
+    search: Callable[[], list[SearchHit]], deadline: float, pause: Callable[[float], None] = time.sleep
+) -> tuple[list[SearchHit], int]:
+    """``search()``, tried once more after a jittered pause when MemOS answers "rate limited" and the
+    budget leaves room for the pause and a search; the hits and how many "rate limited" answers came."""
+    try:
+        return search(), 0
+    except MemosRateLimited as err:
+        wait_for = random.uniform(*RATE_LIMIT_PAUSE)  # noqa: S311 - jitter, not a secret
+        if err.retry_after is not None:
+            wait_for = max(wait_for, err.retry_after)
+        if time.monotonic() + wait_for >= deadline - RATE_LIMIT_PAUSE[1]:
+            raise _RateLimitedTwice(err, 1) from err
+        pause(wait_for)
+        try:
+            return search(), 1
+        except MemosRateLimited as again:
+            raise _RateLimitedTwice(again, 2) from again
 
 
 def _finished(target: Search, future: Future[Outcome]) -> Outcome:
@@ -141,7 +203,7 @@ def _finished(target: Search, future: Future[Outcome]) -> Outcome:
 
 def attributed_search(
     grants: RecallSources,
-    memos: KnowledgeEngine,
+    memos: KnowledgeEngines,
     *,
     user_id: str,
     reader: str,
@@ -161,12 +223,28 @@ def attributed_search(
         shared = [g.owner_id for g in scope_grants if g.role != "owner"]
         names["read"] = grants.batch_get_kbs_and_profiles((g.kb_id for g in scope_grants), shared)
 
-    outcomes = _run_searches(
-        searches,
-        lambda s: memos.search_memory(reader, query, s.memos_ids, limit=_cap(s, limit, max_per_kb)),
-        read_names,
-        deadline_seconds,
-    )
+    deadline = time.monotonic() + deadline_seconds
+    limited: dict[int, int] = {}
+
+    def run_search(s: Search) -> list[SearchHit]:
+        engine = memos.engine(s.backend)
+        hits, refused = _searching_once_more(
+            lambda: engine.search_memory(reader, query, s.memos_ids, limit=_cap(s, limit, max_per_kb)), deadline
+        )
+        limited[id(s)] = refused
+        return hits
+
+    outcomes = _run_searches(searches, run_search, read_names, deadline_seconds)
+    per_backend: dict[str, int] = {}
+    refused_by: dict[str, int] = {}
+    for o in outcomes:
+        per_backend[o.search.backend] = per_backend.get(o.search.backend, 0) + 1
+        refused = o.rate_limited or limited.get(id(o.search), 0)
+        if refused:
+            refused_by[o.search.backend] = refused_by.get(o.search.backend, 0) + refused
+    put_backend_metrics("MemosSearches", per_backend)
+    if refused_by:
+        put_backend_metrics("MemosRateLimited", refused_by)
     failures = [o for o in outcomes if o.error is not None]
     if len(failures) == len(outcomes) and not any(isinstance(o.error, MemosNotFound) for o in failures):
         return None  # nothing answered, and no failure a scope change could explain: no re-read
@@ -193,4 +271,11 @@ def attributed_search(
             continue
         taken[index] += 1
         merged.append((hit, tuple(_source(g, kbs, owners) for g in search.grants)))
-    return Attributed(merged, searches=len(searches), failed=failed, dropped=len(outcomes) - len(kept))
+    return Attributed(
+        merged,
+        searches=len(searches),
+        failed=failed,
+        dropped=len(outcomes) - len(kept),
+        backend_searches=per_backend,
+        backend_rate_limited=refused_by,
+    )

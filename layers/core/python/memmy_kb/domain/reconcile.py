@@ -30,16 +30,19 @@ from typing import Final
 
 from aws_lambda_powertools import Logger
 
-from memmy_kb.domain.engine import EngineFile, MemosError, MemosNotFound
+from memmy_kb.domain.engine import EngineFile, MemosError, MemosNotFound, backend_of
 from memmy_kb.domain.ingest import IngestConfig, Ingestion
 from memmy_kb.domain.naming import upload_id_in
+from memmy_kb.domain.placement import capacity_used_percent
 from memmy_kb.domain.ports import (
+    BackendSlots,
     CleanupExecutions,
     CleanupStore,
     ContentStore,
     CreateIntents,
     KnowledgeBaseStore,
     KnowledgeEngine,
+    KnowledgeEngines,
     UploadObjects,
     UploadRequeue,
 )
@@ -93,6 +96,10 @@ class ReconcileReport:
     """What one run did, by action (also emitted as metrics; REPORT_KINDS says each in words)."""
 
     counts: dict[str, int] = field(default_factory=dict)
+    # Per MemOS backend: KBs placed there and its cap; and the share of the open backends' room in use.
+    backend_used: dict[str, int] = field(default_factory=dict)
+    backend_max: dict[str, int] = field(default_factory=dict)
+    capacity_used_percent: float | None = None
 
     def add(self, name: str, value: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + value
@@ -106,8 +113,9 @@ class Reconciler:
     intents: CreateIntents
     executions: CleanupExecutions
     requeue: UploadRequeue
-    memos: KnowledgeEngine
+    memos: KnowledgeEngines
     objects: UploadObjects
+    slots: BackendSlots
     # Recording a found file holds the KB's capacity and logs the upload, as the ingest does.
     capacity: KbCapacity
     activity_retention_days: int
@@ -118,7 +126,8 @@ class Reconciler:
     _memos_files: dict[str, list[EngineFile]] = field(default_factory=dict)
 
     def run(self) -> ReconcileReport:
-        for step in (self.restart_cleanups, self.resolve_submitting, self.expire_pending, self.count_intents):
+        steps = (self.measure_backends, self.restart_cleanups, self.resolve_submitting, self.expire_pending)
+        for step in (*steps, self.count_intents):
             if self._out_of_time():
                 break
             step()
@@ -131,6 +140,15 @@ class Reconciler:
     def _out_of_time(self) -> bool:
         left = self.time_left()
         return left is not None and left < _RESERVE_SECONDS
+
+    # -- 0. capacity of the MemOS backends -----------------------------------------------------------
+
+    def measure_backends(self) -> None:
+        backends = self.memos.backends()
+        used = self.slots.used_slots([b.id for b in backends])
+        self.report.backend_used = used
+        self.report.backend_max = {b.id: b.max_kbs for b in backends}
+        self.report.capacity_used_percent = capacity_used_percent(backends, used)
 
     # -- 1. cleanups -------------------------------------------------------------------------------
 
@@ -176,7 +194,7 @@ class Reconciler:
         # The ingest's own transitions (record, take_back, release, reject), fenced by the upload's
         # attempt; the config only matters for submitting, which the reconciler never does.
         ingestion = Ingestion(
-            self.kbs, self.contents, self.objects, self.memos, fresh,
+            self.kbs, self.contents, self.objects, self.memos.engine(backend_of(fresh.memos_backend)), fresh,
             IngestConfig(
                 inline_max_bytes=0,
                 get_url_ttl_seconds=1,
@@ -208,11 +226,18 @@ class Reconciler:
     def _files_of(self, kb: KnowledgeBaseRecord) -> list[EngineFile]:
         if kb.kb_id not in self._memos_files:
             try:
-                self._memos_files[kb.kb_id] = list(self.memos.iter_knowledgebase_files(kb.memos_kb_id))
+                self._memos_files[kb.kb_id] = list(self._engine(kb).iter_knowledgebase_files(kb.memos_kb_id))
             except MemosNotFound:
                 logger.error("a live KB is unknown to MemOS", extra={"kb_id": kb.kb_id})
                 self._memos_files[kb.kb_id] = []
         return self._memos_files[kb.kb_id]
+
+    def _placed(self, kb_id: str) -> str | None:
+        return self.slots.slot_of(kb_id, [b.id for b in self.memos.backends()])
+
+    def _engine(self, kb: KnowledgeBaseRecord) -> KnowledgeEngine:
+        """The backend holding ``kb``: every scan and repair of a KB goes to its own MemOS project."""
+        return self.memos.engine(backend_of(kb.memos_backend))
 
     # -- 3. pending uploads never completed ---------------------------------------------------------
 
@@ -235,9 +260,11 @@ class Reconciler:
         for kb_id, memos_name in self.intents.query_stale_intents(
             self.clock() - INTENT_GRACE, self.limits.intents
         ):
+            # The create's slot names the backend it was placed on (None: it died before placement): the
+            # operator looks in that project's console. The slot stays taken: the KB may exist there.
             logger.error(
                 "KB create with unknown MemOS outcome; a MemOS KB may be orphaned",
-                extra={"kb_id": kb_id, "memos_name": memos_name},
+                extra={"kb_id": kb_id, "memos_name": memos_name, "memos_backend": self._placed(kb_id)},
             )
             self.intents.delete_create_intent(kb_id)
             self.report.add("KbCreateOutcomeUnknown")
@@ -284,6 +311,6 @@ class Reconciler:
             return
         self.report.add("ResidueFound", len(residue))
         for start in range(0, len(residue), 20):
-            self.memos.delete_knowledgebase_files(residue[start : start + 20])
+            self._engine(kb).delete_knowledgebase_files(residue[start : start + 20])
         logger.warning("MemOS residue removed", extra={"kb_id": kb.kb_id, "count": len(residue)})
         self.report.add("ResidueRemoved", len(residue))

@@ -156,6 +156,7 @@ def share_knowledge_base(
         role="reader",
         recall=profile.recall_new_shares if profile is not None else True,
         memos_kb_id=owner.memos_kb_id,
+        memos_backend=owner.memos_backend,
         owner_id=owner_id,
         granted_at=now,
     )

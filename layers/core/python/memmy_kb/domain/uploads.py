@@ -120,6 +120,7 @@ def request_upload(
         upload_id=upload_id,
         owner_id=user_id,
         memos_kb_id=grant.memos_kb_id,
+        memos_backend=grant.memos_backend,
         object_key=key,
         filename=filename,
         size_bytes=size_bytes,

@@ -1,6 +1,9 @@
-"""Where the MemOS API key comes from: Secrets Manager (cached by Powertools Parameters) or a fixed value.
+"""Where the MemOS API keys come from: Secrets Manager (cached by Powertools Parameters) or a fixed value.
 
-Both providers fit ``MemosClient``'s ``api_key_provider``: called with ``force_refresh=True`` after MemOS
+The secret holds either one key (bare, or ``{"api_key": ...}``: one backend, ``default``, at the
+configured base URL) or the list of MemOS backends (``[{...}]`` or ``{"backends": [{...}]}``, each with
+``id``, ``base_url``, ``api_key``, ``max_kbs`` and optionally ``max_qps`` and ``draining``), which
+``SecretBackendsProvider`` reads. The key providers fit ``MemosClient``'s ``api_key_provider``: called with ``force_refresh=True`` after MemOS
 rejected the key, so a rotated secret is picked up at once. The key never appears in logs, reprs or errors;
 an unusable secret raises the domain's ``MemosApiKeyError``.
 """
@@ -10,14 +13,15 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from memmy_kb.domain.engine import MemosApiKeyError
+from memmy_kb.domain.engine import DEFAULT_BACKEND, MemosApiKeyError
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
-__all__ = ["SecretApiKeyProvider", "StaticApiKeyProvider"]
+__all__ = ["MemosBackendConfig", "SecretApiKeyProvider", "SecretBackendsProvider", "StaticApiKeyProvider"]
 
 _JSON_KEY_FIELD: Final = "api_key"
 
@@ -46,11 +50,14 @@ class SecretApiKeyProvider:
 
     def __call__(self, force_refresh: bool = False) -> str:
         """Return the API key, fetching the secret again when ``force_refresh`` is set."""
+        return _extract_api_key(self._raw(force_refresh), self._secret_id)
+
+    def _raw(self, force_refresh: bool) -> str | bytes:
         with self._lock:
             raw = self._secrets().get(self._secret_id, max_age=self._max_age, force_fetch=force_refresh)
         if not isinstance(raw, str | bytes):  # no transform is asked for, so Parameters gives text or bytes
             raise MemosApiKeyError(f"secret {self._secret_id} holds no text")
-        return _extract_api_key(raw, self._secret_id)
+        return raw
 
     def _secrets(self) -> SecretsProvider:
         if self._provider is None:
@@ -60,6 +67,95 @@ class SecretApiKeyProvider:
             client = self._client_factory() if self._client_factory is not None else None
             self._provider = SecretsProvider(boto3_client=client)
         return self._provider
+
+
+@dataclass(frozen=True)
+class MemosBackendConfig:
+    """One MemOS backend as the secret lists it (the key never in a repr)."""
+
+    id: str
+    base_url: str
+    api_key: str = field(repr=False)
+    max_kbs: int
+    max_qps: float | None = None
+    draining: bool = False
+
+
+class SecretBackendsProvider(SecretApiKeyProvider):
+    """The MemOS backends of the secret: its list, or its one key as the backend ``default`` at
+    ``default_base_url`` holding at most ``default_max_kbs`` KBs. Cached as the key is (``max_age``):
+    a backend added to the secret is seen within that time, with no deploy."""
+
+    def __init__(
+        self,
+        secret_id: str,
+        *,
+        default_base_url: str,
+        default_max_kbs: int,
+        max_age: int = 300,
+        client_factory: Callable[[], Any] | None = None,
+    ) -> None:
+        super().__init__(secret_id, max_age=max_age, client_factory=client_factory)
+        self._default_base_url = default_base_url
+        self._default_max_kbs = default_max_kbs
+
+    def __repr__(self) -> str:
+        return f"SecretBackendsProvider(secret_id={self._secret_id!r}, max_age={self._max_age})"
+
+    def backends(self, force_refresh: bool = False) -> list[MemosBackendConfig]:
+        """The backends, fetching the secret again when ``force_refresh`` is set."""
+        return parse_backends(
+            self._raw(force_refresh),
+            self._secret_id,
+            default_base_url=self._default_base_url,
+            default_max_kbs=self._default_max_kbs,
+        )
+
+
+def parse_backends(
+    raw: str | bytes, secret_id: str, *, default_base_url: str, default_max_kbs: int
+) -> list[MemosBackendConfig]:
+    """The backends a secret's text describes; ``MemosApiKeyError`` (naming no value) when it is unusable."""
+    text = _text(raw, secret_id)
+    document: Any = None
+    if text.startswith(("[", "{")):
+        try:
+            document = json.loads(text)
+        except ValueError:
+            raise MemosApiKeyError(f"secret {secret_id} is neither a bare key nor valid JSON") from None
+    entries = document.get("backends") if isinstance(document, dict) else document
+    if not isinstance(entries, list):
+        key = _extract_api_key(raw, secret_id)
+        return [MemosBackendConfig(DEFAULT_BACKEND, default_base_url, key, default_max_kbs)]
+    backends = [_backend(entry, i, secret_id, default_base_url) for i, entry in enumerate(entries)]
+    if not backends:
+        raise MemosApiKeyError(f"secret {secret_id} lists no MemOS backend")
+    if len({b.id for b in backends}) != len(backends):
+        raise MemosApiKeyError(f"secret {secret_id} lists a MemOS backend id twice")
+    return backends
+
+
+def _backend(entry: Any, index: int, secret_id: str, default_base_url: str) -> MemosBackendConfig:
+    where = f"secret {secret_id}, backend #{index}"
+    if not isinstance(entry, dict):
+        raise MemosApiKeyError(f"{where} is not an object")
+    backend_id, key, base_url = entry.get("id"), entry.get("api_key"), entry.get("base_url", default_base_url)
+    max_kbs, max_qps, draining = entry.get("max_kbs"), entry.get("max_qps"), entry.get("draining", False)
+    if not isinstance(backend_id, str) or not backend_id.strip() or "#" in backend_id:
+        raise MemosApiKeyError(f'{where} needs a string "id" (without "#")')
+    if not isinstance(key, str) or not key.strip():
+        raise MemosApiKeyError(f'{where} has no string "api_key"')
+    if not isinstance(base_url, str) or not base_url.startswith(("https://", "http://")):
+        raise MemosApiKeyError(f'{where} has no http(s) "base_url"')
+    if not isinstance(max_kbs, int) or isinstance(max_kbs, bool) or max_kbs < 0:
+        raise MemosApiKeyError(f'{where} needs "max_kbs", a whole number of at least 0')
+    if max_qps is not None and (not isinstance(max_qps, int | float) or isinstance(max_qps, bool) or max_qps <= 0):
+        raise MemosApiKeyError(f'{where} has a "max_qps" that is not a positive number')
+    if not isinstance(draining, bool):
+        raise MemosApiKeyError(f'{where} has a "draining" that is not true or false')
+    return MemosBackendConfig(
+        backend_id.strip(), base_url, key.strip(), max_kbs, None if max_qps is None else float(max_qps), draining
+    )
 
 
 class StaticApiKeyProvider:
@@ -78,13 +174,17 @@ class StaticApiKeyProvider:
         return self._api_key
 
 
-def _extract_api_key(raw: str | bytes, secret_id: str) -> str:
+def _text(raw: str | bytes, secret_id: str) -> str:
     if isinstance(raw, bytes):
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise MemosApiKeyError(f"secret {secret_id} is not UTF-8 text") from None
-    text = raw.strip()
+    return raw.strip()
+
+
+def _extract_api_key(raw: str | bytes, secret_id: str) -> str:
+    text = _text(raw, secret_id)
     if text.startswith("{"):
         try:
             document = json.loads(text)

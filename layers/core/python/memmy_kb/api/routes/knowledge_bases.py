@@ -12,6 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from memmy_kb.api.idempotency import request_record
 from memmy_kb.api.injected import (
     ActivityLogDep,
+    BackendSlotsDep,
     CallerClaims,
     CallerId,
     CreateIntentsDep,
@@ -55,6 +56,7 @@ def handle_create_knowledge_base(
     profile_store: ProfileStoreDep,
     memos: MemosDep,
     intents: CreateIntentsDep,
+    slots: BackendSlotsDep,
     settings: SettingsDep,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> Response[str]:
@@ -74,6 +76,7 @@ def handle_create_knowledge_base(
             owner=owner,
             name=request.name,
             intents=intents,
+            slots=slots,
             max_owned=settings.max_kbs_per_user,
             request=remembered,
         )

@@ -1,0 +1,183 @@
+"""Placement over several MemOS backends: slots claimed and released, per backend, on the fakes
+(``memmy_kb.domain.placement``, ``create_knowledge_base``, the cleanup of a deleted KB)."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+import pytest
+
+from memmy_kb.domain import knowledge_bases as kbs_logic
+from memmy_kb.domain.cleanup import Cleaner
+from memmy_kb.domain.deletion import Deleter
+from memmy_kb.domain.engine import EngineBackend, MemosQuotaExceeded, MemosUnavailable
+from memmy_kb.domain.placement import placement_order
+from memmy_kb.records import RequestRecord
+from tests.support.factories import T0, claims, kb_record
+from tests.support.fakes import (
+    FakeCleanupExecutions,
+    FakeEngines,
+    FakeStores,
+    FakeUploadObjects,
+    memos_error,
+)
+from tests.unit.domain.support import refused
+
+MAX_OWNED = 100
+
+
+def create(
+    stores: FakeStores, engines: FakeEngines, kb_id: str, *, request: RequestRecord | None = None
+) -> kbs_logic.KnowledgeBaseView:
+    return kbs_logic.create_knowledge_base(
+        stores.kbs,
+        stores.profiles,
+        engines,
+        owner=claims("alice", name="Alice"),
+        name=kb_id,
+        intents=stores.intents,
+        slots=stores.slots,
+        max_owned=MAX_OWNED,
+        request=request,
+        clock=lambda: T0,
+        new_id=lambda: kb_id,
+    )
+
+
+def delete_and_clean(stores: FakeStores, engines: FakeEngines, kb_id: str, *, rounds: int = 1) -> None:
+    deleter = Deleter(
+        stores.kbs, stores.contents, stores.cleanups, FakeCleanupExecutions(), retention_days=30
+    )
+    cleanup_id = deleter.delete_knowledge_base("alice", kb_id)
+    cleaner = Cleaner(stores.cleanups, stores.contents, engines, FakeUploadObjects(), stores.slots)
+    for _ in range(rounds):
+        assert cleaner.run(cleanup_id)
+
+
+def test_given_two_backends_of_two_when_five_creates_then_four_spread_over_both_and_the_fifth_is_503(
+    stores: FakeStores,
+) -> None:
+    engines = FakeEngines(a=2, b=2)
+
+    placed = [create(stores, engines, f"kb_{i}").kb.memos_backend for i in range(4)]
+
+    assert sorted(placed) == ["a", "a", "b", "b"]
+    assert placed[:2] == ["a", "b"]  # the least full first: they spread
+    assert engines.kb_counts() == {"a": 2, "b": 2}
+    assert refused(lambda: create(stores, engines, "kb_5")) == (
+        HTTPStatus.SERVICE_UNAVAILABLE,
+        "memos_quota_exhausted",
+    )
+    assert engines.kb_counts() == {"a": 2, "b": 2}  # MemOS was not asked
+    assert stores.table.intents == {}
+    assert stores.slots.used_slots(["a", "b"]) == {"a": 2, "b": 2}
+
+
+def test_given_a_deleted_kb_when_its_cleanup_ran_twice_then_its_slot_is_freed_once_and_the_next_create_lands_there(
+    stores: FakeStores,
+) -> None:
+    engines = FakeEngines(a=1, b=1)
+    create(stores, engines, "kb_1")
+    gone = create(stores, engines, "kb_2")
+
+    delete_and_clean(stores, engines, "kb_2", rounds=2)
+
+    assert stores.slots.used_slots(["a", "b"]) == {"a": 1, "b": 0}
+    again = create(stores, engines, "kb_3")
+    assert again.kb.memos_backend == gone.kb.memos_backend == "b"
+    assert engines.kb_counts() == {"a": 1, "b": 1}
+
+
+def test_given_a_kb_when_its_files_and_cleanup_go_then_every_call_reaches_its_own_backend(
+    stores: FakeStores,
+) -> None:
+    engines = FakeEngines(a=1, b=1)
+    create(stores, engines, "kb_1")
+    on_b = create(stores, engines, "kb_2")
+
+    delete_and_clean(stores, engines, "kb_2")
+
+    assert engines["a"].calls["delete_knowledgebase"] == 0
+    assert engines["b"].deleted_knowledge_bases == [(on_b.kb.memos_kb_id, True)]
+
+
+def test_given_a_draining_backend_when_creating_then_it_takes_none(stores: FakeStores) -> None:
+    engines = FakeEngines(a=5, b=1)
+    engines.draining.add("a")
+
+    assert create(stores, engines, "kb_1").kb.memos_backend == "b"
+    assert refused(lambda: create(stores, engines, "kb_2"))[1] == "memos_quota_exhausted"
+    assert engines.kb_counts() == {"a": 0, "b": 1}
+
+
+@pytest.mark.parametrize(
+    ("error", "slot_kept"),
+    [
+        (memos_error(code=50004), False),  # MemOS answered: it holds nothing
+        (MemosQuotaExceeded("full", endpoint="/create/knowledgebase", code=40304), False),
+        (MemosUnavailable("read timeout", endpoint="/create/knowledgebase"), True),  # outcome unknown
+    ],
+    ids=["refused", "memos-quota", "unknown"],
+)
+def test_given_memos_fails_a_create_then_the_slot_goes_unless_memos_may_hold_the_kb(
+    stores: FakeStores, error: Exception, slot_kept: bool
+) -> None:
+    engines = FakeEngines(a=1)
+    engines["a"].fail("create_knowledgebase", error, times=1)
+
+    assert refused(lambda: create(stores, engines, "kb_1"))[0] == HTTPStatus.SERVICE_UNAVAILABLE
+
+    assert stores.slots.used_slots(["a"]) == {"a": int(slot_kept)}
+    assert stores.slots.slot_of("kb_1", ["a"]) == ("a" if slot_kept else None)
+
+
+def test_given_the_record_write_fails_when_creating_then_the_memos_kb_and_its_slot_go(
+    stores: FakeStores,
+) -> None:
+    engines = FakeEngines(a=2)
+    create(stores, engines, "kb_1")
+    stores.table.seed(kb_record("kb_2"))  # the id is taken behind the store's back
+
+    # MemOS creates a KB, then the record's write finds the id taken.
+    assert refused(lambda: create(stores, engines, "kb_2"))[0] == HTTPStatus.CONFLICT
+    assert engines.kb_counts() == {"a": 1}
+    assert stores.slots.used_slots(["a"]) == {"a": 1}  # the first KB's; the failed one gave its slot back
+
+
+def test_given_a_replayed_key_when_creating_again_then_no_slot_is_claimed(stores: FakeStores) -> None:
+    engines = FakeEngines(a=3)
+    key = RequestRecord(
+        operation="create_kb",
+        key_hash="h1",
+        payload_hash="p1",
+        attempt="",
+        in_progress_until=2_000_000_000,
+        expires_at=2_000_000_000,
+    )
+    first = create(stores, engines, "kb_1", request=key)
+
+    again = create(stores, engines, "kb_2", request=key)
+
+    assert (again.replayed, again.kb.kb_id) == (True, first.kb.kb_id)
+    assert stores.slots.used_slots(["a"]) == {"a": 1}
+
+
+def test_placement_order_is_least_full_first_and_skips_full_draining_and_empty_backends() -> None:
+    backends = [
+        EngineBackend("full", max_kbs=2),
+        EngineBackend("half", max_kbs=4),
+        EngineBackend("empty", max_kbs=10),
+        EngineBackend("drain", max_kbs=10, draining=True),
+        EngineBackend("zero", max_kbs=0),
+    ]
+
+    order = placement_order(backends, {"full": 2, "half": 2, "empty": 0})
+
+    assert [b.id for b in order] == ["empty", "half"]
+
+
+def test_placement_order_breaks_a_tie_by_the_most_room() -> None:
+    backends = [EngineBackend("a", max_kbs=50), EngineBackend("b", max_kbs=60)]
+
+    assert [b.id for b in placement_order(backends, {})] == ["b", "a"]
+    assert [b.id for b in placement_order(backends, {"b": 1})] == ["a", "b"]
