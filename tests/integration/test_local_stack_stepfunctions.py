@@ -121,8 +121,7 @@ def test_reconcile_runs_once_on_demand_from_python_and_from_the_cli(
     code = main(["reconcile", "--json"])
     # The handler runs in this process: its EMF metric lines (one per MemOS backend) share this stdout
     out = capsys.readouterr().out.splitlines()
-    printed = json.loads("
-".join(line for line in out if not line.startswith('{"_aws"')))
+    printed = json.loads("\n".join(line for line in out if not line.startswith('{"_aws"')))
     assert (code, printed["function"]) == (0, "ReconcileFunction"), printed
     # Without --json, what it repaired in words (nothing, on a fresh stack)
     assert main(["reconcile"]) == 0
