@@ -26,7 +26,11 @@ print(json.dumps({"models": len(models), "built_at_import": built,
 
 def _report() -> dict[str, object]:
     found = subprocess.run(  # noqa: S603 - our own snippet, run by this interpreter
-        [sys.executable, "-c", _REPORT], check=True, capture_output=True, text=True, env={"PYTHONPATH": str(LAYER)}
+        [sys.executable, "-c", _REPORT],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(LAYER)},
     )
     return json.loads(found.stdout)
 
