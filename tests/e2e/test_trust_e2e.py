@@ -198,6 +198,8 @@ def test_new_shares_arrive_with_recall_off_once_the_reader_opts_out_until_they_t
     upload(owner, earlier["id"], "早先.md", document(marker_earlier))
     upload(owner, later["id"], "后来.md", document(marker_later))
     markers = {marker_earlier, marker_later}
+    # The owner's view once the files are in (each KB now counts its file and bytes)
+    earlier, later = (listed(owner)[kb["id"]] for kb in (earlier, later))
 
     # Given a KB shared before the reader opts out
     assert share(owner, earlier["id"], reader_id).status_code == HTTPStatus.CREATED
