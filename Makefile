@@ -18,11 +18,14 @@ install: $(STAMP)
 # Two distributions, one pip run: the user's client (client/, `memmy-kb`, with the OS keychain) and the
 # root project (the core and the local stack, `memmy-local`, which also starts the client's desktop service).
 # The root does not name the client as a requirement, so pip never looks for it in a registry. A change to
-# either pyproject reinstalls both.
+# either pyproject reinstalls both. setuptools' "Editable installation" notice (20 lines for the two, about
+# folders named like a package in the working directory, which these are by design) is the one warning
+# silenced.
 $(STAMP): pyproject.toml client/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e './client[desktop,mcp]' -e '.[local,dev]'
+	PYTHONWARNINGS='ignore:Editable installation' \
+	  $(PY) -m pip install --quiet --disable-pip-version-check -e './client[desktop,mcp]' -e '.[local,dev]'
 	touch $(STAMP)
 
 # $(call apt_install,PACKAGE,WHAT FOR,INSTRUCTION): Debian's PACKAGE installed with apt-get when we are
