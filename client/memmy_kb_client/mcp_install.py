@@ -365,12 +365,18 @@ def agent_steps(agent: str, project: Path | None) -> list[str]:
             )
         return steps
     if agent == "codex":
-        steps = ["Codex starts MCP servers with each session: start a new one; `/mcp` lists memmy-kb."]
+        steps = [
+            "Codex starts MCP servers with each session: start a new one; `/mcp` lists memmy-kb.",
+            "`codex exec` may ask the model before memmy-kb has listed its tools (a second or two): "
+            "`mcp_optional_startup_grace_ms = 20000` at the top of config.toml makes it wait for them.",
+        ]
         if project is not None:
             steps.append("Codex reads a project's .codex/config.toml only once you have trusted the project.")
         return steps
     return [
         "Gemini CLI starts MCP servers when it starts: restart it; `/mcp` lists memmy-kb.",
+        "`gemini -p` offers the model only the tools a policy allows: answer \"Allow always\" once when "
+        "Gemini CLI first asks to run search_knowledge.",
         *(
             [f"Gemini CLI reads {project.absolute()}/.gemini/settings.json only in a trusted folder."]
             if project is not None

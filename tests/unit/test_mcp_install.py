@@ -253,6 +253,7 @@ def test_the_cli_registers_shows_the_diff_and_says_when_nothing_changed(homes, c
     assert "+[mcp_servers.memmy-kb]" in out
     assert "registered the memmy-kb MCP server (memmy-kb mcp)" in out
     assert "`/mcp` lists memmy-kb" in out
+    assert "mcp_optional_startup_grace_ms" in out  # codex exec may otherwise ask before the tools are listed
     # the hook's own file is untouched by --mcp
     assert not (homes / ".codex" / "hooks.json").exists()
     assert cli.main(["hook", "install", "codex", "--mcp"]) == 0
