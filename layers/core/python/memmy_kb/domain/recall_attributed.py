@@ -76,7 +76,7 @@ class Outcome:
     search: Search
     hits: tuple[SearchHit, ...] = ()
     error: _SearchFailure | None = None
-    rate_limited: int = 0  # "rate limited" answers it met (one retried)
+    rate_limited: int = 0  # "rate limited" answers it met (the first one is retried)
 
 
 @dataclass(frozen=True)
@@ -87,9 +87,6 @@ class Attributed:
     searches: int
     failed: int
     dropped: int
-    # Per MemOS backend: searches sent and "rate limited" answers (the capacity metrics).
-    backend_searches: dict[str, int] | None = None
-    backend_rate_limited: dict[str, int] | None = None
 
 
 def plan(grants: list[GrantRecord], max_searches: int) -> list[Search]:
@@ -113,7 +110,9 @@ def _cap(search: Search, limit: int, max_per_kb: int) -> int:
     return min(limit, max_per_kb * len(search.grants))
 
 
-def _source(grant: GrantRecord, kbs: dict[str, KnowledgeBaseRecord], owners: dict[str, ProfileRecord]) -> SourceKb:
+def _source(
+    grant: GrantRecord, kbs: dict[str, KnowledgeBaseRecord], owners: dict[str, ProfileRecord]
+) -> SourceKb:
     kb = kbs.get(grant.kb_id)
     name = kb.name if kb is not None else grant.kb_id
     if grant.role == "owner":
@@ -122,7 +121,9 @@ def _source(grant: GrantRecord, kbs: dict[str, KnowledgeBaseRecord], owners: dic
     from memmy_kb.domain.directory import masked_contact
 
     profile = owners.get(grant.owner_id)
-    owner_name = (profile.display_name if profile else None) or (kb.owner_name if kb else None) or grant.owner_id
+    owner_name = (
+        (profile.display_name if profile else None) or (kb.owner_name if kb else None) or grant.owner_id
+    )
     contact = masked_contact(profile.phone, profile.email) if profile else None
     return SourceKb(grant.kb_id, name, owner_name, contact)
 
@@ -135,39 +136,21 @@ def _run_searches(
 ) -> list[Outcome]:
     """Every search at once on its own thread (each in a copy of this context, so the invocation's
     deadline bounds it too), ``meanwhile()`` on this one; a search not answered by the deadline failed."""
+    deadline = time.monotonic() + deadline_seconds
     if len(searches) == 1:
         meanwhile()
-        return [_outcome(searches[0], search)]
+        return [_outcome(searches[0], search, deadline)]
     executor = ThreadPoolExecutor(max_workers=len(searches), thread_name_prefix="recall-search")
     try:
         futures = [
-            executor.submit(contextvars.copy_context().run, _outcome, s, search) for s in searches
+            executor.submit(contextvars.copy_context().run, _outcome, s, search, deadline) for s in searches
         ]
-        started = time.monotonic()
         meanwhile()
-        wait(futures, timeout=max(deadline_seconds - (time.monotonic() - started), 0))
+        wait(futures, timeout=max(deadline - time.monotonic(), 0))
         return [_finished(s, f) for s, f in zip(searches, futures, strict=True)]
     finally:
         # Late searches end by their own timeouts; nothing waits for them.
         executor.shutdown(wait=False, cancel_futures=True)
-
-
-def _outcome(target: Search, search: Callable[[Search], list[SearchHit]]) -> Outcome:
-    try:
-        return Outcome(target, hits=tuple(search(target)))
-    except _RateLimitedTwice as twice:
-        return Outcome(target, error=twice.error, rate_limited=twice.count)
-    except (MemosError, MemosApiKeyError) as err:
-        return Outcome(target, error=err)
-
-
-class _RateLimitedTwice(Exception):
-    """A search's "rate limited" answers, carried to its outcome (``count`` of them, the last ``error``)."""
-
-    def __init__(self, error: MemosError, count: int) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.count = count
 
 
 # The pause before a rate-limited search is tried again: uniform in this range (seconds), so searches
@@ -175,30 +158,36 @@ class _RateLimitedTwice(Exception):
 RATE_LIMIT_PAUSE = (0.05, 0.25)
 
 
-def _searching_once_more(
-    search: Callable[[], list[SearchHit]], deadline: float, pause: Callable[[float], None] = time.sleep
-) -> tuple[list[SearchHit], int]:
-    """``search()``, tried once more after a jittered pause when MemOS answers "rate limited" and the
-    budget leaves room for the pause and a search; the hits and how many "rate limited" answers came."""
-    try:
-        return search(), 0
-    except MemosRateLimited as err:
-        wait_for = random.uniform(*RATE_LIMIT_PAUSE)  # noqa: S311 - jitter, not a secret
-        if err.retry_after is not None:
-            wait_for = max(wait_for, err.retry_after)
-        if time.monotonic() + wait_for >= deadline - RATE_LIMIT_PAUSE[1]:
-            raise _RateLimitedTwice(err, 1) from err
-        pause(wait_for)
+def _outcome(
+    target: Search,
+    search: Callable[[Search], list[SearchHit]],
+    deadline: float,
+    pause: Callable[[float], None] = time.sleep,
+) -> Outcome:
+    """``search(target)``'s hits or error; a "rate limited" answer is tried once more after a jittered
+    pause when the budget (``deadline``, monotonic) leaves room for the pause and a search."""
+    refused = 0
+    while True:
         try:
-            return search(), 1
-        except MemosRateLimited as again:
-            raise _RateLimitedTwice(again, 2) from again
+            return Outcome(target, hits=tuple(search(target)), rate_limited=refused)
+        except MemosRateLimited as err:
+            refused += 1
+            wait_for = random.uniform(*RATE_LIMIT_PAUSE)  # noqa: S311 - jitter, not a secret
+            if err.retry_after is not None:
+                wait_for = max(wait_for, err.retry_after)
+            if refused > 1 or time.monotonic() + wait_for >= deadline - RATE_LIMIT_PAUSE[1]:
+                return Outcome(target, error=err, rate_limited=refused)
+            pause(wait_for)
+        except (MemosError, MemosApiKeyError) as err:
+            return Outcome(target, error=err, rate_limited=refused)
 
 
 def _finished(target: Search, future: Future[Outcome]) -> Outcome:
     if future.done():
         return future.result()
-    return Outcome(target, error=MemosUnavailable("no answer within the recall budget", endpoint="/search/memory"))
+    return Outcome(
+        target, error=MemosUnavailable("no answer within the recall budget", endpoint="/search/memory")
+    )
 
 
 def attributed_search(
@@ -223,25 +212,20 @@ def attributed_search(
         shared = [g.owner_id for g in scope_grants if g.role != "owner"]
         names["read"] = grants.batch_get_kbs_and_profiles((g.kb_id for g in scope_grants), shared)
 
-    deadline = time.monotonic() + deadline_seconds
-    limited: dict[int, int] = {}
-
-    def run_search(s: Search) -> list[SearchHit]:
-        engine = memos.engine(s.backend)
-        hits, refused = _searching_once_more(
-            lambda: engine.search_memory(reader, query, s.memos_ids, limit=_cap(s, limit, max_per_kb)), deadline
-        )
-        limited[id(s)] = refused
-        return hits
-
-    outcomes = _run_searches(searches, run_search, read_names, deadline_seconds)
+    outcomes = _run_searches(
+        searches,
+        lambda s: memos.engine(s.backend).search_memory(
+            reader, query, s.memos_ids, limit=_cap(s, limit, max_per_kb)
+        ),
+        read_names,
+        deadline_seconds,
+    )
     per_backend: dict[str, int] = {}
     refused_by: dict[str, int] = {}
     for o in outcomes:
         per_backend[o.search.backend] = per_backend.get(o.search.backend, 0) + 1
-        refused = o.rate_limited or limited.get(id(o.search), 0)
-        if refused:
-            refused_by[o.search.backend] = refused_by.get(o.search.backend, 0) + refused
+        if o.rate_limited:
+            refused_by[o.search.backend] = refused_by.get(o.search.backend, 0) + o.rate_limited
     put_backend_metrics("MemosSearches", per_backend)
     if refused_by:
         put_backend_metrics("MemosRateLimited", refused_by)
@@ -257,9 +241,7 @@ def attributed_search(
         return None
     kbs, owners = names["read"]
     ranked = [
-        (hit, index, rank, o.search)
-        for index, o in enumerate(answered)
-        for rank, hit in enumerate(o.hits)
+        (hit, index, rank, o.search) for index, o in enumerate(answered) for rank, hit in enumerate(o.hits)
     ]
     ranked.sort(key=lambda r: (-(r[0].score if r[0].score is not None else -1.0), r[1], r[2]))
     taken = [0] * len(answered)
@@ -271,11 +253,4 @@ def attributed_search(
             continue
         taken[index] += 1
         merged.append((hit, tuple(_source(g, kbs, owners) for g in search.grants)))
-    return Attributed(
-        merged,
-        searches=len(searches),
-        failed=failed,
-        dropped=len(outcomes) - len(kept),
-        backend_searches=per_backend,
-        backend_rate_limited=refused_by,
-    )
+    return Attributed(merged, searches=len(searches), failed=failed, dropped=len(outcomes) - len(kept))
