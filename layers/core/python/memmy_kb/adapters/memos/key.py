@@ -98,18 +98,24 @@ class SecretBackendsProvider(SecretApiKeyProvider):
         super().__init__(secret_id, max_age=max_age, client_factory=client_factory)
         self._default_base_url = default_base_url
         self._default_max_kbs = default_max_kbs
+        # The last secret text and its backends: every MemOS call asks for its key, and Parameters hands
+        # back the same cached text until it fetches again, so it is parsed once per fetch.
+        self._parsed: tuple[str | bytes, list[MemosBackendConfig]] | None = None
 
     def __repr__(self) -> str:
         return f"SecretBackendsProvider(secret_id={self._secret_id!r}, max_age={self._max_age})"
 
     def backends(self, force_refresh: bool = False) -> list[MemosBackendConfig]:
         """The backends, fetching the secret again when ``force_refresh`` is set."""
-        return parse_backends(
-            self._raw(force_refresh),
-            self._secret_id,
-            default_base_url=self._default_base_url,
-            default_max_kbs=self._default_max_kbs,
+        raw = self._raw(force_refresh)
+        parsed = self._parsed
+        if parsed is not None and parsed[0] == raw:
+            return parsed[1]
+        backends = parse_backends(
+            raw, self._secret_id, default_base_url=self._default_base_url, default_max_kbs=self._default_max_kbs
         )
+        self._parsed = (raw, backends)
+        return backends
 
 
 def parse_backends(
