@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_desktop_e2e import Desktop, clean_env, start_desktop
+from tests.e2e.test_desktop_e2e import Desktop, clean_env, logged_in_desktop
 from tests.e2e.test_recall_e2e import MARKER, QUESTION, user_with_the_document
 from tests.support import fake_models
 from tests.support.fake_models import FakeModels
-from tests.support.stack import CLI, RunningStack, stop_stack
+from tests.support.stack import CLI, RunningStack
 
 PREFACE = "以下是从用户知识库中检索到的摘录"
 # The model's own query for search_knowledge: other words than the prompt's, the same document.
@@ -38,13 +38,8 @@ MODEL_KEY_ENV = "MEMMY_FAKE_MODEL_KEY"
 @pytest.fixture(scope="module")
 def desktop(local_stack: RunningStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desktop]:
     reader = user_with_the_document(local_stack, f"agent-{uuid.uuid4().hex[:8]}", "Agent")
-    process, running = start_desktop(tmp_path_factory.mktemp("desktop"), local_stack.api_url)
-    try:
-        login = running.cli("login", "--token", "-", stdin=local_stack.token(reader) + "\n")
-        assert login.returncode == 0, login.stderr
+    with logged_in_desktop(tmp_path_factory.mktemp("desktop"), local_stack, reader) as running:
         yield running
-    finally:
-        assert stop_stack(process) == 0, running.log_path.read_text()
 
 
 @pytest.fixture

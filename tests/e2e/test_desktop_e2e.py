@@ -19,6 +19,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
@@ -127,6 +128,18 @@ def start_desktop(workdir: Path, cloud_url: str) -> tuple[subprocess.Popen[bytes
     return process, Desktop(found.group(1), int(found.group(2)), home, log_path)
 
 
+@contextmanager
+def logged_in_desktop(workdir: Path, stack: RunningStack, user: str) -> Iterator[Desktop]:
+    """A desktop service on ``stack``, logged in as ``user`` with a pasted token, stopped afterwards."""
+    process, running = start_desktop(workdir, stack.api_url)
+    try:
+        login = running.cli("login", "--token", "-", stdin=stack.token(user) + "\n")
+        assert login.returncode == 0, login.stderr
+        yield running
+    finally:
+        assert stop_stack(process) == 0, running.log_path.read_text()
+
+
 def run_hook(
     agent: str, home: Path, stdin: bytes | None = None
 ) -> tuple[subprocess.CompletedProcess[bytes], float]:
@@ -160,13 +173,8 @@ def reader(local_stack: RunningStack) -> str:
 def desktop(
     local_stack: RunningStack, reader: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Desktop]:
-    process, running = start_desktop(tmp_path_factory.mktemp("desktop"), local_stack.api_url)
-    try:
-        login = running.cli("login", "--token", "-", stdin=local_stack.token(reader) + "\n")
-        assert login.returncode == 0, login.stderr
+    with logged_in_desktop(tmp_path_factory.mktemp("desktop"), local_stack, reader) as running:
         yield running
-    finally:
-        assert stop_stack(process) == 0, running.log_path.read_text()
 
 
 @pytest.fixture
