@@ -113,7 +113,8 @@ def test_processing_files_ask_for_a_refresh(service, kb):
     assert body["refresh_after_seconds"] == 3
 
 
-def test_uploads_in_flight_and_rejected_show_in_the_list(service, kb):
+def put_pending_rejected_and_submitted(service, kb):
+    """Uploads ``up_1`` pending, ``up_2`` rejected as not a PDF, ``up_3`` submitted."""
     now = datetime.now(UTC)
     expires = int(now.timestamp()) + 600
     put_upload(service, kb, "up_1", state="pending", started=now, expires_at=expires)
@@ -127,6 +128,10 @@ def test_uploads_in_flight_and_rejected_show_in_the_list(service, kb):
         reason="The file is not a valid PDF.",
     )
     put_upload(service, kb, "up_3", state="submitted", started=now, expires_at=expires)
+
+
+def test_uploads_in_flight_and_rejected_show_in_the_list(service, kb):
+    put_pending_rejected_and_submitted(service, kb)
     body = listing(service, kb).body
     shown = {f["id"]: (f["status"], f.get("reason")) for f in body["files"]}
     assert shown == {"up_1": ("uploading", None), "up_2": ("failed", "The file is not a valid PDF.")}
@@ -290,19 +295,7 @@ def test_a_name_memos_keeps_is_cleaned_before_another_person_sees_it(service, kb
 
 
 def test_a_failed_upload_carries_its_reason_code_and_only_the_owner_dismisses_it_once_failed(service, kb):
-    now = datetime.now(UTC)
-    expires = int(now.timestamp()) + 600
-    put_upload(service, kb, "up_1", state="pending", started=now, expires_at=expires)
-    put_upload(
-        service,
-        kb,
-        "up_2",
-        state="rejected",
-        started=now,
-        expires_at=expires,
-        reason="The file is not a valid PDF.",
-    )
-    put_upload(service, kb, "up_3", state="submitted", started=now, expires_at=expires)
+    put_pending_rejected_and_submitted(service, kb)
     failed = next(f for f in listing(service, kb).body["files"] if f["id"] == "up_2")
     assert (failed["reason"], failed["reason_code"]) == ("The file is not a valid PDF.", "invalid_pdf")
 
