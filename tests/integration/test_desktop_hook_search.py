@@ -1,0 +1,149 @@
+"""The desktop service's two routes for ``memmy-kb mcp`` (``desktop/hook_routes.py``), asked by the MCP
+server's own client (``mcp_service.LocalService``) with the hook token, in front of a fake cloud that
+answers ``GET /knowledge-bases`` and ``POST /recall`` as the cloud does (422 for an id outside the scope)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from memmy_kb_client.desktop.server import DesktopService
+from memmy_kb_client.mcp_service import LocalService, ToolRefused, resolve
+from tests.integration.test_desktop_service import CLOUD_TOKEN, Client, serving, start
+
+OWNER = {"user_id": "u_bob", "display_name": "Bob", "contact": "b***@example.com"}
+ITEMS = [
+    {"id": "kb_own", "name": "Handbook", "role": "owner", "recall": True, "owner": {"display_name": "Me"}},
+    {"id": "kb_off", "name": "Archive", "role": "owner", "recall": False, "owner": {"display_name": "Me"}},
+    {"id": "kb_bob", "name": "Design", "role": "reader", "recall": True, "owner": OWNER},
+]
+
+
+class KbCloud(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.recall_status = 200
+        self.requests: list[tuple[str, str, Any]] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def answer(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        self.requests.append((method, path, body))
+        if (method, path) == ("GET", "/knowledge-bases"):
+            return 200, {"items": ITEMS}
+        scope = {kb["id"]: kb for kb in ITEMS if kb["recall"]}
+        ids = body.get("knowledge_base_ids")
+        if ids is not None and not set(ids) <= set(scope):
+            error = {
+                "code": "knowledge_base_not_in_scope",
+                "message": "Some knowledge bases are not in scope",
+            }
+            return 422, {"error": error}
+        if self.recall_status != 200:
+            return self.recall_status, {"error": {"code": "recall_unavailable", "message": "MemOS failed"}}
+        chosen = [scope[i] for i in ids] if ids is not None else list(scope.values())
+        items = [
+            {
+                "title": f"From {kb['name']}",
+                "content": "text",
+                "knowledge_base": {"id": kb["id"], "name": kb["name"]},
+                "owner": None if kb["role"] == "owner" else {"name": "Bob", "contact": OWNER["contact"]},
+            }
+            for kb in chosen
+        ]
+        return 200, {"items": items, "context": "", "scope_size": len(chosen), "discarded": False}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: KbCloud
+    protocol_version = "HTTP/1.1"
+
+    def _reply(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length)) if length else None
+        status, answer = self.server.answer(self.command, self.path, body)
+        if self.headers.get("Authorization") != f"Bearer {CLOUD_TOKEN}":
+            status, answer = 401, {"message": "Unauthorized"}
+        raw = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    do_GET = do_POST = _reply
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(autouse=True)
+def no_keychain(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+
+
+@pytest.fixture
+def cloud() -> Iterator[KbCloud]:
+    yield from serving(KbCloud())
+
+
+@pytest.fixture
+def service(tmp_path: Path, cloud: KbCloud) -> Iterator[DesktopService]:
+    running = start(tmp_path / "home" / "desktop", cloud.url)
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def local(service: DesktopService, tmp_path: Path) -> LocalService:
+    return LocalService({"MEMMY_KB_HOME": str(tmp_path / "home")})
+
+
+def test_the_scope_is_the_kbs_whose_recall_is_on_and_a_search_stays_inside_it(service, cloud, local):
+    Client(service).login()
+    scope = anyio.run(local.knowledge_bases)
+    assert [kb.as_json() for kb in scope] == [
+        {"id": "kb_own", "name": "Handbook", "owned": True, "owner": None},
+        {
+            "id": "kb_bob",
+            "name": "Design",
+            "owned": False,
+            "owner": {"name": "Bob", "contact": OWNER["contact"]},
+        },
+    ]
+    found = anyio.run(local.search, "q", resolve(["design"], scope), 5)
+    assert [e["title"] for e in found["excerpts"]] == ["From Design"]
+    assert found["excerpts"][0]["owner"] == {"name": "Bob", "contact": OWNER["contact"]}
+    assert cloud.requests[-1] == (
+        "POST",
+        "/recall",
+        {"query": "q", "knowledge_base_ids": ["kb_bob"], "limit": 5},
+    )
+    # A KB the user can read but whose recall is off is outside the scope: the name is refused here, and
+    # its id, sent to the route all the same, is the cloud's 422, passed on.
+    with pytest.raises(ToolRefused, match="Not a knowledge base in your recall: 'Archive'"):
+        resolve(["Archive"], scope)
+    with pytest.raises(ToolRefused, match="422 knowledge_base_not_in_scope"):
+        anyio.run(local.search, "q", ["kb_off"], None)
+
+
+def test_a_failing_cloud_and_a_logged_out_service_are_sentences(service, cloud, local):
+    with pytest.raises(ToolRefused, match="not logged in"):
+        anyio.run(local.knowledge_bases)
+    with pytest.raises(ToolRefused, match="not logged in"):
+        anyio.run(local.search, "q", None, None)
+    assert cloud.requests == []
+    Client(service).login()
+    cloud.recall_status = 503
+    with pytest.raises(ToolRefused, match="The Memmy cloud failed to answer; try again later"):
+        anyio.run(local.search, "q", None, None)
