@@ -285,24 +285,27 @@ def _new_boundary() -> str:
     return secrets.token_hex(8)
 
 
+def _line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def _source(excerpt: dict[str, Any]) -> str:
-    """`` — knowledge base 'Notes', shared by Bob``, or the KBs of a group searched together."""
+    """The line ``Knowledge base: 'Notes', shared by Bob`` (or the KBs of a group searched together),
+    below the title's line, which is kept to one line, so no title can claim a source; "" for none."""
 
     def label(kb: dict[str, Any], owner: dict[str, Any] | None) -> str:
         name = (owner or {}).get("name")
-        return f"{kb['name']!r}" + (f", shared by {name}" if name else "")
+        return f"{kb['name']!r}" + (f", shared by {_line(name)}" if name else "")
 
     if excerpt["knowledge_base"] is not None:
-        return f" — knowledge base {label(excerpt['knowledge_base'], excerpt['owner'])}"
+        return f"\nKnowledge base: {label(excerpt['knowledge_base'], excerpt['owner'])}"
     group = excerpt.get("knowledge_bases")
     if group:
-        return " — one of the knowledge bases " + "; ".join(label(kb, kb["owner"]) for kb in group)
+        return "\nKnowledge base: one of " + "; ".join(label(kb, kb["owner"]) for kb in group)
     return ""
 
 
-def render_search(
-    query: str, result: dict[str, Any], new_boundary: Callable[[], str] = _new_boundary
-) -> str:
+def render_search(query: str, result: dict[str, Any], new_boundary: Callable[[], str] = _new_boundary) -> str:
     """The excerpts as the agent reads them: numbered, best first, each with its title and where it comes
     from, between tags whose boundary is drawn for this answer and found in none of the texts, so no
     document can end its excerpt early and pass its own text off as another knowledge base's."""
@@ -310,7 +313,7 @@ def render_search(
     if not excerpts:
         text = f"Nothing in your Memmy knowledge bases matched {query!r}."
     else:
-        headers = [f"{e['title'] or '(untitled)'}{_source(e)}" for e in excerpts]
+        headers = [f"Title: {_line(e['title']) or '(untitled)'}{_source(e)}" for e in excerpts]
         haystack = "\n".join([*headers, *(e["text"] for e in excerpts)]).casefold()
         # 16 draws of 64 random bits all found in the texts: the draw is broken, not unlucky.
         boundary = next((b for b in (new_boundary() for _ in range(16)) if b.casefold() not in haystack), "")
@@ -322,8 +325,7 @@ def render_search(
         ]
         for number, (header, excerpt) in enumerate(zip(headers, excerpts, strict=True), 1):
             blocks.append(
-                f'<excerpt-{boundary} n="{number}">\n[{number}] {header}\n{excerpt["text"]}\n'
-                f"</excerpt-{boundary}>"
+                f'<excerpt-{boundary} n="{number}">\n{header}\n{excerpt["text"]}\n</excerpt-{boundary}>'
             )
         text = "\n\n".join(blocks)
     if result["partial"]:

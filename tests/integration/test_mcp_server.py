@@ -174,7 +174,7 @@ def test_search_lists_and_narrowing_by_name_with_the_hook_token_only(stand_in):
     assert not everything.is_error
     assert [e["title"] for e in everything.structured_content["excerpts"]] == ["Expenses", "Colours"]
     assert "报销需要发票原件。" in text_of(everything)
-    assert "knowledge base 'Design notes', shared by Bob Li" in text_of(everything)
+    assert "Knowledge base: 'Design notes', shared by Bob Li" in text_of(everything)
     design = everything.structured_content["excerpts"][1]
     assert design["knowledge_base"] == {"id": "kb_design", "name": "Design notes"}
     assert design["owner"]["name"] == "Bob Li"
