@@ -198,3 +198,10 @@ def test_an_excerpt_of_a_group_names_the_knowledge_bases_it_may_come_from(tmp_pa
     assert "Title: T\nKnowledge base: one of 'Handbook'; 'Notes', shared by Carol\n" in render_search(
         "q", result
     )
+
+
+def test_more_knowledge_bases_than_a_search_takes_is_a_sentence_not_the_services_422():
+    scope = [KnowledgeBase(f"kb_{n}", f"KB {n}", True, None) for n in range(51)]
+    assert len(resolve([kb.id for kb in scope[:50]], scope)) == 50
+    with pytest.raises(ToolRefused, match="names 51 knowledge bases; a search takes at most 50"):
+        resolve([kb.name for kb in scope], scope)
