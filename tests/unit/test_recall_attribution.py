@@ -298,3 +298,42 @@ def test_the_settings(monkeypatch, env, expected):
             get_settings()
     finally:
         get_settings.cache_clear()
+
+
+# ------------------------------------------------------------------------------------- one search
+
+
+def test_a_single_search_that_hangs_is_bounded_by_the_budget():
+    # One KB in scope: its search must end with the budget like any other, not when MemOS gives up
+    repo = Repository([[own("kb1")]])
+    memos = engine("kb1")
+    release = threading.Event()
+    memos.during_search = lambda ids: release.wait(5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(recall_logic.RecallUnavailable):
+            run(repo, memos, search_seconds=0.3)
+    finally:
+        release.set()
+    assert time.monotonic() - started < 2
+
+
+class NamesMeetTheSearch(Repository):
+    """The names' read waits for a search to be in flight: only a read made during the search gets past."""
+
+    def __init__(self, snapshots: list[list[GrantRecord]], barrier: threading.Barrier) -> None:
+        super().__init__(snapshots)
+        self.barrier = barrier
+
+    def batch_get_kbs_and_profiles(self, kb_ids: Any, user_ids: Any) -> Any:
+        self.barrier.wait()
+        return super().batch_get_kbs_and_profiles(kb_ids, user_ids)
+
+
+def test_a_single_search_runs_while_the_names_are_read():
+    together = threading.Barrier(2, timeout=2)
+    repo = NamesMeetTheSearch([[grant("kb1")]], together)
+    memos = engine("kb1")
+    memos.during_search = lambda ids: together.wait()
+    result = run(repo, memos)
+    assert [kb_of(i) for i in result.items] == ["kb1"]

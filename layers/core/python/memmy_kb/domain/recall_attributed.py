@@ -137,9 +137,8 @@ def _run_searches(
     """Every search at once on its own thread (each in a copy of this context, so the invocation's
     deadline bounds it too), ``meanwhile()`` on this one; a search not answered by the deadline failed."""
     deadline = time.monotonic() + deadline_seconds
-    if len(searches) == 1:
-        meanwhile()
-        return [_outcome(searches[0], search, deadline)]
+    # A single search too runs on a thread: waiting for it here would let it (and its retry) outlast the
+    # budget, and would read the names only before it instead of during it.
     executor = ThreadPoolExecutor(max_workers=len(searches), thread_name_prefix="recall-search")
     try:
         futures = [
