@@ -128,7 +128,7 @@ def _source(
     return SourceKb(grant.kb_id, name, owner_name, contact)
 
 
-def _run_searches(
+def run_searches(
     searches: list[Search],
     search: Callable[[Search], list[SearchHit]],
     meanwhile: Callable[[], None],
@@ -211,7 +211,7 @@ def attributed_search(
         shared = [g.owner_id for g in scope_grants if g.role != "owner"]
         names["read"] = grants.batch_get_kbs_and_profiles((g.kb_id for g in scope_grants), shared)
 
-    outcomes = _run_searches(
+    outcomes = run_searches(
         searches,
         lambda s: memos.engine(s.backend).search_memory(
             reader, query, s.memos_ids, limit=_cap(s, limit, max_per_kb)
