@@ -16,7 +16,7 @@ import pytest
 
 from memmy_kb.api.models.recall import RecallResponse
 from memmy_kb.domain import recall as recall_logic
-from memmy_kb.domain.engine import MemosNotFound, MemosUnavailable
+from memmy_kb.domain.engine import MemosNotFound, MemosUnavailable, SearchHit
 from memmy_kb.domain.recall_attributed import plan
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
 from memmy_kb.settings import get_settings
@@ -337,3 +337,12 @@ def test_a_single_search_runs_while_the_names_are_read():
     memos.during_search = lambda ids: together.wait()
     result = run(repo, memos)
     assert [kb_of(i) for i in result.items] == ["kb1"]
+
+
+@pytest.mark.parametrize("odd", [float("nan"), float("inf")])
+def test_a_score_that_is_no_number_ranks_as_no_score_and_leaves_the_order_of_the_others(odd):
+    repo = Repository([[grant(f"kb{i}") for i in range(5)]])
+    memos = engine(*(f"kb{i}" for i in range(5)), scores={"kb0": 0.5, "kb2": 0.9, "kb3": 0.7, "kb4": 0.2})
+    memos.knowledge_bases["m-kb1"].memories[0] = SearchHit(title="kb1-doc0", content="kb1 MARK-kb1-0", score=odd)
+    result = run(repo, memos, limit=3, max_searches=5)
+    assert [kb_of(i) for i in result.items] == ["kb2", "kb3", "kb0"]

@@ -3,13 +3,14 @@ never across backends, a rate-limited search tried once more (``memmy_kb.domain.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
 import pytest
 
 from memmy_kb.domain import recall_attributed
-from memmy_kb.domain.engine import MemosRateLimited
+from memmy_kb.domain.engine import MemosRateLimited, SearchHit
 from memmy_kb.domain.recall import RecallUnavailable
 from memmy_kb.domain.recall_attributed import plan
 from memmy_kb.records import GrantRecord
@@ -95,6 +96,18 @@ def test_combined_attribution_searches_the_backends_at_once() -> None:
     result = run(repo, pool, attribution="combined")
 
     assert len(result.items) == 2
+
+
+def test_combined_attribution_ranks_a_score_that_is_no_number_last() -> None:
+    repo = Repository([[grant("kb1", "a"), grant("kb2", None), grant("kb3", None)]])
+    pool = engines({"kb1": "a", "kb2": "default", "kb3": "default"})
+    pool["a"].knowledge_bases["m-kb1"].memories[0] = SearchHit(title="kb1-doc", content="MARK-kb1", score=math.nan)
+    pool["default"].knowledge_bases["m-kb2"].memories[0] = SearchHit(title="kb2-doc", content="MARK-kb2", score=0.2)
+    pool["default"].knowledge_bases["m-kb3"].memories[0] = SearchHit(title="kb3-doc", content="MARK-kb3", score=0.9)
+
+    result = run(repo, pool, attribution="combined")
+
+    assert [i.content for i in result.items] == ["MARK-kb3", "MARK-kb2", "MARK-kb1"]
 
 
 def test_combined_attribution_on_two_hanging_backends_ends_with_the_one_budget() -> None:

@@ -89,7 +89,7 @@ def _combined_search(
 ) -> list[SearchHit]:
     """One search per MemOS backend of the scope (a search reaches one project), at once and within the
     one budget (``recall_attributed``'s threads), merged by score; the first failure (by backend) raised."""
-    from memmy_kb.domain.recall_attributed import Search, run_searches
+    from memmy_kb.domain.recall_attributed import Search, relevance, run_searches
 
     by_backend: dict[str, list[GrantRecord]] = {}
     for g in scope_grants:
@@ -105,7 +105,7 @@ def _combined_search(
             raise outcome.error
     hits = [hit for outcome in outcomes for hit in outcome.hits]
     if len(by_backend) > 1:
-        hits.sort(key=lambda h: -(h.score if h.score is not None else -1.0))
+        hits.sort(key=lambda h: -relevance(h))
     return hits[:limit]
 
 

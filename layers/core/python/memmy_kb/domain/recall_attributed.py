@@ -22,6 +22,7 @@ each search's KBs are still in the caller's scope, so it holds for a narrowed sc
 from __future__ import annotations
 
 import contextvars
+import math
 import random
 import time
 from collections.abc import Callable
@@ -103,6 +104,13 @@ def plan(grants: list[GrantRecord], max_searches: int) -> list[Search]:
     for g in ordered[alone:]:
         groups.setdefault(backend_of(g.memos_backend), []).append(g)
     return [*(Search((g,)) for g in ordered[:alone]), *(Search(tuple(groups[b])) for b in sorted(groups))]
+
+
+def relevance(hit: SearchHit) -> float:
+    """A hit's score as the merge ranks it: without one, or with one that is no finite number (a NaN
+    would scramble the whole sort, an infinity outrank every real score), it ranks after every scored hit."""
+    score = hit.score
+    return score if score is not None and math.isfinite(score) else -1.0
 
 
 def _cap(search: Search, limit: int, max_per_kb: int) -> int:
@@ -242,7 +250,7 @@ def attributed_search(
     ranked = [
         (hit, index, rank, o.search) for index, o in enumerate(answered) for rank, hit in enumerate(o.hits)
     ]
-    ranked.sort(key=lambda r: (-(r[0].score if r[0].score is not None else -1.0), r[1], r[2]))
+    ranked.sort(key=lambda r: (-relevance(r[0]), r[1], r[2]))
     taken = [0] * len(answered)
     merged: list[tuple[SearchHit, tuple[SourceKb, ...]]] = []
     for hit, index, _, search in ranked:
