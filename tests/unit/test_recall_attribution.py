@@ -346,3 +346,26 @@ def test_a_score_that_is_no_number_ranks_as_no_score_and_leaves_the_order_of_the
     memos.knowledge_bases["m-kb1"].memories[0] = SearchHit(title="kb1-doc0", content="kb1 MARK-kb1-0", score=odd)
     result = run(repo, memos, limit=3, max_searches=5)
     assert [kb_of(i) for i in result.items] == ["kb2", "kb3", "kb0"]
+
+
+class NamedAtCreation(Repository):
+    """The KBs' META items keep the owner's name from when the KB was made."""
+
+    def batch_get_kbs_and_profiles(self, kb_ids: Any, user_ids: Any) -> Any:
+        kbs, owners = super().batch_get_kbs_and_profiles(kb_ids, user_ids)
+        return {k: kb.model_copy(update={"owner_name": "旧名字"}) for k, kb in kbs.items()}, owners
+
+
+@pytest.mark.parametrize("display_name", ["", "\u200b\u2060", "  ", "爱丽丝", None])
+@pytest.mark.parametrize("store", [Repository, NamedAtCreation])
+def test_a_sharer_is_named_as_the_shared_with_me_list_names_them(display_name, store):
+    from memmy_kb.api.models.knowledge_bases import KnowledgeBase
+    from memmy_kb.domain.knowledge_bases import list_knowledge_bases
+
+    # None: the owner has no profile
+    profiles = {} if display_name is None else {"alice": profile("alice", display_name, phone="+8613800138000")}
+    repo = store([[grant("kb2", owner="alice")]], profiles=profiles)
+    (item,) = run(repo, engine("kb2")).items
+    (listed,) = [KnowledgeBase.from_view(v) for v in list_knowledge_bases(repo, "bob")]  # type: ignore[arg-type]
+    assert item.owner is not None
+    assert (item.owner.name, item.owner.contact) == (listed.owner.display_name, listed.owner.contact)

@@ -127,11 +127,13 @@ def _source(
         return SourceKb(grant.kb_id, name)
     # The same owner name and masked contact as the "shared with me" list shows (guarantee 9).
     from memmy_kb.domain.directory import masked_contact
+    from memmy_kb.domain.display import shown
 
     profile = owners.get(grant.owner_id)
-    owner_name = (
-        (profile.display_name if profile else None) or (kb.owner_name if kb else None) or grant.owner_id
-    )
+    # As the list names them: the profile's name (without a profile, the KB's); one that shows nothing
+    # gives the owner's id.
+    listed = profile.display_name if profile else (kb.owner_name if kb else None)
+    owner_name = shown(listed or "") or grant.owner_id
     contact = masked_contact(profile.phone, profile.email) if profile else None
     return SourceKb(grant.kb_id, name, owner_name, contact)
 
