@@ -210,6 +210,16 @@ def test_a_search_past_the_budget_counts_as_failed():
     assert result.partial
 
 
+def test_an_unexpected_error_in_one_search_is_no_partial_reply_but_the_500_of_a_bug():
+    # docs/architecture.md, "Errors": an unexpected failure is a 500 with its stack trace, not a MemOS
+    # failure to hide behind the others' excerpts
+    repo = Repository([[own("kb1"), grant("kb2")]])
+    memos = engine("kb1", "kb2")
+    memos.fail_search_of("m-kb2", KeyError("memory_detail_list"))
+    with pytest.raises(KeyError):
+        run(repo, memos)
+
+
 # ------------------------------------------------------------------------------------- re-check
 
 
