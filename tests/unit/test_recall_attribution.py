@@ -16,7 +16,7 @@ import pytest
 
 from memmy_kb.api.models.recall import RecallResponse
 from memmy_kb.domain import recall as recall_logic
-from memmy_kb.domain.engine import MemosNotFound, MemosUnavailable
+from memmy_kb.domain.engine import MemosNotFound, MemosUnavailable, SearchHit
 from memmy_kb.domain.recall_attributed import plan
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
 from memmy_kb.settings import get_settings
@@ -210,6 +210,16 @@ def test_a_search_past_the_budget_counts_as_failed():
     assert result.partial
 
 
+def test_an_unexpected_error_in_one_search_is_no_partial_reply_but_the_500_of_a_bug():
+    # docs/architecture.md, "Errors": an unexpected failure is a 500 with its stack trace, not a MemOS
+    # failure to hide behind the others' excerpts
+    repo = Repository([[own("kb1"), grant("kb2")]])
+    memos = engine("kb1", "kb2")
+    memos.fail_search_of("m-kb2", KeyError("memory_detail_list"))
+    with pytest.raises(KeyError):
+        run(repo, memos)
+
+
 # ------------------------------------------------------------------------------------- re-check
 
 
@@ -298,3 +308,74 @@ def test_the_settings(monkeypatch, env, expected):
             get_settings()
     finally:
         get_settings.cache_clear()
+
+
+# ------------------------------------------------------------------------------------- one search
+
+
+def test_a_single_search_that_hangs_is_bounded_by_the_budget():
+    # One KB in scope: its search must end with the budget like any other, not when MemOS gives up
+    repo = Repository([[own("kb1")]])
+    memos = engine("kb1")
+    release = threading.Event()
+    memos.during_search = lambda ids: release.wait(5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(recall_logic.RecallUnavailable):
+            run(repo, memos, search_seconds=0.3)
+    finally:
+        release.set()
+    assert time.monotonic() - started < 2
+
+
+class NamesMeetTheSearch(Repository):
+    """The names' read waits for a search to be in flight: only a read made during the search gets past."""
+
+    def __init__(self, snapshots: list[list[GrantRecord]], barrier: threading.Barrier) -> None:
+        super().__init__(snapshots)
+        self.barrier = barrier
+
+    def batch_get_kbs_and_profiles(self, kb_ids: Any, user_ids: Any) -> Any:
+        self.barrier.wait()
+        return super().batch_get_kbs_and_profiles(kb_ids, user_ids)
+
+
+def test_a_single_search_runs_while_the_names_are_read():
+    together = threading.Barrier(2, timeout=2)
+    repo = NamesMeetTheSearch([[grant("kb1")]], together)
+    memos = engine("kb1")
+    memos.during_search = lambda ids: together.wait()
+    result = run(repo, memos)
+    assert [kb_of(i) for i in result.items] == ["kb1"]
+
+
+@pytest.mark.parametrize("odd", [float("nan"), float("inf")])
+def test_a_score_that_is_no_number_ranks_as_no_score_and_leaves_the_order_of_the_others(odd):
+    repo = Repository([[grant(f"kb{i}") for i in range(5)]])
+    memos = engine(*(f"kb{i}" for i in range(5)), scores={"kb0": 0.5, "kb2": 0.9, "kb3": 0.7, "kb4": 0.2})
+    memos.knowledge_bases["m-kb1"].memories[0] = SearchHit(title="kb1-doc0", content="kb1 MARK-kb1-0", score=odd)
+    result = run(repo, memos, limit=3, max_searches=5)
+    assert [kb_of(i) for i in result.items] == ["kb2", "kb3", "kb0"]
+
+
+class NamedAtCreation(Repository):
+    """The KBs' META items keep the owner's name from when the KB was made."""
+
+    def batch_get_kbs_and_profiles(self, kb_ids: Any, user_ids: Any) -> Any:
+        kbs, owners = super().batch_get_kbs_and_profiles(kb_ids, user_ids)
+        return {k: kb.model_copy(update={"owner_name": "旧名字"}) for k, kb in kbs.items()}, owners
+
+
+@pytest.mark.parametrize("display_name", ["", "\u200b\u2060", "  ", "爱丽丝", None])
+@pytest.mark.parametrize("store", [Repository, NamedAtCreation])
+def test_a_sharer_is_named_as_the_shared_with_me_list_names_them(display_name, store):
+    from memmy_kb.api.models.knowledge_bases import KnowledgeBase
+    from memmy_kb.domain.knowledge_bases import list_knowledge_bases
+
+    # None: the owner has no profile
+    profiles = {} if display_name is None else {"alice": profile("alice", display_name, phone="+8613800138000")}
+    repo = store([[grant("kb2", owner="alice")]], profiles=profiles)
+    (item,) = run(repo, engine("kb2")).items
+    (listed,) = [KnowledgeBase.from_view(v) for v in list_knowledge_bases(repo, "bob")]  # type: ignore[arg-type]
+    assert item.owner is not None
+    assert (item.owner.name, item.owner.contact) == (listed.owner.display_name, listed.owner.contact)

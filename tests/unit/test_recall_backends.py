@@ -3,10 +3,15 @@ never across backends, a rate-limited search tried once more (``memmy_kb.domain.
 
 from __future__ import annotations
 
+import math
+import threading
+import time
+
 import pytest
 
 from memmy_kb.domain import recall_attributed
-from memmy_kb.domain.engine import MemosRateLimited
+from memmy_kb.domain.engine import MemosRateLimited, SearchHit
+from memmy_kb.domain.recall import RecallUnavailable
 from memmy_kb.domain.recall_attributed import plan
 from memmy_kb.records import GrantRecord
 from tests.support.fakes import FakeEngines, FakeMemosKnowledgeBase
@@ -79,6 +84,45 @@ def test_combined_attribution_searches_each_backend_once_and_merges_by_score() -
     assert [sorted(s.kb_ids) for s in pool["a"].searches] == [["m-kb1", "m-kb3"]]
     assert [s.kb_ids for s in pool["default"].searches] == [("m-kb2",)]
     assert len(result.items) == 3
+
+
+def test_combined_attribution_searches_the_backends_at_once() -> None:
+    repo = Repository([[grant("kb1", "a"), grant("kb2", None)]])
+    pool = engines({"kb1": "a", "kb2": "default"})
+    both_in_flight = threading.Barrier(2, timeout=2)
+    for backend in ("a", "default"):
+        pool[backend].during_search = lambda ids: both_in_flight.wait()
+
+    result = run(repo, pool, attribution="combined")
+
+    assert len(result.items) == 2
+
+
+def test_combined_attribution_ranks_a_score_that_is_no_number_last() -> None:
+    repo = Repository([[grant("kb1", "a"), grant("kb2", None), grant("kb3", None)]])
+    pool = engines({"kb1": "a", "kb2": "default", "kb3": "default"})
+    pool["a"].knowledge_bases["m-kb1"].memories[0] = SearchHit(title="kb1-doc", content="MARK-kb1", score=math.nan)
+    pool["default"].knowledge_bases["m-kb2"].memories[0] = SearchHit(title="kb2-doc", content="MARK-kb2", score=0.2)
+    pool["default"].knowledge_bases["m-kb3"].memories[0] = SearchHit(title="kb3-doc", content="MARK-kb3", score=0.9)
+
+    result = run(repo, pool, attribution="combined")
+
+    assert [i.content for i in result.items] == ["MARK-kb3", "MARK-kb2", "MARK-kb1"]
+
+
+def test_combined_attribution_on_two_hanging_backends_ends_with_the_one_budget() -> None:
+    repo = Repository([[grant("kb1", "a"), grant("kb2", None)]])
+    pool = engines({"kb1": "a", "kb2": "default"})
+    release = threading.Event()
+    for backend in ("a", "default"):
+        pool[backend].during_search = lambda ids: release.wait(5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(RecallUnavailable):
+            run(repo, pool, attribution="combined", search_seconds=0.3)
+    finally:
+        release.set()
+    assert time.monotonic() - started < 2
 
 
 def test_a_rate_limited_search_is_tried_once_more_and_answers(monkeypatch: pytest.MonkeyPatch) -> None:

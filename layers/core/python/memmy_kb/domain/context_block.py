@@ -14,6 +14,8 @@ hostile data:
   ``</user>``, ``<<SYS>>``...; see ``_ROLE_NAMES``) get the same ``‹`` as excerpt tags, and a line that
   starts with a speaker label of a prompt format (``Human:``, ``Assistant:``, ``System:``, ``User:``,
   ``Developer:``, ``Tool:``; any case, ``：`` too) is prefixed with ``› `` so it no longer starts a turn;
+* a line of excerpt text that starts like the block's own header lines (``来源 Source:``, ``知识库
+  Knowledge base:``...) gets the same ``› ``, so a document cannot add a forged attribution below the real one;
 * invisible and bidi control characters (Unicode Cf: zero-width, U+202A-U+202E, U+2066-U+2069, tags) and
   every other control character but newline and tab are removed, so what the agent reads is what a
   person would see;
@@ -69,6 +71,13 @@ _TAG_AFTER_BRACKET: Final = re.compile(
 )
 _ROLE_LINE: Final = re.compile(
     rf"^([ \t]*)(?=(?:{'|'.join(_LABEL_NAMES)})[ \t]*[:\uff1a])", re.IGNORECASE | re.MULTILINE
+)
+# A line of excerpt text that starts like the header lines naming an excerpt's source and KB ("来源 Source:",
+# "知识库 Knowledge base:", "知识库（其中之一）Knowledge base (one of):"): marked like a role label, so a
+# document cannot add a second, forged attribution below the real one.
+_HEADER_LINE: Final = re.compile(
+    r"^([ \t]*)(?=(?:来源|知识库|source|knowledge[ \t]*base)[^\n:\uff1a]{0,40}[:\uff1a])",
+    re.IGNORECASE | re.MULTILINE,
 )
 _DEFUSED_BRACKET: Final = "\u2039"  # ‹ : still readable, no longer a tag
 _ROLE_LINE_MARK: Final = "\u203a "  # › : the label stays readable, the line no longer starts a turn
@@ -246,7 +255,7 @@ def build_context(
     """
     excerpts = []
     for hit in hits:
-        content = sanitise_text(hit.content)
+        content = _HEADER_LINE.sub(rf"\1{_ROLE_LINE_MARK}", sanitise_text(hit.content))
         if content:
             sources = tuple(_sanitise_source(s) for s in hit.sources)
             excerpts.append(Excerpt(sanitise_title(hit.title), content, hit.score, sources))

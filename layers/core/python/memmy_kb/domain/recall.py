@@ -80,19 +80,32 @@ def _empty(scope_size: int, *, discarded: bool) -> RecallResult:
 
 
 def _combined_search(
-    memos: KnowledgeEngines, scope_grants: list[GrantRecord], reader: str, query: str, limit: int
+    memos: KnowledgeEngines,
+    scope_grants: list[GrantRecord],
+    reader: str,
+    query: str,
+    limit: int,
+    search_seconds: float,
 ) -> list[SearchHit]:
-    """One search per MemOS backend of the scope (a search reaches one project), merged by score."""
-    by_backend: dict[str, set[str]] = {}
+    """One search per MemOS backend of the scope (a search reaches one project), at once and within the
+    one budget (``recall_attributed``'s threads), merged by score; the first failure (by backend) raised."""
+    from memmy_kb.domain.recall_attributed import Search, relevance, run_searches
+
+    by_backend: dict[str, list[GrantRecord]] = {}
     for g in scope_grants:
-        by_backend.setdefault(backend_of(g.memos_backend), set()).add(g.memos_kb_id)
-    hits = [
-        hit
-        for backend in sorted(by_backend)
-        for hit in memos.engine(backend).search_memory(reader, query, sorted(by_backend[backend]), limit=limit)
-    ]
+        by_backend.setdefault(backend_of(g.memos_backend), []).append(g)
+    outcomes = run_searches(
+        [Search(tuple(by_backend[backend])) for backend in sorted(by_backend)],
+        lambda s: memos.engine(s.backend).search_memory(reader, query, s.memos_ids, limit=limit),
+        lambda: None,
+        search_seconds,
+    )
+    for outcome in outcomes:
+        if outcome.error is not None:
+            raise outcome.error
+    hits = [hit for outcome in outcomes for hit in outcome.hits]
     if len(by_backend) > 1:
-        hits.sort(key=lambda h: -(h.score if h.score is not None else -1.0))
+        hits.sort(key=lambda h: -relevance(h))
     return hits[:limit]
 
 
@@ -123,7 +136,7 @@ def recall(
 ) -> RecallResult:
     """Search the caller's recall scope for ``query`` and return the excerpts and the context block.
 
-    ``search_seconds`` bounds the searches together (per KB, they run at once). Raises
+    ``search_seconds`` bounds the searches together (they run at once: per KB, or combined per backend). Raises
     ``RecallUnavailable`` when MemOS fails, times out or cannot be authenticated with (per KB: for every
     KB still in scope). ``knowledge_base_ids`` narrows the scope to those KBs (None: the whole scope);
     one outside the scope raises ``InvalidInput`` (``knowledge_base_not_in_scope``), MemOS not called.
@@ -157,7 +170,7 @@ def recall(
 
     memos_ids = sorted({entry.memos_kb_id for entry in scope})
     try:
-        hits = _combined_search(memos, scope_grants, reader_id(user_id), query, limit)
+        hits = _combined_search(memos, scope_grants, reader_id(user_id), query, limit, search_seconds)
     except (MemosError, MemosApiKeyError) as err:
         timings["search_ms"] = round((clock() - scoped) * 1000, 1)
         if isinstance(err, MemosNotFound) and _left_the_scope(grants, user_id, memos_ids):

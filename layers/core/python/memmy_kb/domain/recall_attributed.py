@@ -22,6 +22,7 @@ each search's KBs are still in the caller's scope, so it holds for a narrowed sc
 from __future__ import annotations
 
 import contextvars
+import math
 import random
 import time
 from collections.abc import Callable
@@ -105,6 +106,13 @@ def plan(grants: list[GrantRecord], max_searches: int) -> list[Search]:
     return [*(Search((g,)) for g in ordered[:alone]), *(Search(tuple(groups[b])) for b in sorted(groups))]
 
 
+def relevance(hit: SearchHit) -> float:
+    """A hit's score as the merge ranks it: without one, or with one that is no finite number (a NaN
+    would scramble the whole sort, an infinity outrank every real score), it ranks after every scored hit."""
+    score = hit.score
+    return score if score is not None and math.isfinite(score) else -1.0
+
+
 def _cap(search: Search, limit: int, max_per_kb: int) -> int:
     """At most ``max_per_kb`` excerpts per KB searched (a group's KBs together), never over ``limit``."""
     return min(limit, max_per_kb * len(search.grants))
@@ -119,16 +127,18 @@ def _source(
         return SourceKb(grant.kb_id, name)
     # The same owner name and masked contact as the "shared with me" list shows (guarantee 9).
     from memmy_kb.domain.directory import masked_contact
+    from memmy_kb.domain.display import shown
 
     profile = owners.get(grant.owner_id)
-    owner_name = (
-        (profile.display_name if profile else None) or (kb.owner_name if kb else None) or grant.owner_id
-    )
+    # As the list names them: the profile's name (without a profile, the KB's); one that shows nothing
+    # gives the owner's id.
+    listed = profile.display_name if profile else (kb.owner_name if kb else None)
+    owner_name = shown(listed or "") or grant.owner_id
     contact = masked_contact(profile.phone, profile.email) if profile else None
     return SourceKb(grant.kb_id, name, owner_name, contact)
 
 
-def _run_searches(
+def run_searches(
     searches: list[Search],
     search: Callable[[Search], list[SearchHit]],
     meanwhile: Callable[[], None],
@@ -137,9 +147,8 @@ def _run_searches(
     """Every search at once on its own thread (each in a copy of this context, so the invocation's
     deadline bounds it too), ``meanwhile()`` on this one; a search not answered by the deadline failed."""
     deadline = time.monotonic() + deadline_seconds
-    if len(searches) == 1:
-        meanwhile()
-        return [_outcome(searches[0], search, deadline)]
+    # A single search too runs on a thread: waiting for it here would let it (and its retry) outlast the
+    # budget, and would read the names only before it instead of during it.
     executor = ThreadPoolExecutor(max_workers=len(searches), thread_name_prefix="recall-search")
     try:
         futures = [
@@ -212,7 +221,7 @@ def attributed_search(
         shared = [g.owner_id for g in scope_grants if g.role != "owner"]
         names["read"] = grants.batch_get_kbs_and_profiles((g.kb_id for g in scope_grants), shared)
 
-    outcomes = _run_searches(
+    outcomes = run_searches(
         searches,
         lambda s: memos.engine(s.backend).search_memory(
             reader, query, s.memos_ids, limit=_cap(s, limit, max_per_kb)
@@ -243,7 +252,7 @@ def attributed_search(
     ranked = [
         (hit, index, rank, o.search) for index, o in enumerate(answered) for rank, hit in enumerate(o.hits)
     ]
-    ranked.sort(key=lambda r: (-(r[0].score if r[0].score is not None else -1.0), r[1], r[2]))
+    ranked.sort(key=lambda r: (-relevance(r[0]), r[1], r[2]))
     taken = [0] * len(answered)
     merged: list[tuple[SearchHit, tuple[SourceKb, ...]]] = []
     for hit, index, _, search in ranked:
