@@ -358,12 +358,11 @@ def registered(agent: str, project: Path | None = None) -> tuple[Path, bool]:
     try:
         text = read_settings(path)[1] or ""
         data = tomllib.loads(text) if TARGETS[agent].toml else json.loads(text)
-    except (OSError, ValueError, SettingsError):
+        key = "mcp_servers" if TARGETS[agent].toml else "mcpServers"
+        servers = data.get(key) if isinstance(data, dict) else None
+        return path, isinstance(servers, dict) and _ours(servers.get(SERVER_NAME), path) is not None
+    except (OSError, ValueError, SettingsError):  # unreadable, or someone else's server by that name
         return path, False
-    servers = (
-        data.get("mcp_servers" if TARGETS[agent].toml else "mcpServers") if isinstance(data, dict) else None
-    )
-    return path, isinstance(servers, dict) and SERVER_NAME in servers
 
 
 def agent_steps(agent: str, project: Path | None) -> list[str]:

@@ -178,6 +178,7 @@ def test_a_server_named_memmy_kb_that_runs_something_else_is_not_overwritten_nor
         with pytest.raises(SettingsError, match=r'named "memmy-kb".*left as it is'):
             mcp_install.apply(agent, entry=ENTRY, uninstall=uninstall)
     assert cli.main(["hook", "install", agent, "--mcp"]) == 1
+    assert mcp_install.registered(agent) == (path, False)  # hook status does not call it ours
     err = capsys.readouterr().err
     assert 'named "memmy-kb"' in err
     assert "rename or remove it" in err
