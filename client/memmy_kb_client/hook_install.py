@@ -35,7 +35,7 @@ from typing import Any
 
 from memmy_kb_client.desktop.paths import HOME_ENV, memmy_home
 from memmy_kb_client.settings_file import SettingsError as SettingsError
-from memmy_kb_client.settings_file import editing, read_settings, write_settings
+from memmy_kb_client.settings_file import editing, followed, read_settings, write_settings
 
 # The hook's own deadline is 4 s; the agent's is an outer guard only.
 AGENT_TIMEOUT_SECONDS = 10
@@ -309,7 +309,7 @@ class Change:
 def settings_path(agent: Agent, project: Path | None) -> Path:
     path = agent.project_file(project.absolute()) if project is not None else agent.user_file()
     # A settings file kept elsewhere behind a symlink (dotfile managers) is edited where it lives.
-    return path.resolve() if path.is_symlink() else path
+    return followed(path)
 
 
 def apply(

@@ -30,7 +30,7 @@ from typing import Any
 
 from memmy_kb_client.desktop.paths import HOME_ENV
 from memmy_kb_client.hook_install import Change, JsonStyle, installed_home, load_settings, program_argv
-from memmy_kb_client.settings_file import SettingsError, editing, read_settings, write_settings
+from memmy_kb_client.settings_file import SettingsError, editing, followed, read_settings, write_settings
 
 SERVER_NAME = "memmy-kb"
 
@@ -323,7 +323,7 @@ def config_path(agent: str, project: Path | None) -> Path:
     target = TARGETS[agent]
     path = target.project_file(project.absolute()) if project is not None else target.user_file()
     # A configuration kept elsewhere behind a symlink (dotfile managers) is edited where it lives.
-    return path.resolve() if path.is_symlink() else path
+    return followed(path)
 
 
 def apply(

@@ -47,6 +47,17 @@ class TextForm:
         return BOM + raw if self.bom else raw
 
 
+def followed(path: Path) -> Path:
+    """Where ``path`` points when it is a symlink (dotfile managers): the file is edited where it lives,
+    the link kept. A loop stays ``path``, which then fails to read with an error (ELOOP)."""
+    if not path.is_symlink():
+        return path
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):  # a loop: RuntimeError before Python 3.13
+        return path
+
+
 def read_settings(path: Path) -> tuple[TextForm, str | None]:
     """The file's form and its text to edit (without a BOM, with ``\\n`` lines); None when absent."""
     try:

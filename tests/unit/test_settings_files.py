@@ -210,3 +210,16 @@ def test_hook_status_reads_a_file_with_a_byte_order_mark(homes):
         assert mcp_install.registered(agent) == (user_file(homes, agent), True)
     hook_install.apply("gemini", command=GEMINI_HOOK)
     assert hook_install.installed_command("gemini")[1] == GEMINI_HOOK
+
+
+def test_a_symlink_loop_is_refused_with_a_message(homes, capsys):
+    path = user_file(homes, "gemini")
+    path.parent.mkdir(parents=True)
+    path.symlink_to(path.parent / "elsewhere.json")
+    (path.parent / "elsewhere.json").symlink_to(path)
+    for argv in (["hook", "install", "gemini", "--mcp"], ["hook", "install", "gemini"]):
+        assert cli.main(argv) == 1
+        assert "symbolic links" in capsys.readouterr().err
+    assert mcp_install.registered("gemini") == (path, False)
+    assert hook_install.installed_command("gemini") == (path, None)
+    assert path.is_symlink()
