@@ -28,20 +28,17 @@ import re
 import shlex
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memmy_kb_client.desktop.paths import HOME_ENV, memmy_home
+from memmy_kb_client.settings_file import SettingsError as SettingsError
+from memmy_kb_client.settings_file import editing, followed, read_settings, write_settings
 
 # The hook's own deadline is 4 s; the agent's is an outer guard only.
 AGENT_TIMEOUT_SECONDS = 10
-
-
-class SettingsError(Exception):
-    """The settings file cannot be edited safely; the message says why and what to add by hand."""
 
 
 @dataclass(frozen=True)
@@ -178,7 +175,13 @@ class JsonStyle:
         text = json.dumps(
             data, indent=self.indent, separators=self.separators, ensure_ascii=self.ensure_ascii
         )
+        # A lone surrogate (read from a "\ud83d" escape: a string cut inside an emoji) has no UTF-8: it
+        # goes back as the escape it was read from. A pair was read as one character.
+        text = _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
         return text + ("\n" if self.final_newline else "")
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _hooks_of(data: Any, path: Path, create: bool) -> dict[str, Any] | None:
@@ -257,7 +260,7 @@ def installed_command(agent_name: str, project: Path | None = None) -> tuple[Pat
     agent = AGENTS[agent_name]
     path = settings_path(agent, project)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_settings(path)[1] or "")
         hooks = _hooks_of(data, path, create=False) or {}
     except (OSError, ValueError, SettingsError):
         return path, None
@@ -306,7 +309,7 @@ class Change:
 def settings_path(agent: Agent, project: Path | None) -> Path:
     path = agent.project_file(project.absolute()) if project is not None else agent.user_file()
     # A settings file kept elsewhere behind a symlink (dotfile managers) is edited where it lives.
-    return path.resolve() if path.is_symlink() else path
+    return followed(path)
 
 
 def apply(
@@ -315,31 +318,13 @@ def apply(
     """Install (or uninstall) our entry in ``agent_name``'s settings file; the change made."""
     agent = AGENTS[agent_name]
     path = settings_path(agent, project)
-    before = path.read_text(encoding="utf-8") if path.exists() else None
-    if uninstall:
-        after = without(before, agent, path)
-    else:
-        after = merged(before, agent, command or hook_command(agent.name), path)
-    change = Change(path, before, after)
-    if change.changed and after is not None:
-        write_settings(path, after)
-    return change
-
-
-def write_settings(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
-    handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, then moved into place
-        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
-    )
-    try:
-        with handle:
-            handle.write(text)
-        if mode is not None:
-            os.chmod(handle.name, mode)
+    with editing(path, create=not uninstall):
+        form, before = read_settings(path)
+        if uninstall:
+            after = without(before, agent, path)
         else:
-            os.chmod(handle.name, 0o644)
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
+            after = merged(before, agent, command or hook_command(agent.name), path)
+        change = Change(path, before, after)
+        if change.changed and after is not None:
+            write_settings(path, after, form)
+    return change

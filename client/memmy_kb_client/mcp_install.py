@@ -29,15 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from memmy_kb_client.desktop.paths import HOME_ENV
-from memmy_kb_client.hook_install import (
-    Change,
-    JsonStyle,
-    SettingsError,
-    installed_home,
-    load_settings,
-    program_argv,
-    write_settings,
-)
+from memmy_kb_client.hook_install import Change, JsonStyle, installed_home, load_settings, program_argv
+from memmy_kb_client.settings_file import SettingsError, editing, followed, read_settings, write_settings
 
 SERVER_NAME = "memmy-kb"
 
@@ -114,6 +107,24 @@ def _updated(existing: Any, fresh: Mapping[str, Any]) -> dict[str, Any]:
     return entry
 
 
+def _ours(existing: Any, path: Path) -> Any:
+    """``existing``, refused when it does not run this client (``npx ...``, a URL, a container): an entry
+    named ``memmy-kb`` that is someone else's server, neither to overwrite nor to remove. Ours, from any
+    installation, runs a ``memmy-kb`` executable or Python with ``-m memmy_kb_client.cli``."""
+    command = existing.get("command") if isinstance(existing, Mapping) else None
+    args = existing.get("args") if isinstance(existing, Mapping) else None
+    program = re.split(r"[\\/]", command)[-1].lower() if isinstance(command, str) else None
+    if existing is None or program in ("memmy-kb", "memmy-kb.exe"):
+        return existing
+    if program is not None and isinstance(args, list) and "memmy_kb_client.cli" in args:
+        return existing
+    what = f"runs {command!r}" if isinstance(command, str) else "runs no command"
+    raise SettingsError(
+        f'the MCP server named "{SERVER_NAME}" in {path} {what}, not this client\'s memmy-kb mcp; it was '
+        "left as it is: rename or remove it, then run this again"
+    )
+
+
 # -- JSON: Claude Code and Gemini CLI -------------------------------------------------------------------
 
 
@@ -132,7 +143,7 @@ def merged_json(text: str | None, fresh: Mapping[str, Any], path: Path) -> str:
     data = load_settings(text, path)
     servers = _servers_of(data, path, create=True)
     assert servers is not None
-    servers[SERVER_NAME] = _updated(servers.get(SERVER_NAME), fresh)
+    servers[SERVER_NAME] = _updated(_ours(servers.get(SERVER_NAME), path), fresh)
     if text is not None and load_settings(text, path) == data:
         return text
     return JsonStyle.of(text).dump(data)
@@ -145,6 +156,7 @@ def without_json(text: str | None, path: Path) -> str | None:
     servers = _servers_of(data, path, create=False)
     if servers is None or SERVER_NAME not in servers:
         return text
+    _ours(servers[SERVER_NAME], path)
     del servers[SERVER_NAME]
     if not servers:
         del data["mcpServers"]
@@ -212,7 +224,7 @@ def merged_toml(text: str | None, fresh: Mapping[str, Any], path: Path) -> str:
     doc = _parse_toml(source, path)
     servers = _toml_servers(doc, path)
     current = servers.get(SERVER_NAME) if servers is not None else None
-    entry = _updated(current.unwrap() if current is not None else None, fresh)
+    entry = _updated(_ours(current.unwrap() if current is not None else None, path), fresh)
     expected = _expected(doc.unwrap(), entry)
     if doc.unwrap() == expected:
         return source if text is not None else tomlkit.dumps(doc)
@@ -263,6 +275,7 @@ def without_toml(text: str | None, path: Path) -> str | None:
     servers = _toml_servers(doc, path)
     if servers is None or SERVER_NAME not in servers:
         return text
+    _ours(servers[SERVER_NAME].unwrap(), path)
     expected = _expected(doc.unwrap(), None)
     cut = _checked(_cut_block(text), expected, path)
     if cut is not None:
@@ -310,7 +323,7 @@ def config_path(agent: str, project: Path | None) -> Path:
     target = TARGETS[agent]
     path = target.project_file(project.absolute()) if project is not None else target.user_file()
     # A configuration kept elsewhere behind a symlink (dotfile managers) is edited where it lives.
-    return path.resolve() if path.is_symlink() else path
+    return followed(path)
 
 
 def apply(
@@ -323,15 +336,16 @@ def apply(
     """Register (or unregister) our MCP server in ``agent``'s configuration; the change made."""
     target = TARGETS[agent]
     path = config_path(agent, project)
-    before = path.read_text(encoding="utf-8") if path.exists() else None
     fresh = dict(entry) if entry is not None else server_entry(agent)
-    if uninstall:
-        after = without_toml(before, path) if target.toml else without_json(before, path)
-    else:
-        after = merged_toml(before, fresh, path) if target.toml else merged_json(before, fresh, path)
-    change = Change(path, before, after)
-    if change.changed and after is not None:
-        write_settings(path, after)
+    with editing(path, create=not uninstall):
+        form, before = read_settings(path)
+        if uninstall:
+            after = without_toml(before, path) if target.toml else without_json(before, path)
+        else:
+            after = merged_toml(before, fresh, path) if target.toml else merged_json(before, fresh, path)
+        change = Change(path, before, after)
+        if change.changed and after is not None:
+            write_settings(path, after, form)
     return change
 
 
@@ -342,14 +356,13 @@ def registered(agent: str, project: Path | None = None) -> tuple[Path, bool]:
 
     path = config_path(agent, project)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_settings(path)[1] or ""
         data = tomllib.loads(text) if TARGETS[agent].toml else json.loads(text)
-    except (OSError, ValueError):
+        key = "mcp_servers" if TARGETS[agent].toml else "mcpServers"
+        servers = data.get(key) if isinstance(data, dict) else None
+        return path, isinstance(servers, dict) and _ours(servers.get(SERVER_NAME), path) is not None
+    except (OSError, ValueError, SettingsError):  # unreadable, or someone else's server by that name
         return path, False
-    servers = (
-        data.get("mcp_servers" if TARGETS[agent].toml else "mcpServers") if isinstance(data, dict) else None
-    )
-    return path, isinstance(servers, dict) and SERVER_NAME in servers
 
 
 def agent_steps(agent: str, project: Path | None) -> list[str]:

@@ -273,8 +273,8 @@ def test_the_cli_refuses_a_json_file_with_comments_with_exit_1(homes, capsys):
     "original",
     [
         'mcp_servers = { docs = { command = "d" } }\nmodel = "x"\n',
-        '[mcp_servers.memmy-kb]\ncommand = "/old"\n\n[mcp_servers.memmy-kb.env]\nX = "1"\n\n[tui]\na = 1\n',
-        'model = "x"\nmcp_servers.memmy-kb.command = "/old"\n',
+        '[mcp_servers.memmy-kb]\ncommand = "/old/bin/memmy-kb"\n\n[mcp_servers.memmy-kb.env]\nX = "1"\n\n[tui]\na = 1\n',
+        'model = "x"\nmcp_servers.memmy-kb.command = "/old/bin/memmy-kb"\n',
     ],
     ids=["inline mcp_servers", "env as a sub-table", "dotted keys of ours"],
 )
