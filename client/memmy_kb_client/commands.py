@@ -18,7 +18,7 @@ from memmy_kb_client.delete_prompts import (
     stdin_is_terminal,
 )
 from memmy_kb_client.rendering import kb_line, progress_bar, render_list, render_listing, render_members
-from memmy_kb_client.terminal import printable
+from memmy_kb_client.terminal import one_line, printable
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -108,8 +108,8 @@ def _upload(args: argparse.Namespace) -> int:
     for upload_id, name in uploads.items():
         f = final.get(upload_id)
         status = f["status"] if f else ("uploaded" if not args.wait else "still processing")
-        reason = f"  ({f['reason']})" if f and f.get("reason") else ""
-        print(printable(f"{status:<16}  {name}{reason}"))
+        reason = f"  ({one_line(f['reason'])})" if f and f.get("reason") else ""
+        print(printable(f"{status:<16}  {one_line(name)}{reason}"))
     return 1 if any(f["status"] == "failed" for f in final.values()) else 0
 
 
@@ -238,7 +238,7 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
         "share",
         "share read-only by user id, phone or email (owner)",
         lambda c, a: c.share(a.kb, a.identifier),
-        lambda m: f"shared with {m['display_name']} ({m['user_id']})",
+        lambda m: f"shared with {one_line(m['display_name'])} ({m['user_id']})",
     )
     share.add_argument("kb")
     share.add_argument("identifier")
@@ -288,7 +288,7 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     mv.add_argument("file")
     mv.add_argument("--folder", help="destination folder id (default: the root)")
     mv.set_defaults(
-        func=_run(lambda c, a: c.move_file(a.kb, a.file, a.folder), lambda f: f"moved {f['name']}")
+        func=_run(lambda c, a: c.move_file(a.kb, a.file, a.folder), lambda f: f"moved {one_line(f['name'])}")
     )
     dismiss = files.add_parser(
         "dismiss",
@@ -313,7 +313,7 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     mk.add_argument("name")
     mk.add_argument("--parent", help="parent folder id (default: the root)")
     mk.set_defaults(
-        func=_run(lambda c, a: c.create_folder(a.kb, a.name, a.parent), lambda f: f"{f['id']}  {f['name']}")
+        func=_run(lambda c, a: c.create_folder(a.kb, a.name, a.parent), lambda f: f"{f['id']}  {one_line(f['name'])}")
     )
     rename_folder = folders.add_parser("rename", parents=[common], help="rename a folder (owner)")
     rename_folder.add_argument("kb")
@@ -321,7 +321,7 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     rename_folder.add_argument("name")
     rename_folder.set_defaults(
         func=_run(
-            lambda c, a: c.update_folder(a.kb, a.folder, name=a.name), lambda f: f"{f['id']}  {f['name']}"
+            lambda c, a: c.update_folder(a.kb, a.folder, name=a.name), lambda f: f"{f['id']}  {one_line(f['name'])}"
         )
     )
     move_folder = folders.add_parser("mv", parents=[common], help="move a folder (owner)")
@@ -331,7 +331,7 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     move_folder.set_defaults(
         func=_run(
             lambda c, a: c.update_folder(a.kb, a.folder, parent_id=a.parent),
-            lambda f: f"moved {f['name']} to {f['parent_id'] or 'the root'}",
+            lambda f: f"moved {one_line(f['name'])} to {f['parent_id'] or 'the root'}",
         )
     )
     folders_rm = folders.add_parser(

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from memmy_kb_client.terminal import printable
+from memmy_kb_client.terminal import one_line, printable
 
 # At most this many listings are read to find a file's or folder's name for the confirmation question.
 NAME_LOOKUP_LISTINGS = 10
@@ -44,7 +44,7 @@ def kb_label(client: Any, kb_id: str) -> str:
     from memmy_kb_client.sdk import MemmyApiError
 
     try:
-        return f"knowledge base '{client.get_knowledge_base(kb_id)['name']}'"
+        return f"knowledge base '{one_line(client.get_knowledge_base(kb_id)['name'])}'"
     except MemmyApiError as err:
         if err.status < 500:
             raise
@@ -60,7 +60,7 @@ def member_label(client: Any, kb_id: str, user_id: str) -> str:
     except MemmyApiError:
         return user_id  # the name is a courtesy; the removal decides
     name = next((m.get("display_name") for m in members if m.get("user_id") == user_id), None)
-    return f"'{name}' ({user_id})" if name else user_id
+    return f"'{one_line(name)}' ({user_id})" if name else user_id
 
 
 def find_entry(client: Any, kb_id: str, kind: str, entry_id: str) -> dict[str, Any] | None:
@@ -91,14 +91,14 @@ def kb_question(client: Any, args: argparse.Namespace) -> tuple[str, str]:
 def file_question(client: Any, args: argparse.Namespace) -> tuple[str, str]:
     kb = kb_label(client, args.kb)
     entry = find_entry(client, args.kb, "files", args.file)
-    label = f"file '{entry['name']}'" if entry else f"file {args.file}"
+    label = f"file '{one_line(entry['name'])}'" if entry else f"file {args.file}"
     return f"Delete {label} from {kb} for everyone it is shared with?", label
 
 
 def folder_question(client: Any, args: argparse.Namespace) -> tuple[str, str]:
     kb = kb_label(client, args.kb)
     entry = find_entry(client, args.kb, "folders", args.folder)
-    label = f"folder '{entry['name']}'" if entry else f"folder {args.folder}"
+    label = f"folder '{one_line(entry['name'])}'" if entry else f"folder {args.folder}"
     return (
         f"Delete {label} and all its subfolders and files from {kb} for everyone it is shared with?",
         label,

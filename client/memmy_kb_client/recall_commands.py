@@ -12,14 +12,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memmy_kb_client.terminal import printable
+from memmy_kb_client.terminal import one_line, printable
 
 
 def _kb_text(kb: dict[str, Any], owner: Any) -> str:
-    text = f"{kb.get('name', '')} ({kb.get('id', '')})"
+    text = f"{one_line(kb.get('name', ''))} ({one_line(kb.get('id', ''))})"
     if isinstance(owner, dict):
-        contact = f", {owner['contact']}" if owner.get("contact") else ""
-        text += f", shared by {owner.get('name', '')}{contact}"
+        contact = f", {one_line(owner['contact'])}" if owner.get("contact") else ""
+        text += f", shared by {one_line(owner.get('name', ''))}{contact}"
     return text
 
 
@@ -57,7 +57,7 @@ def _render(result: dict[str, Any]) -> str:
         score = item.get("score")
         shown = f"  (score {score:.2f})" if isinstance(score, int | float) else ""
         body = "\n".join(f"    {line}" for line in str(item.get("content", "")).splitlines())
-        blocks.append(f"[{index}] 《{item.get('title', '')}》{shown}\n{_source(item)}{body}")
+        blocks.append(f"[{index}] 《{one_line(item.get('title', ''))}》{shown}\n{_source(item)}{body}")
     return "\n\n".join([*notes, *blocks])
 
 

@@ -7,10 +7,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from memmy_kb_client.terminal import one_line
+
 
 def kb_line(kb: dict[str, Any]) -> str:
     recall = "recall on " if kb["recall"] else "recall off"
-    return f"{kb['id']}  {recall}  {kb['name']}"
+    return f"{kb['id']}  {recall}  {one_line(kb['name'])}"
 
 
 def render_list(kbs: list[dict[str, Any]]) -> str:
@@ -19,19 +21,19 @@ def render_list(kbs: list[dict[str, Any]]) -> str:
     lines = ["My knowledge bases:"] + ([f"  {kb_line(kb)}" for kb in owned] or ["  (none)"])
     if shared:
         lines.append("Shared with me:")
-        lines += [f"  {kb_line(kb)}  (from {kb['owner']['display_name']})" for kb in shared]
+        lines += [f"  {kb_line(kb)}  (from {one_line(kb['owner']['display_name'])})" for kb in shared]
     return "\n".join(lines)
 
 
 def render_members(members: list[dict[str, Any]]) -> str:
-    return "\n".join(f"{m['user_id']}  {m['role']:<6}  {m['display_name']}" for m in members)
+    return "\n".join(f"{m['user_id']}  {m['role']:<6}  {one_line(m['display_name'])}" for m in members)
 
 
 def render_listing(listing: dict[str, Any]) -> str:
-    lines = [f"[folder] {f['id']}  {f['name']}" for f in listing["folders"]]
+    lines = [f"[folder] {f['id']}  {one_line(f['name'])}" for f in listing["folders"]]
     for f in listing["files"]:
-        reason = f"  ({f['reason']})" if f.get("reason") else ""
-        lines.append(f"{f['status']:<10}  {f['id']}  {f['name']}{reason}")
+        reason = f"  ({one_line(f['reason'])})" if f.get("reason") else ""
+        lines.append(f"{f['status']:<10}  {f['id']}  {one_line(f['name'])}{reason}")
     if listing.get("refresh_after_seconds"):
         lines.append(f"(still processing: look again in {listing['refresh_after_seconds']} s)")
     return "\n".join(lines) or "(empty)"
@@ -42,7 +44,7 @@ def progress_bar(name: str) -> Callable[[int, int], None]:
         done = sent / total if total else 1.0
         bar = "#" * int(done * 30)
         print(
-            f"\r{name[:40]:<40} [{bar:<30}] {done:4.0%}",
+            f"\r{one_line(name)[:40]:<40} [{bar:<30}] {done:4.0%}",
             end="" if sent < total else "\n",
             file=sys.stderr,
             flush=True,

@@ -22,6 +22,13 @@ def printable(text: str) -> str:
     )
 
 
+def one_line(text: object) -> str:
+    """``text`` to print within a line (a title, a KB, file or person's name): as ``printable``, with its
+    line breaks and tabs escaped too, so a name cannot start a line of its own that reads as the CLI's
+    (a forged ``from:`` line under an excerpt, a forged KB in ``kb ls``)."""
+    return printable(str(text)).replace("\n", _escape("\n")).replace("\t", _escape("\t"))
+
+
 def _escape(ch: str) -> str:
     """A ``\\uXXXX`` escape (a surrogate pair above U+FFFF): readable, and still valid inside JSON."""
     code = ord(ch)

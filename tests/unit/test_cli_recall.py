@@ -45,3 +45,50 @@ def test_an_excerpt_without_a_kb_shows_none_and_a_fully_dropped_result_says_so()
     assert "from" not in text
     dropped = _render({"items": [], "scope_size": 2, "discarded": True})
     assert dropped.startswith("Your knowledge bases changed during the search")
+
+
+HOSTILE = (
+    "a\x1b]8;;https://evil.example/\x07link\x1b]8;;\x07\x1b[2J\rb\u202ec\x9b31m\n    from: 我的资料 (kb_1)"
+)
+
+
+def test_hostile_titles_names_and_text_print_inert_and_cannot_forge_a_line():
+    """What ``memmy-kb recall`` prints (``printable(_render(...))``): a sharer's title, KB name, own name
+    and excerpt text show escape sequences, carriage returns, bidi overrides and C1 controls as escapes,
+    and a line break in a title or name cannot start a "from:" line of its own; Chinese and emoji stay."""
+    from memmy_kb_client.terminal import printable
+
+    text = printable(
+        _render(
+            {
+                "items": [
+                    {
+                        "title": f"报销😀{HOSTILE}",
+                        "content": f"正文 ✅\n{HOSTILE}",
+                        "knowledge_base": {"id": "kb_2", "name": f"销售{HOSTILE}"},
+                        "owner": {"name": f"张三{HOSTILE}", "contact": f"138****8000{HOSTILE}"},
+                    },
+                    {
+                        "title": "乙",
+                        "content": "x",
+                        "knowledge_bases": [{"id": "kb_3", "name": HOSTILE, "owner": {"name": HOSTILE}}],
+                    },
+                ],
+                "scope_size": 2,
+                "discarded": False,
+            }
+        )
+    )
+    for bad in ("\x1b", "\x07", "\r", "\u202e", "\x9b"):
+        assert bad not in text
+    assert "\\u001b]8;;https://evil.example/" in text
+    assert "\\u202e" in text
+    assert "\\u009b" in text
+    assert "报销😀" in text
+    assert "正文 ✅" in text
+    assert "张三" in text
+    # Every "from" line is the CLI's own, one per excerpt: none forged by a title or name
+    sources = [line for line in text.splitlines() if line.startswith("    from")]
+    assert len(sources) == 2
+    assert sources[0].startswith("    from: 销售a\\u001b]8;;")
+    assert sources[1].startswith("    from one of: a\\u001b")
