@@ -154,7 +154,8 @@ const LANG = (() => {
 
 function t(key, vars) {
   let text = TEXT[LANG][key] ?? TEXT.en[key] ?? key;
-  for (const [name, value] of Object.entries(vars || {})) text = text.replaceAll(`{${name}}`, String(value));
+  // A function, not a string, as the replacement: "$&" or "$'" in a name are text, not patterns.
+  for (const [name, value] of Object.entries(vars || {})) text = text.replaceAll(`{${name}}`, () => String(value));
   return text;
 }
 
@@ -637,12 +638,14 @@ async function shareDialog() {
 
 // ---------------------------------------------------------------------------------- try a question
 
-// Where an excerpt came from: its knowledge base (and whose share), or the group of KBs searched together.
+// Where an excerpt came from: its knowledge base (and whose share), or the group of KBs searched together
+// (each with whose share it is, for one shared with you).
 function sourceOf(item) {
   const owner = (o) => (o ? ` · ${t("sharedBy")} ${o.name || ""}${o.contact ? ` (${o.contact})` : ""}` : "");
   if (item.knowledge_base) return `${t("fromKb")} ${item.knowledge_base.name}${owner(item.owner)}`;
   if (item.knowledge_bases && item.knowledge_bases.length) {
-    return `${t("fromOneOf")} ${item.knowledge_bases.map((kb) => kb.name).join(", ")}`;
+    const each = item.knowledge_bases.map((kb) => `${kb.name}${owner(kb.owner)}`);
+    return `${t("fromOneOf")} ${each.join(LANG === "zh" ? "；" : "; ")}`;
   }
   return "";
 }
