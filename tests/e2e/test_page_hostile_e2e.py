@@ -31,7 +31,7 @@ SHARED_KB = {
     "recall": True,
     "file_count": 1,
     "bytes_used": 10,
-    "owner": {"user_id": "u_owner", "display_name": f"老张{XSS}", "contact": "138****8000"},
+    "owner": {"user_id": "u_owner", "display_name": f"老张{XSS}\u202e", "contact": "138****8000"},
 }
 MINE_KB = {"id": "kb_m", "name": f"我的$&$'资料{LONG}", "role": "owner", "recall": True, "file_count": 0}
 RECALLED = {
@@ -53,6 +53,12 @@ RECALLED = {
                 {"id": "kb_m", "name": "我的资料", "owner": None},
                 {"id": "kb_g", "name": "销售资料", "owner": {"name": "李四", "contact": "l***@example.com"}},
             ],
+        },
+        {
+            "title": "反转",
+            "content": "x",
+            "knowledge_base": {"id": "kb_r", "name": "资料\u202e"},
+            "owner": {"name": "王五", "contact": "139****0000"},
         },
     ],
 }
@@ -180,4 +186,31 @@ def test_a_name_with_dollar_signs_reads_as_it_is_in_a_sentence(browser):
     page.locator("#mine li[data-kb] .actions button.danger").click()
     message = page.locator("#dialog-body p").inner_text()
     assert message.startswith(f"Delete “{MINE_KB['name']}”? ")
+    page.context.close()
+
+
+# The left edges of the first two characters of ``text`` where it stands in the element ``selector``
+# (the nth such element): read left to right, the first is left of the second.
+EDGES = """([selector, n, text]) => {
+  const root = document.querySelectorAll(selector)[n];
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const at = node.data.indexOf(text);
+    if (at < 0) continue;
+    const left = (i) => { const r = document.createRange(); r.setStart(node, i); r.setEnd(node, i + 1); return r.getBoundingClientRect().left; };
+    return [left(at), left(at + 1)];
+  }
+  return null;
+}"""
+
+
+def test_a_bidi_override_in_a_name_cannot_reverse_the_words_after_it(browser):
+    """A right-to-left override left open in a KB or sharer's name (the cloud removes them; the page does
+    not rely on that) stays inside the name: "Shared by" and the contact after it read left to right."""
+    page = open_page(browser, "en")
+    ask(page, "Ask")
+    first, second = page.evaluate(EDGES, ["#answer .excerpt .source", 2, "Shared by"])
+    assert first < second, "the excerpt's source line"
+    first, second = page.evaluate(EDGES, ["#shared li[data-kb] .meta", 0, "138****8000"])
+    assert first < second, "the shared KB's sharer"
     page.context.close()

@@ -161,6 +161,10 @@ function t(key, vars) {
 
 const $ = (id) => document.getElementById(id);
 
+// Another person's text (a KB, sharer or document name) set apart in a <bdi>: a bidi override or
+// right-to-left letters in it cannot reorder the page's words around it ("Shared by ...").
+const theirs = (text) => el("bdi", { text: String(text ?? "") });
+
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
@@ -359,8 +363,8 @@ function kbItem(kb) {
     el("button", { type: "button", class: "link", text: kb.name, onclick: () => openKb(kb) }));
   if (!owned) {
     const owner = kb.owner || {};
-    const contact = owner.contact ? ` · ${owner.contact}` : "";
-    item.append(el("span", { class: "meta", text: `${t("sharedBy")}: ${owner.display_name || owner.user_id}${contact}` }));
+    const contact = owner.contact ? [" · ", theirs(owner.contact)] : [];
+    item.append(el("span", { class: "meta" }, `${t("sharedBy")}: `, theirs(owner.display_name || owner.user_id), ...contact));
   }
   const files = kb.file_count || 0;
   const stats = t(files === 1 && LANG === "en" ? "kbStatsOne" : "kbStats", { files, size: formatSize(kb.bytes_used || 0) });
@@ -639,15 +643,19 @@ async function shareDialog() {
 // ---------------------------------------------------------------------------------- try a question
 
 // Where an excerpt came from: its knowledge base (and whose share), or the group of KBs searched together
-// (each with whose share it is, for one shared with you).
+// (each with whose share it is, for one shared with you); the nodes of one line, others' text in <bdi>.
 function sourceOf(item) {
-  const owner = (o) => (o ? ` · ${t("sharedBy")} ${o.name || ""}${o.contact ? ` (${o.contact})` : ""}` : "");
-  if (item.knowledge_base) return `${t("fromKb")} ${item.knowledge_base.name}${owner(item.owner)}`;
+  const owner = (o) => (o ? [` · ${t("sharedBy")} `, theirs(o.name || ""), ...(o.contact ? [" (", theirs(o.contact), ")"] : [])] : []);
+  if (item.knowledge_base) return [`${t("fromKb")} `, theirs(item.knowledge_base.name), ...owner(item.owner)];
   if (item.knowledge_bases && item.knowledge_bases.length) {
-    const each = item.knowledge_bases.map((kb) => `${kb.name}${owner(kb.owner)}`);
-    return `${t("fromOneOf")} ${each.join(LANG === "zh" ? "；" : "; ")}`;
+    const parts = [`${t("fromOneOf")} `];
+    item.knowledge_bases.forEach((kb, index) => {
+      if (index) parts.push(LANG === "zh" ? "；" : "; ");
+      parts.push(theirs(kb.name), ...owner(kb.owner));
+    });
+    return parts;
   }
-  return "";
+  return [];
 }
 
 async function ask(query) {
@@ -660,8 +668,8 @@ async function ask(query) {
     else {
       parts.push(el("h3", { text: t("excerpts") }));
       for (const item of result.items) {
-        parts.push(el("article", { class: "excerpt" }, el("h3", { text: `《${item.title}》` }),
-          el("p", { class: "source muted", text: sourceOf(item) }), el("p", { class: "text", text: item.content })));
+        parts.push(el("article", { class: "excerpt" }, el("h3", {}, "《", theirs(item.title), "》"),
+          el("p", { class: "source muted" }, ...sourceOf(item)), el("p", { class: "text", text: item.content })));
       }
     }
     if (result.context) {
