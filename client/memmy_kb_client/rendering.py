@@ -21,8 +21,15 @@ def render_list(kbs: list[dict[str, Any]]) -> str:
     lines = ["My knowledge bases:"] + ([f"  {kb_line(kb)}" for kb in owned] or ["  (none)"])
     if shared:
         lines.append("Shared with me:")
-        lines += [f"  {kb_line(kb)}  (from {one_line(kb['owner']['display_name'])})" for kb in shared]
+        lines += [f"  {kb_line(kb)}  (from {_sharer(kb['owner'])})" for kb in shared]
     return "\n".join(lines)
+
+
+def _sharer(owner: dict[str, Any]) -> str:
+    """Who shared a KB: the display name, and the masked verified contact so a name alone cannot pose as
+    someone else (as the page and ``recall`` show it)."""
+    contact = f", {one_line(owner['contact'])}" if owner.get("contact") else ""
+    return f"{one_line(owner['display_name'])}{contact}"
 
 
 def render_members(members: list[dict[str, Any]]) -> str:

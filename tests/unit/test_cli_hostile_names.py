@@ -46,3 +46,27 @@ def test_the_progress_bar_shows_a_file_name_inert(capsys: pytest.CaptureFixture[
     assert "\x07" not in shown
     assert "\u202e" not in shown
     assert shown.startswith("\r报告\\u001b]0;pwned\\u0007\\u202e.md")
+
+
+def test_kb_list_names_a_sharer_with_the_masked_contact():
+    """A display name alone could pose as someone else: the list shows the sharer's masked contact too."""
+    kbs = [
+        {
+            "id": "kb_2",
+            "name": "销售资料",
+            "role": "reader",
+            "recall": False,
+            "owner": {"display_name": "老板"},
+        },
+        {
+            "id": "kb_3",
+            "name": "产品资料",
+            "role": "reader",
+            "recall": True,
+            "owner": {"display_name": "老板", "contact": "138****8000"},
+        },
+    ]
+    assert render_list(kbs).splitlines()[-2:] == [
+        "  kb_2  recall off  销售资料  (from 老板)",
+        "  kb_3  recall on   产品资料  (from 老板, 138****8000)",
+    ]
