@@ -36,6 +36,12 @@ def _source(item: dict[str, Any]) -> str:
     return ""
 
 
+def _body_line(line: str) -> str:
+    """An excerpt's line; one that would read as the CLI's own ``from:`` line (the document's text, written
+    by whoever shared it) is prefixed with "› ", as the context block defuses its own labels."""
+    return f"› {line}" if line.startswith(("from:", "from one of:")) else line
+
+
 def _render(result: dict[str, Any]) -> str:
     items = result.get("items") or []
     if result.get("discarded") and not items:
@@ -56,7 +62,7 @@ def _render(result: dict[str, Any]) -> str:
     for index, item in enumerate(items, 1):
         score = item.get("score")
         shown = f"  (score {score:.2f})" if isinstance(score, int | float) else ""
-        body = "\n".join(f"    {line}" for line in str(item.get("content", "")).splitlines())
+        body = "\n".join(f"    {_body_line(line)}" for line in str(item.get("content", "")).splitlines())
         blocks.append(f"[{index}] 《{one_line(item.get('title', ''))}》{shown}\n{_source(item)}{body}")
     return "\n\n".join([*notes, *blocks])
 
