@@ -82,6 +82,10 @@ def _answer(route: Any) -> None:
         ("GET", "/api/knowledge-bases"): {"items": [MINE_KB, SHARED_KB]},
         ("POST", "/api/recall"): RECALLED,
     }
+    if path.endswith("/members"):
+        bodies[("GET", path)] = {
+            "items": [{"user_id": "u_reader", "display_name": "读者\u202e", "role": "reader", "recall": True}]
+        }
     body = bodies.get((request.method, path))
     if body is None and path.endswith("/files"):
         body = {"folders": [{"id": "f1", "name": f"文件夹{LONG}"}], "files": []}
@@ -213,4 +217,9 @@ def test_a_bidi_override_in_a_name_cannot_reverse_the_words_after_it(browser):
     assert first < second, "the excerpt's source line"
     first, second = page.evaluate(EDGES, ["#shared li[data-kb] .meta", 0, "138****8000"])
     assert first < second, "the shared KB's sharer"
+    page.locator("#mine li[data-kb] button.link").click()
+    page.get_by_role("button", name="Share").click()
+    page.locator("#dialog li[data-member]").wait_for()
+    first, second = page.evaluate(EDGES, ["#dialog li[data-member] span", 0, "u_reader"])
+    assert first < second, "a member's user id after their name"
     page.context.close()

@@ -610,7 +610,7 @@ async function shareDialog() {
     const members = (await api("GET", `/knowledge-bases/${seg(kb.id)}/members`)).items || [];
     const readers = members.filter((member) => member.role !== "owner");
     list.replaceChildren(...(readers.length ? readers.map((member) => el("li", { "data-member": member.user_id },
-      el("span", { text: `${member.display_name} (${member.user_id})` }),
+      el("span", {}, theirs(member.display_name), " (", theirs(member.user_id), ")"),
       el("button", { type: "button", class: "danger", text: t("remove"), "aria-label": `${t("remove")} ${member.display_name}`, onclick: async () => {
         try {
           await api("DELETE", `/knowledge-bases/${seg(kb.id)}/members/${seg(member.user_id)}`);
