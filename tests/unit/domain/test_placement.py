@@ -10,7 +10,13 @@ import pytest
 from memmy_kb.domain import knowledge_bases as kbs_logic
 from memmy_kb.domain.cleanup import Cleaner
 from memmy_kb.domain.deletion import Deleter
-from memmy_kb.domain.engine import EngineBackend, MemosQuotaExceeded, MemosUnavailable
+from memmy_kb.domain.engine import (
+    EngineBackend,
+    MemosApiKeyError,
+    MemosBackendUnknown,
+    MemosQuotaExceeded,
+    MemosUnavailable,
+)
 from memmy_kb.domain.placement import placement_order
 from memmy_kb.records import RequestRecord
 from tests.support.factories import T0, claims, kb_record
@@ -129,6 +135,26 @@ def test_given_memos_fails_a_create_then_the_slot_goes_unless_memos_may_hold_the
 
     assert stores.slots.used_slots(["a"]) == {"a": int(slot_kept)}
     assert stores.slots.slot_of("kb_1", ["a"]) == ("a" if slot_kept else None)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [MemosApiKeyError("secret s holds an empty API key"), MemosBackendUnknown("no MemOS backend 'a' in the secret")],
+    ids=["unusable-secret", "backend-removed"],
+)
+def test_given_the_backends_key_cannot_be_read_when_creating_then_503_and_the_slot_and_intent_go(
+    stores: FakeStores, error: Exception
+) -> None:
+    # The key is read before the request is sent (the secret refreshed between placement and the call):
+    # MemOS certainly holds nothing, so nothing may stay taken or be reported as an unknown outcome.
+    engines = FakeEngines(a=1)
+    engines["a"].fail("create_knowledgebase", error, times=1)
+
+    assert refused(lambda: create(stores, engines, "kb_1")) == (HTTPStatus.SERVICE_UNAVAILABLE, "memos_unavailable")
+
+    assert stores.slots.used_slots(["a"]) == {"a": 0}
+    assert stores.table.intents == {}
+    assert create(stores, engines, "kb_2").kb.memos_backend == "a"
 
 
 def test_given_the_record_write_fails_when_creating_then_the_memos_kb_and_its_slot_go(

@@ -14,7 +14,7 @@ from memmy_kb.domain.access import require_access, require_owner
 from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.activity import record as record_activity
 from memmy_kb.domain.directory import VerifiedClaims, masked_contact
-from memmy_kb.domain.engine import MemosError, MemosQuotaExceeded
+from memmy_kb.domain.engine import MemosApiKeyError, MemosError, MemosQuotaExceeded
 from memmy_kb.domain.placement import place_kb
 from memmy_kb.domain.ports import (
     ActivityLog,
@@ -117,9 +117,15 @@ def create_knowledge_base(
         _abandon(intents, kb_id, request, keep_intent=False)
         logger.error("every MemOS backend is full or draining")
         raise _quota_exhausted()
-    engine = memos.engine(backend)
     try:
+        engine = memos.engine(backend)
         memos_kb_id = engine.create_knowledgebase(memos_name_for(kb_id))
+    except MemosApiKeyError as err:
+        # The backend's key could not be read (the secret changed since placement): nothing was sent.
+        _abandon(intents, kb_id, request, keep_intent=False)
+        slots.release_slot(backend, kb_id)
+        logger.error("MemOS key unusable", extra={"error": type(err).__name__, "memos_backend": backend})
+        raise UpstreamUnavailable("The knowledge engine is unavailable; try again shortly.") from err
     except MemosQuotaExceeded as err:
         _abandon(intents, kb_id, request, keep_intent=False)
         slots.release_slot(backend, kb_id)
