@@ -157,6 +157,24 @@ def test_given_the_backends_key_cannot_be_read_when_creating_then_503_and_the_sl
     assert create(stores, engines, "kb_2").kb.memos_backend == "a"
 
 
+class UnreadableSecret(FakeEngines):
+    """The MemOS secret cannot be used just now: its backends cannot be listed."""
+
+    def backends(self) -> list[EngineBackend]:
+        raise MemosApiKeyError("secret s is neither a bare key nor valid JSON")
+
+
+def test_given_the_memos_secret_is_unusable_when_creating_then_503_memos_not_asked_and_no_intent_left(
+    stores: FakeStores,
+) -> None:
+    engines = UnreadableSecret(a=1)
+
+    assert refused(lambda: create(stores, engines, "kb_1")) == (HTTPStatus.SERVICE_UNAVAILABLE, "memos_unavailable")
+
+    assert engines["a"].calls["create_knowledgebase"] == 0
+    assert stores.table.intents == {}  # no false "unknown outcome" for the reconciler to alarm on
+
+
 def test_given_the_record_write_fails_when_creating_then_the_memos_kb_and_its_slot_go(
     stores: FakeStores,
 ) -> None:

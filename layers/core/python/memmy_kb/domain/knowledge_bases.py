@@ -112,7 +112,13 @@ def create_knowledge_base(
         raise _owned_limit(max_owned) from None
     except RequestSeen as seen:
         return _repeat(seen.record, request)
-    backend = place_kb(memos, slots, kb_id)
+    try:
+        backend = place_kb(memos, slots, kb_id)
+    except MemosApiKeyError as err:
+        # The secret lists no usable backend just now: nothing was claimed, MemOS was not asked.
+        _abandon(intents, kb_id, request, keep_intent=False)
+        logger.error("MemOS secret unusable", extra={"error": type(err).__name__})
+        raise UpstreamUnavailable("The knowledge engine is unavailable; try again shortly.") from err
     if backend is None:
         _abandon(intents, kb_id, request, keep_intent=False)
         logger.error("every MemOS backend is full or draining")
