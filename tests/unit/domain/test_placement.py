@@ -19,7 +19,7 @@ from memmy_kb.domain.engine import (
 )
 from memmy_kb.domain.placement import placement_order
 from memmy_kb.records import RequestRecord
-from tests.support.factories import T0, claims, kb_record
+from tests.support.factories import T0, UNCAPPED_COUNT, claims, kb_record, owner_grant_for
 from tests.support.fakes import (
     FakeCleanupExecutions,
     FakeEngines,
@@ -225,3 +225,22 @@ def test_placement_order_breaks_a_tie_by_the_most_room() -> None:
 
     assert [b.id for b in placement_order(backends, {})] == ["b", "a"]
     assert [b.id for b in placement_order(backends, {"b": 1})] == ["a", "b"]
+
+
+def test_given_a_kb_made_before_backends_when_the_secret_became_a_list_then_it_is_served_and_cleaned_on_default_and_frees_no_slot(
+    stores: FakeStores,
+) -> None:
+    # The upgrade docs/memos.md describes: the old KB's records name no backend and it holds no slot.
+    engines = FakeEngines(default=2, p2=2)
+    old = kb_record("kb_0", memos_kb_id=engines["default"].create_knowledgebase("memmy:kb_0"))
+    stores.kbs.put_kb_with_owner_grant(old, owner_grant_for(old), max_owned=UNCAPPED_COUNT, request=None)
+    engines.draining.add("p2")
+    new = create(stores, engines, "kb_1")
+    assert new.kb.memos_backend == "default"
+
+    delete_and_clean(stores, engines, "kb_0", rounds=2)
+
+    assert set(engines["default"].deleted_knowledge_bases) == {(old.memos_kb_id, True)}
+    assert engines["p2"].calls["delete_knowledgebase"] == 0
+    assert stores.slots.used_slots(["default"]) == {"default": 1}  # the new KB's slot is still held
+    assert stores.slots.slot_of("kb_1", ["default", "p2"]) == "default"
