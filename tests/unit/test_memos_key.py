@@ -191,7 +191,7 @@ def test_a_list_secret_gives_each_backend_with_its_url_key_cap_rate_and_draining
         [{"id": "p1", "api_key": KEY, "max_kbs": 1}, {"id": "p2", "api_key": KEY, "max_kbs": 1}],
         [
             {"id": "p1", "api_key": KEY, "max_kbs": 1, "base_url": "https://a.example/v1"},
-            {"id": "p2", "api_key": KEY, "max_kbs": 1, "base_url": "https://a.example/v1/"},
+            {"id": "p2", "api_key": KEY, "max_kbs": 1, "base_url": "https://A.example:443/v1/"},
         ],
         # more ids than the counter item's set holds under DynamoDB's 400 KB
         [{"id": "p1", "api_key": KEY, "max_kbs": 1_000_000}],

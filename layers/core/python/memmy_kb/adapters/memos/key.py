@@ -145,9 +145,10 @@ def parse_backends(
         raise MemosApiKeyError(f"secret {secret_id} lists no MemOS backend")
     if len({b.id for b in backends}) != len(backends):
         raise MemosApiKeyError(f"secret {secret_id} lists a MemOS backend id twice")
-    # One project under two ids would be given twice its plan's cap: a key names one project.
-    if len({(b.base_url.rstrip("/"), b.api_key) for b in backends}) != len(backends):
-        raise MemosApiKeyError(f'secret {secret_id} lists one MemOS project ("base_url" and "api_key") twice')
+    # One project under two ids would be given twice its plan's cap: a key names one project (whatever
+    # spelling of its URL the entries use).
+    if len({b.api_key for b in backends}) != len(backends):
+        raise MemosApiKeyError(f'secret {secret_id} lists one MemOS project (the same "api_key") twice')
     return backends
 
 
