@@ -77,7 +77,15 @@ def test_a_zero_max_age_reads_every_time(secrets: Any) -> None:
 
 @pytest.mark.parametrize(
     "secret_string",
-    ["   ", json.dumps({"key": KEY}), json.dumps({"api_key": ""}), json.dumps({"api_key": 5}), "{" + KEY],
+    [
+        "   ",
+        json.dumps({"key": KEY}),
+        json.dumps({"api_key": ""}),
+        json.dumps({"api_key": 5}),
+        "{" + KEY,
+        # a list of backends is no one key: its whole text (every key in it) must never be sent as one
+        json.dumps([{"id": "p1", "api_key": KEY, "max_kbs": 1}]),
+    ],
 )
 def test_unusable_secrets_are_refused_without_quoting_them(secrets: Any, secret_string: str) -> None:
     secrets.create_secret(Name=SECRET_ID, SecretString=secret_string)

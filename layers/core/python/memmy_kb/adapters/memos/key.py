@@ -219,6 +219,9 @@ def _text(raw: str | bytes, secret_id: str) -> str:
 
 def _extract_api_key(raw: str | bytes, secret_id: str) -> str:
     text = _text(raw, secret_id)
+    if text.startswith("["):
+        # A list of backends (``SecretBackendsProvider``): its text, every key in it, is no one key.
+        raise MemosApiKeyError(f"secret {secret_id} lists MemOS backends, not one key")
     if text.startswith("{"):
         try:
             document = json.loads(text)
