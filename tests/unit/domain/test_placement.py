@@ -244,3 +244,38 @@ def test_given_a_kb_made_before_backends_when_the_secret_became_a_list_then_it_i
     assert engines["p2"].calls["delete_knowledgebase"] == 0
     assert stores.slots.used_slots(["default"]) == {"default": 1}  # the new KB's slot is still held
     assert stores.slots.slot_of("kb_1", ["default", "p2"]) == "default"
+
+
+def test_given_memos_refuses_a_create_for_its_quota_then_the_create_moves_on_to_the_next_backend_with_room(
+    stores: FakeStores,
+) -> None:
+    # The upgrade docs/memos.md describes: the default project already holds KBs its counter never saw
+    # (its max_kbs set too high), and a second backend was added. MemOS's refusal frees default's slot
+    # and the create goes on to p2 rather than answering 503 while p2 has room.
+    engines = FakeEngines(default=5, p2=5)
+    engines["default"].fail(
+        "create_knowledgebase", MemosQuotaExceeded("full", endpoint="/create/knowledgebase", code=40304)
+    )
+
+    placed = [create(stores, engines, f"kb_{i}").kb.memos_backend for i in range(2)]
+
+    assert placed == ["p2", "p2"]
+    assert engines["default"].calls["create_knowledgebase"] == 2
+    assert stores.slots.used_slots(["default", "p2"]) == {"default": 0, "p2": 2}
+    assert stores.table.intents == {}
+
+
+def test_given_every_backend_refuses_for_its_quota_then_503_memos_quota_exhausted_after_one_try_each(
+    stores: FakeStores,
+) -> None:
+    engines = FakeEngines(a=5, b=5)
+    for backend in ("a", "b"):
+        engines[backend].fail(
+            "create_knowledgebase", MemosQuotaExceeded("full", endpoint="/create/knowledgebase", code=40304)
+        )
+
+    assert refused(lambda: create(stores, engines, "kb_1")) == (HTTPStatus.SERVICE_UNAVAILABLE, "memos_quota_exhausted")
+
+    assert (engines["a"].calls["create_knowledgebase"], engines["b"].calls["create_knowledgebase"]) == (1, 1)
+    assert stores.slots.used_slots(["a", "b"]) == {"a": 0, "b": 0}
+    assert stores.table.intents == {}
