@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.metrics import MetricUnit
 
 from memmy_kb.domain.access import require_access, require_owner
 from memmy_kb.domain.activity import new_activity
@@ -208,7 +207,7 @@ def _place_and_create(
         if passed_over:
             # Created, but a project is fuller than its max_kbs says: alarmed as a 503 for its quota is
             # (the create's route counts those), so the operator lowers that backend's max_kbs.
-            metrics.add_metric(name="MemosQuotaExhausted", unit=MetricUnit.Count, value=len(passed_over))
+            metrics.add_metric(name="MemosQuotaExhausted", unit="Count", value=len(passed_over))
         return backend, engine, memos_kb_id
 
 
