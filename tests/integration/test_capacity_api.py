@@ -192,3 +192,23 @@ def test_deleting_a_folder_takes_its_files_off_the_counts(service, monkeypatch):
     assert service.call("DELETE", f"/knowledge-bases/{kb_id}/folders/{folder_id}").status == HTTPStatus.ACCEPTED
 
     assert counts(service, kb_id) == (1, 6)
+
+
+def test_a_backend_memos_finds_full_is_passed_over_the_create_lands_on_the_next_and_the_refusal_is_counted(
+    service, capsys
+):
+    # Its max_kbs says there is room (a project that held KBs before backends existed), MemOS says no:
+    # the create goes on to the other backend instead of answering 503, and the alarm still hears of it.
+    from collections import Counter
+
+    from tests.support.aws import TWO_BACKENDS, memos_backends
+
+    with memos_backends(service, {"p1": 5, "p2": 5}):
+        service.memos.add_fault("/create/knowledgebase", code=40304, times=1)
+        capsys.readouterr()
+        reply = create(service)
+        assert reply.status == HTTPStatus.CREATED, reply.body
+        linked = Counter(kb["project"] for kb in service.memos.state()["knowledge_bases"] if kb["linked"])
+        assert linked == {TWO_BACKENDS["p2"]: 1}
+        documents = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+        assert any(doc.get("MemosQuotaExhausted") in ([1.0], 1.0) for doc in documents), documents

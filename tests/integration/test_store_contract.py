@@ -2235,3 +2235,24 @@ def test_given_twenty_concurrent_claims_with_room_for_six_then_exactly_six_succe
 
     assert results.count(True) == 6
     assert backend.slots.used_slots(["p1"]) == {"p1": 6}
+
+
+def test_given_a_backend_one_short_of_the_largest_cap_when_claimed_then_its_counter_still_fits_one_item(
+    service: Any,
+) -> None:
+    # The secret allows at most MAX_BACKEND_KBS KBs a backend because its counter lists their ids: the
+    # full set (ids as new_kb_id makes them) must stay under DynamoDB's 400 KB item.
+    from memmy_kb.adapters.dynamodb.slots import counter_key
+    from memmy_kb.adapters.memos.key import MAX_BACKEND_KBS
+    from memmy_kb.domain.knowledge_bases import new_kb_id
+
+    table = service.stores.table
+    placed = {new_kb_id() for _ in range(MAX_BACKEND_KBS - 1)}
+    counter = {**counter_key("p1"), "type": "backend_counter", "used": len(placed), "kbs": placed}
+    table.client.put_item(TableName=table.name, Item=dump(counter))
+    slots = DynamoBackendSlots(table)
+
+    assert slots.claim_slot("p1", new_kb_id(), max_kbs=MAX_BACKEND_KBS)
+    assert not slots.claim_slot("p1", new_kb_id(), max_kbs=MAX_BACKEND_KBS)
+    assert slots.used_slots(["p1"]) == {"p1": MAX_BACKEND_KBS}
+    assert slots.slot_of(next(iter(placed)), ["p1"]) == "p1"

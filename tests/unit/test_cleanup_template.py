@@ -140,7 +140,7 @@ def test_reconcile_runs_on_a_schedule_and_the_translation_creates_it(sam_templat
     assert {"AWS::Scheduler::Schedule", "AWS::StepFunctions::StateMachine"} <= kinds
 
 
-@pytest.mark.parametrize("metric", ["CleanupStuck", "KbCreateOutcomeUnknown"])
+@pytest.mark.parametrize("metric", ["CleanupStuck", "KbCreateOutcomeUnknown", "KbBackendUnknown"])
 def test_the_reconcilers_warnings_are_alarmed(sam_template, metric):
     alarms = [
         r["Properties"]

@@ -77,7 +77,15 @@ def test_a_zero_max_age_reads_every_time(secrets: Any) -> None:
 
 @pytest.mark.parametrize(
     "secret_string",
-    ["   ", json.dumps({"key": KEY}), json.dumps({"api_key": ""}), json.dumps({"api_key": 5}), "{" + KEY],
+    [
+        "   ",
+        json.dumps({"key": KEY}),
+        json.dumps({"api_key": ""}),
+        json.dumps({"api_key": 5}),
+        "{" + KEY,
+        # a list of backends is no one key: its whole text (every key in it) must never be sent as one
+        json.dumps([{"id": "p1", "api_key": KEY, "max_kbs": 1}]),
+    ],
 )
 def test_unusable_secrets_are_refused_without_quoting_them(secrets: Any, secret_string: str) -> None:
     secrets.create_secret(Name=SECRET_ID, SecretString=secret_string)
@@ -187,6 +195,23 @@ def test_a_list_secret_gives_each_backend_with_its_url_key_cap_rate_and_draining
         [{"id": "p1", "api_key": KEY, "max_kbs": 1, "max_qps": 0}],
         [{"id": "p1", "api_key": KEY, "max_kbs": 1}, {"id": "p1", "api_key": ROTATED_KEY, "max_kbs": 1}],
         ["p1"],
+        # one project under two ids would be given twice its plan's cap
+        [{"id": "p1", "api_key": KEY, "max_kbs": 1}, {"id": "p2", "api_key": KEY, "max_kbs": 1}],
+        [
+            {"id": "p1", "api_key": KEY, "max_kbs": 1, "base_url": "https://a.example/v1"},
+            {"id": "p2", "api_key": KEY, "max_kbs": 1, "base_url": "https://A.example:443/v1/"},
+        ],
+        # more ids than the counter item's set holds under DynamoDB's 400 KB
+        [{"id": "p1", "api_key": KEY, "max_kbs": 1_000_000}],
+        [{"id": "p1", "api_key": KEY, "max_kbs": 1, "max_qps": float("nan")}],
+        [{"id": "p1", "api_key": KEY, "max_kbs": 1, "max_qps": float("inf")}],
+        # plain http leaves this machine only to a loopback host; no credentials, query or fragment
+        [{"id": "p1", "api_key": KEY, "max_kbs": 1, "base_url": "http://memos.example/v1"}],
+        [{"id": "p1", "api_key": KEY, "max_kbs": 1, "base_url": f"https://user:{KEY}@memos.example/v1"}],
+        [{"id": "p1", "api_key": KEY, "max_kbs": 1, "base_url": f"https://memos.example/v1?key={KEY}"}],
+        [{"id": "p1", "api_key": KEY, "max_kbs": 1, "base_url": "https://memos.example/v1#x"}],
+        [{"id": "p1", "api_key": KEY, "max_kbs": 1, "base_url": "https:///v1"}],
+        [{"id": "p1", "api_key": KEY, "max_kbs": 1, "base_url": "https://memos.example:99999/v1"}],
     ],
 )
 def test_an_unusable_backend_list_is_refused_without_quoting_a_key(secrets: Any, entries: list[Any]) -> None:
@@ -195,6 +220,15 @@ def test_an_unusable_backend_list_is_refused_without_quoting_a_key(secrets: Any,
 
     assert KEY not in str(refused.value)
     assert ROTATED_KEY not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "base_url", ["http://127.0.0.1:8765/v1", "http://localhost:9000", "http://[::1]:80/v1", "https://memos.example:8443/v1"]
+)
+def test_a_backend_may_use_plain_http_on_loopback_and_https_anywhere(secrets: Any, base_url: str) -> None:
+    entry = {"id": "p1", "api_key": KEY, "max_kbs": 10_000, "base_url": base_url}
+
+    assert backends_of(secrets, json.dumps([entry]))[0].base_url == base_url
 
 
 def test_the_pool_builds_one_client_per_backend_with_its_url_and_key_refreshed_from_the_secret(

@@ -521,3 +521,27 @@ def test_given_a_concurrent_move_closing_a_cycle_when_moving_then_409_folders_ch
         )
     ) == (HTTPStatus.CONFLICT, "folders_changed")
     assert kb.contents.get_folder("kb_1", "fo_a").parent_id is None  # type: ignore[union-attr]
+
+
+# -- a KB on a MemOS backend the secret no longer lists ----------------------------------------------
+
+
+def test_given_a_kb_on_a_backend_the_secret_no_longer_lists_when_listed_then_503_and_a_level_without_files_still_lists(
+    stores: FakeStores,
+) -> None:
+    from memmy_kb.domain.engine import MemosBackendUnknown
+    from tests.support.fakes import FakeEngines
+
+    engines = FakeEngines(a=1)
+    record = kb_record("kb_1", owner_id="alice", memos_kb_id="mk_1", memos_backend="retired")
+    stores.table.seed(record, owner_grant_for(record), folder_record("fo_empty", name="empty"))
+    stores.table.seed(file_record("fi_a", memos_file_id="mf_a", name="a.md"))
+
+    assert refused(lambda: files_logic.list_files(stores.kbs, stores.contents, engines, "alice", "kb_1", None)) == (
+        HTTPStatus.SERVICE_UNAVAILABLE,
+        "memos_unavailable",
+    )
+    empty = files_logic.list_files(stores.kbs, stores.contents, engines, "alice", "kb_1", "fo_empty")
+    assert (empty.folders, empty.files) == ([], [])
+    with pytest.raises(MemosBackendUnknown):  # no other backend is asked in its stead
+        engines.engine("retired")

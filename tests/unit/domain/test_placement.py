@@ -10,10 +10,16 @@ import pytest
 from memmy_kb.domain import knowledge_bases as kbs_logic
 from memmy_kb.domain.cleanup import Cleaner
 from memmy_kb.domain.deletion import Deleter
-from memmy_kb.domain.engine import EngineBackend, MemosQuotaExceeded, MemosUnavailable
+from memmy_kb.domain.engine import (
+    EngineBackend,
+    MemosApiKeyError,
+    MemosBackendUnknown,
+    MemosQuotaExceeded,
+    MemosUnavailable,
+)
 from memmy_kb.domain.placement import placement_order
 from memmy_kb.records import RequestRecord
-from tests.support.factories import T0, claims, kb_record
+from tests.support.factories import T0, UNCAPPED_COUNT, claims, kb_record, owner_grant_for
 from tests.support.fakes import (
     FakeCleanupExecutions,
     FakeEngines,
@@ -131,6 +137,44 @@ def test_given_memos_fails_a_create_then_the_slot_goes_unless_memos_may_hold_the
     assert stores.slots.slot_of("kb_1", ["a"]) == ("a" if slot_kept else None)
 
 
+@pytest.mark.parametrize(
+    "error",
+    [MemosApiKeyError("secret s holds an empty API key"), MemosBackendUnknown("no MemOS backend 'a' in the secret")],
+    ids=["unusable-secret", "backend-removed"],
+)
+def test_given_the_backends_key_cannot_be_read_when_creating_then_503_and_the_slot_and_intent_go(
+    stores: FakeStores, error: Exception
+) -> None:
+    # The key is read before the request is sent (the secret refreshed between placement and the call):
+    # MemOS certainly holds nothing, so nothing may stay taken or be reported as an unknown outcome.
+    engines = FakeEngines(a=1)
+    engines["a"].fail("create_knowledgebase", error, times=1)
+
+    assert refused(lambda: create(stores, engines, "kb_1")) == (HTTPStatus.SERVICE_UNAVAILABLE, "memos_unavailable")
+
+    assert stores.slots.used_slots(["a"]) == {"a": 0}
+    assert stores.table.intents == {}
+    assert create(stores, engines, "kb_2").kb.memos_backend == "a"
+
+
+class UnreadableSecret(FakeEngines):
+    """The MemOS secret cannot be used just now: its backends cannot be listed."""
+
+    def backends(self) -> list[EngineBackend]:
+        raise MemosApiKeyError("secret s is neither a bare key nor valid JSON")
+
+
+def test_given_the_memos_secret_is_unusable_when_creating_then_503_memos_not_asked_and_no_intent_left(
+    stores: FakeStores,
+) -> None:
+    engines = UnreadableSecret(a=1)
+
+    assert refused(lambda: create(stores, engines, "kb_1")) == (HTTPStatus.SERVICE_UNAVAILABLE, "memos_unavailable")
+
+    assert engines["a"].calls["create_knowledgebase"] == 0
+    assert stores.table.intents == {}  # no false "unknown outcome" for the reconciler to alarm on
+
+
 def test_given_the_record_write_fails_when_creating_then_the_memos_kb_and_its_slot_go(
     stores: FakeStores,
 ) -> None:
@@ -181,3 +225,57 @@ def test_placement_order_breaks_a_tie_by_the_most_room() -> None:
 
     assert [b.id for b in placement_order(backends, {})] == ["b", "a"]
     assert [b.id for b in placement_order(backends, {"b": 1})] == ["a", "b"]
+
+
+def test_given_a_kb_made_before_backends_when_the_secret_became_a_list_then_it_is_served_and_cleaned_on_default_and_frees_no_slot(
+    stores: FakeStores,
+) -> None:
+    # The upgrade docs/memos.md describes: the old KB's records name no backend and it holds no slot.
+    engines = FakeEngines(default=2, p2=2)
+    old = kb_record("kb_0", memos_kb_id=engines["default"].create_knowledgebase("memmy:kb_0"))
+    stores.kbs.put_kb_with_owner_grant(old, owner_grant_for(old), max_owned=UNCAPPED_COUNT, request=None)
+    engines.draining.add("p2")
+    new = create(stores, engines, "kb_1")
+    assert new.kb.memos_backend == "default"
+
+    delete_and_clean(stores, engines, "kb_0", rounds=2)
+
+    assert set(engines["default"].deleted_knowledge_bases) == {(old.memos_kb_id, True)}
+    assert engines["p2"].calls["delete_knowledgebase"] == 0
+    assert stores.slots.used_slots(["default"]) == {"default": 1}  # the new KB's slot is still held
+    assert stores.slots.slot_of("kb_1", ["default", "p2"]) == "default"
+
+
+def test_given_memos_refuses_a_create_for_its_quota_then_the_create_moves_on_to_the_next_backend_with_room(
+    stores: FakeStores,
+) -> None:
+    # The upgrade docs/memos.md describes: the default project already holds KBs its counter never saw
+    # (its max_kbs set too high), and a second backend was added. MemOS's refusal frees default's slot
+    # and the create goes on to p2 rather than answering 503 while p2 has room.
+    engines = FakeEngines(default=5, p2=5)
+    engines["default"].fail(
+        "create_knowledgebase", MemosQuotaExceeded("full", endpoint="/create/knowledgebase", code=40304)
+    )
+
+    placed = [create(stores, engines, f"kb_{i}").kb.memos_backend for i in range(2)]
+
+    assert placed == ["p2", "p2"]
+    assert engines["default"].calls["create_knowledgebase"] == 2
+    assert stores.slots.used_slots(["default", "p2"]) == {"default": 0, "p2": 2}
+    assert stores.table.intents == {}
+
+
+def test_given_every_backend_refuses_for_its_quota_then_503_memos_quota_exhausted_after_one_try_each(
+    stores: FakeStores,
+) -> None:
+    engines = FakeEngines(a=5, b=5)
+    for backend in ("a", "b"):
+        engines[backend].fail(
+            "create_knowledgebase", MemosQuotaExceeded("full", endpoint="/create/knowledgebase", code=40304)
+        )
+
+    assert refused(lambda: create(stores, engines, "kb_1")) == (HTTPStatus.SERVICE_UNAVAILABLE, "memos_quota_exhausted")
+
+    assert (engines["a"].calls["create_knowledgebase"], engines["b"].calls["create_knowledgebase"]) == (1, 1)
+    assert stores.slots.used_slots(["a", "b"]) == {"a": 0, "b": 0}
+    assert stores.table.intents == {}

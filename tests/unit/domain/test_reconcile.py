@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memmy_kb.domain import reconcile
+from memmy_kb.domain.engine import EngineBackend, MemosApiKeyError
 from memmy_kb.domain.ingest import KB_GONE
 from memmy_kb.domain.naming import memos_file_name
 from memmy_kb.domain.reconcile import (
@@ -437,3 +438,64 @@ def test_given_a_stale_create_intent_when_reconciled_then_it_is_reported_with_th
 
     assert report.counts["KbCreateOutcomeUnknown"] == 1
     assert stores.slots.used_slots(["b"]) == {"b": 1}  # MemOS may hold it: the slot stays
+
+
+def test_given_a_kb_on_a_backend_the_secret_no_longer_lists_when_reconciled_then_it_is_reported_and_the_rest_repaired(
+    stores: FakeStores, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its backend was removed from the secret too early: nothing about it may go to another backend,
+    # and the KBs and uploads after it are still scanned, the run's report still made.
+    pool = FakeEngines(a=2)
+    world = World(stores, pool)  # type: ignore[arg-type]
+    orphan = kb_record("kb_0", memos_kb_id="mk_elsewhere", memos_backend="retired")
+    stores.kbs.put_kb_with_owner_grant(orphan, owner_grant_for(orphan), max_owned=UNCAPPED_COUNT, request=None)
+    upload = upload_record(
+        "up_1", kb_id="kb_0", state="submitting", attempt_id="att-lost",
+        submitting_at=NOW - SUBMITTING_GRACE - timedelta(seconds=1), created_at=T0,
+    ).model_copy(update={"memos_kb_id": "mk_elsewhere", "memos_backend": "retired"})
+    stores.table.seed(upload)
+    kb = kb_record("kb_1", memos_kb_id=pool["a"].create_knowledgebase("memmy:kb_1"), memos_backend="a")
+    stores.kbs.put_kb_with_owner_grant(kb, owner_grant_for(kb), max_owned=UNCAPPED_COUNT, request=None)
+    residue = aged(pool["a"], kb.memos_kb_id, memos_file_name("x.md", "up_x"), RESIDUE_GRACE + timedelta(minutes=1))
+
+    report = world.reconciler().run()
+
+    assert pool["a"].deleted_files == [residue]
+    assert report.counts["KbBackendUnknown"] == 2
+    assert stores.contents.get_upload("kb_0", "up_1").state == "submitting"  # type: ignore[union-attr]
+    named = [getattr(r, "memos_backend", None) for r in caplog.records if r.levelname == "ERROR"]
+    assert named == ["retired", "retired"]
+
+
+class UnreadableSecret(FakeEngines):
+    """The MemOS secret cannot be used just now (deleted, emptied, not JSON): no backend, no key."""
+
+    def backends(self) -> list[EngineBackend]:
+        raise MemosApiKeyError("secret s holds an empty API key")
+
+    def engine(self, backend_id: str) -> FakeKnowledgeEngine:
+        raise MemosApiKeyError("secret s holds an empty API key")
+
+
+def test_given_the_memos_secret_is_unusable_when_reconciled_then_the_steps_that_need_no_memos_still_run(
+    stores: FakeStores,
+) -> None:
+    pool = UnreadableSecret(a=2)
+    world = World(stores, pool)  # type: ignore[arg-type]
+    kb = kb_record("kb_1", memos_kb_id="mkb_1", memos_backend="a")
+    stores.kbs.put_kb_with_owner_grant(kb, owner_grant_for(kb), max_owned=UNCAPPED_COUNT, request=None)
+    upload = stuck(world, kb)
+    lapsed = upload_record("up_lapsed", expires_at=int(NOW.timestamp()) - 1, created_at=T0)
+    stores.table.seed(lapsed, cleanup("cl_1", state="failed", due=NOW - timedelta(minutes=1)))
+    stores.intents.put_create_intent(
+        "kb_lost", "memmy:kb_lost", T0, 2_000_000_000, owner_id="alice", max_owned=10, request=None, now=0
+    )
+
+    report = world.reconciler().run()
+
+    assert report.counts["CleanupRestarted"] == 1
+    assert report.counts["UploadExpired"] == 1
+    assert report.counts["KbCreateOutcomeUnknown"] == 1
+    assert "KbBackendUnknown" not in report.counts  # the secret is broken, not the KB's backend
+    assert stores.contents.get_upload("kb_1", upload.upload_id).state == "submitting"  # type: ignore[union-attr]
+    assert report.capacity_used_percent is None

@@ -15,10 +15,10 @@ from typing import Final, Literal
 from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.access import require_access, require_owner
-from memmy_kb.domain.engine import EngineFile, FileStatus, MemosError, backend_of
+from memmy_kb.domain.engine import EngineFile, FileStatus, MemosApiKeyError, MemosError, backend_of
 from memmy_kb.domain.folders import is_live, require_live_folder
 from memmy_kb.domain.naming import shown_name
-from memmy_kb.domain.ports import ContentStore, GrantReader, KnowledgeEngine, KnowledgeEngines
+from memmy_kb.domain.ports import ContentStore, GrantReader, KnowledgeEngines
 from memmy_kb.domain.storage import ItemMissing
 from memmy_kb.errors import NotFound, UpstreamUnavailable, file_not_found, folder_not_found
 from memmy_kb.records import FileRecord, FolderRecord, UploadRecord
@@ -84,7 +84,7 @@ def list_files(
     if folder_id is not None and not is_live({f.folder_id: f for f in folders}, folder_id):
         raise folder_not_found()
     here = [f for f in files if f.folder_id == folder_id]
-    live = _memos_files(memos.engine(backend_of(grant.memos_backend)), [f.memos_file_id for f in here])
+    live = _memos_files(memos, backend_of(grant.memos_backend), [f.memos_file_id for f in here])
     entries = [_file_entry(f, live.get(f.memos_file_id)) for f in here]
     entries += [_upload_entry(u) for u in uploads if u.folder_id == folder_id and _shown(u)]
     entries.sort(key=lambda f: (f.name.casefold(), f.id))
@@ -112,19 +112,25 @@ def move_file(
     except ItemMissing:
         raise NotFound("The file or the folder no longer exists.", code="file_not_found") from None
     record = record.model_copy(update={"folder_id": folder_id})
-    engine = memos.engine(backend_of(grant.memos_backend))
-    return _file_entry(record, _memos_files(engine, [record.memos_file_id]).get(record.memos_file_id))
+    live = _memos_files(memos, backend_of(grant.memos_backend), [record.memos_file_id])
+    return _file_entry(record, live.get(record.memos_file_id))
 
 
-def _memos_files(memos: KnowledgeEngine, memos_ids: list[str]) -> dict[str, EngineFile]:
+def _memos_files(memos: KnowledgeEngines, backend: str, memos_ids: list[str]) -> dict[str, EngineFile]:
+    """The live files of ``memos_ids`` on the KB's own ``backend``; 503 when it cannot say (MemOS failed,
+    or the secret has no usable key for that backend: no other backend is asked instead)."""
     found: dict[str, EngineFile] = {}
+    if not memos_ids:
+        return found
     try:
+        engine = memos.engine(backend)
         for start in range(0, len(memos_ids), _MEMOS_BATCH):
-            for f in memos.get_knowledgebase_files(memos_ids[start : start + _MEMOS_BATCH]):
+            for f in engine.get_knowledgebase_files(memos_ids[start : start + _MEMOS_BATCH]):
                 found[f.id] = f
-    except MemosError as err:
+    except (MemosError, MemosApiKeyError) as err:
         logger.warning(
-            "MemOS file status unavailable", extra={"error": type(err).__name__, "memos_code": err.code}
+            "MemOS file status unavailable",
+            extra={"error": type(err).__name__, "memos_code": getattr(err, "code", None), "memos_backend": backend},
         )
         raise UpstreamUnavailable("File status is unavailable right now; try again shortly.") from err
     return found

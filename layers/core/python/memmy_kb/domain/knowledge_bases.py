@@ -14,7 +14,7 @@ from memmy_kb.domain.access import require_access, require_owner
 from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.activity import record as record_activity
 from memmy_kb.domain.directory import VerifiedClaims, masked_contact
-from memmy_kb.domain.engine import MemosError, MemosQuotaExceeded
+from memmy_kb.domain.engine import MemosApiKeyError, MemosError, MemosQuotaExceeded
 from memmy_kb.domain.placement import place_kb
 from memmy_kb.domain.ports import (
     ActivityLog,
@@ -33,6 +33,7 @@ from memmy_kb.errors import (
     kb_not_found,
     request_in_progress,
 )
+from memmy_kb.observability import metrics
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord, RequestRecord, utc_now
 
 logger = Logger(child=True)
@@ -112,30 +113,7 @@ def create_knowledge_base(
         raise _owned_limit(max_owned) from None
     except RequestSeen as seen:
         return _repeat(seen.record, request)
-    backend = place_kb(memos, slots, kb_id)
-    if backend is None:
-        _abandon(intents, kb_id, request, keep_intent=False)
-        logger.error("every MemOS backend is full or draining")
-        raise _quota_exhausted()
-    engine = memos.engine(backend)
-    try:
-        memos_kb_id = engine.create_knowledgebase(memos_name_for(kb_id))
-    except MemosQuotaExceeded as err:
-        _abandon(intents, kb_id, request, keep_intent=False)
-        slots.release_slot(backend, kb_id)
-        logger.error("MemOS knowledge-base quota exhausted", extra={"memos_code": err.code, "memos_backend": backend})
-        raise _quota_exhausted() from err
-    except MemosError as err:
-        # MemOS answered or was never reached: nothing to find, the intent and the slot go; else they stay.
-        unknown = err.request_sent and err.code is None
-        _abandon(intents, kb_id, request, keep_intent=unknown)
-        if not unknown:
-            slots.release_slot(backend, kb_id)
-        logger.error(
-            "MemOS create failed",
-            extra={"memos_code": err.code, "error": type(err).__name__, "memos_backend": backend},
-        )
-        raise UpstreamUnavailable("The knowledge engine is unavailable; try again shortly.") from err
+    backend, engine, memos_kb_id = _place_and_create(memos, slots, intents, kb_id, request)
     now = clock()
     kb = KnowledgeBaseRecord(
         kb_id=kb_id,
@@ -176,6 +154,61 @@ def create_knowledge_base(
         _discard_memos_kb(engine, memos_kb_id, intents, kb_id, request, slots, backend)
         raise
     return view
+
+
+def _place_and_create(
+    memos: KnowledgeEngines, slots: BackendSlots, intents: CreateIntents, kb_id: str, request: RequestRecord | None
+) -> tuple[str, KnowledgeEngine, str]:
+    """A slot claimed and the MemOS KB created there: ``(backend, its engine, the MemOS KB id)``.
+
+    A backend whose MemOS refuses for its plan's quota (its ``max_kbs`` above what the project has left)
+    is passed over: its slot freed, the next backend with room tried. Any other failure ends the create.
+    """
+    passed_over: set[str] = set()
+    while True:
+        try:
+            backend = place_kb(memos, slots, kb_id, skip=passed_over)
+        except MemosApiKeyError as err:
+            # The secret lists no usable backend just now: nothing was claimed, MemOS was not asked.
+            _abandon(intents, kb_id, request, keep_intent=False)
+            logger.error("MemOS secret unusable", extra={"error": type(err).__name__})
+            raise UpstreamUnavailable("The knowledge engine is unavailable; try again shortly.") from err
+        if backend is None:
+            _abandon(intents, kb_id, request, keep_intent=False)
+            logger.error("every MemOS backend is full or draining", extra={"refused_by_memos": sorted(passed_over)})
+            raise _quota_exhausted()
+        try:
+            engine = memos.engine(backend)
+            memos_kb_id = engine.create_knowledgebase(memos_name_for(kb_id))
+        except MemosApiKeyError as err:
+            # The backend's key could not be read (the secret changed since placement): nothing was sent.
+            _abandon(intents, kb_id, request, keep_intent=False)
+            slots.release_slot(backend, kb_id)
+            logger.error("MemOS key unusable", extra={"error": type(err).__name__, "memos_backend": backend})
+            raise UpstreamUnavailable("The knowledge engine is unavailable; try again shortly.") from err
+        except MemosQuotaExceeded as err:
+            slots.release_slot(backend, kb_id)
+            logger.error(
+                "MemOS knowledge-base quota exhausted", extra={"memos_code": err.code, "memos_backend": backend}
+            )
+            passed_over.add(backend)
+            continue
+        except MemosError as err:
+            # MemOS answered or was never reached: nothing to find, the intent and the slot go; else they stay.
+            unknown = err.request_sent and err.code is None
+            _abandon(intents, kb_id, request, keep_intent=unknown)
+            if not unknown:
+                slots.release_slot(backend, kb_id)
+            logger.error(
+                "MemOS create failed",
+                extra={"memos_code": err.code, "error": type(err).__name__, "memos_backend": backend},
+            )
+            raise UpstreamUnavailable("The knowledge engine is unavailable; try again shortly.") from err
+        if passed_over:
+            # Created, but a project is fuller than its max_kbs says: alarmed as a 503 for its quota is
+            # (the create's route counts those), so the operator lowers that backend's max_kbs.
+            metrics.add_metric(name="MemosQuotaExhausted", unit="Count", value=len(passed_over))
+        return backend, engine, memos_kb_id
 
 
 def _created_view(

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 from memmy_kb.observability import put_backend_metrics
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from memmy_kb.domain.engine import EngineBackend
     from memmy_kb.domain.ports import BackendSlots, KnowledgeEngines
 
@@ -38,10 +40,13 @@ def capacity_used_percent(backends: list[EngineBackend], used: dict[str, int]) -
     return round(100 * min(sum(min(used.get(b.id, 0), b.max_kbs) for b in open_), room) / room, 1)
 
 
-def place_kb(memos: KnowledgeEngines, slots: BackendSlots, kb_id: str) -> str | None:
-    """Claim a slot for ``kb_id`` on a backend with room and return that backend's id; None when every
-    backend is full or draining (the create answers 503 ``memos_quota_exhausted``)."""
-    backends = memos.backends()
+def place_kb(
+    memos: KnowledgeEngines, slots: BackendSlots, kb_id: str, *, skip: Collection[str] = ()
+) -> str | None:
+    """Claim a slot for ``kb_id`` on a backend with room (none of ``skip``: MemOS refused this create
+    there) and return that backend's id; None when every backend is full, draining or skipped (the create
+    answers 503 ``memos_quota_exhausted``)."""
+    backends = [b for b in memos.backends() if b.id not in skip]
     used = slots.used_slots([b.id for b in backends])
     for backend in placement_order(backends, used):
         if slots.claim_slot(backend.id, kb_id, max_kbs=backend.max_kbs):

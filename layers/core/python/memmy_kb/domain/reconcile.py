@@ -30,7 +30,14 @@ from typing import Final
 
 from aws_lambda_powertools import Logger
 
-from memmy_kb.domain.engine import EngineFile, MemosError, MemosNotFound, backend_of
+from memmy_kb.domain.engine import (
+    EngineFile,
+    MemosApiKeyError,
+    MemosBackendUnknown,
+    MemosError,
+    MemosNotFound,
+    backend_of,
+)
 from memmy_kb.domain.ingest import IngestConfig, Ingestion
 from memmy_kb.domain.naming import upload_id_in
 from memmy_kb.domain.placement import capacity_used_percent
@@ -88,6 +95,7 @@ REPORT_KINDS: Final = {
     "ResidueFound": "MemOS files no record claims",
     "ResidueRemoved": "MemOS files no record claims, removed",
     "UploadObjectsRemoved": "upload objects nothing needs, removed from storage",
+    "KbBackendUnknown": "KBs or uploads on a MemOS backend the secret no longer lists, skipped (put it back)",
 }
 
 
@@ -144,7 +152,12 @@ class Reconciler:
     # -- 0. capacity of the MemOS backends -----------------------------------------------------------
 
     def measure_backends(self) -> None:
-        backends = self.memos.backends()
+        try:
+            backends = self.memos.backends()
+        except MemosApiKeyError as err:
+            # The secret is unusable: every MemOS step fails too, the others (no MemOS) still run.
+            logger.error("MemOS secret unusable; capacity not measured", extra={"error": str(err)})
+            return
         used = self.slots.used_slots([b.id for b in backends])
         self.report.backend_used = used
         self.report.backend_max = {b.id: b.max_kbs for b in backends}
@@ -180,7 +193,9 @@ class Reconciler:
                 return
             try:
                 self._resolve(upload)
-            except MemosError as err:
+            except MemosBackendUnknown:
+                self._backend_unknown(upload.kb_id, upload.memos_backend, upload_id=upload.upload_id)
+            except (MemosError, MemosApiKeyError) as err:
                 logger.warning(
                     "MemOS unavailable; upload left for the next run",
                     extra={"upload_id": upload.upload_id, "error": type(err).__name__},
@@ -232,8 +247,21 @@ class Reconciler:
                 self._memos_files[kb.kb_id] = []
         return self._memos_files[kb.kb_id]
 
+    def _backend_unknown(self, kb_id: str, backend: str | None, **extra: str) -> None:
+        """A record names a backend the secret no longer lists: skipped (no other backend's key may serve
+        it, nothing is released), reported, and the run goes on to the rest."""
+        logger.error(
+            "a KB's MemOS backend is not in the secret; put its entry back",
+            extra={"kb_id": kb_id, "memos_backend": backend_of(backend), **extra},
+        )
+        self.report.add("KbBackendUnknown")
+
     def _placed(self, kb_id: str) -> str | None:
-        return self.slots.slot_of(kb_id, [b.id for b in self.memos.backends()])
+        try:
+            backends = self.memos.backends()
+        except MemosApiKeyError:
+            return None  # the secret is unusable (logged by measure_backends): the intent is reported all the same
+        return self.slots.slot_of(kb_id, [b.id for b in backends])
 
     def _engine(self, kb: KnowledgeBaseRecord) -> KnowledgeEngine:
         """The backend holding ``kb``: every scan and repair of a KB goes to its own MemOS project."""
@@ -280,7 +308,9 @@ class Reconciler:
                 return
             try:
                 self._remove_residue_of(kb)
-            except MemosError as err:
+            except MemosBackendUnknown:
+                self._backend_unknown(kb.kb_id, kb.memos_backend)
+            except (MemosError, MemosApiKeyError) as err:
                 logger.warning("residue scan stopped", extra={"kb_id": kb.kb_id, "error": type(err).__name__})
                 self.cleanups.put_cursor(RESIDUE_CURSOR, cursor)
                 return

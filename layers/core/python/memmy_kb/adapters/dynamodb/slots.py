@@ -6,7 +6,8 @@ Implements ``memmy_kb.domain.ports.BackendSlots``. A claim is one conditional Up
 one after another, so concurrent creates never take more than ``max_kbs`` slots, and no transaction means
 no contention to retry. A release is one conditional UpdateItem too (the KB still in the set): repeated
 (cleanup rounds are), it frees the slot once. The set stays small (a backend holds at most its plan's
-cap of KBs: 100 ids are about 3 KB); the count is read without it.
+cap of KBs: 100 ids are about 3 KB; the secret allows ``max_kbs`` up to 10,000, about 270 KB, under
+DynamoDB's 400 KB item); reading the count reads the set with it.
 """
 
 from __future__ import annotations

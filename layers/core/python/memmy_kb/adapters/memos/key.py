@@ -11,10 +11,12 @@ an unusable secret raises the domain's ``MemosApiKeyError``.
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
 
 from memmy_kb.domain.engine import DEFAULT_BACKEND, MemosApiKeyError
 
@@ -24,6 +26,11 @@ if TYPE_CHECKING:
 __all__ = ["MemosBackendConfig", "SecretApiKeyProvider", "SecretBackendsProvider", "StaticApiKeyProvider"]
 
 _JSON_KEY_FIELD: Final = "api_key"
+# The most KBs one backend may be given: its counter item lists their ids (``kb_`` and 24 hex digits), and
+# 10,000 of them stay well under DynamoDB's 400 KB item (MemOS plans cap a project at 100).
+MAX_BACKEND_KBS: Final = 10_000
+# Hosts a backend may reach over plain http (the local emulator); any other needs https.
+_LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 class SecretApiKeyProvider:
@@ -138,6 +145,10 @@ def parse_backends(
         raise MemosApiKeyError(f"secret {secret_id} lists no MemOS backend")
     if len({b.id for b in backends}) != len(backends):
         raise MemosApiKeyError(f"secret {secret_id} lists a MemOS backend id twice")
+    # One project under two ids would be given twice its plan's cap: a key names one project (whatever
+    # spelling of its URL the entries use).
+    if len({b.api_key for b in backends}) != len(backends):
+        raise MemosApiKeyError(f'secret {secret_id} lists one MemOS project (the same "api_key") twice')
     return backends
 
 
@@ -151,17 +162,34 @@ def _backend(entry: Any, index: int, secret_id: str, default_base_url: str) -> M
         raise MemosApiKeyError(f'{where} needs a string "id" (without "#")')
     if not isinstance(key, str) or not key.strip():
         raise MemosApiKeyError(f'{where} has no string "api_key"')
-    if not isinstance(base_url, str) or not base_url.startswith(("https://", "http://")):
-        raise MemosApiKeyError(f'{where} has no http(s) "base_url"')
-    if not isinstance(max_kbs, int) or isinstance(max_kbs, bool) or max_kbs < 0:
-        raise MemosApiKeyError(f'{where} needs "max_kbs", a whole number of at least 0')
-    if max_qps is not None and (not isinstance(max_qps, int | float) or isinstance(max_qps, bool) or max_qps <= 0):
+    if not isinstance(base_url, str) or not _usable_url(base_url):
+        # The URL is not quoted: it may carry a credential.
+        raise MemosApiKeyError(
+            f'{where} needs a "base_url" of https (http only to a loopback host), with no credentials, query or fragment'
+        )
+    if not isinstance(max_kbs, int) or isinstance(max_kbs, bool) or not 0 <= max_kbs <= MAX_BACKEND_KBS:
+        raise MemosApiKeyError(f'{where} needs "max_kbs", a whole number from 0 to {MAX_BACKEND_KBS}')
+    if max_qps is not None and (
+        not isinstance(max_qps, int | float) or isinstance(max_qps, bool) or not 0 < max_qps < math.inf
+    ):
         raise MemosApiKeyError(f'{where} has a "max_qps" that is not a positive number')
     if not isinstance(draining, bool):
         raise MemosApiKeyError(f'{where} has a "draining" that is not true or false')
     return MemosBackendConfig(
         backend_id.strip(), base_url, key.strip(), max_kbs, None if max_qps is None else float(max_qps), draining
     )
+
+
+def _usable_url(url: str) -> bool:
+    """An absolute http(s) URL with a host and no user info, query or fragment; http only to loopback."""
+    try:
+        parts = urlsplit(url)
+        host, _ = parts.hostname, parts.port  # ``port`` raises ValueError when out of range
+    except ValueError:
+        return False
+    if not host or parts.username is not None or parts.query or parts.fragment or "?" in url or "#" in url:
+        return False
+    return parts.scheme == "https" or (parts.scheme == "http" and host in _LOOPBACK_HOSTS)
 
 
 class StaticApiKeyProvider:
@@ -191,6 +219,9 @@ def _text(raw: str | bytes, secret_id: str) -> str:
 
 def _extract_api_key(raw: str | bytes, secret_id: str) -> str:
     text = _text(raw, secret_id)
+    if text.startswith("["):
+        # A list of backends (``SecretBackendsProvider``): its text, every key in it, is no one key.
+        raise MemosApiKeyError(f"secret {secret_id} lists MemOS backends, not one key")
     if text.startswith("{"):
         try:
             document = json.loads(text)
