@@ -89,6 +89,23 @@ def newcomer(local_stack: RunningStack, tmp_path_factory: pytest.TempPathFactory
     user.stop()
 
 
+@pytest.fixture(scope="module")
+def newcomers_kb(local_stack: RunningStack, newcomer: PageUser) -> str:
+    """The newcomer's "产品资料", which the first test starts on the page. pytest-xdist may run that test in
+    another worker, whose newcomer is another person: then it is made here, through the API, so the later
+    tests hold whichever worker runs them."""
+    token = local_stack.token(newcomer.user_id, name="新同事")
+    with httpx.Client(
+        base_url=local_stack.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=30
+    ) as api:
+        mine = [kb for kb in api.get("/knowledge-bases").json()["items"] if kb["name"] == KB_NAME]
+        if not mine:
+            created = api.post("/knowledge-bases", json={"name": KB_NAME})
+            assert created.status_code == 201, created.text
+            mine = [created.json()]
+    return str(mine[0]["id"])
+
+
 def serious_violations(page: Any, context: str | None = None) -> list[str]:
     """axe-core's serious and critical findings on the page as it is (its script ships in the package)."""
     from axe_playwright_python.sync_playwright import Axe
@@ -140,7 +157,9 @@ def test_a_new_user_learns_what_a_knowledge_base_is_and_starts_one(browser, newc
     context.close()
 
 
-def test_uploads_show_progress_failures_read_in_both_languages_and_can_be_dismissed(browser, newcomer):
+def test_uploads_show_progress_failures_read_in_both_languages_and_can_be_dismissed(
+    browser, newcomer, newcomers_kb
+):
     from playwright.sync_api import expect
 
     page = new_page(browser, newcomer, lang="en")
@@ -175,7 +194,7 @@ def test_uploads_show_progress_failures_read_in_both_languages_and_can_be_dismis
     page.context.close()
 
 
-def test_layout_share_dialog_focus_and_excerpts_in_both_languages(browser, newcomer):
+def test_layout_share_dialog_focus_and_excerpts_in_both_languages(browser, newcomer, newcomers_kb):
     from playwright.sync_api import expect
 
     for lang in ("zh", "en"):
