@@ -6,6 +6,7 @@ depend on uploads: what comes back shows exactly which KBs MemOS was asked to se
 
 from __future__ import annotations
 
+import threading
 import time
 from http import HTTPStatus
 from typing import Any
@@ -356,21 +357,38 @@ def recall_while(service, change) -> tuple[int, str]:
 
     The emulator runs ``change()`` after the search request has arrived and before it answers, so the
     change lands inside the search on every iteration, however slow the machine: no timing involved.
+    The recall reads the KBs' names while its searches run; in-process moto is not thread-safe, so the
+    change (a DynamoDB write) waits for that read to have answered before it lands.
     """
     emulator = service.memos.emulator
     original = emulator.handle_api
     pending = [change]
+    store = get_kb_store()
+    read_names = store.batch_get_kbs_and_profiles
+    names_read = threading.Event()
+
+    def reading_names(*args, **kwargs):
+        try:
+            return read_names(*args, **kwargs)
+        finally:
+            names_read.set()
+
+    lock = threading.Lock()
 
     def during_search(endpoint, headers, raw):
-        if endpoint == SEARCH and pending:
-            pending.pop()()
+        with lock:  # the first of the searches brings the change (the others wait while it lands)
+            if endpoint == SEARCH and pending:
+                assert names_read.wait(timeout=30), "the recall never read the KBs' names"
+                pending.pop()()
         return original(endpoint, headers, raw)
 
     emulator.handle_api = during_search
+    store.batch_get_kbs_and_profiles = reading_names
     try:
         reply = invoke(service, "recall", "POST", "/recall", "/recall", "alice", {"query": QUERY})
     finally:
         emulator.handle_api = original
+        del store.batch_get_kbs_and_profiles
     assert not pending, "the search never reached MemOS"
     return reply
 
