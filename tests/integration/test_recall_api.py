@@ -352,6 +352,24 @@ def invoke(service, function: str, method: str, path: str, route: str, user: str
     return result["statusCode"], result.get("body") or ""
 
 
+def watch_name_read() -> tuple[Any, threading.Event]:
+    """The KB store and an event set once the recall's read of the KBs' names has answered; delete the
+    store's ``batch_get_kbs_and_profiles`` attribute to stop watching. In-process moto is not thread-safe,
+    so a test's DynamoDB change during a recall's searches waits for that read."""
+    store = get_kb_store()
+    read_names = store.batch_get_kbs_and_profiles
+    names_read = threading.Event()
+
+    def reading_names(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return read_names(*args, **kwargs)
+        finally:
+            names_read.set()
+
+    store.batch_get_kbs_and_profiles = reading_names
+    return store, names_read
+
+
 def recall_while(service, change) -> tuple[int, str]:
     """Alice's recall, with ``change()`` landing while MemOS is answering.
 
@@ -363,16 +381,7 @@ def recall_while(service, change) -> tuple[int, str]:
     emulator = service.memos.emulator
     original = emulator.handle_api
     pending = [change]
-    store = get_kb_store()
-    read_names = store.batch_get_kbs_and_profiles
-    names_read = threading.Event()
-
-    def reading_names(*args, **kwargs):
-        try:
-            return read_names(*args, **kwargs)
-        finally:
-            names_read.set()
-
+    store, names_read = watch_name_read()
     lock = threading.Lock()
 
     def during_search(endpoint, headers, raw):
@@ -383,7 +392,6 @@ def recall_while(service, change) -> tuple[int, str]:
         return original(endpoint, headers, raw)
 
     emulator.handle_api = during_search
-    store.batch_get_kbs_and_profiles = reading_names
     try:
         reply = invoke(service, "recall", "POST", "/recall", "/recall", "alice", {"query": QUERY})
     finally:
@@ -481,14 +489,17 @@ def search_during(service, change, *, latency_ms: int = 1500):
             invoke(service, "recall", "POST", "/recall", "/recall", "alice", {"query": QUERY})
         )
     )
+    store, names_read = watch_name_read()
     thread.start()
     try:
         wait_until(lambda: service.memos.calls(SEARCH) >= before + 2, timeout=10, interval=0.01,
                    message="both searches to reach MemOS")
+        assert names_read.wait(timeout=10), "the recall never read the KBs' names"
         change()
         assert thread.is_alive(), "the change did not land during the search: raise latency_ms"
     finally:
         thread.join(timeout=30)
+        del store.batch_get_kbs_and_profiles
     (reply,) = replies
     return reply
 
