@@ -318,12 +318,17 @@ def apply(
     """Install (or uninstall) our entry in ``agent_name``'s settings file; the change made."""
     agent = AGENTS[agent_name]
     path = settings_path(agent, project)
-    with editing(path, create=not uninstall):
+    if uninstall:
+        return edited(path, create=False, edit=lambda before: without(before, agent, path))
+    hook = command or hook_command(agent.name)
+    return edited(path, create=True, edit=lambda before: merged(before, agent, hook, path))
+
+
+def edited(path: Path, *, create: bool, edit: Callable[[str | None], str | None]) -> Change:
+    """``edit`` applied to the settings file's text (None: no file) under its lock, written when it changed."""
+    with editing(path, create=create):
         form, before = read_settings(path)
-        if uninstall:
-            after = without(before, agent, path)
-        else:
-            after = merged(before, agent, command or hook_command(agent.name), path)
+        after = edit(before)
         change = Change(path, before, after)
         if change.changed and after is not None:
             write_settings(path, after, form)

@@ -29,8 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from memmy_kb_client.desktop.paths import HOME_ENV
-from memmy_kb_client.hook_install import Change, JsonStyle, installed_home, load_settings, program_argv
-from memmy_kb_client.settings_file import SettingsError, editing, followed, read_settings, write_settings
+from memmy_kb_client.hook_install import (
+    Change,
+    JsonStyle,
+    edited,
+    installed_home,
+    load_settings,
+    program_argv,
+)
+from memmy_kb_client.settings_file import SettingsError, followed, read_settings
 
 SERVER_NAME = "memmy-kb"
 
@@ -337,16 +344,11 @@ def apply(
     target = TARGETS[agent]
     path = config_path(agent, project)
     fresh = dict(entry) if entry is not None else server_entry(agent)
-    with editing(path, create=not uninstall):
-        form, before = read_settings(path)
-        if uninstall:
-            after = without_toml(before, path) if target.toml else without_json(before, path)
-        else:
-            after = merged_toml(before, fresh, path) if target.toml else merged_json(before, fresh, path)
-        change = Change(path, before, after)
-        if change.changed and after is not None:
-            write_settings(path, after, form)
-    return change
+    if uninstall:
+        remove = without_toml if target.toml else without_json
+        return edited(path, create=False, edit=lambda before: remove(before, path))
+    merge = merged_toml if target.toml else merged_json
+    return edited(path, create=True, edit=lambda before: merge(before, fresh, path))
 
 
 def registered(agent: str, project: Path | None = None) -> tuple[Path, bool]:
