@@ -9,9 +9,14 @@ Two tools, both answered by the local desktop service with the hook token (``mcp
 * ``list_knowledge_bases()``: the knowledge bases in the recall scope.
 
 Built on the official SDK (``mcp``, the client's ``mcp`` extra), imported only here and only when the
-server starts: the SDK brings pydantic, which no other client command loads. Stdout carries protocol
-frames only: the SDK's stdio transport points file descriptor 1 at stderr while it serves, and every log
-line (method, path and status of each service call; never a query or an excerpt) goes to stderr.
+server starts: the SDK brings pydantic, which no other client command loads. Its low-level ``Server``
+serves the two tools, whose input schemas are written out here and whose arguments ``mcp_arguments``
+checks, strictly and in plain words. In front of the SDK's stdio transport sits a frame filter
+(``mcp_frames``) that reads each line first: a line the SDK would drop unanswered (not JSON, a batch,
+an id it cannot echo, too long or too deep) gets its JSON-RPC error there, so every frame is answered.
+Stdout carries protocol frames only: the SDK's stdio transport points file descriptor 1 at stderr while
+it serves (and the filter points descriptor 0 at the null device), and every log line (method, path and
+status of each service call, each refused frame's code; never a query or an excerpt) goes to stderr.
 """
 
 from __future__ import annotations
@@ -20,19 +25,26 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from contextlib import suppress
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final
 
+from memmy_kb_client.mcp_arguments import list_arguments, search_arguments
+from memmy_kb_client.mcp_frames import claimed_stdin, read_frames
 from memmy_kb_client.mcp_service import (
+    MAX_KNOWLEDGE_BASES,
+    MAX_LIMIT,
+    MAX_QUERY_CHARS,
     LocalService,
     ToolRefused,
-    check_query,
     render_knowledge_bases,
     render_search,
     resolve,
 )
 
 if TYPE_CHECKING:
-    from mcp.server import MCPServer
+    from mcp.server.lowlevel import Server
+    from mcp.types import CallToolRequestParams, CallToolResult
 
 SERVER_NAME = "memmy-kb"
 INSTRUCTIONS = (
@@ -44,65 +56,140 @@ MISSING_SDK = (
     "memmy-kb mcp needs the MCP SDK: install the client with its mcp extra "
     "(pip install 'memmy-kb[mcp]', or ./client[mcp] in a checkout)."
 )
+SEARCH_DESCRIPTION: Final = """Search the user's Memmy knowledge bases (their own and those shared with them that take part
+in their recall) and return the best excerpts, each with its document title, its knowledge base
+(and owner, for a shared one) and its text.
+
+query: what to look for, in the user's words or your own (up to 4,000 characters).
+knowledge_bases: optional names or ids (from list_knowledge_bases) to search only those; it can
+only narrow the search to knowledge bases in the user's recall, never add others.
+limit: optional, at most this many excerpts (1 to 25)."""
+SEARCH_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "description": f"What to look for (up to {MAX_QUERY_CHARS:,} characters).",
+        },
+        "knowledge_bases": {
+            "type": "array",
+            "items": {"type": "string"},
+            "minItems": 1,
+            "maxItems": MAX_KNOWLEDGE_BASES,
+            "description": "Names or ids from list_knowledge_bases; leave out to search them all.",
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_LIMIT,
+            "description": "At most this many excerpts.",
+        },
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+LIST_DESCRIPTION: Final = """The Memmy knowledge bases search_knowledge searches: each one's name, id, and whether it is
+the user's own or shared with them (and by whom)."""
 
 
-def build_server(env: Mapping[str, str]) -> MCPServer[Any]:
+def build_server(env: Mapping[str, str]) -> Server[Any]:
     """The MCP server with its two tools, asking the desktop service of ``env``'s ``MEMMY_KB_HOME``."""
-    from mcp.server import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.types import CallToolResult, TextContent, ToolAnnotations
+    from mcp.server.lowlevel import Server
+    from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool, ToolAnnotations
 
     service = LocalService(env)
-    server: MCPServer[Any] = MCPServer(
-        SERVER_NAME, instructions=INSTRUCTIONS, version=_version(), log_level="WARNING"
-    )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    tools = [
+        Tool(
+            name="search_knowledge",
+            title="Search Memmy knowledge bases",
+            description=SEARCH_DESCRIPTION,
+            input_schema=SEARCH_SCHEMA,
+            annotations=read_only,
+        ),
+        Tool(
+            name="list_knowledge_bases",
+            title="List Memmy knowledge bases",
+            description=LIST_DESCRIPTION,
+            input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+            annotations=read_only,
+        ),
+    ]
 
-    def answer(text: str, structured: dict[str, Any]) -> CallToolResult:
-        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+    def answer(text: str, structured: dict[str, Any] | None = None, *, error: bool = False) -> CallToolResult:
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=structured, is_error=error
+        )
 
-    @server.tool(
-        title="Search Memmy knowledge bases",
-        annotations=read_only,
-        structured_output=False,
-    )
-    async def search_knowledge(
-        query: str, knowledge_bases: list[str] | None = None, limit: int | None = None
-    ) -> Any:  # CallToolResult; the SDK evaluates the annotations in this module's globals
-        """Search the user's Memmy knowledge bases (their own and those shared with them that take part
-        in their recall) and return the best excerpts, each with its document title, its knowledge base
-        (and owner, for a shared one) and its text.
+    async def search_knowledge(arguments: dict[str, Any] | None) -> CallToolResult:
+        asked = search_arguments(arguments)
+        ids = None
+        if asked.knowledge_bases is not None:
+            ids = resolve(asked.knowledge_bases, await service.knowledge_bases())
+        result = await service.search(asked.query, ids, asked.limit)
+        return answer(render_search(asked.query, result), result)
 
-        query: what to look for, in the user's words or your own (up to 4,000 characters).
-        knowledge_bases: optional names or ids (from list_knowledge_bases) to search only those; it can
-        only narrow the search to knowledge bases in the user's recall, never add others.
-        limit: optional, at most this many excerpts (1 to 25).
-        """
-        try:
-            cleaned = check_query(query, limit)
-            ids = None
-            if knowledge_bases is not None:
-                ids = resolve(knowledge_bases, await service.knowledge_bases())
-            result = await service.search(cleaned, ids, limit)
-        except ToolRefused as err:
-            raise ToolError(str(err)) from err
-        return answer(render_search(cleaned, result), result)
-
-    @server.tool(
-        title="List Memmy knowledge bases",
-        annotations=read_only,
-        structured_output=False,
-    )
-    async def list_knowledge_bases() -> Any:  # CallToolResult
-        """The Memmy knowledge bases search_knowledge searches: each one's name, id, and whether it is
-        the user's own or shared with them (and by whom)."""
-        try:
-            scope = await service.knowledge_bases()
-        except ToolRefused as err:
-            raise ToolError(str(err)) from err
+    async def list_knowledge_bases(arguments: dict[str, Any] | None) -> CallToolResult:
+        list_arguments(arguments)
+        scope = await service.knowledge_bases()
         return answer(render_knowledge_bases(scope), {"knowledge_bases": [kb.as_json() for kb in scope]})
 
-    return server
+    handlers = {"search_knowledge": search_knowledge, "list_knowledge_bases": list_knowledge_bases}
+
+    async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
+        return ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        handler = handlers.get(params.name)
+        if handler is None:
+            return answer(
+                f"No tool {params.name!r} here: this server has {' and '.join(handlers)}.", error=True
+            )
+        try:
+            return await handler(params.arguments)
+        except ToolRefused as err:
+            return answer(str(err), error=True)
+
+    return Server(
+        SERVER_NAME,
+        version=_version(),
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serve ``server`` on stdin and stdout, with the frame filter (``mcp_frames``) in front of the SDK's
+    stdio transport: the filter answers the lines it refuses through the transport's own writer, so each
+    answer goes out whole, between the SDK's."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+    from mcp.types import JSONRPCError, jsonrpc_message_adapter
+
+    writer: list[Any] = []
+    ready = anyio.Event()
+
+    async def answer(response: dict[str, Any]) -> None:
+        await ready.wait()
+        # A server that is stopping has nobody left to answer.
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await writer[0].send(SessionMessage(JSONRPCError.model_validate(response)))
+
+    def accept(frame: str) -> bool:  # what the transport will parse the frame with
+        try:
+            jsonrpc_message_adapter.validate_json(frame, by_name=False)
+        except ValueError:
+            return False
+        return True
+
+    with claimed_stdin() as stdin:
+        frames = read_frames(partial(anyio.to_thread.run_sync, stdin.readline), answer, accept)
+        async with stdio_server(stdin=frames) as (read_stream, write_stream):  # type: ignore[arg-type]
+            writer.append(write_stream)
+            ready.set()
+            await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def _version() -> str:
@@ -128,5 +215,7 @@ def main(env: Mapping[str, str] | None = None) -> int:
             raise
         print(MISSING_SDK, file=sys.stderr)
         return 2
-    server.run("stdio")
+    import anyio
+
+    anyio.run(serve_stdio, server)
     return 0
