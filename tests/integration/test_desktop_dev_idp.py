@@ -1,6 +1,6 @@
 """The desktop's sign-in against the local stack's real dev identity provider (memmy_local.identity_provider),
 in-process: a browser sign-in through its form, a refresh it rotates, a device sign-in through its
-/device page, and logout revoking at it. The cloud is a stand-in whose /login-configuration names the
+/device page (and the desktop's polling slowed down by it), and logout revoking at it. The cloud is a stand-in whose /login-configuration names the
 provider and whose recall takes the provider's access tokens through the local gateway's authorizer."""
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from memmy_kb_client.desktop import paths
+from memmy_kb_client.desktop import oidc, paths
 from memmy_kb_client.desktop.credentials import CloudLogin
+from memmy_kb_client.desktop.flows import poll_device
 from memmy_kb_client.desktop.server import DesktopService
 from memmy_local import tokens
 from memmy_local.authorizer import JwtAuthorizer
@@ -25,6 +26,7 @@ from memmy_local.http_events import GatewayError
 from memmy_local.identity_provider import IdentityProvider
 from memmy_local.identity_state import CLIENT_ID
 from tests.integration.test_desktop_service import Client, serving, start
+from tests.integration.test_identity_provider import Clock
 
 AUDIENCE = "memmy-kb"
 PERSON = {"login_user_id": "alice", "login_name": "Alice", "login_email": "alice@example.com",
@@ -172,3 +174,52 @@ def test_a_device_sign_in_at_the_dev_provider(client, idp, cloud):
     assert wait_for(client, started["flow"])["state"] == "done"
     assert client.recall()["cloud"] == "ok"
     assert cloud.callers == ["alice"]
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def clocked_cloud(tmp_path_factory: pytest.TempPathFactory, clock: Clock) -> Iterator[StandInCloud]:
+    """A stand-in cloud naming a provider whose clock the test skips ahead."""
+    key = tokens.load_signing_key(tmp_path_factory.mktemp("idp-key") / "key.pem")
+    with IdentityProvider(key, port=0, audience=AUDIENCE, clock=clock) as provider:
+        yield from serving(StandInCloud(provider))
+
+
+def test_the_desktops_polling_honours_the_dev_providers_slow_down(clocked_cloud, clock):
+    """The desktop's own polling loop (``flows.poll_device``, as a device sign-in runs it) against the
+    provider's slow_down: a poll too soon is slowed down, the desktop waits 5 s longer from then on, is
+    not slowed down again, and gets its tokens. Each wait skips the provider's clock instead of sleeping."""
+    provider = oidc.discover(clocked_cloud.url)
+    device = oidc.device_authorization(provider)
+    waits: list[float] = []
+
+    def wait(seconds: float) -> bool:
+        waits.append(seconds)
+        if len(waits) <= 2:
+            return False  # the first two polls go at once: the second is too soon
+        if len(waits) == 4:  # the person signs in while the desktop waits
+            with httpx.Client(base_url=clocked_cloud.idp.url, timeout=10, trust_env=False) as phone:
+                page = phone.get("/device")
+                code_page = phone.post(
+                    "/device", data=form_fields(page.text) | {"user_code": device["user_code"]}
+                )
+                assert phone.post("/device", data=form_fields(code_page.text) | PERSON).status_code == 200
+        clock.skipped += seconds
+        return False
+
+    outcome = poll_device(
+        lambda: oidc.device_token(provider, device["device_code"]),
+        float(device["interval"]),
+        time.monotonic() + 600,
+        wait,
+        time.monotonic,
+    )
+
+    assert isinstance(outcome, dict), outcome
+    assert outcome["access_token"]
+    # 5 s, then at once again (slow_down: 5 s more), then 10 s twice: the third poll was pending, not slowed.
+    assert waits == [5.0, 5.0, 10.0, 10.0]

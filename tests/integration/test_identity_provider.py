@@ -24,7 +24,15 @@ from memmy_local import tokens
 from memmy_local.authorizer import JwtAuthorizer
 from memmy_local.http_events import GatewayError
 from memmy_local.identity_provider import REFRESH_TOKENS_FILE, IdentityProvider
-from memmy_local.identity_state import CLIENT_ID, CODE_TTL_SECONDS, DEVICE_TTL_SECONDS
+from memmy_local.identity_state import (
+    CLIENT_ID,
+    CODE_TTL_SECONDS,
+    DEVICE_POLL_INTERVAL,
+    DEVICE_TTL_SECONDS,
+    WRONG_CODE_WINDOW_SECONDS,
+    WRONG_CODES_PER_CLIENT,
+    WRONG_CODES_PER_DEVICE,
+)
 from memmy_local.template import load_template, template_path
 
 SCOPE = "openid profile email phone offline_access"
@@ -312,6 +320,99 @@ def test_a_device_code_polled_after_its_expiry_is_expired(http: httpx.Client, cl
     page = http.get("/device")
     refused = http.post("/device", data=form_fields(page.text) | {"user_code": started["user_code"]})
     assert refused.status_code == 400
+
+
+def start_device(http: httpx.Client) -> tuple[dict[str, Any], dict[str, str]]:
+    started = http.post("/device_authorization", data={"client_id": CLIENT_ID, "scope": SCOPE}).json()
+    return started, {
+        "grant_type": DEVICE_GRANT,
+        "device_code": started["device_code"],
+        "client_id": CLIENT_ID,
+    }
+
+
+def enter_code(http: httpx.Client, code: str) -> httpx.Response:
+    page = http.get("/device")
+    return http.post("/device", data=form_fields(page.text) | {"user_code": code})
+
+
+def test_a_poll_sooner_than_the_interval_is_slow_down_and_the_interval_grows_by_5_s(
+    http: httpx.Client, clock: Clock
+) -> None:
+    """RFC 8628 3.5: too fast a poll is slow_down, and the interval is 5 s longer for every later poll."""
+    started, poll = start_device(http)
+    assert started["interval"] == DEVICE_POLL_INTERVAL == 5
+    assert error_of(http.post("/token", data=poll)) == "authorization_pending"
+
+    answers = []
+    # The seconds since the previous poll, against the interval: 4 < 5 (now 10), 9 < 10 (now 15),
+    # 15 (pending, still 15), 14 < 15 (now 20), 20 (pending).
+    for wait in (4, 9, 15, 14, 20):
+        clock.skipped += wait
+        answers.append(error_of(http.post("/token", data=poll)))
+    assert answers == [
+        "slow_down",
+        "slow_down",
+        "authorization_pending",
+        "slow_down",
+        "authorization_pending",
+    ]
+
+    enter_code(http, started["user_code"])  # a page reloaded: the same code entered again is no guess
+    code_page = enter_code(http, started["user_code"])
+    assert http.post("/device", data=form_fields(code_page.text) | PERSON).status_code == 200
+    clock.skipped += 20
+    assert http.post("/token", data=poll).status_code == 200
+
+
+def test_wrong_user_codes_are_limited_per_client_with_429_and_a_sentence(
+    http: httpx.Client, clock: Clock
+) -> None:
+    half = WRONG_CODES_PER_CLIENT // 2
+    for _ in range(half):
+        assert enter_code(http, "BCDF-GHJK").status_code == 400
+    clock.skipped += WRONG_CODE_WINDOW_SECONDS / 2
+    for _ in range(WRONG_CODES_PER_CLIENT - half):
+        wrong = enter_code(http, "BCDF-GHJK")
+        assert wrong.status_code == 400
+        assert "That code is unknown, expired or already used." in wrong.text
+
+    started, _ = start_device(http)
+    refused = enter_code(http, started["user_code"])  # right, but not even looked at
+    assert refused.status_code == 429
+    assert "Too many wrong codes were typed here (10 in 10 minutes): wait 5 minutes" in refused.text
+    assert 295 <= int(refused.headers["Retry-After"]) <= 300
+    assert refused.headers["Content-Security-Policy"].startswith("default-src 'none'")
+
+    clock.skipped += WRONG_CODE_WINDOW_SECONDS / 2 + 1  # the first half leaves the window
+    page = enter_code(http, started["user_code"])
+    assert page.status_code == 200
+    assert '<label for="login_user_id">User ID</label>' in page.text
+
+
+def test_a_request_whose_code_was_guessed_wrong_too_often_is_dead(http: httpx.Client) -> None:
+    started, poll = start_device(http)
+    for _ in range(WRONG_CODES_PER_DEVICE - 1):
+        assert enter_code(http, "BCDF-GHJK").status_code == 400
+    alive = enter_code(http, started["user_code"])  # still alive: its sign-in form
+    assert alive.status_code == 200
+
+    assert enter_code(http, "BCDF-GHJK").status_code == 400  # the last wrong code it takes
+    dead = enter_code(http, started["user_code"])
+    assert dead.status_code == 400
+    assert "That code is unknown, expired or already used." in dead.text
+    late = http.post("/device", data=form_fields(alive.text) | PERSON)  # the form made while it was alive
+    assert late.status_code == 400
+    assert "refused after too many wrong codes" in late.text
+    denied = http.post("/token", data=poll)
+    assert (denied.status_code, error_of(denied)) == (400, "access_denied")
+    assert "Too many wrong codes" in denied.json()["error_description"]
+
+    # A request made after the guesses is not touched by them.
+    later, poll_later = start_device(http)
+    signed = http.post("/device", data=form_fields(enter_code(http, later["user_code"]).text) | PERSON)
+    assert signed.status_code == 200, signed.text
+    assert http.post("/token", data=poll_later).status_code == 200
 
 
 # -- refusals ------------------------------------------------------------------------------------------

@@ -5,13 +5,15 @@ Each reaches the provider as ``server.idp`` (its state, key, issuer, audience an
 client is public (``none`` client authentication everywhere); PKCE S256 is required at the authorization
 request already; a code and a device code are taken when presented (single use); a refresh token is
 rotated away when presented, and presenting it again revokes every rotation of it (``identity_state``).
+A device request is polled at its interval: a sooner poll is ``slow_down`` and the interval grows by 5 s
+(RFC 8628 3.5); one refused after too many wrong user codes is ``access_denied``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from authlib.oauth2.rfc6749 import InvalidGrantError, InvalidRequestError, grants
+from authlib.oauth2.rfc6749 import AccessDeniedError, InvalidGrantError, InvalidRequestError, grants
 from authlib.oauth2.rfc6750 import BearerTokenValidator
 from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7636 import CodeChallenge
@@ -22,6 +24,7 @@ from joserfc.jwk import RSAKey
 from .identity_state import (
     CLIENT_ID,
     CODE_TTL_SECONDS,
+    DEVICE_POLL_INTERVAL,
     DEVICE_TTL_SECONDS,
     AuthorizationCode,
     Identity,
@@ -31,8 +34,6 @@ from .tokens import ALGORITHM, TokenError, verify_token
 
 if TYPE_CHECKING:
     from .identity_provider import IdentityProvider
-
-DEVICE_POLL_INTERVAL = 5
 
 
 class S256Required(CodeChallenge):  # type: ignore[misc]
@@ -140,11 +141,15 @@ class DeviceGrant(DeviceCodeGrant):  # type: ignore[misc]
         return credential
 
     def query_user_grant(self, user_code: str) -> tuple[Identity, bool] | None:
-        identity = self.server.idp.state.approved_identity(user_code)
-        return (identity, True) if identity is not None else None
+        grant = self.server.idp.state.user_grant(user_code)
+        if grant is not None and not grant[1]:
+            raise AccessDeniedError(
+                "Too many wrong codes were typed at the device page while this sign-in waited; start again."
+            )
+        return grant  # type: ignore[return-value]
 
     def should_slow_down(self, credential: Any) -> bool:
-        return False
+        return self.server.idp.state.poll_too_soon(credential.device_code)  # type: ignore[no-any-return]
 
     def create_token_response(self) -> Any:
         if not self.server.idp.state.drop_device(self.request.credential.device_code):

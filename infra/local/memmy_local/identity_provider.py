@@ -7,7 +7,10 @@ root URL (``http://127.0.0.1:8070`` by default) unless one is given. Access toke
 with the stack's dev key (``memmy_local.tokens``) with the claims ``memmy-local token`` puts, for the
 stack's audience, so the gateway's JWT authorizer accepts them; ID tokens are for the client id.
 
-A development tool: whoever signs in is whatever they type (``memmy_local.identity_pages``). State lives
+A development tool: whoever signs in is whatever they type (``memmy_local.identity_pages``). Its device
+grant is rate-limited as a real provider's: ``slow_down`` for a poll sooner than the interval, which then
+grows by 5 s (``identity_grants``), and limits on wrong user codes at ``/device``, per client address (429
+with a sentence) and per device request (dead after too many). State lives
 in ``memmy_local.identity_state``. Its request log names method, path and status only (no query string,
 so no code, state or user code), and Authlib's DEBUG lines (which print tokens) are turned off.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import math
 import re
 import secrets
 import threading
@@ -49,6 +53,8 @@ from .identity_state import (
     CLIENT_ID,
     DEVICE_GRANT_TYPE,
     SCOPES,
+    WRONG_CODE_WINDOW_SECONDS,
+    WRONG_CODES_PER_CLIENT,
     Identity,
     IdentityState,
     PublicClient,
@@ -287,18 +293,7 @@ class IdentityProvider:
     def _device_sign_in(self, html: Callable[..., Response], secret: bytes) -> Response:
         form = list(request.form.items(multi=True))
         if "login_user_id" not in request.form:  # the code, first
-            expected = pages.form_token(secret, [])
-            if not hmac.compare_digest(expected, request.form.get(pages.FORM_TOKEN, "")):
-                return html(pages.message_page("Refused", "This form was not made here; start again."), 400)
-            typed_code = request.form.get("user_code", "")
-            pending = self.state.pending_device(typed_code)
-            if pending is None:
-                errors = ["That code is unknown, expired or already used."]
-                return html(pages.device_code_page("/device", secret, code=typed_code, errors=errors), 400)
-            intro = f"<p>Code: <strong>{escape(pending.user_code)}</strong></p>"
-            return html(
-                pages.sign_in_page("/device", [("user_code", pending.user_code)], secret, intro=intro)
-            )
+            return self._device_code_entered(html, secret)
         if not pages.form_is_ours(secret, form, request.form.get(pages.FORM_TOKEN)):
             return html(pages.message_page("Refused", "This form was not made here; start again."), 400)
         user_code = normalize_user_code(request.form.get("user_code", ""))
@@ -311,6 +306,37 @@ class IdentityProvider:
         identity = Identity(typed.user_id, typed.name, typed.email, typed.phone, int(self.state.clock()))
         if not self.state.approve_device(user_code, identity):
             return html(
-                pages.message_page("Code expired", "That code has expired or was used; start again."), 400
+                pages.message_page(
+                    "Code expired",
+                    "That code has expired, was used, or was refused after too many wrong codes; start again.",
+                ),
+                400,
             )
         return html(pages.message_page("Device connected", "You are signed in: go back to your device."))
+
+    def _device_code_entered(self, html: Callable[..., Response], secret: bytes) -> Response:
+        """The device page's first form: the user code, limited per client address and per request."""
+        expected = pages.form_token(secret, [])
+        if not hmac.compare_digest(expected, request.form.get(pages.FORM_TOKEN, "")):
+            return html(pages.message_page("Refused", "This form was not made here; start again."), 400)
+        typed_code = request.form.get("user_code", "")
+        entry = self.state.enter_user_code(typed_code, request.remote_addr or "")
+        if entry.retry_after:
+            log.warning(
+                "device page: too many wrong codes from one client, refused for %d s", entry.retry_after
+            )
+            minutes = math.ceil(entry.retry_after / 60)
+            text = (
+                f"Too many wrong codes were typed here ({WRONG_CODES_PER_CLIENT} in "
+                f"{WRONG_CODE_WINDOW_SECONDS // 60} minutes): wait {minutes} minute{'s' if minutes != 1 else ''}, "
+                "then type the code again."
+            )
+            refused = html(pages.message_page("Too many wrong codes", text), 429)
+            refused.headers["Retry-After"] = str(entry.retry_after)
+            return refused
+        pending = entry.request
+        if pending is None:
+            errors = ["That code is unknown, expired or already used."]
+            return html(pages.device_code_page("/device", secret, code=typed_code, errors=errors), 400)
+        intro = f"<p>Code: <strong>{escape(pending.user_code)}</strong></p>"
+        return html(pages.sign_in_page("/device", [("user_code", pending.user_code)], secret, intro=intro))

@@ -1,5 +1,9 @@
 """What the dev identity provider remembers: the client, signed-in identities, authorization codes, refresh
-tokens (with their rotations) and device requests.
+tokens (with their rotations) and device requests, with what rate-limits them (RFC 8628 5.1, 3.5): each
+request's polls (one sooner than its interval gets ``slow_down``, and the interval grows by 5 s), the wrong
+user codes typed while it was pending (``WRONG_CODES_PER_DEVICE`` of them and it is refused for good),
+and each client address's wrong user codes (``WRONG_CODES_PER_CLIENT`` in ``WRONG_CODE_WINDOW_SECONDS``
+and its next codes are not even looked at until the oldest leaves the window).
 
 Everything lives in memory behind one lock. Refresh tokens are kept by their SHA-256 (never the token
 itself) and, with a ``path``, written there (0600) after every change, so a desktop login survives a
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import secrets
@@ -32,6 +37,11 @@ DEVICE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
 GRANT_TYPES = ("authorization_code", "refresh_token", DEVICE_GRANT_TYPE)
 CODE_TTL_SECONDS = 60
 DEVICE_TTL_SECONDS = 600
+DEVICE_POLL_INTERVAL = 5
+SLOW_DOWN_SECONDS = 5  # RFC 8628 3.5: slow_down adds 5 s to the interval, for every later poll too
+WRONG_CODES_PER_DEVICE = 5
+WRONG_CODES_PER_CLIENT = 10
+WRONG_CODE_WINDOW_SECONDS = 600
 REFRESH_TTL_SECONDS = 30 * 24 * 3600
 # RFC 8252 loopback redirect: any port, path /callback, nothing else (no query, no fragment).
 LOOPBACK_CALLBACK = re.compile(r"http://127\.0\.0\.1:([1-9][0-9]{0,4})/callback")
@@ -154,6 +164,16 @@ class DeviceRequest(DeviceCredentialMixin):  # type: ignore[misc]
     expires_at: float
     clock: Clock = field(repr=False, default=time.time)
     identity: Identity | None = None
+    interval: int = DEVICE_POLL_INTERVAL
+    last_poll: float | None = None
+    wrong_codes: int = 0  # wrong user codes typed at the device page while this request was pending
+
+    def refused(self) -> bool:
+        """Too many wrong user codes were typed while it was pending: it can no longer be approved."""
+        return self.wrong_codes >= WRONG_CODES_PER_DEVICE
+
+    def pending(self) -> bool:
+        return self.identity is None and not self.refused() and not self.is_expired()
 
     def get_client_id(self) -> str:
         return self.client_id
@@ -178,6 +198,16 @@ def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class CodeEntry:
+    """What a user code typed at the device page found: the pending request it names, or None; with
+    ``retry_after`` > 0, nothing was looked up: the client typed too many wrong codes, and may again in
+    that many seconds."""
+
+    request: DeviceRequest | None
+    retry_after: int = 0
+
+
 class IdentityState:
     """Codes, refresh tokens and device requests; thread-safe. ``path``: where refresh tokens are kept."""
 
@@ -188,6 +218,7 @@ class IdentityState:
         self._codes: dict[str, AuthorizationCode] = {}
         self._refresh: dict[str, RefreshRecord] = {}
         self._devices: dict[str, DeviceRequest] = {}
+        self._wrong_codes: dict[str, list[float]] = {}  # client address -> when it typed a wrong code
         if path is not None and path.exists():
             self._refresh = _load(path)
 
@@ -279,6 +310,7 @@ class IdentityState:
             scope=scope,
             expires_at=self.clock() + int(data["expires_in"]),
             clock=self.clock,
+            interval=int(data.get("interval") or DEVICE_POLL_INTERVAL),
         )
         with self._lock:
             # Expired requests stay a while, so that polling them answers expired_token.
@@ -290,27 +322,58 @@ class IdentityState:
         with self._lock:
             return self._devices.get(device_code)
 
-    def pending_device(self, user_code: str) -> DeviceRequest | None:
-        """The unexpired, not yet approved request whose user code is ``user_code`` (any spelling)."""
-        wanted = normalize_user_code(user_code)
+    def poll_too_soon(self, device_code: str) -> bool:
+        """Note a poll of the request; True when it came sooner than its interval after the previous one
+        (answer ``slow_down``), and then the interval grows by ``SLOW_DOWN_SECONDS``, as the client's does."""
         with self._lock:
-            for record in self._devices.values():
-                if record.user_code == wanted and record.identity is None and not record.is_expired():
-                    return record
-        return None
+            record = self._devices.get(device_code)
+            if record is None:
+                return False
+            now = self.clock()
+            too_soon = record.last_poll is not None and now - record.last_poll < record.interval
+            record.last_poll = now
+            if too_soon:
+                record.interval += SLOW_DOWN_SECONDS
+            return too_soon
+
+    def enter_user_code(self, typed: str, client: str) -> CodeEntry:
+        """The pending request whose user code is ``typed`` (any spelling), as ``client`` (its address)
+        typed it. A wrong code counts against the client and against every request then pending (any of
+        them may be the one guessed at); a client with ``WRONG_CODES_PER_CLIENT`` wrong codes in the window
+        gets nothing looked up until the oldest of them leaves it."""
+        wanted = normalize_user_code(typed)
+        with self._lock:
+            now = self.clock()
+            start = now - WRONG_CODE_WINDOW_SECONDS
+            self._wrong_codes = {
+                k: [t for t in v if t > start] for k, v in self._wrong_codes.items() if v and v[-1] > start
+            }
+            wrong = self._wrong_codes.setdefault(client, [])
+            if len(wrong) >= WRONG_CODES_PER_CLIENT:
+                return CodeEntry(None, retry_after=max(1, math.ceil(wrong[0] - start)))
+            found = next((r for r in self._devices.values() if r.user_code == wanted and r.pending()), None)
+            if found is None:
+                wrong.append(now)
+                for record in self._devices.values():
+                    if record.pending():
+                        record.wrong_codes += 1
+            return CodeEntry(found)
 
     def approve_device(self, user_code: str, identity: Identity) -> bool:
         with self._lock:
             record = next((r for r in self._devices.values() if r.user_code == user_code), None)
-            if record is None or record.identity is not None or record.is_expired():
+            if record is None or not record.pending():
                 return False
             record.identity = identity
             return True
 
-    def approved_identity(self, user_code: str) -> Identity | None:
+    def user_grant(self, user_code: str) -> tuple[Identity | None, bool] | None:
+        """``(identity, True)`` once approved, ``(None, False)`` once refused, None while pending."""
         with self._lock:
             record = next((r for r in self._devices.values() if r.user_code == user_code), None)
-            return record.identity if record is not None else None
+            if record is not None and record.identity is not None:
+                return record.identity, True
+            return (None, False) if record is not None and record.refused() else None
 
     def drop_device(self, device_code: str) -> bool:
         """Forget the request (its token was issued); False when it was already gone."""
