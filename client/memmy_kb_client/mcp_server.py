@@ -86,8 +86,7 @@ SEARCH_SCHEMA: Final[dict[str, Any]] = {
         },
     },
     "required": ["query"],
-    "additionalProperties": False,
-}
+}  # no additionalProperties: not every agent's schema dialect takes it; mcp_arguments refuses others
 LIST_DESCRIPTION: Final = """The Memmy knowledge bases search_knowledge searches: each one's name, id, and whether it is
 the user's own or shared with them (and by whom)."""
 
@@ -111,7 +110,7 @@ def build_server(env: Mapping[str, str]) -> Server[Any]:
             name="list_knowledge_bases",
             title="List Memmy knowledge bases",
             description=LIST_DESCRIPTION,
-            input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+            input_schema={"type": "object", "properties": {}},
             annotations=read_only,
         ),
     ]

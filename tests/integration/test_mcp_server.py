@@ -157,6 +157,9 @@ def test_the_server_lists_its_two_tools_with_their_arguments(stand_in):
     schema = by_name["search_knowledge"].input_schema
     assert schema["required"] == ["query"]
     assert set(schema["properties"]) == {"query", "knowledge_bases", "limit"}
+    limit = schema["properties"]["limit"]
+    assert (limit["type"], limit["minimum"], limit["maximum"]) == ("integer", 1, 25)
+    assert schema["properties"]["query"]["type"] == "string"
     assert by_name["search_knowledge"].annotations.read_only_hint is True
 
 
