@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         ProfileStore,
         UploadObjects,
     )
+    from memmy_kb.domain.rate_governor import RateGovernor
     from memmy_kb.domain.sharing import SharePolicy
     from memmy_kb.records import KbCapacity
 else:
@@ -39,6 +40,7 @@ else:
     # sharing rules and the records into every API handler, recall included (test_handler_imports.py).
     ActivityLog = CleanupExecutions = CleanupStore = ContentStore = CreateIntents = KnowledgeBaseStore = Any
     KnowledgeEngines = ProfileStore = UploadObjects = SharePolicy = KbCapacity = BackendSlots = Any
+    RateGovernor = Any
 
 CallerId = Annotated[str, Depends(current_caller_id)]
 CallerClaims = Annotated[VerifiedClaims, Depends(current_claims)]
@@ -57,6 +59,8 @@ UploadStorageDep = Annotated[UploadObjects, Depends(composition.get_upload_stora
 # attempt within its budget).
 MemosDep = Annotated[KnowledgeEngines, Depends(composition.get_memos_client)]
 RecallMemosDep = Annotated[KnowledgeEngines, Depends(composition.get_recall_memos_client)]
+# This environment's MemOS rate governor, or None when RECALL_RATE_GOVERNOR=off.
+RateGovernorDep = Annotated[RateGovernor | None, Depends(composition.recall_rate_governor)]
 # Built from the settings on each request (they are cheap): a test overrides them whole.
 SharePolicyDep = Annotated[SharePolicy, Depends(composition.get_share_policy)]
 KbCapacityDep = Annotated[KbCapacity, Depends(composition.get_kb_capacity)]
