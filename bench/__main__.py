@@ -46,13 +46,16 @@ def _route_rows(routes: dict[str, Any]) -> list[Row]:
 
 
 def _calls_and_cost() -> list[Row]:
-    from bench import cost_model, route_calls
+    from bench import cost_model, route_calls, snapstart_cost
+    from memmy_local.template import load_template
 
     routes = route_calls.run()
     day = cost_model.run(routes)
     rows = _route_rows(routes)
     label = f"cost of {cost_model.USERS:,} active users/day"
     rows += [(label, item, figure) for item, figure in cost_model.rows(day)]
+    snapstart = snapstart_cost.rows(routes, load_template())
+    rows += [("SnapStart vs cold starts vs provisioned concurrency", item, figure) for item, figure in snapstart]
     return rows
 
 

@@ -58,6 +58,11 @@ def test_recall_serves_exactly_post_recall_and_logs_to_its_own_group(recall_func
 SNAPSTART_FUNCTIONS = {"RecallFunction"}
 
 
+def resources_parameters() -> dict[str, Any]:
+    parameters: dict[str, Any] = load_template()["Parameters"]
+    return parameters
+
+
 def test_recall_runs_on_snapstart_from_a_published_version_behind_its_alias():
     resources = load_template()["Resources"]
     on_snapstart = {
@@ -68,7 +73,11 @@ def test_recall_runs_on_snapstart_from_a_published_version_behind_its_alias():
     assert on_snapstart == SNAPSTART_FUNCTIONS
     for name in on_snapstart:
         properties = resources[name]["Properties"]
-        assert properties["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+        # On by default; the parameter turns it off (docs/benchmarks.md says when)
+        assert properties["SnapStart"] == {"ApplyOn": {"Ref": "RecallSnapStart"}}
+        parameter = resources_parameters()["RecallSnapStart"]
+        assert parameter["Default"] == "PublishedVersions"
+        assert set(parameter["AllowedValues"]) == {"PublishedVersions", "None"}
         # SnapStart snapshots published versions only: SAM publishes one per change and moves the alias.
         assert properties["AutoPublishAlias"] == "live"
         # SnapStart and provisioned concurrency exclude each other.
