@@ -196,11 +196,6 @@ def get_rate_governor() -> RateGovernor:
     return RateGovernor()
 
 
-def recall_rate_governor() -> RateGovernor | None:
-    """The governor recall uses, or None when the settings turn it off (``RECALL_RATE_GOVERNOR=off``)."""
-    return get_rate_governor() if get_settings().recall_rate_governor else None
-
-
 @cache
 def get_memos_client() -> KnowledgeEngines:
     """The MemOS backends, a client each (built on first use with that backend's URL and key)."""

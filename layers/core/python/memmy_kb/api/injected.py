@@ -59,8 +59,15 @@ UploadStorageDep = Annotated[UploadObjects, Depends(composition.get_upload_stora
 # attempt within its budget).
 MemosDep = Annotated[KnowledgeEngines, Depends(composition.get_memos_client)]
 RecallMemosDep = Annotated[KnowledgeEngines, Depends(composition.get_recall_memos_client)]
-# This environment's MemOS rate governor, or None when RECALL_RATE_GOVERNOR=off.
-RateGovernorDep = Annotated[RateGovernor | None, Depends(composition.recall_rate_governor)]
 # Built from the settings on each request (they are cheap): a test overrides them whole.
 SharePolicyDep = Annotated[SharePolicy, Depends(composition.get_share_policy)]
 KbCapacityDep = Annotated[KbCapacity, Depends(composition.get_kb_capacity)]
+
+
+def recall_governor(settings: SettingsDep) -> RateGovernor | None:
+    """This environment's MemOS rate governor, or None when the settings turn it off
+    (``RECALL_RATE_GOVERNOR=off``)."""
+    return composition.get_rate_governor() if settings.recall_rate_governor else None
+
+
+RateGovernorDep = Annotated[RateGovernor | None, Depends(recall_governor)]

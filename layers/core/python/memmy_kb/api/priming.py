@@ -135,12 +135,14 @@ def prime_recall(app: APIGatewayHttpResolver) -> None:
     prime_aws(("dynamodb", "secretsmanager"))
     prime_memos()
     prime_records()
+    from memmy_kb.api.injected import recall_governor
     from memmy_kb.domain.rate_governor import RateGovernor
 
     overrides = {
         composition.get_kb_store: _Sources,
         composition.get_recall_memos_client: _Engines,
-        composition.recall_rate_governor: RateGovernor,
+        # Called as the provider it replaces is (with the settings): a governor of its own, thrown away.
+        recall_governor: lambda settings: RateGovernor(),
     }
     body = {"query": "priming"}
     _resolve(app, "POST", "/recall", body, overrides, expect=200)
