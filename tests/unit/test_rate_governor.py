@@ -136,3 +136,18 @@ def test_a_degraded_recall_answers_from_grouped_searches_whose_excerpts_name_the
     for item in result.items:
         assert item.knowledge_base is None
         assert {kb.id for kb in item.knowledge_bases or []} == set(KBS)
+
+
+def test_a_few_recalls_in_quick_succession_degrade_nothing():
+    # Three recalls within 50 ms, far from the limit over any second: each gets the searches it wants
+    clock = FakeClock()
+    governor = RateGovernor(clock.now)
+    sent = []
+    for wanted in (2, 1, 4):
+        allowed = governor.allowances({"p1": wanted}, {"p1": 40})["p1"]
+        for _ in range(allowed):
+            governor.sent("p1")
+        sent.append(allowed)
+        clock.advance(0.025)
+
+    assert sent == [2, 1, 4]
