@@ -111,7 +111,8 @@ bench: install
 
 # Six users at once on a local stack of its own for 60 s or 5000 requests, then the oracle (bench/load.py):
 # no recall outside the caller's scope at that moment, nothing lost, no MemOS residue. LOAD_DURATION,
-# LOAD_REQUESTS, LOAD_USERS, LOAD_SEED, or flags: make load LOAD_ARGS='--duration 30 --seed 1'.
+# LOAD_REQUESTS, LOAD_USERS, LOAD_SEED, or flags: make load LOAD_ARGS='--duration 30 --seed 1'; with
+# MemOS's rate limit enforced by the emulator (recall's governor then keeps under it): LOAD_ARGS='--memos-qps 20'.
 load: install
 	$(PY) -m bench.load $(LOAD_ARGS)
 

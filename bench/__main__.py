@@ -46,13 +46,16 @@ def _route_rows(routes: dict[str, Any]) -> list[Row]:
 
 
 def _calls_and_cost() -> list[Row]:
-    from bench import cost_model, route_calls
+    from bench import cost_model, route_calls, snapstart_cost
+    from memmy_local.template import load_template
 
     routes = route_calls.run()
     day = cost_model.run(routes)
     rows = _route_rows(routes)
     label = f"cost of {cost_model.USERS:,} active users/day"
     rows += [(label, item, figure) for item, figure in cost_model.rows(day)]
+    snapstart = snapstart_cost.rows(routes, load_template())
+    rows += [("SnapStart vs cold starts vs provisioned concurrency", item, figure) for item, figure in snapstart]
     return rows
 
 
@@ -80,6 +83,26 @@ def _import_ratios() -> list[Row]:
         )
     )
     return rows
+
+
+def _restore() -> list[Row]:
+    from bench import import_time, restore_time
+
+    costs = restore_time.run()
+    boto = costs["import boto3"]
+    label = "SnapStart restore vs cold start vs import boto3"
+    what = f"recall handler + one POST /recall ({import_time.FIRST_RECALL_KBS} KBs, loopback stubs)"
+    cold_target = import_time.TARGETS["recall + first request"]
+    restore = costs["restore"] / boto
+    return [
+        (label, "import boto3", f"{boto:.0f} ms"),
+        (label, f"cold import + first recall: {what}", f"{costs['cold'] / boto:.2f}x boto3, {costs['cold']:.0f} ms (target ≤ {cold_target}x)"),
+        (
+            label,
+            f"restore + first recall: primed, forked, after-restore hooks + {what}",
+            f"{restore:.2f}x boto3, {costs['restore']:.0f} ms (target ≤ {restore_time.TARGET}x: {'ok' if restore <= restore_time.TARGET else 'over'})",
+        ),
+    ]
 
 
 def _layer_size() -> list[Row]:
@@ -196,6 +219,7 @@ def _recall_backends() -> list[Row]:
 BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "route_calls": _calls_and_cost,
     "import_time": _import_ratios,
+    "restore": _restore,
     "layer_size": _layer_size,
     "recall_scale": _recall_scale,
     "recall_fanout": _recall_fanout,

@@ -50,7 +50,7 @@ TARGETS = {"recall": 1.2, "recall + first request": 2.0}
 DEFAULT_TARGET = 1.5
 
 # What template.yaml's Globals give every function (references as placeholders) and what Lambda sets.
-_ENVIRONMENT = {
+ENVIRONMENT = {
     "AWS_REGION": "us-east-1",
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
@@ -139,11 +139,11 @@ def build_runtime(root: Path, python: str) -> Path:
     return target
 
 
-def _once(python: str, code: str, cwd: Path, path: list[Path], extra: dict[str, str]) -> float:
+def once(python: str, code: str, cwd: Path, path: list[Path], extra: dict[str, str]) -> float:
     """CPU seconds (user + system) of one fresh interpreter running ``code``."""
     environment = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        **_ENVIRONMENT,
+        **ENVIRONMENT,
         **extra,
         "PYTHONPATH": os.pathsep.join(str(p) for p in path),
     }
@@ -158,7 +158,7 @@ def _once(python: str, code: str, cwd: Path, path: list[Path], extra: dict[str, 
 
 
 # One POST /recall as API Gateway sends it, and a Lambda context; the handler must answer 200 with the hit.
-_FIRST_RECALL = """
+FIRST_RECALL = """
 import json, app
 class Context:
     function_name = "memmy-bench-recall"; memory_limit_in_mb = 512; aws_request_id = "bench"
@@ -238,7 +238,7 @@ class _Stub(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def _stub_backend() -> Iterator[dict[str, str]]:
+def stub_backend() -> Iterator[dict[str, str]]:
     """The environment that points a recall handler at the stubs (fake credentials: nothing leaves the box)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -282,17 +282,17 @@ def run(
         task = functions / name
         extra = {"LAMBDA_TASK_ROOT": str(task), "AWS_LAMBDA_FUNCTION_NAME": f"memmy-bench-{name}"}
         snippets[name] = ("import app", task, [task, layer, runtime], extra)
-    stubs: AbstractContextManager[dict[str, str]] = _stub_backend() if first_request else nullcontext({})
+    stubs: AbstractContextManager[dict[str, str]] = stub_backend() if first_request else nullcontext({})
     with stubs as backend:
         if first_request and "recall" in names:
             _, task, path, extra = snippets["recall"]
-            code = f"KBS = {FIRST_RECALL_KBS}\n{_FIRST_RECALL}"
+            code = f"KBS = {FIRST_RECALL_KBS}\n{FIRST_RECALL}"
             snippets["recall + first request"] = (code, task, path, {**extra, **backend})
         # Interleave the snippets so that machine noise hits them alike.
         samples: dict[str, list[float]] = {name: [] for name in snippets}
         for _ in range(rounds):
             for name, (code, cwd, path, extra) in snippets.items():
-                samples[name].append(_once(python, code, cwd, path, extra))
+                samples[name].append(once(python, code, cwd, path, extra))
     base = statistics.median(samples["python (nothing)"])
     costs = {
         name if name == "import boto3" else f"{name} handler": (statistics.median(s) - base) * 1000

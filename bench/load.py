@@ -164,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-limits", action="store_true", help="keep template.yaml's abuse limits")
     parser.add_argument("--fault", choices=FAULTS, help="break the service on purpose")
     parser.add_argument(
+        "--memos-qps", type=float, default=None, help="MemOS's rate limit in the emulator, searches a second"
+    )
+    parser.add_argument(
         "--workdir", type=Path, help="where the stack's log and home go (default: a temp dir)"
     )
     # Each option is named after the LoadSettings field it sets.

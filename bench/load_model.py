@@ -28,6 +28,7 @@ class LoadSettings:
     processing_delay: float = 0.2
     keep_limits: bool = False
     fault: str | None = None
+    memos_qps: float | None = None  # the emulator's MemOS rate limit (memmy-local up --memos-qps)
     final_checks: bool = True  # the lists, the ingest's outcome and MemOS residue after the load
     workdir: Path | None = None
 

@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processing-delay", type=float, default=0.2, help="MemOS emulator processing delay")
     parser.add_argument("--keep-limits", action="store_true", help="keep the template's abuse limits")
     parser.add_argument("--fault", choices=FAULTS, help="break the service on purpose (oracle tests)")
+    parser.add_argument("--memos-qps", type=float, default=None, help="MemOS's rate limit in the emulator")
     args = parser.parse_args(argv)
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -103,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         moto_port=0,
         idp_port=0,
         memos_processing_delay=args.processing_delay,
+        memos_search_qps=args.memos_qps,
         template_path=load_template_copy(args.home, raise_limits=not args.keep_limits),
         repo_root=TEMPLATE_PATH.parent,
         schedule_interval=0,

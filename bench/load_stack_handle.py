@@ -94,6 +94,8 @@ def start_stack(workdir: Path, settings: LoadSettings) -> Stack:
         command.append("--keep-limits")
     if settings.fault:
         command += ["--fault", settings.fault]
+    if settings.memos_qps:
+        command += ["--memos-qps", str(settings.memos_qps)]
     env = {**os.environ, "MEMMY_KB_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     repo = Path(__file__).resolve().parents[1]
     with log_path.open("wb") as log_file:

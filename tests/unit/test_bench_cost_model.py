@@ -141,3 +141,48 @@ def test_skipping_trivial_prompts_lowers_the_day_s_searches() -> None:
     assert cost_model.memos_load(routes).searches == pytest.approx(
         none_skipped.searches * (1 - cost_model.TRIVIAL_PROMPT_SHARE)
     )
+
+
+# ------------------------------------------------------------------------------------------ SnapStart
+
+
+def _api_routes() -> dict[str, Calls]:
+    functions = {
+        "recall": "RecallFunction", "empty-scope recall": "RecallFunction", "list KBs": "ManageKbFunction",
+        "toggle recall": "ManageKbFunction", "request upload": "UploadFunction", "share": "ShareFunction",
+        "revoke": "ShareFunction", "create KB": "CreateKbFunction", "delete file": "DeleteFunction",
+        "delete KB": "DeleteFunction",
+    }  # fmt: skip
+    routes = {name: Calls(function=functions.get(name, "IngestFunction")) for name in ROUTES}
+    routes["recall"] = Calls(function="RecallFunction", memos=Counter({"/search/memory": 1}))
+    return routes
+
+
+def test_a_steady_stream_makes_few_cold_starts_and_a_sparse_one_makes_one_per_invocation() -> None:
+    from bench import snapstart_cost
+
+    steady, peak = snapstart_cost.cold_starts(1_000_000, 0.3)
+    sparse, _ = snapstart_cost.cold_starts(24, 0.3)
+
+    assert steady < 1_000_000 / 1000
+    assert peak >= 4
+    assert sparse > 24 * 0.8  # an invocation an hour finds no environment left
+
+
+def test_snapstart_pays_for_recall_at_every_scale_and_for_the_others_only_at_the_largest() -> None:
+    # Pays: cheaper than provisioned concurrency, the other way to take the same cold starts away. The
+    # template follows the model at the scales it is sized for (docs/benchmarks.md, "SnapStart").
+    from bench import snapstart_cost
+    from memmy_local.template import load_template
+
+    template = load_template()
+    on_snapstart = {name for name, r in template["Resources"].items() if "SnapStart" in r.get("Properties", {})}
+    pays = {}
+    for users in snapstart_cost.SCALES:
+        days = snapstart_cost.model(_api_routes(), template, users)
+        pays[users] = {day.function for day in days if day.snapstart_dollars < day.provisioned_dollars}
+    assert pays[1_000] == pays[10_000] == on_snapstart == {"RecallFunction"}
+    assert "RecallFunction" in pays[100_000]
+    # And its rows say so at each scale
+    rows = snapstart_cost.rows(_api_routes(), template)
+    assert len(rows) == len(snapstart_cost.SCALES) * len(snapstart_cost.API_FUNCTIONS)

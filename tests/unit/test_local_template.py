@@ -221,6 +221,7 @@ def test_parameter_defaults_are_strings(template: dict[str, Any]) -> None:
         "SelfSignUp": "false",
         "SmsRoleArn": "",
         "SmsExternalId": "",
+        "RecallSnapStart": "PublishedVersions",
     }
 
 

@@ -51,3 +51,76 @@ def test_recall_serves_exactly_post_recall_and_logs_to_its_own_group(recall_func
     routes = [(r.method, r.path) for r in http_routes(load_template()) if r.function == "RecallFunction"]
     assert routes == [("POST", "/recall")]
     assert recall_function["LoggingConfig"]["LogGroup"] == {"Ref": "RecallLogGroup"}
+
+
+# ------------------------------------------------------------------------------------------ SnapStart
+# Functions on SnapStart (docs/architecture.md, "SnapStart"; docs/benchmarks.md says which and why).
+SNAPSTART_FUNCTIONS = {"RecallFunction"}
+
+
+def resources_parameters() -> dict[str, Any]:
+    parameters: dict[str, Any] = load_template()["Parameters"]
+    return parameters
+
+
+def test_recall_runs_on_snapstart_from_a_published_version_behind_its_alias():
+    resources = load_template()["Resources"]
+    on_snapstart = {
+        name
+        for name, resource in resources.items()
+        if resource["Type"] == "AWS::Serverless::Function" and "SnapStart" in resource["Properties"]
+    }
+    assert on_snapstart == SNAPSTART_FUNCTIONS
+    for name in on_snapstart:
+        properties = resources[name]["Properties"]
+        # On by default; the parameter turns it off (docs/benchmarks.md says when)
+        assert properties["SnapStart"] == {"ApplyOn": {"Ref": "RecallSnapStart"}}
+        parameter = resources_parameters()["RecallSnapStart"]
+        assert parameter["Default"] == "PublishedVersions"
+        assert set(parameter["AllowedValues"]) == {"PublishedVersions", "None"}
+        # SnapStart snapshots published versions only: SAM publishes one per change and moves the alias.
+        assert properties["AutoPublishAlias"] == "live"
+        # SnapStart and provisioned concurrency exclude each other.
+        assert "ProvisionedConcurrencyConfig" not in properties
+
+
+def test_snapstart_functions_use_a_runtime_and_architecture_snapstart_supports():
+    template = load_template()
+    function = template["Globals"]["Function"]
+    for name in SNAPSTART_FUNCTIONS:
+        properties = {**function, **template["Resources"][name]["Properties"]}
+        # Python 3.12 and later; both architectures (arm64 since 2024), so the functions stay on arm64.
+        major, minor = (int(part) for part in properties["Runtime"].removeprefix("python").split("."))
+        assert (major, minor) >= (3, 12)
+        assert properties["Architectures"] == ["arm64"]
+        assert properties.get("EphemeralStorage", {}).get("Size", 512) <= 512
+
+
+def test_the_http_api_invokes_the_recall_alias_not_the_unpublished_function():
+    from tests.unit.test_template import translate
+
+    cloudformation = translate(load_template())
+    resources = cloudformation["Resources"]
+    alias = resources["RecallFunctionAliaslive"]
+    assert alias["Type"] == "AWS::Lambda::Alias"
+    version = alias["Properties"]["FunctionVersion"]["Fn::GetAtt"][0]
+    assert resources[version]["Type"] == "AWS::Lambda::Version"
+    integration = cloudformation["Resources"]["HttpApi"]["Properties"]["Body"]["paths"]["/recall"]["post"]
+    uri = integration["x-amazon-apigateway-integration"]["uri"]["Fn::Sub"]
+    assert "${RecallFunctionAliaslive}" in uri
+    permission = resources["RecallFunctionRecallPermission"]["Properties"]
+    assert permission["FunctionName"] == {"Ref": "RecallFunctionAliaslive"}
+
+
+def test_sustained_degradation_by_the_rate_governor_raises_an_alarm():
+    template = load_template()
+    variables = template["Resources"]["RecallFunction"]["Properties"]["Environment"]["Variables"]
+    assert variables["RECALL_RATE_GOVERNOR"] == "on"
+    alarm = template["Resources"]["RecallDegradedAlarm"]["Properties"]
+    metrics = {m["Id"]: m for m in alarm["Metrics"]}
+    assert metrics["degraded"]["MetricStat"]["Metric"]["MetricName"] == "RecallDegraded"
+    assert metrics["recalls"]["MetricStat"]["Metric"]["Dimensions"] == [
+        {"Name": "FunctionName", "Value": {"Ref": "RecallFunction"}}
+    ]
+    # Sustained: every one of several periods over the threshold, not one burst.
+    assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] >= 3

@@ -39,6 +39,17 @@ def _api_keys(values: Sequence[str]) -> dict[str, str]:
     return keys
 
 
+def _positive_rate(value: str) -> float:
+    """A ``--memos-qps`` value: a positive number of searches a second."""
+    try:
+        rate = float(value)
+    except ValueError:
+        rate = 0.0
+    if not rate > 0 or rate == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of searches a second, not {value!r}")
+    return rate
+
+
 def _wait_for_interrupt() -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -66,6 +77,7 @@ def _memos(args: argparse.Namespace) -> int:
         api_keys=_api_keys(args.api_key or [DEFAULT_API_KEY]),
         db_path=args.db,
         processing_delay=args.processing_delay,
+        search_qps=args.qps,
     )
     with MemosEmulator(config) as emulator:
         print(
@@ -108,6 +120,7 @@ def _run_stack(args: argparse.Namespace, metrics: Path) -> int:
         memos_processing_delay=args.processing_delay,
         memos_projects=args.memos_projects,
         memos_kb_quota=args.memos_kb_quota,
+        memos_search_qps=args.memos_qps,
         schedule_interval=args.schedule_interval,
         idp_port=args.idp_port,
         access_token_ttl=args.access_token_ttl,
@@ -234,6 +247,13 @@ def _add_memos(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--db", type=Path, default=None, help="SQLite file to keep state in (default: a temp dir)"
     )
     memos.add_argument("--processing-delay", type=float, default=1.0, help="seconds a file stays running")
+    memos.add_argument(
+        "--qps",
+        type=_positive_rate,
+        default=None,
+        metavar="N",
+        help="searches a second each project answers before refusing with 40309 (default: no limit)",
+    )
     memos.set_defaults(func=_memos)
 
 
@@ -286,6 +306,14 @@ def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         default=None,
         metavar="Q",
         help="KBs each emulated MemOS project takes (its plan's cap; default: no cap, 100 per backend)",
+    )
+    up.add_argument(
+        "--memos-qps",
+        type=_positive_rate,
+        default=None,
+        metavar="N",
+        help="searches a second each emulated MemOS project answers before refusing with its rate-limit error"
+        " (40309); also each backend's max_qps in the stack's MemOS secret (default: no limit)",
     )
     up.add_argument(
         "--schedule-interval",

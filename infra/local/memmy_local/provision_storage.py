@@ -95,14 +95,22 @@ def memos_project_keys(api_key: str, projects: int, project: str) -> dict[str, s
     return {f"{api_key}-p{n}": f"{project}-p{n}" for n in range(1, projects + 1)}
 
 
-def memos_backends_secret(keys: dict[str, str], base_url: str, kb_quota: int | None) -> str | None:
+def memos_backends_secret(
+    keys: dict[str, str], base_url: str, kb_quota: int | None, max_qps: float | None = None
+) -> str | None:
     """The MemOS secret listing one backend (``p<n>``) per key of ``keys``, ``kb_quota`` KBs each (100 when
-    unset); None for a single key, which the secret holds as deployed stacks do."""
-    if len(keys) <= 1:
+    unset) and ``max_qps`` (the emulator's enforced rate) when given; None for a single key without a rate,
+    which the secret holds as deployed stacks do (a single key with a rate is the backend ``default``)."""
+    if len(keys) <= 1 and max_qps is None:
         return None
     cap = kb_quota if kb_quota is not None else 100
+    ids = ["default"] if len(keys) <= 1 else [f"p{n}" for n in range(1, len(keys) + 1)]
+    rate = {} if max_qps is None else {"max_qps": max_qps}
     return json.dumps(
-        [{"id": f"p{n}", "base_url": base_url, "api_key": key, "max_kbs": cap} for n, key in enumerate(keys, 1)]
+        [
+            {"id": backend, "base_url": base_url, "api_key": key, "max_kbs": cap, **rate}
+            for backend, key in zip(ids, keys, strict=True)
+        ]
     )
 
 

@@ -63,6 +63,9 @@ class StackConfig:
     # and the stack's backends in its MemOS secret (docs/memos.md, "Backends"); 1: one key, as deployed.
     memos_projects: int = 1
     memos_kb_quota: int | None = None
+    # MemOS's rate limit, enforced by the emulator on each project's searches and written to the secret as
+    # each backend's max_qps (docs/memos.md, "Rate"); None: no limit, as before.
+    memos_search_qps: float | None = None
     template_path: Path | None = None
     repo_root: Path | None = None
     region: str = "us-east-1"
@@ -263,6 +266,7 @@ class LocalStack:
                 db_path=config.data_dir / MEMOS_DB_NAME if config.data_dir else None,
                 processing_delay=config.memos_processing_delay,
                 kb_quota=config.memos_kb_quota,
+                search_qps=config.memos_search_qps,
             )
         )
         emulator.start()
@@ -278,6 +282,7 @@ class LocalStack:
                 memos_project_keys(config.memos_api_key, config.memos_projects, MEMOS_PROJECT),
                 emulator.base_url,
                 config.memos_kb_quota,
+                config.memos_search_qps,
             ),
             parameters={"JwtIssuer": issuer, "JwtAudience": audience, "MemosBaseUrl": emulator.base_url},
             template_dir=template_file.parent,

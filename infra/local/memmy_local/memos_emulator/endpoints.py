@@ -26,6 +26,7 @@ from .params import (
     required_str,
     str_list,
 )
+from .rate_limit import RATE_LIMITED, SearchRateLimit
 from .store import EmulatorStore, StoredFile
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ class KnowledgeBaseApi:
         self.store = store
         self.config = config
         self._files_added = files_added
+        # MemOS's rate limit on searches (``EmulatorConfig.search_qps``; None: no limit).
+        self.search_limit = SearchRateLimit(config.search_qps) if config.search_qps else None
         self._routes: dict[str, Callable[[str, dict[str, Any]], Any]] = {
             "/create/knowledgebase": self._create_kb,
             "/add/knowledgebase-file": self._add_files,
@@ -186,6 +189,8 @@ class KnowledgeBaseApi:
         return {"success": True}
 
     def _search(self, project: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self.search_limit is not None and not self.search_limit.admit(project):
+            raise ApiError(RATE_LIMITED, "rate limited: too many requests")
         required_str(body, "user_id")
         query = required_str(body, "query")
         kb_ids = str_list(body, "knowledgebase_ids") or []

@@ -77,6 +77,8 @@ class EmulatorConfig:
     # MemOS's documented limits; tests may lower them to exercise the checks cheaply.
     max_file_bytes: int = MAX_FILE_BYTES
     max_request_file_bytes: int = MAX_REQUEST_FILE_BYTES
+    # MemOS's rate limit: searches a second per project past which a search is refused with 40309.
+    search_qps: float | None = None
 
     @property
     def max_body_bytes(self) -> int:
@@ -159,7 +161,10 @@ class MemosEmulator:
     def state(self) -> dict[str, Any]:
         with self._state_lock:
             calls = dict(self._calls)
-        return {"knowledge_bases": self.store.snapshot(), "calls": calls}
+        state = {"knowledge_bases": self.store.snapshot(), "calls": calls}
+        if self.api.search_limit is not None:
+            state["rate_limited"] = self.api.search_limit.refused()
+        return state
 
     def add_fault(self, fault: Fault) -> None:
         if fault.endpoint not in ENDPOINTS:

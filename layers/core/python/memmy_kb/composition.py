@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         UploadObjects,
         UploadRequeue,
     )
+    from memmy_kb.domain.rate_governor import RateGovernor
     from memmy_kb.domain.sharing import SharePolicy
     from memmy_kb.records import KbCapacity
 
@@ -179,6 +180,23 @@ def memos_api_key() -> SecretBackendsProvider:
 
 
 @cache
+def memos_tls_context() -> Any:
+    """The TLS context of every MemOS client: the CA bundle is loaded once (about 20 ms), not per client,
+    and before a SnapStart snapshot (``memmy_kb.api.priming``); it holds no connection and no key."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
+@cache
+def get_rate_governor() -> RateGovernor:
+    """This environment's MemOS rate governor: recall's searches per backend near ``max_qps``."""
+    from memmy_kb.domain.rate_governor import RateGovernor
+
+    return RateGovernor()
+
+
+@cache
 def get_memos_client() -> KnowledgeEngines:
     """The MemOS backends, a client each (built on first use with that backend's URL and key)."""
     import httpx
@@ -194,6 +212,7 @@ def get_memos_client() -> KnowledgeEngines:
             base_url,
             api_key,
             timeout=httpx.Timeout(connect=2.0, read=read, write=read, pool=2.0),
+            verify=memos_tls_context(),
         ),
     )
 
@@ -231,6 +250,7 @@ def get_recall_memos_client() -> KnowledgeEngines:
                 max_keepalive_connections=settings.recall_max_searches,
             ),
             max_attempts=1,
+            verify=memos_tls_context(),
         ),
     )
 
@@ -289,12 +309,30 @@ _CACHED_FACTORIES = (
     get_cleanup_executions,
     get_upload_requeue,
     memos_api_key,
+    memos_tls_context,
+    get_rate_governor,
     get_memos_client,
     get_recall_memos_client,
     s3_client,
     get_upload_storage,
     get_idempotency_persistence,
 )
+# What a SnapStart snapshot may keep (memmy_kb.api.snapstart): the configuration, the boto3 session with
+# botocore's loaded models and endpoint data (it resolves no credentials until a client needs them), and
+# the MemOS TLS context. Everything else cached here holds connections, credentials, keys or a history.
+_SHAREABLE_FACTORIES = (get_settings, aws_session, memos_tls_context)
+
+
+def forget_environment_state() -> None:
+    """Forget the clients (their connection pools and credentials), the MemOS keys and every cached secret
+    value, and the rate governor's history; keep what ``_SHAREABLE_FACTORIES`` built. After a SnapStart
+    restore: whatever was cached before the snapshot is of unknown age, and must not be shared."""
+    for factory in _CACHED_FACTORIES:
+        if factory not in _SHAREABLE_FACTORIES:
+            factory.cache_clear()
+    parameters = sys.modules.get("aws_lambda_powertools.utilities.parameters")
+    if parameters is not None:
+        parameters.clear_caches()
 
 
 def reset_composition() -> None:

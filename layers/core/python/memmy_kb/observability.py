@@ -7,8 +7,9 @@ X-Ray SDK, whose import and patching cost more of a cold start than ``import bot
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, TypeVar, overload
 
 from aws_lambda_powertools import Logger, Metrics
@@ -89,6 +90,22 @@ quiet_library_loggers()
 
 logger = _Logger()
 metrics = Metrics()
+_muted = False
+
+
+@contextlib.contextmanager
+def muted() -> Iterator[None]:
+    """No log line at INFO or below and no metric while inside, and none of its metrics left buffered: a
+    request the function makes to itself (SnapStart's priming, ``memmy_kb.api.priming``) is no traffic."""
+    global _muted
+    logging.disable(logging.INFO)
+    _muted = True
+    try:
+        yield
+    finally:
+        _muted = False
+        logging.disable(logging.NOTSET)
+        metrics.clear_metrics()
 
 
 def put_backend_metrics(name: str, values: Mapping[str, float], unit: str = "Count") -> None:
@@ -99,6 +116,8 @@ def put_backend_metrics(name: str, values: Mapping[str, float], unit: str = "Cou
     """
     from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
+    if _muted:
+        return
     for backend, value in values.items():
         with single_metric(name=name, unit=MetricUnit(unit), value=value) as metric:
             metric.add_dimension(name="Backend", value=backend)

@@ -27,6 +27,9 @@ class Settings:
     recall_attribution: str = "per_kb"
     recall_max_searches: int = 4
     recall_max_per_kb: int = 5
+    # The MemOS rate governor (memmy_kb.domain.rate_governor): near a backend's max_qps, recall sends it
+    # fewer searches. False ("off") only to measure what it prevents.
+    recall_rate_governor: bool = True
     # Uploads and ingest: the bucket, how long presigned URLs live, and the inline (data URL) cutoff.
     upload_bucket: str = ""
     upload_post_ttl_seconds: int = 600
@@ -74,6 +77,7 @@ def get_settings() -> Settings:
         recall_attribution=_choice(env, "RECALL_ATTRIBUTION", ("per_kb", "combined")),
         recall_max_searches=int(_positive(env, "RECALL_MAX_SEARCHES", 4)),
         recall_max_per_kb=int(_positive(env, "RECALL_MAX_PER_KB", 5)),
+        recall_rate_governor=_choice(env, "RECALL_RATE_GOVERNOR", ("on", "off")) == "on",
         upload_bucket=env.get("BUCKET_NAME", ""),
         upload_post_ttl_seconds=int(_positive(env, "UPLOAD_POST_TTL_SECONDS", 600)),
         upload_get_ttl_seconds=int(_positive(env, "UPLOAD_GET_TTL_SECONDS", 900)),

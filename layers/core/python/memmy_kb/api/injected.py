@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         ProfileStore,
         UploadObjects,
     )
+    from memmy_kb.domain.rate_governor import RateGovernor
     from memmy_kb.domain.sharing import SharePolicy
     from memmy_kb.records import KbCapacity
 else:
@@ -39,6 +40,7 @@ else:
     # sharing rules and the records into every API handler, recall included (test_handler_imports.py).
     ActivityLog = CleanupExecutions = CleanupStore = ContentStore = CreateIntents = KnowledgeBaseStore = Any
     KnowledgeEngines = ProfileStore = UploadObjects = SharePolicy = KbCapacity = BackendSlots = Any
+    RateGovernor = Any
 
 CallerId = Annotated[str, Depends(current_caller_id)]
 CallerClaims = Annotated[VerifiedClaims, Depends(current_claims)]
@@ -60,3 +62,12 @@ RecallMemosDep = Annotated[KnowledgeEngines, Depends(composition.get_recall_memo
 # Built from the settings on each request (they are cheap): a test overrides them whole.
 SharePolicyDep = Annotated[SharePolicy, Depends(composition.get_share_policy)]
 KbCapacityDep = Annotated[KbCapacity, Depends(composition.get_kb_capacity)]
+
+
+def recall_governor(settings: SettingsDep) -> RateGovernor | None:
+    """This environment's MemOS rate governor, or None when the settings turn it off
+    (``RECALL_RATE_GOVERNOR=off``)."""
+    return composition.get_rate_governor() if settings.recall_rate_governor else None
+
+
+RateGovernorDep = Annotated[RateGovernor | None, Depends(recall_governor)]

@@ -42,6 +42,7 @@ from memmy_kb.observability import logger
 if TYPE_CHECKING:
     from memmy_kb.domain.engine import SearchHit
     from memmy_kb.domain.ports import GrantReader, KnowledgeEngines, RecallSources
+    from memmy_kb.domain.rate_governor import RateGovernor
     from memmy_kb.records import GrantRecord
 
 DEFAULT_RECALL_LIMIT = 9
@@ -61,13 +62,19 @@ class RecallResult:
 
     ``discarded``: the scope changed during the search and hits were dropped: every hit in combined
     mode, the hits of the KBs (or groups) that left the scope otherwise. ``partial``: some searches
-    failed and the excerpts are those of the others.
+    failed and the excerpts are those of the others. ``degraded``: near MemOS's rate limit the governor
+    grouped KBs that would have been searched alone (``saved`` searches fewer).
     """
 
     block: ContextBlock
     scope_size: int
     discarded: bool
     partial: bool = False
+    saved: int = 0
+
+    @property
+    def degraded(self) -> bool:
+        return self.saved > 0
 
 
 def reader_id(user_id: str) -> str:
@@ -133,6 +140,7 @@ def recall(
     search_seconds: float = DEFAULT_SEARCH_SECONDS,
     knowledge_base_ids: Sequence[str] | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    governor: RateGovernor | None = None,
 ) -> RecallResult:
     """Search the caller's recall scope for ``query`` and return the excerpts and the context block.
 
@@ -140,6 +148,7 @@ def recall(
     ``RecallUnavailable`` when MemOS fails, times out or cannot be authenticated with (per KB: for every
     KB still in scope). ``knowledge_base_ids`` narrows the scope to those KBs (None: the whole scope);
     one outside the scope raises ``InvalidInput`` (``knowledge_base_not_in_scope``), MemOS not called.
+    ``governor`` (per KB only) caps the searches per backend near MemOS's rate limit (None: no cap).
     """
     if attribution not in ATTRIBUTIONS:
         raise ValueError(f"attribution must be one of {ATTRIBUTIONS}, not {attribution!r}")
@@ -166,6 +175,7 @@ def recall(
             clock=clock,
             started=started,
             timings=timings,
+            governor=governor,
         )
 
     memos_ids = sorted({entry.memos_kb_id for entry in scope})
@@ -238,6 +248,7 @@ def _per_kb(
     clock: Callable[[], float],
     started: float,
     timings: dict[str, float],
+    governor: RateGovernor | None,
 ) -> RecallResult:
     """Recall with every excerpt attributed to its KB (or its group): ``recall_attributed``."""
     from memmy_kb.domain.recall_attributed import attributed_search
@@ -255,6 +266,7 @@ def _per_kb(
         max_searches=max_searches,
         max_per_kb=max_per_kb,
         deadline_seconds=search_seconds,
+        governor=governor,
     )
     timings["search_ms"] = round((clock() - searching) * 1000, 1)
     if found is None:
@@ -275,6 +287,7 @@ def _per_kb(
             "searches": found.searches,
             "failed_searches": found.failed,
             "dropped_searches": found.dropped,
+            "saved_searches": found.saved,
             "hits": len(found.hits),
             "kept": len(block.excerpts),
             "context_chars": len(block.text),
@@ -284,4 +297,4 @@ def _per_kb(
             "total_ms": round((clock() - started) * 1000, 1),
         },
     )
-    return RecallResult(block, scope_size=scope_size, discarded=discarded, partial=partial)
+    return RecallResult(block, scope_size=scope_size, discarded=discarded, partial=partial, saved=found.saved)

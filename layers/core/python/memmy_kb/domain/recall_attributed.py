@@ -15,6 +15,11 @@ excerpts left are merged by score, at most ``max_per_kb`` per KB (per KB of a gr
 Some searches failing and others answering gives the answered excerpts, flagged ``partial``; no search
 answering for a KB still in scope is the 503 of a failed recall.
 
+Near MemOS's rate limit the rate governor (``memmy_kb.domain.rate_governor``) allows a backend fewer
+searches than the plan has for it; ``cap_plan`` then keeps the first of them alone and merges the rest
+into one group, down to one search of all the backend's KBs (``degraded``: the recall's excerpts name
+groups where they would have named KBs; ``saved``: the searches it did not send).
+
 The scope given may be the request's narrowed one (``narrow_recall_grants``): the re-check asks only that
 each search's KBs are still in the caller's scope, so it holds for a narrowed scope as it is.
 """
@@ -45,6 +50,7 @@ from memmy_kb.observability import put_backend_metrics
 
 if TYPE_CHECKING:
     from memmy_kb.domain.ports import KnowledgeEngines, RecallSources
+    from memmy_kb.domain.rate_governor import RateGovernor
     from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
 
 _SearchFailure = MemosError | MemosApiKeyError
@@ -88,6 +94,7 @@ class Attributed:
     searches: int
     failed: int
     dropped: int
+    saved: int = 0  # searches the rate governor took off the plan (0: not degraded)
 
 
 def plan(grants: list[GrantRecord], max_searches: int) -> list[Search]:
@@ -104,6 +111,34 @@ def plan(grants: list[GrantRecord], max_searches: int) -> list[Search]:
     for g in ordered[alone:]:
         groups.setdefault(backend_of(g.memos_backend), []).append(g)
     return [*(Search((g,)) for g in ordered[:alone]), *(Search(tuple(groups[b])) for b in sorted(groups))]
+
+
+def cap_plan(searches: list[Search], allowed: dict[str, int]) -> list[Search]:
+    """``searches`` with at most ``allowed[backend]`` searches per backend: the first of a backend's
+    searches stay as they are, the rest merge into one group (all of them when one search is allowed)."""
+    by_backend: dict[str, list[Search]] = {}
+    for search in searches:
+        by_backend.setdefault(search.backend, []).append(search)
+    capped: list[Search] = []
+    for backend, planned in by_backend.items():
+        keep = max(1, allowed.get(backend, len(planned)))
+        if len(planned) <= keep:
+            capped += planned
+            continue
+        merged = tuple(g for search in planned[keep - 1 :] for g in search.grants)
+        capped += [*planned[: keep - 1], Search(merged)]
+    return capped
+
+
+def governed_plan(
+    memos: KnowledgeEngines, governor: RateGovernor, searches: list[Search]
+) -> list[Search]:
+    """The plan within what the governor allows each backend now (its ``max_qps`` from the secret)."""
+    wanted: dict[str, int] = {}
+    for search in searches:
+        wanted[search.backend] = wanted.get(search.backend, 0) + 1
+    limits = {b.id: b.max_qps for b in memos.backends()}
+    return cap_plan(searches, governor.allowances(wanted, limits))
 
 
 def relevance(hit: SearchHit) -> float:
@@ -167,6 +202,24 @@ def run_searches(
 RATE_LIMIT_PAUSE = (0.05, 0.25)
 
 
+def _governed(
+    search: Callable[[Search], list[SearchHit]], governor: RateGovernor | None
+) -> Callable[[Search], list[SearchHit]]:
+    """``search``, telling the governor of every attempt and of every "rate limited" answer."""
+    if governor is None:
+        return search
+
+    def attempt(target: Search) -> list[SearchHit]:
+        governor.sent(target.backend)
+        try:
+            return search(target)
+        except MemosRateLimited:
+            governor.refused(target.backend)
+            raise
+
+    return attempt
+
+
 def _outcome(
     target: Search,
     search: Callable[[Search], list[SearchHit]],
@@ -211,10 +264,13 @@ def attributed_search(
     max_searches: int,
     max_per_kb: int,
     deadline_seconds: float,
+    governor: RateGovernor | None = None,
 ) -> Attributed | None:
     """Search each KB of the scope (or its group), re-check the scope once, merge; None when every search
-    failed for a KB still in the scope (the caller answers 503)."""
-    searches = plan(scope_grants, max_searches)
+    failed for a KB still in the scope (the caller answers 503). With a ``governor``, each backend gets
+    no more searches than it allows now."""
+    planned = plan(scope_grants, max_searches)
+    searches = planned if governor is None else governed_plan(memos, governor, planned)
     names: dict[str, tuple[dict[str, KnowledgeBaseRecord], dict[str, ProfileRecord]]] = {}
 
     def read_names() -> None:
@@ -223,21 +279,16 @@ def attributed_search(
 
     outcomes = run_searches(
         searches,
-        lambda s: memos.engine(s.backend).search_memory(
-            reader, query, s.memos_ids, limit=_cap(s, limit, max_per_kb)
+        _governed(
+            lambda s: memos.engine(s.backend).search_memory(
+                reader, query, s.memos_ids, limit=_cap(s, limit, max_per_kb)
+            ),
+            governor,
         ),
         read_names,
         deadline_seconds,
     )
-    per_backend: dict[str, int] = {}
-    refused_by: dict[str, int] = {}
-    for o in outcomes:
-        per_backend[o.search.backend] = per_backend.get(o.search.backend, 0) + 1
-        if o.rate_limited:
-            refused_by[o.search.backend] = refused_by.get(o.search.backend, 0) + o.rate_limited
-    put_backend_metrics("MemosSearches", per_backend)
-    if refused_by:
-        put_backend_metrics("MemosRateLimited", refused_by)
+    _publish(outcomes, planned, searches)
     failures = [o for o in outcomes if o.error is not None]
     if len(failures) == len(outcomes) and not any(isinstance(o.error, MemosNotFound) for o in failures):
         return None  # nothing answered, and no failure a scope change could explain: no re-read
@@ -262,4 +313,30 @@ def attributed_search(
             continue
         taken[index] += 1
         merged.append((hit, tuple(_source(g, kbs, owners) for g in search.grants)))
-    return Attributed(merged, searches=len(searches), failed=failed, dropped=len(outcomes) - len(kept))
+    return Attributed(
+        merged,
+        searches=len(searches),
+        failed=failed,
+        dropped=len(outcomes) - len(kept),
+        saved=len(planned) - len(searches),
+    )
+
+
+def _publish(outcomes: list[Outcome], planned: list[Search], searches: list[Search]) -> None:
+    """Per backend: the searches sent, the "rate limited" answers met, the searches the governor saved."""
+    per_backend: dict[str, int] = {}
+    refused_by: dict[str, int] = {}
+    saved: dict[str, int] = {}
+    for o in outcomes:
+        per_backend[o.search.backend] = per_backend.get(o.search.backend, 0) + 1
+        if o.rate_limited:
+            refused_by[o.search.backend] = refused_by.get(o.search.backend, 0) + o.rate_limited
+    for search in planned:
+        saved[search.backend] = saved.get(search.backend, 0) + 1
+    for search in searches:
+        saved[search.backend] -= 1
+    put_backend_metrics("MemosSearches", per_backend)
+    if refused_by:
+        put_backend_metrics("MemosRateLimited", refused_by)
+    if any(saved.values()):
+        put_backend_metrics("MemosSearchesSaved", {b: n for b, n in saved.items() if n})

@@ -13,6 +13,7 @@ This module sits on the recall path: keep its imports light (no boto3, no Powert
 from __future__ import annotations
 
 import random
+import ssl
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Final
@@ -91,6 +92,7 @@ class MemosClient:
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
         time_left: Callable[[], float | None] = seconds_left,
+        verify: ssl.SSLContext | bool = True,
     ) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
@@ -100,8 +102,13 @@ class MemosClient:
         self._api_key_provider = api_key_provider
         self._owns_http = http is None
         # ``limits``: the connection pool (httpx's default when None); the client is shared by threads.
+        # ``verify``: a TLS context shared by the clients (its CA bundle loaded once), or httpx's default.
         if http is None:
-            http = httpx.Client(timeout=timeout) if limits is None else httpx.Client(timeout=timeout, limits=limits)
+            http = (
+                httpx.Client(timeout=timeout, verify=verify)
+                if limits is None
+                else httpx.Client(timeout=timeout, limits=limits, verify=verify)
+            )
         self._http = http
         self._timeout = timeout
         self._max_attempts = max_attempts
@@ -110,8 +117,9 @@ class MemosClient:
         self._sleep = sleep
         # Seconds this invocation may still spend on MemOS (None: unbounded), read before every attempt.
         self._time_left = time_left
-        # Jitter only spreads retries; it needs no cryptographic randomness.
-        self._rng = rng if rng is not None else random.Random()  # noqa: S311
+        # Jitter only spreads retries. The kernel's generator: no state of its own that a SnapStart snapshot
+        # would hand to every environment restored from it (memmy_kb.api.snapstart).
+        self._rng = rng if rng is not None else random.SystemRandom()
 
     def __repr__(self) -> str:
         return f"MemosClient(base_url={self._base_url!r})"

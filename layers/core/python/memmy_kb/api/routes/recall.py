@@ -8,7 +8,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.metrics import MetricUnit
 
-from memmy_kb.api.injected import CallerId, KbStoreDep, RecallMemosDep, SettingsDep
+from memmy_kb.api.injected import CallerId, KbStoreDep, RateGovernorDep, RecallMemosDep, SettingsDep
 from memmy_kb.api.models.recall import RecallRequest, RecallResponse
 from memmy_kb.api.resolver import new_router, responses
 from memmy_kb.domain import recall
@@ -40,6 +40,7 @@ def handle_recall(
     kbs: KbStoreDep,
     memos: RecallMemosDep,
     settings: SettingsDep,
+    governor: RateGovernorDep,
 ) -> RecallResponse:
     try:
         result = recall.recall(
@@ -54,6 +55,7 @@ def handle_recall(
             max_per_kb=settings.recall_max_per_kb,
             search_seconds=settings.recall_memos_timeout_seconds,
             knowledge_base_ids=request.knowledge_base_ids,
+            governor=governor,
         )
     except RecallUnavailable:
         metrics.add_metric(name="RecallUnavailable", unit=MetricUnit.Count, value=1)
@@ -63,4 +65,7 @@ def handle_recall(
         metrics.add_metric(name="RecallDiscarded", unit=MetricUnit.Count, value=1)
     if result.partial:
         metrics.add_metric(name="RecallPartial", unit=MetricUnit.Count, value=1)
+    if result.degraded:
+        # Near MemOS's rate limit: KBs searched in groups (template.yaml: RecallDegradedAlarm).
+        metrics.add_metric(name="RecallDegraded", unit=MetricUnit.Count, value=1)
     return RecallResponse.from_result(result)

@@ -1,0 +1,112 @@
+"""How many MemOS searches one recall may send to a backend, so that recall stays under MemOS's rate.
+
+MemOS asks for at most about 40 requests a second per account (a backend's ``max_qps`` in the MemOS
+secret, 40 when it names none) and answers "rate limited" (40309) past it. Attributed recall sends up to
+``max_searches`` searches per recall (one per KB); near the limit the governor gives each backend fewer,
+and recall groups more KBs per search (``recall_attributed.cap_plan``), down to one combined search per
+backend: a slightly less attributed answer instead of refused searches and no answer.
+
+Per backend and per Lambda environment, in memory (no table write per recall; docs/memos.md, "Rate"),
+a token bucket: it holds at most ``BURST`` x ``max_qps`` searches and fills at ``SUSTAINED`` x
+``max_qps`` a second, so no second ever sees more than ``BURST + SUSTAINED`` (85%) of ``max_qps`` from
+this environment. Each search sent (and each retry) takes a token; a recall may send as many searches to
+a backend as it has tokens, at least one (the bucket may go into debt, which later recalls repay), at
+most what its plan wants. A few recalls in a row take what the bucket holds and degrade nothing; a
+sustained rate above the bucket's fill gets its fill's share, 1.2 searches per recall at ten recalls a
+second against a ``max_qps`` of 20 (the fraction carried over as the bucket's level).
+
+Other environments share the account and this one cannot see their searches, so a "rate limited" answer
+halves ``share`` (the bucket's size and fill; at least ``MIN_SHARE``) and every ``RECOVERY_SECONDS``
+without one gives back ``RECOVERY_STEP``: the environments settle where MemOS stops refusing, and recover
+as it does.
+
+Never fewer than one search per backend a recall needs: the governor trades attribution, never answers.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+DEFAULT_MAX_QPS = 40.0
+BURST = 0.25
+SUSTAINED = 0.6
+MIN_SHARE = 1 / 16
+RECOVERY_SECONDS = 1.0
+RECOVERY_STEP = 0.125
+
+
+@dataclass
+class _Backend:
+    tokens: float
+    filled_at: float
+    qps: float = DEFAULT_MAX_QPS
+    share: float = 1.0
+    last_change: float = 0.0
+
+    def fill(self, now: float) -> None:
+        if self.share < 1.0 and now - self.last_change >= RECOVERY_SECONDS:
+            steps = math.floor((now - self.last_change) / RECOVERY_SECONDS)
+            self.share = min(1.0, self.share + steps * RECOVERY_STEP)
+            self.last_change = now
+        capacity = BURST * self.qps * self.share
+        self.tokens = min(capacity, self.tokens + (now - self.filled_at) * SUSTAINED * self.qps * self.share)
+        self.filled_at = now
+
+
+class RateGovernor:
+    """The searches each recall may send to each MemOS backend (thread-safe; one per environment)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._backends: dict[str, _Backend] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"RateGovernor(backends={sorted(self._backends)})"
+
+    def _state(self, backend: str, now: float, qps: float | None = None) -> _Backend:
+        state = self._backends.get(backend)
+        if state is None:
+            rate = qps or DEFAULT_MAX_QPS
+            state = self._backends[backend] = _Backend(BURST * rate, now, rate, last_change=now)
+        elif qps:
+            state.qps = qps
+        return state
+
+    def allowances(self, wanted: Mapping[str, int], max_qps: Mapping[str, float | None]) -> dict[str, int]:
+        """Per backend, the searches this recall may send: at most ``wanted``, at least one."""
+        now = self._clock()
+        allowed = {}
+        with self._lock:
+            for backend, count in wanted.items():
+                state = self._state(backend, now, max_qps.get(backend))
+                state.fill(now)
+                allowed[backend] = max(1, min(count, math.floor(state.tokens)))
+        return allowed
+
+    def sent(self, backend: str) -> None:
+        """A search (or its retry) went to ``backend``: it takes a token."""
+        now = self._clock()
+        with self._lock:
+            state = self._state(backend, now)
+            state.fill(now)
+            state.tokens -= 1
+
+    def refused(self, backend: str) -> None:
+        """``backend`` answered "rate limited": this environment takes half the share it had."""
+        now = self._clock()
+        with self._lock:
+            state = self._state(backend, now)
+            state.share = max(MIN_SHARE, state.share / 2)
+            state.last_change = now
+            state.tokens = min(state.tokens, BURST * state.qps * state.share)
+
+    def share(self, backend: str) -> float:
+        """The fraction of the backend's budget this environment uses now (1.0: no refusal lately)."""
+        with self._lock:
+            state = self._backends.get(backend)
+            return 1.0 if state is None else state.share
