@@ -208,6 +208,20 @@ def _keepalive() -> list[Row]:
     ]
 
 
+def _hook_proof() -> list[Row]:
+    from bench import hook_proof
+
+    r = hook_proof.run()
+    return [
+        (
+            "the hook's proof of the service",
+            "POST /hook/recall on a new connection, with the challenge vs without",
+            f"+{r['added_ms']:.2f} ms (median {r['with_proof_ms']:.2f} vs {r['without_proof_ms']:.2f} ms, logged out)",
+        ),
+        ("the hook's proof of the service", "import hmac after the hook's imports", f"+{r['import_hmac_ms']:.1f} ms"),
+    ]
+
+
 def _recall_backends() -> list[Row]:
     from bench import recall_backends
 
@@ -227,6 +241,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "local_stack_memory": _local_stack_memory,
     "search_emulator": _search_emulator,
     "keepalive": _keepalive,
+    "hook_proof": _hook_proof,
     "recall_backends": _recall_backends,
 }
 

@@ -12,14 +12,16 @@
 The hook holds no cloud credential and reads none: not ``~/.memmy-kb/config.json``, not
 ``MEMMY_KB_TOKEN`` or ``MEMMY_KB_ENDPOINT``. It reads the hook token and the service's port from
 ``$MEMMY_KB_HOME/desktop/`` and asks the local service on 127.0.0.1, which holds the cloud login and
-cuts the block to the agent's inline limit (``desktop/block.py``).
+cuts the block to the agent's inline limit (``desktop/block.py``). The listener on that port first proves
+that it holds the hook token (``desktop/proof.py``), so a program that took the port of a stopped service
+gets neither the token nor the prompt; one that can write ``desktop/`` holds the token already.
 
 A hook must never get in the way of a turn: on any failure (no service, no token, 401/403, a slow cloud,
 unreadable stdin) it prints nothing and exits 0 within its deadline. So that a silent run can still be
 seen, it records when it last ran and the outcome in ``$MEMMY_KB_HOME/desktop/hook-last-AGENT.json``
 (``memmy-kb hook status`` shows it). It runs before every turn, so it
-imports only ``os``, ``json``, ``socket`` and ``threading`` (raw HTTP/1.1 to our own service: no
-``http.client``, which drags ``ssl`` and ``email`` in).
+imports only ``os``, ``json``, ``socket``, ``threading`` and ``hmac`` (raw HTTP/1.1 to our own service:
+no ``http.client``, which drags ``ssl`` and ``email`` in).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import socket
 import threading
 import time
 
-from memmy_kb_client.desktop import paths
+from memmy_kb_client.desktop import paths, proof
 
 # typing is not imported at run time (it costs the hook milliseconds); mypy reads TYPE_CHECKING as True.
 TYPE_CHECKING = False
@@ -78,11 +80,50 @@ def prompt_from_event(raw: bytes | str, event_name: str = "UserPromptSubmit") ->
     return prompt.strip()[:MAX_QUERY_CHARS].strip() or None
 
 
+class NotTheService(Exception):
+    """The listener on the recorded port did not prove it holds the hook token: nothing was sent."""
+
+
+def _read_reply(sock: socket.socket, deadline: float) -> tuple[int, bytes]:
+    """One HTTP/1.1 reply framed by its ``Content-Length`` (the service always sends one)."""
+    raw = b""
+    length = -1
+    while True:
+        header_block, separator, payload = raw.partition(b"\r\n\r\n")
+        if separator and length < 0:
+            lines = header_block.split(b"\r\n")
+            status = int(lines[0].split()[1])
+            for line in lines[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            if length < 0:
+                raise ValueError("no Content-Length")
+        if length >= 0 and len(payload) >= length:
+            if len(payload) > length:
+                raise ValueError("more than one reply")
+            return status, payload
+        sock.settimeout(max(deadline - time.monotonic(), 0.001))
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ValueError("truncated reply")
+        raw += chunk
+        if len(raw) > MAX_REPLY_BYTES:
+            raise ValueError("reply too large")
+
+
 def _post(port: int, token: str, body: bytes, deadline: float) -> tuple[int, bytes]:
-    """``POST /hook/recall`` to 127.0.0.1:``port``; the status and the body. Raises on any failure."""
+    """``POST /hook/recall`` to 127.0.0.1:``port`` once the listener has proven it holds ``token``
+    (``desktop.proof``), on the same connection; the status and the body. Raises on any failure, and
+    ``NotTheService`` when the proof fails (the token and the prompt were not sent)."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise TimeoutError
+    nonce = proof.new_nonce()
+    challenge = (
+        f"GET {proof.target('hook', nonce)} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        "Accept: application/json\r\n\r\n"
+    ).encode("ascii")
     head = (
         f"POST {RECALL_PATH} HTTP/1.1\r\n"
         f"Host: 127.0.0.1:{port}\r\n"
@@ -92,30 +133,17 @@ def _post(port: int, token: str, body: bytes, deadline: float) -> tuple[int, byt
         f"Content-Length: {len(body)}\r\n"
         "Connection: close\r\n\r\n"
     ).encode("ascii")
-    chunks: list[bytes] = []
-    received = 0
     with socket.create_connection(("127.0.0.1", port), timeout=remaining) as sock:
+        sock.sendall(challenge)
+        try:
+            status, payload = _read_reply(sock, deadline)
+            offered = json.loads(payload).get("proof") if status == 200 else None
+        except (ValueError, IndexError, AttributeError) as err:
+            raise NotTheService from err
+        if not proof.verified(token, "hook", nonce, port, offered):
+            raise NotTheService
         sock.sendall(head + body)
-        while True:
-            sock.settimeout(max(deadline - time.monotonic(), 0.001))
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            received += len(chunk)
-            if received > MAX_REPLY_BYTES:
-                raise ValueError("reply too large")
-    raw = b"".join(chunks)
-    header_block, separator, payload = raw.partition(b"\r\n\r\n")
-    if not separator:
-        raise ValueError("no header end")
-    lines = header_block.split(b"\r\n")
-    status = int(lines[0].split()[1])
-    for line in lines[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length" and len(payload) != int(value):
-            raise ValueError("truncated reply")
-    return status, payload
+        return _read_reply(sock, deadline)
 
 
 # What the service's reply says of the cloud (``cloud``) -> the outcome the run record keeps.
@@ -132,7 +160,8 @@ _CLOUD_OUTCOMES = {
 
 def recall_outcome(prompt: str, agent: str, env: Mapping[str, str], deadline: float) -> tuple[str, str]:
     """The block for ``prompt`` from the local service, cut for ``agent`` ("" when there is none), and
-    the outcome to record: ``ok``, ``empty``, ``skipped`` (nothing to search), ``no_service``, ``refused``, ``service_error``, or what
+    the outcome to record: ``ok``, ``empty``, ``skipped`` (nothing to search), ``no_service``,
+    ``not_the_service`` (the listener did not prove itself: nothing sent), ``refused``, ``service_error``, or what
     the service says of the cloud (``logged_out``, ``login_expired``, ``cloud_unreachable``...)."""
     state_dir = paths.desktop_dir(env)
     token = paths.read_token(state_dir, paths.HOOK_TOKEN_FILE)
@@ -140,7 +169,10 @@ def recall_outcome(prompt: str, agent: str, env: Mapping[str, str], deadline: fl
     if token is None or recorded is None:
         return "", "no_service"
     body = json.dumps({"query": prompt, "agent": agent}).encode("utf-8")
-    status, payload = _post(int(str(recorded["port"])), token, body, deadline)
+    try:
+        status, payload = _post(int(str(recorded["port"])), token, body, deadline)
+    except NotTheService:
+        return "", "not_the_service"
     if status != 200:
         return "", "refused" if status in (401, 403) else "service_error"
     reply = json.loads(payload)

@@ -63,6 +63,8 @@ _OUTCOMES = {
     "no_prompt": "no prompt in the agent's event",
     "no_service": "no desktop service found (start `memmy-kb desktop serve` with this MEMMY_KB_HOME)",
     "service_unreachable": "the desktop service was unreachable (is `memmy-kb desktop serve` running?)",
+    "not_the_service": "the program on the port in service.json did not prove it is the desktop service; "
+    "nothing was sent (start `memmy-kb desktop serve` again)",
     "timeout": "timed out",
     "refused": "the service refused the hook token",
     "service_error": "the desktop service answered with an error",

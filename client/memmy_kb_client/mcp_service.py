@@ -2,8 +2,9 @@
 
 The MCP server (``mcp_server``) holds no cloud credential and reads none: like the hooks it reads
 ``$MEMMY_KB_HOME/desktop/hook-token`` and the port in ``service.json`` (``desktop/paths.py``), on every
-call, so a restarted service or a rotated token is picked up. It uses two hook-token routes of the
-service:
+call, so a restarted service or a rotated token is picked up. Before the token or a query goes out, the
+listener proves it holds the hook token (``GET /proof``, ``desktop/proof.py``). It uses two hook-token
+routes of the service:
 
 * ``GET /hook/knowledge-bases`` -> ``{"knowledge_bases": [{"id", "name", "owned", "owner"}]}``: the
   knowledge bases in the caller's recall scope (``owner`` is ``{"name", "contact"}`` for a share, else
@@ -32,7 +33,7 @@ from typing import Any, Final
 
 import httpx
 
-from memmy_kb_client.desktop import paths
+from memmy_kb_client.desktop import paths, proof
 from memmy_kb_client.mcp_frames import replace_lone_surrogates
 
 KNOWLEDGE_BASES_PATH: Final = "/hook/knowledge-bases"
@@ -116,7 +117,7 @@ class LocalService:
         self.timeout = timeout
         self.transport = transport  # tests hand in httpx.MockTransport
 
-    def _where(self) -> tuple[str, str]:
+    def _where(self) -> tuple[str, int, str]:
         token = paths.read_token(self.state_dir, paths.HOOK_TOKEN_FILE)
         recorded = paths.read_service(self.state_dir)
         if token is None or recorded is None:
@@ -125,17 +126,33 @@ class LocalService:
                 "hook-token there). Start it with `memmy-kb desktop serve` and log it in with "
                 "`memmy-kb desktop login`, under the same MEMMY_KB_HOME as this MCP server."
             )
-        return f"http://127.0.0.1:{recorded['port']}", token
+        port = int(str(recorded["port"]))
+        return f"http://127.0.0.1:{port}", port, token
+
+    async def _prove(self, client: httpx.AsyncClient, port: int, token: str) -> None:
+        """The listener proves it holds the hook token (``desktop.proof``) before the token or the
+        query goes out; ``ToolRefused`` (nothing sent) when it does not."""
+        nonce = proof.new_nonce()
+        try:
+            response = await client.get(proof.PATH, params={"for": "hook", "nonce": nonce})
+            offered = response.json().get("proof") if response.status_code == 200 else None
+        except (ValueError, AttributeError):
+            offered = None
+        if not proof.verified(token, "hook", nonce, port, offered):
+            sentence = proof.refusal(port, f"it did not prove it holds the hook token of {self.state_dir}")
+            raise ToolRefused(f"The Memmy desktop service cannot be reached safely: {sentence}")
 
     async def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The service's JSON answer to ``method path``; ``ToolRefused`` for anything but a usable one."""
-        url, token = self._where()
+        """The service's JSON answer to ``method path``, asked once the listener has proven itself;
+        ``ToolRefused`` for anything but a usable one."""
+        url, port, token = self._where()
         headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
         # trust_env=False: no proxy from the environment ever sees the hook token.
         async with httpx.AsyncClient(
             base_url=url, timeout=self.timeout, trust_env=False, transport=self.transport
         ) as client:
             try:
+                await self._prove(client, port, token)
                 response = await client.request(method, path, json=body, headers=headers)
             except httpx.TimeoutException as err:
                 raise ToolRefused(

@@ -95,7 +95,7 @@ class Desktop:
     @property
     def control_token(self) -> str:
         # No keychain here (PYTHON_KEYRING_BACKEND=fail): the private directory beside the hooks' one.
-        return (self.home / "desktop-private" / "control-token").read_text().strip()
+        return str(json.loads((self.home / "desktop-private" / "control.json").read_text())["token"])
 
     def cli(self, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
         return subprocess.run(  # noqa: S603 - our own CLI
@@ -457,8 +457,7 @@ def test_memmy_local_up_runs_the_desktop_side_beside_the_stack(local_stack, read
     assert "| memmy-kb desktop login --token -" in log
     home = local_stack.key_path.parent  # the stack's MEMMY_KB_HOME
     recorded = json.loads((home / "desktop" / "service.json").read_text())
-    assert recorded["url"] == found.group(1)
-    assert recorded["cloud"] == local_stack.api_url
+    assert recorded == {"port": int(found.group(2))}
 
     stack_desktop = Desktop(found.group(1), int(found.group(2)), home, Path(os.devnull))
     assert stack_desktop.cli("login", "--token", "-", stdin=local_stack.token(reader)).returncode == 0

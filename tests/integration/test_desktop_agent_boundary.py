@@ -160,7 +160,7 @@ def test_with_a_keychain_no_secret_is_a_file_anywhere(state_dir, cloud):
         files = [p for p in state_dir.parent.rglob("*") if p.is_file()]
         for secret in (login.refresh_token, login.access_token, agent_control(running)):
             assert not any(secret in p.read_text(errors="replace") for p in files)
-        assert {username.split(":", 1)[0] for _, username in backend.entries} == {"cloud-login", "control-token"}
+        assert {username.split(":", 1)[0] for _, username in backend.entries} == {"cloud-login", "control"}
     finally:
         running.stop()
 

@@ -380,8 +380,8 @@ def test_with_a_keychain_the_commands_read_the_control_token_from_it(state_dir, 
 
     backend = MemoryKeyring()
     with start(state_dir, cloud.url, keyring_backend=backend) as running:
-        assert json.loads((state_dir / paths.SERVICE_FILE).read_text())["control_token_store"] == "keychain"
-        assert not Path(paths.private_dir(str(state_dir)), paths.CONTROL_TOKEN_FILE).exists()
+        assert json.loads((state_dir / paths.SERVICE_FILE).read_text()) == {"port": running.port}
+        assert not Path(paths.private_dir(str(state_dir)), paths.CONTROL_FILE).exists()
         status = call(str(state_dir), "GET", "/control/status", keyring_backend=backend)
         assert status["service"] == running.url
         assert "warning" not in status

@@ -510,24 +510,24 @@ def test_state_files_are_private_and_stop_cleans_up(state_dir, cloud):
         assert stat.S_IMODE(private.stat().st_mode) == 0o700
         for name in (paths.HOOK_TOKEN_FILE, paths.SERVICE_FILE):
             assert stat.S_IMODE((state_dir / name).stat().st_mode) == 0o600, name
-        assert stat.S_IMODE((private / paths.CONTROL_TOKEN_FILE).stat().st_mode) == 0o600
+        assert stat.S_IMODE((private / paths.CONTROL_FILE).stat().st_mode) == 0o600
         assert not (state_dir / paths.CONTROL_TOKEN_FILE).exists()
-        recorded = json.loads((state_dir / paths.SERVICE_FILE).read_text())
-        assert recorded == {
-            "url": running.url,
-            "port": running.port,
-            "pid": os.getpid(),
-            "cloud": cloud.url,
-            "control_token_store": "file",
-        }
+        # The hooks' directory says where to knock, and nothing else.
+        assert json.loads((state_dir / paths.SERVICE_FILE).read_text()) == {"port": running.port}
         hook_token, control_token = Client(running).hook_token, Client(running).control_token
         assert hook_token.startswith("mkh_")
         assert control_token.startswith("mkc_")
-        assert (private / paths.CONTROL_TOKEN_FILE).read_text() == control_token
+        # The commands read where the service is beside the control token.
+        assert json.loads((private / paths.CONTROL_FILE).read_text()) == {
+            "token": control_token,
+            "port": running.port,
+            "pid": os.getpid(),
+            "url": running.url,
+        }
     finally:
         running.stop()
     assert not (state_dir / paths.SERVICE_FILE).exists()
-    assert not (private / paths.CONTROL_TOKEN_FILE).exists()
+    assert not (private / paths.CONTROL_FILE).exists()
     # The hook token and the login outlive a restart; the control token does not.
     with start(state_dir, cloud.url) as again:
         assert Client(again).hook_token == hook_token
@@ -569,7 +569,8 @@ def test_with_a_keychain_the_login_never_touches_the_disk(state_dir, cloud):
         assert not (state_dir / paths.LOGIN_FILE).exists()
         entries = {username.split(":", 1)[0]: value for (_, username), value in backend.entries.items()}
         assert CLOUD_TOKEN in entries["cloud-login"]
-        assert entries["control-token"] == client.control_token
+        assert json.loads(entries["control"])["token"] == client.control_token
+        assert json.loads(entries["control"])["port"] == running.port
         # Nothing secret is a plain file: no login, no control token, in either directory.
         on_disk = [p for d in (state_dir, client.private_dir) if d.exists() for p in d.iterdir() if p.is_file()]
         for secret in (CLOUD_TOKEN, client.control_token):

@@ -28,6 +28,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from tests.support.desktop_proof import proof_reply
+
 HOOK_TOKEN = "mkh_standin-token-for-tests"
 CLOUD_SECRET = "cloud-login-that-must-never-travel"
 MEMMY_KB = str(Path(sys.executable).with_name("memmy-kb"))
@@ -58,8 +60,14 @@ class StandInService:
     token: str = HOOK_TOKEN
     cloud: str = "ok"
     requests: list[dict[str, Any]] = field(default_factory=list)
+    port: int = 0
 
     def answer(self, method: str, path: str, headers: Any, body: bytes) -> tuple[int, dict[str, Any]]:
+        # The MCP server asks the service to prove itself first; the stand-in proves it holds the token
+        # in the file, so that a bearer it then refuses (``token`` changed) shows the 401's sentence.
+        proven = proof_reply(path, {"hook": HOOK_TOKEN}, self.port)
+        if proven is not None:
+            return 200, proven
         self.requests.append({"method": method, "path": path, "headers": dict(headers), "body": body})
         route = (method, path)
         if headers.get("Authorization") != f"Bearer {self.token}":
@@ -105,6 +113,7 @@ def serve(stand_in: StandInService) -> tuple[ThreadingHTTPServer, int]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    stand_in.port = server.server_address[1]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, server.server_address[1]
 

@@ -23,6 +23,7 @@ import pytest
 from memmy_kb_client import cli, hook, hook_status
 from memmy_kb_client.desktop import paths
 from memmy_kb_client.hook_install import apply, home_in, hook_command, installed_command
+from tests.support.desktop_proof import proof_reply, record_control
 from tests.unit.test_hook import (
     AGENTS,
     FakeService,
@@ -138,10 +139,13 @@ class ControlService(ThreadingHTTPServer):
 
 class _ControlHandler(BaseHTTPRequestHandler):
     server: ControlService
+    protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:
-        raw = json.dumps(self.server.status).encode()
-        self.send_response(200 if self.path == "/control/status" else 404)
+        port = int(self.server.server_address[1])
+        proven = proof_reply(self.path, {"control": "mkc_control"}, port)
+        raw = json.dumps(proven if proven is not None else self.server.status).encode()
+        self.send_response(200 if proven is not None or self.path == "/control/status" else 404)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(raw)))
         self.end_headers()
@@ -158,9 +162,7 @@ def control(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Control
     thread.start()
     home = tmp_path / "memmy"
     record_service(home, int(server.server_address[1]))
-    private = Path(paths.private_dir(str(home / "desktop")))
-    private.mkdir(mode=0o700)
-    (private / paths.CONTROL_TOKEN_FILE).write_text("mkc_control\n")
+    record_control(str(home / "desktop"), int(server.server_address[1]), "mkc_control")
     monkeypatch.setenv(paths.HOME_ENV, str(home))
     yield server
     server.shutdown()

@@ -20,6 +20,7 @@ from memmy_kb_client.mcp_service import (
     render_search,
     resolve,
 )
+from tests.support.desktop_proof import proof_reply
 
 SCOPE = [
     KnowledgeBase("kb_1", "Handbook", True, None),
@@ -56,6 +57,9 @@ def service_answering(tmp_path: Path, status: int, body: Any, seen: list[httpx.R
     (state / "service.json").write_text(json.dumps({"port": 8765}))
 
     def handler(request: httpx.Request) -> httpx.Response:
+        proven = proof_reply(str(request.url.raw_path, "ascii"), {"hook": "mkh_token"}, 8765)
+        if proven is not None:  # the service proves itself first
+            return httpx.Response(200, json=proven)
         seen.append(request)
         return httpx.Response(status, content=body if isinstance(body, bytes) else json.dumps(body).encode())
 

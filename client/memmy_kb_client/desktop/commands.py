@@ -221,10 +221,12 @@ def desktop_state(state_dir: str, timeout: float = 3.0) -> tuple[str, str]:
     ``state`` is ``ready`` (running and logged in), ``not_running``, ``error``, or the login's state
     (``logged_out``, ``expired``, ``rejected``); the sentence says what is left to do, if anything.
     """
-    from memmy_kb_client.desktop.control import ControlError, ServiceUnavailable, call
+    from memmy_kb_client.desktop.control import ControlError, NotThisService, ServiceUnavailable, call
 
     try:
         status = call(state_dir, "GET", "/control/status", timeout=timeout)
+    except NotThisService as err:
+        return "error", f"{str(err)[:1].upper()}{str(err)[1:]}"
     except ServiceUnavailable:
         return "not_running", (
             f"No desktop service is running for {state_dir}: start it with `memmy-kb desktop serve`, "

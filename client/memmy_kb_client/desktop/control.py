@@ -1,6 +1,12 @@
-"""How the ``memmy-kb desktop`` commands reach the running service: its port from ``service.json`` in the
-state directory, the control token from where that file says the service put it (the OS keychain, else
-``desktop-private/control-token``)."""
+"""How the ``memmy-kb desktop`` commands reach the running service: the control token and the port it
+listens on, from the one record the service keeps in the OS keychain or ``desktop-private/control.json``
+(``credentials.read_service_record``), never from ``desktop/service.json``, which anything that can write
+the hooks' directory can rewrite.
+
+Before the control token (or a pasted cloud token) goes out, the listener proves that it holds the
+control token (``proof``: a fresh nonce, answered with an HMAC bound to the port), on the connection that
+then carries the request; a listener that cannot is refused and sent nothing more.
+"""
 
 from __future__ import annotations
 
@@ -8,18 +14,56 @@ import http.client
 import json
 from typing import Any
 
-from memmy_kb_client.desktop import paths
-from memmy_kb_client.desktop.credentials import read_control_token
+from memmy_kb_client.desktop import proof
+from memmy_kb_client.desktop.credentials import ServiceRecord, read_service_record
 
 
 class ServiceUnavailable(Exception):
     """No running service answered; the message says what to do."""
 
 
+class NotThisService(ServiceUnavailable):
+    """Something listens where the service was recorded, but it could not prove it is the service."""
+
+
 class ControlError(Exception):
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(f"{message} ({status} {code})")
         self.status, self.code, self.message = status, code, message
+
+
+def _answer(response: http.client.HTTPResponse) -> tuple[dict[str, Any], bytes]:
+    data = response.read()
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        answer = {}
+    return (answer if isinstance(answer, dict) else {}), data
+
+
+def _prove(connection: http.client.HTTPConnection, record: ServiceRecord) -> None:
+    """The listener proves it holds the control token, or ``NotThisService``; nothing secret is sent."""
+    nonce = proof.new_nonce()
+    try:
+        connection.connect()
+    except OSError as err:
+        raise ServiceUnavailable(
+            f"the desktop service recorded at 127.0.0.1:{record.port} does not answer ({err}); "
+            "start it with `memmy-kb desktop serve`"
+        ) from err
+    try:
+        connection.request("GET", proof.target("control", nonce), headers={"Accept": "application/json"})
+        response = connection.getresponse()
+        answer, _ = _answer(response)
+    except (OSError, http.client.HTTPException) as err:
+        raise NotThisService(proof.refusal(record.port, f"it did not answer the challenge: {err}")) from err
+    if response.status != 200 or not proof.verified(
+        record.token, "control", nonce, record.port, answer.get("proof")
+    ):
+        raise NotThisService(proof.refusal(record.port, "it did not prove it holds the control token"))
+    if connection.sock is None:  # it closed the connection: a new one could reach someone else
+        raise NotThisService(proof.refusal(record.port, "it closed the connection after the proof"))
+    connection.auto_open = 0  # never reconnect behind our back after the proof
 
 
 def call(
@@ -31,40 +75,32 @@ def call(
     timeout: float = 10.0,
     keyring_backend: Any = None,
 ) -> dict[str, Any]:
-    """One control request to the service recorded in ``state_dir``; its JSON answer."""
-    recorded = paths.read_service(state_dir)
-    token = None
-    if recorded is not None:
-        kind = str(recorded.get("control_token_store") or "file")
-        token = read_control_token(state_dir, kind, keyring_backend)
-    if recorded is None or token is None:
+    """One control request to the service recorded for ``state_dir``, once it has proven itself; its
+    JSON answer. ``NotThisService`` when the listener cannot prove it, ``ServiceUnavailable`` when
+    nothing answers, ``ControlError`` for the service's refusal."""
+    record = read_service_record(state_dir, keyring_backend)
+    if record is None:
         raise ServiceUnavailable(
             f"no desktop service is running for {state_dir}: start it with `memmy-kb desktop serve`"
         )
-    port = int(str(recorded["port"]))
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    connection = http.client.HTTPConnection("127.0.0.1", record.port, timeout=timeout)
+    headers = {"Authorization": f"Bearer {record.token}", "Accept": "application/json"}
     payload = None
     if body is not None:
         payload = json.dumps(body).encode("utf-8")
         headers["Content-Type"] = "application/json"
     try:
+        _prove(connection, record)
         connection.request(method, path, body=payload, headers=headers)
         response = connection.getresponse()
-        data = response.read()
-    except OSError as err:
+        answer, _ = _answer(response)
+    except (OSError, http.client.HTTPException) as err:
         raise ServiceUnavailable(
-            f"the desktop service recorded at 127.0.0.1:{port} does not answer ({err}); "
+            f"the desktop service recorded at 127.0.0.1:{record.port} does not answer ({err}); "
             "start it with `memmy-kb desktop serve`"
         ) from err
     finally:
         connection.close()
-    try:
-        answer = json.loads(data)
-    except ValueError:
-        answer = {}
-    if not isinstance(answer, dict):
-        answer = {}
     if response.status >= 400:
         error = answer.get("error") or {}
         raise ControlError(response.status, str(error.get("code", "error")), str(error.get("message", "")))

@@ -1,5 +1,6 @@
-"""The secrets the local service holds (the cloud login and the control token): in the OS keychain
-through ``keyring``, else 0600 files in a private directory apart from the hooks' (``paths.private_dir``).
+"""The secrets the local service holds (the cloud login, and the control token with where the service
+listens): in the OS keychain through ``keyring``, else 0600 files in a private directory apart from the
+hooks' (``paths.private_dir``).
 
 Only the service and the ``memmy-kb desktop`` commands read them; the hooks never import this module.
 ``open_store`` picks the keychain when ``keyring`` finds a real backend (macOS Keychain, Windows
@@ -9,12 +10,16 @@ falls back to the files too; ``status`` says which store holds the secrets.
 
 The cloud login is one entry: the access token, the refresh token and the ID token together with what
 refreshing them needs (the provider's token endpoint, issuer and client id), so a rotation replaces
-all of it in one write.
+all of it in one write. The control token is one entry too, ``ServiceRecord``: the token with the
+port, URL and pid of the service that drew it, so the ``memmy-kb desktop`` commands learn where the
+service is from the same place as the token, never from ``desktop/service.json``, which anything that can
+write the hooks' directory can rewrite.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import time
@@ -25,9 +30,15 @@ from memmy_kb_client.desktop import paths
 
 KEYRING_SERVICE: Final = "memmy-kb-desktop"
 LOGIN_ENTRY: Final = "cloud-login"
-CONTROL_ENTRY: Final = "control-token"
+CONTROL_ENTRY: Final = "control"
+# What an older version called the control token's entry (the bare token); removed when the service starts.
+LEGACY_CONTROL_ENTRY: Final = "control-token"
 # The file each entry becomes in the private directory when there is no keychain.
-_FILES: Final = {LOGIN_ENTRY: paths.LOGIN_FILE, CONTROL_ENTRY: paths.CONTROL_TOKEN_FILE}
+_FILES: Final = {
+    LOGIN_ENTRY: paths.LOGIN_FILE,
+    CONTROL_ENTRY: paths.CONTROL_FILE,
+    LEGACY_CONTROL_ENTRY: paths.CONTROL_TOKEN_FILE,
+}
 # A token is refreshed when it expires within min(this, half its lifetime).
 REFRESH_MARGIN_SECONDS: Final = 60.0
 
@@ -258,17 +269,80 @@ def open_store(state_dir: str, keyring_backend: Any | None = None) -> FileStore 
     return KeyringStore(backend, state_dir)
 
 
-def read_control_token(state_dir: str, kind: str, keyring_backend: Any | None = None) -> str | None:
-    """The control token the running service keeps, from where ``service.json`` says (``kind``)."""
-    value = None
-    if kind == "keychain":
-        backend = keyring_backend if keyring_backend is not None else usable_keyring()
-        if backend is not None:
-            try:
-                value = KeyringStore(backend, state_dir).get(CONTROL_ENTRY)
-            except Exception:  # a keychain that will not answer: no token
-                value = None
-    else:
-        value = FileStore(paths.private_dir(state_dir)).get(CONTROL_ENTRY)
-    value = (value or "").strip()
-    return value if paths.is_token(value) else None
+@dataclass(frozen=True)
+class ServiceRecord:
+    """The running service's control token and where it listens, kept together (``CONTROL_ENTRY``)."""
+
+    token: str
+    port: int
+    pid: int = 0
+    url: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, raw: str | None) -> ServiceRecord | None:
+        try:
+            value = json.loads(raw or "")
+        except ValueError:
+            return None
+        if not isinstance(value, dict):
+            return None
+        token, port, pid, url = value.get("token"), value.get("port"), value.get("pid"), value.get("url")
+        if not (isinstance(token, str) and paths.is_token(token)):
+            return None
+        if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+            return None
+        return cls(token, port, pid if isinstance(pid, int) else 0, url if isinstance(url, str) else "")
+
+
+def put_control_record(
+    store: FileStore | KeyringStore, private_dir: str, record: ServiceRecord
+) -> tuple[str, str]:
+    """Keep the control token and where the service listens: ``("keychain" | "file", note)``. The other
+    store loses any record of ours (a service killed earlier leaves one), and an older version's entry
+    goes."""
+    private = FileStore(private_dir)
+    private.delete(LEGACY_CONTROL_ENTRY)
+    note = ""
+    if isinstance(store, KeyringStore):
+        with contextlib.suppress(Exception):  # a keychain that will not say: the entry stays, unread
+            store.delete(LEGACY_CONTROL_ENTRY)
+        try:
+            store.put(CONTROL_ENTRY, record.to_json())
+        except Exception as err:  # a keychain that refuses: the private file
+            note = f"the OS keychain refused the control token ({type(err).__name__}); using a file"
+        else:
+            private.delete(CONTROL_ENTRY)
+            return "keychain", ""
+        with contextlib.suppress(Exception):
+            store.delete(CONTROL_ENTRY)
+    private.put(CONTROL_ENTRY, record.to_json())
+    return "file", note
+
+
+def forget_control_record(store: FileStore | KeyringStore, private_dir: str, token: str) -> None:
+    """On stop: remove the record holding ``token`` (one another service wrote stays)."""
+    for where in (store, FileStore(private_dir)):
+        with contextlib.suppress(Exception):  # a keychain gone away keeps a token nothing accepts
+            kept = ServiceRecord.from_json(where.get(CONTROL_ENTRY))
+            if kept is not None and kept.token == token:
+                where.delete(CONTROL_ENTRY)
+
+
+def read_service_record(state_dir: str, keyring_backend: Any | None = None) -> ServiceRecord | None:
+    """The running service's record, from the private file, else the keychain.
+
+    The file first: a service that writes the keychain removes the file, so a file that is there is the
+    newest record (and no keychain is asked, nor made to prompt, when the service uses the files)."""
+    found = ServiceRecord.from_json(FileStore(paths.private_dir(state_dir)).get(CONTROL_ENTRY))
+    if found is not None:
+        return found
+    backend = keyring_backend if keyring_backend is not None else usable_keyring()
+    if backend is None:
+        return None
+    try:
+        return ServiceRecord.from_json(KeyringStore(backend, state_dir).get(CONTROL_ENTRY))
+    except Exception:  # a keychain that will not answer: no record
+        return None

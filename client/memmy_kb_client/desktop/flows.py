@@ -2,9 +2,15 @@
 polls the token endpoint on a thread of its own (RFC 8628: at the given interval, 5 s slower after each
 ``slow_down``) until the person has signed in, refused, or the code expired.
 
-A flow is ``pending``, then ``done``, ``failed`` or ``expired``; the commands ask for it by its id
-(``GET /control/login/flow?id=...``). Only a pending flow's ``state`` is answered by the callback, and
-only once. The tokens are kept (``complete``) only after the ID token passed every check.
+A flow is ``pending``, then ``done``, ``failed``, ``expired`` or ``cancelled``; the commands ask for it by
+its id (``GET /control/login/flow?id=...``). Only a pending flow's ``state`` is answered by the callback,
+and only once. The tokens are kept (``complete``) only after the ID token passed every check.
+
+One sign-in at a time: starting a flow cancels every flow still pending, and so do a login kept by any
+means (a flow completing, a pasted token) and a logout (``cancel_pending``, called by the state). A
+cancelled flow's late approval or callback is refused and its tokens revoked; a device flow's poller
+stops at once. Completing a flow and cancelling it both hold ``login_lock`` (the state's lock around
+every change of the login), so a flow cancelled by a logout can never sign the service back in.
 """
 
 from __future__ import annotations
@@ -24,6 +30,11 @@ BROWSER_FLOW_SECONDS: Final = 600.0
 DEVICE_DEFAULT_INTERVAL: Final = 5.0
 SLOW_DOWN_SECONDS: Final = 5.0
 MAX_FLOWS: Final = 16
+# Why a flow was cancelled, as ``desktop login`` prints it.
+SUPERSEDED: Final = "a newer sign-in started (only the latest one counts): finish that one"
+REPLACED: Final = "another sign-in finished first, so this one was cancelled"
+LOGGED_OUT: Final = "the service was logged out (`memmy-kb desktop logout` or the page's Sign out)"
+_LIVE: Final = ("pending", "exchanging")
 
 logger = logging.getLogger("memmy_kb_client.desktop")
 
@@ -38,6 +49,8 @@ class Flow:
     device: dict[str, Any] = field(default_factory=dict)
     state: str = "pending"
     error: str = ""
+    # Set when the flow ends by cancellation or the service's stop: a device poller wakes up and leaves.
+    ended: threading.Event = field(default_factory=threading.Event)
 
     def expires_in(self, now: float) -> int:
         return max(0, int(self.expires_at - now))
@@ -52,27 +65,60 @@ class LoginFlows:
         clock: Callable[[], float],
         timeout: float = 10.0,
         wait: Callable[[float], bool] | None = None,
+        login_lock: threading.RLock | None = None,
     ) -> None:
         self._complete = complete
         self._clock = clock  # the wall clock the tokens' exp is read against
         self._timeout = timeout
         self._lock = threading.Lock()
+        # Taken before ``_lock`` whenever a flow completes or flows are cancelled.
+        self._login_lock = login_lock or threading.RLock()
         self._flows: dict[str, Flow] = {}
         self._stop = threading.Event()
-        self._wait = wait or self._stop.wait
+        self._wait = wait
 
     def _add(self, flow: Flow) -> Flow:
-        with self._lock:
+        with self._login_lock, self._lock:
+            self._cancel(SUPERSEDED)
             while len(self._flows) >= MAX_FLOWS:
-                oldest = next(iter(self._flows))
-                self._end(self._flows.pop(oldest), "expired", "a newer sign-in replaced it")
+                self._flows.pop(next(iter(self._flows)))  # the oldest, ended: no one asks any more
             self._flows[flow.id] = flow
         return flow
 
     @staticmethod
     def _end(flow: Flow, state: str, error: str = "") -> None:
-        if flow.state in ("pending", "exchanging"):
+        if flow.state in _LIVE:
             flow.state, flow.error = state, error
+            if state == "cancelled":
+                flow.ended.set()
+
+    def _cancel(self, why: str) -> None:
+        for flow in self._flows.values():
+            self._end(flow, "cancelled", why)
+
+    def cancel_pending(self, why: str) -> None:
+        """Cancel every flow still pending or exchanging its code (a login was kept, or a logout)."""
+        with self._login_lock, self._lock:
+            self._cancel(why)
+
+    def _keep(self, flow: Flow, login: CloudLogin) -> bool:
+        """Keep ``login`` for ``flow`` unless a newer sign-in or a logout cancelled the flow first; its
+        tokens are then revoked (best effort). Atomic with ``cancel_pending`` and ``_add``."""
+        with self._login_lock:
+            with self._lock:
+                live = flow.state in _LIVE
+                if live:
+                    flow.state = "keeping"  # not live: ``complete`` cancels every other flow, not this one
+            if live:
+                try:
+                    self._complete(login)
+                except BaseException:
+                    self._settle(flow, "failed", "the login could not be kept", ending="keeping")
+                    raise
+                self._settle(flow, "done", ending="keeping")
+                return True
+        oidc.revoke(login, timeout=min(self._timeout, 5.0))
+        return False
 
     def start_browser(self, provider: oidc.Provider, redirect_uri: str) -> Flow:
         request = oidc.browser_request(provider, redirect_uri)
@@ -97,13 +143,16 @@ class LoginFlows:
             return flow
 
     def claim_by_state(self, state: str) -> Flow | None:
-        """The pending browser flow whose ``state`` this is, taken off the table (a state works once)."""
+        """The pending browser flow whose ``state`` this is, taken off the table (a state works once).
+        The flow is returned ``cancelled`` when a newer sign-in or a logout cancelled it: refused too."""
         offered = state.encode("utf-8", "replace")
         with self._lock:
             found = None
             for flow in self._flows.values():
                 if flow.request is not None and secrets.compare_digest(flow.request.state.encode(), offered):
                     found = flow
+            if found is not None and found.state == "cancelled":
+                return found
             if found is None or found.state != "pending":
                 return None
             if time.monotonic() >= found.expires_at:
@@ -127,13 +176,16 @@ class LoginFlows:
             logger.exception("desktop service: exchanging the sign-in's code failed")
             self._settle(flow, "failed", f"the sign-in failed ({type(err).__name__})")
             return None
-        self._complete(login)
-        self._settle(flow, "done")
-        return login
+        return login if self._keep(flow, login) else None
 
-    def _settle(self, flow: Flow, state: str, error: str = "") -> None:
+    def _settle(self, flow: Flow, state: str, error: str = "", *, ending: str = "") -> None:
+        """End ``flow`` as ``state`` unless it ended already (a cancellation stands); ``ending``: a
+        state it may be in besides pending and exchanging."""
         with self._lock:
-            flow.state, flow.error = state, error
+            if flow.state == ending:
+                flow.state, flow.error = state, error
+            else:
+                self._end(flow, state, error)
 
     def _poll(self, flow: Flow) -> None:
         try:
@@ -145,15 +197,22 @@ class LoginFlows:
     def _poll_until_done(self, flow: Flow) -> None:
         interval = _seconds(flow.device.get("interval"), DEVICE_DEFAULT_INTERVAL)
         device_code = str(flow.device["device_code"])
+        wait = self._wait
+
+        def wait_or_end(seconds: float) -> bool:
+            ended = wait(seconds) if wait is not None else flow.ended.wait(seconds)
+            return ended or flow.ended.is_set() or self._stop.is_set()
+
         outcome = poll_device(
             lambda: oidc.device_token(flow.provider, device_code, self._timeout),
             interval,
             flow.expires_at,
-            self._wait,
+            wait_or_end,
             time.monotonic,
         )
         if self._stop.is_set():
             return
+        # Tokens that came after a cancellation still go through ``_keep``: refused there, and revoked.
         if isinstance(outcome, dict):
             try:
                 login = oidc.login_from_tokens(
@@ -162,8 +221,7 @@ class LoginFlows:
             except oidc.LoginError as err:
                 self._settle(flow, "failed", err.message)
                 return
-            self._complete(login)
-            self._settle(flow, "done")
+            self._keep(flow, login)
         else:
             state, error = outcome
             self._settle(flow, state, error)
@@ -173,6 +231,7 @@ class LoginFlows:
         with self._lock:
             for flow in self._flows.values():
                 self._end(flow, "failed", "the desktop service stopped")
+                flow.ended.set()
 
 
 def poll_device(

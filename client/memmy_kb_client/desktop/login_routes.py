@@ -7,6 +7,8 @@ a browser flow or logs out (session and CSRF token).
 | ``POST /control/login/start {"mode": "browser"|"device"}`` | control | the flow and what to open or type |
 | ``GET /control/login/flow?id=FLOW`` | control | ``{"state", "error"?, "status"?}`` |
 | ``GET /callback?code&state`` | none (the state) | a short HTML page; 400 for a state of no pending flow |
+
+A flow that a newer sign-in, a kept login or a logout cancelled is refused with a page that says so.
 | ``POST /api/login`` | session + CSRF | ``{"url"}``: a browser flow for the page to open |
 | ``POST /api/logout`` | session + CSRF | ``{}`` |
 """
@@ -65,7 +67,8 @@ def _login_flow(state: DesktopState, request: Request) -> Reply:
     flow = state.flows.get(flow_id) if flow_id else None
     if flow is None:
         return error_reply(404, "flow_not_found", "no such sign-in (the service may have restarted)")
-    answer: dict[str, Any] = {"state": "pending" if flow.state == "exchanging" else flow.state}
+    # Exchanging the code, or keeping the login it gave: still pending to whoever asks.
+    answer: dict[str, Any] = {"state": "pending" if flow.state in ("exchanging", "keeping") else flow.state}
     if flow.error:
         answer["error"] = flow.error
     if flow.state == "done":
@@ -84,11 +87,23 @@ def _page(status: int, title: str, text: str, *, back: bool = False) -> Reply:
     return Reply(status, {}, PAGE_HEADERS, raw=body.encode("utf-8"), content_type="text/html; charset=utf-8")
 
 
+def _cancelled(flow: Flow) -> Reply:
+    """A late answer to a sign-in that a newer one or a logout cancelled: nothing is kept."""
+    return _page(
+        400,
+        "Sign-in cancelled",
+        f"This sign-in was cancelled by a newer sign-in or a logout ({flow.error}); the Memmy desktop "
+        "service kept nothing from it. Run `memmy-kb desktop login` to sign in.",
+    )
+
+
 def _callback(state: DesktopState, request: Request) -> Reply:
     """The provider's redirect: the code exchanged for the flow its ``state`` names, or a refusal."""
     params = parse_qs(request.query)
     offered = (params.get("state") or [""])[0]
     flow = state.flows.claim_by_state(offered) if offered else None
+    if flow is not None and flow.state == "cancelled":
+        return _cancelled(flow)
     if flow is None:
         return _page(
             400,
@@ -99,6 +114,8 @@ def _callback(state: DesktopState, request: Request) -> Reply:
     code = (params.get("code") or [""])[0]
     error = (params.get("error") or [""])[0][:64]
     login = state.flows.finish_browser(flow, code or None, error or None)
+    if login is None and flow.state == "cancelled":
+        return _cancelled(flow)
     if login is None:
         return _page(400, "Sign-in failed", f"{flow.error}. Run `memmy-kb desktop login` again.")
     profile = login.profile()

@@ -3,14 +3,17 @@
 ``$MEMMY_KB_HOME/desktop/`` (default ``~/.memmy-kb/desktop/``) holds only what the hooks read:
 
 * ``hook-token``: the hook token (0600), the one credential the agent hooks read;
-* ``service.json``: where the running service listens (0600), written on start, removed on stop;
+* ``service.json``: the running service's port, for the hooks and ``memmy-kb mcp`` (0600; no secret),
+  written on start, removed on stop. Whatever it names must prove itself (``proof``) before a hook
+  sends it anything but the challenge;
 * ``serve.lock``: held by the running service, so two cannot share one state directory;
 * ``hook-last-AGENT.json``: when each agent's hook last ran and its outcome (0600; no query, no excerpt).
 
 The secrets live in the OS keychain where one is usable; where none is, in the private directory
 ``$MEMMY_KB_HOME/desktop-private/`` (0700) beside it, a directory a sandboxed agent can be denied:
 
-* ``control-token``: the control token (0600) the ``memmy-kb desktop`` commands use, new on each start;
+* ``control.json``: the control token (0600), new on each start, with the port, URL and pid of the
+  service that drew it: all the ``memmy-kb desktop`` commands read (never ``service.json``);
 * ``cloud-login.json``: the cloud login (0600): access, refresh and ID tokens.
 
 The hook imports this module before every agent turn, so it uses ``os`` only (no ``pathlib``).
@@ -27,6 +30,8 @@ if TYPE_CHECKING:
 
 HOME_ENV = "MEMMY_KB_HOME"
 HOOK_TOKEN_FILE = "hook-token"  # noqa: S105 - a file name
+CONTROL_FILE = "control.json"
+# An older version's bare control token (in desktop/, then in desktop-private/): removed on start.
 CONTROL_TOKEN_FILE = "control-token"  # noqa: S105 - a file name
 SERVICE_FILE = "service.json"
 LOGIN_FILE = "cloud-login.json"
@@ -69,7 +74,8 @@ def read_token(state_dir: str, name: str) -> str | None:
 
 
 def read_service(state_dir: str) -> dict[str, object] | None:
-    """What the running service recorded in ``service.json`` (its ``port``, ``url``, ``pid``...), or None."""
+    """What the running service recorded in ``service.json`` (its ``port``), or None. Anyone who can write
+    this directory can change it: a caller proves the listener (``proof``) before sending it a token."""
     try:
         with open(os.path.join(state_dir, SERVICE_FILE), encoding="utf-8") as handle:
             recorded = json.loads(handle.read(4096))

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from memmy_kb_client.desktop import bodies, page, paths
+from memmy_kb_client.desktop import bodies, page, paths, proof
 from memmy_kb_client.desktop.credentials import CloudLogin
 from memmy_kb_client.desktop.state import Access, DesktopState
 
@@ -114,6 +114,17 @@ def _page_code(state: DesktopState, request: Request) -> Reply:
     return Reply(200, {"url": f"{state.url}/open?code={code}", "expires_in": int(page.CODE_TTL_SECONDS)})
 
 
+def _proof(state: DesktopState, request: Request) -> Reply:
+    """``GET /proof?for=control|hook&nonce=N``: the proof that this service holds that token (``proof``)."""
+    from urllib.parse import parse_qs
+
+    params = parse_qs(request.query)
+    purpose, nonce = (params.get("for") or [""])[0], (params.get("nonce") or [""])[0]
+    if purpose not in proof.PURPOSES or not proof.valid_nonce(nonce):
+        return error_reply(422, "validation_error", "expected ?for=control|hook&nonce=<32 to 128 hex digits>")
+    return Reply(200, {"proof": state.prove(purpose, nonce)})
+
+
 # The page's assets: no framing, no inline script, no referrer (the /open URL carries a code).
 PAGE_HEADERS: Final = (
     (
@@ -182,5 +193,6 @@ ROUTES: Final[dict[tuple[str, str], Route]] = {
     ("GET", "/favicon.svg"): Route(Access.PUBLIC, _asset),
     ("GET", "/favicon.ico"): Route(Access.PUBLIC, _asset),
     ("GET", "/open"): Route(Access.PUBLIC, _open),
+    ("GET", proof.PATH): Route(Access.PUBLIC, _proof),
     ("GET", "/api/session"): Route(Access.SESSION, _session),
 }

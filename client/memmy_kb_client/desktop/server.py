@@ -5,13 +5,13 @@ It listens on 127.0.0.1 only and answers three kinds of caller, each with its ow
 * the agent hooks, with the **hook token** (``desktop/hook-token``, 0600, rotatable): ``POST /hook/recall``
   and nothing else. It is no cloud token: the cloud refuses it, and so does every other route here (403);
 * the ``memmy-kb desktop`` commands, with the **control token** (new on each start; in the OS keychain,
-  else ``desktop-private/control-token``, 0600): ``/control/*`` (status, login, the sign-in flows,
-  logout, rotate-hook-token, page-code);
+  else ``desktop-private/control.json``, 0600, with the port): ``/control/*`` (status, login, the
+  sign-in flows, logout, rotate-hook-token, page-code);
 * the knowledge-base page (``page.py``), with a **session cookie** that a one-time code from
   ``memmy-kb desktop open`` became: ``/api/...`` (the cloud routes the page needs, sent on with the
   cloud login), ``/api/session``, ``/api/login`` and ``/api/logout``; a state-changing request also
-  carries the session's CSRF token. The page's assets, ``/open`` and the sign-in's ``/callback`` are
-  public.
+  carries the session's CSRF token. The page's assets, ``/open``, the sign-in's ``/callback`` and
+  ``/proof`` (the service proves it holds a token before a caller sends it: ``proof``) are public.
 
 Before any route, a request must name this service in ``Host`` (``127.0.0.1:PORT`` or ``localhost:PORT``;
 anything else is DNS rebinding, 403) and a state-changing request may carry no foreign ``Origin`` (403).
@@ -81,16 +81,11 @@ class DesktopService:
             self.state.url = self.url
             self.state.port = self.port
             self.state.load()
-            record = {
-                "url": self.url,
-                "port": self.port,
-                "pid": os.getpid(),
-                "cloud": self.state.cloud.base_url,
-                # Where the commands find the control token (never the token itself).
-                "control_token_store": self.state.control_store,
-            }
+            # For the hooks and ``memmy-kb mcp``: the port alone. The commands read it beside the control
+            # token (``state.load``), since anything that can write this directory can rewrite this file.
             paths.write_private(
-                os.path.join(self.config.state_dir, paths.SERVICE_FILE), json.dumps(record).encode("utf-8")
+                os.path.join(self.config.state_dir, paths.SERVICE_FILE),
+                json.dumps({"port": self.port}).encode("utf-8"),
             )
         except BaseException:
             self.stop()
@@ -109,14 +104,11 @@ class DesktopService:
             if self._thread is not None:
                 self._server.shutdown()
             self._server.server_close()
+            # No other service writes these while this one holds the state directory's lock.
             recorded = paths.read_service(self.config.state_dir)
-            if (
-                recorded is not None
-                and recorded.get("pid") == os.getpid()
-                and recorded.get("port") == self.port
-            ):
+            if recorded is not None and recorded.get("port") == self.port:
                 paths.remove(os.path.join(self.config.state_dir, paths.SERVICE_FILE))
-                self.state.forget_control_token()
+            self.state.forget_control_token()
             self._server = None
         self.state.flows.stop()
         self._thread = None

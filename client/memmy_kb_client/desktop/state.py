@@ -7,7 +7,6 @@ the login (``fresh_login``): the others wait for it and use what it got.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import os
 import secrets
@@ -18,17 +17,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from memmy_kb_client.desktop import oidc, page, paths
+from memmy_kb_client.desktop import oidc, page, paths, proof
 from memmy_kb_client.desktop.block import fit_for_agent
 from memmy_kb_client.desktop.cloud import CloudRecall
 from memmy_kb_client.desktop.credentials import (
-    CONTROL_ENTRY,
     CloudLogin,
     FileStore,
     KeyringStore,
+    ServiceRecord,
+    forget_control_record,
     open_store,
+    put_control_record,
 )
-from memmy_kb_client.desktop.flows import LoginFlows
+from memmy_kb_client.desktop.flows import LOGGED_OUT, REPLACED, LoginFlows
 from memmy_kb_client.desktop.trivial import is_trivial_prompt
 
 DEFAULT_PORT: Final = 8765
@@ -97,7 +98,10 @@ class DesktopState:
         self.login: CloudLogin | None = None
         self.login_note = ""
         self.rejected = False
-        self.flows = LoginFlows(self.keep_login, config.clock, timeout=config.login_timeout)
+        # A sign-in's flows complete under the same lock as every other change of the login.
+        self.flows = LoginFlows(
+            self.keep_login, config.clock, timeout=config.login_timeout, login_lock=self._refresh_lock
+        )
         self.last_recall: dict[str, Any] | None = None
         self.skipped_prompts = 0  # prompts answered without the cloud since the service started
         self.url = ""
@@ -112,9 +116,10 @@ class DesktopState:
     # ---------------------------------------------------------------------------------------- setup
 
     def load(self) -> None:
-        """The hook token from (or into) the state directory, a new control token into the secret store,
-        and the saved cloud login if it is for our cloud. Secrets an older version left beside the hook
-        token are moved out (the login) or removed (the control token)."""
+        """The hook token from (or into) the state directory, a new control token with where the service
+        listens (``port`` and ``url`` are set) into the secret store, and the saved cloud login if it is
+        for our cloud. Secrets an older version left beside the hook token are moved out (the login) or
+        removed (the control token)."""
         self.hook_token = paths.read_token(self.state_dir, paths.HOOK_TOKEN_FILE) or self._write_hook_token()
         try:
             saved = self.store.load()
@@ -124,7 +129,9 @@ class DesktopState:
             saved = self.store.load()
         saved = self._migrate(saved)
         self.control_token = _new_token(CONTROL_TOKEN_PREFIX)
-        self.control_store = self._put_control_token(self.control_token)
+        record = ServiceRecord(self.control_token, self.port, os.getpid(), self.url)
+        self.control_store, note = put_control_record(self.store, self.private_dir, record)
+        self.login_note = note or self.login_note
         if saved is not None and saved.cloud != self.cloud.base_url:
             self.login_note = f"the saved login is for {saved.cloud}, not {self.cloud.base_url}: log in again"
             saved = None
@@ -142,27 +149,15 @@ class DesktopState:
         paths.remove(old)
         return saved
 
-    def _put_control_token(self, token: str) -> str:
-        """Where the control token went: ``keychain``, or ``file`` in the private directory."""
-        if isinstance(self.store, KeyringStore):
-            try:
-                self.store.put(CONTROL_ENTRY, token)
-            except Exception as err:  # a keychain that refuses: the private file
-                self.login_note = (
-                    f"the OS keychain refused the control token ({type(err).__name__}); using a file"
-                )
-            else:
-                FileStore(self.private_dir).delete(CONTROL_ENTRY)
-                return "keychain"
-        FileStore(self.private_dir).put(CONTROL_ENTRY, token)
-        return "file"
-
     def forget_control_token(self) -> None:
         """On stop: the control token is of no use any more."""
-        if self.control_store == "keychain":
-            with contextlib.suppress(Exception):  # a keychain gone away keeps a token nothing accepts
-                self.store.delete(CONTROL_ENTRY)
-        FileStore(self.private_dir).delete(CONTROL_ENTRY)
+        forget_control_record(self.store, self.private_dir, self.control_token)
+
+    def prove(self, purpose: str, nonce: str) -> str:
+        """The answer to ``GET /proof``: the proof under the ``purpose`` token for this port."""
+        with self._lock:
+            token = self.control_token if purpose == "control" else self.hook_token
+        return proof.answer(token, purpose, nonce, self.port)
 
     def _write_hook_token(self) -> str:
         token = _new_token(HOOK_TOKEN_PREFIX)
@@ -229,12 +224,14 @@ class DesktopState:
         return login
 
     def keep_login(self, login: CloudLogin) -> None:
-        """A new login, saved before it is used."""
+        """A new login, saved before it is used; every sign-in still pending is cancelled (a flow that
+        completes calls this with the lock held, after it is marked done)."""
         with self._refresh_lock:
             self._save(login)
             with self._lock:
                 self.login, self.rejected, self._refresh_failure = login, False, ""
                 self._retry_refresh_at = 0.0
+            self.flows.cancel_pending(REPLACED)
 
     def _save(self, login: CloudLogin) -> None:
         try:
@@ -258,8 +255,11 @@ class DesktopState:
         return login
 
     def logout(self) -> None:
-        """Forget the login here, then revoke its refresh token at the provider (best effort)."""
-        login = self.clear_login()
+        """Cancel every pending sign-in and forget the login here, then revoke its refresh token at the
+        provider (best effort)."""
+        with self._refresh_lock:
+            self.flows.cancel_pending(LOGGED_OUT)
+            login = self.clear_login()
         if login is not None and login.refreshable():
             oidc.revoke(login, timeout=min(self.config.login_timeout, 5.0))
 
