@@ -9,10 +9,15 @@ from __future__ import annotations
 
 from collections import deque
 
+import pytest
+
+from memmy_kb.adapters.memos.backends import MemosBackends
 from memmy_kb.domain import rate_governor as governor_module
+from memmy_kb.domain.engine import MemosApiKeyError
 from memmy_kb.domain.rate_governor import RateGovernor
 from memmy_kb.domain.recall_attributed import Search, cap_plan, plan
 from tests.support.clock import FakeClock
+from memmy_kb.errors import RecallUnavailable
 from tests.unit.test_recall_attribution import Repository, engine, grant, own, run
 
 KBS = [f"kb{n}" for n in range(8)]
@@ -151,3 +156,18 @@ def test_a_few_recalls_in_quick_succession_degrade_nothing():
         clock.advance(0.025)
 
     assert sent == [2, 1, 4]
+
+
+def test_an_unusable_memos_secret_is_still_recall_unavailable_with_the_governor():
+    # Given the recall pool over a MemOS secret that lists no usable backend (the governor reads the
+    # backends' max_qps from it before any search)
+    def unusable(refresh: bool) -> list:
+        raise MemosApiKeyError("secret memmy-test lists no MemOS backend")
+
+    pool = MemosBackends(unusable, lambda url, key: engine())
+    repo = Repository([[grant(kb) for kb in KBS[:2]]])
+
+    # Then the recall fails closed as without the governor: the 503 of a failed recall, not a 500
+    with pytest.raises(RecallUnavailable) as raised:
+        run(repo, pool, governor=RateGovernor())  # type: ignore[arg-type]
+    assert (raised.value.status, raised.value.code) == (503, "recall_unavailable")

@@ -137,7 +137,11 @@ def governed_plan(
     wanted: dict[str, int] = {}
     for search in searches:
         wanted[search.backend] = wanted.get(search.backend, 0) + 1
-    limits = {b.id: b.max_qps for b in memos.backends()}
+    try:
+        limits = {b.id: b.max_qps for b in memos.backends()}
+    except MemosApiKeyError:
+        # An unusable secret: the searches meet the same error and fail closed (503) as without a governor.
+        limits = {}
     return cap_plan(searches, governor.allowances(wanted, limits))
 
 
