@@ -209,12 +209,16 @@ RATE_LIMIT_PAUSE = (0.05, 0.25)
 def _governed(
     search: Callable[[Search], list[SearchHit]], governor: RateGovernor | None
 ) -> Callable[[Search], list[SearchHit]]:
-    """``search``, telling the governor of every attempt and of every "rate limited" answer."""
+    """``search``, telling the governor of every retry (a first attempt's token was taken with its
+    allowance, ``governed_plan``) and of every "rate limited" answer."""
     if governor is None:
         return search
+    tried: set[Search] = set()  # each search runs on a thread of its own: no two threads add one key
 
     def attempt(target: Search) -> list[SearchHit]:
-        governor.sent(target.backend)
+        if target in tried:
+            governor.retried(target.backend)
+        tried.add(target)
         try:
             return search(target)
         except MemosRateLimited:
