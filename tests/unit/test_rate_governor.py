@@ -104,6 +104,18 @@ def test_a_backend_without_max_qps_gets_the_default():
     assert 25 <= busiest <= governor_module.DEFAULT_MAX_QPS
 
 
+@pytest.mark.parametrize("max_qps", [0.0, -5.0, float("nan"), float("inf")])
+def test_a_max_qps_that_is_no_positive_rate_gets_the_default(max_qps: float):
+    # The secret's parser refuses these; a backend from elsewhere must not take recall down (NaN would
+    # fail math.floor, infinity overflow it, a negative rate degrade every recall for good)
+    clock = FakeClock()
+    governor = RateGovernor(clock.now)
+
+    assert governor.allowances({"p1": 4}, {"p1": max_qps}) == {"p1": 4}
+    clock.advance(1.0)
+    assert governor.allowances({"p1": 4}, {"p1": max_qps}) == {"p1": 4}
+
+
 def test_cap_plan_keeps_the_first_searches_and_groups_the_rest_per_backend():
     searches = plan([own(kb) for kb in KBS[:3]] + [grant(kb) for kb in KBS[3:]], max_searches=4)
     assert len(searches) == 4

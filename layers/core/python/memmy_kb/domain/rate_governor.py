@@ -71,12 +71,15 @@ class RateGovernor:
         return f"RateGovernor(backends={sorted(self._backends)})"
 
     def _state(self, backend: str, now: float, qps: float | None = None) -> _Backend:
+        # Only a positive, finite rate counts (the secret's parser allows no other): NaN or infinity would
+        # break the arithmetic, zero or less degrade every recall.
+        rate = qps if qps is not None and 0 < qps < math.inf else None
         state = self._backends.get(backend)
         if state is None:
-            rate = qps or DEFAULT_MAX_QPS
+            rate = rate or DEFAULT_MAX_QPS
             state = self._backends[backend] = _Backend(BURST * rate, now, rate, last_change=now)
-        elif qps:
-            state.qps = qps
+        elif rate:
+            state.qps = rate
         return state
 
     def allowances(self, wanted: Mapping[str, int], max_qps: Mapping[str, float | None]) -> dict[str, int]:
