@@ -17,8 +17,8 @@ from memmy_kb.domain import recall_attributed
 from memmy_kb.domain.engine import MemosApiKeyError
 from memmy_kb.domain.rate_governor import RateGovernor
 from memmy_kb.domain.recall_attributed import Search, cap_plan, plan
-from tests.support.clock import FakeClock
 from memmy_kb.errors import RecallUnavailable
+from tests.support.clock import FakeClock
 from tests.unit.test_recall_attribution import Repository, engine, grant, kb_of, own, run
 from tests.unit.test_recall_backends import engines, rate_limited
 from tests.unit.test_recall_backends import grant as placed_grant
