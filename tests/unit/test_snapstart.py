@@ -130,6 +130,10 @@ def report():
         "governor": repr(composition.get_rate_governor()),
     }
 
+# What a snapshot could hold cached (priming forgets its own; a later hook or import might not): the MemOS
+# key provider and a rate history. A restore must not trust either.
+composition.memos_api_key()
+composition.get_rate_governor().allowances({"p1": 4}, {})
 reports = []
 snapshot = random.getstate()
 for _ in range(2):
@@ -260,3 +264,6 @@ def test_without_the_after_restore_hooks_two_environments_would_draw_the_same_nu
 
     assert first["random"] == second["random"]
     assert set(first["generators"]) & set(second["generators"])  # type: ignore[arg-type]
+    # and what was cached when the snapshot was taken would serve both
+    assert first["cached"] == second["cached"] == ["get_rate_governor", "memos_api_key"]
+    assert first["governor"] == second["governor"] == "RateGovernor(backends=['p1'])"
