@@ -159,6 +159,11 @@ print(json.dumps(reports))
 
 
 def _run(code: str) -> object:
+    return json.loads(_stdout(code).strip().splitlines()[-1])
+
+
+def _stdout(code: str) -> str:
+    """What ``code`` prints, run in a fresh interpreter set up as Lambda runs the recall handler."""
     environment = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         **LAMBDA_ENVIRONMENT,
@@ -168,7 +173,7 @@ def _run(code: str) -> object:
         [sys.executable, "-c", code], cwd=RECALL, env=environment, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return done.stdout
 
 
 def _fingerprint(plant: str = "") -> dict[str, str]:
@@ -225,6 +230,16 @@ def test_priming_captures_no_value_unique_to_an_environment() -> None:
     assert {path for path in first if first[path] != second[path]} == set()
     # (the walk reached the primed composition root: an empty comparison would pass for the wrong reason)
     assert "composition.get_settings().table_name" in first
+
+
+def test_priming_writes_no_log_line_and_leaves_no_metric_to_publish() -> None:
+    # The primed recall is no traffic: no "recall: served" line, no EMF document (MemosSearches), and
+    # nothing buffered that the first real invocation's flush would publish
+    buffered = "from memmy_kb.observability import metrics\nprint(json.dumps([metrics.metric_set, metrics.dimension_set]))"
+
+    out = _stdout(_PRIME.replace("PLANT", "") + buffered)
+
+    assert out.strip().splitlines() == ["[{}, {}]"]
 
 
 def test_the_fingerprint_does_see_a_per_environment_value_made_before_the_snapshot() -> None:
