@@ -89,24 +89,12 @@ def _scope(emulator: Any, placement: list[str]) -> _Grants:
 
 
 def _pool(base_url: str) -> Any:
-    """The recall function's pool: a one-attempt client per backend (``composition.get_recall_memos_client``)."""
-    import httpx
-
-    from memmy_kb.adapters.memos.backends import MemosBackends
-    from memmy_kb.adapters.memos.client import MemosClient
+    """The recall function's pool: a one-attempt client per backend (``composition.recall_engines``)."""
     from memmy_kb.adapters.memos.key import MemosBackendConfig
+    from memmy_kb.composition import recall_engines
 
     configs = [MemosBackendConfig(b, base_url, key, max_kbs=100) for b, key in KEYS.items()]
-    return MemosBackends(
-        lambda _refresh: configs,
-        lambda url, key: MemosClient(
-            url,
-            key,
-            timeout=httpx.Timeout(connect=1.0, read=2.5, write=1.0, pool=1.0),
-            limits=httpx.Limits(max_connections=8, max_keepalive_connections=4),
-            max_attempts=1,
-        ),
-    )
+    return recall_engines(lambda _refresh: configs, budget=2.5, max_searches=KBS)
 
 
 def _median_ms(grants: _Grants, pool: Any) -> float:

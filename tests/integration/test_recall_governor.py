@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
 import pytest
 
-from memmy_kb.adapters.memos.backends import MemosBackends
 from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.memos.key import MemosBackendConfig
+from memmy_kb.composition import recall_engines
 from memmy_kb.domain.engine import FileInput
+from memmy_kb.domain.ports import KnowledgeEngines
 from memmy_kb.domain.rate_governor import RateGovernor
 from memmy_kb.domain.recall import recall
 from memmy_kb.errors import RecallUnavailable
@@ -106,19 +106,10 @@ def scope(emulator: MemosEmulator) -> Grants:
     return Grants(grants, kbs)
 
 
-def recall_pool(base_url: str) -> MemosBackends:
-    """The recall function's pool (``composition.get_recall_memos_client``), the backend's max_qps set."""
+def recall_pool(base_url: str) -> KnowledgeEngines:
+    """The recall function's pool (``composition.recall_engines``), the backend's max_qps set."""
     config = MemosBackendConfig("default", base_url, KEY, max_kbs=100, max_qps=QPS)
-    return MemosBackends(
-        lambda _refresh: [config],
-        lambda url, key: MemosClient(
-            url,
-            key,
-            timeout=httpx.Timeout(connect=1.0, read=2.5, write=1.0, pool=1.0),
-            limits=httpx.Limits(max_connections=8, max_keepalive_connections=4),
-            max_attempts=1,
-        ),
-    )
+    return recall_engines(lambda _refresh: [config], budget=2.5, max_searches=4)  # template.yaml's
 
 
 def load(emulator: MemosEmulator, scope: Grants, governor: RateGovernor | None) -> tuple[Run, int]:

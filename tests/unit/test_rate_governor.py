@@ -9,11 +9,19 @@ from __future__ import annotations
 
 from collections import deque
 
+import pytest
+
+from memmy_kb.adapters.memos.backends import MemosBackends
 from memmy_kb.domain import rate_governor as governor_module
+from memmy_kb.domain import recall_attributed
+from memmy_kb.domain.engine import MemosApiKeyError
 from memmy_kb.domain.rate_governor import RateGovernor
 from memmy_kb.domain.recall_attributed import Search, cap_plan, plan
+from memmy_kb.errors import RecallUnavailable
 from tests.support.clock import FakeClock
-from tests.unit.test_recall_attribution import Repository, engine, grant, own, run
+from tests.unit.test_recall_attribution import Repository, engine, grant, kb_of, own, run
+from tests.unit.test_recall_backends import engines, rate_limited
+from tests.unit.test_recall_backends import grant as placed_grant
 
 KBS = [f"kb{n}" for n in range(8)]
 
@@ -28,9 +36,7 @@ def drive(
     busiest = 0
     for _ in range(int(recalls_per_second * seconds)):
         allowed = governor.allowances({"p1": 4}, {"p1": qps})["p1"]
-        for _ in range(allowed):
-            governor.sent("p1")
-            times.append(clock.now())
+        times.extend([clock.now()] * allowed)
         while times and times[0] <= clock.now() - 1.0:
             times.popleft()
         busiest = max(busiest, len(times))
@@ -98,6 +104,18 @@ def test_a_backend_without_max_qps_gets_the_default():
     assert 25 <= busiest <= governor_module.DEFAULT_MAX_QPS
 
 
+@pytest.mark.parametrize("max_qps", [0.0, -5.0, float("nan"), float("inf")])
+def test_a_max_qps_that_is_no_positive_rate_gets_the_default(max_qps: float):
+    # The secret's parser refuses these; a backend from elsewhere must not take recall down (NaN would
+    # fail math.floor, infinity overflow it, a negative rate degrade every recall for good)
+    clock = FakeClock()
+    governor = RateGovernor(clock.now)
+
+    assert governor.allowances({"p1": 4}, {"p1": max_qps}) == {"p1": 4}
+    clock.advance(1.0)
+    assert governor.allowances({"p1": 4}, {"p1": max_qps}) == {"p1": 4}
+
+
 def test_cap_plan_keeps_the_first_searches_and_groups_the_rest_per_backend():
     searches = plan([own(kb) for kb in KBS[:3]] + [grant(kb) for kb in KBS[3:]], max_searches=4)
     assert len(searches) == 4
@@ -126,8 +144,8 @@ def test_a_degraded_recall_answers_from_grouped_searches_whose_excerpts_name_the
     memos = engine(*KBS)
     clock = FakeClock()
     governor = RateGovernor(clock.now)
-    for _ in range(40):  # this environment already sent a window of searches at the default max_qps
-        governor.sent("default")
+    for _ in range(10):  # this environment just served ten recalls of four searches
+        governor.allowances({"default": 4}, {})
 
     result = run(repo, memos, governor=governor)
 
@@ -138,6 +156,19 @@ def test_a_degraded_recall_answers_from_grouped_searches_whose_excerpts_name_the
         assert {kb.id for kb in item.knowledge_bases or []} == set(KBS)
 
 
+def test_recalls_asking_at_the_same_moment_share_the_bucket_instead_of_each_taking_all_of_it():
+    # Two recalls of one process (the local stack serves recalls on threads) are allowed their searches
+    # before either has sent one: the second must not be given the tokens the first was given
+    clock = FakeClock()
+    governor = RateGovernor(clock.now)
+
+    first = governor.allowances({"p1": 4}, {"p1": 20})["p1"]
+    second = governor.allowances({"p1": 4}, {"p1": 20})["p1"]
+
+    assert first == 4
+    assert first + second <= governor_module.BURST * 20  # the bucket's 5, not 8
+
+
 def test_a_few_recalls_in_quick_succession_degrade_nothing():
     # Three recalls within 50 ms, far from the limit over any second: each gets the searches it wants
     clock = FakeClock()
@@ -145,9 +176,43 @@ def test_a_few_recalls_in_quick_succession_degrade_nothing():
     sent = []
     for wanted in (2, 1, 4):
         allowed = governor.allowances({"p1": wanted}, {"p1": 40})["p1"]
-        for _ in range(allowed):
-            governor.sent("p1")
         sent.append(allowed)
         clock.advance(0.025)
 
     assert sent == [2, 1, 4]
+
+
+def test_an_unusable_memos_secret_is_still_recall_unavailable_with_the_governor():
+    # Given the recall pool over a MemOS secret that lists no usable backend (the governor reads the
+    # backends' max_qps from it before any search)
+    def unusable(refresh: bool) -> list:
+        raise MemosApiKeyError("secret memmy-test lists no MemOS backend")
+
+    pool = MemosBackends(unusable, lambda url, key: engine())
+    repo = Repository([[grant(kb) for kb in KBS[:2]]])
+
+    # Then the recall fails closed as without the governor: the 503 of a failed recall, not a 500
+    with pytest.raises(RecallUnavailable) as raised:
+        run(repo, pool, governor=RateGovernor())  # type: ignore[arg-type]
+    assert (raised.value.status, raised.value.code) == (503, "recall_unavailable")
+
+
+def test_a_rate_limited_search_is_retried_once_and_the_retry_takes_a_token_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(recall_attributed, "RATE_LIMIT_PAUSE", (0.0, 0.01))
+    repo = Repository([[placed_grant("kb1", "a")]])
+    pool = engines({"kb1": "a"})
+    pool["a"].fail("search_memory", rate_limited(), times=1)
+    clock = FakeClock()  # stands still: the bucket fills by nothing during the recall
+    governor = RateGovernor(clock.now)
+
+    result = run(repo, pool, governor=governor)
+
+    # The retry answered
+    assert [kb_of(i) for i in result.items] == ["kb1"]
+    assert pool["a"].calls["search_memory"] == 2
+    # The refusal halved the share, capping the bucket at 5 tokens (the default max_qps's 10); the
+    # allowance had taken one (10 -> 9 -> 5 at the refusal) and the retry took one more: 4 left
+    assert governor.share("a") == 0.5
+    assert governor.allowances({"a": 8}, {})["a"] == 4

@@ -112,6 +112,26 @@ def test_the_http_api_invokes_the_recall_alias_not_the_unpublished_function():
     assert permission["FunctionName"] == {"Ref": "RecallFunctionAliaslive"}
 
 
+def _recall_version(core_layer_location: str) -> str:
+    """The logical id of the recall version SAM publishes with the core layer at ``core_layer_location``."""
+    from tests.unit.test_template import translate
+
+    template = load_template()
+    template["Resources"]["CoreLayer"]["Properties"]["ContentUri"] = core_layer_location
+    resources = translate(template)["Resources"]
+    (version,) = (name for name, r in resources.items() if r["Type"] == "AWS::Lambda::Version")
+    return version
+
+
+def test_a_change_of_the_core_layer_alone_publishes_a_new_recall_version():
+    # Recall's rules live in the core layer (memmy_kb), not in functions/recall/: a deploy that changes
+    # only the layer must move the alias (and the snapshot) to a version running the new layer
+    before = _recall_version("build/core-layer-before/")
+    after = _recall_version("build/core-layer-after/")
+
+    assert before != after
+
+
 def test_sustained_degradation_by_the_rate_governor_raises_an_alarm():
     template = load_template()
     variables = template["Resources"]["RecallFunction"]["Properties"]["Environment"]["Variables"]

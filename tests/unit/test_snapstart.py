@@ -130,6 +130,10 @@ def report():
         "governor": repr(composition.get_rate_governor()),
     }
 
+# What a snapshot could hold cached (priming forgets its own; a later hook or import might not): the MemOS
+# key provider and a rate history. A restore must not trust either.
+composition.memos_api_key()
+composition.get_rate_governor().allowances({"p1": 4}, {})
 reports = []
 snapshot = random.getstate()
 for _ in range(2):
@@ -155,6 +159,11 @@ print(json.dumps(reports))
 
 
 def _run(code: str) -> object:
+    return json.loads(_stdout(code).strip().splitlines()[-1])
+
+
+def _stdout(code: str) -> str:
+    """What ``code`` prints, run in a fresh interpreter set up as Lambda runs the recall handler."""
     environment = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         **LAMBDA_ENVIRONMENT,
@@ -164,7 +173,7 @@ def _run(code: str) -> object:
         [sys.executable, "-c", code], cwd=RECALL, env=environment, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return done.stdout
 
 
 def _fingerprint(plant: str = "") -> dict[str, str]:
@@ -223,6 +232,16 @@ def test_priming_captures_no_value_unique_to_an_environment() -> None:
     assert "composition.get_settings().table_name" in first
 
 
+def test_priming_writes_no_log_line_and_leaves_no_metric_to_publish() -> None:
+    # The primed recall is no traffic: no "recall: served" line, no EMF document (MemosSearches), and
+    # nothing buffered that the first real invocation's flush would publish
+    buffered = "from memmy_kb.observability import metrics\nprint(json.dumps([metrics.metric_set, metrics.dimension_set]))"
+
+    out = _stdout(_PRIME.replace("PLANT", "") + buffered)
+
+    assert out.strip().splitlines() == ["[{}, {}]"]
+
+
 def test_the_fingerprint_does_see_a_per_environment_value_made_before_the_snapshot() -> None:
     # A module-level id made at import or priming time: the comparison above must catch it
     plant = "import uuid, memmy_kb.settings\nmemmy_kb.settings.ENVIRONMENT_ID = uuid.uuid4().hex"
@@ -260,3 +279,6 @@ def test_without_the_after_restore_hooks_two_environments_would_draw_the_same_nu
 
     assert first["random"] == second["random"]
     assert set(first["generators"]) & set(second["generators"])  # type: ignore[arg-type]
+    # and what was cached when the snapshot was taken would serve both
+    assert first["cached"] == second["cached"] == ["get_rate_governor", "memos_api_key"]
+    assert first["governor"] == second["governor"] == "RateGovernor(backends=['p1'])"

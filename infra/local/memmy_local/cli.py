@@ -257,6 +257,36 @@ def _add_memos(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     memos.set_defaults(func=_memos)
 
 
+def _add_memos_emulation(up: argparse.ArgumentParser) -> None:
+    """``up``'s options for the MemOS the emulator plays: how long a file stays running, its projects, their
+    KB cap and their search rate."""
+    up.add_argument(
+        "--processing-delay", type=float, default=1.0, help="seconds a new MemOS file stays running"
+    )
+    up.add_argument(
+        "--memos-projects",
+        type=int,
+        default=1,
+        metavar="N",
+        help="MemOS projects the emulator holds, each with its own key, and the stack's backends (default 1)",
+    )
+    up.add_argument(
+        "--memos-kb-quota",
+        type=int,
+        default=None,
+        metavar="Q",
+        help="KBs each emulated MemOS project takes (its plan's cap; default: no cap, 100 per backend)",
+    )
+    up.add_argument(
+        "--memos-qps",
+        type=_positive_rate,
+        default=None,
+        metavar="N",
+        help="searches a second each emulated MemOS project answers before refusing with its rate-limit error"
+        " (40309); also each backend's max_qps in the stack's MemOS secret (default: no limit)",
+    )
+
+
 def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up = commands.add_parser(
         "up", help="start the whole local stack (moto, the MemOS emulator, the API gateway) until Ctrl-C"
@@ -290,31 +320,7 @@ def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="keep DynamoDB items, MemOS state, the signing key and sign-ins here across restarts"
         " (default: none, a clean slate on every start)",
     )
-    up.add_argument(
-        "--processing-delay", type=float, default=1.0, help="seconds a new MemOS file stays running"
-    )
-    up.add_argument(
-        "--memos-projects",
-        type=int,
-        default=1,
-        metavar="N",
-        help="MemOS projects the emulator holds, each with its own key, and the stack's backends (default 1)",
-    )
-    up.add_argument(
-        "--memos-kb-quota",
-        type=int,
-        default=None,
-        metavar="Q",
-        help="KBs each emulated MemOS project takes (its plan's cap; default: no cap, 100 per backend)",
-    )
-    up.add_argument(
-        "--memos-qps",
-        type=_positive_rate,
-        default=None,
-        metavar="N",
-        help="searches a second each emulated MemOS project answers before refusing with its rate-limit error"
-        " (40309); also each backend's max_qps in the stack's MemOS secret (default: no limit)",
-    )
+    _add_memos_emulation(up)
     up.add_argument(
         "--schedule-interval",
         type=float,

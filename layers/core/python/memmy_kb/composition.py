@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from memmy_kb.settings import get_settings
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
     # For the checker only: each factory is typed as its port and imports its adapter when first called.
     from memmy_kb.adapters.dynamodb.table import DynamoTable
-    from memmy_kb.adapters.memos.key import SecretBackendsProvider
+    from memmy_kb.adapters.memos.key import MemosBackendConfig, SecretBackendsProvider
     from memmy_kb.domain.ports import (
         ActivityLog,
         BackendSlots,
@@ -227,6 +229,20 @@ def get_recall_memos_client() -> KnowledgeEngines:
     pool keeps that many connections alive, so no search waits for another's, and allows as many again,
     so that a search still running past the budget (nothing waits for it) cannot starve the next recall.
     """
+    settings = get_settings()
+    return recall_engines(
+        memos_api_key().backends,
+        budget=settings.recall_memos_timeout_seconds,
+        max_searches=settings.recall_max_searches,
+    )
+
+
+def recall_engines(
+    backends: Callable[[bool], list[MemosBackendConfig]], *, budget: float, max_searches: int
+) -> KnowledgeEngines:
+    """The recall path's pool of MemOS clients (``get_recall_memos_client``) over ``backends`` (the
+    secret's; a test's or a benchmark's own list against the emulator), ``budget`` seconds for a search,
+    ``max_searches`` at once."""
     import httpx
 
     from memmy_kb.adapters.memos.backends import MemosBackends
@@ -236,19 +252,14 @@ def get_recall_memos_client() -> KnowledgeEngines:
     # The search hit's model is built on first use (defer_build); built here, once, rather than by each of
     # the first recall's concurrent searches at the same time.
     MemosMemory.model_rebuild()
-    settings = get_settings()
-    budget = settings.recall_memos_timeout_seconds
     quick = min(1.0, budget)
     return MemosBackends(
-        memos_api_key().backends,
+        backends,
         lambda base_url, api_key: MemosClient(
             base_url,
             api_key,
             timeout=httpx.Timeout(connect=quick, read=budget, write=quick, pool=quick),
-            limits=httpx.Limits(
-                max_connections=2 * settings.recall_max_searches,
-                max_keepalive_connections=settings.recall_max_searches,
-            ),
+            limits=httpx.Limits(max_connections=2 * max_searches, max_keepalive_connections=max_searches),
             max_attempts=1,
             verify=memos_tls_context(),
         ),

@@ -8,12 +8,14 @@ backend: a slightly less attributed answer instead of refused searches and no an
 
 Per backend and per Lambda environment, in memory (no table write per recall; docs/memos.md, "Rate"),
 a token bucket: it holds at most ``BURST`` x ``max_qps`` searches and fills at ``SUSTAINED`` x
-``max_qps`` a second, so no second ever sees more than ``BURST + SUSTAINED`` (85%) of ``max_qps`` from
-this environment. Each search sent (and each retry) takes a token; a recall may send as many searches to
-a backend as it has tokens, at least one (the bucket may go into debt, which later recalls repay), at
-most what its plan wants. A few recalls in a row take what the bucket holds and degrade nothing; a
-sustained rate above the bucket's fill gets its fill's share, 1.2 searches per recall at ten recalls a
-second against a ``max_qps`` of 20 (the fraction carried over as the bucket's level).
+``max_qps`` a second. A recall may send as many searches to a backend as the bucket holds, at most what
+its plan wants and at least one, and takes their tokens when it is allowed them (``allowances``), so
+recalls served at once by one process (the local stack's threads) share the bucket; a retry takes one
+more (``retried``). The floor of one search and the retries may put the bucket into debt, which later
+recalls repay; but for them, no second sees more than ``BURST + SUSTAINED`` (85%) of ``max_qps`` from this
+environment. A few recalls in a row take what the bucket holds and degrade nothing; a sustained rate
+above the bucket's fill gets its fill's share, 1.2 searches per recall at ten recalls a second against a
+``max_qps`` of 20 (the fraction carried over as the bucket's level).
 
 Other environments share the account and this one cannot see their searches, so a "rate limited" answer
 halves ``share`` (the bucket's size and fill; at least ``MIN_SHARE``) and every ``RECOVERY_SECONDS``
@@ -69,16 +71,20 @@ class RateGovernor:
         return f"RateGovernor(backends={sorted(self._backends)})"
 
     def _state(self, backend: str, now: float, qps: float | None = None) -> _Backend:
+        # Only a positive, finite rate counts (the secret's parser allows no other): NaN or infinity would
+        # break the arithmetic, zero or less degrade every recall.
+        rate = qps if qps is not None and 0 < qps < math.inf else None
         state = self._backends.get(backend)
         if state is None:
-            rate = qps or DEFAULT_MAX_QPS
+            rate = rate or DEFAULT_MAX_QPS
             state = self._backends[backend] = _Backend(BURST * rate, now, rate, last_change=now)
-        elif qps:
-            state.qps = qps
+        elif rate:
+            state.qps = rate
         return state
 
     def allowances(self, wanted: Mapping[str, int], max_qps: Mapping[str, float | None]) -> dict[str, int]:
-        """Per backend, the searches this recall may send: at most ``wanted``, at least one."""
+        """Per backend, the searches this recall may send (at most ``wanted``, at least one), their tokens
+        taken: the recall is expected to send them."""
         now = self._clock()
         allowed = {}
         with self._lock:
@@ -86,10 +92,11 @@ class RateGovernor:
                 state = self._state(backend, now, max_qps.get(backend))
                 state.fill(now)
                 allowed[backend] = max(1, min(count, math.floor(state.tokens)))
+                state.tokens -= allowed[backend]
         return allowed
 
-    def sent(self, backend: str) -> None:
-        """A search (or its retry) went to ``backend``: it takes a token."""
+    def retried(self, backend: str) -> None:
+        """A search went to ``backend`` again (beyond its allowance): it takes a token."""
         now = self._clock()
         with self._lock:
             state = self._state(backend, now)

@@ -178,6 +178,41 @@ def recall(
             governor=governor,
         )
 
+    return _combined(
+        grants,
+        memos,
+        user_id=user_id,
+        query=query,
+        scope_grants=scope_grants,
+        knowledge_base_ids=knowledge_base_ids,
+        limit=limit,
+        max_context_chars=max_context_chars,
+        search_seconds=search_seconds,
+        clock=clock,
+        started=started,
+        scoped=scoped,
+        timings=timings,
+    )
+
+
+def _combined(
+    grants: RecallSources,
+    memos: KnowledgeEngines,
+    *,
+    user_id: str,
+    query: str,
+    scope_grants: list[GrantRecord],
+    knowledge_base_ids: Sequence[str] | None,
+    limit: int,
+    max_context_chars: int,
+    search_seconds: float,
+    clock: Callable[[], float],
+    started: float,
+    scoped: float,
+    timings: dict[str, float],
+) -> RecallResult:
+    """Recall of the whole scope in one search per backend, dropped whole when the scope changed meanwhile."""
+    scope = scope_of(scope_grants)
     memos_ids = sorted({entry.memos_kb_id for entry in scope})
     try:
         hits = _combined_search(memos, scope_grants, reader_id(user_id), query, limit, search_seconds)

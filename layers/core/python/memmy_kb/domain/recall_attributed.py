@@ -137,7 +137,11 @@ def governed_plan(
     wanted: dict[str, int] = {}
     for search in searches:
         wanted[search.backend] = wanted.get(search.backend, 0) + 1
-    limits = {b.id: b.max_qps for b in memos.backends()}
+    try:
+        limits = {b.id: b.max_qps for b in memos.backends()}
+    except MemosApiKeyError:
+        # An unusable secret: the searches meet the same error and fail closed (503) as without a governor.
+        limits = {}
     return cap_plan(searches, governor.allowances(wanted, limits))
 
 
@@ -205,12 +209,16 @@ RATE_LIMIT_PAUSE = (0.05, 0.25)
 def _governed(
     search: Callable[[Search], list[SearchHit]], governor: RateGovernor | None
 ) -> Callable[[Search], list[SearchHit]]:
-    """``search``, telling the governor of every attempt and of every "rate limited" answer."""
+    """``search``, telling the governor of every retry (a first attempt's token was taken with its
+    allowance, ``governed_plan``) and of every "rate limited" answer."""
     if governor is None:
         return search
+    tried: set[Search] = set()  # each search runs on a thread of its own: no two threads add one key
 
     def attempt(target: Search) -> list[SearchHit]:
-        governor.sent(target.backend)
+        if target in tried:
+            governor.retried(target.backend)
+        tried.add(target)
         try:
             return search(target)
         except MemosRateLimited:
