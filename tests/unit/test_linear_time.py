@@ -10,7 +10,7 @@ from tests.support.linear_time import assert_linear_time
 
 
 def test_linear_code_keeps_to_its_budget() -> None:
-    assert_linear_time(lambda n: sum(range(n)), 10_000, 640_000, size_ratio=64)
+    assert_linear_time(lambda n: sum(range(n)), lambda size: size * 10, large=64 * 1024)
 
 
 def test_quadratic_code_fails_at_its_budget_instead_of_running_on() -> None:
@@ -19,5 +19,5 @@ def test_quadratic_code_fails_at_its_budget_instead_of_running_on() -> None:
 
     started = time.monotonic()
     with pytest.raises(AssertionError, match="not linear"):
-        assert_linear_time(quadratic, 200, 200 * 64, size_ratio=64)  # about 10 s a run if let run
+        assert_linear_time(quadratic, lambda size: size // 4, large=64 * 1024)  # about 7 s if let run
     assert time.monotonic() - started < 5

@@ -464,7 +464,6 @@ def test_a_docx_bomb_is_refused_without_inflating_it() -> None:
 # Streams as the ingest reads them, in 1 MB pieces (the S3 adapter's chunks), each piece the same object.
 # The units of strings divide a piece, so that every piece goes on where the one before it stopped.
 LINEAR_STREAMS = {
-    "spaces": ("", " ", "1"),
     "whitespace then a stray character": ("", " \t\n\r", "x"),
     "long whitespace between tokens": ("[", " " * 4093 + "0,", "0]"),
     "numbers as long as allowed, cut across pieces": ("[", "1" * (MB - 9) + ",", "1]"),
@@ -492,7 +491,5 @@ def _checked(pieces: list[str]) -> bool:
 @pytest.mark.parametrize("shape", list(LINEAR_STREAMS))
 def test_a_hostile_json_stream_up_to_the_largest_upload_is_checked_in_linear_time(shape: str) -> None:
     first, unit, last = LINEAR_STREAMS[shape]
-    small, large = _stream(first, unit, last, 1024), _stream(first, unit, last, MAX_UPLOAD_BYTES)
-    assert _checked(small) is (last not in ("x", ""))
-    ratio = sum(map(len, large)) / sum(map(len, small))
-    assert_linear_time(_checked, small, large, size_ratio=ratio)
+    assert _checked(_stream(first, unit, last, 1024)) is (last not in ("x", ""))
+    assert_linear_time(_checked, lambda size: _stream(first, unit, last, size), large=MAX_UPLOAD_BYTES)
