@@ -230,6 +230,22 @@ def _recall_backends() -> list[Row]:
     return [("recall over MemOS backends", f"{recall_backends.KBS} KBs on two backends vs one", figure)]
 
 
+def _worst_case_body() -> list[Row]:
+    from bench import worst_case_body
+
+    results = worst_case_body.run()
+    size_ratio = worst_case_body.LARGE // worst_case_body.SMALL
+    return [
+        (
+            "worst-case body, largest vs 1 KB",
+            f"{guard}, {worst_case_body.LARGE // 1024} KB vs 1 KB, worst of {r['shapes']} hostile shapes",
+            f"ratio {r['ratio']:.0f} ({r['shape']}: {r['large_ms']:.2f} ms vs {r['small_us']:.1f} µs;"
+            f" linear is {size_ratio})",
+        )
+        for guard, r in results.items()
+    ]
+
+
 BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "route_calls": _calls_and_cost,
     "import_time": _import_ratios,
@@ -243,6 +259,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "keepalive": _keepalive,
     "hook_proof": _hook_proof,
     "recall_backends": _recall_backends,
+    "worst_case_body": _worst_case_body,
 }
 
 

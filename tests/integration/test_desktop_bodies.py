@@ -8,12 +8,17 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Callable
+from email.message import Message
 from typing import Any
 
 import pytest
 
+from memmy_kb_client.desktop import bodies
+from memmy_kb_client.desktop.handler import dispatch
 from memmy_kb_client.desktop.server import DesktopService
 from tests.integration.test_desktop_page import CLOUD_TOKEN, RecordingCloud, call, cloud, service, signed_in
+from tests.support.hostile_bodies import SHAPES
+from tests.support.linear_time import assert_linear_time
 
 __all__ = ["cloud", "service"]  # the fixtures, shared with the page's tests
 
@@ -41,11 +46,17 @@ ROUTE_KINDS: dict[str, Callable[[DesktopService], tuple[str, dict[str, str], dic
 
 
 def post(service: DesktopService, path: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
+    return send(service, "POST", path, headers, body)
+
+
+def send(
+    service: DesktopService, method: str, path: str, headers: dict[str, str], body: bytes
+) -> tuple[int, dict[str, Any]]:
     # ``call`` sends JSON as application/json; these bodies and types are sent as they are.
     import http.client
 
     connection = http.client.HTTPConnection("127.0.0.1", service.port, timeout=10)
-    connection.request("POST", path, body=body, headers=headers)
+    connection.request(method, path, body=body, headers=headers)
     response = connection.getresponse()
     data = response.read()
     connection.close()
@@ -118,3 +129,49 @@ def test_brackets_inside_strings_do_not_count_as_depth(service, cloud):
                      json.dumps({"name": "[{" * 5000}).encode())
     assert status == 200
     assert call(service, "GET", "/api/session", headers)[0] == 200
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "token"),
+    [("POST", "/hook/recall", "hook"), ("GET", "/", None), ("GET", "/callback", None)],
+    ids=["hook-recall", "page-without-token", "callback-without-token"],
+)
+def test_a_63_kb_body_of_escaped_quotes_is_a_quick_422(service, cloud, method, path, token):
+    # Given a body that is one unterminated string of escaped quotes (which held the service 15 s), on the
+    # hook's recall and on the routes that need no token, and the same shape in 1 KB
+    make = SHAPES["unterminated escaped quotes"]
+    headers = {"Content-Type": "application/json"}
+    if token == "hook":
+        headers["Authorization"] = f"Bearer {service.state.hook_token}"
+    # Then the 63 KB body costs at most its share of the 1 KB one's time over HTTP (linear), with room
+    assert_linear_time(
+        lambda body: send(service, method, path, headers, body), lambda size: make(size).encode(), large=63 * 1024
+    )
+    # And it is the documented 422 in the error shape, before the cloud
+    status, answer = send(service, method, path, headers, make(63 * 1024).encode())
+    assert (status, set(answer), answer["error"]["code"]) == (422, {"error"}, "validation_error")
+    assert cloud.requests == []
+
+
+def test_a_body_is_neither_read_nor_checked_when_the_credential_is_refused(service, monkeypatch):
+    checked: list[bytes] = []
+    monkeypatch.setattr(bodies, "refusal", lambda content_type, body: checked.append(body))
+    read: list[str] = []
+
+    def answer(path: str, authorization: str | None) -> int:
+        headers = Message()
+        headers["Host"] = f"127.0.0.1:{service.port}"
+        if authorization is not None:
+            headers["Authorization"] = authorization
+
+        def read_body() -> bytes:
+            read.append(path)
+            return SHAPES["unterminated escaped quotes"](63 * 1024).encode()
+
+        return dispatch(service.state, service.port, "POST", path, headers, read_body).status
+
+    assert answer("/hook/recall", None) == 401
+    assert answer("/hook/recall", "Bearer guessed") == 401
+    assert answer("/control/login", f"Bearer {service.state.hook_token}") == 403
+    assert answer("/api/knowledge-bases", f"Bearer {service.state.control_token}") == 403
+    assert (read, checked) == ([], [])

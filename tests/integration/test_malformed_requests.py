@@ -10,6 +10,8 @@ import pytest
 
 from memmy_local.template import http_routes, load_template
 from tests.support.events import claims_for
+from tests.support.hostile_bodies import SHAPES
+from tests.support.linear_time import assert_linear_time
 
 BODY_ROUTES = sorted(
     (r.method, re.sub(r"\{\w+\}", "x_1", r.path)) for r in http_routes(load_template()) if r.method in ("POST", "PUT", "PATCH")
@@ -111,4 +113,22 @@ def test_a_recall_with_no_time_left_fails_closed(service):
     assert service.call("POST", "/knowledge-bases", "alice", body={"name": "资料"}).status == HTTPStatus.CREATED
     reply = service.call("POST", "/recall", "alice", body={"query": "q"}, remaining_ms=300)
     assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.SERVICE_UNAVAILABLE, "recall_unavailable")
+    assert service.memos.calls("/search/memory") == 0
+
+
+def test_a_63_kb_body_of_escaped_quotes_is_a_quick_422_from_the_recall_handler(service):
+    # Given a signed-in user's recall whose body is one unterminated string of escaped quotes (the shape
+    # that held a Lambda 12 s before its 422), and the same shape in 1 KB
+    make = SHAPES["unterminated escaped quotes"]
+
+    def recall(body: str) -> object:
+        return service.call("POST", "/recall", "alice", body=body, headers={"content-type": "application/json"})
+
+    # Then the 63 KB body costs at most its share of the 1 KB one's time (linear), with room for noise
+    assert_linear_time(recall, make, large=63 * 1024)
+    # And it is the documented 422 in the error shape, with MemOS never asked
+    reply = recall(make(63 * 1024))
+    assert (reply.status, set(reply.body), reply.body["error"]["code"]) == (
+        HTTPStatus.UNPROCESSABLE_ENTITY, {"error"}, "validation_error"
+    )
     assert service.memos.calls("/search/memory") == 0

@@ -11,7 +11,16 @@ import re
 import pytest
 
 from memmy_kb.domain.context_block import Excerpt, build_context
-from memmy_kb_client.desktop.block import LIMITS, fit_block, fit_for_agent, utf8_bytes, utf16_units
+from memmy_kb_client.desktop.block import (
+    LIMITS,
+    InlineLimit,
+    fit_block,
+    fit_for_agent,
+    utf8_bytes,
+    utf16_units,
+)
+from memmy_kb_client.desktop.cloud import MAX_REPLY_BYTES
+from tests.support.linear_time import assert_linear_time
 
 SECTION = re.compile(
     r'<excerpt-([0-9a-f]{16}) n="(\d+)">\n来源 Source: 《(.*?)》\n(.*?)\n</excerpt-\1>', re.DOTALL
@@ -66,21 +75,46 @@ def test_claude_code_counts_utf16_units():
 def test_a_long_excerpt_that_does_not_fit_is_skipped_for_a_shorter_one():
     hits = [Excerpt("short-1", "a" * 100), Excerpt("long", "b" * 5000), Excerpt("short-2", "c" * 100)]
     block = build_context(hits, max_chars=20000).text
-    cut = fit_block(block, lambda text: len(text) <= 3000)
+    cut = fit_block(block, InlineLimit(3000, len, "characters"))
     assert [title for _, _, title, _ in sections(cut)] == ["short-1", "short-2"]
 
 
 def test_nothing_fits_means_an_empty_block():
     block = chinese_block(count=1, size=3000)
-    assert fit_block(block, lambda text: len(text) <= 1500) == ""
+    assert fit_block(block, InlineLimit(1500, len, "characters")) == ""
 
 
 @pytest.mark.parametrize("text", ["not a block at all " * 100, "<excerpt-XYZ n=1>" + "x" * 100])
 def test_a_block_of_another_shape_that_does_not_fit_is_dropped_not_cut(text):
-    assert fit_block(text, lambda t: len(t) <= 50) == ""
+    assert fit_block(text, InlineLimit(50, len, "characters")) == ""
 
 
 def test_an_unknown_agent_gets_the_block_as_is():
     block = chinese_block()
     assert fit_for_agent(block, None) == block
     assert fit_for_agent(block, "other") == block
+
+
+BOUNDARY = "0123456789abcdef"
+OPENING = f'<excerpt-{BOUNDARY} n="1">\n'
+CLOSING = f"\n</excerpt-{BOUNDARY}>"
+# Blocks no cloud of ours sends, shaped against the cut; each of exactly ``size`` characters.
+HOSTILE_BLOCKS = {
+    "openings without closings": lambda size: _fill("preface\n\n", OPENING, size),
+    "many tiny excerpts": lambda size: _fill("preface\n\n", f"{OPENING}x{CLOSING}\n\n", size),
+    "a preface over the limit": lambda size: _fill("p" * (size // 2) + "\n\n", f"{OPENING}x{CLOSING}\n\n", size),
+    "an opening with a long number": lambda size: _fill(f'preface\n\n<excerpt-{BOUNDARY} n="', "1", size),
+    "closings without openings": lambda size: _fill(f"preface\n\n{OPENING}x{CLOSING}\n\n", CLOSING, size),
+}
+
+
+def _fill(prefix: str, unit: str, size: int) -> str:
+    body = prefix + unit * ((size - len(prefix)) // len(unit))
+    return body + " " * (size - len(body))
+
+
+@pytest.mark.parametrize("shape", list(HOSTILE_BLOCKS))
+def test_a_hostile_block_of_the_largest_reply_is_cut_in_linear_time(shape):
+    make, limit = HOSTILE_BLOCKS[shape], InlineLimit(500, utf16_units, "UTF-16 code units")
+    assert_linear_time(lambda block: fit_block(block, limit), make, large=MAX_REPLY_BYTES)
+    assert utf16_units(fit_block(make(MAX_REPLY_BYTES), limit)) <= limit.limit

@@ -7,8 +7,10 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.api.request_guard import MAX_BODY_BYTES, MAX_JSON_DEPTH, check_json_body
+from memmy_kb.api.request_guard import MAX_BODY_BYTES, MAX_JSON_DEPTH, check_json_body, too_deep
 from memmy_kb.errors import DomainError
+from tests.support.hostile_bodies import SHAPES
+from tests.support.linear_time import assert_linear_time
 
 OBJECT = '{"name": "产品资料"}'
 
@@ -93,3 +95,48 @@ def test_a_top_level_value_other_than_an_object_is_422(body: str) -> None:
 
 def test_a_base64_body_of_a_json_object_passes() -> None:
     check_json_body(base64.b64encode(OBJECT.encode()).decode(), base64_encoded=True, content_type=None)
+
+
+def _answer(body: str) -> object:
+    try:
+        return check_json_body(body, base64_encoded=False, content_type="application/json")
+    except DomainError as refused:
+        return (int(refused.status), refused.code)
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_a_hostile_body_of_64_kb_is_answered_in_linear_time(shape: str) -> None:
+    assert_linear_time(_answer, SHAPES[shape], large=MAX_BODY_BYTES)
+
+
+@pytest.mark.parametrize(
+    ("shape", "answer"),
+    [
+        ("unterminated escaped quotes", (HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error")),
+        ("a run of backslashes, unterminated", (HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error")),
+        ("bare \\u escapes", (HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error")),
+        ("deep brackets", (HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error")),
+        ("escaped quotes, closed", None),
+        ("a run of escaped backslashes, closed", None),
+        ("brackets inside a string", None),
+    ],
+)
+def test_a_hostile_body_of_64_kb_gets_the_documented_answer(shape: str, answer: object) -> None:
+    result = _answer(SHAPES[shape](MAX_BODY_BYTES))
+    assert result == answer if answer is not None else isinstance(result, dict)
+
+
+@pytest.mark.parametrize(
+    ("text", "deep"),
+    [
+        ("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH, False),
+        ("[" * (MAX_JSON_DEPTH + 1), True),
+        ('{"a": "' + "[" * 100 + '"}', False),
+        ('{"a": "\\"' + "[" * 100 + '"}', False),  # an escaped quote does not end the string
+        ('{"a": "\\\\"' + "[" * 100, True),  # an escaped backslash does not escape the quote after it
+        ('"\\' + "[" * 100, False),  # a string cut short: what follows it is inside it
+        ("]" * 100 + "[" * (MAX_JSON_DEPTH + 1), False),  # counts as it goes, as the rule always has
+    ],
+)
+def test_too_deep_counts_brackets_outside_strings_only(text: str, deep: bool) -> None:
+    assert too_deep(text) is deep

@@ -15,9 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memmy_kb.adapters.s3 import STREAM_CHUNK_BYTES
 from memmy_kb.domain import verification
 from memmy_kb.domain.formats import file_extension
 from memmy_kb.domain.json_syntax import JsonSyntaxChecker
+from memmy_kb.domain.uploads import MAX_UPLOAD_BYTES
 from memmy_kb.domain.verification import (
     NOT_UTF8,
     REASONS,
@@ -37,6 +39,7 @@ from tests.support.docgen import (
     make_txt,
     make_xml,
 )
+from tests.support.linear_time import assert_linear_time
 
 MB = 1024 * 1024
 CHUNK = MB
@@ -454,3 +457,39 @@ def test_a_docx_bomb_is_refused_without_inflating_it() -> None:
     reason, peak = peak_memory(lambda: verify_content(bomb, "docx"))
     assert reason == verification.DOCX_BOMB
     assert peak < 1 * MB
+
+
+# -- the streaming JSON checker in linear time ------------------------------------------------------
+
+# Streams as the ingest reads them, in 1 MB pieces (the S3 adapter's chunks), each piece the same object.
+# The units of strings divide a piece, so that every piece goes on where the one before it stopped.
+LINEAR_STREAMS = {
+    "whitespace then a stray character": ("", " \t\n\r", "x"),
+    "long whitespace between tokens": ("[", " " * 4093 + "0,", "0]"),
+    "numbers as long as allowed, cut across pieces": ("[", "1" * (MB - 9) + ",", "1]"),
+    "escapes, unterminated": ('"', '\\\\\\"\\u0041\\\\\\"ab', ""),
+    "brackets inside a string": ('"', "[{", '"'),
+}
+
+
+def _stream(first: str, unit: str, last: str, size: int) -> list[str]:
+    piece = (unit * (STREAM_CHUNK_BYTES // len(unit) + 1))[: min(size, STREAM_CHUNK_BYTES)]
+    return [first + piece] + [piece] * (size // len(piece) - 1) + [last]
+
+
+def _checked(pieces: list[str]) -> bool:
+    checker = JsonSyntaxChecker()
+    try:
+        for piece in pieces:
+            checker.feed(piece)
+        checker.close()
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("shape", list(LINEAR_STREAMS))
+def test_a_hostile_json_stream_up_to_the_largest_upload_is_checked_in_linear_time(shape: str) -> None:
+    first, unit, last = LINEAR_STREAMS[shape]
+    assert _checked(_stream(first, unit, last, 1024)) is (last not in ("x", ""))
+    assert_linear_time(_checked, lambda size: _stream(first, unit, last, size), large=MAX_UPLOAD_BYTES)

@@ -21,7 +21,7 @@ that is not of that shape and does not fit is dropped whole: it is never cut mid
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -40,7 +40,8 @@ def utf8_bytes(text: str) -> int:
 
 @dataclass(frozen=True)
 class InlineLimit:
-    """At most ``limit`` of ``measure(text)`` stays inline for an agent."""
+    """At most ``limit`` of ``measure(text)`` stays inline for an agent. Every measure adds up over
+    concatenation (the measure of ``a + b`` is that of ``a`` plus that of ``b``)."""
 
     limit: int
     measure: Callable[[str], int]
@@ -57,27 +58,47 @@ LIMITS: Final = {
 }
 
 
-def fit_block(block: str, fits: Callable[[str], bool]) -> str:
-    """``block`` if it fits; else its preface and the whole excerpts that fit; "" when none does."""
-    if not block or fits(block):
+def fit_block(block: str, limit: InlineLimit) -> str:
+    """``block`` if it fits; else its preface and the whole excerpts that fit; "" when none does.
+
+    Each excerpt is measured once and the measures added up (they add up over concatenation), so the
+    time is linear in the block's length, whatever its preface or its excerpts' number and sizes.
+    """
+    if not block or limit.fits(block):
         return block
     first = _OPENING.search(block)
     if first is None:
         return ""
-    boundary = first.group(1)
-    sections = re.findall(
-        rf'<excerpt-{boundary} n="\d+">\n.*?\n</excerpt-{boundary}>', block[first.start() :], re.DOTALL
-    )
     preface = block[: first.start()].rstrip("\n")
+    used, separator = limit.measure(preface), limit.measure(_SEPARATOR)
     kept: list[str] = []
-    for section in sections:
+    for section in _sections(block, first):
         numbered = re.sub(r'n="\d+"', f'n="{len(kept) + 1}"', section, count=1)
-        if fits(_SEPARATOR.join([preface, *kept, numbered])):
+        size = separator + limit.measure(numbered)
+        if used + size <= limit.limit:
             kept.append(numbered)
+            used += size
     return _SEPARATOR.join([preface, *kept]) if kept else ""
+
+
+def _sections(block: str, first: re.Match[str]) -> Iterator[str]:
+    """Each whole excerpt from ``first`` on: an opening with ``first``'s boundary, up to its closing.
+
+    Found one after the other, each closing by ``str.find``: a lazy regex from every opening to its
+    closing read the rest of the block again for each opening without one (quadratic).
+    """
+    opening = re.compile(rf'<excerpt-{first.group(1)} n="\d+">\n')
+    closing = f"\n</excerpt-{first.group(1)}>"
+    at = first.start()
+    while (start := opening.search(block, at)) is not None:
+        end = block.find(closing, start.end())
+        if end < 0:
+            return  # no opening after this one has a closing either
+        at = end + len(closing)
+        yield block[start.start() : at]
 
 
 def fit_for_agent(block: str, agent: str | None) -> str:
     """``block`` within ``agent``'s inline limit (unchanged for an agent we have no limit for)."""
     limit = LIMITS.get(agent or "")
-    return block if limit is None else fit_block(block, limit.fits)
+    return block if limit is None else fit_block(block, limit)

@@ -25,7 +25,9 @@ USER_FIELDS = {
 }
 FORM_TOKEN = "form_token"  # noqa: S105 - a field name
 E164 = re.compile(r"\+[1-9][0-9]{1,14}")
-EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+# A dot inside the domain, found by one lookahead: "[^@\s]+\.[^@\s]+" after the "@" tried every dot of
+# a domain of dots to its end (0.9 s for 16 KB).
+EMAIL = re.compile(r"[^@\s]+@(?=[^@\s]+\.[^@\s])[^@\s]+")
 MAX_FIELD_LENGTH = 200
 # Pages hold no script; forms post to this server, whose answer may redirect to a loopback callback.
 CONTENT_SECURITY_POLICY = (

@@ -8,10 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memmy_local.memos_emulator import chunking
 from memmy_local.memos_emulator.chunking import Excerpt, chunk_sections, chunk_text, title_from_filename
 from memmy_local.memos_emulator.extract import extract_sections
 from memmy_local.memos_emulator.extraction import Section
 from tests.support import docgen
+from tests.support.linear_time import assert_linear_time
 
 ZH_SENTENCE = "知识库让智能体在回答前检索团队文档中的相关段落。"  # 24 characters
 
@@ -172,3 +174,55 @@ def test_chunking_loses_no_characters(text: str, max_chars: int, heading: str | 
         assert 0 < len(excerpt.text) <= max_chars
         assert excerpt.text == excerpt.text.strip()
         assert "  " not in excerpt.text
+
+
+# -- in linear time, and where they were --------------------------------------------------------------
+
+# The sentence end and the hard split before they were made linear: references for short inputs.
+QUADRATIC_SENTENCE_END = re.compile(r"""(?:[。！？；]+|[.!?]+(?=[\s"'”’)\]」』）]|$))[”’"')\]」』）]*\s*""")
+
+
+def quadratic_hard_split(sentence: str, max_chars: int) -> list[str]:
+    pieces = []
+    rest = sentence
+    while len(rest) > max_chars:
+        cut = rest.rfind(" ", max_chars // 2, max_chars + 1)
+        if cut <= 0:
+            cut = max_chars
+        pieces.append(rest[:cut].rstrip())
+        rest = rest[cut:].lstrip()
+    if rest:
+        pieces.append(rest)
+    return pieces
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(list('.!?。！；a ”)"\'\n\t')), max_size=60).map("".join))
+def test_sentences_end_where_they_did(text: str) -> None:
+    spans = [m.span() for m in chunking._SENTENCE_END.finditer(text)]
+    assert spans == [m.span() for m in QUADRATIC_SENTENCE_END.finditer(text)]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["a", "bb", "文", " "]), max_size=80).map("".join), st.integers(1, 20))
+def test_long_sentences_are_cut_where_they_were(text: str, max_chars: int) -> None:
+    sentence = " ".join(text.split())
+    assert chunking._hard_split(sentence, max_chars) == quadratic_hard_split(sentence, max_chars)
+
+
+# Paragraphs of exactly ``size`` characters, shaped against the sentence end and the hard split. 8 MB
+# lines: the emulator takes files of up to 100 MB, but 8,192 times the 1 KB case shows linear time
+# without a unit test holding hundreds of MB (a quadratic split takes hours there).
+LARGEST_LINE = 8 * 1024 * 1024
+HOSTILE_PARAGRAPHS = {
+    "a run of terminators, then a letter": lambda size: "!" * (size - 1) + "x",
+    "mixed terminators, then a letter": lambda size: ("?!." * size)[: size - 1] + "x",
+    "dots between digits": lambda size: ("1." * size)[:size],
+    "one long word": lambda size: "a" * size,
+    "short words": lambda size: ("ab " * size)[:size],
+}
+
+
+@pytest.mark.parametrize("shape", list(HOSTILE_PARAGRAPHS))
+def test_a_hostile_paragraph_is_chunked_in_linear_time(shape: str) -> None:
+    assert_linear_time(lambda text: chunk_text(text, 800), HOSTILE_PARAGRAPHS[shape], large=LARGEST_LINE)

@@ -14,10 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memmy_local.memos_emulator import extract_docx, extract_pdf, extraction
+from memmy_local.memos_emulator import extract_docx, extract_pdf, extract_text, extraction
 from memmy_local.memos_emulator.extract import SUPPORTED_EXTENSIONS, extract_sections
 from memmy_local.memos_emulator.extraction import ExtractionError, Section
 from tests.support import docgen
+from tests.support.linear_time import assert_linear_time
 
 ZH = ["知识库让智能体记住团队的文档。", "检索时按相关度返回摘录；标题来自文件名！"]
 EN = ["Knowledge bases let agents remember team documents.", "Search returns excerpts ranked by relevance."]
@@ -89,6 +90,34 @@ def test_md_atx_headings_start_sections() -> None:
         Section("Usage", "Run it."),
         Section("深层", "最后。"),
     ]
+
+
+# The ATX heading before it was made linear: the reference for short lines.
+QUADRATIC_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from([" ", "\t", "#", "a", "b c"]), max_size=30).map("".join))
+def test_md_heading_lines_read_as_they_did(line: str) -> None:
+    ours, before = extract_text._ATX_HEADING.match(line), QUADRATIC_ATX_HEADING.match(line)
+    assert (ours is None, ours and ours.group(2)) == (before is None, before and before.group(2))
+
+
+# Lines of exactly ``size`` characters shaped against the heading's pattern; 8 MB as for chunking.
+LARGEST_LINE = 8 * 1024 * 1024
+HOSTILE_HEADINGS = {
+    "a long run of blanks inside": lambda size: "# a" + " \t" * ((size - 4) // 2) + " " * (size % 2) + "b",
+    "blanks then a long closing sequence then a letter": lambda size: "# a " + "#" * (size - 5) + "x",
+    "short words": lambda size: "# " + "a " * ((size - 2) // 2),
+    "only hashes": lambda size: "#" * size,
+    "only blanks after the hash": lambda size: "#" + " " * (size - 1),
+}
+
+
+@pytest.mark.parametrize("shape", list(HOSTILE_HEADINGS))
+def test_a_hostile_md_line_is_read_in_linear_time(shape: str) -> None:
+    make = HOSTILE_HEADINGS[shape]
+    assert_linear_time(extract_text.extract_md, lambda size: make(size).encode(), large=LARGEST_LINE)
 
 
 def test_md_setext_headings_start_sections() -> None:

@@ -17,7 +17,13 @@ def extract_txt(data: bytes) -> list[Section]:
     return [Section(None, decode_utf8(data))]
 
 
-_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+# A heading's text is its runs of non-blanks and of the blanks between them, each taken whole and never
+# given back: a run of blanks ends the text when only "#"s and blanks follow it (the closing sequence).
+# A lazy text tried the closing sequence after each character, re-reading a long run of blanks from each
+# of its characters (2 s for a line of 16 KB of spaces) and keeping a backtracking entry per character.
+_ATX_HEADING = re.compile(
+    r"^ {0,3}(#{1,6})(?:[ \t]++((?:[^ \t]++|[ \t]++(?!#*+[ \t]*+$))*+))?(?:[ \t]++#++)?[ \t]*+$"
+)
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 

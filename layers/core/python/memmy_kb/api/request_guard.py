@@ -29,8 +29,6 @@ MAX_JSON_DEPTH: Final = 32
 JSON_MEDIA_TYPE: Final = "application/json"
 # Exactly what the routes' validation parses as JSON: a "+json" type would pass here and fail there.
 _JSON_MEDIA_TYPE: Final = re.compile(r"^application/json$")
-_STRINGS: Final = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKETS: Final = re.compile(r"[\[\]{}]")
 
 
 def check_json_body(
@@ -97,11 +95,41 @@ def _raw_bytes(body: str, base64_encoded: bool) -> bytes:
 
 
 def _check_depth(text: str) -> None:
+    if too_deep(text):
+        raise _invalid(f"The request body nests deeper than {MAX_JSON_DEPTH} levels.")
+
+
+def too_deep(text: str) -> bool:
+    """Do the brackets of ``text`` nest deeper than ``MAX_JSON_DEPTH`` (brackets inside strings not counted)?
+
+    One pass over the text, stopping at the first bracket too deep: a string runs from a ``"`` to the next
+    ``"`` that no backslash escapes, and inside it a backslash escapes the character after it, as
+    ``json.loads`` reads them. Linear whatever the text holds (a regex that skipped strings was retried
+    from every quote of an unterminated string and took 12 s on 64 KB of ``\\"``). A plain loop over the
+    characters: jumping from one bracket, quote or backslash to the next with ``re`` or ``str.find`` is
+    faster on long plain strings but slower where they are dense (on 64 KB: this loop at most 3.5 ms
+    on any shape; jumping 0.14 ms on plain text, 8 to 35 ms on runs of quotes or brackets).
+    The desktop service keeps the same rule (``memmy_kb_client.desktop.bodies.too_deep``).
+    """
     depth = 0
-    for match in _BRACKETS.finditer(_STRINGS.sub('""', text)):
-        depth += 1 if match.group() in "[{" else -1
-        if depth > MAX_JSON_DEPTH:
-            raise _invalid(f"The request body nests deeper than {MAX_JSON_DEPTH} levels.")
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
 
 
 def _invalid(message: str) -> InvalidInput:

@@ -10,8 +10,11 @@ MAX_JSON_DEPTH: Final = 512
 MAX_JSON_TOKEN_CHARS: Final = 1024 * 1024
 
 # One token after optional whitespace: punctuation, the opening quote of a string, a number, a literal.
+# The whitespace is possessive: no token starts with whitespace, so giving some back cannot help, and a
+# piece that is all whitespace is refused at once instead of backtracking over every one of its
+# characters (330 ns a character: 33 s for 100 MB of spaces).
 _TOKEN = re.compile(
-    r"[ \t\n\r]*(?:([{}\[\]:,])|(\")|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)|(true|false|null))"
+    r"[ \t\n\r]*+(?:([{}\[\]:,])|(\")|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)|(true|false|null))"
 )
 # The inside of a string up to (not including) its closing quote or the first character that is not
 # allowed there; escapes must be complete. Possessive quantifiers: a string of a million escapes must
