@@ -46,7 +46,7 @@ from memmy_kb.adapters.sqs import UploadQueue
 from memmy_kb.adapters.stepfunctions import CleanupStateMachine
 from memmy_kb.api.events import object_keys
 from memmy_kb.domain import ports
-from memmy_kb.domain.engine import EngineBackend, FileInput, MemosBackendUnknown, MemosNotFound
+from memmy_kb.domain.engine import EngineBackend, FileInput, FileStatus, MemosBackendUnknown, MemosNotFound
 from memmy_kb.domain.ports import (
     ActivityLog,
     BackendSlots,
@@ -2143,6 +2143,21 @@ def test_given_a_deleted_kb_when_its_files_are_listed_or_added_then_memos_not_fo
         list(engine.iter_knowledgebase_files(kb))
     with pytest.raises(MemosNotFound):
         engine.add_knowledgebase_files(kb, [markdown_file("late~up_3.md")])
+
+
+def test_given_a_file_when_its_next_version_is_sent_then_the_same_file_processes_it_and_a_gone_file_is_not_found(
+    engine: KnowledgeEngine,
+) -> None:
+    kb = engine.create_knowledgebase("memmy:kb_1")
+    [added] = engine.add_knowledgebase_files(kb, [markdown_file("notes~up_1.md")])
+
+    updated = engine.update_knowledgebase_file(added.id, markdown_file("notes~up_2.md"))
+
+    assert (updated.id, updated.status) == (added.id, FileStatus.PROCESSING)
+    assert [(f.id, f.name) for f in engine.iter_knowledgebase_files(kb)] == [(added.id, "notes~up_2.md")]
+    engine.delete_knowledgebase_files([added.id])
+    with pytest.raises(MemosNotFound):
+        engine.update_knowledgebase_file(added.id, markdown_file("notes~up_3.md"))
 
 
 def test_given_kbs_without_memories_when_searched_then_nothing_and_a_scope_of_all_is_refused(

@@ -1365,6 +1365,7 @@ EngineMethod = Literal[
     "create_knowledgebase",
     "delete_knowledgebase",
     "add_knowledgebase_files",
+    "update_knowledgebase_file",
     "get_knowledgebase_files",
     "iter_knowledgebase_files",
     "delete_knowledgebase_files",
@@ -1411,7 +1412,8 @@ class FakeKnowledgeEngine:
         self.knowledge_bases: dict[str, FakeMemosKnowledgeBase] = {}
         self.deleted_knowledge_bases: list[tuple[str, bool]] = []  # (memos_kb_id, delete_all)
         self.deleted_files: list[str] = []
-        self.inputs: list[FileInput] = []  # what each add was given (a data URL or a GET URL, and the name)
+        self.inputs: list[FileInput] = []  # what each add or update was given (a data URL or a GET URL, and the name)
+        self.updates: list[tuple[str, FileInput]] = []  # (MemOS file id, the new version) of each update
         self.searches: list[SearchCall] = []
         self.calls: Counter[EngineMethod] = Counter()
         self._failures: dict[EngineMethod, list[_Failure]] = {}
@@ -1495,6 +1497,17 @@ class FakeKnowledgeEngine:
         self._kb(kb_id, "/add/knowledgebase-file")
         self.inputs.extend(files)
         return [self.add_file(kb_id, f.name) for f in files]
+
+    def update_knowledgebase_file(self, file_id: str, file: FileInput) -> EngineFile:
+        """The file's next version: processing again under the new name (MemOS's 40001 for a file it lacks)."""
+        self._enter("update_knowledgebase_file")
+        for kb in self.knowledge_bases.values():
+            if file_id in kb.files:
+                self.inputs.append(file)
+                self.updates.append((file_id, file))
+                kb.files[file_id] = replace(kb.files[file_id], name=file.name, status=FileStatus.PROCESSING)
+                return kb.files[file_id]
+        raise MemosNotFound("file does not exist", endpoint="/update/knowledgebase-file", code=40001)
 
     def get_knowledgebase_files(self, file_ids: list[str]) -> list[EngineFile]:
         self._enter("get_knowledgebase_files")

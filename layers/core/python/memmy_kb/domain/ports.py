@@ -314,6 +314,10 @@ class KnowledgeEngine(Protocol):
 
     def add_knowledgebase_files(self, kb_id: str, files: list[FileInput]) -> list[EngineFile]: ...
 
+    def update_knowledgebase_file(self, file_id: str, file: FileInput) -> EngineFile:
+        """The file's next version under the same id (docs/memos.md, "Updating a file")."""
+        ...
+
     def get_knowledgebase_files(self, file_ids: list[str]) -> list[EngineFile]: ...
 
     def iter_knowledgebase_files(
