@@ -749,8 +749,13 @@ def pending(backend: Backend, kb: KnowledgeBaseRecord) -> UploadRecord:
     return upload
 
 
-def submit(backend: Backend, attempt_id: str = "att-1", keep_until: int = 1_900_100_000) -> UploadRecord:
-    backend.contents.update_upload_submitting("kb_1", "up_1", attempt_id=attempt_id, now=at(30), keep_until=keep_until, owner_id="alice", size=0, capacity=UNCAPPED)
+def submit(
+    backend: Backend, attempt_id: str = "att-1", keep_until: int = 1_900_100_000, sha256: str | None = None
+) -> UploadRecord:
+    backend.contents.update_upload_submitting(
+        "kb_1", "up_1", attempt_id=attempt_id, now=at(30), keep_until=keep_until, owner_id="alice", size=0,
+        capacity=UNCAPPED, sha256=sha256,
+    )
     held = backend.contents.get_upload("kb_1", "up_1")
     assert held is not None
     return held
@@ -771,6 +776,12 @@ def test_given_a_pending_upload_when_submitting_then_it_is_held_by_the_attempt(
     )
     assert held == expected
     assert backend.contents.get_upload("kb_1", "up_1") == expected
+
+
+def test_given_the_hash_the_ingest_computed_when_submitting_then_the_upload_keeps_it(
+    backend: Backend, pending: UploadRecord
+) -> None:
+    assert submit(backend, sha256="ab" * 32).content_sha256 == "ab" * 32
 
 
 def test_given_an_upload_already_submitting_when_submitting_again_then_condition_failed_upload(

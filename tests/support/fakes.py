@@ -590,15 +590,16 @@ class FakeContentStore:
         owner_id: str,
         size: int,
         capacity: KbCapacity,
+        sha256: str | None = None,
     ) -> None:
         t = self.table
         if self._pending(kb_id, upload_id) and not t.room(kb_id, owner_id, size, capacity):
             raise t.room_refusal(kb_id, owner_id, capacity)
+        held: dict[str, object] = {
+            "state": "submitting", "attempt_id": attempt_id, "submitting_at": now, "expires_at": keep_until
+        }
         self._update_upload(
-            kb_id,
-            upload_id,
-            lambda u: u.state == "pending",
-            {"state": "submitting", "attempt_id": attempt_id, "submitting_at": now, "expires_at": keep_until},
+            kb_id, upload_id, lambda u: u.state == "pending", held | ({"content_sha256": sha256} if sha256 else {})
         )
 
     def _pending(self, kb_id: str, upload_id: str) -> bool:

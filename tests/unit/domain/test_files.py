@@ -107,6 +107,8 @@ def test_given_a_file_memos_no_longer_holds_when_listed_then_it_shows_failed_gon
             folder_id=None,
             reason=files_logic.GONE_FROM_MEMOS,
             upload_id="up-fi_lost",
+            version=1,
+            updated_at=listing_file_time(kb, "fi_lost"),
         )
     ]
 
@@ -545,3 +547,8 @@ def test_given_a_kb_on_a_backend_the_secret_no_longer_lists_when_listed_then_503
     assert (empty.folders, empty.files) == ([], [])
     with pytest.raises(MemosBackendUnknown):  # no other backend is asked in its stead
         engines.engine("retired")
+
+
+def listing_file_time(kb: FakeStores, file_id: str) -> object:
+    """When a seeded file took its current version (its upload time, for a file never replaced)."""
+    return kb.table.files[("kb_1", file_id)].uploaded_at

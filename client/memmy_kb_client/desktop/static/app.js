@@ -116,6 +116,7 @@ const REASONS = {
     unconfirmed: "无法确认这次上传：请重新上传这个文件。",
     kb_file_limit_reached: "这个知识库的文件数量已达上限：请先删除一些文件。",
     kb_storage_limit_reached: "这个知识库的存储空间已满：请先删除一些文件。",
+    sha256_mismatch: "文件内容与声明的 SHA-256 不符。",
   },
   en: {
     invalid_pdf: "The file is not a valid PDF.", invalid_doc: "The file is not a valid Word 97-2003 document (.doc).",
@@ -136,6 +137,7 @@ const REASONS = {
     unconfirmed: "The upload could not be confirmed; please upload the file again.",
     kb_file_limit_reached: "This knowledge base holds as many files as it can: delete some files first.",
     kb_storage_limit_reached: "This knowledge base is full: delete some files first.",
+    sha256_mismatch: "The file's content does not match the SHA-256 declared for it.",
   },
 };
 

@@ -54,6 +54,10 @@ class FileEntry:
     folder_id: str | None
     reason: str | None
     upload_id: str | None
+    # A file's current version, the SHA-256 of its bytes and when it took them (None for an upload).
+    version: int | None = None
+    sha256: str | None = None
+    updated_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,9 @@ def _file_entry(record: FileRecord, live: EngineFile | None) -> FileEntry:
         folder_id=record.folder_id,
         reason=reason,
         upload_id=record.upload_id,
+        version=record.version,
+        sha256=record.sha256,
+        updated_at=record.updated_at or record.uploaded_at,
     )
 
 

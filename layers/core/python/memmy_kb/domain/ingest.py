@@ -70,6 +70,7 @@ KB_GONE: Final = "The knowledge base was deleted."
 FOLDER_GONE: Final = "The folder was deleted."
 LARGER: Final = "The file is larger than declared."
 SMALLER: Final = "The file is smaller than declared."
+SHA256_MISMATCH: Final = "The file's content does not match the SHA-256 declared for it."
 MEMOS_UNSUPPORTED: Final = "The knowledge engine does not accept this type of file."
 MEMOS_TOO_LARGE: Final = "The file is too large for the knowledge engine."
 _MEMOS_REFUSALS: Final = {MemosUnsupportedFile: MEMOS_UNSUPPORTED, MemosFileTooLarge: MEMOS_TOO_LARGE}
@@ -128,6 +129,9 @@ class Ingestion:
     clock: Callable[[], datetime] = utc_now
     new_id: Callable[[], str] = field(default=lambda: secrets.token_hex(12))
     attempt_id: str | None = None
+    # The SHA-256 of the bytes this run verified (``verify``); a run that did not verify (the reconciler's)
+    # reads the one the hold kept on the upload.
+    sha256: str | None = None
 
     @property
     def _log(self) -> dict[str, str]:
@@ -164,6 +168,9 @@ class Ingestion:
         reason = verify_content(source, file_extension(self.upload.filename))
         if reason:
             raise _Refused(reason)
+        self.sha256 = source.sha256()
+        if self.upload.sha256 is not None and self.upload.sha256 != self.sha256:
+            raise _Refused(SHA256_MISMATCH)
         return source
 
     def _memos_kb_id(self) -> str:
@@ -191,6 +198,7 @@ class Ingestion:
                 owner_id=self.upload.owner_id,
                 size=self.upload.size_bytes,
                 capacity=self.config.capacity,
+                sha256=self.sha256,
             )
         except ItemMissing:
             raise _Refused(KB_GONE) from None
@@ -239,6 +247,7 @@ class Ingestion:
         """submitting -> submitted: the FILE item, written only while the uploader still owns the KB."""
         assert self.attempt_id is not None, "record() needs the upload held"
         upload = self.upload
+        now = self.clock()
         record = FileRecord(
             kb_id=upload.kb_id,
             file_id="fi_" + self.new_id(),
@@ -247,7 +256,9 @@ class Ingestion:
             folder_id=upload.folder_id,
             size_bytes=upload.size_bytes,
             upload_id=upload.upload_id,
-            uploaded_at=self.clock(),
+            uploaded_at=now,
+            sha256=self.sha256 or upload.content_sha256,
+            updated_at=now,
         )
         entry = new_activity(
             "uploaded", upload.kb_id, upload.owner_id, record.file_id, record.uploaded_at,

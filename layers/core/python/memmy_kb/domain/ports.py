@@ -142,6 +142,7 @@ class ContentStore(Protocol):
         owner_id: str,
         size: int,
         capacity: KbCapacity,
+        sha256: str | None = None,
     ) -> None: ...
 
     def update_upload_released(

@@ -31,6 +31,7 @@ _CODES: Final[dict[str, str]] = {
     deletion.FOLDER_GONE: "folder_gone",
     ingest.LARGER: "larger_than_declared",
     ingest.SMALLER: "smaller_than_declared",
+    ingest.SHA256_MISMATCH: "sha256_mismatch",
     ingest.MEMOS_REFUSED: "engine_refused",
     ingest.MEMOS_DOWN: "engine_unavailable",
     ingest.MEMOS_UNSUPPORTED: "engine_unsupported",

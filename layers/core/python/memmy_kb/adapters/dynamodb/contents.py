@@ -219,8 +219,10 @@ class DynamoContentStore:
         owner_id: str,
         size: int,
         capacity: KbCapacity,
+        sha256: str | None = None,
     ) -> None:
-        """pending -> submitting, held by ``attempt_id``; ConditionFailed("upload") when it is not pending.
+        """pending -> submitting, held by ``attempt_id``, keeping the ``sha256`` the ingest computed;
+        ConditionFailed("upload") when it is not pending.
 
         This conditional write is the ingest's duplicate guard: of two deliveries of one S3 event, only
         one gets past it. ``keep_until`` pushes the TTL out so that the evidence of a submission whose
@@ -236,10 +238,11 @@ class DynamoContentStore:
             ":now": now.isoformat(),
             ":keep": keep_until,
             ":gsi2pk": "UPLOAD#submitting",
+            ":sha": sha256,
         }
         held = (
             "SET #state = :submitting, attempt_id = :attempt, submitting_at = :now, expires_at = :keep,"
-            " GSI2PK = :gsi2pk, GSI2SK = :now"
+            " GSI2PK = :gsi2pk, GSI2SK = :now" + (", content_sha256 = :sha" if sha256 else "")
         )
         update: Action = {
             "Update": {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from pydantic import Field
@@ -38,7 +39,14 @@ class File(ApiModel):
         description="Why it failed, as a code to word in any language (invalid_pdf, kb_gone, engine_failed,"
         " ...; `other` for a reason without its own code)",
     )
-    upload_id: str | None = Field(default=None, description="The upload this file came from")
+    upload_id: str | None = Field(default=None, description="The upload this file's current version came from")
+    version: int | None = Field(
+        default=None, description="The file's version: 1 for its first upload, one more for each replace recorded"
+    )
+    sha256: str | None = Field(
+        default=None, description="The SHA-256 of the current version's bytes (none on files from before hashes)"
+    )
+    updated_at: datetime | None = Field(default=None, description="When the current version was recorded")
 
     @classmethod
     def from_entry(cls, entry: FileEntry) -> File:

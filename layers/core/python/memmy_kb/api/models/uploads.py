@@ -29,6 +29,15 @@ def _clean_filename(value: str) -> str:
 
 
 Filename = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_clean_filename)]
+Sha256 = Annotated[
+    str,
+    Field(
+        pattern=r"^[0-9a-fA-F]{64}$",
+        description="The SHA-256 of the bytes about to be sent, in hex: bytes that differ are rejected"
+        " (`sha256_mismatch`)",
+    ),
+    AfterValidator(str.lower),
+]
 
 
 class CreateUploadRequest(ApiModel):
@@ -42,6 +51,7 @@ class CreateUploadRequest(ApiModel):
     folder_id: Annotated[
         str | None, Field(max_length=64, description="The destination folder; none for the root")
     ] = None
+    sha256: Sha256 | None = None
 
 
 class UploadTicket(ApiModel):

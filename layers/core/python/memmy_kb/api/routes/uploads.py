@@ -77,6 +77,7 @@ def handle_create_upload(
             size_bytes=request.size_bytes,
             content_type=request.content_type,
             folder_id=request.folder_id,
+            sha256=request.sha256,
             post_ttl_seconds=ttl,
             capacity=capacity,
         )
