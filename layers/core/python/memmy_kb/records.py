@@ -17,7 +17,7 @@ UploadState = Literal["pending", "submitting", "submitted", "rejected", "expired
 CleanupTarget = Literal["kb", "folder", "files"]
 CleanupState = Literal["pending", "failed"]
 ActivityKind = Literal[
-    "shared", "revoked", "left", "renamed", "uploaded", "file_deleted", "folder_deleted"
+    "shared", "revoked", "left", "renamed", "uploaded", "replaced", "file_deleted", "folder_deleted"
 ]
 
 
@@ -155,6 +155,20 @@ class UploadRecord(_Record):
     # computed, kept by the hold so that whoever records the file has it.
     sha256: str | None = None
     content_sha256: str | None = None
+    # A replace (docs/uploads.md, "Replacing a file"): the file whose next version these bytes are, the
+    # version they replace and that version's size. Its bytes are checked against the file's name.
+    replaces: str | None = None
+    if_version: int | None = None
+    replaced_size: int | None = None
+
+    @property
+    def growth(self) -> int:
+        """The bytes a replace adds to its KB (0 for a new file, or a replace that shrinks the file): held
+        on META from the hold until the replace is recorded or given up, so MemOS is never handed a
+        version the KB has no room for."""
+        if self.replaces is None:
+            return 0
+        return max(0, self.size_bytes - (self.replaced_size or 0))
 
 
 class CleanupRecord(_Record):

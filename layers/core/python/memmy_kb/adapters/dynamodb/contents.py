@@ -1,7 +1,8 @@
 """A knowledge base's folders, files and uploads in DynamoDB: ``FOLDER#``, ``FILE#`` and ``UPLOAD#`` items
 under ``KB#<kb>``.
 
-Implements ``memmy_kb.domain.ports.ContentStore``. An upload's GSI2 entry says which queue of the
+Implements ``memmy_kb.domain.ports.ContentStore`` (the writes of a replace are
+``memmy_kb.adapters.dynamodb.replacements``). An upload's GSI2 entry says which queue of the
 reconciler it is in: ``UPLOAD#pending`` (sorted by expiry) while the object is awaited,
 ``UPLOAD#submitting`` (sorted by start) while a MemOS add is in flight or its outcome is unknown. Final
 states (submitted, rejected) leave the index.
@@ -13,6 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from memmy_kb.adapters.dynamodb.activity import activity_put
+from memmy_kb.adapters.dynamodb.replacements import ReplacementWrites
 from memmy_kb.adapters.dynamodb.table import (
     Action,
     DynamoTable,
@@ -38,8 +40,8 @@ def _parent_is(parent_id: str | None, placeholder: str) -> tuple[str, dict[str, 
     return f"(attribute_not_exists(parent_id) OR parent_id = {placeholder})", {placeholder: _NULL}
 
 
-class DynamoContentStore:
-    """Folders, files and uploads of knowledge bases."""
+class DynamoContentStore(ReplacementWrites):
+    """Folders, files and uploads of knowledge bases (a replace's writes: ``ReplacementWrites``)."""
 
     def __init__(self, table: DynamoTable) -> None:
         self._table = table
