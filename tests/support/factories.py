@@ -248,4 +248,12 @@ def replacement_record(
         state=state,
         created_at=created_at,
         expires_at=expires_at,
-    ).model_copy(update={"replaces": file.file_id, "if_version": file.version, "replaced_size": file.size_bytes})
+    ).model_copy(
+        update={
+            "memos_file_id": file.memos_file_id,
+            "replaces": file.file_id,
+            "if_version": file.version,
+            "replaced_size": file.size_bytes,
+            "replaced_upload": file.upload_id,
+        }
+    )

@@ -156,10 +156,12 @@ class UploadRecord(_Record):
     sha256: str | None = None
     content_sha256: str | None = None
     # A replace (docs/uploads.md, "Replacing a file"): the file whose next version these bytes are, the
-    # version they replace and that version's size. Its bytes are checked against the file's name.
+    # version they replace, that version's size and upload (whose bytes go once this one is recorded). Its
+    # bytes are checked against the file's name; ``memos_file_id`` is the file's from the start.
     replaces: str | None = None
     if_version: int | None = None
     replaced_size: int | None = None
+    replaced_upload: str | None = None
 
     @property
     def growth(self) -> int:

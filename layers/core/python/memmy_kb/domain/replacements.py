@@ -112,9 +112,11 @@ def request_replacement(
         created_at=now,
         expires_at=int((post_expires_at + PENDING_GRACE).timestamp()),
         sha256=request.sha256,
+        memos_file_id=file.memos_file_id,
         replaces=file.file_id,
         if_version=file.version,
         replaced_size=file.size_bytes,
+        replaced_upload=file.upload_id,
     )
     try:
         contents.put_replacement(upload, take_over=take_over, capacity=capacity)

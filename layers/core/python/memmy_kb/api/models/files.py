@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
@@ -27,6 +27,16 @@ class Folder(ApiModel):
         return cls(id=record.folder_id, name=shown(record.name), parent_id=record.parent_id)
 
 
+class Replacement(ApiModel):
+    """The file's replace in flight (`uploading`), or its last one that `failed` (the file keeps its current
+    version; dismiss it with DELETE .../uploads/{upload_id}, or replace the file again)."""
+
+    upload_id: str
+    status: Literal["uploading", "failed"]
+    reason: str | None = Field(default=None, description="Why it failed, in English")
+    reason_code: str | None = Field(default=None, description="Why it failed, as a code (see the file's)")
+
+
 class File(ApiModel):
     id: str
     name: str
@@ -47,12 +57,19 @@ class File(ApiModel):
         default=None, description="The SHA-256 of the current version's bytes (none on files from before hashes)"
     )
     updated_at: datetime | None = Field(default=None, description="When the current version was recorded")
+    replacement: Replacement | None = Field(default=None, description="A replace of this file in flight, or failed")
 
     @classmethod
     def from_entry(cls, entry: FileEntry) -> File:
         # The name may come live from MemOS, which keeps whatever it was given.
+        replacement = None
+        if entry.replacement is not None:
+            r = entry.replacement
+            replacement = Replacement(
+                upload_id=r.upload_id, status=r.status, reason=r.reason, reason_code=reason_code(r.reason)
+            )
         return cls.model_validate(entry, from_attributes=True).model_copy(
-            update={"name": shown(entry.name), "reason_code": reason_code(entry.reason)}
+            update={"name": shown(entry.name), "reason_code": reason_code(entry.reason), "replacement": replacement}
         )
 
 
