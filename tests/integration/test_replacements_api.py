@@ -170,3 +170,20 @@ def test_an_idempotency_key_replays_the_same_ticket(service):
 
     assert first.status == again.status == HTTPStatus.CREATED
     assert again.body["upload_id"] == first.body["upload_id"]
+
+
+def test_one_file_reads_with_its_version_and_its_replace_in_flight_for_owner_and_reader(service):
+    kb_id, file = a_file(service)
+    service.call("PUT", "/me", "bob")
+    assert service.call("POST", f"/knowledge-bases/{kb_id}/members", "alice", body={"identifier": "bob"}).status == 201
+    upload_id = replace(service, kb_id, file.file_id).body["upload_id"]
+
+    for user in ("alice", "bob"):
+        reply = service.call("GET", f"/knowledge-bases/{kb_id}/files/{file.file_id}", user)
+        assert reply.status == HTTPStatus.OK, reply.body
+        assert (reply.body["id"], reply.body["version"], reply.body["sha256"]) == (file.file_id, 1, sha(V1))
+        assert reply.body["replacement"] == {
+            "upload_id": upload_id, "status": "uploading", "reason": None, "reason_code": None
+        }
+    missing = service.call("GET", f"/knowledge-bases/{kb_id}/files/fi_0000000000000000", "alice")
+    assert (missing.status, missing.body["error"]["code"]) == (HTTPStatus.NOT_FOUND, "file_not_found")

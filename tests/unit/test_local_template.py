@@ -148,6 +148,7 @@ API_CONTRACT = {
     ("POST", "/knowledge-bases/{kb_id}/uploads"),
     ("DELETE", "/knowledge-bases/{kb_id}/uploads/{upload_id}"),
     ("GET", "/knowledge-bases/{kb_id}/files"),
+    ("GET", "/knowledge-bases/{kb_id}/files/{file_id}"),
     ("PATCH", "/knowledge-bases/{kb_id}/files/{file_id}"),
     ("DELETE", "/knowledge-bases/{kb_id}/files/{file_id}"),
     ("POST", "/knowledge-bases/{kb_id}/files/{file_id}/replacements"),

@@ -111,6 +111,20 @@ def list_files(
     return Listing(folders=level, files=entries)
 
 
+def get_file(
+    grants: GrantReader, contents: ContentStore, memos: KnowledgeEngines, user_id: str, kb_id: str, file_id: str
+) -> FileEntry:
+    """One file as a listing shows it (its version, live status and replace), for owners and readers."""
+    grant = require_access(grants, user_id, kb_id)
+    folders, files, uploads = contents.query_kb_items(kb_id)
+    record = next((f for f in files if f.file_id == file_id), None)
+    # A file under a deleted folder is gone for everyone already, as in the listing.
+    if record is None or (record.folder_id is not None and not is_live({f.folder_id: f for f in folders}, record.folder_id)):
+        raise file_not_found()
+    live = _memos_files(memos, backend_of(grant.memos_backend), [record.memos_file_id])
+    return _file_entry(record, live.get(record.memos_file_id), _replacement(record, uploads))
+
+
 def move_file(
     grants: GrantReader,
     contents: ContentStore,
