@@ -17,16 +17,15 @@ from memmy_kb_client.delete_prompts import (
     member_label,
     stdin_is_terminal,
 )
-from memmy_kb_client.rendering import kb_line, progress_bar, render_list, render_listing, render_members
+from memmy_kb_client.rendering import kb_line, render_list, render_listing, render_members
 from memmy_kb_client.terminal import one_line, printable
+from memmy_kb_client.transfer_commands import client_for, replace_file, upload_files
 
 Command = Callable[[argparse.Namespace], int]
 
 
 def _client(args: argparse.Namespace) -> Any:
-    from memmy_kb_client.sdk import ClientConfig, MemmyClient
-
-    return MemmyClient(ClientConfig.load(args.endpoint, args.token))
+    return client_for(args)
 
 
 def _print_api_error(err: Any) -> None:
@@ -75,42 +74,6 @@ def _unshare(client: Any, args: argparse.Namespace) -> str:
 def _dismiss(client: Any, args: argparse.Namespace) -> dict[str, str]:
     client.dismiss_upload(args.kb, args.upload)
     return {"dismissed": args.upload}
-
-
-def _upload(args: argparse.Namespace) -> int:
-    """Upload files (bytes go straight to storage), then optionally wait until each is processed."""
-    import time
-    from pathlib import Path
-
-    from memmy_kb_client.sdk import MemmyApiError
-
-    try:
-        with _client(args) as client:
-            uploads = {}
-            for raw in args.paths:
-                path = Path(raw)
-                ticket = client.upload_file(
-                    args.kb, path, folder_id=args.folder, progress=progress_bar(path.name)
-                )
-                uploads[ticket["upload_id"]] = path.name
-            final: dict[str, dict[str, Any]] = {}
-            deadline = time.monotonic() + args.timeout
-            while args.wait and len(final) < len(uploads) and time.monotonic() < deadline:
-                listing = client.list_files(args.kb, args.folder)
-                for f in listing["files"]:
-                    if f.get("upload_id") in uploads and f["status"] in ("available", "failed"):
-                        final[f["upload_id"]] = f
-                if len(final) < len(uploads):
-                    time.sleep(listing.get("refresh_after_seconds") or 1)
-    except (MemmyApiError, OSError) as err:
-        print(printable(f"error: {err}"), file=sys.stderr)
-        return 1
-    for upload_id, name in uploads.items():
-        f = final.get(upload_id)
-        status = f["status"] if f else ("uploaded" if not args.wait else "still processing")
-        reason = f"  ({one_line(f['reason'])})" if f and f.get("reason") else ""
-        print(printable(f"{status:<16}  {one_line(name)}{reason}"))
-    return 1 if any(f["status"] == "failed" for f in final.values()) else 0
 
 
 def _delete(
@@ -278,7 +241,21 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     upload.add_argument("--folder", help="folder id to upload into (default: the root)")
     upload.add_argument("--wait", action="store_true", help="wait until each file is available or failed")
     upload.add_argument("--timeout", type=float, default=600, help="seconds to wait at most (with --wait)")
-    upload.set_defaults(func=_upload)
+    upload.set_defaults(func=upload_files)
+    replace = files.add_parser(
+        "replace",
+        parents=[common],
+        help="replace a file's content in place (owner): same id, name, folder and sharing; its next version",
+    )
+    replace.add_argument("kb")
+    replace.add_argument("file", help="the file's id (in `files ls`)")
+    replace.add_argument("path", metavar="PATH", help="the new content (the file keeps its own name)")
+    replace.add_argument(
+        "--if-version", type=int, help="replace only if the file is still at this version (`files ls` shows it)"
+    )
+    replace.add_argument("--wait", action="store_true", help="wait until the new version is available or failed")
+    replace.add_argument("--timeout", type=float, default=600, help="seconds to wait at most (with --wait)")
+    replace.set_defaults(func=replace_file)
     ls = files.add_parser("ls", parents=[common], help="list one level: folders and files with their status")
     ls.add_argument("kb")
     ls.add_argument("--folder", help="folder id (default: the root)")

@@ -40,10 +40,21 @@ def render_listing(listing: dict[str, Any]) -> str:
     lines = [f"[folder] {f['id']}  {one_line(f['name'])}" for f in listing["folders"]]
     for f in listing["files"]:
         reason = f"  ({one_line(f['reason'])})" if f.get("reason") else ""
-        lines.append(f"{f['status']:<10}  {f['id']}  {one_line(f['name'])}{reason}")
+        version = f"v{f['version']}" if f.get("version") else "-"
+        lines.append(f"{f['status']:<10}  {f['id']}  {version:<4}  {one_line(f['name'])}{reason}{_replacement(f)}")
     if listing.get("refresh_after_seconds"):
         lines.append(f"(still processing: look again in {listing['refresh_after_seconds']} s)")
     return "\n".join(lines) or "(empty)"
+
+
+def _replacement(file: dict[str, Any]) -> str:
+    """A replace beside its file: in flight, or failed with its reason (the file keeps its version)."""
+    replacement = file.get("replacement")
+    if not replacement:
+        return ""
+    if replacement["status"] == "failed":
+        return f"  [replace {replacement['upload_id']} failed: {one_line(replacement.get('reason') or '')}]"
+    return f"  [being replaced by {replacement['upload_id']}]"
 
 
 def progress_bar(name: str) -> Callable[[int, int], None]:

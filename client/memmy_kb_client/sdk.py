@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import uuid
@@ -90,6 +91,26 @@ class _ProgressReader:
         if self._progress is not None:
             self._progress(self._sent, self._total)
         return chunk
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1024 * 1024):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _post_bytes(ticket: dict[str, Any], path: Path, size: int, progress: Callable[[int, int], None] | None) -> None:
+    """Send ``path`` to storage with a ticket's presigned POST (its fields first, the file last)."""
+    with path.open("rb") as handle:
+        reader = _ProgressReader(handle, size, progress)
+        content_type = str(ticket["fields"].get("Content-Type", "application/octet-stream"))
+        files = {"file": (path.name, cast(IO[bytes], reader), content_type)}
+        resp = httpx.post(ticket["url"], data=ticket["fields"], files=files, timeout=httpx.Timeout(30, write=None))
+    if not resp.is_success:
+        raise MemmyApiError(resp.status_code, "storage_rejected_upload", resp.text[:300] or resp.reason_phrase)
 
 
 def _segment(value: str) -> str:
@@ -221,18 +242,56 @@ class MemmyClient:
         """
         size = path.stat().st_size
         ticket = self.request_upload(kb_id, path.name, size, folder_id=folder_id)
-        with path.open("rb") as handle:
-            reader = _ProgressReader(handle, size, progress)
-            content_type = str(ticket["fields"].get("Content-Type", "application/octet-stream"))
-            files = {"file": (path.name, cast(IO[bytes], reader), content_type)}
-            resp = httpx.post(
-                ticket["url"], data=ticket["fields"], files=files, timeout=httpx.Timeout(30, write=None)
-            )
-        if not resp.is_success:
-            raise MemmyApiError(
-                resp.status_code, "storage_rejected_upload", resp.text[:300] or resp.reason_phrase
-            )
+        _post_bytes(ticket, path, size, progress)
         return ticket
+
+    def get_file(self, kb_id: str, file_id: str) -> dict[str, Any]:
+        """One file: its version, ``sha256``, live status and any ``replacement`` in flight or failed."""
+        return self._request("GET", f"/knowledge-bases/{_segment(kb_id)}/files/{_segment(file_id)}")
+
+    def request_replacement(
+        self,
+        kb_id: str,
+        file_id: str,
+        size_bytes: int,
+        *,
+        sha256: str | None = None,
+        if_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Ask to replace a file's content: a ticket (``status`` ``issued``) or ``status`` ``unchanged``."""
+        body: dict[str, Any] = {"size_bytes": size_bytes}
+        if sha256 is not None:
+            body["sha256"] = sha256
+        if if_version is not None:
+            body["if_version"] = if_version
+        headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+        path = f"/knowledge-bases/{_segment(kb_id)}/files/{_segment(file_id)}/replacements"
+        return self._request("POST", path, json=body, headers=headers)
+
+    def replace_file(
+        self,
+        kb_id: str,
+        file_id: str,
+        path: Path,
+        *,
+        if_version: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Any]:
+        """Replace a file's content with ``path``'s bytes, in place (same id, name, folder and sharing).
+
+        The bytes' SHA-256 is computed here first: when it is the current version's the service answers
+        ``status`` ``unchanged`` and nothing is sent. Otherwise the bytes go straight to storage, as an
+        upload's do, and the ticket (``status`` ``issued``, ``replaces_version``) is returned; the file
+        takes its next version once they are checked and handed to MemOS. 409 ``version_conflict`` when
+        ``if_version`` is not the file's version, ``replace_in_progress`` while another replace runs.
+        """
+        size = path.stat().st_size
+        digest = file_sha256(path)
+        answer = self.request_replacement(kb_id, file_id, size, sha256=digest, if_version=if_version)
+        if answer.get("status") == "issued":
+            _post_bytes(answer, path, size, progress)
+        return answer
 
     def dismiss_upload(self, kb_id: str, upload_id: str) -> None:
         """Remove a failed upload from the listing (owner only); one already gone is fine (409

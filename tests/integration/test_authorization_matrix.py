@@ -63,6 +63,7 @@ ROWS: dict[tuple[str, str], Row] = {
         None, NO_CONTENT, NO_CONTENT, NOT_FOUND, NOT_FOUND
     ),
     ("GET", "/knowledge-bases/{kb_id}/files"): Row(None, OK, OK, NOT_FOUND, NOT_FOUND),
+    ("GET", "/knowledge-bases/{kb_id}/files/{file_id}"): Row(None, OK, OK, NOT_FOUND, NOT_FOUND),
     ("POST", "/knowledge-bases/{kb_id}/uploads"): Row(
         {"filename": "路线图.pdf", "size_bytes": 1024}, CREATED, FORBIDDEN, NOT_FOUND, NOT_FOUND
     ),
@@ -72,6 +73,10 @@ ROWS: dict[tuple[str, str], Row] = {
     ),
     ("PATCH", "/knowledge-bases/{kb_id}/files/{file_id}"): Row(
         {"folder_id": None}, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND
+    ),
+    # A file's next version: the owner's alone, as an upload is.
+    ("POST", "/knowledge-bases/{kb_id}/files/{file_id}/replacements"): Row(
+        {"size_bytes": 1024, "if_version": 1}, CREATED, FORBIDDEN, NOT_FOUND, NOT_FOUND
     ),
     ("POST", "/knowledge-bases/{kb_id}/folders"): Row(
         {"name": "新文件夹"}, CREATED, FORBIDDEN, NOT_FOUND, NOT_FOUND

@@ -4,7 +4,8 @@ Two kinds of evidence, both checked by one helper, ``assert_consistent``:
 
 * **Kill points.** A crash (``Killed``, a ``BaseException`` nothing in the service may catch, as a Lambda
   timeout or an out-of-memory kill) is injected once before or after one adapter call of one flow: the
-  ingest of an upload, the DELETE of a file, a folder or a KB, or a cleanup round. The crashed flow is
+  ingest of an upload, the ingest of a replace (a file's next version), the DELETE of a file, a folder or
+  a KB, or a cleanup round. The crashed flow is
   finished as AWS would: a crashed request is retried by the client, a crashed ingest invocation's SQS
   message comes back, a crashed cleanup execution is caught by the state machine and its outbox item is
   marked failed. Then the system settles (the queue drained, the reconciler run with its clock past
@@ -14,7 +15,8 @@ Two kinds of evidence, both checked by one helper, ``assert_consistent``:
 * **A stateful property test.** Random interleavings of creates, uploads, deletes, MemOS faults, crashes,
   cleanup runs and reconciler runs against a model of what is live: nothing deleted is ever visible again
   (KB list, recall scope, file and folder listings; a deleted KB or folder, subfolders included, lists as
-  404), nothing live disappears, and at the end ``assert_consistent`` holds.
+  404), nothing live disappears, and at the end ``assert_consistent`` holds. Replaces run among them: at
+  the end a file answers recall with the words of its recorded version only, never the replaced ones.
 
 * **A late arrival.** The bytes of an upload arrive after its KB's cleanup emptied S3 and before its
   table step, the ingest running before, during (the table step landing in its hold or its rejection) or
@@ -27,8 +29,9 @@ The fixture's Step Functions do not execute; ``Executions`` plays the cleanup st
 The S3 rule, from the code: the ingest keeps an upload's objects (``uploads/<kb>/<upload>`` and, for a
 large file, ``verified/<kb>/<upload>``) after it is submitted, by design, until the bucket's lifecycle
 expires them (three days). So an object may remain only while its KB is live and its upload is in flight
-(pending or submitting) or submitted into a FILE item that is still live. The objects of deleted KBs, of
-deleted files, of rejected or expired uploads, and keys without an upload record must be gone.
+(pending or submitting) or submitted into a FILE item that is still live and still at that upload's
+version. The objects of deleted KBs, of deleted files, of replaced versions, of rejected or expired
+uploads, and keys without an upload record must be gone.
 """
 
 from __future__ import annotations
@@ -73,9 +76,11 @@ from memmy_kb.domain.files import GONE_FROM_MEMOS
 from memmy_local.runners import sqs_event
 from tests.integration.test_deletion import drop_queued_events, reconciler
 from tests.support.aws import TWO_BACKENDS
+from tests.support.polling import wait_until
 from tests.support.uploads import REGION, create_kb, post_file, request_upload
 
 ADD = "/add/knowledgebase-file"
+UPDATE = "/update/knowledgebase-file"
 DELETE_FILES = "/delete/knowledgebase-file"
 DELETE_KB = "/delete/knowledgebase"
 # The ASL's CleanUp Retry: MaxAttempts for CleanupRetryable.
@@ -332,7 +337,8 @@ def consistency_problems(service) -> list[str]:
         still submitting (the reconciler resolves every one past its grace period); (f) each live KB's
         capacity counts on META (``file_count``, ``bytes_used``) are exactly its FILE items and their sizes;
         (g) every live KB's MemOS KB is in the project of the backend recorded on it, whose counter holds
-        it, and each backend's count is exactly the KBs its counter holds (no slot lost or left behind).
+        it, and each backend's count is exactly the KBs its counter holds (no slot lost or left behind);
+        (h) no file is left marked ``replacing`` an upload no longer in flight (no file stays locked).
     """
     items = table_items(service)
     problems: list[str] = []
@@ -394,7 +400,7 @@ def consistency_problems(service) -> list[str]:
             why = (
                 "no upload record"
                 if upload is None
-                else f"upload {state}" + (", its file deleted" if state == "submitted" else "")
+                else f"upload {state}" + (", its file deleted or at a later version" if state == "submitted" else "")
             )
             problems.append(f"(d) object {key} is left behind ({why})")
     # (e)
@@ -409,6 +415,11 @@ def consistency_problems(service) -> list[str]:
     for (kb_id, upload_id), upload in uploads.items():
         if upload["state"] == "submitting":
             problems.append(f"(e) upload {upload_id} of {kb_id} still submitting")
+    # (h)
+    for f in files:
+        holder = uploads.get((f["kb_id"], f["replacing"])) if f.get("replacing") else None
+        if f.get("replacing") and (holder is None or holder["state"] not in ("pending", "submitting")):
+            problems.append(f"(h) FILE {f['file_id']} is left marked by replace {f['replacing']}, no longer in flight")
     # (f)
     for kb_id, meta in metas.items():
         mine = [f for f in files if f["kb_id"] == kb_id]
@@ -464,6 +475,45 @@ def upload_bytes(service, kb_id: str, filename: str, data: bytes, folder_id: str
     assert reply.status == HTTPStatus.CREATED, reply.body
     assert post_file(reply.body, data, filename).status_code == HTTPStatus.NO_CONTENT
     return reply.body["upload_id"]
+
+
+# The words of the first versions of the files replaced in the kill-point scenario.
+FIRST_WORDS = {"r.md": "penguinold", "k.md": "koalaold"}
+# r.md's next version, with a word of its own: small (inline), since MemOS (the emulator) cannot fetch a
+# presigned URL of the in-process moto, and a version it fails to process leaves the old one answering.
+REPLACED = "# walrusnew\nwalrusnew 的新内容。\n".encode()
+
+
+def replace_bytes(service, kb_id: str, file_id: str, data: bytes) -> str:
+    """Replace a file with ``data`` (its presigned POST sent); the replace's upload id."""
+    reply = service.call(
+        "POST", f"/knowledge-bases/{kb_id}/files/{file_id}/replacements", "alice", body={"size_bytes": len(data)}
+    )
+    assert reply.status == HTTPStatus.CREATED, reply.body
+    assert post_file(reply.body, data, "next.md").status_code == HTTPStatus.NO_CONTENT
+    upload_id: str = reply.body["upload_id"]
+    return upload_id
+
+
+def processed(service) -> None:
+    """Wait until MemOS has processed every file and version it was given."""
+    wait_until(
+        lambda: all(f["status"] != "running" for files in memos_kbs(service).values() for f in files),
+        timeout=30,
+        message="MemOS to process every file",
+    )
+
+
+def recall_problems(service, *, present: list[str], absent: list[str]) -> list[str]:
+    """Which words of ``present`` the owner's recall does not find, and which of ``absent`` it does."""
+    processed(service)
+    problems = []
+    for word, expected in [*((w, True) for w in present), *((w, False) for w in absent)]:
+        reply = service.call("POST", "/recall", "alice", body={"query": word})
+        found = reply.status == HTTPStatus.OK and any(word in e["content"] for e in reply.body["items"])
+        if found != expected:
+            problems.append(f"recall of {word!r} {'finds nothing' if expected else 'still finds it'}")
+    return problems
 
 
 def new_folder(service, kb_id: str, name: str, parent_id: str | None = None) -> str:
@@ -527,6 +577,16 @@ KILL_POINTS: list[tuple[str, Target, str]] = [
     # ingest of a large file MemOS refuses: the rejection and the deletion of both objects
     ("ingest-refused", (DynamoContentStore, "update_upload_rejected"), "after"),
     ("ingest-refused", (UploadStorage, "delete"), "after"),
+    # ingest of a replace: the hold, MemOS's update, the record of the next version, the replaced bytes
+    ("replace", (DynamoContentStore, "update_replacement_submitting"), "after"),
+    ("replace", (MemosClient, "update_knowledgebase_file"), "before"),
+    ("replace", (MemosClient, "update_knowledgebase_file"), "after"),
+    ("replace", (DynamoContentStore, "put_file_version"), "before"),
+    ("replace", (DynamoContentStore, "put_file_version"), "after"),
+    ("replace", (UploadStorage, "delete"), "before"),
+    # a replace MemOS refuses: the rejection, which unmarks the file, and the deletion of its bytes
+    ("replace-refused", (DynamoContentStore, "update_replacement_rejected"), "after"),
+    ("replace-refused", (UploadStorage, "delete"), "after"),
     # DELETE of a file
     ("delete-file", (DynamoCleanupStore, "delete_file_with_outbox"), "before"),
     ("delete-file", (DynamoCleanupStore, "delete_file_with_outbox"), "after"),
@@ -599,7 +659,7 @@ def test_a_crash_at_any_step_leaves_nothing_behind_once_reconcile_has_run(servic
         (keep, "z.md", g),
         (gone, "q.md", q),
     ]:
-        upload_bytes(service, kb_id, name, md(name), folder)
+        upload_bytes(service, kb_id, name, md(FIRST_WORDS.get(name, name)), folder)
     deliver(service, batch=10)
     assert set(file_items(service, keep)) == {"r.md", "r2.md", "k.md", "y.md", "z.md"}
 
@@ -617,6 +677,15 @@ def test_a_crash_at_any_step_leaves_nothing_behind_once_reconcile_has_run(servic
     with killer.during("ingest-refused"):
         service.memos.add_fault(ADD, code=50107, times=1)  # MemOS does not take this type of file
         upload_bytes(service, keep, "refused.md", md("refused.md", 2048))
+        deliver(service)
+    # r.md replaced by its next version, k.md's replace refused
+    r, k = file_items(service, keep)["r.md"]["file_id"], file_items(service, keep)["k.md"]["file_id"]
+    with killer.during("replace"):
+        replace_bytes(service, keep, r, REPLACED)
+        deliver(service)
+    with killer.during("replace-refused"):
+        service.memos.add_fault(UPDATE, code=50107, times=1)
+        replace_bytes(service, keep, k, md("kangaroonew", 2048))
         deliver(service)
     # and uploads in flight into what is deleted next: adds whose outcome is unknown (MemOS stored the file,
     # the upload stays submitting, its message is done) into G and into the KB, and a pending upload into
@@ -656,6 +725,11 @@ def test_a_crash_at_any_step_leaves_nothing_behind_once_reconcile_has_run(servic
         problems.append(f"files {sorted(names)}, expected r.md, k.md, x.md and big.md")
     if (folders := {i["folder_id"] for i in table_items(service) if i["SK"].startswith("FOLDER#")}) != {h}:
         problems.append(f"folders {folders}, expected only H {h}")
+    # and the replaced file answers with its new words only, the refused one with its old ones
+    versions = {name: int(item.get("version", 1)) for name, item in file_items(service, keep).items()}
+    if (versions.get("r.md"), versions.get("k.md")) != (2, 1):
+        problems.append(f"versions {versions}, expected r.md at 2 and k.md at 1")
+    problems += recall_problems(service, present=["walrusnew", "koalaold"], absent=["penguinold", "kangaroonew"])
     assert not problems, "after the crash and reconcile:\n  " + "\n  ".join(problems)
 
 
@@ -807,6 +881,14 @@ CLEANUP_TROUBLE = [
         (DynamoCleanupStore, "delete_cleanup_parts"),
     ),
 ]
+REPLACE_TROUBLE = [
+    *_faults(UPDATE),
+    *_crashes(
+        (MemosClient, "update_knowledgebase_file"),
+        (DynamoContentStore, "update_replacement_submitting"),
+        (DynamoContentStore, "put_file_version"),
+    ),
+]
 RECONCILE_TROUBLE = [
     *_faults(DELETE_FILES),
     *_crashes(
@@ -820,7 +902,7 @@ RECONCILE_TROUBLE = [
 CRASHABLE: list[Target] = list(
     dict.fromkeys(
         t[1]
-        for t in (*INGEST_TROUBLE, *DELETE_TROUBLE, *CLEANUP_TROUBLE, *RECONCILE_TROUBLE)
+        for t in (*INGEST_TROUBLE, *REPLACE_TROUBLE, *DELETE_TROUBLE, *CLEANUP_TROUBLE, *RECONCILE_TROUBLE)
         if t is not None and t[0] == "crash"
     )
 )
@@ -945,6 +1027,25 @@ def test_interleaved_uploads_deletes_faults_crashes_and_reconciles_follow_the_mo
             deliver(service, until_empty=False)
 
         @precondition(lambda self: any(kb.files for kb in self.kbs.values()))
+        @rule(data=st.data(), what=trouble(REPLACE_TROUBLE))
+        def replace_file(self, data, what):
+            """A file's next version, with a word of its own; refused while another replace of it is in flight."""
+            kb_id = data.draw(st.sampled_from([k for k, kb in self.kbs.items() if kb.files]), label="kb")
+            file_id = data.draw(st.sampled_from(list(self.kbs[kb_id].files)), label="file")
+            token = f"tok{self.run}n{len(self.tokens)}"
+            content = md(token)
+            path = f"/knowledge-bases/{kb_id}/files/{file_id}/replacements"
+            reply = service.call("POST", path, "alice", body={"size_bytes": len(content)})
+            if reply.status == HTTPStatus.CONFLICT:
+                assert reply.body["error"]["code"] == "replace_in_progress", reply.body
+                return
+            assert reply.status == HTTPStatus.CREATED, reply.body
+            assert post_file(reply.body, content, "next.md").status_code == HTTPStatus.NO_CONTENT
+            self.tokens[reply.body["upload_id"]] = token
+            self.expect(what)
+            deliver(service, until_empty=False)
+
+        @precondition(lambda self: any(kb.files for kb in self.kbs.values()))
         @rule(data=st.data(), what=trouble(DELETE_TROUBLE))
         def delete_file(self, data, what):
             kb_id = data.draw(st.sampled_from([k for k, kb in self.kbs.items() if kb.files]), label="kb")
@@ -1057,13 +1158,13 @@ def test_interleaved_uploads_deletes_faults_crashes_and_reconciles_follow_the_mo
             made = [i["upload_id"] for i in table_items(service) if i["SK"].startswith("FILE#")]
             assert len(made) == len(set(made)), f"an upload became two files: {made}"
             assert not set(made) & self.dead_uploads
-            # and no excerpt of a deleted or never recorded file can be recalled any more
+            # and every live file answers with the words of its recorded version only: none of a deleted or
+            # never recorded file, none of a replaced version or of a replace that failed
             if self.kbs:
+                live = [token for upload_id, token in self.tokens.items() if upload_id in made]
                 dead = [token for upload_id, token in self.tokens.items() if upload_id not in made]
-                for token in dead[:3]:
-                    reply = service.call("POST", "/recall", "alice", body={"query": token})
-                    assert reply.status == HTTPStatus.OK, reply.body
-                    assert all(token not in e["content"] for e in reply.body["items"]), token
+                problems = recall_problems(service, present=live, absent=dead)
+                assert not problems, "\n  ".join(problems)
 
     run_state_machine_as_test(
         Deletions,

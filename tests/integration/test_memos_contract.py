@@ -355,3 +355,105 @@ def test_nothing_listening_is_unavailable_without_sending(memos_emulator: Any) -
     ):
         client.create_knowledgebase("x")
     assert caught.value.request_sent is False
+
+
+# -- /update/knowledgebase-file: what we assume where MemOS documents nothing -------------------------
+#
+# MemOS documents the request (a file id and the new content) and that processing is asynchronous, as
+# for an add. Each test below pins one assumption of docs/memos.md ("Updating a file") that the service
+# is built on: run against the real MemOS, a failure here names the assumption to revisit.
+
+OLD_TEXT = b"# Price list\n\nThe penguin plan costs one hundred yuan a month.\n"
+NEW_TEXT = b"# Price list\n\nThe walrus plan costs two hundred yuan a month.\n"
+
+
+def answers(client: MemosClient, kb_id: str, word: str) -> list[str]:
+    return [h.content for h in client.search_memory("kb-reader-u1", word, [kb_id], relativity=0) if word in h.content]
+
+
+def processed_file(client: MemosClient, text: bytes = OLD_TEXT) -> tuple[str, str]:
+    kb_id = client.create_knowledgebase("versions")
+    [file] = upload(client, kb_id, markdown(text, "price.md"))
+    assert file.status is FileStatus.AVAILABLE
+    return kb_id, file.id
+
+
+def test_assumed_an_update_answers_the_same_file_processing_and_keeps_its_name_as_sent(
+    client: MemosClient, memos_emulator: Any
+) -> None:
+    _, file_id = processed_file(client)
+    memos_emulator.pause_processing()
+    updated = client.update_knowledgebase_file(file_id, markdown(NEW_TEXT, "price [up_2].md"))
+    assert (updated.id, updated.status) == (file_id, FileStatus.PROCESSING)
+    [seen] = client.get_knowledgebase_files([file_id])
+    assert (seen.status, seen.name) == (FileStatus.PROCESSING, "price [up_2].md")
+
+
+def test_assumed_the_previous_version_answers_until_the_next_is_processed_then_only_the_next(
+    client: MemosClient, memos_emulator: Any
+) -> None:
+    kb_id, file_id = processed_file(client)
+    memos_emulator.pause_processing()
+    client.update_knowledgebase_file(file_id, markdown(NEW_TEXT, "price.md"))
+    assert answers(client, kb_id, "penguin")
+    assert not answers(client, kb_id, "walrus")
+    memos_emulator.pause_processing(False)
+    assert wait_until_settled(client, [file_id])[0].status is FileStatus.AVAILABLE
+    assert answers(client, kb_id, "walrus")
+    assert not answers(client, kb_id, "penguin")
+    assert [f.id for f in client.iter_knowledgebase_files(kb_id)] == [file_id]
+
+
+def test_assumed_a_version_that_fails_shows_failed_and_leaves_the_previous_one_answering(
+    client: MemosClient,
+) -> None:
+    kb_id, file_id = processed_file(client)
+    client.update_knowledgebase_file(
+        file_id, FileInput.from_bytes(b"not a pdf at all", name="price.pdf", mime_type="application/pdf")
+    )
+    assert wait_until_settled(client, [file_id])[0].status is FileStatus.FAILED
+    assert answers(client, kb_id, "penguin")
+
+
+def test_assumed_the_same_content_sent_twice_ends_as_one_version_answering_once(client: MemosClient) -> None:
+    kb_id, file_id = processed_file(client)
+    client.update_knowledgebase_file(file_id, markdown(NEW_TEXT, "price.md"))
+    client.update_knowledgebase_file(file_id, markdown(NEW_TEXT, "price.md"))
+    wait_until_settled(client, [file_id])
+    assert len(answers(client, kb_id, "walrus")) == 1
+    assert not answers(client, kb_id, "penguin")
+
+
+def test_assumed_the_last_update_received_is_the_version_that_stays(
+    client: MemosClient, memos_emulator: Any
+) -> None:
+    kb_id, file_id = processed_file(client)
+    memos_emulator.pause_processing()
+    client.update_knowledgebase_file(file_id, markdown(NEW_TEXT, "price.md"))
+    client.update_knowledgebase_file(file_id, markdown(b"# Price list\n\nThe badger plan is free.\n", "price.md"))
+    memos_emulator.pause_processing(False)
+    wait_until_settled(client, [file_id])
+    assert answers(client, kb_id, "badger")
+    assert not answers(client, kb_id, "walrus")
+    assert not answers(client, kb_id, "penguin")
+
+
+def test_assumed_an_update_of_a_deleted_unknown_or_unlinked_file_is_not_found(client: MemosClient) -> None:
+    kb_id, file_id = processed_file(client)
+    other_kb, other_file = processed_file(client)
+    client.delete_knowledgebase_files([file_id])
+    client.delete_knowledgebase(other_kb, delete_all=False)
+    for gone in (file_id, "0" * 32, other_file):
+        with pytest.raises(MemosNotFound):
+            client.update_knowledgebase_file(gone, markdown(NEW_TEXT, "price.md"))
+    assert list(client.iter_knowledgebase_files(kb_id)) == []
+
+
+def test_an_update_is_repeated_after_a_transient_fault(memos_emulator: Any) -> None:
+    with make_client(memos_emulator, max_attempts=3) as client:
+        kb_id, file_id = processed_file(client)
+        memos_emulator.add_fault("/update/knowledgebase-file", code=50004, times=1)
+        assert client.update_knowledgebase_file(file_id, markdown(NEW_TEXT, "price.md")).id == file_id
+        wait_until_settled(client, [file_id])
+        assert answers(client, kb_id, "walrus")
+    assert calls(memos_emulator, "/update/knowledgebase-file") == 2

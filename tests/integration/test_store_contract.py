@@ -46,7 +46,7 @@ from memmy_kb.adapters.sqs import UploadQueue
 from memmy_kb.adapters.stepfunctions import CleanupStateMachine
 from memmy_kb.api.events import object_keys
 from memmy_kb.domain import ports
-from memmy_kb.domain.engine import EngineBackend, FileInput, MemosBackendUnknown, MemosNotFound
+from memmy_kb.domain.engine import EngineBackend, FileInput, FileStatus, MemosBackendUnknown, MemosNotFound
 from memmy_kb.domain.ports import (
     ActivityLog,
     BackendSlots,
@@ -749,8 +749,13 @@ def pending(backend: Backend, kb: KnowledgeBaseRecord) -> UploadRecord:
     return upload
 
 
-def submit(backend: Backend, attempt_id: str = "att-1", keep_until: int = 1_900_100_000) -> UploadRecord:
-    backend.contents.update_upload_submitting("kb_1", "up_1", attempt_id=attempt_id, now=at(30), keep_until=keep_until, owner_id="alice", size=0, capacity=UNCAPPED)
+def submit(
+    backend: Backend, attempt_id: str = "att-1", keep_until: int = 1_900_100_000, sha256: str | None = None
+) -> UploadRecord:
+    backend.contents.update_upload_submitting(
+        "kb_1", "up_1", attempt_id=attempt_id, now=at(30), keep_until=keep_until, owner_id="alice", size=0,
+        capacity=UNCAPPED, sha256=sha256,
+    )
     held = backend.contents.get_upload("kb_1", "up_1")
     assert held is not None
     return held
@@ -771,6 +776,12 @@ def test_given_a_pending_upload_when_submitting_then_it_is_held_by_the_attempt(
     )
     assert held == expected
     assert backend.contents.get_upload("kb_1", "up_1") == expected
+
+
+def test_given_the_hash_the_ingest_computed_when_submitting_then_the_upload_keeps_it(
+    backend: Backend, pending: UploadRecord
+) -> None:
+    assert submit(backend, sha256="ab" * 32).content_sha256 == "ab" * 32
 
 
 def test_given_an_upload_already_submitting_when_submitting_again_then_condition_failed_upload(
@@ -2143,6 +2154,21 @@ def test_given_a_deleted_kb_when_its_files_are_listed_or_added_then_memos_not_fo
         list(engine.iter_knowledgebase_files(kb))
     with pytest.raises(MemosNotFound):
         engine.add_knowledgebase_files(kb, [markdown_file("late~up_3.md")])
+
+
+def test_given_a_file_when_its_next_version_is_sent_then_the_same_file_processes_it_and_a_gone_file_is_not_found(
+    engine: KnowledgeEngine,
+) -> None:
+    kb = engine.create_knowledgebase("memmy:kb_1")
+    [added] = engine.add_knowledgebase_files(kb, [markdown_file("notes~up_1.md")])
+
+    updated = engine.update_knowledgebase_file(added.id, markdown_file("notes~up_2.md"))
+
+    assert (updated.id, updated.status) == (added.id, FileStatus.PROCESSING)
+    assert [(f.id, f.name) for f in engine.iter_knowledgebase_files(kb)] == [(added.id, "notes~up_2.md")]
+    engine.delete_knowledgebase_files([added.id])
+    with pytest.raises(MemosNotFound):
+        engine.update_knowledgebase_file(added.id, markdown_file("notes~up_3.md"))
 
 
 def test_given_kbs_without_memories_when_searched_then_nothing_and_a_scope_of_all_is_refused(

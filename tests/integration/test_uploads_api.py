@@ -112,6 +112,8 @@ def test_a_post_to_the_presigned_url_stores_the_object_and_notifies_the_queue(se
             HTTPStatus.NOT_FOUND,
             "folder_not_found",
         ),
+        ({"filename": "a.txt", "size_bytes": 10, "sha256": "ab" * 31}, HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error"),
+        ({"filename": "a.txt", "size_bytes": 10, "sha256": "zz" * 32}, HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error"),
     ],
 )
 def test_invalid_uploads_are_refused_with_their_code_and_nothing_recorded(service, body, status, code):
@@ -147,6 +149,15 @@ def test_the_pinned_content_type_fits_the_extension(service, filename, declared,
 
     assert ticket["fields"]["Content-Type"] == pinned
     assert {"Content-Type": pinned} in policy_of(ticket)["conditions"]
+
+
+def test_a_declared_sha256_is_kept_in_lower_case_for_the_ingest_to_hold_the_bytes_to(service):
+    kb_id = create_kb(service)
+
+    reply = request_upload(service, kb_id, "a.txt", 5, sha256="AB" * 32)
+
+    assert reply.status == HTTPStatus.CREATED, reply.body
+    assert get_upload(service, kb_id, reply.body["upload_id"]).sha256 == "ab" * 32
 
 
 def test_an_upload_into_a_folder_records_the_folder(service):

@@ -37,6 +37,10 @@ class EmulatorHandle:
     def clear_faults(self) -> None:
         self.emulator.clear_faults()
 
+    def pause_processing(self, paused: bool = True) -> None:
+        """Hold every new file and new version ``running`` (until called with False, or reset)."""
+        self.emulator.pause_processing(paused)
+
     def calls(self, endpoint: str) -> int:
         count: int = self.state()["calls"].get(endpoint, 0)
         return count

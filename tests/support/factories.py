@@ -226,3 +226,34 @@ def claims(
     issued_at: int | None = None,
 ) -> VerifiedClaims:
     return VerifiedClaims(user_id=user_id, name=name, email=email, phone=phone, issued_at=issued_at)
+
+
+def replacement_record(
+    upload_id: str,
+    file: FileRecord,
+    *,
+    size_bytes: int | None = None,
+    state: UploadState = "pending",
+    created_at: datetime | None = None,
+    expires_at: int | None = None,
+    owner_id: str = "alice",
+) -> UploadRecord:
+    """A replace of ``file``: an upload of its next version, replacing the version it is at now."""
+    return upload_record(
+        upload_id,
+        kb_id=file.kb_id,
+        owner_id=owner_id,
+        filename=file.name,
+        size_bytes=file.size_bytes if size_bytes is None else size_bytes,
+        state=state,
+        created_at=created_at,
+        expires_at=expires_at,
+    ).model_copy(
+        update={
+            "memos_file_id": file.memos_file_id,
+            "replaces": file.file_id,
+            "if_version": file.version,
+            "replaced_size": file.size_bytes,
+            "replaced_upload": file.upload_id,
+        }
+    )

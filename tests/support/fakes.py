@@ -274,6 +274,15 @@ class FakeTable:
             return False
         return kb.file_count < capacity.max_files and kb.bytes_used <= capacity.max_bytes - size
 
+    def bytes_room(self, kb_id: str, owner_id: str, grow: int, capacity: KbCapacity) -> bool:
+        """The adapters' ``kb_bytes_room_action`` condition: owned by ``owner_id``, with room for ``grow`` bytes."""
+        kb = self.kbs.get(kb_id)
+        return kb is not None and kb.owner_id == owner_id and (grow <= 0 or kb.bytes_used <= capacity.max_bytes - grow)
+
+    def bytes_refusal(self, kb_id: str, owner_id: str) -> Exception:
+        """``kb_bytes_refusal``: why ``bytes_room`` was False."""
+        return ItemMissing("kb", kb_id) if not self.owns(kb_id, owner_id) else ConditionFailed("kb_bytes", kb_id)
+
     def room_refusal(self, kb_id: str, owner_id: str, capacity: KbCapacity) -> Exception:
         """``kb_room_refusal``: why ``room`` was False."""
         kb = self.kbs.get(kb_id)
@@ -590,15 +599,16 @@ class FakeContentStore:
         owner_id: str,
         size: int,
         capacity: KbCapacity,
+        sha256: str | None = None,
     ) -> None:
         t = self.table
         if self._pending(kb_id, upload_id) and not t.room(kb_id, owner_id, size, capacity):
             raise t.room_refusal(kb_id, owner_id, capacity)
+        held: dict[str, object] = {
+            "state": "submitting", "attempt_id": attempt_id, "submitting_at": now, "expires_at": keep_until
+        }
         self._update_upload(
-            kb_id,
-            upload_id,
-            lambda u: u.state == "pending",
-            {"state": "submitting", "attempt_id": attempt_id, "submitting_at": now, "expires_at": keep_until},
+            kb_id, upload_id, lambda u: u.state == "pending", held | ({"content_sha256": sha256} if sha256 else {})
         )
 
     def _pending(self, kb_id: str, upload_id: str) -> bool:
@@ -697,6 +707,154 @@ class FakeContentStore:
         if failed:
             raise ItemMissing("folder", file.folder_id or "")
         return file
+
+    # -- a replace (``memmy_kb.adapters.dynamodb.replacements``) ---------------------------------------
+
+    def put_replacement(self, upload: UploadRecord, *, take_over: str | None, capacity: KbCapacity) -> None:
+        assert upload.replaces is not None
+        assert upload.if_version is not None
+        t = self.table
+        file = t.files.get((upload.kb_id, upload.replaces))
+        holder = t.uploads.get((upload.kb_id, take_over)) if take_over else None
+
+        def mark() -> None:
+            t.files[(upload.kb_id, upload.replaces or "")] = t.files[(upload.kb_id, upload.replaces or "")].model_copy(
+                update={"replacing": upload.upload_id}
+            )
+
+        txn = _Transaction()
+        txn.add(("UPLOAD", upload.kb_id, upload.upload_id), (upload.kb_id, upload.upload_id) not in t.uploads, self._put_upload(upload))
+        free = file is not None and file.version == upload.if_version and file.replacing == take_over
+        txn.add(("FILE", upload.kb_id, upload.replaces), free, mark)
+        txn.add(("KB", upload.kb_id), t.bytes_room(upload.kb_id, upload.owner_id, upload.growth, capacity))
+        if take_over:
+            txn.add(("UPLOAD", upload.kb_id, take_over), holder is None or holder.state != "submitting")
+        failed = txn.run()
+        if 2 in failed:
+            raise t.bytes_refusal(upload.kb_id, upload.owner_id)
+        if 1 in failed and file is None:
+            raise ItemMissing("file", upload.replaces)
+        if 0 in failed:
+            raise ConditionFailed("upload", upload.upload_id)
+        if failed:
+            raise ConditionFailed("file", upload.replaces)
+
+    def update_replacement_submitting(
+        self,
+        upload: UploadRecord,
+        *,
+        attempt_id: str,
+        now: datetime,
+        keep_until: int,
+        sha256: str | None,
+        capacity: KbCapacity,
+    ) -> None:
+        assert upload.replaces is not None
+        t = self.table
+        key = (upload.kb_id, upload.upload_id)
+        current = t.uploads.get(key)
+        file = t.files.get((upload.kb_id, upload.replaces))
+        held: dict[str, object] = {
+            "state": "submitting", "attempt_id": attempt_id, "submitting_at": now, "expires_at": keep_until,
+        }
+        txn = _Transaction()
+        txn.add(("UPLOAD", *key), current is not None and current.state == "pending", self._changed(key, held | ({"content_sha256": sha256} if sha256 else {})))
+        room = t.bytes_room(upload.kb_id, upload.owner_id, upload.growth, capacity)
+        txn.add(("KB", upload.kb_id), room, t.counted(upload.kb_id, 0, upload.growth))
+        ours = file is not None and file.replacing == upload.upload_id and file.version == upload.if_version
+        txn.add(("FILE", upload.kb_id, upload.replaces), ours)
+        failed = txn.run()
+        if 0 in failed:
+            raise ConditionFailed("upload", upload.upload_id)
+        if 1 in failed:
+            raise t.bytes_refusal(upload.kb_id, upload.owner_id)
+        if failed:
+            raise ItemMissing("file", upload.replaces) if file is None else ConditionFailed("file", upload.replaces)
+
+    def update_replacement_released(self, upload: UploadRecord, *, attempt_id: str, expires_at: int) -> None:
+        self.update_upload_released(upload.kb_id, upload.upload_id, attempt_id=attempt_id, expires_at=expires_at)
+        self._give_back(upload)
+
+    def update_replacement_rejected(
+        self, upload: UploadRecord, *, reason: str, expires_at: int, attempt_id: str | None
+    ) -> None:
+        self.update_upload_rejected(
+            upload.kb_id, upload.upload_id, reason=reason, expires_at=expires_at, attempt_id=attempt_id
+        )
+        self._unmark(upload)
+        if attempt_id is not None:
+            self._give_back(upload)
+
+    def update_replacement_expired(self, upload: UploadRecord, *, expires_at: int) -> None:
+        self.update_upload_expired(upload.kb_id, upload.upload_id, expires_at=expires_at)
+        self._unmark(upload)
+
+    def clear_replacing(self, kb_id: str, file_id: str, upload_id: str) -> bool:
+        file = self.table.files.get((kb_id, file_id))
+        if file is None or file.replacing != upload_id:
+            return False
+        self.table.files[(kb_id, file_id)] = file.model_copy(update={"replacing": None})
+        return True
+
+    def put_file_version(
+        self,
+        file: FileRecord,
+        *,
+        owner_id: str,
+        attempt_id: str,
+        replaced_version: int,
+        shrink: int,
+        expires_at: int,
+        activity: ActivityRecord,
+    ) -> None:
+        t = self.table
+        file_key = (file.kb_id, file.file_id)
+        upload_key = (file.kb_id, file.upload_id)
+        current = t.files.get(file_key)
+        upload = t.uploads.get(upload_key)
+        changes = {
+            "version": file.version, "size_bytes": file.size_bytes, "upload_id": file.upload_id,
+            "updated_at": file.updated_at, "replacing": None,
+        } | ({"sha256": file.sha256} if file.sha256 else {})
+
+        def moved_on() -> None:
+            t.files[file_key] = t.files[file_key].model_copy(update=changes)
+
+        submitted = {"state": "submitted", "file_id": file.file_id, "memos_file_id": file.memos_file_id, "expires_at": expires_at}
+        txn = _Transaction()
+        ours = current is not None and current.replacing == file.upload_id and current.version == replaced_version
+        txn.add(("FILE", *file_key), ours, moved_on)
+        held = upload is not None and upload.state == "submitting" and upload.attempt_id == attempt_id
+        txn.add(("UPLOAD", *upload_key), held, self._changed(upload_key, submitted))
+        txn.add(("KB", file.kb_id), t.owns(file.kb_id, owner_id), t.counted(file.kb_id, 0, min(0, shrink)))
+        txn.add(("ACTIVITY", activity.kb_id, _activity_sk(activity)), True, t.log(activity))
+        failed = txn.run()
+        if 2 in failed:
+            raise ItemMissing("kb", file.kb_id)
+        if 1 in failed:
+            raise ConditionFailed("upload", file.upload_id)
+        if failed:
+            raise ItemMissing("file", file.file_id) if current is None else ConditionFailed("file", file.file_id)
+
+    def _unmark(self, upload: UploadRecord) -> None:
+        if upload.replaces is not None:
+            self.clear_replacing(upload.kb_id, upload.replaces, upload.upload_id)
+
+    def _give_back(self, upload: UploadRecord) -> None:
+        if upload.growth > 0 and upload.kb_id in self.table.kbs:
+            self.table.counted(upload.kb_id, 0, -upload.growth)()
+
+    def _put_upload(self, upload: UploadRecord) -> Callable[[], None]:
+        def put() -> None:
+            self.table.seed(upload)
+
+        return put
+
+    def _changed(self, key: tuple[str, str], changes: dict[str, object]) -> Callable[[], None]:
+        def change() -> None:
+            self.table.uploads[key] = self.table.uploads[key].model_copy(update=changes)
+
+        return change
 
     def _put(self, record: FileRecord) -> Callable[[], None]:
         def put() -> None:
@@ -1365,6 +1523,7 @@ EngineMethod = Literal[
     "create_knowledgebase",
     "delete_knowledgebase",
     "add_knowledgebase_files",
+    "update_knowledgebase_file",
     "get_knowledgebase_files",
     "iter_knowledgebase_files",
     "delete_knowledgebase_files",
@@ -1411,7 +1570,8 @@ class FakeKnowledgeEngine:
         self.knowledge_bases: dict[str, FakeMemosKnowledgeBase] = {}
         self.deleted_knowledge_bases: list[tuple[str, bool]] = []  # (memos_kb_id, delete_all)
         self.deleted_files: list[str] = []
-        self.inputs: list[FileInput] = []  # what each add was given (a data URL or a GET URL, and the name)
+        self.inputs: list[FileInput] = []  # what each add or update was given (a data URL or a GET URL, and the name)
+        self.updates: list[tuple[str, FileInput]] = []  # (MemOS file id, the new version) of each update
         self.searches: list[SearchCall] = []
         self.calls: Counter[EngineMethod] = Counter()
         self._failures: dict[EngineMethod, list[_Failure]] = {}
@@ -1495,6 +1655,17 @@ class FakeKnowledgeEngine:
         self._kb(kb_id, "/add/knowledgebase-file")
         self.inputs.extend(files)
         return [self.add_file(kb_id, f.name) for f in files]
+
+    def update_knowledgebase_file(self, file_id: str, file: FileInput) -> EngineFile:
+        """The file's next version: processing again under the new name (MemOS's 40001 for a file it lacks)."""
+        self._enter("update_knowledgebase_file")
+        for kb in self.knowledge_bases.values():
+            if file_id in kb.files:
+                self.inputs.append(file)
+                self.updates.append((file_id, file))
+                kb.files[file_id] = replace(kb.files[file_id], name=file.name, status=FileStatus.PROCESSING)
+                return kb.files[file_id]
+        raise MemosNotFound("file does not exist", endpoint="/update/knowledgebase-file", code=40001)
 
     def get_knowledgebase_files(self, file_ids: list[str]) -> list[EngineFile]:
         self._enter("get_knowledgebase_files")

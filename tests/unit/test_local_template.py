@@ -148,8 +148,10 @@ API_CONTRACT = {
     ("POST", "/knowledge-bases/{kb_id}/uploads"),
     ("DELETE", "/knowledge-bases/{kb_id}/uploads/{upload_id}"),
     ("GET", "/knowledge-bases/{kb_id}/files"),
+    ("GET", "/knowledge-bases/{kb_id}/files/{file_id}"),
     ("PATCH", "/knowledge-bases/{kb_id}/files/{file_id}"),
     ("DELETE", "/knowledge-bases/{kb_id}/files/{file_id}"),
+    ("POST", "/knowledge-bases/{kb_id}/files/{file_id}/replacements"),
     ("POST", "/knowledge-bases/{kb_id}/folders"),
     ("PATCH", "/knowledge-bases/{kb_id}/folders/{folder_id}"),
     ("DELETE", "/knowledge-bases/{kb_id}/folders/{folder_id}"),
@@ -169,6 +171,7 @@ def test_routes_are_the_contracts_and_each_has_one_function(template: dict[str, 
     )
     assert by_key[("PUT", "/me")].function == "ManageKbFunction"
     assert by_key[("POST", "/knowledge-bases/{kb_id}/members")].function == "ShareFunction"
+    assert by_key[("POST", "/knowledge-bases/{kb_id}/files/{file_id}/replacements")].function == "UploadFunction"
 
 
 def test_routes_take_handler_and_code_from_globals_and_skip_other_events() -> None:

@@ -326,6 +326,28 @@ def test_add_files_accepts_a_single_object() -> None:
     assert added == [EngineFile(id=FILE_ID, name="notes.md", status=FileStatus.PROCESSING)]
 
 
+def test_update_file_body_is_the_file_id_and_one_file_of_name_and_content() -> None:
+    h = harness(envelope(file_item("running")))
+    updated = h.client.update_knowledgebase_file(FILE_ID, FileInput(content="data:text/markdown;base64,aGk=", name="a.md"))
+    assert str(h.memos.requests[0].url) == f"{BASE_URL}/update/knowledgebase-file"
+    assert h.memos.bodies[0] == {"file_id": FILE_ID, "file": {"name": "a.md", "content": "data:text/markdown;base64,aGk="}}
+    assert updated == EngineFile(id=FILE_ID, name="notes.md", status=FileStatus.PROCESSING)
+
+
+@pytest.mark.parametrize("data", [None, [file_item("running")], {"success": True}])
+def test_update_file_accepts_a_list_an_object_or_no_file_in_the_reply(data: Any) -> None:
+    h = harness(envelope(data))
+    updated = h.client.update_knowledgebase_file(FILE_ID, FileInput(content="aGk=", name="a.md"))
+    assert updated.id == FILE_ID
+    assert updated.status is FileStatus.PROCESSING
+
+
+def test_update_file_of_a_file_memos_lacks_is_not_found() -> None:
+    h = harness(memos_error(40001))
+    with pytest.raises(MemosNotFound):
+        h.client.update_knowledgebase_file(FILE_ID, FileInput(content="aGk=", name="a.md"))
+
+
 @pytest.mark.parametrize("data", [None, [], {"success": True}])
 def test_add_files_reply_without_files_is_unavailable_not_silent(data: Any) -> None:
     h = harness(envelope(data))
@@ -759,6 +781,7 @@ SAFE_CALLS: dict[str, Callable[[MemosClient], object]] = {
     "search": lambda c: c.search_memory("r", "q", [KB_ID]),
     "delete_files": lambda c: c.delete_knowledgebase_files([FILE_ID]),
     "delete_knowledge_base": lambda c: c.delete_knowledgebase(KB_ID, delete_all=True),
+    "update_file": lambda c: c.update_knowledgebase_file(FILE_ID, FileInput(content="aGk=", name="a.md")),
 }
 UNSAFE_CALLS: dict[str, Callable[[MemosClient], object]] = {
     "create_knowledge_base": lambda c: c.create_knowledgebase("x"),
@@ -779,6 +802,7 @@ SUCCESS_FOR: dict[str, httpx.Response] = {
     "search": envelope({"memory_detail_list": [memory_item()]}),
     "delete_files": envelope({"success": True}),
     "delete_knowledge_base": envelope({"success": True}),
+    "update_file": envelope(file_item()),
     "create_knowledge_base": envelope({"id": KB_ID}),
     "add_knowledgebase_files": envelope([file_item()]),
 }

@@ -19,6 +19,7 @@ from tests.support.factories import (
     kb_record,
     owner_grant_for,
     reader_grant_for,
+    replacement_record,
     upload_record,
 )
 from tests.support.fakes import FakeContentStore, FakeKnowledgeEngine, FakeStores, memos_error
@@ -107,6 +108,8 @@ def test_given_a_file_memos_no_longer_holds_when_listed_then_it_shows_failed_gon
             folder_id=None,
             reason=files_logic.GONE_FROM_MEMOS,
             upload_id="up-fi_lost",
+            version=1,
+            updated_at=listing_file_time(kb, "fi_lost"),
         )
     ]
 
@@ -545,3 +548,66 @@ def test_given_a_kb_on_a_backend_the_secret_no_longer_lists_when_listed_then_503
     assert (empty.folders, empty.files) == ([], [])
     with pytest.raises(MemosBackendUnknown):  # no other backend is asked in its stead
         engines.engine("retired")
+
+
+def listing_file_time(kb: FakeStores, file_id: str) -> object:
+    """When a seeded file took its current version (its upload time, for a file never replaced)."""
+    return kb.table.files[("kb_1", file_id)].uploaded_at
+
+
+# -- files with a replace -----------------------------------------------------------------------------
+
+
+def test_given_a_replace_in_flight_when_listed_then_it_shows_beside_its_file_and_not_as_an_entry_of_its_own(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    add_file(kb, memos, "fi_a")
+    file = kb.contents.get_file("kb_1", "fi_a")
+    assert file is not None
+    kb.table.seed(
+        file.model_copy(update={"replacing": "up_new"}),
+        replacement_record("up_new", file, expires_at=int(datetime.now(UTC).timestamp()) + 600),
+    )
+
+    result = listing(kb, memos)
+
+    [entry] = result.files
+    assert (entry.id, entry.status, entry.version) == ("fi_a", "available", 1)
+    assert entry.replacement == files_logic.Replacement("up_new", "uploading")
+    assert result.refresh_after_seconds == files_logic.REFRESH_AFTER_SECONDS
+
+
+def test_given_a_failed_replace_of_the_current_version_when_listed_then_the_file_shows_it_with_its_reason(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    add_file(kb, memos, "fi_a")
+    file = kb.contents.get_file("kb_1", "fi_a")
+    assert file is not None
+    older = replacement_record("up_old", file, created_at=T0).model_copy(
+        update={"state": "rejected", "reason": "The file is not valid UTF-8 text.", "if_version": 0}
+    )
+    failed = replacement_record("up_bad", file, created_at=T0 + timedelta(minutes=1)).model_copy(
+        update={"state": "rejected", "reason": "Another replacement of this file was started."}
+    )
+    kb.table.seed(older, failed)
+
+    [entry] = listing(kb, memos).files
+
+    assert entry.replacement == files_logic.Replacement(
+        "up_bad", "failed", "Another replacement of this file was started."
+    )
+
+
+def test_given_a_later_version_memos_failed_when_listed_then_failed_saying_the_previous_one_still_answers(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    add_file(kb, memos, "fi_a", FileStatus.FAILED)
+    add_file(kb, memos, "fi_b", FileStatus.FAILED)
+    file = kb.contents.get_file("kb_1", "fi_b")
+    assert file is not None
+    kb.table.seed(file.model_copy(update={"version": 2}))
+
+    assert shown(listing(kb, memos)) == {
+        "fi_a": ("failed", files_logic.MEMOS_FAILED),
+        "fi_b": ("failed", files_logic.VERSION_FAILED),
+    }

@@ -7,12 +7,22 @@ rejected, released for a retry, left submitting when MemOS's answer is unknown, 
 from __future__ import annotations
 
 import base64
+import hashlib
 
 import pytest
 
 from memmy_kb.domain import delivery, ingest
 from memmy_kb.domain.engine import MemosUnavailable
-from memmy_kb.domain.ingest import FOLDER_GONE, KB_GONE, LARGER, MEMOS_DOWN, SMALLER, Ingestion, RetryLater
+from memmy_kb.domain.ingest import (
+    FOLDER_GONE,
+    KB_GONE,
+    LARGER,
+    MEMOS_DOWN,
+    SHA256_MISMATCH,
+    SMALLER,
+    Ingestion,
+    RetryLater,
+)
 from memmy_kb.domain.naming import memos_file_name
 from memmy_kb.domain.storage import ObjectChanged, verified_object_key
 from memmy_kb.domain.verification import REASONS
@@ -113,6 +123,56 @@ def test_given_a_large_upload_when_ingested_then_memos_fetches_a_verified_copy_b
     assert objects.objects[verified] == TEXT
     [sent] = memos.inputs
     assert sent.content == objects.presign_get(verified, expires_in=120)
+
+
+# -- content hashes ----------------------------------------------------------------------------------
+
+PDF = b"%PDF-1.7\n" + b"1 0 obj << >> endobj\n" * 40 + b"startxref\n0\n%%EOF\n"
+
+
+@pytest.mark.parametrize(
+    ("filename", "data", "inline_max_bytes", "streams"),
+    [
+        ("notes.md", TEXT, 1024, 0),  # read whole by one GET: hashed in memory
+        ("notes.md", TEXT, 16, 1),  # large text: hashed in the UTF-8 check's one stream
+        ("report.pdf", PDF, 16, 1),  # large binary, checked by a few ranges: one stream for the hash
+    ],
+    ids=["small", "large-text", "large-pdf"],
+)
+def test_given_an_upload_when_ingested_then_the_file_records_the_sha256_of_its_bytes_in_one_pass(
+    stores: FakeStores,
+    objects: FakeUploadObjects,
+    memos: FakeKnowledgeEngine,
+    kb: KnowledgeBaseRecord,
+    filename: str,
+    data: bytes,
+    inline_max_bytes: int,
+    streams: int,
+) -> None:
+    pending(stores, objects, kb, data, filename=filename)
+
+    assert run(stores, objects, memos, inline_max_bytes=inline_max_bytes).result == "submitted"
+
+    [file] = stores.contents.query_kb_items("kb_1")[1]
+    assert (file.sha256, file.version) == (hashlib.sha256(data).hexdigest(), 1)
+    assert state(stores).content_sha256 == file.sha256
+    assert objects.calls["iter_chunks"] == streams
+
+
+@pytest.mark.parametrize("inline_max_bytes", [1024, 16], ids=["small", "large"])
+def test_given_a_declared_sha256_when_the_bytes_differ_then_rejected_before_memos_and_when_equal_submitted(
+    stores: FakeStores, objects: FakeUploadObjects, memos: FakeKnowledgeEngine, kb: KnowledgeBaseRecord,
+    inline_max_bytes: int,
+) -> None:
+    upload = pending(stores, objects, kb)
+    stores.table.seed(upload.model_copy(update={"sha256": hashlib.sha256(b"other bytes").hexdigest()}))
+
+    assert run(stores, objects, memos, inline_max_bytes=inline_max_bytes).reason == SHA256_MISMATCH
+    assert (state(stores).state, memos.calls["add_knowledgebase_files"]) == ("rejected", 0)
+
+    stores.table.seed(upload.model_copy(update={"upload_id": "up_2", "sha256": hashlib.sha256(TEXT).hexdigest()}))
+    objects.put("uploads/kb_1/up_2", TEXT)
+    assert run(stores, objects, memos, "uploads/kb_1/up_2", inline_max_bytes=inline_max_bytes).result == "submitted"
 
 
 @pytest.mark.parametrize(("declared", "reason"), [(len(TEXT) - 1, LARGER), (len(TEXT) + 1, SMALLER)])

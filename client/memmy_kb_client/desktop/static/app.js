@@ -116,6 +116,9 @@ const REASONS = {
     unconfirmed: "无法确认这次上传：请重新上传这个文件。",
     kb_file_limit_reached: "这个知识库的文件数量已达上限：请先删除一些文件。",
     kb_storage_limit_reached: "这个知识库的存储空间已满：请先删除一些文件。",
+    sha256_mismatch: "文件内容与声明的 SHA-256 不符。", file_gone: "文件已被删除。",
+    replace_superseded: "已经开始了这个文件的另一次替换。",
+    engine_failed_version: "知识引擎无法处理这个版本：仍由上一个版本回答。",
   },
   en: {
     invalid_pdf: "The file is not a valid PDF.", invalid_doc: "The file is not a valid Word 97-2003 document (.doc).",
@@ -136,6 +139,9 @@ const REASONS = {
     unconfirmed: "The upload could not be confirmed; please upload the file again.",
     kb_file_limit_reached: "This knowledge base holds as many files as it can: delete some files first.",
     kb_storage_limit_reached: "This knowledge base is full: delete some files first.",
+    sha256_mismatch: "The file's content does not match the SHA-256 declared for it.", file_gone: "The file was deleted.",
+    replace_superseded: "Another replacement of this file was started.",
+    engine_failed_version: "The knowledge engine could not process this version; the previous version still answers.",
   },
 };
 

@@ -1,8 +1,9 @@
 """The MemOS knowledge-base API's endpoints on the emulator's store, faithful in their awkward parts.
 
 ``KnowledgeBaseApi.call`` authenticates a call by its API key (the key's MemOS project), reads the JSON
-body and runs the endpoint; business errors come back inside HTTP 200 with a non-zero ``code``, shape
-errors with HTTP 400, auth failures with HTTP 401, all in MemOS's ``{code, data, message}`` envelope.
+body (or, for an update, a multipart form) and runs the endpoint; business errors come back inside HTTP
+200 with a non-zero ``code``, shape errors with HTTP 400, auth failures with HTTP 401, all in MemOS's
+``{code, data, message}`` envelope.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from .params import (
     MAX_MEMORY_LIMIT,
     MAX_PAGE_SIZE,
     ApiError,
+    FileSpec,
     int_in,
+    multipart_update,
     opt,
     parse_file,
     required_str,
@@ -36,7 +39,7 @@ log = logging.getLogger("memos_emulator")
 
 
 class KnowledgeBaseApi:
-    """The six endpoints; ``files_added`` wakes the processing worker when new files wait for it."""
+    """The seven endpoints; ``files_added`` wakes the processing worker when new files (or versions) wait."""
 
     def __init__(self, store: EmulatorStore, config: EmulatorConfig, files_added: Callable[[], None]) -> None:
         self.store = store
@@ -47,6 +50,7 @@ class KnowledgeBaseApi:
         self._routes: dict[str, Callable[[str, dict[str, Any]], Any]] = {
             "/create/knowledgebase": self._create_kb,
             "/add/knowledgebase-file": self._add_files,
+            "/update/knowledgebase-file": self._update_file,
             "/get/knowledgebase-file": self._get_files,
             "/delete/knowledgebase-file": self._delete_files,
             "/delete/knowledgebase": self._delete_kb,
@@ -57,10 +61,14 @@ class KnowledgeBaseApi:
         """One call of ``endpoint``: authenticate, validate, run; the HTTP status and MemOS's envelope."""
         try:
             project = self._authenticate(headers)
-            try:
-                body = json.loads(raw) if raw else None
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                raise ApiError(40000, "request body is not valid JSON", HTTPStatus.BAD_REQUEST) from None
+            content_type = headers.get("content-type", "")
+            if endpoint == "/update/knowledgebase-file" and content_type.lower().startswith("multipart/form-data"):
+                body = multipart_update(content_type, raw, self.config.max_file_bytes)
+            else:
+                try:
+                    body = json.loads(raw) if raw else None
+                except (UnicodeDecodeError, json.JSONDecodeError):
+                    raise ApiError(40000, "request body is not valid JSON", HTTPStatus.BAD_REQUEST) from None
             if not isinstance(body, dict):
                 raise ApiError(40000, "request body must be a JSON object", HTTPStatus.BAD_REQUEST)
             data = self._routes[endpoint](project, body)
@@ -129,16 +137,33 @@ class KnowledgeBaseApi:
             for s in specs
         ]
         self._files_added()
-        return [
-            {
-                "id": f.id,
-                "type": f.type,
-                "name": f.name,
-                "sizeMB": round((f.size_bytes or 0) / (1024 * 1024), 4),
-                "status": f.status,
-            }
-            for f in added
-        ]
+        return [added_file(f) for f in added]
+
+    def _update_file(self, project: str, body: dict[str, Any]) -> dict[str, Any]:
+        """The file's next version, under the same id: ``running`` until processed, the previous version's
+        excerpts answering searches until then (docs/memos.md, "Updating a file")."""
+        file_id = required_str(body, "file_id")
+        item = opt(body, "file")
+        if item is None:
+            raise ApiError(40002, "required parameter missing: file")
+        if isinstance(item, FileSpec):  # a multipart form's part, read already
+            spec = item
+        elif isinstance(item, dict):
+            spec = parse_file(item, self.config.max_file_bytes)
+        else:
+            raise ApiError(40000, "file must be an object")
+        if not self.store.files_by_ids(project, [file_id]):
+            raise ApiError(40001, "file does not exist")
+        updated = self.store.update_file(
+            file_id,
+            name=spec.name,
+            size_bytes=len(spec.content) if spec.content is not None else None,
+            content=spec.content,
+            url=spec.url,
+            ready_at=time.time() + self.config.processing_delay,
+        )
+        self._files_added()
+        return {**added_file(updated), "version": updated.version}
 
     def _get_files(self, project: str, body: dict[str, Any]) -> dict[str, Any]:
         file_ids = str_list(body, "file_ids")
@@ -233,6 +258,17 @@ class KnowledgeBaseApi:
             "skill_detail_list": [],
             "preference_note": "",
         }
+
+
+def added_file(f: StoredFile) -> dict[str, Any]:
+    """A file as the add (and the update) answers it."""
+    return {
+        "id": f.id,
+        "type": f.type,
+        "name": f.name,
+        "sizeMB": round((f.size_bytes or 0) / (1024 * 1024), 4),
+        "status": f.status,
+    }
 
 
 def file_detail(f: StoredFile) -> dict[str, Any]:

@@ -1,19 +1,23 @@
 """MemOS request bodies read as MemOS reads them: ``null`` as absent, its error codes, its file limits.
 
 A file comes as a URL, a base64 ``data:`` URL or bare base64, with a name (or one made from its MIME
-type) whose extension MemOS must support; an error is an ``ApiError`` with MemOS's code.
+type) whose extension MemOS must support, or, for an update, as the part ``file`` of a multipart form
+beside the field ``file_id``; an error is an ``ApiError`` with MemOS's code.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import io
 from collections.abc import Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
+
+from werkzeug.formparser import parse_form_data
 
 from .extract import SUPPORTED_EXTENSIONS
 
@@ -111,14 +115,38 @@ def parse_file(item: Any, max_file_bytes: int) -> FileSpec:
         data = b64decode(content, 40009, max_file_bytes)
     if not name:
         name = "file." + _MIME_EXTENSIONS.get(mime or "", "bin")
-    extension = PurePosixPath(name).suffix.lower().lstrip(".")
-    if type_ != "skill" and extension not in SUPPORTED_EXTENSIONS:
+    return _checked(FileSpec(name=name, type=type_, content=data, url=url), max_file_bytes)
+
+
+def _checked(spec: FileSpec, max_file_bytes: int) -> FileSpec:
+    extension = PurePosixPath(spec.name).suffix.lower().lstrip(".")
+    if spec.type != "skill" and extension not in SUPPORTED_EXTENSIONS:
         raise ApiError(
             50107, f"file format not allowed: .{extension}" if extension else "file has no extension"
         )
-    if data is not None and len(data) > max_file_bytes:
+    if spec.content is not None and len(spec.content) > max_file_bytes:
         raise ApiError(50104, "a file exceeds 100 MB")
-    return FileSpec(name=name, type=type_, content=data, url=url)
+    return spec
+
+
+def multipart_update(content_type: str, raw: bytes, max_file_bytes: int) -> dict[str, Any]:
+    """An update sent as a multipart form: ``{"file_id", "file": FileSpec}`` from the field ``file_id`` and
+    the file part ``file`` (its name from the part's filename)."""
+    environ = {
+        "wsgi.input": io.BytesIO(raw),
+        "CONTENT_LENGTH": str(len(raw)),
+        "CONTENT_TYPE": content_type,
+        "REQUEST_METHOD": "POST",
+    }
+    _, form, files = parse_form_data(environ)
+    part = files.get("file")
+    if part is None:
+        raise ApiError(40002, "required parameter missing: file")
+    data = part.read()
+    spec = FileSpec(name=part.filename or "", type="document", content=data, url=None)
+    if not spec.name:
+        raise ApiError(40002, "the file part has no filename")
+    return {"file_id": form.get("file_id"), "file": _checked(spec, max_file_bytes)}
 
 
 def b64decode(payload: str, code: int, max_file_bytes: int) -> bytes:

@@ -2,7 +2,9 @@
 once its processing delay is over, then marked ``completed`` (or ``failed`` with a reason).
 
 One worker thread runs ``process_loop``; ``wake`` (after files are added) and ``stop`` notify it, and it
-waits at most a second otherwise, so a stop or a clock jump is noticed.
+waits at most a second otherwise, so a stop or a clock jump is noticed. ``pause`` holds every file
+(a new one, or a new version of one) where it is until ``resume``: a test can look at what answers while a
+version is still processing.
 """
 
 from __future__ import annotations
@@ -36,6 +38,18 @@ class FileProcessor:
         self.config = config
         self._work = threading.Condition()
         self._stopping = threading.Event()
+        self._paused = threading.Event()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused.is_set()
+
+    def pause(self) -> None:
+        self._paused.set()
+
+    def resume(self) -> None:
+        self._paused.clear()
+        self.wake()
 
     def wake(self) -> None:
         with self._work:
@@ -47,7 +61,7 @@ class FileProcessor:
 
     def process_loop(self) -> None:
         while not self._stopping.is_set():
-            pending, due = self.store.next_pending(time.time())
+            pending, due = (None, None) if self.paused else self.store.next_pending(time.time())
             if pending is None:
                 with self._work:
                     # Bounded so a stop or a clock jump is noticed; add_files notifies sooner.
@@ -58,12 +72,12 @@ class FileProcessor:
                 data = pending.content if pending.content is not None else self.fetch(pending.url or "")
                 sections = extract_sections(file.name, data)
                 excerpts = chunk_sections(sections, file.name)
-                self.store.complete_file(file.id, [(e.title, e.text) for e in excerpts])
+                self.store.complete_file(file.id, [(e.title, e.text) for e in excerpts], file.version)
             except ExtractionError as err:
-                self.store.fail_file(file.id, str(err))
+                self.store.fail_file(file.id, str(err), file.version)
             except Exception:
                 log.exception("processing %s failed", file.id)
-                self.store.fail_file(file.id, "internal processing error")
+                self.store.fail_file(file.id, "internal processing error", file.version)
 
     def fetch(self, url: str) -> bytes:
         """Fetch a file by URL: loopback only (the emulator must never reach out), at most 100 MB."""

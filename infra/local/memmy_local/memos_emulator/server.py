@@ -4,7 +4,8 @@ Business errors come back inside HTTP 200 with a non-zero ``code``; shape errors
 failures with HTTP 401. Files are parsed, chunked and indexed by a background worker, so a new file is
 ``running`` until the worker (after a configurable delay) marks it ``completed`` or ``failed``.
 
-Two routes outside the API prefix serve tests: ``GET /_emulator/state`` and ``/_emulator/faults``.
+Routes outside the API prefix serve tests: ``GET /_emulator/state``, ``/_emulator/faults`` and
+``POST /_emulator/processing`` (``{"paused": true}`` holds every file or version where it is).
 
 This module holds the emulator (its HTTP server, its test hooks, its fault injection); the endpoints are
 in ``endpoints`` (request bodies read in ``params``), the worker in ``processing``, the data in ``store``.
@@ -45,6 +46,7 @@ MAX_REQUEST_FILE_BYTES = 300 * 1024 * 1024
 ENDPOINTS = (
     "/create/knowledgebase",
     "/add/knowledgebase-file",
+    "/update/knowledgebase-file",
     "/get/knowledgebase-file",
     "/delete/knowledgebase-file",
     "/delete/knowledgebase",
@@ -181,11 +183,19 @@ class MemosEmulator:
             return [asdict(f) for f in self._faults]
 
     def reset(self) -> None:
-        """Forget every KB, file, fault and call count."""
+        """Forget every KB, file, fault and call count; processing runs again if it was paused."""
         with self._state_lock:
             self._faults.clear()
             self._calls.clear()
         self.store.reset()
+        self.processor.resume()
+
+    def pause_processing(self, paused: bool) -> None:
+        """Hold every new file and version where it is (``running``), or let processing go on."""
+        if paused:
+            self.processor.pause()
+        else:
+            self.processor.resume()
 
     # -- request pipeline ------------------------------------------------------------------------
 
@@ -275,6 +285,16 @@ def _make_handler(emulator: MemosEmulator) -> type[BaseHTTPRequestHandler]:
             elif (method, path) == ("DELETE", "/_emulator/faults"):
                 emulator.clear_faults()
                 self._reply(HTTPStatus.OK, {"faults": []})
+            elif (method, path) == ("POST", "/_emulator/processing"):
+                try:
+                    paused = json.loads(raw or b"{}").get("paused")
+                except (ValueError, AttributeError):
+                    paused = None
+                if not isinstance(paused, bool):
+                    self._reply(HTTPStatus.BAD_REQUEST, {"error": 'give {"paused": true|false}'})
+                    return
+                emulator.pause_processing(paused)
+                self._reply(HTTPStatus.OK, {"paused": paused})
             elif (method, path) == ("POST", "/_emulator/reset"):
                 emulator.reset()
                 self._reply(HTTPStatus.OK, {"reset": True})

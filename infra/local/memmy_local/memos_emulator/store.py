@@ -1,22 +1,28 @@
 """The emulator's state: knowledge bases, files, excerpts and their full-text index, in one SQLite file.
 
-Relativity (0..1) blends how much of the query's information the excerpt covers (IDF-weighted share of
-the query terms it contains) with its BM25 score relative to the best candidate, so an excerpt that
-answers the whole question outranks one that repeats a single common word.
+A file has versions (``/update/knowledgebase-file``): its row keeps the latest version submitted and its
+excerpts those of the last version processed. A new version's content waits in ``pending_content``
+under its number; processing it replaces the file's excerpts in one transaction, so a search never sees
+both versions' text, nor neither. A version that fails leaves the previous one's excerpts in place (what
+docs/memos.md assumes of MemOS), and one superseded while it was processed is dropped.
+
+Search over the excerpts is ``store_search``'s.
 """
 
 from __future__ import annotations
 
-import math
 import sqlite3
 import threading
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import search_text
+from .store_search import ExcerptSearch, Hit
+
+__all__ = ["EmulatorStore", "Hit", "Kb", "PendingFile", "StoredFile"]
 
 _SCHEMA = """
 PRAGMA journal_mode = WAL;
@@ -39,13 +45,15 @@ CREATE TABLE IF NOT EXISTS files (
     reason TEXT,
     ready_at REAL NOT NULL,
     created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
+    updated_at INTEGER NOT NULL,
+    version INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS files_by_kb ON files (kb_id, created_at);
 CREATE TABLE IF NOT EXISTS pending_content (
     file_id TEXT PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
     content BLOB,
-    url TEXT
+    url TEXT,
+    version INTEGER NOT NULL DEFAULT 1
 );
 CREATE TABLE IF NOT EXISTS excerpts (
     rowid INTEGER PRIMARY KEY,
@@ -62,9 +70,12 @@ CREATE VIRTUAL TABLE IF NOT EXISTS excerpt_fts USING fts5(title_tokens, body_tok
 CREATE VIRTUAL TABLE IF NOT EXISTS excerpt_vocab USING fts5vocab(excerpt_fts, 'row');
 """
 
-# BM25 column weights: a word in the excerpt's title counts three times a word in its body.
-_TITLE_WEIGHT, _BODY_WEIGHT = 3.0, 1.0
-_CANDIDATES = 200
+# Columns added since the first schema: a ``--db`` written by an older emulator gains them on open.
+_ADDED_COLUMNS = (
+    ("files", "version", "INTEGER NOT NULL DEFAULT 1"),
+    ("pending_content", "version", "INTEGER NOT NULL DEFAULT 1"),
+)
+
 
 
 def now_ms() -> int:
@@ -94,6 +105,7 @@ class StoredFile:
     reason: str | None
     created_at: int
     updated_at: int
+    version: int = 1
 
 
 @dataclass(frozen=True)
@@ -103,16 +115,7 @@ class PendingFile:
     url: str | None
 
 
-@dataclass(frozen=True)
-class Hit:
-    memory_id: str
-    title: str
-    text: str
-    created_at: int
-    relativity: float
-
-
-class EmulatorStore:
+class EmulatorStore(ExcerptSearch):
     """Thread-safe access to the emulator's SQLite file (one connection, one lock: simple and enough)."""
 
     def __init__(self, path: Path) -> None:
@@ -120,6 +123,10 @@ class EmulatorStore:
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         self._db.executescript(_SCHEMA)
+        for table, column, declaration in _ADDED_COLUMNS:
+            present = {row["name"] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            if column not in present:
+                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
     def close(self) -> None:
         with self._lock:
@@ -200,17 +207,47 @@ class EmulatorStore:
         """The oldest file due for processing, else the time the next one becomes due."""
         with self._lock:
             row = self._db.execute(
-                "SELECT f.*, p.content, p.url FROM files f JOIN pending_content p ON p.file_id = f.id"
+                "SELECT f.*, p.content, p.url, p.version AS pending_version FROM files f"
+                " JOIN pending_content p ON p.file_id = f.id"
                 " WHERE f.status = 'running' ORDER BY f.ready_at LIMIT 1"
             ).fetchone()
         if row is None:
             return None, None
         if row["ready_at"] > now:
             return None, row["ready_at"]
-        return PendingFile(_file(row), row["content"], row["url"]), None
+        file = replace(_file(row), version=row["pending_version"])
+        return PendingFile(file, row["content"], row["url"]), None
 
-    def complete_file(self, file_id: str, excerpts: Sequence[tuple[str, str]]) -> None:
-        """Index ``(title, text)`` excerpts and mark the file completed, unless it was deleted meanwhile."""
+    def update_file(
+        self,
+        file_id: str,
+        *,
+        name: str,
+        size_bytes: int | None,
+        content: bytes | None,
+        url: str | None,
+        ready_at: float,
+    ) -> StoredFile:
+        """The file's next version: ``running`` again, its content waiting for the worker. Until that
+        version is processed, the file's excerpts are still the previous version's. A version still waiting
+        is superseded (the last update received is the one that stays)."""
+        ts = now_ms()
+        with self._lock, self._transaction():
+            self._db.execute(
+                "UPDATE files SET name = ?, size_bytes = ?, status = 'running', reason = NULL, ready_at = ?,"
+                " updated_at = ?, version = version + 1 WHERE id = ?",
+                (name, size_bytes, ready_at, ts, file_id),
+            )
+            row = self._db.execute("SELECT * FROM files WHERE id = ?", (file_id,)).fetchone()
+            self._db.execute(
+                "INSERT OR REPLACE INTO pending_content (file_id, content, url, version) VALUES (?,?,?,?)",
+                (file_id, content, url, row["version"]),
+            )
+        return _file(row)
+
+    def complete_file(self, file_id: str, excerpts: Sequence[tuple[str, str]], version: int = 1) -> None:
+        """Index ``(title, text)`` excerpts of ``version`` in place of the file's previous ones and mark it
+        completed, unless the file was deleted, or that version superseded, meanwhile."""
         prepared = [
             (title, text, search_text.index_text(title), search_text.index_text(text))
             for title, text in excerpts
@@ -218,8 +255,9 @@ class EmulatorStore:
         ts = now_ms()
         with self._lock, self._transaction():
             row = self._db.execute("SELECT kb_id FROM files WHERE id = ?", (file_id,)).fetchone()
-            if row is None:
+            if row is None or not self._is_pending(file_id, version):
                 return
+            self._drop_excerpts(file_id)
             for title, text, title_tokens, body_tokens in prepared:
                 cur = self._db.execute(
                     "INSERT INTO excerpts (memory_id, kb_id, file_id, title, text, created_at) VALUES (?,?,?,?,?,?)",
@@ -231,9 +269,22 @@ class EmulatorStore:
                 )
             self._finish(file_id, "completed", None, ts)
 
-    def fail_file(self, file_id: str, reason: str) -> None:
+    def fail_file(self, file_id: str, reason: str, version: int = 1) -> None:
+        """Mark ``version`` failed; the excerpts of the version before it (if any) stay searchable."""
         with self._lock, self._transaction():
-            self._finish(file_id, "failed", reason, now_ms())
+            if self._is_pending(file_id, version):
+                self._finish(file_id, "failed", reason, now_ms())
+
+    def _is_pending(self, file_id: str, version: int) -> bool:
+        row = self._db.execute("SELECT version FROM pending_content WHERE file_id = ?", (file_id,)).fetchone()
+        return row is not None and row["version"] == version
+
+    def _drop_excerpts(self, file_id: str) -> None:
+        """The file's excerpts out of the index and the table (FTS has no cascade)."""
+        self._db.execute(
+            "DELETE FROM excerpt_fts WHERE rowid IN (SELECT rowid FROM excerpts WHERE file_id = ?)", (file_id,)
+        )
+        self._db.execute("DELETE FROM excerpts WHERE file_id = ?", (file_id,))
 
     def _finish(self, file_id: str, status: str, reason: str | None, ts: int) -> None:
         self._db.execute(
@@ -277,56 +328,9 @@ class EmulatorStore:
         files = self.files_by_ids(project, file_ids)
         with self._lock, self._transaction():
             for file in files:
-                self._db.execute(
-                    "DELETE FROM excerpt_fts WHERE rowid IN (SELECT rowid FROM excerpts WHERE file_id = ?)",
-                    (file.id,),
-                )
-                self._db.execute("DELETE FROM excerpts WHERE file_id = ?", (file.id,))
+                self._drop_excerpts(file.id)
                 self._db.execute("DELETE FROM files WHERE id = ?", (file.id,))
         return len(files)
-
-    # -- search ----------------------------------------------------------------------------------
-
-    def search(self, kb_ids: Sequence[str], query: str, *, limit: int, relativity: float) -> list[Hit]:
-        """BM25 search over exactly ``kb_ids`` (the caller has checked they are linked to its project)."""
-        terms = search_text.query_terms(query)
-        if not kb_ids or not terms:
-            return []
-        marks = ",".join("?" * len(kb_ids))
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT e.memory_id, e.title, e.text, e.created_at, x.title_tokens, x.body_tokens,"  # noqa: S608
-                f" bm25(excerpt_fts, {_TITLE_WEIGHT}, {_BODY_WEIGHT}) AS rank"
-                f" FROM excerpt_fts x JOIN excerpts e ON e.rowid = x.rowid"
-                f" WHERE excerpt_fts MATCH ? AND e.kb_id IN ({marks})"
-                f" ORDER BY rank LIMIT {_CANDIDATES}",
-                (search_text.fts_match_expression(terms), *kb_ids),
-            ).fetchall()
-            if not rows:
-                return []
-            idf = self._idf(terms)
-        total_weight = sum(idf.values()) or 1.0
-        best = max(-row["rank"] for row in rows) or 1.0
-        hits = []
-        for row in rows:
-            present = set(row["title_tokens"].split()) | set(row["body_tokens"].split())
-            coverage = sum(w for term, w in idf.items() if term in present) / total_weight
-            score = round(0.7 * coverage + 0.3 * (-row["rank"] / best), 4)
-            if score >= relativity:
-                hits.append(Hit(row["memory_id"], row["title"], row["text"], row["created_at"], score))
-        hits.sort(key=lambda hit: hit.relativity, reverse=True)
-        return hits[:limit]
-
-    def _idf(self, terms: list[str]) -> dict[str, float]:
-        total = self._db.execute("SELECT count(*) FROM excerpts").fetchone()[0]
-        marks = ",".join("?" * len(terms))
-        df = dict(
-            self._db.execute(
-                f"SELECT term, doc FROM excerpt_vocab WHERE term IN ({marks})",  # noqa: S608
-                terms,
-            ).fetchall()
-        )
-        return {t: math.log(1 + (total - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
 
     # -- inspection ------------------------------------------------------------------------------
 
@@ -336,12 +340,18 @@ class EmulatorStore:
                 "SELECT id, project, name, linked FROM kbs ORDER BY created_at, id"
             ).fetchall()
             files = self._db.execute(
-                "SELECT id, kb_id, name, status, reason FROM files ORDER BY created_at, id"
+                "SELECT id, kb_id, name, status, reason, version FROM files ORDER BY created_at, id"
             ).fetchall()
         by_kb: dict[str, list[dict]] = {}
         for f in files:
             by_kb.setdefault(f["kb_id"], []).append(
-                {"id": f["id"], "name": f["name"], "status": f["status"], "reason": f["reason"]}
+                {
+                    "id": f["id"],
+                    "name": f["name"],
+                    "status": f["status"],
+                    "reason": f["reason"],
+                    "version": f["version"],
+                }
             )
         return [
             {
@@ -385,4 +395,5 @@ def _file(row: sqlite3.Row) -> StoredFile:
         reason=row["reason"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        version=row["version"],
     )

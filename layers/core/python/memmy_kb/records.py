@@ -17,7 +17,7 @@ UploadState = Literal["pending", "submitting", "submitted", "rejected", "expired
 CleanupTarget = Literal["kb", "folder", "files"]
 CleanupState = Literal["pending", "failed"]
 ActivityKind = Literal[
-    "shared", "revoked", "left", "renamed", "uploaded", "file_deleted", "folder_deleted"
+    "shared", "revoked", "left", "renamed", "uploaded", "replaced", "file_deleted", "folder_deleted"
 ]
 
 
@@ -100,7 +100,13 @@ class FolderRecord(_Record):
 
 
 class FileRecord(_Record):
-    """A file MemOS accepted; its name and status are read live from MemOS, the folder is ours."""
+    """A file MemOS accepted; its name and status are read live from MemOS, the folder is ours.
+
+    ``version`` counts the contents the file has had (1 for the first upload; a replace's record moves it
+    on, conditioned on the version it replaced); ``size_bytes``, ``sha256`` (of the bytes the ingest
+    verified; None on files recorded before hashes were kept), ``upload_id`` and ``updated_at`` are the
+    current version's. ``replacing`` names the upload of a replace in flight: one at a time per file.
+    """
 
     kb_id: str
     file_id: str
@@ -110,6 +116,10 @@ class FileRecord(_Record):
     size_bytes: int
     upload_id: str
     uploaded_at: datetime
+    version: int = 1
+    sha256: str | None = None
+    updated_at: datetime | None = None
+    replacing: str | None = None
 
 
 class UploadRecord(_Record):
@@ -141,6 +151,26 @@ class UploadRecord(_Record):
     # The ingest attempt that holds the upload while ``submitting`` (a fencing token), and when it began.
     attempt_id: str | None = None
     submitting_at: datetime | None = None
+    # The SHA-256 the client declared for the bytes (a mismatch rejects them), and the one the ingest
+    # computed, kept by the hold so that whoever records the file has it.
+    sha256: str | None = None
+    content_sha256: str | None = None
+    # A replace (docs/uploads.md, "Replacing a file"): the file whose next version these bytes are, the
+    # version they replace, that version's size and upload (whose bytes go once this one is recorded). Its
+    # bytes are checked against the file's name; ``memos_file_id`` is the file's from the start.
+    replaces: str | None = None
+    if_version: int | None = None
+    replaced_size: int | None = None
+    replaced_upload: str | None = None
+
+    @property
+    def growth(self) -> int:
+        """The bytes a replace adds to its KB (0 for a new file, or a replace that shrinks the file): held
+        on META from the hold until the replace is recorded or given up, so MemOS is never handed a
+        version the KB has no room for."""
+        if self.replaces is None:
+            return 0
+        return max(0, self.size_bytes - (self.replaced_size or 0))
 
 
 class CleanupRecord(_Record):

@@ -129,7 +129,7 @@ class Deleter:
             raise file_not_found()
         cleanup = self._cleanup(
             "files", kb_id, grant, caller,
-            memos_file_ids=[file.memos_file_id], upload_ids=[file.upload_id],
+            memos_file_ids=[file.memos_file_id], upload_ids=upload_ids_of([file]),
         )
         try:
             entry = self._entry("file_deleted", kb_id, caller, file_id)
@@ -243,11 +243,15 @@ def sweep_folder(
                 )
         for start in range(0, len(files), SWEEP_CHUNK):
             chunk = files[start : start + SWEEP_CHUNK]
-            part = _part(
-                cleanup, memos_file_ids=[f.memos_file_id for f in chunk], upload_ids=[f.upload_id for f in chunk]
-            )
+            part = _part(cleanup, memos_file_ids=[f.memos_file_id for f in chunk], upload_ids=upload_ids_of(chunk))
             cleanups.delete_files_with_part(part, chunk)
         cleanups.delete_folders(folders)
+
+
+def upload_ids_of(files: list[FileRecord]) -> list[str]:
+    """The uploads whose bytes go with ``files``: each one's current version's and its replace in flight's
+    (whose ingest then finds the file gone and ends it)."""
+    return [u for f in files for u in (f.upload_id, f.replacing) if u is not None]
 
 
 def _part(cleanup: CleanupRecord, **ids: list[str]) -> CleanupPart:

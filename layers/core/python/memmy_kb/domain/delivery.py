@@ -16,9 +16,10 @@ from aws_lambda_powertools import Logger
 from memmy_kb.domain.engine import backend_of
 from memmy_kb.domain.ingest import IngestConfig, Ingestion, IngestOutcome, RetryLater
 from memmy_kb.domain.ports import ContentStore, KnowledgeBaseStore, KnowledgeEngines, UploadObjects
+from memmy_kb.domain.replace_ingest import ReplacementIngestion
 from memmy_kb.domain.residue import drop_upload_bytes
 from memmy_kb.domain.storage import ObjectChanged, parse_upload_key
-from memmy_kb.records import utc_now
+from memmy_kb.records import UploadRecord, utc_now
 
 logger = Logger(child=True)
 
@@ -67,10 +68,15 @@ def ingest_object(
         return IngestOutcome(key, "ignored", upload.upload_id)
     # The KB's backend, copied on the upload (an upload older than backends names none: the default).
     engine = memos.engine(backend_of(upload.memos_backend))
-    ingestion = Ingestion(kbs, contents, storage, engine, upload, config, clock=clock, new_id=new_id)
+    ingestion = ingestion_of(upload)(kbs, contents, storage, engine, upload, config, clock=clock, new_id=new_id)
     try:
         return ingestion.run(info, data)
     except ObjectChanged:
         # Re-POSTed within the POST's validity: the new version's own event will follow; this one waits.
         logger.info("object replaced while it was read; retrying", extra=log)
         raise RetryLater("the object changed while it was read") from None
+
+
+def ingestion_of(upload: UploadRecord) -> type[Ingestion]:
+    """The run an upload gets: a new file's, or a replace's (a file's next version)."""
+    return ReplacementIngestion if upload.replaces is not None else Ingestion

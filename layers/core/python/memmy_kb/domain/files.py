@@ -41,6 +41,17 @@ _STATUS: Final[dict[FileStatus, FileState]] = {
 GONE_FROM_MEMOS: Final = "The file is no longer held by the knowledge engine."
 MEMOS_FAILED: Final = "The knowledge engine could not process this file."
 UNCONFIRMED: Final = "The upload could not be confirmed; please upload the file again."
+VERSION_FAILED: Final = "The knowledge engine could not process this version; the previous version still answers."
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """A file's replace shown beside it: in flight (``uploading``), or ``failed`` with its reason (the file
+    keeps its current version) until the owner dismisses it or replaces the file again."""
+
+    upload_id: str
+    status: Literal["uploading", "failed"]
+    reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,11 @@ class FileEntry:
     folder_id: str | None
     reason: str | None
     upload_id: str | None
+    # A file's current version, the SHA-256 of its bytes and when it took them (None for an upload).
+    version: int | None = None
+    sha256: str | None = None
+    updated_at: datetime | None = None
+    replacement: Replacement | None = None
 
 
 @dataclass(frozen=True)
@@ -66,7 +82,10 @@ class Listing:
     @property
     def refresh_after_seconds(self) -> int | None:
         """When to list again: while anything is uploading or processing."""
-        busy = any(f.status in ("uploading", "processing") for f in self.files)
+        busy = any(
+            f.status in ("uploading", "processing") or (f.replacement and f.replacement.status == "uploading")
+            for f in self.files
+        )
         return REFRESH_AFTER_SECONDS if busy else None
 
 
@@ -85,11 +104,25 @@ def list_files(
         raise folder_not_found()
     here = [f for f in files if f.folder_id == folder_id]
     live = _memos_files(memos, backend_of(grant.memos_backend), [f.memos_file_id for f in here])
-    entries = [_file_entry(f, live.get(f.memos_file_id)) for f in here]
-    entries += [_upload_entry(u) for u in uploads if u.folder_id == folder_id and _shown(u)]
+    entries = [_file_entry(f, live.get(f.memos_file_id), _replacement(f, uploads)) for f in here]
+    entries += [_upload_entry(u) for u in uploads if u.folder_id == folder_id and u.replaces is None and _shown(u)]
     entries.sort(key=lambda f: (f.name.casefold(), f.id))
     level = sorted((f for f in folders if f.parent_id == folder_id), key=lambda f: (f.name.casefold(), f.folder_id))
     return Listing(folders=level, files=entries)
+
+
+def get_file(
+    grants: GrantReader, contents: ContentStore, memos: KnowledgeEngines, user_id: str, kb_id: str, file_id: str
+) -> FileEntry:
+    """One file as a listing shows it (its version, live status and replace), for owners and readers."""
+    grant = require_access(grants, user_id, kb_id)
+    folders, files, uploads = contents.query_kb_items(kb_id)
+    record = next((f for f in files if f.file_id == file_id), None)
+    # A file under a deleted folder is gone for everyone already, as in the listing.
+    if record is None or (record.folder_id is not None and not is_live({f.folder_id: f for f in folders}, record.folder_id)):
+        raise file_not_found()
+    live = _memos_files(memos, backend_of(grant.memos_backend), [record.memos_file_id])
+    return _file_entry(record, live.get(record.memos_file_id), _replacement(record, uploads))
 
 
 def move_file(
@@ -136,14 +169,16 @@ def _memos_files(memos: KnowledgeEngines, backend: str, memos_ids: list[str]) ->
     return found
 
 
-def _file_entry(record: FileRecord, live: EngineFile | None) -> FileEntry:
+def _file_entry(record: FileRecord, live: EngineFile | None, replacement: Replacement | None = None) -> FileEntry:
     status: FileState = "failed"
     name: str = record.name
     reason: str | None = GONE_FROM_MEMOS
     if live is not None:
         status = _STATUS[live.status]
         name = shown_name(live.name) if live.name else record.name
-        reason = MEMOS_FAILED if status == "failed" else None
+        # A later version MemOS failed leaves the one before it answering (docs/memos.md, "Updating a file").
+        failed = VERSION_FAILED if record.version > 1 else MEMOS_FAILED
+        reason = failed if status == "failed" else None
     return FileEntry(
         id=record.file_id,
         name=name,
@@ -152,7 +187,25 @@ def _file_entry(record: FileRecord, live: EngineFile | None) -> FileEntry:
         folder_id=record.folder_id,
         reason=reason,
         upload_id=record.upload_id,
+        version=record.version,
+        sha256=record.sha256,
+        updated_at=record.updated_at or record.uploaded_at,
+        replacement=replacement,
     )
+
+
+def _replacement(file: FileRecord, uploads: list[UploadRecord]) -> Replacement | None:
+    """The file's replace in flight, else its latest failed one (of the version it is at), else None."""
+    mine = [u for u in uploads if u.replaces == file.file_id]
+    for upload in mine:
+        if upload.upload_id == file.replacing and _shown(upload) and upload.state != "rejected":
+            entry = _upload_entry(upload)
+            return Replacement(upload.upload_id, "failed" if entry.status == "failed" else "uploading", entry.reason)
+    failed = [u for u in mine if u.state == "rejected" and u.if_version == file.version]
+    if not failed:
+        return None
+    latest = max(failed, key=lambda u: u.created_at)
+    return Replacement(latest.upload_id, "failed", latest.reason)
 
 
 def _shown(upload: UploadRecord) -> bool:

@@ -30,7 +30,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Final, Literal
+from typing import ClassVar, Final, Literal
 
 from aws_lambda_powertools import Logger
 
@@ -70,6 +70,7 @@ KB_GONE: Final = "The knowledge base was deleted."
 FOLDER_GONE: Final = "The folder was deleted."
 LARGER: Final = "The file is larger than declared."
 SMALLER: Final = "The file is smaller than declared."
+SHA256_MISMATCH: Final = "The file's content does not match the SHA-256 declared for it."
 MEMOS_UNSUPPORTED: Final = "The knowledge engine does not accept this type of file."
 MEMOS_TOO_LARGE: Final = "The file is too large for the knowledge engine."
 _MEMOS_REFUSALS: Final = {MemosUnsupportedFile: MEMOS_UNSUPPORTED, MemosFileTooLarge: MEMOS_TOO_LARGE}
@@ -83,7 +84,7 @@ class RetryLater(Exception):
     """Nothing was decided and nothing is left half-done: deliver the message again later."""
 
 
-class _Refused(Exception):
+class Refused(Exception):
     """A check failed: the upload is rejected with ``reason``."""
 
     def __init__(self, reason: str) -> None:
@@ -128,6 +129,11 @@ class Ingestion:
     clock: Callable[[], datetime] = utc_now
     new_id: Callable[[], str] = field(default=lambda: secrets.token_hex(12))
     attempt_id: str | None = None
+    # The SHA-256 of the bytes this run verified (``verify``); a run that did not verify (the reconciler's)
+    # reads the one the hold kept on the upload.
+    sha256: str | None = None
+    # What MemOS answering "not found" to the hand-over means for this upload.
+    not_found_reason: ClassVar[str] = KB_GONE
 
     @property
     def _log(self) -> dict[str, str]:
@@ -141,20 +147,20 @@ class Ingestion:
         ``data``: the bytes, when read with ``info`` (a small file's one GET)."""
         try:
             source = self.verify(info, data)
-            memos_kb_id = self._memos_kb_id()
+            target = self._target()
             file_input = self._file_input(source, info)
             if not self.hold():  # held elsewhere, or gone with its KB / decided: then its bytes go
                 current = drop_if_unneeded(self.contents, self.storage, self.upload.kb_id, self.upload.upload_id)
                 logger.info("upload not held here; ignored", extra={**self._log, "state": current and current.state})
                 return self._outcome("ignored")
-        except _Refused as refused:
+        except Refused as refused:
             return self.reject(refused.reason)
-        return self.submit(memos_kb_id, file_input)
+        return self.submit(target, file_input)
 
     def verify(self, info: ObjectInfo, data: bytes | None) -> MemorySource | StoredSource:
-        """The verified bytes; raises _Refused with the user's reason."""
+        """The verified bytes; raises Refused with the user's reason."""
         if info.size != self.upload.size_bytes:
-            raise _Refused(LARGER if info.size > self.upload.size_bytes else SMALLER)
+            raise Refused(LARGER if info.size > self.upload.size_bytes else SMALLER)
         # A small file is read once and verified in memory (it goes inline anyway); a large one is checked
         # with ranged reads and one stream.
         source: MemorySource | StoredSource = StoredSource(self.storage, info)
@@ -163,21 +169,24 @@ class Ingestion:
             source = MemorySource(read if read is not None else self.storage.read_range(info, 0, info.size))
         reason = verify_content(source, file_extension(self.upload.filename))
         if reason:
-            raise _Refused(reason)
+            raise Refused(reason)
+        self.sha256 = source.sha256()
+        if self.upload.sha256 is not None and self.upload.sha256 != self.sha256:
+            raise Refused(SHA256_MISMATCH)
         return source
 
-    def _memos_kb_id(self) -> str:
+    def _target(self) -> str:
         """The KB's MemOS id: on the upload, or (uploads issued before it was kept there) from META."""
         if self.upload.memos_kb_id:
             return self.upload.memos_kb_id
         kb = self.kbs.get_kb(self.upload.kb_id)
         if kb is None:
-            raise _Refused(KB_GONE)
+            raise Refused(KB_GONE)
         return kb.memos_kb_id
 
     def hold(self) -> bool:
         """pending -> submitting under a fresh ``attempt_id``, checking that the KB is there, the uploader's
-        and has room (else _Refused); False when another delivery holds it. Everything that can fail before
+        and has room (else Refused); False when another delivery holds it. Everything that can fail before
         MemOS is called happens before this, so a crash there leaves the upload pending, not stuck."""
         attempt_id = self.new_id()
         now = self.clock()
@@ -191,13 +200,14 @@ class Ingestion:
                 owner_id=self.upload.owner_id,
                 size=self.upload.size_bytes,
                 capacity=self.config.capacity,
+                sha256=self.sha256,
             )
         except ItemMissing:
-            raise _Refused(KB_GONE) from None
+            raise Refused(KB_GONE) from None
         except ConditionFailed as err:
             if err.item == "upload":
                 return False
-            raise _Refused(self._full(err.item)) from None
+            raise Refused(self._full(err.item)) from None
         self.attempt_id = attempt_id
         return True
 
@@ -205,12 +215,16 @@ class Ingestion:
         """The reason an upload into a full KB reads (``which``: "kb_files" or "kb_bytes")."""
         return capacity_refused(self.config.capacity, which).message
 
-    def submit(self, memos_kb_id: str, file_input: FileInput) -> IngestOutcome:
-        """The MemOS add, and what each of its outcomes means for the upload."""
+    def _send(self, target: str, file_input: FileInput) -> str:
+        """The MemOS call that hands the file over (an add to the KB ``target``); the MemOS file's id."""
+        return self.memos.add_knowledgebase_files(target, [file_input])[0].id
+
+    def submit(self, target: str, file_input: FileInput) -> IngestOutcome:
+        """The MemOS call, and what each of its outcomes means for the upload."""
         try:
-            added = self.memos.add_knowledgebase_files(memos_kb_id, [file_input])
+            memos_file_id = self._send(target, file_input)
         except (MemosRejectedInput, MemosNotFound) as err:
-            reason = KB_GONE if isinstance(err, MemosNotFound) else _MEMOS_REFUSALS.get(type(err), MEMOS_REFUSED)
+            reason = self.not_found_reason if isinstance(err, MemosNotFound) else _MEMOS_REFUSALS.get(type(err), MEMOS_REFUSED)
             logger.warning("MemOS refused the file", extra={**self._log, "memos_code": err.code})
             return self.reject(reason)
         except MemosError as err:
@@ -233,12 +247,13 @@ class Ingestion:
                 extra={**self._log, "error": type(err).__name__, "attempt_id": self.attempt_id},
             )
             return self._outcome("unknown")
-        return self.record(added[0].id)
+        return self.record(memos_file_id)
 
     def record(self, memos_file_id: str) -> IngestOutcome:
         """submitting -> submitted: the FILE item, written only while the uploader still owns the KB."""
         assert self.attempt_id is not None, "record() needs the upload held"
         upload = self.upload
+        now = self.clock()
         record = FileRecord(
             kb_id=upload.kb_id,
             file_id="fi_" + self.new_id(),
@@ -247,7 +262,9 @@ class Ingestion:
             folder_id=upload.folder_id,
             size_bytes=upload.size_bytes,
             upload_id=upload.upload_id,
-            uploaded_at=self.clock(),
+            uploaded_at=now,
+            sha256=self.sha256 or upload.content_sha256,
+            updated_at=now,
         )
         entry = new_activity(
             "uploaded", upload.kb_id, upload.owner_id, record.file_id, record.uploaded_at,

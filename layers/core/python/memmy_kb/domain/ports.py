@@ -15,9 +15,10 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from memmy_kb.domain.ports_replacement import ReplacementWrites
+
 if TYPE_CHECKING:
-    # Only the protocols' signatures name these: a function that takes a port (recall takes a
-    # ``GrantReader``) does not import every record model or the storage vocabulary for it.
+    # Only signatures name these: a function taking a port (recall: ``GrantReader``) imports no model for it.
     from memmy_kb.domain.engine import EngineBackend, EngineFile, FileInput, SearchHit
     from memmy_kb.domain.storage import ObjectInfo, PresignedPost
     from memmy_kb.records import (
@@ -106,8 +107,8 @@ class KnowledgeBaseStore(GrantReader, Protocol):
     def query_kb_members(self, kb_id: str) -> list[GrantRecord]: ...
 
 
-class ContentStore(Protocol):
-    """A KB's folders, files and uploads."""
+class ContentStore(ReplacementWrites, Protocol):
+    """A KB's folders, files and uploads (a replace's writes: ``ReplacementWrites``)."""
 
     def query_kb_items(
         self, kb_id: str
@@ -142,6 +143,7 @@ class ContentStore(Protocol):
         owner_id: str,
         size: int,
         capacity: KbCapacity,
+        sha256: str | None = None,
     ) -> None: ...
 
     def update_upload_released(
@@ -173,6 +175,7 @@ class ContentStore(Protocol):
     def query_upload_queue(
         self, state: Literal["pending", "submitting"], before: datetime, limit: int
     ) -> list[UploadRecord]: ...
+
 
 
 class CreateIntents(Protocol):
@@ -313,6 +316,9 @@ class KnowledgeEngine(Protocol):
     def delete_knowledgebase(self, kb_id: str, *, delete_all: bool) -> None: ...
 
     def add_knowledgebase_files(self, kb_id: str, files: list[FileInput]) -> list[EngineFile]: ...
+
+    # The file's next version under the same id (docs/memos.md, "Updating a file").
+    def update_knowledgebase_file(self, file_id: str, file: FileInput) -> EngineFile: ...
 
     def get_knowledgebase_files(self, file_ids: list[str]) -> list[EngineFile]: ...
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from memmy_kb.domain import deletion, files, ingest, verification
+from memmy_kb.domain import deletion, files, ingest, replace_ingest, verification
 
 _CODES: Final[dict[str, str]] = {
     **{sentence: f"invalid_{extension}" for extension, sentence in verification.REASONS.items()},
@@ -31,6 +31,7 @@ _CODES: Final[dict[str, str]] = {
     deletion.FOLDER_GONE: "folder_gone",
     ingest.LARGER: "larger_than_declared",
     ingest.SMALLER: "smaller_than_declared",
+    ingest.SHA256_MISMATCH: "sha256_mismatch",
     ingest.MEMOS_REFUSED: "engine_refused",
     ingest.MEMOS_DOWN: "engine_unavailable",
     ingest.MEMOS_UNSUPPORTED: "engine_unsupported",
@@ -38,6 +39,9 @@ _CODES: Final[dict[str, str]] = {
     files.GONE_FROM_MEMOS: "engine_lost_file",
     files.MEMOS_FAILED: "engine_failed",
     files.UNCONFIRMED: "unconfirmed",
+    files.VERSION_FAILED: "engine_failed_version",
+    replace_ingest.FILE_GONE: "file_gone",
+    replace_ingest.SUPERSEDED: "replace_superseded",
 }
 # Capacity refusals name the KB's limits in their sentence: recognised by how they begin.
 _PREFIXES: Final = (

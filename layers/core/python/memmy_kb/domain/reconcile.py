@@ -10,12 +10,16 @@ read, so two runs at once, or a run racing the ingest or a cleanup, only repeat 
 2. **Submitting uploads** whose MemOS add has an unknown outcome are resolved by looking for the file in
    the KB's MemOS files (its MemOS name carries the upload id, ``memmy_kb.domain.naming``): found, it is
    recorded as submitted; not found, the upload goes back to pending and its object to the ingest queue.
-   A file is never added twice: only an add known not to have happened is retried.
-3. **Pending uploads** whose presigned POST lapsed long ago are marked expired and their objects deleted.
+   A file is never added twice: only an add known not to have happened is retried. A replace whose update
+   has an unknown outcome is handed to the ingest again whatever MemOS holds: an update resent with the
+   same content is harmless (docs/memos.md, "Updating a file"); its file gone, it ends rejected.
+3. **Pending uploads** whose presigned POST lapsed long ago are marked expired and their objects deleted
+   (a replace's file is unmarked with it).
 4. **Create intents** older than a grace period are KB creates whose MemOS outcome nobody learned: MemOS
    cannot list KBs, so they can only be counted (``KbCreateOutcomeUnknown``, alarmed) and logged.
 5. **Residue**: MemOS files of live KBs that no FILE item references and no upload in flight claims are
-   deleted (``ResidueFound`` / ``ResidueRemoved``).
+   deleted (``ResidueFound`` / ``ResidueRemoved``); a file still marked ``replacing`` an upload that is no
+   longer in flight (its end died before unmarking it) is unmarked (``ReplaceUnlocked``).
 6. **Upload objects** whose upload is gone (with its KB) or final are deleted: a page of at most
    ``ReconcileLimits.objects`` keys of the bucket per run, from a cursor of its own
    (``memmy_kb.domain.residue``; ``UploadObjectsRemoved``). Never those of an upload pending or submitting.
@@ -30,6 +34,7 @@ from typing import Final
 
 from aws_lambda_powertools import Logger
 
+from memmy_kb.domain.delivery import ingestion_of
 from memmy_kb.domain.engine import (
     EngineFile,
     MemosApiKeyError,
@@ -53,9 +58,10 @@ from memmy_kb.domain.ports import (
     UploadObjects,
     UploadRequeue,
 )
+from memmy_kb.domain.replace_ingest import FILE_GONE
 from memmy_kb.domain.residue import sweep_upload_objects
 from memmy_kb.domain.storage import ConditionFailed, verified_object_key
-from memmy_kb.records import CleanupRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord, utc_now
+from memmy_kb.records import CleanupRecord, FileRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord, utc_now
 
 logger = Logger(child=True)
 
@@ -94,6 +100,7 @@ REPORT_KINDS: Final = {
     "KbCreateOutcomeUnknown": "knowledge base creates of unknown MemOS outcome (alarmed)",
     "ResidueFound": "MemOS files no record claims",
     "ResidueRemoved": "MemOS files no record claims, removed",
+    "ReplaceUnlocked": "files left marked by a replace no longer in flight, unmarked",
     "UploadObjectsRemoved": "upload objects nothing needs, removed from storage",
     "KbBackendUnknown": "KBs or uploads on a MemOS backend the secret no longer lists, skipped (put it back)",
 }
@@ -208,7 +215,7 @@ class Reconciler:
             return
         # The ingest's own transitions (record, take_back, release, reject), fenced by the upload's
         # attempt; the config only matters for submitting, which the reconciler never does.
-        ingestion = Ingestion(
+        ingestion = ingestion_of(fresh)(
             self.kbs, self.contents, self.objects, self.memos.engine(backend_of(fresh.memos_backend)), fresh,
             IngestConfig(
                 inline_max_bytes=0,
@@ -224,6 +231,9 @@ class Reconciler:
             ingestion.reject("The knowledge base was deleted.")  # its cleanup removes it from MemOS
             self.report.add("UploadResolvedRejected")
             return
+        if fresh.replaces is not None:
+            self._resend(fresh, ingestion)
+            return
         found = next((f for f in self._files_of(kb) if upload_id_in(f.name) == fresh.upload_id), None)
         if found is not None:
             outcome = ingestion.record(found.id)
@@ -236,6 +246,23 @@ class Reconciler:
         ingestion.release()
         self.requeue.requeue(fresh.object_key)
         logger.info("upload not in MemOS; handed to the ingest again", extra={"upload_id": fresh.upload_id})
+        self.report.add("UploadRequeued")
+
+    def _resend(self, upload: UploadRecord, ingestion: Ingestion) -> None:
+        """A replace whose update has an unknown outcome: handed to the ingest again (resending the same
+        content is harmless), unless its file is gone or its bytes are."""
+        assert upload.replaces is not None
+        if self.contents.get_file(upload.kb_id, upload.replaces) is None:
+            ingestion.reject(FILE_GONE)  # the file's cleanup removes the MemOS file, new version and all
+            self.report.add("UploadResolvedRejected")
+            return
+        if self.objects.head(upload.object_key) is None:
+            ingestion.reject(LOST)
+            self.report.add("UploadResolvedRejected")
+            return
+        ingestion.release()
+        self.requeue.requeue(upload.object_key)
+        logger.info("replace of unknown outcome handed to the ingest again", extra={"upload_id": upload.upload_id})
         self.report.add("UploadRequeued")
 
     def _files_of(self, kb: KnowledgeBaseRecord) -> list[EngineFile]:
@@ -272,10 +299,12 @@ class Reconciler:
     def expire_pending(self) -> None:
         now = self.clock()
         for upload in self.contents.query_upload_queue("pending", now, self.limits.uploads):
+            until = int((now + EXPIRED_KEEP).timestamp())
             try:
-                self.contents.update_upload_expired(
-                    upload.kb_id, upload.upload_id, expires_at=int((now + EXPIRED_KEEP).timestamp())
-                )
+                if upload.replaces is not None:
+                    self.contents.update_replacement_expired(upload, expires_at=until)
+                else:
+                    self.contents.update_upload_expired(upload.kb_id, upload.upload_id, expires_at=until)
             except ConditionFailed:
                 continue
             self.objects.delete(upload.object_key)
@@ -329,6 +358,7 @@ class Reconciler:
         _, files, uploads = self.contents.query_kb_items(kb.kb_id)
         referenced = {f.memos_file_id for f in files}
         in_flight = {u.upload_id for u in uploads if u.state in ("pending", "submitting")}
+        self._unlock(files, in_flight)
         young = self.clock() - RESIDUE_GRACE
         residue = [
             f.id
@@ -344,3 +374,11 @@ class Reconciler:
             self._engine(kb).delete_knowledgebase_files(residue[start : start + 20])
         logger.warning("MemOS residue removed", extra={"kb_id": kb.kb_id, "count": len(residue)})
         self.report.add("ResidueRemoved", len(residue))
+
+    def _unlock(self, files: list[FileRecord], in_flight: set[str]) -> None:
+        """Unmark files whose replace is no longer in flight (an end that died before unmarking them)."""
+        for file in files:
+            stale = file.replacing is not None and file.replacing not in in_flight
+            if stale and self.contents.clear_replacing(file.kb_id, file.file_id, file.replacing or ""):
+                logger.warning("file unmarked: its replace had ended", extra={"file_id": file.file_id})
+                self.report.add("ReplaceUnlocked")

@@ -11,9 +11,11 @@ Whether they may be deleted depends only on the upload's record as it is *now*, 
 * **rejected**, **expired**: final; no delivery reads the bytes of a decided upload;
 * **pending**, **submitting**: a delivery may be verifying the bytes right now, or will on a redelivery
   or the reconciler's requeue, and MemOS may be fetching the verified copy: never deleted;
-* **submitted**: the file is in MemOS, which may still be fetching the verified copy: kept (the bucket's
-  lifecycle rule removes both objects within days; a deleted KB's go with its cleanup or, once its
-  records are gone, with the sweep below).
+* **submitted**: the file is in MemOS, which may still be fetching the verified copy: kept while the file
+  still holds this upload's version (the bucket's lifecycle rule removes both objects within days; a
+  deleted KB's go with its cleanup or, once its records are gone, with the sweep below). Once a replace
+  has moved the file to a later version, or the file is gone, nothing reads them: the replace's record
+  deletes the replaced version's, the file's cleanup the file's, and the sweep below any left over.
 
 The ingest applies the rule when it finds its upload gone or decided by another delivery
 (``memmy_kb.domain.ingest``). The reconciler's sweep (``sweep_upload_objects``) lists the bucket from a
@@ -63,6 +65,14 @@ def drop_if_unneeded(
     return current
 
 
+def _superseded(contents: ContentStore, upload: UploadRecord | None) -> bool:
+    """A submitted upload whose file no longer holds its version: replaced since, or deleted."""
+    if upload is None or upload.state != "submitted" or upload.file_id is None:
+        return False
+    file = contents.get_file(upload.kb_id, upload.file_id)
+    return file is None or file.upload_id != upload.upload_id
+
+
 @dataclass(frozen=True)
 class SweepResult:
     listed: int
@@ -83,7 +93,8 @@ def sweep_upload_objects(
         match = _OBJECT_KEY.match(key)
         if match is None:
             continue
-        if bytes_unneeded(contents.get_upload(match.group(1), match.group(2))):
+        upload = contents.get_upload(match.group(1), match.group(2))
+        if bytes_unneeded(upload) or _superseded(contents, upload):
             objects.delete(key)
             deleted += 1
     done = len(keys) < limit

@@ -98,6 +98,7 @@ def request_upload(
     folder_id: str | None,
     post_ttl_seconds: int,
     capacity: KbCapacity,
+    sha256: str | None = None,
     clock: Callable[[], datetime] = utc_now,
     new_id: Callable[[], str] = new_upload_id,
 ) -> IssuedUpload:
@@ -107,6 +108,7 @@ def request_upload(
     the write is conditioned on the KB still existing, being the caller's and, under ``capacity``, having
     room for one more file of this size (409 ``kb_file_limit_reached``, 413 ``kb_storage_limit_reached``),
     so a full KB refuses before the bytes are sent. The ingest holds the cap again when it records the file.
+    ``sha256``, when the client declares it, is what the bytes must hash to (else the ingest rejects them).
     """
     grant = require_owner(grants, user_id, kb_id)
     _, pinned_type = validate_upload(filename, size_bytes, content_type)
@@ -128,6 +130,7 @@ def request_upload(
         folder_id=folder_id,
         created_at=now,
         expires_at=int((post_expires_at + PENDING_GRACE).timestamp()),
+        sha256=sha256,
     )
     try:
         contents.put_upload(upload, capacity=capacity)

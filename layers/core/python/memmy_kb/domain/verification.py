@@ -8,14 +8,18 @@ chunk, a bounded ZIP directory, a few characters of a JSON token cut at a chunk 
 or comment of at most ``MAX_XML_TOKEN_BYTES`` (larger ones are refused).
 
 ``verify_content`` answers None when the bytes fit, or a human reason for the user when they do not.
+Each source also gives the bytes' SHA-256 (``sha256``): computed in the streamed pass the text checks
+make, or, for a stored binary format whose checks read only a few ranges, in one streamed pass of its own
+(still bounded memory). Uploads and replaces are compared by it without reading the bytes again.
 """
 
 from __future__ import annotations
 
 import codecs
+import hashlib
 import struct
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 from xml.parsers import expat
 
@@ -72,13 +76,21 @@ class MemorySource:
     def chunks(self) -> Iterable[bytes]:
         yield self.data
 
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
 
 @dataclass
 class StoredSource:
-    """A stored object read in ranges and one stream, every read pinned to the ETag of ``info``."""
+    """A stored object read in ranges and one stream, every read pinned to the ETag of ``info``.
+
+    A stream read to its end leaves the object's hash behind, so ``sha256`` after the text checks reads
+    nothing more; after the binary checks it streams the object once.
+    """
 
     storage: UploadObjects
     info: ObjectInfo
+    _digest: str | None = field(default=None, init=False, repr=False)
 
     @property
     def size(self) -> int:
@@ -87,8 +99,19 @@ class StoredSource:
     def read_range(self, start: int, length: int) -> bytes:
         return self.storage.read_range(self.info, start, length)
 
-    def chunks(self) -> Iterable[bytes]:
-        return self.storage.iter_chunks(self.info)
+    def chunks(self) -> Iterator[bytes]:
+        hasher = hashlib.sha256()
+        for chunk in self.storage.iter_chunks(self.info):
+            hasher.update(chunk)
+            yield chunk
+        self._digest = hasher.hexdigest()
+
+    def sha256(self) -> str:
+        if self._digest is None:
+            for _ in self.chunks():
+                pass
+        assert self._digest is not None
+        return self._digest
 
 
 def verify_content(source: ByteSource, extension: str) -> str | None:

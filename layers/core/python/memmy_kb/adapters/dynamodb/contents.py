@@ -1,7 +1,8 @@
 """A knowledge base's folders, files and uploads in DynamoDB: ``FOLDER#``, ``FILE#`` and ``UPLOAD#`` items
 under ``KB#<kb>``.
 
-Implements ``memmy_kb.domain.ports.ContentStore``. An upload's GSI2 entry says which queue of the
+Implements ``memmy_kb.domain.ports.ContentStore`` (the writes of a replace are
+``memmy_kb.adapters.dynamodb.replacements``). An upload's GSI2 entry says which queue of the
 reconciler it is in: ``UPLOAD#pending`` (sorted by expiry) while the object is awaited,
 ``UPLOAD#submitting`` (sorted by start) while a MemOS add is in flight or its outcome is unknown. Final
 states (submitted, rejected) leave the index.
@@ -13,6 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from memmy_kb.adapters.dynamodb.activity import activity_put
+from memmy_kb.adapters.dynamodb.replacements import ReplacementWrites
 from memmy_kb.adapters.dynamodb.table import (
     Action,
     DynamoTable,
@@ -38,8 +40,8 @@ def _parent_is(parent_id: str | None, placeholder: str) -> tuple[str, dict[str, 
     return f"(attribute_not_exists(parent_id) OR parent_id = {placeholder})", {placeholder: _NULL}
 
 
-class DynamoContentStore:
-    """Folders, files and uploads of knowledge bases."""
+class DynamoContentStore(ReplacementWrites):
+    """Folders, files and uploads of knowledge bases (a replace's writes: ``ReplacementWrites``)."""
 
     def __init__(self, table: DynamoTable) -> None:
         self._table = table
@@ -219,8 +221,10 @@ class DynamoContentStore:
         owner_id: str,
         size: int,
         capacity: KbCapacity,
+        sha256: str | None = None,
     ) -> None:
-        """pending -> submitting, held by ``attempt_id``; ConditionFailed("upload") when it is not pending.
+        """pending -> submitting, held by ``attempt_id``, keeping the ``sha256`` the ingest computed;
+        ConditionFailed("upload") when it is not pending.
 
         This conditional write is the ingest's duplicate guard: of two deliveries of one S3 event, only
         one gets past it. ``keep_until`` pushes the TTL out so that the evidence of a submission whose
@@ -236,10 +240,11 @@ class DynamoContentStore:
             ":now": now.isoformat(),
             ":keep": keep_until,
             ":gsi2pk": "UPLOAD#submitting",
+            ":sha": sha256,
         }
         held = (
             "SET #state = :submitting, attempt_id = :attempt, submitting_at = :now, expires_at = :keep,"
-            " GSI2PK = :gsi2pk, GSI2SK = :now"
+            " GSI2PK = :gsi2pk, GSI2SK = :now" + (", content_sha256 = :sha" if sha256 else "")
         )
         update: Action = {
             "Update": {

@@ -177,6 +177,13 @@ def kb_room_refusal(kb_id: str, meta: Item | None, owner_id: str, capacity: KbCa
     return ConditionFailed("kb_bytes", kb_id)
 
 
+def kb_bytes_refusal(kb_id: str, meta: Item | None, owner_id: str) -> Exception:
+    """Why ``kb_bytes_room_action`` failed: the KB gone or another's (ItemMissing("kb")), else no room."""
+    if meta is None or meta.get("owner_id") != owner_id:
+        return ItemMissing("kb", kb_id)
+    return ConditionFailed("kb_bytes", kb_id)
+
+
 def _cancelled_items(err: ClientError) -> dict[int, Item]:
     reasons: list[dict[str, Any]] = err.response.get("CancellationReasons", [])  # type: ignore[assignment]
     return {i: load(reason["Item"]) for i, reason in enumerate(reasons) if reason.get("Item")}
@@ -321,6 +328,28 @@ class DynamoTable:
                 "ExpressionAttributeValues": dump(values),
             }
         }
+
+    def kb_bytes_room_action(
+        self, kb_id: str, owner_id: str, *, grow: int, capacity: KbCapacity, add: bool
+    ) -> Action:
+        """META still ``owner_id``'s with room for ``grow`` more bytes (a file's next version, which adds no
+        file); with ``add`` (and a growth) they are added to ``bytes_used`` too. A refusal returns META,
+        which ``kb_bytes_refusal`` reads."""
+        condition = "attribute_exists(PK) AND owner_id = :owner"
+        values: dict[str, Any] = {":owner": owner_id}
+        if grow > 0:
+            condition += " AND (attribute_not_exists(bytes_used) OR bytes_used <= :room)"
+            values[":room"] = capacity.max_bytes - grow
+        body: Action = {
+            "TableName": self.name,
+            "Key": dump(kb_key(kb_id)),
+            "ConditionExpression": condition,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if not (add and grow > 0):
+            return {"ConditionCheck": {**body, "ExpressionAttributeValues": dump(values)}}
+        values[":grow"] = grow
+        return {"Update": {**body, "UpdateExpression": "ADD bytes_used :grow", "ExpressionAttributeValues": dump(values)}}
 
     def get(self, key: Key) -> Item | None:
         resp = self.client.get_item(TableName=self.name, Key=dump(key), ConsistentRead=True)

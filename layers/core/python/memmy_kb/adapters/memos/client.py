@@ -22,12 +22,12 @@ import httpx
 from aws_lambda_powertools import Logger
 from pydantic import ValidationError
 
-from memmy_kb.adapters.memos.errors import family_for_code, family_for_http_status
+from memmy_kb.adapters.memos.errors import unwrap
 from memmy_kb.adapters.memos.models import (
     FilePage,
     MemosMemory,
     file_body,
-    lenient_float,
+    file_update_body,
     lenient_int,
     parse_files,
 )
@@ -47,7 +47,6 @@ logger = Logger(child=True)
 
 DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=2.0, read=10.0, write=10.0, pool=2.0)
 MAX_SEARCH_LIMIT: Final = 25
-_SUCCESS_CODES: Final = frozenset({0, 200})
 
 # Nothing was sent when these happen, so even non-idempotent calls may be repeated.
 _NOT_SENT_ERRORS: Final = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
@@ -65,8 +64,10 @@ class MemosClient:
     ``[0, min(backoff_cap, backoff_base * 2 ** (attempt - 1))]``, at most ``max_attempts`` attempts):
 
     * ``get_knowledgebase_files``, ``list_knowledgebase_files``, ``iter_knowledgebase_files``,
-      ``search_memory``, ``delete_knowledgebase_files`` and ``delete_knowledgebase`` are safe to repeat; they are retried on ``MemosUnavailable`` (5xxxx codes,
-      HTTP 5xx, timeouts, connection errors, unreadable replies) and ``MemosRateLimited``.
+      ``search_memory``, ``delete_knowledgebase_files``, ``delete_knowledgebase`` and
+      ``update_knowledgebase_file`` are safe to repeat (an update repeated with the same content leaves the
+      file with that content: docs/memos.md, "Updating a file"); they are retried on ``MemosUnavailable``
+      (5xxxx codes, HTTP 5xx, timeouts, connection errors, unreadable replies) and ``MemosRateLimited``.
     * ``create_knowledgebase`` and ``add_knowledgebase_files`` are *not* retried once the request may have reached MemOS:
       a repeat could create a second KB (which nothing could ever find again: MemOS cannot list KBs) or a
       duplicate file. They are retried only when the connection was never established
@@ -170,6 +171,15 @@ class MemosClient:
             # The files may well be stored: say so rather than let the caller believe nothing happened.
             raise MemosUnavailable("reply lists none of the added files", endpoint=endpoint)
         return [f.to_engine_file() for f in added]
+
+    def update_knowledgebase_file(self, file_id: str, file: FileInput) -> EngineFile:
+        """Submit ``file`` as the next version of MemOS file ``file_id``; the file as MemOS answers (usually
+        processing again). Repeated on transient failures: the same content again is the same outcome."""
+        endpoint = "/update/knowledgebase-file"
+        body = {"file_id": file_id, "file": file_update_body(file)}
+        updated = parse_files(self._call(endpoint, body, idempotent=True), endpoint)
+        # MemOS documents no reply shape: a reply naming no file still says the version was taken.
+        return updated[0].to_engine_file() if updated else EngineFile(id=file_id)
 
     def get_knowledgebase_files(self, file_ids: list[str]) -> list[EngineFile]:
         """The files with these ids (MemOS may leave out ids it does not know)."""
@@ -359,39 +369,4 @@ class MemosClient:
             ) from exc
         except httpx.HTTPError as exc:
             raise MemosUnavailable(f"transport failure ({type(exc).__name__})", endpoint=endpoint) from exc
-        return _unwrap(response, endpoint)
-
-
-def _unwrap(response: httpx.Response, endpoint: str) -> Any:
-    """The envelope's ``data``, or the typed error the reply stands for."""
-    status = response.status_code
-    try:
-        payload = response.json()
-    except ValueError:  # JSONDecodeError and UnicodeDecodeError
-        payload = None
-    envelope = payload if isinstance(payload, dict) else {}
-    raw_code = envelope.get("code")
-    code = None if isinstance(raw_code, bool) else lenient_int(raw_code)
-    message = envelope.get("message") or envelope.get("msg") or ""
-    message = message if isinstance(message, str) else str(message)
-    ok_http = 200 <= status < 300
-    if ok_http and code in _SUCCESS_CODES:
-        return envelope.get("data")
-    if code is not None and code not in _SUCCESS_CODES:
-        family = family_for_code(code)
-    elif not ok_http:
-        family = family_for_http_status(status)
-    else:
-        family, message = MemosUnavailable, "unreadable reply (no JSON envelope)"
-    raise family(
-        message or response.reason_phrase or "error",
-        endpoint=endpoint,
-        code=code if code not in _SUCCESS_CODES else None,
-        http_status=status,
-        retry_after=_retry_after(response),
-    )
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = lenient_float(response.headers.get("retry-after"))
-    return value if value is not None and value >= 0 else None
+        return unwrap(response, endpoint)

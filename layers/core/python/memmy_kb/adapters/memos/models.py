@@ -102,6 +102,11 @@ def file_body(file: FileInput) -> dict[str, str]:
     return body if file.name is None else {**body, "name": file.name}
 
 
+def file_update_body(file: FileInput) -> dict[str, str]:
+    """``/update/knowledgebase-file``'s ``file``: ``{name, content}`` as MemOS documents it."""
+    return {"content": file.content} if file.name is None else {"name": file.name, "content": file.content}
+
+
 class _MemosModel(BaseModel):
     # Built on the first MemOS call, not at import.
     model_config = ConfigDict(

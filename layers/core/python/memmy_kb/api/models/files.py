@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
@@ -26,6 +27,16 @@ class Folder(ApiModel):
         return cls(id=record.folder_id, name=shown(record.name), parent_id=record.parent_id)
 
 
+class Replacement(ApiModel):
+    """The file's replace in flight (`uploading`), or its last one that `failed` (the file keeps its current
+    version; dismiss it with DELETE .../uploads/{upload_id}, or replace the file again)."""
+
+    upload_id: str
+    status: Literal["uploading", "failed"]
+    reason: str | None = Field(default=None, description="Why it failed, in English")
+    reason_code: str | None = Field(default=None, description="Why it failed, as a code (see the file's)")
+
+
 class File(ApiModel):
     id: str
     name: str
@@ -38,13 +49,27 @@ class File(ApiModel):
         description="Why it failed, as a code to word in any language (invalid_pdf, kb_gone, engine_failed,"
         " ...; `other` for a reason without its own code)",
     )
-    upload_id: str | None = Field(default=None, description="The upload this file came from")
+    upload_id: str | None = Field(default=None, description="The upload this file's current version came from")
+    version: int | None = Field(
+        default=None, description="The file's version: 1 for its first upload, one more for each replace recorded"
+    )
+    sha256: str | None = Field(
+        default=None, description="The SHA-256 of the current version's bytes (none on files from before hashes)"
+    )
+    updated_at: datetime | None = Field(default=None, description="When the current version was recorded")
+    replacement: Replacement | None = Field(default=None, description="A replace of this file in flight, or failed")
 
     @classmethod
     def from_entry(cls, entry: FileEntry) -> File:
         # The name may come live from MemOS, which keeps whatever it was given.
+        replacement = None
+        if entry.replacement is not None:
+            r = entry.replacement
+            replacement = Replacement(
+                upload_id=r.upload_id, status=r.status, reason=r.reason, reason_code=reason_code(r.reason)
+            )
         return cls.model_validate(entry, from_attributes=True).model_copy(
-            update={"name": shown(entry.name), "reason_code": reason_code(entry.reason)}
+            update={"name": shown(entry.name), "reason_code": reason_code(entry.reason), "replacement": replacement}
         )
 
 

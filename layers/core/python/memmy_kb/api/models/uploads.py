@@ -1,9 +1,10 @@
-"""``POST /knowledge-bases/{kb_id}/uploads``: the file announced and the presigned POST for it."""
+"""``POST /knowledge-bases/{kb_id}/uploads``: the file announced and the presigned POST for it; and
+``POST .../files/{file_id}/replacements``: a file's next version announced, the same way."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
@@ -11,6 +12,7 @@ from memmy_kb.api.models.base import ApiModel
 from memmy_kb.domain.display import hidden_characters
 
 if TYPE_CHECKING:
+    from memmy_kb.domain.replacements import IssuedReplacement, Unchanged
     from memmy_kb.domain.uploads import IssuedUpload
 
 MAX_FILENAME_LENGTH = 255
@@ -29,6 +31,15 @@ def _clean_filename(value: str) -> str:
 
 
 Filename = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_clean_filename)]
+Sha256 = Annotated[
+    str,
+    Field(
+        pattern=r"^[0-9a-fA-F]{64}$",
+        description="The SHA-256 of the bytes about to be sent, in hex: bytes that differ are rejected"
+        " (`sha256_mismatch`)",
+    ),
+    AfterValidator(str.lower),
+]
 
 
 class CreateUploadRequest(ApiModel):
@@ -42,6 +53,7 @@ class CreateUploadRequest(ApiModel):
     folder_id: Annotated[
         str | None, Field(max_length=64, description="The destination folder; none for the root")
     ] = None
+    sha256: Sha256 | None = None
 
 
 class UploadTicket(ApiModel):
@@ -60,3 +72,60 @@ class UploadTicket(ApiModel):
             fields=issued.post.fields,
             expires_at=issued.post_expires_at,
         )
+
+
+class CreateReplacementRequest(ApiModel):
+    """A file's next version: its bytes are checked against the file's own name, which it keeps."""
+
+    size_bytes: Annotated[
+        int, Field(strict=True, ge=1, description="The new bytes' exact size (1 B to 100 MB)")
+    ]
+    content_type: Annotated[
+        str | None, Field(max_length=255, description="Must fit the file's extension; derived from it when absent")
+    ] = None
+    sha256: Annotated[
+        Sha256 | None,
+        Field(description="The new bytes' SHA-256: equal to the current version's, the answer is `unchanged`"),
+    ] = None
+    if_version: Annotated[
+        int | None,
+        Field(strict=True, ge=1, description="The version being replaced: another answers 409 `version_conflict`"),
+    ] = None
+
+
+class ReplacementTicket(ApiModel):
+    """The replace recorded: send ``fields``, then the new bytes as the last field, ``file``."""
+
+    status: Literal["issued"] = "issued"
+    file_id: str
+    replaces_version: int = Field(description="The version these bytes replace")
+    upload_id: str
+    url: str
+    fields: dict[str, str]
+    expires_at: datetime
+
+    @classmethod
+    def from_issued(cls, issued: IssuedReplacement) -> ReplacementTicket:
+        upload = issued.upload
+        assert upload.replaces is not None
+        assert upload.if_version is not None
+        return cls(
+            file_id=upload.replaces,
+            replaces_version=upload.if_version,
+            upload_id=upload.upload_id,
+            url=issued.post.url,
+            fields=issued.post.fields,
+            expires_at=issued.post_expires_at,
+        )
+
+
+class ReplacementUnchanged(ApiModel):
+    """The bytes are the current version's: nothing was recorded, nothing is to be sent."""
+
+    status: Literal["unchanged"] = "unchanged"
+    file_id: str
+    version: int
+
+    @classmethod
+    def from_unchanged(cls, unchanged: Unchanged) -> ReplacementUnchanged:
+        return cls(file_id=unchanged.file.file_id, version=unchanged.file.version)

@@ -42,6 +42,18 @@ def handle_list_files(
     return FileListing.from_listing(listing)
 
 
+@router.get(
+    "/knowledge-bases/<kb_id>/files/<file_id>",
+    operation_id="get_file_knowledge_bases__kb_id__files__file_id__get",
+    summary="One file with its version, live status and replace in flight",
+    responses=responses(HTTPStatus.OK, "The file", File, NOT_VISIBLE, _MEMOS_DOWN),
+)
+def handle_get_file(
+    kb_id: KbId, file_id: ItemId, caller: CallerId, kbs: KbStoreDep, contents: ContentStoreDep, memos: MemosDep
+) -> File:
+    return File.from_entry(files.get_file(kbs, contents, memos, caller, kb_id, file_id))
+
+
 @router.patch(
     "/knowledge-bases/<kb_id>/files/<file_id>",
     operation_id="move_file_knowledge_bases__kb_id__files__file_id__patch",

@@ -1,0 +1,109 @@
+"""``memmy-kb files upload`` and ``files replace``: bytes sent straight to storage with a presigned POST,
+then, with ``--wait``, the listing watched until MemOS has processed them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from memmy_kb_client.rendering import progress_bar
+from memmy_kb_client.terminal import one_line, printable
+
+
+def client_for(args: argparse.Namespace) -> Any:
+    """The SDK's client for the command's ``--endpoint`` and ``--token`` (or their defaults)."""
+    from memmy_kb_client.sdk import ClientConfig, MemmyClient
+
+    return MemmyClient(ClientConfig.load(args.endpoint, args.token))
+
+
+def upload_files(args: argparse.Namespace) -> int:
+    """Upload files (bytes go straight to storage), then optionally wait until each is processed."""
+    from memmy_kb_client.sdk import MemmyApiError
+
+    try:
+        with client_for(args) as client:
+            uploads = {}
+            for raw in args.paths:
+                path = Path(raw)
+                ticket = client.upload_file(
+                    args.kb, path, folder_id=args.folder, progress=progress_bar(path.name)
+                )
+                uploads[ticket["upload_id"]] = path.name
+            final: dict[str, dict[str, Any]] = {}
+            deadline = time.monotonic() + args.timeout
+            while args.wait and len(final) < len(uploads) and time.monotonic() < deadline:
+                listing = client.list_files(args.kb, args.folder)
+                for f in listing["files"]:
+                    if f.get("upload_id") in uploads and f["status"] in ("available", "failed"):
+                        final[f["upload_id"]] = f
+                if len(final) < len(uploads):
+                    time.sleep(listing.get("refresh_after_seconds") or 1)
+    except (MemmyApiError, OSError) as err:
+        print(printable(f"error: {err}"), file=sys.stderr)
+        return 1
+    for upload_id, name in uploads.items():
+        f = final.get(upload_id)
+        status = f["status"] if f else ("uploaded" if not args.wait else "still processing")
+        reason = f"  ({one_line(f['reason'])})" if f and f.get("reason") else ""
+        print(printable(f"{status:<16}  {one_line(name)}{reason}"))
+    return 1 if any(f["status"] == "failed" for f in final.values()) else 0
+
+
+def replace_file(args: argparse.Namespace) -> int:
+    """Replace one file's content: ``unchanged`` when the bytes are its current version's (nothing sent);
+    else the bytes go to storage and, with ``--wait``, the command waits for the new version to be
+    available (or failed: the previous version then still answers)."""
+    from memmy_kb_client.sdk import MemmyApiError
+
+    path = Path(args.path)
+    try:
+        with client_for(args) as client:
+            answer = client.replace_file(
+                args.kb, args.file, path, if_version=args.if_version, progress=progress_bar(path.name)
+            )
+            final = _wait_for_version(client, args, answer) if args.wait and answer["status"] == "issued" else None
+    except (MemmyApiError, OSError) as err:
+        print(printable(f"error: {err}"), file=sys.stderr)
+        return 1
+    if args.json:
+        print(printable(json.dumps(final or answer, ensure_ascii=False, indent=2)))
+    else:
+        print(printable(_replace_line(args, answer, final)))
+    return 1 if final is not None and (final["status"] == "failed" or _replace_failed(final, answer)) else 0
+
+
+def _replace_failed(entry: dict[str, Any], ticket: dict[str, Any]) -> bool:
+    """Whether the file shows this replace failed (it kept its version)."""
+    replacement = entry.get("replacement") or {}
+    return bool(replacement.get("upload_id") == ticket["upload_id"] and replacement.get("status") == "failed")
+
+
+def _wait_for_version(client: Any, args: argparse.Namespace, ticket: dict[str, Any]) -> dict[str, Any] | None:
+    """The file once its new version is available or failed, or its replace failed; None on timeout."""
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        entry: dict[str, Any] = client.get_file(args.kb, args.file)
+        if _replace_failed(entry, ticket):
+            return entry
+        if (entry.get("version") or 0) > ticket["replaces_version"] and entry["status"] in ("available", "failed"):
+            return entry
+        time.sleep(1)
+    return None
+
+
+def _replace_line(args: argparse.Namespace, answer: dict[str, Any], final: dict[str, Any] | None) -> str:
+    if answer["status"] == "unchanged":
+        return f"unchanged         {args.file}  (already version {answer['version']})"
+    if final is None:
+        state = "still processing" if args.wait else "sent"
+        return f"{state:<16}  {args.file}  (replacing version {answer['replaces_version']})"
+    if _replace_failed(final, answer):
+        reason = one_line(final["replacement"].get("reason") or "")
+        return f"{'failed':<16}  {args.file}  ({reason}; version {final['version']} kept)"
+    reason = f"  ({one_line(final['reason'])})" if final.get("reason") else ""
+    return f"{final['status']:<16}  {args.file}  version {final['version']}  {one_line(final['name'])}{reason}"
