@@ -203,6 +203,25 @@ def test_a_writer_of_the_hooks_directory_can_point_the_hooks_at_itself(service, 
     assert impostor.requests[0]["body"]["query"] == PROMPT
 
 
+def test_a_login_put_in_the_hooks_directory_is_removed_unread(state_dir, cloud):
+    """An older version kept the login (and the control token) in ``desktop/``. A writer of that directory
+    could put a login for an account of its own there: the service removes it without reading it, so it
+    never signs in to that account (where the person's uploads would go) nor sends its token anywhere."""
+    state_dir.mkdir(parents=True, mode=0o700)
+    planted = "planted.login.of-another-account"
+    (state_dir / paths.CONTROL_TOKEN_FILE).write_text("mkc_old")
+    (state_dir / paths.LOGIN_FILE).write_text(json.dumps({"cloud": cloud.url, "access_token": planted}))
+    with start(state_dir, cloud.url) as running:
+        client = Client(running)
+        status = client.control("GET", "/control/status")[1]
+        assert client.recall()["cloud"] == "logged_out"
+    assert status["login"]["state"] == "logged_out"
+    assert "removed unread: run `memmy-kb desktop login`" in status["login"]["note"]
+    assert {path.name for path in state_dir.iterdir()} <= {paths.HOOK_TOKEN_FILE, paths.LOCK_FILE}
+    assert not Path(paths.private_dir(str(state_dir)), paths.LOGIN_FILE).exists()
+    assert cloud.requests == []
+
+
 @pytest.mark.parametrize("store", ["file", "keychain"])
 def test_a_writer_of_the_private_store_can_point_the_commands_at_itself(state_dir, store):
     """Said plainly: whoever can write ``desktop-private/`` (or the keychain's entries, where they are
