@@ -27,7 +27,7 @@ from memmy_kb_client.desktop.credentials import CONTROL_ENTRY, KeyringStore, Ser
 from memmy_kb_client.desktop.server import DesktopService
 from memmy_kb_client.mcp_service import LocalService, ToolRefused
 from tests.integration.test_desktop_service import CLOUD_TOKEN, Client, FakeCloud, serving, start
-from tests.support.desktop_proof import Stranger, proof_reply, record_control
+from tests.support.desktop_proof import ProvesThenHangsUp, Stranger, proof_reply, record_control
 from tests.unit.test_desktop_credentials import MemoryKeyring
 from tests.unit.test_hook import FakeService
 
@@ -182,6 +182,37 @@ def test_a_listener_that_relays_the_challenge_to_the_real_service_is_refused(ser
     assert received.count(b"GET /proof?") == 2
     for secret in (service.state.control_token, service.state.hook_token):
         assert secret.encode() not in received
+
+
+@pytest.mark.parametrize("caller", ["commands", "hook", "mcp"])
+def test_after_the_proof_nothing_goes_out_on_another_connection(state_dir, caller):
+    """The proof holds for the connection it came on. A listener that proves itself and then hangs up (a
+    service that stops just then) leaves its port to whoever binds it next: no caller opens a second
+    connection for its token, pasted token or prompt."""
+    hook_token, control_token = "mkh_the-services-hook-token", "mkc_the-services-control-token"
+    listener = ProvesThenHangsUp({"hook": hook_token, "control": control_token})
+    env = {paths.HOME_ENV: str(state_dir.parent)}
+    state_dir.mkdir(parents=True)
+    (state_dir / paths.SERVICE_FILE).write_text(json.dumps({"port": listener.port}))
+    (state_dir / paths.HOOK_TOKEN_FILE).write_text(hook_token)
+    record_control(str(state_dir), listener.port, control_token)
+    try:
+        if caller == "commands":
+            with pytest.raises(NotThisService, match="it closed the connection after the proof"):
+                call(str(state_dir), "POST", "/control/login", {"token": PASTED})
+        elif caller == "hook":
+            out = io.BytesIO()
+            hook.run("claude-code", io.BytesIO(EVENT), out, env)
+            assert out.getvalue() == b""
+        else:
+            with pytest.raises(ToolRefused):
+                anyio.run(LocalService(env).search, PROMPT, None, None)
+    finally:
+        listener.close()
+    received = listener.bytes_received()
+    for secret in (hook_token, control_token, PASTED, "DELTA-PROMPT"):
+        assert secret.encode() not in received, caller
+    assert listener.connections == 1, caller
 
 
 # ------------------------------------------------------- what write access to each directory gives

@@ -97,6 +97,9 @@ class StandInService:
 
 def serve(stand_in: StandInService) -> tuple[ThreadingHTTPServer, int]:
     class Handler(BaseHTTPRequestHandler):
+        # Kept alive as the service's: the MCP server sends its request on the connection of the proof.
+        protocol_version = "HTTP/1.1"
+
         def _reply(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             status, answer = stand_in.answer(self.command, self.path, self.headers, body)
