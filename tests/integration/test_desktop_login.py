@@ -4,8 +4,8 @@ the provider's redirect to ``/callback``.
 
 Covered: the browser flow (PKCE, state, nonce) end to end and each refusal with nothing stored, the
 device flow, refresh before expiry (one at a time, rotation kept, ``invalid_grant``, the provider down),
-logout revoking the refresh token, the page's /api/login, /api/logout and /api/session, the move of an
-older version's secrets out of the hooks' directory, and the ``memmy-kb desktop login`` command."""
+logout revoking the refresh token, the page's /api/login, /api/logout and /api/session, and the
+``memmy-kb desktop login`` command."""
 
 from __future__ import annotations
 

@@ -23,7 +23,13 @@ import pytest
 from memmy_kb_client import cli, hook
 from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.control import NotThisService, call
-from memmy_kb_client.desktop.credentials import CONTROL_ENTRY, KeyringStore, ServiceRecord
+from memmy_kb_client.desktop.credentials import (
+    CONTROL_ENTRY,
+    CloudLogin,
+    KeyringStore,
+    ServiceRecord,
+    open_store,
+)
 from memmy_kb_client.desktop.server import DesktopService
 from memmy_kb_client.mcp_service import LocalService, ToolRefused
 from tests.integration.test_desktop_service import CLOUD_TOKEN, Client, FakeCloud, serving, start
@@ -270,6 +276,18 @@ def test_a_writer_of_the_private_store_can_point_the_commands_at_itself(state_di
         call(str(state_dir), "POST", "/control/login", {"token": PASTED}, keyring_backend=backend)
     assert impostor.bodies[0] == ""  # the challenge, then the pasted token
     assert PASTED in impostor.bodies[1]
+
+
+@pytest.mark.parametrize("store", ["file", "keychain"])
+def test_a_writer_of_the_private_store_chooses_the_login(state_dir, cloud, store):
+    """Said plainly: the login the service signs in with is the one in that store, so whoever can write it
+    chooses the account from the service's next start (and a person's uploads through the page go there)."""
+    backend = MemoryKeyring() if store == "keychain" else None
+    chosen = "chosen.by-the.writer"
+    open_store(str(state_dir), backend).save(CloudLogin(cloud.url, chosen))
+    with start(state_dir, cloud.url, keyring_backend=backend) as running:
+        Client(running).recall()
+    assert cloud.requests[0]["auth"] == f"Bearer {chosen}"
 
 
 class ControlImpostor:
