@@ -27,7 +27,10 @@ Here each line is read (at most ``MAX_FRAME_BYTES``) and:
 
 A -32600 carries the frame's ``id`` when it has a usable one, else null. What passes is the frame
 re-serialised from what was checked, so the SDK reads exactly that. The SDK answers the rest (an unknown
-method, -32601; bad params, -32602); a notification, good or bad, is never answered (JSON-RPC).
+method, -32601; bad params, -32602); a notification, good or bad, is never answered (JSON-RPC). Nor is a
+response (an object with ``result`` or ``error`` and no ``method``, such as the agent's own error with id
+null for a line of ours it could not read): one refused above is dropped with a log line, since an error
+answering an error would have two peers that do the same answer each other for ever.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ class FrameRefused(Exception):
         self.code = code
         self.message = message
         self.request_id = request_id
+        self.answered = True  # False for a response: dropped, never answered
 
     def response(self) -> dict[str, Any]:
         return {
@@ -137,6 +141,15 @@ def check_frame(line: bytes, accept: Callable[[str], bool] = lambda _: True) -> 
         raise FrameRefused(INVALID_REQUEST, "Batches are not supported: send one JSON-RPC message per line.")
     if not isinstance(parsed, dict):
         raise FrameRefused(INVALID_REQUEST, "Invalid request: a frame is one JSON-RPC object.")
+    try:
+        return _checked_object(parsed, accept)
+    except FrameRefused as refused:
+        refused.answered = "method" in parsed or not ("result" in parsed or "error" in parsed)
+        raise
+
+
+def _checked_object(parsed: dict[str, Any], accept: Callable[[str], bool]) -> str:
+    """``check_frame`` for a line that is one JSON object."""
     if "id" in parsed and not _usable_id(parsed["id"]):
         raise FrameRefused(
             INVALID_REQUEST,
@@ -185,6 +198,9 @@ async def read_frames(
                 raise FrameRefused(INVALID_REQUEST, f"The frame is longer than {MAX_FRAME_BYTES:,} bytes.")
             frame = check_frame(line, accept)
         except FrameRefused as refused:
+            if not refused.answered:
+                logger.info("dropped a response: %s", refused.message)
+                continue
             logger.info("refused a frame: %s %s", refused.code, refused.message)
             await answer(refused.response())
             continue

@@ -34,6 +34,7 @@ from typing import Any, Final
 import httpx
 
 from memmy_kb_client.desktop import paths, proof
+from memmy_kb_client.mcp_connection import ConnectionClosed, ProvenConnection
 from memmy_kb_client.mcp_frames import replace_lone_surrogates
 
 KNOWLEDGE_BASES_PATH: Final = "/hook/knowledge-bases"
@@ -147,13 +148,18 @@ class LocalService:
         ``ToolRefused`` for anything but a usable one."""
         url, port, token = self._where()
         headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
-        # trust_env=False: no proxy from the environment ever sees the hook token.
+        # trust_env=False: no proxy from the environment ever sees the hook token. One connection for the
+        # proof and the request (``ProvenConnection``): a new one could reach another listener.
+        transport = self.transport or ProvenConnection(port)
         async with httpx.AsyncClient(
-            base_url=url, timeout=self.timeout, trust_env=False, transport=self.transport
+            base_url=url, timeout=self.timeout, trust_env=False, transport=transport
         ) as client:
             try:
                 await self._prove(client, port, token)
                 response = await client.request(method, path, json=body, headers=headers)
+            except ConnectionClosed as err:
+                sentence = proof.refusal(port, "it closed the connection after the proof")
+                raise ToolRefused(f"The Memmy desktop service cannot be reached safely: {sentence}") from err
             except httpx.TimeoutException as err:
                 raise ToolRefused(
                     f"The Memmy desktop service at {url} did not answer within {self.timeout:g} s."

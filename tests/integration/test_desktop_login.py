@@ -4,8 +4,8 @@ the provider's redirect to ``/callback``.
 
 Covered: the browser flow (PKCE, state, nonce) end to end and each refusal with nothing stored, the
 device flow, refresh before expiry (one at a time, rotation kept, ``invalid_grant``, the provider down),
-logout revoking the refresh token, the page's /api/login, /api/logout and /api/session, the move of an
-older version's secrets out of the hooks' directory, and the ``memmy-kb desktop login`` command."""
+logout revoking the refresh token, the page's /api/login, /api/logout and /api/session, and the
+``memmy-kb desktop login`` command."""
 
 from __future__ import annotations
 
@@ -356,23 +356,6 @@ def test_the_page_signs_in_and_out_and_sees_who(client, provider, service):
     assert httpx.post(f"{service.url}/api/logout", headers=headers, timeout=10).json() == {}
     assert provider.live_refresh_tokens() == []
     assert httpx.get(f"{service.url}/api/session", headers=headers, timeout=10).json()["login"] == "logged_out"
-
-
-# ------------------------------------------------------------------------------ an older version's files
-
-
-def test_an_older_versions_secrets_leave_the_hooks_directory(state_dir, cloud):
-    state_dir.mkdir(parents=True, mode=0o700)
-    (state_dir / paths.CONTROL_TOKEN_FILE).write_text("mkc_old")
-    (state_dir / paths.LOGIN_FILE).write_text(json.dumps({"cloud": cloud.url, "token": "pasted.token.value"}))
-    with start(state_dir, cloud.url) as running:
-        client = Client(running)
-        assert not (state_dir / paths.CONTROL_TOKEN_FILE).exists()
-        assert not (state_dir / paths.LOGIN_FILE).exists()
-        assert saved_login(client).token == "pasted.token.value"
-        assert client.control("GET", "/control/status")[1]["login"]["state"] == "logged_in"
-        allowed = {paths.HOOK_TOKEN_FILE, paths.SERVICE_FILE, paths.LOCK_FILE}
-        assert {path.name for path in state_dir.iterdir()} <= allowed
 
 
 def test_with_a_keychain_the_commands_read_the_control_token_from_it(state_dir, cloud):

@@ -23,11 +23,17 @@ import pytest
 from memmy_kb_client import cli, hook
 from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.control import NotThisService, call
-from memmy_kb_client.desktop.credentials import CONTROL_ENTRY, KeyringStore, ServiceRecord
+from memmy_kb_client.desktop.credentials import (
+    CONTROL_ENTRY,
+    CloudLogin,
+    KeyringStore,
+    ServiceRecord,
+    open_store,
+)
 from memmy_kb_client.desktop.server import DesktopService
 from memmy_kb_client.mcp_service import LocalService, ToolRefused
 from tests.integration.test_desktop_service import CLOUD_TOKEN, Client, FakeCloud, serving, start
-from tests.support.desktop_proof import Stranger, proof_reply, record_control
+from tests.support.desktop_proof import ProvesThenHangsUp, Stranger, proof_reply, record_control
 from tests.unit.test_desktop_credentials import MemoryKeyring
 from tests.unit.test_hook import FakeService
 
@@ -184,6 +190,37 @@ def test_a_listener_that_relays_the_challenge_to_the_real_service_is_refused(ser
         assert secret.encode() not in received
 
 
+@pytest.mark.parametrize("caller", ["commands", "hook", "mcp"])
+def test_after_the_proof_nothing_goes_out_on_another_connection(state_dir, caller):
+    """The proof holds for the connection it came on. A listener that proves itself and then hangs up (a
+    service that stops just then) leaves its port to whoever binds it next: no caller opens a second
+    connection for its token, pasted token or prompt."""
+    hook_token, control_token = "mkh_the-services-hook-token", "mkc_the-services-control-token"
+    listener = ProvesThenHangsUp({"hook": hook_token, "control": control_token})
+    env = {paths.HOME_ENV: str(state_dir.parent)}
+    state_dir.mkdir(parents=True)
+    (state_dir / paths.SERVICE_FILE).write_text(json.dumps({"port": listener.port}))
+    (state_dir / paths.HOOK_TOKEN_FILE).write_text(hook_token)
+    record_control(str(state_dir), listener.port, control_token)
+    try:
+        if caller == "commands":
+            with pytest.raises(NotThisService, match="it closed the connection after the proof"):
+                call(str(state_dir), "POST", "/control/login", {"token": PASTED})
+        elif caller == "hook":
+            out = io.BytesIO()
+            hook.run("claude-code", io.BytesIO(EVENT), out, env)
+            assert out.getvalue() == b""
+        else:
+            with pytest.raises(ToolRefused):
+                anyio.run(LocalService(env).search, PROMPT, None, None)
+    finally:
+        listener.close()
+    received = listener.bytes_received()
+    for secret in (hook_token, control_token, PASTED, "DELTA-PROMPT"):
+        assert secret.encode() not in received, caller
+    assert listener.connections == 1, caller
+
+
 # ------------------------------------------------------- what write access to each directory gives
 
 
@@ -203,6 +240,25 @@ def test_a_writer_of_the_hooks_directory_can_point_the_hooks_at_itself(service, 
     assert impostor.requests[0]["body"]["query"] == PROMPT
 
 
+def test_a_login_put_in_the_hooks_directory_is_removed_unread(state_dir, cloud):
+    """An older version kept the login (and the control token) in ``desktop/``. A writer of that directory
+    could put a login for an account of its own there: the service removes it without reading it, so it
+    never signs in to that account (where the person's uploads would go) nor sends its token anywhere."""
+    state_dir.mkdir(parents=True, mode=0o700)
+    planted = "planted.login.of-another-account"
+    (state_dir / paths.CONTROL_TOKEN_FILE).write_text("mkc_old")
+    (state_dir / paths.LOGIN_FILE).write_text(json.dumps({"cloud": cloud.url, "access_token": planted}))
+    with start(state_dir, cloud.url) as running:
+        client = Client(running)
+        status = client.control("GET", "/control/status")[1]
+        assert client.recall()["cloud"] == "logged_out"
+    assert status["login"]["state"] == "logged_out"
+    assert "removed unread: run `memmy-kb desktop login`" in status["login"]["note"]
+    assert {path.name for path in state_dir.iterdir()} <= {paths.HOOK_TOKEN_FILE, paths.LOCK_FILE}
+    assert not Path(paths.private_dir(str(state_dir)), paths.LOGIN_FILE).exists()
+    assert cloud.requests == []
+
+
 @pytest.mark.parametrize("store", ["file", "keychain"])
 def test_a_writer_of_the_private_store_can_point_the_commands_at_itself(state_dir, store):
     """Said plainly: whoever can write ``desktop-private/`` (or the keychain's entries, where they are
@@ -220,6 +276,18 @@ def test_a_writer_of_the_private_store_can_point_the_commands_at_itself(state_di
         call(str(state_dir), "POST", "/control/login", {"token": PASTED}, keyring_backend=backend)
     assert impostor.bodies[0] == ""  # the challenge, then the pasted token
     assert PASTED in impostor.bodies[1]
+
+
+@pytest.mark.parametrize("store", ["file", "keychain"])
+def test_a_writer_of_the_private_store_chooses_the_login(state_dir, cloud, store):
+    """Said plainly: the login the service signs in with is the one in that store, so whoever can write it
+    chooses the account from the service's next start (and a person's uploads through the page go there)."""
+    backend = MemoryKeyring() if store == "keychain" else None
+    chosen = "chosen.by-the.writer"
+    open_store(str(state_dir), backend).save(CloudLogin(cloud.url, chosen))
+    with start(state_dir, cloud.url, keyring_backend=backend) as running:
+        Client(running).recall()
+    assert cloud.requests[0]["auth"] == f"Bearer {chosen}"
 
 
 class ControlImpostor:

@@ -390,6 +390,16 @@ def test_wrong_user_codes_are_limited_per_client_with_429_and_a_sentence(
     assert '<label for="login_user_id">User ID</label>' in page.text
 
 
+def test_every_loopback_address_is_one_client_for_wrong_codes(idp: IdentityProvider, http: httpx.Client) -> None:
+    """A local program may send from any address of 127.0.0.0/8 (Linux answers them all): were each one a
+    client of its own, every address would bring a fresh allowance of wrong codes and one more counter."""
+    for n in range(WRONG_CODES_PER_CLIENT):
+        source = httpx.HTTPTransport(local_address=f"127.0.{n}.2")
+        with httpx.Client(base_url=idp.url, timeout=10, transport=source) as elsewhere:
+            assert enter_code(elsewhere, "BCDF-GHJK").status_code == 400
+    assert enter_code(http, "BCDF-GHJK").status_code == 429
+
+
 def test_a_request_whose_code_was_guessed_wrong_too_often_is_dead(http: httpx.Client) -> None:
     started, poll = start_device(http)
     for _ in range(WRONG_CODES_PER_DEVICE - 1):

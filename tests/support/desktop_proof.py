@@ -2,7 +2,7 @@
 
 A caller proves the listener before it sends a token (``GET /proof?for=control|hook&nonce=N``), so a
 stand-in that is meant to pass for the service answers the challenge as the service does, under the
-tokens it holds; a stranger (``tests/integration/test_desktop_strangers.py``) does not.
+tokens it holds; a stranger (``tests/integration/test_desktop_service_proof.py``) does not.
 """
 
 from __future__ import annotations
@@ -131,3 +131,37 @@ class Stranger:
         finally:
             connection.close()
         return answer
+
+
+class ProvesThenHangsUp(Stranger):
+    """The service answering the challenge on the first connection, under ``tokens``, then closing it (a
+    service that stops between the proof and the request does); every later connection reaches whoever
+    holds the port by then: a ``Stranger``, recording every byte."""
+
+    def __init__(self, tokens: Mapping[str, str]) -> None:
+        super().__init__()
+        self.tokens = dict(tokens)
+        self.connections = 0
+
+    def _serve(self, connection: socket.socket) -> None:
+        with self._lock:
+            self.connections += 1
+            first = self.connections == 1
+        if not first:
+            super()._serve(connection)
+            return
+        with connection:
+            connection.settimeout(10)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = connection.recv(65536)
+                if not chunk:
+                    return
+                head += chunk
+            target = head.split(b" ")[1].decode("ascii", "replace")
+            raw = json.dumps(proof_reply(target, self.tokens, self.port)).encode()
+            connection.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                + f"Content-Length: {len(raw)}\r\n\r\n".encode()
+                + raw
+            )

@@ -118,3 +118,23 @@ def test_files_are_written_0600_even_under_a_lax_umask(tmp_path: Path):
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "secret").stat().st_mode) == 0o600
     assert [p.name for p in tmp_path.iterdir()] == ["secret"]
+
+
+def test_a_link_planted_at_the_temporary_files_name_is_left_alone(tmp_path: Path):
+    """Whoever can write ``desktop/`` (an agent's sandbox allows it) may plant a hard link to another file
+    of the user's where a write's temporary file will be: ``hook-token`` and ``service.json`` are written
+    there by the service, each hook's run record by the hook. The file linked to is neither truncated,
+    rewritten nor narrowed to 0600, and the write still lands."""
+    from memmy_kb_client.desktop import paths
+
+    victim = tmp_path / "the-users-file"
+    victim.write_bytes(b"the user's own text")
+    victim.chmod(0o644)
+    desktop = tmp_path / "desktop"
+    desktop.mkdir()
+    os.link(victim, desktop / f".hook-token.{os.getpid()}.tmp")  # the name a temporary file had
+    paths.write_private(str(desktop / "hook-token"), b"mkh_new")
+    assert victim.read_bytes() == b"the user's own text"
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o644
+    assert (desktop / "hook-token").read_bytes() == b"mkh_new"
+    assert stat.S_IMODE((desktop / "hook-token").stat().st_mode) == 0o600

@@ -198,3 +198,24 @@ def test_each_bad_line_gets_exactly_one_answer_between_good_ones():
         (None, INVALID_REQUEST),
         (7, INVALID_REQUEST),
     ]
+
+
+def test_a_response_is_never_answered_even_one_that_is_refused():
+    """A response (``result`` or ``error``, no ``method``) is not a request: answering one that cannot be
+    read with an error would have two peers that both do so answer each other for ever. The agent's own
+    error with id null (for a line of ours it could not read) is what JSON-RPC has it send."""
+    responses = [
+        b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}\n',
+        b'{"jsonrpc":"2.0","id":2.5,"result":{}}\n',
+        b'{"jsonrpc":"2.0","id":true,"error":{"code":-32600,"message":"x"}}\n',
+        b'{"jsonrpc":"2.0","id":3,"result":{"n":1e999}}\n',
+        b'{"jsonrpc":"2.0","id":3,"result":' + b"[" * 100 + b"]" * 100 + b"}\n",
+        b'{"jsonrpc":"2.0","id":4,"result":"not an object"}\n',
+    ]
+    data = b"".join(frame for pair in zip(frames(1, 2, 3, 4, 5, 6), responses, strict=True) for frame in pair)
+    passed, answers, _ = run_filter(data + next(frames(7)))
+    assert [json.loads(frame)["id"] for frame in passed] == [1, 2, 3, 4, 5, 6, 7]
+    assert answers == []
+    # A request or a notification that is refused is still answered, whatever else it carries.
+    _, answers, _ = run_filter(b'{"jsonrpc":"2.0","id":8,"method":"ping","result":{"n":1e999}}\n')
+    assert [(a["id"], a["error"]["code"]) for a in answers] == [(8, INVALID_REQUEST)]

@@ -105,11 +105,14 @@ def write_private(path: str, data: bytes, *, sync: bool = True) -> None:
     """Replace ``path`` atomically with ``data``, readable and writable by its owner only (0600).
 
     The bytes go to a new 0600 file beside it first, so the secret is never in a wider-mode file and a
-    reader never sees half of it. ``sync=False`` skips the fsync (a record that may be lost in a crash).
+    reader never sees half of it. That file's name is random and it must not exist yet (``O_EXCL``): a
+    writer of ``desktop/`` who planted a link at a name it could guess would otherwise have this write
+    truncate, fill and narrow the file linked to. ``sync=False`` skips the fsync (a record that may be
+    lost in a crash).
     """
     directory = os.path.dirname(path) or "."
-    temporary = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    temporary = os.path.join(directory, f".{os.path.basename(path)}.{os.urandom(8).hex()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

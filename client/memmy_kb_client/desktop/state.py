@@ -118,8 +118,8 @@ class DesktopState:
     def load(self) -> None:
         """The hook token from (or into) the state directory, a new control token with where the service
         listens (``port`` and ``url`` are set) into the secret store, and the saved cloud login if it is
-        for our cloud. Secrets an older version left beside the hook token are moved out (the login) or
-        removed (the control token)."""
+        for our cloud. Secrets an older version left beside the hook token are removed unread
+        (``_remove_older_secrets``)."""
         self.hook_token = paths.read_token(self.state_dir, paths.HOOK_TOKEN_FILE) or self._write_hook_token()
         try:
             saved = self.store.load()
@@ -127,7 +127,11 @@ class DesktopState:
             self.login_note = f"the OS keychain could not be read ({type(err).__name__}); using the file"
             self.store = FileStore(self.private_dir)
             saved = self.store.load()
-        saved = self._migrate(saved)
+        if self._remove_older_secrets() and saved is None:
+            self.login_note = (
+                f"a login found in {self.state_dir}, where an older version kept it, was removed unread: "
+                "run `memmy-kb desktop login`"
+            )
         self.control_token = _new_token(CONTROL_TOKEN_PREFIX)
         record = ServiceRecord(self.control_token, self.port, os.getpid(), self.url)
         self.control_store, note = put_control_record(self.store, self.private_dir, record)
@@ -137,17 +141,17 @@ class DesktopState:
             saved = None
         self.login = saved
 
-    def _migrate(self, saved: CloudLogin | None) -> CloudLogin | None:
+    def _remove_older_secrets(self) -> bool:
+        """An older version kept the login and the control token beside the hook token, in ``desktop/``:
+        both files go, unread (True when there was a login). Anything that can write that directory (an
+        agent's sandbox allows it) could have put a login of its own there, which would sign this service
+        in to another account."""
         paths.remove(os.path.join(self.state_dir, paths.CONTROL_TOKEN_FILE))
         old = os.path.join(self.state_dir, paths.LOGIN_FILE)
-        if not os.path.exists(old):
-            return saved
-        if saved is None:
-            saved = FileStore(self.state_dir).load()
-            if saved is not None:
-                self._save(saved)
+        if not os.path.lexists(old):
+            return False
         paths.remove(old)
-        return saved
+        return True
 
     def forget_control_token(self) -> None:
         """On stop: the control token is of no use any more."""

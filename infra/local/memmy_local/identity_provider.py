@@ -18,6 +18,7 @@ so no code, state or user code), and Authlib's DEBUG lines (which print tokens) 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import logging
 import math
 import re
@@ -320,7 +321,7 @@ class IdentityProvider:
         if not hmac.compare_digest(expected, request.form.get(pages.FORM_TOKEN, "")):
             return html(pages.message_page("Refused", "This form was not made here; start again."), 400)
         typed_code = request.form.get("user_code", "")
-        entry = self.state.enter_user_code(typed_code, request.remote_addr or "")
+        entry = self.state.enter_user_code(typed_code, wrong_code_client(request.remote_addr or ""))
         if entry.retry_after:
             log.warning(
                 "device page: too many wrong codes from one client, refused for %d s", entry.retry_after
@@ -340,3 +341,15 @@ class IdentityProvider:
             return html(pages.device_code_page("/device", secret, code=typed_code, errors=errors), 400)
         intro = f"<p>Code: <strong>{escape(pending.user_code)}</strong></p>"
         return html(pages.sign_in_page("/device", [("user_code", pending.user_code)], secret, intro=intro))
+
+
+def wrong_code_client(address: str) -> str:
+    """Whom a wrong user code counts against: the client's address, every loopback address being one
+    client (a local program can send from any of 127.0.0.0/8, each of which would otherwise bring a fresh
+    allowance and one more counter)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    return "loopback" if ip.is_loopback or (mapped is not None and mapped.is_loopback) else address
