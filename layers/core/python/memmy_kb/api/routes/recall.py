@@ -20,7 +20,7 @@ router = new_router()
 
 @router.post(
     "/recall",
-    operation_id="recall_recall_post",
+    operation_id="recall",
     summary="Search the caller's recall scope and build the context block for an agent turn",
     responses=responses(
         HTTPStatus.OK,
