@@ -13,8 +13,8 @@ from typing import Any
 import anyio
 import pytest
 
+from memmy_kb_client.agents.mcp_service import LocalService, ToolRefused, resolve
 from memmy_kb_client.desktop.server import DesktopService
-from memmy_kb_client.mcp_service import LocalService, ToolRefused, resolve
 from tests.integration.test_desktop_service import CLOUD_TOKEN, Client, serving, start
 
 OWNER = {"user_id": "u_bob", "display_name": "Bob", "contact": "b***@example.com"}

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import pytest
 
 from memmy_kb.domain.context_block import Excerpt, build_context
-from memmy_kb_client import hook
+from memmy_kb_client.agents import hook
 from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.block import LIMITS, utf8_bytes
 from memmy_kb_client.desktop.server import DesktopConfig, DesktopService, DesktopStartError

@@ -16,7 +16,8 @@ from urllib.parse import unquote
 import httpx
 import pytest
 
-from memmy_kb_client import cli, commands, delete_prompts
+from memmy_kb_client.cli import commands, delete_prompts
+from memmy_kb_client.cli import main as cli
 from memmy_kb_client.sdk import ClientConfig, MemmyApiError, MemmyClient
 
 OWNER, READER = "owner-token", "reader-token"

@@ -7,7 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from memmy_kb_client import cli, commands
+from memmy_kb_client.cli import commands
+from memmy_kb_client.cli import main as cli
 from memmy_kb_client.sdk import ClientConfig, MemmyClient
 
 KB_ID = "kb|1 产品"  # escaped on the wire

@@ -10,7 +10,8 @@ from urllib.parse import unquote
 import httpx
 import pytest
 
-from memmy_kb_client import cli, commands
+from memmy_kb_client.cli import commands
+from memmy_kb_client.cli import main as cli
 from memmy_kb_client.sdk import ClientConfig, MemmyClient
 
 KB_ID = "kb_1"

@@ -12,8 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from memmy_kb_client import cli, sdk, transfer_commands
-from memmy_kb_client.rendering import render_listing
+from memmy_kb_client import sdk
+from memmy_kb_client.cli import main as cli
+from memmy_kb_client.cli import transfer_commands
+from memmy_kb_client.cli.rendering import render_listing
 from memmy_kb_client.sdk import ClientConfig, MemmyClient
 
 KB, FILE = "kb_1", "fi_1"

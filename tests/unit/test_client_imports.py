@@ -16,9 +16,9 @@ FORBIDDEN = {"memmy_kb", "memmy_local", "moto", "boto3", "botocore", "aws_lambda
 # What a user runs: the console script, the CLI, the hook before every turn, the desktop service.
 ENTRY_MODULES = [
     "memmy_kb_client.entry",
-    "memmy_kb_client.cli",
-    "memmy_kb_client.hook",
-    "memmy_kb_client.hook_install",
+    "memmy_kb_client.cli.main",
+    "memmy_kb_client.agents.hook",
+    "memmy_kb_client.agents.hook_install",
     "memmy_kb_client.desktop.server",
 ]
 

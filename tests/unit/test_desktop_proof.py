@@ -12,9 +12,9 @@ import anyio
 import httpx
 import pytest
 
+from memmy_kb_client.agents.mcp_service import LocalService, ToolRefused
 from memmy_kb_client.desktop import paths, proof
 from memmy_kb_client.desktop.credentials import ServiceRecord
-from memmy_kb_client.mcp_service import LocalService, ToolRefused
 from tests.unit.test_hook import HOOK_TOKEN, env_for, event_bytes, home, run_hook, service
 
 __all__ = ["home", "service"]  # the hook tests' fixtures: a fake service that proves itself, its home

@@ -15,6 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "layers" / "core" / "python" / "memmy_kb"
+CLIENT = ROOT / "client" / "memmy_kb_client"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 DOCS = sorted([ROOT / "README.md", ROOT / "SECURITY.md", ROOT / "client" / "README.md", *(ROOT / "docs").glob("*.md")])
 # Where a dotted name in backticks may point: the package's top-level name and the folder it lives in.
@@ -69,7 +70,9 @@ def _protocols() -> set[str]:
         ("### Routers: `memmy_kb.api.routes`", lambda: _module_names(CORE / "api" / "routes")),
         ("### Ports: `memmy_kb.domain.ports`", _protocols),
         ("### Functions: `functions/`", lambda: {p.parent.name for p in (ROOT / "functions").glob("*/app.py")}),
-        ("### Client: `memmy_kb_client`", lambda: _module_names(ROOT / "client" / "memmy_kb_client")),
+        ("### Client: `memmy_kb_client`", lambda: _module_names(CLIENT)),
+        ("### Agents: `memmy_kb_client.agents`", lambda: _module_names(CLIENT / "agents")),
+        ("### CLI: `memmy_kb_client.cli`", lambda: _module_names(CLIENT / "cli")),
     ],
 )
 def test_the_module_map_lists_exactly_what_exists(heading, actual):

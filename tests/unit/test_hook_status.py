@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
-from memmy_kb_client import cli, hook, hook_status
+from memmy_kb_client.agents import hook, hook_status
+from memmy_kb_client.agents.hook_install import apply, home_in, hook_command, installed_command
+from memmy_kb_client.cli import main as cli
 from memmy_kb_client.desktop import paths
-from memmy_kb_client.hook_install import apply, home_in, hook_command, installed_command
 from tests.support.desktop_proof import proof_reply, record_control
 from tests.unit.test_hook import (
     AGENTS,

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from memmy_kb_client import cli as client_cli
+from memmy_kb_client.cli import main as client_cli
 from memmy_local import cli as local_cli
 from tests.support.stack import CLI, LOCAL_CLI
 
@@ -86,7 +86,7 @@ def test_memmy_kb_help_lists_dev_without_loading_the_local_stack() -> None:
             sys.executable,
             "-I",
             "-c",
-            "import sys\nfrom memmy_kb_client.cli import main\ntry:\n    main(['--help'])\n"
+            "import sys\nfrom memmy_kb_client.cli.main import main\ntry:\n    main(['--help'])\n"
             "except SystemExit:\n    pass\nprint(sorted(m for m in sys.modules if m.startswith('memmy_local')))",
         ],
         capture_output=True,

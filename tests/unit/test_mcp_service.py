@@ -12,7 +12,7 @@ import anyio
 import httpx
 import pytest
 
-from memmy_kb_client.mcp_service import (
+from memmy_kb_client.agents.mcp_service import (
     KnowledgeBase,
     LocalService,
     ToolRefused,

@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from memmy_kb_client.agents.hook_install import AGENTS, home_in, installed_command
+from memmy_kb_client.agents.mcp_install import registered
 from memmy_kb_client.desktop import paths
-from memmy_kb_client.hook_install import AGENTS, home_in, installed_command
-from memmy_kb_client.mcp_install import registered
 
 CHECK = "After your next prompt, `memmy-kb hook status` shows whether the hook ran and what it found."
 
@@ -50,7 +50,7 @@ def agent_steps(agent: str, project: Path | None) -> list[str]:
 
 def install_message(agent: str, project: Path | None, env: Mapping[str, str]) -> list[str]:
     """The lines printed after the hook was installed for ``agent``."""
-    from memmy_kb_client.desktop.commands import desktop_state
+    from memmy_kb_client.cli.desktop_commands import desktop_state
 
     _, sentence = desktop_state(paths.desktop_dir(env))
     return [sentence, *agent_steps(agent, project), CHECK]

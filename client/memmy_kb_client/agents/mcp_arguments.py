@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from memmy_kb_client.mcp_service import MAX_LIMIT, MAX_QUERY_CHARS, ToolRefused
+from memmy_kb_client.agents.mcp_service import MAX_LIMIT, MAX_QUERY_CHARS, ToolRefused
 
 
 @dataclass(frozen=True)

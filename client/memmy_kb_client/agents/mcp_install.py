@@ -28,8 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memmy_kb_client.desktop.paths import HOME_ENV
-from memmy_kb_client.hook_install import (
+from memmy_kb_client.agents.hook_install import (
     Change,
     JsonStyle,
     edited,
@@ -37,7 +36,8 @@ from memmy_kb_client.hook_install import (
     load_settings,
     program_argv,
 )
-from memmy_kb_client.settings_file import SettingsError, followed, read_settings
+from memmy_kb_client.agents.settings_file import SettingsError, followed, read_settings
+from memmy_kb_client.desktop.paths import HOME_ENV
 
 SERVER_NAME = "memmy-kb"
 

@@ -29,9 +29,9 @@ from contextlib import suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
-from memmy_kb_client.mcp_arguments import list_arguments, search_arguments
-from memmy_kb_client.mcp_frames import claimed_stdin, read_frames
-from memmy_kb_client.mcp_service import (
+from memmy_kb_client.agents.mcp_arguments import list_arguments, search_arguments
+from memmy_kb_client.agents.mcp_frames import claimed_stdin, read_frames
+from memmy_kb_client.agents.mcp_service import (
     MAX_KNOWLEDGE_BASES,
     MAX_LIMIT,
     MAX_QUERY_CHARS,

@@ -33,9 +33,9 @@ from typing import Any, Final
 
 import httpx
 
+from memmy_kb_client.agents.mcp_connection import ConnectionClosed, ProvenConnection
+from memmy_kb_client.agents.mcp_frames import replace_lone_surrogates
 from memmy_kb_client.desktop import paths, proof
-from memmy_kb_client.mcp_connection import ConnectionClosed, ProvenConnection
-from memmy_kb_client.mcp_frames import replace_lone_surrogates
 
 KNOWLEDGE_BASES_PATH: Final = "/hook/knowledge-bases"
 SEARCH_PATH: Final = "/hook/search"

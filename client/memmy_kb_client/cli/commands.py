@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from memmy_kb_client.delete_prompts import (
+from memmy_kb_client.cli.delete_prompts import (
     confirmed,
     file_question,
     folder_question,
@@ -17,9 +17,9 @@ from memmy_kb_client.delete_prompts import (
     member_label,
     stdin_is_terminal,
 )
-from memmy_kb_client.rendering import kb_line, render_list, render_listing, render_members
-from memmy_kb_client.terminal import one_line, printable
-from memmy_kb_client.transfer_commands import client_for, replace_file, upload_files
+from memmy_kb_client.cli.rendering import kb_line, render_list, render_listing, render_members
+from memmy_kb_client.cli.terminal import one_line, printable
+from memmy_kb_client.cli.transfer_commands import client_for, replace_file, upload_files
 
 Command = Callable[[argparse.Namespace], int]
 

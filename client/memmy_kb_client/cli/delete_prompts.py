@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from memmy_kb_client.terminal import one_line, printable
+from memmy_kb_client.cli.terminal import one_line, printable
 
 # At most this many listings are read to find a file's or folder's name for the confirmation question.
 NAME_LOOKUP_LISTINGS = 10

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from memmy_kb_client.terminal import printable
+from memmy_kb_client.cli.terminal import printable
 
 READY_PREFIX = "Memmy desktop service on "
 # How often ``desktop login`` asks the service whether the sign-in is done.

@@ -13,10 +13,10 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
-from memmy_kb_client.cli_help import ArgumentParser
-from memmy_kb_client.commands import add_kb_commands
-from memmy_kb_client.desktop.commands import add_desktop_commands
-from memmy_kb_client.recall_commands import add_recall_commands
+from memmy_kb_client.cli.commands import add_kb_commands
+from memmy_kb_client.cli.desktop_commands import add_desktop_commands
+from memmy_kb_client.cli.parser import ArgumentParser
+from memmy_kb_client.cli.recall_commands import add_recall_commands
 
 LOCAL_STACK_HINT = """\
 memmy-kb dev: the local development stack (memmy-local) is not installed here; the memmy-kb client does

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memmy_kb_client.terminal import one_line, printable
+from memmy_kb_client.cli.terminal import one_line, printable
 
 
 def _kb_text(kb: dict[str, Any], owner: Any) -> str:
@@ -86,7 +86,7 @@ def _recall(args: argparse.Namespace) -> int:
 
 
 def _hook(args: argparse.Namespace) -> int:
-    from memmy_kb_client.hook import main
+    from memmy_kb_client.agents.hook import main
 
     return main(args.agent)
 
@@ -94,8 +94,8 @@ def _hook(args: argparse.Namespace) -> int:
 def _hook_install(args: argparse.Namespace) -> int:
     if args.mcp:
         return _mcp_install(args)
-    from memmy_kb_client.hook_install import SettingsError, apply
-    from memmy_kb_client.hook_status import install_message
+    from memmy_kb_client.agents.hook_install import SettingsError, apply
+    from memmy_kb_client.agents.hook_status import install_message
 
     try:
         change = apply(args.agent, project=args.project, uninstall=args.uninstall)
@@ -117,10 +117,10 @@ def _hook_install(args: argparse.Namespace) -> int:
 
 
 def _mcp_install(args: argparse.Namespace) -> int:
-    from memmy_kb_client.desktop.commands import desktop_state
+    from memmy_kb_client.agents.hook_install import SettingsError
+    from memmy_kb_client.agents.mcp_install import agent_steps, apply
+    from memmy_kb_client.cli.desktop_commands import desktop_state
     from memmy_kb_client.desktop.paths import desktop_dir
-    from memmy_kb_client.hook_install import SettingsError
-    from memmy_kb_client.mcp_install import agent_steps, apply
 
     try:
         change = apply(args.agent, project=args.project, uninstall=args.uninstall)
@@ -152,13 +152,13 @@ def _mcp_install(args: argparse.Namespace) -> int:
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    from memmy_kb_client.mcp_server import main
+    from memmy_kb_client.agents.mcp_server import main
 
     return main()
 
 
 def _hook_status(args: argparse.Namespace) -> int:
-    from memmy_kb_client.hook_status import render_status, status
+    from memmy_kb_client.agents.hook_status import render_status, status
 
     rows = status(os.environ, args.project)
     if args.json:

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from memmy_kb_client.terminal import one_line
+from memmy_kb_client.cli.terminal import one_line
 
 
 def kb_line(kb: dict[str, Any]) -> str:

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memmy_kb_client.rendering import progress_bar
-from memmy_kb_client.terminal import one_line, printable
+from memmy_kb_client.cli.rendering import progress_bar
+from memmy_kb_client.cli.terminal import one_line, printable
 
 
 def client_for(args: argparse.Namespace) -> Any:

@@ -211,7 +211,7 @@ def _print_ready(
             f"{FUNCTIONS_FILE_NAME}, their metrics in {metrics.name} (--verbose: here too)"
         )
     if desktop is not None:
-        from memmy_kb_client.desktop.commands import describe
+        from memmy_kb_client.cli.desktop_commands import describe
 
         lines += ["", describe(desktop)]
     lines += [
@@ -354,7 +354,7 @@ def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``memmy-local`` argument parser: up, token, reconcile, memos."""
-    from memmy_kb_client.cli_help import ArgumentParser
+    from memmy_kb_client.cli.parser import ArgumentParser
 
     parser: argparse.ArgumentParser = ArgumentParser(
         prog=PROG,
