@@ -50,9 +50,9 @@ def agent_steps(agent: str, project: Path | None) -> list[str]:
 
 def install_message(agent: str, project: Path | None, env: Mapping[str, str]) -> list[str]:
     """The lines printed after the hook was installed for ``agent``."""
-    from memmy_kb_client.cli.desktop_commands import desktop_state
+    from memmy_kb_client.desktop.status_text import service_state
 
-    _, sentence = desktop_state(paths.desktop_dir(env))
+    _, sentence = service_state(paths.desktop_dir(env))
     return [sentence, *agent_steps(agent, project), CHECK]
 
 

@@ -119,8 +119,8 @@ def _hook_install(args: argparse.Namespace) -> int:
 def _mcp_install(args: argparse.Namespace) -> int:
     from memmy_kb_client.agents.hook_install import SettingsError
     from memmy_kb_client.agents.mcp_install import agent_steps, apply
-    from memmy_kb_client.cli.desktop_commands import desktop_state
     from memmy_kb_client.desktop.paths import desktop_dir
+    from memmy_kb_client.desktop.status_text import service_state
 
     try:
         change = apply(args.agent, project=args.project, uninstall=args.uninstall)
@@ -144,7 +144,7 @@ def _mcp_install(args: argparse.Namespace) -> int:
         print(printable(f"removed the memmy-kb MCP server from {change.path}"))
         return 0
     print(printable(f"registered the memmy-kb MCP server (memmy-kb mcp) in {change.path}"))
-    service = desktop_state(desktop_dir(os.environ))[1]
+    service = service_state(desktop_dir(os.environ))[1]
     ready = service.replace("the hook is ready", "memmy-kb mcp is ready")
     for line in [ready, *agent_steps(args.agent, args.project)]:
         print(printable(line))

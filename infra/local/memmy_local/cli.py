@@ -211,7 +211,7 @@ def _print_ready(
             f"{FUNCTIONS_FILE_NAME}, their metrics in {metrics.name} (--verbose: here too)"
         )
     if desktop is not None:
-        from memmy_kb_client.cli.desktop_commands import describe
+        from memmy_kb_client.desktop.status_text import describe
 
         lines += ["", describe(desktop)]
     lines += [
