@@ -1,4 +1,4 @@
-"""The desktop service's two routes for ``memmy-kb mcp`` (``desktop/hook_routes.py``), asked by the MCP
+"""The desktop service's two routes for ``memmy-kb mcp`` (``desktop/mcp_routes.py``), asked by the MCP
 server's own client (``mcp_service.LocalService``) with the hook token, in front of a fake cloud that
 answers ``GET /knowledge-bases`` and ``POST /recall`` as the cloud does (422 for an id outside the scope)."""
 

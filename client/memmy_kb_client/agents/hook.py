@@ -33,6 +33,7 @@ import threading
 import time
 
 from memmy_kb_client.desktop import paths, proof
+from memmy_kb_client.recall_contract import MAX_QUERY_CHARS
 
 # typing is not imported at run time (it costs the hook milliseconds); mypy reads TYPE_CHECKING as True.
 TYPE_CHECKING = False
@@ -45,8 +46,6 @@ TIMEOUT_ENV = "MEMMY_KB_HOOK_TIMEOUT_SECONDS"
 # search still reaches the turn, and a dead cloud costs a turn little.
 DEFAULT_TIMEOUT_SECONDS = 4.0
 MAX_TIMEOUT_SECONDS = 30.0
-# The service takes queries of up to 4000 characters; a longer prompt is searched by its beginning.
-MAX_QUERY_CHARS = 4000
 MAX_STDIN_BYTES = 4 * 1024 * 1024
 MAX_REPLY_BYTES = 1024 * 1024
 RECALL_PATH = "/hook/recall"

@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from memmy_kb_client.agents.mcp_service import MAX_LIMIT, MAX_QUERY_CHARS, ToolRefused
+from memmy_kb_client.agents.mcp_service import ToolRefused
+from memmy_kb_client.recall_contract import MAX_QUERY_CHARS, MAX_RECALL_LIMIT
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ def _unknown(tool: str, arguments: Mapping[str, Any], known: Sequence[str]) -> N
 
 def search_arguments(arguments: Mapping[str, Any] | None) -> SearchArguments:
     """``search_knowledge``'s arguments, strictly: a string query (cut to ``MAX_QUERY_CHARS``, not
-    empty), a list of strings for ``knowledge_bases``, a whole number from 1 to ``MAX_LIMIT`` for ``limit``
+    empty), a list of strings for ``knowledge_bases``, a whole number from 1 to ``MAX_RECALL_LIMIT`` for ``limit``
     (``true`` is no number, ``3.0`` is 3); ``ToolRefused`` in plain words for anything else."""
     given = arguments or {}
     _unknown("search_knowledge", given, SEARCH_ARGUMENTS)
@@ -62,9 +63,9 @@ def search_arguments(arguments: Mapping[str, Any] | None) -> SearchArguments:
     if isinstance(limit, float) and limit.is_integer():
         limit = int(limit)
     if limit is not None and (
-        not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT
+        not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_RECALL_LIMIT
     ):
-        raise ToolRefused(f"limit must be a whole number from 1 to {MAX_LIMIT}, not {_shown(limit)}.")
+        raise ToolRefused(f"limit must be a whole number from 1 to {MAX_RECALL_LIMIT}, not {_shown(limit)}.")
     return SearchArguments(check_query(query), names, limit)
 
 

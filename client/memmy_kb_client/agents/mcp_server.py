@@ -32,15 +32,13 @@ from typing import TYPE_CHECKING, Any, Final
 from memmy_kb_client.agents.mcp_arguments import list_arguments, search_arguments
 from memmy_kb_client.agents.mcp_frames import claimed_stdin, read_frames
 from memmy_kb_client.agents.mcp_service import (
-    MAX_KNOWLEDGE_BASES,
-    MAX_LIMIT,
-    MAX_QUERY_CHARS,
     LocalService,
     ToolRefused,
     render_knowledge_bases,
     render_search,
     resolve,
 )
+from memmy_kb_client.recall_contract import MAX_QUERY_CHARS, MAX_RECALL_KBS, MAX_RECALL_LIMIT
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -75,13 +73,13 @@ SEARCH_SCHEMA: Final[dict[str, Any]] = {
             "type": "array",
             "items": {"type": "string"},
             "minItems": 1,
-            "maxItems": MAX_KNOWLEDGE_BASES,
+            "maxItems": MAX_RECALL_KBS,
             "description": "Names or ids from list_knowledge_bases; leave out to search them all.",
         },
         "limit": {
             "type": "integer",
             "minimum": 1,
-            "maximum": MAX_LIMIT,
+            "maximum": MAX_RECALL_LIMIT,
             "description": "At most this many excerpts.",
         },
     },

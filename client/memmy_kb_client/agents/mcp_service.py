@@ -36,12 +36,10 @@ import httpx
 from memmy_kb_client.agents.mcp_connection import ConnectionClosed, ProvenConnection
 from memmy_kb_client.agents.mcp_frames import replace_lone_surrogates
 from memmy_kb_client.desktop import paths, proof
+from memmy_kb_client.recall_contract import MAX_RECALL_KBS
 
 KNOWLEDGE_BASES_PATH: Final = "/hook/knowledge-bases"
 SEARCH_PATH: Final = "/hook/search"
-MAX_QUERY_CHARS: Final = 4000  # what the service takes, as for the hooks
-MAX_LIMIT: Final = 25  # the cloud's recall limit
-MAX_KNOWLEDGE_BASES: Final = 50  # the ids a search may name (the service's and the cloud's cap)
 # The service waits up to 3.5 s for the cloud; an agent that asked can wait longer than a hook can.
 TIMEOUT_SECONDS: Final = 15.0
 
@@ -305,9 +303,9 @@ def resolve(requested: Sequence[str], scope: Sequence[KnowledgeBase]) -> list[st
             f"Not a knowledge base in your recall: {names}. You can search only these: {available}. "
             "(A knowledge base takes part while its Recall switch is on, in `memmy-kb desktop open`.)"
         )
-    if len(ids) > MAX_KNOWLEDGE_BASES:
+    if len(ids) > MAX_RECALL_KBS:
         raise ToolRefused(
-            f"knowledge_bases names {len(ids)} knowledge bases; a search takes at most {MAX_KNOWLEDGE_BASES}: "
+            f"knowledge_bases names {len(ids)} knowledge bases; a search takes at most {MAX_RECALL_KBS}: "
             "leave it out to search every knowledge base in your recall."
         )
     return ids

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memmy_kb_client.cli.terminal import one_line, printable
+from memmy_kb_client.recall_contract import MAX_RECALL_LIMIT
 
 
 def _kb_text(kb: dict[str, Any], owner: Any) -> str:
@@ -175,7 +176,7 @@ def add_recall_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     recall.add_argument("query", help="the question")
     recall.add_argument(
-        "--limit", type=int, default=None, help="at most this many excerpts (1-25; default: the service's)"
+        "--limit", type=int, default=None, help=f"at most this many excerpts (1-{MAX_RECALL_LIMIT}; default: the service's)"
     )
     recall.add_argument("--endpoint", help="API URL (default: $MEMMY_KB_ENDPOINT, saved login, local stack)")
     recall.add_argument("--token", help="login token (default: $MEMMY_KB_TOKEN or the saved login)")

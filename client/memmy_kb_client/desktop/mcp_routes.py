@@ -13,11 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from memmy_kb_client.desktop.routes import MAX_QUERY_CHARS, Reply, Request, Route, error_reply
+from memmy_kb_client.desktop.routes import Reply, Request, Route, error_reply
 from memmy_kb_client.desktop.state import Access, DesktopState
-
-MAX_IDS: Final = 50
-MAX_LIMIT: Final = 25
+from memmy_kb_client.recall_contract import MAX_QUERY_CHARS, MAX_RECALL_KBS, MAX_RECALL_LIMIT
 
 
 def _cloud(
@@ -84,13 +82,13 @@ def _search_body(request: Request) -> dict[str, Any] | None:
     if ids is not None:
         if (
             not isinstance(ids, list)
-            or not 0 < len(ids) <= MAX_IDS
+            or not 0 < len(ids) <= MAX_RECALL_KBS
             or not all(isinstance(i, str) for i in ids)
         ):
             return None
         sent["knowledge_base_ids"] = ids
     if limit is not None:
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_RECALL_LIMIT:
             return None
         sent["limit"] = limit
     return sent
@@ -102,7 +100,7 @@ def _search(state: DesktopState, request: Request) -> Reply:
         return error_reply(
             422,
             "validation_error",
-            f'expected {{"query": "...", "knowledge_base_ids"?: [<= {MAX_IDS} ids], "limit"?: 1..{MAX_LIMIT}}}',
+            f'expected {{"query": "...", "knowledge_base_ids"?: [<= {MAX_RECALL_KBS} ids], "limit"?: 1..{MAX_RECALL_LIMIT}}}',
         )
     outcome, status, answer = _cloud(state, "POST", "/recall", sent)
     if outcome == "ok" and status == 422 and isinstance(answer, dict):
@@ -127,7 +125,7 @@ def _search(state: DesktopState, request: Request) -> Reply:
     return Reply(200, {"excerpts": excerpts, "partial": answer.get("partial") is True, "cloud": "ok"})
 
 
-HOOK_ROUTES: Final[dict[tuple[str, str], Route]] = {
+MCP_ROUTES: Final[dict[tuple[str, str], Route]] = {
     ("GET", "/hook/knowledge-bases"): Route(Access.HOOK, _knowledge_bases),
     ("POST", "/hook/search"): Route(Access.HOOK, _search),
 }

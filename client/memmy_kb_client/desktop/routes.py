@@ -17,7 +17,6 @@ from memmy_kb_client.desktop import bodies, page, paths, proof
 from memmy_kb_client.desktop.credentials import CloudLogin
 from memmy_kb_client.desktop.state import Access, DesktopState
 
-MAX_QUERY_CHARS: Final = 4000
 MAX_LOGIN_TOKEN_CHARS: Final = 16 * 1024
 
 
@@ -62,19 +61,6 @@ def error_reply(status: int, code: str, message: str) -> Reply:
 class Route:
     access: Access
     handler: Callable[[DesktopState, Request], Reply]
-
-
-def _hook_recall(state: DesktopState, request: Request) -> Reply:
-    body = request.json_object()
-    query = body.get("query") if body else None
-    agent = body.get("agent") if body else None
-    if not isinstance(query, str) or not query.strip() or not (agent is None or isinstance(agent, str)):
-        return error_reply(422, "validation_error", 'expected {"query": "...", "agent"?: "..."}')
-    context, outcome, cloud_seconds = state.recall(query.strip()[:MAX_QUERY_CHARS], agent)
-    headers: tuple[tuple[str, str], ...] = ()
-    if cloud_seconds is not None:
-        headers = (("Server-Timing", f"cloud;dur={cloud_seconds * 1000:.2f}"),)
-    return Reply(200, {"context": context, "cloud": outcome}, headers)
 
 
 def _status(state: DesktopState, request: Request) -> Reply:
@@ -181,7 +167,6 @@ def _session(state: DesktopState, request: Request) -> Reply:
 
 
 ROUTES: Final[dict[tuple[str, str], Route]] = {
-    ("POST", "/hook/recall"): Route(Access.HOOK, _hook_recall),
     ("GET", "/control/status"): Route(Access.CONTROL, _status),
     ("POST", "/control/login"): Route(Access.CONTROL, _login),
     ("POST", "/control/logout"): Route(Access.CONTROL, _logout),

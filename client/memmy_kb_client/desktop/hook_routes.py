@@ -1,0 +1,28 @@
+"""The hooks' route: ``POST /hook/recall``, the turn's block for the asking agent (docs/desktop.md,
+"The local service")."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from memmy_kb_client.desktop.routes import Reply, Request, Route, error_reply
+from memmy_kb_client.desktop.state import Access, DesktopState
+from memmy_kb_client.recall_contract import MAX_QUERY_CHARS
+
+
+def _hook_recall(state: DesktopState, request: Request) -> Reply:
+    body = request.json_object()
+    query = body.get("query") if body else None
+    agent = body.get("agent") if body else None
+    if not isinstance(query, str) or not query.strip() or not (agent is None or isinstance(agent, str)):
+        return error_reply(422, "validation_error", 'expected {"query": "...", "agent"?: "..."}')
+    context, outcome, cloud_seconds = state.recall(query.strip()[:MAX_QUERY_CHARS], agent)
+    headers: tuple[tuple[str, str], ...] = ()
+    if cloud_seconds is not None:
+        headers = (("Server-Timing", f"cloud;dur={cloud_seconds * 1000:.2f}"),)
+    return Reply(200, {"context": context, "cloud": outcome}, headers)
+
+
+HOOK_ROUTES: Final[dict[tuple[str, str], Route]] = {
+    ("POST", "/hook/recall"): Route(Access.HOOK, _hook_recall),
+}
