@@ -11,9 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
+
+from memmy_kb_client.http_client import OK, HttpClient, classify
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:8080"
 
@@ -121,11 +123,9 @@ def _segment(value: str) -> str:
 class MemmyClient:
     """One method per route; raises MemmyApiError for every non-2xx answer."""
 
-    def __init__(
-        self, config: ClientConfig, *, timeout: float = 30.0, http: httpx.Client | None = None
-    ) -> None:
-        headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
-        self._http = http or httpx.Client(base_url=config.endpoint, headers=headers, timeout=timeout)
+    def __init__(self, config: ClientConfig, *, timeout: float = 30.0, http: HttpClient | None = None) -> None:
+        self._headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
+        self._http = http or HttpClient(config.endpoint, timeout=timeout)
 
     def close(self) -> None:
         self._http.close()
@@ -136,20 +136,25 @@ class MemmyClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> JsonObject:
-        resp = self._http.request(method, path, **kwargs)
-        if resp.is_success:
-            return cast(JsonObject, resp.json()) if resp.content else {}
-        try:
-            error = resp.json().get("error") or {}
-        except ValueError:
-            error = {}
-        message = (
-            error.get("message") or resp.json().get("message", resp.reason_phrase)
-            if resp.content
-            else resp.reason_phrase
-        )
-        raise MemmyApiError(resp.status_code, error.get("code") or "http_error", str(message))
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        headers: dict[str, str] | None = None,
+        params: dict[str, str] | None = None,
+    ) -> JsonObject:
+        """The JSON answer; ``MemmyApiError`` for any other status (or a 2xx that is not JSON), ``OSError``
+        when the service did not answer."""
+        target = f"{path}?{urlencode(params)}" if params else path
+        reply = self._http.send_json(method, target, json_body=json, headers={**self._headers, **(headers or {})})
+        result = classify(reply.status, reply.data, reason=reply.reason)
+        if result.outcome == OK:
+            return cast(JsonObject, result.answer) if isinstance(result.answer, dict) else {}
+        if result.error is not None:
+            raise MemmyApiError(result.error.status, result.error.code, result.error.message)
+        raise MemmyApiError(reply.status, result.outcome, "the service's answer is not JSON")
 
     def me(self) -> dict[str, Any]:
         return self._request("PUT", "/me")

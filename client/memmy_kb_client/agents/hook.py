@@ -151,6 +151,7 @@ _CLOUD_OUTCOMES = {
     "expired": "login_expired",
     "unauthorized": "login_refused",
     "unreachable": "cloud_unreachable",
+    "timeout": "cloud_timeout",
     "cloud_error": "cloud_error",
     "bad_reply": "cloud_error",
     "skipped": "skipped",

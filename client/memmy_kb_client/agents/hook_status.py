@@ -73,6 +73,7 @@ _OUTCOMES = {
     "login_expired": "the login has expired (run `memmy-kb desktop login`)",
     "login_refused": "the cloud refused the login (run `memmy-kb desktop login` again)",
     "cloud_unreachable": "the cloud was unreachable",
+    "cloud_timeout": "the cloud did not answer in time",
     "cloud_error": "the cloud failed",
 }
 

@@ -183,6 +183,7 @@ _OUTCOMES = {
     "expired": "not asked (the login has expired)",
     "unauthorized": "refused the login (401)",
     "unreachable": "unreachable",
+    "timeout": "did not answer in time",
     "cloud_error": "failed",
     "bad_reply": "answered something unreadable",
 }

@@ -10,37 +10,24 @@ token asks is 403 (``handler.dispatch``). A login that is missing, expired or re
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final
 
 from memmy_kb_client.desktop.routes import Reply, Request, Route, error_reply
 from memmy_kb_client.desktop.state import Access, DesktopState
+from memmy_kb_client.http_client import CLOUD_ERROR, OK, UNAUTHORIZED, CallResult
 from memmy_kb_client.recall_contract import MAX_QUERY_CHARS, MAX_RECALL_KBS, MAX_RECALL_LIMIT
 
 
-def _cloud(
-    state: DesktopState, method: str, target: str, payload: dict[str, Any] | None
-) -> tuple[str, int, Any]:
-    """``(outcome, status, answer)`` of one cloud call with the held (refreshed) login."""
+def _cloud(state: DesktopState, method: str, target: str, payload: dict[str, Any] | None) -> CallResult:
+    """One cloud call with the held (refreshed) login; a login that is missing or expired is the outcome
+    ``fresh_login`` gives, and one the cloud refuses is marked rejected."""
     login, outcome = state.fresh_login()
     if login is None:
-        return outcome, 0, None
-    body = json.dumps(payload).encode("utf-8") if payload is not None else None
-    status, data = state.cloud.forward(login.token, method, target, body, {})
-    if status in (401, 403):
+        return CallResult(outcome)
+    result = state.cloud.call(login.token, method, target, payload)
+    if result.outcome == UNAUTHORIZED:
         state.mark_rejected(login)
-        return "unauthorized", status, None
-    try:
-        answer = json.loads(data) if data else None
-    except ValueError:
-        return "bad_reply", status, None
-    if (
-        status == 502
-        and isinstance(answer, dict)
-        and (answer.get("error") or {}).get("code") == "cloud_unreachable"
-    ):
-        return "unreachable", status, None
-    return "ok", status, answer
+    return result
 
 
 def _owner(kb: dict[str, Any]) -> dict[str, Any] | None:
@@ -50,10 +37,11 @@ def _owner(kb: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _knowledge_bases(state: DesktopState, request: Request) -> Reply:
-    outcome, status, answer = _cloud(state, "GET", "/knowledge-bases", None)
-    if outcome == "ok" and (status != 200 or not isinstance(answer, dict)):
-        outcome = "cloud_error"
-    if outcome != "ok":
+    result = _cloud(state, "GET", "/knowledge-bases", None)
+    answer, outcome = result.answer, result.outcome
+    if outcome == OK and not isinstance(answer, dict):
+        outcome = CLOUD_ERROR
+    if outcome != OK:
         return Reply(200, {"knowledge_bases": [], "cloud": outcome})
     found = []
     for kb in answer.get("items") or []:
@@ -102,12 +90,13 @@ def _search(state: DesktopState, request: Request) -> Reply:
             "validation_error",
             f'expected {{"query": "...", "knowledge_base_ids"?: [<= {MAX_RECALL_KBS} ids], "limit"?: 1..{MAX_RECALL_LIMIT}}}',
         )
-    outcome, status, answer = _cloud(state, "POST", "/recall", sent)
-    if outcome == "ok" and status == 422 and isinstance(answer, dict):
-        return Reply(422, answer)  # the cloud's own refusal (an id outside the scope), passed on
-    if outcome == "ok" and (status != 200 or not isinstance(answer, dict)):
-        outcome = "cloud_error"
-    if outcome != "ok":
+    result = _cloud(state, "POST", "/recall", sent)
+    answer, outcome = result.answer, result.outcome
+    if result.status == 422 and result.error is not None:
+        return Reply(422, result.error.as_json())  # the cloud's own refusal (an id outside the scope)
+    if outcome == OK and not isinstance(answer, dict):
+        outcome = CLOUD_ERROR
+    if outcome != OK:
         return Reply(200, {"excerpts": [], "partial": False, "cloud": outcome})
     excerpts = []
     for item in answer.get("items") or []:

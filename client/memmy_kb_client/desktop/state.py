@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from memmy_kb_client.desktop import oidc, page, paths, proof
 from memmy_kb_client.desktop.block import fit_for_agent
-from memmy_kb_client.desktop.cloud import CloudRecall
+from memmy_kb_client.desktop.cloud import Cloud
 from memmy_kb_client.desktop.credentials import (
     CloudLogin,
     FileStore,
@@ -31,6 +31,7 @@ from memmy_kb_client.desktop.credentials import (
 )
 from memmy_kb_client.desktop.flows import LOGGED_OUT, REPLACED, LoginFlows
 from memmy_kb_client.desktop.trivial import is_trivial_prompt
+from memmy_kb_client.http_client import OK, UNAUTHORIZED
 
 DEFAULT_PORT: Final = 8765
 HOST: Final = "127.0.0.1"
@@ -82,7 +83,7 @@ class DesktopState:
     def __init__(self, config: DesktopConfig) -> None:
         self.config = config
         self.state_dir = config.state_dir
-        self.cloud = CloudRecall(config.cloud_url, timeout=config.cloud_timeout)
+        self.cloud = Cloud(config.cloud_url, timeout=config.cloud_timeout)
         self.private_dir = paths.private_dir(config.state_dir)
         self.store: FileStore | KeyringStore = open_store(config.state_dir, config.keyring_backend)
         self._lock = threading.Lock()
@@ -201,14 +202,14 @@ class DesktopState:
             if outcome != "logged_out":
                 self._record(outcome, None, None)
             return "", outcome, None
-        reply = self.cloud.recall(login.token, query)
+        reply = self.cloud.recall(login.token, {"query": query})
         with self._lock:
             if self.login is login:
-                self.rejected = reply.outcome == "unauthorized"
+                self.rejected = reply.outcome == UNAUTHORIZED
         self._record(reply.outcome, reply.status, reply.elapsed, reply.detail)
-        if reply.outcome != "ok":
+        if reply.outcome != OK:
             return "", reply.outcome, reply.elapsed
-        return fit_for_agent(reply.context, agent), "ok", reply.elapsed
+        return fit_for_agent(reply.answer["context"], agent), OK, reply.elapsed
 
     def _record(self, outcome: str, status: int | None, elapsed: float | None, detail: str = "") -> None:
         record: dict[str, Any] = {"at": _now_iso(), "outcome": outcome}
