@@ -6,7 +6,7 @@ local gateway. State machine executions run the real ASL in moto, their Lambda t
 handlers in-process (``memmy_local.stepfunctions``); moto's DynamoDB runs with ``memmy_local.dynamodb``'s
 patches (memory that does not grow with transactions, queries that read one partition); scheduled
 functions run on a timer (``StackConfig.schedule_interval``) and on demand (``run_scheduled``, the control endpoint behind
-``memmy-local reconcile``, ``memmy_local.control``); the dev identity provider (``memmy_local.identity_provider``)
+``memmy-local reconcile``, ``memmy_local.control``); the dev identity provider (``memmy_local.identity.provider``)
 starts first, and its URL is the issuer unless ``StackConfig.issuer`` is set. ``stop()`` undoes everything in reverse order, the
 process environment included.
 
@@ -76,7 +76,7 @@ class StackConfig:
     schedule_interval: float = 60.0
     # The control endpoint (memmy_local.control) on `host`; 0 = any free port, recorded in the dev home.
     control_port: int = 0
-    # The dev identity provider (memmy_local.identity_provider): its URL is the issuer unless `issuer` is set.
+    # The dev identity provider (memmy_local.identity.provider): its URL is the issuer unless `issuer` is set.
     idp_port: int = 8070
     access_token_ttl: int = 3600
     # State machine Lambda tasks: function name or logical id -> a callable used instead of the handler.
@@ -196,7 +196,7 @@ class LocalStack:
         from .control import ControlServer
         from .dynamodb import local_dynamodb
         from .gateway import Gateway, GatewayConfig
-        from .identity_provider import IdentityProvider
+        from .identity.provider import IdentityProvider
         from .provision import LOCAL_ACCOUNT_ID, provision
         from .provision_storage import memos_backends_secret, memos_project_keys
         from .runners import FunctionPool, ScheduleRunner, schedule_sources, start_sqs_runners

@@ -22,7 +22,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-# The dev identity provider's root URL at its default port (memmy_local.identity_provider); `memmy-local token`
+# The dev identity provider's root URL at its default port (memmy_local.identity.provider); `memmy-local token`
 # uses the running stack's issuer when one is recorded in the dev home.
 DEFAULT_ISSUER = "http://127.0.0.1:8070"
 DEFAULT_AUDIENCE = "memmy-kb"

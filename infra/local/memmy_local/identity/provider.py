@@ -7,11 +7,11 @@ root URL (``http://127.0.0.1:8070`` by default) unless one is given. Access toke
 with the stack's dev key (``memmy_local.tokens``) with the claims ``memmy-local token`` puts, for the
 stack's audience, so the gateway's JWT authorizer accepts them; ID tokens are for the client id.
 
-A development tool: whoever signs in is whatever they type (``memmy_local.identity_pages``). Its device
+A development tool: whoever signs in is whatever they type (``memmy_local.identity.pages``). Its device
 grant is rate-limited as a real provider's: ``slow_down`` for a poll sooner than the interval, which then
-grows by 5 s (``identity_grants``), and limits on wrong user codes at ``/device``, per client address (429
+grows by 5 s (``grants``), and limits on wrong user codes at ``/device``, per client address (429
 with a sentence) and per device request (dead after too many). State lives
-in ``memmy_local.identity_state``. Its request log names method, path and status only (no query string,
+in ``memmy_local.identity.state``. Its request log names method, path and status only (no query string,
 so no code, state or user code), and Authlib's DEBUG lines (which print tokens) are turned off.
 """
 
@@ -36,8 +36,11 @@ from flask import Flask, Response, jsonify, request
 from joserfc.jwk import RSAKey
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from . import identity_pages as pages
-from .identity_grants import (
+from memmy_local.serving import serve_in_background, stop_serving
+from memmy_local.tokens import ALGORITHM, DEFAULT_AUDIENCE, SigningKey, key_id
+
+from . import pages
+from .grants import (
     AccessTokenValidator,
     CodeGrant,
     CodeIdToken,
@@ -49,7 +52,7 @@ from .identity_grants import (
     S256Required,
     UserInfoRoute,
 )
-from .identity_state import (
+from .state import (
     CLIENT_ID,
     DEVICE_GRANT_TYPE,
     SCOPES,
@@ -61,8 +64,6 @@ from .identity_state import (
     is_loopback_callback,
     normalize_user_code,
 )
-from .serving import serve_in_background, stop_serving
-from .tokens import ALGORITHM, DEFAULT_AUDIENCE, SigningKey, key_id
 
 log = logging.getLogger("memmy_local.identity_provider")
 

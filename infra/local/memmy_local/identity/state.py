@@ -29,7 +29,7 @@ from authlib.oauth2.rfc6749 import ClientMixin, scope_to_list
 from authlib.oauth2.rfc8628 import DeviceCredentialMixin
 from authlib.oidc.core import AuthorizationCodeMixin
 
-from .tokens import profile_claims
+from memmy_local.tokens import profile_claims
 
 CLIENT_ID = "memmy-desktop"
 SCOPES = ("openid", "profile", "email", "phone", "offline_access")

@@ -1,10 +1,10 @@
 """The dev identity provider's Authlib parts: grants, endpoints and the ID token
-(``memmy_local.identity_provider`` registers them).
+(``memmy_local.identity.provider`` registers them).
 
 Each reaches the provider as ``server.idp`` (its state, key, issuer, audience and token lifetime). The
 client is public (``none`` client authentication everywhere); PKCE S256 is required at the authorization
 request already; a code and a device code are taken when presented (single use); a refresh token is
-rotated away when presented, and presenting it again revokes every rotation of it (``identity_state``).
+rotated away when presented, and presenting it again revokes every rotation of it (``state``).
 A device request is polled at its interval: a sooner poll is ``slow_down`` and the interval grows by 5 s
 (RFC 8628 3.5); one refused after too many wrong user codes is ``access_denied``.
 """
@@ -21,7 +21,9 @@ from authlib.oauth2.rfc8628 import DeviceAuthorizationEndpoint, DeviceCodeGrant
 from authlib.oidc.core import OpenIDCode, OpenIDToken, UserInfo, UserInfoEndpoint
 from joserfc.jwk import RSAKey
 
-from .identity_state import (
+from memmy_local.tokens import ALGORITHM, TokenError, verify_token
+
+from .state import (
     CLIENT_ID,
     CODE_TTL_SECONDS,
     DEVICE_POLL_INTERVAL,
@@ -30,10 +32,9 @@ from .identity_state import (
     Identity,
     PublicClient,
 )
-from .tokens import ALGORITHM, TokenError, verify_token
 
 if TYPE_CHECKING:
-    from .identity_provider import IdentityProvider
+    from .provider import IdentityProvider
 
 
 class S256Required(CodeChallenge):  # type: ignore[misc]
