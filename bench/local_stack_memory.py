@@ -170,7 +170,7 @@ def run(writes: tuple[int, ...] = (1_000, 10_000), patched: bool = True) -> dict
     import boto3
 
     from memmy_local.handlers import overlaid_environment
-    from memmy_local.provision import provision
+    from memmy_local.provision.resources import provision
     from memmy_local.template import load_template
 
     fake = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}

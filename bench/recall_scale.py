@@ -143,7 +143,7 @@ def run(
     from memmy_local.dynamodb import partition_queries
     from memmy_local.handlers import load_function_module, overlaid_environment
     from memmy_local.memos_emulator.server import EmulatorConfig, MemosEmulator
-    from memmy_local.provision import provision
+    from memmy_local.provision.resources import provision
     from memmy_local.template import function_environment, load_template
     from tests.support.events import FakeLambdaContext, claims_for, http_event
 

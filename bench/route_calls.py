@@ -279,7 +279,7 @@ def run(verbose: bool = True) -> dict[str, Calls]:
     from memmy_local.dynamodb import local_dynamodb
     from memmy_local.handlers import overlaid_environment
     from memmy_local.memos_emulator.server import EmulatorConfig, MemosEmulator
-    from memmy_local.provision import provision
+    from memmy_local.provision.resources import provision
     from memmy_local.template import function_environment, load_template
     from tests.support.aws import Service, _reset_caches
     from tests.support.emulator import EmulatorHandle

@@ -20,7 +20,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from memmy_local.moto_config import MOTO_CONFIG
-from memmy_local.provision import provision
+from memmy_local.provision.resources import provision
 from memmy_local.stepfunctions import (
     LOCAL_MAX_RETRY_DELAY_SECONDS,
     LambdaDispatcher,

@@ -25,7 +25,7 @@ from memmy_kb.adapters.dynamodb.profiles import DynamoProfileStore
 from memmy_kb.adapters.dynamodb.table import DynamoTable
 from memmy_local.dynamodb import local_dynamodb
 from memmy_local.memos_emulator.server import MemosEmulator
-from memmy_local.provision import provision
+from memmy_local.provision.resources import provision
 from memmy_local.template import function_environment, http_routes, load_template
 from tests.support.emulator import API_KEY, EmulatorHandle
 from tests.support.events import FakeLambdaContext, claims_for, http_event

@@ -155,7 +155,7 @@ def test_every_source_file_the_docs_name_exists():
 
 
 def test_every_python_file_the_docs_name_by_itself_exists_somewhere():
-    # A bare `injected.py` or `provision.py` names no folder: some module of the repository must bear it.
+    # A bare `injected.py` or `stack.py` names no folder: some module of the repository must bear it.
     names = _backticked(r"^\w+\.py$")
     assert len(names) > 10, "the docs name almost no bare module: the pattern is wrong"
     folders = ("layers", "functions", "client", "infra", "bench", "tests")

@@ -197,8 +197,8 @@ class LocalStack:
         from .dynamodb import local_dynamodb
         from .gateway import Gateway, GatewayConfig
         from .identity.provider import IdentityProvider
-        from .provision import LOCAL_ACCOUNT_ID, provision
-        from .provision_storage import memos_backends_secret, memos_project_keys
+        from .provision.resources import LOCAL_ACCOUNT_ID, provision
+        from .provision.storage import memos_backends_secret, memos_project_keys
         from .runners import FunctionPool, ScheduleRunner, schedule_sources, start_sqs_runners
         from .stepfunctions import LambdaDispatcher, dispatching, states_all_as_on_aws
 

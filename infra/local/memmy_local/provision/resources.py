@@ -2,7 +2,7 @@
 
 Provisioning reads the resources' Properties from the template itself, so the local table has exactly
 the deployed key schema and indexes. Each resource type has one small provisioner in ``_PROVISIONERS``
-(``memmy_local.provision_storage``: table, secret, bucket; ``memmy_local.provision_workflow``: queue,
+(``memmy_local.provision.storage``: table, secret, bucket; ``memmy_local.provision.workflow``: queue,
 functions, state machines); types that only matter on AWS are listed in ``SKIPPED_RESOURCE_TYPES``; any
 other type stops provisioning, so a resource added to the template is never silently missing locally.
 The template's Conditions are evaluated from the parameters first: a resource whose ``Condition`` is false
@@ -22,22 +22,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from .provision_context import ProvisionContext, Provisioner
-from .provision_storage import provision_bucket, provision_secret, provision_table
-from .provision_workflow import (
-    STATE_MACHINE_PROPERTIES,
-    function_refs,
-    provision_queue,
-    provision_state_machine,
-)
-from .stepfunctions import LOCAL_MAX_RETRY_DELAY_SECONDS
-from .template import (
+from memmy_local.stepfunctions import LOCAL_MAX_RETRY_DELAY_SECONDS
+from memmy_local.template import (
     condition_refs,
     is_active,
     parameter_defaults,
     referenced_logical_ids,
     resolve_intrinsics,
     template_path,
+)
+
+from .context import ProvisionContext, Provisioner
+from .storage import provision_bucket, provision_secret, provision_table
+from .workflow import (
+    STATE_MACHINE_PROPERTIES,
+    function_refs,
+    provision_queue,
+    provision_state_machine,
 )
 
 __all__ = [

@@ -9,8 +9,8 @@ from typing import Any
 
 import boto3
 
-from .stepfunctions import LOCAL_MAX_RETRY_DELAY_SECONDS
-from .template import template_path
+from memmy_local.stepfunctions import LOCAL_MAX_RETRY_DELAY_SECONDS
+from memmy_local.template import template_path
 
 
 @dataclass
