@@ -169,7 +169,7 @@ def run(writes: tuple[int, ...] = (1_000, 10_000), patched: bool = True) -> dict
     """RSS (MiB) of the moto server after each count of ``writes``; ``ratio``: last / first."""
     import boto3
 
-    from memmy_local.handlers import overlaid_environment
+    from memmy_local.lambdas.handlers import overlaid_environment
     from memmy_local.provision.resources import provision
     from memmy_local.template import load_template
 

@@ -176,7 +176,7 @@ class _Scenario:
             extra.wru += 1
 
     def run(self, tag: str, results: dict[str, Calls] | None) -> None:
-        from memmy_local.runners import sqs_event
+        from memmy_local.lambdas.runners import sqs_event
         from tests.support.events import claims_for
         from tests.support.uploads import post_file
 
@@ -277,7 +277,7 @@ def run(verbose: bool = True) -> dict[str, Calls]:
     from moto import mock_aws
 
     from memmy_local.dynamodb import local_dynamodb
-    from memmy_local.handlers import overlaid_environment
+    from memmy_local.lambdas.handlers import overlaid_environment
     from memmy_local.memos_emulator.server import EmulatorConfig, MemosEmulator
     from memmy_local.provision.resources import provision
     from memmy_local.template import function_environment, load_template

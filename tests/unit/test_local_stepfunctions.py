@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from memmy_local.lambdas import FunctionNotLoadedError
+from memmy_local.lambdas.functions import FunctionNotLoadedError
 from memmy_local.stepfunctions import LambdaDispatcher, dispatching, function_name_of
 
 ARN = "arn:aws:lambda:us-east-1:123456789012:function:memmy-local-cleanup"

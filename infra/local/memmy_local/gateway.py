@@ -11,13 +11,13 @@ variable names, so the stack puts the union of the functions' environments into 
 (``memmy_local.stack``). Each module is imported with its own function's environment overlaid, so that
 module-level reads (a Powertools ``Logger()``'s service name) see that function's values.
 
-Each function is a small pool of warm containers (``memmy_local.lambdas.LocalFunction``, up to
+Each function is a small pool of warm containers (``memmy_local.lambdas.functions.LocalFunction``, up to
 ``max_containers``, 4 by default): concurrent requests run concurrently, as API Gateway and Lambda run
 them, each in a container of its own that serves one request at a time; when all are busy a request waits
 for one. A container has its own copy of the handler module (its resolver, its batch processor) and its
 own Powertools request state (the current event, the routing context, the Logger's keys such as
 ``correlation_id`` and ``function_name``, the Metrics buffer), which Powertools otherwise keeps
-process-wide (``memmy_local.containers.isolate_powertools_state``). Timeouts are reported by the
+process-wide (``memmy_local.lambdas.containers.isolate_powertools_state``). Timeouts are reported by the
 context's ``get_remaining_time_in_millis`` but not enforced.
 """
 
@@ -46,7 +46,13 @@ from .http_events import (
     build_response,
     error_response,
 )
-from .lambdas import DEFAULT_ACCOUNT_ID, DEFAULT_MAX_CONTAINERS, DEFAULT_REGION, LocalFunction, load_function
+from .lambdas.functions import (
+    DEFAULT_ACCOUNT_ID,
+    DEFAULT_MAX_CONTAINERS,
+    DEFAULT_REGION,
+    LocalFunction,
+    load_function,
+)
 from .routing import compile_routes, find_route
 from .serving import LoopbackHTTPServer, serve_in_background, stop_serving
 from .template import load_template

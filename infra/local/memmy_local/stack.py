@@ -13,7 +13,7 @@ process environment included.
 Each start is a clean slate unless ``data_dir`` is given: then the emulator's SQLite file and the dev
 signing key live there, and the DynamoDB items (moto keeps nothing) are dumped there on stop and loaded
 again on start (``memmy_local.dynamodb_dump``). S3 objects, queue messages and state machine executions are
-not kept. The process environment it sets and puts back is built in ``memmy_local.environment``, moto's
+not kept. The process environment it sets and puts back is built in ``memmy_local.lambdas.environment``, moto's
 process-wide configuration in ``memmy_local.moto_config``.
 """
 
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .dynamodb_dump import dump_tables, dynamodb_client, restore_tables, table_names
-from .environment import (
+from .lambdas.environment import (
     fake_aws_environment,
     function_environments,
     merged_environment,
@@ -197,9 +197,9 @@ class LocalStack:
         from .dynamodb import local_dynamodb
         from .gateway import Gateway, GatewayConfig
         from .identity.provider import IdentityProvider
+        from .lambdas.runners import FunctionPool, ScheduleRunner, schedule_sources, start_sqs_runners
         from .provision.resources import LOCAL_ACCOUNT_ID, provision
         from .provision.storage import memos_backends_secret, memos_project_keys
-        from .runners import FunctionPool, ScheduleRunner, schedule_sources, start_sqs_runners
         from .stepfunctions import LambdaDispatcher, dispatching, states_all_as_on_aws
 
         config = self.config
@@ -327,7 +327,7 @@ class LocalStack:
             loaded=gateway.functions,
         )
 
-        # S3 -> SQS -> ingest: the event source mappings' part, run in-process (memmy_local.runners).
+        # S3 -> SQS -> ingest: the event source mappings' part, run in-process (memmy_local.lambdas.runners).
         for runner in start_sqs_runners(
             template,
             self.refs,

@@ -161,7 +161,7 @@ TaskHandler = Callable[[Any], Any]
 """A stand-in for a function in tests: called with the task's payload, returns the result or raises."""
 
 FunctionLoader = Callable[[str], Any]
-"""Logical id -> ``memmy_local.lambdas.LocalFunction`` (loaded once, on first use)."""
+"""Logical id -> ``memmy_local.lambdas.functions.LocalFunction`` (loaded once, on first use)."""
 
 # The Python runtime's FunctionError for an exception that escaped the handler.
 _UNHANDLED: Final = "Unhandled"
@@ -269,7 +269,7 @@ def function_name_of(function: str) -> tuple[str, str | None]:
 
 
 def _error_type(error: BaseException) -> str:
-    from .lambdas import FunctionNotLoadedError
+    from .lambdas.functions import FunctionNotLoadedError
 
     # A function whose module failed to import fails every invocation with the runtime's init error.
     return "Runtime.ImportModuleError" if isinstance(error, FunctionNotLoadedError) else type(error).__name__

@@ -4,7 +4,7 @@ Each function is a small pool of warm containers (``LocalFunction``, up to ``max
 default): concurrent invocations run concurrently, as Lambda runs them, each in a container of its own
 that serves one invocation at a time; when all are busy an invocation waits for one. A container has its
 own copy of the handler module (its resolver, its batch processor) and its own Powertools request state
-(``memmy_local.containers``). Timeouts are reported by the context's ``get_remaining_time_in_millis``
+(``memmy_local.lambdas.containers``). Timeouts are reported by the context's ``get_remaining_time_in_millis``
 but not enforced.
 
 Handler modules are loaded by file path under a unique module name per function (a further container's
@@ -30,9 +30,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from memmy_local.template import UnresolvableValueError, resolve_intrinsics
+
 from .containers import Container, Handler, isolate_powertools_state
 from .handlers import import_module_file, load_function_module
-from .template import UnresolvableValueError, resolve_intrinsics
 
 log = logging.getLogger("memmy_local.lambdas")
 

@@ -31,8 +31,9 @@ from typing import Any
 
 import boto3
 
-from .lambdas import LocalFunction, load_function
-from .template import resolve_intrinsics
+from memmy_local.template import resolve_intrinsics
+
+from .functions import LocalFunction, load_function
 
 log = logging.getLogger("memmy_local.runners")
 
