@@ -149,7 +149,7 @@ def run(
 ) -> dict[str, Any]:
     from moto import mock_aws
 
-    from memmy_local.dynamodb import partition_queries
+    from memmy_local.aws.dynamodb import partition_queries
     from memmy_local.lambdas.handlers import load_function_module, overlaid_environment
     from memmy_local.provision.resources import provision
     from memmy_local.template import function_environment, load_template

@@ -11,8 +11,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from memmy_local.aws.stepfunctions import cap_retry_delays, substitute_definition
 from memmy_local.provision.resources import LOCAL_ACCOUNT_ID, provision
-from memmy_local.stepfunctions import cap_retry_delays, substitute_definition
 from memmy_local.template import (
     TEMPLATE_PATH,
     Route,

@@ -3,7 +3,7 @@
 ``LocalStack`` starts moto in server mode on loopback and provisions it from ``template.yaml``, starts the
 MemOS emulator, points the handlers' environment at both, and serves the template's routes through the
 local gateway. State machine executions run the real ASL in moto, their Lambda tasks dispatched to the
-handlers in-process (``memmy_local.stepfunctions``); moto's DynamoDB runs with ``memmy_local.dynamodb``'s
+handlers in-process (``memmy_local.aws.stepfunctions``); moto's DynamoDB runs with ``memmy_local.aws.dynamodb``'s
 patches (memory that does not grow with transactions, queries that read one partition); scheduled
 functions run on a timer (``StackConfig.schedule_interval``) and on demand (``run_scheduled``, the control endpoint behind
 ``memmy-local reconcile``, ``memmy_local.control``); the dev identity provider (``memmy_local.identity.provider``)
@@ -12,9 +12,9 @@ process environment included.
 
 Each start is a clean slate unless ``data_dir`` is given: then the emulator's SQLite file and the dev
 signing key live there, and the DynamoDB items (moto keeps nothing) are dumped there on stop and loaded
-again on start (``memmy_local.dynamodb_dump``). S3 objects, queue messages and state machine executions are
+again on start (``memmy_local.aws.dynamodb_dump``). S3 objects, queue messages and state machine executions are
 not kept. The process environment it sets and puts back is built in ``memmy_local.lambdas.environment``, moto's
-process-wide configuration in ``memmy_local.moto_config``.
+process-wide configuration in ``memmy_local.aws.moto_config``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .dynamodb_dump import dump_tables, dynamodb_client, restore_tables, table_names
+from .aws.dynamodb_dump import dump_tables, dynamodb_client, restore_tables, table_names
+from .aws.moto_config import configure_moto, moto_config_snapshot, restore_moto_config
 from .lambdas.environment import (
     fake_aws_environment,
     function_environments,
@@ -37,7 +38,6 @@ from .lambdas.environment import (
     set_environment,
 )
 from .memos_emulator.server import DEFAULT_API_KEY, EmulatorConfig, MemosEmulator
-from .moto_config import configure_moto, moto_config_snapshot, restore_moto_config
 from .template import load_template, template_path
 
 log = logging.getLogger("memmy_local.stack")
@@ -193,14 +193,14 @@ class LocalStack:
 
         from . import tokens
         from .authorizer import JwtAuthorizer
+        from .aws.dynamodb import local_dynamodb
+        from .aws.stepfunctions import LambdaDispatcher, dispatching, states_all_as_on_aws
         from .control import ControlServer
-        from .dynamodb import local_dynamodb
         from .gateway import Gateway, GatewayConfig
         from .identity.provider import IdentityProvider
         from .lambdas.runners import FunctionPool, ScheduleRunner, schedule_sources, start_sqs_runners
         from .provision.resources import LOCAL_ACCOUNT_ID, provision
         from .provision.storage import memos_backends_secret, memos_project_keys
-        from .stepfunctions import LambdaDispatcher, dispatching, states_all_as_on_aws
 
         config = self.config
         for what, port in (
@@ -238,7 +238,7 @@ class LocalStack:
             # moto's server would otherwise log every AWS call the handlers make.
             logging.getLogger("werkzeug").setLevel(logging.WARNING)
         # moto's DynamoDB keeps only the table's items and a Query reads only its partition
-        # (memmy_local.dynamodb); otherwise every transaction's copy of the table stayed in memory.
+        # (memmy_local.aws.dynamodb); otherwise every transaction's copy of the table stayed in memory.
         undo.enter_context(local_dynamodb())
         moto = ThreadedMotoServer(ip_address=config.host, port=config.moto_port, verbose=False)
         moto.start()

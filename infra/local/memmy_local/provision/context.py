@@ -9,7 +9,7 @@ from typing import Any
 
 import boto3
 
-from memmy_local.stepfunctions import LOCAL_MAX_RETRY_DELAY_SECONDS
+from memmy_local.aws.stepfunctions import LOCAL_MAX_RETRY_DELAY_SECONDS
 from memmy_local.template import template_path
 
 

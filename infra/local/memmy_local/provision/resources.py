@@ -12,7 +12,7 @@ stack always passes its own issuer), and ``Fn::If`` picks its branch from the re
 Functions are not created (their handlers run in-process), but they get refs: ``!Ref`` is the function's
 name and ``!GetAtt X.Arn`` its ARN, so a state machine's ``DefinitionSubstitutions`` and environment
 variables that name a function resolve. State machines are created in moto's Step Functions from their
-ASL file (``memmy_local.stepfunctions``), with Retry delays capped locally.
+ASL file (``memmy_local.aws.stepfunctions``), with Retry delays capped locally.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from memmy_local.stepfunctions import LOCAL_MAX_RETRY_DELAY_SECONDS
+from memmy_local.aws.stepfunctions import LOCAL_MAX_RETRY_DELAY_SECONDS
 from memmy_local.template import (
     condition_refs,
     is_active,
@@ -140,7 +140,7 @@ def provision(
     Resources are created in dependency order (``Ref``/``GetAtt``/``Sub``/``DependsOn``).
     ``template_dir`` is where relative paths (a state machine's ``DefinitionUri``) start, by default the
     folder of ``template_path()``; ``max_retry_delay_seconds`` caps the state machines' Retry delays
-    (``memmy_local.stepfunctions.cap_retry_delays``), ``None`` keeps them as written. The MemOS secret holds
+    (``memmy_local.aws.stepfunctions.cap_retry_delays``), ``None`` keeps them as written. The MemOS secret holds
     ``memos_secret`` as it is (a list of backends) or, without it, ``{"api_key": memos_api_key}``.
     """
     declared = template.get("Parameters") or {}

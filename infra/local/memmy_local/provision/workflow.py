@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from memmy_local.stepfunctions import cap_retry_delays, load_definition
+from memmy_local.aws.stepfunctions import cap_retry_delays, load_definition
 
 from .context import ProvisionContext
 

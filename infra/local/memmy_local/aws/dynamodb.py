@@ -67,7 +67,7 @@ def _check_version() -> None:
 
     if moto.__version__ != MOTO_VERSION:
         raise RuntimeError(
-            f"memmy_local.dynamodb patches moto {MOTO_VERSION}'s DynamoDB backend, not {moto.__version__}: "
+            f"memmy_local.aws.dynamodb patches moto {MOTO_VERSION}'s DynamoDB backend, not {moto.__version__}: "
             "check BaseModel.__new__, DynamoDBBackend.transact_write_items and Table.query, then update "
             "MOTO_VERSION"
         )

@@ -269,7 +269,7 @@ def function_name_of(function: str) -> tuple[str, str | None]:
 
 
 def _error_type(error: BaseException) -> str:
-    from .lambdas.functions import FunctionNotLoadedError
+    from memmy_local.lambdas.functions import FunctionNotLoadedError
 
     # A function whose module failed to import fails every invocation with the runtime's init error.
     return "Runtime.ImportModuleError" if isinstance(error, FunctionNotLoadedError) else type(error).__name__
@@ -314,7 +314,7 @@ def dispatching(dispatcher: LambdaDispatcher) -> Iterator[LambdaDispatcher]:
 
     if moto.__version__ != MOTO_VERSION:
         raise RuntimeError(
-            f"memmy_local.stepfunctions patches moto {MOTO_VERSION}'s interpreter, not {moto.__version__}; "
+            f"memmy_local.aws.stepfunctions patches moto {MOTO_VERSION}'s interpreter, not {moto.__version__}; "
             "check lambda_eval_utils._invoke_lambda_function and update MOTO_VERSION"
         )
     with _install_lock:
