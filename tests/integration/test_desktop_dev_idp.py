@@ -21,8 +21,8 @@ from memmy_kb_client.desktop.credentials import CloudLogin
 from memmy_kb_client.desktop.flows import poll_device
 from memmy_kb_client.desktop.server import DesktopService
 from memmy_local import tokens
-from memmy_local.authorizer import JwtAuthorizer
-from memmy_local.http_events import GatewayError
+from memmy_local.gateway.authorizer import JwtAuthorizer
+from memmy_local.gateway.http_events import GatewayError
 from memmy_local.identity.provider import IdentityProvider
 from memmy_local.identity.state import CLIENT_ID
 from tests.integration.test_desktop_service import Client, serving, start

@@ -21,8 +21,8 @@ import jwt
 import pytest
 
 from memmy_local import tokens
-from memmy_local.authorizer import JwtAuthorizer
-from memmy_local.http_events import GatewayError
+from memmy_local.gateway.authorizer import JwtAuthorizer
+from memmy_local.gateway.http_events import GatewayError
 from memmy_local.identity.provider import REFRESH_TOKENS_FILE, IdentityProvider
 from memmy_local.identity.state import (
     CLIENT_ID,

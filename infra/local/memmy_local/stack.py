@@ -192,11 +192,11 @@ class LocalStack:
         from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
         from . import tokens
-        from .authorizer import JwtAuthorizer
         from .aws.dynamodb import local_dynamodb
         from .aws.stepfunctions import LambdaDispatcher, dispatching, states_all_as_on_aws
         from .control import ControlServer
-        from .gateway import Gateway, GatewayConfig
+        from .gateway.authorizer import JwtAuthorizer
+        from .gateway.server import Gateway, GatewayConfig
         from .identity.provider import IdentityProvider
         from .lambdas.runners import FunctionPool, ScheduleRunner, schedule_sources, start_sqs_runners
         from .provision.resources import LOCAL_ACCOUNT_ID, provision

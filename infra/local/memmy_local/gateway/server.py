@@ -1,10 +1,10 @@
 """A local stand-in for API Gateway's HTTP API: the template's routes, its JWT authorizer, payload 2.0.
 
 The gateway reads the routes from the functions' ``HttpApi`` events in ``template.yaml``
-(``memmy_local.routing``), refuses a request the JWT authorizer would refuse (401 without invoking
-anything; ``memmy_local.authorizer``), and invokes the handler in-process with an HTTP API v2 (payload
+(``memmy_local.gateway.routing``), refuses a request the JWT authorizer would refuse (401 without invoking
+anything; ``memmy_local.gateway.authorizer``), and invokes the handler in-process with an HTTP API v2 (payload
 format 2.0) event and a fake Lambda context. Handler results are turned into HTTP responses by API
-Gateway's rules, including its terse ``{"message": ...}`` errors (``memmy_local.http_events``).
+Gateway's rules, including its terse ``{"message": ...}`` errors (``memmy_local.gateway.http_events``).
 
 Environment: handlers read ``os.environ`` lazily, and every function of the template uses the same
 variable names, so the stack puts the union of the functions' environments into ``os.environ`` once
@@ -36,6 +36,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from memmy_local.lambdas.functions import (
+    DEFAULT_ACCOUNT_ID,
+    DEFAULT_MAX_CONTAINERS,
+    DEFAULT_REGION,
+    LocalFunction,
+    load_function,
+)
+from memmy_local.serving import LoopbackHTTPServer, serve_in_background, stop_serving
+from memmy_local.template import load_template
+
 from .authorizer import JwtAuthorizer
 from .http_events import (
     EventContext,
@@ -46,16 +56,7 @@ from .http_events import (
     build_response,
     error_response,
 )
-from .lambdas.functions import (
-    DEFAULT_ACCOUNT_ID,
-    DEFAULT_MAX_CONTAINERS,
-    DEFAULT_REGION,
-    LocalFunction,
-    load_function,
-)
 from .routing import compile_routes, find_route
-from .serving import LoopbackHTTPServer, serve_in_background, stop_serving
-from .template import load_template
 
 log = logging.getLogger("memmy_local.gateway")
 
