@@ -118,7 +118,8 @@ def local_gateway(home: Path) -> Iterator[tuple[int, Request]]:
 
 @contextmanager
 def memos_emulator(home: Path) -> Iterator[tuple[int, Request]]:
-    from memmy_local.memos_emulator.server import EmulatorConfig, MemosEmulator
+    from memmy_local.memos_emulator.config import EmulatorConfig
+    from memmy_local.memos_emulator.server import MemosEmulator
 
     with MemosEmulator(EmulatorConfig(port=0, db_path=home / "memos.sqlite3")) as emulator:
         yield emulator.port, ("GET", "/_emulator/faults", None, {})

@@ -109,7 +109,8 @@ def _memos(kind: str, latency_ms: int) -> Iterator[tuple[str, Any, Any]]:
         return
     from memmy_kb.adapters.memos.client import MemosClient
     from memmy_kb.adapters.memos.key import StaticApiKeyProvider
-    from memmy_local.memos_emulator.server import EmulatorConfig, Fault, MemosEmulator
+    from memmy_local.memos_emulator.config import EmulatorConfig
+    from memmy_local.memos_emulator.server import Fault, MemosEmulator
 
     config = EmulatorConfig(port=0, api_keys={MEMOS_KEY: "memmy"}, processing_delay=0)
     with (

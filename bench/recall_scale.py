@@ -142,7 +142,8 @@ def run(
 
     from memmy_local.aws.dynamodb import partition_queries
     from memmy_local.lambdas.handlers import load_function_module, overlaid_environment
-    from memmy_local.memos_emulator.server import EmulatorConfig, MemosEmulator
+    from memmy_local.memos_emulator.config import EmulatorConfig
+    from memmy_local.memos_emulator.server import MemosEmulator
     from memmy_local.provision.resources import provision
     from memmy_local.template import function_environment, load_template
     from tests.support.events import FakeLambdaContext, claims_for, http_event

@@ -278,7 +278,8 @@ def run(verbose: bool = True) -> dict[str, Calls]:
 
     from memmy_local.aws.dynamodb import local_dynamodb
     from memmy_local.lambdas.handlers import overlaid_environment
-    from memmy_local.memos_emulator.server import EmulatorConfig, MemosEmulator
+    from memmy_local.memos_emulator.config import EmulatorConfig
+    from memmy_local.memos_emulator.server import MemosEmulator
     from memmy_local.provision.resources import provision
     from memmy_local.template import function_environment, load_template
     from tests.support.aws import Service, _reset_caches

@@ -68,7 +68,8 @@ def _interrupt_on_sigterm(*_: Any) -> None:
 
 
 def _memos(args: argparse.Namespace) -> int:
-    from memmy_local.memos_emulator.server import DEFAULT_API_KEY, EmulatorConfig, MemosEmulator
+    from memmy_local.memos_emulator.config import DEFAULT_API_KEY, EmulatorConfig
+    from memmy_local.memos_emulator.server import MemosEmulator
 
     config = EmulatorConfig(
         host=args.host,

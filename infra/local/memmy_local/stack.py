@@ -37,7 +37,8 @@ from .lambdas.environment import (
     restore_environment,
     set_environment,
 )
-from .memos_emulator.server import DEFAULT_API_KEY, EmulatorConfig, MemosEmulator
+from .memos_emulator.config import DEFAULT_API_KEY, EmulatorConfig
+from .memos_emulator.server import MemosEmulator
 from .template import load_template, template_path
 
 log = logging.getLogger("memmy_local.stack")

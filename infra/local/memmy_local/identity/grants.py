@@ -11,7 +11,7 @@ A device request is polled at its interval: a sooner poll is ``slow_down`` and t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from authlib.oauth2.rfc6749 import AccessDeniedError, InvalidGrantError, InvalidRequestError, grants
 from authlib.oauth2.rfc6750 import BearerTokenValidator
@@ -23,6 +23,7 @@ from joserfc.jwk import RSAKey
 
 from memmy_local.tokens import ALGORITHM, TokenError, verify_token
 
+from .issuer import TokenIssuer
 from .state import (
     CLIENT_ID,
     CODE_TTL_SECONDS,
@@ -32,9 +33,6 @@ from .state import (
     Identity,
     PublicClient,
 )
-
-if TYPE_CHECKING:
-    from .provider import IdentityProvider
 
 
 class S256Required(CodeChallenge):  # type: ignore[misc]
@@ -55,7 +53,7 @@ class S256Required(CodeChallenge):  # type: ignore[misc]
 class IdToken(OpenIDToken):  # type: ignore[misc]
     """The ID token: signed with the stack's key, for the client id, with ``auth_time`` and the profile."""
 
-    def __init__(self, idp: IdentityProvider) -> None:
+    def __init__(self, idp: TokenIssuer) -> None:
         self.idp = idp
 
     def resolve_client_private_key(self, client: Any) -> RSAKey:
@@ -81,7 +79,7 @@ class IdToken(OpenIDToken):  # type: ignore[misc]
 
 
 class CodeIdToken(IdToken, OpenIDCode):  # type: ignore[misc]
-    def __init__(self, idp: IdentityProvider) -> None:
+    def __init__(self, idp: TokenIssuer) -> None:
         IdToken.__init__(self, idp)
         OpenIDCode.__init__(self, require_nonce=False)
 
@@ -208,7 +206,7 @@ class VerifiedAccessToken:
 
 
 class AccessTokenValidator(BearerTokenValidator):  # type: ignore[misc]
-    def __init__(self, idp: IdentityProvider) -> None:
+    def __init__(self, idp: TokenIssuer) -> None:
         super().__init__()
         self.idp = idp
 
