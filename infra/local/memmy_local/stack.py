@@ -1,20 +1,7 @@
-"""The whole service on one machine, in one process, without an AWS account or Docker.
-
-``LocalStack`` starts moto in server mode on loopback and provisions it from ``template.yaml``, starts the
-MemOS emulator, points the handlers' environment at both, and serves the template's routes through the
-local gateway. State machine executions run the real ASL in moto, their Lambda tasks dispatched to the
-handlers in-process (``memmy_local.aws.stepfunctions``); moto's DynamoDB runs with ``memmy_local.aws.dynamodb``'s
-patches (memory that does not grow with transactions, queries that read one partition); scheduled
-functions run on a timer (``StackConfig.schedule_interval``) and on demand (``run_scheduled``, the control endpoint behind
-``memmy-local reconcile``, ``memmy_local.control``); the dev identity provider (``memmy_local.identity.provider``)
-starts first, and its URL is the issuer unless ``StackConfig.issuer`` is set. ``stop()`` undoes everything in reverse order, the
-process environment included.
-
-Each start is a clean slate unless ``data_dir`` is given: then the emulator's SQLite file and the dev
-signing key live there, and the DynamoDB items (moto keeps nothing) are dumped there on stop and loaded
-again on start (``memmy_local.aws.dynamodb_dump``). S3 objects, queue messages and state machine executions are
-not kept. The process environment it sets and puts back is built in ``memmy_local.lambdas.environment``, moto's
-process-wide configuration in ``memmy_local.aws.moto_config``.
+"""The whole service in one process, without an AWS account or Docker: ``LocalStack`` starts each part (the
+dev identity provider, moto provisioned from ``template.yaml``, the MemOS emulator, the gateway, the event
+runners, the control endpoint) and ``stop()`` undoes them in reverse order, the process environment too.
+What each part does and what a ``data_dir`` keeps: docs/architecture.md, "Local stack".
 """
 
 from __future__ import annotations
