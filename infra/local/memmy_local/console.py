@@ -79,7 +79,7 @@ class LineRouter(io.TextIOBase):
         return self._console.isatty()
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:  # type: ignore[override]  # an attribute of TextIOBase, read-only here
         return getattr(self._console, "encoding", None) or "utf-8"
 
     def write(self, text: str) -> int:

@@ -54,9 +54,6 @@ class DemoUser:
     phone: str
     email: str
 
-    def claims(self) -> dict[str, str]:
-        return {"name": self.name, "phone": self.phone, "email": self.email}
-
 
 SALESPERSON: Final = DemoUser("sales", "销售小王", "+8613700000001", "sales@example.com")
 COLLEAGUE: Final = DemoUser("pm", "产品经理老张", "+8613700000002", "pm@example.com")
@@ -77,7 +74,13 @@ def token_for(user: DemoUser, *, key_path: Path, issuer: str) -> str:
     from memmy_local import tokens
 
     return tokens.issue_token(
-        user.user_id, **user.claims(), ttl_seconds=TOKEN_TTL_SECONDS, key_path=key_path, issuer=issuer
+        user.user_id,
+        name=user.name,
+        phone=user.phone,
+        email=user.email,
+        ttl_seconds=TOKEN_TTL_SECONDS,
+        key_path=key_path,
+        issuer=issuer,
     )
 
 

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .aws.dynamodb_dump import dump_tables, dynamodb_client, restore_tables, table_names
 from .aws.moto_config import configure_moto, moto_config_snapshot, restore_moto_config
@@ -28,12 +28,21 @@ from .memos_emulator.config import DEFAULT_API_KEY, EmulatorConfig
 from .memos_emulator.server import MemosEmulator
 from .template import load_template, template_path
 
+if TYPE_CHECKING:  # imported when the stack starts: `memmy-local token` and --help do not pay for them
+    from .aws.stepfunctions import LambdaDispatcher
+    from .control import ControlServer
+    from .gateway.server import Gateway
+    from .identity.provider import IdentityProvider
+    from .lambdas.runners import ScheduleRunner
+
 log = logging.getLogger("memmy_local.stack")
 
 MEMOS_PROJECT = "memmy"
 CORE_PACKAGE = "memmy_kb"
 DYNAMODB_DUMP_NAME = "dynamodb.json"
 MEMOS_DB_NAME = "memos.sqlite3"
+
+_Part = TypeVar("_Part")
 
 
 @dataclass
@@ -86,11 +95,11 @@ class LocalStack:
         self._exit: contextlib.ExitStack | None = None
         self._moto_url = ""
         self._emulator: MemosEmulator | None = None
-        self._gateway: Any = None
-        self._schedules: Any = None
-        self._control: Any = None
-        self._dispatcher: Any = None
-        self._idp: Any = None
+        self._gateway: Gateway | None = None
+        self._schedules: ScheduleRunner | None = None
+        self._control: ControlServer | None = None
+        self._dispatcher: LambdaDispatcher | None = None
+        self._idp: IdentityProvider | None = None
         self.issuer = ""
 
     # -- public view -----------------------------------------------------------------------------
@@ -122,30 +131,29 @@ class LocalStack:
     @property
     def idp_url(self) -> str:
         """The dev identity provider's root URL (its issuer unless ``StackConfig.issuer`` is set)."""
-        return str(self._require(self._idp).url)
+        return self._require(self._idp).url
 
     @property
     def control_url(self) -> str:
         """The control endpoint's root URL (``memmy_local.control``)."""
-        return str(self._require(self._control).url)
+        return self._require(self._control).url
 
     @property
-    def dispatcher(self) -> Any:
+    def dispatcher(self) -> LambdaDispatcher:
         """The ``LambdaDispatcher`` of the state machines' Lambda tasks (``override`` to stand in)."""
         return self._require(self._dispatcher)
 
     @property
     def scheduled_functions(self) -> list[str]:
         """Logical ids of the template's functions with a ``Schedule``/``ScheduleV2`` event."""
-        functions: list[str] = self._require(self._schedules).functions
-        return functions
+        return self._require(self._schedules).functions
 
     def run_scheduled(self, logical_id: str = "ReconcileFunction") -> Any:
         """Invoke a scheduled function once, now, with its schedule's event, and wait for it: what the
         handler returned, or its exception raised."""
         return self._require(self._schedules).run(logical_id)
 
-    def _require(self, value: Any) -> Any:
+    def _require(self, value: _Part | None) -> _Part:
         if not value:
             raise RuntimeError("the local stack is not running")
         return value

@@ -42,7 +42,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 __all__ = [
@@ -151,7 +151,7 @@ def _install_untracked() -> Any:
         and "__new__" not in vars(value)
     ]
     for cls in classes:
-        cls.__new__ = staticmethod(_untracked_new)  # type: ignore[assignment]
+        cls.__new__ = staticmethod(_untracked_new)  # type: ignore[method-assign]  # moto's class, patched
         cls.instances_tracked = []  # type: ignore[attr-defined]  # what was tracked so far, let go
 
     def undo() -> None:
@@ -210,6 +210,7 @@ class _Journal:
 
 def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
     """moto 5.2.5's ``DynamoDBBackend.transact_write_items`` with item-level rollback (see the module)."""
+    from moto.dynamodb.comparisons import get_filter_expression
     from moto.dynamodb.exceptions import (
         ConditionalCheckFailed,
         MockValidationException,
@@ -218,7 +219,6 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
         TransactionCanceledException,
         TransactWriteSingleOpException,
     )
-    from moto.dynamodb.models import get_filter_expression
 
     if len(transact_items) > 100:
         raise TooManyTransactionsException()
@@ -280,7 +280,7 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
             except ConditionalCheckFailed as e:
                 errors.append(("ConditionalCheckFailed", str(e.message), original_item))
             except Exception as e:  # moto reports any other failure as the reason
-                errors.append((type(e).__name__, str(e), original_item))  # type: ignore[arg-type]
+                errors.append((type(e).__name__, str(e), original_item))
     except BaseException:
         journal.rollback()
         raise
@@ -347,7 +347,8 @@ def _install_partition_queries() -> Any:
 
     from moto.dynamodb.models.table import Table
 
-    original = Table.query
+    # moto's own query, called with the table or with a view of one of its partitions.
+    original: Callable[..., Any] = Table.query
     signature = inspect.signature(original)
 
     def query(self: Any, *args: Any, **kwargs: Any) -> Any:

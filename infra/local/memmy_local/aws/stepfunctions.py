@@ -292,7 +292,13 @@ def _resource_not_found(function: str, request_id: str) -> Exception:
     return ClientError(
         {
             "Error": {"Code": "ResourceNotFoundException", "Message": f"Function not found: {function}"},
-            "ResponseMetadata": {"HTTPStatusCode": 404, "RequestId": request_id},
+            "ResponseMetadata": {
+                "HTTPStatusCode": 404,
+                "RequestId": request_id,
+                "HostId": "",
+                "HTTPHeaders": {},
+                "RetryAttempts": 0,
+            },
         },
         "Invoke",
     )
@@ -372,9 +378,9 @@ def states_all_as_on_aws() -> Iterator[None]:
         original(self, env)
 
     with _install_lock:
-        ErrorEqualsDecl._eval_body = eval_body
+        ErrorEqualsDecl._eval_body = eval_body  # type: ignore[method-assign]  # moto's method, patched
     try:
         yield
     finally:
         with _install_lock:
-            ErrorEqualsDecl._eval_body = original
+            ErrorEqualsDecl._eval_body = original  # type: ignore[method-assign]

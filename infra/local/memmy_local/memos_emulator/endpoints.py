@@ -60,6 +60,7 @@ class KnowledgeBaseApi:
         try:
             project = self._authenticate(headers)
             content_type = headers.get("content-type", "")
+            body: object
             if endpoint == "/update/knowledgebase-file" and content_type.lower().startswith("multipart/form-data"):
                 body = multipart_update(content_type, raw, self.config.max_file_bytes)
             else:

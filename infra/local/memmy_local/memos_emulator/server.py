@@ -75,7 +75,7 @@ class MemosEmulator:
     def __init__(self, config: EmulatorConfig | None = None) -> None:
         self.config = config or EmulatorConfig()
         self.prefix = "/" + self.config.prefix.strip("/") if self.config.prefix.strip("/") else ""
-        self._tmpdir: tempfile.TemporaryDirectory | None = None
+        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         db_path = self.config.db_path
         if db_path is None:
             self._tmpdir = tempfile.TemporaryDirectory(prefix="memos-emulator-")
