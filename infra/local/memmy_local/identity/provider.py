@@ -207,6 +207,23 @@ class IdentityProvider:
     def _build_app(self) -> Flask:
         app = Flask(__name__)
         app.config["OAUTH2_SCOPES_SUPPORTED"] = list(SCOPES)
+        self._server = self._authorization_server(app)
+        for rule, methods, view in (
+            ("/.well-known/openid-configuration", ["GET"], self._openid_configuration),
+            ("/jwks.json", ["GET"], self._jwks),
+            ("/authorize", ["GET", "POST"], self._authorize),
+            ("/token", ["POST"], self._token),
+            ("/device_authorization", ["POST"], self._device_authorization),
+            ("/revoke", ["POST"], self._revoke),
+            ("/userinfo", ["GET", "POST"], self._userinfo),
+            ("/device", ["GET"], self._device_page),
+            ("/device", ["POST"], self._device_posted),
+        ):
+            app.add_url_rule(rule, view.__name__.lstrip("_"), view, methods=methods)
+        return app
+
+    def _authorization_server(self, app: Flask) -> AuthorizationServer:
+        """Authlib's server for the one public client, with the grants and endpoints of ``grants``."""
         client = PublicClient()
         server = AuthorizationServer(
             app, query_client=lambda cid: client if cid == CLIENT_ID else None, save_token=self._save_token
@@ -221,75 +238,60 @@ class IdentityProvider:
         protector = ResourceProtector()
         protector.register_token_validator(AccessTokenValidator(self))
         server.register_endpoint(UserInfoRoute(resource_protector=protector))
+        return server
+
+    def _refused(self, error: OAuth2Error) -> Response:
+        # Back to the client only at a redirect URI already checked; otherwise a page, never a redirect.
+        if error.redirect_uri and is_loopback_callback(error.redirect_uri):
+            return _response(self._server.handle_error_response(None, error))
+        text = f"{error.error}: {error.description or 'the request was refused'}"
+        return _html(pages.message_page("Sign-in refused", text), 400)
+
+    # -- the routes -----------------------------------------------------------------------------
+
+    def _openid_configuration(self) -> Response:
+        return jsonify(self.discovery())
+
+    def _jwks(self) -> Response:
+        return jsonify({"keys": [self.jwk.as_dict(private=False)]})
+
+    def _authorize(self) -> Response:
         secret = self._form_secret
+        form = list(request.form.items(multi=True))
+        if request.method == "POST" and not pages.form_is_ours(secret, form, request.form.get(pages.FORM_TOKEN)):
+            return _html(pages.message_page("Sign-in refused", "This form was not made here; start again."), 400)
+        try:
+            grant = self._server.get_consent_grant(end_user=None)
+        except OAuth2Error as error:
+            return self._refused(error)
+        if request.method == "GET":
+            return _html(pages.sign_in_page("/authorize", list(request.args.items(multi=True)), secret))
+        typed, errors = pages.read_sign_in(request.form)
+        if typed is None:
+            params = pages.request_params(form)
+            return _html(
+                pages.sign_in_page("/authorize", params, secret, values=request.form, errors=errors), 400
+            )
+        identity = Identity(typed.user_id, typed.name, typed.email, typed.phone, int(self.state.clock()))
+        return _response(self._server.create_authorization_response(grant_user=identity, grant=grant))
 
-        def html(body: str, status: int = 200) -> Response:
-            return Response(body, status, pages.PAGE_HEADERS, content_type="text/html; charset=utf-8")
+    def _token(self) -> Response:
+        return _response(self._server.create_token_response())
 
-        def refused(error: OAuth2Error) -> Response:
-            # Back to the client only at a redirect URI already checked; otherwise a page, never a redirect.
-            if error.redirect_uri and is_loopback_callback(error.redirect_uri):
-                return server.handle_error_response(None, error)  # type: ignore[no-any-return]
-            text = f"{error.error}: {error.description or 'the request was refused'}"
-            return html(pages.message_page("Sign-in refused", text), 400)
+    def _device_authorization(self) -> Response:
+        return _response(self._server.create_endpoint_response("device_authorization"))
 
-        @app.get("/.well-known/openid-configuration")
-        def discovery() -> Response:
-            return jsonify(self.discovery())
+    def _revoke(self) -> Response:
+        return _response(self._server.create_endpoint_response("revocation"))
 
-        @app.get("/jwks.json")
-        def jwks() -> Response:
-            return jsonify({"keys": [self.jwk.as_dict(private=False)]})
+    def _userinfo(self) -> Response:
+        return _response(self._server.create_endpoint_response("userinfo"))
 
-        @app.route("/authorize", methods=["GET", "POST"])
-        def authorize() -> Response:
-            form = list(request.form.items(multi=True))
-            if request.method == "POST" and not pages.form_is_ours(
-                secret, form, request.form.get(pages.FORM_TOKEN)
-            ):
-                return html(
-                    pages.message_page("Sign-in refused", "This form was not made here; start again."), 400
-                )
-            try:
-                grant = server.get_consent_grant(end_user=None)
-            except OAuth2Error as error:
-                return refused(error)
-            if request.method == "GET":
-                return html(pages.sign_in_page("/authorize", list(request.args.items(multi=True)), secret))
-            typed, errors = pages.read_sign_in(request.form)
-            if typed is None:
-                params = pages.request_params(form)
-                return html(
-                    pages.sign_in_page("/authorize", params, secret, values=request.form, errors=errors), 400
-                )
-            identity = Identity(typed.user_id, typed.name, typed.email, typed.phone, int(self.state.clock()))
-            return server.create_authorization_response(grant_user=identity, grant=grant)  # type: ignore[no-any-return]
+    def _device_page(self) -> Response:
+        return _html(pages.device_code_page("/device", self._form_secret, code=request.args.get("user_code", "")))
 
-        @app.post("/token")
-        def token() -> Response:
-            return server.create_token_response()  # type: ignore[no-any-return]
-
-        @app.post("/device_authorization")
-        def device_authorization() -> Response:
-            return server.create_endpoint_response("device_authorization")  # type: ignore[no-any-return]
-
-        @app.post("/revoke")
-        def revoke() -> Response:
-            return server.create_endpoint_response("revocation")  # type: ignore[no-any-return]
-
-        @app.route("/userinfo", methods=["GET", "POST"])
-        def userinfo() -> Response:
-            return server.create_endpoint_response("userinfo")  # type: ignore[no-any-return]
-
-        @app.get("/device")
-        def device_page() -> Response:
-            return html(pages.device_code_page("/device", secret, code=request.args.get("user_code", "")))
-
-        @app.post("/device")
-        def device_sign_in() -> Response:
-            return self._device_sign_in(html, secret)
-
-        return app
+    def _device_posted(self) -> Response:
+        return self._device_sign_in(_html, self._form_secret)
 
     def _device_sign_in(self, html: Callable[..., Response], secret: bytes) -> Response:
         form = list(request.form.items(multi=True))
@@ -341,3 +343,13 @@ class IdentityProvider:
             return html(pages.device_code_page("/device", secret, code=typed_code, errors=errors), 400)
         intro = f"<p>Code: <strong>{escape(pending.user_code)}</strong></p>"
         return html(pages.sign_in_page("/device", [("user_code", pending.user_code)], secret, intro=intro))
+
+
+def _html(body: str, status: int = 200) -> Response:
+    return Response(body, status, pages.PAGE_HEADERS, content_type="text/html; charset=utf-8")
+
+
+def _response(answer: object) -> Response:
+    """What Authlib's Flask server answered (it has no type information): a Flask response."""
+    assert isinstance(answer, Response)
+    return answer
