@@ -1,14 +1,6 @@
-"""Reading ``template.yaml`` for the local stack and the tests.
-
-The SAM template is the single description of the service: the local gateway takes its routes from the
-functions' ``HttpApi`` events, provisioning creates the table and secret from their resources, and the
-handlers get the environment variables the template gives them. This module parses the template (with
-every CloudFormation short-form tag) and resolves the small set of intrinsics a local run needs.
-
-Conditions are evaluated from the parameters (``condition_refs``) and their values kept in ``refs`` under
-``Condition:<Name>``, so ``Fn::If`` picks its branch wherever refs are resolved, and provisioning skips a
-resource whose ``Condition`` is false (the local stack names its own issuer, so no Cognito pool).
-"""
+"""Reading ``template.yaml`` for the local stack and the tests: the template parsed with CloudFormation's
+short-form tags, and the few intrinsics a local run needs resolved, Conditions included (evaluated from
+the parameters, kept in ``refs`` as ``Condition:<Name>`` for ``Fn::If``)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""The dev identity provider's Authlib parts: grants, endpoints and the ID token
-(``memmy_local.identity.provider`` registers them).
-
-Each reaches the provider as ``server.idp`` (its state, key, issuer, audience and token lifetime). The
-client is public (``none`` client authentication everywhere); PKCE S256 is required at the authorization
-request already; a code and a device code are taken when presented (single use); a refresh token is
-rotated away when presented, and presenting it again revokes every rotation of it (``state``).
-A device request is polled at its interval: a sooner poll is ``slow_down`` and the interval grows by 5 s
-(RFC 8628 3.5); one refused after too many wrong user codes is ``access_denied``.
-"""
+"""The dev identity provider's Authlib parts: the grants (code with PKCE S256, refresh, device), the
+device and revocation endpoints, the ID token and userinfo. Each reads the provider through
+``issuer.TokenIssuer``; the client is public (``none`` client authentication everywhere)."""
 
 from __future__ import annotations
 

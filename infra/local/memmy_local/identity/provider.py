@@ -1,19 +1,7 @@
-"""The local stack's dev identity provider: OpenID Connect on 127.0.0.1 for the desktop (``memmy-desktop``).
-
-Authlib does the protocol (``authlib.integrations.flask_oauth2``): the authorization code grant with PKCE
-S256 required and OpenID Connect's ID token, refresh tokens rotated on every use, the device grant
-(RFC 8628) and revocation (RFC 7009); werkzeug serves it in a daemon thread. The issuer is the server's
-root URL (``http://127.0.0.1:8070`` by default) unless one is given. Access tokens are RS256 JWTs signed
-with the stack's dev key (``memmy_local.tokens``) with the claims ``memmy-local token`` puts, for the
-stack's audience, so the gateway's JWT authorizer accepts them; ID tokens are for the client id.
-
-A development tool: whoever signs in is whatever they type (``memmy_local.identity.pages``). Its device
-grant is rate-limited as a real provider's: ``slow_down`` for a poll sooner than the interval, which then
-grows by 5 s (``grants``), and limits on wrong user codes at ``/device``, per client address (429
-with a sentence) and per device request (dead after too many). State lives
-in ``memmy_local.identity.state``. Its request log names method, path and status only (no query string,
-so no code, state or user code), and Authlib's DEBUG lines (which print tokens) are turned off.
-"""
+"""The dev identity provider: an OpenID Connect server on 127.0.0.1 for the desktop (``memmy-desktop``),
+Authlib on Flask, served by werkzeug in a daemon thread; whoever signs in is whatever they type
+(docs/architecture.md, "Local stack"). Its request log names method, path and status only (query strings
+carry codes), and Authlib's DEBUG lines, which print tokens, are turned off."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
-"""A local stand-in for MemOS's knowledge-base API (see docs/memos.md), faithful in its awkward parts.
-
-Business errors come back inside HTTP 200 with a non-zero ``code``; shape errors with HTTP 400; auth
-failures with HTTP 401. Files are parsed, chunked and indexed by a background worker, so a new file is
-``running`` until the worker (after a configurable delay) marks it ``completed`` or ``failed``.
-
-Routes outside the API prefix serve tests: ``GET /_emulator/state``, ``/_emulator/faults`` and
-``POST /_emulator/processing`` (``{"paused": true}`` holds every file or version where it is).
-
-This module holds the emulator (its HTTP server, its test hooks, its fault injection); the endpoints are
-in ``endpoints`` (request bodies read in ``params``), the worker in ``processing``, the data in ``store``.
-"""
+"""The MemOS emulator: a local stand-in for MemOS's knowledge-base API, faithful in its awkward parts, with
+its HTTP server, its test hooks under ``/_emulator/`` and fault injection (docs/memos.md, "What the
+emulator adds for tests" and "Running the emulator")."""
 
 from __future__ import annotations
 

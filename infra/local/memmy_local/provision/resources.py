@@ -1,19 +1,6 @@
-"""Create the local AWS resources (on moto) that ``template.yaml`` declares.
-
-Provisioning reads the resources' Properties from the template itself, so the local table has exactly
-the deployed key schema and indexes. Each resource type has one small provisioner in ``_PROVISIONERS``
-(``memmy_local.provision.storage``: table, secret, bucket; ``memmy_local.provision.workflow``: queue,
-functions, state machines); types that only matter on AWS are listed in ``SKIPPED_RESOURCE_TYPES``; any
-other type stops provisioning, so a resource added to the template is never silently missing locally.
-The template's Conditions are evaluated from the parameters first: a resource whose ``Condition`` is false
-is not created, whatever its type (the Cognito user pool, made only when JwtIssuer is empty: the local
-stack always passes its own issuer), and ``Fn::If`` picks its branch from the refs.
-
-Functions are not created (their handlers run in-process), but they get refs: ``!Ref`` is the function's
-name and ``!GetAtt X.Arn`` its ARN, so a state machine's ``DefinitionSubstitutions`` and environment
-variables that name a function resolve. State machines are created in moto's Step Functions from their
-ASL file (``memmy_local.aws.stepfunctions``), with Retry delays capped locally.
-"""
+"""Create on moto the resources ``template.yaml`` declares, each by the provisioner of its type
+(``_PROVISIONERS``); a type neither provisioned nor in ``SKIPPED_RESOURCE_TYPES`` stops provisioning, so
+nothing is silently missing locally (docs/architecture.md, "Local stack")."""
 
 from __future__ import annotations
 
