@@ -254,13 +254,9 @@ class IdentityProvider:
             return self._refused(error)
         if request.method == "GET":
             return _html(pages.sign_in_page("/authorize", list(request.args.items(multi=True)), secret))
-        typed, errors = pages.read_sign_in(request.form)
-        if typed is None:
-            params = pages.request_params(form)
-            return _html(
-                pages.sign_in_page("/authorize", params, secret, values=request.form, errors=errors), 400
-            )
-        identity = Identity(typed.user_id, typed.name, typed.email, typed.phone, int(self.state.clock()))
+        identity = self._signed_in("/authorize", form, secret)
+        if isinstance(identity, Response):
+            return identity
         return _response(self._server.create_authorization_response(grant_user=identity, grant=grant))
 
     def _token(self) -> Response:
@@ -281,6 +277,14 @@ class IdentityProvider:
     def _device_posted(self) -> Response:
         return self._device_sign_in(_html, self._form_secret)
 
+    def _signed_in(self, path: str, form: list[tuple[str, str]], secret: bytes) -> Identity | Response:
+        """Who the sign-in form at ``path`` says signs in, or the form again with what was wrong (400)."""
+        typed, errors = pages.read_sign_in(request.form)
+        if typed is None:
+            params = pages.request_params(form)
+            return _html(pages.sign_in_page(path, params, secret, values=request.form, errors=errors), 400)
+        return Identity(typed.user_id, typed.name, typed.email, typed.phone, int(self.state.clock()))
+
     def _device_sign_in(self, html: Callable[..., Response], secret: bytes) -> Response:
         form = list(request.form.items(multi=True))
         if "login_user_id" not in request.form:  # the code, first
@@ -288,13 +292,9 @@ class IdentityProvider:
         if not pages.form_is_ours(secret, form, request.form.get(pages.FORM_TOKEN)):
             return html(pages.message_page("Refused", "This form was not made here; start again."), 400)
         user_code = normalize_user_code(request.form.get("user_code", ""))
-        typed, errors = pages.read_sign_in(request.form)
-        if typed is None:
-            params = pages.request_params(form)
-            return html(
-                pages.sign_in_page("/device", params, secret, values=request.form, errors=errors), 400
-            )
-        identity = Identity(typed.user_id, typed.name, typed.email, typed.phone, int(self.state.clock()))
+        identity = self._signed_in("/device", form, secret)
+        if isinstance(identity, Response):
+            return identity
         if not self.state.approve_device(user_code, identity):
             return html(
                 pages.message_page(
