@@ -104,7 +104,7 @@ fuzz: install
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-300} $(PY) -m pytest -s tests/e2e/test_fuzz_e2e.py $(PYTEST_ARGS)
 
 openapi: install
-	$(PY) -c "from memmy_local.openapi import write; print('wrote', write())"
+	$(PY) -c "from memmy_local.gateway.openapi import write; print('wrote', write())"
 
 bench: install
 	$(PY) -m bench

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from memmy_kb.api.events import object_keys
-from memmy_local.runners import sqs_event, sqs_sources
+from memmy_local.lambdas.runners import sqs_event, sqs_sources
 from memmy_local.template import load_template
 
 # What moto 5.2 delivers: no userIdentity/requestParameters/responseElements, and "/" URL-encoded.

@@ -1,21 +1,6 @@
-"""Event runners: what Lambda's event source mappings do on AWS, done for the local stack on moto.
-
-``SqsRunner`` long-polls one queue and invokes the function that the template subscribes to it
-(``Events: {Type: SQS}``) in-process, with events shaped like Lambda's (``Records`` with ``messageId``,
-``receiptHandle``, ``body``, ``attributes``, ``eventSource: aws:sqs``, ``eventSourceARN``). As with
-``FunctionResponseTypes: [ReportBatchItemFailures]``, the messages a handler reports in
-``batchItemFailures`` stay in the queue and the others are deleted; an invocation that raises leaves the
-whole batch. Unlike AWS, a failed message is made visible again after ``retry_delay`` seconds rather than
-the queue's full visibility timeout (minutes), so that local retries happen while someone is watching;
-the queue's redrive policy (maxReceiveCount, DLQ) still applies.
-
-``ScheduleRunner`` stands in for EventBridge (``Schedule``) and EventBridge Scheduler (``ScheduleV2``),
-which moto never fires: every ``interval`` seconds (not the template's rate; 0 = never) it invokes each
-function that has such an event, with the event the schedule would send, and ``run(logical_id)`` does it
-once, synchronously, on demand (``LocalStack.run_scheduled``, ``memmy-local reconcile``).
-
-``FunctionPool`` holds the one ``LocalFunction`` per template function that the stack's parts share.
-"""
+"""What Lambda's event source mappings do on AWS, done for the local stack on moto: ``SqsRunner`` feeds a
+queue to its function, ``ScheduleRunner`` fires the schedules moto never fires, ``FunctionPool`` holds the
+one ``LocalFunction`` per template function that they share (docs/architecture.md, "Local stack")."""
 
 from __future__ import annotations
 
@@ -31,8 +16,9 @@ from typing import Any
 
 import boto3
 
-from .lambdas import LocalFunction, load_function
-from .template import resolve_intrinsics
+from memmy_local.template import resolve_intrinsics
+
+from .functions import LocalFunction, load_function
 
 log = logging.getLogger("memmy_local.runners")
 
@@ -97,7 +83,16 @@ def sqs_event(messages: list[Mapping[str, Any]], queue_arn: str, region: str) ->
 
 
 class SqsRunner:
-    """Feeds one queue to one local function, in a background thread, until ``stop()``."""
+    """Feeds one queue to one local function, in a background thread, until ``stop()``.
+
+    It long-polls the queue the template subscribes the function to (``Events: {Type: SQS}``) and invokes
+    it with Lambda's event (``Records`` with ``messageId``, ``receiptHandle``, ``body``, ``attributes``,
+    ``eventSource: aws:sqs``, ``eventSourceARN``). As with ``ReportBatchItemFailures``, the messages the
+    handler reports in ``batchItemFailures`` stay and the others are deleted; an invocation that raises
+    leaves the whole batch. Unlike AWS, a failed message is visible again after ``retry_delay`` seconds,
+    not the queue's visibility timeout (minutes), so local retries happen while someone is watching; the
+    redrive policy (maxReceiveCount, DLQ) still applies.
+    """
 
     def __init__(
         self,
@@ -330,7 +325,12 @@ def schedule_event(source: ScheduleSource, region: str, account_id: str, now: da
 
 
 class ScheduleRunner:
-    """Invokes the template's scheduled functions every ``interval`` seconds (0: only when asked)."""
+    """Invokes the template's scheduled functions every ``interval`` seconds (0: only when asked).
+
+    It stands in for EventBridge (``Schedule``) and EventBridge Scheduler (``ScheduleV2``) with the event
+    the schedule would send, at ``interval`` rather than the template's rate; ``run(logical_id)`` invokes
+    one once, synchronously (``LocalStack.run_scheduled``, ``memmy-local reconcile``).
+    """
 
     def __init__(
         self,
