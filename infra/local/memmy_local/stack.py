@@ -4,7 +4,8 @@
 MemOS emulator, points the handlers' environment at both, and serves the template's routes through the
 local gateway. State machine executions run the real ASL in moto, their Lambda tasks dispatched to the
 handlers in-process (``memmy_local.stepfunctions``); moto's DynamoDB runs with ``memmy_local.dynamodb``'s
-patches (memory that does not grow with transactions, queries that read one partition); scheduled
+patches (memory that does not grow with transactions, queries that read one partition), and keeps no
+more than it must (``memmy_local.moto_retention``); scheduled
 functions run on a timer (``StackConfig.schedule_interval``) and on demand (``run_scheduled``, the control endpoint behind
 ``memmy-local reconcile``, ``memmy_local.control``); the dev identity provider (``memmy_local.identity_provider``)
 starts first, and its URL is the issuer unless ``StackConfig.issuer`` is set. ``stop()`` undoes everything in reverse order, the
@@ -194,6 +195,7 @@ class LocalStack:
         from .dynamodb import local_dynamodb
         from .gateway import Gateway, GatewayConfig
         from .identity_provider import IdentityProvider
+        from .moto_retention import bounded_retention
         from .provision import LOCAL_ACCOUNT_ID, provision
         from .provision_storage import memos_backends_secret, memos_project_keys
         from .runners import FunctionPool, ScheduleRunner, schedule_sources, start_sqs_runners
@@ -237,6 +239,8 @@ class LocalStack:
         # moto's DynamoDB keeps only the table's items and a Query reads only its partition
         # (memmy_local.dynamodb); otherwise every transaction's copy of the table stayed in memory.
         undo.enter_context(local_dynamodb())
+        # Nor every S3 object, SQS message and finished execution (memmy_local.moto_retention).
+        undo.enter_context(bounded_retention())
         moto = ThreadedMotoServer(ip_address=config.host, port=config.moto_port, verbose=False)
         moto.start()
         undo.callback(moto.stop)
