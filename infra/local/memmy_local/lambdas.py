@@ -12,6 +12,9 @@ copy under that name plus ``__container<n>``), so two ``app.py`` files do not co
 siblings in its CodeUri directory are not importable (keep shared code in the core layer, as on Lambda
 with more than one function). Each module is imported with its own function's environment overlaid, so
 that module-level reads (a Powertools ``Logger()``'s service name) see that function's values.
+
+``FunctionPool`` holds the one ``LocalFunction`` per template function that the stack's parts share (the
+gateway, the event runners, the state machines' tasks, the schedules).
 """
 
 from __future__ import annotations
@@ -289,3 +292,44 @@ def load_function(
         log.error("cannot load %s (%s): %s", logical_id, function.handler_spec, function.load_error)
         log.debug("%s", traceback.format_exc())
     return function
+
+
+class FunctionPool:
+    """One ``LocalFunction`` per template function, loaded on first use and shared by the stack's parts
+    (the gateway's functions can be handed in as ``loaded``)."""
+
+    def __init__(
+        self,
+        template: Mapping[str, Any],
+        refs: Mapping[str, str],
+        environments: Mapping[str, Mapping[str, str]],
+        *,
+        repo_root: Path,
+        region: str,
+        account_id: str,
+        loaded: Mapping[str, LocalFunction] | None = None,
+    ) -> None:
+        self.template = template
+        self._refs = refs
+        self._environments = environments
+        self._repo_root = repo_root
+        self._region = region
+        self._account_id = account_id
+        self._functions: dict[str, LocalFunction] = dict(loaded or {})
+        self._lock = threading.Lock()
+
+    def get(self, logical_id: str) -> LocalFunction:
+        """The function, imported the first time (an import failure is logged; its invocations fail)."""
+        with self._lock:
+            function = self._functions.get(logical_id)
+            if function is None:
+                function = self._functions[logical_id] = load_function(
+                    self.template,
+                    logical_id,
+                    repo_root=self._repo_root,
+                    refs=self._refs,
+                    environment=self._environments.get(logical_id, {}),
+                    region=self._region,
+                    account_id=self._account_id,
+                )
+            return function

@@ -195,10 +195,11 @@ class LocalStack:
         from .dynamodb import local_dynamodb
         from .gateway import Gateway, GatewayConfig
         from .identity_provider import IdentityProvider
+        from .lambdas import FunctionPool
         from .moto_retention import bounded_retention
         from .provision import LOCAL_ACCOUNT_ID, provision
         from .provision_storage import memos_backends_secret, memos_project_keys
-        from .runners import FunctionPool, ScheduleRunner, schedule_sources, start_sqs_runners
+        from .runners import ScheduleRunner, schedule_sources, start_sqs_runners
         from .stepfunctions import LambdaDispatcher, dispatching, states_all_as_on_aws
 
         config = self.config
