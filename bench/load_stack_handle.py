@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from bench.load_model import LoadSettings
+from bench.load_model import LoadSettings, memos_projects
 from bench.load_stack import FAULT_PREFIX, READY_PREFIX
 
 STACK_READY_SECONDS = 90
@@ -90,6 +90,7 @@ def start_stack(workdir: Path, settings: LoadSettings) -> Stack:
     log_path = workdir / "stack.log"
     command = [sys.executable, "-m", "bench.load_stack", "--home", str(home)]
     command += ["--processing-delay", str(settings.processing_delay)]
+    command += ["--memos-projects", str(memos_projects(settings.users))]
     if settings.keep_limits:
         command.append("--keep-limits")
     if settings.fault:

@@ -20,12 +20,11 @@ from typing import Any
 import httpx
 
 from bench import load_oracle as oracle
-from bench.load_model import RATE_LIMITED, Budget, Kb, Model, RequestRecord, Upload, User
+from bench.load_model import MAX_OWNED_KBS, RATE_LIMITED, Budget, Kb, Model, RequestRecord, Upload, User
 from bench.load_stack_handle import REQUEST_TIMEOUT_SECONDS, Stack
 
 QUERY = "loadprobe quarterly roadmap"
 RECALL_LIMIT = 25
-MAX_OWNED_KBS = 3
 MAX_FILES_PER_KB = 3
 
 
