@@ -78,6 +78,8 @@ def _start(sfn: Any, arn: str, name: str, wait: int) -> str:
 
 @pytest.mark.parametrize("patched", [True, False], ids=["local stack", "plain moto"])
 def test_a_state_machine_keeps_its_running_and_its_most_recent_finished_executions(patched, monkeypatch):
+    from moto.stepfunctions.parser.utils import TMP_THREADS
+
     monkeypatch.setattr(moto_retention, "KEPT_FINISHED_EXECUTIONS", 3)
     with _moto(patched):
         sfn = boto3.client("stepfunctions", region_name=REGION)
@@ -96,10 +98,13 @@ def test_a_state_machine_keeps_its_running_and_its_most_recent_finished_executio
                 )
             running.append(_start(sfn, arn, "last", wait=30))  # prunes, now that the six have finished
             names = {e["name"] for e in sfn.list_executions(stateMachineArn=arn)["executions"]}
+            threads = len(TMP_THREADS)  # what the interpreter started, kept for nothing
         finally:
             for execution in running:
                 sfn.stop_execution(executionArn=execution)
     if patched:
         assert names == {"long", "quick-3", "quick-4", "quick-5", "last"}
+        assert threads <= 4  # the last execution's own, started after the list was emptied
     else:
         assert names == {"long", "last", *(f"quick-{n}" for n in range(6))}
+        assert threads >= 2 * 8  # two threads of each execution here (plus any earlier test's)

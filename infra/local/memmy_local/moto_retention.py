@@ -19,7 +19,10 @@ together by ``bounded_retention()`` for as long as the local stack runs:
    an older one is gone from ``ListExecutions`` and ``DescribeExecution``, and its name can be started
    again (on AWS, not for 90 days). The service names a cleanup's execution after the cleanup only so
    that a repeated start of a running one is harmless (``memmy_kb.adapters.stepfunctions``); a cleanup
-   that ran again finds its outbox item gone and ends.
+   that ran again finds its outbox item gone and ends. The interpreter (ported from LocalStack) also
+   appends every thread it starts, four per execution here, to a module-level list that nothing reads
+   and nothing empties (``TMP_THREADS``, ``moto/stepfunctions/parser/utils.py``): each start empties it.
+   A finished thread there kept its event, condition and locks for good, about 2 KB each.
 
 ``tests/integration/test_local_moto_retention.py`` checks both.
 """
@@ -77,9 +80,10 @@ def prune_finished(executions: list[Any], keep: int) -> None:
 
 def _bound_executions() -> Any:
     """``start_execution`` of moto's executing backend prunes the machine's finished executions after
-    each start; returns the undo. Starts run one at a time, so that no start's append is lost to another
-    start's pruning."""
+    each start, and empties the interpreter's list of the threads it started; returns the undo. Starts
+    run one at a time, so that no start's append is lost to another start's pruning."""
     from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+    from moto.stepfunctions.parser.utils import TMP_THREADS
 
     original = StepFunctionsParserBackend.start_execution
     starting = threading.Lock()
@@ -90,6 +94,7 @@ def _bound_executions() -> Any:
             prune_finished(
                 self.describe_state_machine(state_machine_arn).executions, KEPT_FINISHED_EXECUTIONS
             )
+            TMP_THREADS.clear()  # nothing reads it (see the module's docstring)
         return execution
 
     StepFunctionsParserBackend.start_execution = start_execution  # type: ignore[method-assign]
