@@ -108,8 +108,11 @@ class Model:
         return [kb for kb in self.kbs.values() if kb.owner == user and kb.deleted is False]
 
     def believed_member(self, reader: str, kb_id: str) -> bool:
+        # .get, not [...]: indexing the defaultdicts stored an empty list for every (user, KB) pair ever
+        # asked about, which grew the driver's memory through a long run.
+        shares, removals = self.shares.get((reader, kb_id), []), self.removals.get((reader, kb_id), [])
         try:
-            return bool(oracle.membership_after(self.shares[(reader, kb_id)], self.removals[(reader, kb_id)]))
+            return bool(oracle.membership_after(shares, removals))
         except ValueError:
             return False
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from bench import load
-from bench.load_model import MAX_OWNED_KBS, MEMOS_PROJECT_KBS, RequestRecord, memos_projects
+from bench.load_model import MAX_OWNED_KBS, MEMOS_PROJECT_KBS, Kb, RequestRecord, memos_projects
 from bench.load_oracle import (
     ANY_USER,
     Change,
@@ -314,3 +314,12 @@ def test_the_load_stack_has_room_in_memos_for_every_users_kbs_twice():
     assert memos_projects(6) == 1
     for users in (6, 17, 60, 600):
         assert memos_projects(users) * MEMOS_PROJECT_KBS >= 2 * MAX_OWNED_KBS * users
+
+
+def test_asking_whether_a_user_is_a_member_stores_nothing():
+    model = load.Model()
+    model.kbs["kb_a"] = Kb("kb_a", OWNER, MARKER, Outcome(0, 1, True))
+    assert not model.believed_member(READER, "kb_a")
+    assert [kb.kb_id for kb in model.visible(OWNER)] == ["kb_a"]
+    assert model.visible(READER) == []
+    assert (dict(model.shares), dict(model.removals)) == ({}, {})
