@@ -101,7 +101,7 @@ def _run_on(stack: Stack, settings: LoadSettings) -> LoadReport:
         for i, user in enumerate(users)
     ]
     processes = {STACK: stack.process.pid, DRIVER: os.getpid()}
-    sampler = MemorySampler(processes, sample_interval(settings.duration)).start()
+    sampler = MemorySampler(processes, sample_interval(settings.duration), {STACK: stack.item_count}).start()
     try:
         load_started = sampler.sample()
         budget = Budget(settings.duration, settings.requests)

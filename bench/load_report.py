@@ -95,6 +95,13 @@ class LoadReport:
                 f"  {f'{process.name} (pid {process.pid})':<24} {mib(process.at(start)):>7} "
                 f"{mib(process.at(end)):>12} {mib(process.at(checked)):>13} {mib(process.peak):>8}"
             )
+        for process in self.memory:
+            counts = [process.items_at(mark) for mark in (start, end, checked)]
+            if all(count is not None for count in counts):
+                lines.append(
+                    f"  {process.name}'s DynamoDB items: {counts[0]:,} before, {counts[1]:,} at the end, "
+                    f"{counts[2]:,} after the checks"
+                )
         lines.append("  (no desktop service: the users call the API directly)")
         return lines
 

@@ -5,7 +5,9 @@ final checks), bounded by time only. Meanwhile each process's RSS is sampled (``
 the local stack's process and the load driver, every 5 s over ten minutes). The soak fails when the load
 fails (a violation, an error) or when a process's memory keeps growing after the warm-up (the first
 fifth of the load): its least-squares line rises by more than the limit (32 MiB) and the median of the
-last third of the samples is more than half the limit above the first third's (``bench.load_memory.growth``).
+last third of the samples is more than half the limit above the first third's; the stack's memory is
+taken less 4 KiB per DynamoDB item it holds, the data the service keeps by design
+(``bench.load_memory.growth``).
 
     python -m bench.load_soak [--duration 600] [--users 60] [--seed N] [--limit-mib 32]
 
@@ -39,10 +41,11 @@ def verdicts(report: LoadReport, limit_mib: float) -> dict[str, Growth]:
     }
 
 
-def timeline(process: ProcessMemory, start: float, end: float) -> str:
-    """RSS (MiB) at ``TIMELINE_POINTS`` evenly spaced times of the load."""
+def timeline(process: ProcessMemory, start: float, end: float, *, items: bool = False) -> str:
+    """RSS (MiB), or the DynamoDB items held, at ``TIMELINE_POINTS`` evenly spaced times of the load."""
     step = (end - start) / (TIMELINE_POINTS - 1)
-    values = (process.at(start + i * step) for i in range(TIMELINE_POINTS))
+    times = [start + i * step for i in range(TIMELINE_POINTS)]
+    values = [process.items_at(t) if items else process.at(t) for t in times]
     return " ".join(f"{v:.0f}" if v is not None else "n/a" for v in values)
 
 
@@ -50,7 +53,10 @@ def render(report: LoadReport, growths: dict[str, Growth]) -> str:
     start, end, _ = report.marks
     warmup = WARMUP_FRACTION * (end - start)
     lines = [f"memory over the load (RSS MiB at every tenth of its {end - start:.0f} s):"]
-    lines += [f"  {p.name:<12} {timeline(p, start, end)}" for p in report.memory]
+    for p in report.memory:
+        lines.append(f"  {p.name:<12} {timeline(p, start, end)}")
+        if any(s.items is not None for s in p.samples):
+            lines.append(f"  {'  its items':<12} {timeline(p, start, end, items=True)}")
     lines.append(f"growth after the warm-up (the first {warmup:.0f} s):")
     lines += [f"  {name:<12} {g.describe()}" for name, g in growths.items()]
     ok = report.ok and all(g.measured and not g.growing for g in growths.values())

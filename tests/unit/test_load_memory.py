@@ -7,7 +7,7 @@ import math
 import random
 
 from bench import load_soak
-from bench.load_memory import MIN_SAMPLES, ProcessMemory, Sample, growth, sample_interval
+from bench.load_memory import ITEM_KIB, MIN_SAMPLES, ProcessMemory, Sample, growth, sample_interval
 from bench.load_model import LoadSettings, RequestRecord
 from bench.load_oracle import check_scope
 from bench.load_report import LoadReport
@@ -85,7 +85,7 @@ def test_too_few_samples_after_the_warm_up_give_no_verdict():
 
 
 def test_about_120_samples_over_a_load_within_bounds():
-    assert (sample_interval(600), sample_interval(60), sample_interval(6000)) == (5.0, 0.5, 5.0)
+    assert (sample_interval(600), sample_interval(60), sample_interval(6000)) == (5.0, 1.0, 5.0)
 
 
 def soak_report(stack: list[Sample], driver: list[Sample], *, errors: bool = False) -> LoadReport:
@@ -117,7 +117,13 @@ def test_the_soak_fails_on_a_load_failure_or_without_samples(monkeypatch):
 
 
 def test_the_load_report_gives_each_processs_memory_and_p95_latency():
-    stack = [Sample(0, 300), Sample(5, 340), Sample(600, 350), Sample(605, 420), Sample(630, 360)]
+    stack = [
+        Sample(0, 300, 10),
+        Sample(5, 340, 12),
+        Sample(600, 350, 1500),
+        Sample(605, 420),
+        Sample(630, 360, 1510),
+    ]
     report = soak_report(stack, [Sample(0, 90), Sample(630, 120)])
     report.requests = [RequestRecord("POST /recall", 200, 0.0, n / 1000, True) for n in range(1, 101)]
     text = report.render()
@@ -128,3 +134,30 @@ def test_the_load_report_gives_each_processs_memory_and_p95_latency():
     # Before the load (t=0), at its end (t=600), after the checks (t=630), and the highest sample.
     assert "local stack (pid 10)         300          350           360      420" in text
     assert "load driver (pid 11)          90           90           120      120" in text
+    assert "local stack's DynamoDB items: 10 before, 1,500 at the end, 1,510 after the checks" in text
+
+
+def with_items(samples: list[Sample], items_at) -> list[Sample]:
+    return [Sample(s.seconds, s.mib, items_at(s.seconds)) for s in samples]
+
+
+def test_the_stack_is_judged_on_its_memory_less_the_items_it_holds():
+    # 1,500 items a minute, each costing ITEM_KIB: 47 MiB more after the warm-up, all of it data.
+    items_at = lambda t: 2000 + int(25 * t)  # noqa: E731
+    data = with_items(series(lambda t: BASE + items_at(t) * ITEM_KIB / 1024), items_at)
+    assert growth([Sample(s.seconds, s.mib) for s in data], warmup_seconds=WARMUP).growing  # by RSS alone
+    result = growth(data, warmup_seconds=WARMUP)
+    assert result.net_of_items
+    assert not result.growing
+    assert "steady: less its DynamoDB items" in result.describe()
+    # The same data and a leak of 8 MiB a minute on top of it.
+    leaking = with_items(series(lambda t: BASE + items_at(t) * ITEM_KIB / 1024 + t * 8 / 60), items_at)
+    assert growth(leaking, warmup_seconds=WARMUP).growing
+
+
+def test_samples_whose_item_count_failed_are_left_out():
+    items_at = lambda t: 2000 + int(25 * t)  # noqa: E731
+    data = with_items(series(lambda t: BASE + items_at(t) * ITEM_KIB / 1024), items_at)
+    data[-5:] = [Sample(s.seconds, s.mib + 500) for s in data[-5:]]  # uncounted, and far off
+    result = growth(data, warmup_seconds=WARMUP)
+    assert (result.samples, result.growing) == (len(data) - 24 - 5, False)
