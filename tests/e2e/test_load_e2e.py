@@ -68,7 +68,8 @@ def test_a_short_concurrent_load_passes_the_oracle(stacks):
     # Each process's memory was sampled, and the stack's DynamoDB items counted: the load added some.
     start, end, _ = report.marks
     stack_memory, driver_memory = report.memory
-    assert stack_memory.at(start) and driver_memory.at(end), text
+    assert stack_memory.at(start), text
+    assert driver_memory.at(end), text
     assert stack_memory.items_at(end) > stack_memory.items_at(start) >= 0, text
 
 
