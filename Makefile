@@ -111,8 +111,8 @@ bench: install
 
 # Six users at once (USERS=60 for sixty) on a local stack of its own for 60 s or 5000 requests, then the
 # oracle (bench/load.py): no recall outside the caller's scope at that moment, nothing lost, no MemOS
-# residue; then each process's memory before and after. LOAD_DURATION, LOAD_REQUESTS, LOAD_USERS (what
-# USERS sets), LOAD_SEED, or flags: make load LOAD_ARGS='--duration 30 --seed 1'.
+# residue; then each process's memory before and after. LOAD_DURATION, LOAD_REQUESTS, LOAD_USERS (USERS
+# wins over it), LOAD_SEED, or flags: make load LOAD_ARGS='--duration 30 --seed 1'.
 load: install
 	$(PY) -m bench.load $(if $(USERS),--users $(USERS)) $(LOAD_ARGS)
 
