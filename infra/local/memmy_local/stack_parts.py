@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from .control import ControlServer
     from .gateway.server import Gateway
     from .identity.provider import IdentityProvider
-    from .lambdas.runners import FunctionPool, ScheduleRunner
+    from .lambdas.functions import FunctionPool
+    from .lambdas.runners import ScheduleRunner
 
 MEMOS_PROJECT = "memmy"
 CORE_PACKAGE = "memmy_kb"
@@ -93,6 +94,7 @@ def start_moto(undo: ExitStack, config: StackConfig) -> str:
     from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
     from .aws.dynamodb import local_dynamodb
+    from .aws.moto_retention import bounded_retention
 
     undo.callback(restore_environment, set_environment(fake_aws_environment(config.region)))
     if not logging.getLogger("werkzeug").level:
@@ -101,6 +103,8 @@ def start_moto(undo: ExitStack, config: StackConfig) -> str:
     # moto's DynamoDB keeps only the table's items and a Query reads only its partition
     # (memmy_local.aws.dynamodb); otherwise every transaction's copy of the table stayed in memory.
     undo.enter_context(local_dynamodb())
+    # Nor every S3 object, SQS message and finished execution (memmy_local.aws.moto_retention).
+    undo.enter_context(bounded_retention())
     moto = ThreadedMotoServer(ip_address=config.host, port=config.moto_port, verbose=False)
     moto.start()
     undo.callback(moto.stop)
@@ -204,7 +208,7 @@ def start_gateway(
 
 def function_pool(config: StackConfig, deployment: Deployment, gateway: Gateway) -> FunctionPool:
     """One warm function per logical id, shared by the runners below (the gateway's included)."""
-    from .lambdas.runners import FunctionPool
+    from .lambdas.functions import FunctionPool
     from .provision.resources import LOCAL_ACCOUNT_ID
 
     return FunctionPool(
