@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest -n 2 --dist worksteal
 MEMMY_KB_CHROMIUM ?= /usr/bin/chromium
 export MEMMY_KB_CHROMIUM
 
-.PHONY: install browser cjk-fonts layer-python run lint test unit integration e2e agents agents-install fuzz bench load openapi screenshots clean
+.PHONY: install browser cjk-fonts layer-python run lint test unit integration e2e agents agents-install fuzz bench load soak openapi screenshots clean
 
 install: $(STAMP)
 
@@ -104,17 +104,23 @@ fuzz: install
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-300} $(PY) -m pytest -s tests/e2e/test_fuzz_e2e.py $(PYTEST_ARGS)
 
 openapi: install
-	$(PY) -c "from memmy_local.openapi import write; print('wrote', write())"
+	$(PY) -c "from memmy_local.gateway.openapi import write; print('wrote', write())"
 
 bench: install
 	$(PY) -m bench
 
-# Six users at once on a local stack of its own for 60 s or 5000 requests, then the oracle (bench/load.py):
-# no recall outside the caller's scope at that moment, nothing lost, no MemOS residue. LOAD_DURATION,
-# LOAD_REQUESTS, LOAD_USERS, LOAD_SEED, or flags: make load LOAD_ARGS='--duration 30 --seed 1'; with
-# MemOS's rate limit enforced by the emulator (recall's governor then keeps under it): LOAD_ARGS='--memos-qps 20'.
+# Six users at once (USERS=60 for sixty) on a local stack of its own for 60 s or 5000 requests, then the
+# oracle (bench/load.py): no recall outside the caller's scope at that moment, nothing lost, no MemOS
+# residue; then each process's memory before and after. LOAD_DURATION, LOAD_REQUESTS, LOAD_USERS (USERS
+# wins over it), LOAD_SEED, or flags: make load LOAD_ARGS='--duration 30 --seed 1'; with MemOS's rate
+# limit enforced by the emulator (recall's governor then keeps under it): LOAD_ARGS='--memos-qps 20'.
 load: install
-	$(PY) -m bench.load $(LOAD_ARGS)
+	$(PY) -m bench.load $(if $(USERS),--users $(USERS)) $(LOAD_ARGS)
+
+# The same scenario and oracle at 60 users (USERS) for ten minutes (SOAK_DURATION=120 to try it shorter),
+# each process's memory sampled; fails when one keeps growing (bench/load_soak.py). Not part of make test.
+soak: install
+	$(PY) -m bench.load_soak $(if $(USERS),--users $(USERS)) $(SOAK_ARGS)
 
 # PNGs of each screen of the knowledge-base page, both languages, narrow and wide, into docs/screenshots/.
 screenshots: install browser cjk-fonts

@@ -43,7 +43,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from memmy_local.handlers import repo_root
+from memmy_local.lambdas.handlers import repo_root
 
 LAYER_SOURCE = Path("layers/core/python")
 TARGETS = {"recall": 1.2, "recall + first request": 2.0}

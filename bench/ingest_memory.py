@@ -151,7 +151,7 @@ def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int
     from memmy_kb.domain.ingest import IngestConfig
     from memmy_kb.domain.storage import upload_object_key
     from memmy_kb.records import GrantRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord
-    from memmy_local.provision import provision
+    from memmy_local.provision.resources import provision
     from memmy_local.template import load_template
 
     process, moto_url = _start_moto()

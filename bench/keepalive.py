@@ -104,8 +104,8 @@ def desktop_service(home: Path) -> Iterator[tuple[int, Request]]:
 @contextmanager
 def local_gateway(home: Path) -> Iterator[tuple[int, Request]]:
     from memmy_local import tokens
-    from memmy_local.authorizer import JwtAuthorizer
-    from memmy_local.gateway import Gateway, GatewayConfig
+    from memmy_local.gateway.authorizer import JwtAuthorizer
+    from memmy_local.gateway.server import Gateway, GatewayConfig
 
     (home / "functions" / "echo").mkdir(parents=True)
     (home / "template.yaml").write_text(_TEMPLATE, encoding="utf-8")
@@ -118,7 +118,8 @@ def local_gateway(home: Path) -> Iterator[tuple[int, Request]]:
 
 @contextmanager
 def memos_emulator(home: Path) -> Iterator[tuple[int, Request]]:
-    from memmy_local.memos_emulator.server import EmulatorConfig, MemosEmulator
+    from memmy_local.memos_emulator.config import EmulatorConfig
+    from memmy_local.memos_emulator.server import MemosEmulator
 
     with MemosEmulator(EmulatorConfig(port=0, db_path=home / "memos.sqlite3")) as emulator:
         yield emulator.port, ("GET", "/_emulator/faults", None, {})

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.import_time import LAYER_SOURCE, make_layer
-from memmy_local.handlers import repo_root
+from memmy_local.lambdas.handlers import repo_root
 
 
 def _has_build_target(source: Path) -> bool:

@@ -16,9 +16,11 @@ The oracle (``bench.load_oracle``) then checks:
 3. after the reconciler has run (the stack's control endpoint) and the cleanups have finished, MemOS
    holds exactly the live KBs and files.
 
-It prints requests per second, p50/p99 latency per route, errors (5xx, no answer, or a status the route
-should not give; 429s are counted apart), the oracle's counts and its verdict. Exit status 1 on any
-violation or error.
+It prints requests per second, p50/p95/p99 latency per route, errors (5xx, no answer, or a status the
+route should not give; 429s are counted apart), each process's memory before and after
+(``bench.load_memory``: the stack's process and this one), the oracle's counts and its verdict. Exit
+status 1 on any violation or error. ``bench.load_soak`` (``make soak``) runs the same for ten minutes and
+judges the memory's trend.
 
 The pieces: ``bench.load_stack_handle`` (the subprocess's start, URLs and stop), ``bench.load_model``
 (settings, users, what succeeded), ``bench.load_worker`` (one user's thread), ``bench.load_checks`` (the
@@ -33,6 +35,7 @@ Each flag has an environment variable (``LOAD_DURATION``, ``LOAD_REQUESTS``, ``L
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import sys
@@ -43,6 +46,7 @@ from pathlib import Path
 
 from bench import load_oracle as oracle
 from bench.load_checks import api_clients, check_final_lists, check_residue, settle_ingest
+from bench.load_memory import DRIVER, STACK, MemorySampler, sample_interval
 from bench.load_model import Budget, LoadSettings, Model, User
 from bench.load_report import LoadReport
 from bench.load_stack import FAULTS
@@ -96,44 +100,38 @@ def _run_on(stack: Stack, settings: LoadSettings) -> LoadReport:
         Worker(stack, user, [u for u in users if u is not user], model, random.Random(seed * 1000 + i))
         for i, user in enumerate(users)
     ]
-    budget = Budget(settings.duration, settings.requests)
-    started = time.monotonic()
-    for worker in workers:
-        worker.register(budget)
-    threads = [threading.Thread(target=w.run, args=(budget,), name=f"load-{w.user.user_id}") for w in workers]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    elapsed = time.monotonic() - started
-    scope = oracle.check_scope(model.changes, model.recalls, model.markers, model.documents_since)
-    violations = list(scope.violations)
-    notes: list[str] = []
-    if model.uncertain_creates:
-        notes.append(
-            f"  note: {model.uncertain_creates} creates of unknown outcome (their MemOS KBs may remain)"
-        )
-    undetermined = runs = 0
-    if settings.final_checks:
-        clients = api_clients(stack, users)
-        try:
-            if not settle_ingest(clients, model, settings.settle_seconds):
-                notes.append(f"  note: uploads still in flight after {settings.settle_seconds:g} s")
-            final, live_files, undetermined = check_final_lists(clients, users, model)
-            violations += final
-        finally:
-            for client in clients.values():
-                client.close()
-        residue, runs = check_residue(stack, live_files, settings.settle_seconds)
-        violations += residue
-    else:
-        notes.append("  note: final checks (lists, files, MemOS residue) skipped")
+    processes = {STACK: stack.process.pid, DRIVER: os.getpid()}
+    sampler = MemorySampler(processes, sample_interval(settings.duration), {STACK: stack.item_count}).start()
+    try:
+        load_started = sampler.sample()
+        budget = Budget(settings.duration, settings.requests)
+        started = time.monotonic()
+        for worker in workers:
+            worker.register(budget)
+        threads = [
+            threading.Thread(target=w.run, args=(budget,), name=f"load-{w.user.user_id}") for w in workers
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.monotonic() - started
+        load_ended = sampler.sample()
+        scope = oracle.check_scope(model.changes, model.recalls, model.markers, model.documents_since)
+        notes: list[str] = []
+        if model.uncertain_creates:
+            notes.append(
+                f"  note: {model.uncertain_creates} creates of unknown outcome (their MemOS KBs may remain)"
+            )
+        final, undetermined, runs = _final_checks(stack, settings, users, model, notes)
+    finally:
+        checked = sampler.stop()
     return LoadReport(
         settings=settings,
         elapsed=elapsed,
         requests=model.requests,
         scope=scope,
-        violations=violations,
+        violations=[*scope.violations, *final],
         undetermined=undetermined,
         final_counts=dict(model.final_counts),
         driver_errors=model.driver_errors,
@@ -141,7 +139,29 @@ def _run_on(stack: Stack, settings: LoadSettings) -> LoadReport:
         limits=stack.limits,
         stack_log=stack.log_path,
         notes=notes,
+        memory=sampler.processes,
+        marks=(load_started, load_ended, checked),
     )
+
+
+def _final_checks(
+    stack: Stack, settings: LoadSettings, users: list[User], model: Model, notes: list[str]
+) -> tuple[list[oracle.Violation], int, int]:
+    """Once the load is over: the lists, the files and MemOS against the model; the violations, the
+    (user, KB) states left undetermined and the reconciler runs."""
+    if not settings.final_checks:
+        notes.append("  note: final checks (lists, files, MemOS residue) skipped")
+        return [], 0, 0
+    clients = api_clients(stack, users)
+    try:
+        if not settle_ingest(clients, model, settings.settle_seconds):
+            notes.append(f"  note: uploads still in flight after {settings.settle_seconds:g} s")
+        violations, live_files, undetermined = check_final_lists(clients, users, model)
+    finally:
+        for client in clients.values():
+            client.close()
+    residue, runs = check_residue(stack, live_files, settings.settle_seconds)
+    return violations + residue, undetermined, runs
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,7 @@ switches) and the history the oracle (``bench.load_oracle``) reads; one lock gua
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -16,6 +17,17 @@ from pathlib import Path
 from bench import load_oracle as oracle
 
 RATE_LIMITED = 429
+MAX_OWNED_KBS = 3  # KBs one user owns at most at a time in this workload
+# KBs one MemOS project holds: the plan's cap and the template's MEMOS_MAX_KBS for a single backend.
+MEMOS_PROJECT_KBS = 100
+
+
+def memos_projects(users: int) -> int:
+    """MemOS projects (backends) the load's stack needs so that a create never finds them all full: room
+    for twice the KBs the users may own at once (KBs being deleted hold their slot until their cleanup
+    has run). One while it fits, the single key a deployment starts with; more, as a deployer adds them
+    (docs/memos.md, "Backends")."""
+    return max(1, math.ceil(users * MAX_OWNED_KBS * 2 / MEMOS_PROJECT_KBS))
 
 
 @dataclass
@@ -97,8 +109,11 @@ class Model:
         return [kb for kb in self.kbs.values() if kb.owner == user and kb.deleted is False]
 
     def believed_member(self, reader: str, kb_id: str) -> bool:
+        # .get, not [...]: indexing the defaultdicts stored an empty list for every (user, KB) pair ever
+        # asked about, which grew the driver's memory through a long run.
+        shares, removals = self.shares.get((reader, kb_id), []), self.removals.get((reader, kb_id), [])
         try:
-            return bool(oracle.membership_after(self.shares[(reader, kb_id)], self.removals[(reader, kb_id)]))
+            return bool(oracle.membership_after(shares, removals))
         except ValueError:
             return False
 

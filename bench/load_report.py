@@ -1,5 +1,5 @@
-"""``make load``'s report: requests per second, p50/p99 latency per route, errors, the oracle's counts and
-its verdict."""
+"""``make load``'s report: requests per second, p50/p95/p99 latency per route, errors, each process's memory
+before and after, the oracle's counts and its verdict."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import load_oracle as oracle
+from bench.load_memory import ProcessMemory
 from bench.load_model import RATE_LIMITED, LoadSettings, RequestRecord
+
+
+def _percentiles(latencies: list[float]) -> str:
+    return " | ".join(f"{percentile(latencies, q):>7.0f}" for q in (50, 95, 99))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -33,6 +38,9 @@ class LoadReport:
     notes: list[str] = field(default_factory=list)
     final_counts: dict[str, int] = field(default_factory=dict)
     driver_errors: list[str] = field(default_factory=list)
+    memory: list[ProcessMemory] = field(default_factory=list)
+    # The load's start and end, and the end of the checks after it, on the memory samples' clock.
+    marks: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     @property
     def errors(self) -> list[RequestRecord]:
@@ -50,23 +58,52 @@ class LoadReport:
         by_route: dict[str, list[RequestRecord]] = defaultdict(list)
         for record in self.requests:
             by_route[record.route].append(record)
-        header = f"| {'route':<45} | {'requests':>8} | {'p50 ms':>7} | {'p99 ms':>7} | {'429':>4} | {'errors':>6} |"
+        header = (
+            f"| {'route':<45} | {'requests':>8} | {'p50 ms':>7} | {'p95 ms':>7} | {'p99 ms':>7} | {'429':>4} "
+            f"| {'errors':>6} |"
+        )
         rule = "|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|"
         lines = [header, rule]
         for route in sorted(by_route, key=lambda r: -len(by_route[r])):
             records = by_route[route]
             latencies = [(r.end - r.start) * 1000 for r in records]
             lines.append(
-                f"| {route:<45} | {len(records):>8} | {percentile(latencies, 50):>7.0f} | "
-                f"{percentile(latencies, 99):>7.0f} | {sum(r.status == RATE_LIMITED for r in records):>4} | "
-                f"{sum(not r.expected for r in records):>6} |"
+                f"| {route:<45} | {len(records):>8} | {_percentiles(latencies)} | "
+                f"{sum(r.status == RATE_LIMITED for r in records):>4} | {sum(not r.expected for r in records):>6} |"
             )
         every = [(r.end - r.start) * 1000 for r in self.requests] or [0.0]
         lines.append(
-            f"| {'all':<45} | {len(self.requests):>8} | {percentile(every, 50):>7.0f} | "
-            f"{percentile(every, 99):>7.0f} | {self.rate_limited:>4} | {len(self.errors):>6} |"
+            f"| {'all':<45} | {len(self.requests):>8} | {_percentiles(every)} | {self.rate_limited:>4} | "
+            f"{len(self.errors):>6} |"
         )
         return "\n".join(lines)
+
+    def memory_lines(self) -> list[str]:
+        """Each process's RSS before the load, at its end, after the checks, and the highest sampled."""
+        if not self.memory:
+            return []
+        start, end, checked = self.marks
+
+        def mib(value: float | None) -> str:
+            return f"{value:.0f}" if value is not None else "n/a"
+
+        lines = [
+            f"{'memory (RSS, MiB)':<26} {'before':>7} {'end of load':>12} {'after checks':>13} {'highest':>8}"
+        ]
+        for process in self.memory:
+            lines.append(
+                f"  {f'{process.name} (pid {process.pid})':<24} {mib(process.at(start)):>7} "
+                f"{mib(process.at(end)):>12} {mib(process.at(checked)):>13} {mib(process.peak):>8}"
+            )
+        for process in self.memory:
+            counts = [process.items_at(mark) for mark in (start, end, checked)]
+            if all(count is not None for count in counts):
+                lines.append(
+                    f"  {process.name}'s DynamoDB items: {counts[0]:,} before, {counts[1]:,} at the end, "
+                    f"{counts[2]:,} after the checks"
+                )
+        lines.append("  (no desktop service: the users call the API directly)")
+        return lines
 
     def render(self) -> str:
         s = self.settings
@@ -80,6 +117,7 @@ class LoadReport:
             "",
             f"throughput: {rps:.1f} requests/s; errors (5xx, no answer, unexpected status): {len(self.errors)}; "
             f"rate limited (429): {self.rate_limited}",
+            *self.memory_lines(),
         ]
         statuses: dict[tuple[str, int], int] = defaultdict(int)
         for record in self.errors:

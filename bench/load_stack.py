@@ -6,6 +6,8 @@ The same ``LocalStack`` as ``memmy-local up``, on loopback and free ports, with 
   ``template.yaml`` written to ``--home``, as a deployer would set them, so that a minute of sharing
   measures the service rather than its rate limiter (``--keep-limits`` keeps the template's values; a
   429 is then counted apart from errors);
+- ``--memos-projects N`` runs the MemOS emulator with N projects and the stack with N backends of 100 KBs
+  each (one: the single key, as deployed), so that many users' KBs fit as a deployer would make them fit;
 - ``--fault recall-ignores-setting`` deliberately breaks the service (recall searches every grant, its
   recall switch ignored), so that a test can prove the load test's oracle catches a scope leak; SIGUSR1
   breaks a running stack the same way (it answers with a ``LOAD-STACK-FAULT`` line), so that one stack
@@ -86,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home", type=Path, required=True, help="signing key, control record, template copy")
     parser.add_argument("--processing-delay", type=float, default=0.2, help="MemOS emulator processing delay")
     parser.add_argument("--keep-limits", action="store_true", help="keep the template's abuse limits")
+    parser.add_argument(
+        "--memos-projects", type=int, default=1, help="MemOS projects (backends), 100 KBs each"
+    )
     parser.add_argument("--fault", choices=FAULTS, help="break the service on purpose (oracle tests)")
     parser.add_argument("--memos-qps", type=float, default=None, help="MemOS's rate limit in the emulator")
     args = parser.parse_args(argv)
@@ -105,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         idp_port=0,
         memos_processing_delay=args.processing_delay,
         memos_search_qps=args.memos_qps,
+        memos_projects=args.memos_projects,
         template_path=load_template_copy(args.home, raise_limits=not args.keep_limits),
         repo_root=TEMPLATE_PATH.parent,
         schedule_interval=0,

@@ -9,13 +9,13 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.load_model import LoadSettings
+from bench.load_model import LoadSettings, memos_projects
 from bench.load_stack import FAULT_PREFIX, READY_PREFIX
 
 STACK_READY_SECONDS = 90
@@ -32,6 +32,7 @@ class Stack:
     limits: dict[str, str]
     process: subprocess.Popen[bytes]
     broken: bool = False
+    _dynamodb: Any = field(default=None, repr=False)  # a client of the stack's moto, made on first use
 
     def token(self, user: str, **claims: Any) -> str:
         from memmy_local import tokens
@@ -59,6 +60,24 @@ class Stack:
         )
         body: dict[str, Any] = reply.json()
         return body
+
+    def item_count(self) -> int:
+        """How many items the stack's DynamoDB tables hold (moto answers ``ItemCount`` exactly, at once)."""
+        if self._dynamodb is None:
+            import boto3
+
+            from memmy_local.control import read_state
+            from memmy_local.lambdas.environment import FAKE_CREDENTIAL
+
+            self._dynamodb = boto3.client(
+                "dynamodb",
+                endpoint_url=read_state(self.home)["moto_url"],
+                region_name="us-east-1",
+                aws_access_key_id=FAKE_CREDENTIAL,
+                aws_secret_access_key=FAKE_CREDENTIAL,
+            )
+        tables = self._dynamodb.list_tables()["TableNames"]
+        return sum(int(self._dynamodb.describe_table(TableName=t)["Table"]["ItemCount"]) for t in tables)
 
     def memos_state(self) -> dict[str, Any]:
         state: dict[str, Any] = httpx.get(f"{self.memos_url}/_emulator/state", timeout=30).json()
@@ -90,6 +109,7 @@ def start_stack(workdir: Path, settings: LoadSettings) -> Stack:
     log_path = workdir / "stack.log"
     command = [sys.executable, "-m", "bench.load_stack", "--home", str(home)]
     command += ["--processing-delay", str(settings.processing_delay)]
+    command += ["--memos-projects", str(memos_projects(settings.users))]
     if settings.keep_limits:
         command.append("--keep-limits")
     if settings.fault:

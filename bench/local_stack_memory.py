@@ -1,6 +1,6 @@
 """RSS of the local stack's moto server after 1,000 and after 10,000 writes of the kind the service makes.
 
-moto runs in server mode in a process of its own, with ``memmy_local.dynamodb``'s patches exactly as
+moto runs in server mode in a process of its own, with ``memmy_local.aws.dynamodb``'s patches exactly as
 ``make run`` installs them (``--plain``: without them, for the record), provisioned from template.yaml.
 The table holds a few hundred KBs (META, the owner's grant, the reader's profile). Each write is one
 transaction as the service sends it: a share (the reader's grant, META's count and reader set, and a
@@ -29,7 +29,7 @@ READER = "bench-reader"
 _SERVE = """
 import sys, threading
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
-from memmy_local.dynamodb import local_dynamodb
+from memmy_local.aws.dynamodb import local_dynamodb
 import contextlib
 patched = sys.argv[2] == "patched"
 with local_dynamodb() if patched else contextlib.nullcontext():
@@ -169,8 +169,8 @@ def run(writes: tuple[int, ...] = (1_000, 10_000), patched: bool = True) -> dict
     """RSS (MiB) of the moto server after each count of ``writes``; ``ratio``: last / first."""
     import boto3
 
-    from memmy_local.handlers import overlaid_environment
-    from memmy_local.provision import provision
+    from memmy_local.lambdas.handlers import overlaid_environment
+    from memmy_local.provision.resources import provision
     from memmy_local.template import load_template
 
     fake = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
@@ -210,7 +210,7 @@ def run(writes: tuple[int, ...] = (1_000, 10_000), patched: bool = True) -> dict
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--plain", action="store_true", help="moto without memmy_local.dynamodb's patches")
+    parser.add_argument("--plain", action="store_true", help="moto without memmy_local.aws.dynamodb's patches")
     parser.add_argument("--writes", type=int, nargs="+", default=[1_000, 10_000])
     args = parser.parse_args(argv)
     run(tuple(args.writes), patched=not args.plain)

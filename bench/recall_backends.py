@@ -115,7 +115,8 @@ def run() -> dict[str, float]:
     """Median recall latency (ms) with the scope on one backend and on two, and their ratio."""
     import os
 
-    from memmy_local.memos_emulator.server import EmulatorConfig, MemosEmulator
+    from memmy_local.memos_emulator.config import EmulatorConfig
+    from memmy_local.memos_emulator.server import MemosEmulator
 
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Bench")

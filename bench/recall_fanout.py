@@ -109,7 +109,8 @@ def _memos(kind: str, latency_ms: int) -> Iterator[tuple[str, Any, Any]]:
         return
     from memmy_kb.adapters.memos.client import MemosClient
     from memmy_kb.adapters.memos.key import StaticApiKeyProvider
-    from memmy_local.memos_emulator.server import EmulatorConfig, Fault, MemosEmulator
+    from memmy_local.memos_emulator.config import EmulatorConfig
+    from memmy_local.memos_emulator.server import Fault, MemosEmulator
 
     config = EmulatorConfig(port=0, api_keys={MEMOS_KEY: "memmy"}, processing_delay=0)
     with (
@@ -149,9 +150,9 @@ def run(
 ) -> dict[str, Any]:
     from moto import mock_aws
 
-    from memmy_local.dynamodb import partition_queries
-    from memmy_local.handlers import load_function_module, overlaid_environment
-    from memmy_local.provision import provision
+    from memmy_local.aws.dynamodb import partition_queries
+    from memmy_local.lambdas.handlers import load_function_module, overlaid_environment
+    from memmy_local.provision.resources import provision
     from memmy_local.template import function_environment, load_template
     from tests.support.events import FakeLambdaContext, claims_for, http_event
 

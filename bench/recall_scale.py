@@ -8,7 +8,7 @@ two table reads and one MemOS call whatever the table holds.
 moto's Query walks and sorts every item of the table before picking the key's partition (DynamoDB reads
 only the partition), so on plain moto recall latency grows with the table for moto's sake, not ours.
 The main figures therefore run with the local stack's patch that gives moto's Query DynamoDB's access
-path (``memmy_local.dynamodb.partition_queries``, which ``make run`` installs too); the items each Query
+path (``memmy_local.aws.dynamodb.partition_queries``, which ``make run`` installs too); the items each Query
 read (``ScannedCount``) are counted from the responses, and plain moto's figures (smallest and largest
 table) are printed too, for the record.
 """
@@ -140,10 +140,11 @@ def run(
 ) -> dict[Any, Any]:
     from moto import mock_aws
 
-    from memmy_local.dynamodb import partition_queries
-    from memmy_local.handlers import load_function_module, overlaid_environment
-    from memmy_local.memos_emulator.server import EmulatorConfig, MemosEmulator
-    from memmy_local.provision import provision
+    from memmy_local.aws.dynamodb import partition_queries
+    from memmy_local.lambdas.handlers import load_function_module, overlaid_environment
+    from memmy_local.memos_emulator.config import EmulatorConfig
+    from memmy_local.memos_emulator.server import MemosEmulator
+    from memmy_local.provision.resources import provision
     from memmy_local.template import function_environment, load_template
     from tests.support.events import FakeLambdaContext, claims_for, http_event
 

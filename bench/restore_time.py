@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from bench import import_time
-from memmy_local.handlers import repo_root
+from memmy_local.lambdas.handlers import repo_root
 
 TARGET = 0.5
 

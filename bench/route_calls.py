@@ -1,6 +1,6 @@
 """Calls per route and trigger: DynamoDB, S3, Step Functions, Secrets Manager and MemOS, counted in one run.
 
-The real handlers run in-process on moto (provisioned from template.yaml, with ``memmy_local.dynamodb``'s
+The real handlers run in-process on moto (provisioned from template.yaml, with ``memmy_local.aws.dynamodb``'s
 patches) and the MemOS emulator, through the test suite's ``Service`` (the template's routes, its IAM
 check included). Every botocore ``_make_api_call`` is recorded with its answer, and every MemOS request
 from the emulator's counters. Each route runs once warm: a first pass with other users fills the
@@ -176,7 +176,7 @@ class _Scenario:
             extra.wru += 1
 
     def run(self, tag: str, results: dict[str, Calls] | None) -> None:
-        from memmy_local.runners import sqs_event
+        from memmy_local.lambdas.runners import sqs_event
         from tests.support.events import claims_for
         from tests.support.uploads import post_file
 
@@ -276,10 +276,11 @@ def run(verbose: bool = True) -> dict[str, Calls]:
     """Each route and trigger once (warm), counted; prints one line per route."""
     from moto import mock_aws
 
-    from memmy_local.dynamodb import local_dynamodb
-    from memmy_local.handlers import overlaid_environment
-    from memmy_local.memos_emulator.server import EmulatorConfig, MemosEmulator
-    from memmy_local.provision import provision
+    from memmy_local.aws.dynamodb import local_dynamodb
+    from memmy_local.lambdas.handlers import overlaid_environment
+    from memmy_local.memos_emulator.config import EmulatorConfig
+    from memmy_local.memos_emulator.server import MemosEmulator
+    from memmy_local.provision.resources import provision
     from memmy_local.template import function_environment, load_template
     from tests.support.aws import Service, _reset_caches
     from tests.support.emulator import EmulatorHandle

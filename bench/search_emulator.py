@@ -8,7 +8,8 @@ import time
 
 import httpx
 
-from memmy_local.memos_emulator.server import EmulatorConfig, MemosEmulator
+from memmy_local.memos_emulator.config import EmulatorConfig
+from memmy_local.memos_emulator.server import MemosEmulator
 
 TOPIC_ZH = [
     "知识库",

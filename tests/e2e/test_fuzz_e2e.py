@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from memmy_local.handlers import repo_root
+from memmy_local.lambdas.handlers import repo_root
 from tests.support import fuzz_hooks
 from tests.support.fuzzing import (
     format_tally,

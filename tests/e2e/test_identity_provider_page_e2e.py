@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from memmy_local import tokens
-from memmy_local.identity_provider import IdentityProvider
-from memmy_local.identity_state import CLIENT_ID
+from memmy_local.identity.provider import IdentityProvider
+from memmy_local.identity.state import CLIENT_ID
 from tests.e2e.page_browser import chromium
 
 pytestmark = pytest.mark.e2e

@@ -65,6 +65,12 @@ def test_a_short_concurrent_load_passes_the_oracle(stacks):
     # The oracle was put to the test: excerpts came back and were attributed to their KBs.
     assert report.scope.attributed > 0, text
     assert report.scope.must_exclude > 0, text
+    # Each process's memory was sampled, and the stack's DynamoDB items counted: the load added some.
+    start, end, _ = report.marks
+    stack_memory, driver_memory = report.memory
+    assert stack_memory.at(start), text
+    assert driver_memory.at(end), text
+    assert stack_memory.items_at(end) > stack_memory.items_at(start) >= 0, text
 
 
 def test_the_oracle_catches_recall_ignoring_the_recall_switch(stacks):

@@ -17,7 +17,7 @@ import boto3
 import httpx
 import pytest
 
-from memmy_local.memos_emulator.server import DEFAULT_API_KEY
+from memmy_local.memos_emulator.config import DEFAULT_API_KEY
 from tests.support.polling import wait_until
 from tests.support.stack import RunningStack, start_stack, stop_stack
 

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from memmy_local.memos_emulator.server import DEFAULT_API_KEY
+from memmy_local.memos_emulator.config import DEFAULT_API_KEY
 from tests.support.polling import wait_until
 from tests.support.stack import CLI, RunningStack
 

@@ -73,7 +73,7 @@ from memmy_kb.composition import reset_composition
 from memmy_kb.domain.cleanup import CleanupRetryable
 from memmy_kb.domain.engine import MemosUnavailable
 from memmy_kb.domain.files import GONE_FROM_MEMOS
-from memmy_local.runners import sqs_event
+from memmy_local.lambdas.runners import sqs_event
 from tests.integration.test_deletion import drop_queued_events, reconciler
 from tests.support.aws import TWO_BACKENDS
 from tests.support.polling import wait_until

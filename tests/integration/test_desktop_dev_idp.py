@@ -1,4 +1,4 @@
-"""The desktop's sign-in against the local stack's real dev identity provider (memmy_local.identity_provider),
+"""The desktop's sign-in against the local stack's real dev identity provider (memmy_local.identity.provider),
 in-process: a browser sign-in through its form, a refresh it rotates, a device sign-in through its
 /device page (and the desktop's polling slowed down by it), and logout revoking at it. The cloud is a stand-in whose /login-configuration names the
 provider and whose recall takes the provider's access tokens through the local gateway's authorizer."""
@@ -21,10 +21,10 @@ from memmy_kb_client.desktop.credentials import CloudLogin
 from memmy_kb_client.desktop.flows import poll_device
 from memmy_kb_client.desktop.server import DesktopService
 from memmy_local import tokens
-from memmy_local.authorizer import JwtAuthorizer
-from memmy_local.http_events import GatewayError
-from memmy_local.identity_provider import IdentityProvider
-from memmy_local.identity_state import CLIENT_ID
+from memmy_local.gateway.authorizer import JwtAuthorizer
+from memmy_local.gateway.http_events import GatewayError
+from memmy_local.identity.provider import IdentityProvider
+from memmy_local.identity.state import CLIENT_ID
 from tests.integration.test_desktop_service import Client, serving, start
 from tests.integration.test_identity_provider import Clock
 

@@ -21,9 +21,9 @@ import httpx
 import pytest
 
 from memmy_local import tokens
-from memmy_local.authorizer import JwtAuthorizer
-from memmy_local.gateway import Gateway, GatewayConfig
-from memmy_local.http_events import EventContext, GatewayRequest, build_event
+from memmy_local.gateway.authorizer import JwtAuthorizer
+from memmy_local.gateway.http_events import EventContext, GatewayRequest, build_event
+from memmy_local.gateway.server import Gateway, GatewayConfig
 from memmy_local.template import function_environment, load_template
 from tests.support.polling import wait_until
 

@@ -1,4 +1,4 @@
-"""The local stack's dev identity provider (memmy_local.identity_provider), driven over HTTP as the desktop
+"""The local stack's dev identity provider (memmy_local.identity.provider), driven over HTTP as the desktop
 would: discovery, the sign-in form, the code exchange with PKCE, ID and access tokens, refresh rotation,
 revocation, the device flow, and each refusal."""
 
@@ -21,10 +21,10 @@ import jwt
 import pytest
 
 from memmy_local import tokens
-from memmy_local.authorizer import JwtAuthorizer
-from memmy_local.http_events import GatewayError
-from memmy_local.identity_provider import REFRESH_TOKENS_FILE, IdentityProvider
-from memmy_local.identity_state import (
+from memmy_local.gateway.authorizer import JwtAuthorizer
+from memmy_local.gateway.http_events import GatewayError
+from memmy_local.identity.provider import REFRESH_TOKENS_FILE, IdentityProvider
+from memmy_local.identity.state import (
     CLIENT_ID,
     CODE_TTL_SECONDS,
     DEVICE_POLL_INTERVAL,

@@ -23,7 +23,7 @@ from memmy_kb.domain import ingest, verification
 from memmy_kb.domain.storage import ConditionFailed, ObjectInfo
 from memmy_kb.domain.verification import NOT_UTF8, REASONS, XML_DOCTYPE
 from memmy_kb.records import FolderRecord, utc_now
-from memmy_local.runners import sqs_event
+from memmy_local.lambdas.runners import sqs_event
 from tests.support.docgen import make_doc, make_docx, make_docx_with_document, make_md, make_pdf
 from tests.support.factories import UNCAPPED
 from tests.support.iam import record_aws_calls

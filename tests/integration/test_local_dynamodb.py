@@ -1,4 +1,4 @@
-"""memmy_local.dynamodb: moto's DynamoDB without a table copy per transaction, with partition-only queries.
+"""memmy_local.aws.dynamodb: moto's DynamoDB without a table copy per transaction, with partition-only queries.
 
 Each behaviour is checked twice where it can be: against what DynamoDB answers (written out here), and
 against plain moto 5.2.5 answering the same requests (the patches must not change moto's answers).
@@ -18,7 +18,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from memmy_local import dynamodb as local
+from memmy_local.aws import dynamodb as local
 
 TABLE = "t"
 
@@ -55,7 +55,7 @@ def _moto(patched: bool) -> Iterator[Any]:
     if not patched:
         # Holders are context managers (the local stack, the module-scoped fixture of other modules), so
         # nothing may still hold the patches here; if something did, the comparison would be vacuous.
-        assert not any(local._depth.values()), "memmy_local.dynamodb is installed: no plain moto to compare"
+        assert not any(local._depth.values()), "memmy_local.aws.dynamodb is installed: no plain moto to compare"
     with local.local_dynamodb() if patched else contextlib.nullcontext(), mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         _create_table(client)

@@ -19,14 +19,14 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from memmy_local.moto_config import MOTO_CONFIG
-from memmy_local.provision import provision
-from memmy_local.stepfunctions import (
+from memmy_local.aws.moto_config import MOTO_CONFIG
+from memmy_local.aws.stepfunctions import (
     LOCAL_MAX_RETRY_DELAY_SECONDS,
     LambdaDispatcher,
     dispatching,
     states_all_as_on_aws,
 )
+from memmy_local.provision.resources import provision
 from memmy_local.template import TEMPLATE_PATH, load_template
 from tests.support.polling import wait_until
 

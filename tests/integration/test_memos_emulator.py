@@ -10,7 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from memmy_local.memos_emulator.server import EmulatorConfig, MemosEmulator
+from memmy_local.memos_emulator.config import EmulatorConfig
+from memmy_local.memos_emulator.server import MemosEmulator
 from tests.support import docgen
 from tests.support.polling import wait_until
 

@@ -35,7 +35,8 @@ from memmy_kb.domain.rate_governor import RateGovernor
 from memmy_kb.domain.recall import recall
 from memmy_kb.errors import RecallUnavailable
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord
-from memmy_local.memos_emulator.server import EmulatorConfig, MemosEmulator
+from memmy_local.memos_emulator.config import EmulatorConfig
+from memmy_local.memos_emulator.server import MemosEmulator
 
 KEY = "governor-test-key"
 QPS = 20

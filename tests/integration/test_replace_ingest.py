@@ -10,7 +10,7 @@ from typing import Any
 
 from memmy_kb.domain.files import GONE_FROM_MEMOS, VERSION_FAILED
 from memmy_kb.domain.replace_ingest import FILE_GONE
-from memmy_local.runners import sqs_event
+from memmy_local.lambdas.runners import sqs_event
 from tests.support.aws import Service
 from tests.support.iam import record_aws_calls
 from tests.support.polling import wait_until

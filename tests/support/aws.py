@@ -23,9 +23,9 @@ from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
 from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
 from memmy_kb.adapters.dynamodb.profiles import DynamoProfileStore
 from memmy_kb.adapters.dynamodb.table import DynamoTable
-from memmy_local.dynamodb import local_dynamodb
+from memmy_local.aws.dynamodb import local_dynamodb
 from memmy_local.memos_emulator.server import MemosEmulator
-from memmy_local.provision import provision
+from memmy_local.provision.resources import provision
 from memmy_local.template import function_environment, http_routes, load_template
 from tests.support.emulator import API_KEY, EmulatorHandle
 from tests.support.events import FakeLambdaContext, claims_for, http_event
@@ -207,7 +207,7 @@ def _moto_stack(_memos_emulator_server: MemosEmulator) -> Iterator[_Stack]:
         # Step Functions executions stay canned here (the tests run the cleanup task themselves): said
         # explicitly, because an in-process moto server started by another test module in this worker
         # may have switched execution on in moto's process-wide config.
-        # moto's DynamoDB as the local stack runs it (memmy_local.dynamodb: no table copy per transaction,
+        # moto's DynamoDB as the local stack runs it (memmy_local.aws.dynamodb: no table copy per transaction,
         # queries read their partition); moto's results, ordering and cancellation reasons are unchanged.
         with local_dynamodb(), mock_aws(config=_NO_EXECUTIONS):
             resources = provision(

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from memmy_local.memos_emulator.server import EmulatorConfig, Fault, MemosEmulator
+from memmy_local.memos_emulator.config import EmulatorConfig
+from memmy_local.memos_emulator.server import Fault, MemosEmulator
 
 API_KEY = "test-memos-key"
 OTHER_PROJECT_KEY = "other-project-key"

@@ -1,4 +1,4 @@
-"""The import graph of the core layer and the handlers, by layer, from the source (no code is imported).
+"""The repository's import graph, from the source (no code is imported): the core's layers, and import loops.
 
 Layers, lowest first: ``base`` (errors, records, settings, observability, invocation_deadline),
 ``domain``, ``adapters``, ``composition`` (the composition root, wiring adapters to ports), ``api``, and the
@@ -10,8 +10,10 @@ The domain's rules must read and type-check with no AWS or HTTP library in sight
 phonenumbers, and Powertools' ``Logger`` for observability); ``foreign_imports`` finds the others (boto3,
 botocore, httpx...), in any form: ``import``, ``from ... import``, under ``TYPE_CHECKING``, in a function,
 or ``importlib.import_module`` / ``__import__`` of a literal name.
-``python -m tests.support.import_graph`` prints the edges between layers and the forbidden ones, if any;
-tests/unit/test_layers.py fails when one appears.
+Across the whole repository (the core, the handlers, the client, the local stack, bench/ and tests/),
+``import_loops`` finds every import loop, in the same forms, and names one cycle of each.
+``python -m tests.support.import_graph`` prints the edges between layers, the forbidden ones and the
+loops, if any; tests/unit/test_layers.py fails when one appears.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from __future__ import annotations
 import ast
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -161,6 +164,156 @@ def edges() -> list[Edge]:
     return [edge for module, path in modules() for edge in imports_of(path.read_text(), module)]
 
 
+# -- import loops, across the repository ----------------------------------------------------------------
+# Every first-party package by the folder that holds it; tests/ and bench/ are packages of the root.
+PACKAGE_ROOTS = {
+    "memmy_kb": CORE,
+    "memmy_kb_client": ROOT / "client",
+    "memmy_local": ROOT / "infra" / "local",
+    "bench": ROOT,
+    "tests": ROOT,
+}
+_SKIPPED = frozenset({"__pycache__", "node_modules", ".venv", "build", "dist"})
+
+
+@dataclass(frozen=True)
+class Source:
+    """One module's text, as the loop finder reads it."""
+
+    text: str
+    is_package: bool = False
+    path: str = ""
+
+
+def repository_sources() -> dict[str, Source]:
+    """Every Python module of the core, the handlers, the client, the local stack, bench/ and tests/."""
+    found: dict[str, Source] = {}
+    for top, base in PACKAGE_ROOTS.items():
+        for path in sorted((base / top).rglob("*.py")):
+            if _SKIPPED.intersection(path.relative_to(base).parts):
+                continue
+            parts = path.relative_to(base).with_suffix("").parts
+            is_package = parts[-1] == "__init__"
+            name = ".".join(parts[:-1] if is_package else parts)
+            found[name] = Source(path.read_text(encoding="utf-8"), is_package, str(path.relative_to(ROOT)))
+    for path in sorted(FUNCTIONS.glob("*/app.py")):
+        name = f"functions.{path.parent.name}.app"
+        found[name] = Source(path.read_text(encoding="utf-8"), False, str(path.relative_to(ROOT)))
+    return found
+
+
+def _resolve(module: str, source: Source, node: ast.ImportFrom) -> str:
+    """The absolute name ``from <node.module>`` means inside ``module`` (relative imports resolved)."""
+    if not node.level:
+        return node.module or ""
+    package = module.split(".") if source.is_package else module.split(".")[:-1]
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _known(name: str, known: Collection[str]) -> str | None:
+    """``name`` if it is a module of the repository, else its nearest ancestor that is, else None."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in known:
+            return candidate
+    return None
+
+
+def module_edges(module: str, source: Source, known: Collection[str]) -> Iterator[Edge]:
+    """The repository's modules that ``module`` imports: in any form, anywhere in it (module level, in a
+    function, under TYPE_CHECKING, ``importlib.import_module`` of a literal name)."""
+    for node in ast.walk(ast.parse(source.text)):
+        if isinstance(node, ast.ImportFrom):
+            base = _resolve(module, source, node)
+            # ``from package import submodule`` imports the submodule; ``from module import name`` the module.
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        else:
+            names = _imported_names(node)
+        for name in names:
+            target = _known(name, known)
+            if target is not None and target != module:  # a package naming its own attributes is no loop
+                yield Edge(module, target, getattr(node, "lineno", 0))
+
+
+def import_loops(sources: Mapping[str, Source] | None = None) -> list[str]:
+    """Each import loop among ``sources`` (default: the whole repository), named by one of its cycles:
+    ``a:12 -> b:3 -> a`` (each module with the line of its import of the next)."""
+    sources = repository_sources() if sources is None else sources
+    graph: dict[str, dict[str, int]] = {name: {} for name in sources}
+    for name, source in sources.items():
+        for edge in module_edges(name, source, sources):
+            graph[name][edge.target] = min(edge.line, graph[name].get(edge.target, edge.line))
+    return [_name_cycle(graph, component) for component in _loops(graph)]
+
+
+def _loops(graph: Mapping[str, Mapping[str, int]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative), each sorted, in
+    order of their first module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, targets = work[-1]
+            target = next(targets, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                elif target in on_stack:
+                    low[node] = min(low[node], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return sorted(found)
+
+
+def _name_cycle(graph: Mapping[str, Mapping[str, int]], component: list[str]) -> str:
+    """One shortest cycle through the component's first module, as ``a:12 -> b:3 -> a``, and the
+    component's other modules when the cycle does not pass them all."""
+    start, members = component[0], set(component)
+    previous: dict[str, str] = {}
+    frontier = [start]
+    while frontier and start not in previous:
+        following = []
+        for node in frontier:
+            for target in sorted(graph[node]):
+                if target in members and target not in previous:
+                    previous[target] = node
+                    following.append(target)
+        frontier = following
+    path = [start]
+    while path[-1] != start or len(path) == 1:
+        path.append(previous[path[-1]])
+    path.reverse()
+    cycle = " -> ".join(f"{a}:{graph[a][b]}" for a, b in pairwise(path)) + f" -> {start}"
+    others = sorted(members.difference(path))
+    return f"{cycle} (in one loop with {', '.join(others)})" if others else cycle
+
+
 def main() -> int:
     found = edges()
     between = Counter((layer_of(e.source), layer_of(e.target)) for e in found)
@@ -175,7 +328,11 @@ def main() -> int:
     print(f"libraries the domain may not import (AWS SDK, HTTP clients...): {len(foreign)}")
     for item in foreign:
         print(f"  {item.source}:{item.line} imports {item.target}")
-    return 1 if forbidden or foreign else 0
+    loops = import_loops()
+    print(f"import loops in the repository: {len(loops)}")
+    for loop in loops:
+        print(f"  {loop}")
+    return 1 if forbidden or foreign or loops else 0
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
 from memmy_kb.adapters.dynamodb.table import upload_key
 from memmy_kb.records import UploadRecord
-from memmy_local.runners import sqs_event
+from memmy_local.lambdas.runners import sqs_event
 from tests.support.aws import Reply, Service
 
 REGION = "us-east-1"

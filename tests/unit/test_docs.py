@@ -2,7 +2,8 @@
 every one that exists is listed; every module, test file and test the docs name is there; no doc cites
 an issue number or a path outside the repository.
 
-The lists live in docs/architecture.md, "Module map"; README.md's Layout names the functions.
+The lists live in docs/architecture.md, "Module map" (the core, the client and the local stack); README.md's
+Layout names the functions.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "layers" / "core" / "python" / "memmy_kb"
 CLIENT = ROOT / "client" / "memmy_kb_client"
+LOCAL = ROOT / "infra" / "local" / "memmy_local"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 DOCS = sorted([ROOT / "README.md", ROOT / "SECURITY.md", ROOT / "client" / "README.md", *(ROOT / "docs").glob("*.md")])
 # Where a dotted name in backticks may point: the package's top-level name and the folder it lives in.
@@ -73,6 +75,13 @@ def _protocols() -> set[str]:
         ("### Client: `memmy_kb_client`", lambda: _module_names(CLIENT)),
         ("### Agents: `memmy_kb_client.agents`", lambda: _module_names(CLIENT / "agents")),
         ("### CLI: `memmy_kb_client.cli`", lambda: _module_names(CLIENT / "cli")),
+        ("### Local stack: `memmy_local`", lambda: _module_names(LOCAL)),
+        ("### moto and its patches: `memmy_local.aws`", lambda: _module_names(LOCAL / "aws")),
+        ("### The gateway: `memmy_local.gateway`", lambda: _module_names(LOCAL / "gateway")),
+        ("### Dev identity provider: `memmy_local.identity`", lambda: _module_names(LOCAL / "identity")),
+        ("### Functions in-process: `memmy_local.lambdas`", lambda: _module_names(LOCAL / "lambdas")),
+        ("### The MemOS emulator: `memmy_local.memos_emulator`", lambda: _module_names(LOCAL / "memos_emulator")),
+        ("### Provisioning: `memmy_local.provision`", lambda: _module_names(LOCAL / "provision")),
     ],
 )
 def test_the_module_map_lists_exactly_what_exists(heading, actual):
@@ -158,7 +167,7 @@ def test_every_source_file_the_docs_name_exists():
 
 
 def test_every_python_file_the_docs_name_by_itself_exists_somewhere():
-    # A bare `injected.py` or `provision.py` names no folder: some module of the repository must bear it.
+    # A bare `injected.py` or `stack.py` names no folder: some module of the repository must bear it.
     names = _backticked(r"^\w+\.py$")
     assert len(names) > 10, "the docs name almost no bare module: the pattern is wrong"
     folders = ("layers", "functions", "client", "infra", "bench", "tests")

@@ -1,4 +1,4 @@
-"""``memmy_local.identity_pages``: what the dev provider's sign-in form accepts, in linear time."""
+"""``memmy_local.identity.pages``: what the dev provider's sign-in form accepts, in linear time."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memmy_local.identity_pages import EMAIL, read_sign_in
+from memmy_local.identity.pages import EMAIL, read_sign_in
 from tests.support.linear_time import assert_linear_time
 
 # The email pattern before it was made linear: the reference for short values.

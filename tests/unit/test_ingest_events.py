@@ -7,7 +7,7 @@ import json
 import pytest
 
 from memmy_kb.api.events import object_keys
-from memmy_local.runners import sqs_event, sqs_sources
+from memmy_local.lambdas.runners import sqs_event, sqs_sources
 from memmy_local.template import load_template
 
 # What moto 5.2 delivers: no userIdentity/requestParameters/responseElements, and "/" URL-encoded.
@@ -85,12 +85,13 @@ def test_the_template_subscribes_the_ingest_to_the_upload_queue() -> None:
         "UploadDeadLetterQueue.Arn": "arn:aws:sqs:us-east-1:123456789012:dlq",
     }
     (source,) = sqs_sources(load_template(), refs)
-    assert (source.function, source.queue_url, source.batch_size, source.reports_item_failures) == (
-        "IngestFunction",
-        "http://localhost/q",
-        1,
-        True,
-    )
+    assert (
+        source.function,
+        source.queue_url,
+        source.batch_size,
+        source.reports_item_failures,
+        source.concurrency,
+    ) == ("IngestFunction", "http://localhost/q", 1, True, 5)
 
 
 def test_the_runner_builds_events_shaped_like_lambdas() -> None:
@@ -113,3 +114,13 @@ def test_the_runner_builds_events_shaped_like_lambdas() -> None:
         "eventSourceARN": "arn:aws:sqs:us-east-1:1:q",
         "awsRegion": "us-east-1",
     }
+
+
+@pytest.mark.parametrize(("scaling", "concurrency"), [({"MaximumConcurrency": 3}, 3), (None, 5)])
+def test_the_runner_takes_its_concurrency_from_the_events_scaling_config(scaling, concurrency) -> None:
+    event = {"Type": "SQS", "Properties": {"Queue": "arn:aws:sqs:us-east-1:1:q", "BatchSize": 1}}
+    if scaling:
+        event["Properties"]["ScalingConfig"] = scaling
+    template = {"Resources": {"F": {"Type": "AWS::Serverless::Function", "Properties": {"Events": {"E": event}}}}}
+    (source,) = sqs_sources(template, {"Q": "http://localhost/q", "Q.Arn": "arn:aws:sqs:us-east-1:1:q"})
+    assert source.concurrency == concurrency

@@ -1,5 +1,5 @@
 """The core's layers hold: imports only go down, the adapters see only the domain's vocabulary, every module
-has a layer (the size cap: test_module_size.py)."""
+has a layer; and no module of the repository is part of an import loop (the size cap: test_module_size.py)."""
 
 from __future__ import annotations
 
@@ -140,3 +140,71 @@ def test_a_domain_import_of_an_sdk_or_http_client_is_found_in_any_form(code, for
     found = [f.target for f in import_graph.foreign_imports(code, "memmy_kb.domain.cleanup")]
     assert found == forbidden
 
+
+
+def test_no_module_of_the_repository_is_part_of_an_import_loop():
+    # The core, the handlers, the client, the local stack, bench/ and tests/; an import in a function or
+    # under TYPE_CHECKING counts: a loop there is a loop waiting for the import to move.
+    assert import_graph.import_loops() == []
+
+
+def test_the_loop_finder_reads_every_part_of_the_repository():
+    # A finder that read no module, or resolved no import, would find no loop for the wrong reason.
+    sources = import_graph.repository_sources()
+    assert {name.split(".")[0] for name in sources} == {
+        "memmy_kb", "memmy_kb_client", "memmy_local", "bench", "tests", "functions",
+    }  # fmt: skip
+    edges = {
+        (edge.source, edge.target)
+        for name, source in sources.items()
+        for edge in import_graph.module_edges(name, source, sources)
+    }
+    assert {
+        ("functions.recall.app", "memmy_kb.api.routes.recall"),
+        ("memmy_kb_client.cli.main", "memmy_local.cli"),  # importlib.import_module of a literal name
+        ("memmy_local.identity.provider", "memmy_local.identity.pages"),  # from . import pages
+        ("memmy_local.identity.grants", "memmy_local.identity.issuer"),  # from .issuer import ...
+        ("memmy_local.stack", "memmy_local.gateway.server"),  # in a function
+        ("tests.support.aws", "memmy_local.provision.resources"),
+        ("bench.__main__", "bench.cost_model"),
+    } <= edges
+
+
+def _loops(modules: dict[str, str]) -> list[str]:
+    """The loops among small made-up modules, ``name: source`` (``pkg.__init__`` is the package ``pkg``)."""
+    sources = {
+        name.removesuffix(".__init__"): import_graph.Source(text, is_package=name.endswith(".__init__"))
+        for name, text in modules.items()
+    }
+    return import_graph.import_loops(sources)
+
+
+@pytest.mark.parametrize(
+    ("modules", "loops"),
+    [
+        ({"pkg.a": "from pkg.b import x", "pkg.b": "import pkg.a"}, ["pkg.a:1 -> pkg.b:1 -> pkg.a"]),
+        (
+            {
+                "pkg.grants": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from .provider import P\n",
+                "pkg.provider": "from .grants import Grant\n",
+            },
+            ["pkg.grants:4 -> pkg.provider:1 -> pkg.grants"],
+        ),
+        (
+            {"pkg.a": "def f():\n    from pkg import b\n", "pkg.b": "from pkg.a import f"},
+            ["pkg.a:2 -> pkg.b:1 -> pkg.a"],
+        ),
+        ({"pkg.__init__": "from .sub import x", "pkg.sub": "from pkg import y"}, ["pkg:1 -> pkg.sub:1 -> pkg"]),
+        ({"a": "import b", "b": "import c", "c": "import a"}, ["a:1 -> b:1 -> c:1 -> a"]),
+        ({"a": "import importlib\n\nimportlib.import_module('b')", "b": "import a"}, ["a:3 -> b:1 -> a"]),
+        (
+            {"server": "from endpoints import Api\nfrom worker import Worker", "endpoints": "from server import Config", "worker": "from server import Config"},
+            ["endpoints:1 -> server:1 -> endpoints (in one loop with worker)"],
+        ),
+        ({"a": "import b\nimport os.path", "b": "import c\nfrom json import loads", "c": ""}, []),
+        ({"pkg.__init__": "", "pkg.a": "from . import b", "pkg.b": "from pkg import c", "pkg.c": ""}, []),
+        ({"pkg.a": "from pkg.shared import Config", "pkg.b": "from pkg.shared import Config\nimport pkg.a", "pkg.shared": ""}, []),
+    ],
+)
+def test_an_import_loop_is_found_in_any_form_and_named_by_its_cycle(modules, loops):
+    assert _loops(modules) == loops

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from bench import load
-from bench.load_model import RequestRecord
+from bench.load_model import MAX_OWNED_KBS, MEMOS_PROJECT_KBS, Kb, RequestRecord, memos_projects
 from bench.load_oracle import (
     ANY_USER,
     Change,
@@ -306,3 +306,20 @@ def test_a_share_refused_for_another_reason_than_already_member_is_an_error():
         )
         assert (response.status_code, outcome.ok) == (409, False)
     assert [r.expected for r in worker.model.requests] == [True, False]
+
+
+def test_the_load_stack_has_room_in_memos_for_every_users_kbs_twice():
+    # One project (the single key, as deployed) for the default six users; more backends for sixty, whose
+    # 180 KBs would fill one project's 100 and make creates answer 503 memos_quota_exhausted.
+    assert memos_projects(6) == 1
+    for users in (6, 17, 60, 600):
+        assert memos_projects(users) * MEMOS_PROJECT_KBS >= 2 * MAX_OWNED_KBS * users
+
+
+def test_asking_whether_a_user_is_a_member_stores_nothing():
+    model = load.Model()
+    model.kbs["kb_a"] = Kb("kb_a", OWNER, MARKER, Outcome(0, 1, True))
+    assert not model.believed_member(READER, "kb_a")
+    assert [kb.kb_id for kb in model.visible(OWNER)] == ["kb_a"]
+    assert model.visible(READER) == []
+    assert (dict(model.shares), dict(model.removals)) == ({}, {})

@@ -10,7 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from memmy_local.provision import provision
+from memmy_local.provision.resources import provision
 from memmy_local.template import (
     TEMPLATE_PATH,
     UnresolvableValueError,

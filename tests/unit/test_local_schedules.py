@@ -16,7 +16,7 @@ import pytest
 
 from memmy_local.cli import main
 from memmy_local.control import TOKEN_HEADER, ControlServer, read_state, state_file
-from memmy_local.runners import ScheduleRunner, ScheduleSource, schedule_event, schedule_sources
+from memmy_local.lambdas.runners import ScheduleRunner, ScheduleSource, schedule_event, schedule_sources
 from memmy_local.template import TEMPLATE_PATH, load_template
 from tests.support.polling import wait_until
 

@@ -1,4 +1,4 @@
-"""memmy_local.stepfunctions: the Lambda dispatcher answers as Lambda's Invoke API does (no AWS needed)."""
+"""memmy_local.aws.stepfunctions: the Lambda dispatcher answers as Lambda's Invoke API does (no AWS needed)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from memmy_local.lambdas import FunctionNotLoadedError
-from memmy_local.stepfunctions import LambdaDispatcher, dispatching, function_name_of
+from memmy_local.aws.stepfunctions import LambdaDispatcher, dispatching, function_name_of
+from memmy_local.lambdas.functions import FunctionNotLoadedError
 
 ARN = "arn:aws:lambda:us-east-1:123456789012:function:memmy-local-cleanup"
 TEMPLATE = {

@@ -1,4 +1,4 @@
-"""memmy_local.template and memmy_local.provision: reading template.yaml and provisioning it on moto."""
+"""memmy_local.template and memmy_local.provision.resources: reading template.yaml and provisioning it on moto."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from memmy_local.provision import LOCAL_ACCOUNT_ID, provision
-from memmy_local.stepfunctions import cap_retry_delays, substitute_definition
+from memmy_local.aws.stepfunctions import cap_retry_delays, substitute_definition
+from memmy_local.provision.resources import LOCAL_ACCOUNT_ID, provision
 from memmy_local.template import (
     TEMPLATE_PATH,
     Route,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import re
 
-from memmy_local import openapi
-from memmy_local.handlers import repo_root
-from memmy_local.routing import public_route_keys
+from memmy_local.gateway import openapi
+from memmy_local.gateway.routing import public_route_keys
+from memmy_local.lambdas.handlers import repo_root
 from memmy_local.template import http_routes, load_template
 
 

@@ -1,13 +1,6 @@
-"""The ``memmy-local`` command: the local development stack (``make run`` is ``memmy-local up``).
-
-Development tooling, installed with the root project (``pip install -e '.[local]'``), never with the
-user's client: ``up`` runs moto, the MemOS emulator, the gateway, the dev identity provider and the
-desktop's local service in one process; ``token`` mints a login token for it (with the running stack's
-issuer); ``reconcile`` runs its scheduled function once; ``memos`` runs the MemOS emulator alone.
-``memmy-kb dev ...`` forwards here when this package is installed.
-
-Imports stay inside the commands, so ``--help`` and ``token`` do not pay for moto, boto3 or the handlers.
-"""
+"""The ``memmy-local`` command (``up``, ``token``, ``reconcile``, ``memos``): the developers' local stack,
+installed with the root project, never with the user's client (docs/architecture.md, "Local stack").
+Imports stay inside the commands, so ``--help`` and ``token`` do not pay for moto, boto3 or the handlers."""
 
 from __future__ import annotations
 
@@ -68,7 +61,8 @@ def _interrupt_on_sigterm(*_: Any) -> None:
 
 
 def _memos(args: argparse.Namespace) -> int:
-    from memmy_local.memos_emulator.server import DEFAULT_API_KEY, EmulatorConfig, MemosEmulator
+    from memmy_local.memos_emulator.config import DEFAULT_API_KEY, EmulatorConfig
+    from memmy_local.memos_emulator.server import MemosEmulator
 
     config = EmulatorConfig(
         host=args.host,

@@ -1,21 +1,6 @@
-"""What ``memmy-local up`` prints while it runs: whole lines, one access line per request, metrics apart.
-
-The handlers run in this process, on many threads at once, and write as on Lambda: Powertools' Logger
-one JSON line per record on stdout, its Metrics one EMF JSON line per invocation through ``print``,
-which writes the text and its newline separately, so two threads could glue one line onto another;
-block-buffered stdout cut lines further when it was a file and stderr was the same file. Here:
-
-- ``sys.stdout`` becomes a ``LineRouter``: what each thread writes is held until its newline, and each
-  whole line is written and flushed at once, under one lock;
-- EMF lines (a JSON object with ``_aws``) go to their own file (``local-metrics.jsonl`` in the dev home,
-  emptied at each start), and the handlers' JSON log lines below WARNING (``request refused``, ``upload
-  submitted to MemOS``: what CloudWatch would hold) to ``local-functions.jsonl`` beside it; their
-  warnings and errors stay on the console; with ``--verbose`` every line is printed too;
-- the stack's own log (the gateway's access line per request, the schedules) goes to stderr as before,
-  and the handlers' MemOS calls (httpx's one line per call) only with ``--verbose``.
-
-So the console has one line per request, plus what went wrong.
-"""
+"""What ``memmy-local up`` prints while it runs: whole lines only (``LineRouter``), one access line per
+request, the stack's own log and the functions' warnings; their metrics and other lines go to files of the
+dev home (docs/architecture.md, "Local stack")."""
 
 from __future__ import annotations
 
@@ -52,8 +37,9 @@ class LineRouter(io.TextIOBase):
     handlers' JSON lines below WARNING to ``functions`` (either None drops them; ``verbose`` prints them
     on the console too).
 
-    Each thread's text is held until it ends a line, so concurrent ``print`` calls never glue; each line
-    is written and flushed under one lock.
+    Each thread's text is held until it ends a line, so concurrent ``print`` calls (which write the text
+    and its newline separately) never glue; each line is written and flushed under one lock, so a
+    block-buffered file shared with stderr no longer cuts lines either.
     """
 
     def __init__(
@@ -79,7 +65,7 @@ class LineRouter(io.TextIOBase):
         return self._console.isatty()
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:  # type: ignore[override]  # an attribute of TextIOBase, read-only here
         return getattr(self._console, "encoding", None) or "utf-8"
 
     def write(self, text: str) -> int:

@@ -1,20 +1,6 @@
-"""The local stack's control endpoint: what a developer asks of the running stack that AWS does by itself.
-
-Today that is running a scheduled function once (``memmy-local reconcile``), since moto never fires
-schedules. It is a separate HTTP server on loopback (any free port by default), never on the gateway:
-the API's routes stay exactly the template's. Each start writes ``local-stack.json`` into the dev home
-(the ``--data-dir``, else ``$MEMMY_KB_HOME``, else ``~/.memmy-kb``, as for the signing key), 0600, with
-the control URL and a random token that every request must carry in ``X-Memmy-Local-Token``: another
-user on the machine cannot read it, and a web page cannot send that header to loopback without a CORS
-preflight, which this server never grants.
-
-Routes:
-
-- ``GET /schedules``: ``{"functions": [logical ids]}``;
-- ``POST /schedules/<LogicalId>``: invoke that function once with its schedule's event and wait:
-  200 ``{"function", "result"}``, or 500 ``{"function", "errorType", "errorMessage"}`` if it raised;
-  404 for a function without a schedule.
-"""
+"""The local stack's control endpoint: what a developer asks of the running stack that AWS does by itself,
+today running a scheduled function once (``memmy-local reconcile``). A separate loopback server, never the
+gateway, so the API's routes stay exactly the template's."""
 
 from __future__ import annotations
 
@@ -51,7 +37,17 @@ def read_state(home: Path) -> dict[str, Any]:
 
 
 class ControlServer:
-    """Serves the control routes on ``host`` (loopback) for ``run_scheduled`` and ``scheduled``."""
+    """Serves the control routes on ``host`` (loopback) for ``run_scheduled`` and ``scheduled``.
+
+    - ``GET /schedules``: ``{"functions": [logical ids]}``;
+    - ``POST /schedules/<LogicalId>``: invoke that function once with its schedule's event and wait:
+      200 ``{"function", "result"}``, 500 ``{"function", "errorType", "errorMessage"}`` if it raised,
+      404 for a function without a schedule.
+
+    ``start`` writes ``local-stack.json`` (0600) into the dev home with the URL and a random token that
+    every request must carry in ``X-Memmy-Local-Token``: another user of the machine cannot read it, and a
+    web page cannot send that header to loopback without a CORS preflight, which this server never grants.
+    """
 
     def __init__(
         self,

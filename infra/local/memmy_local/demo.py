@@ -1,14 +1,6 @@
-"""``memmy-local up --demo``: the product story seeded into the running stack, for a populated first look.
-
-Two users, a salesperson (销售小王, the first user) and a colleague (产品经理老张), who owns the KB
-"MemOS 产品资料" with the story's two documents and shares it with the salesperson by phone; a third user
-(技术支持小李) with a KB of their own that nobody shares. Everything goes through the API as people do
-(the client's SDK: profiles, a KB, presigned uploads through the ingest, a share), never into the table.
-The desktop service beside the stack is then signed in as the salesperson, and its one-time page link is
-printed. With ``--data-dir`` a second start finds the story there and only signs in and prints the link.
-
-The documents are the ones tests/e2e/test_seed_story_e2e.py tells the story with.
-"""
+"""``memmy-local up --demo``: the product story seeded through the API into the running stack (the users,
+KBs, documents and share of tests/e2e/test_seed_story_e2e.py), the desktop service signed in as its
+salesperson; with ``--data-dir`` a second start finds the story and does not seed it again."""
 
 from __future__ import annotations
 
@@ -54,9 +46,6 @@ class DemoUser:
     phone: str
     email: str
 
-    def claims(self) -> dict[str, str]:
-        return {"name": self.name, "phone": self.phone, "email": self.email}
-
 
 SALESPERSON: Final = DemoUser("sales", "销售小王", "+8613700000001", "sales@example.com")
 COLLEAGUE: Final = DemoUser("pm", "产品经理老张", "+8613700000002", "pm@example.com")
@@ -77,7 +66,13 @@ def token_for(user: DemoUser, *, key_path: Path, issuer: str) -> str:
     from memmy_local import tokens
 
     return tokens.issue_token(
-        user.user_id, **user.claims(), ttl_seconds=TOKEN_TTL_SECONDS, key_path=key_path, issuer=issuer
+        user.user_id,
+        name=user.name,
+        phone=user.phone,
+        email=user.email,
+        ttl_seconds=TOKEN_TTL_SECONDS,
+        key_path=key_path,
+        issuer=issuer,
     )
 
 

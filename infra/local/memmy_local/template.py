@@ -1,21 +1,13 @@
-"""Reading ``template.yaml`` for the local stack and the tests.
-
-The SAM template is the single description of the service: the local gateway takes its routes from the
-functions' ``HttpApi`` events, provisioning creates the table and secret from their resources, and the
-handlers get the environment variables the template gives them. This module parses the template (with
-every CloudFormation short-form tag) and resolves the small set of intrinsics a local run needs.
-
-Conditions are evaluated from the parameters (``condition_refs``) and their values kept in ``refs`` under
-``Condition:<Name>``, so ``Fn::If`` picks its branch wherever refs are resolved, and provisioning skips a
-resource whose ``Condition`` is false (the local stack names its own issuer, so no Cognito pool).
-"""
+"""Reading ``template.yaml`` for the local stack and the tests: the template parsed with CloudFormation's
+short-form tags, and the few intrinsics a local run needs resolved, Conditions included (evaluated from
+the parameters, kept in ``refs`` as ``Condition:<Name>`` for ``Fn::If``)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -76,10 +68,11 @@ def _construct_node(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
         return loader.construct_scalar(node)
     if isinstance(node, yaml.SequenceNode):
         return loader.construct_sequence(node, deep=True)
-    return loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    assert isinstance(node, yaml.MappingNode)  # YAML has no fourth kind of node
+    return loader.construct_mapping(node, deep=True)
 
 
-def _long_form(name: str) -> Any:
+def _long_form(name: str) -> Callable[[yaml.SafeLoader, yaml.Node], dict[str, Any]]:
     def construct(loader: yaml.SafeLoader, node: yaml.Node) -> dict[str, Any]:
         return {name: _construct_node(loader, node)}
 
@@ -93,6 +86,10 @@ def _construct_get_att(loader: yaml.SafeLoader, node: yaml.Node) -> dict[str, An
         logical_id, _, attribute = value.partition(".")
         value = [logical_id, attribute]
     return {"Fn::GetAtt": value}
+
+
+def _construct_date_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    return loader.construct_scalar(node)
 
 
 _SHORT_FORMS: Final[Mapping[str, str]] = {
@@ -121,9 +118,7 @@ for _tag, _name in _SHORT_FORMS.items():
     _CloudFormationLoader.add_constructor(_tag, _long_form(_name))
 _CloudFormationLoader.add_constructor("!GetAtt", _construct_get_att)
 # CloudFormation reads an unquoted 2010-09-09 as a string, not a date.
-_CloudFormationLoader.add_constructor(
-    "tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node)
-)
+_CloudFormationLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_date_as_text)
 
 
 def load_template(path: Path | None = None) -> dict[str, Any]:

@@ -21,8 +21,9 @@ from typing import Any
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.types import Options
 
-# The dev identity provider's root URL at its default port (memmy_local.identity_provider); `memmy-local token`
+# The dev identity provider's root URL at its default port (memmy_local.identity.provider); `memmy-local token`
 # uses the running stack's issuer when one is recorded in the dev home.
 DEFAULT_ISSUER = "http://127.0.0.1:8070"
 DEFAULT_AUDIENCE = "memmy-kb"
@@ -36,7 +37,7 @@ VerifyingKey = rsa.RSAPublicKey | rsa.RSAPrivateKey
 Clock = Callable[[], float]
 REQUIRED_CLAIMS = ["exp", "iat", "iss", "aud", "sub"]
 # PyJWT reads the time itself; its time checks are off and ``_check_times`` makes them against our clock.
-_UNTIMED = {"verify_exp": False, "verify_iat": False, "verify_nbf": False}
+_UNTIMED: Options = {"verify_exp": False, "verify_iat": False, "verify_nbf": False}
 
 
 class TokenError(Exception):

@@ -6,7 +6,7 @@ import pytest
 
 from memmy_local.cli import build_parser
 from memmy_local.memos_emulator.rate_limit import SearchRateLimit
-from memmy_local.provision_storage import memos_backends_secret
+from memmy_local.provision.storage import memos_backends_secret
 from tests.support.clock import FakeClock
 
 

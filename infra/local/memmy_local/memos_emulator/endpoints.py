@@ -13,8 +13,9 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .config import EmulatorConfig
 from .params import (
     FILE_TYPES,
     MAX_FILES_PER_REQUEST,
@@ -31,9 +32,6 @@ from .params import (
 )
 from .rate_limit import RATE_LIMITED, SearchRateLimit
 from .store import EmulatorStore, StoredFile
-
-if TYPE_CHECKING:
-    from .server import EmulatorConfig
 
 log = logging.getLogger("memos_emulator")
 
@@ -62,6 +60,7 @@ class KnowledgeBaseApi:
         try:
             project = self._authenticate(headers)
             content_type = headers.get("content-type", "")
+            body: object
             if endpoint == "/update/knowledgebase-file" and content_type.lower().startswith("multipart/form-data"):
                 body = multipart_update(content_type, raw, self.config.max_file_bytes)
             else:

@@ -1,17 +1,7 @@
-"""Text extraction for the MemOS emulator: turns an uploaded document into titled sections of plain text.
-
-Every problem with a document (bad encoding, broken container, forbidden XML, too much text, ...) is
-reported as :class:`ExtractionError` with a short human reason; the emulator marks such a file "failed".
-
-Resource guards: extracted text is capped at ``extraction.MAX_TEXT_CHARS`` characters (over the cap the
-file fails rather than being silently truncated, like MemOS's own over-limit files); a DOCX whose zip
-entries declare more than ``extract_docx.MAX_DOCX_UNCOMPRESSED_BYTES`` fails before it is parsed; a PDF
-with more than ``extract_pdf.MAX_PDF_PAGES`` pages fails, and PDF extraction stops after
-``extract_pdf.MAX_PDF_SECONDS``.
-
-The extractors, one module per format: ``extract_text`` (txt, md, json, xml), ``extract_pdf``,
-``extract_docx`` and ``extract_doc`` (Word 97-2003); what they share is in ``extraction``.
-"""
+"""Text extraction for the MemOS emulator: an uploaded document becomes titled sections of plain text, by
+the extractor of its format; any problem is an ``ExtractionError`` with a short reason (the file is marked
+failed). Guards: the text is capped (``extraction.MAX_TEXT_CHARS``: over it the file fails, as MemOS's do),
+a DOCX's declared size and a PDF's pages and extraction time are bounded."""
 
 from __future__ import annotations
 

@@ -172,8 +172,8 @@ def _slice(data: bytes, offset: int, length: int) -> bytes:
 
 
 def _u16(data: bytes, offset: int) -> int:
-    return struct.unpack_from("<H", _slice(data, offset, 2))[0]
+    return int(struct.unpack_from("<H", _slice(data, offset, 2))[0])
 
 
 def _u32(data: bytes, offset: int) -> int:
-    return struct.unpack_from("<I", _slice(data, offset, 4))[0]
+    return int(struct.unpack_from("<I", _slice(data, offset, 4))[0])

@@ -14,18 +14,15 @@ import threading
 import time
 from http import HTTPStatus
 from ipaddress import ip_address
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import httpx
 
 from .chunking import chunk_sections
+from .config import EmulatorConfig
 from .extract import extract_sections
 from .extraction import ExtractionError
 from .store import EmulatorStore
-
-if TYPE_CHECKING:
-    from .server import EmulatorConfig
 
 log = logging.getLogger("memos_emulator")
 

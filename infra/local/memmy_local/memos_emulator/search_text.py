@@ -9,7 +9,9 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Iterable
 from functools import cache
+from typing import Protocol
 
 _WORD = re.compile(r"\w", re.UNICODE)
 
@@ -22,14 +24,21 @@ STOPWORDS = frozenset(_STOPWORDS_ZH.split() + _STOPWORDS_EN.split())
 _init_lock = threading.Lock()
 
 
+class _Segmenter(Protocol):
+    """What the emulator uses of jieba (which ships no type information)."""
+
+    def cut_for_search(self, sentence: str) -> Iterable[str]: ...
+
+
 @cache
-def _jieba():
+def _jieba() -> _Segmenter:
     with _init_lock:
         import jieba
 
         jieba.setLogLevel(logging.WARNING)
         jieba.initialize()
-        return jieba
+        segmenter: _Segmenter = jieba
+        return segmenter
 
 
 def warm_up() -> None:

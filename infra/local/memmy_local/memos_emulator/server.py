@@ -1,15 +1,6 @@
-"""A local stand-in for MemOS's knowledge-base API (see docs/memos.md), faithful in its awkward parts.
-
-Business errors come back inside HTTP 200 with a non-zero ``code``; shape errors with HTTP 400; auth
-failures with HTTP 401. Files are parsed, chunked and indexed by a background worker, so a new file is
-``running`` until the worker (after a configurable delay) marks it ``completed`` or ``failed``.
-
-Routes outside the API prefix serve tests: ``GET /_emulator/state``, ``/_emulator/faults`` and
-``POST /_emulator/processing`` (``{"paused": true}`` holds every file or version where it is).
-
-This module holds the emulator (its HTTP server, its test hooks, its fault injection); the endpoints are
-in ``endpoints`` (request bodies read in ``params``), the worker in ``processing``, the data in ``store``.
-"""
+"""The MemOS emulator: a local stand-in for MemOS's knowledge-base API, faithful in its awkward parts, with
+its HTTP server, its test hooks under ``/_emulator/`` and fault injection (docs/memos.md, "What the
+emulator adds for tests" and "Running the emulator")."""
 
 from __future__ import annotations
 
@@ -22,7 +13,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,18 +21,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from . import search_text
+from .config import EmulatorConfig
 from .endpoints import KnowledgeBaseApi, code_for_status, envelope
 from .processing import FileProcessor
 from .store import EmulatorStore
 
 log = logging.getLogger("memos_emulator")
-
-DEFAULT_PREFIX = "/api/openmem/v1"
-DEFAULT_PORT = 8090
-DEFAULT_API_KEY = "local-memos-key"
-
-MAX_FILE_BYTES = 100 * 1024 * 1024
-MAX_REQUEST_FILE_BYTES = 300 * 1024 * 1024
 
 ENDPOINTS = (
     "/create/knowledgebase",
@@ -66,29 +51,6 @@ class QuietHTTPServer(ThreadingHTTPServer):
 
 
 @dataclass
-class EmulatorConfig:
-    host: str = "127.0.0.1"
-    port: int = DEFAULT_PORT
-    prefix: str = DEFAULT_PREFIX
-    # API key -> MemOS project; every KB belongs to the project of the key that created it.
-    api_keys: Mapping[str, str] = field(default_factory=lambda: {DEFAULT_API_KEY: "default"})
-    db_path: Path | None = None
-    processing_delay: float = 1.0
-    kb_quota: int | None = None
-    fetch_timeout: float = 30.0
-    # MemOS's documented limits; tests may lower them to exercise the checks cheaply.
-    max_file_bytes: int = MAX_FILE_BYTES
-    max_request_file_bytes: int = MAX_REQUEST_FILE_BYTES
-    # MemOS's rate limit: searches a second per project past which a search is refused with 40309.
-    search_qps: float | None = None
-
-    @property
-    def max_body_bytes(self) -> int:
-        """Base64 inflates by 4/3; a body much larger than the request limit is refused unread."""
-        return self.max_request_file_bytes * 4 // 3 + 1024 * 1024
-
-
-@dataclass
 class Fault:
     endpoint: str
     code: int | None = None
@@ -104,7 +66,7 @@ class MemosEmulator:
     def __init__(self, config: EmulatorConfig | None = None) -> None:
         self.config = config or EmulatorConfig()
         self.prefix = "/" + self.config.prefix.strip("/") if self.config.prefix.strip("/") else ""
-        self._tmpdir: tempfile.TemporaryDirectory | None = None
+        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         db_path = self.config.db_path
         if db_path is None:
             self._tmpdir = tempfile.TemporaryDirectory(prefix="memos-emulator-")
@@ -190,6 +152,35 @@ class MemosEmulator:
         self.store.reset()
         self.processor.resume()
 
+    def control(self, method: str, path: str, raw: bytes) -> tuple[int, Any]:
+        """A test hook under ``/_emulator/`` (``raw``: its JSON body): the HTTP status and the answer."""
+        if (method, path) == ("GET", "/_emulator/state"):
+            return HTTPStatus.OK, self.state()
+        if (method, path) == ("GET", "/_emulator/faults"):
+            return HTTPStatus.OK, {"faults": self.faults()}
+        if (method, path) == ("DELETE", "/_emulator/faults"):
+            self.clear_faults()
+            return HTTPStatus.OK, {"faults": []}
+        if (method, path) == ("POST", "/_emulator/processing"):
+            try:
+                paused = json.loads(raw).get("paused")
+            except (ValueError, AttributeError):
+                paused = None
+            if not isinstance(paused, bool):
+                return HTTPStatus.BAD_REQUEST, {"error": 'give {"paused": true|false}'}
+            self.pause_processing(paused)
+            return HTTPStatus.OK, {"paused": paused}
+        if (method, path) == ("POST", "/_emulator/reset"):
+            self.reset()
+            return HTTPStatus.OK, {"reset": True}
+        if (method, path) == ("POST", "/_emulator/faults"):
+            try:
+                self.add_fault(Fault(**json.loads(raw)))
+            except (TypeError, ValueError) as err:
+                return HTTPStatus.BAD_REQUEST, {"error": str(err)}
+            return HTTPStatus.CREATED, {"faults": self.faults()}
+        return HTTPStatus.NOT_FOUND, {"error": "no such route"}
+
     def pause_processing(self, paused: bool) -> None:
         """Hold every new file and version where it is (``running``), or let processing go on."""
         if paused:
@@ -227,86 +218,62 @@ class MemosEmulator:
         return None
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """One request to the emulator ``_make_handler`` binds it to: the API, or a test hook."""
+
+    emulator: MemosEmulator
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; without this, Nagle plus delayed ACK adds ~40 ms.
+    disable_nagle_algorithm = True
+    server_version = "MemOSEmulator/1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s " + format, self.address_string(), *args)
+
+    def _reply(self, status: int, payload: Any) -> None:
+        body = json.dumps(payload, ensure_ascii=False).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _read_body(self) -> bytes | None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > self.emulator.config.max_body_bytes:
+            self.close_connection = True
+            return None
+        return self.rfile.read(length) if length else b""
+
+    def do_POST(self) -> None:
+        emulator, path = self.emulator, urlsplit(self.path).path
+        if path.startswith("/_emulator/"):
+            self._control("POST", path)
+            return
+        endpoint = path[len(emulator.prefix) :] if path.startswith(emulator.prefix + "/") else None
+        if endpoint not in ENDPOINTS:
+            self._read_body()
+            self._reply(HTTPStatus.NOT_FOUND, envelope(40400, None, "no such endpoint"))
+            return
+        raw = self._read_body()
+        if raw is None:
+            self._reply(HTTPStatus.OK, envelope(50105, None, "request exceeds 300 MB"))
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        status, payload = emulator.handle_api(endpoint, headers, raw)
+        self._reply(status, payload)
+
+    def do_GET(self) -> None:
+        self._control("GET", urlsplit(self.path).path)
+
+    def do_DELETE(self) -> None:
+        self._control("DELETE", urlsplit(self.path).path)
+
+    def _control(self, method: str, path: str) -> None:
+        raw = self._read_body() if method == "POST" else b""
+        self._reply(*self.emulator.control(method, path, raw or b"{}"))
+
+
 def _make_handler(emulator: MemosEmulator) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        # Headers and body go out in two writes; without this, Nagle plus delayed ACK adds ~40 ms.
-        disable_nagle_algorithm = True
-        server_version = "MemOSEmulator/1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            log.debug("%s " + format, self.address_string(), *args)
-
-        def _reply(self, status: int, payload: Any) -> None:
-            body = json.dumps(payload, ensure_ascii=False).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _read_body(self) -> bytes | None:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > emulator.config.max_body_bytes:
-                self.close_connection = True
-                return None
-            return self.rfile.read(length) if length else b""
-
-        def do_POST(self) -> None:
-            path = urlsplit(self.path).path
-            if path.startswith("/_emulator/"):
-                self._control("POST", path)
-                return
-            endpoint = path[len(emulator.prefix) :] if path.startswith(emulator.prefix + "/") else None
-            if endpoint not in ENDPOINTS:
-                self._read_body()
-                self._reply(HTTPStatus.NOT_FOUND, envelope(40400, None, "no such endpoint"))
-                return
-            raw = self._read_body()
-            if raw is None:
-                self._reply(HTTPStatus.OK, envelope(50105, None, "request exceeds 300 MB"))
-                return
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            status, payload = emulator.handle_api(endpoint, headers, raw)
-            self._reply(status, payload)
-
-        def do_GET(self) -> None:
-            self._control("GET", urlsplit(self.path).path)
-
-        def do_DELETE(self) -> None:
-            self._control("DELETE", urlsplit(self.path).path)
-
-        def _control(self, method: str, path: str) -> None:
-            raw = self._read_body() if method == "POST" else b""
-            if (method, path) == ("GET", "/_emulator/state"):
-                self._reply(HTTPStatus.OK, emulator.state())
-            elif (method, path) == ("GET", "/_emulator/faults"):
-                self._reply(HTTPStatus.OK, {"faults": emulator.faults()})
-            elif (method, path) == ("DELETE", "/_emulator/faults"):
-                emulator.clear_faults()
-                self._reply(HTTPStatus.OK, {"faults": []})
-            elif (method, path) == ("POST", "/_emulator/processing"):
-                try:
-                    paused = json.loads(raw or b"{}").get("paused")
-                except (ValueError, AttributeError):
-                    paused = None
-                if not isinstance(paused, bool):
-                    self._reply(HTTPStatus.BAD_REQUEST, {"error": 'give {"paused": true|false}'})
-                    return
-                emulator.pause_processing(paused)
-                self._reply(HTTPStatus.OK, {"paused": paused})
-            elif (method, path) == ("POST", "/_emulator/reset"):
-                emulator.reset()
-                self._reply(HTTPStatus.OK, {"reset": True})
-            elif (method, path) == ("POST", "/_emulator/faults"):
-                try:
-                    spec = json.loads(raw or b"{}")
-                    emulator.add_fault(Fault(**spec))
-                except (TypeError, ValueError) as err:
-                    self._reply(HTTPStatus.BAD_REQUEST, {"error": str(err)})
-                    return
-                self._reply(HTTPStatus.CREATED, {"faults": emulator.faults()})
-            else:
-                self._reply(HTTPStatus.NOT_FOUND, {"error": "no such route"})
-
-    return Handler
+    """The request handler class of ``emulator``'s server (http.server makes one instance per request)."""
+    return type("Handler", (_Handler,), {"emulator": emulator})

@@ -15,9 +15,11 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from . import search_text
 from .store_search import ExcerptSearch, Hit
@@ -145,9 +147,11 @@ class EmulatorStore(ExcerptSearch):
 
     def count_linked_kbs(self, project: str) -> int:
         with self._lock:
-            return self._db.execute(
-                "SELECT count(*) FROM kbs WHERE project = ? AND linked = 1", (project,)
-            ).fetchone()[0]
+            return int(
+                self._db.execute(
+                    "SELECT count(*) FROM kbs WHERE project = ? AND linked = 1", (project,)
+                ).fetchone()[0]
+            )
 
     def linked_kb_ids(self, project: str) -> list[str]:
         with self._lock:
@@ -334,7 +338,7 @@ class EmulatorStore(ExcerptSearch):
 
     # -- inspection ------------------------------------------------------------------------------
 
-    def snapshot(self) -> list[dict]:
+    def snapshot(self) -> list[dict[str, Any]]:
         with self._lock:
             kbs = self._db.execute(
                 "SELECT id, project, name, linked FROM kbs ORDER BY created_at, id"
@@ -342,7 +346,7 @@ class EmulatorStore(ExcerptSearch):
             files = self._db.execute(
                 "SELECT id, kb_id, name, status, reason, version FROM files ORDER BY created_at, id"
             ).fetchall()
-        by_kb: dict[str, list[dict]] = {}
+        by_kb: dict[str, list[dict[str, Any]]] = {}
         for f in files:
             by_kb.setdefault(f["kb_id"], []).append(
                 {
@@ -369,19 +373,15 @@ class EmulatorStore(ExcerptSearch):
             for table in ("excerpt_fts", "excerpts", "pending_content", "files", "kbs"):
                 self._db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
 
-    def _transaction(self):
-        return _Transaction(self._db)
-
-
-class _Transaction:
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
-
-    def __enter__(self) -> None:
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
         self._db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
 
 def _file(row: sqlite3.Row) -> StoredFile:

@@ -7,8 +7,9 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .provision_context import ProvisionContext
-from .stepfunctions import cap_retry_delays, load_definition
+from memmy_local.aws.stepfunctions import cap_retry_delays, load_definition
+
+from .context import ProvisionContext
 
 _QUEUE_ATTRIBUTES: Final = (
     "VisibilityTimeout",

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memmy_local.handlers import load_function_module, repo_root
-from memmy_local.routing import public_route_keys
+from memmy_local.gateway.routing import public_route_keys
+from memmy_local.lambdas.handlers import load_function_module, repo_root
 from memmy_local.template import http_routes, load_template
 
 TITLE = "Memmy knowledge-base service"

@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .template import function_environment
+from memmy_local.template import function_environment
 
 log = logging.getLogger("memmy_local.environment")
 

@@ -1,7 +1,7 @@
 """The template's HTTP routes, compiled for matching a request as API Gateway's HTTP API matches it.
 
 Literal segments beat ``{param}``, which beats greedy ``{param+}``; a route with ``Auth: {Authorizer:
-NONE}`` is public, every other one is guarded by the JWT authorizer (``memmy_local.authorizer``).
+NONE}`` is public, every other one is guarded by the JWT authorizer (``memmy_local.gateway.authorizer``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote
 
+from memmy_local.template import Route, http_routes
+
 from .http_events import GatewayError
-from .template import Route, http_routes
 
 _SERVERLESS_FUNCTION = "AWS::Serverless::Function"
 

@@ -1,48 +1,14 @@
-"""moto's DynamoDB made to hold only the table's items, and to read only what DynamoDB reads.
-
-Four patches of moto 5.2.5, installed together by ``local_dynamodb()`` (the local stack, the in-process
-test fixture and the benchmarks use it):
-
-1. **No instance tracking of DynamoDB models.** moto's ``BaseModel.__new__``
-   (``moto/core/common_models.py``) appends every model instance it creates to its class's
-   ``instances_tracked`` list, for the ``/moto-api/data.json`` dashboard, and only a reset empties those
-   lists. ``Item`` is a ``BaseModel``: every item written, every copy ``update_item`` keeps of the old
-   item, every copy ``Table.query`` returns, and every item of every table copy
-   ``transact_write_items`` made for its rollback stayed referenced from ``Item.instances_tracked``
-   forever. That list is what kept the copies (measured with tracemalloc: 200 transactions on a
-   2,000-item table left 800,500 ``Item`` and 400 ``Table`` instances in those lists, 950 MB). The
-   DynamoDB model classes get a ``__new__`` that does not track; the dashboard no longer lists them.
-2. **Transactions snapshot only what they touch.** ``DynamoDBBackend.transact_write_items``
-   (``moto/dynamodb/models/__init__.py``) deep-copied every table a transaction names before running
-   it, and rolled back by putting the copies in place of the tables. Ours copies, before an action's
-   write, the one item that action targets (or remembers it was absent), and a rollback puts back
-   those items (and drops the stream records the transaction added). Everything else is moto's code
-   path: the same validation order, the same per-action condition evaluation, the same cancellation
-   reasons (``ConditionalCheckFailed`` with ``Item`` under ``ReturnValuesOnConditionCheckFailure:
-   ALL_OLD``, and ``None`` for the actions that passed), the same errors that stop the transaction
-   outright (more than 100 actions, two actions on one item, a validation error). Two differences, both
-   towards DynamoDB: an action with two operations is refused before anything is written (moto
-   raised it mid-way, keeping the earlier writes), and a rollback no longer replaces the table, so a
-   write made meanwhile by another request to another item survives it. moto ignores
-   ``ClientRequestToken`` (no idempotency window); so does this.
-3. **Queries read the key's partition.** ``Table.query`` (``moto/dynamodb/models/table.py``) sorted every
-   item of the table (``all_items()``) and then kept the key's partition. For a base-table query ours
-   hands moto's code just that partition; for an index query, the items whose index hash key matches
-   (found in one unsorted pass; moto then sorts those few as before). Results, ordering, pagination,
-   ``ScannedCount`` and filters are moto's own code.
-4. **Writes one at a time.** moto evaluates a write's condition and then writes, in Python, with nothing
-   between two requests' threads: 20 concurrent conditional updates of one counter (``used < 6``) let
-   7 or 8 through. DynamoDB applies the writes of one item one after another; here every write request
-   (``put_item``, ``update_item``, ``delete_item``, ``batch_write_item``, ``transact_write_items``) holds
-   one lock, so a condition is always checked against the item it writes.
-"""
+"""moto's DynamoDB made to hold only the table's items and to read and write as DynamoDB does: four
+patches of moto 5.2.5, each described where it is installed, all four installed by ``local_dynamodb()``
+(the local stack, the in-process test fixture and the benchmarks use it; docs/architecture.md, "Local
+stack")."""
 
 from __future__ import annotations
 
 import contextlib
 import copy
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 __all__ = [
@@ -67,7 +33,7 @@ def _check_version() -> None:
 
     if moto.__version__ != MOTO_VERSION:
         raise RuntimeError(
-            f"memmy_local.dynamodb patches moto {MOTO_VERSION}'s DynamoDB backend, not {moto.__version__}: "
+            f"memmy_local.aws.dynamodb patches moto {MOTO_VERSION}'s DynamoDB backend, not {moto.__version__}: "
             "check BaseModel.__new__, DynamoDBBackend.transact_write_items and Table.query, then update "
             "MOTO_VERSION"
         )
@@ -99,7 +65,7 @@ def _replace(owner: type, name: str, replacement: Any) -> Any:
 
 @contextlib.contextmanager
 def local_dynamodb() -> Iterator[None]:
-    """All four patches (see the module's docstring) for the duration; re-entrant."""
+    """All four patches for the duration; re-entrant."""
     with untracked_models(), item_level_rollback(), partition_queries(), serialized_writes():
         yield
 
@@ -126,7 +92,13 @@ def _install_serialized() -> Any:
 
 
 def serialized_writes() -> contextlib.AbstractContextManager[None]:
-    """moto's DynamoDB write requests run one at a time, as DynamoDB applies one item's writes."""
+    """moto's DynamoDB write requests run one at a time, as DynamoDB applies one item's writes.
+
+    moto evaluates a write's condition and then writes, in Python, with nothing between two requests'
+    threads: 20 concurrent conditional updates of one counter (``used < 6``) let 7 or 8 through. Here every
+    write request (``put_item``, ``update_item``, ``delete_item``, ``batch_write_item``,
+    ``transact_write_items``) holds one lock, so a condition is always checked against the item it writes.
+    """
     return _installed("serialized", _install_serialized)
 
 
@@ -151,7 +123,7 @@ def _install_untracked() -> Any:
         and "__new__" not in vars(value)
     ]
     for cls in classes:
-        cls.__new__ = staticmethod(_untracked_new)  # type: ignore[assignment]
+        cls.__new__ = staticmethod(_untracked_new)  # type: ignore[method-assign]  # moto's class, patched
         cls.instances_tracked = []  # type: ignore[attr-defined]  # what was tracked so far, let go
 
     def undo() -> None:
@@ -163,7 +135,16 @@ def _install_untracked() -> Any:
 
 def untracked_models() -> contextlib.AbstractContextManager[None]:
     """moto's DynamoDB models (``Item``, ``Table``, indexes, stream records) are not kept in
-    ``instances_tracked`` while this is active."""
+    ``instances_tracked`` while this is active.
+
+    moto's ``BaseModel.__new__`` (``moto/core/common_models.py``) appends every model instance to its
+    class's ``instances_tracked`` list, for the ``/moto-api/data.json`` dashboard, and only a reset empties
+    it: every item written, every copy ``update_item`` keeps of the old item, every copy ``Table.query``
+    returns and every item of every table copy a transaction made stayed referenced forever (measured with
+    tracemalloc: 200 transactions on a 2,000-item table left 800,500 ``Item`` and 400 ``Table`` instances,
+    950 MB). The DynamoDB model classes get a ``__new__`` that does not track; the dashboard no longer
+    lists them.
+    """
     return _installed("untracked", _install_untracked)
 
 
@@ -210,6 +191,7 @@ class _Journal:
 
 def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
     """moto 5.2.5's ``DynamoDBBackend.transact_write_items`` with item-level rollback (see the module)."""
+    from moto.dynamodb.comparisons import get_filter_expression
     from moto.dynamodb.exceptions import (
         ConditionalCheckFailed,
         MockValidationException,
@@ -218,7 +200,6 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
         TransactionCanceledException,
         TransactWriteSingleOpException,
     )
-    from moto.dynamodb.models import get_filter_expression
 
     if len(transact_items) > 100:
         raise TooManyTransactionsException()
@@ -280,7 +261,7 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
             except ConditionalCheckFailed as e:
                 errors.append(("ConditionalCheckFailed", str(e.message), original_item))
             except Exception as e:  # moto reports any other failure as the reason
-                errors.append((type(e).__name__, str(e), original_item))  # type: ignore[arg-type]
+                errors.append((type(e).__name__, str(e), original_item))
     except BaseException:
         journal.rollback()
         raise
@@ -296,7 +277,20 @@ def _install_rollback() -> Any:
 
 
 def item_level_rollback() -> contextlib.AbstractContextManager[None]:
-    """moto's ``transact_write_items`` snapshots only the items it writes while this is active."""
+    """moto's ``transact_write_items`` snapshots only the items it writes while this is active.
+
+    moto's ``DynamoDBBackend.transact_write_items`` (``moto/dynamodb/models/__init__.py``) deep-copied every
+    table a transaction names and rolled back by putting the copies in place of the tables. Ours copies,
+    before an action's write, the one item that action targets (or remembers it was absent); a rollback
+    puts back those items (and drops the stream records the transaction added). The rest is moto's code
+    path: the same validation order, per-action condition evaluation and cancellation reasons
+    (``ConditionalCheckFailed`` with ``Item`` under ``ReturnValuesOnConditionCheckFailure: ALL_OLD``,
+    ``None`` for the actions that passed), the same errors that stop a transaction outright (more than 100
+    actions, two actions on one item, a validation error). Two differences, both towards DynamoDB: an
+    action with two operations is refused before anything is written (moto raised it mid-way, keeping the
+    earlier writes), and a rollback no longer replaces the table, so a write made meanwhile by another
+    request to another item survives it. moto ignores ``ClientRequestToken``; so does this.
+    """
     return _installed("rollback", _install_rollback)
 
 
@@ -347,7 +341,8 @@ def _install_partition_queries() -> Any:
 
     from moto.dynamodb.models.table import Table
 
-    original = Table.query
+    # moto's own query, called with the table or with a view of one of its partitions.
+    original: Callable[..., Any] = Table.query
     signature = inspect.signature(original)
 
     def query(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -368,5 +363,11 @@ def _install_partition_queries() -> Any:
 
 
 def partition_queries() -> contextlib.AbstractContextManager[None]:
-    """moto's ``Table.query`` reads only the key's partition while this is active."""
+    """moto's ``Table.query`` reads only the key's partition while this is active.
+
+    moto's ``Table.query`` (``moto/dynamodb/models/table.py``) sorted every item of the table and then kept
+    the key's partition. For a base-table query ours hands moto's code just that partition; for an index
+    query, the items whose index hash key matches (one unsorted pass; moto then sorts those few). Results,
+    ordering, pagination, ``ScannedCount`` and filters are moto's own code.
+    """
     return _installed("queries", _install_partition_queries)

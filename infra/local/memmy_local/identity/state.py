@@ -1,14 +1,7 @@
-"""What the dev identity provider remembers: the client, signed-in identities, authorization codes, refresh
-tokens (with their rotations) and device requests, with what rate-limits them (RFC 8628 5.1, 3.5): each
-request's polls (one sooner than its interval gets ``slow_down``, and the interval grows by 5 s), the wrong
-user codes typed while it was pending (``WRONG_CODES_PER_DEVICE`` of them and it is refused for good),
-and each client address's wrong user codes (``WRONG_CODES_PER_CLIENT`` in ``WRONG_CODE_WINDOW_SECONDS``
-and its next codes are not even looked at until the oldest leaves the window).
-
-Everything lives in memory behind one lock. Refresh tokens are kept by their SHA-256 (never the token
-itself) and, with a ``path``, written there (0600) after every change, so a desktop login survives a
-restart of the stack. Codes and device requests are never written: a restart forgets them.
-"""
+"""What the dev identity provider remembers, in memory behind one lock: the client, codes, refresh tokens
+(with their rotations) and device requests, with what rate-limits them (RFC 8628 5.1, 3.5). Refresh
+tokens are kept by their SHA-256 and, with a ``path``, written there (0600) after every change, so a
+desktop login survives a restart; codes and device requests never are."""
 
 from __future__ import annotations
 
@@ -29,7 +22,7 @@ from authlib.oauth2.rfc6749 import ClientMixin, scope_to_list
 from authlib.oauth2.rfc8628 import DeviceCredentialMixin
 from authlib.oidc.core import AuthorizationCodeMixin
 
-from .tokens import profile_claims
+from memmy_local.tokens import profile_claims
 
 CLIENT_ID = "memmy-desktop"
 SCOPES = ("openid", "profile", "email", "phone", "offline_access")

@@ -1,34 +1,6 @@
-"""Step Functions for the local stack: the state machines' definitions as deployed, run by moto.
-
-``load_definition`` reads a ``AWS::Serverless::StateMachine``'s ASL (``DefinitionUri`` relative to the
-template's folder, or an inline ``Definition``) and applies its ``DefinitionSubstitutions`` as
-CloudFormation does (text replacement of ``${Name}``), so moto gets exactly the deployed definition.
-
-``cap_retry_delays`` is the one deliberate local change to a definition: moto's interpreter really sleeps
-a Retry's intervals (``time.sleep`` in ``RetrierDecl``), so a definition with ``IntervalSeconds: 5``,
-``BackoffRate: 2`` and ``MaxAttempts: 6`` would keep a local execution waiting minutes. Locally every
-Retry's ``IntervalSeconds`` and ``MaxDelaySeconds`` are capped (1 s by default, moto's minimum for both),
-so each retry waits at most that long; what is retried, how often, ``BackoffRate``, ``JitterStrategy``
-and every Catch are unchanged. Provisioning applies it unless told otherwise
-(``provision(..., max_retry_delay_seconds=None)`` keeps the real delays).
-
-``LambdaDispatcher`` runs a state machine's Lambda tasks in-process. With ``execute_state_machine`` on,
-moto's interpreter invokes Lambda for ``arn:aws:states:::lambda:invoke`` (and for a plain function ARN
-as Resource) through moto's own Lambda, which would need Docker and would only echo the payload without
-it. ``dispatching(dispatcher)`` replaces that one call, the interpreter's
-``lambda_eval_utils._invoke_lambda_function``, with the dispatcher: it finds the function by name or
-ARN, calls its handler in this process (moto's server runs in the stack's process), and answers as the
-Lambda Invoke API does: the handler's JSON result as ``Payload``, or, when the handler raises,
-``FunctionError: Unhandled`` with the Python runtime's error payload (``errorType`` = the exception's
-class name), which moto turns into a task failure whose Error is that name and whose Cause is the
-payload, exactly the Error/Cause that Retry and Catch see on AWS. An unknown function fails the task
-with ``Lambda.ResourceNotFoundException``, also as on AWS.
-
-``states_all_as_on_aws()`` corrects one divergence of moto's interpreter: moto lets ``States.ALL`` in a
-Retry or Catch match every error, while on AWS it does not match ``States.Runtime`` (a JSONPath that
-finds nothing, such as a ResultSelector reading a field the task did not return) or
-``States.DataLimitExceeded``: those always fail the execution.
-"""
+"""Step Functions for the local stack: the state machines' definitions as deployed, run by moto's
+interpreter, with their Lambda tasks run in this process and ``States.ALL`` matching as on AWS
+(docs/architecture.md, "Local stack")."""
 
 from __future__ import annotations
 
@@ -89,7 +61,9 @@ def substitute_definition(text: str, substitutions: Mapping[str, Any]) -> str:
 
 
 def load_definition(properties: Mapping[str, Any], template_dir: Path) -> dict[str, Any]:
-    """The ASL of a ``AWS::Serverless::StateMachine`` with resolved ``properties``, substitutions applied."""
+    """The ASL of a ``AWS::Serverless::StateMachine`` with resolved ``properties`` (``DefinitionUri``
+    relative to the template's folder, or an inline ``Definition``), its ``DefinitionSubstitutions``
+    applied as CloudFormation does (text replacement of ``${Name}``): exactly the deployed definition."""
     substitutions = properties.get("DefinitionSubstitutions") or {}
     if "Definition" in properties and "DefinitionUri" in properties:
         raise ValueError("a state machine has either Definition or DefinitionUri, not both")
@@ -116,11 +90,15 @@ def load_definition(properties: Mapping[str, Any], template_dir: Path) -> dict[s
 def cap_retry_delays(
     definition: Mapping[str, Any], max_seconds: int = LOCAL_MAX_RETRY_DELAY_SECONDS
 ) -> dict[str, Any]:
-    """A copy of ``definition`` in which no Retry waits longer than ``max_seconds`` between attempts.
+    """A copy of ``definition`` in which no Retry waits longer than ``max_seconds`` between attempts: the
+    one deliberate local change to a definition (provisioning applies it unless told otherwise).
 
-    Every Retry of every state, nested ``Parallel`` branches and ``Map`` processors included, gets
+    moto's interpreter really sleeps a Retry's intervals (``time.sleep`` in ``RetrierDecl``), so
+    ``IntervalSeconds: 5``, ``BackoffRate: 2`` and ``MaxAttempts: 6`` would keep a local execution waiting
+    minutes. Every Retry of every state, nested ``Parallel`` branches and ``Map`` processors included, gets
     ``IntervalSeconds = min(IntervalSeconds, max_seconds)`` and ``MaxDelaySeconds = min(MaxDelaySeconds,
-    max_seconds)`` (set when absent, since a backoff grows without it). Nothing else changes.
+    max_seconds)`` (set when absent, since a backoff grows without it). What is retried, how often,
+    ``BackoffRate``, ``JitterStrategy`` and every Catch are unchanged.
     """
     if max_seconds < 1:
         raise ValueError("moto accepts IntervalSeconds and MaxDelaySeconds of at least 1")
@@ -161,7 +139,7 @@ TaskHandler = Callable[[Any], Any]
 """A stand-in for a function in tests: called with the task's payload, returns the result or raises."""
 
 FunctionLoader = Callable[[str], Any]
-"""Logical id -> ``memmy_local.lambdas.LocalFunction`` (loaded once, on first use)."""
+"""Logical id -> ``memmy_local.lambdas.functions.LocalFunction`` (loaded once, on first use)."""
 
 # The Python runtime's FunctionError for an exception that escaped the handler.
 _UNHANDLED: Final = "Unhandled"
@@ -170,6 +148,12 @@ _LOCAL_PACKAGE_DIR: Final = Path(__file__).resolve().parent
 
 class LambdaDispatcher:
     """Lambda Invoke for moto's interpreter: function name or ARN -> a handler run in this process.
+
+    moto's own Lambda would need Docker, and without it only echoes the payload. The dispatcher answers as
+    the Invoke API does: the handler's JSON result as ``Payload``, or, when the handler raises,
+    ``FunctionError: Unhandled`` with the Python runtime's error payload (``errorType`` = the exception's
+    class name), which moto turns into the task failure Retry and Catch see on AWS (Error: that name,
+    Cause: the payload). An unknown function fails the task with ``Lambda.ResourceNotFoundException``.
 
     ``functions`` maps each function's name (``!Ref``) to its template logical id; ``loader`` loads a
     logical id as a ``LocalFunction`` (one warm container, like the gateway's). ``overrides`` maps a
@@ -269,7 +253,7 @@ def function_name_of(function: str) -> tuple[str, str | None]:
 
 
 def _error_type(error: BaseException) -> str:
-    from .lambdas import FunctionNotLoadedError
+    from memmy_local.lambdas.functions import FunctionNotLoadedError
 
     # A function whose module failed to import fails every invocation with the runtime's init error.
     return "Runtime.ImportModuleError" if isinstance(error, FunctionNotLoadedError) else type(error).__name__
@@ -292,7 +276,13 @@ def _resource_not_found(function: str, request_id: str) -> Exception:
     return ClientError(
         {
             "Error": {"Code": "ResourceNotFoundException", "Message": f"Function not found: {function}"},
-            "ResponseMetadata": {"HTTPStatusCode": 404, "RequestId": request_id},
+            "ResponseMetadata": {
+                "HTTPStatusCode": 404,
+                "RequestId": request_id,
+                "HostId": "",
+                "HTTPHeaders": {},
+                "RetryAttempts": 0,
+            },
         },
         "Invoke",
     )
@@ -306,7 +296,8 @@ _install_lock = threading.Lock()
 def dispatching(dispatcher: LambdaDispatcher) -> Iterator[LambdaDispatcher]:
     """moto's Step Functions interpreter invokes Lambda through ``dispatcher`` for the duration.
 
-    moto's backends are process-wide, so only one dispatcher can be active at a time.
+    It replaces one call, the interpreter's ``lambda_eval_utils._invoke_lambda_function`` (used for
+    ``arn:aws:states:::lambda:invoke`` and for a plain function ARN as Resource). moto's backends are process-wide, so only one dispatcher can be active at a time.
     """
     global _active
     import moto
@@ -314,7 +305,7 @@ def dispatching(dispatcher: LambdaDispatcher) -> Iterator[LambdaDispatcher]:
 
     if moto.__version__ != MOTO_VERSION:
         raise RuntimeError(
-            f"memmy_local.stepfunctions patches moto {MOTO_VERSION}'s interpreter, not {moto.__version__}; "
+            f"memmy_local.aws.stepfunctions patches moto {MOTO_VERSION}'s interpreter, not {moto.__version__}; "
             "check lambda_eval_utils._invoke_lambda_function and update MOTO_VERSION"
         )
     with _install_lock:
@@ -345,6 +336,9 @@ _NOT_MATCHED_BY_STATES_ALL: Final = frozenset({"States.Runtime", "States.DataLim
 def states_all_as_on_aws() -> Iterator[None]:
     """For the duration, ``States.ALL`` does not match ``States.Runtime`` or ``States.DataLimitExceeded``.
 
+    moto lets ``States.ALL`` in a Retry or Catch match every error; on AWS those two (a JSONPath that finds
+    nothing, such as a ResultSelector reading a field the task did not return) always fail the execution.
+
     Patches ``ErrorEqualsDecl._eval_body`` (moto 5.2.5,
     ``moto/stepfunctions/parser/asl/component/common/error_name/error_equals_decl.py``), which every
     Retrier and Catcher evaluates with the error name on the interpreter's stack: for those two errors
@@ -372,9 +366,9 @@ def states_all_as_on_aws() -> Iterator[None]:
         original(self, env)
 
     with _install_lock:
-        ErrorEqualsDecl._eval_body = eval_body
+        ErrorEqualsDecl._eval_body = eval_body  # type: ignore[method-assign]  # moto's method, patched
     try:
         yield
     finally:
         with _install_lock:
-            ErrorEqualsDecl._eval_body = original
+            ErrorEqualsDecl._eval_body = original  # type: ignore[method-assign]

@@ -1,17 +1,10 @@
-"""The dev identity provider's Authlib parts: grants, endpoints and the ID token
-(``memmy_local.identity_provider`` registers them).
-
-Each reaches the provider as ``server.idp`` (its state, key, issuer, audience and token lifetime). The
-client is public (``none`` client authentication everywhere); PKCE S256 is required at the authorization
-request already; a code and a device code are taken when presented (single use); a refresh token is
-rotated away when presented, and presenting it again revokes every rotation of it (``identity_state``).
-A device request is polled at its interval: a sooner poll is ``slow_down`` and the interval grows by 5 s
-(RFC 8628 3.5); one refused after too many wrong user codes is ``access_denied``.
-"""
+"""The dev identity provider's Authlib parts: the grants (code with PKCE S256, refresh, device), the
+device and revocation endpoints, the ID token and userinfo. Each reads the provider through
+``issuer.TokenIssuer``; the client is public (``none`` client authentication everywhere)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from authlib.oauth2.rfc6749 import AccessDeniedError, InvalidGrantError, InvalidRequestError, grants
 from authlib.oauth2.rfc6750 import BearerTokenValidator
@@ -21,19 +14,26 @@ from authlib.oauth2.rfc8628 import DeviceAuthorizationEndpoint, DeviceCodeGrant
 from authlib.oidc.core import OpenIDCode, OpenIDToken, UserInfo, UserInfoEndpoint
 from joserfc.jwk import RSAKey
 
-from .identity_state import (
+from memmy_local.tokens import ALGORITHM, TokenError, verify_token
+
+from .issuer import TokenIssuer
+from .state import (
     CLIENT_ID,
     CODE_TTL_SECONDS,
     DEVICE_POLL_INTERVAL,
     DEVICE_TTL_SECONDS,
     AuthorizationCode,
+    DeviceRequest,
     Identity,
     PublicClient,
+    RefreshRecord,
 )
-from .tokens import ALGORITHM, TokenError, verify_token
 
-if TYPE_CHECKING:
-    from .identity_provider import IdentityProvider
+
+def _issuer(server: Any) -> TokenIssuer:
+    """The provider an Authlib server was registered for (``server.idp``; Authlib has no type information)."""
+    issuer: TokenIssuer = server.idp
+    return issuer
 
 
 class S256Required(CodeChallenge):  # type: ignore[misc]
@@ -54,7 +54,7 @@ class S256Required(CodeChallenge):  # type: ignore[misc]
 class IdToken(OpenIDToken):  # type: ignore[misc]
     """The ID token: signed with the stack's key, for the client id, with ``auth_time`` and the profile."""
 
-    def __init__(self, idp: IdentityProvider) -> None:
+    def __init__(self, idp: TokenIssuer) -> None:
         self.idp = idp
 
     def resolve_client_private_key(self, client: Any) -> RSAKey:
@@ -80,7 +80,7 @@ class IdToken(OpenIDToken):  # type: ignore[misc]
 
 
 class CodeIdToken(IdToken, OpenIDCode):  # type: ignore[misc]
-    def __init__(self, idp: IdentityProvider) -> None:
+    def __init__(self, idp: TokenIssuer) -> None:
         IdToken.__init__(self, idp)
         OpenIDCode.__init__(self, require_nonce=False)
 
@@ -92,7 +92,7 @@ class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
     TOKEN_ENDPOINT_AUTH_METHODS = ["none"]  # noqa: RUF012
 
     def save_authorization_code(self, code: str, request: Any) -> None:
-        data, idp = request.payload.data, self.server.idp
+        data, idp = request.payload.data, _issuer(self.server)
         idp.state.add_code(
             AuthorizationCode(
                 code=code,
@@ -108,7 +108,7 @@ class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
         )
 
     def query_authorization_code(self, code: str, client: Any) -> AuthorizationCode | None:
-        return self.server.idp.state.take_code(code, client.get_client_id())  # type: ignore[no-any-return]
+        return _issuer(self.server).state.take_code(code, client.get_client_id())
 
     def delete_authorization_code(self, authorization_code: AuthorizationCode) -> None:
         pass  # taken (gone) when it was presented
@@ -121,38 +121,41 @@ class RefreshGrant(grants.RefreshTokenGrant):  # type: ignore[misc]
     TOKEN_ENDPOINT_AUTH_METHODS = ["none"]  # noqa: RUF012
     INCLUDE_NEW_REFRESH_TOKEN = True
 
-    def authenticate_refresh_token(self, refresh_token: str) -> Any:
-        return self.server.idp.state.claim_refresh(refresh_token)
+    def authenticate_refresh_token(self, refresh_token: str) -> RefreshRecord | None:
+        return _issuer(self.server).state.claim_refresh(refresh_token)
 
-    def authenticate_user(self, refresh_token: Any) -> Identity:
-        return refresh_token.identity  # type: ignore[no-any-return]
+    def authenticate_user(self, refresh_token: RefreshRecord) -> Identity:
+        return refresh_token.identity
 
-    def revoke_old_credential(self, refresh_token: Any) -> None:
+    def revoke_old_credential(self, refresh_token: RefreshRecord) -> None:
         pass  # rotated away when it was presented (claim_refresh)
 
 
 class DeviceGrant(DeviceCodeGrant):  # type: ignore[misc]
     TOKEN_ENDPOINT_AUTH_METHODS = ["none"]  # noqa: RUF012
 
-    def query_device_credential(self, device_code: str) -> Any:
-        credential = self.server.idp.state.device(device_code)
+    def query_device_credential(self, device_code: str) -> DeviceRequest:
+        credential = _issuer(self.server).state.device(device_code)
         if credential is None:
             raise InvalidGrantError("Unknown or used 'device_code'.")
         return credential
 
     def query_user_grant(self, user_code: str) -> tuple[Identity, bool] | None:
-        grant = self.server.idp.state.user_grant(user_code)
-        if grant is not None and not grant[1]:
+        grant = _issuer(self.server).state.user_grant(user_code)
+        if grant is None:
+            return None  # still pending
+        identity, approved = grant
+        if identity is None or not approved:
             raise AccessDeniedError(
                 "Too many wrong codes were typed at the device page while this sign-in waited; start again."
             )
-        return grant  # type: ignore[return-value]
+        return identity, approved
 
-    def should_slow_down(self, credential: Any) -> bool:
-        return self.server.idp.state.poll_too_soon(credential.device_code)  # type: ignore[no-any-return]
+    def should_slow_down(self, credential: DeviceRequest) -> bool:
+        return _issuer(self.server).state.poll_too_soon(credential.device_code)
 
     def create_token_response(self) -> Any:
-        if not self.server.idp.state.drop_device(self.request.credential.device_code):
+        if not _issuer(self.server).state.drop_device(self.request.credential.device_code):
             raise InvalidGrantError("Unknown or used 'device_code'.")  # a concurrent poll took it
         return super().create_token_response()
 
@@ -163,23 +166,23 @@ class DeviceEndpoint(DeviceAuthorizationEndpoint):  # type: ignore[misc]
     INTERVAL = DEVICE_POLL_INTERVAL
 
     def get_verification_uri(self) -> str:
-        return f"{self.server.idp.url}/device"
+        return f"{_issuer(self.server).url}/device"
 
     def save_device_credential(self, client_id: str, scope: str | None, data: dict[str, Any]) -> None:
-        self.server.idp.state.add_device(client_id, PublicClient(client_id).get_allowed_scope(scope), data)
+        _issuer(self.server).state.add_device(client_id, PublicClient(client_id).get_allowed_scope(scope), data)
 
 
 class Revocation(RevocationEndpoint):  # type: ignore[misc]
     CLIENT_AUTH_METHODS = ["none"]  # noqa: RUF012
 
-    def query_token(self, token_string: str, token_type_hint: str | None) -> Any:
+    def query_token(self, token_string: str, token_type_hint: str | None) -> RefreshRecord | None:
         # Access tokens are JWTs that live out their lifetime: revoking one is a no-op (RFC 7009 allows it).
         if token_type_hint == "access_token":  # noqa: S105 - a hint's name
             return None
-        return self.server.idp.state.find_refresh(token_string)
+        return _issuer(self.server).state.find_refresh(token_string)
 
-    def revoke_token(self, token: Any, request: Any) -> None:
-        self.server.idp.state.revoke_family(token.family)
+    def revoke_token(self, token: RefreshRecord, request: Any) -> None:
+        _issuer(self.server).state.revoke_family(token.family)
 
 
 class VerifiedAccessToken:
@@ -207,7 +210,7 @@ class VerifiedAccessToken:
 
 
 class AccessTokenValidator(BearerTokenValidator):  # type: ignore[misc]
-    def __init__(self, idp: IdentityProvider) -> None:
+    def __init__(self, idp: TokenIssuer) -> None:
         super().__init__()
         self.idp = idp
 
@@ -227,4 +230,4 @@ class UserInfoRoute(UserInfoEndpoint):  # type: ignore[misc]
         return UserInfo(user.claims(scope))
 
     def get_issuer(self) -> str:
-        return str(self.server.idp.issuer)
+        return str(_issuer(self.server).issuer)

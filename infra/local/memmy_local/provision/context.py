@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import boto3
 
-from .stepfunctions import LOCAL_MAX_RETRY_DELAY_SECONDS
-from .template import template_path
+from memmy_local.aws.stepfunctions import LOCAL_MAX_RETRY_DELAY_SECONDS
+from memmy_local.template import template_path
+
+# The services the provisioners create resources in.
+Service = Literal["dynamodb", "s3", "secretsmanager", "sqs", "stepfunctions"]
 
 
 @dataclass
@@ -28,7 +31,7 @@ class ProvisionContext:
     memos_secret: str | None = None
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)
 
-    def client(self, service: str) -> Any:
+    def client(self, service: Service) -> Any:
         """A boto3 client for ``service`` on the local endpoint (one per service)."""
         if service not in self._clients:
             self._clients[service] = boto3.client(

@@ -18,7 +18,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl
 
-from .lambdas import DEFAULT_ACCOUNT_ID
+from memmy_local.lambdas.functions import DEFAULT_ACCOUNT_ID
 
 _TEXT_TYPES = frozenset({"application/json", "application/xml", "application/javascript"})
 

@@ -1,18 +1,7 @@
-"""The template's functions as local Lambdas: a pool of warm containers per function, the handler imports.
-
-Each function is a small pool of warm containers (``LocalFunction``, up to ``max_containers``, 4 by
-default): concurrent invocations run concurrently, as Lambda runs them, each in a container of its own
-that serves one invocation at a time; when all are busy an invocation waits for one. A container has its
-own copy of the handler module (its resolver, its batch processor) and its own Powertools request state
-(``memmy_local.containers``). Timeouts are reported by the context's ``get_remaining_time_in_millis``
-but not enforced.
-
-Handler modules are loaded by file path under a unique module name per function (a further container's
-copy under that name plus ``__container<n>``), so two ``app.py`` files do not collide; a handler's
-siblings in its CodeUri directory are not importable (keep shared code in the core layer, as on Lambda
-with more than one function). Each module is imported with its own function's environment overlaid, so
-that module-level reads (a Powertools ``Logger()``'s service name) see that function's values.
-"""
+"""The template's functions as local Lambdas (``LocalFunction``): a small pool of warm containers per
+function, each serving one invocation at a time with its own copy of the handler module and of
+Powertools' request state; ``FunctionPool`` holds the one ``LocalFunction`` per template function that the
+stack's parts share (docs/architecture.md, "Local stack")."""
 
 from __future__ import annotations
 
@@ -30,9 +19,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from memmy_local.template import UnresolvableValueError, resolve_intrinsics
+
 from .containers import Container, Handler, isolate_powertools_state
 from .handlers import import_module_file, load_function_module
-from .template import UnresolvableValueError, resolve_intrinsics
 
 log = logging.getLogger("memmy_local.lambdas")
 
@@ -289,3 +279,44 @@ def load_function(
         log.error("cannot load %s (%s): %s", logical_id, function.handler_spec, function.load_error)
         log.debug("%s", traceback.format_exc())
     return function
+
+
+class FunctionPool:
+    """One ``LocalFunction`` per template function, loaded on first use and shared by the stack's parts
+    (the gateway's functions can be handed in as ``loaded``)."""
+
+    def __init__(
+        self,
+        template: Mapping[str, Any],
+        refs: Mapping[str, str],
+        environments: Mapping[str, Mapping[str, str]],
+        *,
+        repo_root: Path,
+        region: str,
+        account_id: str,
+        loaded: Mapping[str, LocalFunction] | None = None,
+    ) -> None:
+        self.template = template
+        self._refs = refs
+        self._environments = environments
+        self._repo_root = repo_root
+        self._region = region
+        self._account_id = account_id
+        self._functions: dict[str, LocalFunction] = dict(loaded or {})
+        self._lock = threading.Lock()
+
+    def get(self, logical_id: str) -> LocalFunction:
+        """The function, imported the first time (an import failure is logged; its invocations fail)."""
+        with self._lock:
+            function = self._functions.get(logical_id)
+            if function is None:
+                function = self._functions[logical_id] = load_function(
+                    self.template,
+                    logical_id,
+                    repo_root=self._repo_root,
+                    refs=self._refs,
+                    environment=self._environments.get(logical_id, {}),
+                    region=self._region,
+                    account_id=self._account_id,
+                )
+            return function

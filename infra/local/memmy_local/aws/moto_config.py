@@ -3,25 +3,28 @@ Docker for Lambda, a clean slate at start, and the previous configuration put ba
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from moto.core.config import DefaultConfig
 
 # Turns on real ASL execution in moto's Step Functions (off by default); Lambda tasks never use Docker.
 MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
 
 
-def moto_config_snapshot() -> dict[str, Any]:
+def moto_config_snapshot() -> DefaultConfig:
     import copy
 
     from moto.core.config import default_user_config
 
-    return copy.deepcopy(dict(default_user_config))
+    return copy.deepcopy(default_user_config)
 
 
-def restore_moto_config(snapshot: dict[str, Any]) -> None:
+def restore_moto_config(snapshot: DefaultConfig) -> None:
     from moto.core.config import default_user_config
 
-    default_user_config.clear()
-    default_user_config.update(snapshot)  # type: ignore[typeddict-item]
+    # moto's config endpoint replaces whole sections and adds none: putting each back restores them all.
+    default_user_config.update(snapshot)
 
 
 def configure_moto(moto_url: str) -> None:

@@ -1,19 +1,7 @@
-"""The local stack's dev identity provider: OpenID Connect on 127.0.0.1 for the desktop (``memmy-desktop``).
-
-Authlib does the protocol (``authlib.integrations.flask_oauth2``): the authorization code grant with PKCE
-S256 required and OpenID Connect's ID token, refresh tokens rotated on every use, the device grant
-(RFC 8628) and revocation (RFC 7009); werkzeug serves it in a daemon thread. The issuer is the server's
-root URL (``http://127.0.0.1:8070`` by default) unless one is given. Access tokens are RS256 JWTs signed
-with the stack's dev key (``memmy_local.tokens``) with the claims ``memmy-local token`` puts, for the
-stack's audience, so the gateway's JWT authorizer accepts them; ID tokens are for the client id.
-
-A development tool: whoever signs in is whatever they type (``memmy_local.identity_pages``). Its device
-grant is rate-limited as a real provider's: ``slow_down`` for a poll sooner than the interval, which then
-grows by 5 s (``identity_grants``), and limits on wrong user codes at ``/device``, per client address (429
-with a sentence) and per device request (dead after too many). State lives
-in ``memmy_local.identity_state``. Its request log names method, path and status only (no query string,
-so no code, state or user code), and Authlib's DEBUG lines (which print tokens) are turned off.
-"""
+"""The dev identity provider: an OpenID Connect server on 127.0.0.1 for the desktop (``memmy-desktop``),
+Authlib on Flask, served by werkzeug in a daemon thread; whoever signs in is whatever they type
+(docs/architecture.md, "Local stack"). Its request log names method, path and status only (query strings
+carry codes), and Authlib's DEBUG lines, which print tokens, are turned off."""
 
 from __future__ import annotations
 
@@ -37,8 +25,11 @@ from flask import Flask, Response, jsonify, request
 from joserfc.jwk import RSAKey
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from . import identity_pages as pages
-from .identity_grants import (
+from memmy_local.serving import serve_in_background, stop_serving
+from memmy_local.tokens import ALGORITHM, DEFAULT_AUDIENCE, SigningKey, key_id
+
+from . import pages
+from .grants import (
     AccessTokenValidator,
     CodeGrant,
     CodeIdToken,
@@ -50,7 +41,7 @@ from .identity_grants import (
     S256Required,
     UserInfoRoute,
 )
-from .identity_state import (
+from .state import (
     CLIENT_ID,
     DEVICE_GRANT_TYPE,
     SCOPES,
@@ -62,8 +53,6 @@ from .identity_state import (
     is_loopback_callback,
     normalize_user_code,
 )
-from .serving import serve_in_background, stop_serving
-from .tokens import ALGORITHM, DEFAULT_AUDIENCE, SigningKey, key_id
 
 log = logging.getLogger("memmy_local.identity_provider")
 
@@ -207,6 +196,23 @@ class IdentityProvider:
     def _build_app(self) -> Flask:
         app = Flask(__name__)
         app.config["OAUTH2_SCOPES_SUPPORTED"] = list(SCOPES)
+        self._server = self._authorization_server(app)
+        for rule, methods, view in (
+            ("/.well-known/openid-configuration", ["GET"], self._openid_configuration),
+            ("/jwks.json", ["GET"], self._jwks),
+            ("/authorize", ["GET", "POST"], self._authorize),
+            ("/token", ["POST"], self._token),
+            ("/device_authorization", ["POST"], self._device_authorization),
+            ("/revoke", ["POST"], self._revoke),
+            ("/userinfo", ["GET", "POST"], self._userinfo),
+            ("/device", ["GET"], self._device_page),
+            ("/device", ["POST"], self._device_posted),
+        ):
+            app.add_url_rule(rule, view.__name__.lstrip("_"), view, methods=methods)
+        return app
+
+    def _authorization_server(self, app: Flask) -> AuthorizationServer:
+        """Authlib's server for the one public client, with the grants and endpoints of ``grants``."""
         client = PublicClient()
         server = AuthorizationServer(
             app, query_client=lambda cid: client if cid == CLIENT_ID else None, save_token=self._save_token
@@ -221,75 +227,64 @@ class IdentityProvider:
         protector = ResourceProtector()
         protector.register_token_validator(AccessTokenValidator(self))
         server.register_endpoint(UserInfoRoute(resource_protector=protector))
+        return server
+
+    def _refused(self, error: OAuth2Error) -> Response:
+        # Back to the client only at a redirect URI already checked; otherwise a page, never a redirect.
+        if error.redirect_uri and is_loopback_callback(error.redirect_uri):
+            return _response(self._server.handle_error_response(None, error))
+        text = f"{error.error}: {error.description or 'the request was refused'}"
+        return _html(pages.message_page("Sign-in refused", text), 400)
+
+    # -- the routes -----------------------------------------------------------------------------
+
+    def _openid_configuration(self) -> Response:
+        return jsonify(self.discovery())
+
+    def _jwks(self) -> Response:
+        return jsonify({"keys": [self.jwk.as_dict(private=False)]})
+
+    def _authorize(self) -> Response:
         secret = self._form_secret
+        form = list(request.form.items(multi=True))
+        if request.method == "POST" and not pages.form_is_ours(secret, form, request.form.get(pages.FORM_TOKEN)):
+            return _html(pages.message_page("Sign-in refused", "This form was not made here; start again."), 400)
+        try:
+            grant = self._server.get_consent_grant(end_user=None)
+        except OAuth2Error as error:
+            return self._refused(error)
+        if request.method == "GET":
+            return _html(pages.sign_in_page("/authorize", list(request.args.items(multi=True)), secret))
+        identity = self._signed_in("/authorize", form, secret)
+        if isinstance(identity, Response):
+            return identity
+        return _response(self._server.create_authorization_response(grant_user=identity, grant=grant))
 
-        def html(body: str, status: int = 200) -> Response:
-            return Response(body, status, pages.PAGE_HEADERS, content_type="text/html; charset=utf-8")
+    def _token(self) -> Response:
+        return _response(self._server.create_token_response())
 
-        def refused(error: OAuth2Error) -> Response:
-            # Back to the client only at a redirect URI already checked; otherwise a page, never a redirect.
-            if error.redirect_uri and is_loopback_callback(error.redirect_uri):
-                return server.handle_error_response(None, error)  # type: ignore[no-any-return]
-            text = f"{error.error}: {error.description or 'the request was refused'}"
-            return html(pages.message_page("Sign-in refused", text), 400)
+    def _device_authorization(self) -> Response:
+        return _response(self._server.create_endpoint_response("device_authorization"))
 
-        @app.get("/.well-known/openid-configuration")
-        def discovery() -> Response:
-            return jsonify(self.discovery())
+    def _revoke(self) -> Response:
+        return _response(self._server.create_endpoint_response("revocation"))
 
-        @app.get("/jwks.json")
-        def jwks() -> Response:
-            return jsonify({"keys": [self.jwk.as_dict(private=False)]})
+    def _userinfo(self) -> Response:
+        return _response(self._server.create_endpoint_response("userinfo"))
 
-        @app.route("/authorize", methods=["GET", "POST"])
-        def authorize() -> Response:
-            form = list(request.form.items(multi=True))
-            if request.method == "POST" and not pages.form_is_ours(
-                secret, form, request.form.get(pages.FORM_TOKEN)
-            ):
-                return html(
-                    pages.message_page("Sign-in refused", "This form was not made here; start again."), 400
-                )
-            try:
-                grant = server.get_consent_grant(end_user=None)
-            except OAuth2Error as error:
-                return refused(error)
-            if request.method == "GET":
-                return html(pages.sign_in_page("/authorize", list(request.args.items(multi=True)), secret))
-            typed, errors = pages.read_sign_in(request.form)
-            if typed is None:
-                params = pages.request_params(form)
-                return html(
-                    pages.sign_in_page("/authorize", params, secret, values=request.form, errors=errors), 400
-                )
-            identity = Identity(typed.user_id, typed.name, typed.email, typed.phone, int(self.state.clock()))
-            return server.create_authorization_response(grant_user=identity, grant=grant)  # type: ignore[no-any-return]
+    def _device_page(self) -> Response:
+        return _html(pages.device_code_page("/device", self._form_secret, code=request.args.get("user_code", "")))
 
-        @app.post("/token")
-        def token() -> Response:
-            return server.create_token_response()  # type: ignore[no-any-return]
+    def _device_posted(self) -> Response:
+        return self._device_sign_in(_html, self._form_secret)
 
-        @app.post("/device_authorization")
-        def device_authorization() -> Response:
-            return server.create_endpoint_response("device_authorization")  # type: ignore[no-any-return]
-
-        @app.post("/revoke")
-        def revoke() -> Response:
-            return server.create_endpoint_response("revocation")  # type: ignore[no-any-return]
-
-        @app.route("/userinfo", methods=["GET", "POST"])
-        def userinfo() -> Response:
-            return server.create_endpoint_response("userinfo")  # type: ignore[no-any-return]
-
-        @app.get("/device")
-        def device_page() -> Response:
-            return html(pages.device_code_page("/device", secret, code=request.args.get("user_code", "")))
-
-        @app.post("/device")
-        def device_sign_in() -> Response:
-            return self._device_sign_in(html, secret)
-
-        return app
+    def _signed_in(self, path: str, form: list[tuple[str, str]], secret: bytes) -> Identity | Response:
+        """Who the sign-in form at ``path`` says signs in, or the form again with what was wrong (400)."""
+        typed, errors = pages.read_sign_in(request.form)
+        if typed is None:
+            params = pages.request_params(form)
+            return _html(pages.sign_in_page(path, params, secret, values=request.form, errors=errors), 400)
+        return Identity(typed.user_id, typed.name, typed.email, typed.phone, int(self.state.clock()))
 
     def _device_sign_in(self, html: Callable[..., Response], secret: bytes) -> Response:
         form = list(request.form.items(multi=True))
@@ -298,13 +293,9 @@ class IdentityProvider:
         if not pages.form_is_ours(secret, form, request.form.get(pages.FORM_TOKEN)):
             return html(pages.message_page("Refused", "This form was not made here; start again."), 400)
         user_code = normalize_user_code(request.form.get("user_code", ""))
-        typed, errors = pages.read_sign_in(request.form)
-        if typed is None:
-            params = pages.request_params(form)
-            return html(
-                pages.sign_in_page("/device", params, secret, values=request.form, errors=errors), 400
-            )
-        identity = Identity(typed.user_id, typed.name, typed.email, typed.phone, int(self.state.clock()))
+        identity = self._signed_in("/device", form, secret)
+        if isinstance(identity, Response):
+            return identity
         if not self.state.approve_device(user_code, identity):
             return html(
                 pages.message_page(
@@ -353,3 +344,13 @@ def wrong_code_client(address: str) -> str:
         return address
     mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
     return "loopback" if ip.is_loopback or (mapped is not None and mapped.is_loopback) else address
+
+
+def _html(body: str, status: int = 200) -> Response:
+    return Response(body, status, pages.PAGE_HEADERS, content_type="text/html; charset=utf-8")
+
+
+def _response(answer: object) -> Response:
+    """What Authlib's Flask server answered (it has no type information): a Flask response."""
+    assert isinstance(answer, Response)
+    return answer

@@ -1,19 +1,6 @@
-"""Create the local AWS resources (on moto) that ``template.yaml`` declares.
-
-Provisioning reads the resources' Properties from the template itself, so the local table has exactly
-the deployed key schema and indexes. Each resource type has one small provisioner in ``_PROVISIONERS``
-(``memmy_local.provision_storage``: table, secret, bucket; ``memmy_local.provision_workflow``: queue,
-functions, state machines); types that only matter on AWS are listed in ``SKIPPED_RESOURCE_TYPES``; any
-other type stops provisioning, so a resource added to the template is never silently missing locally.
-The template's Conditions are evaluated from the parameters first: a resource whose ``Condition`` is false
-is not created, whatever its type (the Cognito user pool, made only when JwtIssuer is empty: the local
-stack always passes its own issuer), and ``Fn::If`` picks its branch from the refs.
-
-Functions are not created (their handlers run in-process), but they get refs: ``!Ref`` is the function's
-name and ``!GetAtt X.Arn`` its ARN, so a state machine's ``DefinitionSubstitutions`` and environment
-variables that name a function resolve. State machines are created in moto's Step Functions from their
-ASL file (``memmy_local.stepfunctions``), with Retry delays capped locally.
-"""
+"""Create on moto the resources ``template.yaml`` declares, each by the provisioner of its type
+(``_PROVISIONERS``); a type neither provisioned nor in ``SKIPPED_RESOURCE_TYPES`` stops provisioning, so
+nothing is silently missing locally (docs/architecture.md, "Local stack")."""
 
 from __future__ import annotations
 
@@ -22,22 +9,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from .provision_context import ProvisionContext, Provisioner
-from .provision_storage import provision_bucket, provision_secret, provision_table
-from .provision_workflow import (
-    STATE_MACHINE_PROPERTIES,
-    function_refs,
-    provision_queue,
-    provision_state_machine,
-)
-from .stepfunctions import LOCAL_MAX_RETRY_DELAY_SECONDS
-from .template import (
+from memmy_local.aws.stepfunctions import LOCAL_MAX_RETRY_DELAY_SECONDS
+from memmy_local.template import (
     condition_refs,
     is_active,
     parameter_defaults,
     referenced_logical_ids,
     resolve_intrinsics,
     template_path,
+)
+
+from .context import ProvisionContext, Provisioner
+from .storage import provision_bucket, provision_secret, provision_table
+from .workflow import (
+    STATE_MACHINE_PROPERTIES,
+    function_refs,
+    provision_queue,
+    provision_state_machine,
 )
 
 __all__ = [
@@ -139,7 +127,7 @@ def provision(
     Resources are created in dependency order (``Ref``/``GetAtt``/``Sub``/``DependsOn``).
     ``template_dir`` is where relative paths (a state machine's ``DefinitionUri``) start, by default the
     folder of ``template_path()``; ``max_retry_delay_seconds`` caps the state machines' Retry delays
-    (``memmy_local.stepfunctions.cap_retry_delays``), ``None`` keeps them as written. The MemOS secret holds
+    (``memmy_local.aws.stepfunctions.cap_retry_delays``), ``None`` keeps them as written. The MemOS secret holds
     ``memos_secret`` as it is (a list of backends) or, without it, ``{"api_key": memos_api_key}``.
     """
     declared = template.get("Parameters") or {}

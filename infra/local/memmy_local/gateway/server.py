@@ -1,25 +1,6 @@
-"""A local stand-in for API Gateway's HTTP API: the template's routes, its JWT authorizer, payload 2.0.
-
-The gateway reads the routes from the functions' ``HttpApi`` events in ``template.yaml``
-(``memmy_local.routing``), refuses a request the JWT authorizer would refuse (401 without invoking
-anything; ``memmy_local.authorizer``), and invokes the handler in-process with an HTTP API v2 (payload
-format 2.0) event and a fake Lambda context. Handler results are turned into HTTP responses by API
-Gateway's rules, including its terse ``{"message": ...}`` errors (``memmy_local.http_events``).
-
-Environment: handlers read ``os.environ`` lazily, and every function of the template uses the same
-variable names, so the stack puts the union of the functions' environments into ``os.environ`` once
-(``memmy_local.stack``). Each module is imported with its own function's environment overlaid, so that
-module-level reads (a Powertools ``Logger()``'s service name) see that function's values.
-
-Each function is a small pool of warm containers (``memmy_local.lambdas.LocalFunction``, up to
-``max_containers``, 4 by default): concurrent requests run concurrently, as API Gateway and Lambda run
-them, each in a container of its own that serves one request at a time; when all are busy a request waits
-for one. A container has its own copy of the handler module (its resolver, its batch processor) and its
-own Powertools request state (the current event, the routing context, the Logger's keys such as
-``correlation_id`` and ``function_name``, the Metrics buffer), which Powertools otherwise keeps
-process-wide (``memmy_local.containers.isolate_powertools_state``). Timeouts are reported by the
-context's ``get_remaining_time_in_millis`` but not enforced.
-"""
+"""The local API Gateway HTTP API: the template's routes on a loopback server, refused as the JWT authorizer
+would refuse them, each invoking its function in a warm container with a payload 2.0 event, the result
+answered by API Gateway's rules (docs/architecture.md, "Local stack")."""
 
 from __future__ import annotations
 
@@ -36,6 +17,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from memmy_local.lambdas.functions import (
+    DEFAULT_ACCOUNT_ID,
+    DEFAULT_MAX_CONTAINERS,
+    DEFAULT_REGION,
+    LocalFunction,
+    load_function,
+)
+from memmy_local.serving import LoopbackHTTPServer, serve_in_background, stop_serving
+from memmy_local.template import load_template
+
 from .authorizer import JwtAuthorizer
 from .http_events import (
     EventContext,
@@ -46,10 +37,7 @@ from .http_events import (
     build_response,
     error_response,
 )
-from .lambdas import DEFAULT_ACCOUNT_ID, DEFAULT_MAX_CONTAINERS, DEFAULT_REGION, LocalFunction, load_function
 from .routing import compile_routes, find_route
-from .serving import LoopbackHTTPServer, serve_in_background, stop_serving
-from .template import load_template
 
 log = logging.getLogger("memmy_local.gateway")
 

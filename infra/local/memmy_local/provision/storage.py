@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .provision_context import ProvisionContext
+from .context import ProvisionContext
 
 # CloudFormation-only table properties with no local effect.
 _TABLE_IGNORED: Final = frozenset(

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
+from memmy_local.tokens import TokenError, VerifyingKey, verify_token
+
 from .http_events import GatewayError
-from .tokens import TokenError, VerifyingKey, verify_token
 
 
 @dataclass(frozen=True)

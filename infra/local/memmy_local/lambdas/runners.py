@@ -1,27 +1,13 @@
-"""Event runners: what Lambda's event source mappings do on AWS, done for the local stack on moto.
-
-``SqsRunner`` long-polls one queue and invokes the function that the template subscribes to it
-(``Events: {Type: SQS}``) in-process, with events shaped like Lambda's (``Records`` with ``messageId``,
-``receiptHandle``, ``body``, ``attributes``, ``eventSource: aws:sqs``, ``eventSourceARN``). As with
-``FunctionResponseTypes: [ReportBatchItemFailures]``, the messages a handler reports in
-``batchItemFailures`` stay in the queue and the others are deleted; an invocation that raises leaves the
-whole batch. Unlike AWS, a failed message is made visible again after ``retry_delay`` seconds rather than
-the queue's full visibility timeout (minutes), so that local retries happen while someone is watching;
-the queue's redrive policy (maxReceiveCount, DLQ) still applies.
-
-``ScheduleRunner`` stands in for EventBridge (``Schedule``) and EventBridge Scheduler (``ScheduleV2``),
-which moto never fires: every ``interval`` seconds (not the template's rate; 0 = never) it invokes each
-function that has such an event, with the event the schedule would send, and ``run(logical_id)`` does it
-once, synchronously, on demand (``LocalStack.run_scheduled``, ``memmy-local reconcile``).
-
-``FunctionPool`` holds the one ``LocalFunction`` per template function that the stack's parts share.
-"""
+"""What Lambda's event source mappings do on AWS, done for the local stack on moto: ``SqsRunner`` feeds a
+queue to its function on as many threads as the event's ``MaximumConcurrency``, ``ScheduleRunner`` fires
+the schedules moto never fires (docs/architecture.md, "Local stack")."""
 
 from __future__ import annotations
 
 import json
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,13 +17,15 @@ from typing import Any
 
 import boto3
 
-from .lambdas import LocalFunction, load_function
-from .template import resolve_intrinsics
+from memmy_local.template import resolve_intrinsics
+
+from .functions import FunctionPool, LocalFunction
 
 log = logging.getLogger("memmy_local.runners")
 
 _SERVERLESS_FUNCTION = "AWS::Serverless::Function"
 _MAX_BATCH = 10  # SQS's limit per ReceiveMessage
+_DEFAULT_CONCURRENCY = 5  # concurrent batches of an SQS event source mapping without a ScalingConfig
 
 
 @dataclass(frozen=True)
@@ -49,6 +37,7 @@ class SqsSource:
     queue_arn: str
     batch_size: int
     reports_item_failures: bool
+    concurrency: int = _DEFAULT_CONCURRENCY  # batches in flight at once
 
 
 def sqs_sources(template: Mapping[str, Any], refs: Mapping[str, str]) -> list[SqsSource]:
@@ -71,6 +60,11 @@ def sqs_sources(template: Mapping[str, Any], refs: Mapping[str, str]) -> list[Sq
                     batch_size=min(int(properties.get("BatchSize", 10)), _MAX_BATCH),
                     reports_item_failures="ReportBatchItemFailures"
                     in (properties.get("FunctionResponseTypes") or []),
+                    concurrency=int(
+                        (properties.get("ScalingConfig") or {}).get(
+                            "MaximumConcurrency", _DEFAULT_CONCURRENCY
+                        )
+                    ),
                 )
             )
     return sources
@@ -97,7 +91,17 @@ def sqs_event(messages: list[Mapping[str, Any]], queue_arn: str, region: str) ->
 
 
 class SqsRunner:
-    """Feeds one queue to one local function, in a background thread, until ``stop()``."""
+    """Feeds one queue to one local function, on ``source.concurrency`` background threads, until ``stop()``.
+
+    It long-polls the queue the template subscribes the function to (``Events: {Type: SQS}``) and invokes
+    it with Lambda's event (``Records`` with ``messageId``, ``receiptHandle``, ``body``, ``attributes``,
+    ``eventSource: aws:sqs``, ``eventSourceARN``), on as many threads as the event's
+    ``ScalingConfig.MaximumConcurrency`` (else 5, the pollers Lambda starts with). As with
+    ``ReportBatchItemFailures``, the messages the handler reports in ``batchItemFailures`` stay and the
+    others are deleted; an invocation that raises leaves the whole batch. Unlike AWS, a failed message is
+    visible again after ``retry_delay`` seconds, not the queue's visibility timeout (minutes), so local
+    retries happen while someone is watching; the redrive policy (maxReceiveCount, DLQ) still applies.
+    """
 
     def __init__(
         self,
@@ -116,21 +120,24 @@ class SqsRunner:
         self._wait_seconds = wait_seconds
         self._retry_delay = retry_delay
         self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
 
     def start(self) -> SqsRunner:
-        self._thread = threading.Thread(
-            target=self._run, name=f"memmy-sqs-{self.source.function}", daemon=True
-        )
-        self._thread.start()
+        for n in range(max(1, self.source.concurrency)):
+            thread = threading.Thread(
+                target=self._run, name=f"memmy-sqs-{self.source.function}-{n}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
         return self
 
     def stop(self) -> None:
         self._stopping.set()
-        if self._thread is not None:
-            # A long poll ends within wait_seconds; an invocation in flight is allowed to finish.
-            self._thread.join(timeout=self.function.timeout_s + self._wait_seconds + 5)
-            self._thread = None
+        # A long poll ends within wait_seconds; an invocation in flight is allowed to finish.
+        deadline = time.monotonic() + self.function.timeout_s + self._wait_seconds + 5
+        for thread in self._threads:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        self._threads = []
 
     def _run(self) -> None:
         while not self._stopping.is_set():
@@ -208,52 +215,10 @@ def start_sqs_runners(
     runners = []
     for source in sqs_sources(template, refs):
         function = pool.get(source.function)
+        # Each concurrent batch in a container of its own, as Lambda runs them.
+        function.max_containers = max(function.max_containers, source.concurrency)
         runners.append(SqsRunner(source, function, endpoint_url=endpoint_url, region=region).start())
     return runners
-
-
-# -------------------------------------------------------------------------------------- functions
-
-
-class FunctionPool:
-    """One ``LocalFunction`` per template function, loaded on first use and shared by the stack's parts
-    (the gateway's functions can be handed in as ``loaded``)."""
-
-    def __init__(
-        self,
-        template: Mapping[str, Any],
-        refs: Mapping[str, str],
-        environments: Mapping[str, Mapping[str, str]],
-        *,
-        repo_root: Path,
-        region: str,
-        account_id: str,
-        loaded: Mapping[str, LocalFunction] | None = None,
-    ) -> None:
-        self.template = template
-        self._refs = refs
-        self._environments = environments
-        self._repo_root = repo_root
-        self._region = region
-        self._account_id = account_id
-        self._functions: dict[str, LocalFunction] = dict(loaded or {})
-        self._lock = threading.Lock()
-
-    def get(self, logical_id: str) -> LocalFunction:
-        """The function, imported the first time (an import failure is logged; its invocations fail)."""
-        with self._lock:
-            function = self._functions.get(logical_id)
-            if function is None:
-                function = self._functions[logical_id] = load_function(
-                    self.template,
-                    logical_id,
-                    repo_root=self._repo_root,
-                    refs=self._refs,
-                    environment=self._environments.get(logical_id, {}),
-                    region=self._region,
-                    account_id=self._account_id,
-                )
-            return function
 
 
 # -------------------------------------------------------------------------------------- schedules
@@ -330,7 +295,12 @@ def schedule_event(source: ScheduleSource, region: str, account_id: str, now: da
 
 
 class ScheduleRunner:
-    """Invokes the template's scheduled functions every ``interval`` seconds (0: only when asked)."""
+    """Invokes the template's scheduled functions every ``interval`` seconds (0: only when asked).
+
+    It stands in for EventBridge (``Schedule``) and EventBridge Scheduler (``ScheduleV2``) with the event
+    the schedule would send, at ``interval`` rather than the template's rate; ``run(logical_id)`` invokes
+    one once, synchronously (``LocalStack.run_scheduled``, ``memmy-local reconcile``).
+    """
 
     def __init__(
         self,

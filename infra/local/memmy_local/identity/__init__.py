@@ -1,0 +1,1 @@
+"""The dev identity provider: OpenID Connect on loopback for the desktop (docs/architecture.md, "Local stack")."""

@@ -1,0 +1,1 @@
+"""Provisioning moto from template.yaml: one provisioner per resource type (docs/architecture.md, "Local stack")."""
