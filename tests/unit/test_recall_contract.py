@@ -13,3 +13,10 @@ def test_the_clients_recall_caps_are_the_clouds():
         cloud.MAX_RECALL_LIMIT,
         cloud.MAX_RECALL_KBS,
     )
+
+
+def test_each_agents_context_limit_is_one_the_cloud_takes():
+    for limit in client.CONTEXT_LIMITS.values():
+        assert cloud.ContextLimit.model_validate(limit).model_dump() == limit
+    assert client.recall_body(" q ", "codex") == {"query": "q", "context_limit": {"unit": "utf8_bytes", "max": 9000}}
+    assert client.recall_body("q", "gemini") == client.recall_body("q") == {"query": "q"}

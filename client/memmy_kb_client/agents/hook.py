@@ -158,46 +158,31 @@ _CLOUD_OUTCOMES = {
 }
 
 
-def recall_outcome(prompt: str, agent: str, env: Mapping[str, str], deadline: float) -> tuple[str, str]:
-    """The block for ``prompt`` from the local service, cut for ``agent`` ("" when there is none), and
-    the outcome to record: ``ok``, ``empty``, ``skipped`` (nothing to search), ``no_service``,
-    ``not_the_service`` (the listener did not prove itself: nothing sent), ``refused``, ``service_error``, or what
-    the service says of the cloud (``logged_out``, ``login_expired``, ``cloud_unreachable``...)."""
+def recall_outcome(prompt: str, agent: str, env: Mapping[str, str], deadline: float) -> tuple[str, str, int]:
+    """The block for ``prompt`` from the local service, built for ``agent`` ("" when there is none), the
+    outcome to record and how many excerpts the block holds. The outcome: ``ok``, ``empty``, ``skipped``
+    (nothing to search), ``no_service``, ``not_the_service`` (the listener did not prove itself: nothing
+    sent), ``refused``, ``service_error``, or what the service says of the cloud (``logged_out``...)."""
     state_dir = paths.desktop_dir(env)
     token = paths.read_token(state_dir, paths.HOOK_TOKEN_FILE)
     recorded = paths.read_service(state_dir)
     if token is None or recorded is None:
-        return "", "no_service"
+        return "", "no_service", 0
     body = json.dumps({"query": prompt, "agent": agent}).encode("utf-8")
     try:
         status, payload = _post(int(str(recorded["port"])), token, body, deadline)
     except NotTheService:
-        return "", "not_the_service"
+        return "", "not_the_service", 0
     if status != 200:
-        return "", "refused" if status in (401, 403) else "service_error"
+        return "", "refused" if status in (401, 403) else "service_error", 0
     reply = json.loads(payload)
     if not isinstance(reply, dict):
-        return "", "service_error"
-    context = reply.get("context")
+        return "", "service_error", 0
+    context, excerpts = reply.get("context"), reply.get("excerpts")
     if isinstance(context, str) and context.strip():
-        return context, "ok"
+        return context, "ok", excerpts if isinstance(excerpts, int) and not isinstance(excerpts, bool) else 0
     cloud = reply.get("cloud")
-    return "", _CLOUD_OUTCOMES.get(cloud, "empty") if isinstance(cloud, str) else "empty"
-
-
-def recall_context(prompt: str, agent: str, env: Mapping[str, str], deadline: float) -> str:
-    """The block for ``prompt`` from the local service, cut for ``agent``; "" when there is none."""
-    return recall_outcome(prompt, agent, env, deadline)[0]
-
-
-def count_excerpts(context: str) -> int:
-    """How many excerpt sections the block holds: lines opening ``<excerpt-BOUNDARY n="k">`` (the
-    preface names the tags too, but not in that form)."""
-    start = context.find("<excerpt-")
-    if start < 0:
-        return 0
-    opening = f'<excerpt-{context[start + 9 : start + 25]} n="'
-    return context.count("\n" + opening) + context.startswith(opening)
+    return "", _CLOUD_OUTCOMES.get(cloud, "empty") if isinstance(cloud, str) else "empty", 0
 
 
 def record_run(agent: str, env: Mapping[str, str], outcome: str, excerpts: int, elapsed: float) -> None:
@@ -235,33 +220,33 @@ def run(agent: str, stdin: BinaryIO, stdout: BinaryIO, env: Mapping[str, str]) -
     timeout = hook_timeout(env)
     started = time.monotonic()
     deadline = started + timeout
-    found: list[tuple[str, str]] = []
+    found: list[tuple[str, str, int]] = []
 
     def work() -> None:
         # Deliberately broad: whatever goes wrong, the turn goes ahead without excerpts.
         try:
             prompt = prompt_from_event(stdin.read(MAX_STDIN_BYTES), AGENTS[agent])
-            found.append(recall_outcome(prompt, agent, env, deadline) if prompt else ("", "no_prompt"))
+            found.append(recall_outcome(prompt, agent, env, deadline) if prompt else ("", "no_prompt", 0))
         except TimeoutError:
-            found.append(("", "timeout"))
+            found.append(("", "timeout", 0))
         except OSError:
-            found.append(("", "service_unreachable"))
+            found.append(("", "service_unreachable", 0))
         except Exception:
-            found.append(("", "service_error"))
+            found.append(("", "service_error", 0))
 
     # The deadline covers everything, reading stdin included; a worker still stuck in a read or a
     # connection is abandoned (a daemon thread does not hold up the exit).
     worker = threading.Thread(target=work, name="memmy-kb-hook", daemon=True)
     worker.start()
     worker.join(timeout)
-    context, outcome = found[0] if found else ("", "timeout")
+    context, outcome, excerpts = found[0] if found else ("", "timeout", 0)
     if context.strip():
         try:
             stdout.write(render(agent, context))
             stdout.flush()
         except (OSError, ValueError):
             outcome = "output_failed"
-    record_run(agent, env, outcome, count_excerpts(context), time.monotonic() - started)
+    record_run(agent, env, outcome, excerpts, time.monotonic() - started)
     return 0
 
 

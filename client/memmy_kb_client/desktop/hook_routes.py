@@ -16,11 +16,11 @@ def _hook_recall(state: DesktopState, request: Request) -> Reply:
     agent = body.get("agent") if body else None
     if not isinstance(query, str) or not query.strip() or not (agent is None or isinstance(agent, str)):
         return error_reply(422, "validation_error", 'expected {"query": "...", "agent"?: "..."}')
-    context, outcome, cloud_seconds = state.recall(query.strip()[:MAX_QUERY_CHARS], agent)
+    answer = state.recall(query.strip()[:MAX_QUERY_CHARS], agent)
     headers: tuple[tuple[str, str], ...] = ()
-    if cloud_seconds is not None:
-        headers = (("Server-Timing", f"cloud;dur={cloud_seconds * 1000:.2f}"),)
-    return Reply(200, {"context": context, "cloud": outcome}, headers)
+    if answer.cloud_seconds is not None:
+        headers = (("Server-Timing", f"cloud;dur={answer.cloud_seconds * 1000:.2f}"),)
+    return Reply(200, {"context": answer.context, "cloud": answer.outcome, "excerpts": answer.excerpts}, headers)
 
 
 HOOK_ROUTES: Final[dict[tuple[str, str], Route]] = {

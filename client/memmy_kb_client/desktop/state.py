@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from memmy_kb_client.desktop import oidc, page, paths, proof
-from memmy_kb_client.desktop.block import fit_for_agent
 from memmy_kb_client.desktop.cloud import Cloud
 from memmy_kb_client.desktop.credentials import (
     CloudLogin,
@@ -32,6 +31,7 @@ from memmy_kb_client.desktop.credentials import (
 from memmy_kb_client.desktop.flows import LOGGED_OUT, REPLACED, LoginFlows
 from memmy_kb_client.desktop.trivial import is_trivial_prompt
 from memmy_kb_client.http_client import OK, UNAUTHORIZED
+from memmy_kb_client.recall_contract import recall_body
 
 DEFAULT_PORT: Final = 8765
 HOST: Final = "127.0.0.1"
@@ -67,6 +67,17 @@ class DesktopConfig:
     login_timeout: float = 10.0
     # Answer a slash command or an "ok" / "继续" with no block and no cloud call (``trivial.py``).
     skip_trivial_prompts: bool = True
+
+
+@dataclass(frozen=True)
+class RecallAnswer:
+    """What ``POST /hook/recall`` answers: the block, how the cloud answered, how many excerpts the block
+    holds, and the cloud call's seconds (None when the cloud was not asked)."""
+
+    context: str
+    outcome: str
+    excerpts: int = 0
+    cloud_seconds: float | None = None
 
 
 def _now_iso(at: float | None = None) -> str:
@@ -188,28 +199,30 @@ class DesktopState:
             return Access.CONTROL
         return None
 
-    def recall(self, query: str, agent: str | None) -> tuple[str, str, float | None]:
-        """The block for ``query`` cut for ``agent``, the outcome, and the cloud call's seconds.
+    def recall(self, query: str, agent: str | None) -> RecallAnswer:
+        """The block for ``query``, built by the cloud within ``agent``'s limit (``recall_contract``).
 
         A prompt with nothing to search is answered at once with the outcome ``skipped``; the last
         recall shown by the status stays the last one that reached the cloud."""
         if self.config.skip_trivial_prompts and is_trivial_prompt(query):
             with self._lock:
                 self.skipped_prompts += 1
-            return "", "skipped", None
+            return RecallAnswer("", "skipped")
         login, outcome = self.fresh_login()
         if login is None:
             if outcome != "logged_out":
                 self._record(outcome, None, None)
-            return "", outcome, None
-        reply = self.cloud.recall(login.token, {"query": query})
+            return RecallAnswer("", outcome)
+        reply = self.cloud.recall(login.token, recall_body(query, agent))
         with self._lock:
             if self.login is login:
                 self.rejected = reply.outcome == UNAUTHORIZED
         self._record(reply.outcome, reply.status, reply.elapsed, reply.detail)
         if reply.outcome != OK:
-            return "", reply.outcome, reply.elapsed
-        return fit_for_agent(reply.answer["context"], agent), OK, reply.elapsed
+            return RecallAnswer("", reply.outcome, cloud_seconds=reply.elapsed)
+        items = reply.answer.get("items")
+        excerpts = len(items) if isinstance(items, list) else 0
+        return RecallAnswer(reply.answer["context"], OK, excerpts, reply.elapsed)
 
     def _record(self, outcome: str, status: int | None, elapsed: float | None, detail: str = "") -> None:
         record: dict[str, Any] = {"at": _now_iso(), "outcome": outcome}
