@@ -31,16 +31,12 @@ from memmy_kb.adapters.dynamodb.table import (
     kb_bytes_refusal,
     kb_key,
     upload_key,
+    version_is,
 )
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.records import ActivityRecord, FileRecord, KbCapacity, UploadRecord
 
 _ATTEMPTS = 3
-
-
-def _version_is(version: int) -> str:
-    """A condition on a FILE item's version (items written before versions were kept are version 1)."""
-    return "(attribute_not_exists(version) OR version = :version)" if version == 1 else "version = :version"
 
 
 class ReplacementWrites:
@@ -78,7 +74,7 @@ class ReplacementWrites:
                 upload.kb_id,
                 upload.replaces,
                 "SET replacing = :upload",
-                f"attribute_exists(PK) AND {_version_is(upload.if_version)} AND {free}",
+                f"attribute_exists(PK) AND {version_is(upload.if_version)} AND {free}",
                 values,
             ),
             table.kb_bytes_room_action(
@@ -145,7 +141,7 @@ class ReplacementWrites:
             "ConditionCheck": {
                 "TableName": table.name,
                 "Key": dump(file_key(upload.kb_id, upload.replaces)),
-                "ConditionExpression": f"attribute_exists(PK) AND replacing = :upload AND {_version_is(upload.if_version)}",
+                "ConditionExpression": f"attribute_exists(PK) AND replacing = :upload AND {version_is(upload.if_version)}",
                 "ExpressionAttributeValues": dump(
                     {":upload": upload.upload_id, ":version": upload.if_version}
                 ),
@@ -271,7 +267,7 @@ class ReplacementWrites:
                 file.kb_id,
                 file.file_id,
                 f"SET {sets} REMOVE replacing",
-                f"attribute_exists(PK) AND replacing = :upload AND {_version_is(replaced_version)}",
+                f"attribute_exists(PK) AND replacing = :upload AND {version_is(replaced_version)}",
                 {k: v for k, v in values.items() if v is not None},
             ),
             self._submitted_action(file, attempt_id, expires_at),
