@@ -270,7 +270,7 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     dismiss = files.add_parser(
         "dismiss",
         parents=[common],
-        help="remove a failed upload from the listing (owner); its id is in `files ls`",
+        help="remove a failed upload, or a replace not yet sent, from the listing (owner); its id is in `files ls`",
     )
     dismiss.add_argument("kb")
     dismiss.add_argument("upload")

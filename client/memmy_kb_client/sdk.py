@@ -294,8 +294,9 @@ class MemmyClient:
         return answer
 
     def dismiss_upload(self, kb_id: str, upload_id: str) -> None:
-        """Remove a failed upload from the listing (owner only); one already gone is fine (409
-        ``upload_not_failed`` while it is in progress or once it became a file)."""
+        """Remove a failed upload from the listing, or a replace not yet sent on (its file can be replaced
+        again at once); owner only; one already gone is fine (409 ``upload_not_failed`` while it is in
+        progress or once it became a file)."""
         self._request("DELETE", f"/knowledge-bases/{_segment(kb_id)}/uploads/{_segment(upload_id)}")
 
     def remove_member(self, kb_id: str, user_id: str) -> None:

@@ -299,3 +299,35 @@ def test_given_a_file_read_before_its_next_version_was_recorded_when_swept_then_
     assert backend.contents.get_file("kb_1", "fi_1") is None
     assert (stored_kb(backend).file_count, stored_kb(backend).bytes_used) == (0, 0)
     assert backend.cleanups.get_cleanup("cl_1") == (None, [part])
+
+
+# -- the owner dismissing a replace not yet sent ---------------------------------------------------------
+
+
+def test_given_a_pending_replace_when_dismissed_then_it_is_gone_and_the_file_unmarked_and_a_held_one_refused(
+    backend: Backend, file: FileRecord
+) -> None:
+    upload = issue(backend, file, size=30)
+
+    backend.contents.delete_pending_replacement(upload)
+
+    assert backend.contents.get_upload("kb_1", "up_2") is None
+    assert stored_file(backend).replacing is None
+    assert stored_kb(backend).bytes_used == 10
+    held = issue(backend, file, "up_3", size=30)
+    hold(backend, held)
+    assert refused(ConditionFailed, lambda: backend.contents.delete_pending_replacement(held)) == "upload"
+    assert (stored_upload(backend, "up_3").state, stored_file(backend).replacing) == ("submitting", "up_3")
+    assert refused(ConditionFailed, lambda: backend.contents.delete_pending_replacement(upload)) == "upload"
+
+
+def test_given_the_marker_moved_on_when_a_pending_replace_is_dismissed_then_it_goes_and_the_marker_stays(
+    backend: Backend, file: FileRecord
+) -> None:
+    upload = issue(backend, file)
+    backend.seed(stored_file(backend).model_copy(update={"replacing": "up_other"}))
+
+    backend.contents.delete_pending_replacement(upload)
+
+    assert backend.contents.get_upload("kb_1", "up_2") is None
+    assert stored_file(backend).replacing == "up_other"

@@ -789,6 +789,14 @@ class FakeContentStore:
         self.update_upload_expired(upload.kb_id, upload.upload_id, expires_at=expires_at)
         self._unmark(upload)
 
+    def delete_pending_replacement(self, upload: UploadRecord) -> None:
+        key = (upload.kb_id, upload.upload_id)
+        current = self.table.uploads.get(key)
+        if current is None or current.state != "pending":
+            raise ConditionFailed("upload", upload.upload_id)
+        del self.table.uploads[key]
+        self._unmark(upload)
+
     def clear_replacing(self, kb_id: str, file_id: str, upload_id: str) -> bool:
         file = self.table.files.get((kb_id, file_id))
         if file is None or file.replacing != upload_id:

@@ -218,6 +218,21 @@ class ReplacementWrites:
         )
         self._with_optional(upload, [expired], [self._unmark(upload)])
 
+    def delete_pending_replacement(self, upload: UploadRecord) -> None:
+        """The replace's record deleted while it is ``pending`` (nothing was handed to MemOS), the file no
+        longer ``replacing`` it (when it still was); ConditionFailed("upload") when it is not pending (held
+        by an ingest, decided) or gone. Bytes that arrive later find no record: the ingest drops them."""
+        deleted: Action = {
+            "Delete": {
+                "TableName": self._table.name,
+                "Key": dump(upload_key(upload.kb_id, upload.upload_id)),
+                "ConditionExpression": "attribute_exists(PK) AND #state = :pending",
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": dump({":pending": "pending"}),
+            }
+        }
+        self._with_optional(upload, [deleted], [self._unmark(upload)])
+
     def clear_replacing(self, kb_id: str, file_id: str, upload_id: str) -> bool:
         """The reconciler's repair: the file no longer ``replacing`` ``upload_id`` (when it still was)."""
         return (
