@@ -39,6 +39,24 @@ from memmy_kb.records import ActivityRecord, FileRecord, KbCapacity, UploadRecor
 _ATTEMPTS = 3
 
 
+def held_action(table: str, key: dict[str, str], attempt_id: str, now: datetime, keep: int, sha256: str | None) -> Action:
+    """pending -> submitting under ``attempt_id`` (TTL ``keep``, GSI2 ``UPLOAD#submitting`` by ``now``),
+    keeping the ingest's ``sha256``; conditioned on pending: the hold of an upload or a replace alike."""
+    sets = "SET #state = :submitting, attempt_id = :attempt, submitting_at = :now, expires_at = :keep"
+    values = {":submitting": "submitting", ":pending": "pending", ":attempt": attempt_id, ":now": now.isoformat(),
+              ":keep": keep, ":gsi2pk": "UPLOAD#submitting", ":sha": sha256}  # fmt: skip
+    return {
+        "Update": {
+            "TableName": table,
+            "Key": dump(key),
+            "UpdateExpression": sets + ", GSI2PK = :gsi2pk, GSI2SK = :now" + (", content_sha256 = :sha" if sha256 else ""),
+            "ConditionExpression": "attribute_exists(PK) AND #state = :pending",
+            "ExpressionAttributeNames": {"#state": "state"},
+            "ExpressionAttributeValues": dump(values),
+        }
+    }
+
+
 class ReplacementWrites:
     """The replace's half of ``ContentStore`` (mixed into ``DynamoContentStore``)."""
 
@@ -124,19 +142,6 @@ class ReplacementWrites:
         assert upload.replaces is not None
         assert upload.if_version is not None
         table = self._table
-        held = {
-            ":submitting": "submitting",
-            ":pending": "pending",
-            ":attempt": attempt_id,
-            ":now": now.isoformat(),
-            ":keep": keep_until,
-            ":gsi2pk": "UPLOAD#submitting",
-            ":sha": sha256,
-        }
-        update = (
-            "SET #state = :submitting, attempt_id = :attempt, submitting_at = :now, expires_at = :keep,"
-            " GSI2PK = :gsi2pk, GSI2SK = :now" + (", content_sha256 = :sha" if sha256 else "")
-        )
         file_check: Action = {
             "ConditionCheck": {
                 "TableName": table.name,
@@ -149,7 +154,7 @@ class ReplacementWrites:
             }
         }
         actions = [
-            self._upload_update(upload, update, "attribute_exists(PK) AND #state = :pending", held),
+            held_action(table.name, upload_key(upload.kb_id, upload.upload_id), attempt_id, now, keep_until, sha256),
             table.kb_bytes_room_action(
                 upload.kb_id, upload.owner_id, grow=upload.growth, capacity=capacity, add=True
             ),
