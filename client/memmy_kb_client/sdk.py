@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -285,12 +286,21 @@ class MemmyClient:
         upload's do, and the ticket (``status`` ``issued``, ``replaces_version``) is returned; the file
         takes its next version once they are checked and handed to MemOS. 409 ``version_conflict`` when
         ``if_version`` is not the file's version, ``replace_in_progress`` while another replace runs.
+
+        Bytes that do not reach storage (refused, the connection lost, the file unreadable) leave the
+        replace pending, holding the file until its POST expires: it is dismissed (best effort) before the
+        error is raised, so that a retry can start at once.
         """
         size = path.stat().st_size
         digest = file_sha256(path)
         answer = self.request_replacement(kb_id, file_id, size, sha256=digest, if_version=if_version)
         if answer.get("status") == "issued":
-            _post_bytes(answer, path, size, progress)
+            try:
+                _post_bytes(answer, path, size, progress)
+            except (MemmyApiError, httpx.HTTPError, OSError):
+                with contextlib.suppress(MemmyApiError, httpx.HTTPError):
+                    self.dismiss_upload(kb_id, answer["upload_id"])
+                raise
         return answer
 
     def dismiss_upload(self, kb_id: str, upload_id: str) -> None:
