@@ -29,7 +29,7 @@ class Folder(ApiModel):
 
 class Replacement(ApiModel):
     """The file's replace in flight (`uploading`), or its last one that `failed` (the file keeps its current
-    version; dismiss it with DELETE .../uploads/{upload_id}, or replace the file again)."""
+    version). DELETE .../uploads/{upload_id} dismisses a failed one, or one in flight not yet sent on."""
 
     upload_id: str
     status: Literal["uploading", "failed"]
