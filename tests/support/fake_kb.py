@@ -154,6 +154,9 @@ class FakeKb:
         self.calls["dismiss_upload"] += 1
         self.uploads.pop(upload_id, None)
 
+    def close(self) -> None:
+        self.calls["close"] += 1
+
     def send(self, ticket: dict[str, Any], path: Path) -> None:
         """Storage receiving the bytes of a ticket's POST."""
         self.calls["send"] += 1

@@ -9,7 +9,8 @@ keyed by the knowledge base and the folder's absolute path:
 * ``failed``: a file whose upload the service rejected, with the hash it had: not sent again until it
   changes;
 * ``hashes``: each file's size, mtime and SHA-256 when last read, so an unchanged file is not read again;
-* ``passes``: when the last pass ran and what it did or why it stopped.
+* ``passes``: when the last pass ran and what it did or why it stopped;
+* ``links``: the desktop service's linked folders (each folder's absolute path and its KB).
 
 SQLite (stdlib) keeps each step a transaction of its own and costs one small write per step. A pass of a
 folder holds ``pass_lock`` so ``memmy-kb sync`` and the desktop service never run one folder at once.
@@ -41,6 +42,7 @@ CREATE TABLE IF NOT EXISTS hashes (pair TEXT, path TEXT, size INTEGER NOT NULL, 
     sha256 TEXT NOT NULL, PRIMARY KEY (pair, path));
 CREATE TABLE IF NOT EXISTS passes (pair TEXT PRIMARY KEY, kb_id TEXT NOT NULL, root TEXT NOT NULL,
     at REAL NOT NULL, outcome TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS links (root TEXT PRIMARY KEY, kb_id TEXT NOT NULL, created_at REAL NOT NULL);
 """
 
 Kind = Literal["upload", "replace"]
@@ -232,6 +234,16 @@ class SyncStore:
             time.time(),
             json.dumps(outcome, ensure_ascii=False),
         )
+
+    def links(self) -> list[tuple[str, str]]:
+        """The linked folders, as (absolute path, KB id)."""
+        return [(root, kb) for root, kb in self._run("SELECT root, kb_id FROM links ORDER BY root")]
+
+    def add_link(self, root: str, kb_id: str) -> None:
+        self._run("INSERT OR REPLACE INTO links VALUES (?, ?, ?)", root, kb_id, time.time())
+
+    def remove_link(self, root: str) -> None:
+        self._run("DELETE FROM links WHERE root = ?", root)
 
     def last_pass(self, pair: str) -> tuple[float, dict[str, Any]] | None:
         rows = self._run("SELECT at, outcome FROM passes WHERE pair = ?", pair)
