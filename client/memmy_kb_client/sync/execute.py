@@ -85,6 +85,8 @@ class Executor:
     root: Path
     progress: Progress | None = None
     send: Callable[[dict[str, Any], Path], None] = lambda ticket, path: post_upload(ticket, path)
+    # Asked between steps: the service is stopping (what is left, the next start's pass resumes).
+    stopping: Callable[[], bool] = lambda: False
     outcome: Outcome = field(default_factory=Outcome)
 
     def run(self, plan: Plan, tree: Tree) -> Outcome:
@@ -93,6 +95,8 @@ class Executor:
         folders = self._make_folders(plan.folders, dict(tree.folders))
         work = [*plan.resumes, *plan.uploads, *plan.replaces, *plan.deletes]
         for index, step in enumerate(work, start=1):
+            if self.stopping():
+                raise SyncAborted("stopped before the pass was done: the next one resumes it")
             if self.progress is not None:
                 self.progress(index, len(work), step.kind, step.path)
             try:

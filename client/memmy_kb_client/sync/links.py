@@ -241,7 +241,14 @@ class Links:
         try:
             client = self._client()
             result = run_pass(
-                client, self.store, kb_id, Path(root), lock_dir=self.lock_dir, yes=yes, send=self._send
+                client,
+                self.store,
+                kb_id,
+                Path(root),
+                lock_dir=self.lock_dir,
+                yes=yes,
+                send=self._send,
+                stopping=self._stopping.is_set,
             )
             update["last"], update["last_pass_at"] = result.record(), time.time()
             errors = result.outcome.errors if result.outcome else []

@@ -68,6 +68,7 @@ def run_pass(
     progress: Progress | None = None,
     ask: Callable[[Plan], bool] | None = None,
     send: Callable[[dict[str, Any], Path], None] | None = None,
+    stopping: Callable[[], bool] | None = None,
 ) -> PassResult:
     """One pass making ``kb_id`` match ``root``; a plan that needs confirming runs only with ``yes`` or
     when ``ask(plan)`` says so. ``SyncAborted`` when the KB is not the caller's own."""
@@ -94,6 +95,8 @@ def run_pass(
             executor = Executor(client, store, pair, kb_id, root, progress)
             if send is not None:  # tests: storage stands in
                 executor.send = send
+            if stopping is not None:
+                executor.stopping = stopping
             outcome = executor.run(plan, tree)
         result = PassResult(plan, outcome, stopped, tree.listings, len(hashed.fresh))
         if not dry_run:
