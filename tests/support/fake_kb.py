@@ -75,7 +75,8 @@ class FakeKb:
         folders = [
             {"id": f, "name": n, "parent_id": p} for f, (n, p) in self.folders.items() if p == folder_id
         ]
-        entries = [self._file_entry(f) for f in self.files.values() if f.folder_id == folder_id]
+        rejected = self._rejected_replaces()
+        entries = [self._file_entry(f, rejected) for f in self.files.values() if f.folder_id == folder_id]
         entries += [
             self._upload_entry(u)
             for u in self.uploads.values()
@@ -87,7 +88,7 @@ class FakeKb:
         self.calls["get_file"] += 1
         if file_id not in self.files:
             raise MemmyApiError(404, "file_not_found", "No such file.")
-        return self._file_entry(self.files[file_id])
+        return self._file_entry(self.files[file_id], self._rejected_replaces())
 
     def create_folder(self, kb_id: str, name: str, parent_id: str | None = None) -> dict[str, Any]:
         self.calls["create_folder"] += 1
@@ -216,7 +217,7 @@ class FakeKb:
             self.keys[key] = ticket
         return ticket
 
-    def _file_entry(self, file: FakeFile) -> dict[str, Any]:
+    def _file_entry(self, file: FakeFile, rejected: list[FakeUpload]) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "id": file.file_id,
             "name": file.name,
@@ -227,7 +228,7 @@ class FakeKb:
             "sha256": file.sha256,
             "origin": file.origin,
         }
-        failed = [u for u in self.uploads.values() if u.replaces == file.file_id and u.state == "rejected"]
+        failed = [u for u in rejected if u.replaces == file.file_id]
         if file.replacing is not None:
             entry["replacement"] = {"upload_id": file.replacing, "status": "uploading"}
         elif failed and failed[-1].if_version == file.version:
@@ -237,6 +238,9 @@ class FakeKb:
                 "reason": failed[-1].reason,
             }
         return entry
+
+    def _rejected_replaces(self) -> list[FakeUpload]:
+        return [u for u in self.uploads.values() if u.replaces is not None and u.state == "rejected"]
 
     def _upload_entry(self, upload: FakeUpload) -> dict[str, Any]:
         status = "failed" if upload.state == "rejected" else "uploading"

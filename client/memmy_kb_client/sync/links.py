@@ -24,7 +24,7 @@ import httpx
 
 from memmy_kb_client.sdk import MemmyApiError
 from memmy_kb_client.sync.execute import SyncAborted
-from memmy_kb_client.sync.local import TEMPORARY
+from memmy_kb_client.sync.local import is_temporary
 from memmy_kb_client.sync.run import SyncCloud, run_pass
 from memmy_kb_client.sync.store import SyncStore
 
@@ -285,7 +285,7 @@ class Links:
             relative = os.path.relpath(path, root).replace(os.sep, "/")
             return not any(
                 part.startswith(".") and part != ".memmyignore" for part in relative.split("/")
-            ) and not (TEMPORARY.match_file(relative.rsplit("/", 1)[-1]))
+            ) and not (is_temporary(relative.rsplit("/", 1)[-1]))
 
         while not stop.is_set() and not self._stopping.is_set():
             if not os.path.isdir(root):

@@ -23,26 +23,33 @@ from memmy_kb_client.sdk import file_sha256
 IGNORE_FILE: Final = ".memmyignore"
 SUPPORTED_EXTENSIONS: Final = ("pdf", "docx", "doc", "txt", "json", "md", "xml")
 MAX_FILE_BYTES: Final = 100 * 1024 * 1024
-# What editors, office suites and browsers leave beside a file while they write it.
-TEMPORARY: Final = GitIgnoreSpec.from_lines(
-    [
-        "~$*",
-        "*~",
-        "*.tmp",
-        "*.temp",
-        "*.swp",
-        "*.swo",
-        "*.swx",
-        ".#*",
-        "#*#",
-        "*.part",
-        "*.partial",
-        "*.crdownload",
-        "*.download",
-        "Thumbs.db",
-        "desktop.ini",
-    ]
+# What editors, office suites and browsers leave beside a file while they write it: names that start or
+# end so, or are exactly so (plain string tests: a glob per name cost 30 µs a file).
+_TEMPORARY_PREFIXES: Final = ("~$", ".#")
+_TEMPORARY_SUFFIXES: Final = (
+    "~",
+    ".tmp",
+    ".temp",
+    ".swp",
+    ".swo",
+    ".swx",
+    ".part",
+    ".partial",
+    ".crdownload",
+    ".download",
 )
+_TEMPORARY_NAMES: Final = frozenset({"thumbs.db", "desktop.ini"})
+
+
+def is_temporary(name: str) -> bool:
+    """Whether a file's name is one of an editor's, an office suite's or a browser's temporary files."""
+    lowered = name.lower()
+    return (
+        lowered.startswith(_TEMPORARY_PREFIXES)
+        or lowered.endswith(_TEMPORARY_SUFFIXES)
+        or lowered in _TEMPORARY_NAMES
+        or (len(name) > 1 and name.startswith("#") and name.endswith("#"))
+    )
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,7 @@ def left_out(relative: str, is_dir: bool, rules: GitIgnoreSpec) -> bool:
     name = relative.rsplit("/", 1)[-1]
     if name.startswith("."):
         return True
-    if not is_dir and TEMPORARY.match_file(name):
+    if not is_dir and is_temporary(name):
         return True
     return rules.match_file(relative + "/" if is_dir else relative)
 
