@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Any
 
+from memmy_kb_client.sync.link_commands import add_link_commands, link_lines
 from memmy_kb_client.terminal import printable
 
 READY_PREFIX = "Memmy desktop service on "
@@ -198,43 +199,6 @@ def _open(args: argparse.Namespace) -> int:
     return 0
 
 
-def _links(args: argparse.Namespace) -> int:
-    """``desktop link DIR KB``, ``unlink DIR``, ``confirm DIR`` and ``links``: each asks the service."""
-    if args.desktop == "link":
-        answer = _control("POST", "/control/links", {"dir": os.path.abspath(args.dir), "kb": args.kb})
-    elif args.desktop in ("unlink", "confirm"):
-        answer = _control("POST", f"/control/links/{args.desktop}", {"dir": os.path.abspath(args.dir)})
-    else:
-        answer = _control("GET", "/control/links")
-    if answer is None:
-        return 1
-    if args.json:
-        print(printable(json.dumps(answer, ensure_ascii=False, indent=2)))
-        return 0
-    links = answer.get("links", [answer]) if args.desktop != "link" else [answer]
-    print(printable("\n".join(link_lines(links)) or "no linked folders"))
-    return 0
-
-
-def link_lines(links: list[dict[str, Any]]) -> list[str]:
-    """One line per linked folder: its KB, its state, its last pass or what holds it."""
-    import time
-
-    lines = []
-    for link in links:
-        state = str(link.get("state"))
-        if link.get("paused"):
-            state += f" ({link['paused']}: `memmy-kb desktop confirm DIR` or the page's Confirm)"
-        elif link.get("error"):
-            state += f" ({link['error']})"
-        last = link.get("last_pass_at")
-        when = f", last pass {time.strftime('%H:%M:%S', time.localtime(last))}" if last else ""
-        counts = (link.get("last") or {}).get("counts") or {}
-        did = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
-        lines.append(f"{link.get('dir')} -> {link.get('kb_id')}: {state}{when}{f' ({did})' if did else ''}")
-    return lines
-
-
 _LOGIN_STATES = {
     "logged_in": "logged in",
     "logged_out": "logged out: run `memmy-kb desktop login`",
@@ -386,19 +350,7 @@ def add_desktop_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     status.add_argument("--json", action="store_true")
     status.set_defaults(func=_status)
 
-    link = desktop.add_parser(
-        "link", help="keep a folder in sync with one of your knowledge bases (the service watches it)"
-    )
-    link.add_argument("dir", metavar="DIR")
-    link.add_argument("kb", metavar="KB")
-    unlink = desktop.add_parser("unlink", help="stop syncing a folder (its files stay in the knowledge base)")
-    unlink.add_argument("dir", metavar="DIR")
-    confirm = desktop.add_parser("confirm", help="let a paused linked folder's pass delete what it would")
-    confirm.add_argument("dir", metavar="DIR")
-    links = desktop.add_parser("links", help="the linked folders: last sync, pending, paused, errors")
-    for parser in (link, unlink, confirm, links):
-        parser.add_argument("--json", action="store_true")
-        parser.set_defaults(func=_links)
+    add_link_commands(desktop, _control)
 
     rotate = desktop.add_parser(
         "rotate-hook-token", help="issue a new hook token (the hooks pick it up; the old one stops working)"
