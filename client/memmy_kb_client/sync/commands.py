@@ -84,6 +84,9 @@ def sync_folder(args: argparse.Namespace) -> int:
     except (MemmyApiError, SyncAborted, OSError) as err:
         print(printable(f"error: {err}"), file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted: what was sent is recorded, and the next pass resumes it", file=sys.stderr)
+        return 130
     finally:
         store.close()
     if args.json:

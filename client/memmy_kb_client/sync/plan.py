@@ -113,9 +113,9 @@ def plan_pass(
 ) -> Plan:
     """The pass that makes ``tree`` match ``scan`` (see the module's docstring)."""
     work = _Work(dict(memory.synced), dict(memory.failed))
+    by_id, by_upload, at_path = tree.by_id(), tree.by_upload(), tree.at_path()
     for path, pending in sorted(memory.pending.items()):
-        _settle_pending(work, path, pending, tree, sha256.get(path))
-    by_id, at_path = tree.by_id(), tree.at_path()
+        _settle_pending(work, path, pending, by_id, by_upload, sha256.get(path))
     for path, seen in sorted(scan.files.items()):
         if path in work.busy:
             continue
@@ -229,17 +229,24 @@ def _known_file(work: _Work, path: str, sha: str, size: int, entry: Entry) -> No
         work.add(Step("replace", path, file_id=entry.id, version=entry.version, sha256=sha, size=size))
 
 
-def _settle_pending(work: _Work, path: str, pending: Pending, tree: Tree, local_sha: str | None) -> None:
+def _settle_pending(
+    work: _Work,
+    path: str,
+    pending: Pending,
+    by_id: dict[str, Entry],
+    by_upload: dict[str, Entry],
+    local_sha: str | None,
+) -> None:
     """What became of an upload or replace recorded before the last pass ended."""
     if pending.kind == "upload":
-        found = tree.by_upload().get(pending.upload_id) if pending.upload_id else None
+        found = by_upload.get(pending.upload_id) if pending.upload_id else None
         if found is not None and found.is_file:
             _done(work, path, found, pending)
             return
         shown_status = found.status if found else None
         failure = found.reason if found and found.status == "failed" else None
     else:
-        file = tree.by_id().get(pending.file_id or "")
+        file = by_id.get(pending.file_id or "")
         if file is None:
             work.add(Step("forget", path, "deleted from the knowledge base during its replace"))
             work.synced.pop(path, None)

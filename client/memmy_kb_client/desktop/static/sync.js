@@ -176,5 +176,13 @@ async function loadLinks() {
   }
   section.hidden = !links.length;
   $("link-list").replaceChildren(...links.map(linkItem));
+  // A pass that just ran changed a KB: its file count, and its files if it is the one open.
+  const passes = Object.fromEntries(links.map((l) => [l.dir, l.last_pass_at]));
+  const moved = links.filter((l) => state.linkPasses && l.last_pass_at && state.linkPasses[l.dir] !== l.last_pass_at);
+  state.linkPasses = passes;
+  if (moved.length) {
+    loadLists().catch(() => {});
+    if (state.kb && moved.some((l) => l.kb_id === state.kb.id)) loadListing();
+  }
   state.linksTimer = setTimeout(loadLinks, links.some((l) => l.state === "syncing" || l.state === "waiting") ? 2000 : 10000);
 }
