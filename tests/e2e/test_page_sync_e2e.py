@@ -2,8 +2,9 @@
 replaces a file in place (its SHA-256 computed in the browser, sent with the version shown): the same bytes
 are "unchanged", new bytes become the next version with a progress bar, a stale version and a replace
 already under way are told in sentences in both languages, a failed replace is shown and dismissed; the
-desktop's linked folders are listed with their state and can be unlinked. Leaves a screenshot of the KB
-with its versions and linked folder in the test's temporary directory (``replace-and-links.png``)."""
+desktop's linked folders are listed with their state, a paused one confirmed, and unlinked. Leaves
+screenshots of the KB with its versions and linked folder, and of the paused link, in the test's
+temporary directory (``replace-and-links.png``, ``paused-link.png``)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from tests.e2e.test_page_e2e import PROCESSING_MS, file_row, kb_item, md
 from tests.support.stack import RunningStack
 
 pytestmark = pytest.mark.e2e
-
 
 
 @pytest.fixture(scope="module")
@@ -131,11 +131,23 @@ def test_the_owner_replaces_a_file_and_sees_its_versions_and_linked_folders(
     expect(chinese.get_by_role("region", name="同步的文件夹")).to_contain_text("已同步")
     chinese.context.close()
 
-    # Unlinked from the page: the folder's files stay
+    # The folder emptied: the link pauses, nothing is deleted until Confirm deletion
+    (folder / "条款.md").unlink()
+    expect(links).to_contain_text(
+        "Paused: the folder is empty. Nothing is deleted until you confirm.", timeout=PROCESSING_MS
+    )
+    expect(file_row(page, "条款.md")).to_be_visible()
+    page.screenshot(path=str(tmp_path / "paused-link.png"), full_page=True)
+    links.get_by_role("button", name="Confirm deletion").click()
+    expect(links).to_contain_text("Up to date", timeout=PROCESSING_MS)
+    expect(file_row(page, "条款.md")).to_have_count(0, timeout=PROCESSING_MS)
+
+    # Unlinked from the page: the KB keeps what it has
     links.get_by_role("button", name="Stop syncing").click()
     page.get_by_role("dialog").get_by_role("button", name="Stop syncing").click()
     expect(links).to_be_hidden()
-    expect(file_row(page, "条款.md")).to_be_visible()
+    expect(file_row(page, name)).to_be_visible()
+    assert owner.desktop.cli("links").stdout.strip() == "no linked folders"
     page.context.close()
 
 

@@ -181,8 +181,10 @@ async function loadLinks() {
   const moved = links.filter((l) => state.linkPasses && l.last_pass_at && state.linkPasses[l.dir] !== l.last_pass_at);
   state.linkPasses = passes;
   if (moved.length) {
-    loadLists().catch(() => {});
-    if (state.kb && moved.some((l) => l.kb_id === state.kb.id)) loadListing();
+    // One after the other: loadLists swaps state.kb for the fresh one, which a listing under way would
+    // take for the owner having opened another KB meanwhile.
+    const open = state.kb && moved.some((l) => l.kb_id === state.kb.id);
+    loadLists().catch(() => {}).then(() => (open ? loadListing() : undefined));
   }
   state.linksTimer = setTimeout(loadLinks, links.some((l) => l.state === "syncing" || l.state === "waiting") ? 2000 : 10000);
 }
