@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -206,8 +207,13 @@ class Links:
     def _work(self) -> None:
         while not self._stopping.is_set():
             root = self._next_due()
-            if root is not None:
+            if root is None:
+                continue
+            try:
                 self._pass(root)
+            except Exception as err:  # the one worker must outlive a bug in one pass
+                logger.exception("a linked folder's pass failed unexpectedly")
+                self._failed_unexpectedly(root, err)
 
     def _next_due(self) -> str | None:
         with self._lock:
@@ -257,7 +263,7 @@ class Links:
             elif errors:
                 update.update(state="error", error=f"{errors[0]['path']}: {errors[0]['error']}")
                 retry = True
-        except (SyncAborted, MemmyApiError, httpx.HTTPError, OSError) as err:
+        except (SyncAborted, MemmyApiError, httpx.HTTPError, OSError, sqlite3.Error) as err:
             logger.warning("sync of a linked folder failed: %s", type(err).__name__)
             update.update(state="error", error=str(err))
             retry = True
@@ -276,6 +282,14 @@ class Links:
             if link.due is not None:
                 link.status.state = "waiting" if update["state"] == "idle" else link.status.state
             self._lock.notify_all()
+
+    def _failed_unexpectedly(self, root: str, err: Exception) -> None:
+        with self._lock:
+            link = self._links.get(root)
+            if link is not None:
+                link.status.state, link.status.error = "error", f"unexpected {type(err).__name__}"
+                link.due = time.monotonic() + self.retry
+                self._lock.notify_all()
 
     def _watch(self, root: str, stop: threading.Event) -> None:
         """Watch ``root`` until ``stop``; a folder that is missing (unmounted) is looked for again."""
