@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.e2e.test_delete_cli_e2e import ok_json
@@ -21,6 +22,9 @@ from tests.support.polling import wait_until
 from tests.support.stack import CLI, RunningStack, stop_stack
 
 pytestmark = pytest.mark.e2e
+
+# Enough that the linked folder's first pass is still sending when the service is killed.
+FILES = 80
 
 
 def sync(stack: RunningStack, token: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -46,13 +50,19 @@ def tree(stack: RunningStack, token: str, kb: str) -> dict[str, dict[str, Any]]:
     """Every file of the KB (and upload in flight) by its path of folder names; two at one path fail."""
     found: dict[str, dict[str, Any]] = {}
     queue: list[tuple[str | None, str]] = [(None, "")]
-    while queue:
-        folder, prefix = queue.pop()
-        listing = ok_json(stack, token, "files", "ls", kb, *(["--folder", folder] if folder else []))
-        for entry in listing["files"]:
-            assert prefix + entry["name"] not in found, f"two entries at {prefix + entry['name']}"
-            found[prefix + entry["name"]] = entry
-        queue += [(f["id"], f"{prefix}{f['name']}/") for f in listing["folders"]]
+    with httpx.Client(
+        base_url=stack.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=30
+    ) as api:
+        while queue:
+            folder, prefix = queue.pop()
+            listing = api.get(
+                f"/knowledge-bases/{kb}/files", params={"folder_id": folder} if folder else None
+            )
+            assert listing.status_code == 200, listing.text
+            for entry in listing.json()["files"]:
+                assert prefix + entry["name"] not in found, f"two entries at {prefix + entry['name']}"
+                found[prefix + entry["name"]] = entry
+            queue += [(f["id"], f"{prefix}{f['name']}/") for f in listing.json()["folders"]]
     return found
 
 
@@ -122,7 +132,7 @@ def test_a_linked_folder_picks_up_a_new_file_and_a_killed_service_converges_with
     owner = local_stack.token(user, name="Owner")
     kb = ok_json(local_stack, owner, "kb", "create", "链接")["id"]
     root = tmp_path / "linked"
-    for index in range(40):
+    for index in range(FILES):
         write(root, f"part-{index // 10}/note-{index:02d}.md", f"# note {index}\n")
 
     process, desktop = start_desktop(tmp_path, local_stack.api_url)
@@ -136,18 +146,18 @@ def test_a_linked_folder_picks_up_a_new_file_and_a_killed_service_converges_with
     finally:
         process.kill()
         process.wait()
-    assert len(tree(local_stack, owner, kb)) < 40, "the pass was over before the kill: nothing to resume"
+    assert len(tree(local_stack, owner, kb)) < FILES, "the pass was over before the kill: nothing to resume"
 
     # Started again on the same home: the link and the login are kept, the pass resumes
     process, again = start_desktop(tmp_path, local_stack.api_url)
     try:
 
         def all_there() -> bool:
-            return len(tree(local_stack, owner, kb)) == 40
+            return len(tree(local_stack, owner, kb)) == FILES
 
         wait_until(all_there, timeout=120, message="the linked folder to converge after the restart")
         files = tree(local_stack, owner, kb)
-        assert sorted(files) == sorted(f"part-{i // 10}/note-{i:02d}.md" for i in range(40))
+        assert sorted(files) == sorted(f"part-{i // 10}/note-{i:02d}.md" for i in range(FILES))
 
         # A new file is picked up within seconds
         write(root, "part-0/new.md", "# new\n")
