@@ -59,7 +59,7 @@ def test_the_hook_token_gets_no_link_route(
         service, method, path, {"Authorization": f"Bearer {hook_token}"}, {"dir": str(tmp_path), "kb": "kb_1"}
     )
     assert (status, json.loads(data)["error"]["code"]) == (403, "hook_token_not_allowed")
-    assert service.state.links.shown() == []
+    assert as_control(service, "GET", "/control/links") == (200, {"links": []})
 
 
 def test_the_page_lists_but_cannot_link_a_folder(service: DesktopService, tmp_path: Path) -> None:

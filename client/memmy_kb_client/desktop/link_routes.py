@@ -5,7 +5,8 @@ CSRF on changes)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+import threading
+from typing import TYPE_CHECKING, Final
 
 from memmy_kb_client.desktop.routes import Reply, Request, Route, error_reply
 from memmy_kb_client.desktop.state import Access, DesktopState
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
 # httpx, the SDK and the sync are imported when the links start (after the service listens), not with the
 # routes: the service's start stays as cheap as before for the hooks.
 MAX_PATH_CHARS: Final = 4096
+# Each service's links while they start (a thread each), by the state's id.
+_STARTING: dict[int, tuple[threading.Thread, threading.Event]] = {}
+_STARTING_LOCK = threading.Lock()
 
 
 def cloud_client(state: DesktopState) -> MemmyClient:
@@ -47,26 +51,54 @@ def cloud_client(state: DesktopState) -> MemmyClient:
     )
 
 
-def start_links(state: DesktopState, **options: Any) -> Links:
-    """The linked folders of the service's state directory, watched when ``watchfiles`` is installed (the
-    ``desktop`` extra); without it each is synced at start and every ten minutes."""
-    import importlib.util
-    from pathlib import Path
+def start_links(state: DesktopState) -> None:
+    """Start the linked folders of the service's state directory on a thread of their own: the service
+    answers at once (the sync's imports cost about 130 ms), and ``state.links`` is set once they run.
+    Watched when ``watchfiles`` is installed (the ``desktop`` extra); without it each link is synced at
+    start and every ten minutes."""
+    stopping = threading.Event()
 
-    from memmy_kb_client.sync.links import Links
-    from memmy_kb_client.sync.store import STORE_FILE, SyncStore
+    def run() -> None:
+        import importlib.util
+        from pathlib import Path
 
-    directory = Path(state.state_dir) / "sync"
-    options.setdefault("watch", importlib.util.find_spec("watchfiles") is not None)
-    return Links(SyncStore(directory / STORE_FILE), directory, lambda: cloud_client(state), **options).start()
+        from memmy_kb_client.sync.links import Links
+        from memmy_kb_client.sync.store import STORE_FILE, SyncStore
+
+        directory = Path(state.state_dir) / "sync"
+        watch = importlib.util.find_spec("watchfiles") is not None
+        with _STARTING_LOCK:
+            if not stopping.is_set():
+                state.links = Links(
+                    SyncStore(directory / STORE_FILE), directory, lambda: cloud_client(state), watch=watch
+                ).start()
+
+    thread = threading.Thread(target=run, name="memmy-kb-links-start", daemon=True)
+    _STARTING[id(state)] = (thread, stopping)
+    thread.start()
 
 
 def stop_links(state: DesktopState) -> None:
+    """Stop the linked folders' threads (after their start, if it is still under way)."""
+    starting = _STARTING.pop(id(state), None)
+    if starting is not None:
+        with _STARTING_LOCK:
+            starting[1].set()
+        starting[0].join(30)
     links: Links | None = state.links
     if links is not None:
         state.links = None
         links.stop()
         links.store.close()
+
+
+def _running(state: DesktopState) -> Links | None:
+    """The service's links, once started (a request that comes while they start waits for them)."""
+    starting = _STARTING.get(id(state))
+    if state.links is None and starting is not None:
+        starting[0].join(10)
+    links: Links | None = state.links
+    return links
 
 
 def _dir(request: Request) -> str | None:
@@ -78,7 +110,8 @@ def _dir(request: Request) -> str | None:
 
 
 def _links(state: DesktopState, request: Request) -> Reply:
-    return Reply(200, {"links": state.links.shown() if state.links is not None else []})
+    links = _running(state)
+    return Reply(200, {"links": links.shown() if links is not None else []})
 
 
 def _link(state: DesktopState, request: Request) -> Reply:
@@ -86,7 +119,8 @@ def _link(state: DesktopState, request: Request) -> Reply:
     directory, kb_id = _dir(request), body.get("kb")
     if directory is None or not isinstance(kb_id, str) or not 0 < len(kb_id) <= 256:
         return error_reply(422, "validation_error", 'expected {"dir": "/path/to/folder", "kb": "KB_ID"}')
-    if state.links is None:
+    links = _running(state)
+    if links is None:
         return error_reply(503, "links_unavailable", "the service is stopping")
     import httpx
 
@@ -95,7 +129,7 @@ def _link(state: DesktopState, request: Request) -> Reply:
     from memmy_kb_client.sync.links import LinkError
 
     try:
-        return Reply(200, state.links.link(directory, kb_id))
+        return Reply(200, links.link(directory, kb_id))
     except LinkError as err:
         return error_reply(409, "link_refused", str(err))
     except SyncAborted as err:
@@ -111,8 +145,9 @@ def _about_one(action: str) -> Route:
         directory = _dir(request)
         if directory is None:
             return error_reply(422, "validation_error", 'expected {"dir": "/path/to/folder"}')
-        done = state.links is not None and (
-            state.links.unlink(directory) if action == "unlink" else state.links.confirm(directory)
+        links = _running(state)
+        done = links is not None and (
+            links.unlink(directory) if action == "unlink" else links.confirm(directory)
         )
         if not done:
             return error_reply(404, "link_not_found", "no linked folder at that path")

@@ -82,7 +82,7 @@ class DesktopService:
             self.state.url = self.url
             self.state.port = self.port
             self.state.load()
-            self.state.links = start_links(self.state)
+            start_links(self.state)
             # For the hooks and ``memmy-kb mcp``: the port alone. The commands read it beside the control
             # token (``state.load``), since anything that can write this directory can rewrite this file.
             paths.write_private(
