@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from memmy_kb_client.desktop.server import DesktopService
+from memmy_kb_client.sync.run import store_dir
 from tests.integration.test_desktop_page import RecordingCloud, call, signed_in, start
 from tests.integration.test_desktop_service import serving
 
@@ -87,3 +88,14 @@ def test_a_link_to_something_that_is_no_folder_is_refused_with_its_reason(
     assert (status, answer["error"]["code"]) == (422, "validation_error")
     status, answer = as_control(service, "GET", "/control/status")
     assert (status, answer["links"]) == (200, [])
+
+
+def test_the_links_are_kept_beside_the_secrets_not_in_the_hooks_directory(
+    service: DesktopService, tmp_path: Path
+) -> None:
+    # An agent that may write the hooks' directory must find no link store there to add a folder to
+    assert as_control(service, "GET", "/control/links") == (200, {"links": []})  # waits for the links' start
+    assert (tmp_path / "desktop-private" / "sync" / "sync.sqlite3").is_file()
+    assert not (tmp_path / "desktop" / "sync").exists()
+    assert oct((tmp_path / "desktop-private" / "sync").stat().st_mode & 0o777) == "0o700"
+    assert store_dir({"MEMMY_KB_HOME": str(tmp_path)}) == tmp_path / "desktop-private" / "sync"

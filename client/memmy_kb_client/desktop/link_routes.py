@@ -62,10 +62,13 @@ def start_links(state: DesktopState) -> None:
         import importlib.util
         from pathlib import Path
 
+        from memmy_kb_client.desktop import paths
         from memmy_kb_client.sync.links import Links
         from memmy_kb_client.sync.store import STORE_FILE, SyncStore
 
-        directory = Path(state.state_dir) / "sync"
+        # Beside the secrets, not in the hooks' directory: an agent that may write there must not add a link.
+        directory = Path(paths.private_dir(state.state_dir)) / "sync"
+        paths.ensure_private_dir(str(directory.parent))
         watch = importlib.util.find_spec("watchfiles") is not None
         with _STARTING_LOCK:
             if not stopping.is_set():

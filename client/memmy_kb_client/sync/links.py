@@ -19,15 +19,20 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
-import httpx
-
-from memmy_kb_client.sdk import MemmyApiError
-from memmy_kb_client.sync.execute import SyncAborted
 from memmy_kb_client.sync.local import is_temporary
-from memmy_kb_client.sync.run import SyncCloud, run_pass
 from memmy_kb_client.sync.store import SyncStore
+
+if TYPE_CHECKING:
+    from memmy_kb_client.sync.run import SyncCloud
+
+    class CloudClient(SyncCloud, Protocol):
+        def close(self) -> None: ...
+
+
+# httpx, the SDK and the pass are imported by the first pass: a service with no linked folder never loads
+# them (its start and the hooks' recalls stay as light as before).
 
 logger = logging.getLogger("memmy_kb_client.sync")
 
@@ -39,10 +44,6 @@ RESCAN_SECONDS: Final = 600.0
 
 class LinkError(Exception):
     """A link refused (not a folder, already linked, a KB shared with you); the message says why."""
-
-
-class CloudClient(SyncCloud, Protocol):
-    def close(self) -> None: ...
 
 
 @dataclass
@@ -236,6 +237,12 @@ class Links:
             return None
 
     def _pass(self, root: str) -> None:
+        import httpx
+
+        from memmy_kb_client.sdk import MemmyApiError
+        from memmy_kb_client.sync.execute import SyncAborted
+        from memmy_kb_client.sync.run import run_pass
+
         with self._lock:
             link = self._links.get(root)
             if link is None:

@@ -18,8 +18,6 @@ from typing import Final
 
 from pathspec import GitIgnoreSpec
 
-from memmy_kb_client.sdk import file_sha256
-
 IGNORE_FILE: Final = ".memmyignore"
 SUPPORTED_EXTENSIONS: Final = ("pdf", "docx", "doc", "txt", "json", "md", "xml")
 MAX_FILE_BYTES: Final = 100 * 1024 * 1024
@@ -161,7 +159,10 @@ def hash_files(
     digest: Callable[[Path], str] | None = None,
 ) -> Hashed:
     """The SHA-256 of every file, from ``cache`` when its size and mtime are unchanged, else read again."""
-    digest = digest or file_sha256
+    if digest is None:
+        from memmy_kb_client.sdk import file_sha256
+
+        digest = file_sha256
     sha256: dict[str, str] = {}
     fresh: list[str] = []
     changing: list[str] = []
