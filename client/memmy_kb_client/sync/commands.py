@@ -129,9 +129,13 @@ def _result_lines(args: argparse.Namespace, result: Any, ready: dict[str, Any]) 
     lines.append(
         f"synced {one_line(str(args.dir))} -> {args.kb}: uploaded {counts['uploaded']}, replaced "
         f"{counts['replaced']}, deleted {counts['deleted']}, skipped {len(result.plan.skips)}, "
-        f"errors {len(outcome.errors)} ({result.listings} listings, {result.hashed} files hashed)"
+        f"errors {len(outcome.errors)} ({_count(result.listings, 'listing')}, {_count(result.hashed, 'file')} hashed)"
     )
     return lines
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _as_json(result: Any, ready: dict[str, Any]) -> dict[str, Any]:
