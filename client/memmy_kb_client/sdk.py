@@ -114,6 +114,13 @@ def _post_bytes(ticket: dict[str, Any], path: Path, size: int, progress: Callabl
         raise MemmyApiError(resp.status_code, "storage_rejected_upload", resp.text[:300] or resp.reason_phrase)
 
 
+def post_upload(
+    ticket: dict[str, Any], path: Path, progress: Callable[[int, int], None] | None = None
+) -> None:
+    """Send ``path``'s bytes with an upload's or a replace's ticket (its presigned POST)."""
+    _post_bytes(ticket, path, path.stat().st_size, progress)
+
+
 def _segment(value: str) -> str:
     """One path parameter, percent-encoded whole: a ``/``, ``?``, ``#``, ``|`` or space in an id stays in it."""
     return quote(value, safe="")
@@ -220,10 +227,18 @@ class MemmyClient:
         *,
         folder_id: str | None = None,
         idempotency_key: str | None = None,
+        sha256: str | None = None,
+        origin: str | None = None,
     ) -> dict[str, Any]:
+        """A presigned POST for one file. ``sha256``: the bytes' hash (others are rejected, and the file
+        records it); ``origin`` ``sync``: the upload is a folder sync's (docs/sync.md)."""
         body: dict[str, Any] = {"filename": filename, "size_bytes": size_bytes}
         if folder_id:
             body["folder_id"] = folder_id
+        if sha256 is not None:
+            body["sha256"] = sha256
+        if origin is not None:
+            body["origin"] = origin
         headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
         return self._request(
             "POST", f"/knowledge-bases/{_segment(kb_id)}/uploads", json=body, headers=headers

@@ -70,6 +70,7 @@ class FileEntry:
     sha256: str | None = None
     updated_at: datetime | None = None
     replacement: Replacement | None = None
+    origin: str | None = None  # ``sync``: a folder sync's file
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,7 @@ def _file_entry(record: FileRecord, live: EngineFile | None, replacement: Replac
         sha256=record.sha256,
         updated_at=record.updated_at or record.uploaded_at,
         replacement=replacement,
+        origin=record.origin,
     )
 
 
@@ -232,6 +234,7 @@ def _upload_entry(upload: UploadRecord) -> FileEntry:
         folder_id=upload.folder_id,
         reason=reason,
         upload_id=upload.upload_id,
+        origin=upload.origin,
     )
 
 

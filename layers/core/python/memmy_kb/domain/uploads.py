@@ -99,6 +99,7 @@ def request_upload(
     post_ttl_seconds: int,
     capacity: KbCapacity,
     sha256: str | None = None,
+    origin: str | None = None,
     clock: Callable[[], datetime] = utc_now,
     new_id: Callable[[], str] = new_upload_id,
 ) -> IssuedUpload:
@@ -109,6 +110,7 @@ def request_upload(
     room for one more file of this size (409 ``kb_file_limit_reached``, 413 ``kb_storage_limit_reached``),
     so a full KB refuses before the bytes are sent. The ingest holds the cap again when it records the file.
     ``sha256``, when the client declares it, is what the bytes must hash to (else the ingest rejects them).
+    ``origin`` (``sync``) marks the upload, and the file it becomes, as a folder sync's.
     """
     grant = require_owner(grants, user_id, kb_id)
     _, pinned_type = validate_upload(filename, size_bytes, content_type)
@@ -131,6 +133,7 @@ def request_upload(
         created_at=now,
         expires_at=int((post_expires_at + PENDING_GRACE).timestamp()),
         sha256=sha256,
+        origin=origin,
     )
     try:
         contents.put_upload(upload, capacity=capacity)

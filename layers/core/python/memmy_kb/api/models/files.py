@@ -58,6 +58,10 @@ class File(ApiModel):
     )
     updated_at: datetime | None = Field(default=None, description="When the current version was recorded")
     replacement: Replacement | None = Field(default=None, description="A replace of this file in flight, or failed")
+    origin: Literal["sync"] | None = Field(
+        default=None, description="`sync` when a folder sync uploaded it: a sync of the knowledge base may replace"
+        " or delete it (docs/sync.md)"
+    )
 
     @classmethod
     def from_entry(cls, entry: FileEntry) -> File:

@@ -85,6 +85,7 @@ def handle_create_upload(
             content_type=request.content_type,
             folder_id=request.folder_id,
             sha256=request.sha256,
+            origin=request.origin,
             post_ttl_seconds=ttl,
             capacity=capacity,
         )
