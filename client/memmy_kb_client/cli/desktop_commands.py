@@ -1,4 +1,4 @@
-"""``memmy-kb desktop serve|open|login|logout|status|rotate-hook-token``."""
+"""``memmy-kb desktop serve|open|login|logout|status|rotate-hook-token|link|unlink|confirm|links``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from memmy_kb_client.cli.terminal import printable
 from memmy_kb_client.desktop.status_text import LOGIN_STATES, describe
+from memmy_kb_client.sync.link_commands import add_link_commands, link_lines
 
 # How often ``desktop login`` asks the service whether the sign-in is done.
 FLOW_POLL_SECONDS = 1.0
@@ -227,6 +228,8 @@ def _print_status(status: dict[str, Any], as_json: bool) -> int:
         lines.append(f"recall:   the cloud {outcome} at {last.get('at')}{detail}")
     else:
         lines.append("recall:   none asked yet")
+    for line in link_lines(status.get("links") or []):
+        lines.append(f"linked:   {line}")
     if status.get("skipped_prompts"):
         lines.append(
             f'skipped:  {status["skipped_prompts"]} prompts with nothing to search (slash commands, "ok")'
@@ -289,6 +292,8 @@ def add_desktop_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     status = desktop.add_parser("status", help="the service's login and its last call to the cloud")
     status.add_argument("--json", action="store_true")
     status.set_defaults(func=_status)
+
+    add_link_commands(desktop, _control)
 
     rotate = desktop.add_parser(
         "rotate-hook-token", help="issue a new hook token (the hooks pick it up; the old one stops working)"

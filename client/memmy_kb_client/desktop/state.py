@@ -1,9 +1,5 @@
-"""The desktop service's state: its tokens, its cloud login and what the last recall met.
-
-One ``DesktopState`` is shared by all request threads; a lock guards the tokens, the login and the last
-recall, and is never held across a call to the cloud. A second lock lets one thread at a time refresh
-the login (``fresh_login``): the others wait for it and use what it got.
-"""
+"""The desktop service's state, shared by its request threads: its tokens, its cloud login (refreshed one
+thread at a time) and what the last recall met. docs/desktop.md, "The local service"."""
 
 from __future__ import annotations
 
@@ -71,8 +67,7 @@ class DesktopConfig:
 
 @dataclass(frozen=True)
 class RecallAnswer:
-    """What ``POST /hook/recall`` answers: the block, how the cloud answered, how many excerpts the block
-    holds, and the cloud call's seconds (None when the cloud was not asked)."""
+    """``POST /hook/recall``'s answer; ``cloud_seconds`` None when the cloud was not asked."""
 
     context: str
     outcome: str
@@ -89,7 +84,8 @@ def _new_token(prefix: str) -> str:
 
 
 class DesktopState:
-    """The service's tokens, its cloud login and what the last recall met; shared by all request threads."""
+    """Shared by all request threads: one lock guards the tokens, the login and the last recall (never held
+    across a cloud call); a second lets one thread at a time refresh the login (``fresh_login``)."""
 
     def __init__(self, config: DesktopConfig) -> None:
         self.config = config
@@ -119,6 +115,8 @@ class DesktopState:
         self.url = ""
         self.port = 0
         self.sessions = page.Sessions()
+        # The linked folders (``memmy_kb_client.sync.links.Links``), while the service runs.
+        self.links: Any = None
 
     @property
     def cookie_name(self) -> str:
@@ -386,6 +384,7 @@ class DesktopState:
             "hook_token_file": os.path.join(self.state_dir, paths.HOOK_TOKEN_FILE),
             "last_recall": last,
             "skipped_prompts": skipped,
+            "links": self.links.shown() if self.links is not None else [],
         }
         in_files = [
             what
