@@ -8,9 +8,9 @@ import os
 import sys
 from typing import Any
 
+from memmy_kb_client.cli.link_commands import add_link_commands, link_lines
 from memmy_kb_client.cli.terminal import printable
 from memmy_kb_client.desktop.status_text import LOGIN_STATES, describe
-from memmy_kb_client.sync.link_commands import add_link_commands, link_lines
 
 # How often ``desktop login`` asks the service whether the sign-in is done.
 FLOW_POLL_SECONDS = 1.0

@@ -17,7 +17,7 @@ from memmy_kb_client.cli.commands import add_kb_commands
 from memmy_kb_client.cli.desktop_commands import add_desktop_commands
 from memmy_kb_client.cli.parser import ArgumentParser
 from memmy_kb_client.cli.recall_commands import add_recall_commands
-from memmy_kb_client.sync.commands import add_sync_command
+from memmy_kb_client.cli.sync_commands import add_sync_command
 
 LOCAL_STACK_HINT = """\
 memmy-kb dev: the local development stack (memmy-local) is not installed here; the memmy-kb client does
