@@ -1,28 +1,6 @@
-"""Agent hooks: the turn's excerpts from the user's knowledge bases, asked of the local service.
-
-``memmy-kb hook claude-code|codex|gemini`` runs before every agent turn:
-
-* Claude Code, ``UserPromptSubmit``: the event is JSON on stdin (``prompt``, ``session_id``, ``cwd``,
-  ``hook_event_name``...); what the hook prints on stdout, exiting 0, is added to the turn as plain text.
-* Codex CLI, ``UserPromptSubmit`` in ``hooks.json``: the same event shape; plain stdout (anything that
-  does not look like JSON) becomes context for the turn.
-* Gemini CLI, ``BeforeAgent``: the event carries ``prompt``; stdout must be JSON only, and
-  ``hookSpecificOutput.additionalContext`` is appended to the turn's prompt.
-
-The hook holds no cloud credential and reads none: not ``~/.memmy-kb/config.json``, not
-``MEMMY_KB_TOKEN`` or ``MEMMY_KB_ENDPOINT``. It reads the hook token and the service's port from
-``$MEMMY_KB_HOME/desktop/`` and asks the local service on 127.0.0.1, which holds the cloud login and
-cuts the block to the agent's inline limit (``desktop/block.py``). The listener on that port first proves
-that it holds the hook token (``desktop/proof.py``), so a program that took the port of a stopped service
-gets neither the token nor the prompt; one that can write ``desktop/`` holds the token already.
-
-A hook must never get in the way of a turn: on any failure (no service, no token, 401/403, a slow cloud,
-unreadable stdin) it prints nothing and exits 0 within its deadline. So that a silent run can still be
-seen, it records when it last ran and the outcome in ``$MEMMY_KB_HOME/desktop/hook-last-AGENT.json``
-(``memmy-kb hook status`` shows it). It runs before every turn, so it
-imports only ``os``, ``json``, ``socket``, ``threading`` and ``hmac`` (raw HTTP/1.1 to our own service:
-no ``http.client``, which drags ``ssl`` and ``email`` in).
-"""
+"""Agent hooks: ``memmy-kb hook claude-code|codex|gemini`` reads the agent's event on stdin and prints
+the turn's block, asked of the local service with the hook token on a raw socket (docs/desktop.md, "The
+hooks"). Run before every turn, it loads as little as it can and never gets in a turn's way."""
 
 from __future__ import annotations
 
@@ -111,6 +89,8 @@ def _read_reply(sock: socket.socket, deadline: float) -> tuple[int, bytes]:
             raise ValueError("reply too large")
 
 
+# Raw HTTP/1.1 to our own service on 127.0.0.1: ``http.client`` would bring ``ssl`` and ``email`` into
+# every turn's start (docs/desktop.md, "Measured").
 def _post(port: int, token: str, body: bytes, deadline: float) -> tuple[int, bytes]:
     """``POST /hook/recall`` to 127.0.0.1:``port`` once the listener has proven it holds ``token``
     (``desktop.proof``), on the same connection; the status and the body. Raises on any failure, and
@@ -215,7 +195,9 @@ def render(agent: str, context: str) -> bytes:
 def run(agent: str, stdin: BinaryIO, stdout: BinaryIO, env: Mapping[str, str]) -> int:
     """Read ``agent``'s event from ``stdin``, write its excerpts to ``stdout``; always returns 0.
 
-    ``stdin`` and ``stdout`` are binary streams (``sys.stdin.buffer``, ``sys.stdout.buffer``).
+    A hook never gets in a turn's way: on any failure (no service, a refused token, a slow cloud, an
+    unreadable event) it prints nothing, within its deadline, and the run record says what happened
+    (``hook status``). ``stdin`` and ``stdout`` are binary streams (``sys.stdin.buffer``...).
     """
     timeout = hook_timeout(env)
     started = time.monotonic()

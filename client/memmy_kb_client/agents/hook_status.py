@@ -1,15 +1,6 @@
-"""What ``memmy-kb hook install`` says once it has written, and ``memmy-kb hook status``.
-
-After an install: the desktop service's real state (asked of the running service, as ``memmy-kb desktop
-status`` does) and what the person must still do in the agent itself (Codex: trust the hook; Gemini CLI:
-trust the folder).
-
-``hook status``: for each agent, whether our entry is installed (and with which ``MEMMY_KB_HOME``) and
-when its hook last ran with what outcome, from the record the hook keeps in
-``$MEMMY_KB_HOME/desktop/hook-last-AGENT.json``, and whether ``memmy-kb mcp`` is registered in its MCP
-configuration. A hook the agent skipped (Codex skips an untrusted one without a word) shows as never
-run, or as last run long ago.
-"""
+"""What ``memmy-kb hook install`` says once it has written (the service's state, what is left to do in
+the agent), and ``memmy-kb hook status``: each agent's install, its hook's last run and its MCP server
+(docs/desktop.md, "The hooks")."""
 
 from __future__ import annotations
 

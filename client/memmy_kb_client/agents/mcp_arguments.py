@@ -1,12 +1,5 @@
-"""The arguments of ``memmy-kb mcp``'s two tools, checked strictly and refused in plain words.
-
-The SDK's own checks (a pydantic model of the tool function's signature) took ``true`` for a limit of 1,
-``"3"`` for 3, and answered a missing query with a raw pydantic error and a link to its documentation.
-Here every argument is what the tool's input schema (``mcp_server``) says, or a ``ToolRefused`` whose
-sentence says what was wrong: a string query, a list of strings for ``knowledge_bases``, a whole number
-from 1 to 25 for ``limit`` (``true`` is no number; ``3.0`` is 3, as JSON Schema's ``integer`` has it), and
-no argument the tool does not take (a misspelt ``knowledge_base`` would otherwise search everything).
-"""
+"""The arguments of ``memmy-kb mcp``'s two tools, checked strictly against their input schemas and refused
+in plain words (docs/desktop.md, "Agents that search")."""
 
 from __future__ import annotations
 

@@ -1,23 +1,7 @@
-"""``memmy-kb mcp``: a Model Context Protocol server on stdio, so an agent can search Memmy when it needs
-to, with its own query, where the hooks push excerpts before each turn.
-
-Two tools, both answered by the local desktop service with the hook token (``mcp_service``):
-
-* ``search_knowledge(query, knowledge_bases?, limit?)``: excerpts from the knowledge bases in the recall
-  scope, each with its title, its knowledge base (and owner, for a share) and its text;
-  ``knowledge_bases`` (names or ids) narrows the search and never widens it;
-* ``list_knowledge_bases()``: the knowledge bases in the recall scope.
-
-Built on the official SDK (``mcp``, the client's ``mcp`` extra), imported only here and only when the
-server starts: the SDK brings pydantic, which no other client command loads. Its low-level ``Server``
-serves the two tools, whose input schemas are written out here and whose arguments ``mcp_arguments``
-checks, strictly and in plain words. In front of the SDK's stdio transport sits a frame filter
-(``mcp_frames``) that reads each line first: a line the SDK would drop unanswered (not JSON, a batch,
-an id it cannot echo, too long or too deep) gets its JSON-RPC error there, so every frame is answered.
-Stdout carries protocol frames only: the SDK's stdio transport points file descriptor 1 at stderr while
-it serves (and the filter points descriptor 0 at the null device), and every log line (method, path and
-status of each service call, each refused frame's code; never a query or an excerpt) goes to stderr.
-"""
+"""``memmy-kb mcp``: the Model Context Protocol server an agent starts to search Memmy itself, its two
+tools (``search_knowledge``, ``list_knowledge_bases``) on the official SDK's low-level server, behind the
+frame filter (``mcp_frames``); the SDK is imported only when it starts (docs/desktop.md, "Agents that
+search")."""
 
 from __future__ import annotations
 

@@ -1,25 +1,6 @@
-"""What ``memmy-kb mcp`` asks of the local desktop service, with the hook token only, and how it answers.
-
-The MCP server (``mcp_server``) holds no cloud credential and reads none: like the hooks it reads
-``$MEMMY_KB_HOME/desktop/hook-token`` and the port in ``service.json`` (``desktop/paths.py``), on every
-call, so a restarted service or a rotated token is picked up. Before the token or a query goes out, the
-listener proves it holds the hook token (``GET /proof``, ``desktop/proof.py``). It uses two hook-token
-routes of the service:
-
-* ``GET /hook/knowledge-bases`` -> ``{"knowledge_bases": [{"id", "name", "owned", "owner"}]}``: the
-  knowledge bases in the caller's recall scope (``owner`` is ``{"name", "contact"}`` for a share, else
-  null);
-* ``POST /hook/search`` ``{"query", "knowledge_base_ids"?, "limit"?}`` -> ``{"excerpts": [{"title",
-  "text", "knowledge_base": {"id", "name"}, "owner", "knowledge_bases"}], "partial", "cloud"}``
-  (``knowledge_bases``, each ``{"id", "name", "owner"}``, when the excerpt comes from a group of KBs
-  searched together).
-
-Names given by the agent become ids here, against the first route: a name outside the recall scope is an
-error naming it, a name two knowledge bases share is an error asking for the id, and nothing the agent
-passes can widen the scope (the tools' arguments are checked before, in ``mcp_arguments``). Every
-failure is a ``ToolRefused`` whose message tells the agent (and the person reading along) what happened
-and what to run. Nothing here imports the MCP SDK.
-"""
+"""What ``memmy-kb mcp`` asks of the local service with the hook token (the scope, a search), the names
+the agent gives turned into ids inside the recall scope, and the answers as the agent reads them; every
+failure a ``ToolRefused`` saying what to do (docs/desktop.md, "Agents that search")."""
 
 from __future__ import annotations
 

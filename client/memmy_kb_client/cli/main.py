@@ -1,10 +1,5 @@
-"""The ``memmy-kb`` command: the user's side (knowledge bases, recall, the desktop service, the hooks).
-
-The local development stack is another command, ``memmy-local`` (``memmy_local.cli``, installed with the
-repository, not with this client); ``memmy-kb dev ...`` forwards to it and imports it only then.
-Imports stay inside the commands. The agent hooks, which run before every turn, do not come through here
-at all: the console script (``entry.py``) sends ``memmy-kb hook AGENT`` straight to ``hook.py``.
-"""
+"""The ``memmy-kb`` argument parser, each command group added by its module; ``memmy-kb dev ...`` forwards to
+the local stack's ``memmy-local`` when it is installed (docs/architecture.md, "Client")."""
 
 from __future__ import annotations
 

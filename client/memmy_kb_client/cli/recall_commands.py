@@ -1,7 +1,5 @@
-"""``memmy-kb recall "question"`` for people, ``memmy-kb hook AGENT`` for the agents, ``hook install``.
-
-Imports stay inside the commands: the hook runs before every agent turn and must start fast.
-"""
+"""``memmy-kb recall`` for people, and the agents' commands: ``hook AGENT``, ``hook install`` (and
+``--mcp``), ``hook status`` and ``mcp``; each imports what it runs only when it runs."""
 
 from __future__ import annotations
 

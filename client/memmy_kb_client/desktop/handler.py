@@ -1,9 +1,6 @@
-"""One request's way through the desktop service: the checks in order (Host, Origin, credential, route),
-then the route; and the stdlib HTTP handler and server that read the request and write the reply.
-
-The server is a ``ThreadingHTTPServer``: each connection has a thread of its own, so a slow cloud call
-never holds up another caller; the threads share one ``DesktopState``.
-"""
+"""One request's way through the desktop service: the checks in order (Host, Origin, credential, route,
+body), then the route; and the threaded stdlib HTTP server that sends each reply in one send
+(docs/desktop.md, "The local service")."""
 
 from __future__ import annotations
 
@@ -181,6 +178,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
 
 class DesktopHTTPServer(ThreadingHTTPServer):
+    """A thread per connection, so a slow cloud call never holds up another caller; one shared state."""
+
     daemon_threads = True
     # SO_REUSEADDR: a restart binds the port at once although the last run's closed connections still
     # sit in TIME_WAIT (about a minute). A second live service is still refused: Linux and macOS never

@@ -1,12 +1,6 @@
-"""The hook token's two routes for ``memmy-kb mcp``: the recall scope, and a search inside it.
-
-``GET /hook/knowledge-bases`` answers the knowledge bases whose recall is on (the cloud's
-``GET /knowledge-bases``, filtered), ``POST /hook/search`` a recall as structured excerpts (the cloud's
-``POST /recall``, whose ``knowledge_base_ids`` can only narrow the caller's scope: an id outside it is the
-cloud's 422). Both send the held login to the cloud and never hand it out; everything else the hook
-token asks is 403 (``handler.dispatch``). A login that is missing, expired or refused is said in
-``cloud`` (``logged_out``, ``expired``, ``unauthorized``...), as ``/hook/recall`` says it.
-"""
+"""The hook token's two routes for ``memmy-kb mcp``: the recall scope (``GET /hook/knowledge-bases``) and
+a search inside it (``POST /hook/search``), answered from the cloud with the held login
+(docs/desktop.md, "Agents that search")."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The desktop service's own routes: recall for the hooks, ``/control/*`` for the commands, the page's
-assets, ``/open`` and ``/api/session``; each takes the shared state and a checked request, gives a reply.
-
-Which credential each route takes is in ``ROUTES`` (and ``login_routes.LOGIN_ROUTES``, the sign-in's);
-the checks that enforce it run before any route (``memmy_kb_client.desktop.handler.dispatch``). The
-cloud routes the page uses are sent on by ``memmy_kb_client.desktop.proxy``.
-"""
+"""The desktop service's own routes (``/control/*``, the page's assets, ``/open``, ``/proof``,
+``/api/session``) and the request and reply every route speaks; the checks before any route are
+``handler``'s (docs/desktop.md, "The local service")."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Carrying out a plan: each upload and replace recorded (its ``Idempotency-Key``) before it is asked for,
-its upload id as soon as the service answers, and that its bytes went once they did; so a pass killed at
-any point is resumed by the next one from what the KB shows for that upload id, never uploaded twice.
-
-A replace that meets ``version_conflict`` (another desktop replaced the file first) reads the file again:
-when its bytes are ours now, there is nothing to do; else it is replaced again over the version read.
-One file's refusal is that file's error and the pass goes on; a refused login stops the pass.
-"""
+"""Carrying out a plan: each upload and replace recorded before it is asked for, so a pass killed at any
+point is resumed by the next without uploading twice; a version conflict read again (docs/sync.md)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""Linked folders in the desktop service: each is watched (``watchfiles``), a burst of changes (an editor's
-save, a copied tree) is let settle, then the same pass as ``memmy-kb sync`` runs on one worker thread, so
-no request thread ever waits for a pass. Every link gets a pass when the service starts, which catches up
-with whatever changed while it was stopped; a failed pass is tried again after ``retry_seconds``; a pass
-that needs confirming (``plan.confirm``) pauses the link until ``confirm``.
-
-Links live in the sync store (``links``), beside each folder's sync records, so they survive restarts.
-``stop`` ends the watchers and the worker (a pass under way finishes its current step first... and is
-resumed by the next start from what it recorded).
-"""
+"""Linked folders in the desktop service: each watched, a burst of changes let settle, then the same pass
+as ``memmy-kb sync`` on one worker thread; a pass at start catches up, a failed one is retried, a large
+deletion pauses the link until confirmed (docs/sync.md)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The folder's side of a pass: which files take part (ignore rules), which are skipped and why, and their
-SHA-256, computed only for files whose size or modification time changed since the pass that hashed them.
-
-Left out, as if not there: hidden files and folders (a name starting with ``.``), temporary files (editor
-swap and backup files, Office lock files, partial downloads) and whatever ``.memmyignore`` in the folder's
-root names (gitignore syntax, read with ``pathspec``). Skipped with a reason, and kept in the knowledge
-base if they are there: files the service does not take (their type, or empty) and files over its size
-limit. Symbolic links to folders are not followed (a link back up would never end).
-"""
+"""The folder's side of a pass: which files take part (hidden, temporary and ``.memmyignore``'d files are
+left out), which are skipped and why, and their SHA-256, read again only when a file's size or
+modification time changed (docs/sync.md)."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
-"""What one pass does, decided by a pure function of the folder (``local.FolderScan`` and its hashes), the
-KB (``remote.Tree``) and what the sync remembers (``store.Memory``):
-
-* a file on disk whose path has no KB file is **uploaded** (into KB folders named as its sub-folders);
-* a file the sync brought in whose bytes (SHA-256) differ from the KB's current version is **replaced**,
-  naming that version (``if_version``), whatever the dates say;
-* a file the sync brought in that is gone from disk (or now ignored) is **deleted**;
-* a KB file at a file's path that a sync brought in (``origin`` ``sync``, from any desktop) is taken over
-  (adopted: recorded, and replaced if its bytes differ); one uploaded by other means is never replaced or
-  deleted: the file is **skipped**, as are unsupported, oversized, empty and still-changing files, and a
-  file the service rejected until its bytes change;
-* an upload or replace recorded before an interruption is found again by its upload id: done, in flight
-  (nothing to do), failed, or to be **resumed** with its own ``Idempotency-Key``, never uploaded anew.
-
-Deleting more than ``delete_share`` of the sync's files, or anything at all when the folder is missing or
-empty, sets ``confirm``: the caller runs nothing until told to (``--yes``).
-"""
+"""What one pass does, a pure function of the folder, the KB and what the sync remembers: upload,
+replace, delete, skip, adopt or resume each file, and whether the deletions wait for ``--yes``
+(docs/sync.md)."""
 
 from __future__ import annotations
 
