@@ -73,6 +73,7 @@ def _protocols() -> set[str]:
         ("### Ports: `memmy_kb.domain.ports`", _protocols),
         ("### Functions: `functions/`", lambda: {p.parent.name for p in (ROOT / "functions").glob("*/app.py")}),
         ("### Client: `memmy_kb_client`", lambda: _module_names(CLIENT)),
+        ("### Local service: `memmy_kb_client.desktop`", lambda: _module_names(CLIENT / "desktop")),
         ("### Agents: `memmy_kb_client.agents`", lambda: _module_names(CLIENT / "agents")),
         ("### CLI: `memmy_kb_client.cli`", lambda: _module_names(CLIENT / "cli")),
         ("### Local stack: `memmy_local`", lambda: _module_names(LOCAL)),
