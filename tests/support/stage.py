@@ -28,6 +28,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
+from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
@@ -162,7 +163,9 @@ class Stage:
         assert self.issue is not None
         return self.issue(user_name, claims)
 
-    def _current_token(self, user_name: str) -> str:
+    def token_for(self, user_name: str) -> str:
+        """A token of ``user_name``, one of the people this stage made: the last one, or a new one when
+        it has less than ``TOKEN_MARGIN_SECONDS`` left."""
         claims, token = self.people[user_name]
         if token_claims(token).get("exp", 0) - time.time() < TOKEN_MARGIN_SECONDS:
             token = self._issue(user_name, claims)
@@ -174,7 +177,7 @@ class Stage:
         prefix = self.kb_name("")
         left: list[str] = []
         for user_name in list(self.people):
-            headers = {"Authorization": f"Bearer {self._current_token(user_name)}"}
+            headers = {"Authorization": f"Bearer {self.token_for(user_name)}"}
             with httpx.Client(base_url=self.api_url, headers=headers, timeout=30) as api:
                 listed = api.get("/knowledge-bases")
                 if listed.status_code != HTTPStatus.OK:
@@ -211,6 +214,35 @@ def run_id(config: pytest.Config) -> str:
         return given
     shared = getattr(config, "workerinput", {}).get("testrunuid")
     return str(shared or uuid.uuid4().hex)[:8]
+
+
+LOCAL_STACK_MARKER = "local_stack"
+
+
+def local_only_reason(item: pytest.Item) -> str | None:
+    """Why ``item`` runs on the local stack only (its marker's reason), or None when it runs on any stage."""
+    marker = item.get_closest_marker(LOCAL_STACK_MARKER)
+    if marker is None:
+        return None
+    if not marker.args or not isinstance(marker.args[0], str) or not marker.args[0].strip():
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.{LOCAL_STACK_MARKER} needs its reason, a sentence")
+    return str(marker.args[0])
+
+
+def mark_local_only(items: list[pytest.Item], *, under: Path, deployed: bool) -> None:
+    """Skip the tests under ``under`` marked ``local_stack`` when the stage is ``deployed``, saying why;
+    refuse (``pytest.UsageError``) one that asks for the ``local_stack`` fixture without the marker."""
+    for item in items:
+        if under not in item.path.parents:
+            continue
+        reason = local_only_reason(item)
+        if reason is None and LOCAL_STACK_MARKER in getattr(item, "fixturenames", ()):
+            raise pytest.UsageError(
+                f"{item.nodeid} uses the {LOCAL_STACK_MARKER} fixture: take the stage fixture, or mark it "
+                f'@pytest.mark.{LOCAL_STACK_MARKER}("why it needs the local stack")'
+            )
+        if deployed and reason is not None:
+            item.add_marker(pytest.mark.skip(reason=f"local stack only ({URL_ENV} is set): {reason}"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
