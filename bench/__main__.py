@@ -246,6 +246,12 @@ def _worst_case_body() -> list[Row]:
     ]
 
 
+def _sync_pass() -> list[Row]:
+    from bench import sync_pass
+
+    return sync_pass.rows()
+
+
 BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "route_calls": _calls_and_cost,
     "import_time": _import_ratios,
@@ -256,6 +262,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "ingest_memory": _ingest_memory,
     "local_stack_memory": _local_stack_memory,
     "search_emulator": _search_emulator,
+    "sync_pass": _sync_pass,
     "keepalive": _keepalive,
     "hook_proof": _hook_proof,
     "recall_backends": _recall_backends,

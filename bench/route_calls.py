@@ -19,6 +19,7 @@ transitions are CleanUp and Finished? per round, then DeleteOutbox.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -34,6 +35,8 @@ DOCUMENT = (
     "# 产品手册\nMemOS 开源版和商业版的区别：开源版免费自部署，商业版提供托管、SLA 和企业支持。\n".encode()
 )
 QUERY = "MemOS 开源版和商业版有什么区别"
+# The file's next version: the replace's rows.
+REVISED = DOCUMENT + "商业版另提供私有化部署。\n".encode()
 
 # The rows, in the order the table prints them.
 ROUTES = (
@@ -46,6 +49,8 @@ ROUTES = (
     "recall",
     "empty-scope recall",
     "revoke",
+    "request replace",
+    "ingest (replace)",
     "delete file",
     "cleanup (file)",
     "delete KB",
@@ -176,9 +181,7 @@ class _Scenario:
             extra.wru += 1
 
     def run(self, tag: str, results: dict[str, Calls] | None) -> None:
-        from memmy_local.lambdas.runners import sqs_event
         from tests.support.events import claims_for
-        from tests.support.uploads import post_file
 
         owner, reader, loner = f"owner-{tag}", f"reader-{tag}", f"loner-{tag}"
         # The reader's verified phone, one per pass: the share below names them by it, the costliest form.
@@ -210,27 +213,7 @@ class _Scenario:
                 "POST", f"/knowledge-bases/{kb_id}/uploads", owner, 201,
                 body={"filename": "手册.md", "size_bytes": size}, headers={"Idempotency-Key": f"upload-{tag}"},
             )  # fmt: skip
-        response = post_file(ticket, DOCUMENT, "手册.md")
-        if response.status_code != 204:
-            raise RuntimeError(f"the upload's POST: {response.status_code} {response.text}")
-        sqs = self.service_client("sqs")
-        queue_url, queue_arn = self.service.refs["UploadQueue"], self.service.refs["UploadQueue.Arn"]
-        messages = []
-        for message in sqs.receive_message(
-            QueueUrl=queue_url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"]
-        ).get("Messages", []):
-            if '"Records"' in message["Body"]:
-                messages.append(message)
-            else:  # S3's test event when the notification was configured
-                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
-        if len(messages) != 1:
-            raise RuntimeError(f"expected the upload's one S3 event in the queue, got {len(messages)}")
-        with self._measure(results, "ingest (S3 trigger)"):
-            self.function = "IngestFunction"
-            result = self.service.invoke("IngestFunction", sqs_event(messages, queue_arn, "us-east-1"))
-        if result.get("batchItemFailures"):
-            raise RuntimeError(f"the ingest failed: {result}")
-        sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=messages[0]["ReceiptHandle"])
+        self._ingest(results, "ingest (S3 trigger)", ticket, DOCUMENT)
         with self._measure(results, "recall"):
             self._call("POST", "/recall", reader, 200, body={"query": QUERY})
         with self._measure(results, "empty-scope recall"):
@@ -241,6 +224,13 @@ class _Scenario:
         if not files:
             raise RuntimeError(f"no file in the listing of {kb_id}")
         file_id = files[0]["id"]
+        with self._measure(results, "request replace"):
+            ticket = self._call(
+                "POST", f"/knowledge-bases/{kb_id}/files/{file_id}/replacements", owner, 201,
+                body={"size_bytes": len(REVISED), "sha256": hashlib.sha256(REVISED).hexdigest(), "if_version": 1},
+                headers={"Idempotency-Key": f"replace-{tag}"},
+            )  # fmt: skip
+        self._ingest(results, "ingest (replace)", ticket, REVISED)
         with self._measure(results, "delete file"):
             cleanup_id = self._call("DELETE", f"/knowledge-bases/{kb_id}/files/{file_id}", owner, 202)[
                 "cleanup_id"
@@ -258,6 +248,33 @@ class _Scenario:
             self.service.invoke(
                 "ReconcileFunction", {"source": "aws.events", "detail-type": "Scheduled Event"}
             )
+
+    def _ingest(self, results: dict[str, Calls] | None, name: str, ticket: dict[str, Any], data: bytes) -> None:
+        """POST ``data`` with ``ticket``, then the ingest on the one S3 event it makes, counted as ``name``."""
+        from memmy_local.lambdas.runners import sqs_event
+        from tests.support.uploads import post_file
+
+        response = post_file(ticket, data, "手册.md")
+        if response.status_code != 204:
+            raise RuntimeError(f"the POST of {name}: {response.status_code} {response.text}")
+        sqs = self.service_client("sqs")
+        queue_url, queue_arn = self.service.refs["UploadQueue"], self.service.refs["UploadQueue.Arn"]
+        messages = []
+        for message in sqs.receive_message(
+            QueueUrl=queue_url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"]
+        ).get("Messages", []):
+            if '"Records"' in message["Body"]:
+                messages.append(message)
+            else:  # S3's test event when the notification was configured
+                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+        if len(messages) != 1:
+            raise RuntimeError(f"expected the one S3 event of {name} in the queue, got {len(messages)}")
+        with self._measure(results, name):
+            self.function = "IngestFunction"
+            result = self.service.invoke("IngestFunction", sqs_event(messages, queue_arn, "us-east-1"))
+        if result.get("batchItemFailures"):
+            raise RuntimeError(f"{name} failed: {result}")
+        sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=messages[0]["ReceiptHandle"])
 
     def service_client(self, name: str) -> Any:
         import boto3

@@ -17,6 +17,7 @@ from memmy_kb_client.cli_help import ArgumentParser
 from memmy_kb_client.commands import add_kb_commands
 from memmy_kb_client.desktop.commands import add_desktop_commands
 from memmy_kb_client.recall_commands import add_recall_commands
+from memmy_kb_client.sync.commands import add_sync_command
 
 LOCAL_STACK_HINT = """\
 memmy-kb dev: the local development stack (memmy-local) is not installed here; the memmy-kb client does
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dev_alias(commands)
     add_kb_commands(commands)
     add_recall_commands(commands)
+    add_sync_command(commands)
     add_desktop_commands(commands)
     return parser
 

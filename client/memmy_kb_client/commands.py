@@ -19,7 +19,7 @@ from memmy_kb_client.delete_prompts import (
 )
 from memmy_kb_client.rendering import kb_line, render_list, render_listing, render_members
 from memmy_kb_client.terminal import one_line, printable
-from memmy_kb_client.transfer_commands import client_for, replace_file, upload_files
+from memmy_kb_client.transfer_commands import add_transfer_commands, client_for
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -144,7 +144,8 @@ def _login(args: argparse.Namespace) -> int:
 
 
 def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``login``, ``me`` and the ``kb`` group on the top-level parser's subcommands."""
+    """Register ``login``, ``me`` and the ``kb``, ``files`` and ``folders`` groups on the top-level parser's
+    subcommands."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--endpoint", help="API URL (default: $MEMMY_KB_ENDPOINT, saved login, local stack)")
     common.add_argument("--token", help="login token (default: $MEMMY_KB_TOKEN or the saved login)")
@@ -153,7 +154,16 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     confirm.add_argument(
         "-y", "--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)"
     )
+    _add_kb_group(commands, common, confirm)
+    _add_files_group(commands, common, confirm)
+    _add_folders_group(commands, common, confirm)
 
+
+Parent = argparse.ArgumentParser
+
+
+def _add_kb_group(commands: argparse._SubParsersAction[Parent], common: Parent, confirm: Parent) -> None:
+    """``login``, ``me`` and ``kb ...``."""
     login = commands.add_parser(
         "login", parents=[common], help="save the endpoint and token for later commands"
     )
@@ -230,32 +240,13 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
         )
     )
 
+
+def _add_files_group(commands: argparse._SubParsersAction[Parent], common: Parent, confirm: Parent) -> None:
+    """``files ...``: the transfers (upload, replace) and the listing, moves, dismissals and deletes."""
     files = commands.add_parser("files", help="files in a knowledge base").add_subparsers(
         dest="files_command", required=True
     )
-    upload = files.add_parser(
-        "upload", parents=[common], help="upload files (owner); bytes go straight to storage"
-    )
-    upload.add_argument("kb")
-    upload.add_argument("paths", nargs="+", metavar="PATH")
-    upload.add_argument("--folder", help="folder id to upload into (default: the root)")
-    upload.add_argument("--wait", action="store_true", help="wait until each file is available or failed")
-    upload.add_argument("--timeout", type=float, default=600, help="seconds to wait at most (with --wait)")
-    upload.set_defaults(func=upload_files)
-    replace = files.add_parser(
-        "replace",
-        parents=[common],
-        help="replace a file's content in place (owner): same id, name, folder and sharing; its next version",
-    )
-    replace.add_argument("kb")
-    replace.add_argument("file", help="the file's id (in `files ls`)")
-    replace.add_argument("path", metavar="PATH", help="the new content (the file keeps its own name)")
-    replace.add_argument(
-        "--if-version", type=int, help="replace only if the file is still at this version (`files ls` shows it)"
-    )
-    replace.add_argument("--wait", action="store_true", help="wait until the new version is available or failed")
-    replace.add_argument("--timeout", type=float, default=600, help="seconds to wait at most (with --wait)")
-    replace.set_defaults(func=replace_file)
+    add_transfer_commands(files, common)
     ls = files.add_parser("ls", parents=[common], help="list one level: folders and files with their status")
     ls.add_argument("kb")
     ls.add_argument("--folder", help="folder id (default: the root)")
@@ -270,7 +261,7 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     dismiss = files.add_parser(
         "dismiss",
         parents=[common],
-        help="remove a failed upload from the listing (owner); its id is in `files ls`",
+        help="remove a failed upload, or a replace not yet sent, from the listing (owner); its id is in `files ls`",
     )
     dismiss.add_argument("kb")
     dismiss.add_argument("upload")
@@ -282,6 +273,9 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
         func=_delete(file_question, lambda c, a: c.delete_file(a.kb, a.file), lambda a: f"file {a.file}")
     )
 
+
+def _add_folders_group(commands: argparse._SubParsersAction[Parent], common: Parent, confirm: Parent) -> None:
+    """``folders ...``."""
     folders = commands.add_parser("folders", help="folders in a knowledge base").add_subparsers(
         dest="folders_command", required=True
     )

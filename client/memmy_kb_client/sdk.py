@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -113,6 +114,13 @@ def _post_bytes(ticket: dict[str, Any], path: Path, size: int, progress: Callabl
         raise MemmyApiError(resp.status_code, "storage_rejected_upload", resp.text[:300] or resp.reason_phrase)
 
 
+def post_upload(
+    ticket: dict[str, Any], path: Path, progress: Callable[[int, int], None] | None = None
+) -> None:
+    """Send ``path``'s bytes with an upload's or a replace's ticket (its presigned POST)."""
+    _post_bytes(ticket, path, path.stat().st_size, progress)
+
+
 def _segment(value: str) -> str:
     """One path parameter, percent-encoded whole: a ``/``, ``?``, ``#``, ``|`` or space in an id stays in it."""
     return quote(value, safe="")
@@ -219,10 +227,18 @@ class MemmyClient:
         *,
         folder_id: str | None = None,
         idempotency_key: str | None = None,
+        sha256: str | None = None,
+        origin: str | None = None,
     ) -> dict[str, Any]:
+        """A presigned POST for one file. ``sha256``: the bytes' hash (others are rejected, and the file
+        records it); ``origin`` ``sync``: the upload is a folder sync's (docs/sync.md)."""
         body: dict[str, Any] = {"filename": filename, "size_bytes": size_bytes}
         if folder_id:
             body["folder_id"] = folder_id
+        if sha256 is not None:
+            body["sha256"] = sha256
+        if origin is not None:
+            body["origin"] = origin
         headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
         return self._request(
             "POST", f"/knowledge-bases/{_segment(kb_id)}/uploads", json=body, headers=headers
@@ -285,17 +301,27 @@ class MemmyClient:
         upload's do, and the ticket (``status`` ``issued``, ``replaces_version``) is returned; the file
         takes its next version once they are checked and handed to MemOS. 409 ``version_conflict`` when
         ``if_version`` is not the file's version, ``replace_in_progress`` while another replace runs.
+
+        Bytes that do not reach storage (refused, the connection lost, the file unreadable) leave the
+        replace pending, holding the file until its POST expires: it is dismissed (best effort) before the
+        error is raised, so that a retry can start at once.
         """
         size = path.stat().st_size
         digest = file_sha256(path)
         answer = self.request_replacement(kb_id, file_id, size, sha256=digest, if_version=if_version)
         if answer.get("status") == "issued":
-            _post_bytes(answer, path, size, progress)
+            try:
+                _post_bytes(answer, path, size, progress)
+            except (MemmyApiError, httpx.HTTPError, OSError):
+                with contextlib.suppress(MemmyApiError, httpx.HTTPError):
+                    self.dismiss_upload(kb_id, answer["upload_id"])
+                raise
         return answer
 
     def dismiss_upload(self, kb_id: str, upload_id: str) -> None:
-        """Remove a failed upload from the listing (owner only); one already gone is fine (409
-        ``upload_not_failed`` while it is in progress or once it became a file)."""
+        """Remove a failed upload from the listing, or a replace not yet sent on (its file can be replaced
+        again at once); owner only; one already gone is fine (409 ``upload_not_failed`` while it is in
+        progress or once it became a file)."""
         self._request("DELETE", f"/knowledge-bases/{_segment(kb_id)}/uploads/{_segment(upload_id)}")
 
     def remove_member(self, kb_id: str, user_id: str) -> None:

@@ -21,6 +21,33 @@ def client_for(args: argparse.Namespace) -> Any:
     return MemmyClient(ClientConfig.load(args.endpoint, args.token))
 
 
+def add_transfer_commands(files: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    """``files upload`` and ``files replace`` on the ``files`` group (``common``: the shared options)."""
+    upload = files.add_parser(
+        "upload", parents=[common], help="upload files (owner); bytes go straight to storage"
+    )
+    upload.add_argument("kb")
+    upload.add_argument("paths", nargs="+", metavar="PATH")
+    upload.add_argument("--folder", help="folder id to upload into (default: the root)")
+    upload.add_argument("--wait", action="store_true", help="wait until each file is available or failed")
+    upload.add_argument("--timeout", type=float, default=600, help="seconds to wait at most (with --wait)")
+    upload.set_defaults(func=upload_files)
+    replace = files.add_parser(
+        "replace",
+        parents=[common],
+        help="replace a file's content in place (owner): same id, name, folder and sharing; its next version",
+    )
+    replace.add_argument("kb")
+    replace.add_argument("file", help="the file's id (in `files ls`)")
+    replace.add_argument("path", metavar="PATH", help="the new content (the file keeps its own name)")
+    replace.add_argument(
+        "--if-version", type=int, help="replace only if the file is still at this version (`files ls` shows it)"
+    )
+    replace.add_argument("--wait", action="store_true", help="wait until the new version is available or failed")
+    replace.add_argument("--timeout", type=float, default=600, help="seconds to wait at most (with --wait)")
+    replace.set_defaults(func=replace_file)
+
+
 def upload_files(args: argparse.Namespace) -> int:
     """Upload files (bytes go straight to storage), then optionally wait until each is processed."""
     from memmy_kb_client.sdk import MemmyApiError

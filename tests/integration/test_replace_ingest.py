@@ -10,8 +10,10 @@ from typing import Any
 
 from memmy_kb.domain.files import GONE_FROM_MEMOS, VERSION_FAILED
 from memmy_kb.domain.replace_ingest import FILE_GONE
+from memmy_kb.records import utc_now
 from memmy_local.lambdas.runners import sqs_event
 from tests.support.aws import Service
+from tests.support.factories import UNCAPPED
 from tests.support.iam import record_aws_calls
 from tests.support.polling import wait_until
 from tests.support.uploads import (
@@ -175,3 +177,44 @@ def test_a_file_memos_no_longer_holds_ends_the_replace_with_its_reason_and_keeps
     entry = listed(service, kb_id)
     assert entry["replacement"]["status"] == "failed"
     assert entry["replacement"]["reason_code"] == "engine_lost_file"
+
+
+def test_the_owner_dismisses_a_replace_not_yet_sent_and_its_late_bytes_are_dropped_not_sent(service):
+    # A replace whose POST is still valid would hold the file for ten minutes: the owner (or the folder
+    # sync) dismisses it with the same DELETE as a failed upload, and may replace the file again at once.
+    kb_id, file_id = uploaded(service)
+    service.call("PUT", "/me", "bob")
+    assert service.call("POST", f"/knowledge-bases/{kb_id}/members", "alice", body={"identifier": "bob"}).status == 201
+    path = f"/knowledge-bases/{kb_id}/files/{file_id}/replacements"
+    ticket = service.call("POST", path, "alice", body={"size_bytes": len(V2)}).body
+    dismiss = f"/knowledge-bases/{kb_id}/uploads/{ticket['upload_id']}"
+
+    assert service.call("DELETE", dismiss, "bob").status == HTTPStatus.FORBIDDEN
+    assert service.call("DELETE", dismiss, "alice").status == HTTPStatus.NO_CONTENT
+
+    assert repository(service).get_file(kb_id, file_id).replacing is None  # type: ignore[union-attr]
+    assert listed(service, kb_id)["replacement"] is None
+    # the first ticket's bytes, sent after all, are dropped unsent; a new replace runs as usual
+    assert post_file(ticket, V2).status_code == HTTPStatus.NO_CONTENT
+    drain_ingest(service)
+    assert not object_exists(service, f"uploads/{kb_id}/{ticket['upload_id']}")
+    assert UPDATE not in service.memos.state()["calls"]
+    assert listed(service, kb_id)["version"] == 1
+    second = start_replace(service, kb_id, file_id, V2)
+    drain_ingest(service)
+    assert (listed(service, kb_id)["version"], listed(service, kb_id)["upload_id"]) == (2, second["upload_id"])
+
+
+def test_a_replace_already_handed_to_memos_cannot_be_dismissed(service):
+    kb_id, file_id = uploaded(service)
+    path = f"/knowledge-bases/{kb_id}/files/{file_id}/replacements"
+    ticket = service.call("POST", path, "alice", body={"size_bytes": len(V2)}).body
+    repository(service).update_replacement_submitting(  # held by an ingest that is sending it
+        get_upload(service, kb_id, ticket["upload_id"]),
+        attempt_id="att-1", now=utc_now(), keep_until=2_000_000_000, sha256=None, capacity=UNCAPPED,
+    )
+
+    reply = service.call("DELETE", f"/knowledge-bases/{kb_id}/uploads/{ticket['upload_id']}", "alice")
+
+    assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.CONFLICT, "upload_not_failed")
+    assert repository(service).get_file(kb_id, file_id).replacing == ticket["upload_id"]  # type: ignore[union-attr]

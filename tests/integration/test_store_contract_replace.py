@@ -7,8 +7,16 @@ from __future__ import annotations
 import pytest
 
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
-from memmy_kb.records import FileRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord
-from tests.integration.test_store_contract import Backend, backend, kb, refused, stored_kb
+from memmy_kb.records import CleanupPart, FileRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord
+from tests.integration.test_store_contract import (
+    Backend,
+    backend,
+    cleanup_record,
+    entry,
+    kb,
+    refused,
+    stored_kb,
+)
 from tests.support.factories import T0, UNCAPPED, activity_for, at, file_record, kb_record, replacement_record
 
 __all__ = ["backend", "kb"]
@@ -251,3 +259,75 @@ def test_given_the_file_gone_another_holder_or_the_kb_gone_when_recorded_then_ea
     backend.seed(kb_record("kb_1", owner_id="mallory"))
     assert refused(ItemMissing, lambda: record(backend, upload, file)) == "kb"
     assert (stored_file(backend).version, stored_upload(backend, "up_2").state) == (1, "submitting")
+
+
+# -- a delete that read the file before a replace recorded its next version ---------------------------
+
+
+def recorded_at_version_2(backend: Backend, file: FileRecord) -> None:
+    """fi_1 moved from version 1 (10 bytes) to 2 (30 bytes) by a replace; META counts the 30."""
+    upload = issue(backend, file, size=30)
+    hold(backend, upload)
+    record(backend, upload, file)
+    assert (stored_file(backend).version, stored_kb(backend).bytes_used) == (2, 30)
+
+
+def test_given_a_file_read_before_its_next_version_was_recorded_when_deleted_then_refused_and_nothing_written(
+    backend: Backend, file: FileRecord
+) -> None:
+    recorded_at_version_2(backend, file)
+
+    delete = lambda: backend.cleanups.delete_file_with_outbox(  # noqa: E731
+        file, "alice", cleanup_record(), activity=entry("file_deleted", "fi_1", 1)
+    )
+
+    # The version read is not there now: deleting it would take its 10 bytes off the KB, not the 30
+    assert refused(ItemMissing, delete) == "file"
+    assert stored_file(backend).version == 2
+    assert (stored_kb(backend).file_count, stored_kb(backend).bytes_used) == (1, 30)
+    assert backend.cleanups.get_cleanup("cl_1") == (None, [])
+
+
+def test_given_a_file_read_before_its_next_version_was_recorded_when_swept_then_the_version_there_goes_off_the_kb(
+    backend: Backend, file: FileRecord
+) -> None:
+    recorded_at_version_2(backend, file)
+    part = CleanupPart(cleanup_id="cl_1", part_id="p1", memos_file_ids=[file.memos_file_id])
+
+    backend.cleanups.delete_files_with_part(part, [file])
+
+    assert backend.contents.get_file("kb_1", "fi_1") is None
+    assert (stored_kb(backend).file_count, stored_kb(backend).bytes_used) == (0, 0)
+    assert backend.cleanups.get_cleanup("cl_1") == (None, [part])
+
+
+# -- the owner dismissing a replace not yet sent ---------------------------------------------------------
+
+
+def test_given_a_pending_replace_when_dismissed_then_it_is_gone_and_the_file_unmarked_and_a_held_one_refused(
+    backend: Backend, file: FileRecord
+) -> None:
+    upload = issue(backend, file, size=30)
+
+    backend.contents.delete_pending_replacement(upload)
+
+    assert backend.contents.get_upload("kb_1", "up_2") is None
+    assert stored_file(backend).replacing is None
+    assert stored_kb(backend).bytes_used == 10
+    held = issue(backend, file, "up_3", size=30)
+    hold(backend, held)
+    assert refused(ConditionFailed, lambda: backend.contents.delete_pending_replacement(held)) == "upload"
+    assert (stored_upload(backend, "up_3").state, stored_file(backend).replacing) == ("submitting", "up_3")
+    assert refused(ConditionFailed, lambda: backend.contents.delete_pending_replacement(upload)) == "upload"
+
+
+def test_given_the_marker_moved_on_when_a_pending_replace_is_dismissed_then_it_goes_and_the_marker_stays(
+    backend: Backend, file: FileRecord
+) -> None:
+    upload = issue(backend, file)
+    backend.seed(stored_file(backend).model_copy(update={"replacing": "up_other"}))
+
+    backend.contents.delete_pending_replacement(upload)
+
+    assert backend.contents.get_upload("kb_1", "up_2") is None
+    assert stored_file(backend).replacing == "up_other"

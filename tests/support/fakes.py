@@ -789,6 +789,14 @@ class FakeContentStore:
         self.update_upload_expired(upload.kb_id, upload.upload_id, expires_at=expires_at)
         self._unmark(upload)
 
+    def delete_pending_replacement(self, upload: UploadRecord) -> None:
+        key = (upload.kb_id, upload.upload_id)
+        current = self.table.uploads.get(key)
+        if current is None or current.state != "pending":
+            raise ConditionFailed("upload", upload.upload_id)
+        del self.table.uploads[key]
+        self._unmark(upload)
+
     def clear_replacing(self, kb_id: str, file_id: str, upload_id: str) -> bool:
         file = self.table.files.get((kb_id, file_id))
         if file is None or file.replacing != upload_id:
@@ -1085,7 +1093,7 @@ class FakeCleanupStore:
         t = self.table
         key = (file.kb_id, file.file_id)
         current = t.files.get(key)
-        there = current is not None and current.memos_file_id == file.memos_file_id
+        there = current is not None and current.memos_file_id == file.memos_file_id and current.version == file.version
         self._delete_visible(
             ("FILE", *key), there, self._drop(t.files, key), "file", file.file_id, file.kb_id, owner_id,
             cleanup, activity, uncount=t.counted(file.kb_id, -1, -file.size_bytes),
@@ -1126,8 +1134,8 @@ class FakeCleanupStore:
     # -- sweeping a deleted folder's subtree ----------------------------------------------------------
 
     def delete_files_with_part(self, part: CleanupPart, files: list[FileRecord]) -> None:
-        """As the adapter: files deleted meanwhile are left out and the transaction redone; a gone META
-        leaves the files uncounted."""
+        """As the adapter: files deleted meanwhile are left out and the transaction redone, files at another
+        version than read are redone as they are now; a gone META leaves the files uncounted."""
         t = self.table
         kb_id = files[0].kb_id if files else ""
         counted = True
@@ -1136,7 +1144,7 @@ class FakeCleanupStore:
             txn = _Transaction()
             for f in files:
                 key = (f.kb_id, f.file_id)
-                txn.add(("FILE", *key), key in t.files, self._drop(t.files, key))
+                txn.add(("FILE", *key), key in t.files and t.files[key].version == f.version, self._drop(t.files, key))
             txn.add(("CLEANUP", *part_key), part_key not in t.cleanup_parts, self._put(part))
             if files and counted:
                 txn.add(("KB", kb_id), kb_id in t.kbs, t.counted(kb_id, -len(files), -sum(f.size_bytes for f in files)))
@@ -1145,7 +1153,8 @@ class FakeCleanupStore:
                 return
             if len(files) + 1 in failed:
                 counted = False
-            files = [f for i, f in enumerate(files) if i not in failed]
+            now = {i: t.files[(f.kb_id, f.file_id)] for i, f in enumerate(files) if i in failed and (f.kb_id, f.file_id) in t.files}
+            files = [now.get(i, f) for i, f in enumerate(files) if i not in failed or i in now]
         raise ConditionFailed("file", part.part_id)
 
     def delete_folders(self, folders: list[FolderRecord]) -> None:

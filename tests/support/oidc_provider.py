@@ -65,6 +65,9 @@ def _reply(handler: BaseHTTPRequestHandler, status: int, body: Any, headers: dic
 
 class FakeProvider(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's backlog of 5 drops connections when twenty recalls arrive at once on a busy machine
+    # (the connect is retried after 1 s, then 3 s, past the service's 3.5 s cloud timeout: 'unreachable').
+    request_queue_size = 128
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         super().__init__(("127.0.0.1", 0), _ProviderHandler)
@@ -331,6 +334,9 @@ class FakeLoginCloud(ThreadingHTTPServer):
     """The cloud: its login configuration names ``provider``; recall answers a live bearer it signed."""
 
     daemon_threads = True
+    # socketserver's backlog of 5 drops connections when twenty recalls arrive at once on a busy machine
+    # (the connect is retried after 1 s, then 3 s, past the service's 3.5 s cloud timeout: 'unreachable').
+    request_queue_size = 128
 
     def __init__(self, provider: FakeProvider, bearer_token: str | None = "access_token") -> None:  # noqa: S107
         super().__init__(("127.0.0.1", 0), _CloudHandler)

@@ -41,6 +41,8 @@ class FakeCloud:
             self.requests.append(request)
             if request.method == "POST":
                 return self.answer
+            if request.method == "DELETE":
+                return httpx.Response(204)
             return httpx.Response(200, json=self.reads.pop(0) if len(self.reads) > 1 else self.reads[0])
 
         http = httpx.Client(base_url="http://cloud.test", transport=httpx.MockTransport(handle))
@@ -104,6 +106,20 @@ def test_a_replace_that_fails_exits_1_saying_the_version_kept(monkeypatch, capsy
     assert run(monkeypatch, cloud, KB, FILE, str(new_content), "--wait") == 1
 
     assert "not valid UTF-8 text.; version 1 kept" in capsys.readouterr().out
+
+
+def test_bytes_storage_refuses_dismiss_the_replace_so_that_a_retry_is_not_held_off(monkeypatch, capsys, new_content):
+    # Left pending, the replace would hold the file until its POST expired: every retry 409 for minutes
+    cloud = FakeCloud(httpx.Response(201, json=TICKET))
+    monkeypatch.setattr(cloud, "storage_post", lambda *a, **k: httpx.Response(403, text="Policy expired"))
+
+    assert run(monkeypatch, cloud, KB, FILE, str(new_content)) == 1
+
+    assert [(r.method, r.url.path) for r in cloud.requests] == [
+        ("POST", f"/knowledge-bases/{KB}/files/{FILE}/replacements"),
+        ("DELETE", f"/knowledge-bases/{KB}/uploads/up_2"),
+    ]
+    assert "storage_rejected_upload" in capsys.readouterr().err
 
 
 def test_a_stale_version_is_refused_with_its_code(monkeypatch, capsys, new_content):

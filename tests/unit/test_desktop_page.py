@@ -27,7 +27,9 @@ from memmy_kb_client.desktop import page
         ("PUT", "/me", "", "/me"),
         ("GET", "/me", "", None),
         ("POST", "/knowledge-bases/kb_1", "", None),
-        ("GET", "/knowledge-bases/kb_1/files/f_1", "", None),
+        ("GET", "/knowledge-bases/kb_1/files/f_1", "", "/knowledge-bases/kb_1/files/f_1"),
+        ("POST", "/knowledge-bases/kb_1/files/f_1/replacements", "", "/knowledge-bases/kb_1/files/f_1/replacements"),
+        ("GET", "/knowledge-bases/kb_1/files/f_1/replacements", "", None),
         ("GET", "/knowledge-bases/../me", "", None),
         ("GET", "/control/status", "", None),
     ],
@@ -98,7 +100,7 @@ def test_literal_route_segments_must_match_exactly():
 
 
 def test_every_cloud_route_the_page_uses_is_listed():
-    assert len(page.CLOUD_ROUTES) == 19
+    assert len(page.CLOUD_ROUTES) == 21
 
 
 def test_a_code_is_good_once_and_for_a_minute():

@@ -870,6 +870,29 @@ def test_permanent_errors_are_never_retried(call: Callable[[MemosClient], object
     assert h.sleeps == []
 
 
+@pytest.mark.parametrize(
+    "then",
+    [httpx.ConnectError("refused"), memos_error(50004), httpx.Response(HTTPStatus.TOO_MANY_REQUESTS)],
+    ids=["connection-refused", "code-50004", "http-429"],
+)
+def test_an_update_whose_first_attempt_timed_out_is_of_unknown_outcome_whatever_the_last_attempt_says(
+    then: Reply,
+) -> None:
+    # The first update may have reached MemOS: a retry refused or failed outright does not undo it, so the
+    # error must not say that MemOS did nothing (the ingest would release the replace as if nothing was sent)
+    h = harness(httpx.ReadTimeout("slow"), then, max_attempts=2)
+
+    with pytest.raises(MemosError) as raised:
+        h.client.update_knowledgebase_file(FILE_ID, FileInput(content="aGk=", name="a.md"))
+
+    assert len(h.memos.requests) == 2
+    assert not raised.value.did_nothing
+    only_refused = harness(httpx.ConnectError("refused"), then, max_attempts=2)
+    with pytest.raises(MemosError) as refused:
+        only_refused.client.update_knowledgebase_file(FILE_ID, FileInput(content="aGk=", name="a.md"))
+    assert refused.value.did_nothing
+
+
 def test_max_attempts_of_one_means_no_retry() -> None:
     h = harness(memos_error(50004), max_attempts=1)
     with pytest.raises(MemosUnavailable):

@@ -1,4 +1,4 @@
-"""``memmy-kb desktop serve|open|login|logout|status|rotate-hook-token``."""
+"""``memmy-kb desktop serve|open|login|logout|status|rotate-hook-token|link|unlink|confirm|links``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Any
 
+from memmy_kb_client.sync.link_commands import add_link_commands, link_lines
 from memmy_kb_client.terminal import printable
 
 READY_PREFIX = "Memmy desktop service on "
@@ -284,6 +285,8 @@ def _print_status(status: dict[str, Any], as_json: bool) -> int:
         lines.append(f"recall:   the cloud {outcome} at {last.get('at')}{detail}")
     else:
         lines.append("recall:   none asked yet")
+    for line in link_lines(status.get("links") or []):
+        lines.append(f"linked:   {line}")
     if status.get("skipped_prompts"):
         lines.append(
             f'skipped:  {status["skipped_prompts"]} prompts with nothing to search (slash commands, "ok")'
@@ -346,6 +349,8 @@ def add_desktop_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     status = desktop.add_parser("status", help="the service's login and its last call to the cloud")
     status.add_argument("--json", action="store_true")
     status.set_defaults(func=_status)
+
+    add_link_commands(desktop, _control)
 
     rotate = desktop.add_parser(
         "rotate-hook-token", help="issue a new hook token (the hooks pick it up; the old one stops working)"

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from memmy_kb_client.desktop import bodies, page
 from memmy_kb_client.desktop.hook_routes import HOOK_ROUTES
+from memmy_kb_client.desktop.link_routes import LINK_ROUTES
 from memmy_kb_client.desktop.login_routes import LOGIN_ROUTES
 from memmy_kb_client.desktop.proxy import CLOUD_ROUTE
 from memmy_kb_client.desktop.routes import ROUTES as OWN_ROUTES
@@ -28,7 +29,7 @@ logger = logging.getLogger("memmy_kb_client.desktop")
 
 MAX_BODY_BYTES: Final = 64 * 1024
 # Every route of the service but the page's cloud routes (``proxy``), with the credential each takes.
-ROUTES: Final = {**OWN_ROUTES, **LOGIN_ROUTES, **HOOK_ROUTES}
+ROUTES: Final = {**OWN_ROUTES, **LOGIN_ROUTES, **HOOK_ROUTES, **LINK_ROUTES}
 _SAFE_METHODS: Final = frozenset({"GET", "HEAD"})
 
 

@@ -43,6 +43,8 @@ CLOUD_ROUTES: Final = tuple(
         ("POST", "/knowledge-bases/{}/uploads"),
         ("DELETE", "/knowledge-bases/{}/uploads/{}"),
         ("GET", "/knowledge-bases/{}/files"),
+        ("GET", "/knowledge-bases/{}/files/{}"),
+        ("POST", "/knowledge-bases/{}/files/{}/replacements"),
         ("PATCH", "/knowledge-bases/{}/files/{}"),
         ("DELETE", "/knowledge-bases/{}/files/{}"),
         ("POST", "/knowledge-bases/{}/folders"),
@@ -63,6 +65,7 @@ _IDEMPOTENCY_KEY: Final = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 ASSETS: Final = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/sync.js": ("sync.js", "text/javascript; charset=utf-8"),
     "/app.css": ("app.css", "text/css; charset=utf-8"),
     # The page links the SVG; browsers that ask for /favicon.ico anyway get the same picture.
     "/favicon.svg": ("favicon.svg", "image/svg+xml"),

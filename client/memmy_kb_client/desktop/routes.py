@@ -189,6 +189,7 @@ ROUTES: Final[dict[tuple[str, str], Route]] = {
     ("POST", "/control/page-code"): Route(Access.CONTROL, _page_code),
     ("GET", "/"): Route(Access.PUBLIC, _asset),
     ("GET", "/app.js"): Route(Access.PUBLIC, _asset),
+    ("GET", "/sync.js"): Route(Access.PUBLIC, _asset),
     ("GET", "/app.css"): Route(Access.PUBLIC, _asset),
     ("GET", "/favicon.svg"): Route(Access.PUBLIC, _asset),
     ("GET", "/favicon.ico"): Route(Access.PUBLIC, _asset),

@@ -37,6 +37,7 @@ from typing import IO
 
 from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.handler import DesktopHTTPServer
+from memmy_kb_client.desktop.link_routes import start_links, stop_links
 from memmy_kb_client.desktop.state import HOST, DesktopConfig, DesktopState
 
 # The service's API: what ``memmy-kb desktop serve`` and the tests start it with.
@@ -81,6 +82,7 @@ class DesktopService:
             self.state.url = self.url
             self.state.port = self.port
             self.state.load()
+            start_links(self.state)
             # For the hooks and ``memmy-kb mcp``: the port alone. The commands read it beside the control
             # token (``state.load``), since anything that can write this directory can rewrite this file.
             paths.write_private(
@@ -111,6 +113,7 @@ class DesktopService:
             self.state.forget_control_token()
             self._server = None
         self.state.flows.stop()
+        stop_links(self.state)
         self._thread = None
         self.state.cloud.close()
         if self._lock_handle is not None:

@@ -107,6 +107,8 @@ class DesktopState:
         self.url = ""
         self.port = 0
         self.sessions = page.Sessions()
+        # The linked folders (``memmy_kb_client.sync.links.Links``), while the service runs.
+        self.links: Any = None
 
     @property
     def cookie_name(self) -> str:
@@ -372,6 +374,7 @@ class DesktopState:
             "hook_token_file": os.path.join(self.state_dir, paths.HOOK_TOKEN_FILE),
             "last_recall": last,
             "skipped_prompts": skipped,
+            "links": self.links.shown() if self.links is not None else [],
         }
         in_files = [
             what

@@ -219,7 +219,7 @@ class DeletedMeanwhile(FakeContentStore):
     def get_file(self, kb_id: str, file_id: str) -> FileRecord | None:
         file = super().get_file(kb_id, file_id)
         if self.then == "file":
-            del self.table.files[(kb_id, file_id)]
+            self.table.files.pop((kb_id, file_id), None)
         else:
             self.table.seed(kb_record(kb_id, owner_id="dave"))
         return file
@@ -240,6 +240,50 @@ def test_given_the_file_or_kb_gone_after_the_read_when_deleting_the_file_then_40
     delete = deleter(stores, executions, contents=DeletedMeanwhile(stores, then))
 
     assert refused(lambda: delete.delete_file("alice", "kb_1", "fi_1")) == (HTTPStatus.NOT_FOUND, code)
+    assert (stores.table.cleanups, executions.executions) == ({}, {})
+
+
+class ReplacedMeanwhile(FakeContentStore):
+    """Reads fi_1 as it was; a replace records its next version (20 bytes more) right after: once, or
+    after every read."""
+
+    def __init__(self, stores: FakeStores, *, every_read: bool = False) -> None:
+        super().__init__(stores.table)
+        self.every_read = every_read
+
+    def get_file(self, kb_id: str, file_id: str) -> FileRecord | None:
+        file = super().get_file(kb_id, file_id)
+        if file is not None and (file.version == 1 or self.every_read):
+            self.table.seed(
+                file.model_copy(
+                    update={"version": file.version + 1, "size_bytes": file.size_bytes + 20, "upload_id": "up_v2"}
+                )
+            )
+            self.table.counted(kb_id, 0, 20)()
+        return file
+
+
+def test_given_a_replace_recorded_after_the_read_when_deleting_the_file_then_its_new_size_goes_off_the_kb(
+    stores: FakeStores, executions: FakeCleanupExecutions, owned: KnowledgeBaseRecord
+) -> None:
+    # Given fi_1 read at version 1 (10 bytes), then moved to version 2 (30 bytes) by a replace's record
+    cleanup_id = deleter(stores, executions, contents=ReplacedMeanwhile(stores)).delete_file("alice", "kb_1", "fi_1")
+
+    # Then the delete took the version there now off the KB, and names its bytes
+    assert stores.contents.get_file("kb_1", "fi_1") is None
+    kb = stores.kbs.get_kb("kb_1")
+    assert kb is not None
+    assert (kb.file_count, kb.bytes_used) == (1, 10)
+    assert outbox(stores, cleanup_id).upload_ids == ["up_v2"]
+
+
+def test_given_the_file_moving_on_at_every_read_when_deleting_it_then_409_file_busy_and_it_stays(
+    stores: FakeStores, executions: FakeCleanupExecutions, owned: KnowledgeBaseRecord
+) -> None:
+    delete = deleter(stores, executions, contents=ReplacedMeanwhile(stores, every_read=True))
+
+    assert refused(lambda: delete.delete_file("alice", "kb_1", "fi_1")) == (HTTPStatus.CONFLICT, "file_busy")
+    assert stores.contents.get_file("kb_1", "fi_1") is not None
     assert (stores.table.cleanups, executions.executions) == ({}, {})
 
 

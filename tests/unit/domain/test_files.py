@@ -577,6 +577,25 @@ def test_given_a_replace_in_flight_when_listed_then_it_shows_beside_its_file_and
     assert result.refresh_after_seconds == files_logic.REFRESH_AFTER_SECONDS
 
 
+def test_given_a_replace_of_unknown_outcome_when_listed_then_it_is_still_in_flight_not_failed(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    # An upload left submitting past the grace shows "could not be confirmed; upload it again"; a replace
+    # there is the reconciler's to record or resend, and a new replace would be refused meanwhile (409)
+    add_file(kb, memos, "fi_a")
+    file = kb.contents.get_file("kb_1", "fi_a")
+    assert file is not None
+    long_ago = datetime.now(UTC) - timedelta(hours=1)
+    held = replacement_record("up_new", file, state="submitting", created_at=long_ago).model_copy(
+        update={"attempt_id": "att-lost", "submitting_at": long_ago}
+    )
+    kb.table.seed(file.model_copy(update={"replacing": "up_new"}), held)
+
+    [entry] = listing(kb, memos).files
+
+    assert entry.replacement == files_logic.Replacement("up_new", "uploading")
+
+
 def test_given_a_failed_replace_of_the_current_version_when_listed_then_the_file_shows_it_with_its_reason(
     kb: FakeStores, memos: FakeKnowledgeEngine
 ) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from memmy_kb.domain.engine import FileStatus
+from memmy_kb.domain.engine import FileInput, FileStatus
+from memmy_kb.domain.naming import memos_file_name
 from memmy_kb.domain.reconcile import LOST, SUBMITTING_GRACE
 from memmy_kb.domain.replace_ingest import FILE_GONE
 from memmy_kb.records import FileRecord, KnowledgeBaseRecord, UploadRecord
@@ -52,6 +53,32 @@ def test_given_a_replace_of_unknown_outcome_when_reconciled_then_it_is_handed_to
     assert world.stores.kbs.get_kb("kb_1").bytes_used == 10  # type: ignore[union-attr]
     assert report.counts["UploadRequeued"] == 1
     assert world.memos.calls["update_knowledgebase_file"] == 0  # resent by the ingest, not here
+
+
+def test_given_a_replace_of_unknown_outcome_that_memos_applied_when_reconciled_then_it_is_recorded_not_handed_back(
+    world: World,
+) -> None:
+    # Given a replace whose update MemOS took (the file carries the replace's upload id) but whose answer
+    # never came: handed back to pending, it could be taken over, refused for room or expired, leaving
+    # MemOS answering with a version our record does not have
+    file = replaced_file(world, world.live_kb())
+    upload = stuck_replace(world, file)
+    sent = FileInput.from_bytes(b"# price\n", name=memos_file_name(file.name, "up_2"), mime_type="text/markdown")
+    world.memos.update_knowledgebase_file(file.memos_file_id, sent)
+
+    # When the reconciler resolves it
+    report = world.reconciler().run()
+
+    # Then it is recorded as the ingest would have, without a resend
+    recorded = world.stores.contents.get_file("kb_1", "fi_1")
+    assert recorded is not None
+    assert (recorded.version, recorded.size_bytes, recorded.upload_id, recorded.replacing) == (2, 30, "up_2", None)
+    assert world.stores.contents.get_upload("kb_1", "up_2").state == "submitted"  # type: ignore[union-attr]
+    assert world.stores.kbs.get_kb("kb_1").bytes_used == 30  # type: ignore[union-attr]
+    assert world.requeue.requeued == []
+    assert world.memos.calls["update_knowledgebase_file"] == 1
+    assert upload.object_key in world.objects.objects
+    assert report.counts["UploadResolvedSubmitted"] == 1
 
 
 def test_given_the_file_or_the_bytes_gone_when_a_stuck_replace_is_resolved_then_rejected(world: World) -> None:

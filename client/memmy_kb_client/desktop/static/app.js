@@ -189,10 +189,11 @@ function el(tag, attrs, ...children) {
 const state = { csrf: "", me: null, kbs: [], kb: null, trail: [], timer: null, busy: false };
 
 class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, details) {
     super(message || code);
     this.status = status;
     this.code = code;
+    this.details = details || null;  // e.g. version_conflict's current version
   }
 }
 
@@ -210,7 +211,7 @@ async function api(method, path, body, headers) {
   }
   if (!response.ok) {
     const error = data.error || {};
-    throw new ApiError(response.status, error.code || "", error.message || data.message || response.statusText);
+    throw new ApiError(response.status, error.code || "", error.message || data.message || response.statusText, error.details);
   }
   return data;
 }
@@ -492,6 +493,7 @@ function rowActions(kind, entry, listing) {
       await loadListing();
     }) }));
   }
+  if (kind === "file") buttons.push(...versionActions(entry));  // sync.js
   buttons.push(el("button", { type: "button", text: t("move"), onclick: () => moveDialog(kind, entry, listing) }));
   buttons.push(el("button", { type: "button", class: "danger", text: t("del"), onclick: () => confirmDanger(
     t("del"), t(kind === "folder" ? "confirmDeleteFolder" : "confirmDeleteFile", { name: entry.name }), t("del"), async () => {
@@ -541,6 +543,7 @@ function renderEntries(listing) {
     if (file.status === "failed" && (file.reason || file.reason_code)) {
       cell.append(el("span", { class: "reason", "data-code": file.reason_code || "", text: reasonText(file) }));
     }
+    cell.append(...fileNotes(file));  // sync.js: the version, a replace under way or failed
     rows.push(el("tr", { "data-file": file.id },
       el("td", { text: file.name }), cell, el("td", { class: "size", text: formatSize(file.size_bytes) }),
       el("td", { class: "acts" }, ...rowActions("file", file, listing))));
@@ -817,6 +820,7 @@ async function start() {
   try {
     await api("PUT", "/me");  // registers the profile, so others can share with this account
     await loadLists();
+    await loadLinks();  // sync.js
   } catch (error) {
     notice(human(error));
   }

@@ -120,6 +120,8 @@ class FileRecord(_Record):
     sha256: str | None = None
     updated_at: datetime | None = None
     replacing: str | None = None
+    # ``sync`` when a folder sync uploaded it (docs/sync.md): any sync of the KB may replace or delete it.
+    origin: str | None = None
 
 
 class UploadRecord(_Record):
@@ -162,6 +164,8 @@ class UploadRecord(_Record):
     if_version: int | None = None
     replaced_size: int | None = None
     replaced_upload: str | None = None
+    # ``sync`` when a folder sync asked for it; the file it becomes keeps it (``FileRecord.origin``).
+    origin: str | None = None
 
     @property
     def growth(self) -> int:

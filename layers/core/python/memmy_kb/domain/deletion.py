@@ -59,6 +59,8 @@ SWEEP_CHUNK: Final = 50
 FOLDER_GONE: Final = "The folder was deleted."
 # A share or revoke landing between our read of META and the delete is retried a few times.
 _KB_DELETE_ATTEMPTS: Final = 3
+# A replace records a file's next version at most once per upload: a delete reads it again this often.
+_FILE_DELETE_ATTEMPTS: Final = 3
 
 
 def new_cleanup_id() -> str:
@@ -122,22 +124,29 @@ class Deleter:
         raise Conflict("The knowledge base's members are changing; try again.", code="kb_busy")
 
     def delete_file(self, caller: str, kb_id: str, file_id: str) -> str:
-        """The FILE item with the outbox item naming its MemOS file; then the cleanup. Owner only."""
+        """The FILE item with the outbox item naming its MemOS file; then the cleanup. Owner only.
+
+        The delete takes the version read off the KB's bytes: a replace that recorded the file's next
+        version meanwhile makes it read the file again (and name that version's bytes)."""
         grant = require_owner(self.kbs, caller, kb_id)
-        file = self.contents.get_file(kb_id, file_id)
-        if file is None:
-            raise file_not_found()
-        cleanup = self._cleanup(
-            "files", kb_id, grant, caller,
-            memos_file_ids=[file.memos_file_id], upload_ids=upload_ids_of([file]),
-        )
-        try:
-            entry = self._entry("file_deleted", kb_id, caller, file_id)
-            self.cleanups.delete_file_with_outbox(file, caller, cleanup, activity=entry)
-        except ItemMissing as err:
-            raise (kb_not_found() if err.item == "kb" else file_not_found()) from None
-        logger.info("file deleted", extra={"kb_id": kb_id, "file_id": file_id, "cleanup_id": cleanup.cleanup_id})
-        return self._start(cleanup)
+        for _ in range(_FILE_DELETE_ATTEMPTS):
+            file = self.contents.get_file(kb_id, file_id)
+            if file is None:
+                raise file_not_found()
+            cleanup = self._cleanup(
+                "files", kb_id, grant, caller,
+                memos_file_ids=[file.memos_file_id], upload_ids=upload_ids_of([file]),
+            )
+            try:
+                entry = self._entry("file_deleted", kb_id, caller, file_id)
+                self.cleanups.delete_file_with_outbox(file, caller, cleanup, activity=entry)
+            except ItemMissing as err:
+                if err.item == "kb":
+                    raise kb_not_found() from None
+                continue  # gone (the next read says so) or at its next version: read it again
+            logger.info("file deleted", extra={"kb_id": kb_id, "file_id": file_id, "cleanup_id": cleanup.cleanup_id})
+            return self._start(cleanup)
+        raise Conflict("The file is changing; try again.", code="file_busy")
 
     def delete_folder(self, caller: str, kb_id: str, folder_id: str) -> str:
         """The folder item with the outbox item (its subtree is unreachable from then on), then the

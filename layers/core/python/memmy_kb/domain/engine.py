@@ -118,13 +118,17 @@ class MemosError(Exception):
         self.http_status = http_status
         self.request_sent = request_sent
         self.retry_after = retry_after
+        # An earlier attempt of the same call may have acted (its reply never came): set by the client.
+        self.after_unknown_attempt = False
         super().__init__(f"MemOS {endpoint} failed (code={code}, http_status={http_status}): {self.message}")
 
     @property
     def did_nothing(self) -> bool:
         """Whether MemOS certainly did not act on the request: it never left, or MemOS answered with an
         error code of its own (it refused or failed the call). A timeout or a reply that could not be read
-        after sending leaves the outcome unknown."""
+        after sending leaves the outcome unknown, also when a retry of it then failed outright."""
+        if self.after_unknown_attempt:
+            return False
         return not self.request_sent or not (isinstance(self, MemosUnavailable) and self.code is None)
 
 

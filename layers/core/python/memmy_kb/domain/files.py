@@ -70,6 +70,7 @@ class FileEntry:
     sha256: str | None = None
     updated_at: datetime | None = None
     replacement: Replacement | None = None
+    origin: str | None = None  # ``sync``: a folder sync's file
 
 
 @dataclass(frozen=True)
@@ -191,16 +192,19 @@ def _file_entry(record: FileRecord, live: EngineFile | None, replacement: Replac
         sha256=record.sha256,
         updated_at=record.updated_at or record.uploaded_at,
         replacement=replacement,
+        origin=record.origin,
     )
 
 
 def _replacement(file: FileRecord, uploads: list[UploadRecord]) -> Replacement | None:
-    """The file's replace in flight, else its latest failed one (of the version it is at), else None."""
+    """The file's replace in flight, else its latest failed one (of the version it is at), else None.
+
+    One in flight stays ``uploading`` also once its MemOS outcome is overdue: unlike an upload's, it is the
+    reconciler's to record or send again, and another replace is refused until then."""
     mine = [u for u in uploads if u.replaces == file.file_id]
     for upload in mine:
         if upload.upload_id == file.replacing and _shown(upload) and upload.state != "rejected":
-            entry = _upload_entry(upload)
-            return Replacement(upload.upload_id, "failed" if entry.status == "failed" else "uploading", entry.reason)
+            return Replacement(upload.upload_id, "uploading")
     failed = [u for u in mine if u.state == "rejected" and u.if_version == file.version]
     if not failed:
         return None
@@ -230,6 +234,7 @@ def _upload_entry(upload: UploadRecord) -> FileEntry:
         folder_id=upload.folder_id,
         reason=reason,
         upload_id=upload.upload_id,
+        origin=upload.origin,
     )
 
 

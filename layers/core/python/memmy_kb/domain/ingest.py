@@ -265,6 +265,7 @@ class Ingestion:
             uploaded_at=now,
             sha256=self.sha256 or upload.content_sha256,
             updated_at=now,
+            origin=upload.origin,
         )
         entry = new_activity(
             "uploaded", upload.kb_id, upload.owner_id, record.file_id, record.uploaded_at,

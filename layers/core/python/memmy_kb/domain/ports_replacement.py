@@ -42,6 +42,11 @@ class ReplacementWrites(Protocol):
 
     def update_replacement_expired(self, upload: UploadRecord, *, expires_at: int) -> None: ...
 
+    def delete_pending_replacement(self, upload: UploadRecord) -> None:
+        """The owner dismisses a replace whose bytes were not sent on: its record gone and its file unmarked
+        (see the DynamoDB adapter)."""
+        ...
+
     def clear_replacing(self, kb_id: str, file_id: str, upload_id: str) -> bool: ...
 
     def put_file_version(

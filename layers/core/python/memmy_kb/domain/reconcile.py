@@ -11,8 +11,9 @@ read, so two runs at once, or a run racing the ingest or a cleanup, only repeat 
    the KB's MemOS files (its MemOS name carries the upload id, ``memmy_kb.domain.naming``): found, it is
    recorded as submitted; not found, the upload goes back to pending and its object to the ingest queue.
    A file is never added twice: only an add known not to have happened is retried. A replace whose update
-   has an unknown outcome is handed to the ingest again whatever MemOS holds: an update resent with the
-   same content is harmless (docs/memos.md, "Updating a file"); its file gone, it ends rejected.
+   has an unknown outcome is looked for the same way, by the name of the file it updates: taken, it is
+   recorded; not, it is handed to the ingest again (docs/memos.md, "Updating a file"); its file gone, it
+   ends rejected.
 3. **Pending uploads** whose presigned POST lapsed long ago are marked expired and their objects deleted
    (a replace's file is unmarked with it).
 4. **Create intents** older than a grace period are KB creates whose MemOS outcome nobody learned: MemOS
@@ -249,12 +250,22 @@ class Reconciler:
         self.report.add("UploadRequeued")
 
     def _resend(self, upload: UploadRecord, ingestion: Ingestion) -> None:
-        """A replace whose update has an unknown outcome: handed to the ingest again (resending the same
-        content is harmless), unless its file is gone or its bytes are."""
+        """A replace whose update has an unknown outcome: recorded when MemOS's file carries its upload id
+        (the update was taken), else handed to the ingest again, unless its file is gone or its bytes are.
+
+        A replace handed back is pending again, so it may then end without MemOS being asked (taken over
+        by a new replace, refused for room, expired): only one MemOS certainly did not take may go back.
+        """
         assert upload.replaces is not None
+        assert upload.memos_file_id is not None
         if self.contents.get_file(upload.kb_id, upload.replaces) is None:
             ingestion.reject(FILE_GONE)  # the file's cleanup removes the MemOS file, new version and all
             self.report.add("UploadResolvedRejected")
+            return
+        seen = self.memos.engine(backend_of(upload.memos_backend)).get_knowledgebase_files([upload.memos_file_id])
+        if any(upload_id_in(f.name) == upload.upload_id for f in seen):
+            outcome = ingestion.record(upload.memos_file_id)
+            self.report.add("UploadResolvedSubmitted" if outcome.result == "submitted" else "UploadResolvedRejected")
             return
         if self.objects.head(upload.object_key) is None:
             ingestion.reject(LOST)

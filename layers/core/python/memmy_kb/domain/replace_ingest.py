@@ -15,9 +15,10 @@ name. What differs (docs/uploads.md, "Replacing a file"):
 * **Every end** leaves the file free for the next replace: a rejection unmarks it and gives back the held
   growth, a release (MemOS certainly took nothing) gives the growth back and keeps the mark.
 
-An update whose answer was lost stays ``submitting`` for the reconciler, as an add does; an update repeated
-with the same content is harmless (docs/memos.md, "Updating a file"), so the reconciler resends it rather
-than searching MemOS for it.
+An update whose answer was lost stays ``submitting`` for the reconciler, as an add does. The reconciler
+records it when MemOS's file carries its name (the update was taken), else hands it back to the ingest,
+which sends it again (docs/memos.md, "Updating a file"). Never back to pending while MemOS may hold it:
+a pending replace can end without MemOS being asked (taken over, refused for room, expired).
 """
 
 from __future__ import annotations

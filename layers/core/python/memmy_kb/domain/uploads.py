@@ -99,6 +99,7 @@ def request_upload(
     post_ttl_seconds: int,
     capacity: KbCapacity,
     sha256: str | None = None,
+    origin: str | None = None,
     clock: Callable[[], datetime] = utc_now,
     new_id: Callable[[], str] = new_upload_id,
 ) -> IssuedUpload:
@@ -109,6 +110,7 @@ def request_upload(
     room for one more file of this size (409 ``kb_file_limit_reached``, 413 ``kb_storage_limit_reached``),
     so a full KB refuses before the bytes are sent. The ingest holds the cap again when it records the file.
     ``sha256``, when the client declares it, is what the bytes must hash to (else the ingest rejects them).
+    ``origin`` (``sync``) marks the upload, and the file it becomes, as a folder sync's.
     """
     grant = require_owner(grants, user_id, kb_id)
     _, pinned_type = validate_upload(filename, size_bytes, content_type)
@@ -131,6 +133,7 @@ def request_upload(
         created_at=now,
         expires_at=int((post_expires_at + PENDING_GRACE).timestamp()),
         sha256=sha256,
+        origin=origin,
     )
     try:
         contents.put_upload(upload, capacity=capacity)
@@ -149,16 +152,29 @@ def dismiss_upload(
 ) -> None:
     """Remove a failed upload from the KB's listing (owner only): its record goes, in one conditional delete.
 
-    Only a decided upload that never became a file (rejected, or expired unused) can go; one still pending
-    or submitting, or one that became a file, is refused with 409 ``upload_not_failed`` (delete the file
+    Only a decided upload that never became a file (rejected, or expired unused) can go, and a replace not
+    yet handed on (pending: its POST unused, or its bytes not yet checked), which also frees its file for
+    another replace at once (docs/uploads.md, "Replacing a file"); any other upload still pending or
+    submitting, or one that became a file, is refused with 409 ``upload_not_failed`` (delete the file
     instead). Idempotent: an upload already gone (or never there) answers the same. Its bytes, if any were
-    left, have no record now, so the reconciler's sweep removes them (``memmy_kb.domain.residue``).
+    left or arrive later, have no record now: the ingest drops them, and the reconciler's sweep removes
+    any left (``memmy_kb.domain.residue``).
     """
     require_owner(grants, user_id, kb_id)
     try:
         contents.delete_decided_upload(kb_id, upload_id)
+        return
     except ConditionFailed:
-        raise Conflict(
-            "Only a failed upload can be dismissed; this one is still in progress or became a file.",
-            code="upload_not_failed",
-        ) from None
+        pass
+    current = contents.get_upload(kb_id, upload_id)
+    if current is not None and current.replaces is not None and current.state == "pending":
+        try:
+            contents.delete_pending_replacement(current)
+            return
+        except ConditionFailed:
+            pass  # held by its ingest (or decided) since the read
+    raise Conflict(
+        "Only a failed upload, or a replace not yet sent on, can be dismissed; this one is in progress or"
+        " became a file.",
+        code="upload_not_failed",
+    )

@@ -31,6 +31,7 @@ from memmy_kb.adapters.dynamodb.table import (
     kb_key,
     limit_key,
     owned_counter,
+    version_is,
 )
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.records import (
@@ -138,15 +139,16 @@ class DynamoCleanupStore:
         self, file: FileRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord
     ) -> None:
         """The FILE item gone, the outbox item written and ``activity`` logged, while the KB is still
-        ``owner_id``'s.
+        ``owner_id``'s and the file still at ``file``'s version (whose size comes off the KB's bytes).
 
-        Raises ItemMissing("file") when the file is already gone, ItemMissing("kb") when the KB is.
+        Raises ItemMissing("file") when the file is already gone or no longer at that version (a replace
+        recorded its next one: read it again), ItemMissing("kb") when the KB is.
         """
         delete = _delete(
             self._table,
             file_key(file.kb_id, file.file_id),
-            "attribute_exists(PK) AND memos_file_id = :memos",
-            ExpressionAttributeValues={":memos": {"S": file.memos_file_id}},
+            f"attribute_exists(PK) AND memos_file_id = :memos AND {version_is(file.version)}",
+            ExpressionAttributeValues=dump({":memos": file.memos_file_id, ":version": file.version}),
         )
         self._delete_visible_with_outbox(
             delete, "file", file.file_id, file.kb_id, owner_id, cleanup, activity, uncount=[file]
@@ -196,15 +198,17 @@ class DynamoCleanupStore:
         """Delete up to 98 FILE items, note their MemOS ids in one outbox part and take them off their KB's
         counts, in one transaction.
 
-        Each delete is conditioned on the file still being there, so a file deleted meanwhile (by a file
-        delete, or another pass of the same sweep) is never uncounted twice: the transaction is redone
-        without it. When META is gone (the KB was deleted after the folder) the files go uncounted.
+        Each delete is conditioned on the file still being there at the version read, so a file deleted
+        meanwhile (by a file delete, or another pass of the same sweep) is never uncounted twice: the
+        transaction is redone without it; one a replace moved to its next version is redone as it is now, so
+        the KB loses the size it counts. When META is gone (the KB was deleted after the folder) the files go
+        uncounted.
         """
         item = {**cleanup_part_key(part.cleanup_id, part.part_id), "type": "cleanup_part", **part.model_dump()}
         kb_id = files[0].kb_id if files else ""
         counted = True
         for _ in range(len(files) + 2):
-            deletes = [_delete(self._table, file_key(f.kb_id, f.file_id), "attribute_exists(PK)") for f in files]
+            deletes = [self._delete_version(f) for f in files]
             uncount = [_uncount(self._table, kb_id, files)] if files and counted else []
             try:
                 self._table.transact([*deletes, self._table.put_action(item, "attribute_not_exists(PK)"), *uncount])
@@ -212,8 +216,19 @@ class DynamoCleanupStore:
             except TransactionRefused as err:
                 if len(files) + 1 in err.failed:
                     counted = False  # META is gone: nothing left to count on
-                files = [f for i, f in enumerate(files) if i not in err.failed]
+                now = {i: FileRecord.model_validate(err.items[i]) for i in err.failed if i < len(files) and i in err.items}
+                files = [now.get(i, f) for i, f in enumerate(files) if i not in err.failed or i in now]
         raise ConditionFailed("file", part.part_id)
+
+    def _delete_version(self, file: FileRecord) -> Action:
+        """The FILE item, while at ``file``'s version (a refusal returns it as it is now)."""
+        return _delete(
+            self._table,
+            file_key(file.kb_id, file.file_id),
+            f"attribute_exists(PK) AND {version_is(file.version)}",
+            ExpressionAttributeValues=dump({":version": file.version}),
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
 
     def delete_folders(self, folders: list[FolderRecord]) -> None:
         """Delete folder items (already unreachable: their ancestor is gone)."""

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from memmy_kb.adapters.dynamodb.activity import activity_put
-from memmy_kb.adapters.dynamodb.replacements import ReplacementWrites
+from memmy_kb.adapters.dynamodb.replacements import ReplacementWrites, held_action
 from memmy_kb.adapters.dynamodb.table import (
     Action,
     DynamoTable,
@@ -233,29 +233,7 @@ class DynamoContentStore(ReplacementWrites):
         file of ``size`` bytes still fits (ConditionFailed("kb_files") / ("kb_bytes")): the checks a file
         needs before it is sent to MemOS, without reading META.
         """
-        values = {
-            ":submitting": "submitting",
-            ":pending": "pending",
-            ":attempt": attempt_id,
-            ":now": now.isoformat(),
-            ":keep": keep_until,
-            ":gsi2pk": "UPLOAD#submitting",
-            ":sha": sha256,
-        }
-        held = (
-            "SET #state = :submitting, attempt_id = :attempt, submitting_at = :now, expires_at = :keep,"
-            " GSI2PK = :gsi2pk, GSI2SK = :now" + (", content_sha256 = :sha" if sha256 else "")
-        )
-        update: Action = {
-            "Update": {
-                "TableName": self._table.name,
-                "Key": dump(upload_key(kb_id, upload_id)),
-                "UpdateExpression": held,
-                "ConditionExpression": "attribute_exists(PK) AND #state = :pending",
-                "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": dump(values),
-            }
-        }
+        update = held_action(self._table.name, upload_key(kb_id, upload_id), attempt_id, now, keep_until, sha256)
         room = self._table.kb_room_action(kb_id, owner_id, size=size, capacity=capacity, count=False)
         try:
             self._table.transact([update, room])

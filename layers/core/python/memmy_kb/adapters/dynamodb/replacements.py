@@ -31,6 +31,7 @@ from memmy_kb.adapters.dynamodb.table import (
     kb_bytes_refusal,
     kb_key,
     upload_key,
+    version_is,
 )
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.records import ActivityRecord, FileRecord, KbCapacity, UploadRecord
@@ -38,9 +39,22 @@ from memmy_kb.records import ActivityRecord, FileRecord, KbCapacity, UploadRecor
 _ATTEMPTS = 3
 
 
-def _version_is(version: int) -> str:
-    """A condition on a FILE item's version (items written before versions were kept are version 1)."""
-    return "(attribute_not_exists(version) OR version = :version)" if version == 1 else "version = :version"
+def held_action(table: str, key: dict[str, str], attempt_id: str, now: datetime, keep: int, sha256: str | None) -> Action:
+    """pending -> submitting under ``attempt_id`` (TTL ``keep``, GSI2 ``UPLOAD#submitting`` by ``now``),
+    keeping the ingest's ``sha256``; conditioned on pending: the hold of an upload or a replace alike."""
+    sets = "SET #state = :submitting, attempt_id = :attempt, submitting_at = :now, expires_at = :keep"
+    values = {":submitting": "submitting", ":pending": "pending", ":attempt": attempt_id, ":now": now.isoformat(),
+              ":keep": keep, ":gsi2pk": "UPLOAD#submitting", ":sha": sha256}  # fmt: skip
+    return {
+        "Update": {
+            "TableName": table,
+            "Key": dump(key),
+            "UpdateExpression": sets + ", GSI2PK = :gsi2pk, GSI2SK = :now" + (", content_sha256 = :sha" if sha256 else ""),
+            "ConditionExpression": "attribute_exists(PK) AND #state = :pending",
+            "ExpressionAttributeNames": {"#state": "state"},
+            "ExpressionAttributeValues": dump(values),
+        }
+    }
 
 
 class ReplacementWrites:
@@ -78,7 +92,7 @@ class ReplacementWrites:
                 upload.kb_id,
                 upload.replaces,
                 "SET replacing = :upload",
-                f"attribute_exists(PK) AND {_version_is(upload.if_version)} AND {free}",
+                f"attribute_exists(PK) AND {version_is(upload.if_version)} AND {free}",
                 values,
             ),
             table.kb_bytes_room_action(
@@ -128,24 +142,11 @@ class ReplacementWrites:
         assert upload.replaces is not None
         assert upload.if_version is not None
         table = self._table
-        held = {
-            ":submitting": "submitting",
-            ":pending": "pending",
-            ":attempt": attempt_id,
-            ":now": now.isoformat(),
-            ":keep": keep_until,
-            ":gsi2pk": "UPLOAD#submitting",
-            ":sha": sha256,
-        }
-        update = (
-            "SET #state = :submitting, attempt_id = :attempt, submitting_at = :now, expires_at = :keep,"
-            " GSI2PK = :gsi2pk, GSI2SK = :now" + (", content_sha256 = :sha" if sha256 else "")
-        )
         file_check: Action = {
             "ConditionCheck": {
                 "TableName": table.name,
                 "Key": dump(file_key(upload.kb_id, upload.replaces)),
-                "ConditionExpression": f"attribute_exists(PK) AND replacing = :upload AND {_version_is(upload.if_version)}",
+                "ConditionExpression": f"attribute_exists(PK) AND replacing = :upload AND {version_is(upload.if_version)}",
                 "ExpressionAttributeValues": dump(
                     {":upload": upload.upload_id, ":version": upload.if_version}
                 ),
@@ -153,7 +154,7 @@ class ReplacementWrites:
             }
         }
         actions = [
-            self._upload_update(upload, update, "attribute_exists(PK) AND #state = :pending", held),
+            held_action(table.name, upload_key(upload.kb_id, upload.upload_id), attempt_id, now, keep_until, sha256),
             table.kb_bytes_room_action(
                 upload.kb_id, upload.owner_id, grow=upload.growth, capacity=capacity, add=True
             ),
@@ -222,6 +223,21 @@ class ReplacementWrites:
         )
         self._with_optional(upload, [expired], [self._unmark(upload)])
 
+    def delete_pending_replacement(self, upload: UploadRecord) -> None:
+        """The replace's record deleted while it is ``pending`` (nothing was handed to MemOS), the file no
+        longer ``replacing`` it (when it still was); ConditionFailed("upload") when it is not pending (held
+        by an ingest, decided) or gone. Bytes that arrive later find no record: the ingest drops them."""
+        deleted: Action = {
+            "Delete": {
+                "TableName": self._table.name,
+                "Key": dump(upload_key(upload.kb_id, upload.upload_id)),
+                "ConditionExpression": "attribute_exists(PK) AND #state = :pending",
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": dump({":pending": "pending"}),
+            }
+        }
+        self._with_optional(upload, [deleted], [self._unmark(upload)])
+
     def clear_replacing(self, kb_id: str, file_id: str, upload_id: str) -> bool:
         """The reconciler's repair: the file no longer ``replacing`` ``upload_id`` (when it still was)."""
         return (
@@ -271,7 +287,7 @@ class ReplacementWrites:
                 file.kb_id,
                 file.file_id,
                 f"SET {sets} REMOVE replacing",
-                f"attribute_exists(PK) AND replacing = :upload AND {_version_is(replaced_version)}",
+                f"attribute_exists(PK) AND replacing = :upload AND {version_is(replaced_version)}",
                 {k: v for k, v in values.items() if v is not None},
             ),
             self._submitted_action(file, attempt_id, expires_at),

@@ -177,6 +177,12 @@ def kb_room_refusal(kb_id: str, meta: Item | None, owner_id: str, capacity: KbCa
     return ConditionFailed("kb_bytes", kb_id)
 
 
+def version_is(version: int) -> str:
+    """A condition on a FILE item's ``version`` (``:version``): items written before versions were kept are
+    version 1. A replace's record moves it, with the size: a write sized by a read is conditioned on it."""
+    return "(attribute_not_exists(version) OR version = :version)" if version == 1 else "version = :version"
+
+
 def kb_bytes_refusal(kb_id: str, meta: Item | None, owner_id: str) -> Exception:
     """Why ``kb_bytes_room_action`` failed: the KB gone or another's (ItemMissing("kb")), else no room."""
     if meta is None or meta.get("owner_id") != owner_id:

@@ -35,6 +35,7 @@ from memmy_kb.domain.engine import (
     EngineFile,
     FileInput,
     MemosAuthError,
+    MemosError,
     MemosNotFound,
     MemosRateLimited,
     MemosUnavailable,
@@ -298,7 +299,18 @@ class MemosClient:
     # -- transport ---------------------------------------------------------------------------------
 
     def _call(self, endpoint: str, body: dict[str, Any], *, idempotent: bool) -> Any:
-        """POST ``body`` to ``endpoint`` with auth refresh and retries; return the envelope's ``data``."""
+        """POST ``body`` to ``endpoint`` with auth refresh and retries; return the envelope's ``data``.
+
+        Once an attempt's outcome is unknown (sent, no reply), so is the call's: the error finally raised
+        says so (``did_nothing`` False) whatever the later attempts answered."""
+        unknown: list[MemosError] = []
+        try:
+            return self._attempts(endpoint, body, idempotent, unknown)
+        except MemosError as exc:
+            exc.after_unknown_attempt = any(earlier is not exc for earlier in unknown)
+            raise
+
+    def _attempts(self, endpoint: str, body: dict[str, Any], idempotent: bool, unknown: list[MemosError]) -> Any:
         api_key = self._api_key_provider(False)
         refreshed = False
         attempt = 1
@@ -312,6 +324,8 @@ class MemosClient:
                 logger.warning("MemOS rejected the API key; fetching it again", extra={"endpoint": endpoint})
                 api_key = self._api_key_provider(True)
             except (MemosUnavailable, MemosRateLimited) as exc:
+                if not exc.did_nothing:
+                    unknown.append(exc)
                 if attempt >= self._max_attempts or not (idempotent or not exc.request_sent):
                     raise
                 delay = self._backoff_delay(attempt, exc.retry_after)

@@ -29,7 +29,7 @@ class Folder(ApiModel):
 
 class Replacement(ApiModel):
     """The file's replace in flight (`uploading`), or its last one that `failed` (the file keeps its current
-    version; dismiss it with DELETE .../uploads/{upload_id}, or replace the file again)."""
+    version). DELETE .../uploads/{upload_id} dismisses a failed one, or one in flight not yet sent on."""
 
     upload_id: str
     status: Literal["uploading", "failed"]
@@ -58,6 +58,10 @@ class File(ApiModel):
     )
     updated_at: datetime | None = Field(default=None, description="When the current version was recorded")
     replacement: Replacement | None = Field(default=None, description="A replace of this file in flight, or failed")
+    origin: Literal["sync"] | None = Field(
+        default=None, description="`sync` when a folder sync uploaded it: a sync of the knowledge base may replace"
+        " or delete it (docs/sync.md)"
+    )
 
     @classmethod
     def from_entry(cls, entry: FileEntry) -> File:

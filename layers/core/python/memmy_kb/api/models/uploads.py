@@ -54,6 +54,13 @@ class CreateUploadRequest(ApiModel):
         str | None, Field(max_length=64, description="The destination folder; none for the root")
     ] = None
     sha256: Sha256 | None = None
+    origin: Annotated[
+        Literal["sync"] | None,
+        Field(
+            description="`sync`: a folder sync uploads it; the file carries it (`origin` in the listing), so"
+            " that another desktop's sync of the knowledge base may replace or delete it (docs/sync.md)"
+        ),
+    ] = None
 
 
 class UploadTicket(ApiModel):

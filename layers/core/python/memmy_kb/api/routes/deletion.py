@@ -66,7 +66,14 @@ def handle_delete_knowledge_base(kb_id: KbId, caller: CallerId, rules: DeleterDe
     "/knowledge-bases/<kb_id>/files/<file_id>",
     operation_id="delete_file_knowledge_bases__kb_id__files__file_id__delete",
     summary="Delete a file (owner only)",
-    responses=responses(HTTPStatus.ACCEPTED, _ACCEPTED, CleanupAccepted, READER, NOT_VISIBLE),
+    responses=responses(
+        HTTPStatus.ACCEPTED,
+        _ACCEPTED,
+        CleanupAccepted,
+        READER,
+        NOT_VISIBLE,
+        (HTTPStatus.CONFLICT, "The file kept moving to its next version while it was being deleted; try again (`file_busy`)"),
+    ),
 )
 def handle_delete_file(kb_id: KbId, file_id: ItemId, caller: CallerId, rules: DeleterDep) -> Response[str]:
     return _accepted(rules.delete_file(caller, kb_id, file_id), "File")

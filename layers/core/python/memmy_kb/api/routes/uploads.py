@@ -85,6 +85,7 @@ def handle_create_upload(
             content_type=request.content_type,
             folder_id=request.folder_id,
             sha256=request.sha256,
+            origin=request.origin,
             post_ttl_seconds=ttl,
             capacity=capacity,
         )
@@ -181,7 +182,8 @@ def handle_create_replacement(
 @router.delete(
     "/knowledge-bases/<kb_id>/uploads/<upload_id>",
     operation_id="dismiss_upload_knowledge_bases__kb_id__uploads__upload_id__delete",
-    summary="Dismiss a failed upload from the listing (owner only; gone already is fine)",
+    summary="Dismiss a failed upload from the listing, or a replace not yet sent on (owner only; gone already"
+    " is fine)",
     responses=responses(
         HTTPStatus.NO_CONTENT,
         "Dismissed, or not there (any more)",
@@ -190,7 +192,8 @@ def handle_create_replacement(
         NOT_VISIBLE,
         (
             HTTPStatus.CONFLICT,
-            "The upload has not failed: it is still in progress, or became a file (`upload_not_failed`)",
+            "The upload has not failed: it is still in progress (a replace: being sent to MemOS), or became a"
+            " file (`upload_not_failed`)",
         ),
     ),
 )

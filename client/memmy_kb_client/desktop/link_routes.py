@@ -1,0 +1,175 @@
+"""The desktop service's linked folders (``memmy_kb_client.sync.links``): started and stopped with the
+service, their passes sent to the cloud with the service's login, and their routes: ``/control/links``
+for ``memmy-kb desktop link|unlink|links|confirm`` (control token), ``/api/links`` for the page (session,
+CSRF on changes)."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Final
+
+from memmy_kb_client.desktop.routes import Reply, Request, Route, error_reply
+from memmy_kb_client.desktop.state import Access, DesktopState
+
+if TYPE_CHECKING:
+    from memmy_kb_client.sdk import MemmyClient
+    from memmy_kb_client.sync.links import Links
+
+# httpx, the SDK and the sync are imported when the links start (after the service listens), not with the
+# routes: the service's start stays as cheap as before for the hooks.
+MAX_PATH_CHARS: Final = 4096
+# Each service's links while they start (a thread each), by the state's id.
+_STARTING: dict[int, tuple[threading.Thread, threading.Event]] = {}
+_STARTING_LOCK = threading.Lock()
+
+
+def cloud_client(state: DesktopState) -> MemmyClient:
+    """The SDK with the service's cloud login on each request (refreshed when due; a 401 marks it
+    rejected); not logged in, a request raises ``SyncAborted``."""
+    from collections.abc import Generator
+
+    import httpx
+
+    from memmy_kb_client.sdk import ClientConfig, MemmyClient
+    from memmy_kb_client.sync.execute import SyncAborted
+
+    class ServiceLogin(httpx.Auth):
+        def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+            login, why = state.fresh_login()
+            if login is None:
+                raise SyncAborted(
+                    f"the desktop service is not logged in ({why}): run `memmy-kb desktop login`"
+                )
+            request.headers["Authorization"] = f"Bearer {login.token}"
+            response = yield request
+            if response.status_code == 401:
+                state.mark_rejected(login)
+
+    base = state.cloud.base_url
+    return MemmyClient(
+        ClientConfig(base, None), http=httpx.Client(base_url=base, auth=ServiceLogin(), timeout=30)
+    )
+
+
+def start_links(state: DesktopState) -> None:
+    """Start the linked folders of the service's state directory on a thread of their own: the service
+    answers at once (the sync's imports cost about 130 ms), and ``state.links`` is set once they run.
+    Watched when ``watchfiles`` is installed (the ``desktop`` extra); without it each link is synced at
+    start and every ten minutes."""
+    stopping = threading.Event()
+
+    def run() -> None:
+        import importlib.util
+        from pathlib import Path
+
+        from memmy_kb_client.desktop import paths
+        from memmy_kb_client.sync.links import Links
+        from memmy_kb_client.sync.store import STORE_FILE, SyncStore
+
+        # Beside the secrets, not in the hooks' directory: an agent that may write there must not add a link.
+        directory = Path(paths.private_dir(state.state_dir)) / "sync"
+        paths.ensure_private_dir(str(directory.parent))
+        watch = importlib.util.find_spec("watchfiles") is not None
+        with _STARTING_LOCK:
+            if not stopping.is_set():
+                state.links = Links(
+                    SyncStore(directory / STORE_FILE), directory, lambda: cloud_client(state), watch=watch
+                ).start()
+
+    thread = threading.Thread(target=run, name="memmy-kb-links-start", daemon=True)
+    _STARTING[id(state)] = (thread, stopping)
+    thread.start()
+
+
+def stop_links(state: DesktopState) -> None:
+    """Stop the linked folders' threads (after their start, if it is still under way)."""
+    starting = _STARTING.pop(id(state), None)
+    if starting is not None:
+        with _STARTING_LOCK:
+            starting[1].set()
+        starting[0].join(30)
+    links: Links | None = state.links
+    if links is not None:
+        state.links = None
+        links.stop()
+        links.store.close()
+
+
+def _running(state: DesktopState) -> Links | None:
+    """The service's links, once started (a request that comes while they start waits for them)."""
+    starting = _STARTING.get(id(state))
+    if state.links is None and starting is not None:
+        starting[0].join(10)
+    links: Links | None = state.links
+    return links
+
+
+def _dir(request: Request) -> str | None:
+    body = request.json_object()
+    value = body.get("dir") if body else None
+    return (
+        value if isinstance(value, str) and 0 < len(value) <= MAX_PATH_CHARS and "\0" not in value else None
+    )
+
+
+def _links(state: DesktopState, request: Request) -> Reply:
+    links = _running(state)
+    return Reply(200, {"links": links.shown() if links is not None else []})
+
+
+def _link(state: DesktopState, request: Request) -> Reply:
+    body = request.json_object() or {}
+    directory, kb_id = _dir(request), body.get("kb")
+    if directory is None or not isinstance(kb_id, str) or not 0 < len(kb_id) <= 256:
+        return error_reply(422, "validation_error", 'expected {"dir": "/path/to/folder", "kb": "KB_ID"}')
+    links = _running(state)
+    if links is None:
+        return error_reply(503, "links_unavailable", "the service is stopping")
+    import httpx
+
+    from memmy_kb_client.sdk import MemmyApiError
+    from memmy_kb_client.sync.execute import SyncAborted
+    from memmy_kb_client.sync.links import LinkError
+
+    try:
+        return Reply(200, links.link(directory, kb_id))
+    except LinkError as err:
+        return error_reply(409, "link_refused", str(err))
+    except SyncAborted as err:
+        return error_reply(503, "desktop_logged_out", str(err))
+    except MemmyApiError as err:
+        return error_reply(err.status, err.code, err.message)
+    except (httpx.HTTPError, OSError) as err:
+        return error_reply(502, "cloud_unreachable", f"the cloud did not answer ({type(err).__name__})")
+
+
+def _about_one(action: str) -> Route:
+    def handle(state: DesktopState, request: Request) -> Reply:
+        directory = _dir(request)
+        if directory is None:
+            return error_reply(422, "validation_error", 'expected {"dir": "/path/to/folder"}')
+        links = _running(state)
+        done = links is not None and (
+            links.unlink(directory) if action == "unlink" else links.confirm(directory)
+        )
+        if not done:
+            return error_reply(404, "link_not_found", "no linked folder at that path")
+        return _links(state, request)
+
+    return Route(Access.CONTROL, handle)
+
+
+def _for_page(route: Route) -> Route:
+    return Route(Access.SESSION, route.handler)
+
+
+_UNLINK, _CONFIRM = _about_one("unlink"), _about_one("confirm")
+LINK_ROUTES: Final[dict[tuple[str, str], Route]] = {
+    ("GET", "/control/links"): Route(Access.CONTROL, _links),
+    ("POST", "/control/links"): Route(Access.CONTROL, _link),
+    ("POST", "/control/links/unlink"): _UNLINK,
+    ("POST", "/control/links/confirm"): _CONFIRM,
+    ("GET", "/api/links"): Route(Access.SESSION, _links),
+    ("POST", "/api/links/unlink"): _for_page(_UNLINK),
+    ("POST", "/api/links/confirm"): _for_page(_CONFIRM),
+}

@@ -1,0 +1,185 @@
+"""``memmy-kb sync DIR KB``: one pass that makes the knowledge base match the folder (docs/sync.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from memmy_kb_client.terminal import one_line, printable
+
+_VERBS = {"upload": "upload", "replace": "replace", "delete": "delete", "skip": "skip", "resume": "resume"}
+_DONE = {
+    "uploaded": "uploaded",
+    "replaced": "replaced",
+    "deleted": "deleted",
+    "unchanged": "unchanged",
+    "folder": "folder",
+}
+
+
+def plan_lines(plan: Any) -> list[str]:
+    """The plan as people read it: the counts, then each path by what happens to it."""
+    lines = [
+        f"upload {len(plan.uploads)}, replace {len(plan.replaces)}, delete {len(plan.deletes)}, "
+        f"skip {len(plan.skips)}"
+        + (f", resume {len(plan.resumes)}" if plan.resumes else "")
+        + (f", in flight {len(plan.waiting)}" if plan.waiting else "")
+    ]
+    for kind, steps in (
+        ("resume", plan.resumes),
+        ("upload", plan.uploads),
+        ("replace", plan.replaces),
+        ("delete", plan.deletes),
+        ("skip", plan.skips),
+    ):
+        for step in steps:
+            reason = f"  ({one_line(step.reason)})" if step.reason and kind == "skip" else ""
+            lines.append(f"  {_VERBS[kind]:<8} {one_line(step.path)}{reason}")
+    return lines
+
+
+def _progress(index: int, total: int, kind: str, path: str) -> None:
+    if sys.stderr.isatty():
+        end = "\n" if index == total else ""
+        print(f"\r\033[K[{index}/{total}] {kind} {one_line(path)[:60]}", end=end, file=sys.stderr, flush=True)
+
+
+def _ask(plan: Any) -> bool:
+    from memmy_kb_client.delete_prompts import confirmed, stdin_is_terminal
+
+    if not stdin_is_terminal():
+        return False
+    print(printable("\n".join(plan_lines(plan))), file=sys.stderr)
+    return confirmed(f"This pass would delete {len(plan.deletes)} files: {plan.confirm}. Go ahead?")
+
+
+def sync_folder(args: argparse.Namespace) -> int:
+    from memmy_kb_client.sdk import MemmyApiError
+    from memmy_kb_client.sync.execute import SyncAborted
+    from memmy_kb_client.sync.run import open_store, run_pass, store_dir, wait_until_ready
+    from memmy_kb_client.transfer_commands import client_for
+
+    root = Path(args.dir)
+    store = open_store()
+    try:
+        with client_for(args) as client:
+            result = run_pass(
+                client,
+                store,
+                args.kb,
+                root,
+                lock_dir=store_dir(),
+                dry_run=args.dry_run,
+                yes=args.yes,
+                delete_share=args.delete_share,
+                progress=None if args.json else _progress,
+                ask=None if args.json else _ask,
+            )
+            ready = {}
+            if args.wait and result.outcome is not None and result.outcome.sent:
+                ready = wait_until_ready(client, args.kb, result.outcome.sent, args.timeout)
+    except (MemmyApiError, SyncAborted, OSError) as err:
+        print(printable(f"error: {err}"), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted: what was sent is recorded, and the next pass resumes it", file=sys.stderr)
+        return 130
+    finally:
+        store.close()
+    if args.json:
+        print(printable(json.dumps(_as_json(result, ready), ensure_ascii=False, indent=2)))
+    else:
+        print(printable("\n".join(_result_lines(args, result, ready))))
+    failed_ready = any(
+        e.status == "failed" or (e.replacement or {}).get("status") == "failed" for e in ready.values()
+    )
+    if result.stopped:
+        return 1
+    return 1 if (result.outcome and result.outcome.errors) or failed_ready else 0
+
+
+def _result_lines(args: argparse.Namespace, result: Any, ready: dict[str, Any]) -> list[str]:
+    if args.dry_run or result.stopped:
+        lines = [f"{'plan (dry run)' if args.dry_run else 'stopped'}: {one_line(str(args.dir))} -> {args.kb}"]
+        lines += plan_lines(result.plan)
+        if result.plan.confirm:
+            lines.append(
+                f"{'would stop' if args.dry_run else 'nothing was changed'}: {result.plan.confirm}; "
+                "run again with --yes to delete them"
+            )
+        return lines
+    outcome = result.outcome
+    lines = [f"{_DONE[d['action']]:<10} {one_line(d['path'])}" for d in outcome.done]
+    lines += [f"{'skipped':<10} {one_line(s.path)}  ({one_line(s.reason)})" for s in result.plan.skips]
+    lines += [f"{'in flight':<10} {one_line(s.path)}" for s in result.plan.waiting]
+    lines += [f"{'error':<10} {one_line(e['path'])}: {one_line(e['error'])}" for e in outcome.errors]
+    for upload_id, path in outcome.sent.items():
+        if args.wait:
+            entry = ready.get(upload_id)
+            status = "still processing" if entry is None else entry.status
+            if entry is not None and (entry.replacement or {}).get("status") == "failed":
+                status = "failed"
+            lines.append(f"{status:<10} {one_line(path)}")
+    counts = {
+        a: sum(1 for d in outcome.done if d["action"] == a) for a in ("uploaded", "replaced", "deleted")
+    }
+    lines.append(
+        f"synced {one_line(str(args.dir))} -> {args.kb}: uploaded {counts['uploaded']}, replaced "
+        f"{counts['replaced']}, deleted {counts['deleted']}, skipped {len(result.plan.skips)}, "
+        f"errors {len(outcome.errors)} ({_count(result.listings, 'listing')}, {_count(result.hashed, 'file')} hashed)"
+    )
+    return lines
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _as_json(result: Any, ready: dict[str, Any]) -> dict[str, Any]:
+    outcome = result.outcome
+    return {
+        "plan": result.plan.summary(),
+        "stopped": result.stopped,
+        "done": outcome.done if outcome else [],
+        "errors": outcome.errors if outcome else [],
+        "ready": {outcome.sent[u]: e.status for u, e in ready.items()} if outcome else {},
+        "listings": result.listings,
+        "hashed": result.hashed,
+    }
+
+
+def add_sync_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``sync`` on the top-level parser."""
+    sync = commands.add_parser(
+        "sync",
+        help="make a knowledge base match a folder (one pass): upload new, replace changed, delete removed",
+        description="Uploads new files, replaces changed ones (by SHA-256) and deletes the files this "
+        "folder's sync brought in that are gone from it; sub-folders become KB folders. Files uploaded by "
+        "other means are never replaced or deleted. Hidden and temporary files and what .memmyignore names "
+        "(gitignore syntax) are left out. See docs/sync.md.",
+    )
+    sync.add_argument("dir", metavar="DIR", help="the folder")
+    sync.add_argument("kb", metavar="KB", help="the knowledge base's id (one of your own)")
+    sync.add_argument("--dry-run", action="store_true", help="print the plan; change nothing")
+    sync.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="delete even when the pass would delete more than --delete-share of the synced files, or the "
+        "folder is empty or missing",
+    )
+    sync.add_argument(
+        "--delete-share",
+        type=float,
+        default=0.25,
+        help="the share of the synced files a pass may delete without --yes (default 0.25)",
+    )
+    sync.add_argument("--wait", action="store_true", help="wait until every file sent is available or failed")
+    sync.add_argument("--timeout", type=float, default=600, help="seconds to wait at most (with --wait)")
+    sync.add_argument("--endpoint", help="API URL (default: $MEMMY_KB_ENDPOINT, saved login, local stack)")
+    sync.add_argument("--token", help="login token (default: $MEMMY_KB_TOKEN or the saved login)")
+    sync.add_argument("--json", action="store_true", help="print the plan and what was done as JSON")
+    sync.set_defaults(func=sync_folder)

@@ -1,0 +1,69 @@
+"""``memmy-kb desktop link DIR KB``, ``unlink DIR``, ``confirm DIR`` and ``links``: each asks the running
+desktop service (``/control/links``), which runs the linked folders' passes (``memmy_kb_client.sync.links``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from memmy_kb_client.terminal import printable
+
+# The desktop commands' way to the service: one control request, its answer or None (the error printed).
+Control = Callable[..., "dict[str, Any] | None"]
+
+
+def _links(args: argparse.Namespace, control: Control) -> int:
+    """``desktop link DIR KB``, ``unlink DIR``, ``confirm DIR`` and ``links``: each asks the service."""
+    if args.desktop == "link":
+        answer = control("POST", "/control/links", {"dir": os.path.abspath(args.dir), "kb": args.kb})
+    elif args.desktop in ("unlink", "confirm"):
+        answer = control("POST", f"/control/links/{args.desktop}", {"dir": os.path.abspath(args.dir)})
+    else:
+        answer = control("GET", "/control/links")
+    if answer is None:
+        return 1
+    if args.json:
+        print(printable(json.dumps(answer, ensure_ascii=False, indent=2)))
+        return 0
+    links = answer.get("links", [answer]) if args.desktop != "link" else [answer]
+    print(printable("\n".join(link_lines(links)) or "no linked folders"))
+    return 0
+
+
+def link_lines(links: list[dict[str, Any]]) -> list[str]:
+    """One line per linked folder: its KB, its state, its last pass or what holds it."""
+    import time
+
+    lines = []
+    for link in links:
+        state = str(link.get("state"))
+        if link.get("paused"):
+            state += f" ({link['paused']}: `memmy-kb desktop confirm DIR` or the page's Confirm)"
+        elif link.get("error"):
+            state += f" ({link['error']})"
+        last = link.get("last_pass_at")
+        when = f", last pass {time.strftime('%H:%M:%S', time.localtime(last))}" if last else ""
+        counts = (link.get("last") or {}).get("counts") or {}
+        did = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
+        lines.append(f"{link.get('dir')} -> {link.get('kb_id')}: {state}{when}{f' ({did})' if did else ''}")
+    return lines
+
+
+def add_link_commands(desktop: argparse._SubParsersAction[argparse.ArgumentParser], control: Control) -> None:
+    """Register ``link``, ``unlink``, ``confirm`` and ``links`` under ``desktop``."""
+    link = desktop.add_parser(
+        "link", help="keep a folder in sync with one of your knowledge bases (the service watches it)"
+    )
+    link.add_argument("dir", metavar="DIR")
+    link.add_argument("kb", metavar="KB")
+    unlink = desktop.add_parser("unlink", help="stop syncing a folder (its files stay in the knowledge base)")
+    unlink.add_argument("dir", metavar="DIR")
+    confirm = desktop.add_parser("confirm", help="let a paused linked folder's pass delete what it would")
+    confirm.add_argument("dir", metavar="DIR")
+    links = desktop.add_parser("links", help="the linked folders: last sync, pending, paused, errors")
+    for parser in (link, unlink, confirm, links):
+        parser.add_argument("--json", action="store_true")
+        parser.set_defaults(func=lambda args: _links(args, control))

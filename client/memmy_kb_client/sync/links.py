@@ -1,0 +1,348 @@
+"""Linked folders in the desktop service: each is watched (``watchfiles``), a burst of changes (an editor's
+save, a copied tree) is let settle, then the same pass as ``memmy-kb sync`` runs on one worker thread, so
+no request thread ever waits for a pass. Every link gets a pass when the service starts, which catches up
+with whatever changed while it was stopped; a failed pass is tried again after ``retry_seconds``; a pass
+that needs confirming (``plan.confirm``) pauses the link until ``confirm``.
+
+Links live in the sync store (``links``), beside each folder's sync records, so they survive restarts.
+``stop`` ends the watchers and the worker (a pass under way finishes its current step first... and is
+resumed by the next start from what it recorded).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from memmy_kb_client.sync.local import is_temporary
+from memmy_kb_client.sync.store import SyncStore
+
+if TYPE_CHECKING:
+    from memmy_kb_client.sync.run import SyncCloud
+
+    class CloudClient(SyncCloud, Protocol):
+        def close(self) -> None: ...
+
+
+# httpx, the SDK and the pass are imported by the first pass: a service with no linked folder never loads
+# them (its start and the hooks' recalls stay as light as before).
+
+logger = logging.getLogger("memmy_kb_client.sync")
+
+QUIET_SECONDS: Final = 1.0
+RETRY_SECONDS: Final = 30.0
+# A pass now and then even without a local change: files deleted or replaced in the KB by other means.
+RESCAN_SECONDS: Final = 600.0
+
+
+class LinkError(Exception):
+    """A link refused (not a folder, already linked, a KB shared with you); the message says why."""
+
+
+@dataclass
+class LinkState:
+    """What ``desktop links`` and the page show of one linked folder."""
+
+    dir: str
+    kb_id: str
+    state: str = "waiting"  # waiting (a pass is due), syncing, idle, paused, error
+    last_pass_at: float | None = None
+    last: dict[str, Any] | None = None
+    error: str | None = None
+    paused: str | None = None
+    watching: bool = False
+
+    def shown(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Link:
+    status: LinkState
+    due: float | None = 0.0  # time.monotonic() when a pass is to run
+    confirm: bool = False
+    stop: threading.Event = field(default_factory=threading.Event)
+    watcher: threading.Thread | None = None
+
+
+class Links:
+    """The service's linked folders and the threads that keep them in sync."""
+
+    def __init__(
+        self,
+        store: SyncStore,
+        lock_dir: Path,
+        client: Callable[[], CloudClient],
+        *,
+        quiet_seconds: float = QUIET_SECONDS,
+        retry_seconds: float = RETRY_SECONDS,
+        rescan_seconds: float = RESCAN_SECONDS,
+        watch: bool = True,
+        send: Callable[[dict[str, Any], Path], None] | None = None,
+    ) -> None:
+        self.store, self.lock_dir, self._client = store, lock_dir, client
+        self.quiet, self.retry, self.rescan, self.watch = quiet_seconds, retry_seconds, rescan_seconds, watch
+        self._send = send  # tests: storage stands in
+        self._links: dict[str, _Link] = {}
+        self._lock = threading.Condition()
+        self._stopping = threading.Event()
+        self._worker: threading.Thread | None = None
+
+    # ------------------------------------------------------------------------------------ lifecycle
+
+    def start(self) -> Links:
+        for root, kb_id in self.store.links():
+            self._add(root, kb_id)
+        self._worker = threading.Thread(target=self._work, name="memmy-kb-sync", daemon=True)
+        self._worker.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stopping.set()
+        with self._lock:
+            links = list(self._links.values())
+            self._lock.notify_all()
+        for link in links:
+            link.stop.set()
+        for thread in [self._worker, *(link.watcher for link in links)]:
+            if thread is not None:
+                thread.join(timeout)
+
+    # ------------------------------------------------------------------------------ what routes call
+
+    def link(self, directory: str, kb_id: str) -> dict[str, Any]:
+        root = os.path.abspath(os.path.expanduser(directory))
+        if not os.path.isdir(root):
+            raise LinkError(f"{root} is not a folder")
+        with self._lock:
+            existing = self._links.get(root)
+        if existing is not None and existing.status.kb_id != kb_id:
+            raise LinkError(f"{root} is linked to {existing.status.kb_id} already: unlink it first")
+        client = self._client()
+        try:
+            if client.get_knowledge_base(kb_id).get("role") != "owner":
+                raise LinkError(
+                    "a knowledge base shared with you cannot be a sync target: link one of your own"
+                )
+        finally:
+            client.close()
+        self.store.add_link(root, kb_id)
+        return self._add(root, kb_id).shown()
+
+    def unlink(self, directory: str) -> bool:
+        root = os.path.abspath(os.path.expanduser(directory))
+        with self._lock:
+            link = self._links.pop(root, None)
+        self.store.remove_link(root)
+        if link is None:
+            return False
+        link.stop.set()
+        return True
+
+    def confirm(self, directory: str) -> bool:
+        """Run the paused link's pass, deletions and all."""
+        root = os.path.abspath(os.path.expanduser(directory))
+        with self._lock:
+            link = self._links.get(root)
+            if link is None:
+                return False
+            link.confirm, link.due = True, 0.0
+            link.status.state = "waiting"
+            self._lock.notify_all()
+        return True
+
+    def shown(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [
+                link.status.shown() for link in sorted(self._links.values(), key=lambda li: li.status.dir)
+            ]
+
+    def changed(self, root: str) -> None:
+        """Something changed in ``root``: a pass once the changes have settled for ``quiet`` seconds."""
+        with self._lock:
+            link = self._links.get(root)
+            if link is None:
+                return
+            link.due = time.monotonic() + self.quiet
+            if link.status.state in ("idle", "error"):
+                link.status.state = "waiting"
+            self._lock.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Tests: whether every link has no pass due or running within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while any(
+                li.due is not None and li.status.state != "paused" for li in self._links.values()
+            ) or any(li.status.state == "syncing" for li in self._links.values()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._lock.wait(min(left, 0.1))
+        return True
+
+    # -------------------------------------------------------------------------------------- threads
+
+    def _add(self, root: str, kb_id: str) -> LinkState:
+        with self._lock:
+            link = self._links.get(root)
+            if link is None:
+                link = _Link(LinkState(root, kb_id))
+                self._links[root] = link
+                if self.watch:
+                    link.watcher = threading.Thread(
+                        target=self._watch, args=(root, link.stop), name="memmy-kb-watch", daemon=True
+                    )
+                    link.watcher.start()
+            link.due = 0.0
+            self._lock.notify_all()
+            return link.status
+
+    def _work(self) -> None:
+        while not self._stopping.is_set():
+            root = self._next_due()
+            if root is None:
+                continue
+            try:
+                self._pass(root)
+            except Exception as err:  # the one worker must outlive a bug in one pass
+                logger.exception("a linked folder's pass failed unexpectedly")
+                self._failed_unexpectedly(root, err)
+
+    def _next_due(self) -> str | None:
+        with self._lock:
+            now = time.monotonic()
+            due = [(li.due, root) for root, li in self._links.items() if li.due is not None]
+            if due and min(due)[0] <= now:
+                root = min(due)[1]
+                link = self._links[root]
+                link.due, link.status.state = None, "syncing"
+                return root
+            wait = min(due)[0] - now if due else self.rescan
+            self._lock.wait(max(0.01, min(wait, 1.0)))
+            for li in self._links.values():
+                if (
+                    li.due is None
+                    and li.status.last_pass_at
+                    and time.time() - li.status.last_pass_at > self.rescan
+                ):
+                    li.due = 0.0
+            return None
+
+    def _pass(self, root: str) -> None:
+        import httpx
+
+        from memmy_kb_client.sdk import MemmyApiError
+        from memmy_kb_client.sync.execute import SyncAborted
+        from memmy_kb_client.sync.run import run_pass
+
+        with self._lock:
+            link = self._links.get(root)
+            if link is None:
+                return
+            kb_id, yes = link.status.kb_id, link.confirm
+        update: dict[str, Any] = {"error": None, "paused": None, "state": "idle"}
+        retry = False
+        client = None
+        try:
+            client = self._client()
+            result = run_pass(
+                client,
+                self.store,
+                kb_id,
+                Path(root),
+                lock_dir=self.lock_dir,
+                yes=yes,
+                send=self._send,
+                stopping=self._stopping.is_set,
+            )
+            update["last"], update["last_pass_at"] = result.record(), time.time()
+            errors = result.outcome.errors if result.outcome else []
+            if result.stopped:
+                update.update(state="paused", paused=result.stopped)
+            elif errors:
+                update.update(state="error", error=f"{errors[0]['path']}: {errors[0]['error']}")
+                retry = True
+        except (SyncAborted, MemmyApiError, httpx.HTTPError, OSError, sqlite3.Error) as err:
+            logger.warning("sync of a linked folder failed: %s", type(err).__name__)
+            update.update(state="error", error=str(err))
+            retry = True
+        finally:
+            if client is not None:
+                client.close()
+        with self._lock:
+            if self._links.get(root) is not link:
+                return  # unlinked meanwhile
+            if update["state"] != "paused":
+                link.confirm = False
+            for key, value in update.items():
+                setattr(link.status, key, value)
+            if retry and link.due is None:
+                link.due = time.monotonic() + self.retry
+            if link.due is not None:
+                link.status.state = "waiting" if update["state"] == "idle" else link.status.state
+            self._lock.notify_all()
+
+    def _failed_unexpectedly(self, root: str, err: Exception) -> None:
+        with self._lock:
+            link = self._links.get(root)
+            if link is not None:
+                link.status.state, link.status.error = "error", f"unexpected {type(err).__name__}"
+                link.due = time.monotonic() + self.retry
+                self._lock.notify_all()
+
+    def _watch(self, root: str, stop: threading.Event) -> None:
+        """Watch ``root`` until ``stop``; a folder that is missing (unmounted) is looked for again."""
+        from watchfiles import watch
+
+        def relevant(_: object, path: str) -> bool:
+            relative = os.path.relpath(path, root).replace(os.sep, "/")
+            return not any(
+                part.startswith(".") and part != ".memmyignore" for part in relative.split("/")
+            ) and not (is_temporary(relative.rsplit("/", 1)[-1]))
+
+        while not stop.is_set() and not self._stopping.is_set():
+            if not os.path.isdir(root):
+                self._set_watching(root, False)
+                if stop.wait(2.0):
+                    break
+                if os.path.isdir(root):
+                    self.changed(root)
+                continue
+            try:
+                self._set_watching(root, True)
+                for _ in _changes(watch, root, stop, relevant):
+                    self.changed(root)
+            except (OSError, RuntimeError):
+                stop.wait(2.0)
+            self._set_watching(root, False)
+
+    def _set_watching(self, root: str, watching: bool) -> None:
+        with self._lock:
+            link = self._links.get(root)
+            if link is not None:
+                link.status.watching = watching
+
+
+def _changes(
+    watch: Any, root: str, stop: threading.Event, relevant: Callable[[object, str], bool]
+) -> Iterator[Any]:
+    # The debounce groups an editor's save or a copied tree into one batch; ``step`` is how long the
+    # watcher waits for more; ``rust_timeout`` bounds how long ``stop`` can go unnoticed.
+    yield from watch(
+        root,
+        watch_filter=relevant,
+        debounce=800,
+        step=100,
+        stop_event=stop,
+        rust_timeout=500,
+        yield_on_timeout=False,
+        raise_interrupt=False,
+    )

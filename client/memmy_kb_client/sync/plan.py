@@ -1,0 +1,297 @@
+"""What one pass does, decided by a pure function of the folder (``local.FolderScan`` and its hashes), the
+KB (``remote.Tree``) and what the sync remembers (``store.Memory``):
+
+* a file on disk whose path has no KB file is **uploaded** (into KB folders named as its sub-folders);
+* a file the sync brought in whose bytes (SHA-256) differ from the KB's current version is **replaced**,
+  naming that version (``if_version``), whatever the dates say;
+* a file the sync brought in that is gone from disk (or now ignored) is **deleted**;
+* a KB file at a file's path that a sync brought in (``origin`` ``sync``, from any desktop) is taken over
+  (adopted: recorded, and replaced if its bytes differ); one uploaded by other means is never replaced or
+  deleted: the file is **skipped**, as are unsupported, oversized, empty and still-changing files, and a
+  file the service rejected until its bytes change;
+* an upload or replace recorded before an interruption is found again by its upload id: done, in flight
+  (nothing to do), failed, or to be **resumed** with its own ``Idempotency-Key``, never uploaded anew.
+
+Deleting more than ``delete_share`` of the sync's files, or anything at all when the folder is missing or
+empty, sets ``confirm``: the caller runs nothing until told to (``--yes``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from memmy_kb_client.sync.local import FolderScan
+from memmy_kb_client.sync.remote import Entry, Tree
+from memmy_kb_client.sync.store import Failed, Memory, Pending, Synced
+
+DEFAULT_DELETE_SHARE: Final = 0.25
+
+StepKind = Literal[
+    "upload", "replace", "delete", "skip", "resume", "wait", "record", "fail", "forget", "drop"
+]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing a pass does about one path (``record``, ``fail``, ``forget`` and ``drop`` only change
+    what the sync remembers; ``wait`` does nothing: an upload of it is in flight)."""
+
+    kind: StepKind
+    path: str
+    reason: str = ""
+    file_id: str | None = None
+    version: int | None = None
+    sha256: str | None = None
+    size: int = 0
+    pending: Pending | None = None
+    upload_id: str | None = None  # record/fail: the upload concerned; upload: a failed one to dismiss
+
+
+@dataclass(frozen=True)
+class Plan:
+    uploads: list[Step] = field(default_factory=list)
+    replaces: list[Step] = field(default_factory=list)
+    deletes: list[Step] = field(default_factory=list)
+    skips: list[Step] = field(default_factory=list)
+    resumes: list[Step] = field(default_factory=list)
+    waiting: list[Step] = field(default_factory=list)
+    records: list[Step] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)
+    synced_count: int = 0
+    confirm: str | None = None
+
+    @property
+    def changes(self) -> int:
+        return len(self.uploads) + len(self.replaces) + len(self.deletes) + len(self.resumes)
+
+    def summary(self) -> dict[str, Any]:
+        """The plan as ``--dry-run --json`` prints it."""
+
+        def named(steps: list[Step]) -> list[dict[str, Any]]:
+            return [{"path": s.path, **({"reason": s.reason} if s.reason else {})} for s in steps]
+
+        return {
+            "upload": named(self.uploads),
+            "replace": named(self.replaces),
+            "delete": named(self.deletes),
+            "skip": named(self.skips),
+            "resume": named(self.resumes),
+            "in_flight": named(self.waiting),
+            "folders": list(self.folders),
+            "synced": self.synced_count,
+            "confirm": self.confirm,
+        }
+
+
+def kb_path(path: str) -> str | None:
+    """A local path as the KB names it (the service trims names); None when a part is blank."""
+    parts = [part.strip() for part in path.split("/")]
+    return None if any(not part for part in parts) else "/".join(parts)
+
+
+@dataclass
+class _Work:
+    """The plan being built, and the sync's memory as the pending outcomes change it."""
+
+    synced: dict[str, Synced]
+    failed: dict[str, Failed]
+    busy: set[str] = field(default_factory=set)
+    steps: dict[str, list[Step]] = field(default_factory=dict)
+
+    def add(self, step: Step) -> None:
+        self.steps.setdefault(step.kind, []).append(step)
+
+
+def plan_pass(
+    scan: FolderScan,
+    sha256: dict[str, str],
+    tree: Tree,
+    memory: Memory,
+    *,
+    delete_share: float = DEFAULT_DELETE_SHARE,
+) -> Plan:
+    """The pass that makes ``tree`` match ``scan`` (see the module's docstring)."""
+    work = _Work(dict(memory.synced), dict(memory.failed))
+    by_id, by_upload, at_path = tree.by_id(), tree.by_upload(), tree.at_path()
+    for path, pending in sorted(memory.pending.items()):
+        _settle_pending(work, path, pending, by_id, by_upload, sha256.get(path))
+    for path, seen in sorted(scan.files.items()):
+        if path in work.busy:
+            continue
+        if path not in sha256:
+            work.add(Step("skip", path, "changing while read: next pass"))
+            continue
+        _decide_file(work, path, sha256[path], seen.size, by_id, at_path)
+    for path, reason in sorted(scan.skipped.items()):
+        work.add(Step("skip", path, reason))
+    present = set(scan.files) | set(scan.skipped)
+    for path, synced in sorted(work.synced.items()):
+        if path in present or path in work.busy:
+            continue
+        entry = by_id.get(synced.file_id)
+        if entry is None:
+            work.add(Step("forget", path, "no longer in the knowledge base"))
+        else:
+            work.add(Step("delete", path, file_id=entry.id))
+    return _finish(work, scan, tree, by_id, delete_share)
+
+
+def _finish(work: _Work, scan: FolderScan, tree: Tree, by_id: dict[str, Entry], share: float) -> Plan:
+    steps = work.steps
+    uploads = steps.get("upload", [])
+    deletes = steps.get("delete", [])
+    synced_count = sum(1 for s in work.synced.values() if s.file_id in by_id)
+    confirm = None
+    if deletes:
+        if not scan.exists:
+            confirm = "the folder is missing (an unmounted disk?)"
+        elif not scan.files and not scan.skipped:
+            confirm = "the folder is empty"
+        elif len(deletes) > share * synced_count:
+            confirm = (
+                f"it would delete {len(deletes)} of the {synced_count} files this folder's sync brought in"
+            )
+    return Plan(
+        uploads=uploads,
+        replaces=steps.get("replace", []),
+        deletes=deletes,
+        skips=steps.get("skip", []),
+        resumes=steps.get("resume", []),
+        waiting=steps.get("wait", []),
+        records=[s for kind in ("record", "fail", "forget", "drop") for s in steps.get(kind, [])],
+        folders=_folders_to_make([*uploads, *steps.get("resume", [])], tree),
+        synced_count=synced_count,
+        confirm=confirm,
+    )
+
+
+def _folders_to_make(steps: list[Step], tree: Tree) -> list[str]:
+    needed: set[str] = set()
+    for step in steps:
+        parts = (kb_path(step.path) or "").split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            folder = "/".join(parts[:depth])
+            if folder not in tree.folders:
+                needed.add(folder)
+    return sorted(needed, key=lambda f: (f.count("/"), f))
+
+
+def _decide_file(
+    work: _Work, path: str, sha: str, size: int, by_id: dict[str, Entry], at_path: dict[str, list[Entry]]
+) -> None:
+    synced = work.synced.get(path)
+    entry = by_id.get(synced.file_id) if synced else None
+    if synced is not None and entry is None:
+        work.add(Step("forget", path, "deleted from the knowledge base: uploaded again"))
+        del work.synced[path]
+    name = kb_path(path)
+    if entry is None and name is not None:
+        here = at_path.get(name, [])
+        entry = next((e for e in here if e.is_file and e.synced), None)
+        if entry is None:
+            _new_file(work, path, sha, size, here)
+            return
+    if entry is None:
+        work.add(Step("skip", path, "a file or folder name is blank"))
+        return
+    _known_file(work, path, sha, size, entry)
+
+
+def _new_file(work: _Work, path: str, sha: str, size: int, here: list[Entry]) -> None:
+    failed = work.failed.get(path)
+    if any(e.is_file for e in here):
+        work.add(Step("skip", path, "a file of this name, not uploaded by a sync, is in the knowledge base"))
+    elif any(e.status == "uploading" for e in here):
+        work.add(Step("skip", path, "a file of this name is being uploaded by other means: next pass"))
+    elif failed is not None and failed.sha256 == sha:
+        work.add(Step("skip", path, f"rejected before, unchanged since: {failed.reason}"))
+    else:
+        work.add(Step("upload", path, sha256=sha, size=size, upload_id=failed.upload_id if failed else None))
+
+
+def _known_file(work: _Work, path: str, sha: str, size: int, entry: Entry) -> None:
+    """A KB file this folder's sync brought in, or a synced one at its path (adopted)."""
+    replacement = entry.replacement or {}
+    failed = work.failed.get(path)
+    if entry.sha256 == sha:
+        synced = work.synced.get(path)
+        if synced != Synced(entry.id, entry.version or 0, sha):
+            work.add(Step("record", path, file_id=entry.id, version=entry.version, sha256=sha))
+            work.synced[path] = Synced(entry.id, entry.version or 0, sha)
+    elif replacement.get("status") == "uploading":
+        work.add(Step("skip", path, "being replaced by other means: next pass"))
+    elif failed is not None and failed.sha256 == sha:
+        work.add(Step("skip", path, f"rejected before, unchanged since: {failed.reason}"))
+    else:
+        if path not in work.synced:  # adopted: the replace below makes it this folder's
+            work.synced[path] = Synced(entry.id, entry.version or 0, entry.sha256 or "")
+        work.add(Step("replace", path, file_id=entry.id, version=entry.version, sha256=sha, size=size))
+
+
+def _settle_pending(
+    work: _Work,
+    path: str,
+    pending: Pending,
+    by_id: dict[str, Entry],
+    by_upload: dict[str, Entry],
+    local_sha: str | None,
+) -> None:
+    """What became of an upload or replace recorded before the last pass ended."""
+    if pending.kind == "upload":
+        found = by_upload.get(pending.upload_id) if pending.upload_id else None
+        if found is not None and found.is_file:
+            _done(work, path, found, pending)
+            return
+        shown_status = found.status if found else None
+        failure = found.reason if found and found.status == "failed" else None
+    else:
+        file = by_id.get(pending.file_id or "")
+        if file is None:
+            work.add(Step("forget", path, "deleted from the knowledge base during its replace"))
+            work.synced.pop(path, None)
+            return
+        if pending.upload_id is not None and file.upload_id == pending.upload_id:
+            _done(work, path, file, pending)
+            return
+        replacement = file.replacement or {}
+        ours = pending.upload_id is not None and replacement.get("upload_id") == pending.upload_id
+        shown_status = replacement.get("status") if ours else None
+        failure = (replacement.get("reason") or "rejected") if ours and shown_status == "failed" else None
+    if failure is not None:
+        work.add(Step("fail", path, failure, sha256=pending.sha256, upload_id=pending.upload_id))
+        work.failed[path] = Failed(pending.sha256, failure, pending.upload_id)
+    elif shown_status == "uploading" and pending.posted:
+        work.add(Step("wait", path, "sent; being checked"))
+        work.busy.add(path)
+    elif (shown_status == "uploading" or pending.upload_id is None) and local_sha == pending.sha256:
+        work.add(
+            Step(
+                "resume",
+                path,
+                pending=pending,
+                sha256=pending.sha256,
+                size=pending.size,
+                file_id=pending.file_id,
+                version=pending.if_version,
+            )
+        )
+        work.busy.add(path)
+    else:  # expired unused, or the file changed since: decided afresh
+        work.add(Step("drop", path, "never completed"))
+
+
+def _done(work: _Work, path: str, entry: Entry, pending: Pending) -> None:
+    synced = Synced(entry.id, entry.version or 0, entry.sha256 or pending.sha256)
+    work.add(
+        Step(
+            "record",
+            path,
+            file_id=synced.file_id,
+            version=synced.version,
+            sha256=synced.sha256,
+            upload_id=pending.upload_id,
+        )
+    )
+    work.synced[path] = synced
+    work.failed.pop(path, None)

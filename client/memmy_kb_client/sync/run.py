@@ -1,0 +1,137 @@
+"""One pass, end to end: the folder read, the KB read, the plan, and (unless it is a dry run or needs a
+confirmation it did not get) its execution; under the folder's pass lock, so two never overlap."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from memmy_kb_client.sync.execute import Cloud, Executor, Outcome, Progress, SyncAborted
+from memmy_kb_client.sync.local import hash_files, scan_folder
+from memmy_kb_client.sync.plan import DEFAULT_DELETE_SHARE, Plan, plan_pass
+from memmy_kb_client.sync.remote import Entry, read_tree
+from memmy_kb_client.sync.store import STORE_FILE, SyncStore, pair_of, pass_lock
+
+
+def store_dir(env: Any = os.environ) -> Path:
+    """Where sync records live: ``sync/`` in the desktop's private directory (``desktop-private``), never
+    in ``desktop/``, which the hooks' sandboxed agents may write: a link added there would have the
+    service upload a folder of the agent's choosing."""
+    from memmy_kb_client.desktop.paths import desktop_dir, private_dir
+
+    return Path(private_dir(desktop_dir(env))) / "sync"
+
+
+def open_store(directory: Path | None = None) -> SyncStore:
+    from memmy_kb_client.desktop.paths import ensure_private_dir
+
+    directory = directory or store_dir()
+    ensure_private_dir(str(directory.parent))
+    return SyncStore(directory / STORE_FILE)
+
+
+class SyncCloud(Cloud, Protocol):
+    def get_knowledge_base(self, kb_id: str) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """A pass: its plan, what it did (None: a dry run, or stopped for ``confirm``) and what it cost."""
+
+    plan: Plan
+    outcome: Outcome | None
+    stopped: str | None
+    listings: int
+    hashed: int
+
+    def record(self) -> dict[str, Any]:
+        """What ``passes`` keeps and ``desktop links`` shows."""
+        counts = {
+            "upload": len(self.plan.uploads) + len(self.plan.resumes),
+            "replace": len(self.plan.replaces),
+            "delete": len(self.plan.deletes),
+            "skip": len(self.plan.skips),
+            "in_flight": len(self.plan.waiting),
+        }
+        errors = self.outcome.errors if self.outcome else []
+        return {"counts": counts, "stopped": self.stopped, "errors": errors[:20], "error_count": len(errors)}
+
+
+def run_pass(
+    client: SyncCloud,
+    store: SyncStore,
+    kb_id: str,
+    root: Path,
+    *,
+    lock_dir: Path,
+    dry_run: bool = False,
+    yes: bool = False,
+    delete_share: float = DEFAULT_DELETE_SHARE,
+    progress: Progress | None = None,
+    ask: Callable[[Plan], bool] | None = None,
+    send: Callable[[dict[str, Any], Path], None] | None = None,
+    stopping: Callable[[], bool] | None = None,
+) -> PassResult:
+    """One pass making ``kb_id`` match ``root``; a plan that needs confirming runs only with ``yes`` or
+    when ``ask(plan)`` says so. ``SyncAborted`` when the KB is not the caller's own."""
+    root = Path(os.path.abspath(root))
+    pair = pair_of(kb_id, root)
+    with pass_lock(lock_dir, pair):
+        kb = client.get_knowledge_base(kb_id)
+        if kb.get("role") != "owner":
+            raise SyncAborted(
+                "a knowledge base shared with you cannot be a sync target: sync into one of your own"
+            )
+        scan = scan_folder(root)
+        memory = store.memory(pair)
+        hashed = hash_files(root, scan.files, memory.hashes)
+        fresh = {p: (scan.files[p].size, scan.files[p].mtime_ns, hashed.sha256[p]) for p in hashed.fresh}
+        store.remember_hashes(pair, fresh, [p for p in memory.hashes if p not in scan.files])
+        tree = read_tree(client, kb_id)
+        plan = plan_pass(scan, hashed.sha256, tree, memory, delete_share=delete_share)
+        stopped = None
+        if plan.confirm and not yes and not dry_run and not (ask is not None and ask(plan)):
+            stopped = plan.confirm
+        outcome = None
+        if not dry_run and stopped is None:
+            executor = Executor(client, store, pair, kb_id, root, progress)
+            if send is not None:  # tests: storage stands in
+                executor.send = send
+            if stopping is not None:
+                executor.stopping = stopping
+            outcome = executor.run(plan, tree)
+        result = PassResult(plan, outcome, stopped, tree.listings, len(hashed.fresh))
+        if not dry_run:
+            store.record_pass(pair, kb_id, str(root), result.record())
+        return result
+
+
+def wait_until_ready(
+    client: Cloud,
+    kb_id: str,
+    sent: dict[str, str],
+    timeout: float,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Entry]:
+    """Each upload or replace sent, once its file is available or failed (or the replace failed), by
+    upload id; the ones still processing at ``timeout`` are missing."""
+    final: dict[str, Entry] = {}
+    deadline = time.monotonic() + timeout
+    while len(final) < len(sent):
+        tree = read_tree(client, kb_id)
+        by_upload, by_replacement = tree.by_upload(), tree.by_replacement()
+        for upload_id in sent:
+            entry = by_upload.get(upload_id)
+            replaced = by_replacement.get(upload_id)
+            if entry is not None and entry.status in ("available", "failed"):
+                final[upload_id] = entry
+            elif replaced is not None and (replaced.replacement or {}).get("status") == "failed":
+                final[upload_id] = replaced
+        if len(final) == len(sent) or time.monotonic() >= deadline:
+            break
+        sleep(1)
+    return final

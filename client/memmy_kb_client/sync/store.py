@@ -1,0 +1,278 @@
+"""What a folder's sync remembers between passes, in the desktop's state directory (``sync/sync.sqlite3``),
+keyed by the knowledge base and the folder's absolute path:
+
+* ``synced``: the KB files this folder's sync brought in (or adopted), with the version and hash it last
+  saw: the only files a pass may replace or delete;
+* ``pending``: an upload or replace whose intent was recorded before it was sent (its ``Idempotency-Key``,
+  then its upload id, then whether its bytes went), so an interrupted pass finds it again instead of
+  uploading twice;
+* ``failed``: a file whose upload the service rejected, with the hash it had: not sent again until it
+  changes;
+* ``hashes``: each file's size, mtime and SHA-256 when last read, so an unchanged file is not read again;
+* ``passes``: when the last pass ran and what it did or why it stopped;
+* ``links``: the desktop service's linked folders (each folder's absolute path and its KB).
+
+SQLite (stdlib) keeps each step a transaction of its own and costs one small write per step. A pass of a
+folder holds ``pass_lock`` so ``memmy-kb sync`` and the desktop service never run one folder at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+STORE_FILE: Final = "sync.sqlite3"
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS synced (pair TEXT, path TEXT, file_id TEXT NOT NULL, version INTEGER NOT NULL,
+    sha256 TEXT NOT NULL, PRIMARY KEY (pair, path));
+CREATE TABLE IF NOT EXISTS pending (pair TEXT, path TEXT, kind TEXT NOT NULL, key TEXT NOT NULL,
+    sha256 TEXT NOT NULL, size INTEGER NOT NULL, upload_id TEXT, file_id TEXT, if_version INTEGER,
+    posted INTEGER NOT NULL DEFAULT 0, started_at REAL NOT NULL, PRIMARY KEY (pair, path));
+CREATE TABLE IF NOT EXISTS failed (pair TEXT, path TEXT, sha256 TEXT NOT NULL, reason TEXT NOT NULL,
+    upload_id TEXT, PRIMARY KEY (pair, path));
+CREATE TABLE IF NOT EXISTS hashes (pair TEXT, path TEXT, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL, PRIMARY KEY (pair, path));
+CREATE TABLE IF NOT EXISTS passes (pair TEXT PRIMARY KEY, kb_id TEXT NOT NULL, root TEXT NOT NULL,
+    at REAL NOT NULL, outcome TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS links (root TEXT PRIMARY KEY, kb_id TEXT NOT NULL, created_at REAL NOT NULL);
+"""
+
+Kind = Literal["upload", "replace"]
+
+
+@dataclass(frozen=True)
+class Synced:
+    """A KB file this folder's sync brought in: its id, and the version and hash the sync last saw."""
+
+    file_id: str
+    version: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Pending:
+    """An upload or replace recorded before it was sent. ``upload_id`` is None until the service answered;
+    ``posted`` once the bytes reached storage."""
+
+    kind: Kind
+    key: str
+    sha256: str
+    size: int
+    upload_id: str | None = None
+    file_id: str | None = None
+    if_version: int | None = None
+    posted: bool = False
+    started_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A file whose upload was rejected, with the hash it had then and the service's reason."""
+
+    sha256: str
+    reason: str
+    upload_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Everything a pass reads of the store, at its start."""
+
+    synced: dict[str, Synced]
+    pending: dict[str, Pending]
+    failed: dict[str, Failed]
+    hashes: dict[str, tuple[int, int, str]]
+
+
+def pair_of(kb_id: str, root: Path) -> str:
+    """The key of one folder's sync into one KB: the KB's id and the folder's absolute path."""
+    return f"{kb_id}\n{os.path.abspath(root)}"
+
+
+class SyncStore:
+    """The sync records of every folder, in one SQLite file; safe to share between threads."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
+        self._lock = threading.Lock()
+        with self._lock:
+            if self.path != ":memory:":
+                self._db.execute("PRAGMA journal_mode=WAL")
+                # WAL with NORMAL: a committed step survives the process being killed; only a power cut
+                # may lose the last steps, which a resume then finds by their Idempotency-Key or upload id.
+                self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        if self.path != ":memory:":
+            os.chmod(self.path, 0o600)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _run(self, sql: str, *params: Any) -> list[Any]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def memory(self, pair: str) -> Memory:
+        synced = {
+            p: Synced(f, v, s)
+            for p, f, v, s in self._run(
+                "SELECT path, file_id, version, sha256 FROM synced WHERE pair = ?", pair
+            )
+        }
+        pending = {
+            row[0]: Pending(row[1], row[2], row[3], row[4], row[5], row[6], row[7], bool(row[8]), row[9])
+            for row in self._run(
+                "SELECT path, kind, key, sha256, size, upload_id, file_id, if_version, posted, started_at"
+                " FROM pending WHERE pair = ?",
+                pair,
+            )
+        }
+        failed = {
+            p: Failed(s, r, u)
+            for p, s, r, u in self._run(
+                "SELECT path, sha256, reason, upload_id FROM failed WHERE pair = ?", pair
+            )
+        }
+        hashes = {
+            p: (z, m, s)
+            for p, z, m, s in self._run(
+                "SELECT path, size, mtime_ns, sha256 FROM hashes WHERE pair = ?", pair
+            )
+        }
+        return Memory(synced, pending, failed, hashes)
+
+    # ----------------------------------------------------------------------------------------- steps
+
+    def intend(self, pair: str, path: str, pending: Pending) -> None:
+        """Record an upload or replace before it is sent (its Idempotency-Key first of all)."""
+        self._run(
+            "INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            pair,
+            path,
+            pending.kind,
+            pending.key,
+            pending.sha256,
+            pending.size,
+            pending.upload_id,
+            pending.file_id,
+            pending.if_version,
+            int(pending.posted),
+            pending.started_at or time.time(),
+        )
+
+    def issued(self, pair: str, path: str, upload_id: str) -> None:
+        self._run("UPDATE pending SET upload_id = ? WHERE pair = ? AND path = ?", upload_id, pair, path)
+
+    def posted(self, pair: str, path: str) -> None:
+        self._run("UPDATE pending SET posted = 1 WHERE pair = ? AND path = ?", pair, path)
+
+    def synced(self, pair: str, path: str, synced: Synced) -> None:
+        """The file is the sync's at this version: any intent and failure for the path are over."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO synced VALUES (?, ?, ?, ?, ?)",
+                (pair, path, synced.file_id, synced.version, synced.sha256),
+            )
+            db.execute("DELETE FROM pending WHERE pair = ? AND path = ?", (pair, path))
+            db.execute("DELETE FROM failed WHERE pair = ? AND path = ?", (pair, path))
+
+    def failed(self, pair: str, path: str, failed: Failed) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO failed VALUES (?, ?, ?, ?, ?)",
+                (pair, path, failed.sha256, failed.reason, failed.upload_id),
+            )
+            db.execute("DELETE FROM pending WHERE pair = ? AND path = ?", (pair, path))
+
+    def drop_pending(self, pair: str, path: str) -> None:
+        self._run("DELETE FROM pending WHERE pair = ? AND path = ?", pair, path)
+
+    def forget(self, pair: str, path: str) -> None:
+        """The file is no longer the sync's (deleted, or gone from the KB)."""
+        with self._transaction() as db:
+            for table in ("synced", "pending", "failed"):
+                db.execute(f"DELETE FROM {table} WHERE pair = ? AND path = ?", (pair, path))  # noqa: S608
+
+    def remember_hashes(self, pair: str, hashes: dict[str, tuple[int, int, str]], gone: list[str]) -> None:
+        """The sizes, mtimes and hashes read in a pass; ``gone``: paths no longer on disk."""
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO hashes VALUES (?, ?, ?, ?, ?)",
+                [(pair, p, z, m, s) for p, (z, m, s) in hashes.items()],
+            )
+            db.executemany("DELETE FROM hashes WHERE pair = ? AND path = ?", [(pair, p) for p in gone])
+
+    def record_pass(self, pair: str, kb_id: str, root: str, outcome: dict[str, Any]) -> None:
+        self._run(
+            "INSERT OR REPLACE INTO passes VALUES (?, ?, ?, ?, ?)",
+            pair,
+            kb_id,
+            root,
+            time.time(),
+            json.dumps(outcome, ensure_ascii=False),
+        )
+
+    def links(self) -> list[tuple[str, str]]:
+        """The linked folders, as (absolute path, KB id)."""
+        return [(root, kb) for root, kb in self._run("SELECT root, kb_id FROM links ORDER BY root")]
+
+    def add_link(self, root: str, kb_id: str) -> None:
+        self._run("INSERT OR REPLACE INTO links VALUES (?, ?, ?)", root, kb_id, time.time())
+
+    def remove_link(self, root: str) -> None:
+        self._run("DELETE FROM links WHERE root = ?", root)
+
+    def last_pass(self, pair: str) -> tuple[float, dict[str, Any]] | None:
+        rows = self._run("SELECT at, outcome FROM passes WHERE pair = ?", pair)
+        return (rows[0][0], json.loads(rows[0][1])) if rows else None
+
+
+@contextmanager
+def pass_lock(store_dir: Path, pair: str, *, wait: bool = True) -> Iterator[bool]:
+    """Hold the folder's pass lock for the block (a file lock, so across processes too); yields False
+    when ``wait`` is off and another pass holds it."""
+    import hashlib
+
+    store_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    name = hashlib.sha256(pair.encode("utf-8")).hexdigest()[:24]
+    fd = os.open(store_dir / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            import fcntl
+        except ImportError:  # Windows: no advisory lock
+            yield True
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

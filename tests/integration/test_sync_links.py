@@ -1,0 +1,127 @@
+"""Linked folders (``memmy_kb_client.sync.links``) with the real watcher (``watchfiles``) on a temporary
+folder and an in-memory KB: a link syncs at once, picks up a new file within seconds, pauses instead of
+deleting when the folder is emptied (until confirmed), stops its threads cleanly, survives a restart and
+catches up on what changed while it was stopped."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memmy_kb_client.sync.links import LinkError, Links
+from memmy_kb_client.sync.store import SyncStore
+from tests.support.fake_kb import FakeKb
+from tests.support.polling import wait_until
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SyncStore]:
+    opened = SyncStore(tmp_path / "state" / "sync.sqlite3")
+    yield opened
+    opened.close()
+
+
+def links_for(kb: FakeKb, store: SyncStore, tmp_path: Path) -> Links:
+    return Links(store, tmp_path / "state", lambda: kb, quiet_seconds=0.3, retry_seconds=0.5, send=kb.send).start()
+
+
+def settled(links: Links, kb: FakeKb) -> None:
+    assert links.wait_idle(20)
+    kb.ingest()
+
+
+def test_a_linked_folder_syncs_at_once_and_picks_up_a_new_file_within_seconds(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    kb, root = FakeKb(), tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("a", encoding="utf-8")
+    links = links_for(kb, store, tmp_path)
+    try:
+        links.link(str(root), kb.kb_id)
+        settled(links, kb)
+        assert list(kb.paths()) == ["a.md"]
+        wait_until(lambda: links.shown()[0]["watching"], timeout=10, message="the watcher to start")
+
+        (root / "sub").mkdir()
+        (root / "sub" / "b.md").write_text("b", encoding="utf-8")
+        wait_until(lambda: len(kb.uploads) == 2, timeout=15, message="the new file to be uploaded")
+        settled(links, kb)
+
+        assert sorted(kb.paths()) == ["a.md", "sub/b.md"]
+        [shown] = links.shown()
+        assert (shown["state"], shown["error"]) == ("idle", None)
+    finally:
+        links.stop()
+
+
+def test_an_emptied_folder_pauses_the_link_until_confirmed(tmp_path: Path, store: SyncStore) -> None:
+    kb, root = FakeKb(), tmp_path / "docs"
+    root.mkdir()
+    for name in ("a.md", "b.md"):
+        (root / name).write_text(name, encoding="utf-8")
+    links = links_for(kb, store, tmp_path)
+    try:
+        links.link(str(root), kb.kb_id)
+        settled(links, kb)
+        links.changed(str(root))  # the pass that records the files the uploads became
+        settled(links, kb)
+
+        for name in ("a.md", "b.md"):
+            (root / name).unlink()
+        wait_until(lambda: links.shown()[0]["state"] == "paused", timeout=15, message="the link to pause")
+        assert links.shown()[0]["paused"] == "the folder is empty"
+        assert len(kb.files) == 2
+
+        assert links.confirm(str(root))
+        settled(links, kb)
+        assert kb.files == {}
+        assert links.shown()[0]["state"] == "idle"
+    finally:
+        links.stop()
+
+
+def test_the_threads_stop_with_the_service_and_a_restart_catches_up(tmp_path: Path, store: SyncStore) -> None:
+    kb, root = FakeKb(), tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("a", encoding="utf-8")
+    links = links_for(kb, store, tmp_path)
+    links.link(str(root), kb.kb_id)
+    settled(links, kb)
+    wait_until(lambda: links.shown()[0]["watching"], timeout=10, message="the watcher to start")
+    links.stop()
+    assert [t.name for t in threading.enumerate() if t.name.startswith("memmy-kb-")] == []
+
+    # While stopped: one file edited, one added
+    (root / "a.md").write_text("a, edited", encoding="utf-8")
+    (root / "c.md").write_text("c", encoding="utf-8")
+    again = links_for(kb, store, tmp_path)
+    try:
+        settled(again, kb)
+        assert sorted(kb.paths()) == ["a.md", "c.md"]
+        assert kb.paths()["a.md"][0] == 2
+        assert [link["dir"] for link in again.shown()] == [str(root)]
+    finally:
+        again.stop()
+
+
+def test_a_folder_linked_to_another_kb_or_a_shared_kb_is_refused(tmp_path: Path, store: SyncStore) -> None:
+    kb, root = FakeKb(), tmp_path / "docs"
+    root.mkdir()
+    links = links_for(kb, store, tmp_path)
+    try:
+        links.link(str(root), kb.kb_id)
+        with pytest.raises(LinkError, match="unlink it first"):
+            links.link(str(root), "kb_other")
+        with pytest.raises(LinkError, match="not a folder"):
+            links.link(str(tmp_path / "missing"), kb.kb_id)
+        kb.role = "reader"
+        with pytest.raises(LinkError, match="shared with you"):
+            links.link(str(tmp_path), kb.kb_id)
+        assert links.unlink(str(root))
+        assert store.links() == []
+    finally:
+        links.stop()

@@ -1,0 +1,225 @@
+"""Passes of a folder sync carried out against an in-memory KB (``tests.support.fake_kb``): each intent
+recorded before it is sent, so a pass killed mid-way is resumed without a second upload; a version
+conflict re-read and retried; a lasting refusal remembered; a shared KB refused; a pass with nothing to
+do makes listing calls only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memmy_kb_client.sync.execute import SyncAborted
+from memmy_kb_client.sync.run import PassResult, run_pass
+from memmy_kb_client.sync.store import SyncStore, pair_of
+from tests.support.fake_kb import FakeKb
+
+
+class Killed(BaseException):
+    """The process stopping mid-pass (nothing after it runs)."""
+
+
+@pytest.fixture
+def store() -> Iterator[SyncStore]:
+    opened = SyncStore(":memory:")
+    yield opened
+    opened.close()
+
+
+def write(root: Path, relative: str, text: str) -> None:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def sync(kb: FakeKb, store: SyncStore, root: Path, tmp_path: Path, **options: Any) -> PassResult:
+    """One pass with the fake KB's storage as the bytes' destination."""
+    options.setdefault("send", kb.send)
+    return run_pass(kb, store, kb.kb_id, root, lock_dir=tmp_path / "locks", **options)
+
+
+def test_a_first_pass_uploads_every_file_into_folders_named_as_its_sub_folders(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    root, kb = tmp_path / "docs", FakeKb()
+    for name in ("a.md", "b.md", "c.txt", "sub/d.md"):
+        write(root, name, f"content of {name}")
+
+    result = sync(kb, store, root, tmp_path)
+    kb.ingest()
+
+    assert result.outcome is not None
+    assert result.outcome.errors == []
+    assert sorted(kb.paths()) == ["a.md", "b.md", "c.txt", "sub/d.md"]
+    assert kb.calls["create_folder"] == 1
+    assert all(u.origin == "sync" and u.sha256 for u in kb.uploads.values())
+
+
+def test_edit_delete_and_add_make_exactly_those_three_changes(tmp_path: Path, store: SyncStore) -> None:
+    root, kb = tmp_path / "docs", FakeKb()
+    for name in ("a.md", "b.md", "c.md", "sub/d.md"):
+        write(root, name, f"content of {name}")
+    sync(kb, store, root, tmp_path)
+    kb.ingest()
+    sync(kb, store, root, tmp_path)  # records the files the uploads became
+    kb.calls.clear()
+
+    write(root, "a.md", "edited")
+    (root / "b.md").unlink()
+    write(root, "sub/e.md", "new")
+    result = sync(kb, store, root, tmp_path)
+    kb.ingest()
+
+    assert result.outcome is not None
+    assert sorted((d["action"], d["path"]) for d in result.outcome.done) == [
+        ("deleted", "b.md"),
+        ("replaced", "a.md"),
+        ("uploaded", "sub/e.md"),
+    ]
+    assert (kb.calls["request_upload"], kb.calls["request_replacement"], kb.calls["delete_file"]) == (1, 1, 1)
+    assert sorted(kb.paths()) == ["a.md", "c.md", "sub/d.md", "sub/e.md"]
+    assert kb.paths()["a.md"][0] == 2
+
+
+def test_a_pass_with_nothing_changed_lists_and_uploads_nothing(tmp_path: Path, store: SyncStore) -> None:
+    root, kb = tmp_path / "docs", FakeKb()
+    for name in ("a.md", "sub/b.md", "sub/deeper/c.md"):
+        write(root, name, name)
+    sync(kb, store, root, tmp_path)
+    kb.ingest()
+    sync(kb, store, root, tmp_path)
+    kb.calls.clear()
+
+    result = sync(kb, store, root, tmp_path)
+
+    # One read of the KB and one listing per folder (root, sub, sub/deeper); no file hashed again
+    assert dict(kb.calls) == {"get_knowledge_base": 1, "list_files": 3}
+    assert (result.plan.changes, result.hashed) == (0, 0)
+
+
+def test_a_pass_killed_after_asking_for_uploads_resumes_without_uploading_twice(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    root, kb = tmp_path / "docs", FakeKb()
+    for name in ("a.md", "b.md", "c.md"):
+        write(root, name, name)
+    sent: list[str] = []
+
+    def killed_on_second(ticket: dict[str, Any], path: Path) -> None:
+        if len(sent) == 1:
+            raise Killed
+        sent.append(path.name)
+        kb.send(ticket, path)
+
+    # Given a pass killed while sending its second file's bytes (after the service issued its ticket)
+    with pytest.raises(Killed):
+        sync(kb, store, root, tmp_path, send=killed_on_second)
+    assert len(kb.uploads) == 2
+
+    # When the next pass runs
+    result = sync(kb, store, root, tmp_path)
+    kb.ingest()
+
+    # Then the second is resumed with its own ticket, the first waited for, and each file is there once
+    assert result.plan.summary()["resume"] == [{"path": "b.md"}]
+    assert [s.path for s in result.plan.waiting] == ["a.md"]
+    assert len(kb.uploads) == 3
+    assert sorted(kb.paths()) == ["a.md", "b.md", "c.md"]
+
+
+def test_a_pass_killed_before_the_service_answered_resumes_with_the_same_key(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    root, kb = tmp_path / "docs", FakeKb()
+    write(root, "a.md", "a")
+    asked = kb.request_upload
+
+    def lost_answer(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        asked(*args, **kwargs)  # the service issued it; the answer never arrived
+        raise Killed
+
+    kb.request_upload = lost_answer  # type: ignore[method-assign]
+    with pytest.raises(Killed):
+        sync(kb, store, root, tmp_path)
+    del kb.request_upload
+
+    sync(kb, store, root, tmp_path)
+    kb.ingest()
+
+    assert len(kb.uploads) == 1
+    assert list(kb.paths()) == ["a.md"]
+
+
+def test_a_version_conflict_is_read_again_and_the_replace_retried(tmp_path: Path, store: SyncStore) -> None:
+    root, kb = tmp_path / "docs", FakeKb()
+    write(root, "a.md", "v1")
+    sync(kb, store, root, tmp_path)
+    kb.ingest()
+    sync(kb, store, root, tmp_path)
+    [file] = kb.files.values()
+
+    # Given another desktop replaced the file after this pass read the KB
+    write(root, "a.md", "ours")
+    listed = kb.list_files
+
+    def listing_then_other_desktop(kb_id: str, folder_id: str | None = None) -> dict[str, Any]:
+        answer = listed(kb_id, folder_id)
+        file.version, file.sha256 = file.version + 1, "theirs"
+        return answer
+
+    kb.list_files = listing_then_other_desktop  # type: ignore[method-assign]
+    result = sync(kb, store, root, tmp_path)
+    del kb.list_files
+    kb.ingest()
+
+    # Then the replace is retried over the version read again, and lands
+    assert result.outcome is not None
+    assert result.outcome.errors == []
+    assert kb.calls["get_file"] == 1
+    assert kb.paths()["a.md"][0] == 3
+
+
+def test_a_lasting_refusal_is_remembered_until_the_file_changes(tmp_path: Path, store: SyncStore) -> None:
+    root, kb = tmp_path / "docs", FakeKb()
+    write(root, "a.md", "a")
+    kb.refuse["a.md"] = (422, "validation_error", "The name is not allowed.")
+
+    first = sync(kb, store, root, tmp_path)
+    second = sync(kb, store, root, tmp_path)
+    write(root, "a.md", "changed")
+    third = sync(kb, store, root, tmp_path)
+
+    assert first.outcome is not None
+    assert [e["path"] for e in first.outcome.errors] == ["a.md"]
+    assert [(s.path, s.reason) for s in second.plan.skips] == [
+        ("a.md", "rejected before, unchanged since: The name is not allowed.")
+    ]
+    assert [s.path for s in third.plan.uploads] == ["a.md"]
+
+
+def test_a_knowledge_base_shared_with_you_cannot_be_a_target(tmp_path: Path, store: SyncStore) -> None:
+    kb = FakeKb(role="reader")
+    write(tmp_path / "docs", "a.md", "a")
+    with pytest.raises(SyncAborted, match="shared with you"):
+        sync(kb, store, tmp_path / "docs", tmp_path)
+    assert kb.calls["request_upload"] == 0
+
+
+def test_an_emptied_folder_deletes_nothing_without_yes(tmp_path: Path, store: SyncStore) -> None:
+    root, kb = tmp_path / "docs", FakeKb()
+    for name in ("a.md", "b.md"):
+        write(root, name, name)
+    sync(kb, store, root, tmp_path)
+    kb.ingest()
+    sync(kb, store, root, tmp_path)
+    for name in ("a.md", "b.md"):
+        (root / name).unlink()
+
+    stopped = sync(kb, store, root, tmp_path)
+    assert (stopped.stopped, stopped.outcome, len(kb.files)) == ("the folder is empty", None, 2)
+    done = sync(kb, store, root, tmp_path, yes=True)
+    assert done.outcome is not None
+    assert len(kb.files) == 0
+    assert store.memory(pair_of(kb.kb_id, root)).synced == {}

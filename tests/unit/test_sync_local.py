@@ -1,0 +1,89 @@
+"""The folder's side of a sync: what takes part (hidden, temporary and ``.memmyignore``d files left out),
+what is skipped with its reason, and hashing only what changed size or mtime since it was last hashed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from memmy_kb_client.sdk import file_sha256
+from memmy_kb_client.sync.local import MAX_FILE_BYTES, hash_files, scan_folder, skip_reason
+
+
+def write(root: Path, relative: str, text: str = "x") -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_hidden_temporary_and_ignored_files_are_left_out(tmp_path: Path) -> None:
+    for relative in (
+        "a.md",
+        "sub/b.md",
+        ".hidden.md",
+        ".git/config.md",
+        "~$report.docx",
+        "notes.md~",
+        "draft.md.swp",
+        "build/out.md",
+        "drafts/keep.md",
+        "drafts/x.md",
+        "deep/logs/l.md",
+    ):
+        write(tmp_path, relative)
+    write(tmp_path, ".memmyignore", "build/\ndrafts/*\n!drafts/keep.md\nlogs/\n")
+
+    scan = scan_folder(tmp_path)
+
+    assert sorted(scan.files) == ["a.md", "drafts/keep.md", "sub/b.md"]
+    assert scan.skipped == {}
+
+
+def test_unsupported_empty_and_oversized_files_are_skipped_with_their_reason(tmp_path: Path) -> None:
+    write(tmp_path, "photo.png")
+    write(tmp_path, "empty.md", "")
+    scan = scan_folder(tmp_path)
+    assert sorted(scan.skipped) == ["empty.md", "photo.png"]
+    assert scan.skipped["photo.png"].startswith("unsupported type")
+    assert scan.skipped["empty.md"] == "empty file"
+    assert skip_reason("big.pdf", MAX_FILE_BYTES + 1) == "too large: 100.0 MB, at most 100 MB"
+    assert skip_reason("ok.PDF", MAX_FILE_BYTES) is None
+
+
+def test_a_missing_folder_is_told_apart_from_an_empty_one(tmp_path: Path) -> None:
+    assert scan_folder(tmp_path / "unmounted").exists is False
+    assert scan_folder(tmp_path).exists is True
+
+
+def test_only_files_whose_size_or_mtime_changed_are_hashed_again(tmp_path: Path) -> None:
+    for name in ("same.md", "touched.md", "grown.md"):
+        write(tmp_path, name, "v1")
+    first = scan_folder(tmp_path)
+    hashed = hash_files(tmp_path, first.files, {})
+    cache = {p: (s.size, s.mtime_ns, hashed.sha256[p]) for p, s in first.files.items()}
+    write(tmp_path, "grown.md", "v2 longer")
+    os.utime(tmp_path / "touched.md", ns=(1, 1))
+    read: list[str] = []
+
+    def digest(path: Path) -> str:
+        read.append(path.name)
+        return file_sha256(path)
+
+    again = hash_files(tmp_path, scan_folder(tmp_path).files, cache, digest)
+
+    assert sorted(read) == ["grown.md", "touched.md"]
+    assert again.sha256["touched.md"] == hashed.sha256["touched.md"]  # same bytes: no change to send
+    assert again.sha256["grown.md"] != hashed.sha256["grown.md"]
+
+
+def test_a_file_that_changes_while_it_is_read_is_left_for_the_next_pass(tmp_path: Path) -> None:
+    write(tmp_path, "live.md", "v1")
+    scan = scan_folder(tmp_path)
+
+    def digest(path: Path) -> str:
+        path.write_text("v2 being written", encoding="utf-8")
+        return "whatever"
+
+    hashed = hash_files(tmp_path, scan.files, {}, digest)
+    assert (hashed.sha256, hashed.changing) == ({}, ["live.md"])
