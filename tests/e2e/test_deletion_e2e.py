@@ -25,7 +25,9 @@ from tests.support.stack import LOCAL_CLI, RunningStack
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.local_stack("MemOS failures injected in the emulator, moto's table and bucket, the reconciler's control endpoint"),
+    pytest.mark.local_stack(
+        "MemOS failures injected in the emulator, moto's table and bucket, the reconciler's control endpoint"
+    ),
 ]
 
 DELETE_FILES = "/delete/knowledgebase-file"

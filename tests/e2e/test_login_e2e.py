@@ -33,7 +33,7 @@ from tests.support.stage import Stage
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.local_stack("a stack of its own with 5-second tokens, and the dev identity provider's sign-in"),
+    pytest.mark.local_stack("a stack of its own with 5-second tokens and the dev identity provider's sign-in"),
 ]
 
 TTL_SECONDS = 5

@@ -29,7 +29,9 @@ def owner_login(stage: Stage) -> StageUser:
 
 
 @pytest.fixture(scope="module")
-def owner(stage: Stage, owner_login: StageUser, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageUser]:
+def owner(
+    stage: Stage, owner_login: StageUser, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PageUser]:
     user = start_user(stage, tmp_path_factory.mktemp("replacer"), owner_login)
     yield user
     user.stop()

@@ -73,7 +73,8 @@ def add_documents(stage: Stage, documents: dict[str, tuple[str, str, str]]) -> N
     with MemosClient(local.memos_api_url, StaticApiKeyProvider(DEFAULT_API_KEY)) as client:
         added = [
             client.add_knowledgebase_files(
-                memos_kb_id(local, kb_id), [FileInput.from_bytes(text.encode(), name=filename, mime_type="text/markdown")]
+                memos_kb_id(local, kb_id),
+                [FileInput.from_bytes(text.encode(), name=filename, mime_type="text/markdown")],
             )[0].id
             for kb_id, (_, filename, text) in documents.items()
         ]
@@ -169,11 +170,13 @@ def test_every_excerpt_names_its_kb_and_a_revoked_share_comes_back_no_more(stage
         assert shared_reply.status_code == HTTPStatus.CREATED, shared_reply.text
         # A third user with 10 KBs: past RECALL_MAX_SEARCHES (4), the rest are searched as one group
         many = [
-            olivia.post("/knowledge-bases", json={"name": stage.kb_name(f"资料{i}")}).json()["id"] for i in range(10)
+            olivia.post("/knowledge-bases", json={"name": stage.kb_name(f"资料{i}")}).json()["id"]
+            for i in range(10)
         ]
         markers = {shared: f"SH{tag}", mine: f"MY{tag}", **{kb: f"K{i}X{tag}" for i, kb in enumerate(many)}}
         tokens = {kb: (asker if kb == mine else owner).token for kb in markers}
-        add_documents(stage, {kb: (tokens[kb], "制度.md", f"{DOCUMENT} {marker}") for kb, marker in markers.items()})
+        documents = {kb: (tokens[kb], "制度.md", f"{DOCUMENT} {marker}") for kb, marker in markers.items()}
+        add_documents(stage, documents)
 
         body = rita.post("/recall", json={"query": QUESTION, "limit": 5}).json()
         by_kb = {_marker_kb(item, markers): item for item in body["items"]}

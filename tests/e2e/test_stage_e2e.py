@@ -89,4 +89,6 @@ def test_the_e2e_tier_runs_against_a_stack_it_did_not_start(deployed: RunningSta
     assert re.search(r"POST /knowledge-bases 201 ", log), log[-3000:]
     assert re.search(r"DELETE /knowledge-bases/\S+ 202 ", log), log[-3000:]
     headers = {"Authorization": f"Bearer {deployed.token(person)}"}
-    assert httpx.get(f"{deployed.api_url}/knowledge-bases", headers=headers, timeout=10).json() == {"items": []}
+    assert httpx.get(f"{deployed.api_url}/knowledge-bases", headers=headers, timeout=10).json() == {
+        "items": []
+    }

@@ -99,5 +99,7 @@ def test_delete_users_removes_the_runs_people_and_nobody_else(pool, capsys) -> N
 def test_a_phone_that_is_no_number_is_refused_before_anyone_is_made(pool) -> None:
     cognito, pool_id, client_id = pool
     with pytest.raises(SystemExit, match="is not a phone number"):
-        cognito_tokens.main(["--user-pool-id", pool_id, "--client-id", client_id, "p-1", "--phone", "1-800-FLOWERS"])
+        cognito_tokens.main(
+            ["--user-pool-id", pool_id, "--client-id", client_id, "p-1", "--phone", "1-800-FLOWERS"]
+        )
     assert cognito.list_users(UserPoolId=pool_id)["Users"] == []

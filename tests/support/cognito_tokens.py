@@ -76,7 +76,9 @@ def sign_in(cognito: Any, pool_id: str, client_id: str, email: str) -> str:
         AuthParameters={"USERNAME": email, "PASSWORD": password},
     )
     if "AuthenticationResult" not in answer:
-        raise SystemExit(f"cognito_tokens: Cognito asked for {answer.get('ChallengeName')} instead of signing in")
+        raise SystemExit(
+            f"cognito_tokens: Cognito asked for {answer.get('ChallengeName')} instead of signing in"
+        )
     return str(answer["AuthenticationResult"]["IdToken"])
 
 
@@ -92,10 +94,14 @@ def delete_users(cognito: Any, pool_id: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    found = argparse.ArgumentParser(prog="python -m tests.support.cognito_tokens", description=__doc__.split("\n\n")[0])
+    found = argparse.ArgumentParser(
+        prog="python -m tests.support.cognito_tokens", description=__doc__.split("\n\n")[0]
+    )
     found.add_argument("--user-pool-id", required=True, help="the stack's UserPoolId output")
     found.add_argument("--client-id", help="the stack's E2eLoginClientId output (needed to sign in)")
-    found.add_argument("--email-domain", default=EMAIL_DOMAIN, help=f"of the made-up emails (default {EMAIL_DOMAIN})")
+    found.add_argument(
+        "--email-domain", default=EMAIL_DOMAIN, help=f"of the made-up emails (default {EMAIL_DOMAIN})"
+    )
     found.add_argument("--delete-users", action="store_true", help=f"delete everyone in the group {GROUP}")
     found.add_argument("user", nargs="?", metavar="USER_NAME", help="the person to sign in")
     found.add_argument("--name", help="display name")

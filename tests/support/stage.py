@@ -147,7 +147,9 @@ class Stage:
         if self.local is not None:
             return StageUser(handle, self.local.token(handle, **claims))
         if unknown := set(claims) - set(STAGE_CLAIMS):
-            raise ValueError(f"{sorted(unknown)}: only the local stack's signer sets these; mark the test local_stack")
+            raise ValueError(
+                f"{sorted(unknown)}: only the local stack's signer sets these; mark the test local_stack"
+            )
         if not USER_NAME.match(handle):
             raise ValueError(f"{handle!r}: a stage user's handle is ASCII letters, digits, '.', '_' and '-'")
         user_name = f"{USER_PREFIX}-{self.run_id}-{handle}"
@@ -202,7 +204,7 @@ def stage_settings() -> tuple[str, str] | None:
     if not command:
         raise pytest.UsageError(
             f"{URL_ENV} is set but {TOKEN_COMMAND_ENV} is not: the e2e tier needs a command printing a login "
-            "token for a user name (README, \"Deploying\")"
+            'token for a user name (README, "Deploying")'
         )
     return url, command
 
@@ -225,7 +227,9 @@ def local_only_reason(item: pytest.Item) -> str | None:
     if marker is None:
         return None
     if not marker.args or not isinstance(marker.args[0], str) or not marker.args[0].strip():
-        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.{LOCAL_STACK_MARKER} needs its reason, a sentence")
+        raise pytest.UsageError(
+            f"{item.nodeid}: @pytest.mark.{LOCAL_STACK_MARKER} needs its reason, a sentence"
+        )
     return str(marker.args[0])
 
 

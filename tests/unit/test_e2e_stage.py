@@ -64,7 +64,10 @@ def test_a_deployed_stage_makes_its_people_with_the_command_under_the_runs_names
         ["memmy-e2e-run1-reader-ab12"],
     ]
     # And the user id is the token's sub, the token the command's last line
-    assert (owner.user_id, reader.user_id) == ("sub-memmy-e2e-run1-owner-ab12", "sub-memmy-e2e-run1-reader-ab12")
+    assert (owner.user_id, reader.user_id) == (
+        "sub-memmy-e2e-run1-owner-ab12",
+        "sub-memmy-e2e-run1-reader-ab12",
+    )
     assert token_claims(owner.token)["sub"] == owner.user_id
     # And the stage's KBs carry the run's prefix; its URL loses the output's trailing slash
     assert stage.kb_name("资料") == "e2e-run1 资料"
@@ -107,7 +110,10 @@ def test_what_only_the_local_signer_makes_is_refused_on_a_deployed_stage(
 @pytest.mark.parametrize(
     ("script", "said"),
     [
-        ("import sys; print('eyJ.secret.sig'); sys.stderr.write('no such pool'); sys.exit(3)", "exited with 3"),
+        (
+            "import sys; print('eyJ.secret.sig'); sys.stderr.write('no such pool'); sys.exit(3)",
+            "exited with 3",
+        ),
         ("print('Please sign in first')", "printed no login token"),
         ("print('a.b')", "(not a JWT"),
     ],
@@ -158,7 +164,9 @@ def test_the_url_without_its_token_command_stops_the_run(monkeypatch: pytest.Mon
     assert stage_settings() == ("https://api.example.test", "print-token --pool x")
 
 
-def test_the_run_id_is_the_operators_else_the_one_xdist_shares_else_new(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_run_id_is_the_operators_else_the_one_xdist_shares_else_new(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     config = SimpleNamespace(workerinput={"testrunuid": "0123456789abcdef"})
     monkeypatch.setenv(stage_module.RUN_ENV, "nightly7")
     assert run_id(config) == "nightly7"  # type: ignore[arg-type]
@@ -186,7 +194,9 @@ class Item:
 
 def test_marked_tests_are_skipped_with_their_reason_on_a_deployed_stage_only(tmp_path: Path) -> None:
     e2e = tmp_path / "e2e"
-    marked = Item(e2e / "test_a.py", fixtures=("local_stack",), marker=pytest.mark.local_stack("MemOS faults").mark)
+    marked = Item(
+        e2e / "test_a.py", fixtures=("local_stack",), marker=pytest.mark.local_stack("MemOS faults").mark
+    )
     anywhere = Item(e2e / "test_b.py", fixtures=("stage",))
     elsewhere = Item(tmp_path / "agents" / "test_c.py", fixtures=("local_stack",))  # another tier: not ours
 
@@ -209,7 +219,9 @@ def test_marked_tests_are_skipped_with_their_reason_on_a_deployed_stage_only(tmp
     ],
     ids=["fixture-unmarked", "no-reason", "blank-reason"],
 )
-def test_the_local_stack_without_a_marker_or_a_marker_without_a_reason_is_refused(item: Item, refusal: str) -> None:
+def test_the_local_stack_without_a_marker_or_a_marker_without_a_reason_is_refused(
+    item: Item, refusal: str
+) -> None:
     for deployed in (False, True):
         with pytest.raises(pytest.UsageError, match=refusal):
             mark_local_only([item], under=Path("/r/e2e"), deployed=deployed)  # type: ignore[list-item]
