@@ -5,12 +5,21 @@ Left out, as if not there: hidden files and folders (a name starting with ``.``)
 swap and backup files, Office lock files, partial downloads) and whatever ``.memmyignore`` in the folder's
 root names (gitignore syntax, read with ``pathspec``). Skipped with a reason, and kept in the knowledge
 base if they are there: files the service does not take (their type, or empty) and files over its size
-limit. Symbolic links to folders are not followed (a link back up would never end).
+limit; symbolic links and special files (FIFOs, sockets, devices): a link is never followed, so nothing
+outside the folder is read or sent (a link to ``~/.config/…/credentials.json`` planted by whoever may write
+the folder stays a link), and a FIFO is never opened (reading one would block the pass for ever). The
+folder named itself may be a link.
+
+A file is read for its hash beneath the folder's own descriptor, each part of its path opened without
+following a link (``openat`` with ``O_NOFOLLOW``): a file or sub-folder swapped for a link after the walk
+fails to open and waits for the next pass, and only a regular file is read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +30,14 @@ from pathspec import GitIgnoreSpec
 IGNORE_FILE: Final = ".memmyignore"
 SUPPORTED_EXTENSIONS: Final = ("pdf", "docx", "doc", "txt", "json", "md", "xml")
 MAX_FILE_BYTES: Final = 100 * 1024 * 1024
+SYMLINK: Final = "a symbolic link: not followed"
+NOT_REGULAR: Final = "not a regular file (a FIFO, socket or device)"
+# Each part of a path opened beneath its parent's descriptor, never through a link (POSIX); elsewhere
+# (Windows) by path, each part checked first.
+_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+_BENEATH: Final = bool(_NOFOLLOW) and os.open in os.supports_dir_fd
+_DIR_FLAGS: Final = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+_FILE_FLAGS: Final = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 # What editors, office suites and browsers leave beside a file while they write it: names that start or
 # end so, or are exactly so (plain string tests: a glob per name cost 30 µs a file).
 _TEMPORARY_PREFIXES: Final = ("~$", ".#")
@@ -106,16 +123,18 @@ def scan_folder(root: Path) -> FolderScan:
     rules = ignore_rules(root)
     files: dict[str, Seen] = {}
     skipped: dict[str, str] = {}
-    for relative, stat in _walk(str(root), "", rules):
-        reason = skip_reason(relative.rsplit("/", 1)[-1], stat.st_size)
+    for relative, info in _walk(str(root), "", rules, skipped):
+        reason = skip_reason(relative.rsplit("/", 1)[-1], info.st_size)
         if reason is None:
-            files[relative] = Seen(relative, stat.st_size, stat.st_mtime_ns)
+            files[relative] = Seen(relative, info.st_size, info.st_mtime_ns)
         else:
             skipped[relative] = reason
     return FolderScan(True, files, skipped)
 
 
-def _walk(directory: str, prefix: str, rules: GitIgnoreSpec) -> Iterator[tuple[str, os.stat_result]]:
+def _walk(
+    directory: str, prefix: str, rules: GitIgnoreSpec, skipped: dict[str, str]
+) -> Iterator[tuple[str, os.stat_result]]:
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError:
@@ -123,19 +142,55 @@ def _walk(directory: str, prefix: str, rules: GitIgnoreSpec) -> Iterator[tuple[s
     for entry in entries:
         relative = f"{prefix}{entry.name}"
         try:
-            is_dir = entry.is_dir(follow_symlinks=False)
-            is_file = entry.is_file()
+            is_link = entry.is_symlink()
+            is_dir = not is_link and entry.is_dir(follow_symlinks=False)
+            info = None if is_dir else entry.stat(follow_symlinks=False)
         except OSError:
             continue
         if left_out(relative, is_dir, rules):
             continue
         if is_dir:
-            yield from _walk(entry.path, relative + "/", rules)
-        elif is_file:
-            try:
-                yield relative, entry.stat()
-            except OSError:
-                continue
+            yield from _walk(entry.path, relative + "/", rules, skipped)
+        elif is_link:
+            skipped[relative] = SYMLINK
+        elif info is not None and not stat.S_ISREG(info.st_mode):
+            skipped[relative] = NOT_REGULAR
+        elif info is not None:
+            yield relative, info
+
+
+def open_beneath(root: Path, relative: str) -> int:
+    """A descriptor of the regular file ``relative`` (``/``-separated) beneath ``root``, no part of the
+    path followed through a link; OSError for a link, a special file or anything missing."""
+    parts = relative.split("/")
+    if _BENEATH:
+        directory = os.open(root, _DIR_FLAGS)  # the folder named may itself be a link
+        try:
+            for part in parts[:-1]:
+                child = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=directory)
+                os.close(directory)
+                directory = child
+            fd = os.open(parts[-1], _FILE_FLAGS | _NOFOLLOW, dir_fd=directory)
+        finally:
+            os.close(directory)
+    else:
+        for depth in range(1, len(parts) + 1):
+            if root.joinpath(*parts[:depth]).is_symlink():
+                raise OSError(f"{relative}: {SYMLINK}")
+        fd = os.open(root.joinpath(*parts), _FILE_FLAGS)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{relative}: {NOT_REGULAR}")
+    return fd
+
+
+def sha256_beneath(root: Path, relative: str) -> str:
+    """The SHA-256 of a regular file beneath ``root`` (``open_beneath``), read in 1 MB chunks."""
+    digest = hashlib.sha256()
+    with os.fdopen(open_beneath(root, relative), "rb") as handle:
+        while chunk := handle.read(1024 * 1024):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 # (size, mtime_ns, sha256) of a file when it was last hashed, by path.
@@ -156,13 +211,10 @@ def hash_files(
     root: Path,
     files: Mapping[str, Seen],
     cache: HashCache,
-    digest: Callable[[Path], str] | None = None,
+    digest: Callable[[Path, str], str] = sha256_beneath,
 ) -> Hashed:
-    """The SHA-256 of every file, from ``cache`` when its size and mtime are unchanged, else read again."""
-    if digest is None:
-        from memmy_kb_client.sdk import file_sha256
-
-        digest = file_sha256
+    """The SHA-256 of every file, from ``cache`` when its size and mtime are unchanged, else read again
+    (``digest(root, path)``: beneath ``root``, through no link)."""
     sha256: dict[str, str] = {}
     fresh: list[str] = []
     changing: list[str] = []
@@ -171,10 +223,9 @@ def hash_files(
         if cached is not None and cached[:2] == (seen.size, seen.mtime_ns):
             sha256[path] = cached[2]
             continue
-        full = root / path
         try:
-            value = digest(full)
-            after = full.stat()
+            value = digest(root, path)
+            after = os.stat(root / path, follow_symlinks=False)
         except OSError:
             changing.append(path)
             continue
