@@ -5,6 +5,7 @@ do makes listing calls only."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -223,3 +224,34 @@ def test_an_emptied_folder_deletes_nothing_without_yes(tmp_path: Path, store: Sy
     assert done.outcome is not None
     assert len(kb.files) == 0
     assert store.memory(pair_of(kb.kb_id, root)).synced == {}
+
+
+def test_a_sub_folder_that_cannot_be_read_is_not_taken_for_files_gone(
+    tmp_path: Path, store: SyncStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given five synced files, one of them in locked/
+    root, kb = tmp_path / "docs", FakeKb()
+    for name in ("a.md", "b.md", "c.md", "d.md", "locked/x.md"):
+        write(root, name, name)
+    sync(kb, store, root, tmp_path)
+    kb.ingest()
+    sync(kb, store, root, tmp_path)
+
+    # When locked/ can no longer be listed (its permissions changed; simulated: the tests may run as root)
+    scandir = os.scandir
+
+    def refusing(path: str) -> Iterator[os.DirEntry[str]]:
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied")
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    result = sync(kb, store, root, tmp_path)
+
+    # Then its file stays in the KB (one fifth of the files: under the threshold, it would have gone)
+    assert result.outcome is not None
+    assert result.outcome.done == []
+    assert sorted(kb.paths()) == ["a.md", "b.md", "c.md", "d.md", "locked/x.md"]
+    assert [(s.path, s.reason) for s in result.plan.skips] == [
+        ("locked", "could not be read (Permission denied): what it holds is kept")
+    ]

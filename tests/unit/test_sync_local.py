@@ -4,6 +4,7 @@ what is skipped with its reason, and hashing only what changed size or mtime sin
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,41 @@ def test_the_folder_named_may_itself_be_a_link(tmp_path: Path) -> None:
 
     assert list(hashed.sha256) == ["sub/a.md"]
     assert hashed.sha256["sub/a.md"] == file_sha256(tmp_path / "real" / "sub" / "a.md")
+
+
+def test_a_sub_folder_or_file_that_cannot_be_read_is_told_apart_from_one_that_is_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a folder whose locked/ cannot be listed and whose odd.md cannot be looked at (permissions, a
+    # failing disk: simulated, as the tests may run as root)
+    write(tmp_path, "a.md")
+    write(tmp_path, "locked/x.md")
+    write(tmp_path, "odd.md")
+    scandir, stat_of = os.scandir, os.DirEntry.stat
+
+    def refusing_scandir(path: str) -> Iterator[os.DirEntry[str]]:
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied")
+        return scandir(path)
+
+    def refusing_stat(entry: os.DirEntry[str], *, follow_symlinks: bool = True) -> os.stat_result:
+        if entry.name == "odd.md":
+            raise OSError(5, "Input/output error")
+        return stat_of(entry, follow_symlinks=follow_symlinks)
+
+    monkeypatch.setattr(os, "scandir", refusing_scandir)
+    monkeypatch.setattr(os.DirEntry, "stat", refusing_stat)
+
+    scan = scan_folder(tmp_path)
+
+    # Then both are said to be unreadable, so nothing in them counts as gone
+    assert list(scan.files) == ["a.md"]
+    assert scan.unreadable == {
+        "locked": "could not be read (Permission denied): what it holds is kept",
+        "odd.md": "could not be read (Input/output error): what it holds is kept",
+    }
+    assert (scan.unread("locked/x.md"), scan.unread("odd.md"), scan.unread("lockedx.md")) == (
+        True,
+        True,
+        False,
+    )

@@ -239,3 +239,28 @@ def test_sub_folders_map_to_kb_folders_and_only_missing_ones_are_made_parents_fi
     scan = folder("a/b/c.md", "a/d.md", "x/y.md")
     plan = plan_pass(scan, dict.fromkeys(scan.files, "h"), tree(folders={"a": "fo_a"}), memory())
     assert plan.folders == ["x", "a/b"]
+
+
+def test_files_under_a_folder_that_could_not_be_read_are_kept_not_deleted() -> None:
+    # Given six synced files, three of them in locked/, and one.md whose type could not be read
+    names = ["a.md", "b.md", "one.md", "locked/x.md", "locked/y.md", "locked/deep/z.md"]
+    kb = tree(*(file(f"f{i}", name, "h") for i, name in enumerate(names)))
+    synced = {name: Synced(f"f{i}", 1, "h") for i, name in enumerate(names)}
+    why = "could not be read (Permission denied): what it holds is kept"
+    scan = FolderScan(True, {"a.md": Seen("a.md", 10, 1)}, {}, {"locked": why, "one.md": why})
+
+    # When a pass is planned (b.md really is gone)
+    plan = plan_pass(scan, {"a.md": "h"}, kb, memory(synced))
+
+    # Then only b.md is deleted; what could not be read is kept and said
+    assert kinds(plan) == {"delete": ["b.md"], "skip": ["locked", "one.md"]}
+    assert plan.skips[0].reason == why
+    assert plan.confirm is None
+
+
+def test_a_folder_that_could_not_be_read_at_all_deletes_nothing() -> None:
+    kb = tree(*(file(f"f{i}", f"{i}.md", "h") for i in range(3)))
+    synced = {f"{i}.md": Synced(f"f{i}", 1, "h") for i in range(3)}
+    scan = FolderScan(True, {}, {}, {"": "could not be read (Input/output error): what it holds is kept"})
+    plan = plan_pass(scan, {}, kb, memory(synced))
+    assert kinds(plan) == {"skip": ["."]}

@@ -20,8 +20,8 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -78,11 +78,18 @@ class Seen:
 
 @dataclass(frozen=True)
 class FolderScan:
-    """What a folder holds for a pass: ``exists`` is False for a missing folder (an unmounted disk)."""
+    """What a folder holds for a pass: ``exists`` is False for a missing folder (an unmounted disk);
+    ``unreadable``, what could not be read (a sub-folder without permission, a disk failing): by path
+    (``""``, the folder itself), with why. Nothing in or under an unreadable path counts as gone."""
 
     exists: bool
     files: dict[str, Seen]
     skipped: dict[str, str]
+    unreadable: dict[str, str] = field(default_factory=dict)
+
+    def unread(self, path: str) -> bool:
+        """Whether ``path`` is, or is under, something that could not be read."""
+        return any(not u or path == u or path.startswith(u + "/") for u in self.unreadable)
 
 
 def ignore_rules(root: Path) -> GitIgnoreSpec:
@@ -117,27 +124,20 @@ def skip_reason(name: str, size: int) -> str | None:
 
 
 def scan_folder(root: Path) -> FolderScan:
-    """The files of ``root`` that take part in a sync, and those skipped with their reason."""
+    """The files of ``root`` that take part in a sync, those skipped with their reason, and what could not
+    be read."""
     if not root.is_dir():
         return FolderScan(False, {}, {})
-    rules = ignore_rules(root)
-    files: dict[str, Seen] = {}
-    skipped: dict[str, str] = {}
-    for relative, info in _walk(str(root), "", rules, skipped):
-        reason = skip_reason(relative.rsplit("/", 1)[-1], info.st_size)
-        if reason is None:
-            files[relative] = Seen(relative, info.st_size, info.st_mtime_ns)
-        else:
-            skipped[relative] = reason
-    return FolderScan(True, files, skipped)
+    found = FolderScan(True, {}, {}, {})
+    _walk(str(root), "", ignore_rules(root), found)
+    return found
 
 
-def _walk(
-    directory: str, prefix: str, rules: GitIgnoreSpec, skipped: dict[str, str]
-) -> Iterator[tuple[str, os.stat_result]]:
+def _walk(directory: str, prefix: str, rules: GitIgnoreSpec, found: FolderScan) -> None:
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError:
+    except OSError as err:
+        found.unreadable[prefix.rstrip("/")] = _why(err)
         return
     for entry in entries:
         relative = f"{prefix}{entry.name}"
@@ -145,18 +145,28 @@ def _walk(
             is_link = entry.is_symlink()
             is_dir = not is_link and entry.is_dir(follow_symlinks=False)
             info = None if is_dir else entry.stat(follow_symlinks=False)
-        except OSError:
+        except OSError as err:
+            if not left_out(relative, False, rules):
+                found.unreadable[relative] = _why(err)
             continue
         if left_out(relative, is_dir, rules):
             continue
         if is_dir:
-            yield from _walk(entry.path, relative + "/", rules, skipped)
+            _walk(entry.path, relative + "/", rules, found)
         elif is_link:
-            skipped[relative] = SYMLINK
+            found.skipped[relative] = SYMLINK
         elif info is not None and not stat.S_ISREG(info.st_mode):
-            skipped[relative] = NOT_REGULAR
+            found.skipped[relative] = NOT_REGULAR
         elif info is not None:
-            yield relative, info
+            reason = skip_reason(entry.name, info.st_size)
+            if reason is None:
+                found.files[relative] = Seen(relative, info.st_size, info.st_mtime_ns)
+            else:
+                found.skipped[relative] = reason
+
+
+def _why(err: OSError) -> str:
+    return f"could not be read ({err.strerror or type(err).__name__}): what it holds is kept"
 
 
 def open_beneath(root: Path, relative: str) -> int:

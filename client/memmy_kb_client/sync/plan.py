@@ -4,7 +4,8 @@ KB (``remote.Tree``) and what the sync remembers (``store.Memory``):
 * a file on disk whose path has no KB file is **uploaded** (into KB folders named as its sub-folders);
 * a file the sync brought in whose bytes (SHA-256) differ from the KB's current version is **replaced**,
   naming that version (``if_version``), whatever the dates say;
-* a file the sync brought in that is gone from disk (or now ignored) is **deleted**;
+* a file the sync brought in that is gone from disk (or now ignored) is **deleted**; never one in or under
+  something that could not be read (``FolderScan.unreadable``: a sub-folder without permission);
 * a KB file at a file's path that a sync brought in (``origin`` ``sync``, from any desktop) is taken over
   (adopted: recorded, and replaced if its bytes differ); one uploaded by other means is never replaced or
   deleted: the file is **skipped**, as are unsupported, oversized, empty and still-changing files, and a
@@ -123,11 +124,11 @@ def plan_pass(
             work.add(Step("skip", path, "changing while read: next pass"))
             continue
         _decide_file(work, path, sha256[path], seen.size, by_id, at_path)
-    for path, reason in sorted(scan.skipped.items()):
-        work.add(Step("skip", path, reason))
+    for path, reason in sorted({**scan.skipped, **scan.unreadable}.items()):
+        work.add(Step("skip", path or ".", reason))
     present = set(scan.files) | set(scan.skipped)
     for path, synced in sorted(work.synced.items()):
-        if path in present or path in work.busy:
+        if path in present or path in work.busy or scan.unread(path):
             continue
         entry = by_id.get(synced.file_id)
         if entry is None:
