@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -203,3 +204,30 @@ def test_a_sub_folder_or_file_that_cannot_be_read_is_told_apart_from_one_that_is
         True,
         False,
     )
+
+
+def test_an_ignore_file_that_cannot_be_read_stops_the_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a .memmyignore that keeps private/ out, which cannot be read (simulated: the tests may run as root)
+    write(tmp_path, "a.md")
+    write(tmp_path, "private/diary.md")
+    write(tmp_path, ".memmyignore", "private/\n")
+    read_text = Path.read_text
+
+    def refusing(path: Path, *args: Any, **kwargs: Any) -> str:
+        if path.name == ".memmyignore":
+            raise PermissionError(13, "Permission denied")
+        return read_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", refusing)
+
+    # Then the folder is not read without it (private/ would be uploaded)
+    with pytest.raises(OSError, match=r"\.memmyignore could not be read \(Permission denied\)"):
+        scan_folder(tmp_path)
+    monkeypatch.undo()
+    (tmp_path / ".memmyignore").unlink()
+    assert sorted(scan_folder(tmp_path).files) == [
+        "a.md",
+        "private/diary.md",
+    ]  # none at all: nothing left out

@@ -93,11 +93,16 @@ class FolderScan:
 
 
 def ignore_rules(root: Path) -> GitIgnoreSpec:
-    """The root's ``.memmyignore`` (none: nothing beyond hidden and temporary files)."""
+    """The root's ``.memmyignore`` (none: nothing beyond hidden and temporary files). One that is there but
+    cannot be read stops the pass (OSError): read as none, it would upload what it names."""
     try:
         lines = (root / IGNORE_FILE).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+    except FileNotFoundError:
         lines = []
+    except OSError as err:
+        raise OSError(
+            f"{IGNORE_FILE} could not be read ({err.strerror or type(err).__name__}): nothing is synced until it can"
+        ) from err
     return GitIgnoreSpec.from_lines(lines)
 
 
