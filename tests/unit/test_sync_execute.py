@@ -6,6 +6,7 @@ do makes listing calls only."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from memmy_kb_client.sync.execute import SyncAborted
 from memmy_kb_client.sync.run import PassResult, run_pass
 from memmy_kb_client.sync.store import SyncStore, pair_of
 from tests.support.fake_kb import FakeKb
+
+HOUR_AGO = time.time_ns() - 3600 * 10**9
 
 
 class Killed(BaseException):
@@ -88,6 +91,7 @@ def test_a_pass_with_nothing_changed_lists_and_uploads_nothing(tmp_path: Path, s
     root, kb = tmp_path / "docs", FakeKb()
     for name in ("a.md", "sub/b.md", "sub/deeper/c.md"):
         write(root, name, name)
+        os.utime(root / name, ns=(HOUR_AGO, HOUR_AGO))  # a hash is kept once its file has settled
     sync(kb, store, root, tmp_path)
     kb.ingest()
     sync(kb, store, root, tmp_path)
@@ -255,3 +259,24 @@ def test_a_sub_folder_that_cannot_be_read_is_not_taken_for_files_gone(
     assert [(s.path, s.reason) for s in result.plan.skips] == [
         ("locked", "could not be read (Permission denied): what it holds is kept")
     ]
+
+
+def test_a_file_written_twice_within_one_mtime_tick_is_not_taken_for_unchanged(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    # Given a file synced right after it was written
+    root, kb = tmp_path / "docs", FakeKb()
+    write(root, "a.md", "v1")
+    first = (root / "a.md").stat()
+    sync(kb, store, root, tmp_path)
+    kb.ingest()
+
+    # When it is written again, same size, within the same tick of a coarse mtime (the same mtime)
+    write(root, "a.md", "v2")
+    os.utime(root / "a.md", ns=(first.st_atime_ns, first.st_mtime_ns))
+    result = sync(kb, store, root, tmp_path)
+    kb.ingest()
+
+    # Then it is read again and replaced: its first hash was not kept, being too close to its write
+    assert result.plan.summary()["replace"] == [{"path": "a.md"}]
+    assert kb.paths()["a.md"][0] == 2

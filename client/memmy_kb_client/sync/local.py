@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,16 +211,21 @@ def sha256_beneath(root: Path, relative: str) -> str:
 
 # (size, mtime_ns, sha256) of a file when it was last hashed, by path.
 HashCache = Mapping[str, tuple[int, int, str]]
+# A file written this shortly before it was read may be written again within the same tick of its mtime
+# (a coarse clock; FAT counts in 2 s), same size, same mtime: its hash is not kept, so the next pass reads
+# it again instead of trusting a size and mtime that cannot tell the two writes apart.
+MTIME_SLACK_NS: Final = 2_000_000_000
 
 
 @dataclass(frozen=True)
 class Hashed:
     """Each file's SHA-256; ``fresh`` names those hashed in this pass, ``changing`` those that changed
-    while read (left for the next pass)."""
+    while read (left for the next pass); ``keep``, the fresh hashes worth remembering (``HashCache``)."""
 
     sha256: dict[str, str]
     fresh: list[str]
     changing: list[str]
+    keep: dict[str, tuple[int, int, str]] = field(default_factory=dict)
 
 
 def hash_files(
@@ -233,6 +239,8 @@ def hash_files(
     sha256: dict[str, str] = {}
     fresh: list[str] = []
     changing: list[str] = []
+    keep: dict[str, tuple[int, int, str]] = {}
+    read_at = time.time_ns()
     for path, seen in files.items():
         cached = cache.get(path)
         if cached is not None and cached[:2] == (seen.size, seen.mtime_ns):
@@ -249,4 +257,6 @@ def hash_files(
             continue
         sha256[path] = value
         fresh.append(path)
-    return Hashed(sha256, fresh, changing)
+        if seen.mtime_ns < read_at - MTIME_SLACK_NS:
+            keep[path] = (seen.size, seen.mtime_ns, value)
+    return Hashed(sha256, fresh, changing, keep)

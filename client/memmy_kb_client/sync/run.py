@@ -89,8 +89,7 @@ def run_pass(
         scan = scan_folder(root)
         memory = store.memory(pair)
         hashed = hash_files(root, scan.files, memory.hashes)
-        fresh = {p: (scan.files[p].size, scan.files[p].mtime_ns, hashed.sha256[p]) for p in hashed.fresh}
-        store.remember_hashes(pair, fresh, [p for p in memory.hashes if p not in scan.files])
+        store.remember_hashes(pair, hashed.keep, [p for p in memory.hashes if p not in scan.files])
         tree = read_tree(client, kb_id)
         plan = plan_pass(scan, hashed.sha256, tree, memory, delete_share=delete_share)
         stopped = None
