@@ -280,3 +280,20 @@ def test_a_file_written_twice_within_one_mtime_tick_is_not_taken_for_unchanged(
     # Then it is read again and replaced: its first hash was not kept, being too close to its write
     assert result.plan.summary()["replace"] == [{"path": "a.md"}]
     assert kb.paths()["a.md"][0] == 2
+
+
+def test_a_kb_without_room_is_not_remembered_as_the_files_refusal(tmp_path: Path, store: SyncStore) -> None:
+    # Given an upload refused because the KB's storage is full (413, like a file too large)
+    root, kb = tmp_path / "docs", FakeKb()
+    write(root, "a.md", "a")
+    kb.refuse["a.md"] = (413, "kb_storage_limit_reached", "A knowledge base can hold at most 1 GB of files.")
+    first = sync(kb, store, root, tmp_path)
+
+    # When room is made in the KB, the file itself unchanged
+    del kb.refuse["a.md"]
+    second = sync(kb, store, root, tmp_path)
+
+    # Then the next pass sends it
+    assert first.outcome is not None
+    assert [e["path"] for e in first.outcome.errors] == ["a.md"]
+    assert second.plan.summary()["upload"] == [{"path": "a.md"}]
