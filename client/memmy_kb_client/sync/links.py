@@ -261,7 +261,8 @@ class Links:
                 lock_dir=self.lock_dir,
                 yes=yes,
                 send=self._send,
-                stopping=self._stopping.is_set,
+                # Unlinked meanwhile, the pass stops too: what the user unlinks is sent no further.
+                stopping=lambda: self._stopping.is_set() or link.stop.is_set(),
             )
             update["last"], update["last_pass_at"] = result.record(), time.time()
             errors = result.outcome.errors if result.outcome else []
