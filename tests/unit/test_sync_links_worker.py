@@ -47,3 +47,58 @@ def test_unlinking_a_folder_stops_its_pass_under_way(tmp_path: Path, store: Sync
     # Then nothing more is sent
     assert kb.calls["request_upload"] == 1
     assert links.shown() == []
+
+
+def synced_link(tmp_path: Path, store: SyncStore, count: int) -> tuple[FakeKb, Path, Links]:
+    """A link whose folder of ``count`` files is in the KB and recorded (the worker's passes run here)."""
+    kb, root = FakeKb(), tmp_path / "docs"
+    folder_of(root, count)
+    links = Links(store, tmp_path / "locks", lambda: kb, watch=False, send=kb.send)
+    links.link(str(root), kb.kb_id)
+    links._pass(str(root))
+    kb.ingest()
+    links._pass(str(root))  # records the files the uploads became
+    return kb, root, links
+
+
+def test_a_confirmation_lets_through_only_the_deletions_it_was_shown(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    # Given a link paused because three of its eight files were deleted
+    kb, root, links = synced_link(tmp_path, store, 8)
+    for index in range(3):
+        (root / f"{index}.md").unlink()
+    links._pass(str(root))
+    [shown] = links.shown()
+    assert (shown["state"], shown["paused"]) == (
+        "paused",
+        "it would delete 3 of the 8 files this folder's sync brought in",
+    )
+
+    # When, before the confirmed pass runs, the folder is emptied (its disk unmounted, the mount point left)
+    for index in range(3, 8):
+        (root / f"{index}.md").unlink()
+    assert links.confirm(str(root))
+    links._pass(str(root))
+
+    # Then nothing is deleted: the pass pauses again with the new reason
+    [shown] = links.shown()
+    assert (shown["state"], shown["paused"]) == ("paused", "the folder is empty")
+    assert len(kb.files) == 8
+
+    # And a confirmation of that deletes them
+    assert links.confirm(str(root))
+    links._pass(str(root))
+    assert (links.shown()[0]["paused"], kb.files) == (None, {})
+
+
+def test_a_confirmation_deletes_what_it_was_shown(tmp_path: Path, store: SyncStore) -> None:
+    kb, root, links = synced_link(tmp_path, store, 4)
+    for index in range(2):
+        (root / f"{index}.md").unlink()
+    links._pass(str(root))
+    assert links.shown()[0]["state"] == "paused"
+    assert links.confirm(str(root))
+    links._pass(str(root))
+    assert sorted(kb.paths()) == ["2.md", "3.md"]
+    assert links.shown()[0]["paused"] is None

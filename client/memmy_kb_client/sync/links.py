@@ -2,7 +2,8 @@
 save, a copied tree) is let settle, then the same pass as ``memmy-kb sync`` runs on one worker thread, so
 no request thread ever waits for a pass. Every link gets a pass when the service starts, which catches up
 with whatever changed while it was stopped; a failed pass is tried again after ``retry_seconds``; a pass
-that needs confirming (``plan.confirm``) pauses the link until ``confirm``.
+that needs confirming (``plan.confirm``) pauses the link until ``confirm``, which lets through the
+deletions the paused pass would have made and no others (a disk unmounted since is paused again).
 
 Links live in the sync store (``links``), beside each folder's sync records, so they survive restarts.
 ``stop`` ends the watchers and the worker (a pass under way finishes its current step first... and is
@@ -67,7 +68,8 @@ class LinkState:
 class _Link:
     status: LinkState
     due: float | None = 0.0  # time.monotonic() when a pass is to run
-    confirm: bool = False
+    asked: frozenset[str] = frozenset()  # the deletions the paused pass would have made
+    confirmed: frozenset[str] | None = None  # those the user let through: the next pass may make them
     stop: threading.Event = field(default_factory=threading.Event)
     watcher: threading.Thread | None = None
 
@@ -153,7 +155,7 @@ class Links:
             link = self._links.get(root)
             if link is None:
                 return False
-            link.confirm, link.due = True, 0.0
+            link.confirmed, link.due = link.asked, 0.0
             link.status.state = "waiting"
             self._lock.notify_all()
         return True
@@ -247,9 +249,9 @@ class Links:
             link = self._links.get(root)
             if link is None:
                 return
-            kb_id, yes = link.status.kb_id, link.confirm
+            kb_id, confirmed = link.status.kb_id, link.confirmed
         update: dict[str, Any] = {"error": None, "paused": None, "state": "idle"}
-        retry = False
+        retry, asked = False, frozenset[str]()
         client = None
         try:
             client = self._client()
@@ -259,7 +261,7 @@ class Links:
                 kb_id,
                 Path(root),
                 lock_dir=self.lock_dir,
-                yes=yes,
+                ask=None if confirmed is None else lambda plan: {s.path for s in plan.deletes} <= confirmed,
                 send=self._send,
                 # Unlinked meanwhile, the pass stops too: what the user unlinks is sent no further.
                 stopping=lambda: self._stopping.is_set() or link.stop.is_set(),
@@ -268,6 +270,7 @@ class Links:
             errors = result.outcome.errors if result.outcome else []
             if result.stopped:
                 update.update(state="paused", paused=result.stopped)
+                asked = frozenset(s.path for s in result.plan.deletes)
             elif errors:
                 update.update(state="error", error=f"{errors[0]['path']}: {errors[0]['error']}")
                 retry = True
@@ -281,8 +284,9 @@ class Links:
         with self._lock:
             if self._links.get(root) is not link:
                 return  # unlinked meanwhile
-            if update["state"] != "paused":
-                link.confirm = False
+            link.asked = asked
+            if link.confirmed is confirmed and not retry:  # used (a confirmation meanwhile is the next's)
+                link.confirmed = None
             for key, value in update.items():
                 setattr(link.status, key, value)
             if retry and link.due is None:
