@@ -5,6 +5,7 @@ are tests/integration/test_sync_links.py.)"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -102,3 +103,33 @@ def test_a_confirmation_deletes_what_it_was_shown(tmp_path: Path, store: SyncSto
     links._pass(str(root))
     assert sorted(kb.paths()) == ["2.md", "3.md"]
     assert links.shown()[0]["paused"] is None
+
+
+def test_a_link_that_keeps_failing_is_tried_again_less_and_less_often(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    # Given a link whose file the KB has no room for (each pass reads the KB whole and fails)
+    kb, root = FakeKb(), tmp_path / "docs"
+    folder_of(root, 1)
+    kb.refuse["0.md"] = (409, "kb_file_limit_reached", "A knowledge base can hold at most 1000 files.")
+    links = Links(
+        store, tmp_path / "locks", lambda: kb, watch=False, send=kb.send, retry_seconds=30, rescan_seconds=600
+    )
+    links.link(str(root), kb.kb_id)
+    link = links._links[str(root)]
+
+    # When its passes fail one after another (each taken by the worker when due)
+    delays = []
+    for _ in range(7):
+        link.due = None
+        links._pass(str(root))
+        assert link.due is not None
+        delays.append(round(link.due - time.monotonic(), -1))
+
+    # Then each wait is twice the one before, up to the ten minutes of a rescan; a pass that works resets it
+    assert delays == [30, 60, 120, 240, 480, 600, 600]
+    del kb.refuse["0.md"]
+    link.due = None
+    links._pass(str(root))
+    assert links.shown()[0]["error"] is None
+    assert (link.due, link.failures, links.shown()[0]["state"]) == (None, 0, "idle")

@@ -1,7 +1,9 @@
 """Linked folders in the desktop service: each is watched (``watchfiles``), a burst of changes (an editor's
 save, a copied tree) is let settle, then the same pass as ``memmy-kb sync`` runs on one worker thread, so
 no request thread ever waits for a pass. Every link gets a pass when the service starts, which catches up
-with whatever changed while it was stopped; a failed pass is tried again after ``retry_seconds``; a pass
+with whatever changed while it was stopped; a failed pass is tried again after ``retry_seconds``, twice
+that after a second failure in a row and so on up to ``rescan_seconds`` (a KB without room, or a file the
+cloud keeps failing, is not read whole every 30 seconds for ever); a pass
 that needs confirming (``plan.confirm``) pauses the link until ``confirm``, which lets through the
 deletions the paused pass would have made and no others (a disk unmounted since is paused again).
 
@@ -70,6 +72,7 @@ class _Link:
     due: float | None = 0.0  # time.monotonic() when a pass is to run
     asked: frozenset[str] = frozenset()  # the deletions the paused pass would have made
     confirmed: frozenset[str] | None = None  # those the user let through: the next pass may make them
+    failures: int = 0  # failed passes in a row
     stop: threading.Event = field(default_factory=threading.Event)
     watcher: threading.Thread | None = None
 
@@ -289,18 +292,24 @@ class Links:
                 link.confirmed = None
             for key, value in update.items():
                 setattr(link.status, key, value)
+            link.failures = link.failures + 1 if retry else 0
             if retry and link.due is None:
-                link.due = time.monotonic() + self.retry
+                link.due = time.monotonic() + self._retry_after(link)
             if link.due is not None:
                 link.status.state = "waiting" if update["state"] == "idle" else link.status.state
             self._lock.notify_all()
+
+    def _retry_after(self, link: _Link) -> float:
+        """Seconds to the next try of a link that failed ``link.failures`` times in a row."""
+        return float(min(self.retry * 2 ** min(link.failures - 1, 16), max(self.rescan, self.retry)))
 
     def _failed_unexpectedly(self, root: str, err: Exception) -> None:
         with self._lock:
             link = self._links.get(root)
             if link is not None:
                 link.status.state, link.status.error = "error", f"unexpected {type(err).__name__}"
-                link.due = time.monotonic() + self.retry
+                link.failures += 1
+                link.due = time.monotonic() + self._retry_after(link)
                 self._lock.notify_all()
 
     def _watch(self, root: str, stop: threading.Event) -> None:
