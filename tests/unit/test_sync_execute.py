@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from memmy_kb_client.sync.execute import SyncAborted
-from memmy_kb_client.sync.run import PassResult, run_pass
+from memmy_kb_client.sync.run import PassResult, run_pass, wait_until_ready
 from memmy_kb_client.sync.store import SyncStore, pair_of
 from tests.support.fake_kb import FakeKb
 
@@ -297,3 +297,48 @@ def test_a_kb_without_room_is_not_remembered_as_the_files_refusal(tmp_path: Path
     assert first.outcome is not None
     assert [e["path"] for e in first.outcome.errors] == ["a.md"]
     assert second.plan.summary()["upload"] == [{"path": "a.md"}]
+
+
+def test_waiting_for_the_files_sent_lists_only_their_folders(tmp_path: Path, store: SyncStore) -> None:
+    # Given a KB of ten folders, synced, and one new file sent into one of them
+    root, kb = tmp_path / "docs", FakeKb()
+    for index in range(10):
+        write(root, f"part-{index}/a.md", f"a{index}")
+    sync(kb, store, root, tmp_path)
+    kb.ingest()
+    write(root, "part-3/new.md", "new")
+    result = sync(kb, store, root, tmp_path)
+    assert result.outcome is not None
+    kb.calls.clear()
+
+    # When the pass waits for it, the file being processed for two more rounds
+    rounds: list[int] = []
+
+    def later(_: float) -> None:
+        rounds.append(kb.calls["list_files"])
+        if len(rounds) == 2:
+            kb.ingest()
+
+    ready = wait_until_ready(kb, kb.kb_id, result.outcome.sent, 60, sleep=later)
+
+    # Then the first round reads the KB whole (root and ten folders), the next ones list part-3 only
+    assert [entry.status for entry in ready.values()] == ["available"]
+    assert (rounds, kb.calls["list_files"]) == ([11, 12], 13)
+
+
+def test_waiting_ends_with_a_replace_that_failed(tmp_path: Path, store: SyncStore) -> None:
+    root, kb = tmp_path / "docs", FakeKb()
+    write(root, "sub/a.md", "v1")
+    sync(kb, store, root, tmp_path)
+    kb.ingest()
+    sync(kb, store, root, tmp_path)
+    write(root, "sub/a.md", "v2")
+    result = sync(kb, store, root, tmp_path)
+    assert result.outcome is not None
+    [upload_id] = result.outcome.sent
+    kb.uploads[upload_id].body = b"not the bytes declared"
+    kb.ingest()
+
+    ready = wait_until_ready(kb, kb.kb_id, result.outcome.sent, 60, sleep=lambda _: None)
+
+    assert [(e.version, (e.replacement or {}).get("status")) for e in ready.values()] == [(1, "failed")]
