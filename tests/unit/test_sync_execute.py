@@ -342,3 +342,20 @@ def test_waiting_ends_with_a_replace_that_failed(tmp_path: Path, store: SyncStor
     ready = wait_until_ready(kb, kb.kb_id, result.outcome.sent, 60, sleep=lambda _: None)
 
     assert [(e.version, (e.replacement or {}).get("status")) for e in ready.values()] == [(1, "failed")]
+
+
+def test_a_hash_too_fresh_to_keep_leaves_no_older_one_behind(tmp_path: Path, store: SyncStore) -> None:
+    # Given a file hashed long after it was written (its hash kept)
+    root, kb = tmp_path / "docs", FakeKb()
+    write(root, "a.md", "v1")
+    os.utime(root / "a.md", ns=(HOUR_AGO, HOUR_AGO))
+    sync(kb, store, root, tmp_path)
+    pair = pair_of(kb.kb_id, root)
+    assert list(store.memory(pair).hashes) == ["a.md"]
+
+    # When it is written again and read at once (too fresh to keep)
+    write(root, "a.md", "v2")
+    sync(kb, store, root, tmp_path)
+
+    # Then no row is left for it: none could be taken for its bytes later
+    assert store.memory(pair).hashes == {}

@@ -89,7 +89,10 @@ def run_pass(
         scan = scan_folder(root)
         memory = store.memory(pair)
         hashed = hash_files(root, scan.files, memory.hashes)
-        store.remember_hashes(pair, hashed.keep, [p for p in memory.hashes if p not in scan.files])
+        # A file read again but too fresh to keep: its older row goes too (nothing stale to match later).
+        fresh = set(hashed.fresh)
+        stale = [p for p in memory.hashes if p not in scan.files or (p in fresh and p not in hashed.keep)]
+        store.remember_hashes(pair, hashed.keep, stale)
         tree = read_tree(client, kb_id)
         plan = plan_pass(scan, hashed.sha256, tree, memory, delete_share=delete_share)
         stopped = None
