@@ -19,12 +19,12 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from memmy_kb_client.sync.local import is_temporary
+from memmy_kb_client.sync.local import folders_to_watch, is_temporary
 from memmy_kb_client.sync.store import SyncStore
 
 if TYPE_CHECKING:
@@ -313,8 +313,10 @@ class Links:
                 self._lock.notify_all()
 
     def _watch(self, root: str, stop: threading.Event) -> None:
-        """Watch ``root`` until ``stop``; a folder that is missing (unmounted) is looked for again."""
-        from watchfiles import watch
+        """Watch ``root`` until ``stop``; a folder that is missing (unmounted) is looked for again. Each
+        folder that takes part is watched on its own (``local.folders_to_watch``), never recursively: a
+        recursive watch would follow a link out of the folder."""
+        from watchfiles import Change, watch
 
         def relevant(_: object, path: str) -> bool:
             relative = os.path.relpath(path, root).replace(os.sep, "/")
@@ -331,9 +333,18 @@ class Links:
                     self.changed(root)
                 continue
             try:
+                folders = folders_to_watch(Path(root))
+                changes = _changes(watch, folders, stop, relevant)
                 self._set_watching(root, True)
-                for _ in _changes(watch, root, stop, relevant):
-                    self.changed(root)
+                try:
+                    for batch in changes:
+                        self.changed(root)
+                        if any(change != Change.modified for change, _ in batch) and (
+                            folders_to_watch(Path(root)) != folders
+                        ):
+                            break  # a folder came or went: watch the new set
+                finally:
+                    changes.close()
             except (OSError, RuntimeError):
                 stop.wait(2.0)
             self._set_watching(root, False)
@@ -346,12 +357,13 @@ class Links:
 
 
 def _changes(
-    watch: Any, root: str, stop: threading.Event, relevant: Callable[[object, str], bool]
-) -> Iterator[Any]:
+    watch: Any, folders: list[str], stop: threading.Event, relevant: Callable[[object, str], bool]
+) -> Generator[set[tuple[Any, str]], None, None]:
     # The debounce groups an editor's save or a copied tree into one batch; ``step`` is how long the
     # watcher waits for more; ``rust_timeout`` bounds how long ``stop`` can go unnoticed.
     yield from watch(
-        root,
+        *folders,
+        recursive=False,
         watch_filter=relevant,
         debounce=800,
         step=100,

@@ -175,6 +175,29 @@ def _why(err: OSError) -> str:
     return f"could not be read ({err.strerror or type(err).__name__}): what it holds is kept"
 
 
+def folders_to_watch(root: Path) -> list[str]:
+    """The folder and each of its sub-folders that take part (not hidden, not ignored, never one reached
+    through a link), to be watched each on its own: a recursive watch follows links, so a link to ``~``
+    or ``/`` would cost a watch per folder under it and wake the pass for every change out there."""
+    rules = ignore_rules(root)
+    found, stack = [str(root)], [(str(root), "")]
+    while stack:
+        directory, prefix = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir and not left_out(prefix + entry.name, True, rules):
+                found.append(entry.path)
+                stack.append((entry.path, f"{prefix}{entry.name}/"))
+    return sorted(found)
+
+
 def open_beneath(root: Path, relative: str) -> int:
     """A descriptor of the regular file ``relative`` (``/``-separated) beneath ``root``, no part of the
     path followed through a link; OSError for a link, a special file or anything missing."""
