@@ -359,3 +359,15 @@ def test_a_hash_too_fresh_to_keep_leaves_no_older_one_behind(tmp_path: Path, sto
 
     # Then no row is left for it: none could be taken for its bytes later
     assert store.memory(pair).hashes == {}
+
+
+def test_memmy_kbs_own_state_directory_is_never_a_folder_to_sync(
+    tmp_path: Path, store: SyncStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, kb = tmp_path / "memmy", FakeKb()
+    monkeypatch.setenv("MEMMY_KB_HOME", str(home))
+    write(home, "desktop-private/cloud-login.json", '{"refresh_token": "secret"}')
+    for root in (home, home / "desktop-private"):
+        with pytest.raises(SyncAborted, match="own state directory"):
+            sync(kb, store, root, tmp_path)
+    assert dict(kb.calls) == {}

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memmy_kb_client.sync.links import Links
+from memmy_kb_client.sync.links import LinkError, Links
 from memmy_kb_client.sync.store import SyncStore
 from tests.support.fake_kb import FakeKb
 
@@ -133,3 +133,15 @@ def test_a_link_that_keeps_failing_is_tried_again_less_and_less_often(
     links._pass(str(root))
     assert links.shown()[0]["error"] is None
     assert (link.due, link.failures, links.shown()[0]["state"]) == (None, 0, "idle")
+
+
+def test_memmy_kbs_own_state_directory_cannot_be_linked(
+    tmp_path: Path, store: SyncStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, kb = tmp_path / "memmy", FakeKb()
+    (home / "desktop-private").mkdir(parents=True)
+    monkeypatch.setenv("MEMMY_KB_HOME", str(home))
+    links = Links(store, tmp_path / "locks", lambda: kb, watch=False, send=kb.send)
+    with pytest.raises(LinkError, match="own state directory"):
+        links.link(str(home / "desktop-private"), kb.kb_id)
+    assert store.links() == []

@@ -15,7 +15,9 @@ from memmy_kb_client.sync.local import (
     MAX_FILE_BYTES,
     NOT_REGULAR,
     SYMLINK,
+    folders_to_watch,
     hash_files,
+    own_state_in,
     scan_folder,
     sha256_beneath,
     skip_reason,
@@ -231,3 +233,22 @@ def test_an_ignore_file_that_cannot_be_read_stops_the_pass(
         "a.md",
         "private/diary.md",
     ]  # none at all: nothing left out
+
+
+def test_memmy_kbs_own_state_in_the_folder_is_never_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given $MEMMY_KB_HOME inside the synced folder, not hidden, with the login kept in a file (no keychain)
+    root = tmp_path / "docs"
+    home = root / "memmy"
+    monkeypatch.setenv("MEMMY_KB_HOME", str(home))
+    write(root, "a.md")
+    write(home, "desktop-private/cloud-login.json", '{"refresh_token": "secret"}')
+    write(home, "desktop/service.json", '{"port": 1}')
+
+    # Then neither the walk nor the watcher goes in
+    assert sorted(scan_folder(root).files) == ["a.md"]
+    assert folders_to_watch(root) == [str(root)]
+    assert own_state_in(root) == "memmy"
+    assert own_state_in(home / "desktop") == ""
+    assert own_state_in(tmp_path / "elsewhere") is None

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from memmy_kb_client.sync.local import folders_to_watch, is_temporary
+from memmy_kb_client.sync.local import OWN_STATE, folders_to_watch, is_temporary, own_state_in
 from memmy_kb_client.sync.store import SyncStore
 
 if TYPE_CHECKING:
@@ -126,6 +126,8 @@ class Links:
         root = os.path.abspath(os.path.expanduser(directory))
         if not os.path.isdir(root):
             raise LinkError(f"{root} is not a folder")
+        if own_state_in(Path(root)) == "":
+            raise LinkError(OWN_STATE)
         with self._lock:
             existing = self._links.get(root)
         if existing is not None and existing.status.kb_id != kb_id:

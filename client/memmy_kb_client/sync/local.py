@@ -93,9 +93,43 @@ class FolderScan:
         return any(not u or path == u or path.startswith(u + "/") for u in self.unreadable)
 
 
-def ignore_rules(root: Path) -> GitIgnoreSpec:
-    """The root's ``.memmyignore`` (none: nothing beyond hidden and temporary files). One that is there but
-    cannot be read stops the pass (OSError): read as none, it would upload what it names."""
+@dataclass(frozen=True)
+class Rules:
+    """What is left out beyond hidden and temporary files: ``.memmyignore``'s patterns, and ``never``,
+    folders never read whatever the patterns say (memmy-kb's own state, when it lies in the folder)."""
+
+    spec: GitIgnoreSpec
+    never: tuple[str, ...] = ()
+
+    def match_file(self, relative: str) -> bool:
+        return any(relative.startswith(f"{n}/") for n in self.never) or self.spec.match_file(relative)
+
+
+OWN_STATE: Final = (
+    "the folder is memmy-kb's own state directory ($MEMMY_KB_HOME) or in it: it is never synced"
+)
+
+
+def own_state_in(root: Path) -> str | None:
+    """Where memmy-kb's own state directory (``$MEMMY_KB_HOME``: the login and tokens when there is no
+    keychain, the sync records) lies in ``root``: its path from the root, ``""`` when the root is in it,
+    None when they are apart."""
+    from memmy_kb_client.desktop.paths import memmy_home
+
+    home, real = os.path.realpath(memmy_home()), os.path.realpath(root)
+    try:
+        common = os.path.commonpath([home, real])
+    except ValueError:  # another drive
+        return None
+    if common == home:
+        return ""
+    return os.path.relpath(home, real).replace(os.sep, "/") if common == real else None
+
+
+def ignore_rules(root: Path) -> Rules:
+    """The root's ``.memmyignore`` (none: nothing beyond hidden and temporary files), and memmy-kb's own
+    state if it lies in the root. One that is there but cannot be read stops the pass (OSError): read as
+    none, it would upload what it names."""
     try:
         lines = (root / IGNORE_FILE).read_text(encoding="utf-8", errors="replace").splitlines()
     except FileNotFoundError:
@@ -104,10 +138,11 @@ def ignore_rules(root: Path) -> GitIgnoreSpec:
         raise OSError(
             f"{IGNORE_FILE} could not be read ({err.strerror or type(err).__name__}): nothing is synced until it can"
         ) from err
-    return GitIgnoreSpec.from_lines(lines)
+    state = own_state_in(root)
+    return Rules(GitIgnoreSpec.from_lines(lines), (state,) if state else ())
 
 
-def left_out(relative: str, is_dir: bool, rules: GitIgnoreSpec) -> bool:
+def left_out(relative: str, is_dir: bool, rules: Rules) -> bool:
     """Whether ``relative`` (``/``-separated, from the root) is no part of the sync."""
     name = relative.rsplit("/", 1)[-1]
     if name.startswith("."):
@@ -139,7 +174,7 @@ def scan_folder(root: Path) -> FolderScan:
     return found
 
 
-def _walk(directory: str, prefix: str, rules: GitIgnoreSpec, found: FolderScan) -> None:
+def _walk(directory: str, prefix: str, rules: Rules, found: FolderScan) -> None:
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError as err:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memmy_kb_client.sync.execute import Cloud, Executor, Outcome, Progress, SyncAborted
-from memmy_kb_client.sync.local import hash_files, scan_folder
+from memmy_kb_client.sync.local import OWN_STATE, hash_files, own_state_in, scan_folder
 from memmy_kb_client.sync.plan import DEFAULT_DELETE_SHARE, Plan, plan_pass
 from memmy_kb_client.sync.remote import Entry, read_tree
 from memmy_kb_client.sync.store import STORE_FILE, SyncStore, pair_of, pass_lock
@@ -80,6 +80,8 @@ def run_pass(
     when ``ask(plan)`` says so. ``SyncAborted`` when the KB is not the caller's own."""
     root = Path(os.path.abspath(root))
     pair = pair_of(kb_id, root)
+    if own_state_in(root) == "":
+        raise SyncAborted(OWN_STATE)
     with pass_lock(lock_dir, pair):
         kb = client.get_knowledge_base(kb_id)
         if kb.get("role") != "owner":
