@@ -145,3 +145,24 @@ def test_memmy_kbs_own_state_directory_cannot_be_linked(
     with pytest.raises(LinkError, match="own state directory"):
         links.link(str(home / "desktop-private"), kb.kb_id)
     assert store.links() == []
+
+
+def test_two_links_of_one_folder_at_once_leave_one_kb(tmp_path: Path, store: SyncStore) -> None:
+    # Given a link of docs to kb_1 whose check with the cloud is slow, and meanwhile a link of docs to kb_2
+    kb, root = FakeKb(), tmp_path / "docs"
+    folder_of(root, 1)
+    asked = kb.get_knowledge_base
+
+    def meanwhile(kb_id: str) -> dict[str, Any]:
+        if kb_id == "kb_1":
+            links.link(str(root), "kb_2")
+        return asked(kb_id)
+
+    kb.get_knowledge_base = meanwhile  # type: ignore[method-assign]
+    links = Links(store, tmp_path / "locks", lambda: kb, watch=False, send=kb.send)
+
+    # Then the later answer is refused, and the store and the running link agree on the KB
+    with pytest.raises(LinkError, match="linked to kb_2 already"):
+        links.link(str(root), "kb_1")
+    assert store.links() == [(str(root), "kb_2")]
+    assert [link["kb_id"] for link in links.shown()] == ["kb_2"]

@@ -128,10 +128,7 @@ class Links:
             raise LinkError(f"{root} is not a folder")
         if own_state_in(Path(root)) == "":
             raise LinkError(OWN_STATE)
-        with self._lock:
-            existing = self._links.get(root)
-        if existing is not None and existing.status.kb_id != kb_id:
-            raise LinkError(f"{root} is linked to {existing.status.kb_id} already: unlink it first")
+        self._refuse_another_kb(root, kb_id)
         client = self._client()
         try:
             if client.get_knowledge_base(kb_id).get("role") != "owner":
@@ -140,8 +137,16 @@ class Links:
                 )
         finally:
             client.close()
-        self.store.add_link(root, kb_id)
-        return self._add(root, kb_id).shown()
+        with self._lock:  # again: a link of this folder to another KB may have come while the cloud answered
+            self._refuse_another_kb(root, kb_id)
+            self.store.add_link(root, kb_id)
+            return self._add(root, kb_id).shown()
+
+    def _refuse_another_kb(self, root: str, kb_id: str) -> None:
+        with self._lock:
+            existing = self._links.get(root)
+            if existing is not None and existing.status.kb_id != kb_id:
+                raise LinkError(f"{root} is linked to {existing.status.kb_id} already: unlink it first")
 
     def unlink(self, directory: str) -> bool:
         root = os.path.abspath(os.path.expanduser(directory))
