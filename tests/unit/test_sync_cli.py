@@ -1,6 +1,7 @@
 """``memmy-kb sync DIR KB`` as a command (``memmy_kb_client.sync.commands``), against an in-memory KB or an
 unreachable cloud: a cloud that does not answer is an error line, not a traceback, and an error while
-``--wait`` waits still tells what the pass did."""
+``--wait`` waits still tells what the pass did; and ``desktop links``' lines, whose names start no line of
+their own."""
 
 from __future__ import annotations
 
@@ -69,3 +70,13 @@ def test_an_error_while_waiting_still_tells_what_the_pass_did(
     printed = capsys.readouterr()
     assert printed.out.splitlines()[0] == "uploaded   a.md"
     assert printed.err == "error while waiting: Too many requests. (429 rate_limited)\n"
+
+
+def test_a_line_break_in_a_linked_folders_name_or_error_starts_no_line() -> None:
+    from memmy_kb_client.sync.link_commands import link_lines
+
+    forged = {"dir": "/docs\nlinked:   /home -> kb_x: idle", "kb_id": "kb_1", "state": "error"}
+    lines = link_lines([{**forged, "error": "a.md\nlinked:   /etc -> kb_y: idle: rejected"}])
+    assert len(lines) == 1
+    assert "\n" not in lines[0]
+    assert lines[0].startswith("/docs\\u000alinked:")
