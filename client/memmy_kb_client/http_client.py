@@ -57,7 +57,9 @@ def read_error(status: int, data: bytes, reason: str = "") -> ApiError:
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict):
         message = error.get("message")
-        return ApiError(status, str(error.get("code") or "http_error"), str(message or reason), error.get("details"))
+        return ApiError(
+            status, str(error.get("code") or "http_error"), str(message or reason), error.get("details")
+        )
     message = body.get("message") if isinstance(body, dict) else None
     return ApiError(status, "http_error", str(message or reason))
 
@@ -92,7 +94,9 @@ def classify(status: int, data: bytes, elapsed: float = 0.0, reason: str = "") -
 
 def failed(err: BaseException, elapsed: float = 0.0) -> CallResult:
     """A call that got no reply: ``timeout`` or ``unreachable``."""
-    return CallResult(TIMEOUT if isinstance(err, TimeoutError) else UNREACHABLE, elapsed=elapsed, detail=type(err).__name__)
+    return CallResult(
+        TIMEOUT if isinstance(err, TimeoutError) else UNREACHABLE, elapsed=elapsed, detail=type(err).__name__
+    )
 
 
 @dataclass(frozen=True)

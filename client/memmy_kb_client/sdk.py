@@ -105,15 +105,21 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _post_bytes(ticket: dict[str, Any], path: Path, size: int, progress: Callable[[int, int], None] | None) -> None:
+def _post_bytes(
+    ticket: dict[str, Any], path: Path, size: int, progress: Callable[[int, int], None] | None
+) -> None:
     """Send ``path`` to storage with a ticket's presigned POST (its fields first, the file last)."""
     with path.open("rb") as handle:
         reader = _ProgressReader(handle, size, progress)
         content_type = str(ticket["fields"].get("Content-Type", "application/octet-stream"))
         files = {"file": (path.name, cast(IO[bytes], reader), content_type)}
-        resp = httpx.post(ticket["url"], data=ticket["fields"], files=files, timeout=httpx.Timeout(30, write=None))
+        resp = httpx.post(
+            ticket["url"], data=ticket["fields"], files=files, timeout=httpx.Timeout(30, write=None)
+        )
     if not resp.is_success:
-        raise MemmyApiError(resp.status_code, "storage_rejected_upload", resp.text[:300] or resp.reason_phrase)
+        raise MemmyApiError(
+            resp.status_code, "storage_rejected_upload", resp.text[:300] or resp.reason_phrase
+        )
 
 
 def post_upload(

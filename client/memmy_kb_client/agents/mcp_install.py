@@ -373,7 +373,7 @@ def agent_steps(agent: str, project: Path | None) -> list[str]:
         return steps
     return [
         "Gemini CLI starts MCP servers when it starts: restart it; `/mcp` lists memmy-kb.",
-        "`gemini -p` offers the model only the tools a policy allows: answer \"Allow always\" once when "
+        '`gemini -p` offers the model only the tools a policy allows: answer "Allow always" once when '
         "Gemini CLI first asks to run search_knowledge.",
         *(
             [f"Gemini CLI reads {project.absolute()}/.gemini/settings.json only in a trusted folder."]

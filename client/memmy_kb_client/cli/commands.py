@@ -284,7 +284,10 @@ def _add_folders_group(commands: argparse._SubParsersAction[Parent], common: Par
     mk.add_argument("name")
     mk.add_argument("--parent", help="parent folder id (default: the root)")
     mk.set_defaults(
-        func=_run(lambda c, a: c.create_folder(a.kb, a.name, a.parent), lambda f: f"{f['id']}  {one_line(f['name'])}")
+        func=_run(
+            lambda c, a: c.create_folder(a.kb, a.name, a.parent),
+            lambda f: f"{f['id']}  {one_line(f['name'])}",
+        )
     )
     rename_folder = folders.add_parser("rename", parents=[common], help="rename a folder (owner)")
     rename_folder.add_argument("kb")
@@ -292,7 +295,8 @@ def _add_folders_group(commands: argparse._SubParsersAction[Parent], common: Par
     rename_folder.add_argument("name")
     rename_folder.set_defaults(
         func=_run(
-            lambda c, a: c.update_folder(a.kb, a.folder, name=a.name), lambda f: f"{f['id']}  {one_line(f['name'])}"
+            lambda c, a: c.update_folder(a.kb, a.folder, name=a.name),
+            lambda f: f"{f['id']}  {one_line(f['name'])}",
         )
     )
     move_folder = folders.add_parser("mv", parents=[common], help="move a folder (owner)")

@@ -174,7 +174,10 @@ def add_recall_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     recall.add_argument("query", help="the question")
     recall.add_argument(
-        "--limit", type=int, default=None, help=f"at most this many excerpts (1-{MAX_RECALL_LIMIT}; default: the service's)"
+        "--limit",
+        type=int,
+        default=None,
+        help=f"at most this many excerpts (1-{MAX_RECALL_LIMIT}; default: the service's)",
     )
     recall.add_argument("--endpoint", help="API URL (default: $MEMMY_KB_ENDPOINT, saved login, local stack)")
     recall.add_argument("--token", help="login token (default: $MEMMY_KB_TOKEN or the saved login)")

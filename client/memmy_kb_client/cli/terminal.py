@@ -14,7 +14,8 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(
-        ch if ch in _KEPT or unicodedata.category(ch) not in _ESCAPED_CATEGORIES else _escape(ch) for ch in text
+        ch if ch in _KEPT or unicodedata.category(ch) not in _ESCAPED_CATEGORIES else _escape(ch)
+        for ch in text
     )
 
 

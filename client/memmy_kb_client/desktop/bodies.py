@@ -29,7 +29,9 @@ class BodyRefused(Exception):
         self.refusal = refusal
 
 
-_NOT_JSON: Final = Refusal(415, "unsupported_media_type", "request bodies must be JSON (application/json) in UTF-8")
+_NOT_JSON: Final = Refusal(
+    415, "unsupported_media_type", "request bodies must be JSON (application/json) in UTF-8"
+)
 
 
 def refusal(content_type: str | None, body: bytes) -> Refusal | None:

@@ -52,7 +52,9 @@ class Cloud:
             reply = self.http.send(method, target, body=body, headers=sent)
         except OSError as err:
             message = f"the cloud did not answer ({type(err).__name__})"
-            return 502, json.dumps({"error": {"code": "cloud_unreachable", "message": message}}).encode("utf-8")
+            return 502, json.dumps({"error": {"code": "cloud_unreachable", "message": message}}).encode(
+                "utf-8"
+            )
         return reply.status, reply.data
 
     def close(self) -> None:

@@ -64,7 +64,9 @@ def call(
         except NotProven as err:
             raise NotThisService(str(err)) from err
         except OSError as err:
-            raise NotThisService(proof.refusal(record.port, f"it did not answer the challenge: {err}")) from err
+            raise NotThisService(
+                proof.refusal(record.port, f"it did not answer the challenge: {err}")
+            ) from err
         try:
             reply = connection.request(method, path, body)
         except OSError as err:

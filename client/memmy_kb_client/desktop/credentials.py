@@ -196,7 +196,6 @@ class FileStore(_LoginEntry):
         paths.remove(self.file(name))
 
 
-
 class KeyringStore(_LoginEntry):
     """Entries in the OS keychain, named after the state directory (two homes never share one)."""
 

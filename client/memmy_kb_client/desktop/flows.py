@@ -127,7 +127,11 @@ class LoginFlows:
     def get(self, flow_id: str) -> Flow | None:
         with self._lock:
             flow = self._flows.get(flow_id)
-            if flow is not None and flow.state in ("pending", "exchanging") and time.monotonic() >= flow.expires_at:
+            if (
+                flow is not None
+                and flow.state in ("pending", "exchanging")
+                and time.monotonic() >= flow.expires_at
+            ):
                 self._end(flow, "expired", "the sign-in was not finished in time")
             return flow
 

@@ -20,7 +20,9 @@ def _hook_recall(state: DesktopState, request: Request) -> Reply:
     headers: tuple[tuple[str, str], ...] = ()
     if answer.cloud_seconds is not None:
         headers = (("Server-Timing", f"cloud;dur={answer.cloud_seconds * 1000:.2f}"),)
-    return Reply(200, {"context": answer.context, "cloud": answer.outcome, "excerpts": answer.excerpts}, headers)
+    return Reply(
+        200, {"context": answer.context, "cloud": answer.outcome, "excerpts": answer.excerpts}, headers
+    )
 
 
 HOOK_ROUTES: Final[dict[tuple[str, str], Route]] = {

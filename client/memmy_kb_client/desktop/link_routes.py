@@ -53,7 +53,9 @@ def cloud_client(state: DesktopState) -> MemmyClient:
     from memmy_kb_client.sdk import ClientConfig, MemmyClient
 
     base = state.cloud.base_url
-    return MemmyClient(ClientConfig(base, None), http=HttpClient(base, timeout=30), login=_ServiceLogin(state))
+    return MemmyClient(
+        ClientConfig(base, None), http=HttpClient(base, timeout=30), login=_ServiceLogin(state)
+    )
 
 
 def start_links(state: DesktopState) -> None:

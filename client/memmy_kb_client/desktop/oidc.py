@@ -342,7 +342,11 @@ def revoke(login: CloudLogin, timeout: float = 5.0) -> bool:
     try:
         response = _client().post(
             login.revocation_endpoint,
-            data={"token": login.refresh_token, "token_type_hint": "refresh_token", "client_id": login.client_id},
+            data={
+                "token": login.refresh_token,
+                "token_type_hint": "refresh_token",
+                "client_id": login.client_id,
+            },
             timeout=timeout,
         )
     except httpx.HTTPError:
