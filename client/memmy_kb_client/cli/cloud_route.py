@@ -224,7 +224,13 @@ def client_for(endpoint: str | None, token: str | None, env: Mapping[str, str] =
     route, desktop = choose(endpoint, token, env)
     if desktop is not None:
         return _desktop_client(desktop, route)
-    if route.kind == NONE:
-        why = _WITHOUT_LOGIN.get(route.desktop_state, route.desktop_note)
+    if route.kind == NONE and route.desktop_state in _WITHOUT_LOGIN:
+        why = _WITHOUT_LOGIN[route.desktop_state]
         raise CommandFailed(f"error: not signed in: {why}, and there is no saved login", sign_in(route))
+    if route.kind == NONE:  # the note says what was found, and what to do about it
+        save = advice.command("login", "--token", "TOKEN")
+        raise CommandFailed(
+            f"error: not signed in: there is no saved login, and {route.desktop_note}",
+            f"or save a token with `{save}` to go without the desktop service",
+        )
     return RoutedClient(route, ClientConfig(route.endpoint, route.token), timeout=REQUEST_TIMEOUT_SECONDS)

@@ -50,13 +50,17 @@ class CommandFailed(Exception):
 def stdout_closed() -> bool:
     """Whether stdout is a pipe whose reader has gone (``| head -1``): its write end reports an error."""
     try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file: no pipe of ours to have closed
+        return False
+    try:
         import select
 
         poller = select.poll()
-        poller.register(sys.stdout.fileno(), select.POLLOUT)
-        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
-    except (AttributeError, OSError, ValueError):  # no poll (Windows), or no real stdout: say it was
+    except (ImportError, AttributeError):  # no poll (Windows): a broken pipe is taken for stdout's
         return True
+    poller.register(descriptor, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
 
 
 def _is_local(url: str) -> bool:
