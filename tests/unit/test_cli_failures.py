@@ -232,6 +232,11 @@ def test_an_expected_failure_outside_a_client_is_one_line(capsys: pytest.Capture
     assert capsys.readouterr().err == "error: the connection failed (ConnectError: refused)\ntry again\n"
 
 
+def test_another_system_error_is_said_as_it_is(capsys: pytest.CaptureFixture[str]) -> None:
+    assert failures.run_command(lambda: command(OSError(98, "Address already in use"))) == 1
+    assert capsys.readouterr().err == "error: OSError: [Errno 98] Address already in use\n"
+
+
 def test_a_broken_connection_is_not_taken_for_a_closed_stdout(capsys: pytest.CaptureFixture[str]) -> None:
     assert failures.run_command(lambda: command(BrokenPipeError(32, "Broken pipe"))) == 1
     assert "error: the connection failed (BrokenPipeError" in capsys.readouterr().err

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import socket
 import ssl
 import sys
 from collections.abc import Callable
@@ -223,8 +224,11 @@ def _plain_failure(err: BaseException) -> CommandFailed | None:
         return CommandFailed(f"error: {err.message} ({err.status} {err.code})")
     if isinstance(err, OSError) and err.filename is not None:
         return CommandFailed(f"error: {err.filename}: {err.strerror or err}")
-    if isinstance(err, OSError | httpx.HTTPError):
-        return CommandFailed(f"error: the connection failed ({type(err).__name__}: {err})", "try again")
+    said = f"{type(err).__name__}: {err}"
+    if isinstance(err, ConnectionError | TimeoutError | socket.gaierror | ssl.SSLError | httpx.HTTPError):
+        return CommandFailed(f"error: the connection failed ({said})", "try again")
+    if isinstance(err, OSError):
+        return CommandFailed(f"error: {said}")
     return None
 
 
