@@ -261,8 +261,14 @@ def test_a_cloud_other_than_the_desktops_is_asked_with_the_saved_login(
     desktop: DesktopService, cloud: Cloud, home: Path, capsys, monkeypatch
 ):
     for other in serving(Cloud()):
-        ClientConfig(other.url, SAVED_TOKEN).save()
         monkeypatch.setenv("MEMMY_KB_ENDPOINT", other.url)
+        code, _, err = run(capsys, monkeypatch, "kb", "ls")
+        assert code == 1
+        assert err.startswith(
+            f"error: not signed in to {other.url}: the desktop service is signed in to {cloud.url}, not "
+            f"{other.url}, and there is no saved login\nleave out --endpoint and $MEMMY_KB_ENDPOINT"
+        )
+        ClientConfig(other.url, SAVED_TOKEN).save()
         assert run(capsys, monkeypatch, "kb", "ls")[0] == 0
         assert bearers(other) == {f"Bearer {SAVED_TOKEN}"}
     assert cloud.requests == []

@@ -13,6 +13,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from memmy_kb_client.cli.failures import CommandFailed, routed_failure, sign_in
@@ -66,9 +67,11 @@ class CloudRoute:
         return f"{source}, as {self.user or 'a token whose user is unknown'}, straight to {self.endpoint}"
 
 
-def _saved() -> dict[str, Any]:
+def _saved(env: Mapping[str, str]) -> dict[str, Any]:
     """``memmy-kb login``'s file; ``CommandFailed`` when it is there but cannot be read."""
-    path = config_home() / "config.json"
+    from memmy_kb_client.desktop.paths import memmy_home
+
+    path = Path(memmy_home(env)) / "config.json"
     fix = f"save the login again with `{advice.command('login', '--endpoint', 'URL', '--token', 'TOKEN')}`"
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))
@@ -192,7 +195,7 @@ def choose(
     named = (endpoint or env.get(ENDPOINT_ENV) or "").rstrip("/") or None
     given = token or env.get(TOKEN_ENV)
     if given:
-        cloud = (named or str(_saved().get("endpoint") or DEFAULT_ENDPOINT)).rstrip("/")
+        cloud = (named or str(_saved(env).get("endpoint") or DEFAULT_ENDPOINT)).rstrip("/")
         return CloudRoute(FLAG if token else ENVIRONMENT, cloud, state_dir, given, token_subject(given)), None
     desktop, found, note = _signed_in_desktop(state_dir)
     if desktop is not None and (named is None or named == desktop.cloud):
@@ -202,7 +205,7 @@ def choose(
     if desktop is not None:
         desktop.connection.close()
         found, note = "other_cloud", f"the desktop service is signed in to {desktop.cloud}, not {named}"
-    saved = _saved()
+    saved = _saved(env)
     cloud = (named or str(saved.get("endpoint") or DEFAULT_ENDPOINT)).rstrip("/")
     saved_token = saved.get("token") if isinstance(saved.get("token"), str) else None
     if saved_token:
@@ -227,7 +230,13 @@ def client_for(endpoint: str | None, token: str | None, env: Mapping[str, str] =
     if route.kind == NONE and route.desktop_state in _WITHOUT_LOGIN:
         why = _WITHOUT_LOGIN[route.desktop_state]
         raise CommandFailed(f"error: not signed in: {why}, and there is no saved login", sign_in(route))
-    if route.kind == NONE:  # the note says what was found, and what to do about it
+    if route.kind == NONE and route.desktop_state == "other_cloud":
+        save = advice.command("login", "--endpoint", route.endpoint, "--token", "TOKEN")
+        raise CommandFailed(
+            f"error: not signed in to {route.endpoint}: {route.desktop_note}, and there is no saved login",
+            f"leave out --endpoint and $MEMMY_KB_ENDPOINT to use the desktop service, or save a token with `{save}`",
+        )
+    if route.kind == NONE:  # the proof's refusal: what was found, and what to do about it
         save = advice.command("login", "--token", "TOKEN")
         raise CommandFailed(
             f"error: not signed in: there is no saved login, and {route.desktop_note}",
