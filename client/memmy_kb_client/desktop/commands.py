@@ -57,21 +57,25 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def describe(service: Any) -> str:
-    """What ``serve`` (and ``memmy-local up``) print once the service listens; the first line is machine-read."""
+def describe(service: Any, home: str | None = None) -> str:
+    """What ``serve`` (and ``memmy-local up``) print once the service listens; the first line is
+    machine-read. ``home``: the service's ``MEMMY_KB_HOME`` when the person's shell may have another
+    (the demo's), so that the commands named carry it."""
+    from memmy_kb_client.desktop.advice import command
+
     status = service.state.status()
     login = status["login"]
     logged = (
         f"logged in as {login.get('user')}"
         if login["state"] == "logged_in"
-        else _LOGIN_STATES[login["state"]]
+        else _login_state(login["state"], home)
     )
     lines = [
         f"{READY_PREFIX}{service.url} (cloud: {status['cloud']})",
         f"  state:  {service.config.state_dir}",
         f"  login:  {logged} ({status['credential_store']})",
         f"  hooks:  read {status['hook_token_file']}",
-        "  page:   `memmy-kb desktop open` (a one-time link to the knowledge-base page)",
+        f"  page:   `{command('desktop', 'open', home=home)}` (a one-time link to the knowledge-base page)",
     ]
     if status.get("warning"):
         lines.append(f"  note:   {status['warning']}")
@@ -184,7 +188,7 @@ def _rotate(args: argparse.Namespace) -> int:
 
 
 def _open(args: argparse.Namespace) -> int:
-    """Open the knowledge-base page: a one-time code (60 s, single use) in the URL becomes its session."""
+    """Open the knowledge-base page: a one-time code (10 minutes, single use) in the URL becomes its session."""
     answer = _control("POST", "/control/page-code")
     if answer is None:
         return 1
@@ -195,16 +199,29 @@ def _open(args: argparse.Namespace) -> int:
     import webbrowser
 
     if not webbrowser.open(url):
-        print(f"open this link in your browser within a minute (it works once):\n{url}")
+        print(f"open this link in your browser within {_minutes(answer.get('expires_in'))} (it works once):\n{url}")
     return 0
+
+
+def _minutes(seconds: object) -> str:
+    """``expires_in`` in words: "10 minutes" (an older service answers without it: 60 s)."""
+    value = seconds if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0 else 60
+    return f"{value} seconds" if value < 120 else f"{value // 60} minutes"
 
 
 _LOGIN_STATES = {
     "logged_in": "logged in",
-    "logged_out": "logged out: run `memmy-kb desktop login`",
-    "expired": "the login has expired: run `memmy-kb desktop login`",
-    "rejected": "the cloud refused the login (401): run `memmy-kb desktop login` again",
+    "logged_out": "logged out: run `{login}`",
+    "expired": "the login has expired: run `{login}`",
+    "rejected": "the cloud refused the login (401): run `{login}` again",
 }
+
+
+def _login_state(state: str, home: str | None = None) -> str:
+    """The login's state in words, naming ``desktop login`` as the person can run it."""
+    from memmy_kb_client.desktop.advice import command
+
+    return _LOGIN_STATES.get(state, state).replace("{login}", command("desktop", "login", home=home))
 _OUTCOMES = {
     "ok": "answered",
     "logged_out": "not asked (logged out)",
@@ -229,14 +246,18 @@ def desktop_state(state_dir: str, timeout: float = 3.0) -> tuple[str, str]:
     except NotThisService as err:
         return "error", f"{str(err)[:1].upper()}{str(err)[1:]}"
     except ServiceUnavailable:
+        from memmy_kb_client.desktop.advice import command, how_to_start
+
         return "not_running", (
-            f"No desktop service is running for {state_dir}: start it with `memmy-kb desktop serve`, "
-            "then `memmy-kb desktop login`."
+            f"No desktop service is running for {state_dir}: {how_to_start(state_dir)}, "
+            f"then `{command('desktop', 'login')}`."
         )
     except ControlError as err:
+        from memmy_kb_client.desktop.advice import command
+
         return (
             "error",
-            f"The desktop service answered {err.status} {err.code}: see `memmy-kb desktop status`.",
+            f"The desktop service answered {err.status} {err.code}: see `{command('desktop', 'status')}`.",
         )
     login = status.get("login") or {}
     state = str(login.get("state"))
@@ -244,7 +265,7 @@ def desktop_state(state_dir: str, timeout: float = 3.0) -> tuple[str, str]:
     if state == "logged_in":
         user = f" as {login['user']}" if login.get("user") else ""
         return "ready", f"{where} and logged in{user}: the hook is ready."
-    return state, f"{where}, but {_LOGIN_STATES.get(state, state)}."
+    return state, f"{where}, but {_login_state(state)}."
 
 
 def _print_status(status: dict[str, Any], as_json: bool) -> int:
@@ -253,7 +274,7 @@ def _print_status(status: dict[str, Any], as_json: bool) -> int:
         return 0
     login = status.get("login") or {}
     state = str(login.get("state"))
-    line = _LOGIN_STATES.get(state, state)
+    line = _login_state(state)
     if login.get("user"):
         line += f" as {login['user']}" + (f" ({login['name']})" if login.get("name") else "")
     if login.get("expires_at"):

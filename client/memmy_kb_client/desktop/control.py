@@ -14,7 +14,7 @@ import http.client
 import json
 from typing import Any
 
-from memmy_kb_client.desktop import proof
+from memmy_kb_client.desktop import advice, proof
 from memmy_kb_client.desktop.credentials import ServiceRecord, read_service_record
 
 
@@ -41,28 +41,36 @@ def _answer(response: http.client.HTTPResponse) -> tuple[dict[str, Any], bytes]:
     return (answer if isinstance(answer, dict) else {}), data
 
 
-def _prove(connection: http.client.HTTPConnection, record: ServiceRecord) -> None:
+def _not_answering(state_dir: str, record: ServiceRecord, err: Exception) -> ServiceUnavailable:
+    return ServiceUnavailable(
+        f"the desktop service recorded at 127.0.0.1:{record.port} does not answer ({err}); "
+        f"{advice.how_to_start(state_dir)}"
+    )
+
+
+def _prove(connection: http.client.HTTPConnection, record: ServiceRecord, state_dir: str) -> None:
     """The listener proves it holds the control token, or ``NotThisService``; nothing secret is sent."""
     nonce = proof.new_nonce()
     try:
         connection.connect()
     except OSError as err:
-        raise ServiceUnavailable(
-            f"the desktop service recorded at 127.0.0.1:{record.port} does not answer ({err}); "
-            "start it with `memmy-kb desktop serve`"
-        ) from err
+        raise _not_answering(state_dir, record, err) from err
+
+    def refused(what: str) -> NotThisService:
+        return NotThisService(proof.refusal(record.port, what, advice.how_to_start(state_dir)))
+
     try:
         connection.request("GET", proof.target("control", nonce), headers={"Accept": "application/json"})
         response = connection.getresponse()
         answer, _ = _answer(response)
     except (OSError, http.client.HTTPException) as err:
-        raise NotThisService(proof.refusal(record.port, f"it did not answer the challenge: {err}")) from err
+        raise refused(f"it did not answer the challenge: {err}") from err
     if response.status != 200 or not proof.verified(
         record.token, "control", nonce, record.port, answer.get("proof")
     ):
-        raise NotThisService(proof.refusal(record.port, "it did not prove it holds the control token"))
+        raise refused("it did not prove it holds the control token")
     if connection.sock is None:  # it closed the connection: a new one could reach someone else
-        raise NotThisService(proof.refusal(record.port, "it closed the connection after the proof"))
+        raise refused("it closed the connection after the proof")
     connection.auto_open = 0  # never reconnect behind our back after the proof
 
 
@@ -80,9 +88,7 @@ def call(
     nothing answers, ``ControlError`` for the service's refusal."""
     record = read_service_record(state_dir, keyring_backend)
     if record is None:
-        raise ServiceUnavailable(
-            f"no desktop service is running for {state_dir}: start it with `memmy-kb desktop serve`"
-        )
+        raise ServiceUnavailable(f"no desktop service is running for {state_dir}: {advice.how_to_start(state_dir)}")
     connection = http.client.HTTPConnection("127.0.0.1", record.port, timeout=timeout)
     headers = {"Authorization": f"Bearer {record.token}", "Accept": "application/json"}
     payload = None
@@ -90,15 +96,12 @@ def call(
         payload = json.dumps(body).encode("utf-8")
         headers["Content-Type"] = "application/json"
     try:
-        _prove(connection, record)
+        _prove(connection, record, state_dir)
         connection.request(method, path, body=payload, headers=headers)
         response = connection.getresponse()
         answer, _ = _answer(response)
     except (OSError, http.client.HTTPException) as err:
-        raise ServiceUnavailable(
-            f"the desktop service recorded at 127.0.0.1:{record.port} does not answer ({err}); "
-            "start it with `memmy-kb desktop serve`"
-        ) from err
+        raise _not_answering(state_dir, record, err) from err
     finally:
         connection.close()
     if response.status >= 400:

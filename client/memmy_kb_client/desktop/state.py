@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from memmy_kb_client.desktop import oidc, page, paths, proof
+from memmy_kb_client.desktop import advice, oidc, page, paths, proof
 from memmy_kb_client.desktop.block import fit_for_agent
 from memmy_kb_client.desktop.cloud import CloudRecall
 from memmy_kb_client.desktop.credentials import (
@@ -66,6 +66,8 @@ class DesktopConfig:
     login_timeout: float = 10.0
     # Answer a slash command or an "ok" / "继续" with no block and no cloud call (``trivial.py``).
     skip_trivial_prompts: bool = True
+    # The local stack that runs this service (``make run``), so advice names it; None: ``desktop serve``.
+    launcher: advice.Launcher | None = None
 
 
 def _now_iso(at: float | None = None) -> str:
@@ -109,6 +111,19 @@ class DesktopState:
         self.sessions = page.Sessions()
         # The linked folders (``memmy_kb_client.sync.links.Links``), while the service runs.
         self.links: Any = None
+        self._commands: dict[str, str] = {}
+
+    def commands(self) -> dict[str, str]:
+        """What the page and the service's own pages tell the person to run, as they can run it:
+        ``open`` and ``login`` (with this service's ``MEMMY_KB_HOME`` when it is not the default), and
+        ``stack``, the local stack's command, when the stack runs this service."""
+        if not self._commands:
+            home = os.path.dirname(os.path.abspath(self.state_dir))
+            found = {name: advice.command("desktop", name, home=home) for name in ("open", "login")}
+            if self.config.launcher is not None:
+                found["stack"] = self.config.launcher.command
+            self._commands = found
+        return dict(self._commands)
 
     @property
     def cookie_name(self) -> str:
