@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest -n 2 --dist worksteal
 MEMMY_KB_CHROMIUM ?= /usr/bin/chromium
 export MEMMY_KB_CHROMIUM
 
-.PHONY: install browser cjk-fonts layer-python run lint test unit integration e2e agents agents-install fuzz bench load soak openapi screenshots clean
+.PHONY: install browser cjk-fonts layer-python run lint test unit integration e2e e2e-stage e2e-stage-settings agents agents-install fuzz bench load soak openapi screenshots clean
 
 install: $(STAMP)
 
@@ -80,6 +80,17 @@ integration: install
 
 e2e: install browser
 	$(PYTEST) tests/e2e $(PYTEST_ARGS)
+
+# The e2e tier against a deployed stack (README, "Deploying"): MEMMY_KB_E2E_URL is its ApiUrl output, and
+# MEMMY_KB_E2E_TOKEN_COMMAND a command that prints a login token for a user name (run as `COMMAND NAME
+# [--name N] [--email E] [--phone P]`, making that person on first sight). The tests that need the local
+# stack's internals are skipped, saying why; each run's people and KBs carry its id, and its KBs are deleted.
+e2e-stage: e2e-stage-settings install browser
+	$(PYTEST) tests/e2e $(PYTEST_ARGS)
+
+e2e-stage-settings:
+	@test -n "$$MEMMY_KB_E2E_URL" || { echo "make e2e-stage needs MEMMY_KB_E2E_URL: the deployed stack's ApiUrl output (README, \"Deploying\")" >&2; exit 1; }
+	@test -n "$$MEMMY_KB_E2E_TOKEN_COMMAND" || { echo "make e2e-stage needs MEMMY_KB_E2E_TOKEN_COMMAND: a command printing a login token for a user name (README, \"Deploying\")" >&2; exit 1; }
 
 # The real agents: the releases of Claude Code, Codex CLI and Gemini CLI pinned in .agents/package-lock.json
 # (npm ci into .agents/node_modules, once), each run offline against tests/support/fake_models.py with our

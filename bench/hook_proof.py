@@ -55,7 +55,7 @@ def _median_ms(call: object, requests: int) -> float:
 
 def exchange(requests: int = REQUESTS) -> dict[str, float]:
     """Median ms per recall with the proof and without it (each on a new connection, as the hook does)."""
-    from memmy_kb_client import hook
+    from memmy_kb_client.agents import hook
     from memmy_kb_client.desktop.server import DesktopConfig, DesktopService
 
     os.environ.setdefault("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")

@@ -99,13 +99,14 @@ def _pool(base_url: str) -> Any:
 
 def _median_ms(grants: _Grants, pool: Any) -> float:
     from memmy_kb.domain.recall import recall
+    from memmy_kb.domain.recall_config import RecallQuestion
 
     timings = []
     # The per-backend metrics' EMF lines are printed as on Lambda (their cost counts), not shown here.
     with contextlib.redirect_stdout(io.StringIO()):
         for _ in range(ROUNDS):
             started = time.perf_counter()
-            result = recall(grants, pool, user_id="bench", query=QUERY, limit=5)  # type: ignore[arg-type]
+            result = recall(grants, pool, RecallQuestion("bench", QUERY, limit=5))  # type: ignore[arg-type]
             timings.append((time.perf_counter() - started) * 1000)
             assert result.block.excerpts, "recall found nothing"
     return statistics.median(timings[5:])  # the first rounds open the connections

@@ -1,6 +1,6 @@
 import os
 
-pytest_plugins = ["tests.support.emulator", "tests.support.aws", "tests.support.stack"]
+pytest_plugins = ["tests.support.emulator", "tests.support.aws", "tests.support.stack", "tests.support.stage"]
 
 # Powertools reads these when its Logger/Metrics/Tracer are built, which is at a handler module's import;
 # set them before any test can import one (the functions get the same values from template.yaml).

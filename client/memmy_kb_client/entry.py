@@ -14,10 +14,10 @@ _HOOK_AGENTS = ("claude-code", "codex", "gemini")
 def main() -> int:
     argv = sys.argv[1:]
     if len(argv) == 2 and argv[0] == "hook" and argv[1] in _HOOK_AGENTS:
-        from memmy_kb_client.hook import main as hook_main
+        from memmy_kb_client.agents.hook import main as hook_main
 
         return hook_main(argv[1])
-    from memmy_kb_client.cli import main as cli_main
+    from memmy_kb_client.cli.main import main as cli_main
 
     return cli_main()
 

@@ -11,10 +11,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
-from urllib.parse import quote
+from typing import IO, Any, Protocol, cast
+from urllib.parse import quote, urlencode
 
 import httpx
+
+from memmy_kb_client.http_client import OK, HttpClient, classify
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:8080"
 
@@ -103,15 +105,21 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _post_bytes(ticket: dict[str, Any], path: Path, size: int, progress: Callable[[int, int], None] | None) -> None:
+def _post_bytes(
+    ticket: dict[str, Any], path: Path, size: int, progress: Callable[[int, int], None] | None
+) -> None:
     """Send ``path`` to storage with a ticket's presigned POST (its fields first, the file last)."""
     with path.open("rb") as handle:
         reader = _ProgressReader(handle, size, progress)
         content_type = str(ticket["fields"].get("Content-Type", "application/octet-stream"))
         files = {"file": (path.name, cast(IO[bytes], reader), content_type)}
-        resp = httpx.post(ticket["url"], data=ticket["fields"], files=files, timeout=httpx.Timeout(30, write=None))
+        resp = httpx.post(
+            ticket["url"], data=ticket["fields"], files=files, timeout=httpx.Timeout(30, write=None)
+        )
     if not resp.is_success:
-        raise MemmyApiError(resp.status_code, "storage_rejected_upload", resp.text[:300] or resp.reason_phrase)
+        raise MemmyApiError(
+            resp.status_code, "storage_rejected_upload", resp.text[:300] or resp.reason_phrase
+        )
 
 
 def post_upload(
@@ -126,14 +134,40 @@ def _segment(value: str) -> str:
     return quote(value, safe="")
 
 
+class Login(Protocol):
+    """Whose token each request carries: a saved one, or the desktop service's login (refreshed when due)."""
+
+    def bearer(self) -> str | None:
+        """The token to send now (None: none)."""
+
+    def refused(self, token: str) -> None:
+        """The cloud answered 401 to ``token``."""
+
+
+@dataclass(frozen=True)
+class _SavedLogin:
+    token: str | None
+
+    def bearer(self) -> str | None:
+        return self.token
+
+    def refused(self, token: str) -> None:
+        pass
+
+
 class MemmyClient:
     """One method per route; raises MemmyApiError for every non-2xx answer."""
 
     def __init__(
-        self, config: ClientConfig, *, timeout: float = 30.0, http: httpx.Client | None = None
+        self,
+        config: ClientConfig,
+        *,
+        timeout: float = 30.0,
+        http: HttpClient | None = None,
+        login: Login | None = None,
     ) -> None:
-        headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
-        self._http = http or httpx.Client(base_url=config.endpoint, headers=headers, timeout=timeout)
+        self._login = login or _SavedLogin(config.token)
+        self._http = http or HttpClient(config.endpoint, timeout=timeout)
 
     def close(self) -> None:
         self._http.close()
@@ -144,20 +178,29 @@ class MemmyClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> JsonObject:
-        resp = self._http.request(method, path, **kwargs)
-        if resp.is_success:
-            return cast(JsonObject, resp.json()) if resp.content else {}
-        try:
-            error = resp.json().get("error") or {}
-        except ValueError:
-            error = {}
-        message = (
-            error.get("message") or resp.json().get("message", resp.reason_phrase)
-            if resp.content
-            else resp.reason_phrase
-        )
-        raise MemmyApiError(resp.status_code, error.get("code") or "http_error", str(message))
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        headers: dict[str, str] | None = None,
+        params: dict[str, str] | None = None,
+    ) -> JsonObject:
+        """The JSON answer; ``MemmyApiError`` for any other status (or a 2xx that is not JSON), ``OSError``
+        when the service did not answer."""
+        target = f"{path}?{urlencode(params)}" if params else path
+        token = self._login.bearer()
+        sent = {"Authorization": f"Bearer {token}"} if token else {}
+        reply = self._http.send_json(method, target, json_body=json, headers={**sent, **(headers or {})})
+        if reply.status == 401 and token:
+            self._login.refused(token)
+        result = classify(reply.status, reply.data, reason=reply.reason)
+        if result.outcome == OK:
+            return cast(JsonObject, result.answer) if isinstance(result.answer, dict) else {}
+        if result.error is not None:
+            raise MemmyApiError(result.error.status, result.error.code, result.error.message)
+        raise MemmyApiError(reply.status, result.outcome, "the service's answer is not JSON")
 
     def me(self) -> dict[str, Any]:
         return self._request("PUT", "/me")
@@ -313,7 +356,7 @@ class MemmyClient:
             try:
                 _post_bytes(answer, path, size, progress)
             except (MemmyApiError, httpx.HTTPError, OSError):
-                with contextlib.suppress(MemmyApiError, httpx.HTTPError):
+                with contextlib.suppress(MemmyApiError, httpx.HTTPError, OSError):
                     self.dismiss_upload(kb_id, answer["upload_id"])
                 raise
         return answer

@@ -27,6 +27,7 @@ from tests.e2e.test_recall_e2e import MARKER, QUESTION, user_with_the_document
 from tests.support import fake_models
 from tests.support.fake_models import FakeModels
 from tests.support.stack import CLI, RunningStack
+from tests.support.stage import Stage
 
 PREFACE = "以下是从用户知识库中检索到的摘录"
 # The model's own query for search_knowledge: other words than the prompt's, the same document.
@@ -37,8 +38,8 @@ MODEL_KEY_ENV = "MEMMY_FAKE_MODEL_KEY"
 
 @pytest.fixture(scope="module")
 def desktop(local_stack: RunningStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desktop]:
-    reader = user_with_the_document(local_stack, f"agent-{uuid.uuid4().hex[:8]}", "Agent")
-    with logged_in_desktop(tmp_path_factory.mktemp("desktop"), local_stack, reader) as running:
+    reader = user_with_the_document(Stage.on_local(local_stack), f"agent-{uuid.uuid4().hex[:8]}", "Agent")
+    with logged_in_desktop(tmp_path_factory.mktemp("desktop"), local_stack, reader.token) as running:
         yield running
 
 

@@ -1,5 +1,5 @@
 """What the page's browser tests and ``make screenshots`` share: Debian's chromium driven by Playwright,
-and a logged-in ``memmy-kb desktop serve`` per user, on the local stack.
+and a logged-in ``memmy-kb desktop serve`` per user, on the stage (tests/support/stage.py).
 
 Playwright never downloads a browser here: it launches ``/usr/bin/chromium`` (``MEMMY_KB_CHROMIUM``
 overrides the path). ``make test`` installs the package when it is missing.
@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.test_desktop_e2e import Desktop, start_desktop
-from tests.support.stack import RunningStack, stop_stack
+from tests.support.stack import stop_stack
+from tests.support.stage import ApiTarget, StageUser
 
 CHROMIUM = os.environ.get("MEMMY_KB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -65,14 +66,15 @@ class PageUser:
         assert stop_stack(self.process) == 0, self.desktop.log_path.read_text()
 
 
-def start_user(stack: RunningStack, workdir: Path, user_id: str, **claims: Any) -> PageUser:
+def start_user(stack: ApiTarget, workdir: Path, user: StageUser) -> PageUser:
+    """``user`` at their desktop: a desktop service on ``stack``, logged in with their token."""
     workdir.mkdir(parents=True, exist_ok=True)
     process, desktop = start_desktop(workdir, stack.api_url)
-    login = desktop.cli("login", "--token", stack.token(user_id, **claims))
+    login = desktop.cli("login", "--token", user.token)
     if login.returncode != 0:
         stop_stack(process)
         raise AssertionError(login.stderr)
-    return PageUser(user_id, desktop, process)
+    return PageUser(user.user_id, desktop, process)
 
 
 def new_page(

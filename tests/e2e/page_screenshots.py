@@ -18,6 +18,7 @@ import httpx
 from tests.e2e.page_browser import chromium, new_page, start_user
 from tests.e2e.test_seed_story_e2e import COMPARISON, PRODUCT_INTRO, QUESTION, upload, wait_until_available
 from tests.support.stack import start_stack, stop_stack
+from tests.support.stage import Stage
 
 WIDTHS = {"narrow": 390, "1024": 1024, "wide": 1920}
 LANGS = ("zh", "en")
@@ -53,11 +54,13 @@ def main(out: Path) -> int:
         phone = f"139{random.randrange(10**8):08d}"
         suffix = uuid.uuid4().hex[:6]
         owner_claims = {"name": "产品经理", "email": "pm@example.com"}
-        owner = start_user(stack, work / "owner", f"pm-{suffix}", **owner_claims)
+        people = Stage.on_local(stack)
+        owner = start_user(stack, work / "owner", people.user(f"pm-{suffix}", **owner_claims))
         users.append(owner)
-        reader = start_user(stack, work / "reader", f"sales-{suffix}", name="销售小王", phone=f"+86{phone}")
+        salesperson = people.user(f"sales-{suffix}", name="销售小王", phone=f"+86{phone}")
+        reader = start_user(stack, work / "reader", salesperson)
         users.append(reader)
-        newcomer = start_user(stack, work / "newcomer", f"new-{suffix}", name="新同事")
+        newcomer = start_user(stack, work / "newcomer", people.user(f"new-{suffix}", name="新同事"))
         users.append(newcomer)
         with httpx.Client(base_url=stack.api_url, timeout=30) as api:
             token = stack.token(reader.user_id, name="销售小王", phone=f"+86{phone}")

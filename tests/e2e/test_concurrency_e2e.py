@@ -1,5 +1,6 @@
-"""Concurrent requests to one function of the running local stack: each gets its own answer, and each
-log line its own correlation id (the gateway runs them in separate containers, as Lambda would)."""
+"""Concurrent requests to one function of the stage: each gets its own answer, and (on the local stack,
+whose log the test reads) each log line its own correlation id (the gateway runs them in separate
+containers, as Lambda would)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ import pytest
 
 from tests.support.polling import wait_until
 from tests.support.stack import RunningStack
+from tests.support.stage import ApiTarget, Stage
 
 pytestmark = pytest.mark.e2e
 
 REQUESTS = 16
 
 
-def _get(stack: RunningStack, path: str, token: str) -> httpx.Response:
+def _get(stack: ApiTarget, path: str, token: str) -> httpx.Response:
     with httpx.Client(base_url=stack.api_url, timeout=30) as http:
         return http.get(path, headers={"Authorization": f"Bearer {token}"})
 
@@ -36,22 +38,22 @@ def _log_lines(stack: RunningStack) -> list[dict[str, Any]]:
     return lines
 
 
-def test_concurrent_owners_and_strangers_each_get_their_own_answer(local_stack: RunningStack) -> None:
+def test_concurrent_owners_and_strangers_each_get_their_own_answer(stage: Stage) -> None:
     suffix = uuid.uuid4().hex[:8]
-    owner = local_stack.token(f"owner-{suffix}", name="Owner")
-    with httpx.Client(base_url=local_stack.api_url, timeout=30) as http:
+    owner = stage.user(f"owner-{suffix}", name="Owner").token
+    with httpx.Client(base_url=stage.api_url, timeout=30) as http:
         created = http.post(
-            "/knowledge-bases", headers={"Authorization": f"Bearer {owner}"}, json={"name": f"并发 {suffix}"}
+            "/knowledge-bases",
+            headers={"Authorization": f"Bearer {owner}"},
+            json={"name": stage.kb_name(f"并发 {suffix}")},
         )
     assert created.status_code == HTTPStatus.CREATED, created.text
     kb_id = created.json()["id"]
     # Even requests are the owner's (200, the KB); odd ones a different stranger's each (404).
-    callers = [owner if i % 2 == 0 else local_stack.token(f"stranger-{suffix}-{i}") for i in range(REQUESTS)]
+    callers = [owner if i % 2 == 0 else stage.user(f"stranger-{suffix}-{i}").token for i in range(REQUESTS)]
 
     with ThreadPoolExecutor(max_workers=REQUESTS) as executor:
-        responses = list(
-            executor.map(lambda token: _get(local_stack, f"/knowledge-bases/{kb_id}", token), callers)
-        )
+        responses = list(executor.map(lambda token: _get(stage, f"/knowledge-bases/{kb_id}", token), callers))
 
     for i, resp in enumerate(responses):
         if i % 2 == 0:
@@ -62,7 +64,13 @@ def test_concurrent_owners_and_strangers_each_get_their_own_answer(local_stack: 
             assert resp.status_code == HTTPStatus.NOT_FOUND, resp.text
             assert resp.json()["error"]["code"] == "kb_not_found"
 
-    # Each refusal is logged once, under the correlation id of the request it refused.
+    if stage.local is not None:
+        refusals_are_logged_once_each(stage.local, responses)
+
+
+def refusals_are_logged_once_each(local_stack: RunningStack, responses: list[httpx.Response]) -> None:
+    """Each refusal is logged once, under the correlation id of the request it refused (the local stack's
+    log of its functions)."""
     refused_ids = {resp.headers["apigw-requestid"] for i, resp in enumerate(responses) if i % 2}
     served_ids = {resp.headers["apigw-requestid"] for i, resp in enumerate(responses) if i % 2 == 0}
 

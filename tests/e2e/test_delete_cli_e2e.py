@@ -1,4 +1,4 @@
-"""``memmy-kb files rm``, ``folders rm`` and ``kb rm`` on the running local stack: what is deleted leaves
+"""``memmy-kb files rm``, ``folders rm`` and ``kb rm`` on the stage: what is deleted leaves
 the listings (the owner's and a reader's), a reader is refused, and nothing is deleted unconfirmed."""
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from tests.support.stack import CLI, RunningStack
+from tests.support.stack import CLI
+from tests.support.stage import ApiTarget, Stage
 
 pytestmark = pytest.mark.e2e
 
 
-def cli(stack: RunningStack, token: str, *args: str) -> subprocess.CompletedProcess[str]:
+def cli(stack: ApiTarget, token: str, *args: str) -> subprocess.CompletedProcess[str]:
     """The installed CLI as a script runs it: stdin is not a terminal (so rm needs --yes)."""
     env = {
         **os.environ,
@@ -36,82 +37,83 @@ def cli(stack: RunningStack, token: str, *args: str) -> subprocess.CompletedProc
     )
 
 
-def ok_json(stack: RunningStack, token: str, *args: str) -> Any:
+def ok_json(stack: ApiTarget, token: str, *args: str) -> Any:
     done = cli(stack, token, *args, "--json")
     assert done.returncode == 0, (args, done.stdout, done.stderr)
     return json.loads(done.stdout)
 
 
-def test_files_folders_and_the_kb_are_deleted_with_the_cli(local_stack: RunningStack, tmp_path: Path) -> None:
+def test_files_folders_and_the_kb_are_deleted_with_the_cli(stage: Stage, tmp_path: Path) -> None:
     suffix = uuid.uuid4().hex[:8]
-    owner = local_stack.token(f"del-owner-{suffix}", name="Owner")
-    reader_id = f"del-reader-{suffix}"
-    reader = local_stack.token(reader_id, name="Reader")
-    assert cli(local_stack, reader, "me").returncode == 0
+    owner = stage.user(f"del-owner-{suffix}", name="Owner").token
+    reading = stage.user(f"del-reader-{suffix}", name="Reader")
+    reader_id, reader = reading.user_id, reading.token
+    assert cli(stage, reader, "me").returncode == 0
+    kb_name = stage.kb_name("待删除")
 
     # Given a KB shared with a reader, a folder with a subfolder, and a file at the root and one inside
-    kb = ok_json(local_stack, owner, "kb", "create", "待删除")["id"]
-    assert ok_json(local_stack, owner, "kb", "share", kb, reader_id)["user_id"] == reader_id
-    folder = ok_json(local_stack, owner, "folders", "mk", kb, "资料")["id"]
-    subfolder = ok_json(local_stack, owner, "folders", "mk", kb, "旧版", "--parent", folder)["id"]
+    kb = ok_json(stage, owner, "kb", "create", kb_name)["id"]
+    assert ok_json(stage, owner, "kb", "share", kb, reader_id)["user_id"] == reader_id
+    folder = ok_json(stage, owner, "folders", "mk", kb, "资料")["id"]
+    subfolder = ok_json(stage, owner, "folders", "mk", kb, "旧版", "--parent", folder)["id"]
     root_file = tmp_path / "介绍.md"
     root_file.write_text("# 介绍\nMemmy 知识库的介绍。\n", encoding="utf-8")
     deep_file = tmp_path / "旧手册.md"
     deep_file.write_text("# 旧手册\n旧版的产品手册。\n", encoding="utf-8")
     for path, where in ((root_file, []), (deep_file, ["--folder", subfolder])):
         uploaded = cli(
-            local_stack, owner, "files", "upload", kb, str(path), *where, "--wait", "--timeout", "60"
+            stage, owner, "files", "upload", kb, str(path), *where, "--wait", "--timeout", "60"
         )
         assert uploaded.returncode == 0, uploaded.stderr
         assert uploaded.stdout.split() == ["available", path.name]
-    root = ok_json(local_stack, owner, "files", "ls", kb)
+    root = ok_json(stage, owner, "files", "ls", kb)
     assert [f["name"] for f in root["folders"]] == ["资料"]
     (file_entry,) = root["files"]
     file_id = file_entry["id"]
 
     # A reader may not delete anything, and nothing is deleted without --yes when no one can confirm
     for args in (["kb", "rm", kb], ["files", "rm", kb, file_id], ["folders", "rm", kb, folder]):
-        refused = cli(local_stack, reader, *args, "--yes")
+        refused = cli(stage, reader, *args, "--yes")
         assert refused.returncode == 1
         assert refused.stderr.strip().endswith("(403 owner_only)"), refused.stderr
-        unconfirmed = cli(local_stack, owner, *args)
+        unconfirmed = cli(stage, owner, *args)
         assert unconfirmed.returncode == 1
         assert "--yes" in unconfirmed.stderr
-    assert ok_json(local_stack, owner, "files", "ls", kb) == root
+    assert ok_json(stage, owner, "files", "ls", kb) == root
 
     # When the owner deletes the root file, then it is gone from the owner's and the reader's listing
-    deleted_file = cli(local_stack, owner, "files", "rm", kb, file_id, "--yes")
+    deleted_file = cli(stage, owner, "files", "rm", kb, file_id, "--yes")
     assert deleted_file.returncode == 0, deleted_file.stderr
     assert deleted_file.stdout.startswith("deleted file '介绍.md' (cleanup ")
     for token in (owner, reader):
-        listing = ok_json(local_stack, token, "files", "ls", kb)
+        listing = ok_json(stage, token, "files", "ls", kb)
         assert listing["files"] == []
         assert [f["id"] for f in listing["folders"]] == [folder]
-    again = cli(local_stack, owner, "files", "rm", kb, file_id, "--yes")
+    again = cli(stage, owner, "files", "rm", kb, file_id, "--yes")
     assert again.returncode == 1
     assert again.stderr.strip().endswith("(404 file_not_found)"), again.stderr
 
     # When the owner deletes the folder, then it goes with its subfolder and the file inside
-    cleanup = ok_json(local_stack, owner, "folders", "rm", kb, folder, "--yes")
+    cleanup = ok_json(stage, owner, "folders", "rm", kb, folder, "--yes")
     assert isinstance(cleanup["cleanup_id"], str)
     assert cleanup["cleanup_id"]
     for token in (owner, reader):
-        listing = ok_json(local_stack, token, "files", "ls", kb)
+        listing = ok_json(stage, token, "files", "ls", kb)
         assert (listing["folders"], listing["files"]) == ([], [])
     for gone in (folder, subfolder):
-        listed = cli(local_stack, owner, "files", "ls", kb, "--folder", gone)
+        listed = cli(stage, owner, "files", "ls", kb, "--folder", gone)
         assert listed.returncode == 1
         assert listed.stderr.strip().endswith("(404 folder_not_found)"), listed.stderr
-    again = cli(local_stack, owner, "folders", "rm", kb, folder, "--yes")
+    again = cli(stage, owner, "folders", "rm", kb, folder, "--yes")
     assert again.returncode == 1
     assert again.stderr.strip().endswith("(404 folder_not_found)"), again.stderr
 
     # When the owner deletes the KB, then neither the owner nor the reader lists it any more
-    deleted_kb = cli(local_stack, owner, "kb", "rm", kb, "-y")
+    deleted_kb = cli(stage, owner, "kb", "rm", kb, "-y")
     assert deleted_kb.returncode == 0, deleted_kb.stderr
-    assert deleted_kb.stdout.startswith("deleted knowledge base '待删除' (cleanup ")
+    assert deleted_kb.stdout.startswith(f"deleted knowledge base '{kb_name}' (cleanup ")
     for token in (owner, reader):
-        assert kb not in {k["id"] for k in ok_json(local_stack, token, "kb", "ls")}
-    again = cli(local_stack, owner, "kb", "rm", kb, "--yes")
+        assert kb not in {k["id"] for k in ok_json(stage, token, "kb", "ls")}
+    again = cli(stage, owner, "kb", "rm", kb, "--yes")
     assert again.returncode == 1
     assert again.stderr.strip().endswith("(404 kb_not_found)"), again.stderr

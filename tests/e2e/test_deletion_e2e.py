@@ -23,7 +23,12 @@ import pytest
 from tests.support.polling import wait_until
 from tests.support.stack import LOCAL_CLI, RunningStack
 
-pytestmark = pytest.mark.e2e
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.local_stack(
+        "MemOS failures injected in the emulator, moto's table and bucket, the reconciler's control endpoint"
+    ),
+]
 
 DELETE_FILES = "/delete/knowledgebase-file"
 DOC = "# 季度路线图\n\n第三季度发布知识库共享功能，第四季度上线团队空间。\n"

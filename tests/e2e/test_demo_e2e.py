@@ -21,7 +21,10 @@ from memmy_local.demo import COLLEAGUE, SALESPERSON, SHARED_KB, STORY_FILES, THI
 from tests.support.polling import wait_until
 from tests.support.stack import RunningStack, run_hook, start_stack, stop_stack
 
-pytestmark = pytest.mark.e2e
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.local_stack("a stack of its own, started with --demo"),
+]
 
 PAGE_LINK = re.compile(r"page, as \S+: (http://127\.0\.0\.1:\d+/open\?code=\S+)  \(one use, within 10 minutes")
 QUESTION = "MemOS 开源版和商业版有什么区别"

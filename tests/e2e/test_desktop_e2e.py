@@ -1,4 +1,4 @@
-"""The desktop path end to end: the local cloud stack, ``memmy-kb desktop serve`` in a subprocess with its
+"""The desktop path end to end: the cloud (the stage), ``memmy-kb desktop serve`` in a subprocess with its
 own ``MEMMY_KB_HOME``, logged in with ``memmy-kb desktop login``, and each agent hook run as its agent runs
 it, with an environment that holds no cloud token, no endpoint and no ``config.json``.
 
@@ -28,9 +28,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.test_recall_e2e import MARKER, QUESTION, user_with_the_document
+from tests.e2e.test_recall_e2e import KB_NAME, MARKER, QUESTION, user_with_the_document
 from tests.support.polling import wait_until
-from tests.support.stack import CLI, RunningStack, stop_stack
+from tests.support.stack import CLI, stop_stack
+from tests.support.stage import ApiTarget, Stage, StageUser
 
 pytestmark = pytest.mark.e2e
 
@@ -129,11 +130,11 @@ def start_desktop(workdir: Path, cloud_url: str) -> tuple[subprocess.Popen[bytes
 
 
 @contextmanager
-def logged_in_desktop(workdir: Path, stack: RunningStack, user: str) -> Iterator[Desktop]:
-    """A desktop service on ``stack``, logged in as ``user`` with a pasted token, stopped afterwards."""
+def logged_in_desktop(workdir: Path, stack: ApiTarget, token: str) -> Iterator[Desktop]:
+    """A desktop service on ``stack``, logged in with ``token`` pasted, stopped afterwards."""
     process, running = start_desktop(workdir, stack.api_url)
     try:
-        login = running.cli("login", "--token", "-", stdin=stack.token(user) + "\n")
+        login = running.cli("login", "--token", "-", stdin=token + "\n")
         assert login.returncode == 0, login.stderr
         yield running
     finally:
@@ -165,30 +166,28 @@ def block_of(agent: str, stdout: bytes) -> str:
 
 
 @pytest.fixture(scope="module")
-def reader(local_stack: RunningStack) -> str:
-    return user_with_the_document(local_stack, f"desk-{uuid.uuid4().hex[:8]}", "Desk")
+def reader(stage: Stage) -> StageUser:
+    return user_with_the_document(stage, f"desk-{uuid.uuid4().hex[:8]}", "Desk")
 
 
 @pytest.fixture(scope="module")
-def desktop(
-    local_stack: RunningStack, reader: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Desktop]:
-    with logged_in_desktop(tmp_path_factory.mktemp("desktop"), local_stack, reader) as running:
+def desktop(stage: Stage, reader: StageUser, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desktop]:
+    with logged_in_desktop(tmp_path_factory.mktemp("desktop"), stage, reader.token) as running:
         yield running
 
 
 @pytest.fixture
-def logged_in(desktop: Desktop, local_stack: RunningStack, reader: str) -> Iterator[Desktop]:
+def logged_in(desktop: Desktop, reader: StageUser) -> Iterator[Desktop]:
     """The desktop, logged in again afterwards whatever the test did to its login."""
     yield desktop
-    assert desktop.cli("login", "--token", local_stack.token(reader)).returncode == 0
+    assert desktop.cli("login", "--token", reader.token).returncode == 0
 
 
 # ------------------------------------------------------------------------------------------- hooks
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_each_hook_gets_the_excerpts_through_the_local_service(desktop, local_stack, reader, agent):
+def test_each_hook_gets_the_excerpts_through_the_local_service(desktop, reader, agent):
     assert not (desktop.home / "config.json").exists()
     env = clean_env(desktop.home)
     assert not {"MEMMY_KB_TOKEN", "MEMMY_KB_ENDPOINT"} & set(env)
@@ -202,9 +201,8 @@ def test_each_hook_gets_the_excerpts_through_the_local_service(desktop, local_st
     assert "《差旅报销制度》" in block
 
 
-def test_nothing_the_hook_reads_holds_a_cloud_credential(desktop, local_stack, reader):
-    cloud_token = local_stack.token(reader)
-    signature = cloud_token.rsplit(".", 1)[1]
+def test_nothing_the_hook_reads_holds_a_cloud_credential(desktop, reader):
+    signature = reader.token.rsplit(".", 1)[1]  # the login's own token
     for name in ("hook-token", "service.json"):
         assert signature not in (desktop.state_dir / name).read_text()
     assert desktop.hook_token.startswith("mkh_")
@@ -218,10 +216,10 @@ def test_nothing_the_hook_reads_holds_a_cloud_credential(desktop, local_stack, r
 @pytest.mark.parametrize(
     ("method", "path"), [("POST", "/recall"), ("GET", "/knowledge-bases"), ("PUT", "/me")]
 )
-def test_the_hook_token_is_refused_by_the_cloud(desktop, local_stack, method, path):
+def test_the_hook_token_is_refused_by_the_cloud(desktop, stage, method, path):
     reply = httpx.request(
         method,
-        f"{local_stack.api_url}{path}",
+        f"{stage.api_url}{path}",
         headers={"Authorization": f"Bearer {desktop.hook_token}"},
         json={"query": QUESTION} if method == "POST" else None,
         timeout=10,
@@ -307,15 +305,15 @@ def test_the_service_listens_on_loopback_only(desktop):
 # ------------------------------------------------------------------------------------ login states
 
 
-def test_status_says_who_is_logged_in_and_how_the_cloud_answered(logged_in, reader):
+def test_status_says_who_is_logged_in_and_how_the_cloud_answered(logged_in, stage, reader):
     run_hook("codex", logged_in.home)
     shown = logged_in.cli("status")
     assert shown.returncode == 0, shown.stderr
-    assert f"logged in as {reader}" in shown.stdout
+    assert f"logged in as {reader.user_id}" in shown.stdout
     assert "stored:   file " in shown.stdout
     assert "recall:   the cloud answered" in shown.stdout
     status = json.loads(logged_in.cli("status", "--json").stdout)
-    assert status["cloud"].startswith("http://127.0.0.1:")
+    assert status["cloud"].startswith("http://127.0.0.1:" if stage.local else stage.api_url)
     assert status["last_recall"]["outcome"] == "ok"
 
 
@@ -324,11 +322,13 @@ def test_logged_out_the_hooks_print_nothing_and_status_says_so(logged_in):
     for agent in AGENTS:
         done, _ = run_hook(agent, logged_in.home)
         assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
-    assert "logged out: run `memmy-kb desktop login`" in logged_in.cli("status").stdout
+    # memmy-kb as this shell can run it (its path when PATH does not find it)
+    assert re.search(r"logged out: run `\S*memmy-kb desktop login`", logged_in.cli("status").stdout)
 
 
+@pytest.mark.local_stack("a token for another audience, which only the local stack's signer makes")
 def test_a_login_the_cloud_refuses_prints_nothing_and_status_says_401(logged_in, local_stack, reader):
-    refused = local_stack.token(reader, audience="some-other-service")
+    refused = local_stack.token(reader.user_id, audience="some-other-service")
     assert logged_in.cli("login", "--token", refused).returncode == 0
     done, _ = run_hook("claude-code", logged_in.home)
     assert (done.returncode, done.stdout) == (0, b"")
@@ -337,8 +337,9 @@ def test_a_login_the_cloud_refuses_prints_nothing_and_status_says_401(logged_in,
     assert "HTTP 401" in shown
 
 
+@pytest.mark.local_stack("an expired token, which only the local stack's signer makes")
 def test_an_expired_login_is_refused_at_login(logged_in, local_stack, reader):
-    done = logged_in.cli("login", "--token", "-", stdin=local_stack.token(reader, ttl_seconds=-60))
+    done = logged_in.cli("login", "--token", "-", stdin=local_stack.token(reader.user_id, ttl_seconds=-60))
     assert done.returncode == 1
     assert "expired" in done.stderr
 
@@ -352,7 +353,7 @@ def test_a_rotated_hook_token_is_picked_up_by_the_hooks(logged_in):
     assert MARKER in block_of("gemini", done.stdout)
 
 
-def test_a_dead_cloud_prints_nothing_in_time_and_status_says_unreachable(tmp_path, local_stack, reader):
+def test_a_dead_cloud_prints_nothing_in_time_and_status_says_unreachable(tmp_path, reader):
     import socket
 
     with socket.socket() as probe:
@@ -360,7 +361,7 @@ def test_a_dead_cloud_prints_nothing_in_time_and_status_says_unreachable(tmp_pat
         dead = probe.getsockname()[1]
     process, dead_desktop = start_desktop(tmp_path, f"http://127.0.0.1:{dead}")
     try:
-        assert dead_desktop.cli("login", "--token", "-", stdin=local_stack.token(reader)).returncode == 0
+        assert dead_desktop.cli("login", "--token", "-", stdin=reader.token).returncode == 0
         done, elapsed = run_hook("codex", dead_desktop.home)
         assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
         assert elapsed < 4
@@ -372,6 +373,7 @@ def test_a_dead_cloud_prints_nothing_in_time_and_status_says_unreachable(tmp_pat
 # ---------------------------------------------------------------------------------------- measured
 
 
+@pytest.mark.local_stack("a time budget, set for the local stack beside the hook")
 def test_hook_startup_per_agent(desktop, record_property):
     """Each hook from process start to exit, the service answering (a full recall through the stack)."""
     python_start = []
@@ -395,10 +397,11 @@ def test_hook_startup_per_agent(desktop, record_property):
         assert figures[f"memmy-kb hook {agent}"] < 2.0
 
 
+@pytest.mark.local_stack("a time budget, and the local stack's API port")
 def test_the_local_service_adds_milliseconds_to_a_recall(desktop, local_stack, reader, record_property):
     """Alternating calls: the cloud's /recall directly (as the old hook did, a new connection each turn)
     and the local service's /hook/recall (a new connection each turn, as the hooks do)."""
-    cloud_token = local_stack.token(reader)
+    cloud_token = local_stack.token(reader.user_id)
     api_port = int(local_stack.api_url.rsplit(":", 1)[1])
     body = json.dumps({"query": QUESTION}).encode()
 
@@ -449,18 +452,19 @@ def test_the_local_service_adds_milliseconds_to_a_recall(desktop, local_stack, r
 # ----------------------------------------------------------------------------------- memmy-local up
 
 
+@pytest.mark.local_stack("the desktop service memmy-local up runs beside the stack")
 def test_memmy_local_up_runs_the_desktop_side_beside_the_stack(local_stack, reader):
     log = local_stack.log()
     found = READY.search(log)
     assert found, log[-3000:]
     assert f"(cloud: {local_stack.api_url})" in log
-    assert "| memmy-kb desktop login --token -" in log
+    assert re.search(r"\| (MEMMY_KB_HOME=\S+ )?\S*memmy-kb desktop login --token -", log)
     home = local_stack.key_path.parent  # the stack's MEMMY_KB_HOME
     recorded = json.loads((home / "desktop" / "service.json").read_text())
     assert recorded == {"port": int(found.group(2))}
 
     stack_desktop = Desktop(found.group(1), int(found.group(2)), home, Path(os.devnull))
-    assert stack_desktop.cli("login", "--token", "-", stdin=local_stack.token(reader)).returncode == 0
+    assert stack_desktop.cli("login", "--token", "-", stdin=local_stack.token(reader.user_id)).returncode == 0
     try:
         done, _ = run_hook("claude-code", home)
         assert MARKER in done.stdout.decode()
@@ -471,7 +475,7 @@ def test_memmy_local_up_runs_the_desktop_side_beside_the_stack(local_stack, read
 # ------------------------------------------------------------------------------------------- MCP
 
 
-def test_an_agent_searches_through_memmy_kb_mcp_with_the_hook_token_only(desktop, local_stack, reader):
+def test_an_agent_searches_through_memmy_kb_mcp_with_the_hook_token_only(desktop, stage):
     """``memmy-kb mcp`` with only the state directory: the scope, a search naming its KB, a refused name."""
     from tests.integration.test_mcp_server import run_calls, text_of
 
@@ -479,16 +483,16 @@ def test_an_agent_searches_through_memmy_kb_mcp_with_the_hook_token_only(desktop
         desktop.home,
         ("list_knowledge_bases", {}),
         ("search_knowledge", {"query": QUESTION}),
-        ("search_knowledge", {"query": QUESTION, "knowledge_bases": ["财务制度"], "limit": 2}),
+        ("search_knowledge", {"query": QUESTION, "knowledge_bases": [stage.kb_name(KB_NAME)], "limit": 2}),
         ("search_knowledge", {"query": QUESTION, "knowledge_bases": ["no-such-kb"]}),
     )
 
     assert {tool.name for tool in tools.tools} == {"list_knowledge_bases", "search_knowledge"}
     assert not listed.is_error
-    assert "财务制度" in text_of(listed)
+    assert stage.kb_name(KB_NAME) in text_of(listed)
     assert not found.is_error
     assert MARKER in text_of(found)
-    assert "财务制度" in text_of(found)
+    assert stage.kb_name(KB_NAME) in text_of(found)
     # Narrowed by name: the cloud searches that KB only (knowledge_base_ids), inside the scope.
     assert not narrowed.is_error, text_of(narrowed)
     assert MARKER in text_of(narrowed)

@@ -36,7 +36,10 @@ from tests.support.fuzzing import (
 )
 from tests.support.stack import RunningStack
 
-pytestmark = pytest.mark.e2e
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.local_stack("generated requests on every route, for loopback only"),
+]
 
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 # With seeds, most operations must reach a 2xx; a few need luck in a short run (sharing an account that

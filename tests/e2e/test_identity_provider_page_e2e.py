@@ -21,7 +21,10 @@ from memmy_local.identity.provider import IdentityProvider
 from memmy_local.identity.state import CLIENT_ID
 from tests.e2e.page_browser import chromium
 
-pytestmark = pytest.mark.e2e
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.local_stack("the dev identity provider's sign-in pages"),
+]
 
 
 class _Callback(http.server.BaseHTTPRequestHandler):

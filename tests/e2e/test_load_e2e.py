@@ -15,7 +15,10 @@ import pytest
 
 from bench import load
 
-pytestmark = pytest.mark.e2e
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.local_stack("stacks of its own under load, their memory sampled"),
+]
 
 
 class Stacks:

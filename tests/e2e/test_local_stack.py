@@ -12,7 +12,10 @@ import pytest
 from memmy_local import tokens
 from tests.support.stack import RunningStack, start_stack, stop_stack
 
-pytestmark = pytest.mark.e2e
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.local_stack("memmy-local up itself: its emulator, its data dir, its login configuration"),
+]
 
 
 def test_local_stack_serves_the_api_and_the_emulator(local_stack: RunningStack) -> None:

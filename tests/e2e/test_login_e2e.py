@@ -29,6 +29,12 @@ from tests.e2e.test_desktop_e2e import Desktop, block_of, clean_env, run_hook, s
 from tests.e2e.test_recall_e2e import MARKER, user_with_the_document
 from tests.support.polling import wait_until
 from tests.support.stack import CLI, RunningStack, start_stack, stop_stack
+from tests.support.stage import Stage
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.local_stack("a stack of its own with 5-second tokens and the dev identity provider's sign-in"),
+]
 
 TTL_SECONDS = 5
 # Seconds of hook calls: at least three lifetimes of an access token.
@@ -108,7 +114,7 @@ def saved_login(desktop: Desktop) -> dict[str, Any]:
 
 def test_browser_sign_in_lasts_across_expiries_until_the_provider_revokes_it(short_stack, desktop):
     user = f"signin-{uuid.uuid4().hex[:8]}"
-    user_with_the_document(short_stack, user, "Sign-in Person")
+    user_with_the_document(Stage.on_local(short_stack), user, "Sign-in Person")
 
     login, printed = start_login(desktop, "--no-browser")
     (url,) = re.findall(r"^(http://127\.0\.0\.1:\d+/authorize\?\S+)$", printed, re.MULTILINE)

@@ -17,8 +17,12 @@ from tests.e2e.page_browser import chromium, new_page, start_user
 from tests.e2e.test_knowledge_bases_e2e import cli
 from tests.e2e.test_page_e2e import kb_item
 from tests.support.stack import RunningStack
+from tests.support.stage import Stage
 
-pytestmark = pytest.mark.e2e
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.local_stack("user ids chosen by the test, which only the local stack's signer issues"),
+]
 
 # What login providers really issue (Auth0, Google through Auth0), and ids with non-ASCII and a space.
 READER_IDS = ["auth0|{}", "google-oauth2|1{}", "张 三-{}", "a/b%2F{}"]
@@ -98,7 +102,8 @@ def test_on_the_page_an_owner_removes_such_readers_and_such_a_reader_leaves(
         assert json.loads(shared.stdout)["user_id"] == reader_id
 
     with ExitStack() as started:
-        owner = start_user(local_stack, tmp_path / "owner", owner_id, name="Owner")
+        people = Stage.on_local(local_stack)
+        owner = start_user(local_stack, tmp_path / "owner", people.user(owner_id, name="Owner"))
         started.callback(owner.stop)
         # Given the owner's page, when they remove each reader from the KB's members
         manager = new_page(browser, owner)
@@ -120,7 +125,8 @@ def test_on_the_page_an_owner_removes_such_readers_and_such_a_reader_leaves(
         # When shared again, each reader leaves it from their own page
         for reader_id in reader_ids:
             assert cli(local_stack, owner_token, "kb", "share", kb_id, reader_id).returncode == 0
-            reader = start_user(local_stack, tmp_path / f"reader-{reader_ids.index(reader_id)}", reader_id)
+            workdir = tmp_path / f"reader-{reader_ids.index(reader_id)}"
+            reader = start_user(local_stack, workdir, people.user(reader_id))
             started.callback(reader.stop)
             page = new_page(browser, reader)
             kb_item(page, "shared", kb_name).get_by_role("button", name="Leave").click()

@@ -21,7 +21,10 @@ from memmy_local.memos_emulator.config import DEFAULT_API_KEY
 from tests.support.polling import wait_until
 from tests.support.stack import RunningStack, start_stack, stop_stack
 
-pytestmark = pytest.mark.e2e
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.local_stack("a stack of its own with two MemOS projects in the emulator"),
+]
 
 DOC = "# 季度路线图\n\n第三季度发布知识库共享功能，第四季度上线团队空间。{marker}\n"
 QUESTION = "第三季度发布什么功能"

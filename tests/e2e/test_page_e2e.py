@@ -1,4 +1,4 @@
-"""The knowledge-base page in a real browser (Debian's chromium through Playwright) on the local stack.
+"""The knowledge-base page in a real browser (Debian's chromium through Playwright) on the stage.
 
 Two people, each with their own ``memmy-kb desktop serve`` and browser context, walk the seed story
 through the page: the owner creates a KB, uploads two documents (file picker, several at once) and
@@ -30,7 +30,7 @@ from tests.e2e.test_seed_story_e2e import (
     PRODUCT_INTRO,
     QUESTION,
 )
-from tests.support.stack import RunningStack
+from tests.support.stage import Stage
 
 pytestmark = pytest.mark.e2e
 
@@ -48,26 +48,20 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def people(
-    local_stack: RunningStack, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[PageUser, PageUser, str]]:
+def people(stage: Stage, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PageUser, PageUser, str]]:
     suffix = uuid.uuid4().hex[:8]
     phone = f"139{random.randrange(10**8):08d}"
     with ExitStack() as started:
         owner = start_user(
-            local_stack,
+            stage,
             tmp_path_factory.mktemp("owner"),
-            f"pm-{suffix}",
-            name="产品经理",
-            email=f"pm-{suffix}@example.com",
+            stage.user(f"pm-{suffix}", name="产品经理", email=f"pm-{suffix}@example.com"),
         )
         started.callback(owner.stop)
         reader = start_user(
-            local_stack,
+            stage,
             tmp_path_factory.mktemp("reader"),
-            f"sales-{suffix}",
-            name="销售小王",
-            phone=f"+86{phone}",
+            stage.user(f"sales-{suffix}", name="销售小王", phone=f"+86{phone}"),
         )
         started.callback(reader.stop)
         yield owner, reader, phone
@@ -96,11 +90,11 @@ def drop_files(page: Any, files: list[dict[str, Any]]) -> None:
     page.dispatch_event("#drop", "drop", {"dataTransfer": transfer})
 
 
-def test_the_seed_story_through_the_page(browser, people):
+def test_the_seed_story_through_the_page(browser, people, stage):
     from playwright.sync_api import expect
 
     owner, reader, phone = people
-    kb_name = f"MemOS 产品资料 {uuid.uuid4().hex[:4]}"
+    kb_name = stage.kb_name(f"MemOS 产品资料 {uuid.uuid4().hex[:4]}")
     manager = new_page(browser, owner)
     expect(manager.get_by_role("heading", name="My knowledge bases")).to_be_visible()
     expect(manager.get_by_role("heading", name="Shared with me")).to_be_visible()
@@ -206,15 +200,15 @@ def test_the_seed_story_through_the_page(browser, people):
     manager.context.close()
 
 
-def test_a_failed_upload_shows_its_reason_and_folders_work(browser, people):
+def test_a_failed_upload_shows_its_reason_and_folders_work(browser, people, stage):
     from playwright.sync_api import expect
 
     owner, _, _ = people
     page = new_page(browser, owner)
     page.get_by_role("button", name="New knowledge base").click()
-    page.get_by_role("textbox", name="Name").fill("可疑")
+    page.get_by_role("textbox", name="Name").fill(stage.kb_name("可疑"))
     page.get_by_role("button", name="Create").click()
-    expect(page.get_by_role("heading", name="可疑")).to_be_visible()
+    expect(page.get_by_role("heading", name=stage.kb_name("可疑"))).to_be_visible()
 
     # A folder, entered by its name; the breadcrumbs lead back
     page.get_by_role("button", name="New folder").click()
@@ -344,19 +338,20 @@ def test_chinese_by_default_english_for_an_english_browser(browser, people, loca
     page.context.close()
 
 
-def test_keyboard_only_and_no_layout_break_from_360_to_1920_px(browser, people):
+def test_keyboard_only_and_no_layout_break_from_360_to_1920_px(browser, people, stage):
     from playwright.sync_api import expect
 
     owner, _, _ = people
+    name = stage.kb_name("键盘")
     page = new_page(browser, owner, width=360, height=740)
     # Create a KB and switch its recall off with the keyboard alone
     page.get_by_role("button", name="New knowledge base").focus()
     page.keyboard.press("Enter")
     expect(page.get_by_role("textbox", name="Name")).to_be_focused()
-    page.keyboard.type("键盘")
+    page.keyboard.type(name)
     page.keyboard.press("Enter")
-    expect(page.get_by_role("heading", name="键盘", exact=True)).to_be_visible()
-    switch = kb_item(page, "mine", "键盘").get_by_role("switch", name="Recall")
+    expect(page.get_by_role("heading", name=name, exact=True)).to_be_visible()
+    switch = kb_item(page, "mine", name).get_by_role("switch", name="Recall")
     switch.focus()
     page.keyboard.press("Space")
     expect(switch).to_have_attribute("aria-checked", "false")
@@ -392,7 +387,7 @@ def refusing(status: int, body: str) -> Any:
     return handler
 
 
-def test_each_sharing_refusal_reads_as_a_sentence(browser, people):
+def test_each_sharing_refusal_reads_as_a_sentence(browser, people, stage):
     """The cloud's refusals, by the codes it sends, each shown as a sentence (the seed story meets the real
     cloud's ``already_member``; here each one is played back to the page)."""
     from playwright.sync_api import expect
@@ -400,9 +395,9 @@ def test_each_sharing_refusal_reads_as_a_sentence(browser, people):
     owner, _, _ = people
     page = new_page(browser, owner)
     page.get_by_role("button", name="New knowledge base").click()
-    page.get_by_role("textbox", name="Name").fill("拒绝")
+    page.get_by_role("textbox", name="Name").fill(stage.kb_name("拒绝"))
     page.keyboard.press("Enter")
-    expect(page.get_by_role("heading", name="拒绝", exact=True)).to_be_visible()
+    expect(page.get_by_role("heading", name=stage.kb_name("拒绝"), exact=True)).to_be_visible()
     page.get_by_role("button", name="Share").click()
     for status, code, sentence in REFUSALS:
         body = json.dumps({"error": {"code": code, "message": code}})

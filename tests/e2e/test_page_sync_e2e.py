@@ -1,4 +1,4 @@
-"""Knowledge that changes, on the page (Debian's chromium through Playwright, on the local stack): the owner
+"""Knowledge that changes, on the page (Debian's chromium through Playwright, on the stage): the owner
 replaces a file in place (its SHA-256 computed in the browser, sent with the version shown): the same bytes
 are "unchanged", new bytes become the next version with a progress bar, a stale version and a replace
 already under way are told in sentences in both languages, a failed replace is shown and dismissed; the
@@ -18,23 +18,27 @@ import pytest
 
 from tests.e2e.page_browser import PageUser, chromium, new_page, start_user
 from tests.e2e.test_page_e2e import PROCESSING_MS, file_row, kb_item, md
-from tests.support.stack import RunningStack
+from tests.support.stage import ApiTarget, Stage, StageUser
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def owner(local_stack: RunningStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageUser]:
-    user = start_user(
-        local_stack, tmp_path_factory.mktemp("replacer"), f"rep-{uuid.uuid4().hex[:8]}", name="Owner"
-    )
+def owner_login(stage: Stage) -> StageUser:
+    return stage.user(f"rep-{uuid.uuid4().hex[:8]}", name="Owner")
+
+
+@pytest.fixture(scope="module")
+def owner(
+    stage: Stage, owner_login: StageUser, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PageUser]:
+    user = start_user(stage, tmp_path_factory.mktemp("replacer"), owner_login)
     yield user
     user.stop()
 
 
-def cloud(stack: RunningStack, user: PageUser) -> httpx.Client:
-    token = stack.token(user.user_id, name="Owner")
-    return httpx.Client(base_url=stack.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+def cloud(stack: ApiTarget, user: StageUser) -> httpx.Client:
+    return httpx.Client(base_url=stack.api_url, headers={"Authorization": f"Bearer {user.token}"}, timeout=30)
 
 
 def replace_by_api(api: httpx.Client, kb: str, file_id: str, data: bytes | None) -> None:
@@ -57,16 +61,17 @@ def pick(page: Any, row: Any, name: str, file: dict[str, Any]) -> None:
 
 
 def test_the_owner_replaces_a_file_and_sees_its_versions_and_linked_folders(
-    browser_page: Any, local_stack: RunningStack, owner: PageUser, tmp_path: Path
+    browser_page: Any, stage: Stage, owner_login: StageUser, owner: PageUser, tmp_path: Path
 ) -> None:
     from playwright.sync_api import expect
 
     browser = browser_page
     name = "价目表.md"
-    api = cloud(local_stack, owner)
-    kb = api.post("/knowledge-bases", json={"name": "报价"}).json()["id"]
+    kb_name = stage.kb_name("报价")
+    api = cloud(stage, owner_login)
+    kb = api.post("/knowledge-bases", json={"name": kb_name}).json()["id"]
     page = new_page(browser, owner, lang="en")
-    kb_item(page, "mine", "报价").get_by_role("button", name="报价", exact=True).click()
+    kb_item(page, "mine", kb_name).get_by_role("button", name=kb_name, exact=True).click()
     page.set_input_files("#file-input", [md(name, "# 价目表\n一万元\n")])
     row = file_row(page, name)
     expect(row).to_contain_text("Available", timeout=PROCESSING_MS)
@@ -104,7 +109,7 @@ def test_the_owner_replaces_a_file_and_sees_its_versions_and_linked_folders(
     expect(row).to_contain_text("version 3", timeout=PROCESSING_MS)
     replace_by_api(api, kb, str(file_id), None)
     page.reload()
-    kb_item(page, "mine", "报价").get_by_role("button", name="报价", exact=True).click()
+    kb_item(page, "mine", kb_name).get_by_role("button", name=kb_name, exact=True).click()
     expect(row).to_contain_text("Being replaced: the previous version answers until the new one is ready.")
     pick(page, row, name, md(name, "# 价目表\n五万元\n"))
     expect(page.locator("#uploads li").last).to_contain_text("This file is already being replaced")
@@ -119,13 +124,13 @@ def test_the_owner_replaces_a_file_and_sees_its_versions_and_linked_folders(
     links = page.get_by_role("region", name="Synced folders")
     expect(links).to_contain_text(str(folder))
     expect(links).to_contain_text("Up to date", timeout=PROCESSING_MS)
-    kb_item(page, "mine", "报价").get_by_role("button", name="报价", exact=True).click()
+    kb_item(page, "mine", kb_name).get_by_role("button", name=kb_name, exact=True).click()
     expect(file_row(page, "条款.md")).to_be_visible(timeout=PROCESSING_MS)
     page.screenshot(path=str(tmp_path / "replace-and-links.png"), full_page=True)
 
     # The Chinese page words the same states in Chinese
     chinese = new_page(browser, owner, lang="zh")
-    kb_item(chinese, "mine", "报价").get_by_role("button", name="报价", exact=True).click()
+    kb_item(chinese, "mine", kb_name).get_by_role("button", name=kb_name, exact=True).click()
     expect(file_row(chinese, name)).to_contain_text("版本 3")
     expect(file_row(chinese, name)).to_contain_text("替换中：新版本就绪前，仍由上一个版本回答。")
     expect(chinese.get_by_role("region", name="同步的文件夹")).to_contain_text("已同步")

@@ -1,7 +1,7 @@
 """The knowledge-base page invites use: what a new user sees first, the layout in both languages, the
 share dialog, excerpts, upload progress, failed uploads (worded in the page's language, and dismissed),
 each KB's size, keyboard and focus, and an axe-core check of the main views (Debian's chromium through
-Playwright, on the local stack).
+Playwright, on the stage).
 
 One person, one KB, a few page loads: each test groups the assertions one load allows.
 """
@@ -19,7 +19,7 @@ import pytest
 from tests.e2e.page_browser import PageUser, chromium, new_page, start_user
 from tests.e2e.test_page_e2e import PROCESSING_MS, file_row, kb_item, md
 from tests.e2e.test_seed_story_e2e import PRODUCT_INTRO
-from tests.support.stack import RunningStack
+from tests.support.stage import Stage, StageUser
 
 pytestmark = pytest.mark.e2e
 
@@ -96,26 +96,36 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def newcomer(local_stack: RunningStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageUser]:
-    user = start_user(
-        local_stack, tmp_path_factory.mktemp("newcomer"), f"new-{uuid.uuid4().hex[:8]}", name="新同事"
-    )
+def newcomer_login(stage: Stage) -> StageUser:
+    return stage.user(f"new-{uuid.uuid4().hex[:8]}", name="新同事")
+
+
+@pytest.fixture(scope="module")
+def newcomer(
+    stage: Stage, newcomer_login: StageUser, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PageUser]:
+    user = start_user(stage, tmp_path_factory.mktemp("newcomer"), newcomer_login)
     yield user
     user.stop()
 
 
 @pytest.fixture(scope="module")
-def newcomers_kb(local_stack: RunningStack, newcomer: PageUser) -> str:
+def kb_name(stage: Stage) -> str:
+    """The newcomer's KB's name on this stage."""
+    return stage.kb_name(KB_NAME)
+
+
+@pytest.fixture(scope="module")
+def newcomers_kb(stage: Stage, newcomer_login: StageUser, kb_name: str) -> str:
     """The newcomer's "产品资料", which the first test starts on the page. pytest-xdist may run that test in
     another worker, whose newcomer is another person: then it is made here, through the API, so the later
     tests hold whichever worker runs them."""
-    token = local_stack.token(newcomer.user_id, name="新同事")
     with httpx.Client(
-        base_url=local_stack.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=30
+        base_url=stage.api_url, headers={"Authorization": f"Bearer {newcomer_login.token}"}, timeout=30
     ) as api:
-        mine = [kb for kb in api.get("/knowledge-bases").json()["items"] if kb["name"] == KB_NAME]
+        mine = [kb for kb in api.get("/knowledge-bases").json()["items"] if kb["name"] == kb_name]
         if not mine:
-            created = api.post("/knowledge-bases", json={"name": KB_NAME})
+            created = api.post("/knowledge-bases", json={"name": kb_name})
             assert created.status_code == 201, created.text
             mine = [created.json()]
     return str(mine[0]["id"])
@@ -133,7 +143,7 @@ def serious_violations(page: Any, context: str | None = None) -> list[str]:
     ]
 
 
-def test_a_new_user_learns_what_a_knowledge_base_is_and_starts_one(browser, newcomer):
+def test_a_new_user_learns_what_a_knowledge_base_is_and_starts_one(browser, newcomer, kb_name):
     from playwright.sync_api import expect
 
     failures: list[str] = []
@@ -172,21 +182,21 @@ def test_a_new_user_learns_what_a_knowledge_base_is_and_starts_one(browser, newc
     expect(page.get_by_role("textbox", name="Name")).to_be_hidden()
     expect(welcome.get_by_role("button", name="New knowledge base")).to_be_focused()
     page.keyboard.press("Enter")
-    page.keyboard.type(KB_NAME)
+    page.keyboard.type(kb_name)
     page.keyboard.press("Enter")
-    expect(page.get_by_role("heading", name=KB_NAME, exact=True)).to_be_visible()
+    expect(page.get_by_role("heading", name=kb_name, exact=True)).to_be_visible()
     expect(welcome).to_be_hidden()
-    expect(kb_item(page, "mine", KB_NAME)).to_contain_text("0 files · 0 B")
+    expect(kb_item(page, "mine", kb_name)).to_contain_text("0 files · 0 B")
     context.close()
 
 
 def test_uploads_show_progress_failures_read_in_both_languages_and_can_be_dismissed(
-    browser, newcomer, newcomers_kb
+    browser, newcomer, newcomers_kb, kb_name
 ):
     from playwright.sync_api import expect
 
     page = new_page(browser, newcomer, lang="en")
-    kb_item(page, "mine", KB_NAME).get_by_role("button", name=KB_NAME, exact=True).click()
+    kb_item(page, "mine", kb_name).get_by_role("button", name=kb_name, exact=True).click()
     page.set_input_files("#file-input", [BAD_PDF, md("MemOS产品介绍.md", LONG_INTRO)])
     size = len(LONG_INTRO.encode("utf-8")) / 1024
     finished = page.locator("#uploads li").filter(has_text="MemOS产品介绍.md")
@@ -199,32 +209,32 @@ def test_uploads_show_progress_failures_read_in_both_languages_and_can_be_dismis
     expect(failed.locator(".reason")).to_have_attribute("data-code", "invalid_pdf")
     expect(file_row(page, "MemOS产品介绍.md")).to_contain_text("Available", timeout=PROCESSING_MS)
     # The KB's file count and storage follow the files it holds
-    expect(kb_item(page, "mine", KB_NAME)).to_contain_text(f"1 file · {size:.1f} KB")
+    expect(kb_item(page, "mine", kb_name)).to_contain_text(f"1 file · {size:.1f} KB")
     assert serious_violations(page) == []
 
     # The Chinese page words the failure in Chinese, from its code
     chinese = new_page(browser, newcomer, lang="zh")
-    kb_item(chinese, "mine", KB_NAME).get_by_role("button", name=KB_NAME, exact=True).click()
+    kb_item(chinese, "mine", kb_name).get_by_role("button", name=kb_name, exact=True).click()
     expect(file_row(chinese, "invoice.pdf")).to_contain_text("文件不是有效的 PDF。")
-    expect(kb_item(chinese, "mine", KB_NAME)).to_contain_text(f"1 个文件 · {size:.1f} KB")
+    expect(kb_item(chinese, "mine", kb_name)).to_contain_text(f"1 个文件 · {size:.1f} KB")
     chinese.context.close()
 
     # Dismissed, it is gone for good; the file that worked is kept
     failed.get_by_role("button", name="Dismiss invoice.pdf").click()
     expect(failed).to_have_count(0)
     page.reload()
-    kb_item(page, "mine", KB_NAME).get_by_role("button", name=KB_NAME, exact=True).click()
+    kb_item(page, "mine", kb_name).get_by_role("button", name=kb_name, exact=True).click()
     expect(file_row(page, "MemOS产品介绍.md")).to_contain_text("Available")
     expect(file_row(page, "invoice.pdf")).to_have_count(0)
     page.context.close()
 
 
-def test_layout_share_dialog_focus_and_excerpts_in_both_languages(browser, newcomer, newcomers_kb):
+def test_layout_share_dialog_focus_and_excerpts_in_both_languages(browser, newcomer, newcomers_kb, kb_name):
     from playwright.sync_api import expect
 
     for lang in ("zh", "en"):
         page = new_page(browser, newcomer, lang=lang, width=1024)
-        kb_item(page, "mine", KB_NAME).get_by_role("button", name=KB_NAME, exact=True).click()
+        kb_item(page, "mine", kb_name).get_by_role("button", name=kb_name, exact=True).click()
         expect(file_row(page, "MemOS产品介绍.md")).to_be_visible()
         page.locator("#new-kb").click()  # the new-KB form, open in the lists' column
         for width in WIDTHS:
@@ -234,7 +244,7 @@ def test_layout_share_dialog_focus_and_excerpts_in_both_languages(browser, newco
         page.context.close()
 
     page = new_page(browser, newcomer, lang="en", width=1280)
-    kb_item(page, "mine", KB_NAME).get_by_role("button", name=KB_NAME, exact=True).click()
+    kb_item(page, "mine", kb_name).get_by_role("button", name=kb_name, exact=True).click()
     share = page.get_by_role("button", name="Share")
     share.focus()
     page.keyboard.press("Enter")

@@ -1,9 +1,10 @@
-"""Recall over HTTP on the running local stack, and ``memmy-kb recall`` with the cloud login.
+"""Recall over HTTP on the stage, and ``memmy-kb recall`` with the cloud login.
 
 The agent hooks go through the local service: tests/e2e/test_desktop_e2e.py runs them as the agents do.
 
-Documents are put straight into the emulator here (the seed story in test_seed_story_e2e.py goes through
-uploads); the MemOS id of a KB is found by the name the service gives it in MemOS, ``memmy:<kb_id>``.
+On the local stack documents are put straight into the emulator here (the seed story in
+test_seed_story_e2e.py goes through uploads); the MemOS id of a KB is found by the name the service gives
+it in MemOS, ``memmy:<kb_id>``. On a deployed stage they are uploaded.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import httpx
 import pytest
 
 from memmy_local.memos_emulator.config import DEFAULT_API_KEY
+from tests.e2e.test_seed_story_e2e import upload, wait_until_available
 from tests.support.polling import wait_until
 from tests.support.stack import CLI, RunningStack
+from tests.support.stage import ApiTarget, Stage, StageUser
 
 pytestmark = pytest.mark.e2e
 
@@ -29,6 +32,8 @@ DOCUMENT = (
     "# 差旅报销制度\n差旅报销需要哪些发票：住宿发票、机票行程单和出租车发票。"
     f"{MARKER} 住宿发票须为增值税专用发票，每晚不超过 500 元。"
 )
+FILENAME = "差旅报销制度.md"
+KB_NAME = "财务制度"
 QUESTION = "差旅报销需要哪些发票"
 EVENT = {
     "session_id": "e2e-session",
@@ -39,8 +44,7 @@ EVENT = {
 }
 
 
-def api(stack: RunningStack, user: str, **claims: Any) -> httpx.Client:
-    token = stack.token(user, **claims)
+def api(stack: ApiTarget, token: str) -> httpx.Client:
     return httpx.Client(base_url=stack.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
 
 
@@ -50,41 +54,55 @@ def memos_kb_id(stack: RunningStack, kb_id: str) -> str:
     return found
 
 
-def add_document(stack: RunningStack, kb_id: str, filename: str, text: str) -> None:
-    """Put a document into the KB's MemOS KB directly and wait until it is searchable."""
+def add_documents(stage: Stage, documents: dict[str, tuple[str, str, str]]) -> None:
+    """One document in each KB (``{kb_id: (its owner's token, file name, text)}``), then wait until all
+    are searchable: put straight into the emulator's MemOS on the local stack, uploaded on a deployed one."""
+    if stage.local is None:
+        for kb_id, (token, filename, text) in documents.items():
+            with api(stage, token) as client:
+                upload(client, kb_id, filename, text)
+        for kb_id, (token, filename, _) in documents.items():
+            with api(stage, token) as client:
+                wait_until_available(client, kb_id, {filename})
+        return
     from memmy_kb.adapters.memos.client import MemosClient
     from memmy_kb.adapters.memos.key import StaticApiKeyProvider
     from memmy_kb.domain.engine import FileInput
 
-    target = memos_kb_id(stack, kb_id)
-    with MemosClient(stack.memos_api_url, StaticApiKeyProvider(DEFAULT_API_KEY)) as client:
-        (added,) = client.add_knowledgebase_files(
-            target, [FileInput.from_bytes(text.encode(), name=filename, mime_type="text/markdown")]
-        )
+    local = stage.local
+    with MemosClient(local.memos_api_url, StaticApiKeyProvider(DEFAULT_API_KEY)) as client:
+        added = [
+            client.add_knowledgebase_files(
+                memos_kb_id(local, kb_id),
+                [FileInput.from_bytes(text.encode(), name=filename, mime_type="text/markdown")],
+            )[0].id
+            for kb_id, (_, filename, text) in documents.items()
+        ]
         wait_until(
-            lambda: client.get_knowledgebase_files([added.id])[0].status.value == "available",
+            lambda: all(f.status.value == "available" for f in client.get_knowledgebase_files(added)),
             timeout=20,
-            message="the document to be processed",
+            message="the documents to be processed",
         )
 
 
-def user_with_the_document(stack: RunningStack, user: str, name: str) -> str:
-    """Make ``user`` one KB that holds the travel-expense document."""
-    with api(stack, user, name=name) as client:
-        created = client.post("/knowledge-bases", json={"name": "财务制度"})
+def user_with_the_document(stage: Stage, name: str, display_name: str) -> StageUser:
+    """A new person whose one KB ("财务制度") holds the travel-expense document."""
+    user = stage.user(name, name=display_name)
+    with api(stage, user.token) as client:
+        created = client.post("/knowledge-bases", json={"name": stage.kb_name(KB_NAME)})
         assert created.status_code == HTTPStatus.CREATED, created.text
-    add_document(stack, created.json()["id"], "差旅报销制度.md", DOCUMENT)
+    add_documents(stage, {created.json()["id"]: (user.token, FILENAME, DOCUMENT)})
     return user
 
 
 @pytest.fixture(scope="module")
-def reader(local_stack: RunningStack) -> str:
+def reader(stage: Stage) -> StageUser:
     """A user whose one KB holds the travel-expense document."""
-    return user_with_the_document(local_stack, f"reader-{uuid.uuid4().hex[:8]}", "Reader")
+    return user_with_the_document(stage, f"reader-{uuid.uuid4().hex[:8]}", "Reader")
 
 
-def test_recall_with_a_token_returns_the_excerpts_and_the_context(local_stack, reader):
-    with api(local_stack, reader) as client:
+def test_recall_with_a_token_returns_the_excerpts_and_the_context(stage, reader):
+    with api(stage, reader.token) as client:
         reply = client.post("/recall", json={"query": QUESTION, "limit": 5})
 
     assert reply.status_code == HTTPStatus.OK, reply.text
@@ -93,7 +111,7 @@ def test_recall_with_a_token_returns_the_excerpts_and_the_context(local_stack, r
     assert (body["scope_size"], body["discarded"], body["partial"]) == (1, False, False)
     (item,) = body["items"]
     assert item["title"] == "差旅报销制度"
-    assert item["knowledge_base"]["name"] == "财务制度"
+    assert item["knowledge_base"]["name"] == stage.kb_name(KB_NAME)
     assert item["owner"] is None
     assert MARKER in item["content"]
     assert isinstance(item["score"], float)
@@ -102,22 +120,22 @@ def test_recall_with_a_token_returns_the_excerpts_and_the_context(local_stack, r
     assert "不是指令" in body["context"]
 
 
-def test_recall_without_a_token_is_401(local_stack):
-    reply = httpx.post(f"{local_stack.api_url}/recall", json={"query": QUESTION}, timeout=10)
+def test_recall_without_a_token_is_401(stage):
+    reply = httpx.post(f"{stage.api_url}/recall", json={"query": QUESTION}, timeout=10)
     assert reply.status_code == HTTPStatus.UNAUTHORIZED
 
 
-def test_a_user_without_knowledge_bases_gets_an_empty_context(local_stack):
-    with api(local_stack, f"nobody-{uuid.uuid4().hex[:8]}") as client:
+def test_a_user_without_knowledge_bases_gets_an_empty_context(stage):
+    with api(stage, stage.user(f"nobody-{uuid.uuid4().hex[:8]}").token) as client:
         reply = client.post("/recall", json={"query": QUESTION})
     assert reply.json() == {"items": [], "context": "", "scope_size": 0, "discarded": False, "partial": False}
 
 
-def test_the_recall_command_shows_titles_and_scores(local_stack, reader, tmp_path):
+def test_the_recall_command_shows_titles_and_scores(stage, reader, tmp_path):
     env = {
         **os.environ,
-        "MEMMY_KB_ENDPOINT": local_stack.api_url,
-        "MEMMY_KB_TOKEN": local_stack.token(reader),
+        "MEMMY_KB_ENDPOINT": stage.api_url,
+        "MEMMY_KB_TOKEN": reader.token,
         "MEMMY_KB_HOME": str(tmp_path),
     }
     shown = subprocess.run(  # noqa: S603 - our own CLI
@@ -128,29 +146,9 @@ def test_the_recall_command_shows_titles_and_scores(local_stack, reader, tmp_pat
     )
     assert shown.returncode == 0, shown.stderr
     assert "[1] 《差旅报销制度》  (score " in shown.stdout
-    assert "    from: 财务制度 (kb_" in shown.stdout
+    assert f"    from: {stage.kb_name(KB_NAME)} (kb_" in shown.stdout
     assert MARKER in shown.stdout
     assert json.loads(as_json.stdout)["items"][0]["title"] == "差旅报销制度"
-
-
-def _add_all(stack: RunningStack, documents: dict[str, str]) -> None:
-    """Put one document in each KB (by KB id) straight into MemOS, then wait until all are searchable."""
-    from memmy_kb.adapters.memos.client import MemosClient
-    from memmy_kb.adapters.memos.key import StaticApiKeyProvider
-    from memmy_kb.domain.engine import FileInput
-
-    with MemosClient(stack.memos_api_url, StaticApiKeyProvider(DEFAULT_API_KEY)) as client:
-        added = [
-            client.add_knowledgebase_files(
-                memos_kb_id(stack, kb_id), [FileInput.from_bytes(text.encode(), name="制度.md", mime_type="text/markdown")]
-            )[0].id
-            for kb_id, text in documents.items()
-        ]
-        wait_until(
-            lambda: all(f.status.value == "available" for f in client.get_knowledgebase_files(added)),
-            timeout=20,
-            message="the documents to be processed",
-        )
 
 
 def _marker_kb(item: dict[str, Any], markers: dict[str, str]) -> str:
@@ -158,29 +156,36 @@ def _marker_kb(item: dict[str, Any], markers: dict[str, str]) -> str:
     return kb_id
 
 
-def test_every_excerpt_names_its_kb_and_a_revoked_share_comes_back_no_more(local_stack):
+def test_every_excerpt_names_its_kb_and_a_revoked_share_comes_back_no_more(stage):
     tag = uuid.uuid4().hex[:8]
-    owner, reader = f"sharer-{tag}", f"asker-{tag}"
-    with api(local_stack, owner, name="Olivia") as olivia, api(local_stack, reader, name="Rita") as rita:
+    owner = stage.user(f"sharer-{tag}", name="Olivia")
+    asker = stage.user(f"asker-{tag}", name="Rita")
+    reader = asker.user_id
+    with api(stage, owner.token) as olivia, api(stage, asker.token) as rita:
         for client in (olivia, rita):
             assert client.put("/me").status_code == HTTPStatus.OK
-        shared = olivia.post("/knowledge-bases", json={"name": "销售资料"}).json()["id"]
-        mine = rita.post("/knowledge-bases", json={"name": "我的笔记"}).json()["id"]
+        shared = olivia.post("/knowledge-bases", json={"name": stage.kb_name("销售资料")}).json()["id"]
+        mine = rita.post("/knowledge-bases", json={"name": stage.kb_name("我的笔记")}).json()["id"]
         shared_reply = olivia.post(f"/knowledge-bases/{shared}/members", json={"identifier": reader})
         assert shared_reply.status_code == HTTPStatus.CREATED, shared_reply.text
         # A third user with 10 KBs: past RECALL_MAX_SEARCHES (4), the rest are searched as one group
-        many = [olivia.post("/knowledge-bases", json={"name": f"资料{i}"}).json()["id"] for i in range(10)]
+        many = [
+            olivia.post("/knowledge-bases", json={"name": stage.kb_name(f"资料{i}")}).json()["id"]
+            for i in range(10)
+        ]
         markers = {shared: f"SH{tag}", mine: f"MY{tag}", **{kb: f"K{i}X{tag}" for i, kb in enumerate(many)}}
-        _add_all(local_stack, {kb: f"{DOCUMENT} {marker}" for kb, marker in markers.items()})
+        tokens = {kb: (asker if kb == mine else owner).token for kb in markers}
+        documents = {kb: (tokens[kb], "制度.md", f"{DOCUMENT} {marker}") for kb, marker in markers.items()}
+        add_documents(stage, documents)
 
         body = rita.post("/recall", json={"query": QUESTION, "limit": 5}).json()
         by_kb = {_marker_kb(item, markers): item for item in body["items"]}
         assert set(by_kb) == {shared, mine}
-        assert by_kb[mine]["knowledge_base"] == {"id": mine, "name": "我的笔记"}
+        assert by_kb[mine]["knowledge_base"] == {"id": mine, "name": stage.kb_name("我的笔记")}
         assert by_kb[mine]["owner"] is None
-        assert by_kb[shared]["knowledge_base"] == {"id": shared, "name": "销售资料"}
+        assert by_kb[shared]["knowledge_base"] == {"id": shared, "name": stage.kb_name("销售资料")}
         assert by_kb[shared]["owner"]["name"] == "Olivia"
-        assert "「销售资料」（共享者 shared by: Olivia" in body["context"]
+        assert f"「{stage.kb_name('销售资料')}」（共享者 shared by: Olivia" in body["context"]
 
         assert olivia.delete(f"/knowledge-bases/{shared}/members/{reader}").status_code == HTTPStatus.NO_CONTENT
         after = rita.post("/recall", json={"query": QUESTION, "limit": 5}).json()

@@ -19,7 +19,10 @@ from tests.e2e.test_delete_cli_e2e import cli, ok_json
 from tests.support.polling import wait_until
 from tests.support.stack import RunningStack
 
-pytestmark = pytest.mark.e2e
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.local_stack("MemOS processing held in the emulator"),
+]
 
 
 def words(stack: RunningStack, token: str, word: str) -> bool:

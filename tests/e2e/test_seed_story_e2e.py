@@ -1,4 +1,4 @@
-"""The seed story, over HTTP on the running local stack: upload, share by phone, recall, revoke.
+"""The seed story, over HTTP on the stage: upload, share by phone, recall, revoke.
 
 A product manager creates a KB and uploads two documents through presigned POSTs (S3 → SQS → ingest →
 MemOS), shares the KB by phone with a salesperson, who asks how the open-source and commercial editions
@@ -19,7 +19,7 @@ import pytest
 
 from memmy_local.demo import COMPARISON, DEPLOYMENT_FAQ, PRODUCT_INTRO
 from tests.support.polling import wait_until
-from tests.support.stack import RunningStack
+from tests.support.stage import ApiTarget, Stage
 
 pytestmark = pytest.mark.e2e
 
@@ -31,8 +31,7 @@ DEPLOYMENT_FACT = "16 核 CPU"
 PROCESSING_TIMEOUT_SECONDS = 60
 
 
-def client(stack: RunningStack, user: str, **claims: Any) -> httpx.Client:
-    token = stack.token(user, **claims)
+def client(stack: ApiTarget, token: str) -> httpx.Client:
     return httpx.Client(base_url=stack.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
 
 
@@ -77,19 +76,18 @@ def recall(api: httpx.Client, query: str) -> dict[str, Any]:
     return reply.json()
 
 
-def test_the_seed_story(local_stack: RunningStack) -> None:
+def test_the_seed_story(stage: Stage) -> None:
     suffix = uuid.uuid4().hex[:8]
     phone_digits = f"139{random.randrange(10**8):08d}"
-    manager_id, sales_id = f"pm-{suffix}", f"sales-{suffix}"
-    with (
-        client(local_stack, manager_id, name="产品经理") as manager,
-        client(local_stack, sales_id, name="销售小王", phone=f"+86{phone_digits}") as sales,
-    ):
+    product_manager = stage.user(f"pm-{suffix}", name="产品经理")
+    salesperson = stage.user(f"sales-{suffix}", name="销售小王", phone=f"+86{phone_digits}")
+    sales_id = salesperson.user_id
+    with client(stage, product_manager.token) as manager, client(stage, salesperson.token) as sales:
         assert manager.put("/me").status_code == HTTPStatus.OK
         assert sales.put("/me").status_code == HTTPStatus.OK
 
         # The product manager creates a KB and uploads the two documents
-        created = manager.post("/knowledge-bases", json={"name": "MemOS 产品资料"})
+        created = manager.post("/knowledge-bases", json={"name": stage.kb_name("MemOS 产品资料")})
         assert created.status_code == HTTPStatus.CREATED, created.text
         kb_id = created.json()["id"]
         upload(manager, kb_id, "MemOS产品介绍.md", PRODUCT_INTRO)

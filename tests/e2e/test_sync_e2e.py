@@ -1,4 +1,4 @@
-"""A folder kept in sync with a knowledge base on the running local stack, over HTTP (docs/sync.md):
+"""A folder kept in sync with a knowledge base on the stage, over HTTP (docs/sync.md):
 ``memmy-kb sync`` uploads four files (one in a sub-folder); an edit, a deletion and an addition are
 exactly what the next pass changes; an emptied folder deletes nothing without ``--yes``. A folder linked in
 the desktop service picks up a new file within seconds, and a service killed mid-sync and started again
@@ -19,7 +19,8 @@ import pytest
 from tests.e2e.test_delete_cli_e2e import ok_json
 from tests.e2e.test_desktop_e2e import start_desktop
 from tests.support.polling import wait_until
-from tests.support.stack import CLI, RunningStack, stop_stack
+from tests.support.stack import CLI, stop_stack
+from tests.support.stage import ApiTarget, Stage
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.e2e
 FILES = 80
 
 
-def sync(stack: RunningStack, token: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def sync(stack: ApiTarget, token: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``memmy-kb sync`` as a script runs it (stdin no terminal), its state in ``home``."""
     env = {
         **os.environ,
@@ -46,7 +47,7 @@ def sync(stack: RunningStack, token: str, home: Path, *args: str) -> subprocess.
     )
 
 
-def tree(stack: RunningStack, token: str, kb: str) -> dict[str, dict[str, Any]]:
+def tree(stack: ApiTarget, token: str, kb: str) -> dict[str, dict[str, Any]]:
     """Every file of the KB (and upload in flight) by its path of folder names; two at one path fail."""
     found: dict[str, dict[str, Any]] = {}
     queue: list[tuple[str | None, str]] = [(None, "")]
@@ -73,28 +74,28 @@ def write(root: Path, relative: str, text: str) -> None:
 
 
 def test_sync_uploads_then_makes_exactly_the_changes_and_never_empties_the_kb_unasked(
-    local_stack: RunningStack, tmp_path: Path
+    stage: Stage, tmp_path: Path
 ) -> None:
-    owner = local_stack.token(f"sync-{uuid.uuid4().hex[:8]}", name="Owner")
+    owner = stage.user(f"sync-{uuid.uuid4().hex[:8]}", name="Owner").token
     home, root = tmp_path / "home", tmp_path / "资料"
-    kb = ok_json(local_stack, owner, "kb", "create", "同步")["id"]
+    kb = ok_json(stage, owner, "kb", "create", stage.kb_name("同步"))["id"]
     for name, text in (("a.md", "# A\n甲"), ("b.md", "# B\n乙"), ("c.txt", "丙"), ("方案/d.md", "# D\n丁")):
         write(root, name, text)
 
     # Four files, one in a sub-folder, each available once --wait returns
-    first = sync(local_stack, owner, home, str(root), kb, "--wait", "--json")
+    first = sync(stage, owner, home, str(root), kb, "--wait", "--json")
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout)["ready"] == dict.fromkeys(
         ["a.md", "b.md", "c.txt", "方案/d.md"], "available"
     )
-    files = tree(local_stack, owner, kb)
+    files = tree(stage, owner, kb)
     assert sorted(files) == ["a.md", "b.md", "c.txt", "方案/d.md"]
 
     # Edit one, delete one, add one: the plan names exactly those three, and one pass makes them
     write(root, "a.md", "# A\n甲，改过了")
     (root / "b.md").unlink()
     write(root, "方案/e.md", "# E\n戊")
-    plan = sync(local_stack, owner, home, str(root), kb, "--dry-run")
+    plan = sync(stage, owner, home, str(root), kb, "--dry-run")
     assert plan.returncode == 0, plan.stderr
     assert plan.stdout.splitlines()[1:5] == [
         "upload 1, replace 1, delete 1, skip 0",
@@ -102,67 +103,66 @@ def test_sync_uploads_then_makes_exactly_the_changes_and_never_empties_the_kb_un
         "  replace  a.md",
         "  delete   b.md",
     ]
-    done = sync(local_stack, owner, home, str(root), kb, "--wait", "--json")
+    done = sync(stage, owner, home, str(root), kb, "--wait", "--json")
     assert done.returncode == 0, done.stderr
     assert sorted((d["action"], d["path"]) for d in json.loads(done.stdout)["done"]) == [
         ("deleted", "b.md"),
         ("replaced", "a.md"),
         ("uploaded", "方案/e.md"),
     ]
-    after = tree(local_stack, owner, kb)
+    after = tree(stage, owner, kb)
     assert sorted(after) == ["a.md", "c.txt", "方案/d.md", "方案/e.md"]
     assert (after["a.md"]["id"], after["a.md"]["version"]) == (files["a.md"]["id"], 2)
 
     # The folder emptied: nothing deleted without --yes
     for path in sorted(root.rglob("*"), reverse=True):
         path.unlink() if path.is_file() else path.rmdir()
-    refused = sync(local_stack, owner, home, str(root), kb)
+    refused = sync(stage, owner, home, str(root), kb)
     assert refused.returncode == 1
     assert "nothing was changed: the folder is empty; run again with --yes" in refused.stdout
-    assert len(tree(local_stack, owner, kb)) == 4
-    emptied = sync(local_stack, owner, home, str(root), kb, "--yes")
+    assert len(tree(stage, owner, kb)) == 4
+    emptied = sync(stage, owner, home, str(root), kb, "--yes")
     assert emptied.returncode == 0, emptied.stderr
-    assert tree(local_stack, owner, kb) == {}
+    assert tree(stage, owner, kb) == {}
 
 
 def test_a_linked_folder_picks_up_a_new_file_and_a_killed_service_converges_without_duplicates(
-    local_stack: RunningStack, tmp_path: Path
+    stage: Stage, tmp_path: Path
 ) -> None:
-    user = f"link-{uuid.uuid4().hex[:8]}"
-    owner = local_stack.token(user, name="Owner")
-    kb = ok_json(local_stack, owner, "kb", "create", "链接")["id"]
+    owner = stage.user(f"link-{uuid.uuid4().hex[:8]}", name="Owner").token
+    kb = ok_json(stage, owner, "kb", "create", stage.kb_name("链接"))["id"]
     root = tmp_path / "linked"
     for index in range(FILES):
         write(root, f"part-{index // 10}/note-{index:02d}.md", f"# note {index}\n")
 
-    process, desktop = start_desktop(tmp_path, local_stack.api_url)
+    process, desktop = start_desktop(tmp_path, stage.api_url)
     try:
-        login = desktop.cli("login", "--token", "-", stdin=local_stack.token(user) + "\n")
+        login = desktop.cli("login", "--token", "-", stdin=owner + "\n")
         assert login.returncode == 0, login.stderr
         linked = desktop.cli("link", str(root), kb, "--json")
         assert linked.returncode == 0, linked.stderr
         # Killed (no clean stop) once the first files are in: mid-sync
-        wait_until(lambda: tree(local_stack, owner, kb), timeout=60, message="the first files to arrive")
+        wait_until(lambda: tree(stage, owner, kb), timeout=60, message="the first files to arrive")
     finally:
         process.kill()
         process.wait()
-    assert len(tree(local_stack, owner, kb)) < FILES, "the pass was over before the kill: nothing to resume"
+    assert len(tree(stage, owner, kb)) < FILES, "the pass was over before the kill: nothing to resume"
 
     # Started again on the same home: the link and the login are kept, the pass resumes
-    process, again = start_desktop(tmp_path, local_stack.api_url)
+    process, again = start_desktop(tmp_path, stage.api_url)
     try:
 
         def all_there() -> bool:
-            return len(tree(local_stack, owner, kb)) == FILES
+            return len(tree(stage, owner, kb)) == FILES
 
         wait_until(all_there, timeout=120, message="the linked folder to converge after the restart")
-        files = tree(local_stack, owner, kb)
+        files = tree(stage, owner, kb)
         assert sorted(files) == sorted(f"part-{i // 10}/note-{i:02d}.md" for i in range(FILES))
 
         # A new file is picked up within seconds
         write(root, "part-0/new.md", "# new\n")
         wait_until(
-            lambda: "part-0/new.md" in tree(local_stack, owner, kb), timeout=20, message="the new file"
+            lambda: "part-0/new.md" in tree(stage, owner, kb), timeout=20, message="the new file"
         )
         listed = again.cli("links")
         assert listed.returncode == 0, listed.stderr

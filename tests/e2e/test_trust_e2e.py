@@ -26,7 +26,10 @@ from bench.load_stack import load_template_copy
 from memmy_local.template import TEMPLATE_ENV_VAR
 from tests.support.polling import wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.local_stack("a stack of its own with lowered limits"),
+]
 
 ATTEMPT_LIMIT = 10
 ATTEMPT_WINDOW_SECONDS = 86400

@@ -191,7 +191,7 @@ def test_the_cloud_refuses_the_hook_token(agent, cloud):
 
 
 def test_the_hook_token_asks_for_recall(agent, cloud, service):
-    assert agent.recall() == {"context": BLOCK, "cloud": "ok"}
+    assert agent.recall() == {"context": BLOCK, "cloud": "ok", "excerpts": 0}
     assert cloud.bearers == [held(service).access_token]
 
 

@@ -1,4 +1,4 @@
-"""The desktop service's two routes for ``memmy-kb mcp`` (``desktop/hook_routes.py``), asked by the MCP
+"""The desktop service's two routes for ``memmy-kb mcp`` (``desktop/mcp_routes.py``), asked by the MCP
 server's own client (``mcp_service.LocalService``) with the hook token, in front of a fake cloud that
 answers ``GET /knowledge-bases`` and ``POST /recall`` as the cloud does (422 for an id outside the scope)."""
 
@@ -13,8 +13,8 @@ from typing import Any
 import anyio
 import pytest
 
+from memmy_kb_client.agents.mcp_service import LocalService, ToolRefused, resolve
 from memmy_kb_client.desktop.server import DesktopService
-from memmy_kb_client.mcp_service import LocalService, ToolRefused, resolve
 from tests.integration.test_desktop_service import CLOUD_TOKEN, Client, serving, start
 
 OWNER = {"user_id": "u_bob", "display_name": "Bob", "contact": "b***@example.com"}

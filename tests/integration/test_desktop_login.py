@@ -27,8 +27,9 @@ from typing import Any
 import httpx
 import pytest
 
-from memmy_kb_client import cli
-from memmy_kb_client.desktop import commands, paths
+from memmy_kb_client.cli import desktop_commands as commands
+from memmy_kb_client.cli import main as cli
+from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.credentials import CloudLogin
 from memmy_kb_client.desktop.server import DesktopService
 from tests.integration.test_desktop_service import Client, serving, start
@@ -157,7 +158,7 @@ def test_the_browser_flow_signs_in_and_recall_uses_the_access_token(client, prov
     assert done["status"]["login"]["email"] == "alice@example.com"
     assert done["status"]["login"]["refreshes"] is True
 
-    assert client.recall() == {"context": BLOCK, "cloud": "ok"}
+    assert client.recall() == {"context": BLOCK, "cloud": "ok", "excerpts": 0}
     sent = CloudLogin.from_json((client.private_dir / paths.LOGIN_FILE).read_text())
     assert sent is not None
     assert cloud.bearers == [sent.access_token]
@@ -372,7 +373,7 @@ def test_invalid_grant_ends_the_sign_in(client, provider, cloud, clock):
     sign_in(client)
     provider.refresh_error = "invalid_grant"
     clock.advance(3600)
-    assert client.recall() == {"context": "", "cloud": "logged_out"}
+    assert client.recall() == {"context": "", "cloud": "logged_out", "excerpts": 0}
     status = client.control("GET", "/control/status")[1]
     assert status["login"]["state"] == "logged_out"
     assert "the sign-in has ended" in status["login"]["note"]
@@ -386,7 +387,7 @@ def test_a_provider_down_while_refreshing_keeps_the_login(client, provider, clou
     kept = saved_login(client)
     provider.hang_up = True
     clock.advance(3600)
-    assert client.recall() == {"context": "", "cloud": "unreachable"}
+    assert client.recall() == {"context": "", "cloud": "unreachable", "excerpts": 0}
     status = client.control("GET", "/control/status")[1]
     assert status["login"]["state"] == "logged_in"
     assert status["last_recall"]["outcome"] == "unreachable"

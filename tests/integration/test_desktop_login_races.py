@@ -14,8 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from memmy_kb_client import cli
-from memmy_kb_client.desktop import commands, flows, paths
+from memmy_kb_client.cli import desktop_commands as commands
+from memmy_kb_client.cli import main as cli
+from memmy_kb_client.desktop import flows, paths
 from memmy_kb_client.desktop.server import DesktopService
 from tests.integration.test_desktop_login import SIGNED_IN, browse, flow_state, page_session
 from tests.integration.test_desktop_service import Client, serving, start

@@ -20,11 +20,11 @@ from typing import Any, TypeVar
 
 import pytest
 
-from memmy_kb.domain.context_block import Excerpt, build_context
-from memmy_kb_client import hook
+from memmy_kb.domain.context_block import Excerpt, SizeLimit, build_context
+from memmy_kb_client.agents import hook
 from memmy_kb_client.desktop import paths
-from memmy_kb_client.desktop.block import LIMITS, utf8_bytes
 from memmy_kb_client.desktop.server import DesktopConfig, DesktopService, DesktopStartError
+from memmy_kb_client.recall_contract import CONTEXT_LIMITS
 from tests.support.clock import FakeClock
 from tests.unit.test_desktop_credentials import MemoryKeyring
 
@@ -40,7 +40,18 @@ def jwt(**claims: object) -> str:
 
 
 CLOUD_TOKEN = jwt(sub="alice", exp=int(time.time()) + 3600)
-BLOCK = build_context([Excerpt("差旅报销制度", "住宿发票、机票行程单。DELTA4")]).text
+HITS = [Excerpt("差旅报销制度", "住宿发票、机票行程单。DELTA4")]
+
+
+def recall_reply(hits: list[Excerpt], context_limit: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``POST /recall``'s answer as the cloud builds it (its block builder, a fixed boundary)."""
+    limit = None if context_limit is None else SizeLimit(context_limit["max"], context_limit["unit"])
+    block = build_context(hits, limit=limit, new_boundary=lambda: "0123456789abcdef")
+    items = [{"title": e.title, "content": e.content} for e in block.excerpts]
+    return {"items": items, "context": block.text, "scope_size": 1, "discarded": False}
+
+
+BLOCK = recall_reply(HITS)["context"]
 
 
 class FakeCloud(ThreadingHTTPServer):
@@ -52,7 +63,9 @@ class FakeCloud(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _CloudHandler)
         self.token = CLOUD_TOKEN
         self.status = 200
-        self.body: Any = {"items": [], "context": BLOCK, "scope_size": 1, "discarded": False}
+        # The answer: built from ``hits`` within the request's context_limit, unless a test sets ``body``.
+        self.hits = HITS
+        self.body: Any = None
         self.requests: list[dict[str, Any]] = []
         # Close each connection after its reply without saying so, as a server that restarted would.
         self.drop_connections = False
@@ -72,6 +85,8 @@ class _CloudHandler(BaseHTTPRequestHandler):
             {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
         )
         status, reply = self.server.status, self.server.body
+        if reply is None:
+            reply = recall_reply(self.server.hits, body.get("context_limit"))
         if self.headers.get("Authorization") != f"Bearer {self.server.token}":
             status, reply = 401, {"message": "Unauthorized"}
         raw = json.dumps(reply).encode()
@@ -190,15 +205,20 @@ def test_recall_forwards_the_query_with_the_cloud_login_and_returns_the_block(cl
     status, body, response = client.request(
         "POST", "/hook/recall", client.hook_token, {"query": f"  {QUERY}  ", "agent": "claude-code"}
     )
-    assert (status, body) == (200, {"context": BLOCK, "cloud": "ok"})
+    assert (status, body) == (200, {"context": BLOCK, "cloud": "ok", "excerpts": 1})
     assert response.getheader("Server-Timing", "").startswith("cloud;dur=")
     assert response.getheader("Access-Control-Allow-Origin") is None
     (request,) = cloud.requests
-    assert request == {"path": "/recall", "auth": f"Bearer {CLOUD_TOKEN}", "body": {"query": QUERY}}
+    limit = CONTEXT_LIMITS["claude-code"]
+    assert request == {
+        "path": "/recall",
+        "auth": f"Bearer {CLOUD_TOKEN}",
+        "body": {"query": QUERY, "context_limit": limit},
+    }
 
 
 def test_logged_out_recall_is_empty_and_asks_no_cloud(client, cloud):
-    assert client.recall() == {"context": "", "cloud": "logged_out"}
+    assert client.recall() == {"context": "", "cloud": "logged_out", "excerpts": 0}
     assert cloud.requests == []
 
 
@@ -206,7 +226,7 @@ def test_logged_out_recall_is_empty_and_asks_no_cloud(client, cloud):
 def test_a_prompt_with_nothing_to_search_asks_no_cloud_and_is_counted(client, cloud, prompt):
     client.login()
     status, body, _ = client.request("POST", "/hook/recall", client.hook_token, {"query": prompt})
-    assert (status, body) == (200, {"context": "", "cloud": "skipped"})
+    assert (status, body) == (200, {"context": "", "cloud": "skipped", "excerpts": 0})
     assert cloud.requests == []
     status_code, described = client.control("GET", "/control/status")
     assert status_code == 200
@@ -217,7 +237,7 @@ def test_a_prompt_with_nothing_to_search_asks_no_cloud_and_is_counted(client, cl
 def test_the_hook_records_a_skipped_prompt_as_skipped(client, state_dir):
     client.login()
     env = {paths.HOME_ENV: str(state_dir.parent)}
-    assert hook.recall_outcome("ok", "codex", env, time.monotonic() + 5) == ("", "skipped")
+    assert hook.recall_outcome("ok", "codex", env, time.monotonic() + 5) == ("", "skipped", 0)
 
 
 def test_with_the_skip_off_every_prompt_reaches_the_cloud(state_dir, cloud):
@@ -233,12 +253,12 @@ def test_with_the_skip_off_every_prompt_reaches_the_cloud(state_dir, cloud):
 
 
 def test_each_agent_gets_the_block_cut_to_its_limit(client, cloud):
-    hits = [Excerpt(f"制度{i}", "报销规则说明" * 150, None) for i in range(10)]
-    cloud.body = {"context": build_context(hits).text}
+    cloud.hits = [Excerpt(f"制度{i}", "报销规则说明" * 150, None) for i in range(10)]
     client.login()
-    codex = client.recall("codex")["context"]
-    assert 0 < utf8_bytes(codex) <= LIMITS["codex"].limit
-    assert client.recall("gemini")["context"] == cloud.body["context"]
+    codex = client.recall("codex")
+    assert 0 < len(codex["context"].encode("utf-8")) <= CONTEXT_LIMITS["codex"]["max"]
+    assert 0 < codex["excerpts"] < len(recall_reply(cloud.hits)["items"])
+    assert client.recall("gemini")["context"] == recall_reply(cloud.hits)["context"]
 
 
 def test_the_in_process_hook_gets_the_block_through_the_service(client, state_dir):
@@ -448,7 +468,7 @@ def test_a_login_that_expires_is_not_sent(state_dir, cloud):
 
 def test_a_401_from_the_cloud_is_an_empty_answer_and_a_clear_status(client, cloud):
     client.login(jwt(sub="alice", exp=int(time.time()) + 3600, jti="revoked"))
-    assert client.recall() == {"context": "", "cloud": "unauthorized"}
+    assert client.recall() == {"context": "", "cloud": "unauthorized", "excerpts": 0}
     status = client.control("GET", "/control/status")[1]
     assert status["login"]["state"] == "rejected"
     assert status["last_recall"]["outcome"] == "unauthorized"
@@ -461,7 +481,7 @@ def test_a_401_from_the_cloud_is_an_empty_answer_and_a_clear_status(client, clou
 def test_a_cloud_error_is_an_empty_answer(client, cloud):
     cloud.status, cloud.body = 503, {"error": {"code": "recall_unavailable", "message": "later"}}
     client.login()
-    assert client.recall() == {"context": "", "cloud": "cloud_error"}
+    assert client.recall() == {"context": "", "cloud": "cloud_error", "excerpts": 0}
     last = client.control("GET", "/control/status")[1]["last_recall"]
     assert (last["status"], last["detail"]) == (503, "recall_unavailable")
 
@@ -474,7 +494,7 @@ def test_an_unreachable_cloud_is_an_empty_answer_and_a_clear_status(state_dir):
         client = Client(running)
         client.login()
         started = time.monotonic()
-        assert client.recall() == {"context": "", "cloud": "unreachable"}
+        assert client.recall() == {"context": "", "cloud": "unreachable", "excerpts": 0}
         assert time.monotonic() - started < 2
         assert client.control("GET", "/control/status")[1]["last_recall"]["outcome"] == "unreachable"
 

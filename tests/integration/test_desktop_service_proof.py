@@ -20,7 +20,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from memmy_kb_client import cli, hook
+from memmy_kb_client.agents import hook
+from memmy_kb_client.agents.mcp_service import LocalService, ToolRefused
+from memmy_kb_client.cli import main as cli
 from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.control import NotThisService, call
 from memmy_kb_client.desktop.credentials import (
@@ -31,7 +33,6 @@ from memmy_kb_client.desktop.credentials import (
     open_store,
 )
 from memmy_kb_client.desktop.server import DesktopService
-from memmy_kb_client.mcp_service import LocalService, ToolRefused
 from tests.integration.test_desktop_service import CLOUD_TOKEN, Client, FakeCloud, serving, start
 from tests.support.desktop_proof import ProvesThenHangsUp, Stranger, proof_reply, record_control
 from tests.unit.test_desktop_credentials import MemoryKeyring
@@ -178,7 +179,7 @@ def test_a_listener_that_relays_the_challenge_to_the_real_service_is_refused(ser
     try:
         (state_dir / paths.SERVICE_FILE).write_text(json.dumps({"port": relay.port}))
         deadline = time.monotonic() + 5
-        assert hook.recall_outcome(PROMPT, "codex", env, deadline) == ("", "not_the_service")
+        assert hook.recall_outcome(PROMPT, "codex", env, deadline) == ("", "not_the_service", 0)
         record_control(str(state_dir), relay.port, service.state.control_token)
         with pytest.raises(NotThisService, match=f"127.0.0.1:{relay.port} is not this desktop service"):
             call(str(state_dir), "GET", "/control/status")

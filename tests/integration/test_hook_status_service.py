@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from memmy_kb_client import hook
+from memmy_kb_client.agents import hook
+from memmy_kb_client.agents.hook_status import install_message, status
 from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.advice import command
 from memmy_kb_client.desktop.server import DesktopService
-from memmy_kb_client.hook_status import install_message, status
 from tests.integration.test_desktop_service import (
     BLOCK,
     CLOUD_TOKEN,
@@ -68,7 +68,7 @@ def test_the_message_follows_the_services_login(running):
 
 
 def test_the_run_record_follows_the_services_answer(running):
-    from memmy_kb_client.hook_install import apply, hook_command
+    from memmy_kb_client.agents.hook_install import apply, hook_command
 
     apply("codex", command=hook_command("codex", env_of(running)))
     assert ask(running) == b""

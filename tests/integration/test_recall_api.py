@@ -192,6 +192,18 @@ def test_the_limit_bounds_the_excerpts(service, world):
     assert len(reply.body["items"]) == 1
 
 
+def test_the_context_limit_builds_a_block_that_fits_the_asking_agent(service, world):
+    full = recall(service, "alice").body
+    assert len(full["items"]) == 2
+    limit = len(full["context"].encode("utf-8")) - 1  # one excerpt less fits
+    reply = recall(service, "alice", context_limit={"unit": "utf8_bytes", "max": limit})
+    assert reply.status == HTTPStatus.OK
+    assert 0 < len(reply.body["context"].encode("utf-8")) <= limit
+    assert [i["content"] for i in reply.body["items"]] == [i["content"] for i in full["items"]][:1]
+    refused = recall(service, "alice", context_limit={"unit": "tokens", "max": 100})
+    assert (refused.status, refused.body["error"]["code"]) == (HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error")
+
+
 def test_the_memos_ids_never_appear_in_the_reply(service, world):
     reply = recall(service, "alice")
     for kb in service.memos.state()["knowledge_bases"]:

@@ -32,11 +32,11 @@ from memmy_kb.composition import recall_engines
 from memmy_kb.domain.engine import FileInput
 from memmy_kb.domain.ports import KnowledgeEngines
 from memmy_kb.domain.rate_governor import RateGovernor
-from memmy_kb.domain.recall import recall
 from memmy_kb.errors import RecallUnavailable
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord
 from memmy_local.memos_emulator.config import EmulatorConfig
 from memmy_local.memos_emulator.server import MemosEmulator
+from tests.support.recall import recall_with
 
 KEY = "governor-test-key"
 QPS = 20
@@ -123,7 +123,7 @@ def load(emulator: MemosEmulator, scope: Grants, governor: RateGovernor | None) 
 
     def one() -> None:
         try:
-            result = recall(scope, pool, user_id="bob", query=QUERY, max_searches=4, governor=governor)  # type: ignore[arg-type]
+            result = recall_with(scope, pool, user_id="bob", query=QUERY, max_searches=4, governor=governor)
         except RecallUnavailable:
             with lock:
                 run.failed += 1

@@ -19,6 +19,7 @@ from memmy_kb_client.sdk import ClientConfig, MemmyClient
 from memmy_kb_client.sync.run import PassResult, run_pass
 from memmy_kb_client.sync.store import SyncStore
 from tests.support.aws import Service
+from tests.support.mock_http import mock_http
 from tests.support.uploads import create_kb, drain_ingest, post_file, repository, upload
 
 
@@ -45,7 +46,7 @@ def sdk_for(service: Service, user: str = "alice") -> MemmyClient:
 
     client = MemmyClient(
         ClientConfig("http://api", None),
-        http=httpx.Client(base_url="http://api", transport=httpx.MockTransport(answer)),
+        http=mock_http(answer, "http://api"),
     )
     client.calls = calls  # type: ignore[attr-defined]
     return client

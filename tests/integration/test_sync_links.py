@@ -6,6 +6,7 @@ catches up on what changed while it was stopped."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +26,9 @@ def store(tmp_path: Path) -> Iterator[SyncStore]:
 
 
 def links_for(kb: FakeKb, store: SyncStore, tmp_path: Path) -> Links:
-    return Links(store, tmp_path / "state", lambda: kb, quiet_seconds=0.3, retry_seconds=0.5, send=kb.send).start()
+    return Links(
+        store, tmp_path / "state", lambda: kb, quiet_seconds=0.3, retry_seconds=0.5, send=kb.send
+    ).start()
 
 
 def settled(links: Links, kb: FakeKb) -> None:
@@ -123,5 +126,43 @@ def test_a_folder_linked_to_another_kb_or_a_shared_kb_is_refused(tmp_path: Path,
             links.link(str(tmp_path), kb.kb_id)
         assert links.unlink(str(root))
         assert store.links() == []
+    finally:
+        links.stop()
+
+
+def test_a_link_out_of_the_folder_is_not_watched_and_new_sub_folders_are(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    # Given a linked folder holding a link to a busy folder outside it (a log folder, ~/.cache, /)
+    kb, root, outside = FakeKb(), tmp_path / "docs", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "a.md").write_text("a", encoding="utf-8")
+    (root / "elsewhere").symlink_to(outside)
+    links = links_for(kb, store, tmp_path)
+    try:
+        links.link(str(root), kb.kb_id)
+        settled(links, kb)
+        wait_until(lambda: links.shown()[0]["watching"], timeout=10, message="the watcher to start")
+        passes = kb.calls["get_knowledge_base"]
+
+        # When files change out there (and the watcher has had time to tell: debounce 0.8 s, quiet 0.3 s)
+        for index in range(3):
+            (outside / f"log-{index}.md").write_text("busy", encoding="utf-8")
+        time.sleep(3)
+
+        # Then no pass ran for them, and nothing of theirs was sent
+        assert kb.calls["get_knowledge_base"] == passes
+        assert list(kb.paths()) == ["a.md"]
+
+        # And a sub-folder made later is watched too: a file written in it once its folder's pass ran
+        (root / "sub").mkdir()
+        wait_until(
+            lambda: kb.calls["get_knowledge_base"] > passes, timeout=15, message="the new folder's pass"
+        )
+        settled(links, kb)
+        time.sleep(1)  # the watcher restarted on the new set of folders
+        (root / "sub" / "b.md").write_text("b", encoding="utf-8")
+        wait_until(lambda: len(kb.uploads) == 2, timeout=15, message="the file in the new folder to be sent")
     finally:
         links.stop()

@@ -98,8 +98,8 @@ def test_per_kb_attribution_searches_each_kb_up_to_the_cap(kbs: int, searches: i
 def test_the_model_counts_the_searches_recall_plans(kbs: int) -> None:
     from datetime import UTC, datetime
 
-    from memmy_kb.domain.recall import DEFAULT_MAX_SEARCHES
     from memmy_kb.domain.recall_attributed import plan
+    from memmy_kb.domain.recall_config import DEFAULT_MAX_SEARCHES
     from memmy_kb.records import GrantRecord
 
     grants = [

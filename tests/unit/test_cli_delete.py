@@ -16,8 +16,10 @@ from urllib.parse import unquote
 import httpx
 import pytest
 
-from memmy_kb_client import cli, commands, delete_prompts
+from memmy_kb_client.cli import commands, delete_prompts
+from memmy_kb_client.cli import main as cli
 from memmy_kb_client.sdk import ClientConfig, MemmyApiError, MemmyClient
+from tests.support.mock_http import mock_http
 
 OWNER, READER = "owner-token", "reader-token"
 # Ids a client must percent-encode: a pipe and a space (as login providers' ids have), a slash, ? and #.
@@ -105,11 +107,7 @@ class FakeService:
         return _error(404, "route_not_found", "No such route.")
 
     def client(self, token: str = OWNER) -> MemmyClient:
-        http = httpx.Client(
-            base_url="http://memmy.test",
-            transport=httpx.MockTransport(self.handle),
-            headers={"Authorization": f"Bearer {token}"},
-        )
+        http = mock_http(self.handle, "http://memmy.test")
         return MemmyClient(ClientConfig(endpoint="http://memmy.test", token=token), http=http)
 
     @property

@@ -7,8 +7,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from memmy_kb_client import cli, commands
+from memmy_kb_client.cli import commands
+from memmy_kb_client.cli import main as cli
 from memmy_kb_client.sdk import ClientConfig, MemmyClient
+from tests.support.mock_http import mock_http
 
 KB_ID = "kb|1 产品"  # escaped on the wire
 
@@ -22,7 +24,7 @@ def fake_client(seen: list[httpx.Request]) -> MemmyClient:
             )
         return httpx.Response(204)
 
-    http = httpx.Client(base_url="http://cloud.test", transport=httpx.MockTransport(handle))
+    http = mock_http(handle)
     return MemmyClient(ClientConfig(endpoint="http://cloud.test", token="t"), http=http)
 
 

@@ -1,5 +1,5 @@
 """Every ``--help`` of ``memmy-kb`` and ``memmy-local``, subcommands included, shows each option's default
-(memmy_kb_client.cli_help), and never a ``(default: None)`` or ``(default: False)``."""
+(memmy_kb_client.cli.parser), and never a ``(default: None)`` or ``(default: False)``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memmy_kb_client import cli as client_cli
+from memmy_kb_client.cli import main as client_cli
 from memmy_local import cli as local_cli
 
 

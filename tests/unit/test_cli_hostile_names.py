@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from memmy_kb_client.rendering import progress_bar, render_list, render_listing, render_members
-from memmy_kb_client.terminal import one_line, printable
+from memmy_kb_client.cli.rendering import progress_bar, render_list, render_listing, render_members
+from memmy_kb_client.cli.terminal import one_line, printable
 
 FORGED = "x\n  kb_fake  recall on   我的资料\x1b[2J\u202e"
 

@@ -10,8 +10,10 @@ from urllib.parse import unquote
 import httpx
 import pytest
 
-from memmy_kb_client import cli, commands
+from memmy_kb_client.cli import commands
+from memmy_kb_client.cli import main as cli
 from memmy_kb_client.sdk import ClientConfig, MemmyClient
+from tests.support.mock_http import mock_http
 
 KB_ID = "kb_1"
 READER_ID = "reader|1"
@@ -41,11 +43,7 @@ class FakeService:
         return httpx.Response(404, json={"error": {"code": "route_not_found", "message": "No such route."}})
 
     def client(self, token: str) -> MemmyClient:
-        http = httpx.Client(
-            base_url="http://memmy.test",
-            transport=httpx.MockTransport(self.handle),
-            headers={"Authorization": f"Bearer {token}"},
-        )
+        http = mock_http(self.handle, "http://memmy.test")
         return MemmyClient(ClientConfig(endpoint="http://memmy.test", token=token), http=http)
 
 

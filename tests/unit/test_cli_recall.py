@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memmy_kb_client.recall_commands import _render
+from memmy_kb_client.cli.recall_commands import _render
 
 
 def item(title: str, **extra: object) -> dict[str, object]:
@@ -56,7 +56,7 @@ def test_hostile_titles_names_and_text_print_inert_and_cannot_forge_a_line():
     """What ``memmy-kb recall`` prints (``printable(_render(...))``): a sharer's title, KB name, own name
     and excerpt text show escape sequences, carriage returns, bidi overrides and C1 controls as escapes,
     and a line break in a title or name cannot start a "from:" line of its own; Chinese and emoji stay."""
-    from memmy_kb_client.terminal import printable
+    from memmy_kb_client.cli.terminal import printable
 
     text = printable(
         _render(

@@ -12,9 +12,11 @@ from typing import Any
 import httpx
 import pytest
 
-from memmy_kb_client import cli, sdk, transfer_commands
-from memmy_kb_client.rendering import render_listing
+from memmy_kb_client.cli import main as cli
+from memmy_kb_client.cli import transfer_commands
+from memmy_kb_client.cli.rendering import render_listing
 from memmy_kb_client.sdk import ClientConfig, MemmyClient
+from tests.support.mock_http import mock_http
 
 KB, FILE = "kb_1", "fi_1"
 TICKET = {
@@ -45,7 +47,7 @@ class FakeCloud:
                 return httpx.Response(204)
             return httpx.Response(200, json=self.reads.pop(0) if len(self.reads) > 1 else self.reads[0])
 
-        http = httpx.Client(base_url="http://cloud.test", transport=httpx.MockTransport(handle))
+        http = mock_http(handle)
         return MemmyClient(ClientConfig(endpoint="http://cloud.test", token="t"), http=http)
 
     def storage_post(self, url: str, *, data: dict[str, str], files: dict[str, Any], timeout: Any) -> httpx.Response:
@@ -63,7 +65,7 @@ def new_content(tmp_path: Path) -> Path:
 
 def run(monkeypatch: pytest.MonkeyPatch, cloud: FakeCloud, *argv: str) -> int:
     monkeypatch.setattr(transfer_commands, "client_for", lambda args: cloud.client())
-    monkeypatch.setattr(sdk.httpx, "post", cloud.storage_post)
+    monkeypatch.setattr(httpx, "post", cloud.storage_post)
     monkeypatch.setattr(transfer_commands.time, "sleep", lambda _s: None)
     return cli.main(["files", "replace", *argv])
 

@@ -1,6 +1,7 @@
 """The client stands on its own: no module of ``memmy_kb_client`` imports the cloud core, the local stack or
 the AWS libraries, neither at import time (a fresh interpreter's ``sys.modules``) nor lazily inside a
-function (its source's import statements), so ``pip install ./client`` alone is enough to run it."""
+function (its source's import statements), so ``pip install ./client`` alone is enough to run it. And its
+parts keep apart: only the CLI imports a CLI module, and the desktop service no agent module."""
 
 from __future__ import annotations
 
@@ -10,15 +11,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support import import_graph
+
 CLIENT_SOURCE = Path(__file__).resolve().parents[2] / "client" / "memmy_kb_client"
 # Top-level names the client may never load: the core layer, the local stack, and what only they need.
 FORBIDDEN = {"memmy_kb", "memmy_local", "moto", "boto3", "botocore", "aws_lambda_powertools", "pydantic"}
 # What a user runs: the console script, the CLI, the hook before every turn, the desktop service.
 ENTRY_MODULES = [
     "memmy_kb_client.entry",
-    "memmy_kb_client.cli",
-    "memmy_kb_client.hook",
-    "memmy_kb_client.hook_install",
+    "memmy_kb_client.cli.main",
+    "memmy_kb_client.agents.hook",
+    "memmy_kb_client.agents.hook_install",
     "memmy_kb_client.desktop.server",
 ]
 
@@ -90,3 +93,31 @@ def test_no_client_source_names_a_forbidden_module_even_inside_a_function() -> N
             ]
 
     assert found == []
+
+
+def _client_edges() -> list[tuple[str, str]]:
+    sources = import_graph.repository_sources()
+    return [
+        (edge.source, edge.target)
+        for name, source in sources.items()
+        if name.startswith("memmy_kb_client")
+        for edge in import_graph.module_edges(name, source, sources)
+    ]
+
+
+def test_only_the_cli_imports_a_cli_module_and_the_desktop_service_no_agent_module():
+    # The console script sends everything but the hook to the CLI: the one way into it from outside.
+    edges = _client_edges()
+    assert ("memmy_kb_client.entry", "memmy_kb_client.cli.main") in edges
+    into_cli = [
+        (source, target)
+        for source, target in edges
+        if target.startswith("memmy_kb_client.cli")
+        and not source.startswith("memmy_kb_client.cli")
+        and source != "memmy_kb_client.entry"
+    ]
+    assert into_cli == []
+    desktop_to_agents = [
+        (s, t) for s, t in edges if s.startswith("memmy_kb_client.desktop") and t.startswith("memmy_kb_client.agents")
+    ]
+    assert desktop_to_agents == []

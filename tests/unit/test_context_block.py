@@ -15,6 +15,7 @@ from memmy_kb.domain.context_block import (
     PREFACE,
     ContextBlock,
     Excerpt,
+    SizeLimit,
     SourceKb,
     build_context,
     sanitise_text,
@@ -201,6 +202,55 @@ def test_many_excerpts_fill_the_cap_without_passing_it():
 
 def test_a_cap_smaller_than_the_preface_gives_nothing():
     assert build_context(excerpts("内容"), max_chars=100) == ContextBlock("", ())
+
+
+# ---------------------------------------------------------------------------- an agent's own limit
+# The desktop asks with its agent's inline limit (``context_limit``); the block is built within it, by this
+# one renderer, and handed to the agent untouched.
+
+CHINESE = excerpts(*[f"第{i}条：" + "报销制度说明" * 100 for i in range(12)])
+
+
+def test_a_block_within_an_agents_limit_is_the_block_without_it():
+    hits = excerpts("短", "也短")
+    fixed = {"new_boundary": lambda: "0123456789abcdef"}
+    assert build_context(hits, limit=SizeLimit(9000, "utf8_bytes"), **fixed) == build_context(hits, **fixed)
+
+
+def test_codex_counts_utf8_bytes_and_gets_fewer_whole_excerpts_best_first():
+    full = build_context(CHINESE, max_chars=8000)
+    cut = build_context(CHINESE, max_chars=8000, limit=SizeLimit(9000, "utf8_bytes"))
+    assert len(full.text.encode()) > 9000 >= len(cut.text.encode()) > 0
+    assert 0 < len(cut.excerpts) < len(full.excerpts)
+    assert [e.content for e in cut.excerpts] == [e.content for e in full.excerpts[: len(cut.excerpts)]]
+    assert_well_formed(cut, 8000)  # numbered 1..n, each excerpt whole inside its fence
+
+
+def test_claude_code_counts_utf16_units():
+    # Astral characters count twice for JavaScript: a block of them is cut earlier than len() suggests.
+    hits = excerpts(*["𠀀" * 900 for _ in range(8)])
+    limit = SizeLimit(9500, "utf16_units")
+    cut = build_context(hits, max_chars=20_000, limit=limit)
+    full = build_context(hits, max_chars=20_000)
+    assert limit.measure(cut.text) <= 9500 < limit.measure(full.text)
+    assert 0 < len(cut.excerpts) < len(full.excerpts)
+    assert_well_formed(cut, 20_000)
+
+
+def test_under_an_agents_limit_a_long_excerpt_is_skipped_for_a_shorter_one():
+    hits = [Excerpt("short-1", "a" * 100), Excerpt("long", "b" * 5000), Excerpt("short-2", "c" * 100)]
+    block = build_context(hits, max_chars=20_000, limit=SizeLimit(3000, "characters"))
+    assert [e.title for e in block.excerpts] == ["short-1", "short-2"]
+
+
+def test_an_agents_limit_nothing_fits_in_gives_nothing():
+    assert build_context(CHINESE, limit=SizeLimit(1500, "utf8_bytes")) == ContextBlock("", ())
+
+
+@pytest.mark.parametrize("unit", ["characters", "utf16_units", "utf8_bytes"])
+def test_each_measure_adds_up_over_concatenation(unit):
+    limit, a, b = SizeLimit(1, unit), "报销𠀀abc\n", "《》‹›"
+    assert limit.measure(a + b) == limit.measure(a) + limit.measure(b)
 
 
 def test_scores_and_order_are_kept():

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memmy_kb_client.desktop import advice, control, paths
-from memmy_kb_client.desktop.commands import desktop_state
+from memmy_kb_client.desktop.status_text import service_state
 
 
 @pytest.fixture
@@ -83,7 +83,7 @@ def test_the_local_stack_is_named_to_start_its_service_again(checkout: Path, tmp
     # `desktop status` and the hooks' status say so when no service answers
     with pytest.raises(control.ServiceUnavailable, match=r"start it with `make run ARGS=--demo` \(in /src/memmy\)"):
         control.call(state_dir, "GET", "/control/status")
-    state, sentence = desktop_state(state_dir)
+    state, sentence = service_state(state_dir)
     assert state == "not_running"
     assert "`make run ARGS=--demo` (in /src/memmy), then `.venv/bin/memmy-kb desktop login`" in sentence
 

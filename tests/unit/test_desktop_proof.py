@@ -12,9 +12,10 @@ import anyio
 import httpx
 import pytest
 
+from memmy_kb_client.agents.mcp_service import LocalService, ToolRefused
 from memmy_kb_client.desktop import paths, proof
 from memmy_kb_client.desktop.credentials import ServiceRecord
-from memmy_kb_client.mcp_service import LocalService, ToolRefused
+from tests.support.mock_http import mock_connect
 from tests.unit.test_hook import HOOK_TOKEN, env_for, event_bytes, home, run_hook, service
 
 __all__ = ["home", "service"]  # the hook tests' fixtures: a fake service that proves itself, its home
@@ -79,7 +80,7 @@ def test_the_mcp_server_sends_nothing_to_a_listener_that_cannot_prove_itself(tmp
         seen.append(request)
         return httpx.Response(200, json={"proof": "0" * 64, "excerpts": [], "knowledge_bases": []})
 
-    service = LocalService({"MEMMY_KB_HOME": str(tmp_path)}, transport=httpx.MockTransport(stranger))
+    service = LocalService({"MEMMY_KB_HOME": str(tmp_path)}, connect=mock_connect(stranger))
     with pytest.raises(ToolRefused, match=r"the program listening on 127\.0\.0\.1:8765 is not this desktop service"):
         anyio.run(service.search, "secret question", None, None)
     (challenge,) = seen

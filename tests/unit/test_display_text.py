@@ -7,7 +7,7 @@ import json
 import pytest
 
 from memmy_kb.domain.display import MAX_COMBINING_MARKS, hidden_characters, shown
-from memmy_kb_client.terminal import printable
+from memmy_kb_client.cli.terminal import printable
 
 
 @pytest.mark.parametrize(

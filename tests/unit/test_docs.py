@@ -16,6 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "layers" / "core" / "python" / "memmy_kb"
+CLIENT = ROOT / "client" / "memmy_kb_client"
 LOCAL = ROOT / "infra" / "local" / "memmy_local"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 DOCS = sorted([ROOT / "README.md", ROOT / "SECURITY.md", ROOT / "client" / "README.md", *(ROOT / "docs").glob("*.md")])
@@ -71,7 +72,10 @@ def _protocols() -> set[str]:
         ("### Routers: `memmy_kb.api.routes`", lambda: _module_names(CORE / "api" / "routes")),
         ("### Ports: `memmy_kb.domain.ports`", _protocols),
         ("### Functions: `functions/`", lambda: {p.parent.name for p in (ROOT / "functions").glob("*/app.py")}),
-        ("### Client: `memmy_kb_client`", lambda: _module_names(ROOT / "client" / "memmy_kb_client")),
+        ("### Client: `memmy_kb_client`", lambda: _module_names(CLIENT)),
+        ("### Local service: `memmy_kb_client.desktop`", lambda: _module_names(CLIENT / "desktop")),
+        ("### Agents: `memmy_kb_client.agents`", lambda: _module_names(CLIENT / "agents")),
+        ("### CLI: `memmy_kb_client.cli`", lambda: _module_names(CLIENT / "cli")),
         ("### Local stack: `memmy_local`", lambda: _module_names(LOCAL)),
         ("### moto and its patches: `memmy_local.aws`", lambda: _module_names(LOCAL / "aws")),
         ("### The gateway: `memmy_local.gateway`", lambda: _module_names(LOCAL / "gateway")),

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from memmy_kb_client import hook
+from memmy_kb_client.agents import hook
 from memmy_kb_client.desktop import paths
 from tests.support.desktop_proof import proof_reply
 from tests.support.stack import CLI
@@ -375,7 +375,7 @@ def test_the_hook_imports_neither_the_cli_nor_an_http_library(home):
         stdin=event_bytes("codex"),
         env=env_for(home),
     )
-    assert {"memmy_kb_client.hook", "memmy_kb_client.desktop.paths", "socket"} <= modules
+    assert {"memmy_kb_client.agents.hook", "memmy_kb_client.desktop.paths", "socket"} <= modules
     assert {"memmy_kb_client.desktop.proof", "hmac"} <= modules  # the service proves itself first
     assert not modules & {
         "argparse",

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from memmy_kb_client import cli
-from memmy_kb_client.hook_install import AGENTS, SettingsError, apply, hook_command
+from memmy_kb_client.agents.hook_install import AGENTS, SettingsError, apply, hook_command
+from memmy_kb_client.cli import main as cli
 
 COMMAND = "/opt/memmy/bin/memmy-kb hook {agent}"
 EVENT = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}

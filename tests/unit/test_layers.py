@@ -161,7 +161,7 @@ def test_the_loop_finder_reads_every_part_of_the_repository():
     }
     assert {
         ("functions.recall.app", "memmy_kb.api.routes.recall"),
-        ("memmy_kb_client.cli", "memmy_local.cli"),  # importlib.import_module of a literal name
+        ("memmy_kb_client.cli.main", "memmy_local.cli"),  # importlib.import_module of a literal name
         ("memmy_local.identity.provider", "memmy_local.identity.pages"),  # from . import pages
         ("memmy_local.identity.grants", "memmy_local.identity.issuer"),  # from .issuer import ...
         ("memmy_local.stack", "memmy_local.gateway.server"),  # in a function

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from memmy_kb_client import cli as client_cli
+from memmy_kb_client.cli import main as client_cli
 from memmy_kb_client.desktop.advice import default_home, program
 from memmy_local import cli as local_cli
 from memmy_local import desktop_side
@@ -88,7 +88,7 @@ def test_memmy_kb_help_lists_dev_without_loading_the_local_stack() -> None:
             sys.executable,
             "-I",
             "-c",
-            "import sys\nfrom memmy_kb_client.cli import main\ntry:\n    main(['--help'])\n"
+            "import sys\nfrom memmy_kb_client.cli.main import main\ntry:\n    main(['--help'])\n"
             "except SystemExit:\n    pass\nprint(sorted(m for m in sys.modules if m.startswith('memmy_local')))",
         ],
         capture_output=True,
@@ -157,7 +157,7 @@ def test_the_banner_names_each_command_as_the_shell_can_run_it(
     desktop = SimpleNamespace(url="http://127.0.0.1:8765")
     demo_home = tmp_path / "home" / "demo"
     monkeypatch.setattr(
-        "memmy_kb_client.desktop.commands.describe", lambda service, home=None: "(the desktop service)"
+        "memmy_kb_client.desktop.status_text.describe", lambda service, home=None: "(the desktop service)"
     )
 
     desktop_side.print_ready(STACK, None, desktop, home=tmp_path / "home")  # type: ignore[arg-type]

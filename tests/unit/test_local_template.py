@@ -221,6 +221,7 @@ def test_parameter_defaults_are_strings(template: dict[str, Any]) -> None:
         "LoginScopes": "openid profile email phone offline_access",
         "LoginBearerToken": "access_token",
         "LoginDomainPrefix": "",
+        "EnableE2eLogin": "false",
         "SelfSignUp": "false",
         "SmsRoleArn": "",
         "SmsExternalId": "",

@@ -1,4 +1,5 @@
-"""template.yaml's login: each branch of ``CreateUserPool`` resolved as CloudFormation would resolve it.
+"""template.yaml's login: each branch of ``CreateUserPool`` (and of ``CreateE2eLoginClient``, make e2e-stage's
+sign-ins) resolved as CloudFormation would resolve it.
 
 A fresh deploy (``JwtIssuer`` empty) creates a Cognito user pool, its hosted sign-in domain and the desktop's
 app client, and the API trusts that pool's ID tokens; with ``JwtIssuer`` given none of them exist and the
@@ -33,11 +34,13 @@ REGION = "eu-west-1"
 STACK_ID = f"arn:aws:cloudformation:{REGION}:111122223333:stack/memmy-kb/1a2b3c4d-5e6f-4a1b-9c2d-0e1f2a3b4c5d"
 POOL_ID = f"{REGION}_AbCdEf123"
 CLIENT_ID = "4tq0example0desktop0client"
+E2E_CLIENT_ID = "7e2eexample0e2e0client"
 # What CloudFormation would return for the Cognito resources, were they created.
 PHYSICAL = {
     "UserPool": POOL_ID,
     "UserPool.ProviderURL": f"cognito-idp.{REGION}.amazonaws.com/{POOL_ID}",
     "DesktopAppClient": CLIENT_ID,
+    "E2eLoginClient": E2E_CLIENT_ID,
     "UserPoolDomain": "memmy-kb-1a2b3c4d",
 }
 COGNITO_TYPES = {"AWS::Cognito::UserPool", "AWS::Cognito::UserPoolDomain", "AWS::Cognito::UserPoolClient"}
@@ -136,9 +139,10 @@ def test_a_fresh_deploy_trusts_the_id_tokens_of_its_own_cognito_pool(cloudformat
     # Given the template deployed with every parameter at its default
     deployed = Deployed(cloudformation, FRESH)
 
-    # Then the pool, its hosted pages and the desktop's client exist
+    # Then the pool, its hosted pages and the desktop's client exist, and no e2e client
     cognito = {name for name, r in cloudformation["Resources"].items() if r["Type"] in COGNITO_TYPES}
-    assert cognito == {"UserPool", "UserPoolDomain", "DesktopAppClient"} <= deployed.active
+    assert cognito & deployed.active == {"UserPool", "UserPoolDomain", "DesktopAppClient"}
+    assert cognito == {"UserPool", "UserPoolDomain", "DesktopAppClient", "E2eLoginClient"}
 
     # And the authorizer requires the pool as issuer and the desktop's client as audience (ID tokens)
     issuer = f"https://cognito-idp.{REGION}.amazonaws.com/{POOL_ID}"
@@ -160,6 +164,48 @@ def test_a_fresh_deploy_trusts_the_id_tokens_of_its_own_cognito_pool(cloudformat
     assert values["LoginClientId"] == CLIENT_ID
     assert values["UserPoolId"] == POOL_ID
     assert values["LoginPagesUrl"] == f"https://memmy-kb-1a2b3c4d.auth.{REGION}.amazoncognito.com"
+    assert "E2eLoginClientId" not in values
+
+
+def test_the_e2e_client_is_made_only_when_asked_and_the_api_then_takes_its_tokens_too(
+    cloudformation: dict[str, Any],
+) -> None:
+    # Given the pool deployed with EnableE2eLogin (make e2e-stage)
+    deployed = Deployed(cloudformation, {"EnableE2eLogin": "true"})
+    assert "E2eLoginClient" in deployed.active
+
+    # Then the authorizer takes the ID tokens of both clients, the desktop's first
+    issuer = f"https://cognito-idp.{REGION}.amazonaws.com/{POOL_ID}"
+    assert resolve_intrinsics(authorizer(cloudformation), deployed) == {
+        "issuer": issuer,
+        "audience": [CLIENT_ID, E2E_CLIENT_ID],
+    }
+    # And the desktop still logs in with its own client only, as before
+    assert login_environment(cloudformation, deployed)["LOGIN_CLIENT_ID"] == CLIENT_ID
+    assert outputs(cloudformation, deployed)["E2eLoginClientId"] == E2E_CLIENT_ID
+    # And with another provider there is no e2e client, whatever the parameter says
+    other = Deployed(cloudformation, {**OTHER_PROVIDER, "EnableE2eLogin": "true"})
+    assert "E2eLoginClient" not in other.active
+    assert resolve_intrinsics(authorizer(cloudformation), other)["audience"] == [OTHER_PROVIDER["JwtAudience"]]
+
+
+def test_the_e2e_client_signs_in_only_with_iam_credentials(sam_template: dict[str, Any]) -> None:
+    client = sam_template["Resources"]["E2eLoginClient"]
+    properties = client["Properties"]
+    assert client["Condition"] == "CreateE2eLoginClient"
+    assert sam_template["Parameters"]["EnableE2eLogin"]["Default"] == "false"
+    assert properties["UserPoolId"] == {"Ref": "UserPool"}
+    # AdminInitiateAuth is signed with IAM credentials: nothing a browser, the desktop or a person without
+    # them can use. No OAuth flow, no hosted pages, no password sign-in of the public kind (USER_PASSWORD_AUTH).
+    assert properties["ExplicitAuthFlows"] == ["ALLOW_ADMIN_USER_PASSWORD_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"]
+    assert properties["AllowedOAuthFlowsUserPoolClient"] is False
+    assert not {"AllowedOAuthFlows", "CallbackURLs", "SupportedIdentityProviders"} & set(properties)
+    assert properties["GenerateSecret"] is False
+    # Its ID tokens carry the claims the service reads, like the desktop's
+    desktop = sam_template["Resources"]["DesktopAppClient"]["Properties"]
+    assert properties["ReadAttributes"] == desktop["ReadAttributes"]
+    assert properties["WriteAttributes"] == desktop["WriteAttributes"]
+    assert (properties["IdTokenValidity"], properties["TokenValidityUnits"]["IdToken"]) == (60, "minutes")
 
 
 @pytest.mark.parametrize("bearer_token", BEARER_TOKENS)
@@ -194,7 +240,11 @@ def test_another_issuer_replaces_the_pool_with_the_parameters(
     assert not {"UserPoolId", "LoginPagesUrl"} & set(values)
 
 
-@pytest.mark.parametrize("parameters", [FRESH, OTHER_PROVIDER], ids=["cognito", "other-provider"])
+@pytest.mark.parametrize(
+    "parameters",
+    [FRESH, {"EnableE2eLogin": "true"}, OTHER_PROVIDER, {**OTHER_PROVIDER, "EnableE2eLogin": "true"}],
+    ids=["cognito", "cognito-e2e", "other-provider", "other-provider-e2e"],
+)
 def test_in_each_branch_nothing_refers_to_a_resource_that_is_not_there(
     cloudformation: dict[str, Any], parameters: dict[str, str]
 ) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memmy_kb_client.mcp_arguments import check_query, list_arguments, search_arguments
-from memmy_kb_client.mcp_service import ToolRefused
+from memmy_kb_client.agents.mcp_arguments import check_query, list_arguments, search_arguments
+from memmy_kb_client.agents.mcp_service import ToolRefused
 
 
 def test_queries_are_trimmed_cut_and_not_empty():

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from mcp.types import JSONRPCNotification, jsonrpc_message_adapter
 
-from memmy_kb_client.mcp_frames import (
+from memmy_kb_client.agents.mcp_frames import (
     INVALID_REQUEST,
     MAX_DEPTH,
     MAX_FRAME_BYTES,

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from memmy_kb_client import cli
-from memmy_kb_client.hook_install import SettingsError
-from memmy_kb_client.mcp_install import TARGETS, apply, server_entry
+from memmy_kb_client.agents.hook_install import SettingsError
+from memmy_kb_client.agents.mcp_install import TARGETS, apply, server_entry
+from memmy_kb_client.cli import main as cli
 
 PROGRAM = "/opt/memmy/bin/memmy-kb"
 

@@ -1,5 +1,5 @@
 """``mcp_service``: names become ids only inside the recall scope, and every answer of the desktop service
-that is not a usable one becomes a sentence saying what to do (httpx's MockTransport, no socket)."""
+that is not a usable one becomes a sentence saying what to do (answered in-process, no socket)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import anyio
 import httpx
 import pytest
 
-from memmy_kb_client.mcp_service import (
+from memmy_kb_client.agents.mcp_service import (
     KnowledgeBase,
     LocalService,
     ToolRefused,
@@ -21,6 +21,7 @@ from memmy_kb_client.mcp_service import (
     resolve,
 )
 from tests.support.desktop_proof import proof_reply
+from tests.support.mock_http import mock_connect
 
 SCOPE = [
     KnowledgeBase("kb_1", "Handbook", True, None),
@@ -63,7 +64,7 @@ def service_answering(tmp_path: Path, status: int, body: Any, seen: list[httpx.R
         seen.append(request)
         return httpx.Response(status, content=body if isinstance(body, bytes) else json.dumps(body).encode())
 
-    return LocalService({"MEMMY_KB_HOME": str(tmp_path)}, transport=httpx.MockTransport(handler))
+    return LocalService({"MEMMY_KB_HOME": str(tmp_path)}, connect=mock_connect(handler))
 
 
 @pytest.mark.parametrize(

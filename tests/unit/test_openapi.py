@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from memmy_local.gateway import openapi
 from memmy_local.gateway.routing import public_route_keys
@@ -37,3 +38,15 @@ def test_documented_success_statuses_match_the_contract():
     assert "200" in paths["/knowledge-bases"]["get"]["responses"]
     assert "404" in paths["/knowledge-bases/{kb_id}"]["get"]["responses"]
     assert "200" in paths["/me"]["put"]["responses"]
+
+
+def test_every_operation_has_its_own_readable_operation_id():
+    # Powertools' default id joins the function name, the path and the method with underscores
+    # (``dismiss_upload_knowledge_bases__kb_id__uploads__upload_id__delete``): every route names its own.
+    ids = [
+        operation.get("operationId", "")
+        for operations in openapi.generate()["paths"].values()
+        for operation in operations.values()
+    ]
+    assert [i for i in ids if not re.fullmatch(r"[a-z]+(?:[A-Z][a-z]+)*", i)] == []
+    assert len(set(ids)) == len(ids)

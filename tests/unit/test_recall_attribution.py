@@ -21,6 +21,7 @@ from memmy_kb.domain.recall_attributed import plan
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
 from memmy_kb.settings import get_settings
 from tests.support.fakes import FakeKnowledgeEngine, FakeMemosKnowledgeBase
+from tests.support.recall import recall_with
 
 QUERY = "差旅报销需要哪些发票"
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -77,7 +78,7 @@ def engine(*kbs: str, per_kb: int = 1, scores: dict[str, float] | None = None) -
 
 
 def run(repo: Repository, memos: FakeKnowledgeEngine, **kwargs: Any) -> RecallResponse:
-    result = recall_logic.recall(repo, memos, user_id="bob", query=QUERY, **kwargs)
+    result = recall_with(repo, memos, user_id="bob", query=QUERY, **kwargs)
     return RecallResponse.from_result(result)
 
 

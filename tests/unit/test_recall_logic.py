@@ -24,6 +24,7 @@ from memmy_kb.domain.engine import (
     SearchHit,
 )
 from memmy_kb.records import GrantRecord
+from tests.support.recall import recall_with
 
 QUERY = "MemOS 开源版和商业版有什么区别"
 SECRET_TEXT = "商业版提供私有化部署与SLA保障"
@@ -80,7 +81,7 @@ def hit(title: str, text: str, score: float = 0.8) -> dict[str, Any]:
 
 def run(repo: FakeRepository, memos: FakeMemos, **kwargs: Any) -> RecallResponse:
     """Recall as the route answers it (the domain's result in the API's body)."""
-    result = recall_logic.recall(repo, memos, user_id="bob", query=QUERY, **kwargs)  # type: ignore[arg-type]
+    result = recall_with(repo, memos, user_id="bob", query=QUERY, **kwargs)
     return RecallResponse.from_result(result)
 
 

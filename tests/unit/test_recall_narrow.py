@@ -10,8 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from memmy_kb.api.models.recall import RecallRequest
-from memmy_kb.domain import recall as recall_logic
 from memmy_kb.errors import InvalidInput
+from tests.support.recall import recall_with
 from tests.unit.test_recall_attribution import QUERY, Repository, engine, grant, own, run
 
 MODES = ["per_kb", "combined"]
@@ -46,7 +46,7 @@ def test_absent_ids_search_the_whole_scope(attribution):
 def refusal(repo: Repository, ids: list[str], attribution: str) -> InvalidInput:
     memos = engine("kb1", "kb2", "kb3")
     with pytest.raises(InvalidInput) as caught:
-        recall_logic.recall(  # type: ignore[arg-type]
+        recall_with(
             repo, memos, user_id="bob", query=QUERY, attribution=attribution, knowledge_base_ids=ids
         )
     assert memos.searches == []  # refused before any search

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from memmy_kb_client import cli, hook_install, mcp_install
-from memmy_kb_client.hook_install import SettingsError
+from memmy_kb_client.agents import hook_install, mcp_install
+from memmy_kb_client.agents.hook_install import SettingsError
+from memmy_kb_client.cli import main as cli
 
 PROGRAM = "/opt/memmy/bin/memmy-kb"
 ENTRY = {"command": PROGRAM, "args": ["mcp"]}

@@ -5,6 +5,8 @@ do makes listing calls only."""
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,9 +14,11 @@ from typing import Any
 import pytest
 
 from memmy_kb_client.sync.execute import SyncAborted
-from memmy_kb_client.sync.run import PassResult, run_pass
+from memmy_kb_client.sync.run import PassResult, run_pass, wait_until_ready
 from memmy_kb_client.sync.store import SyncStore, pair_of
 from tests.support.fake_kb import FakeKb
+
+HOUR_AGO = time.time_ns() - 3600 * 10**9
 
 
 class Killed(BaseException):
@@ -87,6 +91,7 @@ def test_a_pass_with_nothing_changed_lists_and_uploads_nothing(tmp_path: Path, s
     root, kb = tmp_path / "docs", FakeKb()
     for name in ("a.md", "sub/b.md", "sub/deeper/c.md"):
         write(root, name, name)
+        os.utime(root / name, ns=(HOUR_AGO, HOUR_AGO))  # a hash is kept once its file has settled
     sync(kb, store, root, tmp_path)
     kb.ingest()
     sync(kb, store, root, tmp_path)
@@ -223,3 +228,146 @@ def test_an_emptied_folder_deletes_nothing_without_yes(tmp_path: Path, store: Sy
     assert done.outcome is not None
     assert len(kb.files) == 0
     assert store.memory(pair_of(kb.kb_id, root)).synced == {}
+
+
+def test_a_sub_folder_that_cannot_be_read_is_not_taken_for_files_gone(
+    tmp_path: Path, store: SyncStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given five synced files, one of them in locked/
+    root, kb = tmp_path / "docs", FakeKb()
+    for name in ("a.md", "b.md", "c.md", "d.md", "locked/x.md"):
+        write(root, name, name)
+    sync(kb, store, root, tmp_path)
+    kb.ingest()
+    sync(kb, store, root, tmp_path)
+
+    # When locked/ can no longer be listed (its permissions changed; simulated: the tests may run as root)
+    scandir = os.scandir
+
+    def refusing(path: str) -> Iterator[os.DirEntry[str]]:
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied")
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    result = sync(kb, store, root, tmp_path)
+
+    # Then its file stays in the KB (one fifth of the files: under the threshold, it would have gone)
+    assert result.outcome is not None
+    assert result.outcome.done == []
+    assert sorted(kb.paths()) == ["a.md", "b.md", "c.md", "d.md", "locked/x.md"]
+    assert [(s.path, s.reason) for s in result.plan.skips] == [
+        ("locked", "could not be read (Permission denied): what it holds is kept")
+    ]
+
+
+def test_a_file_written_twice_within_one_mtime_tick_is_not_taken_for_unchanged(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    # Given a file synced right after it was written
+    root, kb = tmp_path / "docs", FakeKb()
+    write(root, "a.md", "v1")
+    first = (root / "a.md").stat()
+    sync(kb, store, root, tmp_path)
+    kb.ingest()
+
+    # When it is written again, same size, within the same tick of a coarse mtime (the same mtime)
+    write(root, "a.md", "v2")
+    os.utime(root / "a.md", ns=(first.st_atime_ns, first.st_mtime_ns))
+    result = sync(kb, store, root, tmp_path)
+    kb.ingest()
+
+    # Then it is read again and replaced: its first hash was not kept, being too close to its write
+    assert result.plan.summary()["replace"] == [{"path": "a.md"}]
+    assert kb.paths()["a.md"][0] == 2
+
+
+def test_a_kb_without_room_is_not_remembered_as_the_files_refusal(tmp_path: Path, store: SyncStore) -> None:
+    # Given an upload refused because the KB's storage is full (413, like a file too large)
+    root, kb = tmp_path / "docs", FakeKb()
+    write(root, "a.md", "a")
+    kb.refuse["a.md"] = (413, "kb_storage_limit_reached", "A knowledge base can hold at most 1 GB of files.")
+    first = sync(kb, store, root, tmp_path)
+
+    # When room is made in the KB, the file itself unchanged
+    del kb.refuse["a.md"]
+    second = sync(kb, store, root, tmp_path)
+
+    # Then the next pass sends it
+    assert first.outcome is not None
+    assert [e["path"] for e in first.outcome.errors] == ["a.md"]
+    assert second.plan.summary()["upload"] == [{"path": "a.md"}]
+
+
+def test_waiting_for_the_files_sent_lists_only_their_folders(tmp_path: Path, store: SyncStore) -> None:
+    # Given a KB of ten folders, synced, and one new file sent into one of them
+    root, kb = tmp_path / "docs", FakeKb()
+    for index in range(10):
+        write(root, f"part-{index}/a.md", f"a{index}")
+    sync(kb, store, root, tmp_path)
+    kb.ingest()
+    write(root, "part-3/new.md", "new")
+    result = sync(kb, store, root, tmp_path)
+    assert result.outcome is not None
+    kb.calls.clear()
+
+    # When the pass waits for it, the file being processed for two more rounds
+    rounds: list[int] = []
+
+    def later(_: float) -> None:
+        rounds.append(kb.calls["list_files"])
+        if len(rounds) == 2:
+            kb.ingest()
+
+    ready = wait_until_ready(kb, kb.kb_id, result.outcome.sent, 60, sleep=later)
+
+    # Then the first round reads the KB whole (root and ten folders), the next ones list part-3 only
+    assert [entry.status for entry in ready.values()] == ["available"]
+    assert (rounds, kb.calls["list_files"]) == ([11, 12], 13)
+
+
+def test_waiting_ends_with_a_replace_that_failed(tmp_path: Path, store: SyncStore) -> None:
+    root, kb = tmp_path / "docs", FakeKb()
+    write(root, "sub/a.md", "v1")
+    sync(kb, store, root, tmp_path)
+    kb.ingest()
+    sync(kb, store, root, tmp_path)
+    write(root, "sub/a.md", "v2")
+    result = sync(kb, store, root, tmp_path)
+    assert result.outcome is not None
+    [upload_id] = result.outcome.sent
+    kb.uploads[upload_id].body = b"not the bytes declared"
+    kb.ingest()
+
+    ready = wait_until_ready(kb, kb.kb_id, result.outcome.sent, 60, sleep=lambda _: None)
+
+    assert [(e.version, (e.replacement or {}).get("status")) for e in ready.values()] == [(1, "failed")]
+
+
+def test_a_hash_too_fresh_to_keep_leaves_no_older_one_behind(tmp_path: Path, store: SyncStore) -> None:
+    # Given a file hashed long after it was written (its hash kept)
+    root, kb = tmp_path / "docs", FakeKb()
+    write(root, "a.md", "v1")
+    os.utime(root / "a.md", ns=(HOUR_AGO, HOUR_AGO))
+    sync(kb, store, root, tmp_path)
+    pair = pair_of(kb.kb_id, root)
+    assert list(store.memory(pair).hashes) == ["a.md"]
+
+    # When it is written again and read at once (too fresh to keep)
+    write(root, "a.md", "v2")
+    sync(kb, store, root, tmp_path)
+
+    # Then no row is left for it: none could be taken for its bytes later
+    assert store.memory(pair).hashes == {}
+
+
+def test_memmy_kbs_own_state_directory_is_never_a_folder_to_sync(
+    tmp_path: Path, store: SyncStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, kb = tmp_path / "memmy", FakeKb()
+    monkeypatch.setenv("MEMMY_KB_HOME", str(home))
+    write(home, "desktop-private/cloud-login.json", '{"refresh_token": "secret"}')
+    for root in (home, home / "desktop-private"):
+        with pytest.raises(SyncAborted, match="own state directory"):
+            sync(kb, store, root, tmp_path)
+    assert dict(kb.calls) == {}

@@ -4,10 +4,24 @@ what is skipped with its reason, and hashing only what changed size or mtime sin
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from memmy_kb_client.sdk import file_sha256
-from memmy_kb_client.sync.local import MAX_FILE_BYTES, hash_files, scan_folder, skip_reason
+from memmy_kb_client.sync.local import (
+    MAX_FILE_BYTES,
+    NOT_REGULAR,
+    SYMLINK,
+    folders_to_watch,
+    hash_files,
+    own_state_in,
+    scan_folder,
+    sha256_beneath,
+    skip_reason,
+)
 
 
 def write(root: Path, relative: str, text: str = "x") -> Path:
@@ -66,9 +80,9 @@ def test_only_files_whose_size_or_mtime_changed_are_hashed_again(tmp_path: Path)
     os.utime(tmp_path / "touched.md", ns=(1, 1))
     read: list[str] = []
 
-    def digest(path: Path) -> str:
-        read.append(path.name)
-        return file_sha256(path)
+    def digest(root: Path, relative: str) -> str:
+        read.append(relative)
+        return file_sha256(root / relative)
 
     again = hash_files(tmp_path, scan_folder(tmp_path).files, cache, digest)
 
@@ -81,9 +95,160 @@ def test_a_file_that_changes_while_it_is_read_is_left_for_the_next_pass(tmp_path
     write(tmp_path, "live.md", "v1")
     scan = scan_folder(tmp_path)
 
-    def digest(path: Path) -> str:
-        path.write_text("v2 being written", encoding="utf-8")
+    def digest(root: Path, relative: str) -> str:
+        (root / relative).write_text("v2 being written", encoding="utf-8")
         return "whatever"
 
     hashed = hash_files(tmp_path, scan.files, {}, digest)
     assert (hashed.sha256, hashed.changing) == ({}, ["live.md"])
+
+
+def test_links_are_skipped_and_never_followed_out_of_the_folder(tmp_path: Path) -> None:
+    # Given a folder where someone who may write it planted links to a secret and to the folder above
+    root, outside = tmp_path / "docs", tmp_path / "home"
+    write(outside, ".config/credentials.json", '{"token": "secret"}')
+    write(root, "a.md")
+    (root / "credentials.json").symlink_to(outside / ".config" / "credentials.json")
+    (root / "home").symlink_to(outside)
+    (root / "inside.md").symlink_to(root / "a.md")
+
+    scan = scan_folder(root)
+
+    # Then only the folder's own file takes part; each link is skipped with its reason
+    assert sorted(scan.files) == ["a.md"]
+    assert scan.skipped == {"credentials.json": SYMLINK, "home": SYMLINK, "inside.md": SYMLINK}
+
+
+def test_a_fifo_is_skipped_and_never_opened(tmp_path: Path) -> None:
+    write(tmp_path, "a.md")
+    os.mkfifo(tmp_path / "pipe.md")  # opening it to read would block until a writer came
+
+    scan = scan_folder(tmp_path)
+    hashed = hash_files(tmp_path, scan.files, {})
+
+    assert sorted(scan.files) == ["a.md"]
+    assert scan.skipped == {"pipe.md": NOT_REGULAR}
+    assert list(hashed.sha256) == ["a.md"]
+
+
+def test_a_file_or_folder_swapped_for_a_link_after_the_walk_is_not_read(tmp_path: Path) -> None:
+    # Given a walk that found two regular files
+    root, outside = tmp_path / "docs", tmp_path / "home"
+    write(outside, "secret.md", "secret")
+    write(outside, "sub/b.md", "secret too")
+    write(root, "a.md", "mine")
+    write(root, "sub/b.md", "mine too")
+    scan = scan_folder(root)
+    assert sorted(scan.files) == ["a.md", "sub/b.md"]
+
+    # When, before they are read, one becomes a link out and the other's folder too (or a FIFO)
+    (root / "a.md").unlink()
+    (root / "a.md").symlink_to(outside / "secret.md")
+    (root / "sub" / "b.md").unlink()
+    (root / "sub").rmdir()
+    (root / "sub").symlink_to(outside / "sub")
+    hashed = hash_files(root, scan.files, {})
+
+    # Then neither is read: both wait for the next pass (which skips the links)
+    assert (hashed.sha256, sorted(hashed.changing)) == ({}, ["a.md", "sub/b.md"])
+    with pytest.raises(OSError, match=r"Too many levels of symbolic links|Not a directory"):
+        sha256_beneath(root, "sub/b.md")
+    (root / "a.md").unlink()
+    os.mkfifo(root / "a.md")
+    with pytest.raises(OSError, match="not a regular file"):
+        sha256_beneath(root, "a.md")
+
+
+def test_the_folder_named_may_itself_be_a_link(tmp_path: Path) -> None:
+    write(tmp_path / "real", "sub/a.md", "a")
+    (tmp_path / "named").symlink_to(tmp_path / "real")
+
+    scan = scan_folder(tmp_path / "named")
+    hashed = hash_files(tmp_path / "named", scan.files, {})
+
+    assert list(hashed.sha256) == ["sub/a.md"]
+    assert hashed.sha256["sub/a.md"] == file_sha256(tmp_path / "real" / "sub" / "a.md")
+
+
+def test_a_sub_folder_or_file_that_cannot_be_read_is_told_apart_from_one_that_is_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a folder whose locked/ cannot be listed and whose odd.md cannot be looked at (permissions, a
+    # failing disk: simulated, as the tests may run as root)
+    write(tmp_path, "a.md")
+    write(tmp_path, "locked/x.md")
+    write(tmp_path, "odd.md")
+    scandir, stat_of = os.scandir, os.DirEntry.stat
+
+    def refusing_scandir(path: str) -> Iterator[os.DirEntry[str]]:
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied")
+        return scandir(path)
+
+    def refusing_stat(entry: os.DirEntry[str], *, follow_symlinks: bool = True) -> os.stat_result:
+        if entry.name == "odd.md":
+            raise OSError(5, "Input/output error")
+        return stat_of(entry, follow_symlinks=follow_symlinks)
+
+    monkeypatch.setattr(os, "scandir", refusing_scandir)
+    monkeypatch.setattr(os.DirEntry, "stat", refusing_stat)
+
+    scan = scan_folder(tmp_path)
+
+    # Then both are said to be unreadable, so nothing in them counts as gone
+    assert list(scan.files) == ["a.md"]
+    assert scan.unreadable == {
+        "locked": "could not be read (Permission denied): what it holds is kept",
+        "odd.md": "could not be read (Input/output error): what it holds is kept",
+    }
+    assert (scan.unread("locked/x.md"), scan.unread("odd.md"), scan.unread("lockedx.md")) == (
+        True,
+        True,
+        False,
+    )
+
+
+def test_an_ignore_file_that_cannot_be_read_stops_the_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a .memmyignore that keeps private/ out, which cannot be read (simulated: the tests may run as root)
+    write(tmp_path, "a.md")
+    write(tmp_path, "private/diary.md")
+    write(tmp_path, ".memmyignore", "private/\n")
+    read_text = Path.read_text
+
+    def refusing(path: Path, *args: Any, **kwargs: Any) -> str:
+        if path.name == ".memmyignore":
+            raise PermissionError(13, "Permission denied")
+        return read_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", refusing)
+
+    # Then the folder is not read without it (private/ would be uploaded)
+    with pytest.raises(OSError, match=r"\.memmyignore could not be read \(Permission denied\)"):
+        scan_folder(tmp_path)
+    monkeypatch.undo()
+    (tmp_path / ".memmyignore").unlink()
+    assert sorted(scan_folder(tmp_path).files) == [
+        "a.md",
+        "private/diary.md",
+    ]  # none at all: nothing left out
+
+
+def test_memmy_kbs_own_state_in_the_folder_is_never_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given $MEMMY_KB_HOME inside the synced folder, not hidden, with the login kept in a file (no keychain)
+    root = tmp_path / "docs"
+    home = root / "memmy"
+    monkeypatch.setenv("MEMMY_KB_HOME", str(home))
+    write(root, "a.md")
+    write(home, "desktop-private/cloud-login.json", '{"refresh_token": "secret"}')
+    write(home, "desktop/service.json", '{"port": 1}')
+
+    # Then neither the walk nor the watcher goes in
+    assert sorted(scan_folder(root).files) == ["a.md"]
+    assert folders_to_watch(root) == [str(root)]
+    assert own_state_in(root) == "memmy"
+    assert own_state_in(home / "desktop") == ""
+    assert own_state_in(tmp_path / "elsewhere") is None

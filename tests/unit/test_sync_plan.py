@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from memmy_kb_client.sync.local import FolderScan, Seen
-from memmy_kb_client.sync.plan import Plan, plan_pass
+from memmy_kb_client.sync.plan import Plan, name_refused, plan_pass
 from memmy_kb_client.sync.remote import Entry, Tree
 from memmy_kb_client.sync.store import Failed, Memory, Pending, Synced
 
@@ -239,3 +239,86 @@ def test_sub_folders_map_to_kb_folders_and_only_missing_ones_are_made_parents_fi
     scan = folder("a/b/c.md", "a/d.md", "x/y.md")
     plan = plan_pass(scan, dict.fromkeys(scan.files, "h"), tree(folders={"a": "fo_a"}), memory())
     assert plan.folders == ["x", "a/b"]
+
+
+def test_files_under_a_folder_that_could_not_be_read_are_kept_not_deleted() -> None:
+    # Given six synced files, three of them in locked/, and one.md whose type could not be read
+    names = ["a.md", "b.md", "one.md", "locked/x.md", "locked/y.md", "locked/deep/z.md"]
+    kb = tree(*(file(f"f{i}", name, "h") for i, name in enumerate(names)))
+    synced = {name: Synced(f"f{i}", 1, "h") for i, name in enumerate(names)}
+    why = "could not be read (Permission denied): what it holds is kept"
+    scan = FolderScan(True, {"a.md": Seen("a.md", 10, 1)}, {}, {"locked": why, "one.md": why})
+
+    # When a pass is planned (b.md really is gone)
+    plan = plan_pass(scan, {"a.md": "h"}, kb, memory(synced))
+
+    # Then only b.md is deleted; what could not be read is kept and said
+    assert kinds(plan) == {"delete": ["b.md"], "skip": ["locked", "one.md"]}
+    assert plan.skips[0].reason == why
+    assert plan.confirm is None
+
+
+def test_a_folder_that_could_not_be_read_at_all_deletes_nothing() -> None:
+    kb = tree(*(file(f"f{i}", f"{i}.md", "h") for i in range(3)))
+    synced = {f"{i}.md": Synced(f"f{i}", 1, "h") for i in range(3)}
+    scan = FolderScan(True, {}, {}, {"": "could not be read (Input/output error): what it holds is kept"})
+    plan = plan_pass(scan, {}, kb, memory(synced))
+    assert kinds(plan) == {"skip": ["."]}
+
+
+def test_names_the_service_would_refuse_are_skipped_not_sent_at_every_pass() -> None:
+    # Given paths whose folder or file name the service refuses: a zero-width joiner (an emoji family),
+    # a folder name over 100 characters, a bidi override, a backslash, and a file name over 255
+    family, long_folder = "\U0001f468\u200d\U0001f469\u200d\U0001f467 family", "x" * 101
+    refused = [f"{family}/a.md", f"{long_folder}/b.md", "c\u202egpj.md", "d\\e.md", "y" * 253 + ".md"]
+    scan = folder(*refused, "ok/f.md", "z" * 252 + ".md")
+
+    plan = plan_pass(scan, dict.fromkeys(scan.files, "h"), tree(), memory())
+
+    # Then only the others are uploaded, and only their folder is made
+    assert kinds(plan) == {"upload": ["ok/f.md", "z" * 252 + ".md"], "skip": sorted(refused)}
+    assert plan.folders == ["ok"]
+    reasons = {s.path: s.reason for s in plan.skips}
+    assert reasons[f"{family}/a.md"] == (
+        "a folder name holds a control, invisible or unassigned character, which the service refuses"
+    )
+    assert reasons[f"{long_folder}/b.md"] == "a folder name is over 100 characters, the service's limit"
+    assert reasons["d\\e.md"] == "a file name holds a backslash, which the service refuses"
+
+
+def test_the_names_refused_are_the_ones_the_service_refuses() -> None:
+    from pydantic import TypeAdapter, ValidationError
+
+    from memmy_kb.api.models.base import Name
+    from memmy_kb.api.models.uploads import Filename
+
+    def takes(kind: Any, value: str) -> bool:
+        try:
+            TypeAdapter(kind).validate_python(value)
+        except ValidationError:
+            return False
+        return True
+
+    samples = [
+        "a.md",
+        " padded.md ",
+        "é.md",
+        "e\u0301\u0301\u0301.md",
+        "e\u0301\u0301\u0301\u0301.md",
+        "tab\there.md",
+        "zw\u200bj.md",
+        "bidi\u202e.md",
+        "line\u2028.md",
+        "back\\slash.md",
+        "私.md",
+        "x" * 100,
+        "x" * 101,
+        "y" * 255,
+        "y" * 256,
+        "\U0001f468\u200d\U0001f469",
+        "\ue000private.md",
+        "\U0001f600.md",
+    ]
+    for sample in samples:
+        assert (name_refused(sample) is None) == takes(Filename, sample), sample
+        assert (name_refused(f"{sample}/a.md") is None) == takes(Name, sample), sample

@@ -274,11 +274,17 @@ def test_the_jwt_authorizer_is_the_default(sam_template: dict[str, Any]) -> None
     assert auth["DefaultAuthorizer"] == AUTHORIZER
     authorizer = auth["Authorizers"][AUTHORIZER]
     assert authorizer["IdentitySource"] == "$request.header.Authorization"
-    # The stack's own Cognito pool and its desktop app client, or the provider the parameters name
-    # (tests/unit/test_login_template.py resolves both branches).
+    # The stack's own Cognito pool and its desktop app client (with the e2e client when there is one), or
+    # the provider the parameters name (tests/unit/test_login_template.py resolves each branch).
     assert authorizer["JwtConfiguration"] == {
         "issuer": LOGIN_ISSUER,
-        "audience": [{"Fn::If": ["CreateUserPool", {"Ref": "DesktopAppClient"}, {"Ref": "JwtAudience"}]}],
+        "audience": {
+            "Fn::If": [
+                "CreateE2eLoginClient",
+                [{"Ref": "DesktopAppClient"}, {"Ref": "E2eLoginClient"}],
+                [{"Fn::If": ["CreateUserPool", {"Ref": "DesktopAppClient"}, {"Ref": "JwtAudience"}]}],
+            ]
+        },
     }
 
 
@@ -325,7 +331,8 @@ def test_the_login_configuration_comes_from_the_parameters(sam_template: dict[st
     auth = sam_template["Resources"]["HttpApi"]["Properties"]["Auth"]["Authorizers"][AUTHORIZER]
     variables = manage_kb["Environment"]["Variables"]
     assert variables["LOGIN_ISSUER"] == auth["JwtConfiguration"]["issuer"] == LOGIN_ISSUER
-    assert [variables["LOGIN_AUDIENCE"]] == auth["JwtConfiguration"]["audience"]
+    # (without the e2e client; with it, the desktop's client comes first: test_login_template.py)
+    assert [variables["LOGIN_AUDIENCE"]] == auth["JwtConfiguration"]["audience"]["Fn::If"][2]
     assert variables == {
         "LOGIN_ISSUER": LOGIN_ISSUER,
         "LOGIN_AUDIENCE": {"Fn::If": ["CreateUserPool", {"Ref": "DesktopAppClient"}, {"Ref": "JwtAudience"}]},

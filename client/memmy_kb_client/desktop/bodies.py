@@ -1,15 +1,6 @@
-"""What a request body must be before a desktop route reads it: a small JSON object in UTF-8.
-
-The same rule as the cloud's request guard (the client may not import the core layer, so it is restated
-here): a ``Content-Type`` other than JSON in UTF-8 is 415, and bytes that are not UTF-8, JSON that does
-not parse or nests deeper than ``MAX_JSON_DEPTH`` levels, or a top-level value other than an object are
-422, each in the service's error shape. Media types are case-insensitive (RFC 9110):
-``Application/JSON; Charset=UTF-8`` is JSON. A request that names no type is read as JSON, and an empty
-body passes whatever its type. The size is checked before the body is read (``handler.MAX_BODY_BYTES``).
-
-Nesting is counted on the text, without recursion, before ``json.loads`` would recurse into it: JSON
-nested thousands deep makes the parser raise ``RecursionError``, which is no ``ValueError``.
-"""
+"""What a request body must be before a desktop route reads it: a small JSON object in UTF-8, the cloud's
+request guard's rule restated (the client may not import the core), checked in one pass without recursion
+(docs/desktop.md, "The local service")."""
 
 from __future__ import annotations
 
@@ -38,7 +29,9 @@ class BodyRefused(Exception):
         self.refusal = refusal
 
 
-_NOT_JSON: Final = Refusal(415, "unsupported_media_type", "request bodies must be JSON (application/json) in UTF-8")
+_NOT_JSON: Final = Refusal(
+    415, "unsupported_media_type", "request bodies must be JSON (application/json) in UTF-8"
+)
 
 
 def refusal(content_type: str | None, body: bytes) -> Refusal | None:

@@ -1,20 +1,6 @@
-"""The secrets the local service holds (the cloud login, and the control token with where the service
-listens): in the OS keychain through ``keyring``, else 0600 files in a private directory apart from the
-hooks' (``paths.private_dir``).
-
-Only the service and the ``memmy-kb desktop`` commands read them; the hooks never import this module.
-``open_store`` picks the keychain when ``keyring`` finds a real backend (macOS Keychain, Windows
-Credential Locker, the Secret Service...), and the files when there is none (``keyring`` not installed,
-or only its ``fail``/``null`` backends, as on a headless Linux box). A keychain that refuses a write
-falls back to the files too; ``status`` says which store holds the secrets.
-
-The cloud login is one entry: the access token, the refresh token and the ID token together with what
-refreshing them needs (the provider's token endpoint, issuer and client id), so a rotation replaces
-all of it in one write. The control token is one entry too, ``ServiceRecord``: the token with the
-port, URL and pid of the service that drew it, so the ``memmy-kb desktop`` commands learn where the
-service is from the same place as the token, never from ``desktop/service.json``, which anything that can
-write the hooks' directory can rewrite.
-"""
+"""The secrets the local service holds, the cloud login and the control token with where the service
+listens: in the OS keychain through ``keyring``, else 0600 files in the private directory; the hooks
+never import it (docs/desktop.md, "Credentials")."""
 
 from __future__ import annotations
 
@@ -59,7 +45,8 @@ def _number(value: object) -> float | None:
 
 @dataclass(frozen=True)
 class CloudLogin:
-    """A cloud login and the cloud it is for (it is never sent to any other).
+    """A cloud login and the cloud it is for (it is never sent to any other): its tokens with what
+    refreshing them needs, one entry, so a rotation replaces all of it in one write.
 
     ``bearer`` says which token the cloud takes: the access token, or the ID token when the cloud's
     login configuration says ``"bearer_token": "id_token"``. A pasted token (``desktop login --token``)
@@ -209,7 +196,6 @@ class FileStore(_LoginEntry):
         paths.remove(self.file(name))
 
 
-
 class KeyringStore(_LoginEntry):
     """Entries in the OS keychain, named after the state directory (two homes never share one)."""
 
@@ -271,7 +257,8 @@ def open_store(state_dir: str, keyring_backend: Any | None = None) -> FileStore 
 
 @dataclass(frozen=True)
 class ServiceRecord:
-    """The running service's control token and where it listens, kept together (``CONTROL_ENTRY``)."""
+    """The running service's control token and where it listens, kept together (``CONTROL_ENTRY``): the
+    commands learn where the service is from the same place as the token, never from ``service.json``."""
 
     token: str
     port: int

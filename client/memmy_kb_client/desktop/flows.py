@@ -1,17 +1,6 @@
-"""The sign-ins under way: a browser flow waits for ``GET /callback`` with its ``state``; a device flow
-polls the token endpoint on a thread of its own (RFC 8628: at the given interval, 5 s slower after each
-``slow_down``) until the person has signed in, refused, or the code expired.
-
-A flow is ``pending``, then ``done``, ``failed``, ``expired`` or ``cancelled``; the commands ask for it by
-its id (``GET /control/login/flow?id=...``). Only a pending flow's ``state`` is answered by the callback,
-and only once. The tokens are kept (``complete``) only after the ID token passed every check.
-
-One sign-in at a time: starting a flow cancels every flow still pending, and so do a login kept by any
-means (a flow completing, a pasted token) and a logout (``cancel_pending``, called by the state). A
-cancelled flow's late approval or callback is refused and its tokens revoked; a device flow's poller
-stops at once. Completing a flow and cancelling it both hold ``login_lock`` (the state's lock around
-every change of the login), so a flow cancelled by a logout can never sign the service back in.
-"""
+"""The sign-ins under way, browser or device (RFC 8628), one at a time: a flow is ``pending``, then
+``done``, ``failed``, ``expired`` or ``cancelled``, and its tokens are kept only once the ID token passed
+every check (docs/desktop.md, "Signing in")."""
 
 from __future__ import annotations
 
@@ -145,7 +134,11 @@ class LoginFlows:
     def get(self, flow_id: str) -> Flow | None:
         with self._lock:
             flow = self._flows.get(flow_id)
-            if flow is not None and flow.state in ("pending", "exchanging") and time.monotonic() >= flow.expires_at:
+            if (
+                flow is not None
+                and flow.state in ("pending", "exchanging")
+                and time.monotonic() >= flow.expires_at
+            ):
                 self._end(flow, "expired", "the sign-in was not finished in time")
             return flow
 

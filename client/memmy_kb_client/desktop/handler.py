@@ -1,9 +1,6 @@
-"""One request's way through the desktop service: the checks in order (Host, Origin, credential, route),
-then the route; and the stdlib HTTP handler and server that read the request and write the reply.
-
-The server is a ``ThreadingHTTPServer``: each connection has a thread of its own, so a slow cloud call
-never holds up another caller; the threads share one ``DesktopState``.
-"""
+"""One request's way through the desktop service: the checks in order (Host, Origin, credential, route,
+body), then the route; and the threaded stdlib HTTP server that sends each reply in one send
+(docs/desktop.md, "The local service")."""
 
 from __future__ import annotations
 
@@ -20,6 +17,7 @@ from memmy_kb_client.desktop import bodies, page
 from memmy_kb_client.desktop.hook_routes import HOOK_ROUTES
 from memmy_kb_client.desktop.link_routes import LINK_ROUTES
 from memmy_kb_client.desktop.login_routes import LOGIN_ROUTES
+from memmy_kb_client.desktop.mcp_routes import MCP_ROUTES
 from memmy_kb_client.desktop.proxy import CLOUD_ROUTE
 from memmy_kb_client.desktop.routes import ROUTES as OWN_ROUTES
 from memmy_kb_client.desktop.routes import Headers, Reply, Request, Route, error_reply
@@ -29,7 +27,7 @@ logger = logging.getLogger("memmy_kb_client.desktop")
 
 MAX_BODY_BYTES: Final = 64 * 1024
 # Every route of the service but the page's cloud routes (``proxy``), with the credential each takes.
-ROUTES: Final = {**OWN_ROUTES, **LOGIN_ROUTES, **HOOK_ROUTES, **LINK_ROUTES}
+ROUTES: Final = {**OWN_ROUTES, **LOGIN_ROUTES, **HOOK_ROUTES, **MCP_ROUTES, **LINK_ROUTES}
 _SAFE_METHODS: Final = frozenset({"GET", "HEAD"})
 
 
@@ -183,6 +181,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
 
 class DesktopHTTPServer(ThreadingHTTPServer):
+    """A thread per connection, so a slow cloud call never holds up another caller; one shared state."""
+
     daemon_threads = True
     # SO_REUSEADDR: a restart binds the port at once although the last run's closed connections still
     # sit in TIME_WAIT (about a minute). A second live service is still refused: Linux and macOS never

@@ -1,133 +1,30 @@
-"""The hook token's two routes for ``memmy-kb mcp``: the recall scope, and a search inside it.
-
-``GET /hook/knowledge-bases`` answers the knowledge bases whose recall is on (the cloud's
-``GET /knowledge-bases``, filtered), ``POST /hook/search`` a recall as structured excerpts (the cloud's
-``POST /recall``, whose ``knowledge_base_ids`` can only narrow the caller's scope: an id outside it is the
-cloud's 422). Both send the held login to the cloud and never hand it out; everything else the hook
-token asks is 403 (``handler.dispatch``). A login that is missing, expired or refused is said in
-``cloud`` (``logged_out``, ``expired``, ``unauthorized``...), as ``/hook/recall`` says it.
-"""
+"""The hooks' route: ``POST /hook/recall``, the turn's block for the asking agent (docs/desktop.md,
+"The local service")."""
 
 from __future__ import annotations
 
-import json
-from typing import Any, Final
+from typing import Final
 
-from memmy_kb_client.desktop.routes import MAX_QUERY_CHARS, Reply, Request, Route, error_reply
+from memmy_kb_client.desktop.routes import Reply, Request, Route, error_reply
 from memmy_kb_client.desktop.state import Access, DesktopState
-
-MAX_IDS: Final = 50
-MAX_LIMIT: Final = 25
+from memmy_kb_client.recall_contract import MAX_QUERY_CHARS
 
 
-def _cloud(
-    state: DesktopState, method: str, target: str, payload: dict[str, Any] | None
-) -> tuple[str, int, Any]:
-    """``(outcome, status, answer)`` of one cloud call with the held (refreshed) login."""
-    login, outcome = state.fresh_login()
-    if login is None:
-        return outcome, 0, None
-    body = json.dumps(payload).encode("utf-8") if payload is not None else None
-    status, data = state.cloud.forward(login.token, method, target, body, {})
-    if status in (401, 403):
-        state.mark_rejected(login)
-        return "unauthorized", status, None
-    try:
-        answer = json.loads(data) if data else None
-    except ValueError:
-        return "bad_reply", status, None
-    if (
-        status == 502
-        and isinstance(answer, dict)
-        and (answer.get("error") or {}).get("code") == "cloud_unreachable"
-    ):
-        return "unreachable", status, None
-    return "ok", status, answer
-
-
-def _owner(kb: dict[str, Any]) -> dict[str, Any] | None:
-    given = kb.get("owner")
-    owner: dict[str, Any] = given if isinstance(given, dict) else {}
-    return {"name": owner.get("display_name"), "contact": owner.get("contact")}
-
-
-def _knowledge_bases(state: DesktopState, request: Request) -> Reply:
-    outcome, status, answer = _cloud(state, "GET", "/knowledge-bases", None)
-    if outcome == "ok" and (status != 200 or not isinstance(answer, dict)):
-        outcome = "cloud_error"
-    if outcome != "ok":
-        return Reply(200, {"knowledge_bases": [], "cloud": outcome})
-    found = []
-    for kb in answer.get("items") or []:
-        if not isinstance(kb, dict) or kb.get("recall") is not True:
-            continue
-        owned = kb.get("role") == "owner"
-        found.append(
-            {
-                "id": kb.get("id"),
-                "name": kb.get("name"),
-                "owned": owned,
-                "owner": None if owned else _owner(kb),
-            }
-        )
-    return Reply(200, {"knowledge_bases": found, "cloud": "ok"})
-
-
-def _search_body(request: Request) -> dict[str, Any] | None:
+def _hook_recall(state: DesktopState, request: Request) -> Reply:
     body = request.json_object()
-    if not body or set(body) - {"query", "knowledge_base_ids", "limit"}:
-        return None
-    query, ids, limit = body.get("query"), body.get("knowledge_base_ids"), body.get("limit")
-    if not isinstance(query, str) or not query.strip():
-        return None
-    sent: dict[str, Any] = {"query": query.strip()[:MAX_QUERY_CHARS]}
-    if ids is not None:
-        if (
-            not isinstance(ids, list)
-            or not 0 < len(ids) <= MAX_IDS
-            or not all(isinstance(i, str) for i in ids)
-        ):
-            return None
-        sent["knowledge_base_ids"] = ids
-    if limit is not None:
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-            return None
-        sent["limit"] = limit
-    return sent
-
-
-def _search(state: DesktopState, request: Request) -> Reply:
-    sent = _search_body(request)
-    if sent is None:
-        return error_reply(
-            422,
-            "validation_error",
-            f'expected {{"query": "...", "knowledge_base_ids"?: [<= {MAX_IDS} ids], "limit"?: 1..{MAX_LIMIT}}}',
-        )
-    outcome, status, answer = _cloud(state, "POST", "/recall", sent)
-    if outcome == "ok" and status == 422 and isinstance(answer, dict):
-        return Reply(422, answer)  # the cloud's own refusal (an id outside the scope), passed on
-    if outcome == "ok" and (status != 200 or not isinstance(answer, dict)):
-        outcome = "cloud_error"
-    if outcome != "ok":
-        return Reply(200, {"excerpts": [], "partial": False, "cloud": outcome})
-    excerpts = []
-    for item in answer.get("items") or []:
-        if not isinstance(item, dict):
-            continue
-        excerpts.append(
-            {
-                "title": item.get("title"),
-                "text": item.get("content"),
-                "knowledge_base": item.get("knowledge_base"),
-                "knowledge_bases": item.get("knowledge_bases"),
-                "owner": item.get("owner"),
-            }
-        )
-    return Reply(200, {"excerpts": excerpts, "partial": answer.get("partial") is True, "cloud": "ok"})
+    query = body.get("query") if body else None
+    agent = body.get("agent") if body else None
+    if not isinstance(query, str) or not query.strip() or not (agent is None or isinstance(agent, str)):
+        return error_reply(422, "validation_error", 'expected {"query": "...", "agent"?: "..."}')
+    answer = state.recall(query.strip()[:MAX_QUERY_CHARS], agent)
+    headers: tuple[tuple[str, str], ...] = ()
+    if answer.cloud_seconds is not None:
+        headers = (("Server-Timing", f"cloud;dur={answer.cloud_seconds * 1000:.2f}"),)
+    return Reply(
+        200, {"context": answer.context, "cloud": answer.outcome, "excerpts": answer.excerpts}, headers
+    )
 
 
 HOOK_ROUTES: Final[dict[tuple[str, str], Route]] = {
-    ("GET", "/hook/knowledge-bases"): Route(Access.HOOK, _knowledge_bases),
-    ("POST", "/hook/search"): Route(Access.HOOK, _search),
+    ("POST", "/hook/recall"): Route(Access.HOOK, _hook_recall),
 }

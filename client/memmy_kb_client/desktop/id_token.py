@@ -1,10 +1,5 @@
-"""The ID token's checks, before anything of a sign-in is kept: its signature under the provider's key its
-``kid`` names (the provider's JWKS, read with joserfc), ``iss`` equal to the issuer, ``aud`` holding our
-client id (and ``azp`` ours when there are several), ``exp`` in the future, ``sub`` present, and, when
-given, the sign-in's ``nonce`` and the subject already signed in (a refresh may not switch accounts).
-
-joserfc is imported inside the function: neither the hook nor the service's start loads it.
-"""
+"""The ID token's checks before anything of a sign-in is kept: signature (joserfc, imported only here),
+issuer, audience, expiry, subject and nonce (docs/desktop.md, "Signing in")."""
 
 from __future__ import annotations
 

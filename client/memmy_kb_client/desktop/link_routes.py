@@ -12,6 +12,7 @@ from memmy_kb_client.desktop.routes import Reply, Request, Route, error_reply
 from memmy_kb_client.desktop.state import Access, DesktopState
 
 if TYPE_CHECKING:
+    from memmy_kb_client.desktop.credentials import CloudLogin
     from memmy_kb_client.sdk import MemmyClient
     from memmy_kb_client.sync.links import Links
 
@@ -23,31 +24,37 @@ _STARTING: dict[int, tuple[threading.Thread, threading.Event]] = {}
 _STARTING_LOCK = threading.Lock()
 
 
+class _ServiceLogin:
+    """The service's cloud login on each request, refreshed when due; a 401 marks it rejected; not logged
+    in, a request raises ``SyncAborted``."""
+
+    def __init__(self, state: DesktopState) -> None:
+        self.state = state
+        self.sent: dict[str, CloudLogin] = {}
+
+    def bearer(self) -> str | None:
+        from memmy_kb_client.sync.execute import SyncAborted
+
+        login, why = self.state.fresh_login()
+        if login is None:
+            raise SyncAborted(f"the desktop service is not logged in ({why}): run `memmy-kb desktop login`")
+        self.sent = {login.token: login}
+        return login.token
+
+    def refused(self, token: str) -> None:
+        login = self.sent.get(token)
+        if login is not None:
+            self.state.mark_rejected(login)
+
+
 def cloud_client(state: DesktopState) -> MemmyClient:
-    """The SDK with the service's cloud login on each request (refreshed when due; a 401 marks it
-    rejected); not logged in, a request raises ``SyncAborted``."""
-    from collections.abc import Generator
-
-    import httpx
-
+    """The SDK on the client's one HTTP client, with the service's cloud login on each request."""
+    from memmy_kb_client.http_client import HttpClient
     from memmy_kb_client.sdk import ClientConfig, MemmyClient
-    from memmy_kb_client.sync.execute import SyncAborted
-
-    class ServiceLogin(httpx.Auth):
-        def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-            login, why = state.fresh_login()
-            if login is None:
-                raise SyncAborted(
-                    f"the desktop service is not logged in ({why}): run `memmy-kb desktop login`"
-                )
-            request.headers["Authorization"] = f"Bearer {login.token}"
-            response = yield request
-            if response.status_code == 401:
-                state.mark_rejected(login)
 
     base = state.cloud.base_url
     return MemmyClient(
-        ClientConfig(base, None), http=httpx.Client(base_url=base, auth=ServiceLogin(), timeout=30)
+        ClientConfig(base, None), http=HttpClient(base, timeout=30), login=_ServiceLogin(state)
     )
 
 

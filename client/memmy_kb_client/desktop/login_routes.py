@@ -1,18 +1,6 @@
-"""The sign-in's routes: the commands start a flow and watch it (control token), the provider sends the
-browser back to ``/callback`` (public: only a pending flow's ``state`` is answered), and the page starts
-a browser flow or logs out (session and CSRF token).
-
-| route | credential | answer |
-|---|---|---|
-| ``POST /control/login/start {"mode": "browser"|"device"}`` | control | the flow and what to open or type |
-| ``GET /control/login/flow?id=FLOW`` | control | ``{"state", "error"?, "status"?}`` |
-| ``GET /callback?code&state`` | none (the state) | signed in: 303 to the page with a page session; else a page saying why (400) |
-| ``POST /api/login {"lang"?}`` | session + CSRF | ``{"url"}``: a browser flow for the page to open |
-| ``POST /api/logout`` | session + CSRF | ``{}`` |
-
-A flow that a newer sign-in, a kept login or a logout cancelled, or that expired, is refused with a page
-that says so.
-"""
+"""The sign-in's routes: ``/control/login/*`` for the commands (control token), ``/callback`` for the
+provider (only a pending flow's ``state`` is answered; a finished sign-in lands on the page with a session)
+and ``/api/login`` / ``/api/logout`` for the page (docs/desktop.md, "Signing in")."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The desktop's side of OpenID Connect: what the cloud says to log in with, the provider's discovery
-document and keys, the authorization request (PKCE S256, ``state``, ``nonce``; RFC 7636, RFC 8252), the
-code exchange, the ID token's checks, refresh, the device grant (RFC 8628) and revocation (RFC 7009).
-
-Nothing is kept before the ID token has passed every check: its signature under the provider's key named
-by its ``kid`` (JWKS), ``iss`` equal to the issuer, ``aud`` holding our client id, ``exp`` in the future,
-and the ``nonce`` of this very request. httpx, Authlib and joserfc are imported inside the functions, so
-neither the hook nor the service's start loads them. No message here ever carries a token.
-"""
+"""The desktop's side of OpenID Connect: the cloud's login configuration, discovery, the authorization
+request (PKCE), the code exchange, refresh, the device grant and revocation; nothing kept before the ID
+token passed every check (docs/desktop.md, "Signing in"). No message here carries a token."""
 
 from __future__ import annotations
 
@@ -348,7 +342,11 @@ def revoke(login: CloudLogin, timeout: float = 5.0) -> bool:
     try:
         response = _client().post(
             login.revocation_endpoint,
-            data={"token": login.refresh_token, "token_type_hint": "refresh_token", "client_id": login.client_id},
+            data={
+                "token": login.refresh_token,
+                "token_type_hint": "refresh_token",
+                "client_id": login.client_id,
+            },
             timeout=timeout,
         )
     except httpx.HTTPError:

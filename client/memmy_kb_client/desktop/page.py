@@ -1,14 +1,6 @@
-"""The knowledge-base page's side of the local service: its sessions, the cloud routes it may reach
-through the service, and its assets (plain HTML, CSS and JavaScript shipped in this package).
-
-A browser gets a session only from a **one-time code** or a **finished sign-in**: ``memmy-kb desktop
-open`` asks the service for a code (control token) and opens ``/open?code=...``; the service swaps the code
-(single use, 10 minutes) for a session cookie (``HttpOnly``, ``SameSite=Strict``, ``Path=/``) and a CSRF
-token the page reads from ``GET /api/session``. The browser whose ``/callback`` completes a sign-in (its
-``state`` is the proof, ``login_routes``) gets one the same way. Every request that changes anything must
-carry the CSRF token in ``X-CSRF-Token``. The page never sees the cloud login: its ``/api/...`` requests are
-sent on by the service, which adds it.
-"""
+"""The knowledge-base page's side of the local service: its sessions (from a one-time code, 10 minutes,
+or a finished sign-in), the cloud routes it may reach through the service, and its assets
+(docs/desktop.md, "The knowledge-base page")."""
 
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
-"""Where the desktop side keeps its state, and how its secret files are written.
-
-``$MEMMY_KB_HOME/desktop/`` (default ``~/.memmy-kb/desktop/``) holds only what the hooks read:
-
-* ``hook-token``: the hook token (0600), the one credential the agent hooks read;
-* ``service.json``: the running service's port, for the hooks and ``memmy-kb mcp`` (0600; no secret),
-  written on start, removed on stop. Whatever it names must prove itself (``proof``) before a hook
-  sends it anything but the challenge;
-* ``serve.lock``: held by the running service, so two cannot share one state directory;
-* ``hook-last-AGENT.json``: when each agent's hook last ran and its outcome (0600; no query, no excerpt).
-
-The secrets live in the OS keychain where one is usable; where none is, in the private directory
-``$MEMMY_KB_HOME/desktop-private/`` (0700) beside it, a directory a sandboxed agent can be denied:
-
-* ``control.json``: the control token (0600), new on each start, with the port, URL and pid of the
-  service that drew it: all the ``memmy-kb desktop`` commands read (never ``service.json``);
-* ``cloud-login.json``: the cloud login (0600): access, refresh and ID tokens.
-
-The hook imports this module before every agent turn, so it uses ``os`` only (no ``pathlib``).
-"""
+"""Where the desktop side keeps its state (``desktop/`` for what the hooks read, ``desktop-private/`` for
+the secrets without a keychain) and how its private files are written (docs/desktop.md, "Credentials").
+The hook imports it before every turn, so it stays cheap to import."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
-"""How the desktop service proves it is itself before a caller sends it a credential.
-
-A caller that is about to send a token (the control token, a pasted cloud token, the hook token and a
-prompt) first asks ``GET /proof?for=control|hook&nonce=NONCE`` on the same connection, with a fresh
-random nonce and no credential. The service answers ``{"proof": HMAC-SHA256(token, LABEL, for, nonce,
-port)}`` under the token of that name and the port it listens on. Only a program that holds the token
-can answer, and binding the port defeats a listener that relays the challenge to the real service on
-another port. The caller compares in constant time and, on any mismatch, sends nothing more.
-
-The hook imports this module before every agent turn: ``hmac`` and ``os`` only (``hmac`` loads
-``hashlib`` and OpenSSL's ``_hashlib``, about 3 ms; see docs/desktop.md, "Measured").
-"""
+"""How the desktop service proves it holds a token before a caller sends it one: an HMAC under the token
+over a fresh nonce and the port (docs/desktop.md, "The service proves itself"). The hook imports it
+before every turn."""
 
 from __future__ import annotations
 
@@ -52,7 +43,12 @@ def verified(token: str, purpose: str, nonce: str, port: int, offered: object) -
     return hmac.compare_digest(expected, offered.encode("utf-8", "replace"))
 
 
-def refusal(port: int, what: str, start: str = "start it with `memmy-kb desktop serve`") -> str:
+# How to start the service again where no better advice is known (``advice.how_to_start``); no
+# typing import: the hook loads this module before every turn.
+START = "start it with `memmy-kb desktop serve`"
+
+
+def refusal(port: int, what: str, start: str = START) -> str:
     """The one-line refusal when the listener on ``port`` did not prove itself; ``start``: how to start
     the service again (``advice.how_to_start``)."""
     return (

@@ -21,7 +21,9 @@ def to_cloud(state: DesktopState, request: Request) -> Reply:
     login, why = state.fresh_login()  # refreshed first when it is about to expire; never an expired one
     if login is None and why == "unreachable":
         return error_reply(
-            503, "login_refresh_unreachable", "the login has expired and the sign-in provider cannot be reached to renew it"
+            503,
+            "login_refresh_unreachable",
+            "the login has expired and the sign-in provider cannot be reached to renew it",
         )
     if login is None:
         return error_reply(

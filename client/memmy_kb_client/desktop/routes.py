@@ -1,10 +1,6 @@
-"""The desktop service's own routes: recall for the hooks, ``/control/*`` for the commands, the page's
-assets, ``/open`` and ``/api/session``; each takes the shared state and a checked request, gives a reply.
-
-Which credential each route takes is in ``ROUTES`` (and ``login_routes.LOGIN_ROUTES``, the sign-in's);
-the checks that enforce it run before any route (``memmy_kb_client.desktop.handler.dispatch``). The
-cloud routes the page uses are sent on by ``memmy_kb_client.desktop.proxy``.
-"""
+"""The desktop service's own routes (``/control/*``, the page's assets, ``/open``, ``/proof``,
+``/api/session``) and the request and reply every route speaks; the checks before any route are
+``handler``'s (docs/desktop.md, "The local service")."""
 
 from __future__ import annotations
 
@@ -17,7 +13,6 @@ from memmy_kb_client.desktop import bodies, page, paths, proof
 from memmy_kb_client.desktop.credentials import CloudLogin
 from memmy_kb_client.desktop.state import Access, DesktopState
 
-MAX_QUERY_CHARS: Final = 4000
 MAX_LOGIN_TOKEN_CHARS: Final = 16 * 1024
 
 
@@ -62,19 +57,6 @@ def error_reply(status: int, code: str, message: str) -> Reply:
 class Route:
     access: Access
     handler: Callable[[DesktopState, Request], Reply]
-
-
-def _hook_recall(state: DesktopState, request: Request) -> Reply:
-    body = request.json_object()
-    query = body.get("query") if body else None
-    agent = body.get("agent") if body else None
-    if not isinstance(query, str) or not query.strip() or not (agent is None or isinstance(agent, str)):
-        return error_reply(422, "validation_error", 'expected {"query": "...", "agent"?: "..."}')
-    context, outcome, cloud_seconds = state.recall(query.strip()[:MAX_QUERY_CHARS], agent)
-    headers: tuple[tuple[str, str], ...] = ()
-    if cloud_seconds is not None:
-        headers = (("Server-Timing", f"cloud;dur={cloud_seconds * 1000:.2f}"),)
-    return Reply(200, {"context": context, "cloud": outcome}, headers)
 
 
 def _status(state: DesktopState, request: Request) -> Reply:
@@ -211,7 +193,6 @@ def _session(state: DesktopState, request: Request) -> Reply:
 
 
 ROUTES: Final[dict[tuple[str, str], Route]] = {
-    ("POST", "/hook/recall"): Route(Access.HOOK, _hook_recall),
     ("GET", "/control/status"): Route(Access.CONTROL, _status),
     ("POST", "/control/login"): Route(Access.CONTROL, _login),
     ("POST", "/control/logout"): Route(Access.CONTROL, _logout),

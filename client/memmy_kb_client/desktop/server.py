@@ -1,32 +1,6 @@
-"""``memmy-kb desktop serve``: the local service, the only desktop process that talks to the cloud.
-
-It listens on 127.0.0.1 only and answers three kinds of caller, each with its own credential:
-
-* the agent hooks, with the **hook token** (``desktop/hook-token``, 0600, rotatable): ``POST /hook/recall``
-  and nothing else. It is no cloud token: the cloud refuses it, and so does every other route here (403);
-* the ``memmy-kb desktop`` commands, with the **control token** (new on each start; in the OS keychain,
-  else ``desktop-private/control.json``, 0600, with the port): ``/control/*`` (status, login, the
-  sign-in flows, logout, rotate-hook-token, page-code);
-* the knowledge-base page (``page.py``), with a **session cookie** that a one-time code from
-  ``memmy-kb desktop open`` became: ``/api/...`` (the cloud routes the page needs, sent on with the
-  cloud login), ``/api/session``, ``/api/login`` and ``/api/logout``; a state-changing request also
-  carries the session's CSRF token. The page's assets, ``/open``, the sign-in's ``/callback`` and
-  ``/proof`` (the service proves it holds a token before a caller sends it: ``proof``) are public.
-
-Before any route, a request must name this service in ``Host`` (``127.0.0.1:PORT`` or ``localhost:PORT``;
-anything else is DNS rebinding, 403) and a state-changing request may carry no foreign ``Origin`` (403).
-The service sends no CORS headers, so no web page can read an answer either.
-
-Recall forwards the query to the cloud's ``POST /recall`` with the cloud login and returns the context
-block cut to the asking agent's inline limit. Logged out, an expired login, a 401, the cloud down or
-failing: an empty block (the turn goes ahead without excerpts) and ``desktop status`` says why.
-Queries, blocks and tokens are never logged.
-
-The pieces: ``state`` (tokens, login, its refresh, last recall; shared by the request threads),
-``credentials`` (the keychain or the private files), ``oidc`` and ``flows`` (the sign-in), ``routes`` and
-``login_routes`` (the service's own routes), ``proxy`` (the page's cloud routes sent on), ``handler`` (the
-checks before any route, and the HTTP plumbing); this module starts and stops the service.
-"""
+"""``memmy-kb desktop serve``: starts and stops the local service, the only desktop process that talks to
+the cloud (docs/desktop.md, "The local service"; each request's checks are ``handler``'s, the routes in
+the ``*_routes`` modules and ``proxy``)."""
 
 from __future__ import annotations
 

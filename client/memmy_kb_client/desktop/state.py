@@ -1,9 +1,5 @@
-"""The desktop service's state: its tokens, its cloud login and what the last recall met.
-
-One ``DesktopState`` is shared by all request threads; a lock guards the tokens, the login and the last
-recall, and is never held across a call to the cloud. A second lock lets one thread at a time refresh
-the login (``fresh_login``): the others wait for it and use what it got.
-"""
+"""The desktop service's state, shared by its request threads: its tokens, its cloud login (refreshed one
+thread at a time) and what the last recall met. docs/desktop.md, "The local service"."""
 
 from __future__ import annotations
 
@@ -18,8 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from memmy_kb_client.desktop import advice, oidc, page, paths, proof
-from memmy_kb_client.desktop.block import fit_for_agent
-from memmy_kb_client.desktop.cloud import CloudRecall
+from memmy_kb_client.desktop.cloud import Cloud
 from memmy_kb_client.desktop.credentials import (
     CloudLogin,
     FileStore,
@@ -31,6 +26,8 @@ from memmy_kb_client.desktop.credentials import (
 )
 from memmy_kb_client.desktop.flows import LOGGED_OUT, REPLACED, LoginFlows
 from memmy_kb_client.desktop.trivial import is_trivial_prompt
+from memmy_kb_client.http_client import OK, UNAUTHORIZED
+from memmy_kb_client.recall_contract import recall_body
 
 DEFAULT_PORT: Final = 8765
 HOST: Final = "127.0.0.1"
@@ -70,6 +67,16 @@ class DesktopConfig:
     launcher: advice.Launcher | None = None
 
 
+@dataclass(frozen=True)
+class RecallAnswer:
+    """``POST /hook/recall``'s answer; ``cloud_seconds`` None when the cloud was not asked."""
+
+    context: str
+    outcome: str
+    excerpts: int = 0
+    cloud_seconds: float | None = None
+
+
 def _now_iso(at: float | None = None) -> str:
     return datetime.fromtimestamp(time.time() if at is None else at, UTC).isoformat(timespec="seconds")
 
@@ -79,12 +86,13 @@ def _new_token(prefix: str) -> str:
 
 
 class DesktopState:
-    """The service's tokens, its cloud login and what the last recall met; shared by all request threads."""
+    """Shared by all request threads: one lock guards the tokens, the login and the last recall (never held
+    across a cloud call); a second lets one thread at a time refresh the login (``fresh_login``)."""
 
     def __init__(self, config: DesktopConfig) -> None:
         self.config = config
         self.state_dir = config.state_dir
-        self.cloud = CloudRecall(config.cloud_url, timeout=config.cloud_timeout)
+        self.cloud = Cloud(config.cloud_url, timeout=config.cloud_timeout)
         self.private_dir = paths.private_dir(config.state_dir)
         self.store: FileStore | KeyringStore = open_store(config.state_dir, config.keyring_backend)
         self._lock = threading.Lock()
@@ -111,19 +119,10 @@ class DesktopState:
         self.sessions = page.Sessions()
         # The linked folders (``memmy_kb_client.sync.links.Links``), while the service runs.
         self.links: Any = None
-        self._commands: dict[str, str] = {}
 
     def commands(self) -> dict[str, str]:
-        """What the page and the service's own pages tell the person to run, as they can run it:
-        ``open`` and ``login`` (with this service's ``MEMMY_KB_HOME`` when it is not the default), and
-        ``stack``, the local stack's command, when the stack runs this service."""
-        if not self._commands:
-            home = os.path.dirname(os.path.abspath(self.state_dir))
-            found = {name: advice.command("desktop", name, home=home) for name in ("open", "login")}
-            if self.config.launcher is not None:
-                found["stack"] = self.config.launcher.command
-            self._commands = found
-        return dict(self._commands)
+        """What the page and the service's own pages tell the person to run (``advice.service_commands``)."""
+        return advice.service_commands(self.state_dir, self.config.launcher)
 
     @property
     def cookie_name(self) -> str:
@@ -204,28 +203,30 @@ class DesktopState:
             return Access.CONTROL
         return None
 
-    def recall(self, query: str, agent: str | None) -> tuple[str, str, float | None]:
-        """The block for ``query`` cut for ``agent``, the outcome, and the cloud call's seconds.
+    def recall(self, query: str, agent: str | None) -> RecallAnswer:
+        """The block for ``query``, built by the cloud within ``agent``'s limit (``recall_contract``).
 
         A prompt with nothing to search is answered at once with the outcome ``skipped``; the last
         recall shown by the status stays the last one that reached the cloud."""
         if self.config.skip_trivial_prompts and is_trivial_prompt(query):
             with self._lock:
                 self.skipped_prompts += 1
-            return "", "skipped", None
+            return RecallAnswer("", "skipped")
         login, outcome = self.fresh_login()
         if login is None:
             if outcome != "logged_out":
                 self._record(outcome, None, None)
-            return "", outcome, None
-        reply = self.cloud.recall(login.token, query)
+            return RecallAnswer("", outcome)
+        reply = self.cloud.recall(login.token, recall_body(query, agent))
         with self._lock:
             if self.login is login:
-                self.rejected = reply.outcome == "unauthorized"
+                self.rejected = reply.outcome == UNAUTHORIZED
         self._record(reply.outcome, reply.status, reply.elapsed, reply.detail)
-        if reply.outcome != "ok":
-            return "", reply.outcome, reply.elapsed
-        return fit_for_agent(reply.context, agent), "ok", reply.elapsed
+        if reply.outcome != OK:
+            return RecallAnswer("", reply.outcome, cloud_seconds=reply.elapsed)
+        items = reply.answer.get("items")
+        excerpts = len(items) if isinstance(items, list) else 0
+        return RecallAnswer(reply.answer["context"], OK, excerpts, reply.elapsed)
 
     def _record(self, outcome: str, status: int | None, elapsed: float | None, detail: str = "") -> None:
         record: dict[str, Any] = {"at": _now_iso(), "outcome": outcome}
@@ -303,12 +304,8 @@ class DesktopState:
                 return None, "logged_out"
             now = self.config.clock()
             untried = current is not login or seen == attempts
-            if (
-                current.refresh_due(now)
-                and current.refreshable()
-                and untried
-                and time.monotonic() >= retry_at
-            ):
+            due = current.refresh_due(now) and current.refreshable()
+            if due and untried and time.monotonic() >= retry_at:
                 return self._refresh(current, now)
             # Another thread refreshed (or tried to) while this one waited: its outcome stands.
             if current.expired(now):
@@ -327,9 +324,7 @@ class DesktopState:
                 return None, "logged_out"
             return self._refresh_failed(login, now, "expired", f"refreshing the login failed: {err.message}")
         except oidc.ProviderUnreachable as err:
-            return self._refresh_failed(
-                login, now, "unreachable", f"refreshing the login failed: {err.message}"
-            )
+            return self._refresh_failed(login, now, "unreachable", f"refreshing the login failed: {err.message}")
         except oidc.LoginError as err:
             return self._refresh_failed(login, now, "expired", f"refreshing the login failed: {err.message}")
         self._save(renewed)  # the rotated refresh token is kept before anything uses it

@@ -1,12 +1,5 @@
-"""Which prompts have nothing to search: the local service answers them without calling the cloud.
-
-Before every agent turn the hook asks the service for excerpts. A turn that is an agent's slash command
-(``/clear``, ``/model opus``) or an acknowledgement ("ok", "继续", "thanks!") carries no question, and a
-search for it costs a Lambda invocation and one MemOS search per knowledge base in the scope for
-excerpts the agent does not need. Such prompts are recognised by a closed list, never by length alone:
-"pricing" or "报价" is short and still a question worth searching. ``memmy-kb desktop serve
---recall-every-prompt`` turns the skip off. The agent's own searches (MCP) are never skipped.
-"""
+"""Which prompts have nothing to search (a slash command, an acknowledgement, by a closed list, never by
+length): the local service answers them without calling the cloud (docs/desktop.md, "The hooks")."""
 
 from __future__ import annotations
 

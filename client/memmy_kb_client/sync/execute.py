@@ -1,11 +1,5 @@
-"""Carrying out a plan: each upload and replace recorded (its ``Idempotency-Key``) before it is asked for,
-its upload id as soon as the service answers, and that its bytes went once they did; so a pass killed at
-any point is resumed by the next one from what the KB shows for that upload id, never uploaded twice.
-
-A replace that meets ``version_conflict`` (another desktop replaced the file first) reads the file again:
-when its bytes are ours now, there is nothing to do; else it is replaced again over the version read.
-One file's refusal is that file's error and the pass goes on; a refused login stops the pass.
-"""
+"""Carrying out a plan: each upload and replace recorded before it is asked for, so a pass killed at any
+point is resumed by the next without uploading twice; a version conflict read again (docs/sync.md)."""
 
 from __future__ import annotations
 
@@ -26,8 +20,10 @@ from memmy_kb_client.sync.store import Failed, Pending, Synced, SyncStore
 
 # A replace re-read and tried again at most this many times when other desktops keep replacing first.
 MAX_REPLACE_ATTEMPTS: Final = 3
-# Refusals that will not change until the file does: remembered with its hash, not retried until then.
+# Refusals that will not change until the file does: remembered with its hash, not retried until then;
+# but a KB without room for it (413 too) is the KB's state, which deleting other files changes.
 _LASTING: Final = frozenset({415, 413, 422})
+_NO_ROOM: Final = frozenset({"kb_storage_limit_reached"})
 
 Progress = Callable[[int, int, str, str], None]
 
@@ -256,7 +252,7 @@ class Executor:
         the intent (if any) for the next pass to resume or drop."""
         message = f"{err.message} ({err.status} {err.code})" if isinstance(err, MemmyApiError) else str(err)
         if isinstance(err, MemmyApiError) and step.kind != "delete":
-            if err.status in _LASTING:
+            if err.status in _LASTING and err.code not in _NO_ROOM:
                 self.store.failed(self.pair, step.path, Failed(step.sha256 or "", err.message))
             elif err.status < 500 and err.code != "storage_rejected_upload":
                 self.store.drop_pending(self.pair, step.path)

@@ -1,13 +1,6 @@
-"""Linked folders in the desktop service: each is watched (``watchfiles``), a burst of changes (an editor's
-save, a copied tree) is let settle, then the same pass as ``memmy-kb sync`` runs on one worker thread, so
-no request thread ever waits for a pass. Every link gets a pass when the service starts, which catches up
-with whatever changed while it was stopped; a failed pass is tried again after ``retry_seconds``; a pass
-that needs confirming (``plan.confirm``) pauses the link until ``confirm``.
-
-Links live in the sync store (``links``), beside each folder's sync records, so they survive restarts.
-``stop`` ends the watchers and the worker (a pass under way finishes its current step first... and is
-resumed by the next start from what it recorded).
-"""
+"""Linked folders in the desktop service: each watched, a burst of changes let settle, then the same pass
+as ``memmy-kb sync`` on one worker thread; a pass at start catches up, a failed one is retried, a large
+deletion pauses the link until confirmed (docs/sync.md)."""
 
 from __future__ import annotations
 
@@ -16,12 +9,12 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from memmy_kb_client.sync.local import is_temporary
+from memmy_kb_client.sync.local import OWN_STATE, folders_to_watch, is_temporary, own_state_in
 from memmy_kb_client.sync.store import SyncStore
 
 if TYPE_CHECKING:
@@ -67,7 +60,9 @@ class LinkState:
 class _Link:
     status: LinkState
     due: float | None = 0.0  # time.monotonic() when a pass is to run
-    confirm: bool = False
+    asked: frozenset[str] = frozenset()  # the deletions the paused pass would have made
+    confirmed: frozenset[str] | None = None  # those the user let through: the next pass may make them
+    failures: int = 0  # failed passes in a row
     stop: threading.Event = field(default_factory=threading.Event)
     watcher: threading.Thread | None = None
 
@@ -121,10 +116,9 @@ class Links:
         root = os.path.abspath(os.path.expanduser(directory))
         if not os.path.isdir(root):
             raise LinkError(f"{root} is not a folder")
-        with self._lock:
-            existing = self._links.get(root)
-        if existing is not None and existing.status.kb_id != kb_id:
-            raise LinkError(f"{root} is linked to {existing.status.kb_id} already: unlink it first")
+        if own_state_in(Path(root)) == "":
+            raise LinkError(OWN_STATE)
+        self._refuse_another_kb(root, kb_id)
         client = self._client()
         try:
             if client.get_knowledge_base(kb_id).get("role") != "owner":
@@ -133,8 +127,16 @@ class Links:
                 )
         finally:
             client.close()
-        self.store.add_link(root, kb_id)
-        return self._add(root, kb_id).shown()
+        with self._lock:  # again: a link of this folder to another KB may have come while the cloud answered
+            self._refuse_another_kb(root, kb_id)
+            self.store.add_link(root, kb_id)
+            return self._add(root, kb_id).shown()
+
+    def _refuse_another_kb(self, root: str, kb_id: str) -> None:
+        with self._lock:
+            existing = self._links.get(root)
+            if existing is not None and existing.status.kb_id != kb_id:
+                raise LinkError(f"{root} is linked to {existing.status.kb_id} already: unlink it first")
 
     def unlink(self, directory: str) -> bool:
         root = os.path.abspath(os.path.expanduser(directory))
@@ -153,7 +155,7 @@ class Links:
             link = self._links.get(root)
             if link is None:
                 return False
-            link.confirm, link.due = True, 0.0
+            link.confirmed, link.due = link.asked, 0.0
             link.status.state = "waiting"
             self._lock.notify_all()
         return True
@@ -247,9 +249,9 @@ class Links:
             link = self._links.get(root)
             if link is None:
                 return
-            kb_id, yes = link.status.kb_id, link.confirm
+            kb_id, confirmed = link.status.kb_id, link.confirmed
         update: dict[str, Any] = {"error": None, "paused": None, "state": "idle"}
-        retry = False
+        retry, asked = False, frozenset[str]()
         client = None
         try:
             client = self._client()
@@ -259,14 +261,16 @@ class Links:
                 kb_id,
                 Path(root),
                 lock_dir=self.lock_dir,
-                yes=yes,
+                ask=None if confirmed is None else lambda plan: {s.path for s in plan.deletes} <= confirmed,
                 send=self._send,
-                stopping=self._stopping.is_set,
+                # Unlinked meanwhile, the pass stops too: what the user unlinks is sent no further.
+                stopping=lambda: self._stopping.is_set() or link.stop.is_set(),
             )
             update["last"], update["last_pass_at"] = result.record(), time.time()
             errors = result.outcome.errors if result.outcome else []
             if result.stopped:
                 update.update(state="paused", paused=result.stopped)
+                asked = frozenset(s.path for s in result.plan.deletes)
             elif errors:
                 update.update(state="error", error=f"{errors[0]['path']}: {errors[0]['error']}")
                 retry = True
@@ -280,27 +284,36 @@ class Links:
         with self._lock:
             if self._links.get(root) is not link:
                 return  # unlinked meanwhile
-            if update["state"] != "paused":
-                link.confirm = False
+            link.asked = asked
+            if link.confirmed is confirmed and not retry:  # used (a confirmation meanwhile is the next's)
+                link.confirmed = None
             for key, value in update.items():
                 setattr(link.status, key, value)
+            link.failures = link.failures + 1 if retry else 0
             if retry and link.due is None:
-                link.due = time.monotonic() + self.retry
+                link.due = time.monotonic() + self._retry_after(link)
             if link.due is not None:
                 link.status.state = "waiting" if update["state"] == "idle" else link.status.state
             self._lock.notify_all()
+
+    def _retry_after(self, link: _Link) -> float:
+        """Seconds to the next try of a link that failed ``link.failures`` times in a row."""
+        return float(min(self.retry * 2 ** min(link.failures - 1, 16), max(self.rescan, self.retry)))
 
     def _failed_unexpectedly(self, root: str, err: Exception) -> None:
         with self._lock:
             link = self._links.get(root)
             if link is not None:
                 link.status.state, link.status.error = "error", f"unexpected {type(err).__name__}"
-                link.due = time.monotonic() + self.retry
+                link.failures += 1
+                link.due = time.monotonic() + self._retry_after(link)
                 self._lock.notify_all()
 
     def _watch(self, root: str, stop: threading.Event) -> None:
-        """Watch ``root`` until ``stop``; a folder that is missing (unmounted) is looked for again."""
-        from watchfiles import watch
+        """Watch ``root`` until ``stop``; a folder that is missing (unmounted) is looked for again. Each
+        folder that takes part is watched on its own (``local.folders_to_watch``), never recursively: a
+        recursive watch would follow a link out of the folder."""
+        from watchfiles import Change, watch
 
         def relevant(_: object, path: str) -> bool:
             relative = os.path.relpath(path, root).replace(os.sep, "/")
@@ -317,9 +330,18 @@ class Links:
                     self.changed(root)
                 continue
             try:
+                folders = folders_to_watch(Path(root))
+                changes = _changes(watch, folders, stop, relevant)
                 self._set_watching(root, True)
-                for _ in _changes(watch, root, stop, relevant):
-                    self.changed(root)
+                try:
+                    for batch in changes:
+                        self.changed(root)
+                        if any(change != Change.modified for change, _ in batch) and (
+                            folders_to_watch(Path(root)) != folders
+                        ):
+                            break  # a folder came or went: watch the new set
+                finally:
+                    changes.close()
             except (OSError, RuntimeError):
                 stop.wait(2.0)
             self._set_watching(root, False)
@@ -332,12 +354,13 @@ class Links:
 
 
 def _changes(
-    watch: Any, root: str, stop: threading.Event, relevant: Callable[[object, str], bool]
-) -> Iterator[Any]:
+    watch: Any, folders: list[str], stop: threading.Event, relevant: Callable[[object, str], bool]
+) -> Generator[set[tuple[Any, str]], None, None]:
     # The debounce groups an editor's save or a copied tree into one batch; ``step`` is how long the
     # watcher waits for more; ``rust_timeout`` bounds how long ``stop`` can go unnoticed.
     yield from watch(
-        root,
+        *folders,
+        recursive=False,
         watch_filter=relevant,
         debounce=800,
         step=100,

@@ -1,23 +1,10 @@
-"""What one pass does, decided by a pure function of the folder (``local.FolderScan`` and its hashes), the
-KB (``remote.Tree``) and what the sync remembers (``store.Memory``):
-
-* a file on disk whose path has no KB file is **uploaded** (into KB folders named as its sub-folders);
-* a file the sync brought in whose bytes (SHA-256) differ from the KB's current version is **replaced**,
-  naming that version (``if_version``), whatever the dates say;
-* a file the sync brought in that is gone from disk (or now ignored) is **deleted**;
-* a KB file at a file's path that a sync brought in (``origin`` ``sync``, from any desktop) is taken over
-  (adopted: recorded, and replaced if its bytes differ); one uploaded by other means is never replaced or
-  deleted: the file is **skipped**, as are unsupported, oversized, empty and still-changing files, and a
-  file the service rejected until its bytes change;
-* an upload or replace recorded before an interruption is found again by its upload id: done, in flight
-  (nothing to do), failed, or to be **resumed** with its own ``Idempotency-Key``, never uploaded anew.
-
-Deleting more than ``delete_share`` of the sync's files, or anything at all when the folder is missing or
-empty, sets ``confirm``: the caller runs nothing until told to (``--yes``).
-"""
+"""What one pass does, a pure function of the folder, the KB and what the sync remembers: upload,
+replace, delete, skip, adopt or resume each file, and whether the deletions wait for ``--yes``
+(docs/sync.md)."""
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -90,6 +77,43 @@ def kb_path(path: str) -> str | None:
     return None if any(not part for part in parts) else "/".join(parts)
 
 
+# The service's rules for names (its API's ``Name`` for a folder, ``Filename`` for a file): trimmed, at most
+# 100 and 255 characters, no control, format (bidi, zero-width), surrogate, private-use or unassigned
+# character nor line or paragraph separator, at most 3 combining marks in a row, no backslash in a file's.
+# A path it would refuse is skipped with why: sent, its folder would be refused again at every pass.
+_NAME_LIMITS: Final = {"folder": 100, "file": 255}
+_HIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_MAX_COMBINING_MARKS: Final = 3
+
+
+def name_refused(path: str) -> str | None:
+    """Why the service would refuse a name along ``path`` (None: it takes them all)."""
+    parts = [part.strip() for part in path.split("/")]
+    for depth, part in enumerate(parts):
+        what = "file" if depth == len(parts) - 1 else "folder"
+        if not part:
+            return f"a {what} name is blank"
+        if len(part) > _NAME_LIMITS[what]:
+            return f"a {what} name is over {_NAME_LIMITS[what]} characters, the service's limit"
+        if _hidden(part):
+            return (
+                f"a {what} name holds a control, invisible or unassigned character, which the service refuses"
+            )
+        if what == "file" and "\\" in part:
+            return "a file name holds a backslash, which the service refuses"
+    return None
+
+
+def _hidden(name: str) -> bool:
+    marks = 0
+    for ch in name:
+        category = unicodedata.category(ch)
+        marks = marks + 1 if category in ("Mn", "Me") else 0
+        if category in _HIDDEN_CATEGORIES or marks > _MAX_COMBINING_MARKS:
+            return True
+    return False
+
+
 @dataclass
 class _Work:
     """The plan being built, and the sync's memory as the pending outcomes change it."""
@@ -123,11 +147,11 @@ def plan_pass(
             work.add(Step("skip", path, "changing while read: next pass"))
             continue
         _decide_file(work, path, sha256[path], seen.size, by_id, at_path)
-    for path, reason in sorted(scan.skipped.items()):
-        work.add(Step("skip", path, reason))
+    for path, reason in sorted({**scan.skipped, **scan.unreadable}.items()):
+        work.add(Step("skip", path or ".", reason))
     present = set(scan.files) | set(scan.skipped)
     for path, synced in sorted(work.synced.items()):
-        if path in present or path in work.busy:
+        if path in present or path in work.busy or scan.unread(path):
             continue
         entry = by_id.get(synced.file_id)
         if entry is None:
@@ -185,16 +209,16 @@ def _decide_file(
     if synced is not None and entry is None:
         work.add(Step("forget", path, "deleted from the knowledge base: uploaded again"))
         del work.synced[path]
-    name = kb_path(path)
-    if entry is None and name is not None:
-        here = at_path.get(name, [])
+    if entry is None:
+        refused = name_refused(path)
+        if refused is not None:
+            work.add(Step("skip", path, refused))
+            return
+        here = at_path.get(kb_path(path) or path, [])
         entry = next((e for e in here if e.is_file and e.synced), None)
         if entry is None:
             _new_file(work, path, sha, size, here)
             return
-    if entry is None:
-        work.add(Step("skip", path, "a file or folder name is blank"))
-        return
     _known_file(work, path, sha, size, entry)
 
 

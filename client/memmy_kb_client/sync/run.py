@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memmy_kb_client.sync.execute import Cloud, Executor, Outcome, Progress, SyncAborted
-from memmy_kb_client.sync.local import hash_files, scan_folder
+from memmy_kb_client.sync.local import OWN_STATE, hash_files, own_state_in, scan_folder
 from memmy_kb_client.sync.plan import DEFAULT_DELETE_SHARE, Plan, plan_pass
 from memmy_kb_client.sync.remote import Entry, read_tree
 from memmy_kb_client.sync.store import STORE_FILE, SyncStore, pair_of, pass_lock
@@ -80,6 +80,8 @@ def run_pass(
     when ``ask(plan)`` says so. ``SyncAborted`` when the KB is not the caller's own."""
     root = Path(os.path.abspath(root))
     pair = pair_of(kb_id, root)
+    if own_state_in(root) == "":
+        raise SyncAborted(OWN_STATE)
     with pass_lock(lock_dir, pair):
         kb = client.get_knowledge_base(kb_id)
         if kb.get("role") != "owner":
@@ -89,8 +91,10 @@ def run_pass(
         scan = scan_folder(root)
         memory = store.memory(pair)
         hashed = hash_files(root, scan.files, memory.hashes)
-        fresh = {p: (scan.files[p].size, scan.files[p].mtime_ns, hashed.sha256[p]) for p in hashed.fresh}
-        store.remember_hashes(pair, fresh, [p for p in memory.hashes if p not in scan.files])
+        # A file read again but too fresh to keep: its older row goes too (nothing stale to match later).
+        fresh = set(hashed.fresh)
+        stale = [p for p in memory.hashes if p not in scan.files or (p in fresh and p not in hashed.keep)]
+        store.remember_hashes(pair, hashed.keep, stale)
         tree = read_tree(client, kb_id)
         plan = plan_pass(scan, hashed.sha256, tree, memory, delete_share=delete_share)
         stopped = None
@@ -118,19 +122,32 @@ def wait_until_ready(
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Entry]:
     """Each upload or replace sent, once its file is available or failed (or the replace failed), by
-    upload id; the ones still processing at ``timeout`` are missing."""
+    upload id; the ones still processing at ``timeout`` are missing. The first round reads the whole KB
+    to find the folders they are in; the next rounds list those folders only (each listing costs the
+    cloud its MemOS status calls), the whole KB again only when one of them was not seen."""
     final: dict[str, Entry] = {}
     deadline = time.monotonic() + timeout
+    folders: set[str | None] | None = None
     while len(final) < len(sent):
-        tree = read_tree(client, kb_id)
-        by_upload, by_replacement = tree.by_upload(), tree.by_replacement()
-        for upload_id in sent:
-            entry = by_upload.get(upload_id)
-            replaced = by_replacement.get(upload_id)
-            if entry is not None and entry.status in ("available", "failed"):
+        if folders is None:
+            entries = read_tree(client, kb_id).entries
+        else:
+            entries = [Entry.from_api(i, "") for f in folders for i in client.list_files(kb_id, f)["files"]]
+        seen: dict[str, Entry] = {}
+        for entry in entries:
+            replacement = entry.replacement or {}
+            if entry.upload_id in sent:
+                seen[str(entry.upload_id)] = entry
+            if replacement.get("upload_id") in sent:
+                seen.setdefault(str(replacement["upload_id"]), entry)
+        for upload_id, entry in seen.items():
+            failed_replace = (entry.replacement or {}).get(
+                "status"
+            ) == "failed" and entry.upload_id != upload_id
+            if (entry.upload_id == upload_id and entry.status in ("available", "failed")) or failed_replace:
                 final[upload_id] = entry
-            elif replaced is not None and (replaced.replacement or {}).get("status") == "failed":
-                final[upload_id] = replaced
+        waiting = [u for u in sent if u not in final]
+        folders = {seen[u].folder_id for u in waiting} if all(u in seen for u in waiting) else None
         if len(final) == len(sent) or time.monotonic() >= deadline:
             break
         sleep(1)

@@ -1,20 +1,6 @@
-"""What a folder's sync remembers between passes, in the desktop's state directory (``sync/sync.sqlite3``),
-keyed by the knowledge base and the folder's absolute path:
-
-* ``synced``: the KB files this folder's sync brought in (or adopted), with the version and hash it last
-  saw: the only files a pass may replace or delete;
-* ``pending``: an upload or replace whose intent was recorded before it was sent (its ``Idempotency-Key``,
-  then its upload id, then whether its bytes went), so an interrupted pass finds it again instead of
-  uploading twice;
-* ``failed``: a file whose upload the service rejected, with the hash it had: not sent again until it
-  changes;
-* ``hashes``: each file's size, mtime and SHA-256 when last read, so an unchanged file is not read again;
-* ``passes``: when the last pass ran and what it did or why it stopped;
-* ``links``: the desktop service's linked folders (each folder's absolute path and its KB).
-
-SQLite (stdlib) keeps each step a transaction of its own and costs one small write per step. A pass of a
-folder holds ``pass_lock`` so ``memmy-kb sync`` and the desktop service never run one folder at once.
-"""
+"""What a folder's sync remembers between passes (SQLite, in the private directory): the files it brought
+in, the intents recorded before they were sent, rejected files, hashes, passes and the desktop's links;
+and the lock that keeps two passes off one folder (docs/sync.md)."""
 
 from __future__ import annotations
 

@@ -282,7 +282,7 @@ def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``memmy-local`` argument parser: up, token, reconcile, memos."""
-    from memmy_kb_client.cli_help import ArgumentParser
+    from memmy_kb_client.cli.parser import ArgumentParser
 
     parser: argparse.ArgumentParser = ArgumentParser(
         prog=PROG,

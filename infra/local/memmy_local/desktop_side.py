@@ -178,7 +178,7 @@ def print_ready(
         )
     shown_home = str(home) if home is not None else None
     if desktop is not None:
-        from memmy_kb_client.desktop.commands import describe
+        from memmy_kb_client.desktop.status_text import describe
 
         lines += ["", describe(desktop, shown_home)]
     lines += [

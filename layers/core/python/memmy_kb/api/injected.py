@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         UploadObjects,
     )
     from memmy_kb.domain.rate_governor import RateGovernor
+    from memmy_kb.domain.recall_config import RecallConfig
     from memmy_kb.domain.sharing import SharePolicy
     from memmy_kb.records import KbCapacity
 else:
@@ -40,7 +41,7 @@ else:
     # sharing rules and the records into every API handler, recall included (test_handler_imports.py).
     ActivityLog = CleanupExecutions = CleanupStore = ContentStore = CreateIntents = KnowledgeBaseStore = Any
     KnowledgeEngines = ProfileStore = UploadObjects = SharePolicy = KbCapacity = BackendSlots = Any
-    RateGovernor = Any
+    RateGovernor = RecallConfig = Any
 
 CallerId = Annotated[str, Depends(current_caller_id)]
 CallerClaims = Annotated[VerifiedClaims, Depends(current_claims)]
@@ -71,3 +72,13 @@ def recall_governor(settings: SettingsDep) -> RateGovernor | None:
 
 
 RateGovernorDep = Annotated[RateGovernor | None, Depends(recall_governor)]
+
+
+def recall_config(settings: SettingsDep) -> RecallConfig:
+    """How this environment recalls, built from its settings (``RECALL_*``) once per request."""
+    from memmy_kb.domain.recall_config import RecallConfig
+
+    return RecallConfig.from_settings(settings)
+
+
+RecallConfigDep = Annotated[RecallConfig, Depends(recall_config)]

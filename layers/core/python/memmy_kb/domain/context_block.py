@@ -40,6 +40,7 @@ from memmy_kb.domain.naming import shown_name
 __all__ = [
     "ContextBlock",
     "Excerpt",
+    "SizeLimit",
     "SourceKb",
     "build_context",
     "sanitise_label",
@@ -48,6 +49,8 @@ __all__ = [
 ]
 
 DEFAULT_MAX_CHARS: Final = 8000
+# What a size limit counts: characters, UTF-16 code units (what JavaScript counts), UTF-8 bytes.
+SIZE_UNITS: Final = ("characters", "utf16_units", "utf8_bytes")
 MAX_TITLE_CHARS: Final = 200
 UNTITLED: Final = "untitled"
 # Unassigned and private-use code points render as nothing (or tofu) and carry no reading for a person.
@@ -125,6 +128,22 @@ class Excerpt:
     content: str
     score: float | None = None
     sources: tuple[SourceKb, ...] = ()
+
+
+@dataclass(frozen=True)
+class SizeLimit:
+    """At most ``size`` of ``unit`` (one of ``SIZE_UNITS``): the block's own cap in characters, or the
+    asking agent's inline limit. Each measure adds up over concatenation."""
+
+    size: int
+    unit: str = "characters"
+
+    def measure(self, text: str) -> int:
+        if self.unit == "utf16_units":
+            return len(text.encode("utf-16-le")) // 2
+        if self.unit == "utf8_bytes":
+            return len(text.encode("utf-8"))
+        return len(text)
 
 
 @dataclass(frozen=True)
@@ -246,12 +265,15 @@ def build_context(
     hits: Iterable[Excerpt],
     *,
     max_chars: int = DEFAULT_MAX_CHARS,
+    limit: SizeLimit | None = None,
     new_boundary: Callable[[], str] = _new_boundary,
 ) -> ContextBlock:
-    """The preface and as many whole excerpts as fit in ``max_chars``, best first.
+    """The preface and as many whole excerpts as fit in ``max_chars`` (and in ``limit``, an agent's own),
+    best first.
 
     Hits are taken in the order given (MemOS ranks them); one that does not fit is dropped and the next,
-    possibly shorter, is tried. Excerpts with no text left after sanitising are dropped.
+    possibly shorter, is tried. Excerpts with no text left after sanitising are dropped. Each section is
+    measured once per limit, so the time stays linear in the excerpts' length.
     """
     excerpts = []
     for hit in hits:
@@ -264,16 +286,18 @@ def build_context(
     boundary = _choose_boundary((text for e in excerpts for text in _texts(e)), new_boundary)
     preface = PREFACE.format(boundary=boundary)
     separator = "\n\n"
+    limits = [SizeLimit(max_chars), *([limit] if limit is not None else [])]
+    used = [each.measure(preface) for each in limits]
     sections: list[str] = []
     kept: list[Excerpt] = []
-    size = len(preface)
     for excerpt in excerpts:
         section = _section(boundary, len(kept) + 1, excerpt)
-        if size + len(separator) + len(section) > max_chars:
+        sizes = [each.measure(separator + section) for each in limits]
+        if any(u + size > each.size for u, size, each in zip(used, sizes, limits, strict=True)):
             continue
         sections.append(section)
         kept.append(excerpt)
-        size += len(separator) + len(section)
+        used = [u + size for u, size in zip(used, sizes, strict=True)]
     if not kept:
         return ContextBlock("", ())
     return ContextBlock(separator.join([preface, *sections]), tuple(kept))

@@ -114,26 +114,7 @@ def create_knowledge_base(
     except RequestSeen as seen:
         return _repeat(seen.record, request)
     backend, engine, memos_kb_id = _place_and_create(memos, slots, intents, kb_id, request)
-    now = clock()
-    kb = KnowledgeBaseRecord(
-        kb_id=kb_id,
-        name=name,
-        owner_id=owner.user_id,
-        owner_name=owner.name,
-        memos_kb_id=memos_kb_id,
-        memos_backend=backend,
-        created_at=now,
-    )
-    grant = GrantRecord(
-        user_id=owner.user_id,
-        kb_id=kb_id,
-        role="owner",
-        recall=True,
-        memos_kb_id=memos_kb_id,
-        memos_backend=backend,
-        owner_id=owner.user_id,
-        granted_at=now,
-    )
+    kb, grant = _new_records(kb_id, name, owner, backend, memos_kb_id, clock())
     try:
         view = _created_view(kb, grant, owner, profiles)
         answered = (
@@ -154,6 +135,32 @@ def create_knowledge_base(
         _discard_memos_kb(engine, memos_kb_id, intents, kb_id, request, slots, backend)
         raise
     return view
+
+
+def _new_records(
+    kb_id: str, name: str, owner: VerifiedClaims, backend: str, memos_kb_id: str, now: datetime
+) -> tuple[KnowledgeBaseRecord, GrantRecord]:
+    """A new KB's META and its owner's grant (recall on), both naming its MemOS KB and backend."""
+    kb = KnowledgeBaseRecord(
+        kb_id=kb_id,
+        name=name,
+        owner_id=owner.user_id,
+        owner_name=owner.name,
+        memos_kb_id=memos_kb_id,
+        memos_backend=backend,
+        created_at=now,
+    )
+    grant = GrantRecord(
+        user_id=owner.user_id,
+        kb_id=kb_id,
+        role="owner",
+        recall=True,
+        memos_kb_id=memos_kb_id,
+        memos_backend=backend,
+        owner_id=owner.user_id,
+        granted_at=now,
+    )
+    return kb, grant
 
 
 def _place_and_create(

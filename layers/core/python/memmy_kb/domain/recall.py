@@ -23,8 +23,8 @@ excerpts are never logged: only counts and timings.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memmy_kb.domain.access import (
@@ -34,8 +34,9 @@ from memmy_kb.domain.access import (
     recall_grants,
     scope_of,
 )
-from memmy_kb.domain.context_block import DEFAULT_MAX_CHARS, ContextBlock, Excerpt, build_context
+from memmy_kb.domain.context_block import ContextBlock, Excerpt, build_context
 from memmy_kb.domain.engine import MemosApiKeyError, MemosError, MemosNotFound, backend_of
+from memmy_kb.domain.recall_config import PER_KB, RecallConfig, RecallQuestion
 from memmy_kb.errors import RecallUnavailable
 from memmy_kb.observability import logger
 
@@ -45,15 +46,7 @@ if TYPE_CHECKING:
     from memmy_kb.domain.rate_governor import RateGovernor
     from memmy_kb.records import GrantRecord
 
-DEFAULT_RECALL_LIMIT = 9
 READER_PREFIX = "kb-reader-"
-# Attribution: "per_kb" searches each KB (up to ``max_searches`` searches), "combined" the scope at once.
-PER_KB = "per_kb"
-COMBINED = "combined"
-ATTRIBUTIONS = (PER_KB, COMBINED)
-DEFAULT_MAX_SEARCHES = 4
-DEFAULT_MAX_PER_KB = 5
-DEFAULT_SEARCH_SECONDS = 2.5
 
 
 @dataclass(frozen=True)
@@ -77,6 +70,29 @@ class RecallResult:
         return self.saved > 0
 
 
+@dataclass
+class _Stopwatch:
+    """The milliseconds of each step of one recall, for its log line (never the query or an excerpt)."""
+
+    clock: Callable[[], float]
+    started: float
+    last: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, clock: Callable[[], float]) -> _Stopwatch:
+        now = clock()
+        return cls(clock, now, now)
+
+    def lap(self, step: str) -> None:
+        now = self.clock()
+        self.timings[step] = round((now - self.last) * 1000, 1)
+        self.last = now
+
+    def total(self) -> dict[str, float]:
+        return {**self.timings, "total_ms": round((self.clock() - self.started) * 1000, 1)}
+
+
 def reader_id(user_id: str) -> str:
     """The MemOS ``user_id`` recall searches as: used for nothing else, so it holds no memories of its own."""
     return f"{READER_PREFIX}{user_id}"
@@ -86,24 +102,100 @@ def _empty(scope_size: int, *, discarded: bool) -> RecallResult:
     return RecallResult(ContextBlock("", ()), scope_size=scope_size, discarded=discarded)
 
 
-def _combined_search(
+def _unavailable() -> RecallUnavailable:
+    return RecallUnavailable("Recall is unavailable right now; try again shortly.")
+
+
+def _block(excerpts: list[Excerpt], question: RecallQuestion, config: RecallConfig) -> ContextBlock:
+    return build_context(excerpts, max_chars=config.max_context_chars, limit=question.context_limit)
+
+
+def recall(
+    grants: RecallSources,
     memos: KnowledgeEngines,
+    question: RecallQuestion,
+    config: RecallConfig = RecallConfig(),  # noqa: B008 - frozen, never changed
+    *,
+    clock: Callable[[], float] = time.perf_counter,
+    governor: RateGovernor | None = None,
+) -> RecallResult:
+    """Search the caller's recall scope for ``question`` and return the excerpts and the context block.
+
+    ``config.search_seconds`` bounds the searches together (they run at once: per KB, or combined per
+    backend). Raises ``RecallUnavailable`` when MemOS fails, times out or cannot be authenticated with
+    (per KB: for every KB still in scope). ``question.knowledge_base_ids`` narrows the scope to those KBs;
+    one outside the scope raises ``InvalidInput`` (``knowledge_base_not_in_scope``), MemOS not called.
+    ``governor`` (per KB only) caps the searches per backend near MemOS's rate limit (None: no cap).
+    """
+    watch = _Stopwatch.start(clock)
+    scope_grants = narrow_recall_grants(recall_grants(grants, question.user_id), question.knowledge_base_ids)
+    watch.lap("scope_ms")
+    if not scope_grants:
+        logger.info("recall: empty scope, MemOS not called", extra={"scope_size": 0, **watch.timings})
+        return _empty(0, discarded=False)
+    if config.attribution == PER_KB:
+        return _attributed(grants, memos, question, config, scope_grants, watch, governor)
+    return _combined(grants, memos, question, config, scope_grants, watch)
+
+
+def _attributed(
+    grants: RecallSources,
+    memos: KnowledgeEngines,
+    question: RecallQuestion,
+    config: RecallConfig,
     scope_grants: list[GrantRecord],
-    reader: str,
-    query: str,
-    limit: int,
-    search_seconds: float,
+    watch: _Stopwatch,
+    governor: RateGovernor | None,
+) -> RecallResult:
+    """Recall with every excerpt attributed to its KB (or its group): ``recall_attributed``."""
+    from memmy_kb.domain.recall_attributed import attributed_search
+
+    scope_size = len(scope_grants)
+    found = attributed_search(
+        grants, memos, question, config, reader=reader_id(question.user_id), scope_grants=scope_grants, governor=governor
+    )
+    watch.lap("search_ms")
+    if found is None:
+        logger.warning(
+            "recall: MemOS unavailable for every KB searched, no excerpts",
+            extra={"scope_size": scope_size, **watch.timings},
+        )
+        raise _unavailable()
+    block = _block([Excerpt(hit.title, hit.content, hit.score, sources) for hit, sources in found.hits], question, config)
+    discarded, partial = found.dropped > 0, found.failed > 0
+    logger.info(
+        "recall: served",
+        extra={
+            "scope_size": scope_size,
+            "searches": found.searches,
+            "failed_searches": found.failed,
+            "dropped_searches": found.dropped,
+            "saved_searches": found.saved,
+            "hits": len(found.hits),
+            "kept": len(block.excerpts),
+            "context_chars": len(block.text),
+            "discarded": discarded,
+            "partial": partial,
+            **watch.total(),
+        },
+    )
+    return RecallResult(block, scope_size=scope_size, discarded=discarded, partial=partial, saved=found.saved)
+
+
+def _combined_search(
+    memos: KnowledgeEngines, scope_grants: list[GrantRecord], question: RecallQuestion, search_seconds: float
 ) -> list[SearchHit]:
     """One search per MemOS backend of the scope (a search reaches one project), at once and within the
     one budget (``recall_attributed``'s threads), merged by score; the first failure (by backend) raised."""
     from memmy_kb.domain.recall_attributed import Search, relevance, run_searches
 
+    reader, limit = reader_id(question.user_id), question.limit
     by_backend: dict[str, list[GrantRecord]] = {}
     for g in scope_grants:
         by_backend.setdefault(backend_of(g.memos_backend), []).append(g)
     outcomes = run_searches(
         [Search(tuple(by_backend[backend])) for backend in sorted(by_backend)],
-        lambda s: memos.engine(s.backend).search_memory(reader, query, s.memos_ids, limit=limit),
+        lambda s: memos.engine(s.backend).search_memory(reader, question.query, s.memos_ids, limit=limit),
         lambda: None,
         search_seconds,
     )
@@ -122,137 +214,33 @@ def _left_the_scope(grants: GrantReader, user_id: str, searched: list[str]) -> b
     return not set(searched) <= now
 
 
-def _unavailable() -> RecallUnavailable:
-    return RecallUnavailable("Recall is unavailable right now; try again shortly.")
-
-
-def recall(
-    grants: RecallSources,
-    memos: KnowledgeEngines,
-    *,
-    user_id: str,
-    query: str,
-    limit: int = DEFAULT_RECALL_LIMIT,
-    max_context_chars: int = DEFAULT_MAX_CHARS,
-    attribution: str = PER_KB,
-    max_searches: int = DEFAULT_MAX_SEARCHES,
-    max_per_kb: int = DEFAULT_MAX_PER_KB,
-    search_seconds: float = DEFAULT_SEARCH_SECONDS,
-    knowledge_base_ids: Sequence[str] | None = None,
-    clock: Callable[[], float] = time.perf_counter,
-    governor: RateGovernor | None = None,
-) -> RecallResult:
-    """Search the caller's recall scope for ``query`` and return the excerpts and the context block.
-
-    ``search_seconds`` bounds the searches together (they run at once: per KB, or combined per backend). Raises
-    ``RecallUnavailable`` when MemOS fails, times out or cannot be authenticated with (per KB: for every
-    KB still in scope). ``knowledge_base_ids`` narrows the scope to those KBs (None: the whole scope);
-    one outside the scope raises ``InvalidInput`` (``knowledge_base_not_in_scope``), MemOS not called.
-    ``governor`` (per KB only) caps the searches per backend near MemOS's rate limit (None: no cap).
-    """
-    if attribution not in ATTRIBUTIONS:
-        raise ValueError(f"attribution must be one of {ATTRIBUTIONS}, not {attribution!r}")
-    started = clock()
-    scope_grants = narrow_recall_grants(recall_grants(grants, user_id), knowledge_base_ids)
-    scope = scope_of(scope_grants)
-    scoped = clock()
-    timings = {"scope_ms": round((scoped - started) * 1000, 1)}
-    if not scope:
-        logger.info("recall: empty scope, MemOS not called", extra={"scope_size": 0, **timings})
-        return _empty(0, discarded=False)
-    if attribution == PER_KB:
-        return _per_kb(
-            grants,
-            memos,
-            user_id=user_id,
-            query=query,
-            scope_grants=scope_grants,
-            limit=limit,
-            max_context_chars=max_context_chars,
-            max_searches=max_searches,
-            max_per_kb=max_per_kb,
-            search_seconds=search_seconds,
-            clock=clock,
-            started=started,
-            timings=timings,
-            governor=governor,
-        )
-
-    return _combined(
-        grants,
-        memos,
-        user_id=user_id,
-        query=query,
-        scope_grants=scope_grants,
-        knowledge_base_ids=knowledge_base_ids,
-        limit=limit,
-        max_context_chars=max_context_chars,
-        search_seconds=search_seconds,
-        clock=clock,
-        started=started,
-        scoped=scoped,
-        timings=timings,
-    )
-
-
 def _combined(
     grants: RecallSources,
     memos: KnowledgeEngines,
-    *,
-    user_id: str,
-    query: str,
+    question: RecallQuestion,
+    config: RecallConfig,
     scope_grants: list[GrantRecord],
-    knowledge_base_ids: Sequence[str] | None,
-    limit: int,
-    max_context_chars: int,
-    search_seconds: float,
-    clock: Callable[[], float],
-    started: float,
-    scoped: float,
-    timings: dict[str, float],
+    watch: _Stopwatch,
 ) -> RecallResult:
     """Recall of the whole scope in one search per backend, dropped whole when the scope changed meanwhile."""
     scope = scope_of(scope_grants)
-    memos_ids = sorted({entry.memos_kb_id for entry in scope})
     try:
-        hits = _combined_search(memos, scope_grants, reader_id(user_id), query, limit, search_seconds)
+        hits = _combined_search(memos, scope_grants, question, config.search_seconds)
     except (MemosError, MemosApiKeyError) as err:
-        timings["search_ms"] = round((clock() - scoped) * 1000, 1)
-        if isinstance(err, MemosNotFound) and _left_the_scope(grants, user_id, memos_ids):
-            # A KB searched was deleted (or left the caller's scope) during the search: a scope change.
-            logger.info(
-                "recall: a KB left the scope during the search, result discarded",
-                extra={"scope_size": len(scope), "memos_code": err.code, "discarded": True, **timings},
-            )
-            return _empty(len(scope), discarded=True)
-        logger.warning(
-            "recall: MemOS unavailable, no excerpts",
-            extra={
-                "scope_size": len(scope),
-                "error_type": type(err).__name__,
-                "memos_code": getattr(err, "code", None),
-                "http_status": getattr(err, "http_status", None),
-                **timings,
-            },
-        )
-        raise _unavailable() from err
-    searched = clock()
-    timings["search_ms"] = round((searched - scoped) * 1000, 1)
-
+        watch.lap("search_ms")
+        return _combined_failed(grants, question, scope_grants, watch, err)
+    watch.lap("search_ms")
     # A revoke, leave or toggle that landed during the search wins: the hits cannot be attributed to
     # KBs, so the only safe answer is none of them.
-    if narrow_scope(compute_recall_scope(grants, user_id), knowledge_base_ids) != scope:
-        timings["recheck_ms"] = round((clock() - searched) * 1000, 1)
+    changed = narrow_scope(compute_recall_scope(grants, question.user_id), question.knowledge_base_ids) != scope
+    watch.lap("recheck_ms")
+    if changed:
         logger.info(
             "recall: scope changed during the search, result discarded",
-            extra={"scope_size": len(scope), "hits": len(hits), "discarded": True, **timings},
+            extra={"scope_size": len(scope), "hits": len(hits), "discarded": True, **watch.timings},
         )
         return _empty(len(scope), discarded=True)
-    timings["recheck_ms"] = round((clock() - searched) * 1000, 1)
-
-    block = build_context(
-        (Excerpt(hit.title, hit.content, hit.score) for hit in hits), max_chars=max_context_chars
-    )
+    block = _block([Excerpt(hit.title, hit.content, hit.score) for hit in hits], question, config)
     logger.info(
         "recall: served",
         extra={
@@ -261,75 +249,37 @@ def _combined(
             "kept": len(block.excerpts),
             "context_chars": len(block.text),
             "discarded": False,
-            **timings,
-            "total_ms": round((clock() - started) * 1000, 1),
+            **watch.total(),
         },
     )
     return RecallResult(block, scope_size=len(scope), discarded=False)
 
 
-def _per_kb(
+def _combined_failed(
     grants: RecallSources,
-    memos: KnowledgeEngines,
-    *,
-    user_id: str,
-    query: str,
+    question: RecallQuestion,
     scope_grants: list[GrantRecord],
-    limit: int,
-    max_context_chars: int,
-    max_searches: int,
-    max_per_kb: int,
-    search_seconds: float,
-    clock: Callable[[], float],
-    started: float,
-    timings: dict[str, float],
-    governor: RateGovernor | None,
+    watch: _Stopwatch,
+    err: MemosError | MemosApiKeyError,
 ) -> RecallResult:
-    """Recall with every excerpt attributed to its KB (or its group): ``recall_attributed``."""
-    from memmy_kb.domain.recall_attributed import attributed_search
-
-    scope_size = len(scope_grants)
-    searching = clock()
-    found = attributed_search(
-        grants,
-        memos,
-        user_id=user_id,
-        reader=reader_id(user_id),
-        query=query,
-        scope_grants=scope_grants,
-        limit=limit,
-        max_searches=max_searches,
-        max_per_kb=max_per_kb,
-        deadline_seconds=search_seconds,
-        governor=governor,
-    )
-    timings["search_ms"] = round((clock() - searching) * 1000, 1)
-    if found is None:
-        logger.warning(
-            "recall: MemOS unavailable for every KB searched, no excerpts",
-            extra={"scope_size": scope_size, **timings},
+    """The combined search failed: a scope change when a KB it searched left the scope (MemOS answering
+    "not found" for a KB deleted meanwhile), else 503."""
+    scope = scope_of(scope_grants)
+    scope_size, searched = len(scope), sorted({entry.memos_kb_id for entry in scope})
+    if isinstance(err, MemosNotFound) and _left_the_scope(grants, question.user_id, searched):
+        logger.info(
+            "recall: a KB left the scope during the search, result discarded",
+            extra={"scope_size": scope_size, "memos_code": err.code, "discarded": True, **watch.timings},
         )
-        raise _unavailable()
-    block = build_context(
-        (Excerpt(hit.title, hit.content, hit.score, sources) for hit, sources in found.hits),
-        max_chars=max_context_chars,
-    )
-    discarded, partial = found.dropped > 0, found.failed > 0
-    logger.info(
-        "recall: served",
+        return _empty(scope_size, discarded=True)
+    logger.warning(
+        "recall: MemOS unavailable, no excerpts",
         extra={
             "scope_size": scope_size,
-            "searches": found.searches,
-            "failed_searches": found.failed,
-            "dropped_searches": found.dropped,
-            "saved_searches": found.saved,
-            "hits": len(found.hits),
-            "kept": len(block.excerpts),
-            "context_chars": len(block.text),
-            "discarded": discarded,
-            "partial": partial,
-            **timings,
-            "total_ms": round((clock() - started) * 1000, 1),
+            "error_type": type(err).__name__,
+            "memos_code": getattr(err, "code", None),
+            "http_status": getattr(err, "http_status", None),
+            **watch.timings,
         },
     )
-    return RecallResult(block, scope_size=scope_size, discarded=discarded, partial=partial, saved=found.saved)
+    raise _unavailable() from err

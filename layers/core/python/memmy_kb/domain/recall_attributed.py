@@ -51,6 +51,7 @@ from memmy_kb.observability import put_backend_metrics
 if TYPE_CHECKING:
     from memmy_kb.domain.ports import KnowledgeEngines, RecallSources
     from memmy_kb.domain.rate_governor import RateGovernor
+    from memmy_kb.domain.recall_config import RecallConfig, RecallQuestion
     from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
 
 _SearchFailure = MemosError | MemosApiKeyError
@@ -263,21 +264,18 @@ def _finished(target: Search, future: Future[Outcome]) -> Outcome:
 def attributed_search(
     grants: RecallSources,
     memos: KnowledgeEngines,
+    question: RecallQuestion,
+    config: RecallConfig,
     *,
-    user_id: str,
     reader: str,
-    query: str,
     scope_grants: list[GrantRecord],
-    limit: int,
-    max_searches: int,
-    max_per_kb: int,
-    deadline_seconds: float,
     governor: RateGovernor | None = None,
 ) -> Attributed | None:
-    """Search each KB of the scope (or its group), re-check the scope once, merge; None when every search
-    failed for a KB still in the scope (the caller answers 503). With a ``governor``, each backend gets
-    no more searches than it allows now."""
-    planned = plan(scope_grants, max_searches)
+    """Search each KB of the scope (or its group) as ``reader``, re-check the scope once, merge; None when
+    every search failed for a KB still in the scope (the caller answers 503). With a ``governor``, each
+    backend gets no more searches than it allows now."""
+    query, limit, max_per_kb = question.query, question.limit, config.max_per_kb
+    planned = plan(scope_grants, config.max_searches)
     searches = planned if governor is None else governed_plan(memos, governor, planned)
     names: dict[str, tuple[dict[str, KnowledgeBaseRecord], dict[str, ProfileRecord]]] = {}
 
@@ -294,14 +292,14 @@ def attributed_search(
             governor,
         ),
         read_names,
-        deadline_seconds,
+        config.search_seconds,
     )
     _publish(outcomes, planned, searches)
     failures = [o for o in outcomes if o.error is not None]
     if len(failures) == len(outcomes) and not any(isinstance(o.error, MemosNotFound) for o in failures):
         return None  # nothing answered, and no failure a scope change could explain: no re-read
     # Once every search has answered: a search whose KB (or one of its group) left the scope is dropped.
-    now = compute_recall_scope(grants, user_id)
+    now = compute_recall_scope(grants, question.user_id)
     kept = [o for o in outcomes if o.search.entries <= now]
     answered = [o for o in kept if o.error is None]
     failed = len(kept) - len(answered)

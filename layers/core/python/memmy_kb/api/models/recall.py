@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, StringConstraints, field_validator
 
 from memmy_kb.api.models.base import ApiModel
-from memmy_kb.domain.recall import DEFAULT_RECALL_LIMIT
+from memmy_kb.domain.context_block import SizeLimit
+from memmy_kb.domain.recall_config import DEFAULT_RECALL_LIMIT, RecallQuestion
 
 if TYPE_CHECKING:
     from memmy_kb.domain.context_block import Excerpt, SourceKb
@@ -16,8 +17,18 @@ if TYPE_CHECKING:
 MAX_QUERY_LENGTH = 4000
 MAX_RECALL_LIMIT = 25
 MAX_RECALL_KBS = 50
+MAX_CONTEXT_LIMIT = 100_000
 # The shape of a KB id (``kb_`` and hex when the service makes one; at most 64 characters, as in paths).
 KbIdItem = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
+
+
+class ContextLimit(ApiModel):
+    """The asking agent's own limit on the block: at most ``max`` of ``unit``."""
+
+    unit: Literal["characters", "utf16_units", "utf8_bytes"] = Field(
+        description="What the agent counts: characters, UTF-16 code units (JavaScript), UTF-8 bytes"
+    )
+    max: int = Field(strict=True, ge=1, le=MAX_CONTEXT_LIMIT, description="At most this many of them")
 
 
 class RecallRequest(ApiModel):
@@ -47,12 +58,31 @@ class RecallRequest(ApiModel):
         ),
     ] = None
 
+    context_limit: ContextLimit | None = Field(
+        default=None,
+        description=(
+            "Build the block within this limit too (an agent's inline limit), besides the service's own cap in "
+            "characters; whole excerpts are left out to fit, and items are exactly the excerpts the block holds"
+        ),
+    )
+
     @field_validator("knowledge_base_ids")
     @classmethod
     def _no_duplicates(cls, value: list[str] | None) -> list[str] | None:
         if value is not None and len(set(value)) != len(value):
             raise ValueError("knowledge_base_ids must not repeat an id")
         return value
+
+    def question(self, user_id: str) -> RecallQuestion:
+        """What the caller asks, as the domain takes it."""
+        limit = self.context_limit
+        return RecallQuestion(
+            user_id=user_id,
+            query=self.query,
+            limit=self.limit,
+            knowledge_base_ids=self.knowledge_base_ids,
+            context_limit=None if limit is None else SizeLimit(limit.max, limit.unit),
+        )
 
 
 class RecallOwner(ApiModel):

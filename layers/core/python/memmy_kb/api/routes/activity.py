@@ -18,7 +18,7 @@ router = new_router()
 
 @router.get(
     "/knowledge-bases/<kb_id>/activity",
-    operation_id="list_activity_knowledge_bases__kb_id__activity_get",
+    operation_id="listActivity",
     summary="A knowledge base's activity: shares, revokes, leaves, renames, uploads, deletions (owner only)",
     responses=responses(HTTPStatus.OK, "A page of entries, newest first", ActivityList, READER, NOT_VISIBLE),
 )

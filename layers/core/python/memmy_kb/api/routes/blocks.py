@@ -18,7 +18,7 @@ router = new_router()
 
 @router.get(
     "/me/blocked",
-    operation_id="list_blocked_me_blocked_get",
+    operation_id="listBlocked",
     summary="List the accounts the caller blocks",
     responses=responses(HTTPStatus.OK, "The blocked accounts", BlockedList, NO_PROFILE),
 )
@@ -28,7 +28,7 @@ def handle_list_blocked(caller: CallerId, profile_store: ProfileStoreDep) -> Blo
 
 @router.post(
     "/me/blocked",
-    operation_id="block_me_blocked_post",
+    operation_id="blockAccount",
     summary="Block an account: its shares are refused and the caller leaves its knowledge bases",
     responses=responses(
         HTTPStatus.NO_CONTENT,
@@ -52,7 +52,7 @@ def handle_block(  # type: ignore[no-untyped-def]
 
 @router.delete(
     "/me/blocked/<user_id>",
-    operation_id="unblock_me_blocked__user_id__delete",
+    operation_id="unblockAccount",
     summary="Lift a block",
     responses=responses(HTTPStatus.NO_CONTENT, "Not blocked (any more)", None, NO_PROFILE),
 )

@@ -47,7 +47,7 @@ def _accepted(cleanup_id: str, what: str) -> Response[str]:
 
 @router.delete(
     "/knowledge-bases/<kb_id>",
-    operation_id="delete_knowledge_base_knowledge_bases__kb_id__delete",
+    operation_id="deleteKnowledgeBase",
     summary="Delete a knowledge base for everyone it is shared with (owner only)",
     responses=responses(
         HTTPStatus.ACCEPTED,
@@ -64,7 +64,7 @@ def handle_delete_knowledge_base(kb_id: KbId, caller: CallerId, rules: DeleterDe
 
 @router.delete(
     "/knowledge-bases/<kb_id>/files/<file_id>",
-    operation_id="delete_file_knowledge_bases__kb_id__files__file_id__delete",
+    operation_id="deleteFile",
     summary="Delete a file (owner only)",
     responses=responses(
         HTTPStatus.ACCEPTED,
@@ -81,7 +81,7 @@ def handle_delete_file(kb_id: KbId, file_id: ItemId, caller: CallerId, rules: De
 
 @router.delete(
     "/knowledge-bases/<kb_id>/folders/<folder_id>",
-    operation_id="delete_folder_knowledge_bases__kb_id__folders__folder_id__delete",
+    operation_id="deleteFolder",
     summary="Delete a folder with its subfolders and files (owner only)",
     responses=responses(HTTPStatus.ACCEPTED, _ACCEPTED, CleanupAccepted, READER, NOT_VISIBLE),
 )

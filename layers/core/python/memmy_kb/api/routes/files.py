@@ -26,7 +26,7 @@ _MEMOS_DOWN = (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS unavailable")
 
 @router.get(
     "/knowledge-bases/<kb_id>/files",
-    operation_id="list_files_knowledge_bases__kb_id__files_get",
+    operation_id="listFiles",
     summary="One level of a knowledge base: its folders and files with live status",
     responses=responses(HTTPStatus.OK, "Folders and files", FileListing, NOT_VISIBLE, _MEMOS_DOWN),
 )
@@ -44,7 +44,7 @@ def handle_list_files(
 
 @router.get(
     "/knowledge-bases/<kb_id>/files/<file_id>",
-    operation_id="get_file_knowledge_bases__kb_id__files__file_id__get",
+    operation_id="getFile",
     summary="One file with its version, live status and replace in flight",
     responses=responses(HTTPStatus.OK, "The file", File, NOT_VISIBLE, _MEMOS_DOWN),
 )
@@ -56,7 +56,7 @@ def handle_get_file(
 
 @router.patch(
     "/knowledge-bases/<kb_id>/files/<file_id>",
-    operation_id="move_file_knowledge_bases__kb_id__files__file_id__patch",
+    operation_id="moveFile",
     summary="Move a file to another folder (owner only)",
     responses=responses(HTTPStatus.OK, "The moved file", File, READER, NOT_VISIBLE, _MEMOS_DOWN),
 )
@@ -75,7 +75,7 @@ def handle_move_file(
 
 @router.post(
     "/knowledge-bases/<kb_id>/folders",
-    operation_id="create_folder_knowledge_bases__kb_id__folders_post",
+    operation_id="createFolder",
     summary="Create a folder (owner only)",
     responses=responses(HTTPStatus.CREATED, "The new folder", Folder, READER, NOT_VISIBLE),
 )
@@ -92,7 +92,7 @@ def handle_create_folder(
 
 @router.patch(
     "/knowledge-bases/<kb_id>/folders/<folder_id>",
-    operation_id="update_folder_knowledge_bases__kb_id__folders__folder_id__patch",
+    operation_id="updateFolder",
     summary="Rename or move a folder (owner only)",
     responses=responses(
         HTTPStatus.OK,

@@ -39,7 +39,7 @@ router = new_router()
 
 @creation.post(
     "/knowledge-bases",
-    operation_id="create_knowledge_base_knowledge_bases_post",
+    operation_id="createKnowledgeBase",
     summary="Create a knowledge base",
     responses=responses(
         HTTPStatus.CREATED,
@@ -92,7 +92,7 @@ def handle_create_knowledge_base(
 
 @router.get(
     "/knowledge-bases",
-    operation_id="list_knowledge_bases_knowledge_bases_get",
+    operation_id="listKnowledgeBases",
     summary="List the caller's owned and shared knowledge bases",
     responses=responses(HTTPStatus.OK, "Owned and shared knowledge bases", KnowledgeBaseList),
 )
@@ -103,7 +103,7 @@ def handle_list_knowledge_bases(caller: CallerId, kbs: KbStoreDep) -> KnowledgeB
 
 @router.get(
     "/knowledge-bases/<kb_id>",
-    operation_id="get_knowledge_base_knowledge_bases__kb_id__get",
+    operation_id="getKnowledgeBase",
     summary="Read one knowledge base",
     responses=responses(HTTPStatus.OK, "The knowledge base as the caller sees it", KnowledgeBase, NOT_VISIBLE),
 )
@@ -115,7 +115,7 @@ def handle_get_knowledge_base(
 
 @router.patch(
     "/knowledge-bases/<kb_id>",
-    operation_id="rename_knowledge_base_knowledge_bases__kb_id__patch",
+    operation_id="renameKnowledgeBase",
     summary="Rename a knowledge base (owner only)",
     responses=responses(HTTPStatus.OK, "The renamed knowledge base", KnowledgeBase, READER, NOT_VISIBLE),
 )
@@ -142,7 +142,7 @@ def handle_rename_knowledge_base(
 
 @router.put(
     "/knowledge-bases/<kb_id>/recall",
-    operation_id="set_recall_knowledge_bases__kb_id__recall_put",
+    operation_id="setRecall",
     summary="Turn the caller's own recall of a knowledge base on or off",
     responses=responses(
         HTTPStatus.OK, "The knowledge base with the caller's new setting", KnowledgeBase, NOT_VISIBLE

@@ -23,7 +23,7 @@ router = new_router()
 
 @router.get(
     "/login-configuration",
-    operation_id="get_login_configuration_login_configuration_get",
+    operation_id="getLoginConfiguration",
     summary="The OpenID Connect settings the desktop logs in with (no token needed)",
     responses=responses(
         HTTPStatus.OK,

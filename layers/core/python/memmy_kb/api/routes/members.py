@@ -18,7 +18,7 @@ router = new_router()
 
 @router.get(
     "/knowledge-bases/<kb_id>/members",
-    operation_id="list_members_knowledge_bases__kb_id__members_get",
+    operation_id="listMembers",
     summary="List a knowledge base's members (owner only)",
     responses=responses(HTTPStatus.OK, "The owner and the readers", MemberList, READER, NOT_VISIBLE),
 )
@@ -30,7 +30,7 @@ def handle_list_members(
 
 @router.post(
     "/knowledge-bases/<kb_id>/members",
-    operation_id="share_knowledge_base_knowledge_bases__kb_id__members_post",
+    operation_id="shareKnowledgeBase",
     summary="Share a knowledge base read-only by user id, phone or email (owner only)",
     responses=responses(
         HTTPStatus.CREATED,
@@ -60,7 +60,7 @@ def handle_share_knowledge_base(
 
 @router.delete(
     "/knowledge-bases/<kb_id>/members/<user_id>",
-    operation_id="remove_member_knowledge_bases__kb_id__members__user_id__delete",
+    operation_id="removeMember",
     summary="Revoke a reader (owner) or leave a shared knowledge base (the reader)",
     responses=responses(
         HTTPStatus.NO_CONTENT,

@@ -17,7 +17,7 @@ router = new_router()
 
 @router.put(
     "/me",
-    operation_id="put_me_me_put",
+    operation_id="registerProfile",
     summary="Register the caller's profile from verified token claims",
     responses=responses(
         HTTPStatus.OK, "The caller's profile", Me, (HTTPStatus.CONFLICT, "The profile changed concurrently")
@@ -30,7 +30,7 @@ def handle_put_me(claims: CallerClaims, profile_store: ProfileStoreDep) -> Me:
 
 @router.get(
     "/me",
-    operation_id="get_me_me_get",
+    operation_id="getProfile",
     summary="Read the caller's profile and settings",
     responses=responses(HTTPStatus.OK, "The caller's profile", Me, NO_PROFILE),
 )
@@ -40,7 +40,7 @@ def handle_get_me(caller: CallerId, profile_store: ProfileStoreDep) -> Me:
 
 @router.patch(
     "/me",
-    operation_id="update_me_me_patch",
+    operation_id="updateProfile",
     summary="Change the caller's settings (recall of new shares)",
     responses=responses(HTTPStatus.OK, "The caller's profile", Me, NO_PROFILE),
 )

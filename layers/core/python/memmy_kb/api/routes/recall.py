@@ -8,7 +8,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.metrics import MetricUnit
 
-from memmy_kb.api.injected import CallerId, KbStoreDep, RateGovernorDep, RecallMemosDep, SettingsDep
+from memmy_kb.api.injected import CallerId, KbStoreDep, RateGovernorDep, RecallConfigDep, RecallMemosDep
 from memmy_kb.api.models.recall import RecallRequest, RecallResponse
 from memmy_kb.api.resolver import new_router, responses
 from memmy_kb.domain import recall
@@ -20,7 +20,7 @@ router = new_router()
 
 @router.post(
     "/recall",
-    operation_id="recall_recall_post",
+    operation_id="recall",
     summary="Search the caller's recall scope and build the context block for an agent turn",
     responses=responses(
         HTTPStatus.OK,
@@ -39,24 +39,11 @@ def handle_recall(
     caller: CallerId,
     kbs: KbStoreDep,
     memos: RecallMemosDep,
-    settings: SettingsDep,
+    config: RecallConfigDep,
     governor: RateGovernorDep,
 ) -> RecallResponse:
     try:
-        result = recall.recall(
-            kbs,
-            memos,
-            user_id=caller,
-            query=request.query,
-            limit=request.limit,
-            max_context_chars=settings.recall_context_max_chars,
-            attribution=settings.recall_attribution,
-            max_searches=settings.recall_max_searches,
-            max_per_kb=settings.recall_max_per_kb,
-            search_seconds=settings.recall_memos_timeout_seconds,
-            knowledge_base_ids=request.knowledge_base_ids,
-            governor=governor,
-        )
+        result = recall.recall(kbs, memos, request.question(caller), config, governor=governor)
     except RecallUnavailable:
         metrics.add_metric(name="RecallUnavailable", unit=MetricUnit.Count, value=1)
         raise

@@ -36,7 +36,7 @@ router = new_router()
 
 @router.post(
     "/knowledge-bases/<kb_id>/uploads",
-    operation_id="create_upload_knowledge_bases__kb_id__uploads_post",
+    operation_id="createUpload",
     summary="Request a presigned POST to upload one file (owner only)",
     responses=responses(
         HTTPStatus.CREATED,
@@ -115,7 +115,7 @@ _UNCHANGED: dict[int, OpenAPIResponse] = {
 
 @router.post(
     "/knowledge-bases/<kb_id>/files/<file_id>/replacements",
-    operation_id="create_replacement_knowledge_bases__kb_id__files__file_id__replacements_post",
+    operation_id="replaceFile",
     summary="Replace a file's content in place: a presigned POST for its next version (owner only)",
     responses={
         **responses(
@@ -181,7 +181,7 @@ def handle_create_replacement(
 
 @router.delete(
     "/knowledge-bases/<kb_id>/uploads/<upload_id>",
-    operation_id="dismiss_upload_knowledge_bases__kb_id__uploads__upload_id__delete",
+    operation_id="dismissUpload",
     summary="Dismiss a failed upload from the listing, or a replace not yet sent on (owner only; gone already"
     " is fine)",
     responses=responses(

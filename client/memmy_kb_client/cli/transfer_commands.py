@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memmy_kb_client.rendering import progress_bar
-from memmy_kb_client.terminal import one_line, printable
+from memmy_kb_client.cli.rendering import progress_bar
+from memmy_kb_client.cli.terminal import one_line, printable
 
 
 def client_for(args: argparse.Namespace) -> Any:
@@ -21,7 +21,9 @@ def client_for(args: argparse.Namespace) -> Any:
     return MemmyClient(ClientConfig.load(args.endpoint, args.token))
 
 
-def add_transfer_commands(files: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+def add_transfer_commands(
+    files: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     """``files upload`` and ``files replace`` on the ``files`` group (``common``: the shared options)."""
     upload = files.add_parser(
         "upload", parents=[common], help="upload files (owner); bytes go straight to storage"
@@ -41,9 +43,13 @@ def add_transfer_commands(files: argparse._SubParsersAction[argparse.ArgumentPar
     replace.add_argument("file", help="the file's id (in `files ls`)")
     replace.add_argument("path", metavar="PATH", help="the new content (the file keeps its own name)")
     replace.add_argument(
-        "--if-version", type=int, help="replace only if the file is still at this version (`files ls` shows it)"
+        "--if-version",
+        type=int,
+        help="replace only if the file is still at this version (`files ls` shows it)",
     )
-    replace.add_argument("--wait", action="store_true", help="wait until the new version is available or failed")
+    replace.add_argument(
+        "--wait", action="store_true", help="wait until the new version is available or failed"
+    )
     replace.add_argument("--timeout", type=float, default=600, help="seconds to wait at most (with --wait)")
     replace.set_defaults(func=replace_file)
 
@@ -93,7 +99,11 @@ def replace_file(args: argparse.Namespace) -> int:
             answer = client.replace_file(
                 args.kb, args.file, path, if_version=args.if_version, progress=progress_bar(path.name)
             )
-            final = _wait_for_version(client, args, answer) if args.wait and answer["status"] == "issued" else None
+            final = (
+                _wait_for_version(client, args, answer)
+                if args.wait and answer["status"] == "issued"
+                else None
+            )
     except (MemmyApiError, OSError) as err:
         print(printable(f"error: {err}"), file=sys.stderr)
         return 1
@@ -117,7 +127,10 @@ def _wait_for_version(client: Any, args: argparse.Namespace, ticket: dict[str, A
         entry: dict[str, Any] = client.get_file(args.kb, args.file)
         if _replace_failed(entry, ticket):
             return entry
-        if (entry.get("version") or 0) > ticket["replaces_version"] and entry["status"] in ("available", "failed"):
+        if (entry.get("version") or 0) > ticket["replaces_version"] and entry["status"] in (
+            "available",
+            "failed",
+        ):
             return entry
         time.sleep(1)
     return None
@@ -133,4 +146,6 @@ def _replace_line(args: argparse.Namespace, answer: dict[str, Any], final: dict[
         reason = one_line(final["replacement"].get("reason") or "")
         return f"{'failed':<16}  {args.file}  ({reason}; version {final['version']} kept)"
     reason = f"  ({one_line(final['reason'])})" if final.get("reason") else ""
-    return f"{final['status']:<16}  {args.file}  version {final['version']}  {one_line(final['name'])}{reason}"
+    return (
+        f"{final['status']:<16}  {args.file}  version {final['version']}  {one_line(final['name'])}{reason}"
+    )

@@ -1,37 +1,7 @@
 """The frame filter in front of the MCP SDK's stdio transport: every line an agent writes to
-``memmy-kb mcp`` is either answered here with a JSON-RPC error or passed on as a frame the SDK reads.
-
-Why it is needed: the SDK's stdio transport (``mcp`` 2.3.0, ``mcp/server/stdio.py``) reads stdin a whole
-line at a time, however long, and parses each line with pydantic; a line that fails is handed to the
-session as an exception, and the server's dispatcher drops it with a debug log line
-(``JSONRPCDispatcher._dispatch``): no answer, and the agent waits for ever. That was the fate of a line
-that is not JSON, of a batch (the SDK parses none, though it still negotiates 2025-03-26, the one
-revision that had them; 2025-06-18 removed them), of a lone surrogate escape such as ``"a\\ud800b"``
-(pydantic's JSON parser refuses it), of an integer of more than 4,300 digits and of a frame nested past
-pydantic's recursion limit (about 200 levels). A request whose ``id`` is a float, ``null`` or ``true``
-even parses as a notification (the unusable ``id`` is ignored) and is never answered.
-
-Here each line is read (at most ``MAX_FRAME_BYTES``) and:
-
-* longer than ``MAX_FRAME_BYTES`` (1 MiB): the rest of the line is skipped, -32600, id null;
-* bytes that are not UTF-8 become U+FFFD, as the SDK's own decoding does; a blank line is skipped;
-* not JSON (``NaN`` and ``Infinity`` included): -32700, id null;
-* nested more than ``MAX_DEPTH`` (64) arrays and objects deep: -32600;
-* a batch (an array): one -32600 for the whole batch, id null: send one message per line;
-* not an object, or an ``id`` that is neither a string (without lone surrogates) nor an integer within
-  ±(2^53 - 1) (what every JSON reader reads exactly, RFC 7493): -32600, id null;
-* another number out of range (an integer of more than 100 digits, a float beyond a double): -32600;
-* anything else the SDK's parser refuses (``jsonrpc`` not ``"2.0"``, a method that is not a string,
-  params that are not an object...): -32600;
-* lone surrogates, in keys and values, become U+FFFD: a query holding one is searched with it replaced.
-
-A -32600 carries the frame's ``id`` when it has a usable one, else null. What passes is the frame
-re-serialised from what was checked, so the SDK reads exactly that. The SDK answers the rest (an unknown
-method, -32601; bad params, -32602); a notification, good or bad, is never answered (JSON-RPC). Nor is a
-response (an object with ``result`` or ``error`` and no ``method``, such as the agent's own error with id
-null for a line of ours it could not read): one refused above is dropped with a log line, since an error
-answering an error would have two peers that do the same answer each other for ever.
-"""
+``memmy-kb mcp`` is answered here with a JSON-RPC error, or passed on as a frame the SDK reads. Why (the
+SDK drops some lines unanswered) and the answer to each kind of line: docs/desktop.md, "Every frame is
+answered"."""
 
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
-"""``memmy-kb hook install claude-code|codex|gemini --mcp [--project DIR] [--uninstall]``.
-
-Registers ``memmy-kb mcp`` (``mcp_server``) as the stdio MCP server ``memmy-kb`` in the agent's own MCP
-configuration, or takes it out, keeping everything else as it was:
-
-* Claude Code: ``~/.claude.json`` (``$CLAUDE_CONFIG_DIR/.claude.json`` when that is set; user scope) or
-  ``DIR/.mcp.json`` (project scope), ``mcpServers.memmy-kb = {type: stdio, command, args, env}``;
-* Codex CLI: ``$CODEX_HOME/config.toml`` (default ``~/.codex``) or ``DIR/.codex/config.toml`` (read in a
-  trusted project only), the table ``[mcp_servers.memmy-kb]`` with ``command``, ``args`` and ``env``;
-* Gemini CLI: ``~/.gemini/settings.json`` or ``DIR/.gemini/settings.json``,
-  ``mcpServers.memmy-kb = {command, args, env?}``.
-
-The JSON files go through ``hook_install``'s machinery (read, write back in the style they were read in,
-refuse what is not plain JSON, atomic write keeping the mode); ``config.toml`` through ``tomlkit``, which
-keeps its comments and layout. A new table is appended at the end of the file and an uninstall cuts it out
-again, so an install and an uninstall leave the file byte-identical; every edit is checked by parsing the
-result. Installing again changes nothing, or updates our entry in place (a moved installation, another
-``MEMMY_KB_HOME``), keeping keys the person added to it. The command is this installation's ``memmy-kb``
-with the argument ``mcp``; ``MEMMY_KB_HOME`` goes into ``env`` when it is not the default home.
-"""
+"""``memmy-kb hook install AGENT --mcp [--project DIR] [--uninstall]``: ``memmy-kb mcp`` registered in
+(or taken out of) the agent's own MCP configuration, JSON or Codex's ``config.toml``, everything else kept
+(docs/desktop.md, "Agents that search")."""
 
 from __future__ import annotations
 
@@ -28,8 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memmy_kb_client.desktop.paths import HOME_ENV
-from memmy_kb_client.hook_install import (
+from memmy_kb_client.agents.hook_install import (
     Change,
     JsonStyle,
     edited,
@@ -37,7 +19,8 @@ from memmy_kb_client.hook_install import (
     load_settings,
     program_argv,
 )
-from memmy_kb_client.settings_file import SettingsError, followed, read_settings
+from memmy_kb_client.agents.settings_file import SettingsError, followed, read_settings
+from memmy_kb_client.desktop.paths import HOME_ENV
 
 SERVER_NAME = "memmy-kb"
 
@@ -390,7 +373,7 @@ def agent_steps(agent: str, project: Path | None) -> list[str]:
         return steps
     return [
         "Gemini CLI starts MCP servers when it starts: restart it; `/mcp` lists memmy-kb.",
-        "`gemini -p` offers the model only the tools a policy allows: answer \"Allow always\" once when "
+        '`gemini -p` offers the model only the tools a policy allows: answer "Allow always" once when '
         "Gemini CLI first asks to run search_knowledge.",
         *(
             [f"Gemini CLI reads {project.absolute()}/.gemini/settings.json only in a trusted folder."]

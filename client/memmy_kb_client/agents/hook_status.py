@@ -1,15 +1,6 @@
-"""What ``memmy-kb hook install`` says once it has written, and ``memmy-kb hook status``.
-
-After an install: the desktop service's real state (asked of the running service, as ``memmy-kb desktop
-status`` does) and what the person must still do in the agent itself (Codex: trust the hook; Gemini CLI:
-trust the folder).
-
-``hook status``: for each agent, whether our entry is installed (and with which ``MEMMY_KB_HOME``) and
-when its hook last ran with what outcome, from the record the hook keeps in
-``$MEMMY_KB_HOME/desktop/hook-last-AGENT.json``, and whether ``memmy-kb mcp`` is registered in its MCP
-configuration. A hook the agent skipped (Codex skips an untrusted one without a word) shows as never
-run, or as last run long ago.
-"""
+"""What ``memmy-kb hook install`` says once it has written (the service's state, what is left to do in
+the agent), and ``memmy-kb hook status``: each agent's install, its hook's last run and its MCP server
+(docs/desktop.md, "The hooks")."""
 
 from __future__ import annotations
 
@@ -19,9 +10,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from memmy_kb_client.agents.hook_install import AGENTS, home_in, installed_command
+from memmy_kb_client.agents.mcp_install import registered
 from memmy_kb_client.desktop import paths
-from memmy_kb_client.hook_install import AGENTS, home_in, installed_command
-from memmy_kb_client.mcp_install import registered
 
 CHECK = "After your next prompt, `memmy-kb hook status` shows whether the hook ran and what it found."
 
@@ -50,9 +41,9 @@ def agent_steps(agent: str, project: Path | None) -> list[str]:
 
 def install_message(agent: str, project: Path | None, env: Mapping[str, str]) -> list[str]:
     """The lines printed after the hook was installed for ``agent``."""
-    from memmy_kb_client.desktop.commands import desktop_state
+    from memmy_kb_client.desktop.status_text import service_state
 
-    _, sentence = desktop_state(paths.desktop_dir(env))
+    _, sentence = service_state(paths.desktop_dir(env))
     return [sentence, *agent_steps(agent, project), CHECK]
 
 
@@ -73,6 +64,7 @@ _OUTCOMES = {
     "login_expired": "the login has expired (run `memmy-kb desktop login`)",
     "login_refused": "the cloud refused the login (run `memmy-kb desktop login` again)",
     "cloud_unreachable": "the cloud was unreachable",
+    "cloud_timeout": "the cloud did not answer in time",
     "cloud_error": "the cloud failed",
 }
 

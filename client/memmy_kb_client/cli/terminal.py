@@ -1,9 +1,5 @@
-"""What the CLI prints: text from the service (names other people chose) with its controls made visible.
-
-A KB or file name is someone else's text. Printed raw, an escape sequence in it could rewrite the
-terminal, and a bidi override could reverse what follows. The service already refuses or removes such
-characters; the CLI does not rely on that and shows any that arrive as ``\\u202e``-style escapes.
-"""
+"""What the CLI prints of other people's text (names, titles): its controls made visible as escapes, so
+none can rewrite the terminal or reverse what follows."""
 
 from __future__ import annotations
 
@@ -18,7 +14,8 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(
-        ch if ch in _KEPT or unicodedata.category(ch) not in _ESCAPED_CATEGORIES else _escape(ch) for ch in text
+        ch if ch in _KEPT or unicodedata.category(ch) not in _ESCAPED_CATEGORIES else _escape(ch)
+        for ch in text
     )
 
 

@@ -1,7 +1,5 @@
-"""``memmy-kb recall "question"`` for people, ``memmy-kb hook AGENT`` for the agents, ``hook install``.
-
-Imports stay inside the commands: the hook runs before every agent turn and must start fast.
-"""
+"""``memmy-kb recall`` for people, and the agents' commands: ``hook AGENT``, ``hook install`` (and
+``--mcp``), ``hook status`` and ``mcp``; each imports what it runs only when it runs."""
 
 from __future__ import annotations
 
@@ -12,7 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memmy_kb_client.terminal import one_line, printable
+from memmy_kb_client.cli.terminal import one_line, printable
+from memmy_kb_client.recall_contract import MAX_RECALL_LIMIT
 
 
 def _kb_text(kb: dict[str, Any], owner: Any) -> str:
@@ -86,7 +85,7 @@ def _recall(args: argparse.Namespace) -> int:
 
 
 def _hook(args: argparse.Namespace) -> int:
-    from memmy_kb_client.hook import main
+    from memmy_kb_client.agents.hook import main
 
     return main(args.agent)
 
@@ -94,8 +93,8 @@ def _hook(args: argparse.Namespace) -> int:
 def _hook_install(args: argparse.Namespace) -> int:
     if args.mcp:
         return _mcp_install(args)
-    from memmy_kb_client.hook_install import SettingsError, apply
-    from memmy_kb_client.hook_status import install_message
+    from memmy_kb_client.agents.hook_install import SettingsError, apply
+    from memmy_kb_client.agents.hook_status import install_message
 
     try:
         change = apply(args.agent, project=args.project, uninstall=args.uninstall)
@@ -117,10 +116,10 @@ def _hook_install(args: argparse.Namespace) -> int:
 
 
 def _mcp_install(args: argparse.Namespace) -> int:
-    from memmy_kb_client.desktop.commands import desktop_state
+    from memmy_kb_client.agents.hook_install import SettingsError
+    from memmy_kb_client.agents.mcp_install import agent_steps, apply
     from memmy_kb_client.desktop.paths import desktop_dir
-    from memmy_kb_client.hook_install import SettingsError
-    from memmy_kb_client.mcp_install import agent_steps, apply
+    from memmy_kb_client.desktop.status_text import service_state
 
     try:
         change = apply(args.agent, project=args.project, uninstall=args.uninstall)
@@ -144,7 +143,7 @@ def _mcp_install(args: argparse.Namespace) -> int:
         print(printable(f"removed the memmy-kb MCP server from {change.path}"))
         return 0
     print(printable(f"registered the memmy-kb MCP server (memmy-kb mcp) in {change.path}"))
-    service = desktop_state(desktop_dir(os.environ))[1]
+    service = service_state(desktop_dir(os.environ))[1]
     ready = service.replace("the hook is ready", "memmy-kb mcp is ready")
     for line in [ready, *agent_steps(args.agent, args.project)]:
         print(printable(line))
@@ -152,13 +151,13 @@ def _mcp_install(args: argparse.Namespace) -> int:
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    from memmy_kb_client.mcp_server import main
+    from memmy_kb_client.agents.mcp_server import main
 
     return main()
 
 
 def _hook_status(args: argparse.Namespace) -> int:
-    from memmy_kb_client.hook_status import render_status, status
+    from memmy_kb_client.agents.hook_status import render_status, status
 
     rows = status(os.environ, args.project)
     if args.json:
@@ -175,7 +174,10 @@ def add_recall_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     recall.add_argument("query", help="the question")
     recall.add_argument(
-        "--limit", type=int, default=None, help="at most this many excerpts (1-25; default: the service's)"
+        "--limit",
+        type=int,
+        default=None,
+        help=f"at most this many excerpts (1-{MAX_RECALL_LIMIT}; default: the service's)",
     )
     recall.add_argument("--endpoint", help="API URL (default: $MEMMY_KB_ENDPOINT, saved login, local stack)")
     recall.add_argument("--token", help="login token (default: $MEMMY_KB_TOKEN or the saved login)")

@@ -1,23 +1,7 @@
-"""``memmy-kb mcp``: a Model Context Protocol server on stdio, so an agent can search Memmy when it needs
-to, with its own query, where the hooks push excerpts before each turn.
-
-Two tools, both answered by the local desktop service with the hook token (``mcp_service``):
-
-* ``search_knowledge(query, knowledge_bases?, limit?)``: excerpts from the knowledge bases in the recall
-  scope, each with its title, its knowledge base (and owner, for a share) and its text;
-  ``knowledge_bases`` (names or ids) narrows the search and never widens it;
-* ``list_knowledge_bases()``: the knowledge bases in the recall scope.
-
-Built on the official SDK (``mcp``, the client's ``mcp`` extra), imported only here and only when the
-server starts: the SDK brings pydantic, which no other client command loads. Its low-level ``Server``
-serves the two tools, whose input schemas are written out here and whose arguments ``mcp_arguments``
-checks, strictly and in plain words. In front of the SDK's stdio transport sits a frame filter
-(``mcp_frames``) that reads each line first: a line the SDK would drop unanswered (not JSON, a batch,
-an id it cannot echo, too long or too deep) gets its JSON-RPC error there, so every frame is answered.
-Stdout carries protocol frames only: the SDK's stdio transport points file descriptor 1 at stderr while
-it serves (and the filter points descriptor 0 at the null device), and every log line (method, path and
-status of each service call, each refused frame's code; never a query or an excerpt) goes to stderr.
-"""
+"""``memmy-kb mcp``: the Model Context Protocol server an agent starts to search Memmy itself, its two
+tools (``search_knowledge``, ``list_knowledge_bases``) on the official SDK's low-level server, behind the
+frame filter (``mcp_frames``); the SDK is imported only when it starts (docs/desktop.md, "Agents that
+search")."""
 
 from __future__ import annotations
 
@@ -29,18 +13,16 @@ from contextlib import suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
-from memmy_kb_client.mcp_arguments import list_arguments, search_arguments
-from memmy_kb_client.mcp_frames import claimed_stdin, read_frames
-from memmy_kb_client.mcp_service import (
-    MAX_KNOWLEDGE_BASES,
-    MAX_LIMIT,
-    MAX_QUERY_CHARS,
+from memmy_kb_client.agents.mcp_arguments import list_arguments, search_arguments
+from memmy_kb_client.agents.mcp_frames import claimed_stdin, read_frames
+from memmy_kb_client.agents.mcp_service import (
     LocalService,
     ToolRefused,
     render_knowledge_bases,
     render_search,
     resolve,
 )
+from memmy_kb_client.recall_contract import MAX_QUERY_CHARS, MAX_RECALL_KBS, MAX_RECALL_LIMIT
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -75,13 +57,13 @@ SEARCH_SCHEMA: Final[dict[str, Any]] = {
             "type": "array",
             "items": {"type": "string"},
             "minItems": 1,
-            "maxItems": MAX_KNOWLEDGE_BASES,
+            "maxItems": MAX_RECALL_KBS,
             "description": "Names or ids from list_knowledge_bases; leave out to search them all.",
         },
         "limit": {
             "type": "integer",
             "minimum": 1,
-            "maximum": MAX_LIMIT,
+            "maximum": MAX_RECALL_LIMIT,
             "description": "At most this many excerpts.",
         },
     },

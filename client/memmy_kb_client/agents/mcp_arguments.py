@@ -1,12 +1,5 @@
-"""The arguments of ``memmy-kb mcp``'s two tools, checked strictly and refused in plain words.
-
-The SDK's own checks (a pydantic model of the tool function's signature) took ``true`` for a limit of 1,
-``"3"`` for 3, and answered a missing query with a raw pydantic error and a link to its documentation.
-Here every argument is what the tool's input schema (``mcp_server``) says, or a ``ToolRefused`` whose
-sentence says what was wrong: a string query, a list of strings for ``knowledge_bases``, a whole number
-from 1 to 25 for ``limit`` (``true`` is no number; ``3.0`` is 3, as JSON Schema's ``integer`` has it), and
-no argument the tool does not take (a misspelt ``knowledge_base`` would otherwise search everything).
-"""
+"""The arguments of ``memmy-kb mcp``'s two tools, checked strictly against their input schemas and refused
+in plain words (docs/desktop.md, "Agents that search")."""
 
 from __future__ import annotations
 
@@ -15,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from memmy_kb_client.mcp_service import MAX_LIMIT, MAX_QUERY_CHARS, ToolRefused
+from memmy_kb_client.agents.mcp_service import ToolRefused
+from memmy_kb_client.recall_contract import MAX_QUERY_CHARS, MAX_RECALL_LIMIT
 
 
 @dataclass(frozen=True)
@@ -43,7 +37,7 @@ def _unknown(tool: str, arguments: Mapping[str, Any], known: Sequence[str]) -> N
 
 def search_arguments(arguments: Mapping[str, Any] | None) -> SearchArguments:
     """``search_knowledge``'s arguments, strictly: a string query (cut to ``MAX_QUERY_CHARS``, not
-    empty), a list of strings for ``knowledge_bases``, a whole number from 1 to ``MAX_LIMIT`` for ``limit``
+    empty), a list of strings for ``knowledge_bases``, a whole number from 1 to ``MAX_RECALL_LIMIT`` for ``limit``
     (``true`` is no number, ``3.0`` is 3); ``ToolRefused`` in plain words for anything else."""
     given = arguments or {}
     _unknown("search_knowledge", given, SEARCH_ARGUMENTS)
@@ -62,9 +56,9 @@ def search_arguments(arguments: Mapping[str, Any] | None) -> SearchArguments:
     if isinstance(limit, float) and limit.is_integer():
         limit = int(limit)
     if limit is not None and (
-        not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT
+        not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_RECALL_LIMIT
     ):
-        raise ToolRefused(f"limit must be a whole number from 1 to {MAX_LIMIT}, not {_shown(limit)}.")
+        raise ToolRefused(f"limit must be a whole number from 1 to {MAX_RECALL_LIMIT}, not {_shown(limit)}.")
     return SearchArguments(check_query(query), names, limit)
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memmy_kb_client.terminal import one_line, printable
+from memmy_kb_client.cli.terminal import one_line, printable
 
 _VERBS = {"upload": "upload", "replace": "replace", "delete": "delete", "skip": "skip", "resume": "resume"}
 _DONE = {
@@ -48,7 +48,7 @@ def _progress(index: int, total: int, kind: str, path: str) -> None:
 
 
 def _ask(plan: Any) -> bool:
-    from memmy_kb_client.delete_prompts import confirmed, stdin_is_terminal
+    from memmy_kb_client.cli.delete_prompts import confirmed, stdin_is_terminal
 
     if not stdin_is_terminal():
         return False
@@ -57,13 +57,17 @@ def _ask(plan: Any) -> bool:
 
 
 def sync_folder(args: argparse.Namespace) -> int:
+    import httpx
+
+    from memmy_kb_client.cli.transfer_commands import client_for
     from memmy_kb_client.sdk import MemmyApiError
     from memmy_kb_client.sync.execute import SyncAborted
     from memmy_kb_client.sync.run import open_store, run_pass, store_dir, wait_until_ready
-    from memmy_kb_client.transfer_commands import client_for
 
     root = Path(args.dir)
     store = open_store()
+    ready: dict[str, Any] = {}
+    waiting_failed = None
     try:
         with client_for(args) as client:
             result = run_pass(
@@ -78,11 +82,13 @@ def sync_folder(args: argparse.Namespace) -> int:
                 progress=None if args.json else _progress,
                 ask=None if args.json else _ask,
             )
-            ready = {}
             if args.wait and result.outcome is not None and result.outcome.sent:
-                ready = wait_until_ready(client, args.kb, result.outcome.sent, args.timeout)
-    except (MemmyApiError, SyncAborted, OSError) as err:
-        print(printable(f"error: {err}"), file=sys.stderr)
+                try:
+                    ready = wait_until_ready(client, args.kb, result.outcome.sent, args.timeout)
+                except (MemmyApiError, httpx.HTTPError) as err:  # what the pass did is still told
+                    waiting_failed = f"error while waiting: {_said(err)}"
+    except (MemmyApiError, SyncAborted, OSError, httpx.HTTPError) as err:
+        print(printable(f"error: {_said(err)}"), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("\ninterrupted: what was sent is recorded, and the next pass resumes it", file=sys.stderr)
@@ -93,12 +99,25 @@ def sync_folder(args: argparse.Namespace) -> int:
         print(printable(json.dumps(_as_json(result, ready), ensure_ascii=False, indent=2)))
     else:
         print(printable("\n".join(_result_lines(args, result, ready))))
+    if waiting_failed is not None:
+        print(printable(waiting_failed), file=sys.stderr)
     failed_ready = any(
         e.status == "failed" or (e.replacement or {}).get("status") == "failed" for e in ready.values()
     )
-    if result.stopped:
+    if result.stopped or waiting_failed is not None:
         return 1
     return 1 if (result.outcome and result.outcome.errors) or failed_ready else 0
+
+
+def _said(err: Exception) -> str:
+    """An error as one line: the cloud's refusal, or that it did not answer (an httpx transport error)."""
+    import httpx
+
+    from memmy_kb_client.http_client import TransportError
+
+    if isinstance(err, httpx.HTTPError | ConnectionError | TimeoutError | TransportError):
+        return f"the cloud did not answer ({type(err).__name__}: {err})"
+    return str(err)
 
 
 def _result_lines(args: argparse.Namespace, result: Any, ready: dict[str, Any]) -> list[str]:

@@ -1,9 +1,5 @@
-"""The question a ``rm`` command asks before it deletes: what is deleted, named as people know it (and
-the names ``rm --yes``, ``kb unshare`` and ``kb leave`` print after).
-
-The name is a courtesy: it is looked up cheaply (the KB's record; a file or folder breadth-first in a
-few listings) and the id is shown when it cannot be found; the deletion itself decides what exists.
-"""
+"""The question a ``rm`` command asks before it deletes, naming what goes as people know it, and the names
+``rm --yes``, ``kb unshare`` and ``kb leave`` print after."""
 
 from __future__ import annotations
 
@@ -11,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from memmy_kb_client.terminal import one_line, printable
+from memmy_kb_client.cli.terminal import one_line, printable
 
 # At most this many listings are read to find a file's or folder's name for the confirmation question.
 NAME_LOOKUP_LISTINGS = 10
@@ -65,7 +61,8 @@ def member_label(client: Any, kb_id: str, user_id: str) -> str:
 
 def find_entry(client: Any, kb_id: str, kind: str, entry_id: str) -> dict[str, Any] | None:
     """The file or folder (``kind`` "files" or "folders") with ``entry_id``, looked up breadth-first from
-    the root in at most NAME_LOOKUP_LISTINGS listings; None when not found that cheaply."""
+    the root in at most NAME_LOOKUP_LISTINGS listings; None when not found that cheaply. The name is a
+    courtesy (the id is shown instead): the deletion itself decides what exists."""
     from memmy_kb_client.sdk import MemmyApiError
 
     pending: list[str | None] = [None]

@@ -1,28 +1,10 @@
-"""What ``memmy-kb mcp`` asks of the local desktop service, with the hook token only, and how it answers.
-
-The MCP server (``mcp_server``) holds no cloud credential and reads none: like the hooks it reads
-``$MEMMY_KB_HOME/desktop/hook-token`` and the port in ``service.json`` (``desktop/paths.py``), on every
-call, so a restarted service or a rotated token is picked up. Before the token or a query goes out, the
-listener proves it holds the hook token (``GET /proof``, ``desktop/proof.py``). It uses two hook-token
-routes of the service:
-
-* ``GET /hook/knowledge-bases`` -> ``{"knowledge_bases": [{"id", "name", "owned", "owner"}]}``: the
-  knowledge bases in the caller's recall scope (``owner`` is ``{"name", "contact"}`` for a share, else
-  null);
-* ``POST /hook/search`` ``{"query", "knowledge_base_ids"?, "limit"?}`` -> ``{"excerpts": [{"title",
-  "text", "knowledge_base": {"id", "name"}, "owner", "knowledge_bases"}], "partial", "cloud"}``
-  (``knowledge_bases``, each ``{"id", "name", "owner"}``, when the excerpt comes from a group of KBs
-  searched together).
-
-Names given by the agent become ids here, against the first route: a name outside the recall scope is an
-error naming it, a name two knowledge bases share is an error asking for the id, and nothing the agent
-passes can widen the scope (the tools' arguments are checked before, in ``mcp_arguments``). Every
-failure is a ``ToolRefused`` whose message tells the agent (and the person reading along) what happened
-and what to run. Nothing here imports the MCP SDK.
-"""
+"""What ``memmy-kb mcp`` asks of the local service with the hook token (the scope, a search), the names
+the agent gives turned into ids inside the recall scope, and the answers as the agent reads them; every
+failure a ``ToolRefused`` saying what to do (docs/desktop.md, "Agents that search")."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import secrets
@@ -31,17 +13,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-import httpx
-
-from memmy_kb_client.desktop import paths, proof
-from memmy_kb_client.mcp_connection import ConnectionClosed, ProvenConnection
-from memmy_kb_client.mcp_frames import replace_lone_surrogates
+from memmy_kb_client.agents.mcp_frames import replace_lone_surrogates
+from memmy_kb_client.desktop import paths
+from memmy_kb_client.desktop.proven import ConnectTo, NotProven, ProvenConnection
+from memmy_kb_client.http_client import read_error
+from memmy_kb_client.recall_contract import MAX_RECALL_KBS
 
 KNOWLEDGE_BASES_PATH: Final = "/hook/knowledge-bases"
 SEARCH_PATH: Final = "/hook/search"
-MAX_QUERY_CHARS: Final = 4000  # what the service takes, as for the hooks
-MAX_LIMIT: Final = 25  # the cloud's recall limit
-MAX_KNOWLEDGE_BASES: Final = 50  # the ids a search may name (the service's and the cloud's cap)
 # The service waits up to 3.5 s for the cloud; an agent that asked can wait longer than a hook can.
 TIMEOUT_SECONDS: Final = 15.0
 
@@ -58,6 +37,7 @@ CLOUD_SENTENCES: Final = {
     "expired": "The Memmy desktop service's login has expired: run `memmy-kb desktop login`.",
     "unauthorized": "The Memmy cloud refused the desktop service's login: run `memmy-kb desktop login` again.",
     "unreachable": "The Memmy desktop service could not reach the Memmy cloud; try again later.",
+    "timeout": "The Memmy cloud did not answer in time; try again later.",
     "cloud_error": "The Memmy cloud failed to answer; try again later.",
     "bad_reply": "The Memmy cloud failed to answer; try again later.",
 }
@@ -105,20 +85,17 @@ def _owner(value: Any) -> dict[str, str | None] | None:
 
 
 class LocalService:
-    """The desktop service of ``env``'s ``MEMMY_KB_HOME``, asked with its hook token."""
+    """The desktop service of ``env``'s ``MEMMY_KB_HOME``, asked with its hook token on a connection the
+    service proves itself on first (``desktop.proven``); each call runs on a worker thread."""
 
     def __init__(
-        self,
-        env: Mapping[str, str],
-        *,
-        timeout: float = TIMEOUT_SECONDS,
-        transport: httpx.AsyncBaseTransport | None = None,
+        self, env: Mapping[str, str], *, timeout: float = TIMEOUT_SECONDS, connect: ConnectTo | None = None
     ) -> None:
         self.state_dir = paths.desktop_dir(env)
         self.timeout = timeout
-        self.transport = transport  # tests hand in httpx.MockTransport
+        self.connect = connect  # tests hand in connections that answer in-process
 
-    def _where(self) -> tuple[str, int, str]:
+    def _where(self) -> tuple[int, str]:
         token = paths.read_token(self.state_dir, paths.HOOK_TOKEN_FILE)
         recorded = paths.read_service(self.state_dir)
         if token is None or recorded is None:
@@ -127,70 +104,55 @@ class LocalService:
                 "hook-token there). Start it with `memmy-kb desktop serve` and log it in with "
                 "`memmy-kb desktop login`, under the same MEMMY_KB_HOME as this MCP server."
             )
-        port = int(str(recorded["port"]))
-        return f"http://127.0.0.1:{port}", port, token
-
-    async def _prove(self, client: httpx.AsyncClient, port: int, token: str) -> None:
-        """The listener proves it holds the hook token (``desktop.proof``) before the token or the
-        query goes out; ``ToolRefused`` (nothing sent) when it does not."""
-        nonce = proof.new_nonce()
-        try:
-            response = await client.get(proof.PATH, params={"for": "hook", "nonce": nonce})
-            offered = response.json().get("proof") if response.status_code == 200 else None
-        except (ValueError, AttributeError):
-            offered = None
-        if not proof.verified(token, "hook", nonce, port, offered):
-            sentence = proof.refusal(port, f"it did not prove it holds the hook token of {self.state_dir}")
-            raise ToolRefused(f"The Memmy desktop service cannot be reached safely: {sentence}")
+        return int(str(recorded["port"])), token
 
     async def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         """The service's JSON answer to ``method path``, asked once the listener has proven itself;
         ``ToolRefused`` for anything but a usable one."""
-        url, port, token = self._where()
-        headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
-        # trust_env=False: no proxy from the environment ever sees the hook token. One connection for the
-        # proof and the request (``ProvenConnection``): a new one could reach another listener.
-        transport = self.transport or ProvenConnection(port)
-        async with httpx.AsyncClient(
-            base_url=url, timeout=self.timeout, trust_env=False, transport=transport
-        ) as client:
-            try:
-                await self._prove(client, port, token)
-                response = await client.request(method, path, json=body, headers=headers)
-            except ConnectionClosed as err:
-                sentence = proof.refusal(port, "it closed the connection after the proof")
-                raise ToolRefused(f"The Memmy desktop service cannot be reached safely: {sentence}") from err
-            except httpx.TimeoutException as err:
-                raise ToolRefused(
-                    f"The Memmy desktop service at {url} did not answer within {self.timeout:g} s."
-                ) from err
-            except httpx.HTTPError as err:
-                raise ToolRefused(
-                    f"The Memmy desktop service recorded at {url} is not answering: start it with "
-                    "`memmy-kb desktop serve` (it may have stopped without cleaning up)."
-                ) from err
-        logger.info("%s %s %s", method, path, response.status_code)
+        import anyio
+
+        return await anyio.to_thread.run_sync(self._call, method, path, body)
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
+        port, token = self._where()
+        url = f"http://127.0.0.1:{port}"
+        connection = ProvenConnection(port, token, "hook", timeout=self.timeout, connect=self.connect)
+        try:
+            connection.prove(f"hook token of {self.state_dir}")
+            reply = connection.request(method, path, body)
+        except NotProven as err:
+            raise ToolRefused(f"The Memmy desktop service cannot be reached safely: {err}") from err
+        except TimeoutError as err:
+            raise ToolRefused(
+                f"The Memmy desktop service at {url} did not answer within {self.timeout:g} s."
+            ) from err
+        except OSError as err:
+            raise ToolRefused(
+                f"The Memmy desktop service recorded at {url} is not answering: start it with "
+                "`memmy-kb desktop serve` (it may have stopped without cleaning up)."
+            ) from err
+        finally:
+            connection.close()
+        logger.info("%s %s %s", method, path, reply.status)
+        return self._answer(url, path, reply.status, reply.data)
+
+    def _answer(self, url: str, path: str, status: int, data: bytes) -> dict[str, Any]:
         try:
             # Lone surrogates (a JSON escape may carry one) would stop the SDK writing the answer out.
-            answer = replace_lone_surrogates(response.json())
+            answer = replace_lone_surrogates(json.loads(data))
         except ValueError:
             answer = None
         if not isinstance(answer, dict):
-            raise ToolRefused(
-                f"The Memmy desktop service at {url} answered {response.status_code} without JSON."
-            )
+            raise ToolRefused(f"The Memmy desktop service at {url} answered {status} without JSON.")
         cloud = answer.get("cloud")
-        if response.status_code == 200 and cloud in (None, "ok"):
+        if status == 200 and cloud in (None, "ok"):
             return answer
-        found = answer.get("error")
-        error: dict[str, Any] = found if isinstance(found, dict) else {}
-        code = str(error.get("code") or "")
-        outcome = cloud if isinstance(cloud, str) and cloud != "ok" else _ERROR_CODES.get(code)
+        error = read_error(status, data)
+        outcome = cloud if isinstance(cloud, str) and cloud != "ok" else _ERROR_CODES.get(error.code)
         if outcome is not None:
             raise ToolRefused(CLOUD_SENTENCES.get(outcome, f"The Memmy cloud answered {outcome!r}."))
-        raise ToolRefused(
-            self._refusal(url, path, response.status_code, code, str(error.get("message") or ""))
-        )
+        code = "" if error.code == "http_error" else error.code
+        raise ToolRefused(self._refusal(url, path, status, code, error.message))
 
     def _refusal(self, url: str, path: str, status: int, code: str, message: str) -> str:
         token_file = f"{self.state_dir}/{paths.HOOK_TOKEN_FILE}"
@@ -305,9 +267,9 @@ def resolve(requested: Sequence[str], scope: Sequence[KnowledgeBase]) -> list[st
             f"Not a knowledge base in your recall: {names}. You can search only these: {available}. "
             "(A knowledge base takes part while its Recall switch is on, in `memmy-kb desktop open`.)"
         )
-    if len(ids) > MAX_KNOWLEDGE_BASES:
+    if len(ids) > MAX_RECALL_KBS:
         raise ToolRefused(
-            f"knowledge_bases names {len(ids)} knowledge bases; a search takes at most {MAX_KNOWLEDGE_BASES}: "
+            f"knowledge_bases names {len(ids)} knowledge bases; a search takes at most {MAX_RECALL_KBS}: "
             "leave it out to search every knowledge base in your recall."
         )
     return ids

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from memmy_kb_client.terminal import one_line
+from memmy_kb_client.cli.terminal import one_line
 
 
 def kb_line(kb: dict[str, Any]) -> str:
@@ -41,7 +41,9 @@ def render_listing(listing: dict[str, Any]) -> str:
     for f in listing["files"]:
         reason = f"  ({one_line(f['reason'])})" if f.get("reason") else ""
         version = f"v{f['version']}" if f.get("version") else "-"
-        lines.append(f"{f['status']:<10}  {f['id']}  {version:<4}  {one_line(f['name'])}{reason}{_replacement(f)}")
+        lines.append(
+            f"{f['status']:<10}  {f['id']}  {version:<4}  {one_line(f['name'])}{reason}{_replacement(f)}"
+        )
     if listing.get("refresh_after_seconds"):
         lines.append(f"(still processing: look again in {listing['refresh_after_seconds']} s)")
     return "\n".join(lines) or "(empty)"

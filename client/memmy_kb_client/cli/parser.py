@@ -1,11 +1,4 @@
-"""The argument parser both commands use (``memmy-kb`` and ``memmy-local``): every ``--help`` shows each
-option's default.
-
-``argparse.ArgumentDefaultsHelpFormatter`` would also print ``(default: None)`` and ``(default: False)``
-for options that have none and for flags; this one adds ``(default: X)`` only where there is a value to
-show and the help text does not already say its default in words (``default: the root``). The parser
-class is what ``add_subparsers`` gives every subcommand, so the formatter reaches them all.
-"""
+"""The argument parser of ``memmy-kb`` and ``memmy-local``: every ``--help`` shows each option's default."""
 
 from __future__ import annotations
 
@@ -14,7 +7,10 @@ from typing import Any
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
-    """Help text plus ``(default: X)`` for an option (or optional positional) with a real default."""
+    """Help text plus ``(default: X)`` for an option (or optional positional) with a real default: never
+    ``(default: None)`` or ``(default: False)`` as ``argparse.ArgumentDefaultsHelpFormatter`` prints, nor
+    for a help text that says its default in words. ``add_subparsers`` gives every subcommand the parser
+    class, so this formatter reaches them all."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""

@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from memmy_kb_client.terminal import printable
+from memmy_kb_client.cli.terminal import one_line, printable
 
 # The desktop commands' way to the service: one control request, its answer or None (the error printed).
 Control = Callable[..., "dict[str, Any] | None"]
@@ -34,7 +34,8 @@ def _links(args: argparse.Namespace, control: Control) -> int:
 
 
 def link_lines(links: list[dict[str, Any]]) -> list[str]:
-    """One line per linked folder: its KB, its state, its last pass or what holds it."""
+    """One line per linked folder: its KB, its state, its last pass or what holds it. A folder's or a
+    file's name (in an error) is shown on its line (``one_line``): a line break in it starts no line."""
     import time
 
     lines = []
@@ -48,7 +49,8 @@ def link_lines(links: list[dict[str, Any]]) -> list[str]:
         when = f", last pass {time.strftime('%H:%M:%S', time.localtime(last))}" if last else ""
         counts = (link.get("last") or {}).get("counts") or {}
         did = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
-        lines.append(f"{link.get('dir')} -> {link.get('kb_id')}: {state}{when}{f' ({did})' if did else ''}")
+        line = f"{link.get('dir')} -> {link.get('kb_id')}: {state}{when}{f' ({did})' if did else ''}"
+        lines.append(one_line(line))
     return lines
 
 

@@ -1,23 +1,6 @@
-"""``memmy-kb hook install claude-code|codex|gemini [--project DIR] [--uninstall]``.
-
-Merges our one hook entry into the agent's settings file, or takes it out, keeping every other hook and
-setting as it was:
-
-* Claude Code: ``~/.claude/settings.json`` (``$CLAUDE_CONFIG_DIR`` if set) or ``DIR/.claude/settings.json``,
-  ``hooks.UserPromptSubmit[].hooks[] = {type: command, command, timeout (seconds)}``;
-* Codex CLI: ``~/.codex/hooks.json`` (``$CODEX_HOME`` if set) or ``DIR/.codex/hooks.json``, the same
-  shape under ``hooks.UserPromptSubmit``, with a ``statusMessage``;
-* Gemini CLI: ``~/.gemini/settings.json`` or ``DIR/.gemini/settings.json``,
-  ``hooks.BeforeAgent[].hooks[] = {name, type: command, command, timeout (milliseconds), description}``.
-
-Our entry is the handler whose command runs ``memmy-kb hook AGENT`` (any path to it). Installing again
-replaces it in place (the path may have moved) and changes nothing else; uninstalling removes it, and the
-group, event list and ``hooks`` object only when it leaves them empty. The file is written back in the
-style it was read in (indent, final newline, ASCII escapes), so an install and an uninstall leave a
-serializer-formatted file byte-identical. A file that is not plain JSON (comments, trailing commas) is
-left alone, with the entry to add by hand. The command is the absolute path of this ``memmy-kb``, behind
-``env MEMMY_KB_HOME=...`` when the state directory in effect is not the default one.
-"""
+"""``memmy-kb hook install AGENT [--project DIR] [--uninstall]``: our one hook entry merged into (or taken
+out of) the agent's settings file, every other hook and setting kept, the file written back in its own
+style (docs/desktop.md, "memmy-kb hook install")."""
 
 from __future__ import annotations
 
@@ -33,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memmy_kb_client.agents.settings_file import SettingsError as SettingsError
+from memmy_kb_client.agents.settings_file import editing, followed, read_settings, write_settings
 from memmy_kb_client.desktop.paths import HOME_ENV, memmy_home
-from memmy_kb_client.settings_file import SettingsError as SettingsError
-from memmy_kb_client.settings_file import editing, followed, read_settings, write_settings
 
 # The hook's own deadline is 4 s; the agent's is an outer guard only.
 AGENT_TIMEOUT_SECONDS = 10

@@ -1,28 +1,6 @@
-"""Agent hooks: the turn's excerpts from the user's knowledge bases, asked of the local service.
-
-``memmy-kb hook claude-code|codex|gemini`` runs before every agent turn:
-
-* Claude Code, ``UserPromptSubmit``: the event is JSON on stdin (``prompt``, ``session_id``, ``cwd``,
-  ``hook_event_name``...); what the hook prints on stdout, exiting 0, is added to the turn as plain text.
-* Codex CLI, ``UserPromptSubmit`` in ``hooks.json``: the same event shape; plain stdout (anything that
-  does not look like JSON) becomes context for the turn.
-* Gemini CLI, ``BeforeAgent``: the event carries ``prompt``; stdout must be JSON only, and
-  ``hookSpecificOutput.additionalContext`` is appended to the turn's prompt.
-
-The hook holds no cloud credential and reads none: not ``~/.memmy-kb/config.json``, not
-``MEMMY_KB_TOKEN`` or ``MEMMY_KB_ENDPOINT``. It reads the hook token and the service's port from
-``$MEMMY_KB_HOME/desktop/`` and asks the local service on 127.0.0.1, which holds the cloud login and
-cuts the block to the agent's inline limit (``desktop/block.py``). The listener on that port first proves
-that it holds the hook token (``desktop/proof.py``), so a program that took the port of a stopped service
-gets neither the token nor the prompt; one that can write ``desktop/`` holds the token already.
-
-A hook must never get in the way of a turn: on any failure (no service, no token, 401/403, a slow cloud,
-unreadable stdin) it prints nothing and exits 0 within its deadline. So that a silent run can still be
-seen, it records when it last ran and the outcome in ``$MEMMY_KB_HOME/desktop/hook-last-AGENT.json``
-(``memmy-kb hook status`` shows it). It runs before every turn, so it
-imports only ``os``, ``json``, ``socket``, ``threading`` and ``hmac`` (raw HTTP/1.1 to our own service:
-no ``http.client``, which drags ``ssl`` and ``email`` in).
-"""
+"""Agent hooks: ``memmy-kb hook claude-code|codex|gemini`` reads the agent's event on stdin and prints
+the turn's block, asked of the local service with the hook token on a raw socket (docs/desktop.md, "The
+hooks"). Run before every turn, it loads as little as it can and never gets in a turn's way."""
 
 from __future__ import annotations
 
@@ -33,6 +11,7 @@ import threading
 import time
 
 from memmy_kb_client.desktop import paths, proof
+from memmy_kb_client.recall_contract import MAX_QUERY_CHARS
 
 # typing is not imported at run time (it costs the hook milliseconds); mypy reads TYPE_CHECKING as True.
 TYPE_CHECKING = False
@@ -45,8 +24,6 @@ TIMEOUT_ENV = "MEMMY_KB_HOOK_TIMEOUT_SECONDS"
 # search still reaches the turn, and a dead cloud costs a turn little.
 DEFAULT_TIMEOUT_SECONDS = 4.0
 MAX_TIMEOUT_SECONDS = 30.0
-# The service takes queries of up to 4000 characters; a longer prompt is searched by its beginning.
-MAX_QUERY_CHARS = 4000
 MAX_STDIN_BYTES = 4 * 1024 * 1024
 MAX_REPLY_BYTES = 1024 * 1024
 RECALL_PATH = "/hook/recall"
@@ -112,6 +89,8 @@ def _read_reply(sock: socket.socket, deadline: float) -> tuple[int, bytes]:
             raise ValueError("reply too large")
 
 
+# Raw HTTP/1.1 to our own service on 127.0.0.1: ``http.client`` would bring ``ssl`` and ``email`` into
+# every turn's start (docs/desktop.md, "Measured").
 def _post(port: int, token: str, body: bytes, deadline: float) -> tuple[int, bytes]:
     """``POST /hook/recall`` to 127.0.0.1:``port`` once the listener has proven it holds ``token``
     (``desktop.proof``), on the same connection; the status and the body. Raises on any failure, and
@@ -152,52 +131,38 @@ _CLOUD_OUTCOMES = {
     "expired": "login_expired",
     "unauthorized": "login_refused",
     "unreachable": "cloud_unreachable",
+    "timeout": "cloud_timeout",
     "cloud_error": "cloud_error",
     "bad_reply": "cloud_error",
     "skipped": "skipped",
 }
 
 
-def recall_outcome(prompt: str, agent: str, env: Mapping[str, str], deadline: float) -> tuple[str, str]:
-    """The block for ``prompt`` from the local service, cut for ``agent`` ("" when there is none), and
-    the outcome to record: ``ok``, ``empty``, ``skipped`` (nothing to search), ``no_service``,
-    ``not_the_service`` (the listener did not prove itself: nothing sent), ``refused``, ``service_error``, or what
-    the service says of the cloud (``logged_out``, ``login_expired``, ``cloud_unreachable``...)."""
+def recall_outcome(prompt: str, agent: str, env: Mapping[str, str], deadline: float) -> tuple[str, str, int]:
+    """The block for ``prompt`` from the local service, built for ``agent`` ("" when there is none), the
+    outcome to record and how many excerpts the block holds. The outcome: ``ok``, ``empty``, ``skipped``
+    (nothing to search), ``no_service``, ``not_the_service`` (the listener did not prove itself: nothing
+    sent), ``refused``, ``service_error``, or what the service says of the cloud (``logged_out``...)."""
     state_dir = paths.desktop_dir(env)
     token = paths.read_token(state_dir, paths.HOOK_TOKEN_FILE)
     recorded = paths.read_service(state_dir)
     if token is None or recorded is None:
-        return "", "no_service"
+        return "", "no_service", 0
     body = json.dumps({"query": prompt, "agent": agent}).encode("utf-8")
     try:
         status, payload = _post(int(str(recorded["port"])), token, body, deadline)
     except NotTheService:
-        return "", "not_the_service"
+        return "", "not_the_service", 0
     if status != 200:
-        return "", "refused" if status in (401, 403) else "service_error"
+        return "", "refused" if status in (401, 403) else "service_error", 0
     reply = json.loads(payload)
     if not isinstance(reply, dict):
-        return "", "service_error"
-    context = reply.get("context")
+        return "", "service_error", 0
+    context, excerpts = reply.get("context"), reply.get("excerpts")
     if isinstance(context, str) and context.strip():
-        return context, "ok"
+        return context, "ok", excerpts if isinstance(excerpts, int) and not isinstance(excerpts, bool) else 0
     cloud = reply.get("cloud")
-    return "", _CLOUD_OUTCOMES.get(cloud, "empty") if isinstance(cloud, str) else "empty"
-
-
-def recall_context(prompt: str, agent: str, env: Mapping[str, str], deadline: float) -> str:
-    """The block for ``prompt`` from the local service, cut for ``agent``; "" when there is none."""
-    return recall_outcome(prompt, agent, env, deadline)[0]
-
-
-def count_excerpts(context: str) -> int:
-    """How many excerpt sections the block holds: lines opening ``<excerpt-BOUNDARY n="k">`` (the
-    preface names the tags too, but not in that form)."""
-    start = context.find("<excerpt-")
-    if start < 0:
-        return 0
-    opening = f'<excerpt-{context[start + 9 : start + 25]} n="'
-    return context.count("\n" + opening) + context.startswith(opening)
+    return "", _CLOUD_OUTCOMES.get(cloud, "empty") if isinstance(cloud, str) else "empty", 0
 
 
 def record_run(agent: str, env: Mapping[str, str], outcome: str, excerpts: int, elapsed: float) -> None:
@@ -230,38 +195,40 @@ def render(agent: str, context: str) -> bytes:
 def run(agent: str, stdin: BinaryIO, stdout: BinaryIO, env: Mapping[str, str]) -> int:
     """Read ``agent``'s event from ``stdin``, write its excerpts to ``stdout``; always returns 0.
 
-    ``stdin`` and ``stdout`` are binary streams (``sys.stdin.buffer``, ``sys.stdout.buffer``).
+    A hook never gets in a turn's way: on any failure (no service, a refused token, a slow cloud, an
+    unreadable event) it prints nothing, within its deadline, and the run record says what happened
+    (``hook status``). ``stdin`` and ``stdout`` are binary streams (``sys.stdin.buffer``...).
     """
     timeout = hook_timeout(env)
     started = time.monotonic()
     deadline = started + timeout
-    found: list[tuple[str, str]] = []
+    found: list[tuple[str, str, int]] = []
 
     def work() -> None:
         # Deliberately broad: whatever goes wrong, the turn goes ahead without excerpts.
         try:
             prompt = prompt_from_event(stdin.read(MAX_STDIN_BYTES), AGENTS[agent])
-            found.append(recall_outcome(prompt, agent, env, deadline) if prompt else ("", "no_prompt"))
+            found.append(recall_outcome(prompt, agent, env, deadline) if prompt else ("", "no_prompt", 0))
         except TimeoutError:
-            found.append(("", "timeout"))
+            found.append(("", "timeout", 0))
         except OSError:
-            found.append(("", "service_unreachable"))
+            found.append(("", "service_unreachable", 0))
         except Exception:
-            found.append(("", "service_error"))
+            found.append(("", "service_error", 0))
 
     # The deadline covers everything, reading stdin included; a worker still stuck in a read or a
     # connection is abandoned (a daemon thread does not hold up the exit).
     worker = threading.Thread(target=work, name="memmy-kb-hook", daemon=True)
     worker.start()
     worker.join(timeout)
-    context, outcome = found[0] if found else ("", "timeout")
+    context, outcome, excerpts = found[0] if found else ("", "timeout", 0)
     if context.strip():
         try:
             stdout.write(render(agent, context))
             stdout.flush()
         except (OSError, ValueError):
             outcome = "output_failed"
-    record_run(agent, env, outcome, count_excerpts(context), time.monotonic() - started)
+    record_run(agent, env, outcome, excerpts, time.monotonic() - started)
     return 0
 
 

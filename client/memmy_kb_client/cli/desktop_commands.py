@@ -8,10 +8,10 @@ import os
 import sys
 from typing import Any
 
-from memmy_kb_client.sync.link_commands import add_link_commands, link_lines
-from memmy_kb_client.terminal import printable
+from memmy_kb_client.cli.link_commands import add_link_commands, link_lines
+from memmy_kb_client.cli.terminal import printable
+from memmy_kb_client.desktop.status_text import describe, login_state
 
-READY_PREFIX = "Memmy desktop service on "
 # How often ``desktop login`` asks the service whether the sign-in is done.
 FLOW_POLL_SECONDS = 1.0
 
@@ -55,31 +55,6 @@ def _serve(args: argparse.Namespace) -> int:
         service.stop()
         print("Memmy desktop service stopped", flush=True)
     return 0
-
-
-def describe(service: Any, home: str | None = None) -> str:
-    """What ``serve`` (and ``memmy-local up``) print once the service listens; the first line is
-    machine-read. ``home``: the service's ``MEMMY_KB_HOME`` when the person's shell may have another
-    (the demo's), so that the commands named carry it."""
-    from memmy_kb_client.desktop.advice import command
-
-    status = service.state.status()
-    login = status["login"]
-    logged = (
-        f"logged in as {login.get('user')}"
-        if login["state"] == "logged_in"
-        else _login_state(login["state"], home)
-    )
-    lines = [
-        f"{READY_PREFIX}{service.url} (cloud: {status['cloud']})",
-        f"  state:  {service.config.state_dir}",
-        f"  login:  {logged} ({status['credential_store']})",
-        f"  hooks:  read {status['hook_token_file']}",
-        f"  page:   `{command('desktop', 'open', home=home)}` (a one-time link to the knowledge-base page)",
-    ]
-    if status.get("warning"):
-        lines.append(f"  note:   {status['warning']}")
-    return "\n".join(lines)
 
 
 def _control(method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any] | None:
@@ -209,63 +184,16 @@ def _minutes(seconds: object) -> str:
     return f"{value} seconds" if value < 120 else f"{value // 60} minutes"
 
 
-_LOGIN_STATES = {
-    "logged_in": "logged in",
-    "logged_out": "logged out: run `{login}`",
-    "expired": "the login has expired: run `{login}`",
-    "rejected": "the cloud refused the login (401): run `{login}` again",
-}
-
-
-def _login_state(state: str, home: str | None = None) -> str:
-    """The login's state in words, naming ``desktop login`` as the person can run it."""
-    from memmy_kb_client.desktop.advice import command
-
-    return _LOGIN_STATES.get(state, state).replace("{login}", command("desktop", "login", home=home))
 _OUTCOMES = {
     "ok": "answered",
     "logged_out": "not asked (logged out)",
     "expired": "not asked (the login has expired)",
     "unauthorized": "refused the login (401)",
     "unreachable": "unreachable",
+    "timeout": "did not answer in time",
     "cloud_error": "failed",
     "bad_reply": "answered something unreadable",
 }
-
-
-def desktop_state(state_dir: str, timeout: float = 3.0) -> tuple[str, str]:
-    """The desktop service as a hook would find it, asked of the running service: ``(state, sentence)``.
-
-    ``state`` is ``ready`` (running and logged in), ``not_running``, ``error``, or the login's state
-    (``logged_out``, ``expired``, ``rejected``); the sentence says what is left to do, if anything.
-    """
-    from memmy_kb_client.desktop.control import ControlError, NotThisService, ServiceUnavailable, call
-
-    try:
-        status = call(state_dir, "GET", "/control/status", timeout=timeout)
-    except NotThisService as err:
-        return "error", f"{str(err)[:1].upper()}{str(err)[1:]}"
-    except ServiceUnavailable:
-        from memmy_kb_client.desktop.advice import command, how_to_start
-
-        return "not_running", (
-            f"No desktop service is running for {state_dir}: {how_to_start(state_dir)}, "
-            f"then `{command('desktop', 'login')}`."
-        )
-    except ControlError as err:
-        from memmy_kb_client.desktop.advice import command
-
-        return (
-            "error",
-            f"The desktop service answered {err.status} {err.code}: see `{command('desktop', 'status')}`.",
-        )
-    login = status.get("login") or {}
-    state = str(login.get("state"))
-    where = f"The desktop service is running at {status.get('service')}"
-    if state == "logged_in":
-        user = f" as {login['user']}" if login.get("user") else ""
-        return "ready", f"{where} and logged in{user}: the hook is ready."
-    return state, f"{where}, but {_login_state(state)}."
 
 
 def _print_status(status: dict[str, Any], as_json: bool) -> int:
@@ -274,7 +202,7 @@ def _print_status(status: dict[str, Any], as_json: bool) -> int:
         return 0
     login = status.get("login") or {}
     state = str(login.get("state"))
-    line = _login_state(state)
+    line = login_state(state)
     if login.get("user"):
         line += f" as {login['user']}" + (f" ({login['name']})" if login.get("name") else "")
     if login.get("expires_at"):

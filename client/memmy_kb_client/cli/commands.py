@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from memmy_kb_client.delete_prompts import (
+from memmy_kb_client.cli.delete_prompts import (
     confirmed,
     file_question,
     folder_question,
@@ -17,9 +17,9 @@ from memmy_kb_client.delete_prompts import (
     member_label,
     stdin_is_terminal,
 )
-from memmy_kb_client.rendering import kb_line, render_list, render_listing, render_members
-from memmy_kb_client.terminal import one_line, printable
-from memmy_kb_client.transfer_commands import add_transfer_commands, client_for
+from memmy_kb_client.cli.rendering import kb_line, render_list, render_listing, render_members
+from memmy_kb_client.cli.terminal import one_line, printable
+from memmy_kb_client.cli.transfer_commands import add_transfer_commands, client_for
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -284,7 +284,10 @@ def _add_folders_group(commands: argparse._SubParsersAction[Parent], common: Par
     mk.add_argument("name")
     mk.add_argument("--parent", help="parent folder id (default: the root)")
     mk.set_defaults(
-        func=_run(lambda c, a: c.create_folder(a.kb, a.name, a.parent), lambda f: f"{f['id']}  {one_line(f['name'])}")
+        func=_run(
+            lambda c, a: c.create_folder(a.kb, a.name, a.parent),
+            lambda f: f"{f['id']}  {one_line(f['name'])}",
+        )
     )
     rename_folder = folders.add_parser("rename", parents=[common], help="rename a folder (owner)")
     rename_folder.add_argument("kb")
@@ -292,7 +295,8 @@ def _add_folders_group(commands: argparse._SubParsersAction[Parent], common: Par
     rename_folder.add_argument("name")
     rename_folder.set_defaults(
         func=_run(
-            lambda c, a: c.update_folder(a.kb, a.folder, name=a.name), lambda f: f"{f['id']}  {one_line(f['name'])}"
+            lambda c, a: c.update_folder(a.kb, a.folder, name=a.name),
+            lambda f: f"{f['id']}  {one_line(f['name'])}",
         )
     )
     move_folder = folders.add_parser("mv", parents=[common], help="move a folder (owner)")

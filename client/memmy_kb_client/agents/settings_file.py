@@ -1,15 +1,6 @@
-"""An agent's settings file as ``hook install`` (``hook_install``) and ``hook install --mcp``
-(``mcp_install``) read, lock and write it.
-
-* Read as UTF-8 bytes: a file in another encoding is refused (``SettingsError``), never rewritten. A
-  byte-order mark and CRLF line endings (every line) are taken off for the edit and put back on the
-  text written, so an edit changes only the lines it means to and a round trip stays byte-identical.
-* Edited under an exclusive ``flock`` of the file's directory, from the read to the rename: two installs
-  at once (the hook and the MCP server share Gemini CLI's ``settings.json``) each see the other's
-  result instead of overwriting it. The agents themselves take no such lock; Windows has no ``flock``.
-* Written atomically: a temporary file beside it, renamed into place. An existing file keeps its mode;
-  a new one gets what the umask allows of 0666, as an editor would make it.
-"""
+"""An agent's settings file as ``hook_install`` and ``mcp_install`` read, lock and write it: UTF-8 only,
+its byte-order mark and CRLF kept, edited under a lock of its directory, written atomically keeping its
+mode (docs/desktop.md, "memmy-kb hook install")."""
 
 from __future__ import annotations
 

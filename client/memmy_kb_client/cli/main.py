@@ -1,10 +1,5 @@
-"""The ``memmy-kb`` command: the user's side (knowledge bases, recall, the desktop service, the hooks).
-
-The local development stack is another command, ``memmy-local`` (``memmy_local.cli``, installed with the
-repository, not with this client); ``memmy-kb dev ...`` forwards to it and imports it only then.
-Imports stay inside the commands. The agent hooks, which run before every turn, do not come through here
-at all: the console script (``entry.py``) sends ``memmy-kb hook AGENT`` straight to ``hook.py``.
-"""
+"""The ``memmy-kb`` argument parser, each command group added by its module; ``memmy-kb dev ...`` forwards to
+the local stack's ``memmy-local`` when it is installed (docs/architecture.md, "Client")."""
 
 from __future__ import annotations
 
@@ -13,11 +8,11 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
-from memmy_kb_client.cli_help import ArgumentParser
-from memmy_kb_client.commands import add_kb_commands
-from memmy_kb_client.desktop.commands import add_desktop_commands
-from memmy_kb_client.recall_commands import add_recall_commands
-from memmy_kb_client.sync.commands import add_sync_command
+from memmy_kb_client.cli.commands import add_kb_commands
+from memmy_kb_client.cli.desktop_commands import add_desktop_commands
+from memmy_kb_client.cli.parser import ArgumentParser
+from memmy_kb_client.cli.recall_commands import add_recall_commands
+from memmy_kb_client.cli.sync_commands import add_sync_command
 
 LOCAL_STACK_HINT = """\
 memmy-kb dev: the local development stack (memmy-local) is not installed here; the memmy-kb client does

@@ -1,0 +1,168 @@
+"""The linked folders' worker (``memmy_kb_client.sync.links``) without a watcher, against an in-memory KB:
+an unlink stops the pass under way, a confirmation lets through only the deletions it was shown, and a
+link that keeps failing is tried again less and less often. (The watcher's tests, with ``watchfiles``,
+are tests/integration/test_sync_links.py.)"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memmy_kb_client.sync.links import LinkError, Links
+from memmy_kb_client.sync.store import SyncStore
+from tests.support.fake_kb import FakeKb
+
+
+@pytest.fixture
+def store() -> Iterator[SyncStore]:
+    opened = SyncStore(":memory:")
+    yield opened
+    opened.close()
+
+
+def folder_of(root: Path, count: int) -> None:
+    root.mkdir()
+    for index in range(count):
+        (root / f"{index}.md").write_text(f"file {index}", encoding="utf-8")
+
+
+def test_unlinking_a_folder_stops_its_pass_under_way(tmp_path: Path, store: SyncStore) -> None:
+    # Given a folder of five files being sent by a link's first pass
+    kb, root = FakeKb(), tmp_path / "docs"
+    folder_of(root, 5)
+
+    def send_then_unlink(ticket: dict[str, Any], path: Path) -> None:
+        kb.send(ticket, path)
+        links.unlink(str(root))  # the user: "not that folder!"
+
+    links = Links(store, tmp_path / "locks", lambda: kb, watch=False, send=send_then_unlink)
+    links.link(str(root), kb.kb_id)
+
+    # When it is unlinked as the first file goes (the worker's pass, run here on the test's thread)
+    links._pass(str(root))
+
+    # Then nothing more is sent
+    assert kb.calls["request_upload"] == 1
+    assert links.shown() == []
+
+
+def synced_link(tmp_path: Path, store: SyncStore, count: int) -> tuple[FakeKb, Path, Links]:
+    """A link whose folder of ``count`` files is in the KB and recorded (the worker's passes run here)."""
+    kb, root = FakeKb(), tmp_path / "docs"
+    folder_of(root, count)
+    links = Links(store, tmp_path / "locks", lambda: kb, watch=False, send=kb.send)
+    links.link(str(root), kb.kb_id)
+    links._pass(str(root))
+    kb.ingest()
+    links._pass(str(root))  # records the files the uploads became
+    return kb, root, links
+
+
+def test_a_confirmation_lets_through_only_the_deletions_it_was_shown(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    # Given a link paused because three of its eight files were deleted
+    kb, root, links = synced_link(tmp_path, store, 8)
+    for index in range(3):
+        (root / f"{index}.md").unlink()
+    links._pass(str(root))
+    [shown] = links.shown()
+    assert (shown["state"], shown["paused"]) == (
+        "paused",
+        "it would delete 3 of the 8 files this folder's sync brought in",
+    )
+
+    # When, before the confirmed pass runs, the folder is emptied (its disk unmounted, the mount point left)
+    for index in range(3, 8):
+        (root / f"{index}.md").unlink()
+    assert links.confirm(str(root))
+    links._pass(str(root))
+
+    # Then nothing is deleted: the pass pauses again with the new reason
+    [shown] = links.shown()
+    assert (shown["state"], shown["paused"]) == ("paused", "the folder is empty")
+    assert len(kb.files) == 8
+
+    # And a confirmation of that deletes them
+    assert links.confirm(str(root))
+    links._pass(str(root))
+    assert (links.shown()[0]["paused"], kb.files) == (None, {})
+
+
+def test_a_confirmation_deletes_what_it_was_shown(tmp_path: Path, store: SyncStore) -> None:
+    kb, root, links = synced_link(tmp_path, store, 4)
+    for index in range(2):
+        (root / f"{index}.md").unlink()
+    links._pass(str(root))
+    assert links.shown()[0]["state"] == "paused"
+    assert links.confirm(str(root))
+    links._pass(str(root))
+    assert sorted(kb.paths()) == ["2.md", "3.md"]
+    assert links.shown()[0]["paused"] is None
+
+
+def test_a_link_that_keeps_failing_is_tried_again_less_and_less_often(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    # Given a link whose file the KB has no room for (each pass reads the KB whole and fails)
+    kb, root = FakeKb(), tmp_path / "docs"
+    folder_of(root, 1)
+    kb.refuse["0.md"] = (409, "kb_file_limit_reached", "A knowledge base can hold at most 1000 files.")
+    links = Links(
+        store, tmp_path / "locks", lambda: kb, watch=False, send=kb.send, retry_seconds=30, rescan_seconds=600
+    )
+    links.link(str(root), kb.kb_id)
+    link = links._links[str(root)]
+
+    # When its passes fail one after another (each taken by the worker when due)
+    delays = []
+    for _ in range(7):
+        link.due = None
+        links._pass(str(root))
+        assert link.due is not None
+        delays.append(round(link.due - time.monotonic(), -1))
+
+    # Then each wait is twice the one before, up to the ten minutes of a rescan; a pass that works resets it
+    assert delays == [30, 60, 120, 240, 480, 600, 600]
+    del kb.refuse["0.md"]
+    link.due = None
+    links._pass(str(root))
+    assert links.shown()[0]["error"] is None
+    assert (link.due, link.failures, links.shown()[0]["state"]) == (None, 0, "idle")
+
+
+def test_memmy_kbs_own_state_directory_cannot_be_linked(
+    tmp_path: Path, store: SyncStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, kb = tmp_path / "memmy", FakeKb()
+    (home / "desktop-private").mkdir(parents=True)
+    monkeypatch.setenv("MEMMY_KB_HOME", str(home))
+    links = Links(store, tmp_path / "locks", lambda: kb, watch=False, send=kb.send)
+    with pytest.raises(LinkError, match="own state directory"):
+        links.link(str(home / "desktop-private"), kb.kb_id)
+    assert store.links() == []
+
+
+def test_two_links_of_one_folder_at_once_leave_one_kb(tmp_path: Path, store: SyncStore) -> None:
+    # Given a link of docs to kb_1 whose check with the cloud is slow, and meanwhile a link of docs to kb_2
+    kb, root = FakeKb(), tmp_path / "docs"
+    folder_of(root, 1)
+    asked = kb.get_knowledge_base
+
+    def meanwhile(kb_id: str) -> dict[str, Any]:
+        if kb_id == "kb_1":
+            links.link(str(root), "kb_2")
+        return asked(kb_id)
+
+    kb.get_knowledge_base = meanwhile  # type: ignore[method-assign]
+    links = Links(store, tmp_path / "locks", lambda: kb, watch=False, send=kb.send)
+
+    # Then the later answer is refused, and the store and the running link agree on the KB
+    with pytest.raises(LinkError, match="linked to kb_2 already"):
+        links.link(str(root), "kb_1")
+    assert store.links() == [(str(root), "kb_2")]
+    assert [link["kb_id"] for link in links.shown()] == ["kb_2"]
