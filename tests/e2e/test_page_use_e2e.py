@@ -19,6 +19,7 @@ import pytest
 from tests.e2e.page_browser import PageUser, chromium, new_page, start_user
 from tests.e2e.test_page_e2e import PROCESSING_MS, file_row, kb_item, md
 from tests.e2e.test_seed_story_e2e import PRODUCT_INTRO
+from tests.support.polling import wait_until
 from tests.support.stage import Stage, StageUser
 
 pytestmark = pytest.mark.e2e
@@ -150,7 +151,21 @@ def test_a_new_user_learns_what_a_knowledge_base_is_and_starts_one(browser, newc
     context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
     context.on("response", lambda r: failures.append(f"{r.status} {r.url}") if r.status >= 400 else None)
     page = context.new_page()
+    held: list[Any] = []
+
+    def hold_the_lists(route: Any) -> None:
+        held.append(route) if route.request.method == "GET" else route.continue_()
+
+    page.route("**/api/knowledge-bases", hold_the_lists)
     page.goto(newcomer.open_url("en"))
+
+    # Until the lists are known, no button offers to start a KB: for a newcomer it is the welcome's, and
+    # one shown before would vanish under the pointer
+    expect(page.get_by_role("heading", name="My knowledge bases")).to_be_visible()
+    wait_until(lambda: held, timeout=10, sleep=lambda s: page.wait_for_timeout(s * 1000), message="no lists asked")
+    expect(page.get_by_role("button", name="New knowledge base")).to_have_count(0)
+    held[0].continue_()
+    page.unroute("**/api/knowledge-bases")
 
     # The first screen says what a knowledge base is and offers to start one (the only such button)
     welcome = page.get_by_role("region", name="What is a knowledge base?")

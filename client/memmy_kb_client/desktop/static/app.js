@@ -421,6 +421,7 @@ function renderLists() {
   $("mine").replaceChildren(...(mine.length ? mine.map(kbItem) : [el("li", { class: "muted", text: t("noKbs") })]));
   $("shared").replaceChildren(...(shared.length ? shared.map(kbItem) : [el("li", { class: "muted", text: t("noShared") })]));
   // A new user: what a knowledge base is, and the one button that starts one, where the open KB would be.
+  // Neither button shows before the lists are known (index.html), so none moves once it can be clicked.
   const none = state.kbs.length === 0;
   $("welcome").hidden = !none || Boolean(state.kb);
   $("new-kb").hidden = none;
