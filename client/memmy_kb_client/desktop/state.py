@@ -36,7 +36,7 @@ CONTROL_TOKEN_PREFIX: Final = "mkc_"  # noqa: S105 - a prefix, not a secret
 # After a refresh that failed (provider unreachable, an error other than invalid_grant), the next try waits.
 REFRESH_RETRY_SECONDS: Final = 5.0
 SIGN_IN_ENDED: Final = (
-    "the sign-in has ended (the provider refused to refresh it): run `memmy-kb desktop login`"
+    "the sign-in has ended (the provider refused to refresh it): run `{login}`"
 )
 
 
@@ -146,7 +146,7 @@ class DesktopState:
         if self._remove_older_secrets() and saved is None:
             self.login_note = (
                 f"a login found in {self.state_dir}, where an older version kept it, was removed unread: "
-                "run `memmy-kb desktop login`"
+                f"run `{self.commands()['login']}`"
             )
         self.control_token = _new_token(CONTROL_TOKEN_PREFIX)
         record = ServiceRecord(self.control_token, self.port, os.getpid(), self.url)
@@ -320,7 +320,7 @@ class DesktopState:
             renewed = oidc.refresh(login, now, min(self.config.login_timeout, self.config.cloud_timeout))
         except oidc.ProviderRefused as err:
             if err.code == "invalid_grant":
-                self.clear_login(SIGN_IN_ENDED)
+                self.clear_login(SIGN_IN_ENDED.replace("{login}", self.commands()["login"]))
                 return None, "logged_out"
             return self._refresh_failed(login, now, "expired", f"refreshing the login failed: {err.message}")
         except oidc.ProviderUnreachable as err:
