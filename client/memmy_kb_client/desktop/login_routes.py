@@ -84,7 +84,7 @@ _ENDINGS: Final = {
     },
     "failed": {
         "en": ("Sign-in failed", "The sign-in did not succeed: {why}."),
-        "zh": ("登录失败", "这次登录没有成功：{why}。"),
+        "zh": ("登录失败", "这次登录没有成功（{why}）。"),
     },
 }
 _AFTER: Final = {
