@@ -120,21 +120,20 @@ def test_browser_sign_in_lasts_across_expiries_until_the_provider_revokes_it(sho
     (url,) = re.findall(r"^(http://127\.0\.0\.1:\d+/authorize\?\S+)$", printed, re.MULTILINE)
     assert url.startswith(short_stack.issuer + "/authorize?")
     with chromium() as browser:
-        page = browser.new_page()
-        page.goto(url)
+        # A browser with no page session of the service: the sign-in brings it to the page, signed in
+        page = browser.new_page(locale="en-US")
+        # The provider on another site, as a real one is (localhost and 127.0.0.1 are two sites): its
+        # redirect to the callback is a cross-site navigation, which carries no SameSite=Strict cookie.
+        page.goto(url.replace("http://127.0.0.1:", "http://localhost:", 1))
         sign_in_form(page, user, "Sign-in Person")
-        page.get_by_role("heading", name="Signed in").wait_for()
-        assert "Sign-in Person" in page.content()
+        page.get_by_text("Signed in as Sign-in Person", exact=True).wait_for()
+        assert page.url == f"{desktop.url}/"
+        assert page.get_by_role("button", name="Sign out").is_visible()
+        assert page.get_by_role("heading", name="My knowledge bases").is_visible()
         assert "logged in as " + user in finished(login)
 
         status = status_of(desktop)
         assert (status["login"]["state"], status["login"]["user"]) == ("logged_in", user)
-
-        # The page says who is signed in, and offers Sign out.
-        opened = desktop.cli("open", "--no-browser", "--lang", "en")
-        page.goto(opened.stdout.strip())
-        page.get_by_text("Signed in as Sign-in Person").wait_for()
-        assert page.get_by_role("button", name="Sign out").is_visible()
 
     # The hook answers across three lifetimes of the access token, with nobody signing in again.
     started = time.monotonic()
@@ -171,16 +170,35 @@ def test_browser_sign_in_lasts_across_expiries_until_the_provider_revokes_it(sho
     said = desktop.cli("status")
     assert "memmy-kb desktop login" in said.stdout
 
-    # Logged out, the page offers Sign in: the provider's form, the callback, and back to the page.
+    # Logged out, the page offers Sign in: the provider's form, the callback, and the page again.
     with chromium() as browser:
+        from playwright.sync_api import expect
+
         page = browser.new_page()
         page.goto(desktop.cli("open", "--no-browser", "--lang", "en").stdout.strip())
         page.get_by_role("button", name="Sign in").click()
         sign_in_form(page, user, "Sign-in Person")
-        page.get_by_role("link", name="Back to Memmy / 返回 Memmy").click()
-        page.get_by_text("Signed in as Sign-in Person").wait_for()
+        page.get_by_text("Signed in as Sign-in Person", exact=True).wait_for()
+        assert page.url == f"{desktop.url}/?lang=en"  # in the language the page was in
+
+        # Sign out asks first, saying that the agents' hooks stop too; Escape keeps the sign-in
         page.get_by_role("button", name="Sign out").click()
-        page.get_by_role("button", name="Sign in").wait_for()
+        dialog = page.get_by_role("dialog")
+        expect(dialog).to_contain_text("until you sign in again, your agents' hooks and searches add no excerpts")
+        page.keyboard.press("Escape")
+        expect(dialog).to_be_hidden()
+        expect(page.get_by_role("button", name="Sign out")).to_be_focused()
+        assert status_of(desktop)["login"]["state"] == "logged_in"
+
+        # In Chinese, by keyboard alone: the question in Chinese, Enter on its Sign out
+        page.get_by_role("link", name="中文").click()
+        page.get_by_role("button", name="退出登录").focus()
+        page.keyboard.press("Enter")
+        expect(dialog).to_contain_text("AI 助手的钩子和搜索都不会再附上知识库的摘录")
+        expect(dialog.get_by_role("button", name="退出登录")).to_be_focused()
+        page.keyboard.press("Enter")
+        page.get_by_role("button", name="登录", exact=True).wait_for()
+        expect(page.locator("#notice")).to_contain_text("已退出登录")
     assert status_of(desktop)["login"]["state"] == "logged_out"
 
     # No token, refresh token or code in what the service or the stack logged.

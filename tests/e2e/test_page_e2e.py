@@ -144,6 +144,8 @@ def test_the_seed_story_through_the_page(browser, people, stage):
     expect(shared.get_by_role("switch", name="Recall")).to_be_visible()
     shared.get_by_role("button", name=kb_name, exact=True).click()
     expect(file_row(sales, "MemOS 开源VS商业化.md")).to_contain_text("Available")
+    # The open KB names who shared it, as the list does (not "someone")
+    expect(sales.locator("#kb-readonly")).to_have_text("Read only: 产品经理 shared this knowledge base with you.")
     for owner_only in ("Upload", "Share", "New folder", "Delete", "Rename", "Move"):
         expect(sales.get_by_role("button", name=owner_only, exact=True)).to_have_count(0)
 
@@ -180,7 +182,9 @@ def test_the_seed_story_through_the_page(browser, people, stage):
     expect(sales.get_by_role("button", name=kb_name, exact=True)).to_have_count(0)
     sales.get_by_role("textbox", name="Try a question").fill(QUESTION)
     sales.get_by_role("button", name="Ask").click()
-    expect(answer).to_contain_text("Nothing found in the knowledge bases you recall from.")
+    # No KB left to search: said so, and how to get one, not "nothing matched"
+    expect(answer).to_contain_text("You have no knowledge bases in recall yet: create one")
+    expect(answer).not_to_contain_text("Nothing found")
 
     # Shared again, the reader leaves it
     manager.get_by_role("button", name="Share").click()
@@ -302,12 +306,14 @@ def test_requests_without_the_session_csrf_or_own_origin_are_refused(browser, pe
             attacker.close()
         names = [kb["name"] for kb in local.get("/api/knowledge-bases", headers=own).json()["items"]]
         assert "evil" not in names
-        # The one-time link works once
+        # The one-time link works once: again, in a browser without the session it made, it is refused
         link = owner.open_url()
         assert local.get(link.removeprefix(base)).status_code == 303
+        local.cookies.clear()
         assert local.get(link.removeprefix(base)).status_code == 403
-    # The page is told who is logged in, never the cloud login itself
-    assert set(session) == {"csrf", "login", "user"}
+    # The page is told who is logged in and which commands to name, never the cloud login itself
+    assert set(session) == {"csrf", "login", "user", "commands"}
+    assert set(session["commands"]) <= {"open", "login", "stack"}
 
 
 def test_the_session_cookie_is_httponly_and_strict(browser, people):

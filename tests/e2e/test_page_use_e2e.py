@@ -19,6 +19,7 @@ import pytest
 from tests.e2e.page_browser import PageUser, chromium, new_page, start_user
 from tests.e2e.test_page_e2e import PROCESSING_MS, file_row, kb_item, md
 from tests.e2e.test_seed_story_e2e import PRODUCT_INTRO
+from tests.support.polling import wait_until
 from tests.support.stage import Stage, StageUser
 
 pytestmark = pytest.mark.e2e
@@ -57,6 +58,21 @@ LAYOUT_PROBLEMS = """() => {
   }
   const overflow = document.documentElement.scrollWidth - window.innerWidth;
   if (overflow > 0) problems.push(`${overflow} px wider than the window`);
+  return problems;
+}"""
+
+# The controls of a row that each stand on one line, beside each other: none wrapped under another, none
+# broken over two lines.
+ONE_LINE = """(selector) => {
+  const controls = Array.from(document.querySelector(selector).querySelectorAll("input, button"));
+  const boxes = controls.map((n) => [n, n.getBoundingClientRect()]);
+  const problems = [];
+  const [, first] = boxes[0];
+  for (const [node, box] of boxes) {
+    if (Math.abs(box.top - first.top) > 1) problems.push(`${node.textContent || node.id} wrapped`);
+    const line = parseFloat(getComputedStyle(node).lineHeight) || 20;
+    if (node.tagName === "BUTTON" && box.height > line * 1.5 + 16) problems.push(`${node.textContent} over two lines`);
+  }
   return problems;
 }"""
 
@@ -135,7 +151,21 @@ def test_a_new_user_learns_what_a_knowledge_base_is_and_starts_one(browser, newc
     context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
     context.on("response", lambda r: failures.append(f"{r.status} {r.url}") if r.status >= 400 else None)
     page = context.new_page()
+    held: list[Any] = []
+
+    def hold_the_lists(route: Any) -> None:
+        held.append(route) if route.request.method == "GET" else route.continue_()
+
+    page.route("**/api/knowledge-bases", hold_the_lists)
     page.goto(newcomer.open_url("en"))
+
+    # Until the lists are known, no button offers to start a KB: for a newcomer it is the welcome's, and
+    # one shown before would vanish under the pointer
+    expect(page.get_by_role("heading", name="My knowledge bases")).to_be_visible()
+    wait_until(lambda: held, timeout=10, sleep=lambda s: page.wait_for_timeout(s * 1000), message="no lists asked")
+    expect(page.get_by_role("button", name="New knowledge base")).to_have_count(0)
+    held[0].continue_()
+    page.unroute("**/api/knowledge-bases")
 
     # The first screen says what a knowledge base is and offers to start one (the only such button)
     welcome = page.get_by_role("region", name="What is a knowledge base?")
@@ -150,6 +180,14 @@ def test_a_new_user_learns_what_a_knowledge_base_is_and_starts_one(browser, newc
         assert (answer.status_code, answer.headers["content-type"]) == (200, "image/svg+xml")
         assert answer.text.startswith("<svg")
     assert failures == []
+
+    # Asking with no knowledge base at all: told so, and how to get one (not "nothing matched")
+    page.get_by_role("textbox", name="Try a question").fill("What is our refund policy?")
+    page.get_by_role("button", name="Ask").click()
+    expect(page.locator("#answer")).to_contain_text(
+        "You have no knowledge bases in recall yet: create one and upload files into it, or ask a colleague"
+    )
+    expect(page.locator("#answer")).not_to_contain_text("Searched 0")
 
     # Started by keyboard from the welcome; Escape leaves the name field, Enter creates
     welcome.get_by_role("button", name="New knowledge base").focus()
@@ -176,9 +214,11 @@ def test_uploads_show_progress_failures_read_in_both_languages_and_can_be_dismis
     kb_item(page, "mine", kb_name).get_by_role("button", name=kb_name, exact=True).click()
     page.set_input_files("#file-input", [BAD_PDF, md("MemOS产品介绍.md", LONG_INTRO)])
     size = len(LONG_INTRO.encode("utf-8")) / 1024
-    expect(page.locator("#uploads li").filter(has_text="MemOS产品介绍.md")).to_contain_text(
-        f"100% of {size:.1f} KB"
-    )
+    finished = page.locator("#uploads li").filter(has_text="MemOS产品介绍.md")
+    expect(finished).to_contain_text(f"100% of {size:.1f} KB")
+    expect(finished).to_contain_text("Uploaded")
+    # A finished upload's row goes after a moment: the file is in the list below by then
+    expect(page.locator("#uploads li")).to_have_count(0, timeout=10_000)
     failed = file_row(page, "invoice.pdf")
     expect(failed).to_contain_text("The file is not a valid PDF.", timeout=PROCESSING_MS)
     expect(failed.locator(".reason")).to_have_attribute("data-code", "invalid_pdf")
@@ -211,9 +251,11 @@ def test_layout_share_dialog_focus_and_excerpts_in_both_languages(browser, newco
         page = new_page(browser, newcomer, lang=lang, width=1024)
         kb_item(page, "mine", kb_name).get_by_role("button", name=kb_name, exact=True).click()
         expect(file_row(page, "MemOS产品介绍.md")).to_be_visible()
+        page.locator("#new-kb").click()  # the new-KB form, open in the lists' column
         for width in WIDTHS:
             page.set_viewport_size({"width": width, "height": 900})
             assert page.evaluate(LAYOUT_PROBLEMS) == [], f"{lang} at {width} px"
+            assert page.evaluate(ONE_LINE, "#new-kb-form") == [], f"{lang} at {width} px"
         page.context.close()
 
     page = new_page(browser, newcomer, lang="en", width=1280)
@@ -254,5 +296,52 @@ def test_layout_share_dialog_focus_and_excerpts_in_both_languages(browser, newco
     ]
     assert page.locator("#answer img").count() == 0
     assert page.evaluate("window.__injected") is None
+    assert serious_violations(page) == []
+    page.context.close()
+
+
+def test_switching_the_language_keeps_the_open_kb_and_the_answer(browser, newcomer, newcomers_kb):
+    from playwright.sync_api import expect
+
+    page = new_page(browser, newcomer, lang="en")
+    asked: list[str] = []
+
+    def answer(route: Any) -> None:
+        asked.append(route.request.post_data or "")
+        body = {**RECALLED, "scope_size": 2 if len(asked) > 1 else 1}
+        route.fulfill(status=200, body=json.dumps(body), content_type="application/json")
+
+    page.route("**/api/recall", answer)
+    english, chinese = page.get_by_role("link", name="English"), page.get_by_role("link", name="中文")
+    expect(english).to_have_attribute("aria-current", "true")
+    expect(chinese).not_to_have_attribute("aria-current", "true")
+    kb_item(page, "mine", KB_NAME).get_by_role("button", name=KB_NAME, exact=True).click()
+    page.get_by_role("textbox", name="Try a question").fill("怎么报销？")
+    page.get_by_role("button", name="Ask").click()
+    expect(page.locator("#answer")).to_contain_text("Searched 1 knowledge base")
+    expect(page.locator("#answer")).not_to_contain_text("knowledge bases")
+
+    chinese.click()
+    # The page is in Chinese, marked so, with the same KB open and the same answer, not asked again
+    expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
+    expect(chinese).to_have_attribute("aria-current", "true")
+    expect(english).not_to_have_attribute("aria-current", "true")
+    expect(page.get_by_role("heading", name=KB_NAME, exact=True)).to_be_visible()
+    expect(page.get_by_role("heading", name="试一试提问")).to_be_visible()
+    expect(page.locator("#answer")).to_contain_text("检索了 1 个知识库")
+    expect(page.locator("#answer .excerpt .text")).to_contain_text("1. 打开设置")
+    expect(page.get_by_role("textbox", name="试一个问题")).to_have_value("怎么报销？")
+    expect(page.locator("#answer details summary")).to_have_text("智能体收到的内容")
+    assert "lang=zh" in page.url
+    assert len(asked) == 1
+
+    # Back in English, a second question over two KBs: the plural
+    english.click()
+    page.get_by_role("button", name="Ask").click()
+    expect(page.locator("#answer")).to_contain_text("Searched 2 knowledge bases")
+    expect(page.get_by_role("heading", name=KB_NAME, exact=True)).to_be_visible()
+    # A reload keeps the language chosen
+    page.reload()
+    expect(page.get_by_role("link", name="English")).to_have_attribute("aria-current", "true")
     assert serious_violations(page) == []
     page.context.close()

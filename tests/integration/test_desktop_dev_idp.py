@@ -140,7 +140,7 @@ def test_a_browser_sign_in_at_the_dev_provider_then_a_refresh_and_a_logout(clien
         assert redirect.status_code == 302, redirect.text
         assert redirect.headers["location"].startswith(f"{client.service.url}/callback?")
         landed = browser.get(redirect.headers["location"])
-    assert landed.status_code == 200, landed.text
+    assert (landed.status_code, landed.headers["location"]) == (303, "/"), landed.text
     done = wait_for(client, started["flow"])
     assert done["state"] == "done"
     assert (done["status"]["login"]["user"], done["status"]["login"]["name"]) == ("alice", "Alice")

@@ -9,6 +9,7 @@ logout revoking the refresh token, the page's /api/login, /api/logout and /api/s
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import subprocess
@@ -81,12 +82,26 @@ class Page:
     headers: Mapping[str, str]
 
 
-def browse(url: str) -> Page:
+class _ToTheCallbackOnly(urllib.request.HTTPRedirectHandler):
+    """Follows the provider's redirect to the service's ``/callback``, and no further: the callback's own
+    answer is what the tests read (a 303 to the page when signed in)."""
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> Any:
+        if "/callback?" not in newurl:
+            return None
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+SIGNED_IN = 303  # the callback's answer to a sign-in it kept: on to the page, with a page session
+
+
+def browse(url: str, language: str = "en-US,en;q=0.9") -> Page:
     """A browser that has signed in: the provider's redirect followed to the service's callback (urllib,
-    so that what this test process logs is the service's alone)."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    so that what this test process logs is the service's alone); the callback's answer."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _ToTheCallbackOnly())
+    request = urllib.request.Request(url, headers={"Accept-Language": language})  # noqa: S310 - http: loopback
     try:
-        with opener.open(url, timeout=10) as response:
+        with opener.open(request, timeout=10) as response:
             return Page(response.status, response.read().decode(), dict(response.headers))
     except urllib.error.HTTPError as refused:
         return Page(refused.code, refused.read().decode(), dict(refused.headers))
@@ -127,10 +142,15 @@ def test_the_browser_flow_signs_in_and_recall_uses_the_access_token(client, prov
     assert asked["scope"].split() == ["openid", "profile", "email", "offline_access"]
     assert len(asked["state"]) >= 32
     assert len(asked["nonce"]) >= 32
-    assert page.status_code == 200
-    assert "Signed in" in page.text
-    assert "Alice" in page.text
+    # The browser that signed in goes on to the page, with a page session of its own
+    assert page.status_code == SIGNED_IN
+    assert page.headers["Location"] == "/"
     assert page.headers["Referrer-Policy"] == "no-referrer"
+    cookie = page.headers["Set-Cookie"]
+    assert cookie.startswith(f"memmy_kb_session_{client.service.port}=")
+    assert {"HttpOnly", "SameSite=Strict", "Path=/"} <= {flag.strip() for flag in cookie.split(";")[1:]}
+    session = httpx.get(f"{client.service.url}/api/session", headers={"Cookie": cookie.split(";")[0]}, timeout=10)
+    assert session.json()["user"] == {"user_id": "alice", "name": "Alice", "email": "alice@example.com"}
     done = flow_state(client, started["flow"])
     assert done["state"] == "done"
     assert done["status"]["login"]["user"] == "alice"
@@ -174,9 +194,12 @@ def test_a_callback_with_a_tampered_state_is_refused_and_stores_nothing(client, 
     # No state at all, or a made-up one: the same.
     for query in ("code=x", "code=x&state=", "state=made-up&code=x"):
         assert httpx.get(f"{client.service.url}/callback?{query}", timeout=10).status_code == 400
-    # The untouched redirect still signs in, once: a second use of its state is refused.
-    assert httpx.get(location, timeout=10, trust_env=False).status_code == 200
-    assert httpx.get(location, timeout=10, trust_env=False).status_code == 400
+    # The untouched redirect still signs in, once: a second use of its state is refused, with no session.
+    assert httpx.get(location, timeout=10, trust_env=False).status_code == SIGNED_IN
+    again = httpx.get(location, timeout=10, trust_env=False, headers={"Accept-Language": "en"})
+    assert again.status_code == 400
+    assert "Sign-in not recognised" in again.text
+    assert "set-cookie" not in again.headers
 
 
 @pytest.mark.parametrize(
@@ -223,6 +246,56 @@ def test_a_refused_sign_in_fails_the_flow(client, provider, state_dir):
     answer = flow_state(client, started["flow"])
     assert (answer["state"], "access_denied" in answer["error"]) == ("failed", True)
     nothing_stored(client, state_dir)
+
+
+def test_a_refused_sign_in_says_so_in_the_pages_style_and_language_and_opens_no_session(
+    client, provider, state_dir, service
+):
+    provider.deny = True
+    headers = page_session(service)
+    started = httpx.post(f"{service.url}/api/login", headers=headers, json={"lang": "zh"}, timeout=10)
+    page = browse(started.json()["url"], language="en-US")  # the page's language wins over the browser's
+
+    assert page.status_code == 400
+    assert "Set-Cookie" not in page.headers
+    assert '<link rel="stylesheet" href="/app.css">' in page.text
+    assert "<h1>登录失败</h1>" in page.text
+    assert "access_denied" in page.text
+    assert '<a href="/?lang=zh">返回 Memmy</a>' in page.text
+    # The command to sign in again is named as the person can run it, as code
+    login = service.state.commands()["login"]
+    assert f"<code>{html.escape(login)}</code>" in page.text
+    assert page.headers["Content-Security-Policy"].startswith("default-src 'self'")
+
+
+def test_a_sign_in_finished_too_late_says_it_expired(client, provider, state_dir):
+    started = client.control("POST", "/control/login/start", {"mode": "browser"})[1]
+    flow = client.service.state.flows.get(started["flow"])
+    assert flow is not None
+    flow.expires_at = time.monotonic() - 1  # ten minutes went by at the provider
+
+    page = browse(started["url"])
+
+    assert page.status_code == 400
+    assert "<h1>Sign-in expired</h1>" in page.text
+    assert "not finished within 10 minutes" in page.text
+    assert provider.grants == []  # its code was never exchanged
+    nothing_stored(client, state_dir)
+
+
+def test_a_sign_in_from_the_page_lands_on_the_page_in_its_language(client, provider, service):
+    headers = page_session(service)
+    started = httpx.post(f"{service.url}/api/login", headers=headers, json={"lang": "en"}, timeout=10)
+
+    page = browse(started.json()["url"])
+
+    assert (page.status_code, page.headers["Location"]) == (SIGNED_IN, "/?lang=en")
+    # Its own new session: the callback's browser may not send the old one (SameSite=Strict, another site)
+    fresh = page.headers["Set-Cookie"].split(";")[0]
+    assert fresh != headers["Cookie"]
+    for cookie in (fresh, headers["Cookie"]):
+        answer = httpx.get(f"{service.url}/api/session", headers={"Cookie": cookie}, timeout=10).json()
+        assert answer["login"] == "logged_in"
 
 
 def test_an_unreachable_cloud_or_unknown_mode_cannot_start_a_flow(client, state_dir):
@@ -304,7 +377,7 @@ def test_invalid_grant_ends_the_sign_in(client, provider, cloud, clock):
     status = client.control("GET", "/control/status")[1]
     assert status["login"]["state"] == "logged_out"
     assert "the sign-in has ended" in status["login"]["note"]
-    assert "`memmy-kb desktop login`" in status["login"]["note"]
+    assert f"`{client.service.state.commands()['login']}`" in status["login"]["note"]  # as it can be run
     assert not (client.private_dir / paths.LOGIN_FILE).exists()
     assert cloud.bearers == []
 
@@ -348,7 +421,7 @@ def test_the_page_signs_in_and_out_and_sees_who(client, provider, service):
     started = httpx.post(f"{service.url}/api/login", headers=headers, timeout=10)
     assert started.status_code == 200
     assert set(started.json()) == {"url"}
-    assert browse(started.json()["url"]).status_code == 200
+    assert browse(started.json()["url"]).status_code == SIGNED_IN
 
     session = httpx.get(f"{service.url}/api/session", headers=headers, timeout=10).json()
     assert session["login"] == "logged_in"

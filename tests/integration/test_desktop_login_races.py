@@ -18,7 +18,7 @@ from memmy_kb_client.cli import desktop_commands as commands
 from memmy_kb_client.cli import main as cli
 from memmy_kb_client.desktop import flows, paths
 from memmy_kb_client.desktop.server import DesktopService
-from tests.integration.test_desktop_login import browse, flow_state, page_session
+from tests.integration.test_desktop_login import SIGNED_IN, browse, flow_state, page_session
 from tests.integration.test_desktop_service import Client, serving, start
 from tests.support.clock import FakeClock
 from tests.support.oidc_provider import FakeLoginCloud, FakeProvider
@@ -74,7 +74,7 @@ def signed_in_as(client: Client) -> str | None:
 
 def sign_in_in_the_browser(client: Client, provider: FakeProvider, user: str) -> None:
     provider.user = {"sub": user, "name": user.title()}
-    assert browse(start_flow(client, "browser")["url"]).status_code == 200
+    assert browse(start_flow(client, "browser")["url"]).status_code == SIGNED_IN
     assert signed_in_as(client) == user
 
 
@@ -132,7 +132,8 @@ def test_after_a_logout_a_late_browser_callback_is_refused(client, provider, sta
 
     assert page.status_code == 400
     assert "Sign-in cancelled" in page.text
-    assert "cancelled by a newer sign-in or a logout" in page.text
+    assert "Set-Cookie" not in page.headers  # no page session for a sign-in that kept nothing
+    assert "cancelled by a newer sign-in or a sign-out" in page.text
     assert flow_state(client, started["flow"]) == {"state": "cancelled", "error": flows.LOGGED_OUT}
     assert signed_in_as(client) is None
     assert "authorization_code" not in provider.grants  # its code was never exchanged
@@ -145,9 +146,9 @@ def test_of_two_sign_ins_started_the_first_is_cancelled(client, provider):
 
     late = browse(first["url"])
     assert late.status_code == 400
-    assert "cancelled by a newer sign-in or a logout" in late.text
+    assert "cancelled by a newer sign-in or a sign-out" in late.text
     assert flow_state(client, first["flow"]) == {"state": "cancelled", "error": flows.SUPERSEDED}
-    assert browse(second["url"]).status_code == 200
+    assert browse(second["url"]).status_code == SIGNED_IN
     assert flow_state(client, second["flow"])["state"] == "done"
     assert signed_in_as(client) == "alice"
 
@@ -162,7 +163,7 @@ def test_the_pages_sign_in_and_sign_out_count_too(client, provider, service):
     assert httpx.post(f"{service.url}/api/logout", headers=headers, timeout=10).status_code == 200
     late = browse(from_page.json()["url"])
     assert late.status_code == 400
-    assert "cancelled by a newer sign-in or a logout" in late.text
+    assert "cancelled by a newer sign-in or a sign-out" in late.text
     assert signed_in_as(client) is None
 
 

@@ -4,6 +4,7 @@ login, which the page never sees), and what the page gets when the login is miss
 
 from __future__ import annotations
 
+import html
 import http.client
 import json
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from memmy_kb_client.desktop import page
+from memmy_kb_client.desktop.advice import Launcher
 from memmy_kb_client.desktop.server import DesktopService
 from tests.integration.test_desktop_service import CLOUD_TOKEN, serving, start
 
@@ -110,6 +112,53 @@ def test_a_one_time_code_becomes_an_httponly_strict_cookie_once(service):
     assert call(service, "GET", url.removeprefix(service.url))[0] == 403  # used once
     assert call(service, "GET", "/open?code=guessed")[0] == 403
     assert call(service, "GET", "/open")[0] == 403
+
+
+def test_a_link_opened_again_in_the_same_browser_goes_on_to_the_page(service):
+    url = str(control(service, "POST", "/control/page-code")["url"]).removeprefix(service.url)
+    _, headers, _ = call(service, "GET", url)
+    cookie = headers["set-cookie"].split(";", 1)[0]
+
+    status, again, _ = call(service, "GET", url + "&lang=en", {"Cookie": cookie})
+    assert (status, again["location"]) == (303, "/?lang=en")
+    assert "set-cookie" not in again  # no second session
+    # Another browser, with no session of this service, is refused
+    assert call(service, "GET", url, {"Cookie": f"{service.state.cookie_name}=forged"})[0] == 403
+
+
+def test_a_browser_fetching_ahead_does_not_spend_the_code(service):
+    url = str(control(service, "POST", "/control/page-code")["url"]).removeprefix(service.url)
+    for purpose in ({"Sec-Purpose": "prefetch;prerender"}, {"Purpose": "prefetch"}):
+        status, headers, _ = call(service, "GET", url, purpose)
+        assert (status, "set-cookie" in headers) == (503, False)
+    assert call(service, "GET", url)[0] == 303  # the navigation itself
+
+
+def test_a_used_link_says_how_to_get_a_new_one_in_the_browsers_language(service):
+    status, headers, body = call(service, "GET", "/open?code=used", {"Accept-Language": "en-GB,en;q=0.8"})
+    page_text = body.decode()
+    assert (status, headers["content-type"]) == (403, "text/html; charset=utf-8")
+    assert '<link rel="stylesheet" href="/app.css">' in page_text
+    assert "works once, within 10 minutes" in page_text
+    opener = service.state.commands()["open"]
+    assert f"For a new one, run <code>{html.escape(opener)}</code>." in page_text
+    chinese = call(service, "GET", "/open?code=used", {"Accept-Language": "zh-CN,zh;q=0.9"})[2].decode()
+    assert "此链接已使用或已过期" in chinese
+
+
+def test_for_the_local_stacks_service_a_new_link_is_an_enter_away(tmp_path, cloud):
+    launcher = Launcher("make run ARGS=--demo", str(tmp_path))
+    running = start(tmp_path / "home" / "desktop", cloud.url, launcher=launcher)
+    try:
+        page_text = call(running, "GET", "/open?code=used", {"Accept-Language": "en"})[2].decode()
+        status, _, body = call(running, "GET", "/api/session")
+    finally:
+        running.stop()
+    assert "press Enter in the terminal where <code>make run ARGS=--demo</code> runs" in page_text
+    assert status == 401
+    # What the page shows without a session names the same
+    assert json.loads(body)["commands"]["stack"] == "make run ARGS=--demo"
+    assert json.loads(body)["commands"]["open"].endswith("desktop open")
 
 
 def test_an_expired_code_is_refused():

@@ -292,8 +292,9 @@ def test_a_login_put_in_the_hooks_directory_is_removed_unread(state_dir, cloud):
         client = Client(running)
         status = client.control("GET", "/control/status")[1]
         assert client.recall()["cloud"] == "logged_out"
+        login = running.state.commands()["login"]  # as the person can run it
     assert status["login"]["state"] == "logged_out"
-    assert "removed unread: run `memmy-kb desktop login`" in status["login"]["note"]
+    assert f"removed unread: run `{login}`" in status["login"]["note"]
     assert {path.name for path in state_dir.iterdir()} <= {paths.HOOK_TOKEN_FILE, paths.LOCK_FILE}
     assert not Path(paths.private_dir(str(state_dir)), paths.LOGIN_FILE).exists()
     assert cloud.requests == []

@@ -14,6 +14,7 @@ import pytest
 from memmy_kb_client.agents import hook
 from memmy_kb_client.agents.hook_status import install_message, status
 from memmy_kb_client.desktop import paths
+from memmy_kb_client.desktop.advice import command
 from memmy_kb_client.desktop.server import DesktopService
 from tests.integration.test_desktop_service import (
     BLOCK,
@@ -54,7 +55,7 @@ def ask(client: Client, agent: str = "codex") -> bytes:
 def test_the_message_follows_the_services_login(running):
     logged_out = install_message("codex", None, env_of(running))[0]
     assert logged_out.startswith(f"The desktop service is running at {running.service.url}, but logged out")
-    assert "`memmy-kb desktop login`" in logged_out
+    assert f"`{command('desktop', 'login')}`" in logged_out  # as this shell can run it
     running.login(CLOUD_TOKEN)
     ready = install_message("codex", None, env_of(running))[0]
     assert (

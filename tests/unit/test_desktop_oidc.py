@@ -278,7 +278,9 @@ def test_invalid_grant_is_logged_out_with_a_note(state, monkeypatch):
     assert state.fresh_login() == (None, "logged_out")
     assert state.current_login() is None
     assert saved(state) is None
-    assert state.status()["login"] == {"state": "logged_out", "note": SIGN_IN_ENDED}
+    note = SIGN_IN_ENDED.replace("{login}", state.commands()["login"])  # the command as it can be run
+    assert state.status()["login"] == {"state": "logged_out", "note": note}
+    assert "desktop login`" in note
 
 
 def test_a_network_failure_keeps_the_login_and_never_sends_an_expired_token(state, monkeypatch):

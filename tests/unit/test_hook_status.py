@@ -24,6 +24,7 @@ from memmy_kb_client.agents import hook, hook_status
 from memmy_kb_client.agents.hook_install import apply, home_in, hook_command, installed_command
 from memmy_kb_client.cli import main as cli
 from memmy_kb_client.desktop import paths
+from memmy_kb_client.desktop.advice import command
 from tests.support.desktop_proof import proof_reply, record_control
 from tests.unit.test_hook import (
     AGENTS,
@@ -188,7 +189,7 @@ def test_running_but_not_logged_in_says_to_log_in_only(control, capsys, state):
     control.status = {"service": "http://127.0.0.1:8765", "login": {"state": state}}
     out = install_output("claude-code", capsys)
     assert "The desktop service is running at http://127.0.0.1:8765, but" in out
-    assert "`memmy-kb desktop login`" in out
+    assert f"`{command('desktop', 'login')}`" in out  # as this shell can run it
     assert "desktop serve" not in out
 
 
@@ -196,7 +197,7 @@ def test_no_service_says_to_start_it_and_log_in(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(paths.HOME_ENV, str(tmp_path / "nothing"))
     out = install_output("claude-code", capsys)
     assert f"No desktop service is running for {tmp_path / 'nothing' / 'desktop'}" in out
-    assert "`memmy-kb desktop serve`, then `memmy-kb desktop login`" in out
+    assert f"`{command('desktop', 'serve')}`, then `{command('desktop', 'login')}`" in out
 
 
 def test_each_agent_says_what_is_left_to_do_in_it(tmp_path, monkeypatch, capsys):

@@ -14,7 +14,9 @@ from types import SimpleNamespace
 import pytest
 
 from memmy_kb_client.cli import main as client_cli
+from memmy_kb_client.desktop.advice import default_home, program
 from memmy_local import cli as local_cli
+from memmy_local import desktop_side
 from tests.support.stack import CLI, LOCAL_CLI
 
 SUBCOMMANDS = {
@@ -114,27 +116,103 @@ def test_memmy_kb_dev_without_the_local_stack_says_how_to_install_it(
     assert "Traceback" not in err
 
 
+STACK = SimpleNamespace(
+    api_url="http://127.0.0.1:8080",
+    memos_api_url="http://127.0.0.1:8090/api/openmem/v1",
+    memos_url="http://127.0.0.1:8090",
+    moto_url="http://127.0.0.1:5000",
+    control_url="http://127.0.0.1:8081",
+    idp_url="http://127.0.0.1:8070",
+    issuer="http://127.0.0.1:8070",
+)
+
+
 def test_the_ready_message_names_memmy_local_commands(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    stack = SimpleNamespace(
-        api_url="http://127.0.0.1:8080",
-        memos_api_url="http://127.0.0.1:8090/api/openmem/v1",
-        memos_url="http://127.0.0.1:8090",
-        moto_url="http://127.0.0.1:5000",
-        control_url="http://127.0.0.1:8081",
-        idp_url="http://127.0.0.1:8070",
-        issuer="http://127.0.0.1:8070",
-    )
-
-    local_cli._print_ready(stack, tmp_path)  # type: ignore[arg-type]
+    desktop_side.print_ready(STACK, tmp_path)  # type: ignore[arg-type]
 
     out = capsys.readouterr().out
-    assert f"memmy-local token alice --name Alice --email alice@example.com --data-dir {tmp_path}" in out
-    assert f"(memmy-local reconcile --data-dir {tmp_path})" in out
+    local = program("memmy-local")
+    assert f"{local} token alice --name Alice --email alice@example.com --data-dir {tmp_path}" in out
+    assert f"({local} reconcile --data-dir {tmp_path})" in out
     assert "Memmy local stack ready at http://127.0.0.1:8080\n" in out
     assert "  IdP:    http://127.0.0.1:8070  (dev sign-in; issuer http://127.0.0.1:8070)" in out
     assert "memmy-kb dev" not in out
+
+
+def test_the_banner_names_each_command_as_the_shell_can_run_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As in a fresh checkout: the scripts are in .venv/bin, which is not on PATH.
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for name in ("python", "memmy-kb", "memmy-local"):
+        (bin_dir / name).write_text("#!/bin/sh\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "executable", str(bin_dir / "python"))
+    monkeypatch.setattr(sys, "argv", [str(bin_dir / "memmy-local"), "up"])
+    monkeypatch.setenv("PATH", "/nonexistent")
+    desktop = SimpleNamespace(url="http://127.0.0.1:8765")
+    demo_home = tmp_path / "home" / "demo"
+    monkeypatch.setattr(
+        "memmy_kb_client.desktop.status_text.describe", lambda service, home=None: "(the desktop service)"
+    )
+
+    desktop_side.print_ready(STACK, None, desktop, home=tmp_path / "home")  # type: ignore[arg-type]
+    plain = capsys.readouterr().out
+    desktop_side.print_ready(STACK, None, desktop, home=demo_home, demo=True)  # type: ignore[arg-type]
+    demo = capsys.readouterr().out
+
+    assert 'TOKEN="$(.venv/bin/memmy-local token alice' in plain
+    home = tmp_path / "home"
+    assert f"MEMMY_KB_HOME={home} .venv/bin/memmy-kb desktop login   # sign in" in plain
+    assert f"MEMMY_KB_HOME={home} .venv/bin/memmy-kb hook install claude-code" in plain
+    assert "press Enter here for a link to the knowledge-base page" in plain
+    assert f"MEMMY_KB_HOME={demo_home} .venv/bin/memmy-kb hook install claude-code" in demo
+    assert f"(or run MEMMY_KB_HOME={demo_home} .venv/bin/memmy-kb desktop open)" in demo
+    assert "desktop login" not in demo  # the demo's service is signed in already
+    # On PATH, the bare name
+    monkeypatch.setenv("PATH", str(bin_dir))
+    desktop_side.print_ready(STACK, None, desktop, home=Path(default_home()))  # type: ignore[arg-type]
+    on_path = capsys.readouterr().out
+    assert 'TOKEN="$(memmy-local token alice' in on_path
+    assert "Desktop:      memmy-kb desktop login   #" in on_path
+
+
+def test_the_demo_has_a_home_of_its_own_under_the_usual_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("MEMMY_KB_HOME", str(tmp_path))
+
+    assert desktop_side.desktop_home(demo=False) == tmp_path
+    assert desktop_side.desktop_home(demo=True) == tmp_path / "demo"
+
+
+def test_the_stack_says_how_it_was_started_under_make_or_not(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MAKELEVEL", "1")
+    assert desktop_side.launcher([]).command == "make run"
+    assert desktop_side.launcher(["--demo"]).command == "make run ARGS=--demo"
+    assert desktop_side.launcher(["--demo", "--port", "0"]).command == "make run ARGS='--demo --port 0'"
+    assert desktop_side.launcher([]).directory == str(tmp_path)
+    monkeypatch.delenv("MAKELEVEL")
+    assert desktop_side.launcher(["--demo"]).command == f"{program('memmy-local')} up --demo"
+
+
+def test_each_enter_prints_a_new_page_link(capsys: pytest.CaptureFixture[str]) -> None:
+    codes = iter(["first", "second"])
+    desktop = SimpleNamespace(
+        url="http://127.0.0.1:8765", state=SimpleNamespace(sessions=SimpleNamespace(new_code=lambda: next(codes)))
+    )
+
+    desktop_side.page_links_on_enter(desktop, ["\n", "\n"])  # type: ignore[arg-type]
+
+    assert capsys.readouterr().out.splitlines() == [
+        "  page: http://127.0.0.1:8765/open?code=first  (one use, within 10 minutes)",
+        "  page: http://127.0.0.1:8765/open?code=second  (one use, within 10 minutes)",
+    ]
 
 
 @pytest.fixture
@@ -162,7 +240,9 @@ def test_up_hands_every_port_to_the_stack_and_names_the_options_when_one_is_take
             configs.append(config)
 
         def __enter__(self) -> None:
-            raise stack_module.StackStartError("the control port 8104 on 127.0.0.1 is not available")
+            raise stack_module.StackStartError(
+                "the control port 8104 on 127.0.0.1 is not available", "--control-port", 8104
+            )
 
         def __exit__(self, *exc: object) -> None:
             pass
@@ -172,6 +252,7 @@ def test_up_hands_every_port_to_the_stack_and_names_the_options_when_one_is_take
     argv = ["up", "--port", "8101", "--memos-port", "8102", "--moto-port", "8103", "--control-port", "8104"]
     argv += ["--idp-port", "8105", "--access-token-ttl", "120"]
 
+    monkeypatch.setenv("MAKELEVEL", "1")  # as `make run ARGS=...` runs it
     code = local_cli.main([*argv, "--no-desktop"])
 
     (config,) = configs
@@ -183,7 +264,12 @@ def test_up_hands_every_port_to_the_stack_and_names_the_options_when_one_is_take
     )
     assert (config.idp_port, config.access_token_ttl) == (8105, 120)
     assert code == 1
-    assert "--port/--memos-port/--moto-port/--control-port/--idp-port (0 = any)" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    # The option that moves the port in the way, as make run and as memmy-local up, the others kept
+    rest = "--port 8101 --memos-port 8102 --moto-port 8103 --idp-port 8105 --access-token-ttl 120 --no-desktop"
+    assert f"make run ARGS='{rest} --control-port 8106'" in said  # 8105 is the IdP's
+    assert f"{program('memmy-local')} up {rest} --control-port 8106 (--control-port 0: any free port)" in said
+    assert "--port, --memos-port, --moto-port, --idp-port, --desktop-port" in said
 
 
 def test_the_identity_provider_defaults_to_port_8070_and_one_hour_tokens() -> None:

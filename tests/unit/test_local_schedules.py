@@ -53,10 +53,10 @@ class FakePool:
 def source(function: str = "ReconcileFunction", **overrides: Any) -> ScheduleSource:
     values: dict[str, Any] = {
         "function": function,
-        "event_id": "EveryFiveMinutes",
+        "event_id": "Schedule",
         "kind": "ScheduleV2",
         "expression": "rate(5 minutes)",
-        "name": f"{function}EveryFiveMinutes",
+        "name": f"{function}Schedule",
         "input": None,
         "enabled": True,
     }
@@ -123,7 +123,7 @@ def test_without_input_the_function_gets_a_scheduled_event_naming_its_schedule()
     assert v2["source"] == "aws.scheduler"
     assert v2["detail-type"] == "Scheduled Event"
     assert v2["resources"] == [
-        "arn:aws:scheduler:eu-west-1:123456789012:schedule/default/ReconcileFunctionEveryFiveMinutes"
+        "arn:aws:scheduler:eu-west-1:123456789012:schedule/default/ReconcileFunctionSchedule"
     ]
     assert (v2["time"], v2["region"], v2["account"]) == ("2025-03-01T12:00:00Z", "eu-west-1", "123456789012")
     assert rule["source"] == "aws.events"
@@ -150,6 +150,32 @@ def test_the_timer_invokes_each_enabled_schedule_every_interval() -> None:
     assert len(reconcile.events) >= 2
     assert all(event["source"] == "aws.scheduler" for event in reconcile.events)
     assert disabled.events == []
+
+
+def test_the_log_names_the_templates_rate_and_the_interval_here(caplog: pytest.LogCaptureFixture) -> None:
+    """The README says the local stack reconciles every minute and AWS every 5 minutes: the log line says
+    both, under a schedule name that claims neither."""
+    caplog.set_level("INFO", logger="memmy_local.runners")
+    (template_source,) = schedule_sources(load_template(TEMPLATE_PATH), REFS)
+    reconcile = FakeFunction()
+    runner = ScheduleRunner(
+        [template_source],
+        FakePool(ReconcileFunction=reconcile),  # type: ignore[arg-type]
+        region="us-east-1",
+        account_id="123456789012",
+        interval=0.05,
+    )
+    runner.run("ReconcileFunction")
+    runner.start()
+    try:
+        wait_until(lambda: len(reconcile.events) >= 2, timeout=5, interval=0.01, message="a scheduled run")
+    finally:
+        runner.stop()
+
+    asked, timed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("schedule ")][:2]
+    assert asked.startswith("schedule ReconcileFunctionSchedule (rate(5 minutes) on AWS; asked for now): ")
+    assert timed.startswith("schedule ReconcileFunctionSchedule (rate(5 minutes) on AWS; here every 0.05 s): ")
+    assert "Minutes" not in template_source.name
 
 
 def test_a_failing_scheduled_run_is_logged_and_the_timer_goes_on(caplog: pytest.LogCaptureFixture) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from memmy_kb_client.cli.link_commands import add_link_commands, link_lines
 from memmy_kb_client.cli.parser import port_number
 from memmy_kb_client.cli.terminal import printable
-from memmy_kb_client.desktop.status_text import LOGIN_STATES, describe
+from memmy_kb_client.desktop.status_text import describe, login_state
 
 # How often ``desktop login`` asks the service whether the sign-in is done.
 FLOW_POLL_SECONDS = 1.0
@@ -164,7 +164,7 @@ def _rotate(args: argparse.Namespace) -> int:
 
 
 def _open(args: argparse.Namespace) -> int:
-    """Open the knowledge-base page: a one-time code (60 s, single use) in the URL becomes its session."""
+    """Open the knowledge-base page: a one-time code (10 minutes, single use) in the URL becomes its session."""
     answer = _control("POST", "/control/page-code")
     if answer is None:
         return 1
@@ -175,8 +175,14 @@ def _open(args: argparse.Namespace) -> int:
     import webbrowser
 
     if not webbrowser.open(url):
-        print(f"open this link in your browser within a minute (it works once):\n{url}")
+        print(f"open this link in your browser within {_minutes(answer.get('expires_in'))} (it works once):\n{url}")
     return 0
+
+
+def _minutes(seconds: object) -> str:
+    """``expires_in`` in words: "10 minutes" (an older service answers without it: 60 s)."""
+    value = seconds if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0 else 60
+    return f"{value} seconds" if value < 120 else f"{value // 60} minutes"
 
 
 _OUTCOMES = {
@@ -197,7 +203,7 @@ def _print_status(status: dict[str, Any], as_json: bool) -> int:
         return 0
     login = status.get("login") or {}
     state = str(login.get("state"))
-    line = LOGIN_STATES.get(state, state)
+    line = login_state(state)
     if login.get("user"):
         line += f" as {login['user']}" + (f" ({login['name']})" if login.get("name") else "")
     if login.get("expires_at"):

@@ -109,6 +109,17 @@ def read_launcher(state_dir: str) -> Launcher | None:
     return Launcher(str(fields[0]), str(fields[1]))
 
 
+def service_commands(state_dir: str, launcher: Launcher | None) -> dict[str, str]:
+    """What the page and the service's own pages tell the person to run, as they can run it: ``open`` and
+    ``login`` (with the service's ``MEMMY_KB_HOME`` when it is not the default), and ``stack``, the local
+    stack's command, when the stack runs the service."""
+    home = os.path.dirname(os.path.abspath(state_dir))
+    found = {name: command("desktop", name, home=home) for name in ("open", "login")}
+    if launcher is not None:
+        found["stack"] = launcher.command
+    return found
+
+
 def how_to_start(state_dir: str) -> str:
     """ "start it with …": the local stack's command when one ran this service, else ``desktop serve``."""
     launcher = read_launcher(state_dir)

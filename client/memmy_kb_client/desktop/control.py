@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memmy_kb_client.desktop import proof
+from memmy_kb_client.desktop import advice, proof
 from memmy_kb_client.desktop.credentials import read_service_record
 from memmy_kb_client.desktop.proven import NotProven, ProvenConnection
 from memmy_kb_client.http_client import OK, classify
@@ -31,10 +31,10 @@ class ControlError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-def _not_answering(port: int, err: Exception) -> ServiceUnavailable:
+def _not_answering(state_dir: str, port: int, err: Exception) -> ServiceUnavailable:
     return ServiceUnavailable(
         f"the desktop service recorded at 127.0.0.1:{port} does not answer ({err}); "
-        "start it with `memmy-kb desktop serve`"
+        f"{advice.how_to_start(state_dir)}"
     )
 
 
@@ -51,28 +51,27 @@ def call(
     JSON answer. ``NotThisService`` when the listener cannot prove it, ``ServiceUnavailable`` when
     nothing answers, ``ControlError`` for the service's refusal."""
     record = read_service_record(state_dir, keyring_backend)
+    start = advice.how_to_start(state_dir)
     if record is None:
-        raise ServiceUnavailable(
-            f"no desktop service is running for {state_dir}: start it with `memmy-kb desktop serve`"
-        )
+        raise ServiceUnavailable(f"no desktop service is running for {state_dir}: {start}")
     connection = ProvenConnection(record.port, record.token, "control", timeout=timeout)
     try:
         try:
             connection.open()
         except OSError as err:
-            raise _not_answering(record.port, err) from err
+            raise _not_answering(state_dir, record.port, err) from err
         try:
-            connection.prove(CONTROL_TOKEN)
+            connection.prove(CONTROL_TOKEN, start=start)
         except NotProven as err:
             raise NotThisService(str(err)) from err
         except OSError as err:
             raise NotThisService(
-                proof.refusal(record.port, f"it did not answer the challenge: {err}")
+                proof.refusal(record.port, f"it did not answer the challenge: {err}", start)
             ) from err
         try:
             reply = connection.request(method, path, body)
         except OSError as err:
-            raise _not_answering(record.port, err) from err
+            raise _not_answering(state_dir, record.port, err) from err
     finally:
         connection.close()
     result = classify(reply.status, reply.data)

@@ -40,6 +40,8 @@ class Flow:
     error: str = ""
     # Set when the flow ends by cancellation or the service's stop: a device poller wakes up and leaves.
     ended: threading.Event = field(default_factory=threading.Event)
+    # The page's language when the page started it (``en``, ``zh``), for the pages its callback shows.
+    lang: str = ""
 
     def expires_in(self, now: float) -> int:
         return max(0, int(self.expires_at - now))
@@ -109,10 +111,15 @@ class LoginFlows:
         oidc.revoke(login, timeout=min(self._timeout, 5.0))
         return False
 
-    def start_browser(self, provider: oidc.Provider, redirect_uri: str) -> Flow:
+    def start_browser(self, provider: oidc.Provider, redirect_uri: str, lang: str = "") -> Flow:
         request = oidc.browser_request(provider, redirect_uri)
         flow = Flow(
-            secrets.token_urlsafe(16), "browser", provider, time.monotonic() + BROWSER_FLOW_SECONDS, request
+            secrets.token_urlsafe(16),
+            "browser",
+            provider,
+            time.monotonic() + BROWSER_FLOW_SECONDS,
+            request,
+            lang=lang,
         )
         return self._add(flow)
 
@@ -137,19 +144,19 @@ class LoginFlows:
 
     def claim_by_state(self, state: str) -> Flow | None:
         """The pending browser flow whose ``state`` this is, taken off the table (a state works once).
-        The flow is returned ``cancelled`` when a newer sign-in or a logout cancelled it: refused too."""
+        The flow is returned ``cancelled`` when a newer sign-in or a logout cancelled it, ``expired`` when
+        it was not finished in time: refused too, with a page that says which."""
         offered = state.encode("utf-8", "replace")
         with self._lock:
             found = None
             for flow in self._flows.values():
                 if flow.request is not None and secrets.compare_digest(flow.request.state.encode(), offered):
                     found = flow
-            if found is not None and found.state == "cancelled":
+            if found is not None and found.state == "pending" and time.monotonic() >= found.expires_at:
+                self._end(found, "expired", "the sign-in was not finished in time")
+            if found is not None and found.state in ("cancelled", "expired"):
                 return found
             if found is None or found.state != "pending":
-                return None
-            if time.monotonic() >= found.expires_at:
-                self._end(found, "expired", "the sign-in was not finished in time")
                 return None
             found.state = "exchanging"
             return found

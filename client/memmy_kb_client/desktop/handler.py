@@ -82,7 +82,10 @@ def dispatch(
             return error_reply(403, "forbidden_origin", "requests from other sites are refused")
         session = state.sessions.find(page.cookie_value(headers.get("Cookie"), state.cookie_name))
         if session is None:
-            return error_reply(401, "session_required", "open the page with `memmy-kb desktop open`")
+            # With what the page tells the person to run for a new link (their own path to memmy-kb).
+            commands = state.commands()
+            needed = error_reply(401, "session_required", f"open the page with `{commands['open']}`")
+            return Reply(401, {**needed.body, "commands": commands})
         if method not in _SAFE_METHODS and not page.csrf_ok(session, headers.get(page.CSRF_HEADER)):
             return error_reply(403, "csrf_token_required", "this request needs the page's CSRF token")
     elif route.access is not Access.PUBLIC and credential is not route.access:

@@ -37,7 +37,8 @@ class _ServiceLogin:
 
         login, why = self.state.fresh_login()
         if login is None:
-            raise SyncAborted(f"the desktop service is not logged in ({why}): run `memmy-kb desktop login`")
+            login_command = self.state.commands()["login"]
+            raise SyncAborted(f"the desktop service is not logged in ({why}): run `{login_command}`")
         self.sent = {login.token: login}
         return login.token
 

@@ -1,8 +1,10 @@
-"""The knowledge-base page's side of the local service: its sessions (from a one-time code), the cloud
-routes it may reach through the service, and its assets (docs/desktop.md, "The knowledge-base page")."""
+"""The knowledge-base page's side of the local service: its sessions (from a one-time code, 10 minutes,
+or a finished sign-in), the cloud routes it may reach through the service, and its assets
+(docs/desktop.md, "The knowledge-base page")."""
 
 from __future__ import annotations
 
+import html
 import re
 import secrets
 import threading
@@ -12,7 +14,10 @@ from importlib import resources
 from typing import Final
 from urllib.parse import parse_qsl, quote, unquote, urlencode
 
-CODE_TTL_SECONDS: Final = 60.0
+# Long enough to open the link the local stack prints after a slow first start (an install, the demo's
+# seeding) or after reading the banner; short enough that a link left in a terminal's scrollback soon
+# stops working. The code works once either way (docs/desktop.md, "The knowledge-base page").
+CODE_TTL_SECONDS: Final = 600.0
 SESSION_IDLE_SECONDS: Final = 12 * 3600.0
 MAX_SESSIONS: Final = 32
 MAX_CODES: Final = 16
@@ -153,19 +158,26 @@ class Sessions:
     def redeem(self, code: str, now: float | None = None) -> tuple[str, Session] | None:
         """A new session for a code not used before and not expired; the code is gone either way."""
         now = time.monotonic() if now is None else now
+        offered = code.encode("utf-8", "replace")
         with self._lock:
-            found = next((c for c in self._codes if secrets.compare_digest(c.encode(), code.encode())), None)
+            found = next((c for c in self._codes if secrets.compare_digest(c.encode(), offered)), None)
             expires = self._codes.pop(found) if found is not None else None
             if expires is None or expires <= now:
                 return None
-            self._sessions = {
-                key: s for key, s in self._sessions.items() if s.seen + SESSION_IDLE_SECONDS > now
-            }
-            while len(self._sessions) >= MAX_SESSIONS:
-                self._sessions.pop(next(iter(self._sessions)))
-            session_id = secrets.token_urlsafe(32)
-            session = Session(csrf=secrets.token_urlsafe(32), seen=now)
-            self._sessions[session_id] = session
+            return self._open(now)
+
+    def open_session(self, now: float | None = None) -> tuple[str, Session]:
+        """A new session, for the browser whose callback completed a sign-in (``login_routes``)."""
+        with self._lock:
+            return self._open(time.monotonic() if now is None else now)
+
+    def _open(self, now: float) -> tuple[str, Session]:
+        self._sessions = {key: s for key, s in self._sessions.items() if s.seen + SESSION_IDLE_SECONDS > now}
+        while len(self._sessions) >= MAX_SESSIONS:
+            self._sessions.pop(next(iter(self._sessions)))
+        session_id = secrets.token_urlsafe(32)
+        session = Session(csrf=secrets.token_urlsafe(32), seen=now)
+        self._sessions[session_id] = session
         return session_id, session
 
     def find(self, session_id: str | None, now: float | None = None) -> Session | None:
@@ -197,3 +209,40 @@ def cookie_value(header: str | None, name: str) -> str | None:
         if key == name:
             return value
     return None
+
+
+def session_cookie(name: str, session_id: str) -> str:
+    """The ``Set-Cookie`` value of a page session: never readable by script, never sent cross-site."""
+    return f"{name}={session_id}; HttpOnly; SameSite=Strict; Path=/"
+
+
+def language(asked: str | None, accept_language: str | None) -> str:
+    """``en`` or ``zh``: the one asked for (``?lang=``), else the browser's first language, as the page
+    itself chooses (Chinese unless English comes first)."""
+    if asked in ("en", "zh"):
+        return asked
+    first = (accept_language or "").split(",", 1)[0].strip().lower()
+    return "en" if first.startswith("en") else "zh"
+
+
+def notice_html(lang: str, title: str, sentences: list[str], commands: dict[str, str], back: str = "") -> bytes:
+    """A page of the service's own (a refused link, a sign-in's end) in the page's style: ``title``, then
+    each sentence, where ``{name}`` stands for ``commands[name]`` shown as code; ``back``: a link to the
+    knowledge-base page with that text."""
+
+    def sentence(text: str) -> str:
+        shown = html.escape(text)
+        for name, command in commands.items():
+            shown = shown.replace(f"{{{name}}}", f"<code>{html.escape(command)}</code>")
+        return f"<p>{shown}</p>"
+
+    link = f'<p><a href="/?lang={lang}">{html.escape(back)}</a></p>' if back else ""
+    body = (
+        f'<!doctype html><html lang="{"en" if lang == "en" else "zh-CN"}"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<title>{html.escape(title)} · Memmy</title><link rel="icon" href="/favicon.svg" type="image/svg+xml">'
+        '<link rel="stylesheet" href="/app.css"></head><body><header class="top"><p class="brand">Memmy</p>'
+        f'</header><main class="single"><section class="panel"><h1>{html.escape(title)}</h1>'
+        f"{''.join(sentence(s) for s in sentences)}{link}</section></main></body></html>"
+    )
+    return body.encode("utf-8")

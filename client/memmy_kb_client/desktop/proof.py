@@ -43,10 +43,16 @@ def verified(token: str, purpose: str, nonce: str, port: int, offered: object) -
     return hmac.compare_digest(expected, offered.encode("utf-8", "replace"))
 
 
-def refusal(port: int, what: str) -> str:
-    """The one-line refusal when the listener on ``port`` did not prove itself."""
+# How to start the service again where no better advice is known (``advice.how_to_start``); no
+# typing import: the hook loads this module before every turn.
+START = "start it with `memmy-kb desktop serve`"
+
+
+def refusal(port: int, what: str, start: str = START) -> str:
+    """The one-line refusal when the listener on ``port`` did not prove itself; ``start``: how to start
+    the service again (``advice.how_to_start``)."""
     return (
         f"the program listening on 127.0.0.1:{port} is not this desktop service; nothing was sent "
-        f"({what}). If the service stopped, start it again with `memmy-kb desktop serve`; if it is "
+        f"({what}). If the service stopped, {start}; if it is "
         "running, another program holds its port: stop that program and restart the service."
     )

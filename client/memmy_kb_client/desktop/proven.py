@@ -44,10 +44,10 @@ class ProvenConnection:
         """Connect; ``OSError`` when nothing answers on the port."""
         self._connection.connect()
 
-    def prove(self, holder: str) -> None:
+    def prove(self, holder: str, *, start: str = proof.START) -> None:
         """The listener answers a fresh challenge with the proof under the token (``proof``), or
-        ``NotProven`` naming ``holder`` (what it failed to prove it holds); ``OSError`` when the challenge
-        got no answer. Nothing secret is sent."""
+        ``NotProven`` naming ``holder`` (what it failed to prove it holds) and ``start``, how to start the
+        service again; ``OSError`` when the challenge got no answer. Nothing secret is sent."""
         nonce = proof.new_nonce()
         reply = self._send("GET", proof.target(self._purpose, nonce), None, {"Accept": "application/json"})
         try:
@@ -55,9 +55,9 @@ class ProvenConnection:
         except (ValueError, AttributeError):
             offered = None
         if not proof.verified(self._token, self._purpose, nonce, self.port, offered):
-            raise NotProven(proof.refusal(self.port, f"it did not prove it holds the {holder}"))
+            raise NotProven(proof.refusal(self.port, f"it did not prove it holds the {holder}", start))
         if self._connection.sock is None:  # it closed the connection: a new one could reach someone else
-            raise NotProven(proof.refusal(self.port, "it closed the connection after the proof"))
+            raise NotProven(proof.refusal(self.port, "it closed the connection after the proof", start))
         self._connection.auto_open = 0  # never reconnect behind our back after the proof
 
     def request(self, method: str, target: str, json_body: Any = None) -> Reply:

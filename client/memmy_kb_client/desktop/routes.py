@@ -125,33 +125,63 @@ def _asset(state: DesktopState, request: Request) -> Reply:
     return Reply(200, {}, PAGE_HEADERS, raw=page.asset(name), content_type=content_type)
 
 
+def _prefetch(request: Request) -> bool:
+    """A browser fetching ahead of a navigation (a pasted link prerendered before Enter): it must not
+    spend the one-time code that the navigation itself needs."""
+    purpose = f"{request.headers.get('Sec-Purpose') or ''} {request.headers.get('Purpose') or ''}"
+    return "prefetch" in purpose.lower()
+
+
 def _open(state: DesktopState, request: Request) -> Reply:
-    """``/open?code=...``: a one-time code becomes the session cookie, then on to the page."""
+    """``/open?code=...``: a one-time code becomes the session cookie, then on to the page. A browser that
+    already holds a session (the link opened twice) goes on to the page; else a used or expired code is
+    a page saying how to get a new link."""
     from urllib.parse import parse_qs
 
     params = parse_qs(request.query)
     code = (params.get("code") or [""])[0]
-    lang = (params.get("lang") or [""])[0]
+    asked = (params.get("lang") or [""])[0]
+    location = f"/?lang={asked}" if asked in ("en", "zh") else "/"
+    if _prefetch(request):
+        return Reply(503, {}, (*PAGE_HEADERS, ("Retry-After", "0")), raw=b"", content_type="text/plain")
     redeemed = state.sessions.redeem(code) if code else None
     if redeemed is None:
-        message = (
-            "This link was used already or has expired. Run `memmy-kb desktop open` again.\n"
-            "此链接已使用或已过期，请重新运行 memmy-kb desktop open。\n"
-        )
-        return Reply(
-            403, {}, PAGE_HEADERS, raw=message.encode("utf-8"), content_type="text/plain; charset=utf-8"
-        )
+        if state.sessions.find(page.cookie_value(request.headers.get("Cookie"), state.cookie_name)):
+            return Reply(303, {}, (("Location", location),), raw=b"")
+        return _link_refused(state, page.language(asked, request.headers.get("Accept-Language")))
     session_id, _ = redeemed
-    cookie = f"{state.cookie_name}={session_id}; HttpOnly; SameSite=Strict; Path=/"
-    location = "/?lang=en" if lang == "en" else "/?lang=zh" if lang == "zh" else "/"
+    cookie = page.session_cookie(state.cookie_name, session_id)
     return Reply(303, {}, (("Set-Cookie", cookie), ("Location", location)), raw=b"")
+
+
+def _link_refused(state: DesktopState, lang: str) -> Reply:
+    commands = state.commands()
+    minutes = int(page.CODE_TTL_SECONDS // 60)
+    if lang == "en":
+        title = "This link was used already or has expired"
+        sentences = [f"Each link to the knowledge-base page works once, within {minutes} minutes."]
+        sentences.append(
+            "For a new one, press Enter in the terminal where {stack} runs, or run {open}."
+            if "stack" in commands
+            else "For a new one, run {open}."
+        )
+    else:
+        title = "此链接已使用或已过期"
+        sentences = [f"知识库页面的每个链接只能使用一次，并且要在 {minutes} 分钟内打开。"]
+        sentences.append(
+            "要获取新链接，请在运行 {stack} 的终端里按回车键，或运行 {open}。"
+            if "stack" in commands
+            else "要获取新链接，请运行 {open}。"
+        )
+    body = page.notice_html(lang, title, sentences, commands)
+    return Reply(403, {}, PAGE_HEADERS, raw=body, content_type="text/html; charset=utf-8")
 
 
 def _session(state: DesktopState, request: Request) -> Reply:
     assert request.session is not None
     login = state.current_login()
     status = state.status()["login"]
-    body: dict[str, Any] = {"csrf": request.session.csrf, "login": status["state"]}
+    body: dict[str, Any] = {"csrf": request.session.csrf, "login": status["state"], "commands": state.commands()}
     if login is not None:
         profile = login.profile()  # the ID token's claims when there is one
         body["user"] = {

@@ -9,7 +9,7 @@ import os
 import threading
 from typing import IO
 
-from memmy_kb_client.desktop import paths
+from memmy_kb_client.desktop import advice, paths
 from memmy_kb_client.desktop.handler import DesktopHTTPServer
 from memmy_kb_client.desktop.link_routes import start_links, stop_links
 from memmy_kb_client.desktop.state import HOST, DesktopConfig, DesktopState
@@ -56,6 +56,8 @@ class DesktopService:
             self.state.url = self.url
             self.state.port = self.port
             self.state.load()
+            # How to start it again, for the commands' advice once it has stopped (``advice``).
+            advice.record_launcher(self.config.state_dir, self.config.launcher)
             start_links(self.state)
             # For the hooks and ``memmy-kb mcp``: the port alone. The commands read it beside the control
             # token (``state.load``), since anything that can write this directory can rewrite this file.

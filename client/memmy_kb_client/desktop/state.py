@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from memmy_kb_client.desktop import oidc, page, paths, proof
+from memmy_kb_client.desktop import advice, oidc, page, paths, proof
 from memmy_kb_client.desktop.cloud import Cloud
 from memmy_kb_client.desktop.credentials import (
     CloudLogin,
@@ -36,7 +36,7 @@ CONTROL_TOKEN_PREFIX: Final = "mkc_"  # noqa: S105 - a prefix, not a secret
 # After a refresh that failed (provider unreachable, an error other than invalid_grant), the next try waits.
 REFRESH_RETRY_SECONDS: Final = 5.0
 SIGN_IN_ENDED: Final = (
-    "the sign-in has ended (the provider refused to refresh it): run `memmy-kb desktop login`"
+    "the sign-in has ended (the provider refused to refresh it): run `{login}`"
 )
 
 
@@ -63,6 +63,8 @@ class DesktopConfig:
     login_timeout: float = 10.0
     # Answer a slash command or an "ok" / "继续" with no block and no cloud call (``trivial.py``).
     skip_trivial_prompts: bool = True
+    # The local stack that runs this service (``make run``), so advice names it; None: ``desktop serve``.
+    launcher: advice.Launcher | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,10 @@ class DesktopState:
         # The linked folders (``memmy_kb_client.sync.links.Links``), while the service runs.
         self.links: Any = None
 
+    def commands(self) -> dict[str, str]:
+        """What the page and the service's own pages tell the person to run (``advice.service_commands``)."""
+        return advice.service_commands(self.state_dir, self.config.launcher)
+
     @property
     def cookie_name(self) -> str:
         # Cookies are not kept apart by port: two services on one machine each name their own.
@@ -140,7 +146,7 @@ class DesktopState:
         if self._remove_older_secrets() and saved is None:
             self.login_note = (
                 f"a login found in {self.state_dir}, where an older version kept it, was removed unread: "
-                "run `memmy-kb desktop login`"
+                f"run `{self.commands()['login']}`"
             )
         self.control_token = _new_token(CONTROL_TOKEN_PREFIX)
         record = ServiceRecord(self.control_token, self.port, os.getpid(), self.url)
@@ -298,12 +304,8 @@ class DesktopState:
                 return None, "logged_out"
             now = self.config.clock()
             untried = current is not login or seen == attempts
-            if (
-                current.refresh_due(now)
-                and current.refreshable()
-                and untried
-                and time.monotonic() >= retry_at
-            ):
+            due = current.refresh_due(now) and current.refreshable()
+            if due and untried and time.monotonic() >= retry_at:
                 return self._refresh(current, now)
             # Another thread refreshed (or tried to) while this one waited: its outcome stands.
             if current.expired(now):
@@ -318,13 +320,11 @@ class DesktopState:
             renewed = oidc.refresh(login, now, min(self.config.login_timeout, self.config.cloud_timeout))
         except oidc.ProviderRefused as err:
             if err.code == "invalid_grant":
-                self.clear_login(SIGN_IN_ENDED)
+                self.clear_login(SIGN_IN_ENDED.replace("{login}", self.commands()["login"]))
                 return None, "logged_out"
             return self._refresh_failed(login, now, "expired", f"refreshing the login failed: {err.message}")
         except oidc.ProviderUnreachable as err:
-            return self._refresh_failed(
-                login, now, "unreachable", f"refreshing the login failed: {err.message}"
-            )
+            return self._refresh_failed(login, now, "unreachable", f"refreshing the login failed: {err.message}")
         except oidc.LoginError as err:
             return self._refresh_failed(login, now, "expired", f"refreshing the login failed: {err.message}")
         self._save(renewed)  # the rotated refresh token is kept before anything uses it

@@ -1,36 +1,45 @@
 """The desktop service's state in words: what ``serve`` prints once it listens, and the running service
-as a hook would find it (asked with the control client). docs/desktop.md, "The local service"."""
+as a hook would find it (asked with the control client). docs/desktop.md, "The local service".
+Commands are named as the person can run them (``advice``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from memmy_kb_client.desktop.advice import command, how_to_start
 
 if TYPE_CHECKING:
     from memmy_kb_client.desktop.server import DesktopService
 
 READY_PREFIX = "Memmy desktop service on "
 
-LOGIN_STATES = {
+_LOGIN_STATES = {
     "logged_in": "logged in",
-    "logged_out": "logged out: run `memmy-kb desktop login`",
-    "expired": "the login has expired: run `memmy-kb desktop login`",
-    "rejected": "the cloud refused the login (401): run `memmy-kb desktop login` again",
+    "logged_out": "logged out: run `{login}`",
+    "expired": "the login has expired: run `{login}`",
+    "rejected": "the cloud refused the login (401): run `{login}` again",
 }
 
 
-def describe(service: DesktopService) -> str:
-    """What ``serve`` (and ``memmy-local up``) print once the service listens; the first line is machine-read."""
+def login_state(state: str, home: str | None = None) -> str:
+    """The login's state in words, naming ``desktop login`` as the person can run it (with ``home``, the
+    service's ``MEMMY_KB_HOME`` when the person's shell may have another, such as the demo's)."""
+    return _LOGIN_STATES.get(state, state).replace("{login}", command("desktop", "login", home=home))
+
+
+def describe(service: DesktopService, home: str | None = None) -> str:
+    """What ``serve`` (and ``memmy-local up``) print once the service listens; the first line is
+    machine-read. ``home`` as for ``login_state``: the commands named carry it."""
     status = service.state.status()
     login = status["login"]
-    logged = (
-        f"logged in as {login.get('user')}" if login["state"] == "logged_in" else LOGIN_STATES[login["state"]]
-    )
+    state = login["state"]
+    logged = f"logged in as {login.get('user')}" if state == "logged_in" else login_state(state, home)
     lines = [
         f"{READY_PREFIX}{service.url} (cloud: {status['cloud']})",
         f"  state:  {service.config.state_dir}",
         f"  login:  {logged} ({status['credential_store']})",
         f"  hooks:  read {status['hook_token_file']}",
-        "  page:   `memmy-kb desktop open` (a one-time link to the knowledge-base page)",
+        f"  page:   `{command('desktop', 'open', home=home)}` (a one-time link to the knowledge-base page)",
     ]
     if status.get("warning"):
         lines.append(f"  note:   {status['warning']}")
@@ -51,13 +60,13 @@ def service_state(state_dir: str, timeout: float = 3.0) -> tuple[str, str]:
         return "error", f"{str(err)[:1].upper()}{str(err)[1:]}"
     except ServiceUnavailable:
         return "not_running", (
-            f"No desktop service is running for {state_dir}: start it with `memmy-kb desktop serve`, "
-            "then `memmy-kb desktop login`."
+            f"No desktop service is running for {state_dir}: {how_to_start(state_dir)}, "
+            f"then `{command('desktop', 'login')}`."
         )
     except ControlError as err:
         return (
             "error",
-            f"The desktop service answered {err.status} {err.code}: see `memmy-kb desktop status`.",
+            f"The desktop service answered {err.status} {err.code}: see `{command('desktop', 'status')}`.",
         )
     login = status.get("login") or {}
     state = str(login.get("state"))
@@ -65,4 +74,4 @@ def service_state(state_dir: str, timeout: float = 3.0) -> tuple[str, str]:
     if state == "logged_in":
         user = f" as {login['user']}" if login.get("user") else ""
         return "ready", f"{where} and logged in{user}: the hook is ready."
-    return state, f"{where}, but {LOGIN_STATES.get(state, state)}."
+    return state, f"{where}, but {login_state(state)}."

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +19,6 @@ from memmy_local.home_commands import PROG, add_reconcile, add_token
 if TYPE_CHECKING:
     from memmy_kb_client.desktop.server import DesktopService
     from memmy_local.stack import LocalStack
-
-READY_PREFIX = "Memmy local stack ready at "
 
 
 def _api_keys(values: Sequence[str]) -> dict[str, str]:
@@ -99,6 +96,7 @@ def _run_stack(args: argparse.Namespace, metrics: Path) -> int:
     import logging
     import warnings
 
+    from memmy_local import desktop_side
     from memmy_local.stack import LocalStack, StackConfig, StackStartError
 
     # moto's server and botocore log every AWS call; the gateway's one line per request is enough.
@@ -120,25 +118,23 @@ def _run_stack(args: argparse.Namespace, metrics: Path) -> int:
         idp_port=args.idp_port,
         access_token_ttl=args.access_token_ttl,
     )
+    options = list(getattr(args, "options", ()))
+    home = desktop_side.desktop_home(args.demo)
     # SIGTERM behaves like Ctrl-C, also while the stack is still starting, so everything started is stopped.
     signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     # A shell starting us in the background without job control ignores SIGINT; Ctrl-C must still work.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        with LocalStack(config) as stack, _desktop_beside(stack, args) as desktop:
+        with LocalStack(config) as stack, _desktop(stack, args, home, options) as desktop:
             demo = _demo(stack, args, desktop) if args.demo else None
-            _print_ready(stack, args.data_dir, desktop, metrics)
+            desktop_side.print_ready(stack, args.data_dir, desktop, metrics, home=home, demo=args.demo)
             if demo is not None:
                 print(demo, flush=True)
-            threading.Event().wait()
+            desktop_side.serve_until_stopped(desktop)
     except KeyboardInterrupt:
         print("Memmy local stack stopped", flush=True)
     except StackStartError as err:
-        print(
-            f"{PROG} up: {err}; choose another with --port/--memos-port/--moto-port/--control-port/--idp-port"
-            " (0 = any)",
-            file=sys.stderr,
-        )
+        print(desktop_side.port_advice(err, options), file=sys.stderr)
         return 1
     return 0
 
@@ -151,77 +147,15 @@ def _demo(stack: LocalStack, args: argparse.Namespace, desktop: DesktopService |
     return seed_and_describe(stack.api_url, stack.issuer, args.data_dir, state_dir)
 
 
-@contextlib.contextmanager
-def _desktop_beside(stack: LocalStack, args: argparse.Namespace) -> Iterator[DesktopService | None]:
-    """The desktop side's local service, pointed at the stack's API (None with --no-desktop).
+def _desktop(
+    stack: LocalStack, args: argparse.Namespace, home: Path, options: list[str]
+) -> contextlib.AbstractContextManager[DesktopService | None]:
+    """The desktop side's local service beside the stack (``desktop_side``); none with --no-desktop."""
+    from memmy_local import desktop_side
 
-    Its state is the usual ``$MEMMY_KB_HOME/desktop``, so the hooks find it. A busy port falls back to any
-    free one (the hooks read the port from that state); another service on the same state dir leaves the
-    stack without one, with a warning.
-    """
     if args.no_desktop:
-        yield None
-        return
-    from memmy_kb_client.desktop.paths import desktop_dir
-    from memmy_kb_client.desktop.server import DesktopConfig, DesktopService, DesktopStartError, PortInUse
-
-    config = DesktopConfig(state_dir=desktop_dir(), cloud_url=stack.api_url, port=args.desktop_port)
-    try:
-        try:
-            service = DesktopService(config).start()
-        except PortInUse:
-            service = DesktopService(dataclasses.replace(config, port=0)).start()
-    except DesktopStartError as err:
-        print(f"{PROG} up: no desktop service: {err}", file=sys.stderr, flush=True)
-        yield None
-        return
-    try:
-        yield service
-    finally:
-        service.stop()
-
-
-def _print_ready(
-    stack: LocalStack,
-    data_dir: Path | None,
-    desktop: DesktopService | None = None,
-    metrics: Path | None = None,
-) -> None:
-    data = f"{data_dir} (kept across restarts)" if data_dir else "none kept (a clean slate on every start)"
-    data_option = f" --data-dir {data_dir}" if data_dir else ""
-    mint_command = f"{PROG} token alice --name Alice --email alice@example.com{data_option}"
-    lines = [
-        f"  API:    {stack.api_url}",
-        f"  MemOS:  {stack.memos_api_url}  (state: {stack.memos_url}/_emulator/state)",
-        f"  moto:   {stack.moto_url}",
-        f"  IdP:    {stack.idp_url}  (dev sign-in; issuer {stack.issuer})",
-        f"  control: {stack.control_url}  ({PROG} reconcile{data_option})",
-        f"  data:   {data}",
-    ]
-    if metrics is not None:
-        from memmy_local.console import FUNCTIONS_FILE_NAME
-
-        lines.append(
-            f"  logs:   one line per request here; the functions' details in {metrics.parent}/"
-            f"{FUNCTIONS_FILE_NAME}, their metrics in {metrics.name} (--verbose: here too)"
-        )
-    if desktop is not None:
-        from memmy_kb_client.desktop.status_text import describe
-
-        lines += ["", describe(desktop)]
-    lines += [
-        f"{READY_PREFIX}{stack.api_url}",
-        f'Get a token:  TOKEN="$({mint_command})"',
-        f'Then:         curl -H "Authorization: Bearer $TOKEN" {stack.api_url}/knowledge-bases',
-    ]
-    if desktop is not None:
-        lines += [
-            "Desktop:      memmy-kb desktop login   # sign in at the dev IdP in your browser (--device, --no-browser)",
-            f"              or, without a browser: {mint_command} | memmy-kb desktop login --token -",
-            "              memmy-kb hook install claude-code   # or codex, gemini; then ask in the agent",
-        ]
-    lines.append("Ctrl-C stops the stack.")
-    print("\n".join(lines), flush=True)
+        return contextlib.nullcontext()
+    return desktop_side.desktop_beside(stack, args.desktop_port, home, desktop_side.launcher(options))
 
 
 # ------------------------------------------------------------------------------------------- parser
@@ -370,7 +304,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from memmy_kb_client.cli.failures import run_command
 
-    return run_command(lambda: build_parser().parse_args(argv))
+    given = list(sys.argv[1:] if argv is None else argv)
+
+    def parse() -> argparse.Namespace:
+        args = build_parser().parse_args(given)
+        # ``up``'s options as typed, to say how to start it again (``desktop_side.launcher``).
+        args.options = given[given.index("up") + 1 :] if "up" in given else []
+        return args
+
+    return run_command(parse)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """``memmy-local up --demo``: the product story seeded through the API into the running stack (the users,
 KBs, documents and share of tests/e2e/test_seed_story_e2e.py), the desktop service signed in as its
-salesperson; with ``--data-dir`` a second start finds the story and does not seed it again."""
+salesperson; with ``--data-dir`` a second start finds the story and does not seed it again. The demo's
+desktop service has a home of its own (``desktop_side.desktop_home``): its login stays out of a plain
+``make run``."""
 
 from __future__ import annotations
 
@@ -154,14 +156,18 @@ def describe(demo: Demo, page_url: str | None) -> str:
         "with nobody.",
     ]
     if page_url is not None:
+        from memmy_kb_client.desktop.page import CODE_TTL_SECONDS
+
         lines.append(
-            f"  page, as {SALESPERSON.name}: {page_url}  (one use, within a minute; "
-            "`memmy-kb desktop open` gives a new one)"
+            f"  page, as {SALESPERSON.name}: {page_url}  (one use, within {int(CODE_TTL_SECONDS // 60)} "
+            "minutes; press Enter here for a new one)"
         )
     else:
+        from memmy_kb_client.desktop.advice import program
+
         lines.append(
-            f"  as {SALESPERSON.name}: memmy-local token {SALESPERSON.user_id} --name {SALESPERSON.name} "
-            f"--phone {SALESPERSON.phone}"
+            f"  as {SALESPERSON.name}: {program('memmy-local')} token {SALESPERSON.user_id} "
+            f"--name {SALESPERSON.name} --phone {SALESPERSON.phone}"
         )
     return "\n".join(lines)
 

@@ -46,4 +46,9 @@ class StackConfig:
 
 
 class StackStartError(RuntimeError):
-    """The stack cannot start as configured (a port in use); the message says what to change."""
+    """The stack cannot start as configured (a port in use); the message says what to change, and
+    ``option`` names the option that chooses the port in the way (``--port``), with that ``port``."""
+
+    def __init__(self, message: str, option: str = "", port: int = 0) -> None:
+        super().__init__(message)
+        self.option, self.port = option, port

@@ -53,12 +53,12 @@ class Deployment:
 
 def ensure_ports_free(config: StackConfig) -> None:
     """Fail fast and clearly: moto's server thread would otherwise hang its starter on a taken port."""
-    for what, port in (
-        ("gateway", config.gateway_port),
-        ("MemOS", config.memos_port),
-        ("moto", config.moto_port),
-        ("control", config.control_port),
-        ("identity provider", config.idp_port),
+    for what, option, port in (
+        ("gateway", "--port", config.gateway_port),
+        ("MemOS", "--memos-port", config.memos_port),
+        ("moto", "--moto-port", config.moto_port),
+        ("control", "--control-port", config.control_port),
+        ("identity provider", "--idp-port", config.idp_port),
     ):
         if port == 0:
             continue
@@ -68,7 +68,7 @@ def ensure_ports_free(config: StackConfig) -> None:
                 probe.bind((config.host, port))
             except OSError as err:
                 raise StackStartError(
-                    f"the {what} port {port} on {config.host} is not available ({err.strerror})"
+                    f"the {what} port {port} on {config.host} is not available ({err.strerror})", option, port
                 ) from err
 
 

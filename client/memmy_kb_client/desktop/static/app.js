@@ -9,7 +9,7 @@ const TEXT = {
     create: "创建", cancel: "取消", save: "保存", recall: "参与召回", rename: "重命名", del: "删除",
     leave: "退出共享", share: "共享管理", upload: "上传", newFolder: "新建文件夹", move: "移动",
     open: "打开", add: "添加", remove: "移除", ask: "提问", tryHeading: "试一试提问", tryLabel: "试一个问题",
-    readOnly: "只读：这是别人共享给你的知识库。", dropHint: "把文件拖到这里上传，可一次多个",
+    readOnly: "只读：这是别人共享给你的知识库。", readOnlyBy: "只读：{name} 共享给你的知识库。", dropHint: "把文件拖到这里上传，可一次多个",
     colName: "名称", colStatus: "状态", colSize: "大小", colActions: "操作", emptyFolder: "这里还没有文件。",
     folder: "文件夹", root: "全部文件", uploading: "上传中", processing: "处理中", available: "可用",
     failed: "失败", sharedBy: "共享者", noKbs: "还没有知识库。", noShared: "还没有人共享知识库给你。",
@@ -20,7 +20,13 @@ const TEXT = {
     confirmLeave: "退出「{name}」？除非所有者再次共享，你将看不到它。",
     added: "已添加 {name}。", excerpts: "摘录", block: "智能体收到的内容", nothing: "在参与召回的知识库中没有找到相关内容。",
     scope: "检索了 {n} 个知识库", loggedIn: "已登录：{name}",
-    needSession: "请用 {cmd} 打开此页面（链接只能用一次）。", needLogin: "尚未登录：点击“登录”，或运行 {cmd}。",
+    noKbsToAsk: "你还没有参与召回的知识库：新建一个知识库并上传文件，或请同事把他们的知识库共享给你。",
+    noneInRecall: "你的知识库都没有打开“参与召回”：在左侧列表里为要检索的知识库打开它。",
+    needSession: "请用 {open} 打开此页面（每个链接只能用一次）。",
+    needSessionStack: "请用新链接打开此页面：在运行 {stack} 的终端里按回车键，或运行 {open}（每个链接只能用一次）。",
+    needLogin: "尚未登录：点击“登录”，或运行 {login}。",
+    confirmSignOut: "要在这台电脑上退出 Memmy 吗？本机服务会忘记你的登录：在你重新登录之前，AI 助手的钩子和搜索都不会再附上知识库的摘录。",
+    language: "语言",
     signIn: "登录", fromKb: "来自知识库", fromOneOf: "来自以下知识库之一", signOut: "退出登录", signedOut: "已退出登录。",
     uploadDone: "已上传", uploadFailed: "上传失败：{reason}", gone: "这个知识库已不存在，或已不再共享给你。",
     err_account_not_found: "没有找到这个用户 ID、手机号或邮箱对应的账号（对方需要先登录一次 Memmy）。",
@@ -33,9 +39,9 @@ const TEXT = {
     err_memos_quota_exhausted: "服务的知识库容量已满，暂时无法新建：请稍后再试，或联系管理员。",
     err_rate_limited: "操作太频繁，请稍后再试。", err_not_found: "找不到了：可能已被删除或不再共享给你。",
     err_forbidden: "只有所有者可以这样做。", err_validation_error: "请检查输入的内容。",
-    err_session_required: "会话已结束：请运行 memmy-kb desktop open。",
-    err_desktop_logged_out: "本机服务未登录：请运行 memmy-kb desktop login。",
-    err_cloud_login_rejected: "云端拒绝了登录：请重新运行 memmy-kb desktop login。",
+    err_session_required: "会话已结束：请运行 {open}。",
+    err_desktop_logged_out: "本机服务未登录：请运行 {login}。",
+    err_cloud_login_rejected: "云端拒绝了登录：请重新运行 {login}。",
     err_login_refresh_unreachable: "登录已过期，且暂时无法连接登录服务续期：请稍后再试。",
     err_cloud_unreachable: "连不上云端，请检查网络后重试。", err_conflict: "与现有内容冲突（可能重名）。",
     err_too_large: "文件太大。", err_unsupported: "不支持这种文件类型。", err_generic: "出错了：{message}",
@@ -53,6 +59,7 @@ const TEXT = {
     newFolder: "New folder", move: "Move", open: "Open", add: "Add", remove: "Remove", ask: "Ask",
     tryHeading: "Try a question", tryLabel: "Try a question",
     readOnly: "Read only: someone shared this knowledge base with you.",
+    readOnlyBy: "Read only: {name} shared this knowledge base with you.",
     dropHint: "Drop files here to upload (several at once)", colName: "Name", colStatus: "Status",
     colSize: "Size", colActions: "Actions", emptyFolder: "Nothing here yet.", folder: "Folder",
     root: "All files", uploading: "Uploading", processing: "Processing", available: "Available",
@@ -65,8 +72,14 @@ const TEXT = {
     confirmLeave: "Leave “{name}”? You will not see it again unless its owner shares it again.",
     added: "Added {name}.", excerpts: "Excerpts", block: "The block the agent receives",
     nothing: "Nothing found in the knowledge bases you recall from.", scope: "Searched {n} knowledge bases",
-    loggedIn: "Signed in as {name}", needSession: "Open this page with {cmd} (each link works once).",
-    needLogin: "Not signed in: choose Sign in, or run {cmd}.",
+    scopeOne: "Searched 1 knowledge base",
+    noKbsToAsk: "You have no knowledge bases in recall yet: create one and upload files into it, or ask a colleague to share theirs with you.",
+    noneInRecall: "None of your knowledge bases takes part in recall: turn Recall on for those to search, in the list.",
+    loggedIn: "Signed in as {name}", needSession: "Open this page with {open} (each link works once).",
+    needSessionStack: "Open this page with a new link: press Enter in the terminal where {stack} runs, or run {open} (each link works once).",
+    needLogin: "Not signed in: choose Sign in, or run {login}.",
+    confirmSignOut: "Sign out of Memmy on this computer? The desktop service forgets your login: until you sign in again, your agents' hooks and searches add no excerpts from your knowledge bases.",
+    language: "Language",
     signIn: "Sign in", fromKb: "From", fromOneOf: "From one of", signOut: "Sign out", signedOut: "Signed out.", uploadDone: "Uploaded",
     uploadFailed: "Upload failed: {reason}", gone: "This knowledge base is gone, or no longer shared with you.",
     err_account_not_found: "No account has this user ID, phone or email (they need to sign in to Memmy once first).",
@@ -80,9 +93,9 @@ const TEXT = {
     err_rate_limited: "Too many attempts: wait a little and try again.",
     err_not_found: "Not found: it may have been deleted, or is no longer shared with you.",
     err_forbidden: "Only the owner can do that.", err_validation_error: "Please check what you typed.",
-    err_session_required: "This session has ended: run memmy-kb desktop open.",
-    err_desktop_logged_out: "The desktop service is not logged in: run memmy-kb desktop login.",
-    err_cloud_login_rejected: "The cloud refused the login: run memmy-kb desktop login again.",
+    err_session_required: "This session has ended: run {open}.",
+    err_desktop_logged_out: "The desktop service is not logged in: run {login}.",
+    err_cloud_login_rejected: "The cloud refused the login: run {login} again.",
     err_login_refresh_unreachable: "The sign-in has expired and the sign-in service cannot be reached to renew it: try again shortly.",
     err_cloud_unreachable: "The cloud cannot be reached: check the connection and try again.",
     err_conflict: "That conflicts with something already there (the same name?).",
@@ -151,18 +164,30 @@ function reasonText(entry) {
 }
 
 const params = new URLSearchParams(location.search);
-const LANG = (() => {
+// The page's language: ?lang=, else the browser's first; the language links change it in place.
+let LANG = (() => {
   const asked = params.get("lang");
   if (asked === "en" || asked === "zh") return asked;
   const first = ((navigator.languages && navigator.languages[0]) || navigator.language || "").toLowerCase();
   return first.startsWith("en") ? "en" : "zh";
 })();
 
+// The commands the page tells the person to run, as they can run them (the service says which: its own
+// path to memmy-kb, and the local stack's command when the stack runs it).
+const COMMANDS = { open: "memmy-kb desktop open", login: "memmy-kb desktop login", stack: "" };
+
 function t(key, vars) {
   let text = TEXT[LANG][key] ?? TEXT.en[key] ?? key;
   // A function, not a string, as the replacement: "$&" or "$'" in a name are text, not patterns.
-  for (const [name, value] of Object.entries(vars || {})) text = text.replaceAll(`{${name}}`, () => String(value));
+  for (const [name, value] of Object.entries({ ...COMMANDS, ...(vars || {}) })) {
+    text = text.replaceAll(`{${name}}`, () => String(value));
+  }
   return text;
+}
+
+// A count in words: the key's "One" form for one where the language has it ("1 file"; Chinese has none).
+function tn(key, n, vars) {
+  return t(n === 1 && TEXT[LANG][`${key}One`] ? `${key}One` : key, { n, ...(vars || {}) });
 }
 
 const $ = (id) => document.getElementById(id);
@@ -186,7 +211,11 @@ function el(tag, attrs, ...children) {
 
 // ------------------------------------------------------------------------------------------ the API
 
-const state = { csrf: "", me: null, kbs: [], kb: null, trail: [], timer: null, busy: false };
+// listing and answer: the last shown, drawn again in the other language; view: the notice the page is
+// in when it cannot show the lists ("needSession", "needLogin").
+const state = {
+  csrf: "", me: null, kbs: [], kb: null, trail: [], timer: null, busy: false, listing: null, answer: null, view: "",
+};
 
 class ApiError extends Error {
   constructor(status, code, message, details) {
@@ -239,13 +268,20 @@ const escapeAll = (text) =>
 const seg = (id) => escapeAll(escapeAll(id));
 const newKey = () => (crypto.randomUUID ? crypto.randomUUID() : Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join(""));
 
-function notice(message, command) {
+// A message above the page; the commands it names (COMMANDS) set as code.
+function notice(message) {
   const box = $("notice");
   box.replaceChildren();
   if (!message) { box.hidden = true; return; }
-  const [before, after] = message.split("{cmd}");
-  box.append(before);
-  if (after !== undefined) box.append(el("code", { text: command }), after);
+  const commands = Object.values(COMMANDS).filter(Boolean).sort((a, b) => b.length - a.length);
+  let rest = message;
+  while (rest) {
+    const found = commands.map((c) => [rest.indexOf(c), c]).filter(([at]) => at >= 0).sort((a, b) => a[0] - b[0])[0];
+    if (!found) { box.append(rest); break; }
+    const [at, command] = found;
+    box.append(rest.slice(0, at), el("code", { text: command }));
+    rest = rest.slice(at + command.length);
+  }
   box.hidden = false;
 }
 
@@ -374,7 +410,7 @@ function kbItem(kb) {
     item.append(el("span", { class: "meta" }, `${t("sharedBy")}: `, theirs(owner.display_name || owner.user_id), ...contact));
   }
   const files = kb.file_count || 0;
-  const stats = t(files === 1 && LANG === "en" ? "kbStatsOne" : "kbStats", { files, size: formatSize(kb.bytes_used || 0) });
+  const stats = tn("kbStats", files, { files, size: formatSize(kb.bytes_used || 0) });
   item.append(el("span", { class: "meta stats", text: stats }), actions);
   return item;
 }
@@ -385,6 +421,7 @@ function renderLists() {
   $("mine").replaceChildren(...(mine.length ? mine.map(kbItem) : [el("li", { class: "muted", text: t("noKbs") })]));
   $("shared").replaceChildren(...(shared.length ? shared.map(kbItem) : [el("li", { class: "muted", text: t("noShared") })]));
   // A new user: what a knowledge base is, and the one button that starts one, where the open KB would be.
+  // Neither button shows before the lists are known (index.html), so none moves once it can be clicked.
   const none = state.kbs.length === 0;
   $("welcome").hidden = !none || Boolean(state.kb);
   $("new-kb").hidden = none;
@@ -398,6 +435,7 @@ function folderId() { return state.trail.length ? state.trail[state.trail.length
 function openKb(kb) {
   state.kb = kb;
   state.trail = [];
+  state.listing = null;
   $("kb").hidden = false;
   $("welcome").hidden = true;
   $("uploads").replaceChildren();
@@ -422,6 +460,12 @@ function renderKbHeader() {
   $("kb-tools").hidden = !owner;
   $("drop").hidden = !owner;
   $("kb-readonly").hidden = owner;
+  if (!owner) {
+    // Who shared it, by name ("someone" only when the cloud names no one).
+    const sharer = (kb.owner || {}).display_name || (kb.owner || {}).user_id;
+    const [before, after] = t(sharer ? "readOnlyBy" : "readOnly", { name: "\u0000" }).split("\u0000");
+    $("kb-readonly").replaceChildren(before, ...(after !== undefined ? [theirs(sharer), after] : []));
+  }
   const crumbs = [{ id: null, name: t("root") }, ...state.trail];
   $("crumbs").replaceChildren(...crumbs.map((crumb, index) => {
     const last = index === crumbs.length - 1;
@@ -461,6 +505,7 @@ async function loadListing() {
     return;
   }
   if (state.kb !== kb || folderId() !== folder) return;  // navigated away meanwhile
+  state.listing = listing;
   renderEntries(listing);
   // Files just finished (or failed): the KB's file count and storage in the lists change with them.
   if (state.busy && !listing.refresh_after_seconds) loadLists().catch(() => {});
@@ -554,6 +599,8 @@ function renderEntries(listing) {
 
 // ------------------------------------------------------------------------------------------ uploads
 
+const UPLOAD_ROW_MS = 3000;  // how long a finished upload's row stays
+
 function sendToStorage(ticket, file, progress) {
   return new Promise((resolve, reject) => {
     const form = new FormData();
@@ -590,6 +637,8 @@ async function uploadOne(kb, folder, file) {
     show(1);
     note.textContent = t("uploadDone");
     note.className = "ok";
+    // Done: the file is in the list below now; its row here goes after a moment to read it.
+    setTimeout(() => item.remove(), UPLOAD_ROW_MS);
   } catch (error) {
     note.textContent = t("uploadFailed", { reason: human(error) });
     note.className = "error";
@@ -671,23 +720,40 @@ async function ask(query) {
   const answer = $("answer");
   answer.replaceChildren(el("p", { class: "muted", text: "…" }));
   try {
-    const result = await api("POST", "/recall", { query });
-    const parts = [el("p", { class: "muted", text: t("scope", { n: result.scope_size }) })];
-    if (!result.items.length) parts.push(el("p", { class: "nothing", text: t("nothing") }));
-    else {
-      parts.push(el("h3", { text: t("excerpts") }));
-      for (const item of result.items) {
-        parts.push(el("article", { class: "excerpt" }, el("h3", {}, "《", theirs(item.title), "》"),
-          el("p", { class: "source muted" }, ...sourceOf(item)), el("p", { class: "text", text: item.content })));
-      }
-    }
-    if (result.context) {
-      parts.push(el("details", {}, el("summary", { text: t("block") }), el("pre", { text: result.context })));
-    }
-    answer.replaceChildren(...parts);
+    state.answer = { result: await api("POST", "/recall", { query }) };
   } catch (error) {
-    answer.replaceChildren(el("p", { class: "error", role: "alert", text: human(error) }));
+    state.answer = { error };
   }
+  renderAnswer();
+}
+
+// Why nothing came back: no KB in recall at all (and how to get one), or nothing in them matched.
+function nothingFound(result) {
+  if (result.scope_size) return t("nothing");
+  return t(state.kbs.length ? "noneInRecall" : "noKbsToAsk");
+}
+
+function renderAnswer() {
+  const { result, error } = state.answer || {};
+  if (error) {
+    $("answer").replaceChildren(el("p", { class: "error", role: "alert", text: human(error) }));
+    return;
+  }
+  if (!result) return;
+  const parts = [];
+  if (result.scope_size) parts.push(el("p", { class: "muted", text: tn("scope", result.scope_size) }));
+  if (!result.items.length) parts.push(el("p", { class: "nothing", text: nothingFound(result) }));
+  else {
+    parts.push(el("h3", { text: t("excerpts") }));
+    for (const item of result.items) {
+      parts.push(el("article", { class: "excerpt" }, el("h3", {}, "《", theirs(item.title), "》"),
+        el("p", { class: "source muted" }, ...sourceOf(item)), el("p", { class: "text", text: item.content })));
+    }
+  }
+  if (result.context) {
+    parts.push(el("details", {}, el("summary", { text: t("block") }), el("pre", { text: result.context })));
+  }
+  $("answer").replaceChildren(...parts);
 }
 
 // ------------------------------------------------------------------------------------------- start
@@ -697,6 +763,32 @@ function translateStatic() {
   document.title = t("title");
   for (const node of document.querySelectorAll("[data-t]")) node.textContent = t(node.dataset.t);
   $("question").setAttribute("placeholder", LANG === "en" ? "e.g. What changed in the travel policy?" : "例如：差旅报销需要哪些发票？");
+  $("langs").setAttribute("aria-label", t("language"));
+  for (const link of document.querySelectorAll("#langs a")) {
+    if (link.dataset.lang === LANG) link.setAttribute("aria-current", "true");
+    else link.removeAttribute("aria-current");
+  }
+}
+
+// The other language, in place: what is open (the KB, its folder, the answer) stays, drawn again in it.
+function switchLanguage(lang) {
+  if (lang === LANG) return;
+  LANG = lang;
+  const url = new URL(location.href);
+  url.searchParams.set("lang", lang);
+  history.replaceState(history.state, "", url);
+  translateStatic();
+  if (state.view) { showView(state.view); return; }
+  notice("");
+  if (!state.me) return;
+  renderWho();
+  renderLists();
+  if (state.kb) {
+    renderKbHeader();
+    if (state.listing) renderEntries(state.listing);
+  }
+  renderAnswer();
+  if (typeof loadLinks === "function") loadLinks().catch(() => {});  // sync.js
 }
 
 function wire() {
@@ -757,6 +849,13 @@ function wire() {
     if (query) ask(query);
   });
   $("kb-heading").setAttribute("tabindex", "-1");
+  for (const link of document.querySelectorAll("#langs a")) {
+    link.addEventListener("click", (event) => {
+      if (event.metaKey || event.ctrlKey || event.shiftKey || event.button !== 0) return;  // a new tab: as is
+      event.preventDefault();
+      switchLanguage(link.dataset.lang);
+    });
+  }
   // Coming back to the page: what others changed meanwhile (a KB shared, or no longer shared).
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "visible" && state.csrf) loadLists().catch(() => {});
@@ -764,33 +863,38 @@ function wire() {
 }
 
 // Signing in: the local service starts the provider's login (PKCE, on its own loopback callback) and
-// answers its URL; this tab goes there, and the callback brings it back here signed in.
+// answers its URL; this tab goes there, and the callback brings it back to this page, signed in.
 async function signIn() {
   try {
-    const started = await api("POST", "/login");
+    const started = await api("POST", "/login", { lang: LANG });
     window.location.assign(started.url);
   } catch (error) {
     notice(human(error));
   }
 }
 
-async function signOut() {
-  try {
+// Signing out signs the whole desktop out, the agents' hooks and searches with it: asked first.
+function signOut() {
+  confirmDanger(t("signOut"), t("confirmSignOut"), t("signOut"), async () => {
     await api("POST", "/logout");
-  } catch (error) {
-    notice(human(error));
-    return;
-  }
-  state.me = null;
-  showSignedOut(t("signedOut") + " " + t("needLogin"));
+    state.me = null;
+    showView("needLogin", t("signedOut") + " ");
+  });
 }
 
-function showSignedOut(message) {
+function renderWho() {
+  $("who").textContent = state.me ? t("loggedIn", { name: state.me.name || state.me.user_id }) : "";
+}
+
+// The page when it cannot show the lists: without a session (a new link is needed), or signed out.
+function showView(view, before) {
+  state.view = view;
   $("app").hidden = true;
-  $("who").textContent = "";
+  renderWho();
   $("sign-out").hidden = true;
-  $("sign-in").hidden = false;
-  notice(message, "memmy-kb desktop login");
+  $("sign-in").hidden = view !== "needLogin";
+  const key = view === "needSession" && COMMANDS.stack ? "needSessionStack" : view;
+  notice((before || "") + t(key));
 }
 
 async function start() {
@@ -801,8 +905,9 @@ async function start() {
   let session;
   try {
     const response = await fetch("/api/session", { credentials: "same-origin", cache: "no-store" });
-    if (response.status === 401) { notice(t("needSession"), "memmy-kb desktop open"); return; }
-    session = await response.json();
+    session = await response.json().catch(() => ({}));
+    Object.assign(COMMANDS, session.commands || {});
+    if (response.status === 401) { showView("needSession"); return; }
   } catch (error) {
     notice(t("err_generic", { message: String(error) }));
     return;
@@ -810,10 +915,12 @@ async function start() {
   state.csrf = session.csrf;
   state.me = session.user || null;
   if (session.login !== "logged_in" || !state.me) {
-    showSignedOut(t("needLogin"));
+    state.me = null;
+    showView("needLogin");
     return;
   }
-  $("who").textContent = t("loggedIn", { name: state.me.name || state.me.user_id });
+  state.view = "";
+  renderWho();
   $("sign-in").hidden = true;
   $("sign-out").hidden = false;
   $("app").hidden = false;

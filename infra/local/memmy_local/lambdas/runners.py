@@ -345,12 +345,20 @@ class ScheduleRunner:
         source = next((s for s in self.sources if s.function == function), None)
         if source is None:
             raise KeyError(f"{function} has no Schedule or ScheduleV2 event in the template")
-        return self._invoke(source)
+        return self._invoke(source, "asked for now")
 
-    def _invoke(self, source: ScheduleSource) -> Any:
+    def _invoke(self, source: ScheduleSource, when: str) -> Any:
         event = schedule_event(source, self.region, self.account_id)
         request_id = str(uuid.uuid4())
-        log.info("schedule %s: invoking %s (request %s)", source.name, source.function, request_id)
+        # Both rates: the template's (on AWS) and the timer's here, which are not the same.
+        log.info(
+            "schedule %s (%s on AWS; %s): invoking %s (request %s)",
+            source.name,
+            source.expression,
+            when,
+            source.function,
+            request_id,
+        )
         return self.pool.get(source.function).invoke(event, request_id)
 
     def _run(self) -> None:
@@ -361,7 +369,7 @@ class ScheduleRunner:
                 if not source.enabled:
                     continue
                 try:
-                    self._invoke(source)
+                    self._invoke(source, f"here every {self.interval:g} s")
                 except Exception:
                     # As with EventBridge Scheduler (our RetryPolicy: no retries), the next tick tries again.
                     log.exception("scheduled %s failed", source.function)
