@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memmy_kb_client.cli.rendering import progress_bar
+from memmy_kb_client.cli.rendering import bar_name_columns, progress_bar
 from memmy_kb_client.cli.terminal import one_line, printable
 
 
@@ -61,10 +61,11 @@ def upload_files(args: argparse.Namespace) -> int:
     try:
         with client_for(args) as client:
             uploads = {}
+            name_columns = bar_name_columns(Path(raw).name for raw in args.paths)
             for raw in args.paths:
                 path = Path(raw)
                 ticket = client.upload_file(
-                    args.kb, path, folder_id=args.folder, progress=progress_bar(path.name)
+                    args.kb, path, folder_id=args.folder, progress=progress_bar(path.name, name_columns)
                 )
                 uploads[ticket["upload_id"]] = path.name
             final: dict[str, dict[str, Any]] = {}
