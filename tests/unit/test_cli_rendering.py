@@ -16,6 +16,7 @@ from memmy_kb_client.cli.rendering import (
     progress_bar,
     render_list,
     render_listing,
+    render_me,
     render_members,
 )
 from memmy_kb_client.cli.terminal import fit, table
@@ -136,3 +137,21 @@ def test_the_sdk_reports_an_upload_s_end_once():
     reader = _ProgressReader(io.BytesIO(b""), 0, lambda sent, total: empty.append((sent, total)))
     reader.read(64)
     assert empty == [(0, 0)]
+
+
+def test_me_is_told_in_words():
+    me = {
+        "user_id": "u1",
+        "display_name": "销售小王",
+        "email": None,
+        "phone": "138****8000",
+        "recall_new_shares": True,
+    }
+    assert render_me(me).splitlines() == [
+        "Name:                    销售小王",
+        "User id:                 u1",
+        "Email:                   (none)",
+        "Phone:                   138****8000",
+        "New shares join recall:  yes",
+    ]
+    assert render_me({**me, "recall_new_shares": False}).endswith("New shares join recall:  no")

@@ -17,7 +17,7 @@ from memmy_kb_client.cli.delete_prompts import (
     member_label,
     stdin_is_terminal,
 )
-from memmy_kb_client.cli.rendering import kb_line, render_list, render_listing, render_members
+from memmy_kb_client.cli.rendering import kb_line, render_list, render_listing, render_me, render_members
 from memmy_kb_client.cli.terminal import one_line, printable
 from memmy_kb_client.cli.transfer_commands import add_transfer_commands, client_for
 
@@ -171,9 +171,7 @@ def _add_kb_group(commands: argparse._SubParsersAction[Parent], common: Parent, 
     me = commands.add_parser(
         "me", parents=[common], help="register and show your profile (name, email, phone)"
     )
-    me.set_defaults(
-        func=_run(lambda c, a: c.me(), lambda r: "\n".join(f"{k}: {v}" for k, v in r.items() if v))
-    )
+    me.set_defaults(func=_run(lambda c, a: c.me(), render_me))
 
     kb = commands.add_parser("kb", help="knowledge bases").add_subparsers(dest="kb_command", required=True)
 

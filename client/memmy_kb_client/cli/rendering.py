@@ -44,6 +44,19 @@ def _sharer(owner: dict[str, Any]) -> str:
     return f"{one_line(owner['display_name'])}{contact}"
 
 
+def render_me(me: dict[str, Any]) -> str:
+    """One's profile in words: who, the verified contacts, and whether new shares join one's recall."""
+    rows = [
+        ["Name:", me.get("display_name") or ""],
+        ["User id:", me.get("user_id") or ""],
+        ["Email:", me.get("email") or "(none)"],
+        ["Phone:", me.get("phone") or "(none)"],
+    ]
+    if "recall_new_shares" in me:
+        rows.append(["New shares join recall:", "yes" if me["recall_new_shares"] else "no"])
+    return "\n".join(table(rows))
+
+
 def render_members(members: list[dict[str, Any]]) -> str:
     return "\n".join(table([m["user_id"], m["role"], m["display_name"]] for m in members))
 
