@@ -158,6 +158,9 @@ def _rotate(args: argparse.Namespace) -> int:
     answer = _control("POST", "/control/rotate-hook-token")
     if answer is None:
         return 1
+    if args.json:
+        print(printable(json.dumps(answer, ensure_ascii=False, indent=2)))
+        return 0
     print(f"new hook token in {answer.get('hook_token_file')}; the old one is refused from now on")
     return 0
 
@@ -298,4 +301,5 @@ def add_desktop_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     rotate = desktop.add_parser(
         "rotate-hook-token", help="issue a new hook token (the hooks pick it up; the old one stops working)"
     )
+    rotate.add_argument("--json", action="store_true", help="print the service's answer as JSON")
     rotate.set_defaults(func=_rotate)

@@ -101,6 +101,8 @@ def _hook_install(args: argparse.Namespace) -> int:
     except (SettingsError, OSError) as err:
         print(printable(f"memmy-kb hook install: {err}"), file=sys.stderr)
         return 1
+    if args.json:
+        return _installed_json(args, change)
     if not change.changed:
         state = "has no Memmy hook" if args.uninstall else "already has the Memmy hook"
         print(printable(f"{change.path} {state}; nothing changed"))
@@ -134,6 +136,8 @@ def _mcp_install(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.json:
+        return _installed_json(args, change)
     if not change.changed:
         state = "does not register" if args.uninstall else "already registers"
         print(printable(f"{change.path} {state} the memmy-kb MCP server; nothing changed"))
@@ -147,6 +151,19 @@ def _mcp_install(args: argparse.Namespace) -> int:
     ready = service.replace("the hook is ready", "memmy-kb mcp is ready")
     for line in [ready, *agent_steps(args.agent, args.project)]:
         print(printable(line))
+    return 0
+
+
+def _installed_json(args: argparse.Namespace, change: Any) -> int:
+    """``hook install --json``: which settings file, whether it changed, and what it holds now."""
+    answer = {
+        "agent": args.agent,
+        "what": "mcp" if args.mcp else "hook",
+        "settings": str(change.path),
+        "changed": change.changed,
+        "installed": not args.uninstall,
+    }
+    print(printable(json.dumps(answer, ensure_ascii=False, indent=2)))
     return 0
 
 
@@ -217,6 +234,9 @@ def add_recall_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         help="the project's settings in DIR (.claude/, .codex/ or .gemini/) instead of your own",
     )
     install.add_argument("--uninstall", action="store_true", help="remove the Memmy hook instead")
+    install.add_argument(
+        "--json", action="store_true", help="print the settings file and whether it changed as JSON (no diff)"
+    )
     install.add_argument(
         "--mcp",
         action="store_true",
