@@ -41,7 +41,24 @@ def _body_line(line: str) -> str:
     return f"› {line}" if line.startswith(("from:", "from one of:")) else line
 
 
-def _render(result: dict[str, Any]) -> str:
+# Why a recall found nothing when it searched no knowledge base, as the page says it.
+NO_KNOWLEDGE_BASES = (
+    "You have no knowledge bases in recall yet: create one (`memmy-kb kb create NAME`) and upload files into "
+    "it (`memmy-kb files upload KB_ID FILE`), or ask a colleague to share theirs with you."
+)
+NONE_IN_RECALL = (
+    "None of your knowledge bases takes part in recall: turn it on for those to search "
+    "(`memmy-kb kb recall KB_ID on`; `memmy-kb kb ls` lists them)."
+)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _render(result: dict[str, Any], has_knowledge_bases: bool = True) -> str:
+    """The excerpts for people; when none came, why: nothing matched in the knowledge bases searched, or
+    none was searched (``has_knowledge_bases``: whether the user has any, in recall or not)."""
     items = result.get("items") or []
     if result.get("discarded") and not items:
         return "Your knowledge bases changed during the search, so its result was dropped; ask again."
@@ -55,8 +72,8 @@ def _render(result: dict[str, Any]) -> str:
     if not items:
         searched = result.get("scope_size", 0)
         if not searched:
-            return "No knowledge base takes part in your recall (see `memmy-kb kb ls`)."
-        return "\n".join([*notes, f"Nothing relevant found in {searched} knowledge base(s)."])
+            return NONE_IN_RECALL if has_knowledge_bases else NO_KNOWLEDGE_BASES
+        return "\n".join([*notes, f"Nothing relevant found in {_count(searched, 'knowledge base')}."])
     blocks = []
     for index, item in enumerate(items, 1):
         score = item.get("score")
@@ -69,9 +86,12 @@ def _render(result: dict[str, Any]) -> str:
 def _recall(args: argparse.Namespace) -> int:
     from memmy_kb_client.sdk import ClientConfig, MemmyApiError, MemmyClient
 
+    has_knowledge_bases = True
     try:
         with MemmyClient(ClientConfig.load(args.endpoint, args.token)) as client:
             result = client.recall(args.query, args.limit)
+            if not (args.json or args.context or result.get("items") or result.get("scope_size")):
+                has_knowledge_bases = bool(client.list_knowledge_bases())
     except MemmyApiError as err:
         print(printable(f"error: {err.message} ({err.status} {err.code})"), file=sys.stderr)
         return 1
@@ -80,7 +100,7 @@ def _recall(args: argparse.Namespace) -> int:
     elif args.context:
         print(printable(result.get("context", "")))
     else:
-        print(printable(_render(result)))
+        print(printable(_render(result, has_knowledge_bases)))
     return 0
 
 
