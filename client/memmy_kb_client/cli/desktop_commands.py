@@ -235,7 +235,8 @@ def _print_status(status: dict[str, Any], as_json: bool) -> int:
         lines.append(f"linked:   {line}")
     if status.get("skipped_prompts"):
         lines.append(
-            f'skipped:  {status["skipped_prompts"]} prompts with nothing to search (slash commands, "ok")'
+            f"skipped:  {status['skipped_prompts']} prompt{'' if status['skipped_prompts'] == 1 else 's'} with "
+            'nothing to search (slash commands, "ok")'
         )
     print(printable("\n".join(lines)))
     return 0

@@ -55,7 +55,7 @@ def _ask(plan: Any) -> bool:
     if not stdin_is_terminal():
         return False
     print(printable("\n".join(plan_lines(plan))), file=sys.stderr)
-    return confirmed(f"This pass would delete {len(plan.deletes)} files: {plan.confirm}. Go ahead?")
+    return confirmed(f"This pass would delete {_count(len(plan.deletes), 'file')}: {plan.confirm}. Go ahead?")
 
 
 def sync_folder(args: argparse.Namespace) -> int:
