@@ -93,3 +93,13 @@ def test_a_new_folder_prints_its_id_alone(service: FakeService, capsys: pytest.C
     (created,) = [f for f in service.folders.values() if f["name"] == "产品"]
     assert capsys.readouterr().out == f"{created['id']}\n"
     assert created["parent_id"] == FOLDER_ID
+
+
+def test_ls_and_mk_take_a_folder_by_name_too(
+    service: FakeService, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["files", "ls", KB_ID, "--folder", "资料/旧版"]) == 0
+    assert "旧手册.pdf" in capsys.readouterr().out
+    assert cli.main(["folders", "mk", KB_ID, "新", "--parent", "旧版"]) == 0
+    (created,) = [f for f in service.folders.values() if f["name"] == "新"]
+    assert created["parent_id"] == SUB_FOLDER_ID

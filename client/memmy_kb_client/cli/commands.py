@@ -71,11 +71,13 @@ def _run(action: Callable[[Any, argparse.Namespace], Any], render: Callable[[Any
             print(printable(f"error: {err}"), file=sys.stderr)
             return 1
         if isinstance(result, Outcome):
-            _print_json(result.answer) if args.json else print(printable(result.text))
-        elif args.json:
-            _print_json(result)
+            answer, text = result.answer, result.text
         else:
-            print(printable(render(result)))
+            answer, text = result, render(result) if not args.json else ""
+        if args.json:
+            _print_json(answer)
+        else:
+            print(printable(text))
         return 0
 
     return command
@@ -110,6 +112,11 @@ def _destination(client: Any, args: argparse.Namespace, given: str | None) -> tu
         return None, "the root"
     folder = resolve(client, args.kb, "folders", given)
     return folder.id, folder.label
+
+
+def _folder_id(client: Any, args: argparse.Namespace, given: str | None) -> str | None:
+    """The id of the folder ``given`` names (by id or unique name); None for none (the root)."""
+    return None if given is None else resolve(client, args.kb, "folders", given).id
 
 
 def _moved(kind: str, answer: dict[str, Any]) -> str:
@@ -318,8 +325,8 @@ def _add_files_group(commands: argparse._SubParsersAction[Parent], common: Paren
     add_transfer_commands(files, common)
     ls = files.add_parser("ls", parents=[common], help="list one level: folders and files with their status")
     ls.add_argument("kb")
-    ls.add_argument("--folder", help="folder id (default: the root)")
-    ls.set_defaults(func=_run(lambda c, a: c.list_files(a.kb, a.folder), render_listing))
+    ls.add_argument("--folder", help="the folder's id or unique name (default: the root)")
+    ls.set_defaults(func=_run(lambda c, a: c.list_files(a.kb, _folder_id(c, a, a.folder)), render_listing))
     mv = files.add_parser("mv", parents=[common], help="move a file to another folder (owner)")
     mv.add_argument("kb")
     mv.add_argument("file", help=FILE_HELP)
@@ -353,9 +360,13 @@ def _add_folders_group(commands: argparse._SubParsersAction[Parent], common: Par
     mk = folders.add_parser("mk", parents=[common], help="create a folder (owner)")
     mk.add_argument("kb")
     mk.add_argument("name")
-    mk.add_argument("--parent", help="parent folder id (default: the root)")
+    mk.add_argument("--parent", help="the parent folder's id or unique name (default: the root)")
     # The new folder's id alone, so that `FO=$(memmy-kb folders mk KB 产品)` keeps it for the next command.
-    mk.set_defaults(func=_run(lambda c, a: c.create_folder(a.kb, a.name, a.parent), lambda f: str(f["id"])))
+    mk.set_defaults(
+        func=_run(
+            lambda c, a: c.create_folder(a.kb, a.name, _folder_id(c, a, a.parent)), lambda f: str(f["id"])
+        )
+    )
     rename_folder = folders.add_parser("rename", parents=[common], help="rename a folder (owner)")
     rename_folder.add_argument("kb")
     rename_folder.add_argument("folder", help=FOLDER_HELP)
