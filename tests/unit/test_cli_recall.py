@@ -128,7 +128,7 @@ class _Recalling:
     def __init__(self, answer: dict[str, object], kbs: list[dict[str, object]]) -> None:
         self.answer, self.kbs = answer, kbs
 
-    def __call__(self, config: object) -> _Recalling:
+    def __call__(self, args: object) -> _Recalling:
         return self
 
     def __enter__(self) -> _Recalling:
@@ -153,7 +153,7 @@ class _Recalling:
 )
 def test_a_recall_that_searched_nothing_says_why_and_what_to_do(monkeypatch, capsys, kbs, said):
     empty = {"items": [], "context": "", "scope_size": 0, "discarded": False}
-    monkeypatch.setattr("memmy_kb_client.sdk.MemmyClient", _Recalling(empty, kbs))
+    monkeypatch.setattr("memmy_kb_client.cli.transfer_commands.client_for", _Recalling(empty, kbs))
     assert cli.main(["recall", "报销需要哪些发票"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(said)

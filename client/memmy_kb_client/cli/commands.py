@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from memmy_kb_client.cli.delete_prompts import (
@@ -19,8 +18,16 @@ from memmy_kb_client.cli.delete_prompts import (
     member_label,
     stdin_is_terminal,
 )
-from memmy_kb_client.cli.entries import Entry, NotResolved, resolve
-from memmy_kb_client.cli.rendering import kb_line, render_list, render_listing, render_me, render_members
+from memmy_kb_client.cli.entries import NotResolved
+from memmy_kb_client.cli.move_commands import folder_id, move_file, move_folder, rename_folder
+from memmy_kb_client.cli.rendering import (
+    Outcome,
+    kb_line,
+    render_list,
+    render_listing,
+    render_me,
+    render_members,
+)
 from memmy_kb_client.cli.terminal import one_line, printable
 from memmy_kb_client.cli.transfer_commands import add_transfer_commands, client_for
 
@@ -31,14 +38,6 @@ FOLDER_HELP = "the folder's id, its name if no other folder has it, or its path 
 
 def _client(args: argparse.Namespace) -> Any:
     return client_for(args)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a command did: ``answer`` for --json (the API's object), ``text`` for people."""
-
-    answer: Any
-    text: str
 
 
 def _print_api_error(err: Any) -> None:
@@ -84,11 +83,19 @@ def _run(action: Callable[[Any, argparse.Namespace], Any], render: Callable[[Any
 
 
 def _leave(client: Any, args: argparse.Namespace) -> Outcome:
+    from memmy_kb_client.cli.failures import CommandFailed, sign_in
     from memmy_kb_client.sdk import ClientConfig, token_subject
 
-    me = token_subject(ClientConfig.load(args.endpoint, args.token).token or "")
+    route = getattr(client, "route", None)
+    me = (
+        route.user
+        if route is not None
+        else token_subject(ClientConfig.load(args.endpoint, args.token).token or "")
+    )
     if me is None:
-        raise SystemExit("error: no login token; run `memmy-kb login --token ...` first")
+        raise CommandFailed(
+            "error: leaving needs to know who you are, and no login says", sign_in(route) if route else ""
+        )
     label = kb_label(client, args.kb)
     client.remove_member(args.kb, me)
     return Outcome({"left": args.kb}, f"left {label}")
@@ -104,43 +111,6 @@ def _unshare(client: Any, args: argparse.Namespace) -> Outcome:
 def _dismiss(client: Any, args: argparse.Namespace) -> Outcome:
     client.dismiss_upload(args.kb, args.upload)
     return Outcome({"dismissed": args.upload}, "dismissed")
-
-
-def _destination(client: Any, args: argparse.Namespace, given: str | None) -> tuple[str | None, str]:
-    """A move's destination folder (by id or unique name): its id (None: the root) and how to say it."""
-    if given is None:
-        return None, "the root"
-    folder = resolve(client, args.kb, "folders", given)
-    return folder.id, folder.label
-
-
-def _folder_id(client: Any, args: argparse.Namespace, given: str | None) -> str | None:
-    """The id of the folder ``given`` names (by id or unique name); None for none (the root)."""
-    return None if given is None else resolve(client, args.kb, "folders", given).id
-
-
-def _moved(kind: str, answer: dict[str, Any]) -> str:
-    return Entry(kind, str(answer["id"]), str(answer["name"])).label
-
-
-def _move_file(client: Any, args: argparse.Namespace) -> Outcome:
-    file = resolve(client, args.kb, "files", args.file)
-    folder_id, where = _destination(client, args, args.folder)
-    moved = client.move_file(args.kb, file.id, folder_id)
-    return Outcome(moved, f"moved {_moved('files', moved)} to {where}")
-
-
-def _move_folder(client: Any, args: argparse.Namespace) -> Outcome:
-    folder = resolve(client, args.kb, "folders", args.folder)
-    parent_id, where = _destination(client, args, args.parent)
-    moved = client.update_folder(args.kb, folder.id, parent_id=parent_id)
-    return Outcome(moved, f"moved {_moved('folders', moved)} {'to' if parent_id is None else 'into'} {where}")
-
-
-def _rename_folder(client: Any, args: argparse.Namespace) -> Outcome:
-    folder = resolve(client, args.kb, "folders", args.folder)
-    renamed = client.update_folder(args.kb, folder.id, name=args.name)
-    return Outcome(renamed, f"renamed {folder.label} to '{one_line(renamed['name'])}'")
 
 
 def _delete(
@@ -211,11 +181,29 @@ def _prepared(
         return fallback(args)
 
 
+def _me(client: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The profile, and which login and way to the cloud the commands use (``cloud_route``)."""
+    profile: dict[str, Any] = client.me()
+    route = getattr(client, "route", None)
+    return {**profile, "login": route.describe()} if route is not None else profile
+
+
 def _login(args: argparse.Namespace) -> int:
+    from memmy_kb_client.cli.cloud_route import DESKTOP, choose
     from memmy_kb_client.sdk import ClientConfig
 
     config = ClientConfig.load(args.endpoint, args.token)
     print(f"saved endpoint {config.endpoint} to {config.save()}")
+    route, desktop = choose(None, None)
+    if desktop is not None:
+        desktop.connection.close()
+    if route.kind == DESKTOP:
+        print(
+            printable(
+                f"note: the desktop service is signed in (as {route.user}), and commands go through it while "
+                "it is; this saved login is used when it is not"
+            )
+        )
     return 0
 
 
@@ -247,7 +235,7 @@ def _add_kb_group(commands: argparse._SubParsersAction[Parent], common: Parent, 
     me = commands.add_parser(
         "me", parents=[common], help="register and show your profile (name, email, phone)"
     )
-    me.set_defaults(func=_run(lambda c, a: c.me(), render_me))
+    me.set_defaults(func=_run(_me, render_me))
 
     kb = commands.add_parser("kb", help="knowledge bases").add_subparsers(dest="kb_command", required=True)
 
@@ -326,12 +314,12 @@ def _add_files_group(commands: argparse._SubParsersAction[Parent], common: Paren
     ls = files.add_parser("ls", parents=[common], help="list one level: folders and files with their status")
     ls.add_argument("kb")
     ls.add_argument("--folder", help="the folder's id or unique name (default: the root)")
-    ls.set_defaults(func=_run(lambda c, a: c.list_files(a.kb, _folder_id(c, a, a.folder)), render_listing))
+    ls.set_defaults(func=_run(lambda c, a: c.list_files(a.kb, folder_id(c, a, a.folder)), render_listing))
     mv = files.add_parser("mv", parents=[common], help="move a file to another folder (owner)")
     mv.add_argument("kb")
     mv.add_argument("file", help=FILE_HELP)
     mv.add_argument("--folder", help="the destination folder's id or unique name (default: the root)")
-    mv.set_defaults(func=_run(_move_file))
+    mv.set_defaults(func=_run(move_file))
     dismiss = files.add_parser(
         "dismiss",
         parents=[common],
@@ -364,19 +352,19 @@ def _add_folders_group(commands: argparse._SubParsersAction[Parent], common: Par
     # The new folder's id alone, so that `FO=$(memmy-kb folders mk KB 产品)` keeps it for the next command.
     mk.set_defaults(
         func=_run(
-            lambda c, a: c.create_folder(a.kb, a.name, _folder_id(c, a, a.parent)), lambda f: str(f["id"])
+            lambda c, a: c.create_folder(a.kb, a.name, folder_id(c, a, a.parent)), lambda f: str(f["id"])
         )
     )
-    rename_folder = folders.add_parser("rename", parents=[common], help="rename a folder (owner)")
-    rename_folder.add_argument("kb")
-    rename_folder.add_argument("folder", help=FOLDER_HELP)
-    rename_folder.add_argument("name")
-    rename_folder.set_defaults(func=_run(_rename_folder))
-    move_folder = folders.add_parser("mv", parents=[common], help="move a folder (owner)")
-    move_folder.add_argument("kb")
-    move_folder.add_argument("folder", help=FOLDER_HELP)
-    move_folder.add_argument("--parent", help="the new parent folder's id or unique name (default: the root)")
-    move_folder.set_defaults(func=_run(_move_folder))
+    rename = folders.add_parser("rename", parents=[common], help="rename a folder (owner)")
+    rename.add_argument("kb")
+    rename.add_argument("folder", help=FOLDER_HELP)
+    rename.add_argument("name")
+    rename.set_defaults(func=_run(rename_folder))
+    mv = folders.add_parser("mv", parents=[common], help="move a folder (owner)")
+    mv.add_argument("kb")
+    mv.add_argument("folder", help=FOLDER_HELP)
+    mv.add_argument("--parent", help="the new parent folder's id or unique name (default: the root)")
+    mv.set_defaults(func=_run(move_folder))
     folders_rm = folders.add_parser(
         "rm", parents=[common, confirm], help="delete a folder with all its subfolders and files (owner)"
     )

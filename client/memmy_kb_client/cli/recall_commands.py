@@ -84,11 +84,12 @@ def _render(result: dict[str, Any], has_knowledge_bases: bool = True) -> str:
 
 
 def _recall(args: argparse.Namespace) -> int:
-    from memmy_kb_client.sdk import ClientConfig, MemmyApiError, MemmyClient
+    from memmy_kb_client.cli.transfer_commands import client_for
+    from memmy_kb_client.sdk import MemmyApiError
 
     has_knowledge_bases = True
     try:
-        with MemmyClient(ClientConfig.load(args.endpoint, args.token)) as client:
+        with client_for(args) as client:
             result = client.recall(args.query, args.limit)
             if not (args.json or args.context or result.get("items") or result.get("scope_size")):
                 has_knowledge_bases = bool(client.list_knowledge_bases())

@@ -5,9 +5,19 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from memmy_kb_client.cli.terminal import cells, fit, one_line, table
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a command did: ``answer`` for --json (the API's object), ``text`` for people."""
+
+    answer: Any
+    text: str
+
 
 # The widest a file's name is shown beside its upload bar, in terminal columns.
 BAR_NAME_COLUMNS = 40
@@ -45,7 +55,8 @@ def _sharer(owner: dict[str, Any]) -> str:
 
 
 def render_me(me: dict[str, Any]) -> str:
-    """One's profile in words: who, the verified contacts, and whether new shares join one's recall."""
+    """One's profile in words: who, the verified contacts, whether new shares join one's recall, and
+    which login the commands use (``login``, added by ``memmy-kb me``)."""
     rows = [
         ["Name:", me.get("display_name") or ""],
         ["User id:", me.get("user_id") or ""],
@@ -54,6 +65,8 @@ def render_me(me: dict[str, Any]) -> str:
     ]
     if "recall_new_shares" in me:
         rows.append(["New shares join recall:", "yes" if me["recall_new_shares"] else "no"])
+    if me.get("login"):
+        rows.append(["Login:", me["login"]])
     return "\n".join(table(rows))
 
 
