@@ -91,7 +91,8 @@ class _ProgressReader:
     def read(self, size: int = -1) -> bytes:
         chunk: bytes = self._handle.read(size)
         self._sent += len(chunk)
-        if self._progress is not None:
+        # The read that finds the end returns nothing: it is no progress (an empty file's is its only one).
+        if self._progress is not None and (chunk or not self._total):
             self._progress(self._sent, self._total)
         return chunk
 

@@ -91,7 +91,9 @@ def test_files_folders_and_the_kb_are_deleted_with_the_cli(stage: Stage, tmp_pat
         assert [f["id"] for f in listing["folders"]] == [folder]
     again = cli(stage, owner, "files", "rm", kb, file_id, "--yes")
     assert again.returncode == 1
-    assert again.stderr.strip().endswith("(404 file_not_found)"), again.stderr
+    assert again.stderr.startswith(f"error: no file with the id or name '{file_id}' in knowledge base {kb}: give"), (
+        again.stderr
+    )
 
     # When the owner deletes the folder, then it goes with its subfolder and the file inside
     cleanup = ok_json(stage, owner, "folders", "rm", kb, folder, "--yes")
@@ -103,10 +105,10 @@ def test_files_folders_and_the_kb_are_deleted_with_the_cli(stage: Stage, tmp_pat
     for gone in (folder, subfolder):
         listed = cli(stage, owner, "files", "ls", kb, "--folder", gone)
         assert listed.returncode == 1
-        assert listed.stderr.strip().endswith("(404 folder_not_found)"), listed.stderr
+        assert listed.stderr.startswith(f"error: no folder with the id or name '{gone}'"), listed.stderr
     again = cli(stage, owner, "folders", "rm", kb, folder, "--yes")
     assert again.returncode == 1
-    assert again.stderr.strip().endswith("(404 folder_not_found)"), again.stderr
+    assert again.stderr.startswith(f"error: no folder with the id or name '{folder}'"), again.stderr
 
     # When the owner deletes the KB, then neither the owner nor the reader lists it any more
     deleted_kb = cli(stage, owner, "kb", "rm", kb, "-y")

@@ -50,10 +50,6 @@ NOT_INHERITED = (
     "HTTP_PROXY",
     "HTTPS_PROXY",
 )
-PENDING = (
-    "pending CLI changes: `folders mk` printing the new folder's id alone (it prints `fo_… 产品`, so "
-    '`--folder "$FO"` names no folder), and `files mv|rm`, `folders rename|mv|rm` taking a name'
-)
 
 
 def _stack_ports(stack: RunningStack) -> dict[int, str]:
@@ -95,7 +91,6 @@ def _readers_environment(root: Path, stack: RunningStack) -> dict[str, str]:
     }
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING)
 def test_the_readme_commands_run_as_written(local_stack: RunningStack, tmp_path: Path) -> None:
     # Given the README's blocks, the unmarked ones on the test stack's ports
     blocks = extract(README.read_text(encoding="utf-8"), SECTIONS)

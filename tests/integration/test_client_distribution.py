@@ -63,7 +63,7 @@ def test_the_client_installs_and_runs_alone_in_a_fresh_venv(tmp_path: Path) -> N
     listed = run(python, "-m", "pip", "list", "--format", "json")
     assert listed.returncode == 0, listed.stderr
     names = {entry["name"].lower() for entry in json.loads(listed.stdout)}
-    assert {"memmy-kb", "httpx"} <= names
+    assert {"memmy-kb", "httpx", "wcwidth"} <= names
     assert not names & ABSENT, sorted(names & ABSENT)
 
     # And its command works

@@ -1,118 +1,29 @@
-"""``memmy-kb kb rm``, ``files rm`` and ``folders rm`` and the SDK's delete methods, against a fake service.
-
-The fake is an ``httpx.MockTransport`` holding one owner's KB with nested folders and files; it answers
-the routes as the service does (202 ``{cleanup_id}``, 403 ``owner_only`` for a reader, 404s) and records
-every request with its raw path, so the tests see exactly what went over the wire and what did not.
+"""``memmy-kb kb rm``, ``files rm`` and ``folders rm`` and the SDK's delete methods, against the fake service of
+``tests.support.cli_service``: what goes over the wire, what is asked and what is printed.
 """
 
 from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote
 
-import httpx
 import pytest
 
-from memmy_kb_client.cli import commands, delete_prompts
+from memmy_kb_client.cli import commands, entries
 from memmy_kb_client.cli import main as cli
-from memmy_kb_client.sdk import ClientConfig, MemmyApiError, MemmyClient
-from tests.support.mock_http import mock_http
-
-OWNER, READER = "owner-token", "reader-token"
-# Ids a client must percent-encode: a pipe and a space (as login providers' ids have), a slash, ? and #.
-KB_ID = "kb|1 产品"
-FOLDER_ID = "fo|2 a/b"
-SUB_FOLDER_ID = "fo 3?x"
-FILE_ID = "fi|4 #c"
-DEEP_FILE_ID = "fi 5"
-
-
-def _error(status: int, code: str, message: str) -> httpx.Response:
-    return httpx.Response(status, json={"error": {"code": code, "message": message}})
-
-
-@dataclass
-class FakeService:
-    """One KB named 产品资料 owned by OWNER and shared with READER:
-
-    root: folder 资料 (FOLDER_ID) with a subfolder 旧版 (SUB_FOLDER_ID) holding 旧手册.pdf (DEEP_FILE_ID);
-    root: 介绍.md (FILE_ID).
-    """
-
-    kb_name: str = "产品资料"
-    folders: dict[str, dict[str, Any]] = field(
-        default_factory=lambda: {
-            FOLDER_ID: {"id": FOLDER_ID, "name": "资料", "parent_id": None},
-            SUB_FOLDER_ID: {"id": SUB_FOLDER_ID, "name": "旧版", "parent_id": FOLDER_ID},
-        }
-    )
-    files: dict[str, dict[str, Any]] = field(
-        default_factory=lambda: {
-            FILE_ID: {"id": FILE_ID, "name": "介绍.md", "folder_id": None, "status": "available"},
-            DEEP_FILE_ID: {
-                "id": DEEP_FILE_ID,
-                "name": "旧手册.pdf",
-                "folder_id": SUB_FOLDER_ID,
-                "status": "available",
-            },
-        }
-    )
-    listing_failure: httpx.Response | None = None
-    requests: list[httpx.Request] = field(default_factory=list)
-
-    def handle(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        token = request.headers.get("Authorization", "").removeprefix("Bearer ")
-        if token not in (OWNER, READER):
-            return _error(401, "unauthorized", "Unauthorized")
-        raw = request.url.raw_path.decode("ascii").partition("?")[0]
-        parts = [unquote(part) for part in raw.split("/")[1:]]
-        if parts[0] != "knowledge-bases" or len(parts) < 2:
-            return _error(404, "route_not_found", "No such route.")
-        if parts[1] != KB_ID:
-            return _error(404, "kb_not_found", "Knowledge base not found.")
-        role = "owner" if token == OWNER else "reader"
-        match request.method, parts[2:]:
-            case "GET", []:
-                kb = {"id": KB_ID, "name": self.kb_name, "role": role, "recall": True}
-                return httpx.Response(200, json=kb)
-            case "GET", ["files"]:
-                if self.listing_failure is not None:
-                    return self.listing_failure
-                folder = request.url.params.get("folder_id")
-                return httpx.Response(
-                    200,
-                    json={
-                        "folders": [f for f in self.folders.values() if f["parent_id"] == folder],
-                        "files": [f for f in self.files.values() if f["folder_id"] == folder],
-                    },
-                )
-            case "DELETE", rest:
-                if role != "owner":
-                    return _error(403, "owner_only", "Only the knowledge base's owner may do this.")
-                match rest:
-                    case []:
-                        return httpx.Response(202, json={"cleanup_id": "cleanup-kb"})
-                    case ["files", file_id]:
-                        if file_id not in self.files:
-                            return _error(404, "file_not_found", "File not found.")
-                        return httpx.Response(202, json={"cleanup_id": "cleanup-file"})
-                    case ["folders", folder_id]:
-                        if folder_id not in self.folders:
-                            return _error(404, "folder_not_found", "Folder not found.")
-                        return httpx.Response(202, json={"cleanup_id": "cleanup-folder"})
-        return _error(404, "route_not_found", "No such route.")
-
-    def client(self, token: str = OWNER) -> MemmyClient:
-        http = mock_http(self.handle, "http://memmy.test")
-        return MemmyClient(ClientConfig(endpoint="http://memmy.test", token=token), http=http)
-
-    @property
-    def deletes(self) -> list[str]:
-        return [r.url.raw_path.decode() for r in self.requests if r.method == "DELETE"]
+from memmy_kb_client.sdk import MemmyApiError
+from tests.support.cli_service import (
+    DEEP_FILE_ID,
+    FILE_ID,
+    FOLDER_ID,
+    KB_ID,
+    OWNER,
+    READER,
+    SUB_FOLDER_ID,
+    FakeService,
+    error,
+)
 
 
 class Terminal(io.StringIO):
@@ -178,7 +89,7 @@ def test_the_sdk_sends_delete_on_the_quoted_path_and_returns_the_cleanup_id(
         (lambda c: c.delete_folder(KB_ID, FOLDER_ID), "stranger", 401, "unauthorized"),
     ],
 )
-def test_the_sdk_raises_the_services_error(call: Any, token: str, status: int, code: str) -> None:
+def test_the_sdk_raises_the_serviceserror(call: Any, token: str, status: int, code: str) -> None:
     with FakeService().client(token) as client, pytest.raises(MemmyApiError) as raised:
         call(client)
     assert (raised.value.status, raised.value.code) == (status, code)
@@ -226,13 +137,14 @@ def test_yes_deletes_without_asking_or_reading_stdin_and_names_what_it_deleted(
 def test_yes_names_by_id_what_the_service_would_not_name(
     service: FakeService, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], which: str
 ) -> None:
-    # Listing needs MemOS, deleting does not: a 503 on the lookup costs only the name
-    service.listing_failure = _error(503, "memos_unavailable", "MemOS unavailable")
+    # Listing needs MemOS, deleting does not: a 503 on the lookup costs only the name (a file's is read
+    # by its id, without a listing)
+    service.listing_failure = error(503, "memos_unavailable", "MemOS unavailable")
     assert run(monkeypatch, io.StringIO(), *COMMANDS[which][0], "--yes") == 0
     out = capsys.readouterr().out
     expected = {
         "kb": "deleted knowledge base '产品资料' (cleanup",
-        "file": f"deleted file {FILE_ID} (cleanup",
+        "file": "deleted file '介绍.md' (cleanup",
         "folder": f"deleted folder {FOLDER_ID} (cleanup",
     }
     assert out.startswith(expected[which])
@@ -363,30 +275,30 @@ def test_names_others_could_see_are_escaped_in_the_question(
     assert "\x1b" not in err
 
 
-def test_a_name_it_cannot_find_cheaply_is_asked_by_id(
+def test_a_folder_it_cannot_find_within_the_listings_it_reads_is_asked_by_id(
     service: FakeService, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # A chain of folders deeper than the lookup reads: the file at the bottom is asked about by its id
+    # A chain of folders deeper than the lookup reads: the folder at the bottom is asked about by its id
     parent = None
-    for depth in range(delete_prompts.NAME_LOOKUP_LISTINGS + 2):
+    for depth in range(entries.MAX_LISTINGS + 2):
         service.folders[f"deep-{depth}"] = {"id": f"deep-{depth}", "name": f"d{depth}", "parent_id": parent}
         parent = f"deep-{depth}"
-    service.files["bottom"] = {"id": "bottom", "name": "底.md", "folder_id": parent, "status": "available"}
 
-    assert run(monkeypatch, Terminal("y\n"), "files", "rm", KB_ID, "bottom") == 0
+    assert run(monkeypatch, Terminal("y\n"), "folders", "rm", KB_ID, parent) == 0
 
     out, err = capsys.readouterr()
-    assert err == "Delete file bottom from knowledge base '产品资料' for everyone it is shared with? [y/N] "
-    assert out.startswith("deleted file bottom (cleanup cleanup-file")
-    listings = [r for r in service.requests if r.url.path.endswith("/files")]
-    assert len(listings) == delete_prompts.NAME_LOOKUP_LISTINGS
+    assert err.startswith(
+        f"Delete folder {parent} and all its subfolders and files from knowledge base '产品资料'"
+    )
+    assert out.startswith(f"deleted folder {parent} (cleanup cleanup-folder")
+    assert service.listings == entries.MAX_LISTINGS
 
 
 def test_a_listing_that_fails_only_costs_the_name(
     service: FakeService, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Listing needs MemOS for live status; deleting does not, so a 503 there must not block the delete
-    service.listing_failure = _error(503, "memos_unavailable", "MemOS unavailable")
+    service.listing_failure = error(503, "memos_unavailable", "MemOS unavailable")
     assert run(monkeypatch, Terminal("y\n"), *COMMANDS["folder"][0]) == 0
     out, err = capsys.readouterr()
     assert err.startswith(
@@ -409,8 +321,6 @@ def test_a_listing_that_fails_only_costs_the_name(
             "error: Only the knowledge base's owner may do this. (403 owner_only)",
         ),
         (["kb", "rm", "kb-other"], OWNER, "error: Knowledge base not found. (404 kb_not_found)"),
-        (["files", "rm", KB_ID, "fi-gone"], OWNER, "error: File not found. (404 file_not_found)"),
-        (["folders", "rm", KB_ID, "fo-gone"], OWNER, "error: Folder not found. (404 folder_not_found)"),
     ],
 )
 def test_refusals_are_printed_as_other_commands_print_them(
@@ -427,14 +337,75 @@ def test_refusals_are_printed_as_other_commands_print_them(
     assert len(service.deletes) == 1
 
 
-def test_a_missing_file_asked_about_is_refused_by_the_service(
+@pytest.mark.parametrize(("command", "noun"), [("files", "file"), ("folders", "folder")])
+@pytest.mark.parametrize("stdin", [Terminal("y\n"), io.StringIO()])
+def test_an_id_or_name_that_names_nothing_deletes_nothing_and_says_what_to_give(
+    service: FakeService,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    noun: str,
+    stdin: io.StringIO,
+) -> None:
+    yes = [] if stdin.isatty() else ["--yes"]
+    assert run(monkeypatch, stdin, command, "rm", KB_ID, "手册.pdf", *yes) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        f"error: no {noun} with the id or name '手册.pdf' in knowledge base {KB_ID}: give the {noun}'s id, "
+        f"or its name if no other {noun} has it (`memmy-kb files ls {KB_ID}` lists them)\n"
+    )
+    assert service.deletes == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "question", "path"),
+    [
+        (
+            ["files", "rm", KB_ID, "旧手册.pdf"],
+            "Delete file '旧手册.pdf' from knowledge base '产品资料' for everyone it is shared with? [y/N] ",
+            f"{KB_PATH}/files/fi%205",
+        ),
+        (
+            ["folders", "rm", KB_ID, "资料/旧版"],
+            "Delete folder '旧版' and all its subfolders and files from knowledge base '产品资料' "
+            "for everyone it is shared with? [y/N] ",
+            f"{KB_PATH}/folders/fo%203%3Fx",
+        ),
+    ],
+)
+def test_a_unique_name_or_a_path_of_names_deletes_that_entry(
+    service: FakeService,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    question: str,
+    path: str,
+) -> None:
+    assert run(monkeypatch, Terminal("y\n"), *argv) == 0
+    assert capsys.readouterr().err == question
+    assert service.deletes == [path]
+
+
+def test_a_name_several_files_share_deletes_nothing_and_lists_them(
     service: FakeService, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run(monkeypatch, Terminal("y\n"), "files", "rm", KB_ID, "fi-gone") == 1
+    service.files["fi_root_copy"] = {
+        "id": "fi_root_copy",
+        "name": "旧手册.pdf",
+        "folder_id": None,
+        "status": "available",
+    }
+    assert run(monkeypatch, Terminal("y\n"), "files", "rm", KB_ID, "旧手册.pdf") == 1
     out, err = capsys.readouterr()
-    assert err.startswith("Delete file fi-gone from knowledge base '产品资料'")
-    assert err.endswith("error: File not found. (404 file_not_found)\n")
     assert out == ""
+    assert err.splitlines() == [
+        f"error: 2 files in knowledge base {KB_ID} are named '旧手册.pdf': give the id (or the path) of the "
+        "file you mean:",
+        "  fi_root_copy  旧手册.pdf",
+        f"  {DEEP_FILE_ID}          资料/旧版/旧手册.pdf",
+    ]
+    assert service.deletes == []
 
 
 @pytest.mark.parametrize(

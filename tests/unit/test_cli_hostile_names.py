@@ -20,9 +20,9 @@ def test_kb_list_member_and_file_names_cannot_forge_lines():
     listed = printable(render_list(kbs))
     assert listed.splitlines() == [
         "My knowledge bases:",
-        "  kb_1  recall on   我的资料 📚",
+        "  kb_1  recall on  我的资料 📚",
         "Shared with me:",
-        "  kb_2  recall on   x\\u000a  kb_fake  recall on   我的资料\\u001b[2J\\u202e"
+        "  kb_2  recall on  x\\u000a  kb_fake  recall on   我的资料\\u001b[2J\\u202e"
         "  (from x\\u000a  kb_fake  recall on   我的资料\\u001b[2J\\u202e)",
     ]
     members = printable(render_members([{"user_id": "u1", "role": "reader", "display_name": FORGED}]))

@@ -75,6 +75,12 @@ def test_leave_names_the_kb_it_left(service: FakeService, capsys: pytest.Capture
     assert service.requests[-1] == ("DELETE", f"/knowledge-bases/{KB_ID}/members/{READER_ID}")
 
 
-def test_json_still_prints_the_sentence(service: FakeService, capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_prints_an_object_naming_what_was_removed(
+    service: FakeService, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert cli.main(["kb", "unshare", KB_ID, READER_ID, "--token", OWNER, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == f"revoked '销售小王' ({READER_ID})"
+    assert json.loads(capsys.readouterr().out) == {"revoked": READER_ID}
+    assert (
+        cli.main(["kb", "leave", KB_ID, "--token", READER, "--endpoint", "http://memmy.test", "--json"]) == 0
+    )
+    assert json.loads(capsys.readouterr().out) == {"left": KB_ID}

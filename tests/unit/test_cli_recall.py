@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from memmy_kb_client.cli import main as cli
 from memmy_kb_client.cli.recall_commands import _render
 
 
@@ -117,3 +120,47 @@ def test_an_excerpts_own_text_cannot_read_as_its_source_line():
         "    › from one of: 我的资料 (kb_1)",
         "      from: 缩进的不算",
     ]
+
+
+class _Recalling:
+    """The SDK's client as ``recall`` uses it: one recall answer, and the user's knowledge bases."""
+
+    def __init__(self, answer: dict[str, object], kbs: list[dict[str, object]]) -> None:
+        self.answer, self.kbs = answer, kbs
+
+    def __call__(self, args: object) -> _Recalling:
+        return self
+
+    def __enter__(self) -> _Recalling:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def recall(self, query: str, limit: object) -> dict[str, object]:
+        return self.answer
+
+    def list_knowledge_bases(self) -> list[dict[str, object]]:
+        return self.kbs
+
+
+@pytest.mark.parametrize(
+    ("kbs", "said"),
+    [
+        ([], "You have no knowledge bases in recall yet: create one (`memmy-kb kb create NAME`)"),
+        ([{"id": "kb_1", "recall": False}], "None of your knowledge bases takes part in recall: turn it on"),
+    ],
+)
+def test_a_recall_that_searched_nothing_says_why_and_what_to_do(monkeypatch, capsys, kbs, said):
+    empty = {"items": [], "context": "", "scope_size": 0, "discarded": False}
+    monkeypatch.setattr("memmy_kb_client.cli.transfer_commands.client_for", _Recalling(empty, kbs))
+    assert cli.main(["recall", "报销需要哪些发票"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(said)
+    assert "matched" not in out
+
+
+@pytest.mark.parametrize(("searched", "said"), [(1, "1 knowledge base."), (3, "3 knowledge bases.")])
+def test_nothing_found_counts_the_knowledge_bases_searched(searched, said):
+    text = _render({"items": [], "scope_size": searched, "discarded": False})
+    assert text == f"Nothing relevant found in {said}"

@@ -145,7 +145,7 @@ def test_files_ls_shows_each_files_version_and_its_replace():
     }
 
     assert render_listing(listing).splitlines() == [
-        "available   fi_1  v2    价目表.md  [being replaced by up_3]",
-        "available   fi_2  v1    价目表.md  [replace up_9 failed: No.]",
-        "uploading   up_5  -     new.md",
+        "available  fi_1  v2  价目表.md  [being replaced by up_3]",
+        "available  fi_2  v1  价目表.md  [replace up_9 failed: No.]",
+        "uploading  up_5  -   new.md",
     ]

@@ -108,3 +108,41 @@ def test_another_type_or_no_body_is_a_4xx_in_the_error_shape_not_500(
     event = http_event("POST", "/things", body=body, headers={"content-type": content_type})
     reply = _body_app().resolve(event, FakeLambdaContext())
     assert (reply["statusCode"], json.loads(reply["body"])["error"]["code"]) == (status, code), reply
+
+
+class Named(BaseModel):
+    name: str
+
+
+def test_every_answer_carries_chinese_as_utf8_text_not_escapes() -> None:
+    # A route that returns a model (Powertools serialises it), one that builds its response (pydantic
+    # writes it) and an error: a client reads the same UTF-8 text from each, GET or POST alike.
+    from memmy_kb.api.resolver import error_response, json_response
+
+    app = build_resolver()
+
+    @app.get("/returned")
+    def returned() -> Named:
+        return Named(name="产品资料")
+
+    @app.post("/built")
+    def built() -> Any:
+        return json_response(HTTPStatus.CREATED, Named(name="产品资料"))
+
+    @app.get("/refused")
+    def refused() -> Any:
+        return error_response(HTTPStatus.NOT_FOUND, "kb_not_found", "没有这个知识库")
+
+    bodies = [
+        app.resolve(http_event(method, path), FakeLambdaContext())["body"]
+        for method, path in (("GET", "/returned"), ("POST", "/built"), ("GET", "/refused"))
+    ]
+    assert bodies[:2] == ['{"name":"产品资料"}'] * 2
+    assert bodies[2] == '{"error":{"code":"kb_not_found","message":"没有这个知识库"}}'
+
+
+def test_a_lone_surrogate_is_escaped_where_utf8_cannot_carry_it() -> None:
+    from memmy_kb.api.resolver import json_text
+
+    assert json_text({"name": "产品\ud800"}) == '{"name":"\\u4ea7\\u54c1\\ud800"}'
+    assert json_text({"name": "产品"}) == '{"name":"产品"}'

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memmy_kb_client.cli.delete_prompts import (
+    Deletion,
     confirmed,
     file_question,
     folder_question,
@@ -17,11 +18,22 @@ from memmy_kb_client.cli.delete_prompts import (
     member_label,
     stdin_is_terminal,
 )
-from memmy_kb_client.cli.rendering import kb_line, render_list, render_listing, render_members
+from memmy_kb_client.cli.entries import NotResolved
+from memmy_kb_client.cli.move_commands import folder_id, move_file, move_folder, rename_folder
+from memmy_kb_client.cli.rendering import (
+    Outcome,
+    kb_line,
+    render_list,
+    render_listing,
+    render_me,
+    render_members,
+)
 from memmy_kb_client.cli.terminal import one_line, printable
 from memmy_kb_client.cli.transfer_commands import add_transfer_commands, client_for
 
 Command = Callable[[argparse.Namespace], int]
+FILE_HELP = "the file's id, its name if no other file has it, or its path of names (产品/手册.pdf)"
+FOLDER_HELP = "the folder's id, its name if no other folder has it, or its path of names (产品/旧版)"
 
 
 def _client(args: argparse.Namespace) -> Any:
@@ -30,10 +42,20 @@ def _client(args: argparse.Namespace) -> Any:
 
 def _print_api_error(err: Any) -> None:
     print(printable(f"error: {err.message} ({err.status} {err.code})"), file=sys.stderr)
+    if err.code in ("file_not_found", "folder_not_found"):
+        print(
+            "(give its id, or its name if no other has it: `memmy-kb files ls KB` lists them)",
+            file=sys.stderr,
+        )
 
 
-def _run(action: Callable[[Any, argparse.Namespace], Any], render: Callable[[Any], str]) -> Command:
-    """Run an SDK call; print JSON with --json, else the rendering; API errors to stderr with exit 1."""
+def _print_json(answer: Any) -> None:
+    print(printable(json.dumps(answer, ensure_ascii=False, indent=2)))
+
+
+def _run(action: Callable[[Any, argparse.Namespace], Any], render: Callable[[Any], str] = str) -> Command:
+    """Run an SDK call; print JSON with --json, else the rendering (an ``Outcome`` carries both); API
+    errors and names that name nothing (or several) to stderr with exit 1."""
 
     def command(args: argparse.Namespace) -> int:
         from memmy_kb_client.sdk import MemmyApiError
@@ -44,16 +66,23 @@ def _run(action: Callable[[Any, argparse.Namespace], Any], render: Callable[[Any
         except MemmyApiError as err:
             _print_api_error(err)
             return 1
-        if args.json:
-            print(printable(json.dumps(result, ensure_ascii=False, indent=2)))
+        except NotResolved as err:
+            print(printable(f"error: {err}"), file=sys.stderr)
+            return 1
+        if isinstance(result, Outcome):
+            answer, text = result.answer, result.text
         else:
-            print(printable(render(result)))
+            answer, text = result, render(result) if not args.json else ""
+        if args.json:
+            _print_json(answer)
+        else:
+            print(printable(text))
         return 0
 
     return command
 
 
-def _leave(client: Any, args: argparse.Namespace) -> str:
+def _leave(client: Any, args: argparse.Namespace) -> Outcome:
     from memmy_kb_client.cli.failures import CommandFailed, sign_in
     from memmy_kb_client.sdk import ClientConfig, token_subject
 
@@ -69,32 +98,33 @@ def _leave(client: Any, args: argparse.Namespace) -> str:
         )
     label = kb_label(client, args.kb)
     client.remove_member(args.kb, me)
-    return f"left {label}"
+    return Outcome({"left": args.kb}, f"left {label}")
 
 
-def _unshare(client: Any, args: argparse.Namespace) -> str:
+def _unshare(client: Any, args: argparse.Namespace) -> Outcome:
     """Revoke a reader, named as people know them (looked up first: gone from the list after)."""
     label = member_label(client, args.kb, args.user)
     client.remove_member(args.kb, args.user)
-    return f"revoked {label}"
+    return Outcome({"revoked": args.user}, f"revoked {label}")
 
 
-def _dismiss(client: Any, args: argparse.Namespace) -> dict[str, str]:
+def _dismiss(client: Any, args: argparse.Namespace) -> Outcome:
     client.dismiss_upload(args.kb, args.upload)
-    return {"dismissed": args.upload}
+    return Outcome({"dismissed": args.upload}, "dismissed")
 
 
 def _delete(
-    question: Callable[[Any, argparse.Namespace], tuple[str, str]],
-    delete: Callable[[Any, argparse.Namespace], str],
-    label: Callable[[argparse.Namespace], str],
+    prepare: Callable[[Any, argparse.Namespace], Deletion],
+    delete: Callable[[Any, argparse.Namespace, str], str],
+    fallback: Callable[[argparse.Namespace], Deletion],
 ) -> Command:
     """A ``rm`` command: confirm on the terminal unless --yes, delete, print what was deleted by name.
 
     Without a terminal on stdin and without --yes it refuses at once (exit 1) instead of waiting for an
     answer nobody can give; a declined question exits 1 with nothing deleted. With --yes the name is
-    still looked up first (gone after the delete), and a lookup the service refuses leaves the id
-    (``label``): the deletion itself says what exists.
+    still looked up first (gone after the delete), and a lookup the service refuses leaves the argument
+    as given (``fallback``): the deletion itself says what exists. A name that names nothing, or several,
+    deletes nothing.
     """
 
     def command(args: argparse.Namespace) -> int:
@@ -109,38 +139,46 @@ def _delete(
         try:
             with _client(args) as client:
                 if args.yes:
-                    what = _named(question, client, args, label)
+                    deletion = _prepared(prepare, client, args, fallback)
                 else:
-                    asked, what = question(client, args)
-                    if not confirmed(asked):
+                    deletion = prepare(client, args)
+                    if not confirmed(deletion.question):
                         print("not deleted", file=sys.stderr)
                         return 1
-                cleanup_id = delete(client, args)
+                cleanup_id = delete(client, args, deletion.target)
         except MemmyApiError as err:
             _print_api_error(err)
             return 1
+        except NotResolved as err:
+            print(printable(f"error: {err}"), file=sys.stderr)
+            return 1
         if args.json:
-            print(printable(json.dumps({"cleanup_id": cleanup_id}, ensure_ascii=False, indent=2)))
+            _print_json({"cleanup_id": cleanup_id})
         else:
-            print(printable(f"deleted {what} (cleanup {cleanup_id}: its data is removed in the background)"))
+            print(
+                printable(
+                    f"deleted {deletion.label} (cleanup {cleanup_id}: its data is removed in the background)"
+                )
+            )
         return 0
 
     return command
 
 
-def _named(
-    question: Callable[[Any, argparse.Namespace], tuple[str, str]],
+def _prepared(
+    prepare: Callable[[Any, argparse.Namespace], Deletion],
     client: Any,
     args: argparse.Namespace,
-    label: Callable[[argparse.Namespace], str],
-) -> str:
-    """What ``question`` would name (``file 'notes.md'``), or ``label`` (the id) if the service refuses."""
+    fallback: Callable[[argparse.Namespace], Deletion],
+) -> Deletion:
+    """What ``prepare`` would name and delete, or ``fallback`` (the argument as given) when the service
+    refuses the lookup."""
     from memmy_kb_client.sdk import MemmyApiError
 
     try:
-        return question(client, args)[1]
+        return prepare(client, args)
     except MemmyApiError:
-        return label(args)
+        return fallback(args)
 
 
 def _me(client: Any, args: argparse.Namespace) -> dict[str, Any]:
@@ -197,7 +235,7 @@ def _add_kb_group(commands: argparse._SubParsersAction[Parent], common: Parent, 
     me = commands.add_parser(
         "me", parents=[common], help="register and show your profile (name, email, phone)"
     )
-    me.set_defaults(func=_run(_me, lambda r: "\n".join(f"{k}: {v}" for k, v in r.items() if v)))
+    me.set_defaults(func=_run(_me, render_me))
 
     kb = commands.add_parser("kb", help="knowledge bases").add_subparsers(dest="kb_command", required=True)
 
@@ -260,7 +298,9 @@ def _add_kb_group(commands: argparse._SubParsersAction[Parent], common: Parent, 
     kb_rm.add_argument("kb")
     kb_rm.set_defaults(
         func=_delete(
-            kb_question, lambda c, a: c.delete_knowledge_base(a.kb), lambda a: f"knowledge base {a.kb}"
+            kb_question,
+            lambda c, a, kb_id: c.delete_knowledge_base(kb_id),
+            lambda a: Deletion("", f"knowledge base {a.kb}", a.kb),
         )
     )
 
@@ -273,15 +313,13 @@ def _add_files_group(commands: argparse._SubParsersAction[Parent], common: Paren
     add_transfer_commands(files, common)
     ls = files.add_parser("ls", parents=[common], help="list one level: folders and files with their status")
     ls.add_argument("kb")
-    ls.add_argument("--folder", help="folder id (default: the root)")
-    ls.set_defaults(func=_run(lambda c, a: c.list_files(a.kb, a.folder), render_listing))
+    ls.add_argument("--folder", help="the folder's id or unique name (default: the root)")
+    ls.set_defaults(func=_run(lambda c, a: c.list_files(a.kb, folder_id(c, a, a.folder)), render_listing))
     mv = files.add_parser("mv", parents=[common], help="move a file to another folder (owner)")
     mv.add_argument("kb")
-    mv.add_argument("file")
-    mv.add_argument("--folder", help="destination folder id (default: the root)")
-    mv.set_defaults(
-        func=_run(lambda c, a: c.move_file(a.kb, a.file, a.folder), lambda f: f"moved {one_line(f['name'])}")
-    )
+    mv.add_argument("file", help=FILE_HELP)
+    mv.add_argument("--folder", help="the destination folder's id or unique name (default: the root)")
+    mv.set_defaults(func=_run(move_file))
     dismiss = files.add_parser(
         "dismiss",
         parents=[common],
@@ -289,12 +327,16 @@ def _add_files_group(commands: argparse._SubParsersAction[Parent], common: Paren
     )
     dismiss.add_argument("kb")
     dismiss.add_argument("upload")
-    dismiss.set_defaults(func=_run(_dismiss, lambda _: "dismissed"))
+    dismiss.set_defaults(func=_run(_dismiss))
     files_rm = files.add_parser("rm", parents=[common, confirm], help="delete a file (owner)")
     files_rm.add_argument("kb")
-    files_rm.add_argument("file")
+    files_rm.add_argument("file", help=FILE_HELP)
     files_rm.set_defaults(
-        func=_delete(file_question, lambda c, a: c.delete_file(a.kb, a.file), lambda a: f"file {a.file}")
+        func=_delete(
+            file_question,
+            lambda c, a, file_id: c.delete_file(a.kb, file_id),
+            lambda a: Deletion("", f"file {a.file}", a.file),
+        )
     )
 
 
@@ -306,40 +348,32 @@ def _add_folders_group(commands: argparse._SubParsersAction[Parent], common: Par
     mk = folders.add_parser("mk", parents=[common], help="create a folder (owner)")
     mk.add_argument("kb")
     mk.add_argument("name")
-    mk.add_argument("--parent", help="parent folder id (default: the root)")
+    mk.add_argument("--parent", help="the parent folder's id or unique name (default: the root)")
+    # The new folder's id alone, so that `FO=$(memmy-kb folders mk KB 产品)` keeps it for the next command.
     mk.set_defaults(
         func=_run(
-            lambda c, a: c.create_folder(a.kb, a.name, a.parent),
-            lambda f: f"{f['id']}  {one_line(f['name'])}",
+            lambda c, a: c.create_folder(a.kb, a.name, folder_id(c, a, a.parent)), lambda f: str(f["id"])
         )
     )
-    rename_folder = folders.add_parser("rename", parents=[common], help="rename a folder (owner)")
-    rename_folder.add_argument("kb")
-    rename_folder.add_argument("folder")
-    rename_folder.add_argument("name")
-    rename_folder.set_defaults(
-        func=_run(
-            lambda c, a: c.update_folder(a.kb, a.folder, name=a.name),
-            lambda f: f"{f['id']}  {one_line(f['name'])}",
-        )
-    )
-    move_folder = folders.add_parser("mv", parents=[common], help="move a folder (owner)")
-    move_folder.add_argument("kb")
-    move_folder.add_argument("folder")
-    move_folder.add_argument("--parent", help="new parent folder id (default: the root)")
-    move_folder.set_defaults(
-        func=_run(
-            lambda c, a: c.update_folder(a.kb, a.folder, parent_id=a.parent),
-            lambda f: f"moved {one_line(f['name'])} to {f['parent_id'] or 'the root'}",
-        )
-    )
+    rename = folders.add_parser("rename", parents=[common], help="rename a folder (owner)")
+    rename.add_argument("kb")
+    rename.add_argument("folder", help=FOLDER_HELP)
+    rename.add_argument("name")
+    rename.set_defaults(func=_run(rename_folder))
+    mv = folders.add_parser("mv", parents=[common], help="move a folder (owner)")
+    mv.add_argument("kb")
+    mv.add_argument("folder", help=FOLDER_HELP)
+    mv.add_argument("--parent", help="the new parent folder's id or unique name (default: the root)")
+    mv.set_defaults(func=_run(move_folder))
     folders_rm = folders.add_parser(
         "rm", parents=[common, confirm], help="delete a folder with all its subfolders and files (owner)"
     )
     folders_rm.add_argument("kb")
-    folders_rm.add_argument("folder")
+    folders_rm.add_argument("folder", help=FOLDER_HELP)
     folders_rm.set_defaults(
         func=_delete(
-            folder_question, lambda c, a: c.delete_folder(a.kb, a.folder), lambda a: f"folder {a.folder}"
+            folder_question,
+            lambda c, a, folder_id: c.delete_folder(a.kb, folder_id),
+            lambda a: Deletion("", f"folder {a.folder}", a.folder),
         )
     )

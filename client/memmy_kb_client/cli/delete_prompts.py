@@ -1,16 +1,16 @@
-"""The question a ``rm`` command asks before it deletes, naming what goes as people know it, and the names
-``rm --yes``, ``kb unshare`` and ``kb leave`` print after."""
+"""The question a ``rm`` command asks before it deletes, naming what goes as people know it (a file or
+folder given by id or by name: ``entries.resolve``), and the names ``rm --yes``, ``kb unshare`` and
+``kb leave`` print after."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from typing import Any
 
+from memmy_kb_client.cli.entries import resolve
 from memmy_kb_client.cli.terminal import one_line, printable
-
-# At most this many listings are read to find a file's or folder's name for the confirmation question.
-NAME_LOOKUP_LISTINGS = 10
 
 
 def stdin_is_terminal() -> bool:
@@ -59,44 +59,31 @@ def member_label(client: Any, kb_id: str, user_id: str) -> str:
     return f"'{one_line(name)}' ({user_id})" if name else user_id
 
 
-def find_entry(client: Any, kb_id: str, kind: str, entry_id: str) -> dict[str, Any] | None:
-    """The file or folder (``kind`` "files" or "folders") with ``entry_id``, looked up breadth-first from
-    the root in at most NAME_LOOKUP_LISTINGS listings; None when not found that cheaply. The name is a
-    courtesy (the id is shown instead): the deletion itself decides what exists."""
-    from memmy_kb_client.sdk import MemmyApiError
+@dataclass(frozen=True)
+class Deletion:
+    """What a ``rm`` asks before it deletes, what it names after, and the id it deletes."""
 
-    pending: list[str | None] = [None]
-    for _ in range(NAME_LOOKUP_LISTINGS):
-        if not pending:
-            break
-        try:
-            listing = client.list_files(kb_id, pending.pop(0))
-        except MemmyApiError:
-            return None  # the name is a courtesy; the deletion decides
-        for entry in listing.get(kind) or []:
-            if entry.get("id") == entry_id:
-                return dict(entry)
-        pending += [folder["id"] for folder in listing.get("folders") or []]
-    return None
+    question: str
+    label: str
+    target: str
 
 
-def kb_question(client: Any, args: argparse.Namespace) -> tuple[str, str]:
+def kb_question(client: Any, args: argparse.Namespace) -> Deletion:
     label = kb_label(client, args.kb)
-    return f"Delete {label} and all its files for everyone it is shared with?", label
+    return Deletion(f"Delete {label} and all its files for everyone it is shared with?", label, args.kb)
 
 
-def file_question(client: Any, args: argparse.Namespace) -> tuple[str, str]:
+def file_question(client: Any, args: argparse.Namespace) -> Deletion:
+    entry = resolve(client, args.kb, "files", args.file)
     kb = kb_label(client, args.kb)
-    entry = find_entry(client, args.kb, "files", args.file)
-    label = f"file '{one_line(entry['name'])}'" if entry else f"file {args.file}"
-    return f"Delete {label} from {kb} for everyone it is shared with?", label
+    return Deletion(f"Delete {entry.label} from {kb} for everyone it is shared with?", entry.label, entry.id)
 
 
-def folder_question(client: Any, args: argparse.Namespace) -> tuple[str, str]:
+def folder_question(client: Any, args: argparse.Namespace) -> Deletion:
+    entry = resolve(client, args.kb, "folders", args.folder)
     kb = kb_label(client, args.kb)
-    entry = find_entry(client, args.kb, "folders", args.folder)
-    label = f"folder '{one_line(entry['name'])}'" if entry else f"folder {args.folder}"
-    return (
-        f"Delete {label} and all its subfolders and files from {kb} for everyone it is shared with?",
-        label,
+    return Deletion(
+        f"Delete {entry.label} and all its subfolders and files from {kb} for everyone it is shared with?",
+        entry.label,
+        entry.id,
     )

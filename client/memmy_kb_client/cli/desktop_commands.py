@@ -159,6 +159,9 @@ def _rotate(args: argparse.Namespace) -> int:
     answer = _control("POST", "/control/rotate-hook-token")
     if answer is None:
         return 1
+    if args.json:
+        print(printable(json.dumps(answer, ensure_ascii=False, indent=2)))
+        return 0
     print(f"new hook token in {answer.get('hook_token_file')}; the old one is refused from now on")
     return 0
 
@@ -239,7 +242,8 @@ def _print_status(status: dict[str, Any], as_json: bool) -> int:
         lines.append(f"linked:   {line}")
     if status.get("skipped_prompts"):
         lines.append(
-            f'skipped:  {status["skipped_prompts"]} prompts with nothing to search (slash commands, "ok")'
+            f"skipped:  {status['skipped_prompts']} prompt{'' if status['skipped_prompts'] == 1 else 's'} with "
+            'nothing to search (slash commands, "ok")'
         )
     print(printable("\n".join(lines)))
     return 0
@@ -307,4 +311,5 @@ def add_desktop_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     rotate = desktop.add_parser(
         "rotate-hook-token", help="issue a new hook token (the hooks pick it up; the old one stops working)"
     )
+    rotate.add_argument("--json", action="store_true", help="print the service's answer as JSON")
     rotate.set_defaults(func=_rotate)

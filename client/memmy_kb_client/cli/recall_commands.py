@@ -41,7 +41,24 @@ def _body_line(line: str) -> str:
     return f"› {line}" if line.startswith(("from:", "from one of:")) else line
 
 
-def _render(result: dict[str, Any]) -> str:
+# Why a recall found nothing when it searched no knowledge base, as the page says it.
+NO_KNOWLEDGE_BASES = (
+    "You have no knowledge bases in recall yet: create one (`memmy-kb kb create NAME`) and upload files into "
+    "it (`memmy-kb files upload KB_ID FILE`), or ask a colleague to share theirs with you."
+)
+NONE_IN_RECALL = (
+    "None of your knowledge bases takes part in recall: turn it on for those to search "
+    "(`memmy-kb kb recall KB_ID on`; `memmy-kb kb ls` lists them)."
+)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _render(result: dict[str, Any], has_knowledge_bases: bool = True) -> str:
+    """The excerpts for people; when none came, why: nothing matched in the knowledge bases searched, or
+    none was searched (``has_knowledge_bases``: whether the user has any, in recall or not)."""
     items = result.get("items") or []
     if result.get("discarded") and not items:
         return "Your knowledge bases changed during the search, so its result was dropped; ask again."
@@ -55,8 +72,8 @@ def _render(result: dict[str, Any]) -> str:
     if not items:
         searched = result.get("scope_size", 0)
         if not searched:
-            return "No knowledge base takes part in your recall (see `memmy-kb kb ls`)."
-        return "\n".join([*notes, f"Nothing relevant found in {searched} knowledge base(s)."])
+            return NONE_IN_RECALL if has_knowledge_bases else NO_KNOWLEDGE_BASES
+        return "\n".join([*notes, f"Nothing relevant found in {_count(searched, 'knowledge base')}."])
     blocks = []
     for index, item in enumerate(items, 1):
         score = item.get("score")
@@ -70,9 +87,12 @@ def _recall(args: argparse.Namespace) -> int:
     from memmy_kb_client.cli.transfer_commands import client_for
     from memmy_kb_client.sdk import MemmyApiError
 
+    has_knowledge_bases = True
     try:
         with client_for(args) as client:
             result = client.recall(args.query, args.limit)
+            if not (args.json or args.context or result.get("items") or result.get("scope_size")):
+                has_knowledge_bases = bool(client.list_knowledge_bases())
     except MemmyApiError as err:
         print(printable(f"error: {err.message} ({err.status} {err.code})"), file=sys.stderr)
         return 1
@@ -81,7 +101,7 @@ def _recall(args: argparse.Namespace) -> int:
     elif args.context:
         print(printable(result.get("context", "")))
     else:
-        print(printable(_render(result)))
+        print(printable(_render(result, has_knowledge_bases)))
     return 0
 
 
@@ -102,6 +122,8 @@ def _hook_install(args: argparse.Namespace) -> int:
     except (SettingsError, OSError) as err:
         print(printable(f"memmy-kb hook install: {err}"), file=sys.stderr)
         return 1
+    if args.json:
+        return _installed_json(args, change)
     if not change.changed:
         state = "has no Memmy hook" if args.uninstall else "already has the Memmy hook"
         print(printable(f"{change.path} {state}; nothing changed"))
@@ -135,6 +157,8 @@ def _mcp_install(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.json:
+        return _installed_json(args, change)
     if not change.changed:
         state = "does not register" if args.uninstall else "already registers"
         print(printable(f"{change.path} {state} the memmy-kb MCP server; nothing changed"))
@@ -148,6 +172,19 @@ def _mcp_install(args: argparse.Namespace) -> int:
     ready = service.replace("the hook is ready", "memmy-kb mcp is ready")
     for line in [ready, *agent_steps(args.agent, args.project)]:
         print(printable(line))
+    return 0
+
+
+def _installed_json(args: argparse.Namespace, change: Any) -> int:
+    """``hook install --json``: which settings file, whether it changed, and what it holds now."""
+    answer = {
+        "agent": args.agent,
+        "what": "mcp" if args.mcp else "hook",
+        "settings": str(change.path),
+        "changed": change.changed,
+        "installed": not args.uninstall,
+    }
+    print(printable(json.dumps(answer, ensure_ascii=False, indent=2)))
     return 0
 
 
@@ -218,6 +255,9 @@ def add_recall_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         help="the project's settings in DIR (.claude/, .codex/ or .gemini/) instead of your own",
     )
     install.add_argument("--uninstall", action="store_true", help="remove the Memmy hook instead")
+    install.add_argument(
+        "--json", action="store_true", help="print the settings file and whether it changed as JSON (no diff)"
+    )
     install.add_argument(
         "--mcp",
         action="store_true",

@@ -4,10 +4,24 @@ instead), and the upload's progress bar on stderr."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from memmy_kb_client.cli.terminal import one_line
+from memmy_kb_client.cli.terminal import cells, fit, one_line, table
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a command did: ``answer`` for --json (the API's object), ``text`` for people."""
+
+    answer: Any
+    text: str
+
+
+# The widest a file's name is shown beside its upload bar, in terminal columns.
+BAR_NAME_COLUMNS = 40
+BAR_COLUMNS = 30
 
 
 def kb_line(kb: dict[str, Any]) -> str:
@@ -16,13 +30,21 @@ def kb_line(kb: dict[str, Any]) -> str:
 
 
 def render_list(kbs: list[dict[str, Any]]) -> str:
+    """Owned KBs, then those shared with me with their sharer: one table, so both parts line up."""
     owned = [kb for kb in kbs if kb["role"] == "owner"]
     shared = [kb for kb in kbs if kb["role"] != "owner"]
-    lines = ["My knowledge bases:"] + ([f"  {kb_line(kb)}" for kb in owned] or ["  (none)"])
+    rows: list[list[str]] = [_kb_row(kb) for kb in owned] + [
+        [*_kb_row(kb), f"(from {_sharer(kb['owner'])})"] for kb in shared
+    ]
+    lines = table(rows, indent="  ")
+    out = ["My knowledge bases:", *(lines[: len(owned)] or ["  (none)"])]
     if shared:
-        lines.append("Shared with me:")
-        lines += [f"  {kb_line(kb)}  (from {_sharer(kb['owner'])})" for kb in shared]
-    return "\n".join(lines)
+        out += ["Shared with me:", *lines[len(owned) :]]
+    return "\n".join(out)
+
+
+def _kb_row(kb: dict[str, Any]) -> list[str]:
+    return [kb["id"], "recall on" if kb["recall"] else "recall off", kb["name"]]
 
 
 def _sharer(owner: dict[str, Any]) -> str:
@@ -32,18 +54,35 @@ def _sharer(owner: dict[str, Any]) -> str:
     return f"{one_line(owner['display_name'])}{contact}"
 
 
+def render_me(me: dict[str, Any]) -> str:
+    """One's profile in words: who, the verified contacts, whether new shares join one's recall, and
+    which login the commands use (``login``, added by ``memmy-kb me``)."""
+    rows = [
+        ["Name:", me.get("display_name") or ""],
+        ["User id:", me.get("user_id") or ""],
+        ["Email:", me.get("email") or "(none)"],
+        ["Phone:", me.get("phone") or "(none)"],
+    ]
+    if "recall_new_shares" in me:
+        rows.append(["New shares join recall:", "yes" if me["recall_new_shares"] else "no"])
+    if me.get("login"):
+        rows.append(["Login:", me["login"]])
+    return "\n".join(table(rows))
+
+
 def render_members(members: list[dict[str, Any]]) -> str:
-    return "\n".join(f"{m['user_id']}  {m['role']:<6}  {one_line(m['display_name'])}" for m in members)
+    return "\n".join(table([m["user_id"], m["role"], m["display_name"]] for m in members))
 
 
 def render_listing(listing: dict[str, Any]) -> str:
-    lines = [f"[folder] {f['id']}  {one_line(f['name'])}" for f in listing["folders"]]
+    """One level: its folders, then its files with their status, id, version and name (and why a file
+    or its replace failed), as one table."""
+    rows = [["folder", f["id"], "", f["name"]] for f in listing["folders"]]
     for f in listing["files"]:
         reason = f"  ({one_line(f['reason'])})" if f.get("reason") else ""
         version = f"v{f['version']}" if f.get("version") else "-"
-        lines.append(
-            f"{f['status']:<10}  {f['id']}  {version:<4}  {one_line(f['name'])}{reason}{_replacement(f)}"
-        )
+        rows.append([f["status"], f["id"], version, f"{one_line(f['name'])}{reason}{_replacement(f)}"])
+    lines = table(rows)
     if listing.get("refresh_after_seconds"):
         lines.append(f"(still processing: look again in {listing['refresh_after_seconds']} s)")
     return "\n".join(lines) or "(empty)"
@@ -59,15 +98,39 @@ def _replacement(file: dict[str, Any]) -> str:
     return f"  [being replaced by {replacement['upload_id']}]"
 
 
-def progress_bar(name: str) -> Callable[[int, int], None]:
+def bar_name_columns(names: Iterable[str]) -> int:
+    """The column the upload bars' names take: the widest name's, at most ``BAR_NAME_COLUMNS``."""
+    return min(max((cells(one_line(name)) for name in names), default=0), BAR_NAME_COLUMNS)
+
+
+def progress_bar(name: str, name_columns: int = BAR_NAME_COLUMNS) -> Callable[[int, int], None]:
+    """An upload's bar on stderr, ``name`` in ``name_columns`` terminal columns so that the bars of
+    files with Chinese names line up. On a terminal it is redrawn in place as the percentage changes
+    and ends its line once, at 100%; elsewhere (a log, a pipe) only the finished line is written."""
+    drawn = -1
+    live = _is_terminal(sys.stderr)
+
     def show(sent: int, total: int) -> None:
-        done = sent / total if total else 1.0
-        bar = "#" * int(done * 30)
+        nonlocal drawn
+        done = min(sent / total, 1.0) if total else 1.0
+        percent = int(done * 100)
+        finished = sent >= total
+        if drawn == 100 or percent == drawn or not (live or finished):
+            return
+        drawn = 100 if finished else percent
+        bar = "#" * int(done * BAR_COLUMNS)
         print(
-            f"\r{one_line(name)[:40]:<40} [{bar:<30}] {done:4.0%}",
-            end="" if sent < total else "\n",
+            f"\r{fit(name, name_columns)} [{bar:<{BAR_COLUMNS}}] {drawn:3d}%",
+            end="\n" if finished else "",
             file=sys.stderr,
             flush=True,
         )
 
     return show
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no stream, or a closed one
+        return False

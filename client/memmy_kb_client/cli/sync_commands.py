@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memmy_kb_client.cli.terminal import one_line, printable
+from memmy_kb_client.cli.terminal import fit, one_line, printable
 
 _VERBS = {"upload": "upload", "replace": "replace", "delete": "delete", "skip": "skip", "resume": "resume"}
 _DONE = {
@@ -44,7 +44,9 @@ def plan_lines(plan: Any) -> list[str]:
 def _progress(index: int, total: int, kind: str, path: str) -> None:
     if sys.stderr.isatty():
         end = "\n" if index == total else ""
-        print(f"\r\033[K[{index}/{total}] {kind} {one_line(path)[:60]}", end=end, file=sys.stderr, flush=True)
+        print(
+            f"\r\033[K[{index}/{total}] {kind} {fit(path, 60).rstrip()}", end=end, file=sys.stderr, flush=True
+        )
 
 
 def _ask(plan: Any) -> bool:
@@ -53,7 +55,7 @@ def _ask(plan: Any) -> bool:
     if not stdin_is_terminal():
         return False
     print(printable("\n".join(plan_lines(plan))), file=sys.stderr)
-    return confirmed(f"This pass would delete {len(plan.deletes)} files: {plan.confirm}. Go ahead?")
+    return confirmed(f"This pass would delete {_count(len(plan.deletes), 'file')}: {plan.confirm}. Go ahead?")
 
 
 def sync_folder(args: argparse.Namespace) -> int:

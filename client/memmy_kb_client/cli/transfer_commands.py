@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memmy_kb_client.cli.rendering import progress_bar
+from memmy_kb_client.cli.rendering import bar_name_columns, progress_bar
 from memmy_kb_client.cli.terminal import one_line, printable
 
 
@@ -56,36 +56,80 @@ def add_transfer_commands(
 
 
 def upload_files(args: argparse.Namespace) -> int:
-    """Upload files (bytes go straight to storage), then optionally wait until each is processed."""
+    """Upload files (bytes go straight to storage), then optionally wait until each is processed: each
+    file's state is told as it changes (on stderr while in flight; on stdout once available or failed).
+    With ``--json``, stdout is one JSON list: each file as the listing shows it."""
     from memmy_kb_client.sdk import MemmyApiError
 
     try:
         with client_for(args) as client:
-            uploads = {}
+            uploads: dict[str, str] = {}
+            name_columns = bar_name_columns(Path(raw).name for raw in args.paths)
             for raw in args.paths:
                 path = Path(raw)
                 ticket = client.upload_file(
-                    args.kb, path, folder_id=args.folder, progress=progress_bar(path.name)
+                    args.kb, path, folder_id=args.folder, progress=progress_bar(path.name, name_columns)
                 )
                 uploads[ticket["upload_id"]] = path.name
-            final: dict[str, dict[str, Any]] = {}
-            deadline = time.monotonic() + args.timeout
-            while args.wait and len(final) < len(uploads) and time.monotonic() < deadline:
-                listing = client.list_files(args.kb, args.folder)
-                for f in listing["files"]:
-                    if f.get("upload_id") in uploads and f["status"] in ("available", "failed"):
-                        final[f["upload_id"]] = f
-                if len(final) < len(uploads):
-                    time.sleep(listing.get("refresh_after_seconds") or 1)
+            seen = _watch(client, args, uploads) if args.wait else {}
+            if args.json and not args.wait:
+                seen = {f["upload_id"]: f for f in _listed(client, args, uploads)}
     except (MemmyApiError, OSError) as err:
         print(printable(f"error: {err}"), file=sys.stderr)
         return 1
-    for upload_id, name in uploads.items():
-        f = final.get(upload_id)
-        status = f["status"] if f else ("uploaded" if not args.wait else "still processing")
-        reason = f"  ({one_line(f['reason'])})" if f and f.get("reason") else ""
-        print(printable(f"{status:<16}  {one_line(name)}{reason}"))
-    return 1 if any(f["status"] == "failed" for f in final.values()) else 0
+    if args.json:
+        shown = [
+            seen.get(u) or {"upload_id": u, "name": n, "status": "uploading"} for u, n in uploads.items()
+        ]
+        print(printable(json.dumps(shown, ensure_ascii=False, indent=2)))
+    else:
+        for upload_id, name in uploads.items():
+            if not args.wait:
+                print(printable(_state_line("uploaded", name)))
+            elif not _finished(seen.get(upload_id)):
+                print(printable(_state_line("still processing", name)))
+    return 1 if any(f["status"] == "failed" for f in seen.values()) else 0
+
+
+_FINAL = ("available", "failed")
+
+
+def _finished(entry: dict[str, Any] | None) -> bool:
+    return entry is not None and entry["status"] in _FINAL
+
+
+def _state_line(state: str, name: str, reason: str | None = None) -> str:
+    said = f"  ({one_line(reason)})" if reason else ""
+    return f"{state:<16}  {one_line(name)}{said}"
+
+
+def _listed(client: Any, args: argparse.Namespace, uploads: dict[str, str]) -> list[dict[str, Any]]:
+    """The listing's entries of these uploads (a file, or the upload still in flight)."""
+    listing = client.list_files(args.kb, args.folder)
+    return [f for f in listing["files"] if f.get("upload_id") in uploads]
+
+
+def _watch(client: Any, args: argparse.Namespace, uploads: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Each upload's entry once available or failed (or as last seen, at the timeout), its state told
+    once per change: in flight on stderr, finished on stdout (on stderr too with --json: stdout is the
+    JSON alone)."""
+    seen: dict[str, dict[str, Any]] = {}
+    deadline = time.monotonic() + args.timeout
+    while True:
+        listing = client.list_files(args.kb, args.folder)
+        for entry in listing["files"]:
+            upload_id = entry.get("upload_id")
+            if upload_id not in uploads or _finished(seen.get(upload_id)):
+                continue
+            before = seen.get(upload_id)
+            seen[upload_id] = entry
+            if before is None or before["status"] != entry["status"]:
+                line = printable(_state_line(entry["status"], uploads[upload_id], entry.get("reason")))
+                result = _finished(entry) and not args.json
+                print(line, file=sys.stdout if result else sys.stderr, flush=True)
+        if all(_finished(seen.get(u)) for u in uploads) or time.monotonic() >= deadline:
+            return seen
+        time.sleep(listing.get("refresh_after_seconds") or 1)
 
 
 def replace_file(args: argparse.Namespace) -> int:

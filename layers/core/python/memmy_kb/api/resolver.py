@@ -20,6 +20,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from aws_lambda_powertools.shared.json_encoder import Encoder
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
@@ -53,13 +54,24 @@ READER = (HTTPStatus.FORBIDDEN, "The caller is a reader, not the owner")
 NO_PROFILE = (HTTPStatus.NOT_FOUND, "No profile yet: register it with PUT /me")
 
 
+def json_text(value: Any) -> str:
+    """``value`` as the JSON of an answer's body: compact, in UTF-8 text (Chinese as itself, not ``\\u``
+    escapes), as every route answers, whether it returns a model (Powertools' serializer) or builds its
+    response (``json_response``: pydantic writes UTF-8 too). A lone surrogate, which UTF-8 cannot carry,
+    is escaped instead."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), cls=Encoder)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":"), cls=Encoder)
+    return text
+
+
 def error_response(status: int, code: str, message: str, details: Any = None) -> Response[str]:
     error: dict[str, Any] = {"code": code, "message": message}
     if details is not None:
         error["details"] = details
-    return Response(
-        status_code=status, content_type=content_types.APPLICATION_JSON, body=json.dumps({"error": error})
-    )
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=json_text({"error": error}))
 
 
 def json_response(status: int, model: BaseModel) -> Response[str]:
@@ -154,7 +166,7 @@ def _is_store_unavailable(err: Exception) -> bool:
 
 def build_resolver() -> APIGatewayHttpResolver:
     """An HTTP API resolver with request validation, decoded path parameters and the service's error mapping."""
-    app = DecodingHttpResolver(enable_validation=True)
+    app = DecodingHttpResolver(enable_validation=True, serializer=json_text)
 
     @app.exception_handler(DomainError)  # type: ignore[untyped-decorator]
     def _domain_error(err: DomainError) -> Response[str]:
