@@ -13,7 +13,7 @@ or ``importlib.import_module`` / ``__import__`` of a literal name.
 Across the whole repository (the core, the handlers, the client, the local stack, bench/ and tests/),
 ``import_loops`` finds every import loop, in the same forms, and names one cycle of each.
 ``python -m tests.support.import_graph`` prints the edges between layers, the forbidden ones and the
-loops, if any; tests/unit/test_layers.py fails when one appears.
+loops, if any; tests/unit/repository/test_layers.py fails when one appears.
 """
 
 from __future__ import annotations

@@ -287,7 +287,7 @@ def test_the_linter_flags_a_pool_reference_outside_its_condition(sam_template: d
     variables = broken["Resources"]["ManageKbFunction"]["Properties"]["Environment"]["Variables"]
     variables["LOGIN_AUDIENCE"] = {"Ref": "DesktopAppClient"}
 
-    # Then the lint that passes on the real template (tests/unit/test_template.py) reports it
+    # Then the lint that passes on the real template (tests/unit/template/test_template.py) reports it
     matches = lint(json.dumps(translate(broken)), config=LINT_CONFIG)
     flagged = {(m.rule.id, "/".join(map(str, m.path[:6]))) for m in matches}
     assert ("W1001", "Resources/ManageKbFunction/Properties/Environment/Variables/LOGIN_AUDIENCE") in flagged

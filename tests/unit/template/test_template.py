@@ -147,7 +147,7 @@ def test_the_layer_builds_memmy_kb_with_the_pinned_runtime(sam_template: dict[st
     layer = sam_template["Resources"]["CoreLayer"]
     content = REPO_ROOT / layer["Properties"]["ContentUri"]
     # BuildMethod makefile: `sam build` runs `make build-CoreLayer` with the Makefile in ContentUri
-    # (tests/unit/test_layer_build.py runs it). memmy_kb and the pins sit beside it.
+    # (tests/unit/repository/test_layer_build.py runs it). memmy_kb and the pins sit beside it.
     assert layer["Metadata"]["BuildMethod"] == "makefile"
     assert "\nbuild-CoreLayer:" in (content / "Makefile").read_text(encoding="utf-8")
     assert (content / "memmy_kb" / "__init__.py").is_file()
@@ -275,7 +275,7 @@ def test_the_jwt_authorizer_is_the_default(sam_template: dict[str, Any]) -> None
     authorizer = auth["Authorizers"][AUTHORIZER]
     assert authorizer["IdentitySource"] == "$request.header.Authorization"
     # The stack's own Cognito pool and its desktop app client (with the e2e client when there is one), or
-    # the provider the parameters name (tests/unit/test_login_template.py resolves each branch).
+    # the provider the parameters name (tests/unit/template/test_login_template.py resolves each branch).
     assert authorizer["JwtConfiguration"] == {
         "issuer": LOGIN_ISSUER,
         "audience": {
