@@ -33,8 +33,8 @@ from memmy_kb_client.desktop.credentials import CloudLogin
 from memmy_kb_client.desktop.server import DesktopService
 from tests.integration.test_desktop_service import Client, serving, start
 from tests.support.clock import FakeClock
+from tests.support.keychain import MemoryKeyring
 from tests.support.oidc_provider import BLOCK, FakeLoginCloud, FakeProvider
-from tests.unit.client.desktop.test_desktop_credentials import MemoryKeyring
 
 
 @pytest.fixture(autouse=True)

@@ -26,7 +26,7 @@ from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.server import DesktopConfig, DesktopService, DesktopStartError
 from memmy_kb_client.recall_contract import CONTEXT_LIMITS
 from tests.support.clock import FakeClock
-from tests.unit.client.desktop.test_desktop_credentials import MemoryKeyring
+from tests.support.keychain import MemoryKeyring
 
 QUERY = "差旅报销需要哪些发票"
 Server = TypeVar("Server", bound=ThreadingHTTPServer)

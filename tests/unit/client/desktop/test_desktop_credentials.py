@@ -12,31 +12,10 @@ from pathlib import Path
 
 import keyring
 import pytest
-from keyring.backend import KeyringBackend
-from keyring.errors import PasswordDeleteError
 
 from memmy_kb_client.desktop import credentials
 from memmy_kb_client.desktop.credentials import CloudLogin, FileStore, KeyringStore, open_store
-
-
-class MemoryKeyring(KeyringBackend):
-    """A keyring backend that keeps entries in a dict, as a real keychain would keep them."""
-
-    priority = 1  # type: ignore[assignment]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.entries: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service: str, username: str) -> str | None:
-        return self.entries.get((service, username))
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self.entries[(service, username)] = password
-
-    def delete_password(self, service: str, username: str) -> None:
-        if self.entries.pop((service, username), None) is None:
-            raise PasswordDeleteError("no such entry")
+from tests.support.keychain import MemoryKeyring
 
 
 def jwt(**claims: object) -> str:
