@@ -1,7 +1,7 @@
 """The MemOS rate governor: fewer searches per recall near a backend's max_qps, grouped KBs, recovery.
 
 The governor on a clock the test moves (``FakeClock``); attributed recall with it on the fakes of
-``test_recall_attribution.py``. Against the MemOS emulator's enforced rate: tests/integration/
+tests/support/recall.py. Against the MemOS emulator's enforced rate: tests/integration/
 test_recall_governor.py.
 """
 
@@ -19,9 +19,17 @@ from memmy_kb.domain.rate_governor import RateGovernor
 from memmy_kb.domain.recall_attributed import Search, cap_plan, plan
 from memmy_kb.errors import RecallUnavailable
 from tests.support.clock import FakeClock
-from tests.unit.domain.test_recall_attribution import Repository, engine, grant, kb_of, own, run
-from tests.unit.domain.test_recall_backends import engines, rate_limited
-from tests.unit.domain.test_recall_backends import grant as placed_grant
+from tests.support.recall import (
+    Repository,
+    engine,
+    engines,
+    grant,
+    kb_of,
+    own,
+    placed_grant,
+    rate_limited,
+    run,
+)
 
 KBS = [f"kb{n}" for n in range(8)]
 

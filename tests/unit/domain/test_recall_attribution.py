@@ -8,82 +8,20 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from memmy_kb.api.models.recall import RecallResponse
 from memmy_kb.domain import recall as recall_logic
 from memmy_kb.domain.engine import MemosNotFound, MemosUnavailable, SearchHit
 from memmy_kb.domain.recall_attributed import plan
-from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
+from memmy_kb.records import GrantRecord, ProfileRecord
 from memmy_kb.settings import get_settings
-from tests.support.fakes import FakeKnowledgeEngine, FakeMemosKnowledgeBase
-from tests.support.recall import recall_with
-
-QUERY = "差旅报销需要哪些发票"
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def grant(kb: str, *, role: str = "reader", owner: str = "alice", recall: bool = True) -> GrantRecord:
-    return GrantRecord(
-        user_id="bob", kb_id=kb, role=role, recall=recall, memos_kb_id=f"m-{kb}", owner_id=owner, granted_at=NOW
-    )
-
-
-def own(kb: str) -> GrantRecord:
-    return grant(kb, role="owner", owner="bob")
-
-
-@dataclass
-class Repository:
-    """Each ``query_grants`` answers the next snapshot (the last repeats); names and profiles as stored."""
-
-    snapshots: list[list[GrantRecord]]
-    profiles: dict[str, ProfileRecord] = field(default_factory=dict)
-    reads: int = 0
-    batch_reads: int = 0
-
-    def query_grants(self, user_id: str) -> list[GrantRecord]:
-        snapshot = self.snapshots[min(self.reads, len(self.snapshots) - 1)]
-        self.reads += 1
-        return snapshot
-
-    def batch_get_kbs_and_profiles(
-        self, kb_ids: Any, user_ids: Any
-    ) -> tuple[dict[str, KnowledgeBaseRecord], dict[str, ProfileRecord]]:
-        self.batch_reads += 1
-        owners = {g.kb_id: g.owner_id for s in self.snapshots for g in s}
-        kbs = {
-            k: KnowledgeBaseRecord(kb_id=k, name=f"{k} 的资料", owner_id=owners[k], memos_kb_id=f"m-{k}", created_at=NOW)
-            for k in kb_ids
-        }
-        return kbs, {u: self.profiles[u] for u in user_ids if u in self.profiles}
+from tests.support.recall import NOW, Repository, engine, grant, kb_of, own, run
 
 
 def profile(user: str, name: str, *, phone: str | None = None, email: str | None = None) -> ProfileRecord:
     return ProfileRecord(user_id=user, display_name=name, phone=phone, email=email, updated_at=NOW)
-
-
-def engine(*kbs: str, per_kb: int = 1, scores: dict[str, float] | None = None) -> FakeKnowledgeEngine:
-    memos = FakeKnowledgeEngine()
-    for kb in kbs:
-        memos.knowledge_bases[f"m-{kb}"] = FakeMemosKnowledgeBase(id=f"m-{kb}", name=f"m-{kb}")
-        for i in range(per_kb):
-            base = (scores or {}).get(kb, 0.5)
-            memos.add_memory(f"m-{kb}", f"{kb}-doc{i}", f"{kb} 的第{i}段 MARK-{kb}-{i}", base - i * 0.01)
-    return memos
-
-
-def run(repo: Repository, memos: FakeKnowledgeEngine, **kwargs: Any) -> RecallResponse:
-    result = recall_with(repo, memos, user_id="bob", query=QUERY, **kwargs)
-    return RecallResponse.from_result(result)
-
-
-def kb_of(item: Any) -> str:
-    return item.knowledge_base.id
 
 
 # -------------------------------------------------------------------------------------- per KB

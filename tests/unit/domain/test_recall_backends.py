@@ -10,38 +10,11 @@ import time
 import pytest
 
 from memmy_kb.domain import recall_attributed
-from memmy_kb.domain.engine import MemosRateLimited, SearchHit
+from memmy_kb.domain.engine import SearchHit
 from memmy_kb.domain.recall import RecallUnavailable
 from memmy_kb.domain.recall_attributed import plan
-from memmy_kb.records import GrantRecord
-from tests.support.fakes import FakeEngines, FakeMemosKnowledgeBase
-from tests.unit.domain.test_recall_attribution import NOW, Repository, kb_of, run
-
-
-def grant(kb: str, backend: str | None, *, role: str = "reader") -> GrantRecord:
-    return GrantRecord(
-        user_id="bob",
-        kb_id=kb,
-        role=role,
-        recall=True,
-        memos_kb_id=f"m-{kb}",
-        memos_backend=backend,
-        owner_id="bob" if role == "owner" else "alice",
-        granted_at=NOW,
-    )
-
-
-def engines(placed: dict[str, str]) -> FakeEngines:
-    """Backends ``a`` and ``default``, each KB of ``placed`` (kb -> backend) with one memory there."""
-    pool = FakeEngines(a=10, default=10)
-    for kb, backend in placed.items():
-        pool[backend].knowledge_bases[f"m-{kb}"] = FakeMemosKnowledgeBase(id=f"m-{kb}", name=kb)
-        pool[backend].add_memory(f"m-{kb}", f"{kb}-doc", f"{kb} MARK-{kb}", 0.6)
-    return pool
-
-
-def rate_limited() -> MemosRateLimited:
-    return MemosRateLimited("slow down", endpoint="/search/memory", code=40309)
+from tests.support.recall import Repository, engines, kb_of, rate_limited, run
+from tests.support.recall import placed_grant as grant
 
 
 def test_a_scope_on_two_backends_is_searched_on_each_kbs_own_backend() -> None:

@@ -11,8 +11,7 @@ from pydantic import ValidationError
 
 from memmy_kb.api.models.recall import RecallRequest
 from memmy_kb.errors import InvalidInput
-from tests.support.recall import recall_with
-from tests.unit.domain.test_recall_attribution import QUERY, Repository, engine, grant, own, run
+from tests.support.recall import QUERY, Repository, engine, grant, own, recall_with, run
 
 MODES = ["per_kb", "combined"]
 

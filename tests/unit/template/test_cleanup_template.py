@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from cfnlint.api import lint
 
-from memmy_local.template import load_template
-from tests.unit.template.test_template import LINT_CONFIG, REPO_ROOT, TEMPLATE_PATH, translate
+from memmy_local.template import TEMPLATE_PATH, load_template
+from tests.support.sam import LINT_CONFIG, REPO_ROOT, translate
 
 ASL_PATH = REPO_ROOT / "infra/statemachines/cleanup.asl.json"
 TRANSIENT = {

@@ -21,6 +21,7 @@ from cfnlint.api import lint
 from memmy_kb.api.models.login import BEARER_TOKENS
 from memmy_kb_client.desktop.state import DEFAULT_PORT
 from memmy_local.template import (
+    TEMPLATE_PATH,
     condition_refs,
     is_active,
     load_template,
@@ -28,7 +29,7 @@ from memmy_local.template import (
     referenced_logical_ids,
     resolve_intrinsics,
 )
-from tests.unit.template.test_template import LINT_CONFIG, TEMPLATE_PATH, resources_of, translate
+from tests.support.sam import LINT_CONFIG, resources_of, translate
 
 REGION = "eu-west-1"
 STACK_ID = f"arn:aws:cloudformation:{REGION}:111122223333:stack/memmy-kb/1a2b3c4d-5e6f-4a1b-9c2d-0e1f2a3b4c5d"

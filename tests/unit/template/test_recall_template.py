@@ -97,7 +97,7 @@ def test_snapstart_functions_use_a_runtime_and_architecture_snapstart_supports()
 
 
 def test_the_http_api_invokes_the_recall_alias_not_the_unpublished_function():
-    from tests.unit.template.test_template import translate
+    from tests.support.sam import translate
 
     cloudformation = translate(load_template())
     resources = cloudformation["Resources"]
@@ -114,7 +114,7 @@ def test_the_http_api_invokes_the_recall_alias_not_the_unpublished_function():
 
 def _recall_version(core_layer_location: str) -> str:
     """The logical id of the recall version SAM publishes with the core layer at ``core_layer_location``."""
-    from tests.unit.template.test_template import translate
+    from tests.support.sam import translate
 
     template = load_template()
     template["Resources"]["CoreLayer"]["Properties"]["ContentUri"] = core_layer_location

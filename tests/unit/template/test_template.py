@@ -17,35 +17,11 @@ from typing import Any
 
 import pytest
 from cfnlint.api import lint
-from cfnlint.config import ManualArgs
-from samtranslator.translator.transform import transform
 
 from memmy_local.template import TEMPLATE_PATH, load_template, referenced_logical_ids
+from tests.support.sam import LINT_CONFIG, REPO_ROOT, resources_of, translate
 
-REPO_ROOT = TEMPLATE_PATH.parent
 AUTHORIZER = "MemmyJwt"
-LINT_CONFIG = ManualArgs(regions=["us-east-1"], include_checks=["I"])
-
-
-class _NoManagedPolicies:
-    """The managed-policy loader: the template names no managed policies, so nothing to look up."""
-
-    def load(self) -> dict[str, str]:
-        return {}
-
-
-def translate(sam_template: dict[str, Any]) -> dict[str, Any]:
-    """Translate SAM to CloudFormation offline, local code paths replaced by placeholder S3 locations."""
-    sam = copy.deepcopy(sam_template)
-    for resource in sam["Resources"].values():
-        properties = resource.get("Properties") or {}
-        for key in ("CodeUri", "ContentUri", "DefinitionUri"):
-            if isinstance(properties.get(key), str):
-                properties[key] = f"s3://placeholder-bucket/{properties[key].strip('/')}.zip"
-    with pytest.MonkeyPatch.context() as patch:
-        # The translator needs a region for its pseudo parameters, even offline.
-        patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        return transform(sam, {}, _NoManagedPolicies())
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +38,6 @@ def cloudformation(sam_template: dict[str, Any]) -> dict[str, Any]:
 def lint_findings(cloudformation: dict[str, Any]) -> list[str]:
     matches = lint(json.dumps(cloudformation), config=LINT_CONFIG)
     return [f"{m.rule.id} {'/'.join(map(str, m.path))}: {m.message}" for m in matches]
-
-
-def resources_of(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
-    return {name: r for name, r in template["Resources"].items() if r["Type"] == kind}
 
 
 def functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
