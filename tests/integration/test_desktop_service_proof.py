@@ -35,8 +35,8 @@ from memmy_kb_client.desktop.credentials import (
 from memmy_kb_client.desktop.server import DesktopService
 from tests.integration.test_desktop_service import CLOUD_TOKEN, Client, FakeCloud, serving, start
 from tests.support.desktop_proof import ProvesThenHangsUp, Stranger, proof_reply, record_control
+from tests.support.hook_service import FakeService
 from tests.support.keychain import MemoryKeyring
-from tests.unit.client.agents.test_hook import FakeService
 
 PASTED = CLOUD_TOKEN  # the cloud token a person pipes into `desktop login --token -`
 PROMPT = "差旅报销需要哪些发票 DELTA-PROMPT"

@@ -36,7 +36,13 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 def grant(kb: str, *, role: str = "reader", owner: str = "alice", recall: bool = True) -> GrantRecord:
     return GrantRecord(
-        user_id="bob", kb_id=kb, role=role, recall=recall, memos_kb_id=f"m-{kb}", owner_id=owner, granted_at=NOW
+        user_id="bob",
+        kb_id=kb,
+        role=role,
+        recall=recall,
+        memos_kb_id=f"m-{kb}",
+        owner_id=owner,
+        granted_at=NOW,
     )
 
 
@@ -64,7 +70,9 @@ class Repository:
         self.batch_reads += 1
         owners = {g.kb_id: g.owner_id for s in self.snapshots for g in s}
         kbs = {
-            k: KnowledgeBaseRecord(kb_id=k, name=f"{k} 的资料", owner_id=owners[k], memos_kb_id=f"m-{k}", created_at=NOW)
+            k: KnowledgeBaseRecord(
+                kb_id=k, name=f"{k} 的资料", owner_id=owners[k], memos_kb_id=f"m-{k}", created_at=NOW
+            )
             for k in kb_ids
         }
         return kbs, {u: self.profiles[u] for u in user_ids if u in self.profiles}

@@ -25,7 +25,7 @@ from memmy_kb_client.agents.hook_install import apply, home_in, hook_command, in
 from memmy_kb_client.cli import main as cli
 from memmy_kb_client.desktop import paths
 from tests.support.desktop_proof import proof_reply, record_control
-from tests.unit.client.agents.test_hook import (
+from tests.support.hook_service import (
     AGENTS,
     FakeService,
     env_for,

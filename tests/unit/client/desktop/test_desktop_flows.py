@@ -15,7 +15,7 @@ import pytest
 from memmy_kb_client.desktop import flows, oidc
 from memmy_kb_client.desktop.credentials import CloudLogin
 from memmy_kb_client.desktop.state import DesktopConfig, DesktopState
-from tests.unit.client.desktop.test_desktop_oidc import PROVIDER
+from tests.support.desktop_oidc import PROVIDER
 
 LATE = CloudLogin("https://api.example", "late.access.token", refresh_token="late-refresh")
 KEPT = CloudLogin("https://api.example", "kept.access.token")

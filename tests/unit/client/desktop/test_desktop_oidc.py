@@ -19,25 +19,12 @@ from memmy_kb_client.desktop import flows, oidc, paths
 from memmy_kb_client.desktop.credentials import CloudLogin, FileStore
 from memmy_kb_client.desktop.state import SIGN_IN_ENDED, DesktopConfig, DesktopState
 from tests.support.clock import FakeClock
+from tests.support.desktop_oidc import CLIENT, ISSUER, PROVIDER
 from tests.support.oidc_provider import signing_key
 
-ISSUER = "https://id.example"
-CLIENT = "memmy-desktop"
 NOW = 1_800_000_000.0
 KEY = signing_key("test-key-1")
 KEYS = {"keys": [KEY.as_dict(private=False)]}
-
-PROVIDER = oidc.Provider(
-    cloud="https://api.example",
-    issuer=ISSUER,
-    client_id=CLIENT,
-    audience="memmy-kb",
-    scopes=("openid", "profile", "email", "offline_access"),
-    bearer="access_token",
-    authorization_endpoint=f"{ISSUER}/authorize",
-    token_endpoint=f"{ISSUER}/token",
-    jwks_uri=f"{ISSUER}/jwks.json",
-)
 
 
 def id_token(key: Any = KEY, header: dict[str, Any] | None = None, **changes: Any) -> str:

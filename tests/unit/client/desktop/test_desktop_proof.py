@@ -15,8 +15,8 @@ import pytest
 from memmy_kb_client.agents.mcp_service import LocalService, ToolRefused
 from memmy_kb_client.desktop import paths, proof
 from memmy_kb_client.desktop.credentials import ServiceRecord
+from tests.support.hook_service import HOOK_TOKEN, env_for, event_bytes, home, run_hook, service
 from tests.support.mock_http import mock_connect
-from tests.unit.client.agents.test_hook import HOOK_TOKEN, env_for, event_bytes, home, run_hook, service
 
 __all__ = ["home", "service"]  # the hook tests' fixtures: a fake service that proves itself, its home
 
