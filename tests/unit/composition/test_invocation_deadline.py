@@ -10,7 +10,7 @@ import pytest
 
 from memmy_kb import invocation_deadline
 from memmy_kb.domain.engine import MemosUnavailable
-from tests.unit.adapters.test_memos_client import FixedRandom, envelope, harness
+from tests.support.memos_http import FixedRandom, envelope, harness
 
 
 def test_an_attempt_gets_at_most_the_time_left():
