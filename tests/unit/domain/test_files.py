@@ -12,6 +12,7 @@ from memmy_kb.domain import folders as folders_logic
 from memmy_kb.domain.engine import FileStatus
 from memmy_kb.domain.files import FileEntry, Listing
 from memmy_kb.records import FolderRecord
+from tests.support.domain import refused
 from tests.support.factories import (
     T0,
     file_record,
@@ -23,7 +24,6 @@ from tests.support.factories import (
     upload_record,
 )
 from tests.support.fakes import FakeContentStore, FakeKnowledgeEngine, FakeStores, memos_error
-from tests.unit.domain.support import refused
 
 NOT_FOUND = (HTTPStatus.NOT_FOUND, "kb_not_found")
 OWNER_ONLY = (HTTPStatus.FORBIDDEN, "owner_only")

@@ -1,4 +1,5 @@
-"""Helpers the domain unit tests share."""
+"""Helpers the domain unit tests share: what a refused action would answer, and a profile registered with
+its lookups."""
 
 from __future__ import annotations
 
