@@ -20,7 +20,7 @@ import pytest
 from memmy_kb_client.desktop import page, paths
 from memmy_kb_client.desktop.credentials import CloudLogin
 from memmy_kb_client.desktop.server import DesktopService
-from tests.integration.test_desktop_service import Client, serving, start
+from tests.support.desktop_service import Client, serving, start
 from tests.support.keychain import MemoryKeyring
 from tests.support.oidc_provider import BLOCK, FakeLoginCloud, FakeProvider
 

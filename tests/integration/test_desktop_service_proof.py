@@ -33,8 +33,8 @@ from memmy_kb_client.desktop.credentials import (
     open_store,
 )
 from memmy_kb_client.desktop.server import DesktopService
-from tests.integration.test_desktop_service import CLOUD_TOKEN, Client, FakeCloud, serving, start
 from tests.support.desktop_proof import ProvesThenHangsUp, Stranger, proof_reply, record_control
+from tests.support.desktop_service import CLOUD_TOKEN, Client, FakeCloud, serving, start
 from tests.support.hook_service import FakeService
 from tests.support.keychain import MemoryKeyring
 
