@@ -476,7 +476,7 @@ def test_memmy_local_up_runs_the_desktop_side_beside_the_stack(local_stack, read
 
 def test_an_agent_searches_through_memmy_kb_mcp_with_the_hook_token_only(desktop, stage):
     """``memmy-kb mcp`` with only the state directory: the scope, a search naming its KB, a refused name."""
-    from tests.integration.test_mcp_server import run_calls, text_of
+    from tests.support.mcp_stand_in import run_calls, text_of
 
     tools, (listed, found, narrowed, unknown) = run_calls(
         desktop.home,

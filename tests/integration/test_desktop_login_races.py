@@ -18,8 +18,8 @@ from memmy_kb_client.cli import desktop_commands as commands
 from memmy_kb_client.cli import main as cli
 from memmy_kb_client.desktop import flows, paths
 from memmy_kb_client.desktop.server import DesktopService
-from tests.integration.test_desktop_login import browse, flow_state, page_session
 from tests.support.clock import FakeClock
+from tests.support.desktop_login import browse, flow_state, page_session
 from tests.support.desktop_service import Client, serving, start
 from tests.support.oidc_provider import FakeLoginCloud, FakeProvider
 
