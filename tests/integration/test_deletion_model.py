@@ -74,9 +74,9 @@ from memmy_kb.domain.cleanup import CleanupRetryable
 from memmy_kb.domain.engine import MemosUnavailable
 from memmy_kb.domain.files import GONE_FROM_MEMOS
 from memmy_local.lambdas.runners import sqs_event
-from tests.integration.test_deletion import drop_queued_events, reconciler
 from tests.support.aws import TWO_BACKENDS
 from tests.support.polling import wait_until
+from tests.support.repair import drop_queued_events, reconciler
 from tests.support.uploads import REGION, create_kb, post_file, request_upload
 
 ADD = "/add/knowledgebase-file"
