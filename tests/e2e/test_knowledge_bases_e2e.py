@@ -11,20 +11,11 @@ from http import HTTPStatus
 import httpx
 import pytest
 
-from tests.support.stack import CLI, LOCAL_CLI, RunningStack
-from tests.support.stage import ApiTarget, Stage
+from tests.support.e2e_cli import cli
+from tests.support.stack import LOCAL_CLI, RunningStack
+from tests.support.stage import Stage
 
 pytestmark = pytest.mark.e2e
-
-
-def cli(stack: ApiTarget, token: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "MEMMY_KB_ENDPOINT": stack.api_url,
-        "MEMMY_KB_TOKEN": token,
-        "MEMMY_KB_HOME": "/nonexistent",
-    }
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, timeout=60, check=False)  # noqa: S603
 
 
 def dev_token(stack: RunningStack, user: str, *args: str) -> str:

@@ -24,9 +24,9 @@ import httpx
 import pytest
 
 from memmy_kb_client.desktop import paths
-from tests.e2e.page_browser import chromium
-from tests.e2e.test_desktop_e2e import Desktop, block_of, clean_env, run_hook, start_desktop
-from tests.e2e.test_recall_e2e import MARKER, user_with_the_document
+from tests.support.e2e_desktop import Desktop, block_of, clean_env, run_hook, start_desktop
+from tests.support.e2e_recall import MARKER, user_with_the_document
+from tests.support.page_browser import chromium
 from tests.support.polling import wait_until
 from tests.support.stack import CLI, RunningStack, start_stack, stop_stack
 from tests.support.stage import Stage

@@ -20,26 +20,21 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.page_browser import PageUser, chromium, new_page, start_user
-from tests.e2e.test_seed_story_e2e import (
-    COMPARISON,
-    COMPARISON_FACT,
-    DEPLOYMENT_FACT,
-    DEPLOYMENT_FAQ,
-    FOLLOW_UP,
-    PRODUCT_INTRO,
-    QUESTION,
+from memmy_local.demo import COMPARISON, DEPLOYMENT_FAQ, PRODUCT_INTRO
+from tests.support.e2e_story import COMPARISON_FACT, DEPLOYMENT_FACT, FOLLOW_UP, QUESTION
+from tests.support.page_browser import (
+    PROCESSING_MS,
+    PageUser,
+    chromium,
+    file_row,
+    kb_item,
+    md,
+    new_page,
+    start_user,
 )
 from tests.support.stage import Stage
 
 pytestmark = pytest.mark.e2e
-
-PROCESSING_MS = 60_000
-
-
-def md(name: str, text: str) -> dict[str, Any]:
-    return {"name": name, "mimeType": "text/markdown", "buffer": text.encode("utf-8")}
-
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
@@ -65,15 +60,6 @@ def people(stage: Stage, tmp_path_factory: pytest.TempPathFactory) -> Iterator[t
         )
         started.callback(reader.stop)
         yield owner, reader, phone
-
-
-def kb_item(page: Any, section: str, name: str) -> Any:
-    """The list item of KB ``name`` under the heading ``section``."""
-    return page.locator(f"#{section} li").filter(has=page.get_by_role("button", name=name, exact=True))
-
-
-def file_row(page: Any, name: str) -> Any:
-    return page.locator("#entries tr").filter(has_text=name)
 
 
 def drop_files(page: Any, files: list[dict[str, Any]]) -> None:

@@ -16,9 +16,17 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.page_browser import PageUser, chromium, new_page, start_user
-from tests.e2e.test_page_e2e import PROCESSING_MS, file_row, kb_item, md
-from tests.e2e.test_seed_story_e2e import PRODUCT_INTRO
+from memmy_local.demo import PRODUCT_INTRO
+from tests.support.page_browser import (
+    PROCESSING_MS,
+    PageUser,
+    chromium,
+    file_row,
+    kb_item,
+    md,
+    new_page,
+    start_user,
+)
 from tests.support.stage import Stage, StageUser
 
 pytestmark = pytest.mark.e2e

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.test_delete_cli_e2e import ok_json
-from tests.e2e.test_desktop_e2e import start_desktop
+from tests.support.e2e_cli import ok_json
+from tests.support.e2e_desktop import start_desktop
 from tests.support.polling import wait_until
 from tests.support.stack import CLI, stop_stack
 from tests.support.stage import ApiTarget, Stage

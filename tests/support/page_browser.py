@@ -1,5 +1,6 @@
 """What the page's browser tests and ``make screenshots`` share: Debian's chromium driven by Playwright,
-and a logged-in ``memmy-kb desktop serve`` per user, on the stage (tests/support/stage.py).
+and a logged-in ``memmy-kb desktop serve`` per user, on the stage (tests/support/stage.py); and what the
+tests find on the page (a KB's list item, a file's row) and drop on it (``md``).
 
 Playwright never downloads a browser here: it launches ``/usr/bin/chromium`` (``MEMMY_KB_CHROMIUM``
 overrides the path). ``make test`` installs the package when it is missing.
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.test_desktop_e2e import Desktop, start_desktop
+from tests.support.e2e_desktop import Desktop, start_desktop
 from tests.support.stack import stop_stack
 from tests.support.stage import ApiTarget, StageUser
 
@@ -95,3 +96,20 @@ def new_page(
     page = context.new_page()
     page.goto(user.open_url(lang))
     return page
+
+
+PROCESSING_MS = 60_000  # how long the page may take to show a file as available
+
+
+def md(name: str, text: str) -> dict[str, Any]:
+    """A Markdown file as Playwright sets it on a file input."""
+    return {"name": name, "mimeType": "text/markdown", "buffer": text.encode("utf-8")}
+
+
+def kb_item(page: Any, section: str, name: str) -> Any:
+    """The list item of KB ``name`` under the heading ``section``."""
+    return page.locator(f"#{section} li").filter(has=page.get_by_role("button", name=name, exact=True))
+
+
+def file_row(page: Any, name: str) -> Any:
+    return page.locator("#entries tr").filter(has_text=name)
