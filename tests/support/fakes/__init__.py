@@ -7,7 +7,7 @@ its owner, a folder needs its KB). Each write is written as the adapter's transa
 condition is evaluated against the state before the write, the indexes of the failed ones decide which
 ``memmy_kb.domain.storage`` error (and ``.item``) is raised, and nothing is applied unless all pass.
 Like DynamoDB, a transaction that touches one item twice, or more than 100 items, is invalid
-(``InvalidTransaction``, not a store error). ``tests/integration/test_store_contract.py`` runs the same
+(``InvalidTransaction``, not a store error). ``tests/integration/store_contract/`` runs the same
 cases against these fakes and the real adapters (moto, the MemOS emulator), so the two cannot drift
 apart, and fails when a port has no fake there.
 

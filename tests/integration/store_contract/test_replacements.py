@@ -1,5 +1,5 @@
 """The ports' contract for a replace (``ContentStore``'s ``ReplacementWrites``), against the fakes and the
-DynamoDB adapter alike, as ``test_store_contract`` runs the rest: each transition of a replace, the
+DynamoDB adapter alike, as the rest of the suite runs the other writes: each transition of a replace, the
 ``replacing`` marker it keeps, the version it moves and the bytes it holds on META."""
 
 from __future__ import annotations
@@ -8,18 +8,8 @@ import pytest
 
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.records import CleanupPart, FileRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord
-from tests.integration.test_store_contract import (
-    Backend,
-    backend,
-    cleanup_record,
-    entry,
-    kb,
-    refused,
-    stored_kb,
-)
 from tests.support.factories import T0, UNCAPPED, activity_for, at, file_record, kb_record, replacement_record
-
-__all__ = ["backend", "kb"]
+from tests.support.store_contract import Backend, cleanup_record, entry, refused, stored_kb
 
 TIGHT = KbCapacity(max_files=10, max_bytes=100)
 
