@@ -4,7 +4,6 @@ out), built on the fakes or on the DynamoDB adapters of the ``service`` fixture;
 the cleanup ``Pipeline`` likewise; ``refused``, which names the item a refused write names; and the
 records the cases share. The fixtures that run each case once per backend are the suite's conftest's."""
 
-
 from __future__ import annotations
 
 from collections.abc import Callable

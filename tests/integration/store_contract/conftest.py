@@ -1,7 +1,6 @@
 """The contract suite's fixtures: each runs a case once on the in-memory fake and once on the real adapter
 (DynamoDB, S3, Step Functions and SQS on moto, MemOS on its emulator), so a fake cannot drift from it."""
 
-
 from __future__ import annotations
 
 import json

@@ -1,6 +1,5 @@
 """``ActivityLog``'s and ``RateCounters``' contract, on the fake and on DynamoDB, and the cap on owned KBs."""
 
-
 from __future__ import annotations
 
 import pytest

@@ -1,7 +1,6 @@
 """The share's and the KB list's batched reads, and the attempt counted in the share's transaction, on the
 fake and on DynamoDB."""
 
-
 from __future__ import annotations
 
 from memmy_kb.domain.storage import ConditionFailed

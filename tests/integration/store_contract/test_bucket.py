@@ -1,6 +1,5 @@
 """``UploadObjects``' contract, on the fake and on S3 (moto): the upload bucket."""
 
-
 from __future__ import annotations
 
 import hashlib

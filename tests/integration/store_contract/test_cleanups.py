@@ -1,7 +1,6 @@
 """``CleanupStore``'s contract, on the fake and on DynamoDB: a delete's transactions with their outbox item,
 and the reconciler's queue of due cleanups and its cursor."""
 
-
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,5 @@
 """``KnowledgeEngine``'s contract: the fake MemOS beside ``MemosClient`` on the emulator."""
 
-
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,5 @@
 """``KnowledgeEngines``' contract: the fake backends beside ``MemosBackends`` on two emulator projects."""
 
-
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,5 @@
 """``ContentStore``'s contract for folders and files, on the fake and on DynamoDB."""
 
-
 from __future__ import annotations
 
 import pytest

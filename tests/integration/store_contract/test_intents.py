@@ -1,6 +1,5 @@
 """``CreateIntents``' contract, on the fake and on DynamoDB."""
 
-
 from __future__ import annotations
 
 from typing import Any

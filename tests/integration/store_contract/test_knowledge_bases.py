@@ -1,6 +1,5 @@
 """``KnowledgeBaseStore``'s contract, on the fake and on DynamoDB: KBs and their grants."""
 
-
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,5 @@
 """``CleanupExecutions``' and ``UploadRequeue``'s contract, on the fakes and on Step Functions and SQS (moto)."""
 
-
 from __future__ import annotations
 
 from tests.support.store_contract import Pipeline

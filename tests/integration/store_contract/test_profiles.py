@@ -1,6 +1,5 @@
 """``ProfileStore``'s contract, on the fake and on DynamoDB: profiles and their email and phone lookups."""
 
-
 from __future__ import annotations
 
 from memmy_kb.domain.storage import ConditionFailed

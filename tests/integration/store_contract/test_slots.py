@@ -1,6 +1,5 @@
 """``BackendSlots``' contract, on the fake and on DynamoDB: the KBs placed per backend."""
 
-
 from __future__ import annotations
 
 from typing import Any

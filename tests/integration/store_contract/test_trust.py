@@ -1,7 +1,6 @@
 """The trust settings' contract, on the fake and on DynamoDB: a profile's settings and blocks, and the
 share's extra conditions (a reader's blocks, the daily cap)."""
 
-
 from __future__ import annotations
 
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing

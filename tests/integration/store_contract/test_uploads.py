@@ -1,7 +1,6 @@
 """``ContentStore``'s contract for uploads, on the fake and on DynamoDB: an upload's states, the file it
 becomes, and the KB's capacity counted on META."""
 
-
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,5 @@
 """memmy_local.provision.resources: template.yaml provisioned on moto, its state machines included."""
 
-
 from __future__ import annotations
 
 import json
