@@ -1,5 +1,6 @@
 """The core's layers hold: imports only go down, the adapters see only the domain's vocabulary, every module
-has a layer; and no module of the repository is part of an import loop (the size cap: test_module_size.py)."""
+has a layer; no module of the repository is part of an import loop; and no test module imports another,
+what tests share being in tests/support (the size caps: test_module_size.py)."""
 
 from __future__ import annotations
 
@@ -208,3 +209,39 @@ def _loops(modules: dict[str, str]) -> list[str]:
 )
 def test_an_import_loop_is_found_in_any_form_and_named_by_its_cycle(modules, loops):
     assert _loops(modules) == loops
+
+
+def test_no_test_module_imports_another_or_a_helper_beside_one():
+    assert import_graph.imports_of_test_code() == []
+
+
+@pytest.mark.parametrize(
+    ("modules", "found"),
+    [
+        (
+            {"tests.unit.a.test_x": "from tests.unit.b.test_y import helper", "tests.unit.b.test_y": ""},
+            ["tests.unit.a.test_x:1 imports tests.unit.b.test_y"],
+        ),
+        (
+            {"tests.e2e.test_x": "def f():\n    from tests.integration import test_y\n", "tests.integration.test_y": ""},
+            ["tests.e2e.test_x:2 imports tests.integration.test_y"],
+        ),
+        ({"tests.e2e.pages": "", "tests.e2e.test_x": "from tests.e2e.pages import browser"}, ["tests.e2e.test_x:1 imports tests.e2e.pages"]),
+        (
+            {
+                "tests.support.__init__": "",
+                "tests.support.fakes.__init__": "from tests.support.fakes.table import FakeTable",
+                "tests.support.fakes.table": "",
+                "tests.unit.test_x": "from tests.support.fakes import FakeTable\nfrom tests.support import fakes",
+                "tests.support.recall": "from tests.support.fakes import FakeTable",
+            },
+            [],
+        ),
+    ],
+)
+def test_an_import_of_test_code_outside_tests_support_is_found(modules, found):
+    sources = {
+        name.removesuffix(".__init__"): import_graph.Source(text, is_package=name.endswith(".__init__"))
+        for name, text in modules.items()
+    }
+    assert import_graph.imports_of_test_code(sources) == found

@@ -1,5 +1,7 @@
 """No Python module of the repository grows past 400 lines, tests aside: a longer one has seams to split along.
-No function of the core, the handlers, the client or the local stack grows past 80 lines either.
+No function of the core, the handlers, the client or the local stack grows past 80 lines either, and no
+module of tests/ (a test module, a fixture, a fake) past 600 (that no test module imports another:
+test_layers.py).
 
 Covered by the module cap: the core layer, the handlers in functions/, the desktop client, the local stack
 and the benchmarks.
@@ -15,6 +17,8 @@ ROOT = Path(__file__).resolve().parents[3]
 MAX_MODULE_LINES = 400
 COVERED = ("layers", "functions", "client", "infra", "bench")
 MAX_FUNCTION_LINES = 80
+# Tests read as scenarios and tables of cases, so they may run longer, but not without end.
+MAX_TEST_MODULE_LINES = 600
 # Where the function cap holds: the core, the handlers, the client and the local stack.
 FUNCTIONS_CAPPED = ("layers", "functions", "client", "infra")
 # Functions over the cap today, each with the length it may not exceed, until the restructuring of its part
@@ -25,12 +29,12 @@ LONG_FUNCTIONS_ALLOWED: dict[str, int] = {}
 SKIPPED_PARTS = frozenset({".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".aws-sam"})
 
 
-def _modules(top: Path) -> list[Path]:
+def _modules(top: Path, root: Path = ROOT) -> list[Path]:
     return [
         path
         for path in sorted(top.rglob("*.py"))
-        if not SKIPPED_PARTS.intersection(path.relative_to(ROOT).parts)
-        and not any(part.startswith(".") for part in path.relative_to(ROOT).parts)
+        if not SKIPPED_PARTS.intersection(path.relative_to(root).parts)
+        and not any(part.startswith(".") for part in path.relative_to(root).parts)
     ]
 
 
@@ -46,6 +50,27 @@ def test_no_module_outside_tests_is_over_400_lines():
         if _line_count(path) > MAX_MODULE_LINES
     }
     assert long == {}
+
+
+def _longer_than(top: Path, lines: int, root: Path = ROOT) -> dict[str, int]:
+    return {
+        path.relative_to(root).as_posix(): count
+        for path in _modules(top, root)
+        if (count := _line_count(path)) > lines
+    }
+
+
+def test_no_module_of_the_tests_is_over_600_lines():
+    assert _longer_than(ROOT / "tests", MAX_TEST_MODULE_LINES) == {}
+
+
+def test_the_cap_of_the_tests_sees_a_long_one(tmp_path):
+    # A test module one line over the cap is found; one at the cap is not.
+    tests = tmp_path / "tests"
+    (tests / "unit").mkdir(parents=True)
+    (tests / "unit" / "test_long.py").write_text("x = 1\n" * (MAX_TEST_MODULE_LINES + 1))
+    (tests / "unit" / "test_at_the_cap.py").write_text("x = 1\n" * MAX_TEST_MODULE_LINES)
+    assert _longer_than(tests, MAX_TEST_MODULE_LINES, tmp_path) == {"tests/unit/test_long.py": MAX_TEST_MODULE_LINES + 1}
 
 
 def test_every_python_module_is_in_a_covered_directory_or_a_test():
