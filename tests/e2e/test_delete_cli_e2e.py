@@ -42,7 +42,7 @@ def test_files_folders_and_the_kb_are_deleted_with_the_cli(stage: Stage, tmp_pat
     (file_entry,) = root["files"]
     file_id = file_entry["id"]
 
-    # A reader may not delete anything, and nothing is deleted without --yes when no one can confirm
+    # When a reader deletes anything, or anyone without --yes when no one can confirm, then nothing is deleted
     for args in (["kb", "rm", kb], ["files", "rm", kb, file_id], ["folders", "rm", kb, folder]):
         refused = cli(stage, reader, *args, "--yes")
         assert refused.returncode == 1

@@ -276,6 +276,7 @@ def test_hook_startup_per_agent(desktop, record_property):
 def test_the_local_service_adds_milliseconds_to_a_recall(desktop, local_stack, reader, record_property):
     """Alternating calls: the cloud's /recall directly (as the old hook did, a new connection each turn)
     and the local service's /hook/recall (a new connection each turn, as the hooks do)."""
+    # Given the reader's cloud token and the logged-in service's hook token, both paths warmed
     cloud_token = local_stack.token(reader.user_id)
     api_port = int(local_stack.api_url.rsplit(":", 1)[1])
     body = json.dumps({"query": QUESTION}).encode()
@@ -301,6 +302,7 @@ def test_the_local_service_adds_milliseconds_to_a_recall(desktop, local_stack, r
     for _ in range(3):  # warm both paths
         timed(api_port, "/recall", cloud_token)
         timed(desktop.port, "/hook/recall", desktop.hook_token)
+    # When 25 recalls go each way, alternating
     direct, through, added = [], [], []
     for _ in range(25):
         direct.append(timed(api_port, "/recall", cloud_token)[0])
@@ -308,6 +310,7 @@ def test_the_local_service_adds_milliseconds_to_a_recall(desktop, local_stack, r
         through.append(total)
         assert cloud is not None
         added.append(total - cloud)
+    # Then the service adds under 25 ms to the cloud's time, the medians reported
     figures = {
         "direct_ms": statistics.median(direct) * 1000,
         "through_service_ms": statistics.median(through) * 1000,

@@ -113,6 +113,7 @@ def saved_login(desktop: Desktop) -> dict[str, Any]:
 
 
 def test_browser_sign_in_lasts_across_expiries_until_the_provider_revokes_it(short_stack, desktop):
+    # Given a person with the document, signing in through the browser at the stack's provider
     user = f"signin-{uuid.uuid4().hex[:8]}"
     user_with_the_document(Stage.on_local(short_stack), user, "Sign-in Person")
 
@@ -127,16 +128,17 @@ def test_browser_sign_in_lasts_across_expiries_until_the_provider_revokes_it(sho
         assert "Sign-in Person" in page.content()
         assert "logged in as " + user in finished(login)
 
+        # Then the service is logged in as them, and the page says who is signed in, and offers Sign out.
         status = status_of(desktop)
         assert (status["login"]["state"], status["login"]["user"]) == ("logged_in", user)
 
-        # The page says who is signed in, and offers Sign out.
         opened = desktop.cli("open", "--no-browser", "--lang", "en")
         page.goto(opened.stdout.strip())
         page.get_by_text("Signed in as Sign-in Person").wait_for()
         assert page.get_by_role("button", name="Sign out").is_visible()
 
-    # The hook answers across three lifetimes of the access token, with nobody signing in again.
+    # When the hook asks for three lifetimes of the access token, then it answers every time, with nobody
+    # signing in again.
     started = time.monotonic()
     answers = 0
     access_tokens = {saved_login(desktop)["access_token"]}
@@ -153,7 +155,7 @@ def test_browser_sign_in_lasts_across_expiries_until_the_provider_revokes_it(sho
     assert "POST /recall 200 " in short_stack.log()
     assert not GATEWAY_401.search(short_stack.log()), short_stack.log()[-3000:]
 
-    # The provider revokes the refresh token: at the next expiry the desktop is logged out, quietly.
+    # When the provider revokes the refresh token, then at the next expiry the desktop is logged out, quietly.
     secret = saved_login(desktop)
     refresh_token = secret["refresh_token"]
     revoked = httpx.post(
@@ -171,7 +173,7 @@ def test_browser_sign_in_lasts_across_expiries_until_the_provider_revokes_it(sho
     said = desktop.cli("status")
     assert "memmy-kb desktop login" in said.stdout
 
-    # Logged out, the page offers Sign in: the provider's form, the callback, and back to the page.
+    # When logged out, then the page offers Sign in: the provider's form, the callback, and back to the page.
     with chromium() as browser:
         page = browser.new_page()
         page.goto(desktop.cli("open", "--no-browser", "--lang", "en").stdout.strip())
@@ -183,7 +185,7 @@ def test_browser_sign_in_lasts_across_expiries_until_the_provider_revokes_it(sho
         page.get_by_role("button", name="Sign in").wait_for()
     assert status_of(desktop)["login"]["state"] == "logged_out"
 
-    # No token, refresh token or code in what the service or the stack logged.
+    # Then no token, refresh token or code is in what the service or the stack logged.
     logs = desktop.log_path.read_text() + short_stack.log()
     assert refresh_token not in logs
     assert not re.search(r"eyJ[\w-]{10,}\.", logs)

@@ -104,6 +104,7 @@ def _marker_kb(item: dict[str, Any], markers: dict[str, str]) -> str:
 
 
 def test_every_excerpt_names_its_kb_and_a_revoked_share_comes_back_no_more(stage):
+    # Given Rita's own KB, one Olivia shares with her, and ten more of Olivia's, each with a marked document
     tag = uuid.uuid4().hex[:8]
     owner = stage.user(f"sharer-{tag}", name="Olivia")
     asker = stage.user(f"asker-{tag}", name="Rita")
@@ -125,6 +126,7 @@ def test_every_excerpt_names_its_kb_and_a_revoked_share_comes_back_no_more(stage
         documents = {kb: (tokens[kb], "制度.md", f"{DOCUMENT} {marker}") for kb, marker in markers.items()}
         add_documents(stage, documents)
 
+        # When Rita asks, then each excerpt names its KB, and a share its owner
         body = rita.post("/recall", json={"query": QUESTION, "limit": 5}).json()
         by_kb = {_marker_kb(item, markers): item for item in body["items"]}
         assert set(by_kb) == {shared, mine}
@@ -134,12 +136,15 @@ def test_every_excerpt_names_its_kb_and_a_revoked_share_comes_back_no_more(stage
         assert by_kb[shared]["owner"]["name"] == "Olivia"
         assert f"「{stage.kb_name('销售资料')}」（共享者 shared by: Olivia" in body["context"]
 
+        # When Olivia revokes the share, then Rita's next recall has nothing from it
         assert olivia.delete(f"/knowledge-bases/{shared}/members/{reader}").status_code == HTTPStatus.NO_CONTENT
         after = rita.post("/recall", json={"query": QUESTION, "limit": 5}).json()
         assert {_marker_kb(item, markers) for item in after["items"]} == {mine}
         assert markers[shared] not in json.dumps(after, ensure_ascii=False)
 
+        # When Olivia asks over her eleven KBs
         wide = olivia.post("/recall", json={"query": QUESTION, "limit": 25}).json()
+    # Then an excerpt of a KB searched alone names it, one of the group names the group's KBs
     assert wide["scope_size"] == 11
     assert wide["items"], wide
     named_alone = set()

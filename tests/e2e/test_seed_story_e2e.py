@@ -31,6 +31,7 @@ from tests.support.stage import Stage
 pytestmark = pytest.mark.e2e
 
 def test_the_seed_story(stage: Stage) -> None:
+    # Given a product manager and a salesperson with a phone number, both signed in
     suffix = uuid.uuid4().hex[:8]
     phone_digits = f"139{random.randrange(10**8):08d}"
     product_manager = stage.user(f"pm-{suffix}", name="产品经理")
@@ -40,7 +41,7 @@ def test_the_seed_story(stage: Stage) -> None:
         assert manager.put("/me").status_code == HTTPStatus.OK
         assert sales.put("/me").status_code == HTTPStatus.OK
 
-        # The product manager creates a KB and uploads the two documents
+        # When the product manager creates a KB and uploads the two documents
         created = manager.post("/knowledge-bases", json={"name": stage.kb_name("MemOS 产品资料")})
         assert created.status_code == HTTPStatus.CREATED, created.text
         kb_id = created.json()["id"]
@@ -48,10 +49,10 @@ def test_the_seed_story(stage: Stage) -> None:
         upload(manager, kb_id, "MemOS 开源VS商业化.md", COMPARISON)
         wait_until_available(manager, kb_id, {"MemOS产品介绍.md", "MemOS 开源VS商业化.md"})
 
-        # Before sharing, the salesperson's recall has nothing
+        # Then, before sharing, the salesperson's recall has nothing
         assert recall(sales, QUESTION)["scope_size"] == 0
 
-        # ...and shares it by phone, typed the way people type it
+        # When the manager shares it by phone, typed the way people type it
         shared = manager.post(
             f"/knowledge-bases/{kb_id}/members",
             json={"identifier": f"{phone_digits[:3]} {phone_digits[3:7]} {phone_digits[7:]}"},
@@ -59,7 +60,7 @@ def test_the_seed_story(stage: Stage) -> None:
         assert shared.status_code == HTTPStatus.CREATED, shared.text
         assert shared.json()["user_id"] == sales_id
 
-        # The salesperson asks; the comparison document answers, with its title
+        # Then the salesperson asks, and the comparison document answers, with its title
         answer = recall(sales, QUESTION)
         assert (answer["scope_size"], answer["discarded"]) == (1, False)
         by_title = {item["title"]: item["content"] for item in answer["items"]}
@@ -69,18 +70,18 @@ def test_the_seed_story(stage: Stage) -> None:
         assert COMPARISON_FACT in answer["context"]
         assert DEPLOYMENT_FACT not in answer["context"]
 
-        # A third upload is found by the salesperson's next recall, with no action of theirs
+        # When a third file is uploaded, then the salesperson's next recall finds it, with no action of theirs
         upload(manager, kb_id, "MemOS 私有化部署FAQ.md", DEPLOYMENT_FAQ)
         wait_until_available(manager, kb_id, {"MemOS 私有化部署FAQ.md"})
         follow_up = recall(sales, FOLLOW_UP)
         assert any(DEPLOYMENT_FACT in item["content"] for item in follow_up["items"]), follow_up["items"]
         assert "《MemOS 私有化部署FAQ》" in follow_up["context"]
 
-        # The manager revokes; the next recall has nothing from that KB
+        # When the manager revokes, then the next recall has nothing from that KB
         revoked = manager.delete(f"/knowledge-bases/{kb_id}/members/{sales_id}")
         assert revoked.status_code == HTTPStatus.NO_CONTENT
         for query in (QUESTION, FOLLOW_UP):
             after = recall(sales, query)
             assert after == {"items": [], "context": "", "scope_size": 0, "discarded": False, "partial": False}
-        # The manager's own recall still works
+        # ...and the manager's own recall still works
         assert COMPARISON_FACT in recall(manager, QUESTION)["context"]

@@ -278,6 +278,7 @@ def test_an_object_arriving_between_the_cleanups_s3_and_table_steps_leaves_nothi
     """The red team's race: a KB's cleanup has emptied S3 and not yet deleted the table items when the
     bytes of one of its uploads arrive. However the ingest and the cleanup's table step interleave, or if
     the event never comes, no object of the deleted KB remains once the cleanup and the reconciler ran."""
+    # Given a KB deleted while one of its uploads has its presigned POST and not yet its bytes
     executions, schedule = Executions(service), Schedule(service)
     kb_id = create_kb(service, name="gone")
     ticket = request_upload(service, kb_id, "late.md", len(md("late.md")))
@@ -312,6 +313,7 @@ def test_an_object_arriving_between_the_cleanups_s3_and_table_steps_leaves_nothi
                         deliver(service)
         return table_step(self, *args, **kwargs)
 
+    # When the cleanup runs, and the bytes arrive just before its table step (ingested as the arrival says)
     monkeypatch.setattr(DynamoCleanupStore, "delete_kb_items", object_arrives_first)
     executions.run_started()
     assert arrived, "the cleanup never reached its table step"

@@ -225,6 +225,7 @@ def test_interleaved_uploads_deletes_faults_crashes_and_reconciles_follow_the_mo
 
         # -- rules ----------------------------------------------------------------------------------
 
+        # Given two KBs with a folder and files, every adapter call of the flows able to crash (the killer)
         @initialize(nested=st.booleans())
         def two_kbs_with_files(self, nested):
             """Two KBs, a folder (maybe with a subfolder) and three files, so that every step has material."""
@@ -240,6 +241,8 @@ def test_interleaved_uploads_deletes_faults_crashes_and_reconciles_follow_the_mo
                 self.upload_into(kb_id, folder)
             deliver(service, batch=10)
 
+        # When creates, uploads, replaces, deletes, cleanups and reconciles interleave, any of them meeting a
+        # MemOS fault or a crash (the model follows what must have happened)
         @precondition(lambda self: len(self.kbs) < 3)
         @rule()
         def create_kb(self):
@@ -341,6 +344,7 @@ def test_interleaved_uploads_deletes_faults_crashes_and_reconciles_follow_the_mo
 
         # -- what must hold after every step ----------------------------------------------------------
 
+        # Then, after every step, nothing deleted is visible and nothing live is lost
         def listing(self, kb_id: str, folder_id: str | None) -> Any:
             query = {"folder_id": folder_id} if folder_id else None
             return service.call("GET", f"/knowledge-bases/{kb_id}/files", "alice", query=query)
@@ -385,6 +389,8 @@ def test_interleaved_uploads_deletes_faults_crashes_and_reconciles_follow_the_mo
                     )
 
         def teardown(self):
+            # Then, once AWS has settled, the stores agree, no upload became two files, and recall finds
+            # every live file's words and none of the rest
             killer.disarm()
             settle(service, self.executions, self.schedule)
             assert_consistent(service)

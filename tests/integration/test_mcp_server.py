@@ -139,6 +139,7 @@ def test_no_desktop_service_is_a_clear_error(stand_in, tmp_path):
 
 
 def test_stdout_carries_protocol_frames_only(stand_in):
+    # Given an agent's session: initialize, list the tools, call both
     _, home = stand_in
     frames = [
         {
@@ -166,8 +167,8 @@ def test_stdout_carries_protocol_frames_only(stand_in):
             "params": {"name": "list_knowledge_bases", "arguments": {}},
         },
     ]
-    # stdin stays open until every answer is in (at end of input the server stops, dropping calls in
-    # flight); a watchdog kills a server that hangs.
+    # When the frames are written to `memmy-kb mcp` and its stdout read: stdin stays open until every answer
+    # is in (at end of input the server stops, dropping calls in flight); a watchdog kills a server that hangs.
     server = subprocess.Popen(  # noqa: S603 - our own console script
         [MEMMY_KB, "mcp"],
         stdin=subprocess.PIPE,
@@ -194,6 +195,7 @@ def test_stdout_carries_protocol_frames_only(stand_in):
     finally:
         watchdog.cancel()
         server.kill()
+    # Then stdout held JSON-RPC frames only, one answer to each call
     assert rest == b""
     assert all(reply["jsonrpc"] == "2.0" for reply in replies)
     by_id = {reply["id"]: reply for reply in replies if "id" in reply}

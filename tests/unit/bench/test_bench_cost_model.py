@@ -46,6 +46,7 @@ def test_the_profile_names_only_counted_routes() -> None:
 
 
 def test_the_model_multiplies_the_profile_by_the_counted_calls() -> None:
+    # Given the calls counted per route, recall's and a cleanup's among them, on a template's memory sizes
     template = {
         "Globals": {"Function": {"MemorySize": 256}},
         "Resources": {"F": {"Properties": {}}, "Big": {"Properties": {"MemorySize": 1024}}},
@@ -60,8 +61,10 @@ def test_the_model_multiplies_the_profile_by_the_counted_calls() -> None:
     routes["cleanup (file)"] = Calls(
         function="F", invocations=2, transitions=5, operations=Counter({("s3", "DeleteObject"): 2})
     )
+    # When a day of the usage profile is modelled
     day = cost_model.model(routes, template)
 
+    # Then each quantity is the profile times the counted calls, and each price applies to its quantity
     users = cost_model.USERS
     per_user = cost_model.PROFILE
     # The desktop answers trivial prompts itself: only the others reach recall.

@@ -71,6 +71,7 @@ def test_the_reconcile_schedule_is_read_from_the_template() -> None:
 
 
 def test_schedule_events_of_both_kinds_with_input_names_and_states() -> None:
+    # Given a function with a Schedule, a ScheduleV2 with a name and an input, and an HTTP event
     template = {
         "Resources": {
             "Nightly": {
@@ -96,8 +97,10 @@ def test_schedule_events_of_both_kinds_with_input_names_and_states() -> None:
         }
     }
 
+    # When its schedules are read
     rule, named = schedule_sources(template, REFS)
 
+    # Then both, and only they, with their names, expressions and states
     assert (rule.kind, rule.expression, rule.name, rule.enabled) == (
         "Schedule",
         "cron(0 3 * * ? *)",

@@ -212,6 +212,7 @@ def test_locally_retries_wait_at_most_a_second_and_nothing_else_changes(template
 
 
 def test_retry_caps_reach_nested_states_and_set_a_missing_max_delay() -> None:
+    # Given retries in a Parallel's branch, on the Parallel itself and in a Map's processor
     definition = {
         "StartAt": "P",
         "States": {
@@ -239,8 +240,10 @@ def test_retry_caps_reach_nested_states_and_set_a_missing_max_delay() -> None:
         },
     }
 
+    # When their delays are capped at 2 s
     capped = cap_retry_delays(definition, 2)
 
+    # Then every one is, nested or not, a missing MaxDelaySeconds set
     branch_retry = capped["States"]["P"]["Branches"][0]["States"]["T"]["Retry"][0]
     assert branch_retry == {"ErrorEquals": ["X"], "IntervalSeconds": 2, "MaxDelaySeconds": 2}
     assert capped["States"]["P"]["Retry"][0] == {
