@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest -n 2 --dist worksteal
 MEMMY_KB_CHROMIUM ?= /usr/bin/chromium
 export MEMMY_KB_CHROMIUM
 
-.PHONY: install browser cjk-fonts layer-python run lint test unit integration e2e e2e-stage e2e-stage-settings agents agents-install fuzz bench load soak openapi screenshots clean
+.PHONY: install install-cli browser cjk-fonts layer-python run lint test unit integration e2e e2e-stage e2e-stage-settings agents agents-install fuzz bench load soak openapi screenshots clean
 
 install: $(STAMP)
 
@@ -27,6 +27,22 @@ $(STAMP): pyproject.toml client/pyproject.toml
 	PYTHONWARNINGS='ignore:Editable installation' \
 	  $(PY) -m pip install --quiet --disable-pip-version-check -e './client[desktop,mcp]' -e '.[local,dev]'
 	touch $(STAMP)
+
+# `memmy-kb` on PATH for good, in an environment of its own apart from .venv (README, "memmy-kb on your
+# PATH"): the client alone, with the keychain and the MCP server, by pipx if it is there, else by uv's tool
+# install; each also puts its bin directory on PATH in the shell's profile. Run it again after an update.
+CLIENT_SPEC := ./client[desktop,mcp]
+install-cli:
+	@if command -v pipx >/dev/null 2>&1; then \
+	  pipx install --force '$(CLIENT_SPEC)' && pipx ensurepath; \
+	elif command -v uv >/dev/null 2>&1; then \
+	  uv tool install --force '$(CLIENT_SPEC)' && uv tool update-shell; \
+	else \
+	  echo "make install-cli puts memmy-kb on PATH with pipx or uv, and neither is installed. Install one" >&2; \
+	  echo "(apt install pipx, brew install pipx or brew install uv) and run make install-cli again, or run" >&2; \
+	  echo "pipx install '$(CLIENT_SPEC)' or uv tool install '$(CLIENT_SPEC)' yourself." >&2; \
+	  exit 1; \
+	fi
 
 # $(call apt_install,PACKAGE,WHAT FOR,INSTRUCTION): Debian's PACKAGE installed with apt-get when we are
 # root, else the one-line INSTRUCTION and a failure.

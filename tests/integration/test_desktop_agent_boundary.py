@@ -172,9 +172,10 @@ def agent_control(service: DesktopService) -> str:
 # ------------------------------------------------------------------------------- cannot: the cloud
 
 
+@pytest.mark.parametrize("prefix", ["/api", "/control/cloud"], ids=["page", "commands"])
 @pytest.mark.parametrize(("method", "template"), [(m, "/" + "/".join(t)) for m, t in page.CLOUD_ROUTES])
-def test_the_hook_token_reaches_no_cloud_route(agent, cloud, method, template):
-    path = "/api" + template.replace("{}", "kb-1")
+def test_the_hook_token_reaches_no_cloud_route(agent, cloud, method, template, prefix):
+    path = prefix + template.replace("{}", "kb-1")
     status, answer, _ = as_agent(agent, method, path, {})
     assert (status, answer["error"]["code"]) == (403, "hook_token_not_allowed")
     assert cloud.bearers == []

@@ -33,6 +33,7 @@ from memmy_kb_client.desktop.credentials import (
     open_store,
 )
 from memmy_kb_client.desktop.server import DesktopService
+from memmy_kb_client.sdk import ClientConfig
 from tests.support.desktop_proof import ProvesThenHangsUp, Stranger, proof_reply, record_control
 from tests.support.desktop_service import CLOUD_TOKEN, Client, FakeCloud, serving, start
 from tests.support.hook_service import FakeService
@@ -57,6 +58,8 @@ def cloud() -> Iterator[FakeCloud]:
 def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     state = tmp_path / "home" / "desktop"
     monkeypatch.setenv(paths.HOME_ENV, str(state.parent))
+    for name in ("MEMMY_KB_TOKEN", "MEMMY_KB_ENDPOINT"):  # the commands would go straight to the cloud
+        monkeypatch.delenv(name, raising=False)
     return state
 
 
@@ -149,6 +152,37 @@ def test_a_stranger_on_a_stopped_services_port_gets_no_secret_from_the_commands(
     assert b"Authorization" not in received
 
 
+def test_a_stranger_on_a_stopped_services_port_gets_nothing_from_the_cloud_commands(
+    service, state_dir, cloud, capsys, monkeypatch
+):
+    """``kb ls``, ``recall`` and ``files upload`` would send the control token and the request to the
+    service: to a stranger that cannot prove itself they send nothing, and go to the cloud with the saved
+    login instead, or say that no login is left."""
+    port, control_token = stop_without_cleaning_up(service)
+    notes = state_dir.parent / "notes.md"
+    notes.write_text("# DELTA-UPLOAD\n")
+    commands = [["kb", "ls"], ["recall", PROMPT], ["files", "upload", "kb_1", str(notes)]]
+    stranger = Stranger(port)
+    try:
+        without_login = [cli.main(argv) for argv in commands]
+        refused = capsys.readouterr().err
+        ClientConfig(cloud.url, PASTED).save()
+        assert cli.main(["recall", PROMPT]) == 0
+    finally:
+        stranger.close()
+    assert without_login == [1, 1, 1]
+    refusal = (
+        f"error: not signed in: there is no saved login, and the program listening on 127.0.0.1:{port} is"
+    )
+    assert refused.count(refusal) == 3
+    assert [request["auth"] for request in cloud.requests] == [f"Bearer {PASTED}"]  # straight to the cloud
+    received = stranger.bytes_received()
+    assert received.count(b"GET /proof?for=control&nonce=") == 4
+    for secret in (control_token, "DELTA-PROMPT", "DELTA-UPLOAD", PASTED):
+        assert secret.encode() not in received
+    assert b"Authorization" not in received
+
+
 def test_a_stranger_on_a_stopped_services_port_gets_no_hook_token_and_no_prompt(service, state_dir):
     hook_token = Client(service).hook_token
     port, _ = stop_without_cleaning_up(service)
@@ -183,16 +217,18 @@ def test_a_listener_that_relays_the_challenge_to_the_real_service_is_refused(ser
         record_control(str(state_dir), relay.port, service.state.control_token)
         with pytest.raises(NotThisService, match=f"127.0.0.1:{relay.port} is not this desktop service"):
             call(str(state_dir), "GET", "/control/status")
+        assert cli.main(["recall", PROMPT]) == 1  # the cloud commands prove it alike
     finally:
         relay.close()
     received = relay.bytes_received()
-    assert received.count(b"GET /proof?") == 2
+    assert received.count(b"GET /proof?") == 3
+    assert b"DELTA-PROMPT" not in received
     for secret in (service.state.control_token, service.state.hook_token):
         assert secret.encode() not in received
 
 
-@pytest.mark.parametrize("caller", ["commands", "hook", "mcp"])
-def test_after_the_proof_nothing_goes_out_on_another_connection(state_dir, caller):
+@pytest.mark.parametrize("caller", ["commands", "cloud commands", "hook", "mcp"])
+def test_after_the_proof_nothing_goes_out_on_another_connection(state_dir, caller, capsys):
     """The proof holds for the connection it came on. A listener that proves itself and then hangs up (a
     service that stops just then) leaves its port to whoever binds it next: no caller opens a second
     connection for its token, pasted token or prompt."""
@@ -207,6 +243,9 @@ def test_after_the_proof_nothing_goes_out_on_another_connection(state_dir, calle
         if caller == "commands":
             with pytest.raises(NotThisService, match="it closed the connection after the proof"):
                 call(str(state_dir), "POST", "/control/login", {"token": PASTED})
+        elif caller == "cloud commands":
+            assert cli.main(["kb", "ls"]) == 1
+            assert "closed the connection after the proof" in capsys.readouterr().err
         elif caller == "hook":
             out = io.BytesIO()
             hook.run("claude-code", io.BytesIO(EVENT), out, env)

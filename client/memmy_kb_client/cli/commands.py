@@ -54,11 +54,19 @@ def _run(action: Callable[[Any, argparse.Namespace], Any], render: Callable[[Any
 
 
 def _leave(client: Any, args: argparse.Namespace) -> str:
+    from memmy_kb_client.cli.failures import CommandFailed, sign_in
     from memmy_kb_client.sdk import ClientConfig, token_subject
 
-    me = token_subject(ClientConfig.load(args.endpoint, args.token).token or "")
+    route = getattr(client, "route", None)
+    me = (
+        route.user
+        if route is not None
+        else token_subject(ClientConfig.load(args.endpoint, args.token).token or "")
+    )
     if me is None:
-        raise SystemExit("error: no login token; run `memmy-kb login --token ...` first")
+        raise CommandFailed(
+            "error: leaving needs to know who you are, and no login says", sign_in(route) if route else ""
+        )
     label = kb_label(client, args.kb)
     client.remove_member(args.kb, me)
     return f"left {label}"
@@ -135,11 +143,29 @@ def _named(
         return label(args)
 
 
+def _me(client: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The profile, and which login and way to the cloud the commands use (``cloud_route``)."""
+    profile: dict[str, Any] = client.me()
+    route = getattr(client, "route", None)
+    return {**profile, "login": route.describe()} if route is not None else profile
+
+
 def _login(args: argparse.Namespace) -> int:
+    from memmy_kb_client.cli.cloud_route import DESKTOP, choose
     from memmy_kb_client.sdk import ClientConfig
 
     config = ClientConfig.load(args.endpoint, args.token)
     print(f"saved endpoint {config.endpoint} to {config.save()}")
+    route, desktop = choose(None, None)
+    if desktop is not None:
+        desktop.connection.close()
+    if route.kind == DESKTOP:
+        print(
+            printable(
+                f"note: the desktop service is signed in (as {route.user}), and commands go through it while "
+                "it is; this saved login is used when it is not"
+            )
+        )
     return 0
 
 
@@ -171,9 +197,7 @@ def _add_kb_group(commands: argparse._SubParsersAction[Parent], common: Parent, 
     me = commands.add_parser(
         "me", parents=[common], help="register and show your profile (name, email, phone)"
     )
-    me.set_defaults(
-        func=_run(lambda c, a: c.me(), lambda r: "\n".join(f"{k}: {v}" for k, v in r.items() if v))
-    )
+    me.set_defaults(func=_run(_me, lambda r: "\n".join(f"{k}: {v}" for k, v in r.items() if v)))
 
     kb = commands.add_parser("kb", help="knowledge bases").add_subparsers(dest="kb_command", required=True)
 

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from memmy_kb_client.cli.link_commands import add_link_commands, link_lines
+from memmy_kb_client.cli.parser import port_number
 from memmy_kb_client.cli.terminal import printable
 from memmy_kb_client.desktop.status_text import LOGIN_STATES, describe
 
@@ -249,7 +250,9 @@ def add_desktop_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         help="run the local service on 127.0.0.1 until Ctrl-C",
         description="State lives in $MEMMY_KB_HOME/desktop (default ~/.memmy-kb/desktop).",
     )
-    serve.add_argument("--port", type=int, default=8765, help="the port on 127.0.0.1 (default 8765; 0 = any)")
+    serve.add_argument(
+        "--port", type=port_number, default=8765, help="the port on 127.0.0.1 (default 8765; 0 = any)"
+    )
     serve.add_argument(
         "--cloud", help="the cloud API URL (default: $MEMMY_KB_ENDPOINT, else the local stack's)"
     )

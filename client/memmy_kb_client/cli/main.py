@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 from memmy_kb_client.cli.commands import add_kb_commands
 from memmy_kb_client.cli.desktop_commands import add_desktop_commands
+from memmy_kb_client.cli.failures import run_command
 from memmy_kb_client.cli.parser import ArgumentParser
 from memmy_kb_client.cli.recall_commands import add_recall_commands
 from memmy_kb_client.cli.sync_commands import add_sync_command
@@ -64,9 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
     if arguments[:1] == ["dev"]:
         return _forward_to_local_stack(arguments[1:])
-    args = build_parser().parse_args(arguments)
-    code: int = args.func(args)
-    return code
+    return run_command(lambda: build_parser().parse_args(arguments))
 
 
 if __name__ == "__main__":

@@ -67,10 +67,11 @@ def _render(result: dict[str, Any]) -> str:
 
 
 def _recall(args: argparse.Namespace) -> int:
-    from memmy_kb_client.sdk import ClientConfig, MemmyApiError, MemmyClient
+    from memmy_kb_client.cli.transfer_commands import client_for
+    from memmy_kb_client.sdk import MemmyApiError
 
     try:
-        with MemmyClient(ClientConfig.load(args.endpoint, args.token)) as client:
+        with client_for(args) as client:
             result = client.recall(args.query, args.limit)
     except MemmyApiError as err:
         print(printable(f"error: {err.message} ({err.status} {err.code})"), file=sys.stderr)

@@ -15,10 +15,11 @@ from memmy_kb_client.cli.terminal import one_line, printable
 
 
 def client_for(args: argparse.Namespace) -> Any:
-    """The SDK's client for the command's ``--endpoint`` and ``--token`` (or their defaults)."""
-    from memmy_kb_client.sdk import ClientConfig, MemmyClient
+    """The SDK's client for the command's ``--endpoint`` and ``--token``: those, the signed-in desktop
+    service, or the saved login, in the order ``cloud_route`` says."""
+    from memmy_kb_client.cli.cloud_route import client_for as routed
 
-    return MemmyClient(ClientConfig.load(args.endpoint, args.token))
+    return routed(args.endpoint, args.token)
 
 
 def add_transfer_commands(

@@ -11,14 +11,22 @@ from typing import Any, Final
 from memmy_kb_client.http_client import BAD_REPLY, OK, UNAUTHORIZED, CallResult, HttpClient
 
 MAX_REPLY_BYTES: Final = 1024 * 1024
+# What a request of the page or of a command (``forward``) waits for the cloud, as the SDK does when it
+# calls the cloud itself: a cold function or a large listing must not be cut off at the hooks' timeout.
+FORWARD_TIMEOUT_SECONDS: Final = 30.0
 
 
 class Cloud:
     """The cloud at ``base_url``, over kept-alive connections: a TLS handshake per agent turn would cost
     more than everything else the service does."""
 
-    def __init__(self, base_url: str, *, timeout: float = 3.5) -> None:
+    def __init__(
+        self, base_url: str, *, timeout: float = 3.5, forward_timeout: float = FORWARD_TIMEOUT_SECONDS
+    ) -> None:
         self.http = HttpClient(base_url, timeout=timeout, max_reply_bytes=MAX_REPLY_BYTES)
+        self.forwarding = HttpClient(
+            base_url, timeout=max(timeout, forward_timeout), max_reply_bytes=MAX_REPLY_BYTES
+        )
         self.base_url = self.http.base_url
 
     def call(self, token: str, method: str, target: str, body: Any = None) -> CallResult:
@@ -42,14 +50,14 @@ class Cloud:
     def forward(
         self, token: str, method: str, target: str, body: bytes | None, headers: dict[str, str]
     ) -> tuple[int, bytes]:
-        """One page request sent on to the cloud as ``method target`` (path and query, already checked);
+        """One request of the page or a command sent on to the cloud as ``method target`` (path and query, already checked);
         its status and body as they are. Unreachable: ``(502, ...)``. Sent once more on a fresh connection
         only when repeating it is harmless (no POST without an ``Idempotency-Key``)."""
         sent = {"Authorization": f"Bearer {token}", "Accept": "application/json", **headers}
         if body is not None:
             sent["Content-Type"] = "application/json"
         try:
-            reply = self.http.send(method, target, body=body, headers=sent)
+            reply = self.forwarding.send(method, target, body=body, headers=sent)
         except OSError as err:
             message = f"the cloud did not answer ({type(err).__name__})"
             return 502, json.dumps({"error": {"code": "cloud_unreachable", "message": message}}).encode(
@@ -59,3 +67,4 @@ class Cloud:
 
     def close(self) -> None:
         self.http.close()
+        self.forwarding.close()

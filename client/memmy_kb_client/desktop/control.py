@@ -13,6 +13,8 @@ from memmy_kb_client.desktop.proven import NotProven, ProvenConnection
 from memmy_kb_client.http_client import OK, classify
 
 CONTROL_TOKEN = "control token"  # noqa: S105 - what the listener must prove it holds, not a secret
+# Where the commands reach the cloud through the service: the cloud's own path follows (``proxy``).
+CLOUD_PREFIX = "/control/cloud"
 
 
 class ServiceUnavailable(Exception):

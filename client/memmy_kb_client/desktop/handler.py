@@ -18,7 +18,7 @@ from memmy_kb_client.desktop.hook_routes import HOOK_ROUTES
 from memmy_kb_client.desktop.link_routes import LINK_ROUTES
 from memmy_kb_client.desktop.login_routes import LOGIN_ROUTES
 from memmy_kb_client.desktop.mcp_routes import MCP_ROUTES
-from memmy_kb_client.desktop.proxy import CLOUD_ROUTE
+from memmy_kb_client.desktop.proxy import CLI_CLOUD_ROUTE, CLOUD_ROUTE, cli_target
 from memmy_kb_client.desktop.routes import ROUTES as OWN_ROUTES
 from memmy_kb_client.desktop.routes import Headers, Reply, Request, Route, error_reply
 from memmy_kb_client.desktop.state import HOST, Access, DesktopState
@@ -26,7 +26,8 @@ from memmy_kb_client.desktop.state import HOST, Access, DesktopState
 logger = logging.getLogger("memmy_kb_client.desktop")
 
 MAX_BODY_BYTES: Final = 64 * 1024
-# Every route of the service but the page's cloud routes (``proxy``), with the credential each takes.
+# Every route of the service but the cloud routes of the page and the commands (``proxy``), with the
+# credential each takes.
 ROUTES: Final = {**OWN_ROUTES, **LOGIN_ROUTES, **HOOK_ROUTES, **MCP_ROUTES, **LINK_ROUTES}
 _SAFE_METHODS: Final = frozenset({"GET", "HEAD"})
 
@@ -39,6 +40,8 @@ def find_route(method: str, path: str) -> Route | None:
         and page.cloud_target(method, path[len(page.API_PREFIX) :], "") is not None
     ):
         return CLOUD_ROUTE
+    if route is None and cli_target(method, path, "") is not None:
+        return CLI_CLOUD_ROUTE
     return route
 
 

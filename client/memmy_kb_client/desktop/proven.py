@@ -77,5 +77,10 @@ class ProvenConnection:
         except http.client.HTTPException as err:  # NotConnected too: the proven connection was closed
             raise TransportError(f"{type(err).__name__}: {err}") from err
 
+    @property
+    def connection(self) -> http.client.HTTPConnection:
+        """The connection itself, to hand to an ``HttpClient`` once proven (it never reopens)."""
+        return self._connection
+
     def close(self) -> None:
         self._connection.close()

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memmy_kb_client.cli.parser import port_number
 from memmy_local.home_commands import PROG, add_reconcile, add_token
 
 if TYPE_CHECKING:
@@ -229,7 +230,7 @@ def _print_ready(
 def _add_memos(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     memos = commands.add_parser("memos", help="run the MemOS emulator on its own")
     memos.add_argument("--host", default="127.0.0.1", help="the address to listen on")
-    memos.add_argument("--port", type=int, default=8090, help="the port (0 = any)")
+    memos.add_argument("--port", type=port_number, default=8090, help="the port (0 = any)")
     memos.add_argument("--prefix", default="/api/openmem/v1", help="the API's path prefix")
     memos.add_argument(
         "--api-key",
@@ -285,18 +286,22 @@ def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     up = commands.add_parser(
         "up", help="start the whole local stack (moto, the MemOS emulator, the API gateway) until Ctrl-C"
     )
-    up.add_argument("--port", type=int, default=8080, help="the API gateway's port (0 = any free port)")
-    up.add_argument("--memos-port", type=int, default=8090, help="the MemOS emulator's port (0 = any)")
-    up.add_argument("--moto-port", type=int, default=5000, help="moto's port (0 = any)")
+    up.add_argument(
+        "--port", type=port_number, default=8080, help="the API gateway's port (0 = any free port)"
+    )
+    up.add_argument(
+        "--memos-port", type=port_number, default=8090, help="the MemOS emulator's port (0 = any)"
+    )
+    up.add_argument("--moto-port", type=port_number, default=5000, help="moto's port (0 = any)")
     up.add_argument(
         "--control-port",
-        type=int,
+        type=port_number,
         default=0,
         help=f"the control endpoint's port, for {PROG} reconcile (default 0 = any free port; printed at start)",
     )
     up.add_argument(
         "--idp-port",
-        type=int,
+        type=port_number,
         default=8070,
         help="the dev identity provider's port; its URL is the tokens' issuer (default 8070; 0 = any)",
     )
@@ -327,7 +332,7 @@ def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     up.add_argument(
         "--desktop-port",
-        type=int,
+        type=port_number,
         default=8765,
         help="the local service's port (default 8765; any free one if that is taken; 0 = any)",
     )
@@ -363,9 +368,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    code: int = args.func(args)
-    return code
+    from memmy_kb_client.cli.failures import run_command
+
+    return run_command(lambda: build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ def _reconcile(args: argparse.Namespace) -> int:
     except (OSError, ValueError):
         print(
             f"{PROG} reconcile: no running local stack recorded in {state_file(home)}; start one with "
-            f"`{PROG} up` (and pass the same --data-dir)",
+            f"`make run` in the repository's checkout, or `{PROG} up` (with the same --data-dir)",
             file=sys.stderr,
         )
         return 1
@@ -58,9 +58,21 @@ def _reconcile(args: argparse.Namespace) -> int:
         # The function's own timeout (300 s for reconcile) bounds the wait, plus a margin.
         response = httpx.post(url, headers={TOKEN_HEADER: state["token"]}, timeout=args.timeout)
     except httpx.HTTPError as err:
-        print(f"{PROG} reconcile: the local stack at {url} did not answer ({err})", file=sys.stderr)
+        print(
+            f"{PROG} reconcile: the local stack at {url} did not answer ({type(err).__name__}: {err}); is it "
+            "still running? start it with `make run` (with the same --data-dir)",
+            file=sys.stderr,
+        )
         return 1
-    body = response.json()
+    try:
+        body = response.json()
+    except ValueError:
+        print(
+            f"{PROG} reconcile: what answers at {url} is not the local stack's control endpoint "
+            f"(HTTP {response.status_code}, not JSON); start the stack again with `make run`",
+            file=sys.stderr,
+        )
+        return 1
     if args.json:
         print(json.dumps(body, indent=2, ensure_ascii=False))
     elif response.status_code == 200:

@@ -303,4 +303,4 @@ def test_reconcile_without_a_running_stack_says_so(
     assert main(["reconcile", "--data-dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "no running local stack" in err
-    assert "start one with `memmy-local up`" in err
+    assert "start one with `make run` in the repository's checkout, or `memmy-local up`" in err
