@@ -11,7 +11,7 @@ import pytest
 from tests.support.readme_blocks import Command, Marker, ReadmeError, extract, on_stack_ports
 from tests.support.readme_shell import Step, run_in_one_shell
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 
 SAMPLE = """# Title
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-REPOSITORY = Path(__file__).resolve().parents[2]
+REPOSITORY = Path(__file__).resolve().parents[3]
 MAKE = shutil.which("make")
 pytestmark = pytest.mark.skipif(MAKE is None, reason="needs make, as the README's commands do")
 
