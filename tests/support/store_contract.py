@@ -53,23 +53,13 @@ from memmy_kb.records import (
     FolderRecord,
     GrantRecord,
     KnowledgeBaseRecord,
-    ProfileRecord,
     UploadRecord,
 )
 from tests.support.aws import Stores
 from tests.support.factories import T0, at
 from tests.support.fakes import fake_stores
+from tests.support.fakes.table import Record
 
-Record = (
-    KnowledgeBaseRecord
-    | GrantRecord
-    | FolderRecord
-    | FileRecord
-    | UploadRecord
-    | ProfileRecord
-    | CleanupRecord
-    | CleanupPart
-)
 PHONE = "+8613800138000"
 OTHER_PHONE = "+8613900139000"
 
