@@ -65,12 +65,12 @@ cjk-fonts:
 	@fc-list :lang=zh 2>/dev/null | grep -q . || { $(call apt_install,fonts-noto-cjk,screenshots,Screenshots \
 	  need a Chinese font: run 'sudo apt-get install fonts-noto-cjk' and try again.); }
 
-# The layer's tests (tests/unit/test_layer_build.py) compile its bytecode with a Python 3.12, the Lambda
+# The layer's tests (tests/unit/repository/test_layer_build.py) compile its bytecode with a Python 3.12, the Lambda
 # runtime's. Without one they are skipped, and this says so first, in one line (the layer's Makefile
 # finds the Python and words the reason; PYTHON312=/path/to/python3.12 chooses).
 layer-python:
 	@why="$$($(MAKE) -s --no-print-directory -C layers/core/python print-python 2>&1 >/dev/null)"; \
-	  [ -z "$$why" ] || echo "note: skipping the layer-bytecode tests (tests/unit/test_layer_build.py): $$why"
+	  [ -z "$$why" ] || echo "note: skipping the layer-bytecode tests (tests/unit/repository/test_layer_build.py): $$why"
 
 # The local stack until Ctrl-C; options for `memmy-local up` in ARGS: make run ARGS="--demo --port 0".
 run: install

@@ -21,7 +21,7 @@ The line alone can be tipped by a spike near either end or by a step just before
 requests, a cache filled once); the medians alone by a step anywhere in the middle. Together they say
 the memory rose through the run and stayed risen, by more than the limit. A
 process with fewer than ``MIN_SAMPLES`` samples after the warm-up has no verdict (the soak then fails:
-it measured nothing). ``tests/unit/test_load_memory.py`` runs the criterion on synthetic series.
+it measured nothing). ``tests/unit/bench/test_load_memory.py`` runs the criterion on synthetic series.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What the cloud's ``POST /recall`` takes, for every part of the client that sends one: the caps of the
-cloud's request model (``tests/unit/test_recall_contract.py`` keeps them equal) and each agent's limit on
+cloud's request model (``tests/unit/client/test_recall_contract.py`` keeps them equal) and each agent's limit on
 the block, which the cloud builds within (docs/desktop.md, "Each agent's cap"). Imports nothing: the hook
 reads it before every agent turn (its annotations are never evaluated)."""
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_desktop_e2e import Desktop, clean_env, logged_in_desktop
-from tests.e2e.test_recall_e2e import MARKER, QUESTION, user_with_the_document
 from tests.support import fake_models
+from tests.support.e2e_desktop import Desktop, clean_env, logged_in_desktop
+from tests.support.e2e_recall import MARKER, QUESTION, user_with_the_document
 from tests.support.fake_models import FakeModels
 from tests.support.stack import CLI, RunningStack
 from tests.support.stage import Stage

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import httpx
 
-from tests.e2e.page_browser import chromium, new_page, start_user
-from tests.e2e.test_seed_story_e2e import COMPARISON, PRODUCT_INTRO, QUESTION, upload, wait_until_available
+from memmy_local.demo import COMPARISON, PRODUCT_INTRO
+from tests.support.e2e_story import QUESTION, upload, wait_until_available
+from tests.support.page_browser import chromium, new_page, start_user
 from tests.support.stack import start_stack, stop_stack
 from tests.support.stage import Stage
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_desktop_e2e import clean_env, logged_in_desktop
+from tests.support.e2e_desktop import clean_env, logged_in_desktop
 from tests.support.polling import wait_until
 from tests.support.stack import CLI
 from tests.support.stage import Stage

@@ -3,44 +3,15 @@ the listings (the owner's and a reader's), a reader is refused, and nothing is d
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.support.stack import CLI
-from tests.support.stage import ApiTarget, Stage
+from tests.support.e2e_cli import cli, ok_json
+from tests.support.stage import Stage
 
 pytestmark = pytest.mark.e2e
-
-
-def cli(stack: ApiTarget, token: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """The installed CLI as a script runs it: stdin is not a terminal (so rm needs --yes)."""
-    env = {
-        **os.environ,
-        "MEMMY_KB_ENDPOINT": stack.api_url,
-        "MEMMY_KB_TOKEN": token,
-        "MEMMY_KB_HOME": "/nonexistent",
-    }
-    return subprocess.run(  # noqa: S603 - our own CLI
-        [*CLI, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
-
-
-def ok_json(stack: ApiTarget, token: str, *args: str) -> Any:
-    done = cli(stack, token, *args, "--json")
-    assert done.returncode == 0, (args, done.stdout, done.stderr)
-    return json.loads(done.stdout)
 
 
 def test_files_folders_and_the_kb_are_deleted_with_the_cli(stage: Stage, tmp_path: Path) -> None:
@@ -71,7 +42,7 @@ def test_files_folders_and_the_kb_are_deleted_with_the_cli(stage: Stage, tmp_pat
     (file_entry,) = root["files"]
     file_id = file_entry["id"]
 
-    # A reader may not delete anything, and nothing is deleted without --yes when no one can confirm
+    # When a reader deletes anything, or anyone without --yes when no one can confirm, then nothing is deleted
     for args in (["kb", "rm", kb], ["files", "rm", kb, file_id], ["folders", "rm", kb, folder]):
         refused = cli(stage, reader, *args, "--yes")
         assert refused.returncode == 1

@@ -143,9 +143,11 @@ def test_a_deleted_kb_is_gone_for_its_reader_at_once_and_cleaned_up_later(local_
 def test_a_cleanup_failing_past_its_retries_is_marked_failed_and_reconcile_finishes_it(
     local_stack: RunningStack,
 ) -> None:
+    # Given a KB with a reader, and MemOS's file deletes down for good
     owner, reader, kb_id, memos_kb = kb_with_a_reader(local_stack, uuid.uuid4().hex[:8])
     fault(local_stack, endpoint=DELETE_FILES, code=50004)  # down for good
     try:
+        # When the KB is deleted, then its cleanup fails past its retries and is marked failed
         cleanup_id = owner.delete(f"/knowledge-bases/{kb_id}").json()["cleanup_id"]
 
         def marked_failed() -> bool:
@@ -159,7 +161,7 @@ def test_a_cleanup_failing_past_its_retries_is_marked_failed_and_reconcile_finis
         assert memos_kb in memos_state(local_stack)
     finally:
         clear_faults(local_stack)
-    # Time passes (its grace period), MemOS is back, and the scheduled reconcile runs
+    # When time passes (its grace period), MemOS is back, and the scheduled reconcile runs
     due = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
     aws(local_stack, "dynamodb").update_item(
         TableName=table_name(local_stack),
@@ -179,6 +181,7 @@ def test_a_cleanup_failing_past_its_retries_is_marked_failed_and_reconcile_finis
     assert done.returncode == 0, (done.stdout, done.stderr)
     assert "CleanupRestarted" in done.stdout, done.stdout
 
+    # Then the restarted cleanup finishes: nothing of the KB is left in MemOS or the bucket
     wait_for(lambda: outbox(local_stack, cleanup_id) is None, "the restarted cleanup finishing")
     assert memos_kb not in memos_state(local_stack)
     assert bucket_objects(local_stack, kb_id) == []

@@ -19,8 +19,6 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -28,142 +26,21 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.test_recall_e2e import KB_NAME, MARKER, QUESTION, user_with_the_document
-from tests.support.polling import wait_until
-from tests.support.stack import CLI, stop_stack
-from tests.support.stage import ApiTarget, Stage, StageUser
+from tests.support.e2e_desktop import (
+    AGENTS,
+    READY,
+    Desktop,
+    block_of,
+    clean_env,
+    logged_in_desktop,
+    run_hook,
+    start_desktop,
+)
+from tests.support.e2e_recall import KB_NAME, MARKER, QUESTION, user_with_the_document
+from tests.support.stack import stop_stack
+from tests.support.stage import Stage, StageUser
 
 pytestmark = pytest.mark.e2e
-
-READY = re.compile(r"^Memmy desktop service on (http://127\.0\.0\.1:(\d+)) ", re.MULTILINE)
-AGENTS = ["claude-code", "codex", "gemini"]
-EVENTS: dict[str, dict[str, Any]] = {
-    "claude-code": {
-        "session_id": "e2e",
-        "transcript_path": "/tmp/t.jsonl",
-        "cwd": "/work",
-        "permission_mode": "default",
-        "hook_event_name": "UserPromptSubmit",
-        "prompt": QUESTION,
-    },
-    "codex": {
-        "session_id": "e2e",
-        "turn_id": "t1",
-        "transcript_path": None,
-        "cwd": "/work",
-        "hook_event_name": "UserPromptSubmit",
-        "model": "gpt-5-codex",
-        "permission_mode": "default",
-        "prompt": QUESTION,
-    },
-    "gemini": {
-        "session_id": "e2e",
-        "transcript_path": "/tmp/t.json",
-        "cwd": "/work",
-        "hook_event_name": "BeforeAgent",
-        "timestamp": "2026-01-01T00:00:00Z",
-        "prompt": QUESTION,
-    },
-}
-
-
-def clean_env(home: Path, **extra: str) -> dict[str, str]:
-    """The environment an agent gives its hook: no cloud token, no endpoint, no other Memmy setting."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("MEMMY_KB_")}
-    return {
-        **env,
-        "MEMMY_KB_HOME": str(home),
-        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
-        **extra,
-    }
-
-
-@dataclass(frozen=True)
-class Desktop:
-    url: str
-    port: int
-    home: Path
-    log_path: Path
-
-    @property
-    def state_dir(self) -> Path:
-        return self.home / "desktop"
-
-    @property
-    def hook_token(self) -> str:
-        return (self.state_dir / "hook-token").read_text().strip()
-
-    @property
-    def control_token(self) -> str:
-        # No keychain here (PYTHON_KEYRING_BACKEND=fail): the private directory beside the hooks' one.
-        return str(json.loads((self.home / "desktop-private" / "control.json").read_text())["token"])
-
-    def cli(self, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-        return subprocess.run(  # noqa: S603 - our own CLI
-            [*CLI, "desktop", *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=clean_env(self.home),
-            timeout=60,
-            check=False,
-        )
-
-
-def start_desktop(workdir: Path, cloud_url: str) -> tuple[subprocess.Popen[bytes], Desktop]:
-    home = workdir / "home"
-    log_path = workdir / "desktop.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(  # noqa: S603 - our own CLI with fixed arguments
-            [*CLI, "desktop", "serve", "--port", "0", "--cloud", cloud_url],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=clean_env(home, PYTHONUNBUFFERED="1"),
-        )
-    def ready() -> re.Match[str] | None:
-        assert process.poll() is None, log_path.read_text()
-        return READY.search(log_path.read_text(errors="replace"))
-
-    found = wait_until(ready, timeout=30, message=lambda: f"the desktop service to start: {log_path.read_text()}")
-    return process, Desktop(found.group(1), int(found.group(2)), home, log_path)
-
-
-@contextmanager
-def logged_in_desktop(workdir: Path, stack: ApiTarget, token: str) -> Iterator[Desktop]:
-    """A desktop service on ``stack``, logged in with ``token`` pasted, stopped afterwards."""
-    process, running = start_desktop(workdir, stack.api_url)
-    try:
-        login = running.cli("login", "--token", "-", stdin=token + "\n")
-        assert login.returncode == 0, login.stderr
-        yield running
-    finally:
-        assert stop_stack(process) == 0, running.log_path.read_text()
-
-
-def run_hook(
-    agent: str, home: Path, stdin: bytes | None = None
-) -> tuple[subprocess.CompletedProcess[bytes], float]:
-    started = time.perf_counter()
-    done = subprocess.run(  # noqa: S603 - our own CLI, as the agent runs it
-        [*CLI, "hook", agent],
-        input=stdin if stdin is not None else json.dumps(EVENTS[agent], ensure_ascii=False).encode(),
-        capture_output=True,
-        env=clean_env(home),
-        timeout=60,
-        check=False,
-    )
-    return done, time.perf_counter() - started
-
-
-def block_of(agent: str, stdout: bytes) -> str:
-    if agent == "gemini":
-        output = json.loads(stdout)
-        assert set(output) == {"hookSpecificOutput"}
-        assert output["hookSpecificOutput"]["hookEventName"] == "BeforeAgent"
-        return str(output["hookSpecificOutput"]["additionalContext"])
-    return stdout.decode("utf-8")
-
 
 @pytest.fixture(scope="module")
 def reader(stage: Stage) -> StageUser:
@@ -401,6 +278,7 @@ def test_hook_startup_per_agent(desktop, record_property):
 def test_the_local_service_adds_milliseconds_to_a_recall(desktop, local_stack, reader, record_property):
     """Alternating calls: the cloud's /recall directly (as the old hook did, a new connection each turn)
     and the local service's /hook/recall (a new connection each turn, as the hooks do)."""
+    # Given the reader's cloud token and the logged-in service's hook token, both paths warmed
     cloud_token = local_stack.token(reader.user_id)
     api_port = int(local_stack.api_url.rsplit(":", 1)[1])
     body = json.dumps({"query": QUESTION}).encode()
@@ -426,6 +304,7 @@ def test_the_local_service_adds_milliseconds_to_a_recall(desktop, local_stack, r
     for _ in range(3):  # warm both paths
         timed(api_port, "/recall", cloud_token)
         timed(desktop.port, "/hook/recall", desktop.hook_token)
+    # When 25 recalls go each way, alternating
     direct, through, added = [], [], []
     for _ in range(25):
         direct.append(timed(api_port, "/recall", cloud_token)[0])
@@ -433,6 +312,7 @@ def test_the_local_service_adds_milliseconds_to_a_recall(desktop, local_stack, r
         through.append(total)
         assert cloud is not None
         added.append(total - cloud)
+    # Then the service adds under 25 ms to the cloud's time, the medians reported
     figures = {
         "direct_ms": statistics.median(direct) * 1000,
         "through_service_ms": statistics.median(through) * 1000,
@@ -477,7 +357,7 @@ def test_memmy_local_up_runs_the_desktop_side_beside_the_stack(local_stack, read
 
 def test_an_agent_searches_through_memmy_kb_mcp_with_the_hook_token_only(desktop, stage):
     """``memmy-kb mcp`` with only the state directory: the scope, a search naming its KB, a refused name."""
-    from tests.integration.test_mcp_server import run_calls, text_of
+    from tests.support.mcp_stand_in import run_calls, text_of
 
     tools, (listed, found, narrowed, unknown) = run_calls(
         desktop.home,

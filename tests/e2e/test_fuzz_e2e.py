@@ -48,6 +48,7 @@ MIN_OPERATIONS_WITH_2XX = 0.75
 
 
 def test_no_generated_request_gets_a_5xx_or_an_undocumented_answer(local_stack: RunningStack, tmp_path: Path) -> None:
+    # Given the committed OpenAPI document and a stack seeded with KBs, files and a token to fuzz with
     assert local_stack.api_url.startswith("http://127.0.0.1:")
     schema_path = repo_root() / "docs" / "openapi.json"
     schema = json.loads(schema_path.read_text())
@@ -87,9 +88,11 @@ def test_no_generated_request_gets_a_5xx_or_an_undocumented_answer(local_stack: 
         "SCHEMATHESIS_HOOKS": fuzz_hooks.__file__,
         fuzz_hooks.KEEP_ENV: ",".join([*seeds.kb_ids, *seeds.scratch_kb_ids]),
     }
+    # When schemathesis sends what it generates from the schema
     done = subprocess.run(  # noqa: S603 - our own fuzzer against our own stack
         command, capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path, env=env
     )
+    # Then no answer is a 5xx or off the schema, and most operations answered 2xx at least once
     summary = done.stdout[-3000:]
     assert done.returncode == 0, summary
     generated = re.search(r"(\d+) generated, (\d+) passed", done.stdout)

@@ -19,7 +19,7 @@ import pytest
 from memmy_local import tokens
 from memmy_local.identity.provider import IdentityProvider
 from memmy_local.identity.state import CLIENT_ID
-from tests.e2e.page_browser import chromium
+from tests.support.page_browser import chromium
 
 pytestmark = [
     pytest.mark.e2e,

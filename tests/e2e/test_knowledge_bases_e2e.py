@@ -12,20 +12,11 @@ from http import HTTPStatus
 import httpx
 import pytest
 
-from tests.support.stack import CLI, LOCAL_CLI, RunningStack
-from tests.support.stage import ApiTarget, Stage
+from tests.support.e2e_cli import cli
+from tests.support.stack import LOCAL_CLI, RunningStack
+from tests.support.stage import Stage
 
 pytestmark = pytest.mark.e2e
-
-
-def cli(stack: ApiTarget, token: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "MEMMY_KB_ENDPOINT": stack.api_url,
-        "MEMMY_KB_TOKEN": token,
-        "MEMMY_KB_HOME": "/nonexistent",
-    }
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, timeout=60, check=False)  # noqa: S603
 
 
 def dev_token(stack: RunningStack, user: str, *args: str) -> str:
@@ -96,6 +87,7 @@ def test_the_cli_creates_and_lists(stage: Stage) -> None:
 
 def test_the_seed_sharing_story(stage: Stage) -> None:
     """The product manager shares by phone; the salesperson sees it, toggles recall, is revoked."""
+    # Given a product manager and a salesperson whose phone is written without +86
     run = uuid.uuid4()
     manager = stage.user(f"pm-{run.hex[:8]}", name="产品经理").token
     sales_number = "138" + str(run.int % 10**8).zfill(8)  # a mainland number, written without +86
@@ -105,6 +97,7 @@ def test_the_seed_sharing_story(stage: Stage) -> None:
     me = cli(stage, sales, "me", "--json")
     assert json.loads(me.stdout)["phone"] == "+86" + sales_number
 
+    # When the manager shares a new KB by that number, typed with spaces
     kb_name = stage.kb_name("MemOS 资料")
     kb = json.loads(cli(stage, manager, "kb", "create", kb_name, "--json").stdout)
     shared = cli(
@@ -118,6 +111,7 @@ def test_the_seed_sharing_story(stage: Stage) -> None:
     assert shared.returncode == 0, shared.stderr
     assert "销售同事" in shared.stdout
 
+    # Then the salesperson sees it and toggles its recall, and the manager sees them as a member
     listing = cli(stage, sales, "kb", "ls")
     assert "Shared with me:" in listing.stdout
     assert re.search(rf"{re.escape(kb['id'])}  recall on +{re.escape(kb_name)}  \(from 产品经理\)", listing.stdout)
@@ -128,6 +122,7 @@ def test_the_seed_sharing_story(stage: Stage) -> None:
     members = cli(stage, manager, "kb", "members", kb["id"]).stdout
     assert sales_id in members
 
+    # When the manager revokes it, then it is gone for the salesperson
     assert cli(stage, manager, "kb", "unshare", kb["id"], sales_id).returncode == 0
     after = json.loads(cli(stage, sales, "kb", "ls", "--json").stdout)
     assert after == []
@@ -135,7 +130,7 @@ def test_the_seed_sharing_story(stage: Stage) -> None:
     assert gone.returncode == 1
     assert "kb_not_found" in gone.stderr
 
-    # Shared again, the salesperson can also leave on their own.
+    # When it is shared again, then the salesperson can also leave on their own.
     assert cli(stage, manager, "kb", "share", kb["id"], sales_id).returncode == 0
     left = cli(stage, sales, "kb", "leave", kb["id"])
     assert left.returncode == 0, left.stderr

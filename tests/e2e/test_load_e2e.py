@@ -2,7 +2,7 @@
 
 The first test is the bounded run ``make test`` includes; the second breaks the same stack on purpose
 (recall ignores the reader's recall switch) and expects the oracle to catch the leak, so the short run is
-known to be able to fail. The oracle's logic has its unit tests in tests/unit/test_load_oracle.py.
+known to be able to fail. The oracle's logic has its unit tests in tests/unit/bench/test_load_oracle.py.
 """
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ import httpx
 import pytest
 
 from memmy_kb_client.desktop import paths
-from tests.e2e.page_browser import chromium
-from tests.e2e.test_desktop_e2e import Desktop, block_of, clean_env, run_hook, start_desktop
-from tests.e2e.test_recall_e2e import MARKER, user_with_the_document
+from tests.support.e2e_desktop import Desktop, block_of, clean_env, run_hook, start_desktop
+from tests.support.e2e_recall import MARKER, user_with_the_document
+from tests.support.page_browser import chromium
 from tests.support.polling import wait_until
 from tests.support.stack import CLI, RunningStack, start_stack, stop_stack
 from tests.support.stage import Stage
@@ -113,6 +113,7 @@ def saved_login(desktop: Desktop) -> dict[str, Any]:
 
 
 def test_browser_sign_in_lasts_across_expiries_until_the_provider_revokes_it(short_stack, desktop):
+    # Given a person with the document, signing in through the browser at the stack's provider
     user = f"signin-{uuid.uuid4().hex[:8]}"
     user_with_the_document(Stage.on_local(short_stack), user, "Sign-in Person")
 
@@ -132,10 +133,12 @@ def test_browser_sign_in_lasts_across_expiries_until_the_provider_revokes_it(sho
         assert page.get_by_role("heading", name="My knowledge bases").is_visible()
         assert "logged in as " + user in finished(login)
 
+        # Then the service is logged in as them, and the page says who is signed in, and offers Sign out.
         status = status_of(desktop)
         assert (status["login"]["state"], status["login"]["user"]) == ("logged_in", user)
 
-    # The hook answers across three lifetimes of the access token, with nobody signing in again.
+    # When the hook asks for three lifetimes of the access token, then it answers every time, with nobody
+    # signing in again.
     started = time.monotonic()
     answers = 0
     access_tokens = {saved_login(desktop)["access_token"]}
@@ -152,7 +155,7 @@ def test_browser_sign_in_lasts_across_expiries_until_the_provider_revokes_it(sho
     assert "POST /recall 200 " in short_stack.log()
     assert not GATEWAY_401.search(short_stack.log()), short_stack.log()[-3000:]
 
-    # The provider revokes the refresh token: at the next expiry the desktop is logged out, quietly.
+    # When the provider revokes the refresh token, then at the next expiry the desktop is logged out, quietly.
     secret = saved_login(desktop)
     refresh_token = secret["refresh_token"]
     revoked = httpx.post(
@@ -170,7 +173,7 @@ def test_browser_sign_in_lasts_across_expiries_until_the_provider_revokes_it(sho
     said = desktop.cli("status")
     assert "memmy-kb desktop login" in said.stdout
 
-    # Logged out, the page offers Sign in: the provider's form, the callback, and the page again.
+    # When logged out, then the page offers Sign in: the provider's form, the callback, and back to the page.
     with chromium() as browser:
         from playwright.sync_api import expect
 
@@ -201,7 +204,7 @@ def test_browser_sign_in_lasts_across_expiries_until_the_provider_revokes_it(sho
         expect(page.locator("#notice")).to_contain_text("已退出登录")
     assert status_of(desktop)["login"]["state"] == "logged_out"
 
-    # No token, refresh token or code in what the service or the stack logged.
+    # Then no token, refresh token or code is in what the service or the stack logged.
     logs = desktop.log_path.read_text() + short_stack.log()
     assert refresh_token not in logs
     assert not re.search(r"eyJ[\w-]{10,}\.", logs)

@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 
 from memmy_kb_client.sdk import ClientConfig, MemmyClient
-from tests.e2e.page_browser import chromium, new_page, start_user
-from tests.e2e.test_knowledge_bases_e2e import cli
-from tests.e2e.test_page_e2e import kb_item
+from tests.support.e2e_cli import cli
+from tests.support.page_browser import chromium, kb_item, new_page, start_user
 from tests.support.stack import RunningStack
 from tests.support.stage import Stage
 

@@ -86,25 +86,26 @@ def outbox_gone(stack: RunningStack, cleanup_id: str) -> bool:
 def test_kbs_spread_over_two_projects_a_full_pool_is_503_a_cleanup_frees_a_place_and_recall_reads_both(
     stack: RunningStack,
 ) -> None:
+    # Given two MemOS projects of two KBs each, an owner and a reader
     tag = uuid.uuid4().hex[:8]
     owner, reader = f"owner-{tag}", f"reader-{tag}"
     with api(stack, owner, name="Olivia") as olivia, api(stack, reader, name="Rita") as rita:
         for client in (olivia, rita):
             assert client.put("/me").status_code == HTTPStatus.OK
 
-        # Four creates: two per project, each KB in the project its create chose
+        # When four KBs are created, then two go to each project, each KB in the project its create chose
         made = [olivia.post("/knowledge-bases", json={"name": f"资料{i}"}) for i in range(4)]
         assert [r.status_code for r in made] == [HTTPStatus.CREATED] * 4, [r.text for r in made]
         ids = [r.json()["id"] for r in made]
         project_of = {kb_id: memos_kbs(stack)[kb_id]["project"] for kb_id in ids}
         assert Counter(project_of.values()) == {"memmy-p1": 2, "memmy-p2": 2}
 
-        # The fifth: every backend is full
+        # When a fifth is asked for, then every backend is full: 503
         fifth = olivia.post("/knowledge-bases", json={"name": "第五个"})
         assert fifth.status_code == HTTPStatus.SERVICE_UNAVAILABLE, fifth.text
         assert fifth.json()["error"]["code"] == "memos_quota_exhausted"
 
-        # A reader of one KB on each project gets excerpts from both
+        # When a reader of one KB on each project asks, then the excerpts come from both
         on_p1 = next(k for k in ids if project_of[k] == "memmy-p1")
         on_p2 = next(k for k in ids if project_of[k] == "memmy-p2")
         for kb_id in (on_p1, on_p2):
@@ -115,7 +116,7 @@ def test_kbs_spread_over_two_projects_a_full_pool_is_503_a_cleanup_frees_a_place
         assert recalled.status_code == HTTPStatus.OK, recalled.text
         assert {item["knowledge_base"]["id"] for item in recalled.json()["items"]} == {on_p1, on_p2}
 
-        # Deleting a KB of project 2 (and its cleanup) frees its place: the next create lands there
+        # When a KB of project 2 is deleted (and cleaned up), then its place is free: the next create lands there
         gone = next(k for k in ids if project_of[k] == "memmy-p2" and k != on_p2)
         deleted = olivia.delete(f"/knowledge-bases/{gone}")
         assert deleted.status_code == HTTPStatus.ACCEPTED, deleted.text

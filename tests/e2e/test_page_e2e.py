@@ -20,26 +20,21 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.page_browser import PageUser, chromium, new_page, start_user
-from tests.e2e.test_seed_story_e2e import (
-    COMPARISON,
-    COMPARISON_FACT,
-    DEPLOYMENT_FACT,
-    DEPLOYMENT_FAQ,
-    FOLLOW_UP,
-    PRODUCT_INTRO,
-    QUESTION,
+from memmy_local.demo import COMPARISON, DEPLOYMENT_FAQ, PRODUCT_INTRO
+from tests.support.e2e_story import COMPARISON_FACT, DEPLOYMENT_FACT, FOLLOW_UP, QUESTION
+from tests.support.page_browser import (
+    PROCESSING_MS,
+    PageUser,
+    chromium,
+    file_row,
+    kb_item,
+    md,
+    new_page,
+    start_user,
 )
 from tests.support.stage import Stage
 
 pytestmark = pytest.mark.e2e
-
-PROCESSING_MS = 60_000
-
-
-def md(name: str, text: str) -> dict[str, Any]:
-    return {"name": name, "mimeType": "text/markdown", "buffer": text.encode("utf-8")}
-
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
@@ -67,15 +62,6 @@ def people(stage: Stage, tmp_path_factory: pytest.TempPathFactory) -> Iterator[t
         yield owner, reader, phone
 
 
-def kb_item(page: Any, section: str, name: str) -> Any:
-    """The list item of KB ``name`` under the heading ``section``."""
-    return page.locator(f"#{section} li").filter(has=page.get_by_role("button", name=name, exact=True))
-
-
-def file_row(page: Any, name: str) -> Any:
-    return page.locator("#entries tr").filter(has_text=name)
-
-
 def drop_files(page: Any, files: list[dict[str, Any]]) -> None:
     """Drag files from the desktop onto the page: a ``drop`` carrying them in its DataTransfer."""
     transfer = page.evaluate_handle(
@@ -93,16 +79,16 @@ def drop_files(page: Any, files: list[dict[str, Any]]) -> None:
 def test_the_seed_story_through_the_page(browser, people, stage):
     from playwright.sync_api import expect
 
+    # Given the owner's page, and the reader's: opened once (which registers their profile), nothing shared yet
     owner, reader, phone = people
     kb_name = stage.kb_name(f"MemOS 产品资料 {uuid.uuid4().hex[:4]}")
     manager = new_page(browser, owner)
     expect(manager.get_by_role("heading", name="My knowledge bases")).to_be_visible()
     expect(manager.get_by_role("heading", name="Shared with me")).to_be_visible()
-    # The reader has opened the page once (which registers their profile) and has nothing shared yet
     sales = new_page(browser, reader)
     expect(sales.locator("#shared")).to_contain_text("Nobody has shared a knowledge base with you yet.")
 
-    # Create, then upload two documents at once by the file picker; both become Available
+    # When the owner creates a KB and uploads two documents at once by the file picker
     manager.get_by_role("button", name="New knowledge base").click()
     manager.get_by_role("textbox", name="Name").fill(kb_name)
     manager.keyboard.press("Enter")
@@ -114,11 +100,12 @@ def test_the_seed_story_through_the_page(browser, people, stage):
     manager.set_input_files(
         "#file-input", [md("MemOS产品介绍.md", PRODUCT_INTRO), md("MemOS 开源VS商业化.md", COMPARISON)]
     )
+    # Then both become Available
     expect(manager.locator("#uploads progress")).to_have_count(2)
     for name in ("MemOS产品介绍.md", "MemOS 开源VS商业化.md"):
         expect(file_row(manager, name)).to_contain_text("Available", timeout=PROCESSING_MS)
 
-    # Share by phone, typed the way people type it
+    # When the owner shares it by phone, typed the way people type it
     manager.get_by_role("button", name="Share").click()
     manager.get_by_role("textbox", name="User ID, phone or email").fill(
         f"{phone[:3]} {phone[3:7]} {phone[7:]}"
@@ -126,13 +113,13 @@ def test_the_seed_story_through_the_page(browser, people, stage):
     manager.get_by_role("button", name="Add").click()
     members = manager.get_by_role("list", name="Members")
     expect(members).to_contain_text("销售小王")
-    # Sharing again is refused with a message a person understands
+    # Then the reader is a member, and sharing again is refused with a message a person understands
     manager.get_by_role("textbox", name="User ID, phone or email").fill(phone)
     manager.get_by_role("button", name="Add").click()
     expect(manager.locator("#dialog-error")).to_have_text("They already have access.")
     manager.keyboard.press("Escape")
 
-    # The reader sees it under "Shared with me" with the owner's name, read-only
+    # Then the reader sees it under "Shared with me" with the owner's name, read-only
     sales.reload()
     shared = kb_item(sales, "shared", kb_name)
     expect(shared).to_contain_text("产品经理")
@@ -149,7 +136,7 @@ def test_the_seed_story_through_the_page(browser, people, stage):
     for owner_only in ("Upload", "Share", "New folder", "Delete", "Rename", "Move"):
         expect(sales.get_by_role("button", name=owner_only, exact=True)).to_have_count(0)
 
-    # ...and asks: the comparison document's excerpt, cited by its title
+    # When the reader asks, then the comparison document's excerpt comes back, cited by its title
     sales.get_by_role("textbox", name="Try a question").fill(QUESTION)
     sales.get_by_role("button", name="Ask").click()
     answer = sales.locator("#answer")
@@ -162,7 +149,7 @@ def test_the_seed_story_through_the_page(browser, people, stage):
     expect(source).to_contain_text("Shared by 产品经理")
     expect(answer.locator("pre")).to_contain_text("《MemOS 开源VS商业化》", use_inner_text=False)
 
-    # The owner drops a third file on the page; the reader finds it, and recall does too
+    # When the owner drops a third file on the page, then the reader finds it, and recall does too
     drop_files(manager, [md("MemOS 私有化部署FAQ.md", DEPLOYMENT_FAQ)])
     expect(file_row(manager, "MemOS 私有化部署FAQ.md")).to_contain_text("Available", timeout=PROCESSING_MS)
     sales.reload()
@@ -172,7 +159,7 @@ def test_the_seed_story_through_the_page(browser, people, stage):
     sales.get_by_role("button", name="Ask").click()
     expect(answer).to_contain_text(DEPLOYMENT_FACT)
 
-    # The owner removes the reader: the reader's page and recall lose the KB
+    # When the owner removes the reader, then the reader's page and recall lose the KB
     manager.get_by_role("button", name="Share").click()
     manager.get_by_role("button", name="Remove 销售小王").click()
     expect(members).to_contain_text("Not shared with anyone yet.")
@@ -186,7 +173,7 @@ def test_the_seed_story_through_the_page(browser, people, stage):
     expect(answer).to_contain_text("You have no knowledge bases in recall yet: create one")
     expect(answer).not_to_contain_text("Nothing found")
 
-    # Shared again, the reader leaves it
+    # When it is shared again and the reader leaves it, then it is gone from the reader's page
     manager.get_by_role("button", name="Share").click()
     manager.get_by_role("textbox", name="User ID, phone or email").fill(reader.user_id)
     manager.get_by_role("button", name="Add").click()
@@ -203,6 +190,7 @@ def test_the_seed_story_through_the_page(browser, people, stage):
 def test_a_failed_upload_shows_its_reason_and_folders_work(browser, people, stage):
     from playwright.sync_api import expect
 
+    # Given a new KB on the owner's page
     owner, _, _ = people
     page = new_page(browser, owner)
     page.get_by_role("button", name="New knowledge base").click()
@@ -210,13 +198,14 @@ def test_a_failed_upload_shows_its_reason_and_folders_work(browser, people, stag
     page.get_by_role("button", name="Create").click()
     expect(page.get_by_role("heading", name=stage.kb_name("可疑"))).to_be_visible()
 
-    # A folder, entered by its name; the breadcrumbs lead back
+    # When a folder is made and entered by its name, then the breadcrumbs show it
     page.get_by_role("button", name="New folder").click()
     page.get_by_role("textbox", name="Name").fill("合同")
     page.keyboard.press("Enter")
     page.get_by_role("button", name="合同", exact=True).click()
     expect(page.get_by_role("navigation", name="Breadcrumbs")).to_contain_text("合同")
 
+    # When a fake PDF and a Markdown file are uploaded into it, then the PDF fails with its reason
     payload = b"MZ\x90\x00" + bytes(1000)
     page.set_input_files(
         "#file-input",
@@ -229,10 +218,10 @@ def test_a_failed_upload_shows_its_reason_and_folders_work(browser, people, stag
     expect(row).to_contain_text("Failed", timeout=PROCESSING_MS)
     expect(row).to_contain_text("The file is not a valid PDF.")
 
-    # An upload that failed is no file yet: nothing to move or delete, only to dismiss
+    # Then an upload that failed is no file yet: nothing to move or delete, only to dismiss
     expect(row.get_by_role("button")).to_have_text(["Dismiss"])
 
-    # A file moves to the top level
+    # When the Markdown file is moved to the top level, then it leaves the folder
     moved = file_row(page, "MemOS产品介绍.md")
     expect(moved).to_contain_text("Available", timeout=PROCESSING_MS)
     moved.get_by_role("button", name="Move").click()
@@ -240,7 +229,8 @@ def test_a_failed_upload_shows_its_reason_and_folders_work(browser, people, stag
     page.get_by_role("dialog").get_by_role("button", name="Move").click()
     expect(moved).to_have_count(0)
 
-    # Back to the top level by the breadcrumbs; rename the folder, then delete it with what is in it
+    # When, back at the top level by the breadcrumbs, the folder is renamed and deleted with what is in it,
+    # then it is gone and the moved file stays
     page.get_by_role("navigation", name="Breadcrumbs").get_by_role("button", name="All files").click()
     folder = file_row(page, "合同")
     folder.get_by_role("button", name="Rename").click()
@@ -255,6 +245,7 @@ def test_a_failed_upload_shows_its_reason_and_folders_work(browser, people, stag
 
 
 def test_requests_without_the_session_csrf_or_own_origin_are_refused(browser, people):
+    # Given the owner's page session: its cookie, its CSRF token, its origin
     owner, _, _ = people
     page = new_page(browser, owner)
     page.get_by_role("heading", name="My knowledge bases").wait_for()
@@ -266,6 +257,7 @@ def test_requests_without_the_session_csrf_or_own_origin_are_refused(browser, pe
     own = {"Origin": base, "X-CSRF-Token": session["csrf"], "Cookie": f"{cookie_name}={cookies[cookie_name]}"}
     body = {"name": "x"}
     with httpx.Client(base_url=base, timeout=10) as local:
+        # When a request lacks one of them, or comes from another site, a port or the hook, then it is refused
         assert local.get("/api/knowledge-bases").status_code == 401  # no session
         assert (
             local.get("/api/knowledge-bases", headers={"Cookie": f"{cookie_name}=forged"}).status_code == 401
@@ -285,8 +277,8 @@ def test_requests_without_the_session_csrf_or_own_origin_are_refused(browser, pe
         assert local.get("/api/anything", headers=own).status_code == 404
         # With all three, the same request goes through
         assert local.get("/api/knowledge-bases", headers=own).status_code == 200
-        # A page of another site (and one on another port of 127.0.0.1) in the same browser, where the
-        # session cookie lives, tries to create a KB: nothing is created
+        # When a page of another site (and one on another port of 127.0.0.1) in the same browser, where the
+        # session cookie lives, tries to create a KB, then nothing is created
         for origin in ("http://evil.example", "http://127.0.0.1:9"):
             attacker = page.context.browser.new_context()
             attacker.add_cookies([{"name": cookie_name, "value": cookies[cookie_name], "url": base}])
@@ -306,12 +298,12 @@ def test_requests_without_the_session_csrf_or_own_origin_are_refused(browser, pe
             attacker.close()
         names = [kb["name"] for kb in local.get("/api/knowledge-bases", headers=own).json()["items"]]
         assert "evil" not in names
-        # The one-time link works once: again, in a browser without the session it made, it is refused
+        # Then the one-time link works once: again, in a browser without the session it made, it is refused
         link = owner.open_url()
         assert local.get(link.removeprefix(base)).status_code == 303
         local.cookies.clear()
         assert local.get(link.removeprefix(base)).status_code == 403
-    # The page is told who is logged in and which commands to name, never the cloud login itself
+    # Then the page is told who is logged in and which commands to name, never the cloud login itself
     assert set(session) == {"csrf", "login", "user", "commands"}
     assert set(session["commands"]) <= {"open", "login", "stack"}
 

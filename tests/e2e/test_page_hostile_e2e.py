@@ -17,7 +17,7 @@ import pytest
 
 from memmy_kb_client.desktop import page as desktop_page
 from memmy_kb_client.desktop.routes import PAGE_HEADERS
-from tests.e2e.page_browser import chromium
+from tests.support.page_browser import chromium
 
 pytestmark = pytest.mark.e2e
 

@@ -16,8 +16,16 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.page_browser import PageUser, chromium, new_page, start_user
-from tests.e2e.test_page_e2e import PROCESSING_MS, file_row, kb_item, md
+from tests.support.page_browser import (
+    PROCESSING_MS,
+    PageUser,
+    chromium,
+    file_row,
+    kb_item,
+    md,
+    new_page,
+    start_user,
+)
 from tests.support.stage import ApiTarget, Stage, StageUser
 
 pytestmark = pytest.mark.e2e
@@ -65,6 +73,7 @@ def test_the_owner_replaces_a_file_and_sees_its_versions_and_linked_folders(
 ) -> None:
     from playwright.sync_api import expect
 
+    # Given a KB with a file at version 1, on the owner's page
     browser = browser_page
     name = "价目表.md"
     kb_name = stage.kb_name("报价")
@@ -77,18 +86,19 @@ def test_the_owner_replaces_a_file_and_sees_its_versions_and_linked_folders(
     expect(row).to_contain_text("Available", timeout=PROCESSING_MS)
     expect(row).to_contain_text("version 1")
 
-    # The same bytes: nothing sent
+    # When the same bytes are picked, then nothing is sent
     pick(page, row, name, md(name, "# 价目表\n一万元\n"))
     expect(page.locator("#uploads li").last).to_contain_text("has this content already (version 1)")
 
-    # New bytes: the progress bar, then version 2 in the same row
+    # When new bytes are picked, then the progress bar, and version 2 in the same row
     pick(page, row, name, md(name, "# 价目表\n两万元\n"))
     expect(page.locator("#uploads li").last).to_contain_text("100% of")
     expect(row).to_contain_text("version 2", timeout=PROCESSING_MS)
     expect(row).to_contain_text("Available", timeout=PROCESSING_MS)
     file_id = row.get_attribute("data-file")
 
-    # Bytes that are no Markdown text: the replace fails, the file keeps version 2, and it is dismissed
+    # When bytes that are no Markdown text are picked, then the replace fails, the file keeps version 2, and it
+    # is dismissed
     pick(page, row, name, {"name": name, "mimeType": "text/markdown", "buffer": b"\xff\xfe\xfa bad"})
     expect(row).to_contain_text(
         "Replacement failed: The file is not valid UTF-8 text.", timeout=PROCESSING_MS
@@ -97,7 +107,7 @@ def test_the_owner_replaces_a_file_and_sees_its_versions_and_linked_folders(
     row.get_by_role("button", name=f"Dismiss the failed replacement of {name}").click()
     expect(row).not_to_contain_text("Replacement failed")
 
-    # Replaced elsewhere meanwhile (version 3): the page's version 2 is stale, and says so
+    # When it was replaced elsewhere meanwhile (version 3), then the page's version 2 is stale, and says so
     replace_by_api(api, kb, str(file_id), "# 价目表\n三万元\n".encode())
     page.wait_for_timeout(100)
     pick(page, row, name, md(name, "# 价目表\n四万元\n"))
@@ -105,7 +115,8 @@ def test_the_owner_replaces_a_file_and_sees_its_versions_and_linked_folders(
         "The file changed meanwhile (it is now version 3)"
     )
 
-    # A replace under way elsewhere: the row says the previous version answers, and Replace is refused
+    # When a replace is under way elsewhere, then the row says the previous version answers, and Replace is
+    # refused
     expect(row).to_contain_text("version 3", timeout=PROCESSING_MS)
     replace_by_api(api, kb, str(file_id), None)
     page.reload()
@@ -114,7 +125,7 @@ def test_the_owner_replaces_a_file_and_sees_its_versions_and_linked_folders(
     pick(page, row, name, md(name, "# 价目表\n五万元\n"))
     expect(page.locator("#uploads li").last).to_contain_text("This file is already being replaced")
 
-    # A linked folder, listed with its state
+    # When a folder is linked to the KB, then it is listed with its state, and its file arrives
     folder = tmp_path / "报价资料"
     folder.mkdir()
     (folder / "条款.md").write_text("# 条款\n", encoding="utf-8")
@@ -128,7 +139,7 @@ def test_the_owner_replaces_a_file_and_sees_its_versions_and_linked_folders(
     expect(file_row(page, "条款.md")).to_be_visible(timeout=PROCESSING_MS)
     page.screenshot(path=str(tmp_path / "replace-and-links.png"), full_page=True)
 
-    # The Chinese page words the same states in Chinese
+    # Then the Chinese page words the same states in Chinese
     chinese = new_page(browser, owner, lang="zh")
     kb_item(chinese, "mine", kb_name).get_by_role("button", name=kb_name, exact=True).click()
     expect(file_row(chinese, name)).to_contain_text("版本 3")
@@ -136,7 +147,7 @@ def test_the_owner_replaces_a_file_and_sees_its_versions_and_linked_folders(
     expect(chinese.get_by_role("region", name="同步的文件夹")).to_contain_text("已同步")
     chinese.context.close()
 
-    # The folder emptied: the link pauses, nothing is deleted until Confirm deletion
+    # When the folder is emptied, then the link pauses, and nothing is deleted until Confirm deletion
     (folder / "条款.md").unlink()
     expect(links).to_contain_text(
         "Paused: the folder is empty. Nothing is deleted until you confirm.", timeout=PROCESSING_MS
@@ -147,7 +158,7 @@ def test_the_owner_replaces_a_file_and_sees_its_versions_and_linked_folders(
     expect(links).to_contain_text("Up to date", timeout=PROCESSING_MS)
     expect(file_row(page, "条款.md")).to_have_count(0, timeout=PROCESSING_MS)
 
-    # Unlinked from the page: the KB keeps what it has
+    # When it is unlinked from the page, then the KB keeps what it has
     links.get_by_role("button", name="Stop syncing").click()
     page.get_by_role("dialog").get_by_role("button", name="Stop syncing").click()
     expect(links).to_be_hidden()

@@ -16,9 +16,17 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.page_browser import PageUser, chromium, new_page, start_user
-from tests.e2e.test_page_e2e import PROCESSING_MS, file_row, kb_item, md
-from tests.e2e.test_seed_story_e2e import PRODUCT_INTRO
+from memmy_local.demo import PRODUCT_INTRO
+from tests.support.page_browser import (
+    PROCESSING_MS,
+    PageUser,
+    chromium,
+    file_row,
+    kb_item,
+    md,
+    new_page,
+    start_user,
+)
 from tests.support.polling import wait_until
 from tests.support.stage import Stage, StageUser
 
@@ -247,6 +255,7 @@ def test_uploads_show_progress_failures_read_in_both_languages_and_can_be_dismis
 def test_layout_share_dialog_focus_and_excerpts_in_both_languages(browser, newcomer, newcomers_kb, kb_name):
     from playwright.sync_api import expect
 
+    # Given a newcomer's KB with a file: then at every width, in both languages, nothing overflows or overlaps
     for lang in ("zh", "en"):
         page = new_page(browser, newcomer, lang=lang, width=1024)
         kb_item(page, "mine", kb_name).get_by_role("button", name=kb_name, exact=True).click()
@@ -260,6 +269,7 @@ def test_layout_share_dialog_focus_and_excerpts_in_both_languages(browser, newco
 
     page = new_page(browser, newcomer, lang="en", width=1280)
     kb_item(page, "mine", kb_name).get_by_role("button", name=kb_name, exact=True).click()
+    # When the share dialog is opened from the keyboard, then its field has the focus
     share = page.get_by_role("button", name="Share")
     share.focus()
     page.keyboard.press("Enter")
@@ -267,12 +277,12 @@ def test_layout_share_dialog_focus_and_excerpts_in_both_languages(browser, newco
     field = dialog.get_by_role("textbox", name="User ID, phone or email")
     expect(field).to_be_focused()
     expect(dialog.get_by_role("list", name="Members")).to_contain_text("Not shared with anyone yet.")
-    # "Add" sits right beside its field, on the same line
+    # Then "Add" sits right beside its field, on the same line
     box, add = field.bounding_box(), dialog.get_by_role("button", name="Add").bounding_box()
     assert 0 <= add["x"] - (box["x"] + box["width"]) <= 24
     assert abs((add["y"] + add["height"] / 2) - (box["y"] + box["height"] / 2)) <= 12
     assert serious_violations(page) == []
-    # Tab and Shift+Tab go round the dialog's controls and never leave it; Escape closes it
+    # Then Tab and Shift+Tab go round the dialog's controls and never leave it; Escape closes it
     for key in ["Tab"] * 5 + ["Shift+Tab"] * 5:
         page.keyboard.press(key)
         assert page.evaluate("document.getElementById('dialog').contains(document.activeElement)"), key
@@ -280,7 +290,8 @@ def test_layout_share_dialog_focus_and_excerpts_in_both_languages(browser, newco
     expect(dialog).to_be_hidden()
     expect(share).to_be_focused()
 
-    # An excerpt keeps its lines and numbered list, and its text stays text
+    # When a recall answers an excerpt with lines, a numbered list and markup, then it keeps its lines and
+    # list, and its text stays text
     page.route(
         "**/api/recall",
         lambda route: route.fulfill(status=200, body=json.dumps(RECALLED), content_type="application/json"),

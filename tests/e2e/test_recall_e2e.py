@@ -19,22 +19,20 @@ from typing import Any
 import httpx
 import pytest
 
-from memmy_local.memos_emulator.config import DEFAULT_API_KEY
-from tests.e2e.test_seed_story_e2e import upload, wait_until_available
-from tests.support.polling import wait_until
-from tests.support.stack import CLI, RunningStack
-from tests.support.stage import ApiTarget, Stage, StageUser
+from tests.support.e2e_recall import (
+    DOCUMENT,
+    KB_NAME,
+    MARKER,
+    QUESTION,
+    add_documents,
+    api,
+    user_with_the_document,
+)
+from tests.support.stack import CLI
+from tests.support.stage import Stage, StageUser
 
 pytestmark = pytest.mark.e2e
 
-MARKER = "DELTA4"
-DOCUMENT = (
-    "# 差旅报销制度\n差旅报销需要哪些发票：住宿发票、机票行程单和出租车发票。"
-    f"{MARKER} 住宿发票须为增值税专用发票，每晚不超过 500 元。"
-)
-FILENAME = "差旅报销制度.md"
-KB_NAME = "财务制度"
-QUESTION = "差旅报销需要哪些发票"
 EVENT = {
     "session_id": "e2e-session",
     "transcript_path": "/tmp/transcript.jsonl",
@@ -42,57 +40,6 @@ EVENT = {
     "hook_event_name": "UserPromptSubmit",
     "prompt": QUESTION,
 }
-
-
-def api(stack: ApiTarget, token: str) -> httpx.Client:
-    return httpx.Client(base_url=stack.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
-
-
-def memos_kb_id(stack: RunningStack, kb_id: str) -> str:
-    state = httpx.get(f"{stack.memos_url}/_emulator/state", timeout=10).json()
-    (found,) = [kb["id"] for kb in state["knowledge_bases"] if kb["name"] == f"memmy:{kb_id}"]
-    return found
-
-
-def add_documents(stage: Stage, documents: dict[str, tuple[str, str, str]]) -> None:
-    """One document in each KB (``{kb_id: (its owner's token, file name, text)}``), then wait until all
-    are searchable: put straight into the emulator's MemOS on the local stack, uploaded on a deployed one."""
-    if stage.local is None:
-        for kb_id, (token, filename, text) in documents.items():
-            with api(stage, token) as client:
-                upload(client, kb_id, filename, text)
-        for kb_id, (token, filename, _) in documents.items():
-            with api(stage, token) as client:
-                wait_until_available(client, kb_id, {filename})
-        return
-    from memmy_kb.adapters.memos.client import MemosClient
-    from memmy_kb.adapters.memos.key import StaticApiKeyProvider
-    from memmy_kb.domain.engine import FileInput
-
-    local = stage.local
-    with MemosClient(local.memos_api_url, StaticApiKeyProvider(DEFAULT_API_KEY)) as client:
-        added = [
-            client.add_knowledgebase_files(
-                memos_kb_id(local, kb_id),
-                [FileInput.from_bytes(text.encode(), name=filename, mime_type="text/markdown")],
-            )[0].id
-            for kb_id, (_, filename, text) in documents.items()
-        ]
-        wait_until(
-            lambda: all(f.status.value == "available" for f in client.get_knowledgebase_files(added)),
-            timeout=20,
-            message="the documents to be processed",
-        )
-
-
-def user_with_the_document(stage: Stage, name: str, display_name: str) -> StageUser:
-    """A new person whose one KB ("财务制度") holds the travel-expense document."""
-    user = stage.user(name, name=display_name)
-    with api(stage, user.token) as client:
-        created = client.post("/knowledge-bases", json={"name": stage.kb_name(KB_NAME)})
-        assert created.status_code == HTTPStatus.CREATED, created.text
-    add_documents(stage, {created.json()["id"]: (user.token, FILENAME, DOCUMENT)})
-    return user
 
 
 @pytest.fixture(scope="module")
@@ -157,6 +104,7 @@ def _marker_kb(item: dict[str, Any], markers: dict[str, str]) -> str:
 
 
 def test_every_excerpt_names_its_kb_and_a_revoked_share_comes_back_no_more(stage):
+    # Given Rita's own KB, one Olivia shares with her, and ten more of Olivia's, each with a marked document
     tag = uuid.uuid4().hex[:8]
     owner = stage.user(f"sharer-{tag}", name="Olivia")
     asker = stage.user(f"asker-{tag}", name="Rita")
@@ -178,6 +126,7 @@ def test_every_excerpt_names_its_kb_and_a_revoked_share_comes_back_no_more(stage
         documents = {kb: (tokens[kb], "制度.md", f"{DOCUMENT} {marker}") for kb, marker in markers.items()}
         add_documents(stage, documents)
 
+        # When Rita asks, then each excerpt names its KB, and a share its owner
         body = rita.post("/recall", json={"query": QUESTION, "limit": 5}).json()
         by_kb = {_marker_kb(item, markers): item for item in body["items"]}
         assert set(by_kb) == {shared, mine}
@@ -187,12 +136,15 @@ def test_every_excerpt_names_its_kb_and_a_revoked_share_comes_back_no_more(stage
         assert by_kb[shared]["owner"]["name"] == "Olivia"
         assert f"「{stage.kb_name('销售资料')}」（共享者 shared by: Olivia" in body["context"]
 
+        # When Olivia revokes the share, then Rita's next recall has nothing from it
         assert olivia.delete(f"/knowledge-bases/{shared}/members/{reader}").status_code == HTTPStatus.NO_CONTENT
         after = rita.post("/recall", json={"query": QUESTION, "limit": 5}).json()
         assert {_marker_kb(item, markers) for item in after["items"]} == {mine}
         assert markers[shared] not in json.dumps(after, ensure_ascii=False)
 
+        # When Olivia asks over her eleven KBs
         wide = olivia.post("/recall", json={"query": QUESTION, "limit": 25}).json()
+    # Then an excerpt of a KB searched alone names it, one of the group names the group's KBs
     assert wide["scope_size"] == 11
     assert wide["items"], wide
     named_alone = set()

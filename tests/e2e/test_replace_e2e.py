@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.test_delete_cli_e2e import cli, ok_json
+from tests.support.e2e_cli import cli, ok_json
 from tests.support.polling import wait_until
 from tests.support.stack import RunningStack
 

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.test_delete_cli_e2e import ok_json
-from tests.e2e.test_desktop_e2e import start_desktop
+from tests.support.e2e_cli import ok_json
+from tests.support.e2e_desktop import start_desktop
 from tests.support.polling import wait_until
 from tests.support.stack import CLI, stop_stack
 from tests.support.stage import ApiTarget, Stage
@@ -76,13 +76,14 @@ def write(root: Path, relative: str, text: str) -> None:
 def test_sync_uploads_then_makes_exactly_the_changes_and_never_empties_the_kb_unasked(
     stage: Stage, tmp_path: Path
 ) -> None:
+    # Given a KB and a folder of four files, one in a sub-folder
     owner = stage.user(f"sync-{uuid.uuid4().hex[:8]}", name="Owner").token
     home, root = tmp_path / "home", tmp_path / "资料"
     kb = ok_json(stage, owner, "kb", "create", stage.kb_name("同步"))["id"]
     for name, text in (("a.md", "# A\n甲"), ("b.md", "# B\n乙"), ("c.txt", "丙"), ("方案/d.md", "# D\n丁")):
         write(root, name, text)
 
-    # Four files, one in a sub-folder, each available once --wait returns
+    # When it is synced with --wait, then each file is available once it returns
     first = sync(stage, owner, home, str(root), kb, "--wait", "--json")
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout)["ready"] == dict.fromkeys(
@@ -91,7 +92,8 @@ def test_sync_uploads_then_makes_exactly_the_changes_and_never_empties_the_kb_un
     files = tree(stage, owner, kb)
     assert sorted(files) == ["a.md", "b.md", "c.txt", "方案/d.md"]
 
-    # Edit one, delete one, add one: the plan names exactly those three, and one pass makes them
+    # When one is edited, one deleted and one added, then the plan names exactly those three, and one pass
+    # makes them
     write(root, "a.md", "# A\n甲，改过了")
     (root / "b.md").unlink()
     write(root, "方案/e.md", "# E\n戊")
@@ -114,7 +116,7 @@ def test_sync_uploads_then_makes_exactly_the_changes_and_never_empties_the_kb_un
     assert sorted(after) == ["a.md", "c.txt", "方案/d.md", "方案/e.md"]
     assert (after["a.md"]["id"], after["a.md"]["version"]) == (files["a.md"]["id"], 2)
 
-    # The folder emptied: nothing deleted without --yes
+    # When the folder is emptied, then nothing is deleted without --yes
     for path in sorted(root.rglob("*"), reverse=True):
         path.unlink() if path.is_file() else path.rmdir()
     refused = sync(stage, owner, home, str(root), kb)
@@ -129,26 +131,28 @@ def test_sync_uploads_then_makes_exactly_the_changes_and_never_empties_the_kb_un
 def test_a_linked_folder_picks_up_a_new_file_and_a_killed_service_converges_without_duplicates(
     stage: Stage, tmp_path: Path
 ) -> None:
+    # Given a KB and a folder of many files
     owner = stage.user(f"link-{uuid.uuid4().hex[:8]}", name="Owner").token
     kb = ok_json(stage, owner, "kb", "create", stage.kb_name("链接"))["id"]
     root = tmp_path / "linked"
     for index in range(FILES):
         write(root, f"part-{index // 10}/note-{index:02d}.md", f"# note {index}\n")
 
+    # When the folder is linked, and the desktop service killed (no clean stop) once the first files are in
     process, desktop = start_desktop(tmp_path, stage.api_url)
     try:
         login = desktop.cli("login", "--token", "-", stdin=owner + "\n")
         assert login.returncode == 0, login.stderr
         linked = desktop.cli("link", str(root), kb, "--json")
         assert linked.returncode == 0, linked.stderr
-        # Killed (no clean stop) once the first files are in: mid-sync
+        # (mid-sync)
         wait_until(lambda: tree(stage, owner, kb), timeout=60, message="the first files to arrive")
     finally:
         process.kill()
         process.wait()
     assert len(tree(stage, owner, kb)) < FILES, "the pass was over before the kill: nothing to resume"
 
-    # Started again on the same home: the link and the login are kept, the pass resumes
+    # Then, started again on the same home, the link and the login are kept, the pass resumes and converges
     process, again = start_desktop(tmp_path, stage.api_url)
     try:
 
@@ -159,7 +163,7 @@ def test_a_linked_folder_picks_up_a_new_file_and_a_killed_service_converges_with
         files = tree(stage, owner, kb)
         assert sorted(files) == sorted(f"part-{i // 10}/note-{i:02d}.md" for i in range(FILES))
 
-        # A new file is picked up within seconds
+        # When a new file appears, then it is picked up within seconds
         write(root, "part-0/new.md", "# new\n")
         wait_until(
             lambda: "part-0/new.md" in tree(stage, owner, kb), timeout=20, message="the new file"

@@ -251,6 +251,7 @@ def test_new_shares_arrive_with_recall_off_once_the_reader_opts_out_until_they_t
 
 
 def test_a_blocked_owner_loses_the_reader_and_is_answered_as_for_no_account(accounts):
+    # Given a reader of Alice's KB and of Carol's, each with a marked document, recalling from both
     reader_phone, reader_email = new_phone(), f"bob-{uuid.uuid4().hex[:8]}@example.com"
     owner_id, owner = accounts.new("owner", name="Alice", email=f"alice-{uuid.uuid4().hex[:8]}@example.com")
     reader_id, reader = accounts.new("reader", name="Bob", phone=reader_phone, email=reader_email)

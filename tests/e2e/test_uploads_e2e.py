@@ -43,11 +43,13 @@ def post_to_s3(ticket: dict, filename: str, data: bytes, content_type: str) -> h
 
 
 def test_two_files_uploaded_by_presigned_post_become_available(stage: Stage) -> None:
+    # Given a person, a KB, a Markdown file and a PDF
     headers = {"Authorization": f"Bearer {stage.user(f'alice-{uuid.uuid4().hex[:8]}', name='Alice').token}"}
     md = PRODUCT_INTRO.encode()
     pdf = make_pdf(["Memmy 知识库产品手册", "上传的文件会被解析、切分并建立索引。"])
     with httpx.Client(base_url=stage.api_url, headers=headers, timeout=30) as api:
         kb = api.post("/knowledge-bases", json={"name": stage.kb_name("产品资料")}).json()
+        # When each is sent to storage by its presigned POST
         uploads = {}
         for filename, data, ctype in (
             ("MemOS产品介绍.md", md, "text/markdown"),
@@ -63,6 +65,7 @@ def test_two_files_uploaded_by_presigned_post_become_available(stage: Stage) -> 
             assert post_to_s3(ticket, filename, data, ctype).status_code == HTTPStatus.NO_CONTENT
             uploads[ticket["upload_id"]] = filename
 
+        # Then both become available, each as its upload, having gone through the service's states only
         seen: dict[str, set[str]] = {name: set() for name in uploads.values()}
 
         def both_available() -> list[dict] | None:

@@ -29,7 +29,7 @@ from memmy_kb_client.cli import cloud_route
 from memmy_kb_client.cli import main as kb_cli
 from memmy_kb_client.desktop.server import DesktopService
 from memmy_local import cli as local_cli
-from tests.integration.test_desktop_service import CLOUD_TOKEN, serving, start
+from tests.support.desktop_service import CLOUD_TOKEN, serving, start
 from tests.support.polling import wait_until
 from tests.support.stack import CLI
 
@@ -37,8 +37,8 @@ from tests.support.stack import CLI
 LONG_RUNNING = {
     ("desktop", "serve"): "test_serve_on_a_taken_port_says_so_in_one_line",
     ("mcp",): "tests/integration/test_mcp_server.py (no service, a refused token, ...)",
-    ("up",): "memmy-local up: tests/unit/test_local_cli.py and the e2e tier",
-    ("memos",): "memmy-local memos: the emulator until Ctrl-C (tests/unit/test_local_cli.py)",
+    ("up",): "memmy-local up: tests/unit/local/test_local_cli.py and the e2e tier",
+    ("memos",): "memmy-local memos: the emulator until Ctrl-C (tests/unit/local/test_local_cli.py)",
     ("dev",): "memmy-kb dev forwards to memmy-local, walked on its own here",
 }
 MAX_LINES = 2

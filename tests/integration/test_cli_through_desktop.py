@@ -22,7 +22,7 @@ from memmy_kb_client.cli import main as cli
 from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.server import DesktopService
 from memmy_kb_client.sdk import ClientConfig, MemmyClient
-from tests.integration.test_desktop_service import CLOUD_TOKEN, jwt, serving, start
+from tests.support.desktop_service import CLOUD_TOKEN, jwt, serving, start
 
 KB = {"id": "kb_1", "name": "产品资料", "role": "owner", "recall": True}
 SAVED_TOKEN = jwt(sub="bob", exp=2_000_000_000)

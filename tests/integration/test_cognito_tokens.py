@@ -3,7 +3,7 @@ person is made once with the claims asked for, verified, in the run's group, and
 client each time; ``--delete-users`` removes the group's people and nobody else.
 
 moto neither enforces an app client's auth flows nor puts the profile claims in its ID tokens: the flows
-are checked on the template (tests/unit/test_login_template.py), the claims on the user's attributes.
+are checked on the template (tests/unit/template/test_login_template.py), the claims on the user's attributes.
 """
 
 from __future__ import annotations

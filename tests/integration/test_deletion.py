@@ -24,13 +24,13 @@ from memmy_kb.adapters.dynamodb.table import cleanup_key, dump, kb_key
 from memmy_kb.composition import reset_composition
 from memmy_kb.domain.cleanup import CleanupFailed
 from memmy_kb.domain.deletion import FOLDER_GONE
-from memmy_kb.domain.reconcile import Reconciler
 from memmy_kb.records import CleanupRecord, utc_now
 from tests.support import seed
 from tests.support.events import claims_for
 from tests.support.factories import UNCAPPED
 from tests.support.iam import record_aws_calls
 from tests.support.polling import wait_until
+from tests.support.repair import LATER, drop_queued_events, reconciler
 from tests.support.uploads import (
     REGION,
     create_kb,
@@ -40,13 +40,11 @@ from tests.support.uploads import (
     post_file,
     request_upload,
     s3,
-    sqs,
     upload,
 )
 
 ADD = "/add/knowledgebase-file"
 DELETE_FILES = "/delete/knowledgebase-file"
-LATER = timedelta(hours=1)
 
 
 def memos_kbs(service) -> dict[str, list[str]]:
@@ -63,24 +61,6 @@ def run_cleanup(service, cleanup_id: str) -> bool:
     return any(service.invoke("CleanupFunction", {"cleanup_id": cleanup_id})["done"] for _ in range(10))
 
 
-def reconciler(service, *, later: timedelta = LATER) -> Reconciler:
-    """The reconciler on the service's adapters, with its clock moved ``later`` (past every grace)."""
-    return Reconciler(
-        deps.get_kb_store(),
-        deps.get_content_store(),
-        deps.get_cleanup_store(),
-        deps.get_create_intents(),
-        deps.get_cleanup_executions(),
-        deps.get_upload_requeue(),
-        deps.get_memos_client(),
-        deps.get_upload_storage(),
-        deps.get_backend_slots(),
-        capacity=deps.get_kb_capacity(),
-        activity_retention_days=180,
-        clock=lambda: utc_now() + later,
-    )
-
-
 def kb_partition(service, kb_id: str) -> list[dict[str, Any]]:
     client = boto3.client("dynamodb", region_name=REGION)
     return client.query(
@@ -89,15 +69,6 @@ def kb_partition(service, kb_id: str) -> list[dict[str, Any]]:
         ExpressionAttributeValues={":pk": {"S": f"KB#{kb_id}"}},
         ConsistentRead=True,
     )["Items"]
-
-
-def drop_queued_events(service) -> None:
-    client = sqs(service)
-    while messages := client.receive_message(QueueUrl=service.refs["UploadQueue"], MaxNumberOfMessages=10).get(
-        "Messages", []
-    ):
-        for message in messages:
-            client.delete_message(QueueUrl=service.refs["UploadQueue"], ReceiptHandle=message["ReceiptHandle"])
 
 
 def executions(service, cleanup_id: str) -> list[str]:

@@ -20,9 +20,9 @@ import pytest
 from memmy_kb_client.desktop import page, paths
 from memmy_kb_client.desktop.credentials import CloudLogin
 from memmy_kb_client.desktop.server import DesktopService
-from tests.integration.test_desktop_service import Client, serving, start
+from tests.support.desktop_service import Client, serving, start
+from tests.support.keychain import MemoryKeyring
 from tests.support.oidc_provider import BLOCK, FakeLoginCloud, FakeProvider
-from tests.unit.test_desktop_credentials import MemoryKeyring
 
 # What the hooks' directory may hold: nothing a cloud or the control routes would take.
 HOOK_DIRECTORY = {paths.HOOK_TOKEN_FILE, paths.SERVICE_FILE, paths.LOCK_FILE}

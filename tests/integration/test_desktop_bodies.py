@@ -16,7 +16,8 @@ import pytest
 from memmy_kb_client.desktop import bodies
 from memmy_kb_client.desktop.handler import dispatch
 from memmy_kb_client.desktop.server import DesktopService
-from tests.integration.test_desktop_page import CLOUD_TOKEN, RecordingCloud, call, cloud, service, signed_in
+from tests.support.desktop_page import RecordingCloud, call, cloud, service, signed_in
+from tests.support.desktop_service import CLOUD_TOKEN
 from tests.support.hostile_bodies import SHAPES
 from tests.support.linear_time import assert_linear_time
 

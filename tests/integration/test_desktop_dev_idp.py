@@ -25,8 +25,8 @@ from memmy_local.gateway.authorizer import JwtAuthorizer
 from memmy_local.gateway.http_events import GatewayError
 from memmy_local.identity.provider import IdentityProvider
 from memmy_local.identity.state import CLIENT_ID
-from tests.integration.test_desktop_service import Client, serving, start
-from tests.integration.test_identity_provider import Clock
+from tests.support.clock import Clock
+from tests.support.desktop_service import Client, serving, start
 
 AUDIENCE = "memmy-kb"
 PERSON = {"login_user_id": "alice", "login_name": "Alice", "login_email": "alice@example.com",

@@ -15,7 +15,7 @@ import pytest
 
 from memmy_kb_client.agents.mcp_service import LocalService, ToolRefused, resolve
 from memmy_kb_client.desktop.server import DesktopService
-from tests.integration.test_desktop_service import CLOUD_TOKEN, Client, serving, start
+from tests.support.desktop_service import CLOUD_TOKEN, Client, serving, start
 
 OWNER = {"user_id": "u_bob", "display_name": "Bob", "contact": "b***@example.com"}
 ITEMS = [

@@ -13,8 +13,8 @@ import pytest
 
 from memmy_kb_client.desktop.server import DesktopService
 from memmy_kb_client.sync.run import store_dir
-from tests.integration.test_desktop_page import RecordingCloud, call, signed_in, start
-from tests.integration.test_desktop_service import serving
+from tests.support.desktop_page import RecordingCloud, call, signed_in
+from tests.support.desktop_service import serving, start
 
 LINK_ROUTES = [
     ("GET", "/control/links"),

@@ -16,13 +16,9 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -32,10 +28,11 @@ from memmy_kb_client.cli import main as cli
 from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.credentials import CloudLogin
 from memmy_kb_client.desktop.server import DesktopService
-from tests.integration.test_desktop_service import Client, serving, start
 from tests.support.clock import FakeClock
+from tests.support.desktop_login import SIGNED_IN, browse, flow_state, page_session, sign_in
+from tests.support.desktop_service import Client, serving, start
+from tests.support.keychain import MemoryKeyring
 from tests.support.oidc_provider import BLOCK, FakeLoginCloud, FakeProvider
-from tests.unit.test_desktop_credentials import MemoryKeyring
 
 
 @pytest.fixture(autouse=True)
@@ -73,50 +70,6 @@ def service(state_dir: Path, cloud: FakeLoginCloud, clock: FakeClock) -> Iterato
 @pytest.fixture
 def client(service: DesktopService) -> Client:
     return Client(service)
-
-
-@dataclass(frozen=True)
-class Page:
-    status_code: int
-    text: str
-    headers: Mapping[str, str]
-
-
-class _ToTheCallbackOnly(urllib.request.HTTPRedirectHandler):
-    """Follows the provider's redirect to the service's ``/callback``, and no further: the callback's own
-    answer is what the tests read (a 303 to the page when signed in)."""
-
-    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> Any:
-        if "/callback?" not in newurl:
-            return None
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
-
-
-SIGNED_IN = 303  # the callback's answer to a sign-in it kept: on to the page, with a page session
-
-
-def browse(url: str, language: str = "en-US,en;q=0.9") -> Page:
-    """A browser that has signed in: the provider's redirect followed to the service's callback (urllib,
-    so that what this test process logs is the service's alone); the callback's answer."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _ToTheCallbackOnly())
-    request = urllib.request.Request(url, headers={"Accept-Language": language})  # noqa: S310 - http: loopback
-    try:
-        with opener.open(request, timeout=10) as response:
-            return Page(response.status, response.read().decode(), dict(response.headers))
-    except urllib.error.HTTPError as refused:
-        return Page(refused.code, refused.read().decode(), dict(refused.headers))
-
-
-def sign_in(client: Client) -> tuple[dict[str, Any], Page]:
-    status, started = client.control("POST", "/control/login/start", {"mode": "browser"})
-    assert status == 200, started
-    return started, browse(started["url"])
-
-
-def flow_state(client: Client, flow: str) -> dict[str, Any]:
-    status, answer = client.control("GET", f"/control/login/flow?id={flow}")
-    assert status == 200, answer
-    return answer
 
 
 def nothing_stored(client: Client, state_dir: Path) -> None:
@@ -404,15 +357,6 @@ def test_logout_revokes_the_refresh_token(client, provider):
 
 
 # -------------------------------------------------------------------------------- the page's routes
-
-
-def page_session(service: DesktopService) -> dict[str, str]:
-    """The headers of a page session: its cookie and CSRF token."""
-    code = service.state.sessions.new_code()
-    opened = httpx.get(f"{service.url}/open?code={code}", follow_redirects=False, timeout=10)
-    cookie = opened.headers["Set-Cookie"].split(";", 1)[0]
-    session = httpx.get(f"{service.url}/api/session", headers={"Cookie": cookie}, timeout=10).json()
-    return {"Cookie": cookie, "X-CSRF-Token": session["csrf"]}
 
 
 def test_the_page_signs_in_and_out_and_sees_who(client, provider, service):

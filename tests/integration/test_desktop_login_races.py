@@ -18,9 +18,9 @@ from memmy_kb_client.cli import desktop_commands as commands
 from memmy_kb_client.cli import main as cli
 from memmy_kb_client.desktop import flows, paths
 from memmy_kb_client.desktop.server import DesktopService
-from tests.integration.test_desktop_login import SIGNED_IN, browse, flow_state, page_session
-from tests.integration.test_desktop_service import Client, serving, start
 from tests.support.clock import FakeClock
+from tests.support.desktop_login import SIGNED_IN, browse, flow_state, page_session
+from tests.support.desktop_service import Client, serving, start
 from tests.support.oidc_provider import FakeLoginCloud, FakeProvider
 
 

@@ -34,10 +34,10 @@ from memmy_kb_client.desktop.credentials import (
 )
 from memmy_kb_client.desktop.server import DesktopService
 from memmy_kb_client.sdk import ClientConfig
-from tests.integration.test_desktop_service import CLOUD_TOKEN, Client, FakeCloud, serving, start
 from tests.support.desktop_proof import ProvesThenHangsUp, Stranger, proof_reply, record_control
-from tests.unit.test_desktop_credentials import MemoryKeyring
-from tests.unit.test_hook import FakeService
+from tests.support.desktop_service import CLOUD_TOKEN, Client, FakeCloud, serving, start
+from tests.support.hook_service import FakeService
+from tests.support.keychain import MemoryKeyring
 
 PASTED = CLOUD_TOKEN  # the cloud token a person pipes into `desktop login --token -`
 PROMPT = "差旅报销需要哪些发票 DELTA-PROMPT"

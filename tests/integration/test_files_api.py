@@ -161,17 +161,20 @@ def test_folders_levels_and_moves(service, kb):
         assert reply.status == HTTPStatus.CREATED, reply.body
         return reply.body["id"]
 
+    # Given two folders at the root, one inside the first, and a file in it and one at the root
     docs, specs = mk("文档"), mk("规格")
     v1 = mk("v1", docs)
     in_docs = add_file(service, kb, "a.md", b"# a\nb", folder_id=docs)
     at_root = add_file(service, kb, "root.md", b"# r\ns")
     wait_for_memos(service)
+    # Then each level lists its own folders and files
     root = listing(service, kb).body
     assert sorted(f["name"] for f in root["folders"]) == sorted(["文档", "规格"])
     assert [f["id"] for f in root["files"]] == [at_root]
     inside = listing(service, kb, "bob", docs).body
     assert ([f["id"] for f in inside["folders"]], [f["id"] for f in inside["files"]]) == ([v1], [in_docs])
 
+    # When the file is moved to the other folder and back to the root, then it is where it was moved
     moved = service.call(
         "PATCH", f"/knowledge-bases/{kb}/files/{in_docs}", "alice", body={"folder_id": specs}
     )
@@ -186,6 +189,7 @@ def test_folders_levels_and_moves(service, kb):
     )
     assert to_root.body["folder_id"] is None
 
+    # When the inner folder is renamed, moved and moved to the top, then it keeps its name and takes its parent
     renamed = service.call("PATCH", f"/knowledge-bases/{kb}/folders/{v1}", "alice", body={"name": "v2"})
     assert (renamed.body["name"], renamed.body["parent_id"]) == ("v2", docs)
     moved_folder = service.call(

@@ -16,7 +16,7 @@ from memmy_kb_client.agents.hook_status import install_message, status
 from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.advice import command
 from memmy_kb_client.desktop.server import DesktopService
-from tests.integration.test_desktop_service import (
+from tests.support.desktop_service import (
     BLOCK,
     CLOUD_TOKEN,
     QUERY,

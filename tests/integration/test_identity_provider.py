@@ -34,22 +34,13 @@ from memmy_local.identity.state import (
     WRONG_CODES_PER_DEVICE,
 )
 from memmy_local.template import load_template, template_path
+from tests.support.clock import Clock
 
 SCOPE = "openid profile email phone offline_access"
 CALLBACK = "http://127.0.0.1:53682/callback"
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 PERSON = {"login_user_id": "alice", "login_name": "Alice", "login_email": "alice@example.com",
           "login_phone": "+8613800138000"}  # fmt: skip
-
-
-class Clock:
-    """Real time plus what a test skips ahead (codes and device codes expire by it)."""
-
-    def __init__(self) -> None:
-        self.skipped = 0.0
-
-    def __call__(self) -> float:
-        return time.time() + self.skipped
 
 
 @pytest.fixture(scope="module")

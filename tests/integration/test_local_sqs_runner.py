@@ -22,7 +22,8 @@ CONCURRENCY = 5
 
 
 def test_the_runner_has_as_many_batches_in_flight_as_the_event_allows():
-    # Each invocation waits until CONCURRENCY of them run at once: one batch at a time never gets there.
+    # Given a function each of whose invocations waits until CONCURRENCY of them run at once (one batch at a
+    # time never gets there), and a queue of twice as many messages
     together = threading.Barrier(CONCURRENCY, timeout=10)
 
     def handler(event: Any, context: Any) -> Any:
@@ -46,6 +47,7 @@ def test_the_runner_has_as_many_batches_in_flight_as_the_event_allows():
             spawn=lambda: handler,
             max_containers=CONCURRENCY,
         )
+        # When the runner works the queue off with the event's concurrency
         source = SqsSource("IngestFunction", url, arn, 1, True, concurrency=CONCURRENCY)
         runner = SqsRunner(source, function, endpoint_url=None, region=REGION).start()
         try:
@@ -65,4 +67,5 @@ def test_the_runner_has_as_many_batches_in_flight_as_the_event_allows():
             )
         finally:
             runner.stop()
+    # Then it did, through as many containers as batches in flight
     assert len(function.containers) == CONCURRENCY

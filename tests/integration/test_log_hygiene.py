@@ -22,42 +22,34 @@ tokens never reach the cloud (the desktop's local service calls it with the logi
 in these logs.
 
 The scanner is checked against planted secrets in each form, and the capture against a leak put back
-(library loggers unpinned): this test fails when a leak returns.
+(library loggers unpinned): this test fails when a leak returns. The capture and the scanner are
+tests/support/log_scan.py; their own checks, and the logging settings' (the event never logged, library
+loggers pinned), are test_log_scan.py.
 """
 
 from __future__ import annotations
 
-import base64
 import importlib
-import io
-import json
 import logging
-import os
-import subprocess
-import sys
-import threading
-import traceback
 import uuid
-from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, quote_plus, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import boto3
 import pytest
-from aws_lambda_powertools import Logger
-from aws_lambda_powertools.logging import correlation_paths
 
 from memmy_kb import observability
 from memmy_kb.adapters.memos.client import MemosClient
 from memmy_local import tokens
-from tests.support.events import FakeLambdaContext, claims_for, http_event
+from tests.support.events import claims_for
+from tests.support.log_scan import LogCapture, capture_logs, content_secrets, report, scan
 from tests.support.polling import wait_until
 from tests.support.uploads import drain_ingest, post_file, request_upload
+
+__all__ = ["capture_logs"]  # the fixture: every log line a function writes, captured
 
 FUNCTIONS = (
     "create_kb",
@@ -70,8 +62,6 @@ FUNCTIONS = (
     "cleanup",
     "reconcile",
 )
-# Loggers of what stands in for AWS and MemOS here (moto runs in the function's thread); no Lambda has them.
-TEST_ONLY_LOGGERS = {"moto", "werkzeug", "memos_emulator", "memmy_local", "jieba"}
 # Lines each function must have produced, so that the scan has something to scan.
 MIN_LINES_PER_FUNCTION = 1
 MIN_LINES = 30
@@ -110,120 +100,6 @@ FOLLOW_UP = "商业版的年付折扣是多少 discount-question-5523"
 FAILING_QUESTION = "私有化部署需要什么配置的服务器 failing-question-8861"
 
 
-# -- capture ------------------------------------------------------------------------------------------
-
-_STANDARD_ATTRS = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
-
-
-@dataclass(frozen=True)
-class Line:
-    function: str
-    source: str  # "powertools" (the function's JSON Logger) or the stdlib logger's name
-    text: str
-
-
-def render(record: logging.LogRecord) -> str:
-    """A record as any formatter could print it: the message, the exception, the stack, every extra field."""
-    try:
-        parts = [record.name, record.levelname, record.getMessage()]
-    except Exception:  # a broken format string still shows its pieces
-        parts = [record.name, record.levelname, repr(record.msg), repr(record.args)]
-    if record.exc_info and record.exc_info[1] is not None:
-        parts.append("".join(traceback.format_exception(*record.exc_info)))
-    if record.exc_text:
-        parts.append(record.exc_text)
-    if record.stack_info:
-        parts.append(record.stack_info)
-    extras = {key: value for key, value in vars(record).items() if key not in _STANDARD_ATTRS}
-    if extras:
-        parts.append(json.dumps(extras, default=repr, ensure_ascii=False))
-    return " ".join(parts)
-
-
-@dataclass
-class LogCapture:
-    """Everything the functions log while they run, by function."""
-
-    lines: list[Line] = field(default_factory=list)
-    function: str | None = None
-    thread: int | None = None
-
-    @contextmanager
-    def running(self, function: str) -> Iterator[None]:
-        """While ``function`` runs, its records, and whatever it prints (Metrics' EMF lines), are its lines."""
-        previous = (self.function, self.thread)
-        self.function, self.thread = function, threading.get_ident()
-        try:
-            with redirect_stdout(_Stream(self, "stdout")), redirect_stderr(_Stream(self, "stderr")):
-                yield
-        finally:
-            self.function, self.thread = previous
-
-    def _active(self) -> str | None:
-        # Only the function's own thread: the emulator serves in its own thread of this process.
-        return self.function if self.thread == threading.get_ident() else None
-
-    def add(self, source: str, text: str) -> None:
-        function = self._active()
-        if function is not None:
-            self.lines.append(Line(function, source, text))
-
-    def per_function(self) -> Counter[str]:
-        return Counter(line.function for line in self.lines)
-
-
-class _RootHandler(logging.Handler):
-    """What the Lambda runtime's handler on the root logger would print: every stdlib record."""
-
-    def __init__(self, capture: LogCapture) -> None:
-        super().__init__(logging.DEBUG)
-        self.capture = capture
-
-    def emit(self, record: logging.LogRecord) -> None:
-        service = observability.logger.service
-        if record.name == service or record.name.startswith(service + "."):
-            return  # the Powertools Logger prints these itself (and filters them out of the root's handlers)
-        if record.name.split(".")[0] in TEST_ONLY_LOGGERS:
-            return
-        self.capture.add(record.name, render(record))
-
-
-class _Stream(io.TextIOBase):
-    """Stands in for stdout: the Powertools Logger's (each write is one JSON line), or the function's own."""
-
-    def __init__(self, capture: LogCapture, source: str) -> None:
-        self.capture, self.source = capture, source
-
-    def write(self, text: str) -> int:
-        if text.strip():
-            self.capture.add(self.source, text)
-        return len(text)
-
-
-@pytest.fixture
-def capture_logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[LogCapture]:
-    """Logging at DEBUG as advanced logging controls set it on Lambda (the variables, the Powertools Logger,
-    the root logger), and everything captured: the Powertools Logger's stream and a handler on the root."""
-    monkeypatch.setenv("AWS_LAMBDA_LOG_LEVEL", "DEBUG")
-    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "DEBUG")
-    capture = LogCapture()
-    powertools = observability.logger
-    root = logging.getLogger()
-    root_handler = _RootHandler(capture)
-    previous_level, previous_root_level = powertools.log_level, root.level
-    previous_stream = powertools.logger_handler.setStream(_Stream(capture, "powertools"))
-    powertools.setLevel("DEBUG")
-    root.setLevel(logging.DEBUG)
-    root.addHandler(root_handler)
-    try:
-        yield capture
-    finally:
-        root.removeHandler(root_handler)
-        root.setLevel(previous_root_level)
-        powertools._logger.setLevel(previous_level)
-        powertools.logger_handler.setStream(previous_stream)
-
-
 @pytest.fixture
 def debug_logs(service, capture_logs: LogCapture, monkeypatch: pytest.MonkeyPatch) -> LogCapture:
     """The functions on moto and the emulator at DEBUG, each one's lines attributed to it."""
@@ -241,106 +117,6 @@ def debug_logs(service, capture_logs: LogCapture, monkeypatch: pytest.MonkeyPatc
 
         monkeypatch.setattr(module, "lambda_handler", instrumented)
     return capture_logs
-
-
-# -- the scanner --------------------------------------------------------------------------------------
-
-MIN_NEEDLE = 6
-
-
-def _json(text: str) -> str:
-    return json.dumps(text)[1:-1]
-
-
-def _json_utf8(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)[1:-1]
-
-
-def encodings(secret: str) -> dict[str, str]:
-    """The secret as a program could put it in a log line: as is, escaped for JSON, a URL or a repr,
-    or in base64 (which finds a secret encoded on its own, or at the start of what was encoded: the
-    documents' base64 is kept from their first byte for that reason)."""
-    data = secret.encode()
-    return {
-        "raw": secret,
-        "json": _json(secret),
-        "json-utf8": _json_utf8(secret),
-        "url": quote(secret, safe=""),
-        "url-plus": quote_plus(secret),
-        "url-path": quote(secret),
-        "base64": base64.b64encode(data).decode().rstrip("="),
-        "base64url": base64.urlsafe_b64encode(data).decode().rstrip("="),
-        "repr": repr(secret)[1:-1],
-        "bytes-repr": repr(data)[2:-1],
-    }
-
-
-# What a JSON log line does to a string it carries once or twice (a body logged inside a JSON field).
-ESCAPES = {
-    "": lambda text: text,
-    "+json": _json,
-    "+json-utf8": _json_utf8,
-    "+json+json": lambda text: _json(_json(text)),
-    "+json-utf8+json": lambda text: _json(_json_utf8(text)),
-    "+json-utf8+json-utf8": lambda text: _json_utf8(_json_utf8(text)),
-}
-
-
-def forms(secret: str) -> dict[str, str]:
-    """Every distinct way a log line could carry the secret: each encoding, as is or escaped by JSON."""
-    unique: dict[str, str] = {}
-    for name, encoded in encodings(secret).items():
-        for escape, apply in ESCAPES.items():
-            value = apply(encoded)
-            if len(value) >= MIN_NEEDLE and value not in unique.values():
-                unique[name + escape] = value
-    return unique
-
-
-@dataclass(frozen=True)
-class Leak:
-    secret: str
-    form: str
-    line: Line
-
-    def __str__(self) -> str:
-        text = self.line.text if len(self.line.text) < 400 else self.line.text[:400] + "..."
-        return f"{self.secret} ({self.form}) in {self.line.function}/{self.line.source}: {text}"
-
-
-def scan(lines: list[Line], secrets: dict[str, str]) -> list[Leak]:
-    needles = [
-        (label, form, value) for label, secret in secrets.items() for form, value in forms(secret).items()
-    ]
-    found = []
-    for line in lines:
-        seen: set[str] = set()
-        for label, form, value in needles:
-            if label not in seen and value in line.text:
-                seen.add(label)
-                found.append(Leak(label, form, line))
-    return found
-
-
-def report(leaks: list[Leak]) -> str:
-    """Which secret leaked, in which form, through which logger of which function; then a few lines."""
-    by_kind = Counter((leak.secret, leak.form, leak.line.function, leak.line.source) for leak in leaks)
-    summary = [
-        f"{count:5} x {secret} ({form}) in {function}/{source}"
-        for (secret, form, function, source), count in sorted(by_kind.items())
-    ]
-    return "\n".join([f"{len(leaks)} log lines leak:", *summary, "for example:", *map(str, leaks[:5])])
-
-
-def content_secrets(name: str, text: str) -> dict[str, str]:
-    """A document's secrets: each line of body text (an excerpt is made of them), and its base64 (data URL)."""
-    found = {
-        f"{name} line {number}": line.strip()
-        for number, line in enumerate(text.splitlines(), 1)
-        if line.strip() and not line.startswith("#")
-    }
-    found[f"{name} base64"] = base64.b64encode(text.encode()).decode()[:48]
-    return found
 
 
 # -- the story ----------------------------------------------------------------------------------------
@@ -575,120 +351,3 @@ def test_a_library_logger_unpinned_again_leaks_and_is_caught(
     # DynamoDB request) and the session token (the signed request)
     leaked = {leak.secret for leak in scan(debug_logs.lines, story.secrets)}
     assert {"MemOS key", "owner email", "owner phone", "AWS session token"} <= leaked, leaked
-
-
-# Secrets of each kind the story hands the service, planted in a log line in each form.
-PLANTED = {
-    "key": "mk-live-4f2c9a7e1b0d",
-    "question": "开源版和商业版有什么区别",
-    "email": "xiaowang.sales@example.com",
-    "phone": "+8613912345678",
-    "file text": 'It\'s the "Q3" target:\n一千二百万元/季度 & more',
-}
-ENCODINGS = list(encodings("x"))
-
-
-def plant(channel: str, text: str) -> None:
-    if channel == "powertools":
-        observability.logger.warning("planted", extra={"detail": f"before {text} after"})
-    elif channel == "stdlib":
-        logging.getLogger("botocore.parsers").warning("Response body:\n%s", f"before {text} after")
-    else:
-        print(f"before {text} after")
-
-
-@pytest.mark.parametrize("channel", ["powertools", "stdlib", "stdout"])
-@pytest.mark.parametrize("encoding", ENCODINGS)
-def test_the_scan_finds_a_secret_planted_in_each_form(
-    capture_logs: LogCapture, encoding: str, channel: str
-) -> None:
-    # Given each kind of secret, encoded, logged through each channel (which may escape it again)
-    for secret in PLANTED.values():
-        with capture_logs.running(channel):
-            plant(channel, encodings(secret)[encoding])
-
-    # Then the scan finds every one of them, each in its own line
-    assert len(capture_logs.lines) == len(PLANTED)
-    leaks = scan(capture_logs.lines, PLANTED)
-    assert sorted(leak.secret for leak in leaks) == sorted(PLANTED), report(leaks)
-
-
-def test_the_scan_does_not_flag_what_may_be_logged() -> None:
-    # Masked contacts, ids and counts are not the secrets they stand for.
-    clean = [
-        Line("recall", "powertools", '{"message":"recall done","scope_size":1,"contact":"139****5678"}'),
-        Line("share", "powertools", '{"owner":{"contact":"x***@example.com"},"kb_id":"kb_1"}'),
-    ]
-    assert scan(clean, PLANTED) == []
-
-
-def test_the_event_is_never_logged(capture_logs: LogCapture, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Given event logging asked for, by the environment and by the decorator
-    monkeypatch.setenv("POWERTOOLS_LOGGER_LOG_EVENT", "true")
-    bearer = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJwbGFudGVkIn0.cGxhbnRlZC1zaWduYXR1cmUtMTIzNDU2"
-    secrets = {"bearer token": bearer, "question": QUESTION, "email": READER_EMAIL}
-    event = http_event(
-        "POST",
-        "/recall",
-        headers={"Authorization": f"Bearer {bearer}"},
-        body={"query": QUESTION},
-        claims=claims_for("planted", email=READER_EMAIL),
-    )
-
-    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        observability.logger.info("handled")
-        return {}
-
-    ours = [
-        observability.logger.inject_lambda_context(handler),
-        observability.logger.inject_lambda_context(log_event=True)(handler),
-        observability.logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)(
-            handler
-        ),
-    ]
-    with capture_logs.running("ours"):
-        for decorated in ours:
-            decorated(event, FakeLambdaContext())
-
-    # Then only the handler's own line is logged, and nothing of the event
-    assert [line.function for line in capture_logs.lines] == ["ours"] * len(ours)
-    assert scan(capture_logs.lines, secrets) == []
-
-    # ...where Powertools' own Logger, on the same stream, logs the event with all of it
-    stock = Logger(service=observability.logger.service)
-    with capture_logs.running("stock"):
-        stock.inject_lambda_context(handler)(event, FakeLambdaContext())
-    stock_lines = [line for line in capture_logs.lines if line.function == "stock"]
-    assert {leak.secret for leak in scan(stock_lines, secrets)} == set(secrets)
-
-
-def test_library_loggers_are_pinned_whatever_the_root_level() -> None:
-    # As on Lambda: the runtime sets the root logger to AWS_LAMBDA_LOG_LEVEL before importing the handler.
-    names = [
-        "botocore.parsers",
-        "botocore.endpoint",
-        "botocore.auth",
-        "botocore.credentials",
-        "boto3.resources.action",
-        "s3transfer.tasks",
-        "urllib3.connectionpool",
-        "httpcore.http11",
-        "httpx",
-        "aws_xray_sdk.core.emitters",
-    ]
-    code = (
-        "import json, logging\n"
-        "logging.getLogger().setLevel(logging.DEBUG)\n"
-        "import memmy_kb.observability\n"
-        f"print(json.dumps({{n: logging.getLogger(n).getEffectiveLevel() for n in {names!r}}}))\n"
-    )
-    env = {**os.environ, "AWS_LAMBDA_LOG_LEVEL": "DEBUG", "POWERTOOLS_LOG_LEVEL": "DEBUG"}
-    done = subprocess.run(  # noqa: S603 - our own interpreter and code
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, done.stderr
-
-    levels = json.loads(done.stdout.strip().splitlines()[-1])
-    expected = {name: observability.QUIET_LIBRARY_LOGGERS[name.split(".")[0]] for name in names}
-    assert levels == expected
-    assert min(levels.values()) >= logging.INFO

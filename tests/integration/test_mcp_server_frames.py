@@ -1,5 +1,5 @@
 """``memmy-kb mcp`` driven with raw bytes on its stdin, in front of the stand-in for the desktop service
-(tests/integration/test_mcp_server.py): every bad frame gets exactly one JSON-RPC error and the server
+(tests/support/mcp_stand_in.py): every bad frame gets exactly one JSON-RPC error and the server
 keeps serving; the tools' arguments are checked strictly (``mcp_frames``, ``mcp_arguments``)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_mcp_server import MEMMY_KB, StandInService, standing_in
+from tests.support.mcp_stand_in import MEMMY_KB, StandInService, standing_in
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 from memmy_local.memos_emulator.config import EmulatorConfig
 from memmy_local.memos_emulator.server import MemosEmulator
 from tests.support import docgen
-from tests.support.polling import wait_until
+from tests.support.emulator_api import add_md, code_of, create_kb, data_url, ok, search, wait_done
 
 pytestmark = pytest.mark.usefixtures("memos_emulator")
 
@@ -30,48 +30,6 @@ def api(memos_emulator):
             return client.post(endpoint, json=body, **kwargs)
 
         yield call
-
-
-def data_url(data: bytes, mime: str = "text/markdown") -> str:
-    return f"data:{mime};base64," + base64.b64encode(data).decode()
-
-
-def ok(resp: httpx.Response) -> Any:
-    assert resp.status_code == HTTPStatus.OK, resp.text
-    body = resp.json()
-    assert body["code"] == 0, body
-    return body["data"]
-
-
-def code_of(resp: httpx.Response) -> int:
-    return resp.json()["code"]
-
-
-def create_kb(api, name: str = "kb") -> str:
-    return ok(api("/create/knowledgebase", {"knowledgebase_name": name}))["id"]
-
-
-def add_md(api, kb_id: str, name: str, text: str) -> str:
-    files = ok(
-        api(
-            "/add/knowledgebase-file",
-            {"knowledgebase_id": kb_id, "file": [{"content": data_url(text.encode()), "name": name}]},
-        )
-    )
-    return files[0]["id"]
-
-
-def wait_done(api, file_ids: list[str], timeout: float = 20) -> list[dict]:
-    def done() -> list[dict] | None:
-        files = ok(api("/get/knowledgebase-file", {"file_ids": file_ids}))["file_detail_list"]
-        return files if all(f["status"] != "running" for f in files) else None
-
-    return wait_until(done, timeout=timeout, interval=0.02, message=f"the emulator to finish {file_ids}")
-
-
-def search(api, kb_ids: list[str], query: str, **extra: Any) -> list[dict]:
-    body = {"user_id": "kb-reader-u1", "query": query, "knowledgebase_ids": kb_ids, **extra}
-    return ok(api("/search/memory", body))["memory_detail_list"]
 
 
 # -- auth and envelope ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.test_memos_emulator import add_md, code_of, create_kb, data_url, ok, search, wait_done
+from tests.support.emulator_api import add_md, code_of, create_kb, data_url, ok, search, wait_done
 
 UPDATE = "/update/knowledgebase-file"
 

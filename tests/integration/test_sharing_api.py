@@ -10,14 +10,7 @@ import pytest
 
 from memmy_kb.domain import sharing
 from memmy_kb.domain.access import compute_recall_scope
-from tests.support.events import claims_for
-
-ALICE_PHONE = "+8613800138000"
-BOB_PHONE = "+8613900139000"
-
-
-def register(service, user, name, **claims):
-    assert service.call("PUT", "/me", claims=claims_for(user, name=name, **claims)).status == HTTPStatus.OK
+from tests.support.sharing import ALICE_PHONE, BOB_PHONE, register, share
 
 
 @pytest.fixture
@@ -31,10 +24,6 @@ def people(service):
 @pytest.fixture
 def kb(people):
     return people.call("POST", "/knowledge-bases", "alice", body={"name": "产品资料"}).body
-
-
-def share(service, kb_id, identifier, user="alice"):
-    return service.call("POST", f"/knowledge-bases/{kb_id}/members", user, body={"identifier": identifier})
 
 
 def scope(service, user):

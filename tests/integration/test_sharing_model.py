@@ -40,6 +40,7 @@ def test_lists_and_scopes_follow_the_model(service):
     users = 3
 
     class Sharing(RuleBasedStateMachine):
+        # Given three people, signed in, and an empty table for each example
         def __init__(self) -> None:
             super().__init__()
             _empty_table(service)  # moto's costs grow with the table: start each example from nothing
@@ -54,6 +55,8 @@ def test_lists_and_scopes_follow_the_model(service):
             kb = self.kbs[kb_id]
             return user == kb.owner or user in kb.readers
 
+        # When any of them creates, shares, revokes or leaves, toggles recall or renames, in any order (each
+        # answer checked against the model, which follows the ones that succeed)
         @rule(user=st.integers(0, users - 1), name=st.sampled_from(["资料", "Docs", "报告 2026"]))
         def create(self, user, name):
             reply = service.call("POST", "/knowledge-bases", self.user_ids[user], body={"name": name})
@@ -138,6 +141,7 @@ def test_lists_and_scopes_follow_the_model(service):
                 assert reply.status == HTTPStatus.OK
                 kb.name = name
 
+        # Then, after every step, each person's KB list and recall scope are the model's
         @invariant()
         def lists_and_scopes_match(self):
             repo = service.stores

@@ -9,7 +9,7 @@ from http import HTTPStatus
 import pytest
 
 from memmy_kb.composition import reset_composition
-from tests.integration.test_sharing_api import ALICE_PHONE, BOB_PHONE, register, share
+from tests.support.sharing import ALICE_PHONE, BOB_PHONE, register, share
 from tests.support.uploads import create_kb
 
 

@@ -1,6 +1,9 @@
-"""A clock the test moves: pass ``clock.now`` where code takes a ``clock`` and ``advance`` instead of sleeping."""
+"""A clock the test moves: pass ``clock.now`` where code takes a ``clock`` and ``advance`` instead of sleeping;
+or, where a server runs on real time, ``Clock``: real time plus what the test skips ahead."""
 
 from __future__ import annotations
+
+import time
 
 
 class FakeClock:
@@ -24,3 +27,13 @@ class FakeClock:
         """A ``time.sleep`` that records the request and returns at once, the clock moved on."""
         self.sleeps.append(seconds)
         self.advance(seconds)
+
+
+class Clock:
+    """Real time plus what a test skips ahead (codes and device codes expire by it)."""
+
+    def __init__(self) -> None:
+        self.skipped = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.skipped

@@ -1,7 +1,7 @@
 """Request bodies shaped against a guard that scans JSON text: each of exactly ``size`` bytes of UTF-8.
 
 The cloud's request guard and the desktop service's body guard are held to the same cases (and to the same
-answers: ``tests/unit/test_desktop_bodies.py`` checks that both rules agree on each), and ``make bench``
+answers: ``tests/unit/client/desktop/test_desktop_bodies.py`` checks that both rules agree on each), and ``make bench``
 times both on them (``bench/worst_case_body.py``). The first shape is the
 one that made the regex that skipped strings quadratic: an unterminated string of escaped quotes, from
 every one of which the regex was retried to the end of the body (12 s for 64 KB).

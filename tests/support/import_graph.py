@@ -12,8 +12,10 @@ botocore, httpx...), in any form: ``import``, ``from ... import``, under ``TYPE_
 or ``importlib.import_module`` / ``__import__`` of a literal name.
 Across the whole repository (the core, the handlers, the client, the local stack, bench/ and tests/),
 ``import_loops`` finds every import loop, in the same forms, and names one cycle of each.
-``python -m tests.support.import_graph`` prints the edges between layers, the forbidden ones and the
-loops, if any; tests/unit/test_layers.py fails when one appears.
+``imports_of_test_code`` finds a module of tests/ importing one of tests/ outside tests/support (a test
+module, or a helper kept beside one). ``python -m tests.support.import_graph`` prints the edges between
+layers, the forbidden ones and the loops, if any; tests/unit/repository/test_layers.py fails when one
+appears.
 """
 
 from __future__ import annotations
@@ -246,6 +248,24 @@ def import_loops(sources: Mapping[str, Source] | None = None) -> list[str]:
         for edge in module_edges(name, source, sources):
             graph[name][edge.target] = min(edge.line, graph[name].get(edge.target, edge.line))
     return [_name_cycle(graph, component) for component in _loops(graph)]
+
+
+SHARED_TEST_CODE = "tests.support"
+
+
+def imports_of_test_code(sources: Mapping[str, Source] | None = None) -> list[str]:
+    """Each import by a module of tests/ of a module of tests/ outside tests/support (a test module, or a
+    helper kept beside one): ``source:line imports target``. What tests share lives in tests/support."""
+    sources = repository_sources() if sources is None else sources
+    return [
+        f"{edge.source}:{edge.line} imports {edge.target}"
+        for name, source in sources.items()
+        if name.split(".")[0] == "tests"
+        for edge in module_edges(name, source, sources)
+        if edge.target.split(".")[0] == "tests"
+        and edge.target != SHARED_TEST_CODE
+        and not edge.target.startswith(SHARED_TEST_CODE + ".")
+    ]
 
 
 def _loops(graph: Mapping[str, Mapping[str, int]]) -> list[list[str]]:

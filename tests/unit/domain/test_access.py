@@ -14,9 +14,9 @@ from memmy_kb.domain.access import (
     require_owner,
 )
 from memmy_kb.errors import NotFound
+from tests.support.domain import refused
 from tests.support.factories import kb_record, owner_grant_for, reader_grant_for
 from tests.support.fakes import FakeStores
-from tests.unit.domain.support import refused
 
 NOT_FOUND = (HTTPStatus.NOT_FOUND, "kb_not_found")
 OWNER_ONLY = (HTTPStatus.FORBIDDEN, "owner_only")

@@ -12,9 +12,9 @@ from memmy_kb.domain import ingest, uploads
 from memmy_kb.domain.limits import bytes_refused, files_refused
 from memmy_kb.domain.storage import ObjectInfo, PresignedPost
 from memmy_kb.records import KbCapacity, KnowledgeBaseRecord
+from tests.support.domain import refused
 from tests.support.factories import T0, kb_record, owner_grant_for
 from tests.support.fakes import FakeKnowledgeEngine, FakeStores
-from tests.unit.domain.support import refused
 
 ROOM = KbCapacity(max_files=2, max_bytes=2048)
 TEXT = b"plain notes\n"

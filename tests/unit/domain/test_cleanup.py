@@ -1,6 +1,7 @@
 """``memmy_kb.domain.cleanup``: the background rounds that remove a delete's leftovers from MemOS, S3
 and the table, on the fakes. The state machine around them (Retry, Catch, the outbox item's delete) is
-``tests/integration/test_deletion_model.py``'s and ``test_local_stepfunctions.py``'s."""
+``tests/integration/test_deletion_kill_points.py``'s, ``test_deletion_model.py``'s and
+``test_local_stepfunctions.py``'s."""
 
 from __future__ import annotations
 
@@ -233,7 +234,7 @@ def test_given_a_failure_when_a_round_runs_then_transient_ones_are_retryable_and
         "memos-unavailable": lambda: memos.fail("delete_knowledgebase_files", memos_error(code=50004), times=1),
         "memos-rate-limited": lambda: memos.fail("iter_knowledgebase_files", memos_error(code=40309), times=1),
         "memos-auth": lambda: memos.fail("delete_knowledgebase", memos_error(code=40100), times=1),
-        # What the S3 adapter makes of SlowDown, a 503 or a timeout (tests/unit/test_aws_errors.py).
+        # What the S3 adapter makes of SlowDown, a 503 or a timeout (tests/unit/adapters/test_aws_errors.py).
         "s3-unavailable": lambda: objects.fail("delete_prefix", StoreUnavailable("bucket", "SlowDown")),
         "table-unavailable": table_unavailable_once,
         "s3-access-denied": lambda: objects.fail("delete_prefix", AccessDenied("s3:DeleteObject")),

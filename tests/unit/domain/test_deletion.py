@@ -15,6 +15,7 @@ import pytest
 from memmy_kb.domain import knowledge_bases as kbs_logic
 from memmy_kb.domain.deletion import CLEANUP_GRACE, FOLDER_GONE, SWEEP_CHUNK, Deleter
 from memmy_kb.records import CleanupRecord, FileRecord, FolderRecord, KnowledgeBaseRecord, UploadRecord
+from tests.support.domain import refused
 from tests.support.factories import (
     T0,
     activity_for,
@@ -27,7 +28,6 @@ from tests.support.factories import (
     upload_record,
 )
 from tests.support.fakes import FakeCleanupExecutions, FakeCleanupStore, FakeContentStore, FakeStores
-from tests.unit.domain.support import refused
 
 RETENTION_DAYS = 30
 

@@ -11,6 +11,7 @@ from memmy_kb.domain import knowledge_bases as kbs_logic
 from memmy_kb.domain.engine import MemosUnavailable
 from memmy_kb.errors import Conflict
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, RequestRecord
+from tests.support.domain import refused
 from tests.support.factories import (
     T0,
     at,
@@ -28,7 +29,6 @@ from tests.support.fakes import (
     FakeStores,
     memos_error,
 )
-from tests.unit.domain.support import refused
 
 NOT_FOUND = (HTTPStatus.NOT_FOUND, "kb_not_found")
 MAX_OWNED = 100

@@ -19,6 +19,7 @@ from memmy_kb.domain.engine import (
 )
 from memmy_kb.domain.placement import placement_order
 from memmy_kb.records import RequestRecord
+from tests.support.domain import refused
 from tests.support.factories import T0, UNCAPPED_COUNT, claims, kb_record, owner_grant_for
 from tests.support.fakes import (
     FakeCleanupExecutions,
@@ -27,7 +28,6 @@ from tests.support.fakes import (
     FakeUploadObjects,
     memos_error,
 )
-from tests.unit.domain.support import refused
 
 MAX_OWNED = 100
 

@@ -8,9 +8,9 @@ import pytest
 
 from memmy_kb.domain.profiles import register_profile
 from memmy_kb.records import ProfileRecord
+from tests.support.domain import refused
 from tests.support.factories import T0, at, claims, profile_record
 from tests.support.fakes import FakeProfileStore, FakeStores
-from tests.unit.domain.support import refused
 
 PHONE = "+8613800138000"
 

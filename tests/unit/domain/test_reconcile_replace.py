@@ -12,7 +12,7 @@ from memmy_kb.domain.reconcile import LOST, SUBMITTING_GRACE
 from memmy_kb.domain.replace_ingest import FILE_GONE
 from memmy_kb.records import FileRecord, KnowledgeBaseRecord, UploadRecord
 from tests.support.factories import T0, file_record, replacement_record, upload_record
-from tests.unit.domain.test_reconcile import NOW, World, world
+from tests.support.reconcile_world import NOW, World, world
 
 __all__ = ["world"]
 

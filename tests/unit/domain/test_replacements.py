@@ -10,6 +10,7 @@ import pytest
 from memmy_kb.domain import replacements
 from memmy_kb.domain.replacements import IssuedReplacement, ReplacementRequest, Unchanged
 from memmy_kb.records import FileRecord, KbCapacity, UploadState
+from tests.support.domain import refused
 from tests.support.factories import (
     T0,
     UNCAPPED,
@@ -20,7 +21,6 @@ from tests.support.factories import (
     replacement_record,
 )
 from tests.support.fakes import FakeStores, FakeUploadObjects
-from tests.unit.domain.support import refused
 
 TTL = 600
 HASH = "ab" * 32

@@ -12,6 +12,7 @@ from memmy_kb.domain.access import compute_recall_scope
 from memmy_kb.domain.limits import ShareLimits
 from memmy_kb.domain.ports import IdentifierKind
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
+from tests.support.domain import refused, register
 from tests.support.factories import (
     T0,
     at,
@@ -21,7 +22,6 @@ from tests.support.factories import (
     reader_grant_for,
 )
 from tests.support.fakes import FakeKnowledgeBaseStore, FakeProfileStore, FakeStores
-from tests.unit.domain.support import refused, register
 
 ALICE_PHONE = "+8613800138000"
 BOB_PHONE = "+8613900139000"

@@ -14,6 +14,7 @@ from memmy_kb.domain import activity, knowledge_bases, profiles, sharing
 from memmy_kb.domain.directory import mask_email, mask_phone, masked_contact
 from memmy_kb.domain.limits import ShareLimits, attempt_slot, count_share_attempt, retry_after
 from memmy_kb.errors import DomainError, TooManyRequests
+from tests.support.domain import refused, register
 from tests.support.factories import (
     T0,
     UNCAPPED_COUNT,
@@ -24,7 +25,6 @@ from tests.support.factories import (
     reader_grant_for,
 )
 from tests.support.fakes import FakeStores
-from tests.unit.domain.support import refused, register
 
 BOB_PHONE = "+8613900139000"
 T = TypeVar("T")

@@ -1,6 +1,6 @@
 """memmy_kb, the core library of the Memmy knowledge-base service (the functions' Lambda layer).
 
-Layers, each importing only the ones below it (checked by tests/unit/test_layers.py):
+Layers, each importing only the ones below it (checked by tests/unit/repository/test_layers.py):
 
 * ``memmy_kb.api``: the edge (HTTP resolver, identity, idempotency, API bodies, events, what routes receive);
 * ``memmy_kb.composition``: the composition root, building the adapters behind the ports;

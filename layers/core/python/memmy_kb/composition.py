@@ -302,7 +302,7 @@ def get_idempotency_persistence(operation: str) -> DynamoDBPersistenceLayer:
     )
 
 
-# Everything this module caches, the settings included; tests/unit/test_composition.py fails when a cached
+# Everything this module caches, the settings included; tests/unit/composition/test_composition.py fails when a cached
 # factory is missing here.
 _CACHED_FACTORIES = (
     get_settings,

@@ -15,7 +15,7 @@ token or credentials, no random state that must differ per environment and no cl
 ``after_restore`` makes sure of the last ones: fresh randomness (Python's and OpenSSL's), connection
 pools and clients dropped (rebuilt on first use, against the primed models), cached secrets and keys
 dropped (their age cannot be known across a snapshot: the monotonic clock stands still while it is
-stored), and the MemOS rate governor's history forgotten. ``tests/unit/test_snapstart.py`` restores a
+stored), and the MemOS rate governor's history forgotten. ``tests/unit/api/test_snapstart.py`` restores a
 primed process twice (fork) and shows the two share none of it.
 """
 

@@ -1,0 +1,103 @@
+"""Every port of ``memmy_kb.domain.ports`` has a fake in the contract suite, with its methods, run there."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+from typing import Protocol
+
+from memmy_kb.domain import ports
+from memmy_kb.domain.ports import (
+    ActivityLog,
+    BackendSlots,
+    CleanupExecutions,
+    CleanupStore,
+    ContentStore,
+    CreateIntents,
+    GrantReader,
+    KnowledgeBaseStore,
+    KnowledgeEngine,
+    KnowledgeEngines,
+    ProfileStore,
+    RateCounters,
+    RecallSources,
+    UploadObjects,
+    UploadRequeue,
+)
+from tests.support.fakes import (
+    FakeActivityLog,
+    FakeBackendSlots,
+    FakeCleanupExecutions,
+    FakeCleanupStore,
+    FakeContentStore,
+    FakeCreateIntents,
+    FakeEngines,
+    FakeKnowledgeBaseStore,
+    FakeKnowledgeEngine,
+    FakeProfileStore,
+    FakeRateCounters,
+    FakeUploadObjects,
+    FakeUploadRequeue,
+)
+
+# Each port, the fake that stands for it here, and the fixture that runs it beside its adapter.
+# ``KnowledgeEngine``'s fake runs beside ``MemosClient`` on the emulator (test_engine.py).
+PORT_FAKES: dict[type, tuple[type, str]] = {
+    GrantReader: (FakeKnowledgeBaseStore, "backend"),
+    RecallSources: (FakeKnowledgeBaseStore, "backend"),
+    KnowledgeBaseStore: (FakeKnowledgeBaseStore, "backend"),
+    ContentStore: (FakeContentStore, "backend"),
+    ProfileStore: (FakeProfileStore, "backend"),
+    ActivityLog: (FakeActivityLog, "backend"),
+    RateCounters: (FakeRateCounters, "backend"),
+    CleanupStore: (FakeCleanupStore, "backend"),
+    CreateIntents: (FakeCreateIntents, "backend"),
+    CleanupExecutions: (FakeCleanupExecutions, "pipeline"),
+    UploadRequeue: (FakeUploadRequeue, "pipeline"),
+    UploadObjects: (FakeUploadObjects, "bucket"),
+    KnowledgeEngine: (FakeKnowledgeEngine, "engine"),
+    KnowledgeEngines: (FakeEngines, "engines"),
+    BackendSlots: (FakeBackendSlots, "backend"),
+}
+
+
+def _protocol_members(port: type) -> dict[str, inspect.Signature]:
+    members: dict[str, inspect.Signature] = {}
+    for klass in reversed(port.__mro__):
+        if getattr(klass, "_is_protocol", False) and klass is not Protocol:
+            members.update(
+                {
+                    name: inspect.signature(value)
+                    for name, value in vars(klass).items()
+                    if inspect.isfunction(value) and not name.startswith("_")
+                }
+            )
+    return members
+
+
+def _fixtures_the_cases_take() -> set[str]:
+    """The argument names of every case of the suite, read from each module's source."""
+    taken: set[str] = set()
+    for path in sorted(Path(__file__).parent.glob("test_*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                taken |= {argument.arg for argument in node.args.args}
+    return taken
+
+
+def test_every_port_in_domain_ports_has_a_fake_with_its_methods_run_in_this_suite() -> None:
+    declared = {
+        value
+        for value in vars(ports).values()
+        if isinstance(value, type) and value.__module__ == ports.__name__ and getattr(value, "_is_protocol", False)
+    }
+
+    assert declared == set(PORT_FAKES), f"ports without a fake here: {sorted(p.__name__ for p in declared - set(PORT_FAKES))}"
+    taken = _fixtures_the_cases_take()
+    for port, (fake, fixture) in PORT_FAKES.items():
+        for name, signature in _protocol_members(port).items():
+            assert hasattr(fake, name), f"{fake.__name__} lacks {port.__name__}.{name}"
+            theirs = [p for p in inspect.signature(getattr(fake, name)).parameters if p != "self"]
+            assert theirs == [p for p in signature.parameters if p != "self"], f"{fake.__name__}.{name}"
+        assert fixture in taken, f"no contract case uses the {fixture!r} fixture of {port.__name__}"
