@@ -19,7 +19,6 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from memmy_kb_client.cli import cloud_route
 from memmy_kb_client.cli import main as kb_cli
 from memmy_kb_client.desktop.server import DesktopService
 from memmy_local import cli as local_cli
+from tests.support.desktop_page import RecordingCloud
 from tests.support.desktop_service import CLOUD_TOKEN, serving, start
 from tests.support.polling import wait_until
 from tests.support.stack import CLI
@@ -44,38 +44,16 @@ LONG_RUNNING = {
 MAX_LINES = 2
 
 
-class Answering(ThreadingHTTPServer):
+class Answering(RecordingCloud):
     """A cloud that answers every request with one status and body, as API Gateway does for a refused
     token (``{"message": "Unauthorized"}``) or a failed function."""
 
-    daemon_threads = True
-
     def __init__(self, status: int, body: dict[str, Any]) -> None:
-        super().__init__(("127.0.0.1", 0), _Answer)
+        super().__init__()
         self.status, self.body = status, body
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-
-class _Answer(BaseHTTPRequestHandler):
-    server: Answering
-    protocol_version = "HTTP/1.1"
-
-    def _any(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        raw = json.dumps(self.server.body).encode()
-        self.send_response(self.server.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _any
-
-    def log_message(self, *args: Any) -> None:
-        pass
+    def answer(self, method: str, path: str) -> tuple[int, Any]:
+        return self.status, self.body
 
 
 class Silent:

@@ -11,7 +11,6 @@ import io
 import json
 import sys
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -22,6 +21,7 @@ from memmy_kb_client.cli import main as cli
 from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.server import DesktopService
 from memmy_kb_client.sdk import ClientConfig, MemmyClient
+from tests.support.desktop_page import RecordingCloud
 from tests.support.desktop_service import CLOUD_TOKEN, jwt, serving, start
 
 KB = {"id": "kb_1", "name": "产品资料", "role": "owner", "recall": True}
@@ -29,20 +29,9 @@ SAVED_TOKEN = jwt(sub="bob", exp=2_000_000_000)
 RUN_TOKEN = jwt(sub="carol", exp=2_000_000_000)
 
 
-class Cloud(ThreadingHTTPServer):
+class Cloud(RecordingCloud):
     """The cloud's routes the commands below use, answered plausibly, and storage at ``/storage`` (the
     presigned POST's URL); every request recorded with its raw path and headers."""
-
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _CloudHandler)
-        self.requests: list[dict[str, Any]] = []
-        self.status = 200
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
 
     def answer(self, method: str, path: str) -> tuple[int, Any]:
         if path == "/storage":
@@ -68,31 +57,6 @@ class Cloud(ThreadingHTTPServer):
         if method == "GET" and "/files/" in route:  # a file read by its id: the one asked for
             return 200, {"id": unquote(route.rsplit("/", 1)[1]), "name": "x"}
         return 200, {"id": "x", "name": "x", "cleanup_id": "cl_1"}
-
-
-class _CloudHandler(BaseHTTPRequestHandler):
-    server: Cloud
-    protocol_version = "HTTP/1.1"
-    # Headers and body leave in two sends: without this each kept-alive request waits ~40 ms for an ACK.
-    disable_nagle_algorithm = True
-
-    def _any(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.server.requests.append(
-            {"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body}
-        )
-        status, answer = self.server.answer(self.command, self.path)
-        raw = b"" if answer is None else json.dumps(answer, ensure_ascii=False).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _any
-
-    def log_message(self, *args: Any) -> None:
-        pass
 
 
 @pytest.fixture
