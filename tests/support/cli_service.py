@@ -1,6 +1,7 @@
 """A fake cloud for the CLI's unit tests: one owner's knowledge base with nested folders and files,
 answered through ``mock_http`` as the service answers (202 ``{cleanup_id}`` for a delete, 403
-``owner_only`` for a reader, the 404s, a file read by id, moves and renames), every request recorded
+``owner_only`` for a reader, the 404s, a file read by id, moves and renames, an upload's ticket, a replace
+of unchanged bytes, and the KB listing with ``other_kbs`` beside this one), every request recorded
 with its raw path, so a test sees exactly what went over the wire and what did not."""
 
 from __future__ import annotations
@@ -22,6 +23,19 @@ FOLDER_ID = "fo|2 a/b"
 SUB_FOLDER_ID = "fo 3?x"
 FILE_ID = "fi|4 #c"
 DEEP_FILE_ID = "fi 5"
+
+
+class Opened:
+    """``client_for``'s answer for a test: a context manager around the client (any fake with its calls)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def __enter__(self) -> Any:
+        return self.client
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 def error(status: int, code: str, message: str) -> httpx.Response:
@@ -55,6 +69,8 @@ class FakeService:
         }
     )
     listing_failure: httpx.Response | None = None
+    # More KBs in the listing (``kb ls``): each {"id", "name", "role"}.
+    other_kbs: list[dict[str, Any]] = field(default_factory=list)
     requests: list[httpx.Request] = field(default_factory=list)
 
     def handle(self, request: httpx.Request) -> httpx.Response:
@@ -64,6 +80,10 @@ class FakeService:
             return error(401, "unauthorized", "Unauthorized")
         raw = request.url.raw_path.decode("ascii").partition("?")[0]
         parts = [unquote(part) for part in raw.split("/")[1:]]
+        if parts == ["knowledge-bases"] and request.method == "GET":
+            role = "owner" if token == OWNER else "reader"
+            kb = {"id": KB_ID, "name": self.kb_name, "role": role, "recall": True}
+            return httpx.Response(200, json={"items": [kb, *self.other_kbs]})
         if parts[0] != "knowledge-bases" or len(parts) < 2:
             return error(404, "route_not_found", "No such route.")
         if parts[1] != KB_ID:
@@ -89,6 +109,15 @@ class FakeService:
             case "PATCH", ["folders", folder_id] if folder_id in self.folders:
                 self.folders[folder_id].update(body)
                 return httpx.Response(200, json=self.folders[folder_id])
+            case "POST", ["uploads"]:
+                ticket = {
+                    "upload_id": f"up_{len(self.requests)}",
+                    "url": "http://storage.test/b",
+                    "fields": {},
+                }
+                return httpx.Response(201, json=ticket)
+            case "POST", ["files", file_id, "replacements"] if file_id in self.files:
+                return httpx.Response(200, json={"status": "unchanged", "file_id": file_id, "version": 1})
             case "POST", ["folders"]:
                 folder = {
                     "id": f"fo_new{len(self.folders)}",

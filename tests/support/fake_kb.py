@@ -66,6 +66,10 @@ class FakeKb:
 
     # ---------------------------------------------------------------------------------- the SDK's calls
 
+    def list_knowledge_bases(self) -> list[dict[str, Any]]:
+        self.calls["list_knowledge_bases"] += 1
+        return [{"id": self.kb_id, "name": "KB", "role": self.role}]
+
     def get_knowledge_base(self, kb_id: str) -> dict[str, Any]:
         self.calls["get_knowledge_base"] += 1
         return {"id": kb_id, "name": "KB", "role": self.role}

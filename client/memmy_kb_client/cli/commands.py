@@ -190,13 +190,24 @@ def _me(client: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 def _login(args: argparse.Namespace) -> int:
     from memmy_kb_client.cli.cloud_route import DESKTOP, choose
-    from memmy_kb_client.sdk import ClientConfig
+    from memmy_kb_client.sdk import ClientConfig, token_subject
 
     config = ClientConfig.load(args.endpoint, args.token)
-    print(f"saved endpoint {config.endpoint} to {config.save()}")
+    saved = config.save()
     route, desktop = choose(None, None)
     if desktop is not None:
         desktop.connection.close()
+    if args.json:  # who and where; never the token
+        _print_json(
+            {
+                "endpoint": config.endpoint,
+                "user": token_subject(config.token or ""),
+                "saved_to": str(saved),
+                "in_use": route.describe(),
+            }
+        )
+        return 0
+    print(printable(f"saved endpoint {config.endpoint} to {saved}"))
     if route.kind == DESKTOP:
         print(
             printable(

@@ -1,7 +1,8 @@
 """A file or folder named on the command line by its id, by its name when no other has it, or by its path
-of names (``产品/手册.pdf``): what ``files rm|mv`` and ``folders rm|mv|rename`` act on, and its name to
-say what they did. An unknown name, or one several entries share, is refused in words with the
-candidates; the command never guesses."""
+of names (``产品/手册.pdf``): what ``files rm|mv|replace`` and ``folders rm|mv|rename`` act on (and the
+folder of ``files ls|upload`` and ``folders mk``), and its name to say what they did; a knowledge base by
+its id or unique name (``kb_id``: ``sync`` and ``desktop link``). An unknown name, or one several share,
+is refused in words with the candidates; the command never guesses."""
 
 from __future__ import annotations
 
@@ -129,3 +130,31 @@ def _ambiguous(kind: str, given: str, kb_id: str, matches: list[Entry]) -> str:
         f"give the id (or the path) of the {noun} you mean:"
     )
     return "\n".join([heading, *(f"  {line}" for line in shown)])
+
+
+def kb_id(kbs: list[dict[str, Any]], given: str, *, owned: bool = False) -> str:
+    """The id of the knowledge base ``given`` names among ``kbs`` (the listing ``kb ls`` shows): the one
+    with that id, else the one with that name; with ``owned`` only one's own answer to a name (a sync
+    target). An id is passed on as given, owned or not: the action says whether it may. ``NotResolved``
+    when no KB has that id or name, or several share the name."""
+    if any(str(kb.get("id")) == given for kb in kbs):
+        return given
+    named = [kb for kb in kbs if _same(str(kb.get("name", "")), given)]
+    matches = [kb for kb in named if not owned or kb.get("role") == "owner"]
+    if len(matches) == 1:
+        return str(matches[0]["id"])
+    own = "of your own " if owned else ""
+    if not matches:
+        shared = " (one shared with you has it: a sync target must be one of your own)" if named else ""
+        raise NotResolved(
+            f"no knowledge base {own}with the id or name '{one_line(given)}'{shared}: give its id, or its "
+            f"name if no other {own}has it (`memmy-kb kb ls` lists them)"
+        )
+    shown = table([str(kb["id"]), one_line(str(kb.get("name", "")))] for kb in matches[:MAX_CANDIDATES])
+    heading = (
+        f"{len(matches)} knowledge bases {own}are named '{one_line(given)}': give the id of the one you mean:"
+    )
+    lines = [heading, *(f"  {line}" for line in shown)]
+    if len(matches) > MAX_CANDIDATES:
+        lines.append(f"  … and {len(matches) - MAX_CANDIDATES} more")
+    raise NotResolved("\n".join(lines))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +19,10 @@ Control = Callable[..., "dict[str, Any] | None"]
 def _links(args: argparse.Namespace, control: Control) -> int:
     """``desktop link DIR KB``, ``unlink DIR``, ``confirm DIR`` and ``links``: each asks the service."""
     if args.desktop == "link":
-        answer = control("POST", "/control/links", {"dir": os.path.abspath(args.dir), "kb": args.kb})
+        kb = _own_kb(args.kb, control)
+        if kb is None:
+            return 1
+        answer = control("POST", "/control/links", {"dir": os.path.abspath(args.dir), "kb": kb})
     elif args.desktop in ("unlink", "confirm"):
         answer = control("POST", f"/control/links/{args.desktop}", {"dir": os.path.abspath(args.dir)})
     else:
@@ -31,6 +35,22 @@ def _links(args: argparse.Namespace, control: Control) -> int:
     links = answer.get("links", [answer]) if args.desktop != "link" else [answer]
     print(printable("\n".join(link_lines(links)) or "no linked folders"))
     return 0
+
+
+def _own_kb(given: str, control: Control) -> str | None:
+    """The id of the KB of one's own ``given`` names (``entries.kb_id``), read from the service's login
+    (``/control/cloud/knowledge-bases``, as the page reads it); None once the error is printed."""
+    from memmy_kb_client.cli.entries import NotResolved, kb_id
+    from memmy_kb_client.desktop.control import CLOUD_PREFIX
+
+    listed = control("GET", f"{CLOUD_PREFIX}/knowledge-bases")
+    if listed is None:
+        return None
+    try:
+        return kb_id(list(listed.get("items") or []), given, owned=True)
+    except NotResolved as err:
+        print(printable(f"memmy-kb desktop: {err}"), file=sys.stderr)
+        return None
 
 
 def link_lines(links: list[dict[str, Any]]) -> list[str]:
@@ -60,7 +80,11 @@ def add_link_commands(desktop: argparse._SubParsersAction[argparse.ArgumentParse
         "link", help="keep a folder in sync with one of your knowledge bases (the service watches it)"
     )
     link.add_argument("dir", metavar="DIR")
-    link.add_argument("kb", metavar="KB")
+    link.add_argument(
+        "kb",
+        metavar="KB",
+        help="one of your own knowledge bases: its id, or its name if no other of yours has it",
+    )
     unlink = desktop.add_parser("unlink", help="stop syncing a folder (its files stay in the knowledge base)")
     unlink.add_argument("dir", metavar="DIR")
     confirm = desktop.add_parser("confirm", help="let a paused linked folder's pass delete what it would")

@@ -61,6 +61,7 @@ def _ask(plan: Any) -> bool:
 def sync_folder(args: argparse.Namespace) -> int:
     import httpx
 
+    from memmy_kb_client.cli.entries import NotResolved, kb_id
     from memmy_kb_client.cli.transfer_commands import client_for
     from memmy_kb_client.sdk import MemmyApiError
     from memmy_kb_client.sync.execute import SyncAborted
@@ -72,6 +73,7 @@ def sync_folder(args: argparse.Namespace) -> int:
     waiting_failed = None
     try:
         with client_for(args) as client:
+            args.kb = kb_id(client.list_knowledge_bases(), args.kb, owned=True)  # its id, from here on
             result = run_pass(
                 client,
                 store,
@@ -89,7 +91,7 @@ def sync_folder(args: argparse.Namespace) -> int:
                     ready = wait_until_ready(client, args.kb, result.outcome.sent, args.timeout)
                 except (MemmyApiError, httpx.HTTPError) as err:  # what the pass did is still told
                     waiting_failed = f"error while waiting: {_said(err)}"
-    except (MemmyApiError, SyncAborted, OSError, httpx.HTTPError) as err:
+    except (MemmyApiError, SyncAborted, OSError, httpx.HTTPError, NotResolved) as err:
         print(printable(f"error: {_said(err)}"), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -183,7 +185,11 @@ def add_sync_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "(gitignore syntax) are left out. See docs/sync.md.",
     )
     sync.add_argument("dir", metavar="DIR", help="the folder")
-    sync.add_argument("kb", metavar="KB", help="the knowledge base's id (one of your own)")
+    sync.add_argument(
+        "kb",
+        metavar="KB",
+        help="one of your own knowledge bases: its id, or its name if no other of yours has it",
+    )
     sync.add_argument("--dry-run", action="store_true", help="print the plan; change nothing")
     sync.add_argument(
         "-y",

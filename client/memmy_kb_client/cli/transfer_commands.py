@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memmy_kb_client.cli.entries import NotResolved, resolve
+from memmy_kb_client.cli.move_commands import folder_id
 from memmy_kb_client.cli.rendering import bar_name_columns, progress_bar
 from memmy_kb_client.cli.terminal import one_line, printable
 
@@ -31,7 +33,9 @@ def add_transfer_commands(
     )
     upload.add_argument("kb")
     upload.add_argument("paths", nargs="+", metavar="PATH")
-    upload.add_argument("--folder", help="folder id to upload into (default: the root)")
+    upload.add_argument(
+        "--folder", help="the folder to upload into: its id, unique name or path of names (default: the root)"
+    )
     upload.add_argument("--wait", action="store_true", help="wait until each file is available or failed")
     upload.add_argument("--timeout", type=float, default=600, help="seconds to wait at most (with --wait)")
     upload.set_defaults(func=upload_files)
@@ -41,7 +45,9 @@ def add_transfer_commands(
         help="replace a file's content in place (owner): same id, name, folder and sharing; its next version",
     )
     replace.add_argument("kb")
-    replace.add_argument("file", help="the file's id (in `files ls`)")
+    replace.add_argument(
+        "file", help="the file's id, its name if no other file has it, or its path of names (产品/价目表.md)"
+    )
     replace.add_argument("path", metavar="PATH", help="the new content (the file keeps its own name)")
     replace.add_argument(
         "--if-version",
@@ -63,6 +69,7 @@ def upload_files(args: argparse.Namespace) -> int:
 
     try:
         with client_for(args) as client:
+            args.folder = folder_id(client, args, args.folder)  # the id, for the uploads and the listings
             uploads: dict[str, str] = {}
             name_columns = bar_name_columns(Path(raw).name for raw in args.paths)
             for raw in args.paths:
@@ -74,7 +81,7 @@ def upload_files(args: argparse.Namespace) -> int:
             seen = _watch(client, args, uploads) if args.wait else {}
             if args.json and not args.wait:
                 seen = {f["upload_id"]: f for f in _listed(client, args, uploads)}
-    except (MemmyApiError, OSError) as err:
+    except (MemmyApiError, OSError, NotResolved) as err:
         print(printable(f"error: {err}"), file=sys.stderr)
         return 1
     if args.json:
@@ -141,6 +148,9 @@ def replace_file(args: argparse.Namespace) -> int:
     path = Path(args.path)
     try:
         with client_for(args) as client:
+            args.file = resolve(
+                client, args.kb, "files", args.file
+            ).id  # the id, for the replace and the wait
             answer = client.replace_file(
                 args.kb, args.file, path, if_version=args.if_version, progress=progress_bar(path.name)
             )
@@ -149,7 +159,7 @@ def replace_file(args: argparse.Namespace) -> int:
                 if args.wait and answer["status"] == "issued"
                 else None
             )
-    except (MemmyApiError, OSError) as err:
+    except (MemmyApiError, OSError, NotResolved) as err:
         print(printable(f"error: {err}"), file=sys.stderr)
         return 1
     if args.json:

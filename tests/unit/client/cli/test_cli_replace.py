@@ -31,15 +31,21 @@ def entry(version: int, status: str, replacement: dict[str, Any] | None = None) 
 
 
 class FakeCloud:
-    """Answers the replace with ``answer`` and each file read with the next of ``reads`` (the last repeats)."""
+    """Answers the replace with ``answer`` and each file read after it with the next of ``reads`` (the last
+    repeats); a read before it (the command looking the file up by id: ``lookups``, apart from ``requests``)
+    finds the file at version 1."""
 
     def __init__(self, answer: httpx.Response, *reads: dict[str, Any]) -> None:
         self.answer, self.reads = answer, list(reads)
         self.requests: list[httpx.Request] = []
+        self.lookups: list[httpx.Request] = []
         self.posted: list[bytes] = []
 
     def client(self) -> MemmyClient:
         def handle(request: httpx.Request) -> httpx.Response:
+            if request.method == "GET" and not any(r.method == "POST" for r in self.requests):
+                self.lookups.append(request)
+                return httpx.Response(200, json=entry(1, "available"))
             self.requests.append(request)
             if request.method == "POST":
                 return self.answer

@@ -15,6 +15,7 @@ from memmy_kb_client.cli import transfer_commands
 from memmy_kb_client.http_client import HttpClient
 from memmy_kb_client.sdk import ClientConfig, MemmyApiError, MemmyClient
 from memmy_kb_client.sync import execute, run
+from tests.support.cli_service import Opened
 from tests.support.fake_kb import FakeKb
 
 
@@ -24,19 +25,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.md").write_text("a", encoding="utf-8")
     return tmp_path
-
-
-class Opened:
-    """``client_for``'s answer: a context manager around the client."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-
-    def __enter__(self) -> Any:
-        return self.client
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def test_a_cloud_that_does_not_answer_is_an_error_line(
