@@ -31,6 +31,7 @@ class KbCloud(ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.recall_status = 200
+        self.items = list(ITEMS)
         self.requests: list[tuple[str, str, Any]] = []
 
     @property
@@ -40,8 +41,8 @@ class KbCloud(ThreadingHTTPServer):
     def answer(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         self.requests.append((method, path, body))
         if (method, path) == ("GET", "/knowledge-bases"):
-            return 200, {"items": ITEMS}
-        scope = {kb["id"]: kb for kb in ITEMS if kb["recall"]}
+            return 200, {"items": self.items}
+        scope = {kb["id"]: kb for kb in self.items if kb["recall"]}
         ids = body.get("knowledge_base_ids")
         if ids is not None and not set(ids) <= set(scope):
             error = {
@@ -147,3 +148,21 @@ def test_a_failing_cloud_and_a_logged_out_service_are_sentences(service, cloud, 
     cloud.recall_status = 503
     with pytest.raises(ToolRefused, match="The Memmy cloud failed to answer; try again later"):
         anyio.run(local.search, "q", None, None)
+
+
+def test_a_search_of_no_knowledge_base_says_why_not_that_nothing_matched(service, cloud, local):
+    """The route passes on how many knowledge bases the cloud searched (``scope_size``) and the scope how
+    many of the user's are not in recall (``not_in_recall``): the MCP server says which of the two it is."""
+    Client(service).login()
+    cloud.items = [kb | {"recall": False} for kb in ITEMS]
+    found = anyio.run(local.search, "q", None, None)
+    assert (found["excerpts"], found["nothing_searched"]) == ([], local.why_empty(3))
+    assert "None of your Memmy knowledge bases takes part in recall" in found["nothing_searched"]
+    cloud.items = []
+    found = anyio.run(local.search, "q", None, None)
+    assert "You have no Memmy knowledge bases in recall yet: create one" in found["nothing_searched"]
+    # The routes' own answers: the fields added beside the ones older clients read.
+    cloud.items = list(ITEMS)
+    assert anyio.run(local.call, "POST", "/hook/search", {"query": "q"})["scope_size"] == 2
+    assert anyio.run(local.call, "GET", "/hook/knowledge-bases")["not_in_recall"] == 1
+    assert "nothing_searched" not in anyio.run(local.search, "q", None, None)

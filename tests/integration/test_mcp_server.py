@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -30,6 +31,9 @@ from tests.support.mcp_stand_in import (
     standing_in,
     text_of,
 )
+
+# ``memmy-kb`` with the server's ``MEMMY_KB_HOME=…``, by name or by path (``desktop.advice``).
+RUNNABLE = r"MEMMY_KB_HOME=\S+ \S*memmy-kb "
 
 
 @pytest.fixture
@@ -121,7 +125,8 @@ def test_a_refused_hook_token_and_a_logged_out_service_are_clear_errors(stand_in
     service.token, service.cloud = HOOK_TOKEN, "logged_out"
     _, (logged_out,) = run_calls(home, ("search_knowledge", {"query": "q"}))
     assert logged_out.is_error
-    assert "not logged in: run `memmy-kb desktop login`" in text_of(logged_out)
+    # The command as the person can run it: with the server's home, by its path when not on PATH.
+    assert re.search(rf"not logged in: run `{RUNNABLE}desktop login`", text_of(logged_out))
 
 
 def test_no_desktop_service_is_a_clear_error(stand_in, tmp_path):
@@ -129,13 +134,13 @@ def test_no_desktop_service_is_a_clear_error(stand_in, tmp_path):
     _, (no_record,) = run_calls(tmp_path / "elsewhere", ("list_knowledge_bases", {}))
     assert no_record.is_error
     assert "The Memmy desktop service is not running for" in text_of(no_record)
-    assert "`memmy-kb desktop serve`" in text_of(no_record)
+    assert re.search(rf"start it with `{RUNNABLE}desktop serve`", text_of(no_record))
 
     # A service.json left behind by a service that is gone: nothing listens on its port.
     (home / "desktop" / "service.json").write_text(json.dumps({"port": 9}))
     _, (gone,) = run_calls(home, ("search_knowledge", {"query": "q"}))
     assert gone.is_error
-    assert "is not answering: start it with `memmy-kb desktop serve`" in text_of(gone)
+    assert re.search(rf"is not answering: start it with `{RUNNABLE}desktop serve`", text_of(gone))
 
 
 def test_stdout_carries_protocol_frames_only(stand_in):

@@ -13,8 +13,12 @@ from typing import Any
 from memmy_kb_client.agents.hook_install import AGENTS, home_in, installed_command
 from memmy_kb_client.agents.mcp_install import registered
 from memmy_kb_client.desktop import paths
+from memmy_kb_client.desktop.advice import command, how_to_start
 
-CHECK = "After your next prompt, `memmy-kb hook status` shows whether the hook ran and what it found."
+
+def check_sentence() -> str:
+    """The last line of the install message, naming ``hook status`` as the person can run it."""
+    return f"After your next prompt, `{command('hook', 'status')}` shows whether the hook ran and what it found."
 
 
 def agent_steps(agent: str, project: Path | None) -> list[str]:
@@ -44,7 +48,7 @@ def install_message(agent: str, project: Path | None, env: Mapping[str, str]) ->
     from memmy_kb_client.desktop.status_text import service_state
 
     _, sentence = service_state(paths.desktop_dir(env))
-    return [sentence, *agent_steps(agent, project), CHECK]
+    return [sentence, *agent_steps(agent, project), check_sentence()]
 
 
 _OUTCOMES = {
@@ -52,21 +56,31 @@ _OUTCOMES = {
     "empty": "empty (nothing in your knowledge bases matched)",
     "skipped": "skipped (a slash command or an acknowledgement: nothing to search)",
     "no_prompt": "no prompt in the agent's event",
-    "no_service": "no desktop service found (start `memmy-kb desktop serve` with this MEMMY_KB_HOME)",
-    "service_unreachable": "the desktop service was unreachable (is `memmy-kb desktop serve` running?)",
-    "not_the_service": "the program on the port in service.json did not prove it is the desktop service; "
-    "nothing was sent (start `memmy-kb desktop serve` again)",
     "timeout": "timed out",
     "refused": "the service refused the hook token",
     "service_error": "the desktop service answered with an error",
     "output_failed": "could not write to the agent",
-    "logged_out": "logged out (run `memmy-kb desktop login`)",
-    "login_expired": "the login has expired (run `memmy-kb desktop login`)",
-    "login_refused": "the cloud refused the login (run `memmy-kb desktop login` again)",
     "cloud_unreachable": "the cloud was unreachable",
     "cloud_timeout": "the cloud did not answer in time",
     "cloud_error": "the cloud failed",
 }
+
+
+def _advised_outcome(outcome: str, state_dir: str) -> str | None:
+    """The outcomes whose sentence names a command, worded for the home of ``state_dir`` as the person
+    can run it (``advice``); None for any other outcome."""
+    login = f"`{command('desktop', 'login', home=os.path.dirname(state_dir))}`"
+    start = how_to_start(state_dir, with_home=True)
+    sentences = {
+        "no_service": f"no desktop service found ({start})",
+        "service_unreachable": f"the desktop service was unreachable (is it running? {start})",
+        "not_the_service": "the program on the port in service.json did not prove it is the desktop service; "
+        f"nothing was sent ({start} again)",
+        "logged_out": f"logged out (run {login})",
+        "login_expired": f"the login has expired (run {login})",
+        "login_refused": f"the cloud refused the login (run {login} again)",
+    }
+    return sentences.get(outcome)
 
 
 def read_run(state_dir: str, agent: str) -> dict[str, Any] | None:
@@ -79,12 +93,12 @@ def read_run(state_dir: str, agent: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def describe_run(record: dict[str, Any] | None) -> str:
-    """One agent's last run, as ``hook status`` prints it."""
+def describe_run(record: dict[str, Any] | None, state_dir: str) -> str:
+    """One agent's last run, as ``hook status`` prints it; the advice fits the service of ``state_dir``."""
     if record is None:
         return "never ran (or skipped: Codex skips an untrusted hook, Gemini CLI an untrusted folder)"
     outcome = str(record.get("outcome"))
-    text = _OUTCOMES.get(outcome, outcome)
+    text = _advised_outcome(outcome, state_dir) or _OUTCOMES.get(outcome, outcome)
     if outcome == "ok":
         count = record.get("excerpts")
         text += f" with {count} excerpt{'' if count == 1 else 's'}" if isinstance(count, int) else ""
@@ -120,10 +134,11 @@ def render_status(rows: list[dict[str, Any]]) -> str:
             lines.append(f"{row['agent']}: not installed in {row['settings']}")
         else:
             lines.append(f"{row['agent']}: installed in {row['settings']} (state: {row['state_dir']})")
-            lines.append(f"  {describe_run(row['last_run'])}")
+            lines.append(f"  {describe_run(row['last_run'], row['state_dir'])}")
         mcp = row["mcp"]
         if mcp["registered"]:
             lines.append(f"  MCP server memmy-kb: registered in {mcp['config']}")
         else:
-            lines.append(f"  MCP server memmy-kb: not registered (hook install {row['agent']} --mcp)")
+            mcp_install = command("hook", "install", row["agent"], "--mcp")
+            lines.append(f"  MCP server memmy-kb: not registered (`{mcp_install}`)")
     return "\n".join(lines)

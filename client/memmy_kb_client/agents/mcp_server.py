@@ -106,14 +106,15 @@ def build_server(env: Mapping[str, str]) -> Server[Any]:
         asked = search_arguments(arguments)
         ids = None
         if asked.knowledge_bases is not None:
-            ids = resolve(asked.knowledge_bases, await service.knowledge_bases())
+            ids = resolve(asked.knowledge_bases, await service.knowledge_bases(), service.page())
         result = await service.search(asked.query, ids, asked.limit)
         return answer(render_search(asked.query, result), result)
 
     async def list_knowledge_bases(arguments: dict[str, Any] | None) -> CallToolResult:
         list_arguments(arguments)
-        scope = await service.knowledge_bases()
-        return answer(render_knowledge_bases(scope), {"knowledge_bases": [kb.as_json() for kb in scope]})
+        scope, not_in_recall = await service.scope()
+        text = render_knowledge_bases(scope, service.why_empty(not_in_recall))
+        return answer(text, {"knowledge_bases": [kb.as_json() for kb in scope]})
 
     handlers = {"search_knowledge": search_knowledge, "list_knowledge_bases": list_knowledge_bases}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import secrets
 import unicodedata
@@ -15,6 +16,7 @@ from typing import Any, Final
 
 from memmy_kb_client.agents.mcp_frames import replace_lone_surrogates
 from memmy_kb_client.desktop import paths
+from memmy_kb_client.desktop.advice import command, how_to_start
 from memmy_kb_client.desktop.proven import ConnectTo, NotProven, ProvenConnection
 from memmy_kb_client.http_client import read_error
 from memmy_kb_client.recall_contract import MAX_RECALL_KBS
@@ -31,11 +33,12 @@ class ToolRefused(Exception):
     """A tool call that cannot be answered; the message is for the agent and says what to do."""
 
 
-# What the service says of the cloud (``cloud``) -> the sentence the agent gets.
+# What the service says of the cloud (``cloud``) -> the sentence the agent gets; ``{login}`` is the
+# login command as the person can run it.
 CLOUD_SENTENCES: Final = {
-    "logged_out": "The Memmy desktop service is not logged in: run `memmy-kb desktop login`.",
-    "expired": "The Memmy desktop service's login has expired: run `memmy-kb desktop login`.",
-    "unauthorized": "The Memmy cloud refused the desktop service's login: run `memmy-kb desktop login` again.",
+    "logged_out": "The Memmy desktop service is not logged in: run {login}.",
+    "expired": "The Memmy desktop service's login has expired: run {login}.",
+    "unauthorized": "The Memmy cloud refused the desktop service's login: run {login} again.",
     "unreachable": "The Memmy desktop service could not reach the Memmy cloud; try again later.",
     "timeout": "The Memmy cloud did not answer in time; try again later.",
     "cloud_error": "The Memmy cloud failed to answer; try again later.",
@@ -95,14 +98,18 @@ class LocalService:
         self.timeout = timeout
         self.connect = connect  # tests hand in connections that answer in-process
 
+    def _command(self, *words: str) -> str:
+        """`memmy-kb WORDS` as the person can run it for this service's home (``advice``)."""
+        return f"`{command(*words, home=os.path.dirname(self.state_dir))}`"
+
     def _where(self) -> tuple[int, str]:
         token = paths.read_token(self.state_dir, paths.HOOK_TOKEN_FILE)
         recorded = paths.read_service(self.state_dir)
         if token is None or recorded is None:
             raise ToolRefused(
                 f"The Memmy desktop service is not running for {self.state_dir} (no service.json or "
-                "hook-token there). Start it with `memmy-kb desktop serve` and log it in with "
-                "`memmy-kb desktop login`, under the same MEMMY_KB_HOME as this MCP server."
+                f"hook-token there): {how_to_start(self.state_dir, with_home=True)} and log it in with "
+                f"{self._command('desktop', 'login')}."
             )
         return int(str(recorded["port"])), token
 
@@ -128,8 +135,8 @@ class LocalService:
             ) from err
         except OSError as err:
             raise ToolRefused(
-                f"The Memmy desktop service recorded at {url} is not answering: start it with "
-                "`memmy-kb desktop serve` (it may have stopped without cleaning up)."
+                f"The Memmy desktop service recorded at {url} is not answering: "
+                f"{how_to_start(self.state_dir, with_home=True)} (it may have stopped without cleaning up)."
             ) from err
         finally:
             connection.close()
@@ -150,7 +157,8 @@ class LocalService:
         error = read_error(status, data)
         outcome = cloud if isinstance(cloud, str) and cloud != "ok" else _ERROR_CODES.get(error.code)
         if outcome is not None:
-            raise ToolRefused(CLOUD_SENTENCES.get(outcome, f"The Memmy cloud answered {outcome!r}."))
+            sentence = CLOUD_SENTENCES.get(outcome, f"The Memmy cloud answered {outcome!r}.")
+            raise ToolRefused(sentence.format(login=self._command("desktop", "login")))
         code = "" if error.code == "http_error" else error.code
         raise ToolRefused(self._refusal(url, path, status, code, error.message))
 
@@ -160,23 +168,29 @@ class LocalService:
             return (
                 f"The Memmy desktop service at {url} does not let the hook token use {path} (403 "
                 "hook_token_not_allowed): the service is older than this MCP server. Update memmy-kb and "
-                "restart `memmy-kb desktop serve`."
+                f"restart the service ({how_to_start(self.state_dir, with_home=True)})."
             )
         if status in (401, 403):
             return (
                 f"The Memmy desktop service at {url} refused the hook token in {token_file} ({status}"
                 f"{' ' + code if code else ''}). Run this MCP server with the MEMMY_KB_HOME the service "
-                "uses (`memmy-kb desktop status` shows it)."
+                f"uses ({self._command('desktop', 'status')} shows it)."
             )
         detail = f" {code}: {message}" if code or message else ""
         return f"The Memmy desktop service at {url} answered {status}{detail}"
 
     async def knowledge_bases(self) -> list[KnowledgeBase]:
         """The knowledge bases in the caller's recall scope."""
+        return (await self.scope())[0]
+
+    async def scope(self) -> tuple[list[KnowledgeBase], int]:
+        """The knowledge bases in the recall scope, and how many of the caller's others are not in it."""
         answer = await self.call("GET", KNOWLEDGE_BASES_PATH)
         items = answer.get("knowledge_bases")
         if not isinstance(items, list):
             raise ToolRefused("The Memmy desktop service's list of knowledge bases was not understood.")
+        others = answer.get("not_in_recall")
+        not_in_recall = others if isinstance(others, int) and not isinstance(others, bool) else 0
         found = []
         for item in items:
             if (
@@ -190,7 +204,25 @@ class LocalService:
                         item["id"], item["name"], owned, None if owned else _owner(item.get("owner"))
                     )
                 )
-        return found
+        return found, not_in_recall
+
+    def page(self) -> str:
+        """The command that opens the Memmy page, as the person can run it."""
+        return self._command("desktop", "open")
+
+    def why_empty(self, not_in_recall: int) -> str:
+        """Why the recall scope is empty and what to do, as the page and ``memmy-kb recall`` say it: no
+        knowledge base at all (create one, or ask for a share), or none with recall on (turn it on)."""
+        page = self.page()
+        if not_in_recall:
+            return (
+                "None of your Memmy knowledge bases takes part in recall: turn Recall on for those to "
+                f"search, in the list on the Memmy page ({page})."
+            )
+        return (
+            "You have no Memmy knowledge bases in recall yet: create one and upload files into it (on the "
+            f"Memmy page, {page}), or ask a colleague to share theirs with you."
+        )
 
     async def search(
         self, query: str, knowledge_base_ids: Sequence[str] | None, limit: int | None
@@ -229,7 +261,14 @@ class LocalService:
                     else None,
                 }
             )
-        return {"excerpts": excerpts, "partial": answer.get("partial") is True}
+        found: dict[str, Any] = {"excerpts": excerpts, "partial": answer.get("partial") is True}
+        if not excerpts and answer.get("scope_size") == 0 and knowledge_base_ids is None:
+            scope, not_in_recall = await self.scope()
+            # A scope that is no longer empty changed during the search: asking again will search it.
+            found["nothing_searched"] = "Your recall changed meanwhile: ask again." if scope else self.why_empty(
+                not_in_recall
+            )
+        return found
 
 
 def _folded(name: str) -> str:
@@ -237,9 +276,10 @@ def _folded(name: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
 
 
-def resolve(requested: Sequence[str], scope: Sequence[KnowledgeBase]) -> list[str]:
+def resolve(requested: Sequence[str], scope: Sequence[KnowledgeBase], page: str | None = None) -> list[str]:
     """The ids of ``requested`` (ids or names) inside ``scope``; ``ToolRefused`` naming any that is not
-    there, or a name that more than one knowledge base in the scope has."""
+    there, or a name that more than one knowledge base in the scope has. ``page``: the command that opens
+    the Memmy page, as the person can run it."""
     if not requested:
         raise ToolRefused(
             "knowledge_bases is empty: leave it out to search every knowledge base in your recall."
@@ -265,7 +305,8 @@ def resolve(requested: Sequence[str], scope: Sequence[KnowledgeBase]) -> list[st
         available = "; ".join(kb.describe() for kb in scope) or "none"
         raise ToolRefused(
             f"Not a knowledge base in your recall: {names}. You can search only these: {available}. "
-            "(A knowledge base takes part while its Recall switch is on, in `memmy-kb desktop open`.)"
+            "(A knowledge base takes part while its Recall switch is on, on the Memmy page: "
+            f"{page or '`' + command('desktop', 'open') + '`'}.)"
         )
     if len(ids) > MAX_RECALL_KBS:
         raise ToolRefused(
@@ -319,6 +360,8 @@ def render_search(query: str, result: dict[str, Any], new_boundary: Callable[[],
     from, between tags whose boundary is drawn for this answer and found in none of the texts, so no
     document can end its excerpt early and pass its own text off as another knowledge base's."""
     excerpts = result["excerpts"]
+    if not excerpts and isinstance(result.get("nothing_searched"), str):
+        return f"Nothing was searched for {query!r}. {result['nothing_searched']}"
     if not excerpts:
         text = f"Nothing in your Memmy knowledge bases matched {query!r}."
     else:
@@ -341,12 +384,10 @@ def render_search(query: str, result: dict[str, Any], new_boundary: Callable[[],
     return text
 
 
-def render_knowledge_bases(scope: Sequence[KnowledgeBase]) -> str:
+def render_knowledge_bases(scope: Sequence[KnowledgeBase], why_empty: str) -> str:
+    """The scope for the agent; ``why_empty`` when it is empty (``LocalService.why_empty``)."""
     if not scope:
-        return (
-            "No knowledge base takes part in your recall. Turn a knowledge base's Recall switch on in "
-            "`memmy-kb desktop open`."
-        )
+        return why_empty
     lines = [f"{len(scope)} knowledge base{'s' if len(scope) != 1 else ''} in your recall:"]
     lines += [f"- {kb.describe()}" for kb in scope]
     return "\n".join(lines)

@@ -120,9 +120,12 @@ def service_commands(state_dir: str, launcher: Launcher | None) -> dict[str, str
     return found
 
 
-def how_to_start(state_dir: str) -> str:
-    """ "start it with …": the local stack's command when one ran this service, else ``desktop serve``."""
+def how_to_start(state_dir: str, *, with_home: bool = False) -> str:
+    """ "start it with …": the local stack's command when one ran this service, else ``desktop serve``
+    (``with_home``: with ``MEMMY_KB_HOME=…`` when the service's home is not the default, for advice read
+    where that variable may not be set, such as an agent's)."""
     launcher = read_launcher(state_dir)
     if launcher is not None:
         return f"start it with {launcher.sentence()}"
-    return f"start it with `{command('desktop', 'serve')}`"
+    home = os.path.dirname(os.path.abspath(state_dir)) if with_home else None
+    return f"start it with `{command('desktop', 'serve', home=home)}`"

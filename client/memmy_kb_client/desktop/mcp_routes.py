@@ -37,9 +37,12 @@ def _knowledge_bases(state: DesktopState, request: Request) -> Reply:
         outcome = CLOUD_ERROR
     if outcome != OK:
         return Reply(200, {"knowledge_bases": [], "cloud": outcome})
-    found = []
+    found, not_in_recall = [], 0
     for kb in answer.get("items") or []:
-        if not isinstance(kb, dict) or kb.get("recall") is not True:
+        if not isinstance(kb, dict):
+            continue
+        if kb.get("recall") is not True:
+            not_in_recall += 1
             continue
         owned = kb.get("role") == "owner"
         found.append(
@@ -50,7 +53,7 @@ def _knowledge_bases(state: DesktopState, request: Request) -> Reply:
                 "owner": None if owned else _owner(kb),
             }
         )
-    return Reply(200, {"knowledge_bases": found, "cloud": "ok"})
+    return Reply(200, {"knowledge_bases": found, "not_in_recall": not_in_recall, "cloud": "ok"})
 
 
 def _search_body(request: Request) -> dict[str, Any] | None:
@@ -105,7 +108,12 @@ def _search(state: DesktopState, request: Request) -> Reply:
                 "owner": item.get("owner"),
             }
         )
-    return Reply(200, {"excerpts": excerpts, "partial": answer.get("partial") is True, "cloud": "ok"})
+    scope_size = answer.get("scope_size")
+    searched = scope_size if isinstance(scope_size, int) and not isinstance(scope_size, bool) else None
+    return Reply(
+        200,
+        {"excerpts": excerpts, "partial": answer.get("partial") is True, "scope_size": searched, "cloud": "ok"},
+    )
 
 
 MCP_ROUTES: Final[dict[tuple[str, str], Route]] = {

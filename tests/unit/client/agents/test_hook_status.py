@@ -23,7 +23,7 @@ import pytest
 from memmy_kb_client.agents import hook, hook_status
 from memmy_kb_client.agents.hook_install import apply, home_in, hook_command, installed_command
 from memmy_kb_client.cli import main as cli
-from memmy_kb_client.desktop import paths
+from memmy_kb_client.desktop import advice, paths
 from memmy_kb_client.desktop.advice import command
 from tests.support.desktop_proof import proof_reply, record_control
 from tests.support.hook_service import (
@@ -213,7 +213,7 @@ def test_each_agent_says_what_is_left_to_do_in_it(tmp_path, monkeypatch, capsys)
     assert "<hook_context>" in gemini
     claude = install_output("claude-code", capsys)
     assert "start a new one" in claude
-    assert all("`memmy-kb hook status`" in out for out in (codex, gemini, claude))
+    assert all(f"`{command('hook', 'status')}`" in out for out in (codex, gemini, claude))
 
 
 # -------------------------------------------------------------------------------- the last-run record
@@ -300,7 +300,7 @@ def test_status_shows_each_agent_installed_or_not_and_its_last_run(service, tmp_
     assert "codex: installed in" in out
     assert "never ran (or skipped: Codex skips an untrusted hook" in out
     assert "gemini: not installed in" in out
-    assert "  MCP server memmy-kb: not registered (hook install gemini --mcp)" in out
+    assert f"  MCP server memmy-kb: not registered (`{command('hook', 'install', 'gemini', '--mcp')}`)" in out
     assert cli.main(["hook", "install", "gemini", "--mcp"]) == 0
     capsys.readouterr()
     assert cli.main(["hook", "status", "--json"]) == 0
@@ -316,11 +316,30 @@ def test_status_shows_each_agent_installed_or_not_and_its_last_run(service, tmp_
 
 
 def test_each_outcome_reads_as_a_sentence():
+    state_dir = "/nowhere/desktop"
     assert hook_status.describe_run(
-        {"at": "2026-01-01T00:00:00Z", "outcome": "ok", "excerpts": 1, "ms": 12}
+        {"at": "2026-01-01T00:00:00Z", "outcome": "ok", "excerpts": 1, "ms": 12}, state_dir
     ) == ("last ran 2026-01-01T00:00:00Z: ok with 1 excerpt, 12 ms")
     for outcome in ("empty", "logged_out", "service_unreachable", "timeout", "no_service"):
-        assert hook_status.describe_run({"at": "t", "outcome": outcome}).startswith("last ran t: ")
-    assert hook_status.describe_run({"at": "t", "outcome": "skipped"}) == (
+        assert hook_status.describe_run({"at": "t", "outcome": outcome}, state_dir).startswith("last ran t: ")
+    assert hook_status.describe_run({"at": "t", "outcome": "skipped"}, state_dir) == (
         "last ran t: skipped (a slash command or an acknowledgement: nothing to search)"
     )
+
+
+def test_the_outcomes_advice_names_the_commands_as_the_person_can_run_them(tmp_path, monkeypatch):
+    """With ``memmy-kb`` not on PATH (a checkout's .venv/bin), advice names the script by its path, with
+    the service's home; a service the local stack started is started again with the stack's command."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    state_dir = str(tmp_path / "home" / "desktop")
+    login = command("desktop", "login", home=str(tmp_path / "home"))
+    assert not login.startswith("memmy-kb ")
+    logged_out = hook_status.describe_run({"at": "t", "outcome": "logged_out"}, state_dir)
+    assert logged_out == f"last ran t: logged out (run `{login}`)"
+    serve = command("desktop", "serve", home=str(tmp_path / "home"))
+    assert f"`{serve}`" in hook_status.describe_run({"at": "t", "outcome": "no_service"}, state_dir)
+    advice.record_launcher(state_dir, advice.Launcher("make run", "/src/memmy"))
+    for outcome in ("no_service", "service_unreachable", "not_the_service"):
+        described = hook_status.describe_run({"at": "t", "outcome": outcome}, state_dir)
+        assert "start it with `make run` (in /src/memmy)" in described
+        assert "desktop serve" not in described

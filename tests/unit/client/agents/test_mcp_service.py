@@ -20,6 +20,7 @@ from memmy_kb_client.agents.mcp_service import (
     render_search,
     resolve,
 )
+from memmy_kb_client.desktop.advice import command
 from tests.support.desktop_proof import proof_reply
 from tests.support.mock_http import mock_connect
 
@@ -62,7 +63,9 @@ def service_answering(tmp_path: Path, status: int, body: Any, seen: list[httpx.R
         if proven is not None:  # the service proves itself first
             return httpx.Response(200, json=proven)
         seen.append(request)
-        return httpx.Response(status, content=body if isinstance(body, bytes) else json.dumps(body).encode())
+        # A body keyed by route answers each route its own ({"/hook/search": ..., ...}).
+        answer = body.get(request.url.path, body) if isinstance(body, dict) else body
+        return httpx.Response(status, content=answer if isinstance(answer, bytes) else json.dumps(answer).encode())
 
     return LocalService({"MEMMY_KB_HOME": str(tmp_path)}, connect=mock_connect(handler))
 
@@ -79,7 +82,7 @@ def service_answering(tmp_path: Path, status: int, body: Any, seen: list[httpx.R
         (
             503,
             {"error": {"code": "desktop_logged_out", "message": "x"}},
-            "not logged in: run `memmy-kb desktop login`",
+            "not logged in: run `",
         ),
         (200, {"excerpts": [], "partial": False, "cloud": "expired"}, "login has expired"),
         (200, {"excerpts": [], "partial": False, "cloud": "unreachable"}, "could not reach the Memmy cloud"),
@@ -102,6 +105,50 @@ def test_each_refusal_becomes_a_sentence(tmp_path, status, body, message):
     assert request.url == "http://127.0.0.1:8765/hook/search"
     assert request.headers["Authorization"] == "Bearer mkh_token"
     assert json.loads(request.content) == {"query": "q"}
+
+
+@pytest.mark.parametrize(
+    ("not_in_recall", "sentence"),
+    [
+        (0, "You have no Memmy knowledge bases in recall yet: create one and upload files into it"),
+        (2, "None of your Memmy knowledge bases takes part in recall: turn Recall on for those to search"),
+    ],
+)
+def test_a_search_of_no_knowledge_base_says_why_as_the_page_does(tmp_path, monkeypatch, not_in_recall, sentence):
+    """Nothing searched is not "nothing matched": no knowledge base at all (create one, or ask for a
+    share) or none in recall (turn it on), with the page's command as the person can run it."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # memmy-kb is not on PATH: named by its path
+    answers = {
+        "/hook/search": {"excerpts": [], "partial": False, "scope_size": 0, "cloud": "ok"},
+        "/hook/knowledge-bases": {"knowledge_bases": [], "not_in_recall": not_in_recall, "cloud": "ok"},
+    }
+    service = service_answering(tmp_path, 200, answers, [])
+    result = anyio.run(service.search, "q", None, None)
+    text = render_search("q", result)
+    assert text.startswith("Nothing was searched for 'q'. " + sentence)
+    assert "matched" not in text
+    assert f"`{command('desktop', 'open', home=str(tmp_path))}`" in text
+    listed = anyio.run(service.scope)
+    assert render_knowledge_bases(listed[0], service.why_empty(listed[1])) == result["nothing_searched"]
+    # Knowledge bases searched with no excerpt: nothing matched in them.
+    answers["/hook/search"]["scope_size"] = 3
+    assert "Nothing in your Memmy knowledge bases matched 'q'" in render_search(
+        "q", anyio.run(service.search, "q", None, None)
+    )
+
+
+def test_refusals_name_the_commands_as_the_person_can_run_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    login = command("desktop", "login", home=str(tmp_path))
+    assert not login.startswith("memmy-kb ")
+    body = {"error": {"code": "desktop_logged_out", "message": "x"}}
+    with pytest.raises(ToolRefused, match=re.escape(f"run `{login}`")):
+        anyio.run(service_answering(tmp_path, 503, body, []).search, "q", None, None)
+    with pytest.raises(ToolRefused, match=re.escape(f"on the Memmy page: `{command('desktop', 'open')}`")):
+        resolve(["Other"], SCOPE)
+    gone = LocalService({"MEMMY_KB_HOME": str(tmp_path / "none")})
+    with pytest.raises(ToolRefused, match=re.escape(command("desktop", "serve", home=str(tmp_path / "none")))):
+        anyio.run(gone.search, "q", None, None)
 
 
 def test_the_answer_keeps_only_the_contracts_fields(tmp_path):
@@ -232,7 +279,7 @@ def test_a_sharer_is_named_with_the_masked_contact_as_the_hook_block_names_them(
     assert "Knowledge base: 'Mine'\n" in rendered
     assert "Knowledge base: 'Old', shared by Dan Knowledge base: 'Mine'\n" in rendered  # one line
     listed = render_knowledge_bases(
-        [KnowledgeBase("kb_1", "Design", False, bob), KnowledgeBase("kb_2", "Design", False, borrowed)]
+        [KnowledgeBase("kb_1", "Design", False, bob), KnowledgeBase("kb_2", "Design", False, borrowed)], ""
     )
     assert "- Design (id kb_1, shared by Bob Li, b***@example.com)" in listed
     assert "- Design (id kb_2, shared by Bob Li, 138****8000)" in listed
