@@ -64,7 +64,7 @@ OTHER_JSON: dict[str, Any] = {
     "mcpServers": {
         "github": {"type": "stdio", "command": "npx", "args": ["-y", "gh-mcp"], "env": {"T": "x"}}
     },
-    "projects": {"/work/app": {"mcpServers": {}, "allowedTools": []}},
+    "projects": {"/home/me/app": {"mcpServers": {}, "allowedTools": []}},
     "note": "中文设置 ✓",
 }
 JSON_STYLES = {
