@@ -21,7 +21,9 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -136,7 +138,40 @@ def _memos_transport(request: httpx.Request) -> httpx.Response:
     return httpx.Response(200, json={"code": 0, "data": files, "message": "ok"})
 
 
-def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int | None]]:
+@contextmanager
+def _moto_credentials() -> Iterator[None]:
+    """The credentials moto takes (any), set for the run and put back after."""
+    names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
+    saved = {k: os.environ.get(k) for k in names}
+    os.environ.update(
+        AWS_ACCESS_KEY_ID="bench",
+        AWS_SECRET_ACCESS_KEY="bench",  # noqa: S106 - moto accepts any key
+        AWS_DEFAULT_REGION="us-east-1",
+    )
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@dataclass
+class _World:
+    kbs: Any
+    contents: Any
+    storage: Any
+    memos: Any
+    s3: Any
+    bucket: str
+    kb_id: str
+    now: datetime
+
+
+def _world(moto_url: str) -> _World:
+    """The template provisioned on moto, a MemOS answering in memory, and one KB owned by alice."""
     import boto3
     from botocore.config import Config
 
@@ -147,113 +182,112 @@ def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int
     from memmy_kb.adapters.memos.client import MemosClient
     from memmy_kb.adapters.memos.key import MemosBackendConfig
     from memmy_kb.adapters.s3 import UploadStorage
-    from memmy_kb.domain.delivery import ingest_object
-    from memmy_kb.domain.ingest import IngestConfig
-    from memmy_kb.domain.storage import upload_object_key
-    from memmy_kb.records import GrantRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord
+    from memmy_kb.records import GrantRecord, KnowledgeBaseRecord
     from memmy_local.provision.resources import provision
     from memmy_local.template import load_template
 
-    process, moto_url = _start_moto()
-    saved = {
-        k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
-    }
-    os.environ.update(
-        AWS_ACCESS_KEY_ID="bench",
-        AWS_SECRET_ACCESS_KEY="bench",  # noqa: S106 - moto accepts any key
-        AWS_DEFAULT_REGION="us-east-1",
+    # An issuer of our own, as the local stack names: the template's default (none) would mean its
+    # Cognito user pool, which is not provisioned locally.
+    login = {"JwtIssuer": "bench", "JwtAudience": "bench"}
+    refs = provision(load_template(), endpoint_url=moto_url, memos_api_key="bench", parameters=login).refs
+    s3 = boto3.client("s3", endpoint_url=moto_url, config=Config(signature_version="s3v4"))
+    table = DynamoTable(refs["Table"], boto3.client("dynamodb", endpoint_url=moto_url))
+    client = MemosClient(
+        "http://memos.invalid",
+        lambda _: "key",
+        http=httpx.Client(transport=httpx.MockTransport(_memos_transport)),
     )
+    backend = MemosBackendConfig("default", "http://memos.invalid", "key", max_kbs=100)
+    world = _World(
+        kbs=DynamoKnowledgeBaseStore(table),
+        contents=DynamoContentStore(table),
+        storage=UploadStorage(refs["UploadBucket"], s3),
+        memos=MemosBackends(lambda _refresh: [backend], lambda _url, _key: client),
+        s3=s3,
+        bucket=refs["UploadBucket"],
+        kb_id="kb_" + "0" * 24,
+        now=datetime.now(UTC),
+    )
+    kb_id, now = world.kb_id, world.now
+    world.kbs.put_kb_with_owner_grant(
+        KnowledgeBaseRecord(kb_id=kb_id, name="bench", owner_id="alice", memos_kb_id="m" * 32, created_at=now),
+        GrantRecord(
+            user_id="alice",
+            kb_id=kb_id,
+            role="owner",
+            recall=True,
+            memos_kb_id="m" * 32,
+            owner_id="alice",
+            granted_at=now,
+        ),
+        max_owned=1,
+        request=None,
+    )
+    return world
+
+
+def _ingest_one(world: _World, config: Any, index: int, size: int) -> tuple[int, int | None]:
+    """One file of ``size`` bytes uploaded and ingested; its tracemalloc peak and RSS growth, printed."""
+    from memmy_kb.domain.delivery import ingest_object
+    from memmy_kb.domain.storage import upload_object_key
+    from memmy_kb.records import UploadRecord
+
+    upload_id = f"up_{index:024x}"
+    key = upload_object_key(world.kb_id, upload_id)
+    world.contents.put_upload(
+        UploadRecord(
+            kb_id=world.kb_id,
+            upload_id=upload_id,
+            owner_id="alice",
+            object_key=key,
+            filename=f"bench-{size // MB}mb.txt",
+            size_bytes=size,
+            content_type="text/plain",
+            created_at=world.now,
+            expires_at=int(world.now.timestamp()) + 86400,
+        ),
+        capacity=config.capacity,
+    )
+    with tempfile.TemporaryDirectory():
+        world.s3.upload_fileobj(io.BufferedReader(RepeatedLines(size), 1 * MB), world.bucket, key)
+    outcome, peak, rss, elapsed = _measure(
+        lambda: ingest_object(world.kbs, world.contents, world.storage, world.memos, key, config=config)
+    )
+    assert outcome.result == "submitted", outcome
+    path = "inline data URL" if size <= config.inline_max_bytes else "stream + presigned GET"
+    rss_text = f"{rss / 1024:.1f} MB" if rss is not None else "n/a"
+    print(f"{size // MB:>5} MB  {path:<22}  {peak / MB:>13.1f} MB  {rss_text:>15}  {elapsed:>6.2f}s")
+    return peak, rss
+
+
+def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int | None]]:
+    from memmy_kb.domain.ingest import IngestConfig
+    from memmy_kb.records import KbCapacity
+
+    process, moto_url = _start_moto()
     try:
-        # An issuer of our own, as the local stack names: the template's default (none) would mean its
-        # Cognito user pool, which is not provisioned locally.
-        login = {"JwtIssuer": "bench", "JwtAudience": "bench"}
-        refs = provision(load_template(), endpoint_url=moto_url, memos_api_key="bench", parameters=login).refs
-        s3 = boto3.client("s3", endpoint_url=moto_url, config=Config(signature_version="s3v4"))
-        table = DynamoTable(refs["Table"], boto3.client("dynamodb", endpoint_url=moto_url))
-        kbs, contents = DynamoKnowledgeBaseStore(table), DynamoContentStore(table)
-        storage = UploadStorage(refs["UploadBucket"], s3)
-        client = MemosClient(
-            "http://memos.invalid",
-            lambda _: "key",
-            http=httpx.Client(transport=httpx.MockTransport(_memos_transport)),
-        )
-        backend = MemosBackendConfig("default", "http://memos.invalid", "key", max_kbs=100)
-        memos = MemosBackends(lambda _refresh: [backend], lambda _url, _key: client)
-        now = datetime.now(UTC)
-        kb_id = "kb_" + "0" * 24
-        kbs.put_kb_with_owner_grant(
-            KnowledgeBaseRecord(
-                kb_id=kb_id, name="bench", owner_id="alice", memos_kb_id="m" * 32, created_at=now
-            ),
-            GrantRecord(
-                user_id="alice",
-                kb_id=kb_id,
-                role="owner",
-                recall=True,
-                memos_kb_id="m" * 32,
-                owner_id="alice",
-                granted_at=now,
-            ),
-            max_owned=1,
-            request=None,
-        )
-        # A cap no file size here reaches: the ingest holds it as in production, without refusing.
-        config = IngestConfig(
-            inline_max_bytes=5 * MB,
-            get_url_ttl_seconds=900,
-            capacity=KbCapacity(max_files=10_000, max_bytes=2**50),
-            activity_retention_days=1,
-        )
-        figures: dict[int, tuple[int, int | None]] = {}
-        print("Ingest peak memory (S3/DynamoDB: moto server in another process; MemOS: in-memory transport)")
-        print(f"{'file':>8}  {'path':<22}  {'tracemalloc peak':>16}  {'peak RSS growth':>15}  {'time':>7}")
-        for index, size in enumerate(sizes):
-            upload_id = f"up_{index:024x}"
-            key = upload_object_key(kb_id, upload_id)
-            contents.put_upload(
-                UploadRecord(
-                    kb_id=kb_id,
-                    upload_id=upload_id,
-                    owner_id="alice",
-                    object_key=key,
-                    filename=f"bench-{size // MB}mb.txt",
-                    size_bytes=size,
-                    content_type="text/plain",
-                    created_at=now,
-                    expires_at=int(now.timestamp()) + 86400,
-                ),
-                capacity=config.capacity,
+        with _moto_credentials():
+            world = _world(moto_url)
+            # A cap no file size here reaches: the ingest holds it as in production, without refusing.
+            config = IngestConfig(
+                inline_max_bytes=5 * MB,
+                get_url_ttl_seconds=900,
+                capacity=KbCapacity(max_files=10_000, max_bytes=2**50),
+                activity_retention_days=1,
             )
-            with tempfile.TemporaryDirectory():
-                s3.upload_fileobj(io.BufferedReader(RepeatedLines(size), 1 * MB), refs["UploadBucket"], key)
-            outcome, peak, rss, elapsed = _measure(
-                lambda key=key: ingest_object(kbs, contents, storage, memos, key, config=config)
-            )
-            assert outcome.result == "submitted", outcome
-            figures[size] = (peak, rss)
-            path = "inline data URL" if size <= config.inline_max_bytes else "stream + presigned GET"
-            rss_text = f"{rss / 1024:.1f} MB" if rss is not None else "n/a"
-            print(f"{size // MB:>5} MB  {path:<22}  {peak / MB:>13.1f} MB  {rss_text:>15}  {elapsed:>6.2f}s")
-        small, large = figures[sizes[0]], figures[sizes[-1]]
-        print(
-            f"ratio {sizes[-1] // MB} MB / {sizes[0] // MB} MB: tracemalloc peak {large[0] / small[0]:.2f}x"
-            + (
-                f", peak RSS growth {large[1] / max(small[1], 1):.2f}x"
-                if small[1] and large[1] is not None
-                else ""
-            )
-            + f" (file size {sizes[-1] / sizes[0]:.0f}x)"
-        )
-        return figures
+            print("Ingest peak memory (S3/DynamoDB: moto server in another process; MemOS: in-memory transport)")
+            print(f"{'file':>8}  {'path':<22}  {'tracemalloc peak':>16}  {'peak RSS growth':>15}  {'time':>7}")
+            figures = {size: _ingest_one(world, config, index, size) for index, size in enumerate(sizes)}
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
         process.terminate()
         process.wait(timeout=10)
-
+    small, large = figures[sizes[0]], figures[sizes[-1]]
+    print(
+        f"ratio {sizes[-1] // MB} MB / {sizes[0] // MB} MB: tracemalloc peak {large[0] / small[0]:.2f}x"
+        + (f", peak RSS growth {large[1] / max(small[1], 1):.2f}x" if small[1] and large[1] is not None else "")
+        + f" (file size {sizes[-1] / sizes[0]:.0f}x)"
+    )
+    return figures
 
 if __name__ == "__main__":
     run()

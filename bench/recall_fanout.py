@@ -28,7 +28,7 @@ import statistics
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -204,21 +204,47 @@ def run(
                 return reply
 
             with partition_queries():
-                for size in scopes:  # warm: clients, the MemOS key, kept-alive connections
-                    for _ in range(WARMUP):
-                        recall(size)
-                connections = counts["connections"]
-                for _ in range(rounds):
-                    for size in scopes:
-                        before = counts["/search/memory"]
-                        started = time.perf_counter()
-                        reply = recall(size)
-                        timings[size].append(time.perf_counter() - started)
-                        searches[size] += counts["/search/memory"] - before
-                        excerpts[size] = reply["body"].count('"title"')
-                connections = counts["connections"] - connections
+                connections = _timed_rounds(recall, scopes, rounds, counts, timings, searches, excerpts)
             reset_composition()
+    return _summary(memos, latency_ms, rounds, connections, timings, searches, excerpts)
 
+
+def _timed_rounds(
+    recall: Callable[[int], dict[str, Any]],
+    scopes: tuple[int, ...],
+    rounds: int,
+    counts: Any,
+    timings: dict[int, list[float]],
+    searches: dict[int, int],
+    excerpts: dict[int, int],
+) -> int:
+    """Warm up, then ``rounds`` recalls per scope, interleaved; the new connections MemOS accepted."""
+    for size in scopes:  # warm: clients, the MemOS key, kept-alive connections
+        for _ in range(WARMUP):
+            recall(size)
+    connections = counts["connections"]
+    for _ in range(rounds):
+        for size in scopes:
+            before = counts["/search/memory"]
+            started = time.perf_counter()
+            reply = recall(size)
+            timings[size].append(time.perf_counter() - started)
+            searches[size] += counts["/search/memory"] - before
+            excerpts[size] = reply["body"].count('"title"')
+    return int(counts["connections"] - connections)
+
+
+def _summary(
+    memos: str,
+    latency_ms: int,
+    rounds: int,
+    connections: int,
+    timings: dict[int, list[float]],
+    searches: dict[int, int],
+    excerpts: dict[int, int],
+) -> dict[str, Any]:
+    """The figures per scope, printed and returned."""
+    scopes = tuple(timings)
     smallest = scopes[0]
     medians = {size: statistics.median(timings[size]) * 1000 for size in scopes}
     result: dict[str, Any] = {

@@ -135,6 +135,52 @@ def _measure(handler: Callable[[], dict[str, Any]], client: Any, searches: Calla
     }
 
 
+def _seed_caller(emulator: Any, dynamodb: Any, table: str) -> None:
+    """The caller's KBs, each a real MemOS KB with one indexed excerpt."""
+    from memmy_kb.adapters.memos.client import MemosClient
+    from memmy_kb.adapters.memos.key import StaticApiKeyProvider
+
+    caller_items = []
+    with MemosClient(emulator.base_url, StaticApiKeyProvider(MEMOS_KEY)) as memos:
+        for i in range(CALLER_KBS):
+            memos_id = memos.create_knowledgebase(f"memmy:kb_caller{i}")
+            file = emulator.store.add_file(
+                memos_id, name="f.md", type_="document", size_bytes=1, content=b"", url=None,
+                ready_at=time.time() + 3600,
+            )  # fmt: skip
+            emulator.store.complete_file(file.id, [(f"MemOS 开源VS商业化 {i}", EXCERPT)])
+            caller_items += kb_items(f"kb_caller{i}", CALLER, memos_id)
+    write_items(dynamodb, table, caller_items)
+
+
+def _report(results: dict[Any, Any], sizes: tuple[int, ...], rounds: int, moto_rounds: int) -> None:
+    """Each size's figures printed; the latency ratios added to ``results``."""
+    small, large = sizes[0], sizes[-1]
+    for size in sizes:
+        figures = results[size]
+        operations = ", ".join(f"{op} x{n:g}" for op, n in figures["operations"].items())
+        print(
+            f"recall, {size:,} KBs in the table (caller has {CALLER_KBS}), {rounds} recalls: median (best of 4 blocks) "
+            f"{figures['median_ms']:.1f} ms, p95 {figures['p95_ms']:.1f} ms; per recall: DynamoDB {operations} "
+            f"reading {figures['items_read']:g} items, MemOS /search/memory x{figures['memos_calls']:g}, "
+            f"{figures['excerpts']} excerpts returned (table filled in {figures['fill_s']:.0f} s)"
+        )
+    results["ratios"] = {size: results[size]["median_ms"] / results[small]["median_ms"] for size in sizes}
+    ratio = results["ratios"][large]
+    plain = results[("plain moto", large)]["median_ms"] / results[("plain moto", small)]["median_ms"]
+    results["ratio"], results["plain_moto_ratio"] = ratio, plain
+    print(
+        "recall median latency ratio vs "
+        + f"{small:,} KBs: "
+        + ", ".join(f"{size:,} KBs {results['ratios'][size]:.2f}" for size in sizes[1:])
+    )
+    print(
+        f"  (plain moto, whose Query walks the whole table: {results[('plain moto', small)]['median_ms']:.0f} "
+        f"vs {results[('plain moto', large)]['median_ms']:.0f} ms, ratio {plain:.1f}, "
+        f"median of {moto_rounds}; DynamoDB reads only the partition)"
+    )
+
+
 def run(
     sizes: tuple[int, ...] = (100, 10_000, 100_000), rounds: int = 40, moto_rounds: int = 3
 ) -> dict[Any, Any]:
@@ -165,8 +211,6 @@ def run(
         with overlaid_environment(environment):
             from aws_lambda_powertools.utilities import parameters
 
-            from memmy_kb.adapters.memos.client import MemosClient
-            from memmy_kb.adapters.memos.key import StaticApiKeyProvider
             from memmy_kb.composition import dynamodb_client, reset_composition
 
             reset_composition()
@@ -174,18 +218,7 @@ def run(
             dynamodb = dynamodb_client()
             table = resources.refs["Table"]
 
-            # The caller's KBs, each a real MemOS KB with one indexed excerpt.
-            caller_items = []
-            with MemosClient(emulator.base_url, StaticApiKeyProvider(MEMOS_KEY)) as memos:
-                for i in range(CALLER_KBS):
-                    memos_id = memos.create_knowledgebase(f"memmy:kb_caller{i}")
-                    file = emulator.store.add_file(
-                        memos_id, name="f.md", type_="document", size_bytes=1, content=b"", url=None,
-                        ready_at=time.time() + 3600,
-                    )  # fmt: skip
-                    emulator.store.complete_file(file.id, [(f"MemOS 开源VS商业化 {i}", EXCERPT)])
-                    caller_items += kb_items(f"kb_caller{i}", CALLER, memos_id)
-            write_items(dynamodb, table, caller_items)
+            _seed_caller(emulator, dynamodb, table)
 
             module = load_function_module("functions/recall/", "app.lambda_handler")
             event = http_event("POST", "/recall", claims=claims_for(CALLER), body={"query": QUERY})
@@ -216,30 +249,7 @@ def run(
                     results[("plain moto", size)] = _measure(handler, dynamodb, searches, moto_rounds)
             reset_composition()
 
-    small, large = sizes[0], sizes[-1]
-    for size in sizes:
-        figures = results[size]
-        operations = ", ".join(f"{op} x{n:g}" for op, n in figures["operations"].items())
-        print(
-            f"recall, {size:,} KBs in the table (caller has {CALLER_KBS}), {rounds} recalls: median (best of 4 blocks) "
-            f"{figures['median_ms']:.1f} ms, p95 {figures['p95_ms']:.1f} ms; per recall: DynamoDB {operations} "
-            f"reading {figures['items_read']:g} items, MemOS /search/memory x{figures['memos_calls']:g}, "
-            f"{figures['excerpts']} excerpts returned (table filled in {figures['fill_s']:.0f} s)"
-        )
-    results["ratios"] = {size: results[size]["median_ms"] / results[small]["median_ms"] for size in sizes}
-    ratio = results["ratios"][large]
-    plain = results[("plain moto", large)]["median_ms"] / results[("plain moto", small)]["median_ms"]
-    results["ratio"], results["plain_moto_ratio"] = ratio, plain
-    print(
-        "recall median latency ratio vs "
-        + f"{small:,} KBs: "
-        + ", ".join(f"{size:,} KBs {results['ratios'][size]:.2f}" for size in sizes[1:])
-    )
-    print(
-        f"  (plain moto, whose Query walks the whole table: {results[('plain moto', small)]['median_ms']:.0f} "
-        f"vs {results[('plain moto', large)]['median_ms']:.0f} ms, ratio {plain:.1f}, "
-        f"median of {moto_rounds}; DynamoDB reads only the partition)"
-    )
+    _report(results, sizes, rounds, moto_rounds)
     return results
 
 
