@@ -4,6 +4,7 @@ replace, delete, skip, adopt or resume each file, and whether the deletions wait
 
 from __future__ import annotations
 
+import time
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -13,6 +14,10 @@ from memmy_kb_client.sync.remote import Entry, Tree
 from memmy_kb_client.sync.store import Failed, Memory, Pending, Synced
 
 DEFAULT_DELETE_SHARE: Final = 0.25
+# An upload whose bytes were sent but that a listing shows neither in flight nor as a file is waited for
+# this long before it is decided afresh: a listing can read the KB midway through the cloud recording the
+# upload as its file (docs/sync.md, "Interrupted passes resume without uploading twice").
+UNSEEN_GRACE_SECONDS: Final = 600.0
 
 StepKind = Literal[
     "upload", "replace", "delete", "skip", "resume", "wait", "record", "fail", "forget", "drop"
@@ -120,6 +125,7 @@ class _Work:
 
     synced: dict[str, Synced]
     failed: dict[str, Failed]
+    now: float = 0.0
     busy: set[str] = field(default_factory=set)
     steps: dict[str, list[Step]] = field(default_factory=dict)
 
@@ -134,9 +140,11 @@ def plan_pass(
     memory: Memory,
     *,
     delete_share: float = DEFAULT_DELETE_SHARE,
+    now: float | None = None,
 ) -> Plan:
-    """The pass that makes ``tree`` match ``scan`` (see the module's docstring)."""
-    work = _Work(dict(memory.synced), dict(memory.failed))
+    """The pass that makes ``tree`` match ``scan`` (see the module's docstring); ``now`` is the clock's
+    time (``time.time()`` by default)."""
+    work = _Work(dict(memory.synced), dict(memory.failed), time.time() if now is None else now)
     by_id, by_upload, at_path = tree.by_id(), tree.by_upload(), tree.at_path()
     for path, pending in sorted(memory.pending.items()):
         _settle_pending(work, path, pending, by_id, by_upload, sha256.get(path))
@@ -288,6 +296,9 @@ def _settle_pending(
     elif shown_status == "uploading" and pending.posted:
         work.add(Step("wait", path, "sent; being checked"))
         work.busy.add(path)
+    elif _unseen_after_sending(pending, shown_status, work.now):
+        work.add(Step("wait", path, "sent; not listed yet"))
+        work.busy.add(path)
     elif (shown_status == "uploading" or pending.upload_id is None) and local_sha == pending.sha256:
         work.add(
             Step(
@@ -303,6 +314,17 @@ def _settle_pending(
         work.busy.add(path)
     else:  # expired unused, or the file changed since: decided afresh
         work.add(Step("drop", path, "never completed"))
+
+
+def _unseen_after_sending(pending: Pending, shown_status: str | None, now: float) -> bool:
+    """An upload whose bytes went, listed neither in flight nor as a file, lately: a listing read while the
+    cloud made it a file, not a ticket expired unused (uploaded again, it would be a second file)."""
+    return (
+        pending.kind == "upload"
+        and pending.posted
+        and shown_status is None
+        and now - pending.started_at < UNSEEN_GRACE_SECONDS
+    )
 
 
 def _done(work: _Work, path: str, entry: Entry, pending: Pending) -> None:

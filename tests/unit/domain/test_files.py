@@ -152,6 +152,28 @@ def test_given_uploads_in_every_state_when_listed_then_in_flight_show_uploading_
     assert memos.total_calls == 0  # uploads are ours: no MemOS call for them
 
 
+def test_given_an_upload_read_mid_transaction_as_both_file_and_submitting_when_listed_then_it_is_listed_once(
+    kb: FakeStores, memos: FakeKnowledgeEngine
+) -> None:
+    # The record transaction writes the FILE item and marks its upload submitted; a Query between the two
+    # (read-committed per item) sees the file and the upload still submitting: one entry, the file.
+    add_file(kb, memos, "fi_a", name="note-08.md")
+    kb.table.seed(
+        upload_record(
+            "up-fi_a",
+            filename="note-08.md",
+            state="submitting",
+            attempt_id="a1",
+            submitting_at=datetime.now(UTC),
+        ),
+        upload_record("up_other", filename="note-09.md"),
+    )
+
+    result = listing(kb, memos)
+
+    assert [(f.id, f.name) for f in result.files] == [("fi_a", "note-08.md"), ("up_other", "note-09.md")]
+
+
 def test_given_a_submitting_upload_without_start_time_when_listed_then_its_creation_decides_staleness(
     kb: FakeStores, memos: FakeKnowledgeEngine
 ) -> None:

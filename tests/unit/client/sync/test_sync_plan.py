@@ -200,6 +200,18 @@ def test_an_upload_whose_ticket_expired_unused_or_whose_file_changed_is_decided_
     assert [s.kind for s in plan.records] == ["drop"]
 
 
+def test_an_upload_sent_but_listed_nowhere_is_waited_for_a_while_then_decided_afresh() -> None:
+    # A listing may read the KB while the cloud records the upload as its file: neither shows. Uploaded
+    # again at once, it would become a second file.
+    sent = {"a.md": Pending("upload", "k1", "h", 10, upload_id="up_1", posted=True, started_at=1000.0)}
+    soon = plan_pass(folder("a.md"), {"a.md": "h"}, tree(), memory(pending=sent), now=1010.0)
+    assert kinds(soon) == {"wait": ["a.md"]}
+    assert soon.records == []
+    later = plan_pass(folder("a.md"), {"a.md": "h"}, tree(), memory(pending=sent), now=1000.0 + 601)
+    assert kinds(later) == {"upload": ["a.md"]}
+    assert [s.kind for s in later.records] == ["drop"]
+
+
 def test_a_rejected_pending_upload_is_remembered_as_failed() -> None:
     pending = {"a.md": Pending("upload", "k1", "h", 10, upload_id="up_1", posted=True)}
     kb = tree(upload_entry("up_1", "a.md", "failed", "The file is not valid UTF-8."))

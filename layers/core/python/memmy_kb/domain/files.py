@@ -106,7 +106,15 @@ def list_files(
     here = [f for f in files if f.folder_id == folder_id]
     live = _memos_files(memos, backend_of(grant.memos_backend), [f.memos_file_id for f in here])
     entries = [_file_entry(f, live.get(f.memos_file_id), _replacement(f, uploads)) for f in here]
-    entries += [_upload_entry(u) for u in uploads if u.folder_id == folder_id and u.replaces is None and _shown(u)]
+    # An upload that is already a file is listed once, as its file: a Query may read the new FILE item
+    # and the UPLOAD item not yet marked submitted by the same transaction (DynamoDB's Query is
+    # read-committed per item, not a snapshot of the partition).
+    filed = {f.upload_id for f in files}
+    entries += [
+        _upload_entry(u)
+        for u in uploads
+        if u.folder_id == folder_id and u.replaces is None and u.upload_id not in filed and _shown(u)
+    ]
     entries.sort(key=lambda f: (f.name.casefold(), f.id))
     level = sorted((f for f in folders if f.parent_id == folder_id), key=lambda f: (f.name.casefold(), f.folder_id))
     return Listing(folders=level, files=entries)
