@@ -1,5 +1,6 @@
 """moto's DynamoDB made to hold only the table's items and to read and write as DynamoDB does: four
-patches of moto 5.2.5, each described where it is installed, all four installed by ``local_dynamodb()``
+patches of moto 5.2.5, each described where it is installed, all installed by ``local_dynamodb()`` with a
+fifth that writes item operations' answers quickly (``memmy_local.aws.dynamodb_responses``)
 (the local stack, the in-process test fixture and the benchmarks use it; docs/architecture.md, "Local
 stack")."""
 
@@ -13,9 +14,11 @@ from typing import Any, Final
 
 __all__ = [
     "MOTO_VERSION",
+    "installed",
     "item_level_rollback",
     "local_dynamodb",
     "partition_queries",
+    "replace",
     "serialized_writes",
     "untracked_models",
 ]
@@ -34,13 +37,14 @@ def _check_version() -> None:
     if moto.__version__ != MOTO_VERSION:
         raise RuntimeError(
             f"memmy_local.aws.dynamodb patches moto {MOTO_VERSION}'s DynamoDB backend, not {moto.__version__}: "
-            "check BaseModel.__new__, DynamoDBBackend.transact_write_items and Table.query, then update "
+            "check BaseModel.__new__, DynamoDBBackend.transact_write_items, Table.query and "
+            "DynamoResult.execute_result, then update "
             "MOTO_VERSION"
         )
 
 
 @contextlib.contextmanager
-def _installed(name: str, install: Any) -> Iterator[None]:
+def installed(name: str, install: Any) -> Iterator[None]:
     """Install patch ``name`` for the duration; nested and concurrent holders share one installation."""
     with _lock:
         if _depth.get(name, 0) == 0:
@@ -56,7 +60,7 @@ def _installed(name: str, install: Any) -> Iterator[None]:
                 _undo.pop(name)()
 
 
-def _replace(owner: type, name: str, replacement: Any) -> Any:
+def replace(owner: type, name: str, replacement: Any) -> Any:
     """``owner.name`` set to ``replacement``; returns the undo that puts the original back."""
     original = getattr(owner, name)
     setattr(owner, name, replacement)
@@ -65,8 +69,16 @@ def _replace(owner: type, name: str, replacement: Any) -> Any:
 
 @contextlib.contextmanager
 def local_dynamodb() -> Iterator[None]:
-    """All four patches for the duration; re-entrant."""
-    with untracked_models(), item_level_rollback(), partition_queries(), serialized_writes():
+    """All five patches for the duration; re-entrant."""
+    from memmy_local.aws.dynamodb_responses import plain_json_responses
+
+    with (
+        untracked_models(),
+        item_level_rollback(),
+        partition_queries(),
+        serialized_writes(),
+        plain_json_responses(),
+    ):
         yield
 
 
@@ -87,7 +99,7 @@ def _install_serialized() -> Any:
             with writing:
                 return _original(self, *args, **kwargs)
 
-        undo.append(_replace(DynamoDBBackend, name, one_at_a_time))
+        undo.append(replace(DynamoDBBackend, name, one_at_a_time))
     return lambda: [put_back() for put_back in reversed(undo)]
 
 
@@ -99,7 +111,7 @@ def serialized_writes() -> contextlib.AbstractContextManager[None]:
     write request (``put_item``, ``update_item``, ``delete_item``, ``batch_write_item``,
     ``transact_write_items``) holds one lock, so a condition is always checked against the item it writes.
     """
-    return _installed("serialized", _install_serialized)
+    return installed("serialized", _install_serialized)
 
 
 # ------------------------------------------------------------------------------- instance tracking
@@ -145,7 +157,7 @@ def untracked_models() -> contextlib.AbstractContextManager[None]:
     950 MB). The DynamoDB model classes get a ``__new__`` that does not track; the dashboard no longer
     lists them.
     """
-    return _installed("untracked", _install_untracked)
+    return installed("untracked", _install_untracked)
 
 
 # ------------------------------------------------------------------------------------ transactions
@@ -273,7 +285,7 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
 def _install_rollback() -> Any:
     from moto.dynamodb.models import DynamoDBBackend
 
-    return _replace(DynamoDBBackend, "transact_write_items", _transact_write_items)
+    return replace(DynamoDBBackend, "transact_write_items", _transact_write_items)
 
 
 def item_level_rollback() -> contextlib.AbstractContextManager[None]:
@@ -291,7 +303,7 @@ def item_level_rollback() -> contextlib.AbstractContextManager[None]:
     earlier writes), and a rollback no longer replaces the table, so a write made meanwhile by another
     request to another item survives it. moto ignores ``ClientRequestToken``; so does this.
     """
-    return _installed("rollback", _install_rollback)
+    return installed("rollback", _install_rollback)
 
 
 # ----------------------------------------------------------------------------------------- queries
@@ -359,7 +371,7 @@ def _install_partition_queries() -> Any:
             return original(self, *args, **kwargs)
         return original(view, *args, **kwargs)
 
-    return _replace(Table, "query", query)
+    return replace(Table, "query", query)
 
 
 def partition_queries() -> contextlib.AbstractContextManager[None]:
@@ -370,4 +382,4 @@ def partition_queries() -> contextlib.AbstractContextManager[None]:
     query, the items whose index hash key matches (one unsorted pass; moto then sorts those few). Results,
     ordering, pagination, ``ScannedCount`` and filters are moto's own code.
     """
-    return _installed("queries", _install_partition_queries)
+    return installed("queries", _install_partition_queries)
