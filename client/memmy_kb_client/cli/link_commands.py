@@ -34,7 +34,7 @@ def _links(args: argparse.Namespace, control: Control) -> int:
         return 0
     links = answer.get("links", [answer]) if args.desktop != "link" else [answer]
     print(printable("\n".join(link_lines(links)) or "no linked folders"))
-    return 0
+    return 1 if any(link.get("state") == "unreadable" for link in links) else 0
 
 
 def _own_kb(given: str, control: Control) -> str | None:
@@ -61,6 +61,9 @@ def link_lines(links: list[dict[str, Any]]) -> list[str]:
     lines = []
     for link in links:
         state = str(link.get("state"))
+        if state == "unreadable":  # the service's sync records could not be read: no link is shown
+            lines.append(one_line(f"the linked folders could not be read: {link.get('error')}"))
+            continue
         if link.get("paused"):
             state += f" ({link['paused']}: `memmy-kb desktop confirm DIR` or the page's Confirm)"
         elif link.get("error"):
@@ -69,9 +72,6 @@ def link_lines(links: list[dict[str, Any]]) -> list[str]:
         when = f", last pass {time.strftime('%H:%M:%S', time.localtime(last))}" if last else ""
         counts = (link.get("last") or {}).get("counts") or {}
         did = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
-        if state == "unreadable":
-            lines.append(one_line(f"the linked folders could not be read: {link.get('error')}"))
-            continue
         line = f"{link.get('dir')} -> {link.get('kb_id')}: {state}{when}{f' ({did})' if did else ''}"
         lines.append(one_line(line))
         lines += [f"  {one_line(extra)}" for extra in _told(link)]

@@ -82,7 +82,7 @@ def sync_folder(args: argparse.Namespace) -> int:
     root = Path(args.dir)
     try:
         store = open_store()
-    except StoreUnusable as err:
+    except (StoreUnusable, OSError) as err:
         print(printable(f"error: {err}"), file=sys.stderr)
         return 1
     ready: dict[str, Any] = {}

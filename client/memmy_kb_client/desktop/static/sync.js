@@ -11,7 +11,7 @@ Object.assign(TEXT.zh, {
   replacing: "替换中：新版本就绪前，仍由上一个版本回答。", replaceFailed: "替换失败：{reason}",
   replaceSent: "新版本已发送", dismissReplace: "清除 {name} 的失败替换",
   links: "同步的文件夹", unlink: "取消同步", confirmDelete: "确认删除", lastSync: "上次同步 {time}",
-  link_waiting: "有待同步的更改", link_syncing: "同步中…", link_idle: "已同步", link_paused: "已暂停：{reason}。确认后才会删除。",
+  link_waiting: "有待同步的更改", link_syncing: "同步中…", link_idle: "已同步", link_partly: "已同步，下列文件除外", link_paused: "已暂停：{reason}。确认后才会删除。",
   link_error: "出错：{error}", pausedEmpty: "文件夹是空的", pausedMissing: "文件夹不存在（磁盘未挂载？）",
   pausedMany: "将删除此文件夹同步进来的 {total} 个文件中的 {n} 个", pausedSince: "，自上次确认以来共 {n}/{total} 个",
   linkFailed: "处理失败：{path}（{reason}）仍由上一个版本回答。", waitRoom: "{n} 个文件在等知识库腾出空间",
@@ -27,7 +27,7 @@ Object.assign(TEXT.en, {
   replaceFailed: "Replacement failed: {reason}", replaceSent: "New version sent",
   dismissReplace: "Dismiss the failed replacement of {name}",
   links: "Synced folders", unlink: "Stop syncing", confirmDelete: "Confirm deletion", lastSync: "last sync {time}",
-  link_waiting: "Changes pending", link_syncing: "Syncing…", link_idle: "Up to date",
+  link_waiting: "Changes pending", link_syncing: "Syncing…", link_idle: "Up to date", link_partly: "Up to date but for the files below",
   link_paused: "Paused: {reason}. Nothing is deleted until you confirm.", link_error: "Error: {error}",
   pausedEmpty: "the folder is empty", pausedMissing: "the folder is missing (an unmounted disk?)",
   pausedMany: "it would delete {n} of the {total} files this folder's sync brought in",
@@ -156,7 +156,8 @@ function linkItem(link) {
   }
   const kb = state.kbs.find((item) => item.id === link.kb_id);
   const words = link.state === "paused" ? t("link_paused", { reason: pausedReason(link.paused) })
-    : link.state === "error" ? t("link_error", { error: link.error || "" }) : t(`link_${link.state}`);
+    : link.state === "error" ? t("link_error", { error: link.error || "" })
+    : link.state === "idle" && ((link.failed || []).length || link.wait_for_room) ? t("link_partly") : t(`link_${link.state}`);
   const when = link.last_pass_at ? ` · ${t("lastSync", { time: new Date(link.last_pass_at * 1000).toLocaleTimeString(LANG === "en" ? "en" : "zh-CN") })}` : "";
   const buttons = [];
   if (link.state === "paused") {

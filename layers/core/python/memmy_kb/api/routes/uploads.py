@@ -108,7 +108,7 @@ def handle_create_upload(
 
 _UNCHANGED: dict[int, OpenAPIResponse] = {
     HTTPStatus.OK: {
-        "description": "The bytes are the current version's (`status` `unchanged`): nothing to send",
+        "description": "The bytes are the current version's and MemOS did not fail it (`status` `unchanged`): nothing to send",
         "content": {"application/json": {"model": ReplacementUnchanged}},
     }
 }
