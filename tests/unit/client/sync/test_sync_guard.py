@@ -245,3 +245,25 @@ def test_records_moved_aside_are_rebuilt_from_the_clouds_marker(tmp_path: Path, 
     assert sorted(fresh.memory(f"{kb.kb_id}\n{root}").synced) == ["00.md", "01.md", "02.md"]
     assert rebuilt.plan.changes == 0
     fresh.close()
+
+
+def test_records_of_an_earlier_version_gain_the_new_tables_and_keep_their_files(tmp_path: Path) -> None:
+    # Given records written before deletions, resends and room were kept
+    path = tmp_path / "sync.sqlite3"
+    earlier = sqlite3.connect(path)
+    earlier.execute(
+        "CREATE TABLE synced (pair TEXT, path TEXT, file_id TEXT NOT NULL, version INTEGER NOT NULL,"
+        " sha256 TEXT NOT NULL, PRIMARY KEY (pair, path))"
+    )
+    earlier.execute("INSERT INTO synced VALUES ('kb_1\n/docs', 'a.md', 'fi_1', 2, 'h')")
+    earlier.commit()
+    earlier.close()
+
+    # When they are opened and used
+    store = SyncStore(path)
+    store.deleted("kb_1\n/docs", 3)
+    remembered = store.memory("kb_1\n/docs")
+    store.close()
+
+    # Then their files are there, and the count is kept
+    assert (list(remembered.synced), remembered.deleted, remembered.no_room) == (["a.md"], 3, None)
