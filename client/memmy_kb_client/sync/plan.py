@@ -270,9 +270,10 @@ def _version_failed(work: _Work, path: str, sha: str, size: int, entry: Entry) -
     why = entry.reason or "the knowledge engine could not process it"
     if work.memory.resent.get(path) == sha:
         work.add(Step("failed", path, why, file_id=entry.id, version=entry.version))
-        if path not in work.synced:
+        seen = Synced(entry.id, entry.version or 0, sha)
+        if work.synced.get(path) != seen:
             work.add(Step("record", path, file_id=entry.id, version=entry.version, sha256=sha))
-            work.synced[path] = Synced(entry.id, entry.version or 0, sha)
+            work.synced[path] = seen
         return True
     if path not in work.synced:  # adopted: the replace below makes it this folder's
         work.synced[path] = Synced(entry.id, entry.version or 0, sha)
