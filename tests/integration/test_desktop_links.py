@@ -1,6 +1,7 @@
 """The desktop service's linked-folder routes (docs/sync.md): only the control token links a folder; the
 page's session lists, unlinks and confirms (with its CSRF token) but cannot link one; the hook token gets
-none of them; and a refused link says why."""
+none of them; a refused link says why; and sync records that cannot be read are said to be so, not shown
+as no links."""
 
 from __future__ import annotations
 
@@ -99,3 +100,29 @@ def test_the_links_are_kept_beside_the_secrets_not_in_the_hooks_directory(
     assert not (tmp_path / "desktop" / "sync").exists()
     assert oct((tmp_path / "desktop-private" / "sync").stat().st_mode & 0o777) == "0o700"
     assert store_dir({"MEMMY_KB_HOME": str(tmp_path)}) == tmp_path / "desktop-private" / "sync"
+
+
+def test_damaged_sync_records_show_as_unreadable_not_as_no_links(
+    tmp_path: Path, cloud: RecordingCloud, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a desktop whose sync records were damaged while it was stopped
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    records = tmp_path / "desktop-private" / "sync" / "sync.sqlite3"
+    records.parent.mkdir(parents=True, mode=0o700)
+    records.write_bytes(b"not a database at all" * 300)
+    service = start(tmp_path / "desktop", cloud.url)
+    try:
+        # When its links and its status are asked for
+        status, links = as_control(service, "GET", "/control/links")
+        _, described = as_control(service, "GET", "/control/status")
+        _, answer = as_control(service, "POST", "/control/links", {"dir": str(tmp_path), "kb": "kb_1"})
+    finally:
+        service.stop()
+
+    # Then each says the links could not be read, why and the way out; a new link is refused
+    assert status == 200
+    [shown] = links["links"]
+    assert (shown["state"], described["links"]) == ("unreadable", links["links"])
+    assert shown["error"].startswith(f"the sync records ({records}) are damaged")
+    assert f"mv {records} {records}.broken" in shown["error"]
+    assert answer["error"]["code"] == "link_refused"

@@ -2,7 +2,8 @@
 the ``service`` fixture, the bytes go to moto's bucket, the ingest is fed from the real queue. The files a
 sync uploads carry ``origin: sync`` and their hash; a file uploaded by hand carries neither and is never
 touched; edits, deletions and additions are exactly what one pass changes; a pass killed after the service
-issued an upload resumes without a second one; two desktops linked to one KB converge (docs/sync.md)."""
+issued an upload resumes without a second one; two desktops linked to one KB converge; a version MemOS
+failed is sent again once, then shown failed (docs/sync.md)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from memmy_kb_client.sync.run import PassResult, run_pass
 from memmy_kb_client.sync.store import SyncStore
 from tests.support.aws import Service
 from tests.support.mock_http import mock_http
+from tests.support.polling import wait_until
 from tests.support.uploads import create_kb, drain_ingest, post_file, repository, upload
 
 
@@ -207,3 +209,41 @@ def test_two_desktops_linked_to_one_kb_converge(service: Service, tmp_path: Path
     assert (file.name, file.version) == ("shared.md", 2)
     one.close()
     two.close()
+
+
+def processed_by_memos(service: Service) -> None:
+    def settled() -> bool:
+        kbs = service.memos.state()["knowledge_bases"]
+        return not any(f["status"] == "running" for k in kbs for f in k["files"])
+
+    drain_ingest(service)
+    wait_until(settled, timeout=10, interval=0.02, message="MemOS to finish processing")
+
+
+def test_a_version_memos_failed_is_sent_again_once_then_shown_failed(
+    service: Service, store: SyncStore, tmp_path: Path
+) -> None:
+    # Given a synced file whose edit MemOS fails (no text in it): version 2 failed, version 1 answers
+    kb_id, root, client = create_kb(service), tmp_path / "docs", sdk_for(service)
+    write(root, "a.md", "# a\n\nthe text that answers\n")
+    sync(client, store, kb_id, root, tmp_path)
+    processed_by_memos(service)
+    write(root, "a.md", " \n\n \n")
+    sync(client, store, kb_id, root, tmp_path)
+    processed_by_memos(service)
+    [listed] = client.list_files(kb_id)["files"]
+    assert (listed["version"], listed["status"]) == (2, "failed")
+
+    # When the next passes run, the bytes unchanged
+    again = sync(client, store, kb_id, root, tmp_path)
+    processed_by_memos(service)
+    shown = sync(client, store, kb_id, root, tmp_path)
+
+    # Then the first sends them again (the cloud takes the same bytes: a new version, not "unchanged"), and
+    # with MemOS failing them again the next shows the file failed, with its reason, sending nothing
+    assert again.outcome is not None
+    assert [(d["action"], d["path"]) for d in again.outcome.done] == [("replaced", "a.md")]
+    assert repository(service).query_kb_items(kb_id)[1][0].version == 3
+    assert shown.plan.summary()["failed"] == [{"path": "a.md", "reason": listed["reason"]}]
+    assert "previous version still answers" in listed["reason"]
+    assert shown.plan.changes == 0

@@ -19,6 +19,9 @@ from typing import Any
 from memmy_kb_client.sdk import MemmyApiError
 
 _ids = itertools.count(1)
+# The listing's reasons for a file the knowledge engine failed (``memmy_kb.domain.files``).
+VERSION_FAILED = "The knowledge engine could not process this version; the previous version still answers."
+MEMOS_FAILED = "The knowledge engine could not process this file."
 
 
 def _new(prefix: str) -> str:
@@ -63,6 +66,8 @@ class FakeKb:
     calls: Counter[str] = field(default_factory=Counter)
     # Names whose upload is refused as this error (status, code, message).
     refuse: dict[str, tuple[int, str, str]] = field(default_factory=dict)
+    # Bytes (by SHA-256) the knowledge engine fails: a file at them is listed ``failed``.
+    engine_fails: set[str] = field(default_factory=set)
 
     # ---------------------------------------------------------------------------------- the SDK's calls
 
@@ -72,7 +77,14 @@ class FakeKb:
 
     def get_knowledge_base(self, kb_id: str) -> dict[str, Any]:
         self.calls["get_knowledge_base"] += 1
-        return {"id": kb_id, "name": "KB", "role": self.role}
+        sizes = [self.uploads[f.upload_id].size for f in self.files.values() if f.upload_id in self.uploads]
+        return {
+            "id": kb_id,
+            "name": "KB",
+            "role": self.role,
+            "file_count": len(self.files),
+            "bytes_used": sum(sizes),
+        }
 
     def list_files(self, kb_id: str, folder_id: str | None = None) -> dict[str, Any]:
         self.calls["list_files"] += 1
@@ -140,7 +152,7 @@ class FakeKb:
             raise MemmyApiError(409, "version_conflict", "The file is at another version.")
         if file.replacing is not None:
             raise MemmyApiError(409, "replace_in_progress", "The file is being replaced.")
-        if sha256 == file.sha256:
+        if sha256 == file.sha256 and sha256 not in self.engine_fails:  # a failed version takes the same bytes
             return {"status": "unchanged", "file_id": file_id, "version": file.version}
         upload = FakeUpload(
             _new("up"), file.name, size_bytes, file.folder_id, sha256, None, file_id, file.version
@@ -222,24 +234,26 @@ class FakeKb:
         return ticket
 
     def _file_entry(self, file: FakeFile, rejected: list[FakeUpload]) -> dict[str, Any]:
+        failed = file.sha256 in self.engine_fails
         entry: dict[str, Any] = {
             "id": file.file_id,
             "name": file.name,
-            "status": "available",
+            "status": "failed" if failed else "available",
+            "reason": (VERSION_FAILED if file.version > 1 else MEMOS_FAILED) if failed else None,
             "folder_id": file.folder_id,
             "upload_id": file.upload_id,
             "version": file.version,
             "sha256": file.sha256,
             "origin": file.origin,
         }
-        failed = [u for u in rejected if u.replaces == file.file_id]
+        rejects = [u for u in rejected if u.replaces == file.file_id]
         if file.replacing is not None:
             entry["replacement"] = {"upload_id": file.replacing, "status": "uploading"}
-        elif failed and failed[-1].if_version == file.version:
+        elif rejects and rejects[-1].if_version == file.version:
             entry["replacement"] = {
-                "upload_id": failed[-1].upload_id,
+                "upload_id": rejects[-1].upload_id,
                 "status": "failed",
-                "reason": failed[-1].reason,
+                "reason": rejects[-1].reason,
             }
         return entry
 

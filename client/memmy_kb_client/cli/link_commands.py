@@ -34,7 +34,7 @@ def _links(args: argparse.Namespace, control: Control) -> int:
         return 0
     links = answer.get("links", [answer]) if args.desktop != "link" else [answer]
     print(printable("\n".join(link_lines(links)) or "no linked folders"))
-    return 0
+    return 1 if any(link.get("state") == "unreadable" for link in links) else 0
 
 
 def _own_kb(given: str, control: Control) -> str | None:
@@ -61,6 +61,9 @@ def link_lines(links: list[dict[str, Any]]) -> list[str]:
     lines = []
     for link in links:
         state = str(link.get("state"))
+        if state == "unreadable":  # the service's sync records could not be read: no link is shown
+            lines.append(one_line(f"the linked folders could not be read: {link.get('error')}"))
+            continue
         if link.get("paused"):
             state += f" ({link['paused']}: `memmy-kb desktop confirm DIR` or the page's Confirm)"
         elif link.get("error"):
@@ -71,7 +74,28 @@ def link_lines(links: list[dict[str, Any]]) -> list[str]:
         did = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
         line = f"{link.get('dir')} -> {link.get('kb_id')}: {state}{when}{f' ({did})' if did else ''}"
         lines.append(one_line(line))
+        lines += [f"  {one_line(extra)}" for extra in _told(link)]
     return lines
+
+
+def _told(link: dict[str, Any]) -> list[str]:
+    """What a link's last pass has to tell beyond its counts: failed versions, files waiting for room,
+    and the deletions counted since the last confirmation."""
+    told = [
+        f"failed: {f.get('path')} ({f.get('reason')})" for f in link.get("failed") or []
+    ]
+    more = int(link.get("failed_count") or 0) - len(told)
+    if more > 0:
+        told.append(f"failed: {more} more")
+    room = int(link.get("wait_for_room") or 0)
+    if room:
+        told.append(f"{room} file{'' if room == 1 else 's'} {'waits' if room == 1 else 'wait'} for room in the knowledge base")
+    deleted = int(link.get("deleted_since_confirmation") or 0)
+    if deleted:
+        told.append(
+            f"deleted since the last confirmation: {deleted} of the {link.get('brought_in')} files its sync brought in"
+        )
+    return told
 
 
 def add_link_commands(desktop: argparse._SubParsersAction[argparse.ArgumentParser], control: Control) -> None:

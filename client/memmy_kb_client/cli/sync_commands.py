@@ -27,6 +27,7 @@ def plan_lines(plan: Any) -> list[str]:
         f"skip {len(plan.skips)}"
         + (f", resume {len(plan.resumes)}" if plan.resumes else "")
         + (f", in flight {len(plan.waiting)}" if plan.waiting else "")
+        + (f", failed {len(plan.failed)}" if plan.failed else "")
     ]
     for kind, steps in (
         ("resume", plan.resumes),
@@ -36,9 +37,19 @@ def plan_lines(plan: Any) -> list[str]:
         ("skip", plan.skips),
     ):
         for step in steps:
-            reason = f"  ({one_line(step.reason)})" if step.reason and kind == "skip" else ""
+            reason = f"  ({one_line(step.reason)})" if step.reason and kind in ("skip", "replace") else ""
             lines.append(f"  {_VERBS[kind]:<8} {one_line(step.path)}{reason}")
+    lines += [f"  {'failed':<8} {one_line(s.path)}  ({one_line(s.reason)})" for s in plan.failed]
+    if plan.held:
+        lines.append(f"  {_room_line(len(plan.held))}")
     return lines
+
+
+def _room_line(count: int) -> str:
+    return (
+        f"{_count(count, 'file')} {'waits' if count == 1 else 'wait'} for room in the knowledge base: not"
+        " sent again until it holds fewer files or bytes (delete some, or ask for a higher limit)"
+    )
 
 
 def _progress(index: int, total: int, kind: str, path: str) -> None:
@@ -66,9 +77,14 @@ def sync_folder(args: argparse.Namespace) -> int:
     from memmy_kb_client.sdk import MemmyApiError
     from memmy_kb_client.sync.execute import SyncAborted
     from memmy_kb_client.sync.run import open_store, run_pass, store_dir, wait_until_ready
+    from memmy_kb_client.sync.store import StoreUnusable
 
     root = Path(args.dir)
-    store = open_store()
+    try:
+        store = open_store()
+    except (StoreUnusable, OSError) as err:
+        print(printable(f"error: {err}"), file=sys.stderr)
+        return 1
     ready: dict[str, Any] = {}
     waiting_failed = None
     try:
@@ -91,7 +107,7 @@ def sync_folder(args: argparse.Namespace) -> int:
                     ready = wait_until_ready(client, args.kb, result.outcome.sent, args.timeout)
                 except (MemmyApiError, httpx.HTTPError) as err:  # what the pass did is still told
                     waiting_failed = f"error while waiting: {_said(err)}"
-    except (MemmyApiError, SyncAborted, OSError, httpx.HTTPError, NotResolved) as err:
+    except (MemmyApiError, SyncAborted, OSError, httpx.HTTPError, NotResolved, StoreUnusable) as err:
         print(printable(f"error: {_said(err)}"), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -108,7 +124,7 @@ def sync_folder(args: argparse.Namespace) -> int:
     failed_ready = any(
         e.status == "failed" or (e.replacement or {}).get("status") == "failed" for e in ready.values()
     )
-    if result.stopped or waiting_failed is not None:
+    if result.stopped or waiting_failed is not None or result.plan.failed or result.waiting_for_room:
         return 1
     return 1 if (result.outcome and result.outcome.errors) or failed_ready else 0
 
@@ -138,7 +154,10 @@ def _result_lines(args: argparse.Namespace, result: Any, ready: dict[str, Any]) 
     lines = [f"{_DONE[d['action']]:<10} {one_line(d['path'])}" for d in outcome.done]
     lines += [f"{'skipped':<10} {one_line(s.path)}  ({one_line(s.reason)})" for s in result.plan.skips]
     lines += [f"{'in flight':<10} {one_line(s.path)}" for s in result.plan.waiting]
+    lines += [f"{'failed':<10} {one_line(s.path)}  ({one_line(s.reason)})" for s in result.plan.failed]
     lines += [f"{'error':<10} {one_line(e['path'])}: {one_line(e['error'])}" for e in outcome.errors]
+    if result.waiting_for_room:
+        lines.append(_room_line(result.waiting_for_room))
     for upload_id, path in outcome.sent.items():
         if args.wait:
             entry = ready.get(upload_id)
@@ -169,6 +188,8 @@ def _as_json(result: Any, ready: dict[str, Any]) -> dict[str, Any]:
         "done": outcome.done if outcome else [],
         "errors": outcome.errors if outcome else [],
         "ready": {outcome.sent[u]: e.status for u, e in ready.items()} if outcome else {},
+        "wait_for_room": result.waiting_for_room,
+        "deleted_since_confirmation": result.deleted_since_confirmation,
         "listings": result.listings,
         "hashed": result.hashed,
     }

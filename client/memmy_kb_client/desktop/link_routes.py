@@ -6,7 +6,7 @@ CSRF on changes)."""
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from memmy_kb_client.desktop.routes import Reply, Request, Route, error_reply
 from memmy_kb_client.desktop.state import Access, DesktopState
@@ -48,6 +48,35 @@ class _ServiceLogin:
             self.state.mark_rejected(login)
 
 
+class UnreadableLinks:
+    """The service's links when its sync records could not be read (damaged, locked): each place that
+    shows the links says so and why, instead of showing none; a link, unlink or confirm is refused."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+        self.store = self
+
+    def shown(self) -> list[dict[str, Any]]:
+        return [{"dir": None, "kb_id": None, "state": "unreadable", "error": self.why}]
+
+    def link(self, directory: str, kb_id: str) -> dict[str, Any]:
+        from memmy_kb_client.sync.links import LinkError
+
+        raise LinkError(f"the linked folders could not be read: {self.why}")
+
+    def unlink(self, directory: str) -> bool:
+        return False
+
+    def confirm(self, directory: str) -> bool:
+        return False
+
+    def stop(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
 def cloud_client(state: DesktopState) -> MemmyClient:
     """The SDK on the client's one HTTP client, with the service's cloud login on each request."""
     from memmy_kb_client.http_client import HttpClient
@@ -72,7 +101,7 @@ def start_links(state: DesktopState) -> None:
 
         from memmy_kb_client.desktop import paths
         from memmy_kb_client.sync.links import Links
-        from memmy_kb_client.sync.store import STORE_FILE, SyncStore
+        from memmy_kb_client.sync.store import STORE_FILE, StoreUnusable, SyncStore
 
         # Beside the secrets, not in the hooks' directory: an agent that may write there must not add a link.
         directory = Path(paths.private_dir(state.state_dir)) / "sync"
@@ -80,9 +109,12 @@ def start_links(state: DesktopState) -> None:
         watch = importlib.util.find_spec("watchfiles") is not None
         with _STARTING_LOCK:
             if not stopping.is_set():
-                state.links = Links(
-                    SyncStore(directory / STORE_FILE), directory, lambda: cloud_client(state), watch=watch
-                ).start()
+                try:
+                    state.links = Links(
+                        SyncStore(directory / STORE_FILE), directory, lambda: cloud_client(state), watch=watch
+                    ).start()
+                except StoreUnusable as err:  # told, not shown as no links
+                    state.links = UnreadableLinks(str(err))
 
     thread = threading.Thread(target=run, name="memmy-kb-links-start", daemon=True)
     _STARTING[id(state)] = (thread, stopping)
@@ -96,19 +128,19 @@ def stop_links(state: DesktopState) -> None:
         with _STARTING_LOCK:
             starting[1].set()
         starting[0].join(30)
-    links: Links | None = state.links
+    links: Links | UnreadableLinks | None = state.links
     if links is not None:
         state.links = None
         links.stop()
         links.store.close()
 
 
-def _running(state: DesktopState) -> Links | None:
+def _running(state: DesktopState) -> Links | UnreadableLinks | None:
     """The service's links, once started (a request that comes while they start waits for them)."""
     starting = _STARTING.get(id(state))
     if state.links is None and starting is not None:
         starting[0].join(10)
-    links: Links | None = state.links
+    links: Links | UnreadableLinks | None = state.links
     return links
 
 

@@ -23,7 +23,7 @@ MAX_REPLACE_ATTEMPTS: Final = 3
 # Refusals that will not change until the file does: remembered with its hash, not retried until then;
 # but a KB without room for it (413 too) is the KB's state, which deleting other files changes.
 _LASTING: Final = frozenset({415, 413, 422})
-_NO_ROOM: Final = frozenset({"kb_storage_limit_reached"})
+_NO_ROOM: Final = frozenset({"kb_storage_limit_reached", "kb_file_limit_reached"})
 
 Progress = Callable[[int, int, str, str], None]
 
@@ -70,6 +70,9 @@ class Outcome:
     done: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     sent: dict[str, str] = field(default_factory=dict)  # upload id -> path
+    # The KB's first refusal for want of room (its code), and the files not asked for after it.
+    no_room: str | None = None
+    held: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -83,6 +86,8 @@ class Executor:
     send: Callable[[dict[str, Any], Path], None] = lambda ticket, path: post_upload(ticket, path)
     # Asked between steps: the service is stopping (what is left, the next start's pass resumes).
     stopping: Callable[[], bool] = lambda: False
+    # Off in a confirmed pass: its deletions were shown and let through, the count starts over after them.
+    count_deletions: bool = True
     outcome: Outcome = field(default_factory=Outcome)
 
     def run(self, plan: Plan, tree: Tree) -> Outcome:
@@ -95,6 +100,9 @@ class Executor:
                 raise SyncAborted("stopped before the pass was done: the next one resumes it")
             if self.progress is not None:
                 self.progress(index, len(work), step.kind, step.path)
+            if self._no_room_for(step):
+                self.outcome.held.append(step.path)
+                continue
             try:
                 self._do(step, folders)
             except (MemmyApiError, httpx.HTTPError, OSError) as err:
@@ -108,6 +116,8 @@ class Executor:
             self._delete(step)
         elif step.kind == "replace":
             self._replace(step, step.version)
+            if step.resend:  # once: if the engine fails these bytes again, they are shown as failed
+                self.store.resending(self.pair, step.path, step.sha256 or "")
         elif step.kind == "upload":
             pending = Pending(
                 "upload", str(uuid.uuid4()), step.sha256 or "", step.size, started_at=time.time()
@@ -241,7 +251,16 @@ class Executor:
             if err.status != 404:
                 raise
         self.store.forget(self.pair, step.path)
+        if self.count_deletions:
+            self.store.deleted(self.pair)
         self.outcome.done.append({"action": "deleted", "path": step.path})
+
+    def _no_room_for(self, step: Step) -> bool:
+        """After the KB's first refusal for want of room, the uploads (and, storage full, the replaces)
+        left in the pass are not asked for: each would be refused the same."""
+        if self.outcome.no_room is None or step.kind not in ("upload", "replace"):
+            return False
+        return step.kind == "upload" or self.outcome.no_room == "kb_storage_limit_reached"
 
     def _dismiss(self, upload_id: str) -> None:
         with contextlib.suppress(MemmyApiError):  # already gone, or no longer failed: nothing to clear
@@ -252,6 +271,8 @@ class Executor:
         the intent (if any) for the next pass to resume or drop."""
         message = f"{err.message} ({err.status} {err.code})" if isinstance(err, MemmyApiError) else str(err)
         if isinstance(err, MemmyApiError) and step.kind != "delete":
+            if err.code in _NO_ROOM and self.outcome.no_room is None:
+                self.outcome.no_room = err.code
             if err.status in _LASTING and err.code not in _NO_ROOM:
                 self.store.failed(self.pair, step.path, Failed(step.sha256 or "", err.message))
             elif err.status < 500 and err.code != "storage_rejected_upload":

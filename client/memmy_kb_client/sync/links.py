@@ -53,7 +53,17 @@ class LinkState:
     watching: bool = False
 
     def shown(self) -> dict[str, Any]:
-        return asdict(self)
+        """The state, and from the last pass what is to be told: the files whose version failed (the one
+        before answers), how many wait for room, and the deletions since the last confirmation."""
+        last = self.last or {}
+        return {
+            **asdict(self),
+            "failed": last.get("failed") or [],
+            "failed_count": last.get("failed_count") or 0,
+            "wait_for_room": last.get("wait_for_room") or 0,
+            "deleted_since_confirmation": last.get("deleted_since_confirmation") or 0,
+            "brought_in": last.get("brought_in") or 0,
+        }
 
 
 @dataclass

@@ -9,6 +9,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from memmy_kb_client.sync.guard import held_for_room, why_confirm
 from memmy_kb_client.sync.local import FolderScan
 from memmy_kb_client.sync.remote import Entry, Tree
 from memmy_kb_client.sync.store import Failed, Memory, Pending, Synced
@@ -20,7 +21,7 @@ DEFAULT_DELETE_SHARE: Final = 0.25
 UNSEEN_GRACE_SECONDS: Final = 600.0
 
 StepKind = Literal[
-    "upload", "replace", "delete", "skip", "resume", "wait", "record", "fail", "forget", "drop"
+    "upload", "replace", "delete", "skip", "resume", "wait", "record", "fail", "forget", "drop", "failed"
 ]
 
 
@@ -38,6 +39,7 @@ class Step:
     size: int = 0
     pending: Pending | None = None
     upload_id: str | None = None  # record/fail: the upload concerned; upload: a failed one to dismiss
+    resend: bool = False  # replace: the same bytes again, once, after the knowledge engine failed them
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,11 @@ class Plan:
     folders: list[str] = field(default_factory=list)
     synced_count: int = 0
     confirm: str | None = None
+    # Files whose current version the knowledge engine failed, sent again once already: the previous
+    # version answers (``failed``); uploads and replaces not asked for while the KB has no room (``held``).
+    failed: list[Step] = field(default_factory=list)
+    held: list[Step] = field(default_factory=list)
+    deleted_before: int = 0  # files deleted by this folder's sync since the last confirmation
 
     @property
     def changes(self) -> int:
@@ -73,6 +80,9 @@ class Plan:
             "folders": list(self.folders),
             "synced": self.synced_count,
             "confirm": self.confirm,
+            "failed": named(self.failed),
+            "wait_for_room": named(self.held),
+            "deleted_since_confirmation": self.deleted_before,
         }
 
 
@@ -125,6 +135,7 @@ class _Work:
 
     synced: dict[str, Synced]
     failed: dict[str, Failed]
+    memory: Memory
     now: float = 0.0
     busy: set[str] = field(default_factory=set)
     steps: dict[str, list[Step]] = field(default_factory=dict)
@@ -144,7 +155,7 @@ def plan_pass(
 ) -> Plan:
     """The pass that makes ``tree`` match ``scan`` (see the module's docstring); ``now`` is the clock's
     time (``time.time()`` by default)."""
-    work = _Work(dict(memory.synced), dict(memory.failed), time.time() if now is None else now)
+    work = _Work(dict(memory.synced), dict(memory.failed), memory, time.time() if now is None else now)
     by_id, by_upload, at_path = tree.by_id(), tree.by_upload(), tree.at_path()
     for path, pending in sorted(memory.pending.items()):
         _settle_pending(work, path, pending, by_id, by_upload, sha256.get(path))
@@ -171,22 +182,14 @@ def plan_pass(
 
 def _finish(work: _Work, scan: FolderScan, tree: Tree, by_id: dict[str, Entry], share: float) -> Plan:
     steps = work.steps
-    uploads = steps.get("upload", [])
+    uploads, replaces, held = held_for_room(work.memory.no_room, steps.get("upload", []), steps.get("replace", []))
     deletes = steps.get("delete", [])
     synced_count = sum(1 for s in work.synced.values() if s.file_id in by_id)
-    confirm = None
-    if deletes:
-        if not scan.exists:
-            confirm = "the folder is missing (an unmounted disk?)"
-        elif not scan.files and not scan.skipped:
-            confirm = "the folder is empty"
-        elif len(deletes) > share * synced_count:
-            confirm = (
-                f"it would delete {len(deletes)} of the {synced_count} files this folder's sync brought in"
-            )
+    before = work.memory.deleted
+    confirm = why_confirm(scan, len(deletes), synced_count, before, share)
     return Plan(
         uploads=uploads,
-        replaces=steps.get("replace", []),
+        replaces=replaces,
         deletes=deletes,
         skips=steps.get("skip", []),
         resumes=steps.get("resume", []),
@@ -195,6 +198,9 @@ def _finish(work: _Work, scan: FolderScan, tree: Tree, by_id: dict[str, Entry], 
         folders=_folders_to_make([*uploads, *steps.get("resume", [])], tree),
         synced_count=synced_count,
         confirm=confirm,
+        failed=steps.get("failed", []),
+        held=held,
+        deleted_before=before,
     )
 
 
@@ -246,6 +252,8 @@ def _known_file(work: _Work, path: str, sha: str, size: int, entry: Entry) -> No
     """A KB file this folder's sync brought in, or a synced one at its path (adopted)."""
     replacement = entry.replacement or {}
     failed = work.failed.get(path)
+    if entry.sha256 == sha and entry.status == "failed" and _version_failed(work, path, sha, size, entry):
+        return
     if entry.sha256 == sha:
         synced = work.synced.get(path)
         if synced != Synced(entry.id, entry.version or 0, sha):
@@ -259,6 +267,37 @@ def _known_file(work: _Work, path: str, sha: str, size: int, entry: Entry) -> No
         if path not in work.synced:  # adopted: the replace below makes it this folder's
             work.synced[path] = Synced(entry.id, entry.version or 0, entry.sha256 or "")
         work.add(Step("replace", path, file_id=entry.id, version=entry.version, sha256=sha, size=size))
+
+
+def _version_failed(work: _Work, path: str, sha: str, size: int, entry: Entry) -> bool:
+    """The file's current version holds these bytes but the knowledge engine failed it (the version before
+    answers recall, if any): sent again once; once sent again, shown as failed until the bytes change.
+    True when a step was added (False: still being replaced by other means, decided as usual)."""
+    if (entry.replacement or {}).get("status") == "uploading":
+        return False
+    why = entry.reason or "the knowledge engine could not process it"
+    if work.memory.resent.get(path) == sha:
+        work.add(Step("failed", path, why, file_id=entry.id, version=entry.version))
+        seen = Synced(entry.id, entry.version or 0, sha)
+        if work.synced.get(path) != seen:
+            work.add(Step("record", path, file_id=entry.id, version=entry.version, sha256=sha))
+            work.synced[path] = seen
+        return True
+    if path not in work.synced:  # adopted: the replace below makes it this folder's
+        work.synced[path] = Synced(entry.id, entry.version or 0, sha)
+    work.add(
+        Step(
+            "replace",
+            path,
+            f"sent again once: {why}",
+            file_id=entry.id,
+            version=entry.version,
+            sha256=sha,
+            size=size,
+            resend=True,
+        )
+    )
+    return True
 
 
 def _settle_pending(

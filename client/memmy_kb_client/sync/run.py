@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -14,7 +14,7 @@ from memmy_kb_client.sync.execute import Cloud, Executor, Outcome, Progress, Syn
 from memmy_kb_client.sync.local import OWN_STATE, hash_files, own_state_in, scan_folder
 from memmy_kb_client.sync.plan import DEFAULT_DELETE_SHARE, Plan, plan_pass
 from memmy_kb_client.sync.remote import Entry, read_tree
-from memmy_kb_client.sync.store import STORE_FILE, SyncStore, pair_of, pass_lock
+from memmy_kb_client.sync.store import STORE_FILE, Memory, NoRoom, SyncStore, pair_of, pass_lock
 
 
 def store_dir(env: Any = os.environ) -> Path:
@@ -47,6 +47,7 @@ class PassResult:
     stopped: str | None
     listings: int
     hashed: int
+    confirmed: bool = False  # run with --yes or a confirmation: the count of deletions started over
 
     def record(self) -> dict[str, Any]:
         """What ``passes`` keeps and ``desktop links`` shows."""
@@ -58,7 +59,31 @@ class PassResult:
             "in_flight": len(self.plan.waiting),
         }
         errors = self.outcome.errors if self.outcome else []
-        return {"counts": counts, "stopped": self.stopped, "errors": errors[:20], "error_count": len(errors)}
+        failed = [{"path": s.path, "reason": s.reason} for s in self.plan.failed]
+        return {
+            "counts": counts,
+            "stopped": self.stopped,
+            "errors": errors[:20],
+            "error_count": len(errors),
+            "failed": failed[:20],
+            "failed_count": len(failed),
+            "wait_for_room": self.waiting_for_room,
+            "deleted_since_confirmation": self.deleted_since_confirmation,
+            "brought_in": self.plan.synced_count + self.plan.deleted_before,
+        }
+
+    @property
+    def waiting_for_room(self) -> int:
+        """The files not sent because the KB has no room: held by the plan, or after the first refusal."""
+        return len(self.plan.held) + (len(self.outcome.held) if self.outcome else 0)
+
+    @property
+    def deleted_since_confirmation(self) -> int:
+        """The running total the guard counts: the files deleted since the last confirmation, these too."""
+        if self.confirmed:
+            return 0
+        deleted = sum(1 for d in self.outcome.done if d["action"] == "deleted") if self.outcome else 0
+        return self.plan.deleted_before + deleted
 
 
 def run_pass(
@@ -96,10 +121,10 @@ def run_pass(
         stale = [p for p in memory.hashes if p not in scan.files or (p in fresh and p not in hashed.keep)]
         store.remember_hashes(pair, hashed.keep, stale)
         tree = read_tree(client, kb_id)
+        memory = _room_again(memory, kb)
         plan = plan_pass(scan, hashed.sha256, tree, memory, delete_share=delete_share)
-        stopped = None
-        if plan.confirm and not yes and not dry_run and not (ask is not None and ask(plan)):
-            stopped = plan.confirm
+        confirmed = not dry_run and (yes or bool(plan.confirm and ask is not None and ask(plan)))
+        stopped = plan.confirm if plan.confirm and not confirmed and not dry_run else None
         outcome = None
         if not dry_run and stopped is None:
             executor = Executor(client, store, pair, kb_id, root, progress)
@@ -107,11 +132,45 @@ def run_pass(
                 executor.send = send
             if stopping is not None:
                 executor.stopping = stopping
+            if confirmed:
+                store.confirmed(pair)
+                executor.count_deletions = False
             outcome = executor.run(plan, tree)
-        result = PassResult(plan, outcome, stopped, tree.listings, len(hashed.fresh))
+            _remember_room(client, store, pair, kb_id, plan, outcome)
+        result = PassResult(plan, outcome, stopped, tree.listings, len(hashed.fresh), confirmed)
         if not dry_run:
             store.record_pass(pair, kb_id, str(root), result.record())
         return result
+
+
+# A KB's limits are not in its record: a pass that found no room tries again once it holds fewer files or
+# bytes than then, or after this long (a limit may have been raised).
+ROOM_RETRY_SECONDS = 3600.0
+
+
+def _room_again(memory: Memory, kb: dict[str, Any]) -> Memory:
+    """``memory`` without its no-room mark once the KB may have room: it holds fewer files (or bytes) than
+    at the refusal, or the mark is old."""
+    mark = memory.no_room
+    if mark is None:
+        return memory
+    shrunk = int(kb.get("file_count") or 0) < mark.file_count or int(kb.get("bytes_used") or 0) < mark.bytes_used
+    if shrunk or time.time() - mark.at > ROOM_RETRY_SECONDS:
+        return replace(memory, no_room=None)
+    return memory
+
+
+def _remember_room(
+    client: SyncCloud, store: SyncStore, pair: str, kb_id: str, plan: Plan, outcome: Outcome
+) -> None:
+    """After a refusal for want of room, the KB's size then (read again: what this pass sent counts);
+    when nothing was held or refused, no mark."""
+    if outcome.no_room is not None:
+        kb = client.get_knowledge_base(kb_id)
+        size = (int(kb.get("file_count") or 0), int(kb.get("bytes_used") or 0))
+        store.no_room(pair, NoRoom(outcome.no_room, *size, time.time()))
+    elif not plan.held:
+        store.no_room(pair, None)
 
 
 def wait_until_ready(

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -29,9 +29,33 @@ CREATE TABLE IF NOT EXISTS hashes (pair TEXT, path TEXT, size INTEGER NOT NULL, 
 CREATE TABLE IF NOT EXISTS passes (pair TEXT PRIMARY KEY, kb_id TEXT NOT NULL, root TEXT NOT NULL,
     at REAL NOT NULL, outcome TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS links (root TEXT PRIMARY KEY, kb_id TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS deletions (pair TEXT PRIMARY KEY, deleted INTEGER NOT NULL, since REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS resent (pair TEXT, path TEXT, sha256 TEXT NOT NULL, PRIMARY KEY (pair, path));
+CREATE TABLE IF NOT EXISTS no_room (pair TEXT PRIMARY KEY, code TEXT NOT NULL, file_count INTEGER NOT NULL,
+    bytes_used INTEGER NOT NULL, at REAL NOT NULL);
 """
 
 Kind = Literal["upload", "replace"]
+
+
+class StoreUnusable(sqlite3.Error):
+    """The sync records cannot be used (corrupt, locked by another process, not readable); the message
+    says so and what to do."""
+
+
+def _unusable(path: str, err: sqlite3.Error) -> StoreUnusable:
+    code = getattr(err, "sqlite_errorcode", None)
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return StoreUnusable(
+            f"the sync records ({path}) are in use by another process ({err}): try again once it is done"
+        )
+    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return StoreUnusable(
+            f"the sync records ({path}) are damaged ({err}): move the file aside (mv {path} {path}.broken)"
+            " and sync again; the next pass rebuilds them from the knowledge base, taking back the files a"
+            " sync put there (docs/sync.md, \"The cloud's marker\")"
+        )
+    return StoreUnusable(f"the sync records ({path}) could not be used ({err})")
 
 
 @dataclass(frozen=True)
@@ -69,6 +93,17 @@ class Failed:
 
 
 @dataclass(frozen=True)
+class NoRoom:
+    """The KB refused a file for want of room (``code``), when it held ``file_count`` files and
+    ``bytes_used`` bytes: the pass sends no upload again until it holds fewer (or an hour passed)."""
+
+    code: str
+    file_count: int
+    bytes_used: int
+    at: float
+
+
+@dataclass(frozen=True)
 class Memory:
     """Everything a pass reads of the store, at its start."""
 
@@ -76,6 +111,11 @@ class Memory:
     pending: dict[str, Pending]
     failed: dict[str, Failed]
     hashes: dict[str, tuple[int, int, str]]
+    # The files this folder's sync deleted since the last confirmation (docs/sync.md, the guard over time).
+    deleted: int = 0
+    # Paths whose bytes (this hash) were sent again once after the knowledge engine failed their version.
+    resent: dict[str, str] = field(default_factory=dict)
+    no_room: NoRoom | None = None
 
 
 def pair_of(kb_id: str, root: Path) -> str:
@@ -86,19 +126,25 @@ def pair_of(kb_id: str, root: Path) -> str:
 class SyncStore:
     """The sync records of every folder, in one SQLite file; safe to share between threads."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, timeout: float = 30) -> None:
+        """Open (or make) the records; ``StoreUnusable`` when they are damaged or another process holds
+        them longer than ``timeout`` seconds."""
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
-        with self._lock:
+        try:
+            self._db = sqlite3.connect(
+                self.path, timeout=timeout, check_same_thread=False, isolation_level=None
+            )
             if self.path != ":memory:":
                 self._db.execute("PRAGMA journal_mode=WAL")
                 # WAL with NORMAL: a committed step survives the process being killed; only a power cut
                 # may lose the last steps, which a resume then finds by their Idempotency-Key or upload id.
                 self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+        except sqlite3.Error as err:
+            raise _unusable(self.path, err) from err
         if self.path != ":memory:":
             os.chmod(self.path, 0o600)
 
@@ -108,16 +154,24 @@ class SyncStore:
 
     def _run(self, sql: str, *params: Any) -> list[Any]:
         with self._lock:
-            return self._db.execute(sql, params).fetchall()
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.Error as err:
+                raise _unusable(self.path, err) from err
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as err:
+                raise _unusable(self.path, err) from err
             try:
                 yield self._db
-            except BaseException:
+            except BaseException as err:
                 self._db.execute("ROLLBACK")
+                if isinstance(err, sqlite3.Error) and not isinstance(err, StoreUnusable):
+                    raise _unusable(self.path, err) from err
                 raise
             self._db.execute("COMMIT")
 
@@ -148,7 +202,11 @@ class SyncStore:
                 "SELECT path, size, mtime_ns, sha256 FROM hashes WHERE pair = ?", pair
             )
         }
-        return Memory(synced, pending, failed, hashes)
+        deleted = self._run("SELECT deleted FROM deletions WHERE pair = ?", pair)
+        resent = dict(self._run("SELECT path, sha256 FROM resent WHERE pair = ?", pair))
+        room = self._run("SELECT code, file_count, bytes_used, at FROM no_room WHERE pair = ?", pair)
+        no_room = NoRoom(*room[0]) if room else None
+        return Memory(synced, pending, failed, hashes, deleted[0][0] if deleted else 0, resent, no_room)
 
     # ----------------------------------------------------------------------------------------- steps
 
@@ -184,6 +242,9 @@ class SyncStore:
             )
             db.execute("DELETE FROM pending WHERE pair = ? AND path = ?", (pair, path))
             db.execute("DELETE FROM failed WHERE pair = ? AND path = ?", (pair, path))
+            db.execute(
+                "DELETE FROM resent WHERE pair = ? AND path = ? AND sha256 != ?", (pair, path, synced.sha256)
+            )
 
     def failed(self, pair: str, path: str, failed: Failed) -> None:
         with self._transaction() as db:
@@ -199,8 +260,40 @@ class SyncStore:
     def forget(self, pair: str, path: str) -> None:
         """The file is no longer the sync's (deleted, or gone from the KB)."""
         with self._transaction() as db:
-            for table in ("synced", "pending", "failed"):
+            for table in ("synced", "pending", "failed", "resent"):
                 db.execute(f"DELETE FROM {table} WHERE pair = ? AND path = ?", (pair, path))  # noqa: S608
+
+    def deleted(self, pair: str, count: int = 1) -> None:
+        """``count`` more files deleted by the folder's sync since the last confirmation."""
+        self._run(
+            "INSERT INTO deletions VALUES (?, ?, ?) ON CONFLICT (pair) DO UPDATE SET deleted = deleted + ?",
+            pair,
+            count,
+            time.time(),
+            count,
+        )
+
+    def confirmed(self, pair: str) -> None:
+        """A confirmation (``--yes``, ``desktop confirm``, the page's): the count of deletions starts over."""
+        self._run("INSERT OR REPLACE INTO deletions VALUES (?, 0, ?)", pair, time.time())
+
+    def resending(self, pair: str, path: str, sha256: str) -> None:
+        """The bytes of a version the knowledge engine failed are sent again, once."""
+        self._run("INSERT OR REPLACE INTO resent VALUES (?, ?, ?)", pair, path, sha256)
+
+    def no_room(self, pair: str, no_room: NoRoom | None) -> None:
+        """The KB's refusal for want of room (None: it took what was sent, or room may have appeared)."""
+        if no_room is None:
+            self._run("DELETE FROM no_room WHERE pair = ?", pair)
+        else:
+            self._run(
+                "INSERT OR REPLACE INTO no_room VALUES (?, ?, ?, ?, ?)",
+                pair,
+                no_room.code,
+                no_room.file_count,
+                no_room.bytes_used,
+                no_room.at,
+            )
 
     def remember_hashes(self, pair: str, hashes: dict[str, tuple[int, int, str]], gone: list[str]) -> None:
         """The sizes, mtimes and hashes read in a pass; ``gone``: paths no longer on disk."""

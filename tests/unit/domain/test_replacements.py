@@ -8,6 +8,7 @@ from http import HTTPStatus
 import pytest
 
 from memmy_kb.domain import replacements
+from memmy_kb.domain.engine import FileStatus, MemosError
 from memmy_kb.domain.replacements import IssuedReplacement, ReplacementRequest, Unchanged
 from memmy_kb.records import FileRecord, KbCapacity, UploadState
 from tests.support.domain import refused
@@ -20,7 +21,7 @@ from tests.support.factories import (
     reader_grant_for,
     replacement_record,
 )
-from tests.support.fakes import FakeStores, FakeUploadObjects
+from tests.support.fakes import FakeKnowledgeEngine, FakeStores, FakeUploadObjects
 
 TTL = 600
 HASH = "ab" * 32
@@ -35,13 +36,20 @@ def file(stores: FakeStores) -> FileRecord:
 
 
 def ask(
-    stores: FakeStores, user: str = "alice", *, now_minutes: int = 0, capacity: KbCapacity = UNCAPPED, **request: object
+    stores: FakeStores,
+    user: str = "alice",
+    *,
+    now_minutes: int = 0,
+    capacity: KbCapacity = UNCAPPED,
+    memos: FakeKnowledgeEngine | None = None,
+    **request: object,
 ) -> IssuedReplacement | Unchanged:
     fields: dict[str, object] = {"kb_id": "kb_1", "file_id": "fi_1", "size_bytes": 30} | request
     return replacements.request_replacement(
         stores.kbs,
         stores.contents,
         FakeUploadObjects(),
+        memos or FakeKnowledgeEngine(),
         user_id=user,
         request=ReplacementRequest(**fields),  # type: ignore[arg-type]
         post_ttl_seconds=TTL,
@@ -63,10 +71,44 @@ def test_given_a_file_when_its_owner_replaces_it_then_a_pending_replace_of_that_
     assert stores.contents.get_file("kb_1", "fi_1").replacing == upload.upload_id  # type: ignore[union-attr]
 
 
+def memos_holding(file: FileRecord, status: FileStatus) -> FakeKnowledgeEngine:
+    """MemOS holding the file's current version in ``status``."""
+    memos = FakeKnowledgeEngine()
+    memos_kb = memos.create_knowledgebase("kb_1")
+    memos.add_file(memos_kb, file.name, status, file_id=file.memos_file_id)
+    return memos
+
+
+@pytest.mark.parametrize("status", [FileStatus.AVAILABLE, FileStatus.PROCESSING])
 def test_given_the_current_versions_hash_when_replacing_then_unchanged_and_nothing_recorded(
+    stores: FakeStores, file: FileRecord, status: FileStatus
+) -> None:
+    assert ask(stores, sha256=HASH, memos=memos_holding(file, status)) == Unchanged(file)
+    assert stores.table.uploads == {}
+
+
+def test_given_a_current_version_memos_failed_when_its_same_bytes_are_offered_then_a_new_replace(
     stores: FakeStores, file: FileRecord
 ) -> None:
-    assert ask(stores, sha256=HASH) == Unchanged(file)
+    # Given version 2 of the file, whose bytes MemOS failed: the version before it answers recall
+    failed = file.model_copy(update={"version": 2})
+    stores.table.seed(failed)
+
+    # When the same bytes are offered again
+    issued = ask(stores, sha256=HASH, if_version=2, memos=memos_holding(failed, FileStatus.FAILED))
+
+    # Then they take a new replace of that version (not "unchanged": they could never be sent again)
+    assert isinstance(issued, IssuedReplacement)
+    assert (issued.upload.sha256, issued.upload.if_version) == (HASH, 2)
+
+
+def test_given_memos_unavailable_when_the_same_bytes_are_offered_then_503_and_nothing_recorded(
+    stores: FakeStores, file: FileRecord
+) -> None:
+    memos = memos_holding(file, FileStatus.AVAILABLE)
+    memos.fail("get_knowledgebase_files", MemosError("down", endpoint="/get/knowledgebase-file"))
+
+    assert refused(lambda: ask(stores, sha256=HASH, memos=memos)) == (HTTPStatus.SERVICE_UNAVAILABLE, "memos_unavailable")
     assert stores.table.uploads == {}
 
 

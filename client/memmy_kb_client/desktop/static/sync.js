@@ -11,9 +11,11 @@ Object.assign(TEXT.zh, {
   replacing: "替换中：新版本就绪前，仍由上一个版本回答。", replaceFailed: "替换失败：{reason}",
   replaceSent: "新版本已发送", dismissReplace: "清除 {name} 的失败替换",
   links: "同步的文件夹", unlink: "取消同步", confirmDelete: "确认删除", lastSync: "上次同步 {time}",
-  link_waiting: "有待同步的更改", link_syncing: "同步中…", link_idle: "已同步", link_paused: "已暂停：{reason}。确认后才会删除。",
+  link_waiting: "有待同步的更改", link_syncing: "同步中…", link_idle: "已同步", link_partly: "已同步，下列文件除外", link_paused: "已暂停：{reason}。确认后才会删除。",
   link_error: "出错：{error}", pausedEmpty: "文件夹是空的", pausedMissing: "文件夹不存在（磁盘未挂载？）",
-  pausedMany: "将删除此文件夹同步进来的 {total} 个文件中的 {n} 个", unlinked: "已取消同步 {dir}；知识库中的文件保留。",
+  pausedMany: "将删除此文件夹同步进来的 {total} 个文件中的 {n} 个", pausedSince: "，自上次确认以来共 {n}/{total} 个",
+  linkFailed: "处理失败：{path}（{reason}）仍由上一个版本回答。", waitRoom: "{n} 个文件在等知识库腾出空间",
+  deletedSince: "自上次确认以来已删除 {n}/{total} 个同步进来的文件", linksUnreadable: "无法读取同步的文件夹：{error}", unlinked: "已取消同步 {dir}；知识库中的文件保留。",
   confirmUnlink: "不再同步「{dir}」？知识库中的文件会保留。",
 });
 Object.assign(TEXT.en, {
@@ -25,10 +27,14 @@ Object.assign(TEXT.en, {
   replaceFailed: "Replacement failed: {reason}", replaceSent: "New version sent",
   dismissReplace: "Dismiss the failed replacement of {name}",
   links: "Synced folders", unlink: "Stop syncing", confirmDelete: "Confirm deletion", lastSync: "last sync {time}",
-  link_waiting: "Changes pending", link_syncing: "Syncing…", link_idle: "Up to date",
+  link_waiting: "Changes pending", link_syncing: "Syncing…", link_idle: "Up to date", link_partly: "Up to date but for the files below",
   link_paused: "Paused: {reason}. Nothing is deleted until you confirm.", link_error: "Error: {error}",
   pausedEmpty: "the folder is empty", pausedMissing: "the folder is missing (an unmounted disk?)",
   pausedMany: "it would delete {n} of the {total} files this folder's sync brought in",
+  pausedSince: ", {n} of {total} since the last confirmation",
+  linkFailed: "Failed: {path} ({reason})", waitRoom: "{n} file(s) wait for room in the knowledge base",
+  deletedSince: "{n} of the {total} files its sync brought in deleted since the last confirmation",
+  linksUnreadable: "The synced folders could not be read: {error}",
   unlinked: "Stopped syncing {dir}; its files stay in the knowledge base.",
   confirmUnlink: "Stop syncing “{dir}”? Its files stay in the knowledge base.",
 });
@@ -128,13 +134,30 @@ function pausedReason(text) {
   if (text.startsWith("the folder is empty")) return t("pausedEmpty");
   if (text.startsWith("the folder is missing")) return t("pausedMissing");
   const many = /delete (\d+) of the (\d+) files/.exec(text);
-  return many ? t("pausedMany", { n: many[1], total: many[2] }) : text;
+  const since = /, (\d+) of (\d+) since the last confirmation/.exec(text);
+  if (!many) return text;
+  return t("pausedMany", { n: many[1], total: many[2] }) + (since ? t("pausedSince", { n: since[1], total: since[2] }) : "");
+}
+
+// What the last pass has to tell beyond the state: failed versions, files waiting for room, the deletions
+// counted since the last confirmation.
+function linkNotes(link) {
+  const notes = (link.failed || []).map((f) => el("div", { class: "reason", text: t("linkFailed", { path: f.path, reason: f.reason }) }));
+  if (link.wait_for_room) notes.push(el("div", { class: "reason", text: t("waitRoom", { n: link.wait_for_room }) }));
+  if (link.deleted_since_confirmation) {
+    notes.push(el("div", { class: "muted", text: t("deletedSince", { n: link.deleted_since_confirmation, total: link.brought_in }) }));
+  }
+  return notes;
 }
 
 function linkItem(link) {
+  if (link.state === "unreadable") {
+    return el("li", { "data-link": "", class: "link-error" }, el("div", { class: "link-state error", text: t("linksUnreadable", { error: link.error || "" }) }));
+  }
   const kb = state.kbs.find((item) => item.id === link.kb_id);
   const words = link.state === "paused" ? t("link_paused", { reason: pausedReason(link.paused) })
-    : link.state === "error" ? t("link_error", { error: link.error || "" }) : t(`link_${link.state}`);
+    : link.state === "error" ? t("link_error", { error: link.error || "" })
+    : link.state === "idle" && ((link.failed || []).length || link.wait_for_room) ? t("link_partly") : t(`link_${link.state}`);
   const when = link.last_pass_at ? ` · ${t("lastSync", { time: new Date(link.last_pass_at * 1000).toLocaleTimeString(LANG === "en" ? "en" : "zh-CN") })}` : "";
   const buttons = [];
   if (link.state === "paused") {
@@ -148,6 +171,7 @@ function linkItem(link) {
   return el("li", { "data-link": link.dir, class: `link-${link.state}` },
     el("div", {}, el("code", { text: link.dir }), " → ", theirs(kb ? kb.name : link.kb_id)),
     el("div", { class: `link-state ${link.state}`, text: words + when }),
+    ...linkNotes(link),
     el("div", { class: "row" }, ...buttons));
 }
 

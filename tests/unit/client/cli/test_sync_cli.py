@@ -1,7 +1,8 @@
 """``memmy-kb sync DIR KB`` as a command (``memmy_kb_client.cli.sync_commands``), against an in-memory KB or an
 unreachable cloud: a cloud that does not answer is an error line, not a traceback, and an error while
-``--wait`` waits still tells what the pass did; and ``desktop links``' lines, whose names start no line of
-their own."""
+``--wait`` waits still tells what the pass did, damaged sync records are a sentence with the way out, a
+failed version and files waiting for room are told (exit 1); and ``desktop links``' lines, whose names
+start no line of their own, with what a link's last pass has to tell."""
 
 from __future__ import annotations
 
@@ -73,3 +74,71 @@ def test_a_line_break_in_a_linked_folders_name_or_error_starts_no_line() -> None
     assert len(lines) == 1
     assert "\n" not in lines[0]
     assert lines[0].startswith("/docs\\u000alinked:")
+
+
+def test_damaged_sync_records_are_a_sentence_with_the_way_out(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = run.store_dir() / "sync.sqlite3"
+    records.parent.mkdir(parents=True)
+    records.write_bytes(b"not a database at all, whatever it was" * 200)
+    monkeypatch.setattr(transfer_commands, "client_for", lambda args: Opened(FakeKb()))
+
+    assert cli.main(["sync", str(home / "docs"), "kb_1"]) == 1
+
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: the sync records ({records}) are damaged")
+    assert f"mv {records} {records}.broken" in err
+    assert "Traceback" not in err
+
+
+def test_a_failed_version_and_files_waiting_for_room_are_told_and_exit_1(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a.md synced, then its edit failed by the knowledge engine twice; and b.md refused for want of room
+    kb = FakeKb()
+    monkeypatch.setattr(transfer_commands, "client_for", lambda args: Opened(kb))
+    monkeypatch.setattr(execute, "post_upload", kb.send)
+    docs = home / "docs"
+    for _ in range(2):
+        cli.main(["sync", str(docs), "kb_1"])
+        kb.ingest()
+    (docs / "a.md").write_text("edited", encoding="utf-8")
+    (docs / "b.md").write_text("b", encoding="utf-8")
+    kb.refuse["b.md"] = (409, "kb_file_limit_reached", "A knowledge base can hold at most 1 files.")
+    for _ in range(2):
+        cli.main(["sync", str(docs), "kb_1"])
+        kb.ingest()
+        kb.engine_fails.add(kb.paths()["a.md"][1])
+    capsys.readouterr()
+
+    # When the next pass runs
+    code = cli.main(["sync", str(docs), "kb_1"])
+
+    # Then it says which file failed and why, and how many wait for room
+    out = capsys.readouterr().out.splitlines()
+    assert code == 1
+    assert "failed     a.md  (The knowledge engine could not process this version; the previous version" in "\n".join(out)
+    assert out[-2].startswith("1 file waits for room in the knowledge base")
+
+
+def test_a_links_last_pass_tells_failed_versions_room_and_deletions_since_the_last_confirmation() -> None:
+    from memmy_kb_client.cli.link_commands import link_lines
+
+    link = {
+        "dir": "/docs",
+        "kb_id": "kb_1",
+        "state": "idle",
+        "failed": [{"path": "a.md", "reason": "The engine failed it."}],
+        "failed_count": 1,
+        "wait_for_room": 3,
+        "deleted_since_confirmation": 4,
+        "brought_in": 20,
+    }
+    assert link_lines([link])[1:] == [
+        "  failed: a.md (The engine failed it.)",
+        "  3 files wait for room in the knowledge base",
+        "  deleted since the last confirmation: 4 of the 20 files its sync brought in",
+    ]
+    unreadable = {"dir": None, "kb_id": None, "state": "unreadable", "error": "the sync records are damaged"}
+    assert link_lines([unreadable]) == ["the linked folders could not be read: the sync records are damaged"]

@@ -286,11 +286,13 @@ def test_a_kb_without_room_is_not_remembered_as_the_files_refusal(tmp_path: Path
     # Given an upload refused because the KB's storage is full (413, like a file too large)
     root, kb = tmp_path / "docs", FakeKb()
     write(root, "a.md", "a")
+    other = kb.upload_by_hand("other.md", b"other")
     kb.refuse["a.md"] = (413, "kb_storage_limit_reached", "A knowledge base can hold at most 1 GB of files.")
     first = sync(kb, store, root, tmp_path)
 
-    # When room is made in the KB, the file itself unchanged
+    # When room is made in the KB (a file deleted), the file itself unchanged
     del kb.refuse["a.md"]
+    kb.files.pop(other)
     second = sync(kb, store, root, tmp_path)
 
     # Then the next pass sends it

@@ -108,10 +108,10 @@ def test_a_confirmation_deletes_what_it_was_shown(tmp_path: Path, store: SyncSto
 def test_a_link_that_keeps_failing_is_tried_again_less_and_less_often(
     tmp_path: Path, store: SyncStore
 ) -> None:
-    # Given a link whose file the KB has no room for (each pass reads the KB whole and fails)
+    # Given a link whose file the cloud keeps refusing for a while (each pass reads the KB whole and fails)
     kb, root = FakeKb(), tmp_path / "docs"
     folder_of(root, 1)
-    kb.refuse["0.md"] = (409, "kb_file_limit_reached", "A knowledge base can hold at most 1000 files.")
+    kb.refuse["0.md"] = (503, "memos_unavailable", "File status is unavailable right now; try again shortly.")
     links = Links(
         store, tmp_path / "locks", lambda: kb, watch=False, send=kb.send, retry_seconds=30, rescan_seconds=600
     )

@@ -10,7 +10,7 @@ from typing import Any
 from memmy_kb_client.sync.local import FolderScan, Seen
 from memmy_kb_client.sync.plan import Plan, name_refused, plan_pass
 from memmy_kb_client.sync.remote import Entry, Tree
-from memmy_kb_client.sync.store import Failed, Memory, Pending, Synced
+from memmy_kb_client.sync.store import Failed, Memory, NoRoom, Pending, Synced
 
 
 def folder(*paths: str, skipped: dict[str, str] | None = None, exists: bool = True) -> FolderScan:
@@ -26,7 +26,7 @@ def file(
         name=name,
         folder=folder_path,
         folder_id=None,
-        status="available",
+        status=more.pop("status", "available"),
         version=version,
         sha256=sha,
         upload_id=more.pop("upload_id", f"up_{file_id}"),
@@ -49,8 +49,9 @@ def memory(
     synced: dict[str, Synced] | None = None,
     pending: dict[str, Pending] | None = None,
     failed: dict[str, Failed] | None = None,
+    **more: Any,
 ) -> Memory:
-    return Memory(synced or {}, pending or {}, failed or {}, {})
+    return Memory(synced or {}, pending or {}, failed or {}, {}, **more)
 
 
 def kinds(plan: Plan) -> dict[str, list[str]]:
@@ -142,6 +143,53 @@ def test_deleting_up_to_a_quarter_of_the_synced_files_needs_no_confirmation() ->
     assert (len(one_gone.deletes), one_gone.confirm) == (1, None)
     assert len(two_gone.deletes) == 2
     assert two_gone.confirm == "it would delete 2 of the 4 files this folder's sync brought in"
+
+
+def test_deletions_since_the_last_confirmation_count_with_this_passs() -> None:
+    # Given 15 synced files, after 5 deleted since the last confirmation
+    kb = tree(*(file(f"f{i}", f"{i}.md", "h") for i in range(15)))
+    synced = {f"{i}.md": Synced(f"f{i}", 1, "h") for i in range(15)}
+    left = [f"{i}.md" for i in range(1, 15)]
+
+    # When one more is gone: 6 of 20 since then, over a quarter; and with no earlier deletion, 1 of 15
+    after_five = plan_pass(folder(*left), dict.fromkeys(left, "h"), kb, memory(synced, deleted=5))
+    first = plan_pass(folder(*left), dict.fromkeys(left, "h"), kb, memory(synced))
+
+    assert after_five.confirm == (
+        "it would delete 1 of the 15 files this folder's sync brought in, 6 of 20 since the last confirmation"
+        " (5 deleted already)"
+    )
+    assert after_five.summary()["deleted_since_confirmation"] == 5
+    assert first.confirm is None
+
+
+def test_while_the_kb_has_no_room_what_it_would_refuse_is_held_not_asked_for() -> None:
+    kb = tree(file("f1", "edit.md", "old"))
+    synced = {"edit.md": Synced("f1", 1, "old")}
+    scan, hashes = folder("edit.md", "new.md"), {"edit.md": "new", "new.md": "n"}
+    files_full = memory(synced, no_room=NoRoom("kb_file_limit_reached", 1000, 10, 0.0))
+    storage_full = memory(synced, no_room=NoRoom("kb_storage_limit_reached", 1000, 10, 0.0))
+
+    # A full file count holds the upload; full storage, the replace too
+    assert kinds(plan_pass(scan, hashes, kb, files_full)) == {"replace": ["edit.md"]}
+    assert [s.path for s in plan_pass(scan, hashes, kb, files_full).held] == ["new.md"]
+    held = plan_pass(scan, hashes, kb, storage_full)
+    assert (kinds(held), sorted(s.path for s in held.held)) == ({}, ["edit.md", "new.md"])
+    assert held.summary()["wait_for_room"] == [{"path": "new.md"}, {"path": "edit.md"}]
+
+
+def test_a_version_the_engine_failed_at_the_folders_bytes_is_replaced_once_then_shown_failed() -> None:
+    why = "The knowledge engine could not process this version; the previous version still answers."
+    kb = tree(file("f1", "a.md", "new", version=2, status="failed", reason=why))
+    synced = {"a.md": Synced("f1", 2, "new")}
+
+    once = plan_pass(folder("a.md"), {"a.md": "new"}, kb, memory(synced))
+    after = plan_pass(folder("a.md"), {"a.md": "new"}, kb, memory(synced, resent={"a.md": "new"}))
+    other_bytes = plan_pass(folder("a.md"), {"a.md": "newer"}, kb, memory(synced, resent={"a.md": "new"}))
+
+    assert (kinds(once), once.replaces[0].resend, once.replaces[0].version) == ({"replace": ["a.md"]}, True, 2)
+    assert (kinds(after), after.summary()["failed"]) == ({}, [{"path": "a.md", "reason": why}])
+    assert (kinds(other_bytes), other_bytes.replaces[0].resend) == ({"replace": ["a.md"]}, False)
 
 
 def test_an_empty_or_missing_folder_always_asks_whatever_the_share() -> None:

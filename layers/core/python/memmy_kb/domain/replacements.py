@@ -8,7 +8,8 @@ Until MemOS has processed that version, the current one keeps answering recall.
 Issuing one checks, in this order: the caller owns the KB, the file exists, it is still at the version the
 caller replaces (``if_version``, 409 ``version_conflict``), no other replace of it is in flight (409
 ``replace_in_progress``), and the bytes differ from the current version's (a ``sha256`` equal to the
-stored one answers ``unchanged`` and writes nothing). Then one transaction records the pending replace,
+stored one answers ``unchanged`` and writes nothing, unless MemOS failed that version: the same bytes then
+take a new replace, or they could never be sent again). Then one transaction records the pending replace,
 marks the file ``replacing`` it and checks the KB has room for the growth.
 
 A replace in flight gives way to a new one once it can no longer be completed: its upload is gone or
@@ -23,11 +24,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from memmy_kb.domain.access import require_owner
+from memmy_kb.domain.engine import FileStatus, MemosApiKeyError, MemosError, backend_of
 from memmy_kb.domain.limits import capacity_refused
-from memmy_kb.domain.ports import ContentStore, GrantReader, UploadObjects
+from memmy_kb.domain.ports import ContentStore, GrantReader, KnowledgeEngines, UploadObjects
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing, PresignedPost, upload_object_key
 from memmy_kb.domain.uploads import PENDING_GRACE, new_upload_id, validate_upload
-from memmy_kb.errors import Conflict, file_not_found, kb_not_found
+from memmy_kb.errors import Conflict, UpstreamUnavailable, file_not_found, kb_not_found
 from memmy_kb.records import FileRecord, KbCapacity, UploadRecord, utc_now
 
 
@@ -75,6 +77,7 @@ def request_replacement(
     grants: GrantReader,
     contents: ContentStore,
     storage: UploadObjects,
+    memos: KnowledgeEngines,
     *,
     user_id: str,
     request: ReplacementRequest,
@@ -84,7 +87,7 @@ def request_replacement(
     new_id: Callable[[], str] = new_upload_id,
 ) -> IssuedReplacement | Unchanged:
     """Record a replace of ``request.file_id`` (owner only) and return the presigned POST for its bytes,
-    or ``Unchanged`` when the declared hash is the current version's."""
+    or ``Unchanged`` when the declared hash is the current version's and MemOS did not fail it."""
     grant = require_owner(grants, user_id, request.kb_id)
     file = contents.get_file(request.kb_id, request.file_id)
     if file is None:
@@ -93,7 +96,7 @@ def request_replacement(
         raise version_conflict(file.version)
     now = clock()
     take_over = _replace_in_flight(contents, file, now - timedelta(seconds=post_ttl_seconds))
-    if request.sha256 is not None and request.sha256 == file.sha256:
+    if request.sha256 is not None and request.sha256 == file.sha256 and not _failed(memos, grant.memos_backend, file):
         return Unchanged(file)
     _, pinned_type = validate_upload(file.name, request.size_bytes, request.content_type)
     upload_id = new_id()
@@ -130,6 +133,15 @@ def request_replacement(
         key, size_bytes=request.size_bytes, content_type=pinned_type, expires_in=post_ttl_seconds
     )
     return IssuedReplacement(upload=upload, post=post, post_expires_at=post_expires_at)
+
+
+def _failed(memos: KnowledgeEngines, backend: str | None, file: FileRecord) -> bool:
+    """Whether MemOS failed the file's current version (asked only when the bytes offered are its bytes)."""
+    try:
+        live = memos.engine(backend_of(backend)).get_knowledgebase_files([file.memos_file_id])
+    except (MemosError, MemosApiKeyError) as err:
+        raise UpstreamUnavailable("File status is unavailable right now; try again shortly.") from err
+    return any(f.id == file.memos_file_id and f.status == FileStatus.FAILED for f in live)
 
 
 def _replace_in_flight(contents: ContentStore, file: FileRecord, posts_from: datetime) -> str | None:

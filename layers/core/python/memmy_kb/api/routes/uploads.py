@@ -17,6 +17,7 @@ from memmy_kb.api.injected import (
     ContentStoreDep,
     KbCapacityDep,
     KbStoreDep,
+    MemosDep,
     SettingsDep,
     UploadStorageDep,
 )
@@ -107,7 +108,7 @@ def handle_create_upload(
 
 _UNCHANGED: dict[int, OpenAPIResponse] = {
     HTTPStatus.OK: {
-        "description": "The bytes are the current version's (`status` `unchanged`): nothing to send",
+        "description": "The bytes are the current version's and MemOS did not fail it (`status` `unchanged`): nothing to send",
         "content": {"application/json": {"model": ReplacementUnchanged}},
     }
 }
@@ -150,6 +151,7 @@ def handle_create_replacement(
     storage: UploadStorageDep,
     capacity: KbCapacityDep,
     settings: SettingsDep,
+    memos: MemosDep,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> Response[str]:
     ttl = settings.upload_post_ttl_seconds
@@ -157,7 +159,7 @@ def handle_create_replacement(
     def create() -> dict[str, Any]:
         ask = replacements.ReplacementRequest(kb_id=kb_id, file_id=file_id, **request.model_dump())
         result = replacements.request_replacement(
-            kbs, contents, storage, user_id=user_id, request=ask, post_ttl_seconds=ttl, capacity=capacity
+            kbs, contents, storage, memos, user_id=user_id, request=ask, post_ttl_seconds=ttl, capacity=capacity
         )
         if isinstance(result, replacements.Unchanged):
             metrics.add_metric(name="ReplaceUnchanged", unit=MetricUnit.Count, value=1)
