@@ -34,6 +34,10 @@ def open_store(directory: Path | None = None) -> SyncStore:
     return SyncStore(directory / STORE_FILE)
 
 
+# The paused plan's deletions named in its record: enough for a person to recognise, few enough to read.
+DELETE_NAMES_SHOWN = 5
+
+
 class SyncCloud(Cloud, Protocol):
     def get_knowledge_base(self, kb_id: str) -> dict[str, Any]: ...
 
@@ -58,7 +62,14 @@ class PassResult:
             "in_flight": len(self.plan.waiting),
         }
         errors = self.outcome.errors if self.outcome else []
-        return {"counts": counts, "stopped": self.stopped, "errors": errors[:20], "error_count": len(errors)}
+        return {
+            "counts": counts,
+            "stopped": self.stopped,
+            "errors": errors[:20],
+            "error_count": len(errors),
+            # What a confirmation would delete, for the page's question and `desktop links`.
+            "delete_first": sorted(s.path for s in self.plan.deletes)[:DELETE_NAMES_SHOWN],
+        }
 
 
 def run_pass(
