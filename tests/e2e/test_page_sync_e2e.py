@@ -2,7 +2,8 @@
 replaces a file in place (its SHA-256 computed in the browser, sent with the version shown): the same bytes
 are "unchanged", new bytes become the next version with a progress bar, a stale version and a replace
 already under way are told in sentences in both languages, a failed replace is shown and dismissed; the
-desktop's linked folders are listed with their state, a paused one confirmed, and unlinked. Leaves
+desktop's linked folders are listed with their state, a paused one confirmed (asked first, with the file
+it would delete), and unlinked. Leaves
 screenshots of the KB with its versions and linked folder, and of the paused link, in the test's
 temporary directory (``replace-and-links.png``, ``paused-link.png``)."""
 
@@ -154,7 +155,11 @@ def test_the_owner_replaces_a_file_and_sees_its_versions_and_linked_folders(
     )
     expect(file_row(page, "条款.md")).to_be_visible()
     page.screenshot(path=str(tmp_path / "paused-link.png"), full_page=True)
+    expect(links).to_contain_text("would delete 1 — waiting for your confirmation")
     links.get_by_role("button", name="Confirm deletion").click()
+    asked = page.get_by_role("dialog")
+    expect(asked).to_contain_text("条款.md")
+    asked.get_by_role("button", name="Delete 1 file").click()
     expect(links).to_contain_text("Up to date", timeout=PROCESSING_MS)
     expect(file_row(page, "条款.md")).to_have_count(0, timeout=PROCESSING_MS)
 

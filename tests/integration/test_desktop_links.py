@@ -1,7 +1,7 @@
 """The desktop service's linked-folder routes (docs/sync.md): only the control token links a folder; the
-page's session lists, unlinks and confirms (with its CSRF token) but cannot link one; the hook token gets
-none of them; a refused link says why; and sync records that cannot be read are said to be so, not shown
-as no links."""
+page's session lists, unlinks, confirms and re-points a linked folder at another of one's own KBs (with its
+CSRF token) but cannot link one; the hook token gets none of them; a refused link says why; and sync
+records that cannot be read are said to be so, not shown as no links."""
 
 from __future__ import annotations
 
@@ -22,9 +22,11 @@ LINK_ROUTES = [
     ("POST", "/control/links"),
     ("POST", "/control/links/unlink"),
     ("POST", "/control/links/confirm"),
+    ("POST", "/control/links/relink"),
     ("GET", "/api/links"),
     ("POST", "/api/links/unlink"),
     ("POST", "/api/links/confirm"),
+    ("POST", "/api/links/relink"),
 ]
 
 
@@ -126,3 +128,66 @@ def test_damaged_sync_records_show_as_unreadable_not_as_no_links(
     assert shown["error"].startswith(f"the sync records ({records}) are damaged")
     assert f"mv {records} {records}.broken" in shown["error"]
     assert answer["error"]["code"] == "link_refused"
+
+
+class KbCloud(RecordingCloud):
+    """A cloud whose KBs are ``kb_old`` and ``kb_new`` (the caller's own) and ``kb_shared`` (a reader's);
+    any other is 404 ``kb_not_found``."""
+
+    def answer(self, method: str, path: str) -> tuple[int, Any]:
+        kb_id = path.split("?")[0].removeprefix("/knowledge-bases/")
+        if method == "GET" and path.startswith("/knowledge-bases/") and "/" not in kb_id:
+            if kb_id in ("kb_old", "kb_new", "kb_shared"):
+                return 200, {"id": kb_id, "role": "reader" if kb_id == "kb_shared" else "owner"}
+            return 404, {"error": {"code": "kb_not_found", "message": "Knowledge base not found."}}
+        return 200, {"files": [], "folders": [], "items": []}
+
+
+@pytest.fixture
+def kb_service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[DesktopService]:
+    """The service, logged in, in front of ``KbCloud``."""
+    from tests.support.desktop_service import CLOUD_TOKEN
+
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    for cloud in serving(KbCloud()):
+        running = start(tmp_path / "desktop", cloud.url)
+        running.state.set_login(CLOUD_TOKEN)
+        yield running
+        running.stop()
+
+
+def test_a_linked_folder_is_pointed_at_another_of_ones_own_kbs_by_control_or_page(
+    kb_service: DesktopService, tmp_path: Path
+) -> None:
+    # Given a folder linked to kb_old
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    status, _ = as_control(kb_service, "POST", "/control/links", {"dir": str(folder), "kb": "kb_old"})
+    assert status == 200
+    page = signed_in(kb_service)
+
+    def relink(kb: str, headers: dict[str, str] = page, where: str = str(folder)) -> tuple[int, Any]:
+        status, _, data = call(kb_service, "POST", "/api/links/relink", headers, {"dir": where, "kb": kb})
+        return status, json.loads(data)
+
+    def linked_to() -> list[str]:
+        return [link["kb_id"] for link in as_control(kb_service, "GET", "/control/links")[1]["links"]]
+
+    # When the page points it at a KB shared with the caller, or one that is gone, then it is refused and
+    # the link stays as it was
+    status, answer = relink("kb_shared")
+    assert (status, answer["error"]["code"]) == (409, "link_refused")
+    assert relink("kb_deleted")[0] == 404
+    assert linked_to() == ["kb_old"]
+    # Without the page's CSRF token, or for a folder that is not linked, nothing changes either
+    without_csrf = {k: v for k, v in page.items() if k != "X-CSRF-Token"}
+    assert relink("kb_new", without_csrf)[0] == 403
+    assert relink("kb_new", where=str(tmp_path))[1]["error"]["code"] == "link_not_found"
+    assert linked_to() == ["kb_old"]
+
+    # When it is pointed at another of the caller's own, then the same folder syncs into it
+    status, answer = relink("kb_new")
+    assert (status, answer["dir"], answer["kb_id"]) == (200, str(folder), "kb_new")
+    assert linked_to() == ["kb_new"]
+    status, _ = as_control(kb_service, "POST", "/control/links/relink", {"dir": str(folder), "kb": "kb_old"})
+    assert (status, linked_to()) == (200, ["kb_old"])

@@ -13,7 +13,6 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from memmy_local.aws import dynamodb as local
-from memmy_local.aws.dynamodb_responses import plain_json_responses
 
 TABLE = "t"
 KEY = {"PK": {"S": "KB#1"}, "SK": {"S": "FILE#1"}}
@@ -36,7 +35,7 @@ ITEM = {
 @contextlib.contextmanager
 def _client(fast: bool) -> Iterator[Any]:
     assert not any(local._depth.values()), "a DynamoDB patch is installed: no plain moto to compare"
-    with plain_json_responses() if fast else contextlib.nullcontext(), mock_aws():
+    with local.plain_json_responses() if fast else contextlib.nullcontext(), mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         client.create_table(
             TableName=TABLE,

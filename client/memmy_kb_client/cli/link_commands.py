@@ -1,4 +1,4 @@
-"""``memmy-kb desktop link DIR KB``, ``unlink DIR``, ``confirm DIR`` and ``links``: each asks the running
+"""``memmy-kb desktop link|relink DIR KB``, ``unlink DIR``, ``confirm DIR`` and ``links``: each asks the running
 desktop service (``/control/links``), which runs the linked folders' passes (``memmy_kb_client.sync.links``)."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -17,12 +18,13 @@ Control = Callable[..., "dict[str, Any] | None"]
 
 
 def _links(args: argparse.Namespace, control: Control) -> int:
-    """``desktop link DIR KB``, ``unlink DIR``, ``confirm DIR`` and ``links``: each asks the service."""
-    if args.desktop == "link":
+    """``desktop link|relink DIR KB``, ``unlink DIR``, ``confirm DIR`` and ``links``: each asks the service."""
+    if args.desktop in ("link", "relink"):
         kb = _own_kb(args.kb, control)
         if kb is None:
             return 1
-        answer = control("POST", "/control/links", {"dir": os.path.abspath(args.dir), "kb": kb})
+        path = "/control/links" if args.desktop == "link" else "/control/links/relink"
+        answer = control("POST", path, {"dir": os.path.abspath(args.dir), "kb": kb})
     elif args.desktop in ("unlink", "confirm"):
         answer = control("POST", f"/control/links/{args.desktop}", {"dir": os.path.abspath(args.dir)})
     else:
@@ -32,9 +34,20 @@ def _links(args: argparse.Namespace, control: Control) -> int:
     if args.json:
         print(printable(json.dumps(answer, ensure_ascii=False, indent=2)))
         return 0
-    links = answer.get("links", [answer]) if args.desktop != "link" else [answer]
-    print(printable("\n".join(link_lines(links)) or "no linked folders"))
+    links = answer.get("links", [answer]) if args.desktop not in ("link", "relink") else [answer]
+    names = _kb_names(control) if links else None
+    print(printable("\n".join(link_lines(links, names)) or "no linked folders"))
     return 1 if any(link.get("state") == "unreadable" for link in links) else 0
+
+
+def _kb_names(control: Control) -> dict[str, str] | None:
+    """Each of the caller's KBs' names by id, as the service's login reads them (None: not read)."""
+    from memmy_kb_client.desktop.control import CLOUD_PREFIX
+
+    listed = control("GET", f"{CLOUD_PREFIX}/knowledge-bases")
+    if listed is None:
+        return None
+    return {str(kb.get("id")): str(kb.get("name")) for kb in listed.get("items") or []}
 
 
 def _own_kb(given: str, control: Control) -> str | None:
@@ -53,29 +66,60 @@ def _own_kb(given: str, control: Control) -> str | None:
         return None
 
 
-def link_lines(links: list[dict[str, Any]]) -> list[str]:
-    """One line per linked folder: its KB, its state, its last pass or what holds it. A folder's or a
-    file's name (in an error) is shown on its line (``one_line``): a line break in it starts no line."""
-    import time
-
+def link_lines(links: list[dict[str, Any]], names: dict[str, str] | None = None) -> list[str]:
+    """One line per linked folder, in the page's words: its KB (by name when ``names`` has it; gone when
+    ``names`` was read and lacks it), its state, its last pass or what holds it and what to do. A
+    folder's or a file's name (in an error) is shown on its line (``one_line``): a line break in it starts
+    no line."""
     lines = []
     for link in links:
-        state = str(link.get("state"))
-        if state == "unreadable":  # the service's sync records could not be read: no link is shown
+        if link.get("state") == "unreadable":  # the service's sync records could not be read: no link shown
             lines.append(one_line(f"the linked folders could not be read: {link.get('error')}"))
             continue
-        if link.get("paused"):
-            state += f" ({link['paused']}: `memmy-kb desktop confirm DIR` or the page's Confirm)"
-        elif link.get("error"):
-            state += f" ({link['error']})"
-        last = link.get("last_pass_at")
-        when = f", last pass {time.strftime('%H:%M:%S', time.localtime(last))}" if last else ""
-        counts = (link.get("last") or {}).get("counts") or {}
-        did = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
-        line = f"{link.get('dir')} -> {link.get('kb_id')}: {state}{when}{f' ({did})' if did else ''}"
-        lines.append(one_line(line))
+        lines.append(one_line(_link_line(link, names)))
         lines += [f"  {one_line(extra)}" for extra in _told(link)]
     return lines
+
+
+def _link_line(link: dict[str, Any], names: dict[str, str] | None) -> str:
+    import time
+
+    from memmy_kb_client.desktop.advice import command, missing_folder_advice
+
+    folder, kb_id = str(link.get("dir")), str(link.get("kb_id"))
+    gone = names is not None and kb_id not in names
+    kb = f"“{names[kb_id]}”" if names is not None and kb_id in names else kb_id
+    state = str(link.get("state"))
+    words = _STATES.get(state, state)
+    if gone:
+        words = (
+            "Its knowledge base is gone: link the folder to another knowledge base "
+            f"(`{command('desktop', 'relink', shlex.quote(folder), 'KB')}`), or stop syncing it."
+        )
+    elif state == "paused":
+        words = f"Paused: {link.get('paused')}. Nothing is deleted until you confirm."
+    elif state == "error":
+        words = f"Error: {link.get('error')}"
+    last = link.get("last") or {}
+    counts = last.get("counts") or {}
+    if state == "paused" and not gone:
+        first = ", ".join(last.get("delete_first") or [])
+        more = "…" if counts.get("delete", 0) > len(last.get("delete_first") or []) else ""
+        words += f" · would delete {counts.get('delete', 0)} — waiting for your confirmation"
+        words += f" (first: {first}{more})" if first else ""
+        if str(link.get("paused")).startswith("the folder is missing"):
+            words += f"; {missing_folder_advice(folder)}"
+        else:
+            words += f"; to delete them: `{command('desktop', 'confirm', shlex.quote(folder))}` or the page's Confirm deletion"
+    elif link.get("last_pass_at"):
+        words += f" · last sync {time.strftime('%H:%M:%S', time.localtime(link['last_pass_at']))}"
+        did = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
+        words += f" ({did})" if did else ""
+    return f"{folder} -> {kb}: {words}"
+
+
+# The page's words for each state (static/sync.js, in English).
+_STATES = {"waiting": "Changes pending", "syncing": "Syncing…", "idle": "Up to date"}
 
 
 def _told(link: dict[str, Any]) -> list[str]:
@@ -109,11 +153,19 @@ def add_link_commands(desktop: argparse._SubParsersAction[argparse.ArgumentParse
         metavar="KB",
         help="one of your own knowledge bases: its id, or its name if no other of yours has it",
     )
+    relink = desktop.add_parser(
+        "relink",
+        help="point a linked folder at another of your knowledge bases (its own gone, or the wrong one)",
+    )
+    relink.add_argument("dir", metavar="DIR")
+    relink.add_argument(
+        "kb", metavar="KB", help="one of your own knowledge bases: its id, or its unique name"
+    )
     unlink = desktop.add_parser("unlink", help="stop syncing a folder (its files stay in the knowledge base)")
     unlink.add_argument("dir", metavar="DIR")
     confirm = desktop.add_parser("confirm", help="let a paused linked folder's pass delete what it would")
     confirm.add_argument("dir", metavar="DIR")
     links = desktop.add_parser("links", help="the linked folders: last sync, pending, paused, errors")
-    for parser in (link, unlink, confirm, links):
+    for parser in (link, relink, unlink, confirm, links):
         parser.add_argument("--json", action="store_true")
         parser.set_defaults(func=lambda args: _links(args, control))

@@ -129,3 +129,14 @@ def how_to_start(state_dir: str, *, with_home: bool = False) -> str:
         return f"start it with {launcher.sentence()}"
     home = os.path.dirname(os.path.abspath(state_dir)) if with_home else None
     return f"start it with `{command('desktop', 'serve', home=home)}`"
+
+
+def missing_folder_advice(directory: str) -> str:
+    """What to do about a linked folder that is missing, first things first: reconnect or put it back (its
+    sync resumes by itself), or stop syncing it; the deletion last, for when its files should go."""
+    folder = shlex.quote(directory)
+    return (
+        f"reconnect the disk or put the folder back and its sync resumes, or stop syncing it with "
+        f"`{command('desktop', 'unlink', folder)}` (its files stay in the knowledge base); only if its files "
+        f"should go from the knowledge base too: `{command('desktop', 'confirm', folder)}`"
+    )

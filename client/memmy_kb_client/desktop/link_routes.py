@@ -1,11 +1,13 @@
 """The desktop service's linked folders (``memmy_kb_client.sync.links``): started and stopped with the
 service, their passes sent to the cloud with the service's login, and their routes: ``/control/links``
-for ``memmy-kb desktop link|unlink|links|confirm`` (control token), ``/api/links`` for the page (session,
-CSRF on changes)."""
+for ``memmy-kb desktop link|relink|unlink|links|confirm`` (control token), ``/api/links`` for the page
+(session, CSRF on changes), which can re-point a linked folder but never link one."""
 
 from __future__ import annotations
 
+import os
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from memmy_kb_client.desktop.routes import Reply, Request, Route, error_reply
@@ -157,14 +159,59 @@ def _links(state: DesktopState, request: Request) -> Reply:
     return Reply(200, {"links": links.shown() if links is not None else []})
 
 
-def _link(state: DesktopState, request: Request) -> Reply:
+def _dir_and_kb(request: Request) -> tuple[str, str] | None:
     body = request.json_object() or {}
     directory, kb_id = _dir(request), body.get("kb")
     if directory is None or not isinstance(kb_id, str) or not 0 < len(kb_id) <= 256:
+        return None
+    return directory, kb_id
+
+
+def _link(state: DesktopState, request: Request) -> Reply:
+    asked = _dir_and_kb(request)
+    if asked is None:
         return error_reply(422, "validation_error", 'expected {"dir": "/path/to/folder", "kb": "KB_ID"}')
     links = _running(state)
     if links is None:
         return error_reply(503, "links_unavailable", "the service is stopping")
+    return _linking(lambda: links.link(*asked))
+
+
+def _relink(state: DesktopState, request: Request) -> Reply:
+    """A linked folder pointed at another of one's own KBs (its own gone, or the wrong one): the same
+    folder only, so the page, which cannot link a folder, can re-point one the control token linked."""
+    asked = _dir_and_kb(request)
+    if asked is None:
+        return error_reply(422, "validation_error", 'expected {"dir": "/path/to/folder", "kb": "KB_ID"}')
+    links = _running(state)
+    if links is None:
+        return error_reply(503, "links_unavailable", "the service is stopping")
+    root = os.path.abspath(os.path.expanduser(asked[0]))
+    current = next((link for link in links.shown() if link["dir"] == root), None)
+    if current is None:
+        return error_reply(404, "link_not_found", "no linked folder at that path")
+    if current["kb_id"] == asked[1]:
+        return Reply(200, current)
+
+    def relink() -> dict[str, Any]:
+        from memmy_kb_client.sync.links import LinkError
+
+        client = cloud_client(state)
+        try:  # the new KB checked before the folder is unlinked: a refusal leaves the link as it was
+            if client.get_knowledge_base(asked[1]).get("role") != "owner":
+                raise LinkError(
+                    "a knowledge base shared with you cannot be a sync target: link one of your own"
+                )
+        finally:
+            client.close()
+        links.unlink(root)
+        return links.link(root, asked[1])
+
+    return _linking(relink)
+
+
+def _linking(act: Callable[[], dict[str, Any]]) -> Reply:
+    """``act`` (a link) answered: the link, or why it was refused."""
     import httpx
 
     from memmy_kb_client.sdk import MemmyApiError
@@ -172,7 +219,7 @@ def _link(state: DesktopState, request: Request) -> Reply:
     from memmy_kb_client.sync.links import LinkError
 
     try:
-        return Reply(200, links.link(directory, kb_id))
+        return Reply(200, act())
     except LinkError as err:
         return error_reply(409, "link_refused", str(err))
     except SyncAborted as err:
@@ -204,12 +251,15 @@ def _for_page(route: Route) -> Route:
 
 
 _UNLINK, _CONFIRM = _about_one("unlink"), _about_one("confirm")
+_RELINK = Route(Access.CONTROL, _relink)
 LINK_ROUTES: Final[dict[tuple[str, str], Route]] = {
     ("GET", "/control/links"): Route(Access.CONTROL, _links),
     ("POST", "/control/links"): Route(Access.CONTROL, _link),
+    ("POST", "/control/links/relink"): _RELINK,
     ("POST", "/control/links/unlink"): _UNLINK,
     ("POST", "/control/links/confirm"): _CONFIRM,
     ("GET", "/api/links"): Route(Access.SESSION, _links),
     ("POST", "/api/links/unlink"): _for_page(_UNLINK),
     ("POST", "/api/links/confirm"): _for_page(_CONFIRM),
+    ("POST", "/api/links/relink"): _for_page(_RELINK),
 }

@@ -34,6 +34,10 @@ def open_store(directory: Path | None = None) -> SyncStore:
     return SyncStore(directory / STORE_FILE)
 
 
+# The paused plan's deletions named in its record: enough for a person to recognise, few enough to read.
+DELETE_NAMES_SHOWN = 5
+
+
 class SyncCloud(Cloud, Protocol):
     def get_knowledge_base(self, kb_id: str) -> dict[str, Any]: ...
 
@@ -70,6 +74,8 @@ class PassResult:
             "wait_for_room": self.waiting_for_room,
             "deleted_since_confirmation": self.deleted_since_confirmation,
             "brought_in": self.plan.synced_count + self.plan.deleted_before,
+            # What a confirmation would delete, for the page's question and `desktop links`.
+            "delete_first": sorted(s.path for s in self.plan.deletes)[:DELETE_NAMES_SHOWN],
         }
 
     @property

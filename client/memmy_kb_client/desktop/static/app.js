@@ -341,8 +341,10 @@ function askName(title, value, save) {
   ]);
 }
 
-function confirmDanger(title, message, label, action) {
-  showDialog(title, [el("p", { text: message })], [{ label, cls: "danger", run: action }]);
+function confirmDanger(title, message, label, action, warning) {
+  const body = [el("p", { text: message })];
+  if (warning) body.push(el("p", { class: "warn", text: warning }));
+  showDialog(title, body, [{ label, cls: "danger", run: action }]);
 }
 
 // ------------------------------------------------------------------------------------------- lists
@@ -350,6 +352,7 @@ function confirmDanger(title, message, label, action) {
 async function loadLists() {
   const answer = await api("GET", "/knowledge-bases");
   state.kbs = answer.items || [];
+  state.kbsLoaded = true;
   renderLists();
   if (state.kb && !state.kbs.some((kb) => kb.id === state.kb.id)) closeKb(t("gone"));
   else if (state.kb) {
@@ -540,11 +543,13 @@ function rowActions(kind, entry, listing) {
   }
   if (kind === "file") buttons.push(...versionActions(entry));  // sync.js
   buttons.push(el("button", { type: "button", text: t("move"), onclick: () => moveDialog(kind, entry, listing) }));
+  // A linked folder's file: the question says that the folder wins (sync.js).
+  const warning = kind === "file" ? deleteWarning(entry) : "";
   buttons.push(el("button", { type: "button", class: "danger", text: t("del"), onclick: () => confirmDanger(
     t("del"), t(kind === "folder" ? "confirmDeleteFolder" : "confirmDeleteFile", { name: entry.name }), t("del"), async () => {
       await api("DELETE", `${kbPath}/${kind === "folder" ? "folders" : "files"}/${seg(entry.id)}`);
       await loadListing();
-    }) }));
+    }, warning) }));
   return buttons;
 }
 

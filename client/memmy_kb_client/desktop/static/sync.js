@@ -17,6 +17,14 @@ Object.assign(TEXT.zh, {
   linkFailed: "处理失败：{path}（{reason}）仍由上一个版本回答。", waitRoom: "{n} 个文件在等知识库腾出空间",
   deletedSince: "自上次确认以来已删除 {n}/{total} 个同步进来的文件", linksUnreadable: "无法读取同步的文件夹：{error}", unlinked: "已取消同步 {dir}；知识库中的文件保留。",
   confirmUnlink: "不再同步「{dir}」？知识库中的文件会保留。",
+  lastPaused: "将删除 {n} 个——等待你的确认", confirmDeleteTitle: "从「{kb}」删除 {n} 个文件？",
+  confirmDeleteBody: "这些文件已不在 {dir} 中，文件夹的同步将把它们从知识库「{kb}」删除：", andMore: "……还有 {n} 个",
+  deleteN: "删除 {n} 个文件", missingAdvice: "请重新连接磁盘或把文件夹放回原处，同步会自动继续；或者“取消同步”（知识库中的文件会保留）。只有当这些文件也应从知识库删除时，才确认删除。",
+  kbGone: "它的知识库已不存在：把这个文件夹同步到另一个知识库，或取消同步。", relink: "同步到另一个知识库",
+  relinkTo: "同步到", relinked: "{dir} 现在同步到「{kb}」。", noOtherKb: "你还没有别的知识库：先新建一个。",
+  syncedFrom: "来自同步的文件夹「{dir}」", syncedMark: "来自同步的文件夹",
+  folderWins: "「{name}」来自同步的文件夹 {dir}：同步期间以文件夹为准，下一次同步会把文件夹里的版本放回来。请在文件夹里修改这个文件。",
+  replaceAnyway: "仍然替换",
 });
 Object.assign(TEXT.en, {
   replace: "Replace", replaceOne: "Replace {name}", version: "version {n}",
@@ -37,6 +45,17 @@ Object.assign(TEXT.en, {
   linksUnreadable: "The synced folders could not be read: {error}",
   unlinked: "Stopped syncing {dir}; its files stay in the knowledge base.",
   confirmUnlink: "Stop syncing “{dir}”? Its files stay in the knowledge base.",
+  lastPaused: "would delete {n} — waiting for your confirmation", confirmDeleteTitle: "Delete {n} files from “{kb}”?",
+  confirmDeleteTitleOne: "Delete 1 file from “{kb}”?",
+  confirmDeleteBody: "These files are no longer in {dir}; the folder's sync would delete them from the knowledge base “{kb}”:",
+  andMore: "… and {n} more", deleteN: "Delete {n} files", deleteNOne: "Delete 1 file",
+  missingAdvice: "Reconnect the disk or put the folder back and its sync resumes, or choose Stop syncing (its files stay in the knowledge base). Confirm the deletion only if these files should go from the knowledge base too.",
+  kbGone: "Its knowledge base is gone: link the folder to another knowledge base, or stop syncing it.",
+  relink: "Link to another knowledge base", relinkTo: "Sync into", relinked: "{dir} now syncs into “{kb}”.",
+  noOtherKb: "You have no other knowledge base: create one first.",
+  syncedFrom: "From the synced folder “{dir}”", syncedMark: "From a synced folder",
+  folderWins: "“{name}” comes from the synced folder {dir}: while it is linked, the folder wins, and its next pass puts the folder's version back. Change the file in the folder instead.",
+  replaceAnyway: "Replace anyway",
 });
 
 // ---------------------------------------------------------------------------------- a file's versions
@@ -44,6 +63,12 @@ Object.assign(TEXT.en, {
 // What the file row shows beside the status: the version, and a replace under way or failed.
 function fileNotes(file) {
   const notes = [];
+  if (file.origin === "sync") {
+    const link = linkOf(file);
+    // The folder by its own name here (its whole path on hover and in the warnings), once per row.
+    const name = link ? link.dir.replace(/\/+$/, "").split("/").pop() || link.dir : "";
+    notes.push(el("span", { class: "synced", title: link ? link.dir : null, text: link ? t("syncedFrom", { dir: name }) : t("syncedMark") }));
+  }
   if (file.version) notes.push(el("span", { class: "version muted", text: t("version", { n: file.version }) }));
   const replacement = file.replacement;
   if (replacement && replacement.status === "uploading") {
@@ -56,7 +81,13 @@ function fileNotes(file) {
 
 // The owner's actions on a file for its versions: Replace, and Dismiss for a failed replace.
 function versionActions(file) {
-  const buttons = [el("button", { type: "button", text: t("replace"), "aria-label": t("replaceOne", { name: file.name }), onclick: () => pickReplacement(file) })];
+  const replace = () => {
+    const link = linkOf(file);
+    if (!link) { pickReplacement(file); return; }
+    showDialog(t("replace"), [el("p", { class: "warn", text: t("folderWins", { name: file.name, dir: link.dir }) })],
+      [{ label: t("replaceAnyway"), run: () => pickReplacement(file) }]);
+  };
+  const buttons = [el("button", { type: "button", text: t("replace"), "aria-label": t("replaceOne", { name: file.name }), onclick: replace })];
   if (file.replacement && file.replacement.status === "failed") {
     buttons.push(el("button", { type: "button", text: t("dismiss"), "aria-label": t("dismissReplace", { name: file.name }), onclick: async () => {
       try {
@@ -68,6 +99,18 @@ function versionActions(file) {
     } }));
   }
   return buttons;
+}
+
+// The linked folder a file of the open KB came from: a synced file while a folder is linked to its KB.
+function linkOf(file) {
+  if (file.origin !== "sync" || !state.kb) return null;
+  return (state.links || []).find((link) => link.kb_id === state.kb.id) || null;
+}
+
+// What deleting a file on the page adds to its question: for a linked folder's file, that the folder wins.
+function deleteWarning(file) {
+  const link = linkOf(file);
+  return link ? t("folderWins", { name: file.name, dir: link.dir }) : "";
 }
 
 function pickReplacement(file) {
@@ -150,29 +193,75 @@ function linkNotes(link) {
   return notes;
 }
 
+// The link's KB among the person's own, or null: deleted, or none of theirs any more.
+function kbOfLink(link) {
+  return state.kbs.find((item) => item.id === link.kb_id && item.role === "owner") || null;
+}
+
 function linkItem(link) {
   if (link.state === "unreadable") {
     return el("li", { "data-link": "", class: "link-error" }, el("div", { class: "link-state error", text: t("linksUnreadable", { error: link.error || "" }) }));
   }
-  const kb = state.kbs.find((item) => item.id === link.kb_id);
-  const words = link.state === "paused" ? t("link_paused", { reason: pausedReason(link.paused) })
-    : link.state === "error" ? t("link_error", { error: link.error || "" })
-    : link.state === "idle" && ((link.failed || []).length || link.wait_for_room) ? t("link_partly") : t(`link_${link.state}`);
-  const when = link.last_pass_at ? ` · ${t("lastSync", { time: new Date(link.last_pass_at * 1000).toLocaleTimeString(LANG === "en" ? "en" : "zh-CN") })}` : "";
-  const buttons = [];
-  if (link.state === "paused") {
-    buttons.push(el("button", { type: "button", class: "danger", text: t("confirmDelete"), onclick: () => linkAction("confirm", link) }));
+  const kb = kbOfLink(link);
+  const gone = !kb && Boolean(state.kbsLoaded);
+  const missing = link.state === "paused" && (link.paused || "").startsWith("the folder is missing");
+  const last = link.last || {};
+  const deleting = (last.counts || {}).delete || 0;
+  const words = gone ? t("kbGone")
+    : link.state === "paused" ? t("link_paused", { reason: pausedReason(link.paused) })
+      : link.state === "error" ? t("link_error", { error: link.error || "" })
+        : link.state === "idle" && ((link.failed || []).length || link.wait_for_room) ? t("link_partly") : t(`link_${link.state}`);
+  const time = (at) => new Date(at * 1000).toLocaleTimeString(LANG === "en" ? "en" : "zh-CN");
+  const when = link.state === "paused" || gone ? "" : link.last_pass_at ? ` · ${t("lastSync", { time: time(link.last_pass_at) })}` : "";
+  const lines = [el("div", { class: `link-state ${gone ? "error" : link.state}`, text: words + when })];
+  if (link.state === "paused" && !gone) {
+    lines.push(el("div", { class: "link-pending", text: t("lastPaused", { n: deleting }) }));
+    if (missing) lines.push(el("p", { class: "link-advice", text: t("missingAdvice") }));
   }
-  buttons.push(el("button", { type: "button", class: "quiet", text: t("unlink"), onclick: () => confirmDanger(
+  const buttons = [];
+  if (gone) buttons.push(el("button", { type: "button", class: "primary", text: t("relink"), onclick: () => relinkDialog(link) }));
+  const unlink = el("button", { type: "button", class: "unlink", text: t("unlink"), onclick: () => confirmDanger(
     t("unlink"), t("confirmUnlink", { dir: link.dir }), t("unlink"), async () => {
       await linkAction("unlink", link);
       notice(t("unlinked", { dir: link.dir }));
-    }) }));
+    }) });
+  const confirm = link.state === "paused" && !gone
+    ? el("button", { type: "button", class: "danger", text: t("confirmDelete"), onclick: () => confirmDeletion(link, kb) }) : null;
+  // A missing folder: reconnecting it or stopping its sync comes first, the deletion last.
+  buttons.push(...(missing ? [unlink, confirm] : [confirm, unlink]).filter(Boolean));
   return el("li", { "data-link": link.dir, class: `link-${link.state}` },
     el("div", {}, el("code", { text: link.dir }), " → ", theirs(kb ? kb.name : link.kb_id)),
-    el("div", { class: `link-state ${link.state}`, text: words + when }),
-    ...linkNotes(link),
-    el("div", { class: "row" }, ...buttons));
+    ...lines, ...linkNotes(link), el("div", { class: "row" }, ...buttons));
+}
+
+// "Confirm deletion": asked first, with how many files go and the first of their names.
+function confirmDeletion(link, kb) {
+  const last = link.last || {};
+  const n = (last.counts || {}).delete || 0;
+  const names = last.delete_first || [];
+  const kbName = kb ? kb.name : link.kb_id;
+  const body = [];
+  if ((link.paused || "").startsWith("the folder is missing")) body.push(el("p", { class: "warn", text: t("missingAdvice") }));
+  body.push(el("p", { text: t("confirmDeleteBody", { dir: link.dir, kb: kbName }) }),
+    el("ul", { class: "doomed" }, ...names.map((name) => el("li", {}, theirs(name)))));
+  if (n > names.length) body.push(el("p", { class: "muted", text: t("andMore", { n: n - names.length }) }));
+  showDialog(tn("confirmDeleteTitle", n, { kb: kbName }), body,
+    [{ label: tn("deleteN", n), cls: "danger", run: () => linkAction("confirm", link) }]);
+  $("dialog-buttons").lastElementChild.focus();  // Cancel: Enter alone deletes nothing
+}
+
+// A link whose KB is gone, pointed at another of the person's own KBs (the same folder, synced anew).
+function relinkDialog(link) {
+  const own = state.kbs.filter((kb) => kb.role === "owner" && kb.id !== link.kb_id);
+  if (!own.length) { notice(t("noOtherKb")); return; }
+  const select = el("select", { name: "kb" }, ...own.map((kb) => el("option", { value: kb.id, text: kb.name })));
+  showDialog(t("relink"), [el("p", {}, el("code", { text: link.dir })), el("label", {}, el("span", { text: t("relinkTo") }), select)], [
+    { label: t("relink"), cls: "primary", run: async () => {
+      await api("POST", "/links/relink", { dir: link.dir, kb: select.value });
+      notice(t("relinked", { dir: link.dir, kb: select.selectedOptions[0].textContent }));
+      await loadLinks();
+    } },
+  ]);
 }
 
 async function linkAction(action, link) {
@@ -198,8 +287,15 @@ async function loadLinks() {
       el("h2", { id: "links-heading", text: t("links") }), el("ul", { id: "link-list", class: "links" }));
     $("lists").append(section);
   }
+  // A link in error may be one whose KB was deleted meanwhile: the lists read again tell.
+  if (links.some((l) => l.state === "error" && kbOfLink(l))) await loadLists().catch(() => {});
+  const linked = (l) => `${l.kb_id}\u0000${l.dir}`;
+  const before = (state.links || []).map(linked).join("\n");
+  state.links = links;
   section.hidden = !links.length;
   $("link-list").replaceChildren(...links.map(linkItem));
+  // A folder linked or unlinked: the open KB's files marked (or no longer) as its.
+  if (state.listing && before !== links.map(linked).join("\n")) renderEntries(state.listing);
   // A pass that just ran changed a KB: its file count, and its files if it is the one open.
   const passes = Object.fromEntries(links.map((l) => [l.dir, l.last_pass_at]));
   const moved = links.filter((l) => state.linkPasses && l.last_pass_at && state.linkPasses[l.dir] !== l.last_pass_at);

@@ -12,12 +12,15 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
+from memmy_local.aws import dynamodb_responses
+
 __all__ = [
     "MOTO_VERSION",
     "installed",
     "item_level_rollback",
     "local_dynamodb",
     "partition_queries",
+    "plain_json_responses",
     "replace",
     "serialized_writes",
     "untracked_models",
@@ -70,8 +73,6 @@ def replace(owner: type, name: str, replacement: Any) -> Any:
 @contextlib.contextmanager
 def local_dynamodb() -> Iterator[None]:
     """All five patches for the duration; re-entrant."""
-    from memmy_local.aws.dynamodb_responses import plain_json_responses
-
     with (
         untracked_models(),
         item_level_rollback(),
@@ -80,6 +81,12 @@ def local_dynamodb() -> Iterator[None]:
         plain_json_responses(),
     ):
         yield
+
+
+def plain_json_responses() -> contextlib.AbstractContextManager[None]:
+    """moto's DynamoDB item operations answer with their result's JSON, not through moto's serializer
+    (``memmy_local.aws.dynamodb_responses``)."""
+    return installed("responses", dynamodb_responses.install)
 
 
 # ------------------------------------------------------------------------------------------ writes

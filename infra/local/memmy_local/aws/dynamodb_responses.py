@@ -1,5 +1,5 @@
 """moto's DynamoDB answers written as JSON directly: a fifth patch of moto 5.2.5, installed by
-``memmy_local.aws.dynamodb.local_dynamodb()`` with the other four.
+``memmy_local.aws.dynamodb.plain_json_responses()`` (with the other four by ``local_dynamodb()``).
 
 moto 5.2.5 writes every DynamoDB response through its generic, shape-driven serializer
 (``moto/core/serialize.py``), which walks botocore's output shape for each attribute of each item: about
@@ -14,11 +14,9 @@ through moto's serializer as before (``tests/integration/test_local_dynamodb_res
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
+from collections.abc import Callable
 from typing import Any, Final
-
-from memmy_local.aws.dynamodb import installed, replace
 
 # The operations whose answers are items and counts: what the service reads and writes all the time.
 ITEM_OPERATIONS: Final = frozenset(
@@ -56,7 +54,8 @@ def plain_json(result: dict[str, Any]) -> str | None:
         return None
 
 
-def _install() -> Any:
+def install() -> Callable[[], None]:
+    """The patch put in place; returns the undo that puts moto's own back."""
     from moto.dynamodb.responses import DynamoResult
 
     original = DynamoResult.execute_result
@@ -69,9 +68,9 @@ def _install() -> Any:
                 return 200, {"Content-Type": _CONTENT_TYPE}, body
         return original(self, context)
 
-    return replace(DynamoResult, "execute_result", execute_result)
+    DynamoResult.execute_result = execute_result  # type: ignore[method-assign]  # moto's class, patched
 
+    def undo() -> None:
+        DynamoResult.execute_result = original  # type: ignore[method-assign]
 
-def plain_json_responses() -> contextlib.AbstractContextManager[None]:
-    """moto's DynamoDB item operations answer with their result's JSON, not through moto's serializer."""
-    return installed("responses", _install)
+    return undo
