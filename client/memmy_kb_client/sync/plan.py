@@ -5,11 +5,12 @@ replace, delete, skip, adopt or resume each file, and whether the deletions wait
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from memmy_kb_client.sync.local import FolderScan
-from memmy_kb_client.sync.remote import Entry, Tree
+from memmy_kb_client.sync.remote import Entry, Tree, normal_name
 from memmy_kb_client.sync.store import Failed, Memory, Pending, Synced
 
 DEFAULT_DELETE_SHARE: Final = 0.25
@@ -72,9 +73,25 @@ class Plan:
 
 
 def kb_path(path: str) -> str | None:
-    """A local path as the KB names it (the service trims names); None when a part is blank."""
-    parts = [part.strip() for part in path.split("/")]
+    """A local path as the KB names it (the service stores each name trimmed and in Unicode NFC); None when
+    a part is blank."""
+    parts = [normal_name(part) for part in path.split("/")]
     return None if any(not part for part in parts) else "/".join(parts)
+
+
+def twin_names(paths: Iterable[str]) -> dict[str, str]:
+    """The local paths the KB would name alike (``" lead.md"`` and ``"lead.md"``, ``café.md`` in NFD and in
+    NFC), each mapped to the one that is synced instead: the first of its twins whose path is already in
+    the KB's form, else the first by code point, so every desktop picks the same one."""
+    by_kb_path: dict[str, list[str]] = {}
+    for path in paths:
+        by_kb_path.setdefault(kb_path(path) or path, []).append(path)
+    twins: dict[str, str] = {}
+    for kb_name, alike in by_kb_path.items():
+        if len(alike) > 1:
+            first, *others = sorted(alike, key=lambda p: (p != kb_name, p))
+            twins.update(dict.fromkeys(others, first))
+    return twins
 
 
 # The service's rules for names (its API's ``Name`` for a folder, ``Filename`` for a file): trimmed, at most
@@ -84,11 +101,19 @@ def kb_path(path: str) -> str | None:
 _NAME_LIMITS: Final = {"folder": 100, "file": 255}
 _HIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _MAX_COMBINING_MARKS: Final = 3
+# The service's ``MAX_FOLDER_DEPTH`` (the client is installed without the service's code).
+MAX_FOLDER_DEPTH: Final = 20
 
 
 def name_refused(path: str) -> str | None:
-    """Why the service would refuse a name along ``path`` (None: it takes them all)."""
-    parts = [part.strip() for part in path.split("/")]
+    """Why the service would refuse a name along ``path``, or its folders nest deeper than a KB's
+    (None: it takes them all)."""
+    parts = [normal_name(part) for part in path.split("/")]
+    if len(parts) - 1 > MAX_FOLDER_DEPTH:
+        return (
+            f"in {len(parts) - 1} levels of folders; a knowledge base's folders nest at most"
+            f" {MAX_FOLDER_DEPTH} deep"
+        )
     for depth, part in enumerate(parts):
         what = "file" if depth == len(parts) - 1 else "folder"
         if not part:
@@ -122,6 +147,7 @@ class _Work:
     failed: dict[str, Failed]
     busy: set[str] = field(default_factory=set)
     steps: dict[str, list[Step]] = field(default_factory=dict)
+    twins: dict[str, str] = field(default_factory=dict)  # a path the KB names as another's: that other
 
     def add(self, step: Step) -> None:
         self.steps.setdefault(step.kind, []).append(step)
@@ -137,6 +163,7 @@ def plan_pass(
 ) -> Plan:
     """The pass that makes ``tree`` match ``scan`` (see the module's docstring)."""
     work = _Work(dict(memory.synced), dict(memory.failed))
+    work.twins = twin_names(scan.files)
     by_id, by_upload, at_path = tree.by_id(), tree.by_upload(), tree.at_path()
     for path, pending in sorted(memory.pending.items()):
         _settle_pending(work, path, pending, by_id, by_upload, sha256.get(path))
@@ -204,6 +231,10 @@ def _folders_to_make(steps: list[Step], tree: Tree) -> list[str]:
 def _decide_file(
     work: _Work, path: str, sha: str, size: int, by_id: dict[str, Entry], at_path: dict[str, list[Entry]]
 ) -> None:
+    twin = work.twins.get(path)
+    if twin is not None:
+        work.add(Step("skip", path, f"the knowledge base would name it as {twin!r}, which is synced instead"))
+        return
     synced = work.synced.get(path)
     entry = by_id.get(synced.file_id) if synced else None
     if synced is not None and entry is None:
