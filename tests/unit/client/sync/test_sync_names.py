@@ -4,13 +4,17 @@ a KB's folders go is skipped up front; a KB name stored in another form is found
 
 from __future__ import annotations
 
+import hashlib
 import unicodedata
+from pathlib import Path
 
 from memmy_kb.domain.folders import MAX_FOLDER_DEPTH as SERVICE_DEPTH
 from memmy_kb_client.sync.local import FolderScan, Seen
 from memmy_kb_client.sync.plan import MAX_FOLDER_DEPTH, kb_path, name_refused, plan_pass, twin_names
 from memmy_kb_client.sync.remote import Entry, Tree, read_tree
-from memmy_kb_client.sync.store import Memory, Synced
+from memmy_kb_client.sync.run import run_pass
+from memmy_kb_client.sync.store import Memory, Synced, SyncStore
+from tests.support.fake_kb import FakeKb
 
 NFC = unicodedata.normalize("NFC", "café.md")
 NFD = unicodedata.normalize("NFD", "café.md")
@@ -103,3 +107,25 @@ def test_a_kb_folder_and_file_named_in_nfd_before_are_found_at_the_nfc_path_and_
     assert plan.folders == []
     assert plan.uploads == []
     assert [s.kind for s in plan.records] == ["record"]  # taken over, its bytes the same
+
+
+def test_two_desktops_with_twin_names_leave_one_file_at_its_first_version(tmp_path: Path) -> None:
+    # Given two desktops whose folders both hold " lead.md" and "lead.md", with different text
+    kb = FakeKb()
+    desktops = []
+    for name in ("one", "two"):
+        root = tmp_path / name
+        root.mkdir()
+        (root / " lead.md").write_text("the spaced one", encoding="utf-8")
+        (root / "lead.md").write_text("the plain one", encoding="utf-8")
+        desktops.append((root, SyncStore(":memory:")))
+
+    # When each syncs twice, in turn
+    for _ in range(2):
+        for root, store in desktops:
+            result = run_pass(kb, store, kb.kb_id, root, lock_dir=tmp_path / "locks", send=kb.send)
+            kb.ingest()
+            assert [s.path for s in result.plan.skips] == [" lead.md"]
+
+    # Then the KB holds one lead.md, the plain one's, never replaced back and forth
+    assert kb.paths() == {"lead.md": (1, hashlib.sha256(b"the plain one").hexdigest())}
