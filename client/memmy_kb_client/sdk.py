@@ -26,13 +26,15 @@ JsonObject = dict[str, Any]
 
 
 class MemmyApiError(Exception):
-    """A non-2xx answer, carrying the service's error code and message."""
+    """A non-2xx answer, carrying the service's error code and message, and its ``details`` if any (for
+    409 ``name_taken``: the sibling's ``kind``, ``id`` and ``name``)."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
         super().__init__(f"{message} ({status} {code})")
         self.status = status
         self.code = code
         self.message = message
+        self.details = details
 
 
 def config_home() -> Path:
@@ -200,7 +202,9 @@ class MemmyClient:
         if result.outcome == OK:
             return cast(JsonObject, result.answer) if isinstance(result.answer, dict) else {}
         if result.error is not None:
-            raise MemmyApiError(result.error.status, result.error.code, result.error.message)
+            raise MemmyApiError(
+                result.error.status, result.error.code, result.error.message, result.error.details
+            )
         raise MemmyApiError(reply.status, result.outcome, "the service's answer is not JSON")
 
     def me(self) -> dict[str, Any]:

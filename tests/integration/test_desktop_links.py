@@ -157,13 +157,12 @@ def kb_service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk
 
 
 def test_a_linked_folder_is_pointed_at_another_of_ones_own_kbs_by_control_or_page(
-    kb_service: DesktopService, tmp_path: Path
+    kb_service: DesktopService, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    # Given a folder linked to kb_old
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    status, _ = as_control(kb_service, "POST", "/control/links", {"dir": str(folder), "kb": "kb_old"})
-    assert status == 200
+    # Given a folder (outside the service's home, which is never synced) linked to kb_old
+    folder = tmp_path_factory.mktemp("docs")
+    status, answer = as_control(kb_service, "POST", "/control/links", {"dir": str(folder), "kb": "kb_old"})
+    assert status == 200, answer
     page = signed_in(kb_service)
 
     def relink(kb: str, headers: dict[str, str] = page, where: str = str(folder)) -> tuple[int, Any]:
@@ -182,7 +181,7 @@ def test_a_linked_folder_is_pointed_at_another_of_ones_own_kbs_by_control_or_pag
     # Without the page's CSRF token, or for a folder that is not linked, nothing changes either
     without_csrf = {k: v for k, v in page.items() if k != "X-CSRF-Token"}
     assert relink("kb_new", without_csrf)[0] == 403
-    assert relink("kb_new", where=str(tmp_path))[1]["error"]["code"] == "link_not_found"
+    assert relink("kb_new", where=str(folder.parent))[1]["error"]["code"] == "link_not_found"
     assert linked_to() == ["kb_old"]
 
     # When it is pointed at another of the caller's own, then the same folder syncs into it

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import base64
 import json
+import unicodedata
 from http import HTTPStatus
 
 import pytest
 
+from memmy_kb.domain.sibling_names import NAME_TAKEN
 from memmy_kb.records import FolderRecord, utc_now
 from tests.support.uploads import (
     create_kb,
+    drain_ingest,
     get_upload,
     post_file,
     raw_upload_item,
@@ -187,6 +190,30 @@ def test_an_idempotency_key_replays_the_same_upload_and_refuses_another_body(ser
     assert other.status == HTTPStatus.UNPROCESSABLE_ENTITY
     assert other.body["error"]["code"] == "idempotency_key_reused"
     assert len(repository(service).query_kb_items(kb_id)[2]) == 1
+
+
+def test_twin_names_in_one_folder_make_one_file_the_second_asked_for_refused_with_the_first(service):
+    kb_id = create_kb(service)
+    nfc, nfd = unicodedata.normalize("NFC", "café.md"), unicodedata.normalize("NFD", "café.md")
+    # Asked for at once (neither a file yet): both get a ticket; the ingest lets one become a file.
+    tickets = [request_upload(service, kb_id, name, 5).body for name in ("lead.md", " lead.md")]
+    for ticket in tickets:
+        assert post_file(ticket, b"hello").status_code == HTTPStatus.NO_CONTENT
+    drain_ingest(service)
+    [file] = repository(service).query_kb_items(kb_id)[1]
+    loser = next(t["upload_id"] for t in tickets if t["upload_id"] != file.upload_id)
+    assert (get_upload(service, kb_id, loser).state, get_upload(service, kb_id, loser).reason) == (
+        "rejected",
+        NAME_TAKEN,
+    )
+
+    again = request_upload(service, kb_id, "lead.md ", 5)
+    cafe = request_upload(service, kb_id, nfd, 5)
+
+    assert again.status == HTTPStatus.CONFLICT
+    assert again.body["error"]["code"] == "name_taken"
+    assert again.body["error"]["details"] == {"kind": "file", "id": file.file_id, "name": "lead.md"}
+    assert get_upload(service, kb_id, cafe.body["upload_id"]).filename == nfc
 
 
 def test_readers_are_refused_and_strangers_see_no_kb(service):

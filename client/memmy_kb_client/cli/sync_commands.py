@@ -65,7 +65,12 @@ def _ask(plan: Any) -> bool:
 
     if not stdin_is_terminal():
         return False
+    from memmy_kb_client.sync.run import to_confirm
+
     print(printable("\n".join(plan_lines(plan))), file=sys.stderr)
+    if not plan.confirm:  # not deletions: a pass that would send more files than it sends unasked
+        reason = str(to_confirm(plan))
+        return confirmed(f"{reason[:1].upper()}{reason[1:]}. Go ahead?")
     return confirmed(f"This pass would delete {_count(len(plan.deletes), 'file')}: {plan.confirm}. Go ahead?")
 
 
@@ -144,10 +149,11 @@ def _result_lines(args: argparse.Namespace, result: Any, ready: dict[str, Any]) 
     if args.dry_run or result.stopped:
         lines = [f"{'plan (dry run)' if args.dry_run else 'stopped'}: {one_line(str(args.dir))} -> {args.kb}"]
         lines += plan_lines(result.plan)
-        if result.plan.confirm:
+        confirm = result.plan.confirm or result.confirm
+        if confirm:
             lines.append(
-                f"{'would stop' if args.dry_run else 'nothing was changed'}: {result.plan.confirm}; "
-                "run again with --yes to delete them"
+                f"{'would stop' if args.dry_run else 'nothing was changed'}: {confirm}; "
+                f"run again with --yes to {'delete' if result.plan.confirm else 'send'} them"
             )
         return lines
     outcome = result.outcome

@@ -14,7 +14,8 @@ from typing import Any, Final, Protocol
 import httpx
 
 from memmy_kb_client.sdk import MemmyApiError, post_upload
-from memmy_kb_client.sync.plan import Plan, Step, kb_path
+from memmy_kb_client.sync.names import kb_path
+from memmy_kb_client.sync.plan import Plan, Step
 from memmy_kb_client.sync.remote import SYNC_ORIGIN, Tree
 from memmy_kb_client.sync.store import Failed, Pending, Synced, SyncStore
 

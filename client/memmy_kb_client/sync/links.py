@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from memmy_kb_client.sync.local import OWN_STATE, folders_to_watch, is_temporary, own_state_in
+from memmy_kb_client.sync.roots import real_root, root_refused, same_folder
 from memmy_kb_client.sync.store import SyncStore
 
 if TYPE_CHECKING:
@@ -123,12 +124,17 @@ class Links:
     # ------------------------------------------------------------------------------ what routes call
 
     def link(self, directory: str, kb_id: str) -> dict[str, Any]:
-        root = os.path.abspath(os.path.expanduser(directory))
+        """Link the folder (known by its real path: an alias of a linked folder is that link) to ``kb_id``;
+        LinkError with the sentence why not."""
+        root = str(real_root(directory))
         if not os.path.isdir(root):
             raise LinkError(f"{root} is not a folder")
         if own_state_in(Path(root)) == "":
             raise LinkError(OWN_STATE)
-        self._refuse_another_kb(root, kb_id)
+        refused = root_refused(Path(root))
+        if refused is not None:
+            raise LinkError(refused)
+        root = self._refuse_another_kb(root, kb_id)
         client = self._client()
         try:
             if client.get_knowledge_base(kb_id).get("role") != "owner":
@@ -138,18 +144,29 @@ class Links:
         finally:
             client.close()
         with self._lock:  # again: a link of this folder to another KB may have come while the cloud answered
-            self._refuse_another_kb(root, kb_id)
+            root = self._refuse_another_kb(root, kb_id)
             self.store.add_link(root, kb_id)
             return self._add(root, kb_id).shown()
 
-    def _refuse_another_kb(self, root: str, kb_id: str) -> None:
+    def _refuse_another_kb(self, root: str, kb_id: str) -> str:
+        """The path the folder ``root`` is linked by (its link's, reached by any path; else ``root``);
+        LinkError when that link is to another KB."""
         with self._lock:
-            existing = self._links.get(root)
-            if existing is not None and existing.status.kb_id != kb_id:
-                raise LinkError(f"{root} is linked to {existing.status.kb_id} already: unlink it first")
+            for linked, existing in self._links.items():
+                if linked == root or same_folder(linked, root):
+                    if existing.status.kb_id != kb_id:
+                        raise LinkError(f"{linked} is linked to {existing.status.kb_id} already: unlink it first")
+                    return linked
+            return root
+
+    def _linked_as(self, directory: str) -> str:
+        """The path ``directory``'s folder is linked by (reached by any path), else its absolute path."""
+        root = os.path.abspath(os.path.expanduser(directory))
+        with self._lock:
+            return next((li for li in self._links if li == root or same_folder(li, root)), root)
 
     def unlink(self, directory: str) -> bool:
-        root = os.path.abspath(os.path.expanduser(directory))
+        root = self._linked_as(directory)
         with self._lock:
             link = self._links.pop(root, None)
         self.store.remove_link(root)
@@ -160,7 +177,7 @@ class Links:
 
     def confirm(self, directory: str) -> bool:
         """Run the paused link's pass, deletions and all."""
-        root = os.path.abspath(os.path.expanduser(directory))
+        root = self._linked_as(directory)
         with self._lock:
             link = self._links.get(root)
             if link is None:

@@ -5,12 +5,12 @@ replace, delete, skip, adopt or resume each file, and whether the deletions wait
 from __future__ import annotations
 
 import time
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from memmy_kb_client.sync.guard import held_for_room, why_confirm
 from memmy_kb_client.sync.local import FolderScan
+from memmy_kb_client.sync.names import kb_path, name_refused, twin_names
 from memmy_kb_client.sync.remote import Entry, Tree
 from memmy_kb_client.sync.store import Failed, Memory, Pending, Synced
 
@@ -86,49 +86,6 @@ class Plan:
         }
 
 
-def kb_path(path: str) -> str | None:
-    """A local path as the KB names it (the service trims names); None when a part is blank."""
-    parts = [part.strip() for part in path.split("/")]
-    return None if any(not part for part in parts) else "/".join(parts)
-
-
-# The service's rules for names (its API's ``Name`` for a folder, ``Filename`` for a file): trimmed, at most
-# 100 and 255 characters, no control, format (bidi, zero-width), surrogate, private-use or unassigned
-# character nor line or paragraph separator, at most 3 combining marks in a row, no backslash in a file's.
-# A path it would refuse is skipped with why: sent, its folder would be refused again at every pass.
-_NAME_LIMITS: Final = {"folder": 100, "file": 255}
-_HIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-_MAX_COMBINING_MARKS: Final = 3
-
-
-def name_refused(path: str) -> str | None:
-    """Why the service would refuse a name along ``path`` (None: it takes them all)."""
-    parts = [part.strip() for part in path.split("/")]
-    for depth, part in enumerate(parts):
-        what = "file" if depth == len(parts) - 1 else "folder"
-        if not part:
-            return f"a {what} name is blank"
-        if len(part) > _NAME_LIMITS[what]:
-            return f"a {what} name is over {_NAME_LIMITS[what]} characters, the service's limit"
-        if _hidden(part):
-            return (
-                f"a {what} name holds a control, invisible or unassigned character, which the service refuses"
-            )
-        if what == "file" and "\\" in part:
-            return "a file name holds a backslash, which the service refuses"
-    return None
-
-
-def _hidden(name: str) -> bool:
-    marks = 0
-    for ch in name:
-        category = unicodedata.category(ch)
-        marks = marks + 1 if category in ("Mn", "Me") else 0
-        if category in _HIDDEN_CATEGORIES or marks > _MAX_COMBINING_MARKS:
-            return True
-    return False
-
-
 @dataclass
 class _Work:
     """The plan being built, and the sync's memory as the pending outcomes change it."""
@@ -139,6 +96,7 @@ class _Work:
     now: float = 0.0
     busy: set[str] = field(default_factory=set)
     steps: dict[str, list[Step]] = field(default_factory=dict)
+    twins: dict[str, str] = field(default_factory=dict)  # a path the KB names as another's: that other
 
     def add(self, step: Step) -> None:
         self.steps.setdefault(step.kind, []).append(step)
@@ -156,6 +114,7 @@ def plan_pass(
     """The pass that makes ``tree`` match ``scan`` (see the module's docstring); ``now`` is the clock's
     time (``time.time()`` by default)."""
     work = _Work(dict(memory.synced), dict(memory.failed), memory, time.time() if now is None else now)
+    work.twins = twin_names(scan.files)
     by_id, by_upload, at_path = tree.by_id(), tree.by_upload(), tree.at_path()
     for path, pending in sorted(memory.pending.items()):
         _settle_pending(work, path, pending, by_id, by_upload, sha256.get(path))
@@ -218,6 +177,10 @@ def _folders_to_make(steps: list[Step], tree: Tree) -> list[str]:
 def _decide_file(
     work: _Work, path: str, sha: str, size: int, by_id: dict[str, Entry], at_path: dict[str, list[Entry]]
 ) -> None:
+    twin = work.twins.get(path)
+    if twin is not None:
+        work.add(Step("skip", path, f"the knowledge base would name it as {twin!r}, which is synced instead"))
+        return
     synced = work.synced.get(path)
     entry = by_id.get(synced.file_id) if synced else None
     if synced is not None and entry is None:

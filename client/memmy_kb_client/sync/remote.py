@@ -4,11 +4,17 @@ of files), with each entry's path of folder names."""
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 # The marker an upload made by a sync carries into its file (``origin`` in the listing).
 SYNC_ORIGIN = "sync"
+
+
+def normal_name(name: str) -> str:
+    """A file or folder name as the service stores it: trimmed, in Unicode NFC."""
+    return unicodedata.normalize("NFC", name).strip()
 
 
 class Lister(Protocol):
@@ -82,9 +88,12 @@ class Tree:
         return {str(e.replacement["upload_id"]): e for e in self.entries if e.replacement}
 
     def at_path(self) -> dict[str, list[Entry]]:
+        """Entries by their path, each name in the form the service stores now (trimmed, NFC), so a name
+        stored before in another form is found where the folder's file would go."""
         found: dict[str, list[Entry]] = {}
         for entry in self.entries:
-            found.setdefault(entry.path, []).append(entry)
+            name = normal_name(entry.name)
+            found.setdefault(f"{entry.folder}/{name}" if entry.folder else name, []).append(entry)
         return found
 
 
@@ -100,7 +109,8 @@ def read_tree(client: Lister, kb_id: str) -> Tree:
         listings += 1
         entries += [Entry.from_api(item, path) for item in listing["files"]]
         for folder in listing["folders"]:
-            child = f"{path}/{folder['name']}" if path else str(folder["name"])
+            name = normal_name(str(folder["name"]))
+            child = f"{path}/{name}" if path else name
             # Same-named siblings: both are read (their files keep their path), new files go to the first.
             folders.setdefault(child, str(folder["id"]))
             queue.append((str(folder["id"]), child))

@@ -14,6 +14,7 @@ from memmy_kb_client.sync.execute import Cloud, Executor, Outcome, Progress, Syn
 from memmy_kb_client.sync.local import OWN_STATE, hash_files, own_state_in, scan_folder
 from memmy_kb_client.sync.plan import DEFAULT_DELETE_SHARE, Plan, plan_pass
 from memmy_kb_client.sync.remote import Entry, read_tree
+from memmy_kb_client.sync.roots import real_root, root_refused, too_many_to_send
 from memmy_kb_client.sync.store import STORE_FILE, Memory, NoRoom, SyncStore, pair_of, pass_lock
 
 
@@ -52,6 +53,7 @@ class PassResult:
     listings: int
     hashed: int
     confirmed: bool = False  # run with --yes or a confirmation: the count of deletions started over
+    confirm: str | None = None  # what the pass waits (or, a dry run, would wait) to be confirmed for
 
     def record(self) -> dict[str, Any]:
         """What ``passes`` keeps and ``desktop links`` shows."""
@@ -92,6 +94,13 @@ class PassResult:
         return self.plan.deleted_before + deleted
 
 
+def to_confirm(plan: Plan) -> str | None:
+    """What a pass stops for without ``--yes``: its plan's deletions, else sending more files than
+    ``MAX_FILES_WITHOUT_YES`` (with the plan's totals)."""
+    sending = [*plan.uploads, *plan.replaces]
+    return plan.confirm or too_many_to_send(len(sending), sum(step.size for step in sending))
+
+
 def run_pass(
     client: SyncCloud,
     store: SyncStore,
@@ -108,12 +117,18 @@ def run_pass(
     stopping: Callable[[], bool] | None = None,
 ) -> PassResult:
     """One pass making ``kb_id`` match ``root``; a plan that needs confirming runs only with ``yes`` or
-    when ``ask(plan)`` says so. ``SyncAborted`` when the KB is not the caller's own."""
-    root = Path(os.path.abspath(root))
+    when ``ask(plan)`` says so. ``SyncAborted`` when the KB is not the caller's own, or ``root`` is no folder
+    to sync (``roots.root_refused``). The folder is known by its real path: records kept under another
+    path of it are taken over (``SyncStore.adopt_aliases``)."""
+    root = real_root(root)
     pair = pair_of(kb_id, root)
     if own_state_in(root) == "":
         raise SyncAborted(OWN_STATE)
+    refused = root_refused(root)
+    if refused is not None:
+        raise SyncAborted(refused)
     with pass_lock(lock_dir, pair):
+        store.adopt_aliases(kb_id, root)
         kb = client.get_knowledge_base(kb_id)
         if kb.get("role") != "owner":
             raise SyncAborted(
@@ -129,8 +144,11 @@ def run_pass(
         tree = read_tree(client, kb_id)
         memory = _room_again(memory, kb)
         plan = plan_pass(scan, hashed.sha256, tree, memory, delete_share=delete_share)
-        confirmed = not dry_run and (yes or bool(plan.confirm and ask is not None and ask(plan)))
-        stopped = plan.confirm if plan.confirm and not confirmed and not dry_run else None
+        confirm = to_confirm(plan)
+        # Asked once (on a terminal, ``ask`` prompts); a yes to its deletions starts their count over.
+        asked_yes = bool(confirm) and not yes and not dry_run and ask is not None and ask(plan)
+        stopped = confirm if confirm and not yes and not dry_run and not asked_yes else None
+        confirmed = not dry_run and (yes or (bool(plan.confirm) and asked_yes))
         outcome = None
         if not dry_run and stopped is None:
             executor = Executor(client, store, pair, kb_id, root, progress)
@@ -143,7 +161,9 @@ def run_pass(
                 executor.count_deletions = False
             outcome = executor.run(plan, tree)
             _remember_room(client, store, pair, kb_id, plan, outcome)
-        result = PassResult(plan, outcome, stopped, tree.listings, len(hashed.fresh), confirmed)
+        result = PassResult(
+            plan, outcome, stopped, tree.listings, len(hashed.fresh), confirmed=confirmed, confirm=confirm
+        )
         if not dry_run:
             store.record_pass(pair, kb_id, str(root), result.record())
         return result

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from memmy_kb_client.sync.roots import real_root, same_folder
+
 STORE_FILE: Final = "sync.sqlite3"
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS synced (pair TEXT, path TEXT, file_id TEXT NOT NULL, version INTEGER NOT NULL,
@@ -119,8 +121,12 @@ class Memory:
 
 
 def pair_of(kb_id: str, root: Path) -> str:
-    """The key of one folder's sync into one KB: the KB's id and the folder's absolute path."""
-    return f"{kb_id}\n{os.path.abspath(root)}"
+    """The key of one folder's sync into one KB: the KB's id and the folder's real path (links resolved),
+    so every path that reaches the folder has the same records and the same pass lock."""
+    return f"{kb_id}\n{real_root(root)}"
+
+
+_PAIRED: Final = ("synced", "pending", "failed", "hashes")
 
 
 class SyncStore:
@@ -314,6 +320,27 @@ class SyncStore:
             json.dumps(outcome, ensure_ascii=False),
         )
 
+    def adopt_aliases(self, kb_id: str, root: Path) -> list[str]:
+        """Move what is kept under another path of the folder ``root`` (one kept before folders were known
+        by their real path, or an alias) to its own pair; the pairs moved. A row the folder's pair already
+        has for a path wins over the alias's."""
+        pair = pair_of(kb_id, root)
+        start = f"{kb_id}\n"
+        # Table names from _PAIRED, never from input.
+        union = " UNION ".join(f"SELECT pair FROM {t} WHERE substr(pair, 1, ?) = ?" for t in (*_PAIRED, "passes"))  # noqa: S608
+        found = self._run(union, *[len(start), start] * (len(_PAIRED) + 1))
+        aliases = [old for (old,) in found if old != pair and same_folder(old[len(start) :], root)]
+        if not aliases:
+            return []
+        with self._transaction() as db:
+            for old in aliases:
+                for table in _PAIRED:
+                    db.execute(f"UPDATE OR IGNORE {table} SET pair = ? WHERE pair = ?", (pair, old))  # noqa: S608
+                    db.execute(f"DELETE FROM {table} WHERE pair = ?", (old,))  # noqa: S608
+                db.execute("UPDATE OR IGNORE passes SET pair = ?, root = ? WHERE pair = ?", (pair, str(root), old))
+                db.execute("DELETE FROM passes WHERE pair = ?", (old,))
+        return aliases
+
     def links(self) -> list[tuple[str, str]]:
         """The linked folders, as (absolute path, KB id)."""
         return [(root, kb) for root, kb in self._run("SELECT root, kb_id FROM links ORDER BY root")]
@@ -332,11 +359,18 @@ class SyncStore:
 @contextmanager
 def pass_lock(store_dir: Path, pair: str, *, wait: bool = True) -> Iterator[bool]:
     """Hold the folder's pass lock for the block (a file lock, so across processes too); yields False
-    when ``wait`` is off and another pass holds it."""
+    when ``wait`` is off and another pass holds it. The lock is the folder's by its device and inode when
+    it is there (two paths of one folder, a bind mount too, share it), else by the pair's real path."""
     import hashlib
 
     store_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    name = hashlib.sha256(pair.encode("utf-8")).hexdigest()[:24]
+    kb_id, _, root = pair.partition("\n")
+    try:
+        seen = os.stat(root)
+        identity = f"{kb_id}\n{seen.st_dev}:{seen.st_ino}"
+    except OSError:
+        identity = pair
+    name = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:24]
     fd = os.open(store_dir / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:

@@ -102,3 +102,29 @@ def test_a_post_without_an_idempotency_key_is_not_sent_twice():
     assert client.call("POST", "/knowledge-bases", json_body={"name": "x"}).outcome == UNREACHABLE
     assert seen == ["GET"]
     assert client.call("POST", "/x", json_body={}, headers={"Idempotency-Key": "k"}).outcome == OK
+
+
+def test_a_name_taken_refusal_reaches_the_sdk_caller_with_its_sibling() -> None:
+    from memmy_kb_client.http_client import HttpClient, Reply
+    from memmy_kb_client.sdk import ClientConfig, MemmyApiError, MemmyClient
+
+    body = {
+        "error": {
+            "code": "name_taken",
+            "message": "A file named 'lead.md' is already in this folder. Replace it, or choose another name.",
+            "details": {"kind": "file", "id": "fi_1", "name": "lead.md"},
+        }
+    }
+
+    class Answers(HttpClient):
+        def send_json(self, *args: Any, **kwargs: Any) -> Reply:
+            return Reply(409, json.dumps(body).encode())
+
+    client = MemmyClient(
+        ClientConfig(endpoint="http://127.0.0.1:9", token="t"), http=Answers("http://127.0.0.1:9", timeout=1.0)
+    )
+    with pytest.raises(MemmyApiError) as refused:
+        client.request_upload("kb_1", "lead.md", 5)
+
+    assert (refused.value.status, refused.value.code) == (409, "name_taken")
+    assert refused.value.details == {"kind": "file", "id": "fi_1", "name": "lead.md"}

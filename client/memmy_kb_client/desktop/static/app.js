@@ -132,6 +132,7 @@ const REASONS = {
     sha256_mismatch: "文件内容与声明的 SHA-256 不符。", file_gone: "文件已被删除。",
     replace_superseded: "已经开始了这个文件的另一次替换。",
     engine_failed_version: "知识引擎无法处理这个版本：仍由上一个版本回答。",
+    name_taken: "这个文件夹里已经有同名文件：请改为替换它。", name_raced: "同一时间有另一个同名文件上传到这个文件夹：请重新上传。",
   },
   en: {
     invalid_pdf: "The file is not a valid PDF.", invalid_doc: "The file is not a valid Word 97-2003 document (.doc).",
@@ -155,6 +156,8 @@ const REASONS = {
     sha256_mismatch: "The file's content does not match the SHA-256 declared for it.", file_gone: "The file was deleted.",
     replace_superseded: "Another replacement of this file was started.",
     engine_failed_version: "The knowledge engine could not process this version; the previous version still answers.",
+    name_taken: "A file of this name is already in this folder; replace it instead.",
+    name_raced: "Another upload of this name into this folder was being checked at the same time; upload it again.",
   },
 };
 

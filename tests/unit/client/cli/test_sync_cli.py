@@ -142,3 +142,26 @@ def test_a_links_last_pass_tells_failed_versions_room_and_deletions_since_the_la
     ]
     unreadable = {"dir": None, "kb_id": None, "state": "unreadable", "error": "the sync records are damaged"}
     assert link_lines([unreadable]) == ["the linked folders could not be read: the sync records are damaged"]
+
+
+def test_a_sync_of_the_whole_disk_is_refused_with_a_sentence_and_one_too_large_asks_for_yes(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memmy_kb_client.sync import roots
+
+    kb = FakeKb()
+    monkeypatch.setattr(transfer_commands, "client_for", lambda args: Opened(kb))
+    monkeypatch.setattr(execute, "post_upload", kb.send)
+
+    assert cli.main(["sync", "/", "kb_1"]) == 1
+    assert capsys.readouterr().err == (
+        "error: / is a whole disk, not a folder of documents: sync or link a folder in it\n"
+    )
+
+    monkeypatch.setattr(roots, "MAX_FILES_WITHOUT_YES", 0)
+    assert cli.main(["sync", str(home / "docs"), "kb_1"]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "nothing was changed: it would send 1 files (0.0 MB), more than 0 at once: check that this is the"
+        " folder you mean; run again with --yes to send them"
+    )
+    assert kb.paths() == {}

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from memmy_kb_client.sync.local import FolderScan, Seen
-from memmy_kb_client.sync.plan import Plan, name_refused, plan_pass
+from memmy_kb_client.sync.names import name_refused
+from memmy_kb_client.sync.plan import Plan, plan_pass
 from memmy_kb_client.sync.remote import Entry, Tree
 from memmy_kb_client.sync.store import Failed, Memory, NoRoom, Pending, Synced
 

@@ -16,9 +16,10 @@ from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.access import require_access, require_owner
 from memmy_kb.domain.engine import EngineFile, FileStatus, MemosApiKeyError, MemosError, backend_of
-from memmy_kb.domain.folders import is_live, require_live_folder
+from memmy_kb.domain.folders import is_live
 from memmy_kb.domain.naming import shown_name
 from memmy_kb.domain.ports import ContentStore, GrantReader, KnowledgeEngines
+from memmy_kb.domain.sibling_names import file_name_holder, name_taken
 from memmy_kb.domain.storage import ItemMissing
 from memmy_kb.errors import NotFound, UpstreamUnavailable, file_not_found, folder_not_found
 from memmy_kb.records import FileRecord, FolderRecord, UploadRecord
@@ -143,12 +144,19 @@ def move_file(
     file_id: str,
     folder_id: str | None,
 ) -> FileEntry:
-    """Move a file to another folder (None: the root); only our mapping changes."""
+    """Move a file to another folder (None: the root); only our mapping changes. A file of that folder with
+    the same name (once normalised) refuses it: 409 ``name_taken``."""
     grant = require_owner(grants, user_id, kb_id)
-    record = contents.get_file(kb_id, file_id)
+    folders, files, uploads = contents.query_kb_items(kb_id)
+    record = next((f for f in files if f.file_id == file_id), None)
     if record is None:
         raise file_not_found()
-    require_live_folder(contents, kb_id, folder_id)
+    if folder_id is not None and not is_live({f.folder_id: f for f in folders}, folder_id):
+        raise folder_not_found()
+    if folder_id != record.folder_id:
+        sibling = file_name_holder(record.name, folder_id, files, uploads, ignore_file=file_id)
+        if sibling is not None:
+            raise name_taken(sibling)
     try:
         contents.update_file_folder(kb_id, file_id, folder_id)
     except ItemMissing:

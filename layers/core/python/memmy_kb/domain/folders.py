@@ -17,6 +17,7 @@ from typing import Final
 
 from memmy_kb.domain.access import require_owner
 from memmy_kb.domain.ports import ContentStore, GrantReader
+from memmy_kb.domain.sibling_names import folder_name_holder, name_taken, normal_name
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.errors import Conflict, InvalidInput, folder_not_found, kb_not_found
 from memmy_kb.records import FolderRecord, utc_now
@@ -40,14 +41,17 @@ def create_folder(
     clock: Callable[[], datetime] = utc_now,
     new_id: Callable[[], str] = new_folder_id,
 ) -> FolderRecord:
-    """A new folder under ``parent_id`` (None: the root), owner only."""
+    """A new folder under ``parent_id`` (None: the root), owner only; its name stored normalised, and one a
+    sibling folder has refused (409 ``name_taken``)."""
     require_owner(grants, user_id, kb_id)
+    name = normal_name(name)
+    folders = {f.folder_id: f for f in contents.query_folders(kb_id)}
     if parent_id is not None:
-        folders = {f.folder_id: f for f in contents.query_folders(kb_id)}
         if not is_live(folders, parent_id):
             raise folder_not_found()
         if len(_chain(folders, parent_id)) >= MAX_FOLDER_DEPTH:
             raise _too_deep()
+    _refuse_taken(name, parent_id, folders)
     folder = FolderRecord(kb_id=kb_id, folder_id=new_id(), name=name, parent_id=parent_id, created_at=clock())
     try:
         contents.put_folder(folder)
@@ -70,7 +74,8 @@ def update_folder(
 ) -> FolderRecord:
     """Rename and/or move (``move``: ``parent_id`` was given, None meaning the root) a folder.
 
-    Moving a folder into itself or its own subtree is refused with 409.
+    Moving a folder into itself or its own subtree is refused with 409, as is a name (the new one, or the
+    folder's own where it moves) that a folder of its new parent has.
     """
     require_owner(grants, user_id, kb_id)
     folders = {f.folder_id: f for f in contents.query_folders(kb_id)}
@@ -87,7 +92,10 @@ def update_folder(
             raise Conflict("A folder cannot move into itself or its own subfolders.", code="folder_cycle")
         if len(ancestors) + _height(folders, folder_id) > MAX_FOLDER_DEPTH:
             raise _too_deep()
-    updated = current.model_copy(update={"name": name or current.name, "parent_id": new_parent})
+    new_name = normal_name(name) if name else current.name
+    if new_name != current.name or new_parent != current.parent_id:
+        _refuse_taken(new_name, new_parent, folders, ignore=folder_id)
+    updated = current.model_copy(update={"name": new_name, "parent_id": new_parent})
     try:
         contents.update_folder(updated, current, ancestors)
     except ConditionFailed:
@@ -106,6 +114,16 @@ def require_live_folder(contents: ContentStore, kb_id: str, folder_id: str | Non
     """404 ``folder_not_found`` unless ``folder_id`` (None: the root) is live (one Query of the folders)."""
     if folder_id is not None and not is_live({f.folder_id: f for f in contents.query_folders(kb_id)}, folder_id):
         raise folder_not_found()
+
+
+def _refuse_taken(
+    name: str, parent_id: str | None, folders: Mapping[str, FolderRecord], *, ignore: str | None = None
+) -> None:
+    """409 ``name_taken`` when a live folder under ``parent_id`` has ``name`` once both are normalised."""
+    live = [f for f in folders.values() if is_live(folders, f.folder_id)]
+    sibling = folder_name_holder(name, parent_id, live, ignore=ignore)
+    if sibling is not None:
+        raise name_taken(sibling)
 
 
 def _too_deep() -> InvalidInput:

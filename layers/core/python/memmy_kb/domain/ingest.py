@@ -12,7 +12,7 @@ bytes fit the extension (``memmy_kb.domain.verification``). Then the hold moves 
 ``submitting`` in a transaction that checks the KB, its owner and its capacity (``memmy_kb.domain.limits``):
 the duplicate guard too, since a repeated delivery finds the upload in another state. The record
 transaction counts the file on META under the same caps and logs the upload. A small file costs the upload
-read, one GET, the two transactions and the MemOS add (docs/architecture.md, "Uploads and ingest").
+read, one GET, the two transactions, the Query for a sibling of its name and the MemOS add (docs/architecture.md, "Uploads and ingest").
 
 **The crash window** (docs/architecture.md, "Uploads and ingest"). Between MemOS accepting the file
 and our FILE transaction, a crash (or a reply that never arrives) leaves a MemOS file nothing points to.
@@ -48,6 +48,7 @@ from memmy_kb.domain.limits import capacity_refused
 from memmy_kb.domain.naming import memos_file_name
 from memmy_kb.domain.ports import ContentStore, KnowledgeBaseStore, KnowledgeEngine, UploadObjects
 from memmy_kb.domain.residue import drop_if_unneeded, drop_upload_bytes
+from memmy_kb.domain.sibling_names import file_name_holder, taken_reason
 from memmy_kb.domain.storage import (
     ConditionFailed,
     ItemMissing,
@@ -153,6 +154,7 @@ class Ingestion:
                 current = drop_if_unneeded(self.contents, self.storage, self.upload.kb_id, self.upload.upload_id)
                 logger.info("upload not held here; ignored", extra={**self._log, "state": current and current.state})
                 return self._outcome("ignored")
+            self.check_name()
         except Refused as refused:
             return self.reject(refused.reason)
         return self.submit(target, file_input)
@@ -210,6 +212,18 @@ class Ingestion:
             raise Refused(self._full(err.item)) from None
         self.attempt_id = attempt_id
         return True
+
+    def check_name(self) -> None:
+        """Held (``submitting``), the upload looks for a sibling of its name (``memmy_kb.domain.sibling_names``):
+        a file of the folder that has it, or another upload of it held meanwhile; Refused if one is there. It
+        looks only once it is held, as the other does: of two at once, at least one sees the other."""
+        _, files, uploads = self.contents.query_kb_items(self.upload.kb_id)
+        sibling = file_name_holder(
+            self.upload.filename, self.upload.folder_id, files, uploads, ignore_upload=self.upload.upload_id
+        )
+        if sibling is not None:
+            logger.info("upload's name taken in its folder", extra={**self._log, "sibling": sibling.id})
+            raise Refused(taken_reason(sibling))
 
     def _full(self, which: str) -> str:
         """The reason an upload into a full KB reads (``which``: "kb_files" or "kb_bytes")."""

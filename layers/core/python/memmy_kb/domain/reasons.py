@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from memmy_kb.domain import deletion, files, ingest, replace_ingest, verification
+from memmy_kb.domain import deletion, files, ingest, replace_ingest, sibling_names, verification
 
 _CODES: Final[dict[str, str]] = {
     **{sentence: f"invalid_{extension}" for extension, sentence in verification.REASONS.items()},
@@ -42,6 +42,8 @@ _CODES: Final[dict[str, str]] = {
     files.VERSION_FAILED: "engine_failed_version",
     replace_ingest.FILE_GONE: "file_gone",
     replace_ingest.SUPERSEDED: "replace_superseded",
+    sibling_names.NAME_TAKEN: "name_taken",
+    sibling_names.NAME_RACED: "name_raced",
 }
 # Capacity refusals name the KB's limits in their sentence: recognised by how they begin.
 _PREFIXES: Final = (

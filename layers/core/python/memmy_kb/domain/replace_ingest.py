@@ -65,6 +65,9 @@ class ReplacementIngestion(Ingestion):
         self.memos.update_knowledgebase_file(target, file_input)
         return target
 
+    def check_name(self) -> None:
+        """A replace keeps its file's name: nothing to check."""
+
     def hold(self) -> bool:
         """pending -> submitting, the file still at the version replaced and replaced by this upload, its
         growth held on META (else Refused); False when another delivery holds it."""

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from memmy_kb.domain.access import require_owner
-from memmy_kb.domain.folders import require_live_folder
+from memmy_kb.domain.folders import is_live
 from memmy_kb.domain.formats import (
     ACCEPTED_CONTENT_TYPES,
     CONTENT_TYPES,
@@ -24,12 +24,14 @@ from memmy_kb.domain.formats import (
 )
 from memmy_kb.domain.limits import capacity_refused
 from memmy_kb.domain.ports import ContentStore, GrantReader, UploadObjects
+from memmy_kb.domain.sibling_names import file_name_holder, name_taken, normal_name
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing, PresignedPost, upload_object_key
 from memmy_kb.errors import (
     Conflict,
     InvalidInput,
     PayloadTooLarge,
     UnsupportedMediaType,
+    folder_not_found,
     kb_not_found,
 )
 from memmy_kb.records import KbCapacity, UploadRecord, utc_now
@@ -110,11 +112,19 @@ def request_upload(
     room for one more file of this size (409 ``kb_file_limit_reached``, 413 ``kb_storage_limit_reached``),
     so a full KB refuses before the bytes are sent. The ingest holds the cap again when it records the file.
     ``sha256``, when the client declares it, is what the bytes must hash to (else the ingest rejects them).
-    ``origin`` (``sync``) marks the upload, and the file it becomes, as a folder sync's.
+    ``origin`` (``sync``) marks the upload, and the file it becomes, as a folder sync's. The name is stored
+    normalised, and one a file of the folder has is refused (409 ``name_taken``,
+    ``memmy_kb.domain.sibling_names``); the ingest checks it again.
     """
     grant = require_owner(grants, user_id, kb_id)
+    filename = normal_name(filename)
     _, pinned_type = validate_upload(filename, size_bytes, content_type)
-    require_live_folder(contents, kb_id, folder_id)
+    folders, files, uploads = contents.query_kb_items(kb_id)
+    if folder_id is not None and not is_live({f.folder_id: f for f in folders}, folder_id):
+        raise folder_not_found()
+    sibling = file_name_holder(filename, folder_id, files, uploads)
+    if sibling is not None:
+        raise name_taken(sibling)
     now = clock()
     upload_id = new_id()
     key = upload_object_key(kb_id, upload_id)

@@ -10,6 +10,7 @@ from pydantic import AfterValidator, Field
 
 from memmy_kb.api.models.base import ApiModel
 from memmy_kb.domain.display import hidden_characters
+from memmy_kb.domain.sibling_names import normal_name
 
 if TYPE_CHECKING:
     from memmy_kb.domain.replacements import IssuedReplacement, Unchanged
@@ -19,7 +20,8 @@ MAX_FILENAME_LENGTH = 255
 
 
 def _clean_filename(value: str) -> str:
-    value = value.strip()
+    # Stored and checked as the service compares names: trimmed, in NFC (memmy_kb.domain.sibling_names).
+    value = normal_name(value)
     if not 1 <= len(value) <= MAX_FILENAME_LENGTH:
         raise ValueError(f"must be 1 to {MAX_FILENAME_LENGTH} characters after trimming")
     if "/" in value or "\\" in value or value in (".", ".."):

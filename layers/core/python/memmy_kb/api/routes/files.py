@@ -22,6 +22,16 @@ from memmy_kb.domain import files, folders
 
 router = new_router()
 _MEMOS_DOWN = (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS unavailable")
+_FILE_NAME_TAKEN = (
+    HTTPStatus.CONFLICT,
+    "A file of the destination folder has the same name once trimmed and NFC-normalised (`name_taken`, the"
+    " file's `kind`, `id` and `name` in `details`)",
+)
+_FOLDER_NAME_TAKEN = (
+    HTTPStatus.CONFLICT,
+    "A sibling folder has the same name once trimmed and NFC-normalised (`name_taken`, its `kind`, `id` and"
+    " `name` in `details`)",
+)
 
 
 @router.get(
@@ -58,7 +68,9 @@ def handle_get_file(
     "/knowledge-bases/<kb_id>/files/<file_id>",
     operation_id="moveFile",
     summary="Move a file to another folder (owner only)",
-    responses=responses(HTTPStatus.OK, "The moved file", File, READER, NOT_VISIBLE, _MEMOS_DOWN),
+    responses=responses(
+        HTTPStatus.OK, "The moved file", File, READER, NOT_VISIBLE, _MEMOS_DOWN, _FILE_NAME_TAKEN
+    ),
 )
 def handle_move_file(
     kb_id: KbId,
@@ -77,7 +89,7 @@ def handle_move_file(
     "/knowledge-bases/<kb_id>/folders",
     operation_id="createFolder",
     summary="Create a folder (owner only)",
-    responses=responses(HTTPStatus.CREATED, "The new folder", Folder, READER, NOT_VISIBLE),
+    responses=responses(HTTPStatus.CREATED, "The new folder", Folder, READER, NOT_VISIBLE, _FOLDER_NAME_TAKEN),
 )
 def handle_create_folder(
     kb_id: KbId,
@@ -100,7 +112,11 @@ def handle_create_folder(
         Folder,
         READER,
         NOT_VISIBLE,
-        (HTTPStatus.CONFLICT, "The move would put the folder inside itself"),
+        (
+            HTTPStatus.CONFLICT,
+            "The move would put the folder inside itself (`folder_cycle`), or a sibling folder has the name"
+            " once trimmed and NFC-normalised (`name_taken`, the sibling's `kind`, `id` and `name` in `details`)",
+        ),
     ),
 )
 def handle_update_folder(

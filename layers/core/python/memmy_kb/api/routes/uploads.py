@@ -47,8 +47,9 @@ router = new_router()
         (HTTPStatus.NOT_FOUND, "No such knowledge base or folder, or not visible to the caller"),
         (
             HTTPStatus.CONFLICT,
-            "The knowledge base holds the most files allowed (`kb_file_limit_reached`), or a request with this"
-            " Idempotency-Key is in progress",
+            "The knowledge base holds the most files allowed (`kb_file_limit_reached`), a file of the folder"
+            " has this name once trimmed and NFC-normalised (`name_taken`, the file's `kind`, `id` and `name` in"
+            " `details`), or a request with this Idempotency-Key is in progress",
         ),
         (
             HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
