@@ -106,17 +106,27 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _post_bytes(
-    ticket: dict[str, Any], path: Path, size: int, progress: Callable[[int, int], None] | None
+class OpenFile(Protocol):
+    """An open file as an upload reads it: its bytes, and its descriptor (which sizes the POST)."""
+    def read(self, size: int = -1, /) -> bytes: ...
+    def fileno(self) -> int: ...
+
+
+def post_upload_from(
+    ticket: dict[str, Any],
+    handle: OpenFile,
+    *,
+    filename: str = "file",
+    progress: Callable[[int, int], None] | None = None,
+    size: int | None = None,
 ) -> None:
-    """Send ``path`` to storage with a ticket's presigned POST (its fields first, the file last)."""
-    with path.open("rb") as handle:
-        reader = _ProgressReader(handle, size, progress)
-        content_type = str(ticket["fields"].get("Content-Type", "application/octet-stream"))
-        files = {"file": (path.name, cast(IO[bytes], reader), content_type)}
-        resp = httpx.post(
-            ticket["url"], data=ticket["fields"], files=files, timeout=httpx.Timeout(30, write=None)
-        )
+    """Send an open file's bytes, from where it stands, with a ticket's presigned POST: nothing is opened
+    by name (a folder's sync opens each file beneath the folder and checks it first)."""
+    total = os.fstat(handle.fileno()).st_size if size is None else size
+    reader = _ProgressReader(handle, total, progress)
+    content_type = str(ticket["fields"].get("Content-Type", "application/octet-stream"))
+    files = {"file": (filename, cast(IO[bytes], reader), content_type)}
+    resp = httpx.post(ticket["url"], data=ticket["fields"], files=files, timeout=httpx.Timeout(30, write=None))
     if not resp.is_success:
         raise MemmyApiError(
             resp.status_code, "storage_rejected_upload", resp.text[:300] or resp.reason_phrase
@@ -124,10 +134,11 @@ def _post_bytes(
 
 
 def post_upload(
-    ticket: dict[str, Any], path: Path, progress: Callable[[int, int], None] | None = None
+    ticket: dict[str, Any], path: Path, progress: Callable[[int, int], None] | None = None, size: int | None = None
 ) -> None:
     """Send ``path``'s bytes with an upload's or a replace's ticket (its presigned POST)."""
-    _post_bytes(ticket, path, path.stat().st_size, progress)
+    with path.open("rb") as handle:
+        post_upload_from(ticket, handle, filename=path.name, progress=progress, size=size)
 
 
 def _segment(value: str) -> str:
@@ -302,7 +313,7 @@ class MemmyClient:
         """
         size = path.stat().st_size
         ticket = self.request_upload(kb_id, path.name, size, folder_id=folder_id)
-        _post_bytes(ticket, path, size, progress)
+        post_upload(ticket, path, progress, size)
         return ticket
 
     def get_file(self, kb_id: str, file_id: str) -> dict[str, Any]:
@@ -355,7 +366,7 @@ class MemmyClient:
         answer = self.request_replacement(kb_id, file_id, size, sha256=digest, if_version=if_version)
         if answer.get("status") == "issued":
             try:
-                _post_bytes(answer, path, size, progress)
+                post_upload(answer, path, progress, size)
             except (MemmyApiError, httpx.HTTPError, OSError):
                 with contextlib.suppress(MemmyApiError, httpx.HTTPError, OSError):
                     self.dismiss_upload(kb_id, answer["upload_id"])

@@ -15,7 +15,7 @@ from urllib.parse import unquote
 import httpx
 import pytest
 
-from memmy_kb_client.sdk import ClientConfig, MemmyClient
+from memmy_kb_client.sdk import ClientConfig, MemmyClient, OpenFile
 from memmy_kb_client.sync.run import PassResult, run_pass
 from memmy_kb_client.sync.store import SyncStore
 from tests.support.aws import Service
@@ -155,7 +155,7 @@ def test_a_pass_killed_after_the_upload_was_issued_resumes_without_a_second_uplo
     kb_id, root, client = create_kb(service), tmp_path / "docs", sdk_for(service)
     write(root, "a.md", "# a\n")
 
-    def killed(ticket: dict[str, Any], path: Path) -> None:
+    def killed(ticket: dict[str, Any], source: OpenFile) -> None:
         raise Killed
 
     with pytest.raises(Killed):

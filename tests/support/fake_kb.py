@@ -13,10 +13,9 @@ import hashlib
 import itertools
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from memmy_kb_client.sdk import MemmyApiError
+from memmy_kb_client.sdk import MemmyApiError, OpenFile
 
 _ids = itertools.count(1)
 
@@ -162,10 +161,10 @@ class FakeKb:
     def close(self) -> None:
         self.calls["close"] += 1
 
-    def send(self, ticket: dict[str, Any], path: Path) -> None:
-        """Storage receiving the bytes of a ticket's POST."""
+    def send(self, ticket: dict[str, Any], source: OpenFile) -> None:
+        """Storage receiving the bytes of a ticket's POST, read from the open file the pass hands over."""
         self.calls["send"] += 1
-        self.uploads[ticket["upload_id"]].body = path.read_bytes()
+        self.uploads[ticket["upload_id"]].body = source.read()
 
     # ---------------------------------------------------------------------------------- the cloud's side
 

@@ -51,7 +51,7 @@ def test_an_error_while_waiting_still_tells_what_the_pass_did(
 ) -> None:
     kb = FakeKb()
     monkeypatch.setattr(transfer_commands, "client_for", lambda args: Opened(kb))
-    monkeypatch.setattr(execute, "post_upload", kb.send)
+    monkeypatch.setattr(execute, "post_upload_from", kb.send)
 
     def throttled(*args: Any, **kwargs: Any) -> Any:
         raise MemmyApiError(429, "rate_limited", "Too many requests.")

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from memmy_kb_client.sdk import OpenFile
 from memmy_kb_client.sync.execute import SyncAborted
 from memmy_kb_client.sync.run import PassResult, run_pass, wait_until_ready
 from memmy_kb_client.sync.store import SyncStore, pair_of
@@ -112,11 +113,11 @@ def test_a_pass_killed_after_asking_for_uploads_resumes_without_uploading_twice(
         write(root, name, name)
     sent: list[str] = []
 
-    def killed_on_second(ticket: dict[str, Any], path: Path) -> None:
+    def killed_on_second(ticket: dict[str, Any], source: OpenFile) -> None:
         if len(sent) == 1:
             raise Killed
-        sent.append(path.name)
-        kb.send(ticket, path)
+        sent.append(ticket["upload_id"])
+        kb.send(ticket, source)
 
     # Given a pass killed while sending its second file's bytes (after the service issued its ticket)
     with pytest.raises(Killed):

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from memmy_kb_client.sdk import OpenFile
 from memmy_kb_client.sync.links import LinkError, Links
 from memmy_kb_client.sync.store import SyncStore
 from tests.support.fake_kb import FakeKb
@@ -35,8 +36,8 @@ def test_unlinking_a_folder_stops_its_pass_under_way(tmp_path: Path, store: Sync
     kb, root = FakeKb(), tmp_path / "docs"
     folder_of(root, 5)
 
-    def send_then_unlink(ticket: dict[str, Any], path: Path) -> None:
-        kb.send(ticket, path)
+    def send_then_unlink(ticket: dict[str, Any], source: OpenFile) -> None:
+        kb.send(ticket, source)
         links.unlink(str(root))  # the user: "not that folder!"
 
     links = Links(store, tmp_path / "locks", lambda: kb, watch=False, send=send_then_unlink)
