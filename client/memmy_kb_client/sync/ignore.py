@@ -20,19 +20,22 @@ def compile_ignore(lines: Sequence[str]) -> GitIgnoreSpec:
     """The patterns of ``lines`` (gitignore syntax: ``!`` negates, a trailing ``/`` names folders), run by
     RE2; OSError with a sentence naming the line when a line is not a pattern, or when the set is too
     large for RE2's memory (some thousands of lines): read as none, the file would upload what it names."""
-    return _compiled(tuple(lines))
+    compiled = _compiled(tuple(lines))
+    if isinstance(compiled, str):
+        raise OSError(compiled)
+    return compiled
 
 
-@functools.lru_cache(maxsize=8)  # each pass and each watcher reads the same lines again
-def _compiled(lines: tuple[str, ...]) -> GitIgnoreSpec:
+# Each pass and each watcher reads the same lines again; a refusal is kept too (a large set takes seconds
+# to be refused, and the watcher tries again every two seconds).
+@functools.lru_cache(maxsize=8)
+def _compiled(lines: tuple[str, ...]) -> GitIgnoreSpec | str:
     try:
         return GitIgnoreSpec.from_lines(lines, backend="re2")
     except GitIgnorePatternError as err:
-        raise OSError(
-            f"{IGNORE_FILE} has a line that is no pattern ({err}): nothing is synced until it is fixed"
-        ) from err
-    except re2.error as err:  # a pattern RE2 cannot take, or a set over its memory
-        raise OSError(_refused(lines)) from err
+        return f"{IGNORE_FILE} has a line that is no pattern ({err}): nothing is synced until it is fixed"
+    except re2.error:  # a pattern RE2 cannot take, or a set over its memory
+        return _refused(lines)
 
 
 def _refused(lines: tuple[str, ...]) -> str:
