@@ -6,6 +6,7 @@ do makes listing calls only."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -372,3 +373,101 @@ def test_memmy_kbs_own_state_directory_is_never_a_folder_to_sync(
         with pytest.raises(SyncAborted, match="own state directory"):
             sync(kb, store, root, tmp_path)
     assert dict(kb.calls) == {}
+
+
+SECRET = "the secret outside the folder"
+
+
+def swap_for_link(path: Path, outside: Path) -> None:
+    path.unlink()
+    path.symlink_to(outside)
+
+
+def swap_for_hard_link(path: Path, outside: Path) -> None:
+    path.unlink()
+    os.link(outside, path)
+
+
+def swap_for_fifo(path: Path, outside: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)  # opened by name to be read, it would block until a writer came: for ever
+
+
+def swap_for_other_bytes(path: Path, outside: Path) -> None:
+    other = path.with_name("other.tmp")
+    other.write_text("x" * path.stat().st_size, encoding="utf-8")
+    os.replace(other, path)
+
+
+SWAPS = {
+    "a link out": (swap_for_link, "symbolic links"),
+    "a hard link out": (swap_for_hard_link, "more than one hard link"),
+    "a FIFO": (swap_for_fifo, "not a regular file"),
+    "other bytes": (swap_for_other_bytes, "changed since the pass read it"),
+}
+
+
+def within(seconds: float, run: Any) -> Any:
+    """``run()`` on a thread, which must end within ``seconds`` (a pass blocked in ``open`` never would)."""
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(run()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"the pass was still running after {seconds} s"
+    return result[0]
+
+
+@pytest.mark.parametrize("swap", SWAPS, ids=list(SWAPS))
+def test_a_file_swapped_after_the_hash_is_skipped_and_nothing_else_is_sent(
+    tmp_path: Path, store: SyncStore, swap: str
+) -> None:
+    # Given a folder of two files, and someone who may write it and who swaps one once it was hashed (as
+    # its upload is asked for)
+    root, kb, outside = tmp_path / "docs", FakeKb(), tmp_path / "secret.md"
+    write(root, "a.md", "mine, " + "a" * (len(SECRET) - 6))
+    write(root, "b.md", "mine too")
+    outside.write_text(SECRET, encoding="utf-8")
+    swapped, reason = SWAPS[swap]
+    asked = kb.request_upload
+
+    def swapping(kb_id: str, filename: str, size_bytes: int, **options: Any) -> dict[str, Any]:
+        if filename == "a.md":
+            swapped(root / "a.md", outside)
+        return asked(kb_id, filename, size_bytes, **options)
+
+    kb.request_upload = swapping  # type: ignore[method-assign]
+
+    # When the pass runs
+    result = within(10, lambda: sync(kb, store, root, tmp_path))
+
+    # Then storage got b.md's bytes only: nothing of the file outside, nothing the hash did not read
+    assert [u.body for u in kb.uploads.values() if u.body is not None] == [b"mine too"]
+    [error] = result.outcome.errors
+    assert error["path"] == "a.md"
+    assert reason in error["error"]
+
+
+def test_a_replace_swapped_for_a_link_after_the_hash_sends_nothing_from_outside(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    # Given a synced file, edited, then swapped for a link out as its replace is asked for
+    root, kb, outside = tmp_path / "docs", FakeKb(), tmp_path / "secret.md"
+    write(root, "a.md", "v1")
+    outside.write_text(SECRET, encoding="utf-8")
+    sync(kb, store, root, tmp_path)
+    kb.ingest()
+    sync(kb, store, root, tmp_path)
+    write(root, "a.md", "v2, edited")
+    asked = kb.request_replacement
+
+    def swapping(*args: Any, **options: Any) -> dict[str, Any]:
+        swap_for_link(root / "a.md", outside)
+        return asked(*args, **options)
+
+    kb.request_replacement = swapping  # type: ignore[method-assign]
+
+    result = within(10, lambda: sync(kb, store, root, tmp_path))
+
+    # Then no bytes went but the first version's, and the replace waits for the next pass
+    assert [u.body for u in kb.uploads.values() if u.body is not None] == [b"v1"]
+    assert [e["path"] for e in result.outcome.errors] == ["a.md"]
