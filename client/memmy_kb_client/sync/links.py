@@ -184,7 +184,11 @@ class Links:
     def _shown(self, link: _Link) -> dict[str, Any]:
         shown = link.status.shown()
         if link.started is not None and time.monotonic() - link.started > self.pass_seconds:
-            shown.update(state="error", error=_overdue(self.pass_seconds) + ", yet is still in a call")
+            shown.update(
+                state="error",
+                error=f"the pass has run past its {_limit(self.pass_seconds)}, held up in a call (a disk or "
+                "the network not answering): it stops at its next step; other folders go on",
+            )
         return shown
 
     def changed(self, root: str) -> None:
@@ -356,5 +360,9 @@ class Links:
             link.status.watching = watching
 
 
+def _limit(seconds: float) -> str:
+    return f"{seconds / 60:g} minutes" if seconds >= 60 else f"{seconds:g} seconds"
+
+
 def _overdue(seconds: float) -> str:
-    return f"the pass ran past its {seconds / 60:g} minutes and was stopped: the next one resumes it"
+    return f"the pass ran past its {_limit(seconds)} and was stopped: the next one resumes it"

@@ -86,7 +86,10 @@ def test_gitignores_meaning_is_that_of_pathspecs_own_matcher() -> None:
 @pytest.mark.parametrize(
     ("lines", "sentence"),
     [
-        ("ok.md\n[[:alpha:]]\n", r"\.memmyignore line 2 \('\[\[:alpha:\]\]'\) cannot be matched in linear time"),
+        (
+            "ok.md\n[[:alpha:]]\n",
+            r"\.memmyignore line 2 \('\[\[:alpha:\]\]'\) cannot be matched in linear time",
+        ),
         ("private\\\n", r"\.memmyignore has a line that is no pattern"),
     ],
 )
