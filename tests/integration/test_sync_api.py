@@ -52,9 +52,9 @@ def sdk_for(service: Service, user: str = "alice") -> MemmyClient:
     return client
 
 
-def send(ticket: dict[str, Any], path: Path) -> None:
-    """Storage: the presigned POST to moto's bucket."""
-    response = post_file(ticket, path.read_bytes(), path.name)
+def send(ticket: dict[str, Any], source: OpenFile) -> None:
+    """Storage: the presigned POST to moto's bucket, of the open file the pass hands over."""
+    response = post_file(ticket, source.read(), "file")
     assert response.status_code == 204, response.text
 
 
