@@ -91,7 +91,10 @@ class Rules:
     never: tuple[str, ...] = ()
 
     def match_file(self, relative: str) -> bool:
-        return any(relative.startswith(f"{n}/") for n in self.never) or self.spec.match_file(relative)
+        if any(relative.startswith(f"{n}/") for n in self.never):
+            return True
+        # No .memmyignore (the usual case): no call into RE2, whose empty set costs some 10 µs a path.
+        return bool(self.spec.patterns) and self.spec.match_file(relative)
 
 
 OWN_STATE: Final = (
