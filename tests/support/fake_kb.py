@@ -156,7 +156,10 @@ class FakeKb:
 
     def dismiss_upload(self, kb_id: str, upload_id: str) -> None:
         self.calls["dismiss_upload"] += 1
-        self.uploads.pop(upload_id, None)
+        upload = self.uploads.pop(upload_id, None)
+        file = self.files.get(upload.replaces or "") if upload is not None else None
+        if file is not None and file.replacing == upload_id:  # a replace not sent on: its file is free again
+            file.replacing = None
 
     def close(self) -> None:
         self.calls["close"] += 1

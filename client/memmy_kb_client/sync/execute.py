@@ -16,7 +16,7 @@ import httpx
 from memmy_kb_client.sdk import MemmyApiError, OpenFile, post_upload_from
 from memmy_kb_client.sync.plan import Plan, Step, kb_path
 from memmy_kb_client.sync.remote import SYNC_ORIGIN, Tree
-from memmy_kb_client.sync.source import Cancelled, StoppableReader, opened_as_hashed
+from memmy_kb_client.sync.source import Cancelled, NotAsHashed, StoppableReader, opened_as_hashed
 from memmy_kb_client.sync.store import Failed, Pending, Synced, SyncStore
 
 # A replace re-read and tried again at most this many times when other desktops keep replacing first.
@@ -237,12 +237,19 @@ class Executor:
         from one descriptor opened beneath the folder and found to be those hashed (``source``): a file
         swapped or changed since is skipped (an OSError: the next pass), nothing of it sent."""
         self.store.issued(self.pair, path, str(ticket["upload_id"]))
-        with opened_as_hashed(self.root, path, pending.sha256, pending.size) as handle:
-            reader: OpenFile = StoppableReader(handle, self.stopping)
-            try:
-                self.send(ticket, reader)
-            except Cancelled as err:
-                raise SyncAborted(str(err)) from err
+        try:
+            opened = opened_as_hashed(self.root, path, pending.sha256, pending.size)
+            with opened as handle:
+                reader: OpenFile = StoppableReader(handle, self.stopping)
+                try:
+                    self.send(ticket, reader)
+                except Cancelled as err:
+                    raise SyncAborted(str(err)) from err
+        except NotAsHashed:
+            if "replaces_version" in ticket:  # a replace not sent on, dismissed, frees its file at once
+                with contextlib.suppress(MemmyApiError, httpx.HTTPError):
+                    self.client.dismiss_upload(self.kb_id, str(ticket["upload_id"]))
+            raise
         self.store.posted(self.pair, path)
         self.outcome.sent[str(ticket["upload_id"])] = path
 

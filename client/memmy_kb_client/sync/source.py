@@ -5,6 +5,7 @@ swapped for a link, a FIFO or another file after the hash is skipped with why, n
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from collections.abc import Callable, Iterator
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from memmy_kb_client.sync.local import HARD_LINK, open_beneath
+from memmy_kb_client.sync.local import HARD_LINK, SYMLINK, open_beneath
 
 CHUNK = 1024 * 1024
 
@@ -48,7 +49,11 @@ def opened_as_hashed(root: Path, relative: str, sha256: str, size: int) -> Itera
     and ``sha256`` and its identity (device, inode, size, mtime) kept while they were read; NotAsHashed
     (an OSError) otherwise. Bytes written while they are sent are the cloud's to refuse: the ticket
     carries the SHA-256 (``sha256_mismatch``)."""
-    handle = os.fdopen(open_beneath(root, relative), "rb")
+    try:
+        handle = os.fdopen(open_beneath(root, relative), "rb")
+    except OSError as err:
+        why = _why(err, relative)
+        raise NotAsHashed(f"{relative}: no longer the file the pass hashed ({why}): not sent") from err
     with handle:
         info = os.fstat(handle.fileno())
         if info.st_nlink > 1:
@@ -61,6 +66,12 @@ def opened_as_hashed(root: Path, relative: str, sha256: str, size: int) -> Itera
             raise NotAsHashed(f"{relative}: changed since the pass read it: the next pass reads it again")
         handle.seek(0)
         yield handle
+
+
+def _why(err: OSError, relative: str) -> str:
+    if err.errno in (errno.ELOOP, errno.ENOTDIR):  # the file, or a folder on its path, is now a link
+        return SYMLINK
+    return err.strerror or str(err).removeprefix(f"{relative}: ")
 
 
 class StoppableReader:

@@ -400,7 +400,7 @@ def swap_for_other_bytes(path: Path, outside: Path) -> None:
 
 
 SWAPS = {
-    "a link out": (swap_for_link, "symbolic links"),
+    "a link out": (swap_for_link, "a symbolic link: not followed"),
     "a hard link out": (swap_for_hard_link, "more than one hard link"),
     "a FIFO": (swap_for_fifo, "not a regular file"),
     "other bytes": (swap_for_other_bytes, "changed since the pass read it"),
@@ -470,4 +470,17 @@ def test_a_replace_swapped_for_a_link_after_the_hash_sends_nothing_from_outside(
 
     # Then no bytes went but the first version's, and the replace waits for the next pass
     assert [u.body for u in kb.uploads.values() if u.body is not None] == [b"v1"]
-    assert [e["path"] for e in result.outcome.errors] == ["a.md"]
+    assert result.outcome.errors == [
+        {
+            "path": "a.md",
+            "error": "a.md: no longer the file the pass hashed (a symbolic link: not followed): not sent",
+        }
+    ]
+
+    # And once the file is a file again, the next pass replaces it (the unsent replace was dismissed)
+    kb.request_replacement = asked  # type: ignore[method-assign]
+    (root / "a.md").unlink()
+    write(root, "a.md", "v3")
+    sync(kb, store, root, tmp_path)
+    kb.ingest()
+    assert kb.paths()["a.md"][0] == 2

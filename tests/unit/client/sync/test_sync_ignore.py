@@ -83,6 +83,7 @@ def test_gitignores_meaning_is_that_of_pathspecs_own_matcher() -> None:
     assert sum(ours.match_file(p) for p in PATHS) > len(PATHS) // 3  # the lines do leave things out
 
 
+@pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")  # pathspec's re, on [[:alpha:]]
 @pytest.mark.parametrize(
     ("lines", "sentence"),
     [
