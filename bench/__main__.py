@@ -246,6 +246,26 @@ def _worst_case_body() -> list[Row]:
     ]
 
 
+def _ignore_patterns() -> list[Row]:
+    from bench import ignore_patterns
+
+    r = ignore_patterns.run()
+    n = ignore_patterns.N
+    before, small = r["before_ms"], ignore_patterns.BACKTRACKING_N
+    return [
+        (
+            ".memmyignore's worst pattern, 2n vs n characters",
+            f"RE2 (the sync's matcher), {2 * n} vs {n} characters, worst of {r['patterns']} hostile patterns",
+            f"ratio {r['ratio']:.2f} (`{r['pattern']}`: {r['large_us']:.1f} µs vs {r['small_us']:.1f} µs; linear is 2)",
+        ),
+        (
+            ".memmyignore's worst pattern, 2n vs n characters",
+            f"Python's re (the matcher before), {2 * small} vs {small} characters, `{r['before_pattern']}`",
+            f"ratio {before[1] / before[0]:.0f} ({before[1]:.1f} ms vs {before[0]:.2f} ms; linear is 2)",
+        ),
+    ]
+
+
 def _sync_pass() -> list[Row]:
     from bench import sync_pass
 
@@ -263,6 +283,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "local_stack_memory": _local_stack_memory,
     "search_emulator": _search_emulator,
     "sync_pass": _sync_pass,
+    "ignore_patterns": _ignore_patterns,
     "keepalive": _keepalive,
     "hook_proof": _hook_proof,
     "recall_backends": _recall_backends,

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memmy_kb_client.sdk import file_sha256
+from memmy_kb_client.storage_post import file_sha256
 from memmy_kb_client.sync.run import run_pass
 from memmy_kb_client.sync.store import SyncStore
 from tests.support.fake_kb import FakeKb

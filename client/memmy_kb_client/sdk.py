@@ -4,37 +4,28 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import json
 import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Protocol, cast
+from typing import Any, Protocol, cast
 from urllib.parse import quote, urlencode
 
 import httpx
 
+from memmy_kb_client.api_error import (
+    MemmyApiError as MemmyApiError,  # the SDK's error, where callers import it
+)
 from memmy_kb_client.http_client import OK, HttpClient, classify
+from memmy_kb_client.storage_post import file_sha256, post_upload
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:8080"
 
 
 # A JSON object as the API answers it.
 JsonObject = dict[str, Any]
-
-
-class MemmyApiError(Exception):
-    """A non-2xx answer, carrying the service's error code and message, and its ``details`` if any (for
-    409 ``name_taken``: the sibling's ``kind``, ``id`` and ``name``)."""
-
-    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
-        super().__init__(f"{message} ({status} {code})")
-        self.status = status
-        self.code = code
-        self.message = message
-        self.details = details
 
 
 def config_home() -> Path:
@@ -78,58 +69,6 @@ def token_subject(token: str) -> str | None:
     except (IndexError, ValueError):
         return None
     return claims.get("sub") if isinstance(claims, dict) else None
-
-
-class _ProgressReader:
-    """A file wrapper that reports how many bytes the multipart upload has read."""
-
-    def __init__(self, handle: Any, total: int, progress: Callable[[int, int], None] | None) -> None:
-        self._handle, self._total, self._progress, self._sent = handle, total, progress, 0
-
-    def fileno(self) -> int:
-        # Lets httpx size the multipart body up front: storage wants a Content-Length, not chunks.
-        return int(self._handle.fileno())
-
-    def read(self, size: int = -1) -> bytes:
-        chunk: bytes = self._handle.read(size)
-        self._sent += len(chunk)
-        # The read that finds the end returns nothing: it is no progress (an empty file's is its only one).
-        if self._progress is not None and (chunk or not self._total):
-            self._progress(self._sent, self._total)
-        return chunk
-
-
-def file_sha256(path: Path) -> str:
-    """The SHA-256 of a file's bytes, read in chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1024 * 1024):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _post_bytes(
-    ticket: dict[str, Any], path: Path, size: int, progress: Callable[[int, int], None] | None
-) -> None:
-    """Send ``path`` to storage with a ticket's presigned POST (its fields first, the file last)."""
-    with path.open("rb") as handle:
-        reader = _ProgressReader(handle, size, progress)
-        content_type = str(ticket["fields"].get("Content-Type", "application/octet-stream"))
-        files = {"file": (path.name, cast(IO[bytes], reader), content_type)}
-        resp = httpx.post(
-            ticket["url"], data=ticket["fields"], files=files, timeout=httpx.Timeout(30, write=None)
-        )
-    if not resp.is_success:
-        raise MemmyApiError(
-            resp.status_code, "storage_rejected_upload", resp.text[:300] or resp.reason_phrase
-        )
-
-
-def post_upload(
-    ticket: dict[str, Any], path: Path, progress: Callable[[int, int], None] | None = None
-) -> None:
-    """Send ``path``'s bytes with an upload's or a replace's ticket (its presigned POST)."""
-    _post_bytes(ticket, path, path.stat().st_size, progress)
 
 
 def _segment(value: str) -> str:
@@ -306,7 +245,7 @@ class MemmyClient:
         """
         size = path.stat().st_size
         ticket = self.request_upload(kb_id, path.name, size, folder_id=folder_id)
-        _post_bytes(ticket, path, size, progress)
+        post_upload(ticket, path, progress, size)
         return ticket
 
     def get_file(self, kb_id: str, file_id: str) -> dict[str, Any]:
@@ -359,7 +298,7 @@ class MemmyClient:
         answer = self.request_replacement(kb_id, file_id, size, sha256=digest, if_version=if_version)
         if answer.get("status") == "issued":
             try:
-                _post_bytes(answer, path, size, progress)
+                post_upload(answer, path, progress, size)
             except (MemmyApiError, httpx.HTTPError, OSError):
                 with contextlib.suppress(MemmyApiError, httpx.HTTPError, OSError):
                     self.dismiss_upload(kb_id, answer["upload_id"])

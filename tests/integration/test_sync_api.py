@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from memmy_kb_client.sdk import ClientConfig, MemmyClient
+from memmy_kb_client.storage_post import OpenFile
 from memmy_kb_client.sync.run import PassResult, run_pass
 from memmy_kb_client.sync.store import SyncStore
 from tests.support.aws import Service
@@ -54,9 +55,9 @@ def sdk_for(service: Service, user: str = "alice") -> MemmyClient:
     return client
 
 
-def send(ticket: dict[str, Any], path: Path) -> None:
-    """Storage: the presigned POST to moto's bucket."""
-    response = post_file(ticket, path.read_bytes(), path.name)
+def send(ticket: dict[str, Any], source: OpenFile) -> None:
+    """Storage: the presigned POST to moto's bucket, of the open file the pass hands over."""
+    response = post_file(ticket, source.read(), "file")
     assert response.status_code == 204, response.text
 
 
@@ -157,7 +158,7 @@ def test_a_pass_killed_after_the_upload_was_issued_resumes_without_a_second_uplo
     kb_id, root, client = create_kb(service), tmp_path / "docs", sdk_for(service)
     write(root, "a.md", "# a\n")
 
-    def killed(ticket: dict[str, Any], path: Path) -> None:
+    def killed(ticket: dict[str, Any], source: OpenFile) -> None:
         raise Killed
 
     with pytest.raises(Killed):

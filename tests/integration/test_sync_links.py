@@ -9,9 +9,11 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from memmy_kb_client.storage_post import OpenFile
 from memmy_kb_client.sync.links import LinkError, Links
 from memmy_kb_client.sync.store import SyncStore
 from tests.support.fake_kb import FakeKb
@@ -165,4 +167,44 @@ def test_a_link_out_of_the_folder_is_not_watched_and_new_sub_folders_are(
         (root / "sub" / "b.md").write_text("b", encoding="utf-8")
         wait_until(lambda: len(kb.uploads) == 2, timeout=15, message="the file in the new folder to be sent")
     finally:
+        links.stop()
+
+
+def test_a_new_file_in_one_folder_is_sent_while_another_folders_pass_is_stuck(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    # Given two watched links, the first one's pass stuck sending its file (storage not answering)
+    kb, stuck, other = FakeKb(), tmp_path / "stuck", tmp_path / "other"
+    for root in (stuck, other):
+        root.mkdir()
+    (stuck / "stuck.md").write_text("stuck", encoding="utf-8")
+    entered, release = threading.Event(), threading.Event()
+
+    def send(ticket: dict[str, Any], source: OpenFile) -> None:
+        if kb.uploads[ticket["upload_id"]].filename == "stuck.md":
+            entered.set()
+            release.wait(30)
+        kb.send(ticket, source)
+
+    links = Links(
+        store, tmp_path / "state", lambda: kb, quiet_seconds=0.3, retry_seconds=0.5, send=send
+    ).start()
+    try:
+        links.link(str(stuck), kb.kb_id)
+        assert entered.wait(10)
+        links.link(str(other), kb.kb_id)
+        wait_until(lambda: links.shown()[0]["watching"], timeout=10, message="the other folder's watcher")
+
+        # When a file is written in the other folder
+        (other / "new.md").write_text("new", encoding="utf-8")
+
+        # Then it is sent within seconds, the stuck pass still under way
+        wait_until(
+            lambda: any(u.filename == "new.md" and u.body == b"new" for u in kb.uploads.values()),
+            timeout=15,
+            message="the new file to be sent",
+        )
+        assert {s["dir"]: s["state"] for s in links.shown()}[str(stuck)] == "syncing"
+    finally:
+        release.set()
         links.stop()

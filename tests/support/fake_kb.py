@@ -13,10 +13,10 @@ import hashlib
 import itertools
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from memmy_kb_client.sdk import MemmyApiError
+from memmy_kb_client.storage_post import OpenFile
 
 _ids = itertools.count(1)
 # The listing's reasons for a file the knowledge engine failed (``memmy_kb.domain.files``).
@@ -169,15 +169,18 @@ class FakeKb:
 
     def dismiss_upload(self, kb_id: str, upload_id: str) -> None:
         self.calls["dismiss_upload"] += 1
-        self.uploads.pop(upload_id, None)
+        upload = self.uploads.pop(upload_id, None)
+        file = self.files.get(upload.replaces or "") if upload is not None else None
+        if file is not None and file.replacing == upload_id:  # a replace not sent on: its file is free again
+            file.replacing = None
 
     def close(self) -> None:
         self.calls["close"] += 1
 
-    def send(self, ticket: dict[str, Any], path: Path) -> None:
-        """Storage receiving the bytes of a ticket's POST."""
+    def send(self, ticket: dict[str, Any], source: OpenFile) -> None:
+        """Storage receiving the bytes of a ticket's POST, read from the open file the pass hands over."""
         self.calls["send"] += 1
-        self.uploads[ticket["upload_id"]].body = path.read_bytes()
+        self.uploads[ticket["upload_id"]].body = source.read()
 
     # ---------------------------------------------------------------------------------- the cloud's side
 

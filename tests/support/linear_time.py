@@ -22,6 +22,9 @@ fail on quadratic code, and fail quickly:
 
 ``assert_linear_time(run, make, large=...)`` raises ``AssertionError`` naming the size and both times
 when no run of a size kept to its budget; ``run``'s result is ignored (refusing is as good as accepting).
+Its first run, at 1 KB, is not cut off: where exponential code could take hours on that already (a
+backtracking regular expression), ``assert_within(run, value, seconds)`` first times one small input
+under a generous cut-off, so that such code fails in seconds instead of hanging the run.
 """
 
 from __future__ import annotations
@@ -67,6 +70,16 @@ def assert_linear_time(run: Callable[[T], object], make: Callable[[int], T], *, 
                     f"its budget of {budget * 1000:.1f} ms = {factor:g} × size ratio {ratio:g} × "
                     f"{small_seconds * 1e6:.1f} µs for {SMALL:,} + {SLACK_SECONDS * 1000:.0f} ms: not linear"
                 )
+
+
+def assert_within(run: Callable[[T], object], value: T, seconds: float) -> None:
+    """``run(value)`` ends within ``seconds`` (cut off there by the interval timer, on the main thread)."""
+    try:
+        with _deadline(seconds):
+            taken = _timed(run, value)
+    except _OverBudget:
+        raise AssertionError(f"cut off after {seconds:g} s: far from linear") from None
+    assert taken <= seconds, f"took {taken:.1f} s, over {seconds:g} s"
 
 
 def _ladder(large: int) -> list[int]:

@@ -13,10 +13,12 @@ from typing import Any, Final, Protocol
 
 import httpx
 
-from memmy_kb_client.sdk import MemmyApiError, post_upload
+from memmy_kb_client.sdk import MemmyApiError
+from memmy_kb_client.storage_post import OpenFile, post_upload_from
 from memmy_kb_client.sync.names import kb_path
 from memmy_kb_client.sync.plan import Plan, Step
 from memmy_kb_client.sync.remote import SYNC_ORIGIN, Tree
+from memmy_kb_client.sync.source import Cancelled, NotAsHashed, StoppableReader, opened_as_hashed
 from memmy_kb_client.sync.store import Failed, Pending, Synced, SyncStore
 
 # A replace re-read and tried again at most this many times when other desktops keep replacing first.
@@ -27,6 +29,10 @@ _LASTING: Final = frozenset({415, 413, 422})
 _NO_ROOM: Final = frozenset({"kb_storage_limit_reached", "kb_file_limit_reached"})
 
 Progress = Callable[[int, int, str, str], None]
+# Sends a ticket's bytes from a file the pass opened and checked (``sdk.OpenFile``). Typed loosely on the
+# file's side so that a sender of the older ``(ticket, path)`` annotation still type-checks where it is
+# handed in (``run.run_pass``); what it receives is always an open file.
+Sender = Callable[[dict[str, Any], Any], None]
 
 
 class SyncAborted(Exception):
@@ -84,7 +90,7 @@ class Executor:
     kb_id: str
     root: Path
     progress: Progress | None = None
-    send: Callable[[dict[str, Any], Path], None] = lambda ticket, path: post_upload(ticket, path)
+    send: Sender = lambda ticket, handle: post_upload_from(ticket, handle)
     # Asked between steps: the service is stopping (what is left, the next start's pass resumes).
     stopping: Callable[[], bool] = lambda: False
     # Off in a confirmed pass: its deletions were shown and let through, the count starts over after them.
@@ -178,7 +184,7 @@ class Executor:
             sha256=pending.sha256,
             origin=SYNC_ORIGIN,
         )
-        self._post(path, ticket)
+        self._post(path, ticket, pending)
         self.outcome.done.append({"action": "uploaded", "path": path, "upload_id": ticket["upload_id"]})
 
     def _replace(self, step: Step, version: int | None) -> None:
@@ -228,7 +234,7 @@ class Executor:
             )
             self.outcome.done.append({"action": "unchanged", "path": path, "version": answer["version"]})
             return
-        self._post(path, answer)
+        self._post(path, answer, pending)
         self.outcome.done.append(
             {
                 "action": "replaced",
@@ -238,10 +244,24 @@ class Executor:
             }
         )
 
-    def _post(self, path: str, ticket: dict[str, Any]) -> None:
-        """The ticket's upload id recorded, then the bytes sent, then that they went."""
+    def _post(self, path: str, ticket: dict[str, Any], pending: Pending) -> None:
+        """The ticket's upload id recorded, then the bytes sent, then that they went. The bytes are read
+        from one descriptor opened beneath the folder and found to be those hashed (``source``): a file
+        swapped or changed since is skipped (an OSError: the next pass), nothing of it sent."""
         self.store.issued(self.pair, path, str(ticket["upload_id"]))
-        self.send(ticket, self.root / path)
+        try:
+            opened = opened_as_hashed(self.root, path, pending.sha256, pending.size)
+            with opened as handle:
+                reader: OpenFile = StoppableReader(handle, self.stopping)
+                try:
+                    self.send(ticket, reader)
+                except Cancelled as err:
+                    raise SyncAborted(str(err)) from err
+        except NotAsHashed:
+            if "replaces_version" in ticket:  # a replace not sent on, dismissed, frees its file at once
+                with contextlib.suppress(MemmyApiError, httpx.HTTPError):
+                    self.client.dismiss_upload(self.kb_id, str(ticket["upload_id"]))
+            raise
         self.store.posted(self.pair, path)
         self.outcome.sent[str(ticket["upload_id"])] = path
 

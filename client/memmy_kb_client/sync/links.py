@@ -1,24 +1,27 @@
 """Linked folders in the desktop service: each watched, a burst of changes let settle, then the same pass
-as ``memmy-kb sync`` on one worker thread; a pass at start catches up, a failed one is retried, a large
-deletion pauses the link until confirmed (docs/sync.md)."""
+as ``memmy-kb sync`` on the link's own worker thread, within a deadline; a pass at start catches up, a
+failed one is retried, a large deletion pauses the link until confirmed (docs/sync.md)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from memmy_kb_client.sync.local import OWN_STATE, folders_to_watch, is_temporary, own_state_in
+from memmy_kb_client.sync.local import OWN_STATE, own_state_in
 from memmy_kb_client.sync.roots import real_root, root_refused, same_folder
 from memmy_kb_client.sync.store import SyncStore
+from memmy_kb_client.sync.watch import watch_folder
 
 if TYPE_CHECKING:
+    from memmy_kb_client.sync.execute import Sender
     from memmy_kb_client.sync.run import SyncCloud
 
     class CloudClient(SyncCloud, Protocol):
@@ -34,6 +37,9 @@ QUIET_SECONDS: Final = 1.0
 RETRY_SECONDS: Final = 30.0
 # A pass now and then even without a local change: files deleted or replaced in the KB by other means.
 RESCAN_SECONDS: Final = 600.0
+# A pass stops at its next step or chunk sent once it has run this long; the next one resumes it (a large
+# folder's first sync goes on in passes of this length). One stuck past it holds up its own link only.
+PASS_SECONDS: Final = 600.0
 
 
 class LinkError(Exception):
@@ -76,10 +82,13 @@ class _Link:
     failures: int = 0  # failed passes in a row
     stop: threading.Event = field(default_factory=threading.Event)
     watcher: threading.Thread | None = None
+    worker: threading.Thread | None = None
+    started: float | None = None  # time.monotonic() when the pass under way began
 
 
 class Links:
-    """The service's linked folders and the threads that keep them in sync."""
+    """The service's linked folders and the threads that keep them in sync: for each, a watcher and a
+    worker of its own, so that no folder's pass (a slow disk, a stalled upload) holds up another's."""
 
     def __init__(
         self,
@@ -90,36 +99,43 @@ class Links:
         quiet_seconds: float = QUIET_SECONDS,
         retry_seconds: float = RETRY_SECONDS,
         rescan_seconds: float = RESCAN_SECONDS,
+        pass_seconds: float = PASS_SECONDS,
         watch: bool = True,
-        send: Callable[[dict[str, Any], Path], None] | None = None,
+        send: Sender | None = None,
     ) -> None:
         self.store, self.lock_dir, self._client = store, lock_dir, client
         self.quiet, self.retry, self.rescan, self.watch = quiet_seconds, retry_seconds, rescan_seconds, watch
+        self.pass_seconds = pass_seconds
         self._send = send  # tests: storage stands in
         self._links: dict[str, _Link] = {}
         self._lock = threading.Condition()
         self._stopping = threading.Event()
-        self._worker: threading.Thread | None = None
+        self._started = False
 
     # ------------------------------------------------------------------------------------ lifecycle
 
     def start(self) -> Links:
+        with self._lock:
+            self._started = True
+            for link in self._links.values():
+                self._start_worker(link)
         for root, kb_id in self.store.links():
             self._add(root, kb_id)
-        self._worker = threading.Thread(target=self._work, name="memmy-kb-sync", daemon=True)
-        self._worker.start()
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Stop every link's threads, waiting ``timeout`` seconds in all (a pass stuck in a call that no
+        stop reaches is left to end on its own: its thread is a daemon's)."""
         self._stopping.set()
         with self._lock:
             links = list(self._links.values())
             self._lock.notify_all()
         for link in links:
             link.stop.set()
-        for thread in [self._worker, *(link.watcher for link in links)]:
+        deadline = time.monotonic() + timeout
+        for thread in [thread for link in links for thread in (link.worker, link.watcher)]:
             if thread is not None:
-                thread.join(timeout)
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     # ------------------------------------------------------------------------------ what routes call
 
@@ -169,10 +185,11 @@ class Links:
         root = self._linked_as(directory)
         with self._lock:
             link = self._links.pop(root, None)
+            self._lock.notify_all()
         self.store.remove_link(root)
         if link is None:
             return False
-        link.stop.set()
+        link.stop.set()  # its pass stops at its next step or chunk sent, its worker and watcher end
         return True
 
     def confirm(self, directory: str) -> bool:
@@ -189,9 +206,17 @@ class Links:
 
     def shown(self) -> list[dict[str, Any]]:
         with self._lock:
-            return [
-                link.status.shown() for link in sorted(self._links.values(), key=lambda li: li.status.dir)
-            ]
+            return [self._shown(link) for link in sorted(self._links.values(), key=lambda li: li.status.dir)]
+
+    def _shown(self, link: _Link) -> dict[str, Any]:
+        shown = link.status.shown()
+        if link.started is not None and time.monotonic() - link.started > self.pass_seconds:
+            shown.update(
+                state="error",
+                error=f"the pass has run past its {_limit(self.pass_seconds)}, held up in a call (a disk or "
+                "the network not answering): it stops at its next step; other folders go on",
+            )
+        return shown
 
     def changed(self, root: str) -> None:
         """Something changed in ``root``: a pass once the changes have settled for ``quiet`` seconds."""
@@ -227,43 +252,56 @@ class Links:
                 self._links[root] = link
                 if self.watch:
                     link.watcher = threading.Thread(
-                        target=self._watch, args=(root, link.stop), name="memmy-kb-watch", daemon=True
+                        target=watch_folder,
+                        args=(
+                            root,
+                            link.stop,
+                            lambda: self.changed(root),
+                            functools.partial(self._set_watching, link),
+                        ),
+                        name="memmy-kb-watch",
+                        daemon=True,
                     )
                     link.watcher.start()
+                if self._started:
+                    self._start_worker(link)
             link.due = 0.0
             self._lock.notify_all()
             return link.status
 
-    def _work(self) -> None:
-        while not self._stopping.is_set():
-            root = self._next_due()
-            if root is None:
+    def _start_worker(self, link: _Link) -> None:
+        link.worker = threading.Thread(target=self._work, args=(link,), name="memmy-kb-sync", daemon=True)
+        link.worker.start()
+
+    def _work(self, link: _Link) -> None:
+        """One link's passes, each when due, until it is unlinked or the service stops."""
+        root = link.status.dir
+        while not (self._stopping.is_set() or link.stop.is_set()):
+            if not self._take_due(link):
                 continue
             try:
                 self._pass(root)
-            except Exception as err:  # the one worker must outlive a bug in one pass
+            except Exception as err:  # the link's worker must outlive a bug in one pass
                 logger.exception("a linked folder's pass failed unexpectedly")
                 self._failed_unexpectedly(root, err)
 
-    def _next_due(self) -> str | None:
+    def _take_due(self, link: _Link) -> bool:
+        """Whether ``link``'s pass is due (then marked as running), after waiting a second at most."""
         with self._lock:
             now = time.monotonic()
-            due = [(li.due, root) for root, li in self._links.items() if li.due is not None]
-            if due and min(due)[0] <= now:
-                root = min(due)[1]
-                link = self._links[root]
+            if link.due is not None and link.due <= now:
                 link.due, link.status.state = None, "syncing"
-                return root
-            wait = min(due)[0] - now if due else self.rescan
+                return True
+            if (
+                link.due is None
+                and link.status.last_pass_at
+                and time.time() - link.status.last_pass_at > self.rescan
+            ):
+                link.due = 0.0
+                return False
+            wait = link.due - now if link.due is not None else self.rescan
             self._lock.wait(max(0.01, min(wait, 1.0)))
-            for li in self._links.values():
-                if (
-                    li.due is None
-                    and li.status.last_pass_at
-                    and time.time() - li.status.last_pass_at > self.rescan
-                ):
-                    li.due = 0.0
-            return None
+            return False
 
     def _pass(self, root: str) -> None:
         import httpx
@@ -277,6 +315,7 @@ class Links:
             if link is None:
                 return
             kb_id, confirmed = link.status.kb_id, link.confirmed
+            link.started = started = time.monotonic()
         update: dict[str, Any] = {"error": None, "paused": None, "state": "idle"}
         retry, asked = False, frozenset[str]()
         client = None
@@ -290,8 +329,13 @@ class Links:
                 lock_dir=self.lock_dir,
                 ask=None if confirmed is None else lambda plan: {s.path for s in plan.deletes} <= confirmed,
                 send=self._send,
-                # Unlinked meanwhile, the pass stops too: what the user unlinks is sent no further.
-                stopping=lambda: self._stopping.is_set() or link.stop.is_set(),
+                # Unlinked meanwhile, the pass stops too: what the user unlinks is sent no further; and
+                # one past its deadline, resumed by the next (the file being sent is sent again).
+                stopping=lambda: (
+                    self._stopping.is_set()
+                    or link.stop.is_set()
+                    or time.monotonic() - started > self.pass_seconds
+                ),
             )
             update["last"], update["last_pass_at"] = result.record(), time.time()
             errors = result.outcome.errors if result.outcome else []
@@ -303,12 +347,14 @@ class Links:
                 retry = True
         except (SyncAborted, MemmyApiError, httpx.HTTPError, OSError, sqlite3.Error) as err:
             logger.warning("sync of a linked folder failed: %s", type(err).__name__)
-            update.update(state="error", error=str(err))
+            overdue = isinstance(err, SyncAborted) and time.monotonic() - started > self.pass_seconds
+            update.update(state="error", error=_overdue(self.pass_seconds) if overdue else str(err))
             retry = True
         finally:
             if client is not None:
                 client.close()
         with self._lock:
+            link.started = None
             if self._links.get(root) is not link:
                 return  # unlinked meanwhile
             link.asked = asked
@@ -336,63 +382,14 @@ class Links:
                 link.due = time.monotonic() + self._retry_after(link)
                 self._lock.notify_all()
 
-    def _watch(self, root: str, stop: threading.Event) -> None:
-        """Watch ``root`` until ``stop``; a folder that is missing (unmounted) is looked for again. Each
-        folder that takes part is watched on its own (``local.folders_to_watch``), never recursively: a
-        recursive watch would follow a link out of the folder."""
-        from watchfiles import Change, watch
-
-        def relevant(_: object, path: str) -> bool:
-            relative = os.path.relpath(path, root).replace(os.sep, "/")
-            return not any(
-                part.startswith(".") and part != ".memmyignore" for part in relative.split("/")
-            ) and not (is_temporary(relative.rsplit("/", 1)[-1]))
-
-        while not stop.is_set() and not self._stopping.is_set():
-            if not os.path.isdir(root):
-                self._set_watching(root, False)
-                if stop.wait(2.0):
-                    break
-                if os.path.isdir(root):
-                    self.changed(root)
-                continue
-            try:
-                folders = folders_to_watch(Path(root))
-                changes = _changes(watch, folders, stop, relevant)
-                self._set_watching(root, True)
-                try:
-                    for batch in changes:
-                        self.changed(root)
-                        if any(change != Change.modified for change, _ in batch) and (
-                            folders_to_watch(Path(root)) != folders
-                        ):
-                            break  # a folder came or went: watch the new set
-                finally:
-                    changes.close()
-            except (OSError, RuntimeError):
-                stop.wait(2.0)
-            self._set_watching(root, False)
-
-    def _set_watching(self, root: str, watching: bool) -> None:
+    def _set_watching(self, link: _Link, watching: bool) -> None:
         with self._lock:
-            link = self._links.get(root)
-            if link is not None:
-                link.status.watching = watching
+            link.status.watching = watching
 
 
-def _changes(
-    watch: Any, folders: list[str], stop: threading.Event, relevant: Callable[[object, str], bool]
-) -> Generator[set[tuple[Any, str]], None, None]:
-    # The debounce groups an editor's save or a copied tree into one batch; ``step`` is how long the
-    # watcher waits for more; ``rust_timeout`` bounds how long ``stop`` can go unnoticed.
-    yield from watch(
-        *folders,
-        recursive=False,
-        watch_filter=relevant,
-        debounce=800,
-        step=100,
-        stop_event=stop,
-        rust_timeout=500,
-        yield_on_timeout=False,
-        raise_interrupt=False,
-    )
+def _limit(seconds: float) -> str:
+    return f"{seconds / 60:g} minutes" if seconds >= 60 else f"{seconds:g} seconds"
+
+
+def _overdue(seconds: float) -> str:
+    return f"the pass ran past its {_limit(seconds)} and was stopped: the next one resumes it"

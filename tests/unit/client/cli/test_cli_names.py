@@ -98,7 +98,7 @@ def test_sync_takes_its_own_kb_by_name_never_a_shared_one(
 ) -> None:
     kb = FakeKb(role=role)  # kb_1, named "KB"
     monkeypatch.setattr(transfer_commands, "client_for", lambda args: Opened(kb))
-    monkeypatch.setattr("memmy_kb_client.sync.execute.post_upload", kb.send)
+    monkeypatch.setattr("memmy_kb_client.sync.execute.post_upload_from", kb.send)
 
     assert cli.main(["sync", str(folder), "KB"]) == status
 

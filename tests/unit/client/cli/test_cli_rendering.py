@@ -20,7 +20,7 @@ from memmy_kb_client.cli.rendering import (
     render_members,
 )
 from memmy_kb_client.cli.terminal import fit, table
-from memmy_kb_client.sdk import _ProgressReader
+from memmy_kb_client.storage_post import _ProgressReader
 
 
 def _column_of(line: str, text: str) -> int:

@@ -52,7 +52,7 @@ def test_an_error_while_waiting_still_tells_what_the_pass_did(
 ) -> None:
     kb = FakeKb()
     monkeypatch.setattr(transfer_commands, "client_for", lambda args: Opened(kb))
-    monkeypatch.setattr(execute, "post_upload", kb.send)
+    monkeypatch.setattr(execute, "post_upload_from", kb.send)
 
     def throttled(*args: Any, **kwargs: Any) -> Any:
         raise MemmyApiError(429, "rate_limited", "Too many requests.")
@@ -98,7 +98,7 @@ def test_a_failed_version_and_files_waiting_for_room_are_told_and_exit_1(
     # Given a.md synced, then its edit failed by the knowledge engine twice; and b.md refused for want of room
     kb = FakeKb()
     monkeypatch.setattr(transfer_commands, "client_for", lambda args: Opened(kb))
-    monkeypatch.setattr(execute, "post_upload", kb.send)
+    monkeypatch.setattr(execute, "post_upload_from", kb.send)
     docs = home / "docs"
     for _ in range(2):
         cli.main(["sync", str(docs), "kb_1"])
@@ -151,7 +151,7 @@ def test_a_sync_of_the_whole_disk_is_refused_with_a_sentence_and_one_too_large_a
 
     kb = FakeKb()
     monkeypatch.setattr(transfer_commands, "client_for", lambda args: Opened(kb))
-    monkeypatch.setattr(execute, "post_upload", kb.send)
+    monkeypatch.setattr(execute, "post_upload_from", kb.send)
 
     assert cli.main(["sync", "/", "kb_1"]) == 1
     assert capsys.readouterr().err == (

@@ -6,6 +6,7 @@ do makes listing calls only."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from memmy_kb_client.storage_post import OpenFile
 from memmy_kb_client.sync.execute import SyncAborted
 from memmy_kb_client.sync.run import PassResult, run_pass, wait_until_ready
 from memmy_kb_client.sync.store import SyncStore, pair_of
@@ -112,11 +114,11 @@ def test_a_pass_killed_after_asking_for_uploads_resumes_without_uploading_twice(
         write(root, name, name)
     sent: list[str] = []
 
-    def killed_on_second(ticket: dict[str, Any], path: Path) -> None:
+    def killed_on_second(ticket: dict[str, Any], source: OpenFile) -> None:
         if len(sent) == 1:
             raise Killed
-        sent.append(path.name)
-        kb.send(ticket, path)
+        sent.append(ticket["upload_id"])
+        kb.send(ticket, source)
 
     # Given a pass killed while sending its second file's bytes (after the service issued its ticket)
     with pytest.raises(Killed):
@@ -373,3 +375,114 @@ def test_memmy_kbs_own_state_directory_is_never_a_folder_to_sync(
         with pytest.raises(SyncAborted, match="own state directory"):
             sync(kb, store, root, tmp_path)
     assert dict(kb.calls) == {}
+
+
+SECRET = "the secret outside the folder"
+
+
+def swap_for_link(path: Path, outside: Path) -> None:
+    path.unlink()
+    path.symlink_to(outside)
+
+
+def swap_for_hard_link(path: Path, outside: Path) -> None:
+    path.unlink()
+    os.link(outside, path)
+
+
+def swap_for_fifo(path: Path, outside: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)  # opened by name to be read, it would block until a writer came: for ever
+
+
+def swap_for_other_bytes(path: Path, outside: Path) -> None:
+    other = path.with_name("other.tmp")
+    other.write_text("x" * path.stat().st_size, encoding="utf-8")
+    os.replace(other, path)
+
+
+SWAPS = {
+    "a link out": (swap_for_link, "a symbolic link: not followed"),
+    "a hard link out": (swap_for_hard_link, "more than one hard link"),
+    "a FIFO": (swap_for_fifo, "not a regular file"),
+    "other bytes": (swap_for_other_bytes, "changed since the pass read it"),
+}
+
+
+def within(seconds: float, run: Any) -> Any:
+    """``run()`` on a thread, which must end within ``seconds`` (a pass blocked in ``open`` never would)."""
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(run()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"the pass was still running after {seconds} s"
+    return result[0]
+
+
+@pytest.mark.parametrize("swap", SWAPS, ids=list(SWAPS))
+def test_a_file_swapped_after_the_hash_is_skipped_and_nothing_else_is_sent(
+    tmp_path: Path, store: SyncStore, swap: str
+) -> None:
+    # Given a folder of two files, and someone who may write it and who swaps one once it was hashed (as
+    # its upload is asked for)
+    root, kb, outside = tmp_path / "docs", FakeKb(), tmp_path / "secret.md"
+    write(root, "a.md", "mine, " + "a" * (len(SECRET) - 6))
+    write(root, "b.md", "mine too")
+    outside.write_text(SECRET, encoding="utf-8")
+    swapped, reason = SWAPS[swap]
+    asked = kb.request_upload
+
+    def swapping(kb_id: str, filename: str, size_bytes: int, **options: Any) -> dict[str, Any]:
+        if filename == "a.md":
+            swapped(root / "a.md", outside)
+        return asked(kb_id, filename, size_bytes, **options)
+
+    kb.request_upload = swapping  # type: ignore[method-assign]
+
+    # When the pass runs
+    result = within(10, lambda: sync(kb, store, root, tmp_path))
+
+    # Then storage got b.md's bytes only: nothing of the file outside, nothing the hash did not read
+    assert [u.body for u in kb.uploads.values() if u.body is not None] == [b"mine too"]
+    [error] = result.outcome.errors
+    assert error["path"] == "a.md"
+    assert reason in error["error"]
+
+
+def test_a_replace_swapped_for_a_link_after_the_hash_sends_nothing_from_outside(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    # Given a synced file, edited, then swapped for a link out as its replace is asked for
+    root, kb, outside = tmp_path / "docs", FakeKb(), tmp_path / "secret.md"
+    write(root, "a.md", "v1")
+    outside.write_text(SECRET, encoding="utf-8")
+    sync(kb, store, root, tmp_path)
+    kb.ingest()
+    sync(kb, store, root, tmp_path)
+    write(root, "a.md", "v2, edited")
+    asked = kb.request_replacement
+
+    def swapping(*args: Any, **options: Any) -> dict[str, Any]:
+        swap_for_link(root / "a.md", outside)
+        return asked(*args, **options)
+
+    kb.request_replacement = swapping  # type: ignore[method-assign]
+
+    result = within(10, lambda: sync(kb, store, root, tmp_path))
+
+    # Then no bytes went but the first version's, and the replace waits for the next pass
+    assert [u.body for u in kb.uploads.values() if u.body is not None] == [b"v1"]
+    assert result.outcome.errors == [
+        {
+            "path": "a.md",
+            "error": "a.md: no longer the file the pass hashed (a symbolic link: not followed): not sent",
+        }
+    ]
+
+    # And once the file is a file again, the next pass replaces it (the unsent replace was dismissed)
+    kb.request_replacement = asked  # type: ignore[method-assign]
+    (root / "a.md").unlink()
+    write(root, "a.md", "v3")
+    sync(kb, store, root, tmp_path)
+    kb.ingest()
+    assert kb.paths()["a.md"][0] == 2

@@ -5,6 +5,7 @@ are tests/integration/test_sync_links.py.)"""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,9 +13,11 @@ from typing import Any
 
 import pytest
 
+from memmy_kb_client.storage_post import OpenFile
 from memmy_kb_client.sync.links import LinkError, Links
 from memmy_kb_client.sync.store import SyncStore
 from tests.support.fake_kb import FakeKb
+from tests.support.polling import wait_until
 
 
 @pytest.fixture
@@ -35,8 +38,8 @@ def test_unlinking_a_folder_stops_its_pass_under_way(tmp_path: Path, store: Sync
     kb, root = FakeKb(), tmp_path / "docs"
     folder_of(root, 5)
 
-    def send_then_unlink(ticket: dict[str, Any], path: Path) -> None:
-        kb.send(ticket, path)
+    def send_then_unlink(ticket: dict[str, Any], source: OpenFile) -> None:
+        kb.send(ticket, source)
         links.unlink(str(root))  # the user: "not that folder!"
 
     links = Links(store, tmp_path / "locks", lambda: kb, watch=False, send=send_then_unlink)
@@ -166,3 +169,126 @@ def test_two_links_of_one_folder_at_once_leave_one_kb(tmp_path: Path, store: Syn
         links.link(str(root), "kb_1")
     assert store.links() == [(str(root), "kb_2")]
     assert [link["kb_id"] for link in links.shown()] == ["kb_2"]
+
+
+def uploaded(kb: FakeKb) -> dict[str, bytes | None]:
+    """What storage received, by file name (None: asked for, nothing received)."""
+    return {u.filename: u.body for u in kb.uploads.values()}
+
+
+def sender_holding(kb: FakeKb, name: str, entered: threading.Event, release: threading.Event) -> Any:
+    """Storage that takes every file but ``name``, whose POST hangs until ``release`` (a stalled
+    connection), then reads it."""
+
+    def send(ticket: dict[str, Any], source: OpenFile) -> None:
+        if kb.uploads[ticket["upload_id"]].filename == name:
+            entered.set()
+            release.wait(30)
+        kb.send(ticket, source)
+
+    return send
+
+
+def test_a_stuck_pass_holds_up_no_other_link_and_unlinking_cancels_it(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    # Given a linked folder whose pass is stuck sending its file
+    kb, stuck, other = FakeKb(), tmp_path / "stuck", tmp_path / "other"
+    stuck.mkdir()
+    (stuck / "stuck.md").write_text("stuck", encoding="utf-8")
+    folder_of(other, 2)
+    entered, release = threading.Event(), threading.Event()
+    links = Links(
+        store,
+        tmp_path / "locks",
+        lambda: kb,
+        watch=False,
+        send=sender_holding(kb, "stuck.md", entered, release),
+    )
+    links.start()
+    try:
+        links.link(str(stuck), kb.kb_id)
+        assert entered.wait(10)
+        worker = links._links[str(stuck)].worker
+        assert worker is not None
+
+        # When another folder is linked meanwhile
+        links.link(str(other), kb.kb_id)
+
+        # Then its pass runs and ends, and the page's list answers at once
+        wait_until(
+            lambda: uploaded(kb).get("1.md"), timeout=10, message="the other folder's files to be sent"
+        )
+        assert links.wait_idle(0) is False  # the stuck one is still syncing
+        assert [(s["dir"], s["state"]) for s in links.shown()] == [
+            (str(other), "idle"),
+            (str(stuck), "syncing"),
+        ]
+
+        # And unlinking the stuck folder cancels its pass: once its call returns, nothing of it is sent
+        assert links.unlink(str(stuck))
+        release.set()
+        worker.join(10)
+        assert not worker.is_alive()
+        assert uploaded(kb) == {"stuck.md": None, "0.md": b"file 0", "1.md": b"file 1"}
+        assert [s["dir"] for s in links.shown()] == [str(other)]
+    finally:
+        release.set()
+        links.stop()
+
+
+def test_a_pass_past_its_deadline_is_shown_stuck_then_stopped(tmp_path: Path, store: SyncStore) -> None:
+    # Given a link whose pass may run half a second, stuck sending its file
+    kb, root = FakeKb(), tmp_path / "docs"
+    folder_of(root, 1)
+    entered, release = threading.Event(), threading.Event()
+    send = sender_holding(kb, "0.md", entered, release)
+    links = Links(
+        store, tmp_path / "locks", lambda: kb, watch=False, send=send, pass_seconds=0.5, retry_seconds=60
+    )
+    links.start()
+    try:
+        links.link(str(root), kb.kb_id)
+        assert entered.wait(10)
+
+        # Then, past the deadline, the link says it is held up
+        shown = wait_until(lambda: links.shown()[0]["state"] == "error" and links.shown()[0], timeout=10)
+        assert "run past its 0.5 seconds, held up in a call" in shown["error"]
+
+        # And once the call returns, the pass stops before a byte goes, and is tried again later
+        release.set()
+        wait_until(lambda: "was stopped" in (links.shown()[0]["error"] or ""), timeout=10, message="the stop")
+        assert (
+            links.shown()[0]["error"]
+            == "the pass ran past its 0.5 seconds and was stopped: the next one resumes it"
+        )
+        assert uploaded(kb) == {"0.md": None}
+        assert links._links[str(root)].due is not None
+    finally:
+        release.set()
+        links.stop()
+
+
+def test_stopping_the_service_cancels_a_send_under_way(tmp_path: Path, store: SyncStore) -> None:
+    # Given a link sending a large file to storage that reads it slowly
+    kb, root = FakeKb(), tmp_path / "docs"
+    root.mkdir()
+    (root / "big.md").write_text("x" * 1000, encoding="utf-8")
+    reading = threading.Event()
+
+    def slow(ticket: dict[str, Any], source: OpenFile) -> None:
+        reading.set()
+        while source.read(10):
+            time.sleep(0.05)  # 5 s for the whole file
+
+    links = Links(store, tmp_path / "locks", lambda: kb, watch=False, send=slow).start()
+    links.link(str(root), kb.kb_id)
+    assert reading.wait(10)
+
+    # When the service stops
+    started = time.monotonic()
+    links.stop(timeout=5)
+
+    # Then the send ends at its next chunk, and every thread with it
+    assert time.monotonic() - started < 2
+    assert [t.name for t in threading.enumerate() if t.name.startswith("memmy-kb-")] == []

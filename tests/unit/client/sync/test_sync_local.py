@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from memmy_kb_client.sdk import file_sha256
+from memmy_kb_client.storage_post import file_sha256
 from memmy_kb_client.sync.local import (
+    HARD_LINK,
     MAX_FILE_BYTES,
     NOT_REGULAR,
     SYMLINK,
@@ -252,3 +253,18 @@ def test_memmy_kbs_own_state_in_the_folder_is_never_read(
     assert own_state_in(root) == "memmy"
     assert own_state_in(home / "desktop") == ""
     assert own_state_in(tmp_path / "elsewhere") is None
+
+
+def test_a_file_with_more_than_one_hard_link_is_skipped_with_its_reason(tmp_path: Path) -> None:
+    # Given a folder where someone who may write it made a hard link to a file outside it: the same file
+    # under a second name, which no walk can tell from a file of the folder's own
+    root, outside = tmp_path / "docs", tmp_path / "home"
+    secret = write(outside, "secret.md", "secret")
+    write(root, "a.md")
+    os.link(secret, root / "notes.md")
+
+    scan = scan_folder(root)
+
+    # Then it is skipped with why, whichever of its names is the folder's
+    assert sorted(scan.files) == ["a.md"]
+    assert scan.skipped == {"notes.md": HARD_LINK}
