@@ -19,6 +19,12 @@ Control = Callable[..., "dict[str, Any] | None"]
 def _links(args: argparse.Namespace, control: Control) -> int:
     """``desktop link DIR KB``, ``unlink DIR``, ``confirm DIR`` and ``links``: each asks the service."""
     if args.desktop == "link":
+        from memmy_kb_client.cli.sync_commands import folder_problem
+
+        problem = folder_problem(args.dir)
+        if problem is not None:
+            print(printable(f"error: {problem}"), file=sys.stderr)
+            return 1
         kb = _own_kb(args.kb, control)
         if kb is None:
             return 1
@@ -31,6 +37,13 @@ def _links(args: argparse.Namespace, control: Control) -> int:
         return 1
     if args.json:
         print(printable(json.dumps(answer, ensure_ascii=False, indent=2)))
+        return 0
+    if args.desktop == "unlink":
+        print(
+            printable(
+                f"unlinked {os.path.abspath(args.dir)}: it is no longer synced; its files stay in the knowledge base"
+            )
+        )
         return 0
     links = answer.get("links", [answer]) if args.desktop != "link" else [answer]
     print(printable("\n".join(link_lines(links)) or "no linked folders"))
@@ -49,20 +62,22 @@ def _own_kb(given: str, control: Control) -> str | None:
     try:
         return kb_id(list(listed.get("items") or []), given, owned=True)
     except NotResolved as err:
-        print(printable(f"memmy-kb desktop: {err}"), file=sys.stderr)
+        print(printable(f"error: {err}"), file=sys.stderr)
         return None
 
 
 def link_lines(links: list[dict[str, Any]]) -> list[str]:
     """One line per linked folder: its KB, its state, its last pass or what holds it. A folder's or a
     file's name (in an error) is shown on its line (``one_line``): a line break in it starts no line."""
+    import shlex
     import time
 
     lines = []
     for link in links:
         state = str(link.get("state"))
         if link.get("paused"):
-            state += f" ({link['paused']}: `memmy-kb desktop confirm DIR` or the page's Confirm)"
+            confirm = f"memmy-kb desktop confirm {shlex.quote(str(link.get('dir')))}"
+            state += f" ({link['paused']}: `{confirm}` or the page's Confirm)"
         elif link.get("error"):
             state += f" ({link['error']})"
         last = link.get("last_pass_at")

@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from memmy_kb_client.cli import transfer_commands
 from memmy_kb_client.cli import main as cli
+from memmy_kb_client.cli import transfer_commands
 from memmy_kb_client.cli.upload_names import free_name, same_name_key
-from tests.support.cli_service import FILE_ID, KB_ID, OWNER, FakeService, error
+from tests.support.cli_service import FILE_ID, OWNER, FakeService, error
 
 NAME = "产品资料"
 
