@@ -16,7 +16,7 @@ from typing import Final
 from pathspec import GitIgnoreSpec
 
 IGNORE_FILE: Final = ".memmyignore"
-SUPPORTED_EXTENSIONS: Final = ("pdf", "docx", "doc", "txt", "json", "md", "xml")
+SUPPORTED_EXTENSIONS: Final = ("pdf", "docx", "doc", "txt", "json", "md", "xml", "html", "htm", "rst")
 MAX_FILE_BYTES: Final = 100 * 1024 * 1024
 SYMLINK: Final = "a symbolic link: not followed"
 NOT_REGULAR: Final = "not a regular file (a FIFO, socket or device)"
