@@ -297,14 +297,7 @@ def _add_kb_group(commands: argparse._SubParsersAction[Parent], common: Parent, 
         OWN,
     )
     share.add_argument("identifier")
-    unshare = add(
-        "unshare",
-        "revoke a reader's access (owner)",
-        _unshare,
-        str,
-        OWN,
-    )
-    unshare.add_argument("user")
+    add("unshare", "revoke a reader's access (owner)", _unshare, str, OWN).add_argument("user")
     add(
         "members",
         "list a knowledge base's members (owner)",
@@ -313,6 +306,10 @@ def _add_kb_group(commands: argparse._SubParsersAction[Parent], common: Parent, 
         OWN,
     )
     add("leave", "leave a knowledge base shared with you", _leave, str, ANY)
+    _add_kb_rm(kb, common, confirm)
+
+
+def _add_kb_rm(kb: argparse._SubParsersAction[Parent], common: Parent, confirm: Parent) -> None:
     kb_rm = kb.add_parser(
         "rm", parents=[common, confirm], help="delete a knowledge base and its files for everyone (owner)"
     )

@@ -16,7 +16,7 @@ from memmy_kb.domain.conversion import html_to_markdown
 from memmy_kb.domain.formats import MAX_CONVERTED_BYTES, sent_filename
 from memmy_kb.domain.naming import memos_file_name
 from memmy_kb.domain.uploads import validate_upload
-from memmy_kb.domain.verification import NOT_PLAIN_TEXT, NOT_UTF8, MemorySource, verify_content
+from memmy_kb.domain.verification import NOT_UTF8, UNSUPPORTED, MemorySource, verify_content
 from memmy_kb.errors import DomainError
 from memmy_kb.records import KbCapacity
 from tests.support.factories import T0, kb_record, owner_grant_for, upload_record
@@ -67,7 +67,7 @@ def test_html_larger_than_the_conversion_takes_is_refused_up_front() -> None:
     ("extension", "data", "reason"),
     [
         ("", "笔记\n第二行".encode(), None),
-        ("", b"ELF\x00\x01\x02", NOT_PLAIN_TEXT),
+        ("", b"ELF\x00\x01\x02", UNSUPPORTED),
         ("", b"\xff\xfe\x00", NOT_UTF8),
         ("rst", "标题\n====\n".encode(), None),
         ("rst", b"\xff", NOT_UTF8),
@@ -162,5 +162,5 @@ def test_an_extensionless_binary_is_rejected_before_memos_is_asked(
 ) -> None:
     outcome = _ingest(stores, memos, "program", b"\x7fELF\x02\x01\x01\x00", "text/plain", 1024)
 
-    assert (outcome.result, outcome.reason) == ("rejected", NOT_PLAIN_TEXT)
+    assert (outcome.result, outcome.reason) == ("rejected", UNSUPPORTED)
     assert memos.inputs == []

@@ -16,7 +16,6 @@ from memmy_kb.domain import deletion, files, ingest, replace_ingest, verificatio
 _CODES: Final[dict[str, str]] = {
     **{sentence: f"invalid_{extension}" for extension, sentence in verification.REASONS.items()},
     verification.NOT_UTF8: "not_utf8",
-    verification.NOT_PLAIN_TEXT: "not_plain_text",
     verification.XML_DOCTYPE: "xml_doctype",
     verification.XML_TOO_LARGE_PART: "xml_too_large_part",
     verification.XML_TOO_DEEP: "xml_too_deep",

@@ -40,8 +40,6 @@ DOCX_REQUIRED_PARTS: Final = frozenset({"[Content_Types].xml", "word/document.xm
 MAX_XML_TOKEN_BYTES: Final = 4 * 1024 * 1024
 
 NOT_UTF8: Final = "The file is not valid UTF-8 text."
-# A file without an extension is taken only as plain text; a NUL byte says it is something else.
-NOT_PLAIN_TEXT: Final = "A file without an extension must be plain text; this one holds NUL bytes."
 REASONS: Final[dict[str, str]] = {
     "pdf": "The file is not a valid PDF.",
     "doc": "The file is not a valid Word 97-2003 document (.doc).",
@@ -193,10 +191,12 @@ def _check_text(source: ByteSource) -> str | None:
 
 
 def _check_plain_text(source: ByteSource) -> str | None:
+    """A file without an extension is taken only as plain text: a NUL byte says it is something else (a
+    program, an image), a type the service does not take."""
     try:
         for text in _decoded(source):
             if "\0" in text:
-                return NOT_PLAIN_TEXT
+                return UNSUPPORTED
     except UnicodeDecodeError:
         return NOT_UTF8
     return None
