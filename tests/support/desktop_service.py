@@ -93,11 +93,9 @@ class _CloudHandler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
-        status, reply = (
-            (401, {"message": "Unauthorized"})
-            if token in self.server.refused_logins
-            else (200, {"items": []})
-        )
+        refused = token in self.server.refused_logins
+        reply: dict[str, Any] = {"message": "Unauthorized"} if refused else {"items": []}
+        status = 401 if refused else 200
         raw = json.dumps(reply).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
