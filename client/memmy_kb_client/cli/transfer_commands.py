@@ -89,7 +89,7 @@ def upload_files(args: argparse.Namespace) -> int:
             if args.folder is not None:
                 folder = resolve(client, args.kb, "folders", args.folder)
                 args.folder, where = folder.id, folder.label
-            taken = names_in(client.list_files(args.kb, args.folder))
+            taken = _names_there(client, args)
             names = names_to_send(
                 [Path(raw).name for raw in args.paths],
                 taken,
@@ -122,6 +122,19 @@ def upload_files(args: argparse.Namespace) -> int:
     return 1 if any(f["status"] == "failed" for f in seen.values()) else 0
 
 
+def _names_there(client: Any, args: argparse.Namespace) -> dict[str, str]:
+    """The names in the target folder (``names_in``); none when the service cannot list them just then
+    (5xx): its own 409 ``name_taken`` still refuses a name taken."""
+    from memmy_kb_client.sdk import MemmyApiError
+
+    try:
+        return names_in(client.list_files(args.kb, args.folder))
+    except MemmyApiError as err:
+        if err.status < 500:
+            raise
+        return {}
+
+
 def _upload_one(
     client: Any, args: argparse.Namespace, path: Path, name: str, columns: int, said: tuple[str, str]
 ) -> dict[str, Any]:
@@ -140,7 +153,7 @@ def _upload_one(
         except MemmyApiError as err:
             if err.code != NAME_TAKEN:
                 raise
-            taken = names_in(client.list_files(args.kb, args.folder))
+            taken = _names_there(client, args)
             if not args.keep_both:
                 raise NameTaken(taken_sentence(name, taken.get(same_name_key(name), ""), *said)) from None
             name = free_name(name, taken)

@@ -122,3 +122,15 @@ def test_two_files_of_one_name_in_one_command_send_nothing_without_keep_both(
 )
 def test_free_name_numbers_the_stem(name: str, taken: list[str], free: str) -> None:
     assert free_name(name, [same_name_key(t) for t in taken]) == free
+
+
+def test_a_listing_the_service_cannot_give_now_leaves_the_refusal_to_it(
+    service: FakeService, same_name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service.listing_failure = error(503, "unavailable", "Try again.")
+    service.upload_refusal = error(409, "name_taken", "A file of this name is already in the folder.")
+
+    assert cli.main(["files", "upload", NAME, same_name]) == 1
+
+    assert len(_upload_requests(service)) == 1  # asked, and refused by the service
+    assert "'介绍.md' is already in the root of knowledge base 产品资料" in capsys.readouterr().err
