@@ -238,13 +238,15 @@ class MemmyClient:
         *,
         folder_id: str | None = None,
         progress: Callable[[int, int], None] | None = None,
+        name: str | None = None,
     ) -> dict[str, Any]:
         """Upload one file: a presigned POST from the service, then the bytes straight to storage.
 
-        The bytes never pass through the API; ``progress(sent, total)`` is called as they go.
+        The bytes never pass through the API; ``progress(sent, total)`` is called as they go. ``name``:
+        the file's name in the KB (default: the path's own).
         """
         size = path.stat().st_size
-        ticket = self.request_upload(kb_id, path.name, size, folder_id=folder_id)
+        ticket = self.request_upload(kb_id, name or path.name, size, folder_id=folder_id)
         post_upload(ticket, path, progress, size)
         return ticket
 

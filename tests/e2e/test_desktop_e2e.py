@@ -204,14 +204,14 @@ def test_logged_out_the_hooks_print_nothing_and_status_says_so(logged_in):
 
 
 @pytest.mark.local_stack("a token for another audience, which only the local stack's signer makes")
-def test_a_login_the_cloud_refuses_prints_nothing_and_status_says_401(logged_in, local_stack, reader):
+def test_a_token_the_cloud_refuses_is_not_kept_at_login(logged_in, local_stack, reader):
     refused = local_stack.token(reader.user_id, audience="some-other-service")
-    assert logged_in.cli("login", "--token", refused).returncode == 0
-    done, _ = run_hook("claude-code", logged_in.home)
-    assert (done.returncode, done.stdout) == (0, b"")
-    shown = logged_in.cli("status").stdout
-    assert "the cloud refused the login (401)" in shown
-    assert "HTTP 401" in shown
+
+    done = logged_in.cli("login", "--token", refused)
+
+    assert done.returncode == 1
+    assert "refused this token (401): nothing was kept" in done.stderr
+    assert "logged in as" in logged_in.cli("status").stdout  # the login it had is kept
 
 
 @pytest.mark.local_stack("an expired token, which only the local stack's signer makes")

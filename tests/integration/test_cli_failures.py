@@ -451,7 +451,7 @@ def test_serve_on_a_taken_port_says_so_in_one_line(tmp_path: Path) -> None:
         )
     assert done.returncode == 1
     assert (
-        done.stderr == f"memmy-kb desktop serve: cannot listen on 127.0.0.1:{port} (Address already in use)\n"
+        done.stderr == f"error: cannot listen on 127.0.0.1:{port} (Address already in use)\n"
     )
 
 

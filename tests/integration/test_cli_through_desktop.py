@@ -31,7 +31,9 @@ RUN_TOKEN = jwt(sub="carol", exp=2_000_000_000)
 
 class Cloud(RecordingCloud):
     """The cloud's routes the commands below use, answered plausibly, and storage at ``/storage`` (the
-    presigned POST's URL); every request recorded with its raw path and headers."""
+    presigned POST's URL); every request recorded with its raw path and headers. ``kbs``: the KB listing."""
+
+    kbs: tuple[dict[str, Any], ...] = (KB,)
 
     def answer(self, method: str, path: str) -> tuple[int, Any]:
         if path == "/storage":
@@ -40,7 +42,7 @@ class Cloud(RecordingCloud):
             return self.status, {"message": "Unauthorized"}
         route = path.split("?", 1)[0]
         if route == "/knowledge-bases":
-            return (200, {"items": [KB]}) if method == "GET" else (201, KB)
+            return (200, {"items": list(self.kbs)}) if method == "GET" else (201, KB)
         if route == "/recall":
             item = {
                 "title": "报销",
@@ -115,11 +117,13 @@ def test_with_the_desktop_signed_in_and_no_other_login_the_commands_go_through_i
     assert paths_asked == [
         ("POST", "/knowledge-bases"),
         ("GET", "/knowledge-bases"),
+        ("GET", "/knowledge-bases"),  # the KB the upload names, by id or name
+        ("GET", "/knowledge-bases/kb_1/files"),  # the names already in the folder
         ("POST", "/knowledge-bases/kb_1/uploads"),
         ("POST", "/storage"),
         ("POST", "/recall"),
     ]
-    create, storage = cloud.requests[0], cloud.requests[3]
+    create, storage = cloud.requests[0], cloud.requests[5]
     assert create["headers"].get("Idempotency-Key")  # passed on, so a retried create is one KB
     # The bytes went straight to storage with the presigned POST's fields, and no credential.
     assert "Authorization" not in storage["headers"]
@@ -149,6 +153,7 @@ def test_me_says_which_login_and_which_way(desktop: DesktopService, cloud: Cloud
 def test_ids_reach_the_cloud_as_they_do_without_the_service(
     desktop: DesktopService, cloud: Cloud, capsys, monkeypatch, ident: str
 ):
+    cloud.kbs = (KB, {"id": ident, "name": "x", "role": "owner"})
     with MemmyClient(ClientConfig(cloud.url, RUN_TOKEN)) as direct:
         direct.move_file(ident, ident, None)
     assert run(capsys, monkeypatch, "files", "mv", ident, ident)[0] == 0

@@ -182,4 +182,4 @@ def test_desktop_login_says_its_sign_in_was_cancelled(service, client, provider,
     assert cli.main(["desktop", "login", "--device"]) == 1
     other.join()
     err = capsys.readouterr().err
-    assert f"memmy-kb desktop login: cancelled: {flows.LOGGED_OUT}" in err
+    assert f"error: the sign-in is cancelled: {flows.LOGGED_OUT}" in err

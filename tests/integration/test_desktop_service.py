@@ -318,6 +318,31 @@ def test_an_expired_token_is_refused_at_login(client):
     assert (status, body["error"]["code"]) == (422, "login_expired")
 
 
+def test_a_token_the_cloud_refuses_is_not_kept_and_the_refusal_says_how_to_get_one(client, cloud):
+    refused = jwt(sub="alice", exp=int(time.time()) + 3600)
+    cloud.refused_logins.add(refused)
+
+    status, body = client.control("POST", "/control/login", {"token": refused})
+
+    assert (status, body["error"]["code"]) == (422, "login_rejected")
+    assert "refused this token (401): nothing was kept" in body["error"]["message"]
+    assert "--data-dir" in body["error"]["message"]
+    assert client.control("GET", "/control/status")[1]["login"] == {"state": "logged_out"}
+
+
+def test_the_local_stacks_banner_tells_a_kept_login_its_cloud_refuses(client, cloud):
+    from memmy_kb_client.desktop.status_text import describe
+    from memmy_local.desktop_side import try_kept_login
+
+    kept = jwt(sub="alice", exp=int(time.time()) + 3600)
+    client.login(kept)
+    cloud.refused_logins.add(kept)  # the stack started again with another --data-dir: another key
+
+    try_kept_login(client.service)
+
+    assert "the cloud refused the login (401)" in describe(client.service)
+
+
 def test_a_login_that_expires_is_not_sent(state_dir, cloud):
     clock = FakeClock()
     running = start(state_dir, cloud.url, clock=clock.now)

@@ -25,6 +25,7 @@ from memmy_kb.domain.verification import NOT_UTF8, REASONS, XML_DOCTYPE
 from memmy_kb.records import FolderRecord, utc_now
 from memmy_local.lambdas.runners import sqs_event
 from tests.support.docgen import make_doc, make_docx, make_docx_with_document, make_md, make_pdf
+from tests.support.events import claims_for
 from tests.support.factories import UNCAPPED
 from tests.support.iam import record_aws_calls
 from tests.support.polling import wait_until
@@ -121,6 +122,8 @@ def test_a_markdown_file_and_a_pdf_reach_memos_and_are_recorded(service):
         ("data.json", json.dumps({"名字": "Memmy", "tags": ["a", 1, None]}, ensure_ascii=False).encode()),
         ("notes.txt", "纯文本笔记\n".encode()),
         ("doc.xml", b'<?xml version="1.0" encoding="UTF-8"?><doc><p>hello</p></doc>'),
+        ("guide.rst", "使用指南\n========\n\n先登录。\n".encode()),
+        ("README", "纯文本，没有扩展名\n".encode()),
     ],
 )
 def test_every_supported_format_is_accepted(service, filename, data):
@@ -131,6 +134,29 @@ def test_every_supported_format_is_accepted(service, filename, data):
 
     assert get_upload(service, kb_id, upload_id).state == "submitted"
     assert wait_until_processed(service, 1)[0]["status"] == "completed"
+
+
+def test_an_html_upload_reaches_memos_as_markdown_and_answers_recall_as_text(service):
+    page = (
+        "<!doctype html><html><head><title>差旅</title><style>p {margin: 0}</style></head><body>"
+        "<h1>差旅报销指南</h1><p>差旅报销需要<b>增值税发票</b>和机票行程单。HOTEL7 住宿标准每晚五百元。</p>"
+        "<script>document.cookie</script></body></html>"
+    ).encode()
+    service.call("PUT", "/me", claims=claims_for("alice", name="Alice"))
+    kb_id = create_kb(service)
+    upload_id = upload(service, kb_id, "差旅指南.html", page)
+
+    assert drain_ingest(service).failed == []
+
+    [file] = file_items(service, kb_id)
+    assert (file.name, file.size_bytes) == ("差旅指南.html", len(page))
+    [processed] = wait_until_processed(service, 1)
+    assert (processed["name"], processed["status"]) == (f"差旅指南 [{upload_id}].md", "completed")
+    reply = service.call("POST", "/recall", "alice", body={"query": "差旅报销需要哪些发票"})
+    assert reply.status == 200, reply.body
+    [item] = [i for i in reply.body["items"] if "HOTEL7" in i["content"]]
+    assert "增值税发票" in item["content"]
+    assert not any(tag in item["content"] for tag in ("<p>", "<b>", "<script>", "document.cookie", "margin"))
 
 
 def test_a_large_file_goes_to_memos_as_a_presigned_url_of_a_verified_copy(service, monkeypatch):

@@ -76,9 +76,9 @@ def test_a_post_to_the_presigned_url_stores_the_object_and_notifies_the_queue(se
             "unsupported_file_type",
         ),
         (
-            {"filename": "noextension", "size_bytes": 10},
-            HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_file_type",
+            {"filename": "page.html", "size_bytes": 5 * MB + 1},  # converted in one piece: 5 MB at most
+            HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+            "file_too_large",
         ),
         (
             {"filename": "big.pdf", "size_bytes": 100 * MB + 1},

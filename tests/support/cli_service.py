@@ -69,6 +69,8 @@ class FakeService:
         }
     )
     listing_failure: httpx.Response | None = None
+    # The answer to an upload request instead of its ticket (a 409 ``name_taken``, say).
+    upload_refusal: httpx.Response | None = None
     # More KBs in the listing (``kb ls``): each {"id", "name", "role"}.
     other_kbs: list[dict[str, Any]] = field(default_factory=list)
     requests: list[httpx.Request] = field(default_factory=list)
@@ -97,6 +99,9 @@ class FakeService:
         match request.method, parts[2:]:
             case "DELETE", []:
                 return httpx.Response(202, json={"cleanup_id": "cleanup-kb"})
+            case "PATCH", []:
+                self.kb_name = body["name"]
+                return httpx.Response(200, json={"id": KB_ID, "name": self.kb_name, "role": role, "recall": True})
             case "DELETE", ["files", file_id] if file_id in self.files:
                 return httpx.Response(202, json={"cleanup_id": "cleanup-file"})
             case "DELETE", ["folders", folder_id] if folder_id in self.folders:
@@ -109,6 +114,8 @@ class FakeService:
             case "PATCH", ["folders", folder_id] if folder_id in self.folders:
                 self.folders[folder_id].update(body)
                 return httpx.Response(200, json=self.folders[folder_id])
+            case "POST", ["uploads"] if self.upload_refusal is not None:
+                return self.upload_refusal
             case "POST", ["uploads"]:
                 ticket = {
                     "upload_id": f"up_{len(self.requests)}",

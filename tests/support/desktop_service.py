@@ -46,7 +46,8 @@ BLOCK = recall_reply(HITS)["context"]
 
 
 class FakeCloud(ThreadingHTTPServer):
-    """``POST /recall``: the block for the one token it knows, 401 for any other."""
+    """``POST /recall``: the block for the one token it knows, 401 for any other. ``GET /knowledge-bases``
+    (what a pasted login is tried with): 401 for a token in ``refused_logins``, else an empty list."""
 
     daemon_threads = True
 
@@ -58,6 +59,7 @@ class FakeCloud(ThreadingHTTPServer):
         self.hits = HITS
         self.body: Any = None
         self.requests: list[dict[str, Any]] = []
+        self.refused_logins: set[str] = set()
         # Close each connection after its reply without saying so, as a server that restarted would.
         self.drop_connections = False
 
@@ -88,6 +90,18 @@ class _CloudHandler(BaseHTTPRequestHandler):
         self.wfile.write(raw)
         if self.server.drop_connections:
             self.close_connection = True
+
+    def do_GET(self) -> None:
+        token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        refused = token in self.server.refused_logins
+        reply: dict[str, Any] = {"message": "Unauthorized"} if refused else {"items": []}
+        status = 401 if refused else 200
+        raw = json.dumps(reply).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
 
     def log_message(self, *args: Any) -> None:
         pass

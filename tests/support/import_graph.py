@@ -37,9 +37,10 @@ BASE_MODULES = frozenset(
 )
 # What the adapters may import of the domain: the ports they implement and the types those speak.
 DOMAIN_VOCABULARY = frozenset({"memmy_kb.domain.ports", "memmy_kb.domain.storage", "memmy_kb.domain.engine"})
-# What the domain may import besides memmy_kb and the standard library: top-level packages, and of
-# Powertools only the logger (``from aws_lambda_powertools import Logger``).
-DOMAIN_THIRD_PARTY = frozenset({"pydantic", "phonenumbers"})
+# What the domain may import besides memmy_kb and the standard library: top-level packages (pure
+# computation, no I/O: HTML to Markdown is markdownify on bs4), and of Powertools only the logger
+# (``from aws_lambda_powertools import Logger``).
+DOMAIN_THIRD_PARTY = frozenset({"pydantic", "phonenumbers", "markdownify", "bs4"})
 DOMAIN_POWERTOOLS = frozenset({"aws_lambda_powertools.Logger", "aws_lambda_powertools.logging"})
 
 

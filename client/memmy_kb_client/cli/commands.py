@@ -11,29 +11,23 @@ from typing import Any
 from memmy_kb_client.cli.delete_prompts import (
     Deletion,
     confirmed,
-    file_question,
-    folder_question,
     kb_label,
     kb_question,
     member_label,
     stdin_is_terminal,
 )
-from memmy_kb_client.cli.entries import NotResolved
-from memmy_kb_client.cli.move_commands import folder_id, move_file, move_folder, rename_folder
+from memmy_kb_client.cli.entries import ANY, KB_HELP, OWN, NotResolved, kb_named
 from memmy_kb_client.cli.rendering import (
     Outcome,
     kb_line,
     render_list,
-    render_listing,
     render_me,
     render_members,
 )
 from memmy_kb_client.cli.terminal import one_line, printable
-from memmy_kb_client.cli.transfer_commands import add_transfer_commands, client_for
+from memmy_kb_client.cli.transfer_commands import client_for
 
 Command = Callable[[argparse.Namespace], int]
-FILE_HELP = "the file's id, its name if no other file has it, or its path of names (产品/手册.pdf)"
-FOLDER_HELP = "the folder's id, its name if no other folder has it, or its path of names (产品/旧版)"
 
 
 def _client(args: argparse.Namespace) -> Any:
@@ -53,15 +47,28 @@ def _print_json(answer: Any) -> None:
     print(printable(json.dumps(answer, ensure_ascii=False, indent=2)))
 
 
-def _run(action: Callable[[Any, argparse.Namespace], Any], render: Callable[[Any], str] = str) -> Command:
-    """Run an SDK call; print JSON with --json, else the rendering (an ``Outcome`` carries both); API
-    errors and names that name nothing (or several) to stderr with exit 1."""
+def _with_kb(client: Any, args: argparse.Namespace, kb: str | None) -> None:
+    """``args.kb`` made the id of the KB it names (``kb``: ``OWN`` or ``ANY``; None: no KB taken)."""
+    if kb is not None:
+        args.kb = kb_named(client, args.kb, owned=kb == OWN)
+
+
+def api_command(
+    action: Callable[[Any, argparse.Namespace], Any],
+    render: Callable[[Any], str] = str,
+    *,
+    kb: str | None = None,
+) -> Command:
+    """Run an SDK call on the KB named (``kb``: see ``_with_kb``); print JSON with --json, else the
+    rendering (an ``Outcome`` carries both); API errors and names that name nothing (or several) to
+    stderr with exit 1."""
 
     def command(args: argparse.Namespace) -> int:
         from memmy_kb_client.sdk import MemmyApiError
 
         try:
             with _client(args) as client:
+                _with_kb(client, args, kb)
                 result = action(client, args)
         except MemmyApiError as err:
             _print_api_error(err)
@@ -108,12 +115,7 @@ def _unshare(client: Any, args: argparse.Namespace) -> Outcome:
     return Outcome({"revoked": args.user}, f"revoked {label}")
 
 
-def _dismiss(client: Any, args: argparse.Namespace) -> Outcome:
-    client.dismiss_upload(args.kb, args.upload)
-    return Outcome({"dismissed": args.upload}, "dismissed")
-
-
-def _delete(
+def delete_command(
     prepare: Callable[[Any, argparse.Namespace], Deletion],
     delete: Callable[[Any, argparse.Namespace, str], str],
     fallback: Callable[[argparse.Namespace], Deletion],
@@ -138,6 +140,7 @@ def _delete(
             return 1
         try:
             with _client(args) as client:
+                _with_kb(client, args, OWN)
                 if args.yes:
                     deletion = _prepared(prepare, client, args, fallback)
                 else:
@@ -218,9 +221,8 @@ def _login(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``login``, ``me`` and the ``kb``, ``files`` and ``folders`` groups on the top-level parser's
-    subcommands."""
+def shared_options() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The options every cloud command takes (``--endpoint``, ``--token``, ``--json``), and ``--yes``."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--endpoint", help="API URL (default: $MEMMY_KB_ENDPOINT, saved login, local stack)")
     common.add_argument("--token", help="login token (default: $MEMMY_KB_TOKEN or the saved login)")
@@ -229,9 +231,13 @@ def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     confirm.add_argument(
         "-y", "--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)"
     )
-    _add_kb_group(commands, common, confirm)
-    _add_files_group(commands, common, confirm)
-    _add_folders_group(commands, common, confirm)
+    return common, confirm
+
+
+def add_kb_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``login``, ``me`` and the ``kb`` group on the top-level parser's subcommands (``files``
+    and ``folders``: ``file_commands``)."""
+    _add_kb_group(commands, *shared_options())
 
 
 Parent = argparse.ArgumentParser
@@ -246,7 +252,7 @@ def _add_kb_group(commands: argparse._SubParsersAction[Parent], common: Parent, 
     me = commands.add_parser(
         "me", parents=[common], help="register and show your profile (name, email, phone)"
     )
-    me.set_defaults(func=_run(_me, render_me))
+    me.set_defaults(func=api_command(_me, render_me))
 
     kb = commands.add_parser("kb", help="knowledge bases").add_subparsers(dest="kb_command", required=True)
 
@@ -255,9 +261,12 @@ def _add_kb_group(commands: argparse._SubParsersAction[Parent], common: Parent, 
         help_text: str,
         action: Callable[[Any, argparse.Namespace], Any],
         render: Callable[[Any], str],
+        taken: str | None = None,
     ) -> argparse.ArgumentParser:
         parser = kb.add_parser(name, parents=[common], help=help_text)
-        parser.set_defaults(func=_run(action, render))
+        parser.set_defaults(func=api_command(action, render, kb=taken))
+        if taken is not None:
+            parser.add_argument("kb", metavar="KB", help=KB_HELP[taken])
         return parser
 
     add(
@@ -269,122 +278,46 @@ def _add_kb_group(commands: argparse._SubParsersAction[Parent], common: Parent, 
         "rename a knowledge base (owner)",
         lambda c, a: c.rename_knowledge_base(a.kb, a.name),
         kb_line,
+        OWN,
     )
-    rename.add_argument("kb")
     rename.add_argument("name")
     recall = add(
         "recall",
         "turn your recall of a knowledge base on or off",
         lambda c, a: c.set_recall(a.kb, a.state == "on"),
         kb_line,
+        ANY,
     )
-    recall.add_argument("kb")
     recall.add_argument("state", choices=["on", "off"])
     share = add(
         "share",
         "share read-only by user id, phone or email (owner)",
         lambda c, a: c.share(a.kb, a.identifier),
         lambda m: f"shared with {one_line(m['display_name'])} ({m['user_id']})",
+        OWN,
     )
-    share.add_argument("kb")
     share.add_argument("identifier")
-    unshare = add(
-        "unshare",
-        "revoke a reader's access (owner)",
-        _unshare,
-        str,
-    )
-    unshare.add_argument("kb")
-    unshare.add_argument("user")
+    add("unshare", "revoke a reader's access (owner)", _unshare, str, OWN).add_argument("user")
     add(
         "members",
         "list a knowledge base's members (owner)",
         lambda c, a: c.list_members(a.kb),
         render_members,
-    ).add_argument("kb")
-    add("leave", "leave a knowledge base shared with you", _leave, str).add_argument("kb")
+        OWN,
+    )
+    add("leave", "leave a knowledge base shared with you", _leave, str, ANY)
+    _add_kb_rm(kb, common, confirm)
+
+
+def _add_kb_rm(kb: argparse._SubParsersAction[Parent], common: Parent, confirm: Parent) -> None:
     kb_rm = kb.add_parser(
         "rm", parents=[common, confirm], help="delete a knowledge base and its files for everyone (owner)"
     )
-    kb_rm.add_argument("kb")
+    kb_rm.add_argument("kb", metavar="KB", help=KB_HELP[OWN])
     kb_rm.set_defaults(
-        func=_delete(
+        func=delete_command(
             kb_question,
             lambda c, a, kb_id: c.delete_knowledge_base(kb_id),
             lambda a: Deletion("", f"knowledge base {a.kb}", a.kb),
-        )
-    )
-
-
-def _add_files_group(commands: argparse._SubParsersAction[Parent], common: Parent, confirm: Parent) -> None:
-    """``files ...``: the transfers (upload, replace) and the listing, moves, dismissals and deletes."""
-    files = commands.add_parser("files", help="files in a knowledge base").add_subparsers(
-        dest="files_command", required=True
-    )
-    add_transfer_commands(files, common)
-    ls = files.add_parser("ls", parents=[common], help="list one level: folders and files with their status")
-    ls.add_argument("kb")
-    ls.add_argument("--folder", help="the folder's id or unique name (default: the root)")
-    ls.set_defaults(func=_run(lambda c, a: c.list_files(a.kb, folder_id(c, a, a.folder)), render_listing))
-    mv = files.add_parser("mv", parents=[common], help="move a file to another folder (owner)")
-    mv.add_argument("kb")
-    mv.add_argument("file", help=FILE_HELP)
-    mv.add_argument("--folder", help="the destination folder's id or unique name (default: the root)")
-    mv.set_defaults(func=_run(move_file))
-    dismiss = files.add_parser(
-        "dismiss",
-        parents=[common],
-        help="remove a failed upload, or a replace not yet sent, from the listing (owner); its id is in `files ls`",
-    )
-    dismiss.add_argument("kb")
-    dismiss.add_argument("upload")
-    dismiss.set_defaults(func=_run(_dismiss))
-    files_rm = files.add_parser("rm", parents=[common, confirm], help="delete a file (owner)")
-    files_rm.add_argument("kb")
-    files_rm.add_argument("file", help=FILE_HELP)
-    files_rm.set_defaults(
-        func=_delete(
-            file_question,
-            lambda c, a, file_id: c.delete_file(a.kb, file_id),
-            lambda a: Deletion("", f"file {a.file}", a.file),
-        )
-    )
-
-
-def _add_folders_group(commands: argparse._SubParsersAction[Parent], common: Parent, confirm: Parent) -> None:
-    """``folders ...``."""
-    folders = commands.add_parser("folders", help="folders in a knowledge base").add_subparsers(
-        dest="folders_command", required=True
-    )
-    mk = folders.add_parser("mk", parents=[common], help="create a folder (owner)")
-    mk.add_argument("kb")
-    mk.add_argument("name")
-    mk.add_argument("--parent", help="the parent folder's id or unique name (default: the root)")
-    # The new folder's id alone, so that `FO=$(memmy-kb folders mk KB 产品)` keeps it for the next command.
-    mk.set_defaults(
-        func=_run(
-            lambda c, a: c.create_folder(a.kb, a.name, folder_id(c, a, a.parent)), lambda f: str(f["id"])
-        )
-    )
-    rename = folders.add_parser("rename", parents=[common], help="rename a folder (owner)")
-    rename.add_argument("kb")
-    rename.add_argument("folder", help=FOLDER_HELP)
-    rename.add_argument("name")
-    rename.set_defaults(func=_run(rename_folder))
-    mv = folders.add_parser("mv", parents=[common], help="move a folder (owner)")
-    mv.add_argument("kb")
-    mv.add_argument("folder", help=FOLDER_HELP)
-    mv.add_argument("--parent", help="the new parent folder's id or unique name (default: the root)")
-    mv.set_defaults(func=_run(move_folder))
-    folders_rm = folders.add_parser(
-        "rm", parents=[common, confirm], help="delete a folder with all its subfolders and files (owner)"
-    )
-    folders_rm.add_argument("kb")
-    folders_rm.add_argument("folder", help=FOLDER_HELP)
-    folders_rm.set_defaults(
-        func=_delete(
-            folder_question,
-            lambda c, a, folder_id: c.delete_folder(a.kb, folder_id),
-            lambda a: Deletion("", f"folder {a.folder}", a.folder),
         )
     )

@@ -46,7 +46,7 @@ def _serve(args: argparse.Namespace) -> int:
         )
         service = DesktopService(config).start()
     except (DesktopStartError, ValueError) as err:
-        print(f"memmy-kb desktop serve: {err}", file=sys.stderr)
+        print(f"error: {err}", file=sys.stderr)
         return 1
     try:
         print(describe(service), flush=True)
@@ -64,9 +64,9 @@ def _control(method: str, path: str, body: dict[str, Any] | None = None) -> dict
     try:
         return call(_state_dir(), method, path, body)
     except ServiceUnavailable as err:
-        print(f"memmy-kb desktop: {err}", file=sys.stderr)
+        print(f"error: {err}", file=sys.stderr)
     except ControlError as err:
-        print(printable(f"memmy-kb desktop: {err.message} ({err.status} {err.code})"), file=sys.stderr)
+        print(printable(f"error: {err.message} ({err.status} {err.code})"), file=sys.stderr)
     return None
 
 
@@ -86,7 +86,7 @@ def _login(args: argparse.Namespace) -> int:
         token = _read_token(args)
         if not token:
             print(
-                "memmy-kb desktop login: no token (pass --token TOKEN, or --token - and pipe it)",
+                "error: no token (pass --token TOKEN, or --token - and pipe it)",
                 file=sys.stderr,
             )
             return 1
@@ -132,13 +132,13 @@ def _wait_for_flow(flow: str, expires_in: float, as_json: bool) -> int:
                 break
             time.sleep(FLOW_POLL_SECONDS)
     except KeyboardInterrupt:
-        print("memmy-kb desktop login: stopped waiting", file=sys.stderr)
+        print("error: stopped waiting for the sign-in", file=sys.stderr)
         return 130
     state = (answer or {}).get("state", "pending")
     if state == "done":
         return _print_status(answer["status"] if answer else {}, as_json)
     why = (answer or {}).get("error") or "the sign-in was not finished in time"
-    print(printable(f"memmy-kb desktop login: {state}: {why}"), file=sys.stderr)
+    print(printable(f"error: the sign-in is {state}: {why}"), file=sys.stderr)
     status = _control("GET", "/control/status")
     if status is not None:
         _print_status(status, as_json)

@@ -1,8 +1,8 @@
 """A file or folder named on the command line by its id, by its name when no other has it, or by its path
 of names (``产品/手册.pdf``): what ``files rm|mv|replace`` and ``folders rm|mv|rename`` act on (and the
 folder of ``files ls|upload`` and ``folders mk``), and its name to say what they did; a knowledge base by
-its id or unique name (``kb_id``: ``sync`` and ``desktop link``). An unknown name, or one several share,
-is refused in words with the candidates; the command never guesses."""
+its id or unique name (``kb_id``, ``kb_named``: every command that takes a KB). An unknown name, or one
+several share, is refused in words with the candidates; the command never guesses."""
 
 from __future__ import annotations
 
@@ -132,11 +132,40 @@ def _ambiguous(kind: str, given: str, kb_id: str, matches: list[Entry]) -> str:
     return "\n".join([heading, *(f"  {line}" for line in shown)])
 
 
-def kb_id(kbs: list[dict[str, Any]], given: str, *, owned: bool = False) -> str:
+# How a command takes its KB (``entries.kb_named``): by id or unique name among one's own (what only
+# an owner may do), among all one sees (reading, recall, leaving), or not at all (None).
+OWN, ANY = "own", "any"
+KB_HELP = {
+    OWN: "one of your own knowledge bases: its id, or its name if no other of yours has it",
+    ANY: "the knowledge base: its id, or its name if no other you see has it",
+}
+
+# Why a name of a KB shared with you does not do for a command that acts on one of your own.
+SYNC_TARGET = "a sync target must be one of your own"
+OWNER_ONLY = "only its owner may do this"
+
+
+def kb_named(client: Any, given: str, *, owned: bool = False, why: str = OWNER_ONLY) -> str:
+    """The id of the knowledge base ``given`` names, read from the client's KB listing (``kb_id``). When
+    the service cannot list them just then (5xx), ``given`` is taken as an id: the action says whether it
+    exists. A 4xx (not logged in) is raised: the action would be refused the same way."""
+    from memmy_kb_client.sdk import MemmyApiError
+
+    try:
+        kbs = client.list_knowledge_bases()
+    except MemmyApiError as err:
+        if err.status < 500:
+            raise
+        return given
+    return kb_id(kbs, given, owned=owned, why=why)
+
+
+def kb_id(kbs: list[dict[str, Any]], given: str, *, owned: bool = False, why: str = SYNC_TARGET) -> str:
     """The id of the knowledge base ``given`` names among ``kbs`` (the listing ``kb ls`` shows): the one
     with that id, else the one with that name; with ``owned`` only one's own answer to a name (a sync
-    target). An id is passed on as given, owned or not: the action says whether it may. ``NotResolved``
-    when no KB has that id or name, or several share the name."""
+    target, or what only an owner may change; ``why`` says so when only a shared KB has the name). An id
+    is passed on as given, owned or not: the action says whether it may. ``NotResolved`` when no KB has
+    that id or name, or several share the name."""
     if any(str(kb.get("id")) == given for kb in kbs):
         return given
     named = [kb for kb in kbs if _same(str(kb.get("name", "")), given)]
@@ -145,7 +174,7 @@ def kb_id(kbs: list[dict[str, Any]], given: str, *, owned: bool = False) -> str:
         return str(matches[0]["id"])
     own = "of your own " if owned else ""
     if not matches:
-        shared = " (one shared with you has it: a sync target must be one of your own)" if named else ""
+        shared = f" (one shared with you has it: {why})" if named else ""
         raise NotResolved(
             f"no knowledge base {own}with the id or name '{one_line(given)}'{shared}: give its id, or its "
             f"name if no other {own}has it (`memmy-kb kb ls` lists them)"

@@ -20,6 +20,12 @@ Control = Callable[..., "dict[str, Any] | None"]
 def _links(args: argparse.Namespace, control: Control) -> int:
     """``desktop link|relink DIR KB``, ``unlink DIR``, ``confirm DIR`` and ``links``: each asks the service."""
     if args.desktop in ("link", "relink"):
+        from memmy_kb_client.cli.sync_commands import folder_problem
+
+        problem = folder_problem(args.dir)
+        if problem is not None:
+            print(printable(f"error: {problem}"), file=sys.stderr)
+            return 1
         kb = _own_kb(args.kb, control)
         if kb is None:
             return 1
@@ -33,6 +39,13 @@ def _links(args: argparse.Namespace, control: Control) -> int:
         return 1
     if args.json:
         print(printable(json.dumps(answer, ensure_ascii=False, indent=2)))
+        return 0
+    if args.desktop == "unlink":
+        print(
+            printable(
+                f"unlinked {os.path.abspath(args.dir)}: it is no longer synced; its files stay in the knowledge base"
+            )
+        )
         return 0
     links = answer.get("links", [answer]) if args.desktop not in ("link", "relink") else [answer]
     names = _kb_names(control) if links else None
@@ -62,7 +75,7 @@ def _own_kb(given: str, control: Control) -> str | None:
     try:
         return kb_id(list(listed.get("items") or []), given, owned=True)
     except NotResolved as err:
-        print(printable(f"memmy-kb desktop: {err}"), file=sys.stderr)
+        print(printable(f"error: {err}"), file=sys.stderr)
         return None
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from memmy_kb_client.cli.commands import add_kb_commands
 from memmy_kb_client.cli.desktop_commands import add_desktop_commands
 from memmy_kb_client.cli.failures import run_command
+from memmy_kb_client.cli.file_commands import add_file_commands
 from memmy_kb_client.cli.parser import ArgumentParser
 from memmy_kb_client.cli.recall_commands import add_recall_commands
 from memmy_kb_client.cli.sync_commands import add_sync_command
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_dev_alias(commands)
     add_kb_commands(commands)
+    add_file_commands(commands)
     add_recall_commands(commands)
     add_sync_command(commands)
     add_desktop_commands(commands)

@@ -120,7 +120,7 @@ def _hook_install(args: argparse.Namespace) -> int:
     try:
         change = apply(args.agent, project=args.project, uninstall=args.uninstall)
     except (SettingsError, OSError) as err:
-        print(printable(f"memmy-kb hook install: {err}"), file=sys.stderr)
+        print(printable(f"error: {err}"), file=sys.stderr)
         return 1
     if args.json:
         return _installed_json(args, change)
@@ -147,13 +147,13 @@ def _mcp_install(args: argparse.Namespace) -> int:
     try:
         change = apply(args.agent, project=args.project, uninstall=args.uninstall)
     except (SettingsError, OSError) as err:
-        print(printable(f"memmy-kb hook install --mcp: {err}"), file=sys.stderr)
+        print(printable(f"error: {err}"), file=sys.stderr)
         return 1
     except ModuleNotFoundError as err:
         if err.name != "tomlkit":
             raise
         print(
-            "memmy-kb hook install codex --mcp needs tomlkit: install the client with its mcp extra.",
+            "error: memmy-kb hook install codex --mcp needs tomlkit: install the client with its mcp extra.",
             file=sys.stderr,
         )
         return 2

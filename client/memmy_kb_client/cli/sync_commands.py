@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,24 @@ def _ask(plan: Any) -> bool:
     return confirmed(f"This pass would delete {_count(len(plan.deletes), 'file')}: {plan.confirm}. Go ahead?")
 
 
+def folder_problem(path: str) -> str | None:
+    """Why ``path`` cannot be synced or linked, in a sentence: nothing there, or not a folder; None for a
+    folder (or a link to one)."""
+    if os.path.isdir(path):
+        return None
+    if os.path.lexists(path):
+        return f"{path} is not a folder: give the folder itself, whose files are to be synced"
+    return f"there is no folder {path}: check the path (a typo, or a disk not mounted?)"
+
+
+def _synced_before(store: Any, kb: str, root: Path) -> bool:
+    """Whether this folder's sync into ``kb`` brought files in (or has some on their way)."""
+    from memmy_kb_client.sync.store import pair_of
+
+    memory = store.memory(pair_of(kb, root))
+    return bool(memory.synced or memory.pending)
+
+
 def sync_folder(args: argparse.Namespace) -> int:
     import httpx
 
@@ -95,6 +114,12 @@ def sync_folder(args: argparse.Namespace) -> int:
     try:
         with client_for(args) as client:
             args.kb = kb_id(client.list_knowledge_bases(), args.kb, owned=True)  # its id, from here on
+            # A folder synced before and now missing is the pass's to judge (a pause, never a purge).
+            problem = folder_problem(args.dir)
+            if problem is not None and (
+                os.path.lexists(args.dir) or not _synced_before(store, args.kb, root)
+            ):
+                raise NotResolved(problem)
             result = run_pass(
                 client,
                 store,
@@ -158,7 +183,10 @@ def _result_lines(args: argparse.Namespace, result: Any, ready: dict[str, Any]) 
         return lines
     outcome = result.outcome
     lines = [f"{_DONE[d['action']]:<10} {one_line(d['path'])}" for d in outcome.done]
-    lines += [f"{'skipped':<10} {one_line(s.path)}  ({one_line(s.reason)})" for s in result.plan.skips]
+    if outcome.done or outcome.errors or outcome.sent or result.plan.waiting:
+        lines += [f"{'skipped':<10} {one_line(s.path)}  ({one_line(s.reason)})" for s in result.plan.skips]
+    elif result.plan.skips:
+        lines.append(skip_summary(result.plan.skips))
     lines += [f"{'in flight':<10} {one_line(s.path)}" for s in result.plan.waiting]
     lines += [f"{'failed':<10} {one_line(s.path)}  ({one_line(s.reason)})" for s in result.plan.failed]
     lines += [f"{'error':<10} {one_line(e['path'])}: {one_line(e['error'])}" for e in outcome.errors]
@@ -180,6 +208,17 @@ def _result_lines(args: argparse.Namespace, result: Any, ready: dict[str, Any]) 
         f"errors {len(outcome.errors)} ({_count(result.listings, 'listing')}, {_count(result.hashed, 'file')} hashed)"
     )
     return lines
+
+
+def skip_summary(skips: list[Any]) -> str:
+    """The skips of a pass that changed nothing, in one line: how many for each reason (its words up to
+    the first detail), each file with its reason being what ``--dry-run`` prints."""
+    reasons: dict[str, int] = {}
+    for step in skips:
+        kind = one_line(step.reason).split(":")[0].split(" (")[0]
+        reasons[kind] = reasons.get(kind, 0) + 1
+    counted = ", ".join(f"{n} {kind}" for kind, n in sorted(reasons.items(), key=lambda r: (-r[1], r[0])))
+    return f"{'skipped':<10} {_count(len(skips), 'file')} ({counted}): --dry-run lists each with its reason"
 
 
 def _count(n: int, noun: str) -> str:

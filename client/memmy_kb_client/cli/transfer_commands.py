@@ -10,10 +10,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memmy_kb_client.cli.entries import NotResolved, resolve
-from memmy_kb_client.cli.move_commands import folder_id
+from memmy_kb_client.cli.entries import KB_HELP, OWN, NotResolved, kb_named, resolve
 from memmy_kb_client.cli.rendering import bar_name_columns, progress_bar
 from memmy_kb_client.cli.terminal import one_line, printable
+from memmy_kb_client.cli.upload_names import (
+    NAME_TAKEN,
+    NameTaken,
+    free_name,
+    names_in,
+    names_to_send,
+    same_name_key,
+    taken_sentence,
+)
 
 
 def client_for(args: argparse.Namespace) -> Any:
@@ -31,10 +39,16 @@ def add_transfer_commands(
     upload = files.add_parser(
         "upload", parents=[common], help="upload files (owner); bytes go straight to storage"
     )
-    upload.add_argument("kb")
+    upload.add_argument("kb", metavar="KB", help=KB_HELP[OWN])
     upload.add_argument("paths", nargs="+", metavar="PATH")
     upload.add_argument(
         "--folder", help="the folder to upload into: its id, unique name or path of names (default: the root)"
+    )
+    upload.add_argument(
+        "--keep-both",
+        action="store_true",
+        help="when a file of the same name is in the folder, upload this one under a free name "
+        "(name (2).md) instead of refusing",
     )
     upload.add_argument("--wait", action="store_true", help="wait until each file is available or failed")
     upload.add_argument("--timeout", type=float, default=600, help="seconds to wait at most (with --wait)")
@@ -44,7 +58,7 @@ def add_transfer_commands(
         parents=[common],
         help="replace a file's content in place (owner): same id, name, folder and sharing; its next version",
     )
-    replace.add_argument("kb")
+    replace.add_argument("kb", metavar="KB", help=KB_HELP[OWN])
     replace.add_argument(
         "file", help="the file's id, its name if no other file has it, or its path of names (产品/价目表.md)"
     )
@@ -67,17 +81,27 @@ def upload_files(args: argparse.Namespace) -> int:
     With ``--json``, stdout is one JSON list: each file as the listing shows it."""
     from memmy_kb_client.sdk import MemmyApiError
 
+    given_kb = args.kb
     try:
         with client_for(args) as client:
-            args.folder = folder_id(client, args, args.folder)  # the id, for the uploads and the listings
+            args.kb = kb_named(client, args.kb, owned=True)  # the ids, for the uploads and the listings
+            where = "the root"
+            if args.folder is not None:
+                folder = resolve(client, args.kb, "folders", args.folder)
+                args.folder, where = folder.id, folder.label
+            taken = _names_there(client, args)
+            names = names_to_send(
+                [Path(raw).name for raw in args.paths],
+                taken,
+                keep_both=args.keep_both,
+                kb=given_kb,
+                where=where,
+            )
             uploads: dict[str, str] = {}
-            name_columns = bar_name_columns(Path(raw).name for raw in args.paths)
-            for raw in args.paths:
-                path = Path(raw)
-                ticket = client.upload_file(
-                    args.kb, path, folder_id=args.folder, progress=progress_bar(path.name, name_columns)
-                )
-                uploads[ticket["upload_id"]] = path.name
+            name_columns = bar_name_columns(names)
+            for raw, name in zip(args.paths, names, strict=True):
+                ticket = _upload_one(client, args, Path(raw), name, name_columns, (given_kb, where))
+                uploads[ticket["upload_id"]] = name
             seen = _watch(client, args, uploads) if args.wait else {}
             if args.json and not args.wait:
                 seen = {f["upload_id"]: f for f in _listed(client, args, uploads)}
@@ -96,6 +120,44 @@ def upload_files(args: argparse.Namespace) -> int:
             elif not _finished(seen.get(upload_id)):
                 print(printable(_state_line("still processing", name)))
     return 1 if any(f["status"] == "failed" for f in seen.values()) else 0
+
+
+def _names_there(client: Any, args: argparse.Namespace) -> dict[str, str]:
+    """The names in the target folder (``names_in``); none when the service cannot list them just then
+    (5xx): its own 409 ``name_taken`` still refuses a name taken."""
+    from memmy_kb_client.sdk import MemmyApiError
+
+    try:
+        return names_in(client.list_files(args.kb, args.folder))
+    except MemmyApiError as err:
+        if err.status < 500:
+            raise
+        return {}
+
+
+def _upload_one(
+    client: Any, args: argparse.Namespace, path: Path, name: str, columns: int, said: tuple[str, str]
+) -> dict[str, Any]:
+    """One file sent under ``name``. A 409 ``name_taken`` (a file of that name arrived since the listing
+    was read) is ``NameTaken`` with the listing's sentence; with ``--keep-both`` the next free name is
+    asked for instead, a few times at most."""
+    from memmy_kb_client.sdk import MemmyApiError
+
+    for _ in range(3):
+        try:
+            return dict(
+                client.upload_file(
+                    args.kb, path, folder_id=args.folder, progress=progress_bar(name, columns), name=name
+                )
+            )
+        except MemmyApiError as err:
+            if err.code != NAME_TAKEN:
+                raise
+            taken = _names_there(client, args)
+            if not args.keep_both:
+                raise NameTaken(taken_sentence(name, taken.get(same_name_key(name), ""), *said)) from None
+            name = free_name(name, taken)
+    raise NameTaken(f"'{one_line(name)}': the service refused every free name tried; upload it again")
 
 
 _FINAL = ("available", "failed")
@@ -148,6 +210,7 @@ def replace_file(args: argparse.Namespace) -> int:
     path = Path(args.path)
     try:
         with client_for(args) as client:
+            args.kb = kb_named(client, args.kb, owned=True)
             args.file = resolve(
                 client, args.kb, "files", args.file
             ).id  # the id, for the replace and the wait

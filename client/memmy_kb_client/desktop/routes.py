@@ -77,6 +77,17 @@ def _login(state: DesktopState, request: Request) -> Reply:
     candidate = CloudLogin(state.cloud.base_url, token)
     if candidate.expired(state.config.clock()):
         return error_reply(422, "login_expired", "this login token has expired; get a new one")
+    # Asked of the cloud before it is kept: a token it refuses would read "logged in" while every
+    # command got 503 cloud_login_rejected. A cloud that cannot answer now does not stop a script.
+    tried = state.cloud.call(token, "GET", "/knowledge-bases")
+    if tried.status == 401:
+        return error_reply(
+            422,
+            "login_rejected",
+            f"the cloud at {state.cloud.base_url} refused this token (401): nothing was kept. A token of "
+            "the local stack is signed with the key of its --data-dir: `memmy-local token USER --data-dir "
+            "DIR`, with the DIR the stack was started with",
+        )
     state.set_login(token)
     return Reply(200, state.status())
 

@@ -17,7 +17,7 @@ from pathspec import GitIgnoreSpec
 
 from memmy_kb_client.sync.ignore import IGNORE_FILE, compile_ignore
 
-SUPPORTED_EXTENSIONS: Final = ("pdf", "docx", "doc", "txt", "json", "md", "xml")
+SUPPORTED_EXTENSIONS: Final = ("pdf", "docx", "doc", "txt", "json", "md", "xml", "html", "htm", "rst")
 MAX_FILE_BYTES: Final = 100 * 1024 * 1024
 SYMLINK: Final = "a symbolic link: not followed"
 NOT_REGULAR: Final = "not a regular file (a FIFO, socket or device)"

@@ -62,37 +62,37 @@ class ControlServer:
         self._scheduled = scheduled
         self._httpd = LoopbackHTTPServer((host, port), _make_handler(self))
         self._thread: threading.Thread | None = None
-        self._state_path: Path | None = None
+        self._state_paths: list[Path] = []
 
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def start(self, home: Path | None = None, **record: Any) -> ControlServer:
-        """Serve in a background thread; with ``home``, record the URL and token there (plus ``record``)."""
+    def start(self, *homes: Path, **record: Any) -> ControlServer:
+        """Serve in a background thread; record the URL and token (plus ``record``) in each of ``homes``."""
         self._thread = serve_in_background(self._httpd, "memmy-control")
-        if home is not None:
+        body = json.dumps({"control_url": self.url, "token": self.token, "pid": os.getpid(), **record})
+        for home in dict.fromkeys(homes):
             home.mkdir(parents=True, exist_ok=True)
             path = state_file(home)
-            body = json.dumps({"control_url": self.url, "token": self.token, "pid": os.getpid(), **record})
             tmp = path.with_name(path.name + ".tmp")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(body)
             tmp.replace(path)
-            self._state_path = path
+            self._state_paths.append(path)
         return self
 
     def stop(self) -> None:
-        if self._state_path is not None:
+        for path in self._state_paths:
             # Only our own record: another stack may have started with the same home since.
             try:
-                if read_state(self._state_path.parent).get("token") == self.token:
-                    self._state_path.unlink()
+                if read_state(path.parent).get("token") == self.token:
+                    path.unlink()
             except (OSError, ValueError):
                 pass
-            self._state_path = None
+        self._state_paths = []
         stop_serving(self._httpd, self._thread)
         self._thread = None
 

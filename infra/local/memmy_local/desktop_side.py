@@ -121,9 +121,20 @@ def desktop_beside(
         yield None
         return
     try:
+        try_kept_login(service)
         yield service
     finally:
         service.stop()
+
+
+def try_kept_login(desktop: DesktopService) -> None:
+    """Ask the stack once with the login the service kept from an earlier start, so that the banner says
+    "the cloud refused the login" rather than "logged in" when it does (a stack started with another
+    --data-dir checks another key; a data dir's key is its own)."""
+    state = desktop.state
+    login, _ = state.fresh_login()
+    if login is not None and state.cloud.call(login.token, "GET", "/knowledge-bases").status == 401:
+        state.mark_rejected(login)
 
 
 def page_link(desktop: DesktopService) -> str:

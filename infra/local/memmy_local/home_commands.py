@@ -17,18 +17,23 @@ def _token(args: argparse.Namespace) -> int:
     from memmy_local import tokens
     from memmy_local.control import read_state
 
-    # The running stack's issuer (its identity provider's URL), else the default provider's.
+    # The running stack's issuer (its identity provider's URL), else the default provider's; without
+    # --data-dir, the data dir of the stack recorded in the usual home, whose key it checks.
     try:
-        issuer = str(read_state(tokens.dev_home(args.data_dir))["issuer"])
+        state = read_state(tokens.dev_home(args.data_dir))
+        issuer = str(state["issuer"])
     except (OSError, ValueError, KeyError, TypeError):
-        issuer = tokens.DEFAULT_ISSUER
+        state, issuer = {}, tokens.DEFAULT_ISSUER
+    data_dir = args.data_dir
+    if data_dir is None and isinstance(state.get("data_dir"), str):
+        data_dir = Path(state["data_dir"])
     token = tokens.issue_token(
         args.user,
         name=args.name,
         email=args.email,
         phone=args.phone,
         ttl_seconds=args.ttl,
-        key_path=tokens.signing_key_path(args.data_dir),
+        key_path=tokens.signing_key_path(data_dir),
         issuer=issuer,
     )
     print(token)

@@ -291,8 +291,12 @@ def start_control(
         schedules.run, lambda: schedules.functions, host=config.host, port=config.control_port
     )
     undo.callback(control.stop)
+    # Recorded in the usual dev home too when the data dir is elsewhere, with the data dir: `memmy-local
+    # token` and `reconcile` without --data-dir then find this stack and the key it checks.
     control.start(
         tokens.dev_home(config.data_dir),
+        tokens.dev_home(),
+        data_dir=None if config.data_dir is None else str(config.data_dir.resolve()),
         api_url=api_url,
         moto_url=moto_url,
         issuer=idp.issuer,

@@ -181,7 +181,9 @@ def test_the_banner_names_each_command_as_the_shell_can_run_it(
     assert "Desktop:      memmy-kb desktop login   #" in on_path
 
 
-def test_the_demo_has_a_home_of_its_own_under_the_usual_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_the_demo_has_a_home_of_its_own_under_the_usual_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("MEMMY_KB_HOME", str(tmp_path))
 
     assert desktop_side.desktop_home(demo=False) == tmp_path
@@ -204,7 +206,8 @@ def test_the_stack_says_how_it_was_started_under_make_or_not(
 def test_each_enter_prints_a_new_page_link(capsys: pytest.CaptureFixture[str]) -> None:
     codes = iter(["first", "second"])
     desktop = SimpleNamespace(
-        url="http://127.0.0.1:8765", state=SimpleNamespace(sessions=SimpleNamespace(new_code=lambda: next(codes)))
+        url="http://127.0.0.1:8765",
+        state=SimpleNamespace(sessions=SimpleNamespace(new_code=lambda: next(codes))),
     )
 
     desktop_side.page_links_on_enter(desktop, ["\n", "\n"])  # type: ignore[arg-type]
@@ -266,7 +269,9 @@ def test_up_hands_every_port_to_the_stack_and_names_the_options_when_one_is_take
     assert code == 1
     said = capsys.readouterr().err
     # The option that moves the port in the way, as make run and as memmy-local up, the others kept
-    rest = "--port 8101 --memos-port 8102 --moto-port 8103 --idp-port 8105 --access-token-ttl 120 --no-desktop"
+    rest = (
+        "--port 8101 --memos-port 8102 --moto-port 8103 --idp-port 8105 --access-token-ttl 120 --no-desktop"
+    )
     assert f"make run ARGS='{rest} --control-port 8106'" in said  # 8105 is the IdP's
     assert f"{program('memmy-local')} up {rest} --control-port 8106 (--control-port 0: any free port)" in said
     assert "--port, --memos-port, --moto-port, --idp-port, --desktop-port" in said
@@ -307,3 +312,36 @@ def test_the_control_port_is_any_free_one_unless_chosen() -> None:
     args = local_cli.build_parser().parse_args(["up"])
 
     assert args.control_port == 0
+
+
+def test_token_without_data_dir_signs_with_the_key_of_the_running_stacks_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The README's `memmy-local token alice | memmy-kb desktop login --token -` beside a stack started
+    # with --data-dir: signed with the usual home's key, every command got 503 cloud_login_rejected.
+    import contextlib
+
+    from memmy_local import tokens
+    from memmy_local.control import state_file
+    from memmy_local.stack_config import StackConfig
+    from memmy_local.stack_parts import start_control
+
+    home, data_dir = tmp_path / "home", tmp_path / "data"
+    monkeypatch.setenv(tokens.HOME_ENV, str(home))
+    issuer = "http://127.0.0.1:43210"
+    idp = SimpleNamespace(issuer=issuer, url=issuer)
+    schedules = SimpleNamespace(run=lambda function: None, functions=[])
+    with contextlib.ExitStack() as undo:
+        config = StackConfig(data_dir=data_dir, control_port=0)
+        start_control(undo, config, schedules, api_url="http://api", moto_url="http://moto", idp=idp)  # type: ignore[arg-type]
+
+        assert local_cli.main(["token", "alice"]) == 0
+
+        token = capsys.readouterr().out.strip()
+        key = tokens.load_signing_key(tokens.signing_key_path(data_dir))
+        assert (
+            tokens.verify_token(token, key=key, issuer=issuer, audience=tokens.DEFAULT_AUDIENCE)["sub"]
+            == "alice"
+        )
+    assert not state_file(home).exists()  # the stack's records go with it
+    assert not state_file(data_dir).exists()

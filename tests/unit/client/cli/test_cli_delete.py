@@ -310,6 +310,12 @@ def test_a_listing_that_fails_only_costs_the_name(
 # ---------------------------------------------------------------------------------------------- errors
 
 
+NOT_THERE = (
+    "error: no knowledge base of your own with the id or name 'kb-other': give its id, or its name if no "
+    "other of your own has it (`memmy-kb kb ls` lists them)"
+)
+
+
 @pytest.mark.parametrize(
     ("argv", "token", "expected"),
     [
@@ -320,7 +326,6 @@ def test_a_listing_that_fails_only_costs_the_name(
             READER,
             "error: Only the knowledge base's owner may do this. (403 owner_only)",
         ),
-        (["kb", "rm", "kb-other"], OWNER, "error: Knowledge base not found. (404 kb_not_found)"),
     ],
 )
 def test_refusals_are_printed_as_other_commands_print_them(
@@ -412,12 +417,17 @@ def test_a_name_several_files_share_deletes_nothing_and_lists_them(
     "argv",
     [["kb", "rm", "kb-other"], ["files", "rm", "kb-other", FILE_ID], ["folders", "rm", "kb-other", "f"]],
 )
+@pytest.mark.parametrize("yes", [[], ["--yes"]])
 def test_a_kb_that_is_not_there_is_reported_before_asking(
-    service: FakeService, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str]
+    service: FakeService,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    yes: list[str],
 ) -> None:
     terminal = Terminal("y\n")
-    assert run(monkeypatch, terminal, *argv) == 1
+    assert run(monkeypatch, terminal, *argv, *yes) == 1
     out, err = capsys.readouterr()
-    assert (out, err) == ("", "error: Knowledge base not found. (404 kb_not_found)\n")
+    assert (out, err) == ("", NOT_THERE + "\n")
     assert service.deletes == []
     assert terminal.tell() == 0

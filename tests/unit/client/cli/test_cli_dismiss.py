@@ -17,6 +17,8 @@ KB_ID = "kb|1 产品"  # escaped on the wire
 
 def fake_client(seen: list[httpx.Request]) -> MemmyClient:
     def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/knowledge-bases":  # the KB named, looked up first
+            return httpx.Response(200, json={"items": [{"id": KB_ID, "name": "产品资料", "role": "owner"}]})
         seen.append(request)
         if request.url.raw_path.endswith(b"/uploads/up_busy"):
             return httpx.Response(

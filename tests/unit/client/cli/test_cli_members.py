@@ -31,6 +31,9 @@ class FakeService:
         path = unquote(request.url.raw_path.decode())
         self.requests.append((request.method, path))
         match request.method, path.split("/")[1:]:
+            case "GET", ["knowledge-bases"]:
+                role = "owner" if request.headers["Authorization"] == f"Bearer {OWNER}" else "reader"
+                return httpx.Response(200, json={"items": [{"id": KB_ID, "name": "产品资料", "role": role}]})
             case "GET", ["knowledge-bases", "kb_1"]:
                 return httpx.Response(200, json={"id": KB_ID, "name": "产品资料", "role": "owner"})
             case "GET", ["knowledge-bases", "kb_1", "members"]:

@@ -43,6 +43,8 @@ class FakeCloud:
 
     def client(self) -> MemmyClient:
         def handle(request: httpx.Request) -> httpx.Response:
+            if request.url.path == "/knowledge-bases":
+                return httpx.Response(200, json={"items": [{"id": KB, "name": "价目", "role": "owner"}]})
             if request.method == "GET" and not any(r.method == "POST" for r in self.requests):
                 self.lookups.append(request)
                 return httpx.Response(200, json=entry(1, "available"))

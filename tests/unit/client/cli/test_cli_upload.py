@@ -25,17 +25,25 @@ def entry(upload_id: str, name: str, status: str, **more: Any) -> dict[str, Any]
 
 
 class FakeCloud:
-    """Tickets up_1, up_2... for the uploads; each listing is the next of ``listings`` (the last repeats)."""
+    """Tickets up_1, up_2... for the uploads; each listing after them is the next of ``listings`` (the last
+    repeats); the one before them (the names already in the folder) is ``before``."""
 
     def __init__(self, *listings: list[dict[str, Any]]) -> None:
         self.listings = list(listings)
         self.looks = 0
+        self.before: list[dict[str, Any]] = []
+        self.posted = False
 
     def client(self) -> MemmyClient:
         tickets = iter(range(1, 100))
 
         def handle(request: httpx.Request) -> httpx.Response:
+            if request.url.path == "/knowledge-bases":
+                return httpx.Response(200, json={"items": [{"id": KB, "name": "产品资料", "role": "owner"}]})
+            if request.method == "GET" and not self.posted:
+                return httpx.Response(200, json={"folders": [], "files": self.before})
             if request.method == "POST":
+                self.posted = True
                 ticket = {"upload_id": f"up_{next(tickets)}", "url": "http://storage.test/b", "fields": {}}
                 return httpx.Response(201, json=ticket)
             self.looks += 1

@@ -1,8 +1,10 @@
 """``memmy-kb sync DIR KB`` as a command (``memmy_kb_client.cli.sync_commands``), against an in-memory KB or an
 unreachable cloud: a cloud that does not answer is an error line, not a traceback, and an error while
 ``--wait`` waits still tells what the pass did, damaged sync records are a sentence with the way out, a
-failed version and files waiting for room are told (exit 1); and ``desktop links``' lines, whose names
-start no line of their own, with what a link's last pass has to tell."""
+failed version and files waiting for room are told (exit 1); a path that is no folder is a sentence and
+exit 1 (a synced folder gone missing pauses instead); a pass that changes nothing sums its skips up in one
+line. And the ``desktop`` link commands: ``link`` of a missing folder, what ``unlink`` did, and ``links``'
+lines, whose names start no line of their own, with what a link's last pass has to tell."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from memmy_kb_client.cli import desktop_commands, transfer_commands
 from memmy_kb_client.cli import main as cli
-from memmy_kb_client.cli import transfer_commands
 from memmy_kb_client.http_client import HttpClient
 from memmy_kb_client.sdk import ClientConfig, MemmyApiError, MemmyClient
 from memmy_kb_client.sync import execute, run
@@ -165,3 +167,120 @@ def test_a_sync_of_the_whole_disk_is_refused_with_a_sentence_and_one_too_large_a
         " folder you mean; run again with --yes to send them"
     )
     assert kb.paths() == {}
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("docz", "error: there is no folder {path}: check the path (a typo, or a disk not mounted?)\n"),
+        (
+            "docs/a.md",
+            "error: {path} is not a folder: give the folder itself, whose files are to be synced\n",
+        ),
+    ],
+)
+def test_a_path_that_is_no_folder_fails_with_a_sentence_and_sends_nothing(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], given: str, said: str
+) -> None:
+    kb = FakeKb()
+    monkeypatch.setattr(transfer_commands, "client_for", lambda args: Opened(kb))
+    path = str(home / given)
+
+    assert cli.main(["sync", path, "KB"]) == 1
+
+    printed = capsys.readouterr()
+    assert (printed.out, printed.err) == ("", said.format(path=path))
+    assert kb.calls["list_files"] == 0
+
+
+def test_a_synced_folder_gone_missing_pauses_instead_of_failing(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kb = FakeKb()
+    monkeypatch.setattr(transfer_commands, "client_for", lambda args: Opened(kb))
+    monkeypatch.setattr(execute, "post_upload_from", kb.send)
+    assert cli.main(["sync", str(home / "docs"), "KB"]) == 0
+    kb.ingest()
+    (home / "docs" / "a.md").unlink()
+    (home / "docs").rmdir()
+    capsys.readouterr()
+
+    assert cli.main(["sync", str(home / "docs"), "KB"]) == 1
+
+    assert "run again with --yes to delete them" in capsys.readouterr().out
+    assert len(kb.files) == 1
+
+
+def test_a_pass_that_changes_nothing_sums_its_skips_up_in_one_line(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kb = FakeKb()
+    monkeypatch.setattr(transfer_commands, "client_for", lambda args: Opened(kb))
+    monkeypatch.setattr(execute, "post_upload_from", kb.send)
+    for name in ("a.png", "b.png", "c.mp3"):
+        (home / "docs" / name).write_bytes(b"\x89PNG")
+    (home / "docs" / "empty.md").write_text("", encoding="utf-8")
+    assert cli.main(["sync", str(home / "docs"), "KB"]) == 0
+    assert sum(line.startswith("skipped ") for line in capsys.readouterr().out.splitlines()) == 4
+    kb.ingest()
+
+    assert cli.main(["sync", str(home / "docs"), "KB"]) == 0
+
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (
+        "skipped    4 files (3 unsupported type, 1 empty file): --dry-run lists each with its reason"
+    )
+    assert lines[1].startswith(f"synced {home / 'docs'} -> kb_1: uploaded 0")
+    assert len(lines) == 2
+
+
+class _Control:
+    """The desktop service's control routes, each request recorded; unlink answers the links left."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+
+    def __call__(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.asked.append((method, path))
+        return {"links": []}
+
+
+def test_desktop_link_of_a_missing_folder_fails_with_a_sentence(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    control = _Control()
+    monkeypatch.setattr(desktop_commands, "_control", control)
+    missing = str(home / "docz")
+
+    assert cli.main(["desktop", "link", missing, "KB"]) == 1
+
+    assert control.asked == []
+    assert (
+        capsys.readouterr().err
+        == f"error: there is no folder {missing}: check the path (a typo, or a disk not mounted?)\n"
+    )
+
+
+def test_desktop_unlink_says_what_it_did(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    control = _Control()
+    monkeypatch.setattr(desktop_commands, "_control", control)
+
+    assert cli.main(["desktop", "unlink", str(home / "docs")]) == 0
+
+    assert control.asked == [("POST", "/control/links/unlink")]
+    assert capsys.readouterr().out == (
+        f"unlinked {home / 'docs'}: it is no longer synced; its files stay in the knowledge base\n"
+    )
+
+
+def test_a_paused_links_advice_names_its_own_folder_not_DIR() -> None:
+    from memmy_kb_client.cli.link_commands import link_lines
+
+    [line] = link_lines(
+        [{"dir": "/home/me/产品 资料", "kb_id": "kb_1", "state": "paused", "paused": "folder missing"}]
+    )
+
+    assert "desktop confirm '/home/me/产品 资料'`" in line
+    assert "DIR" not in line

@@ -43,7 +43,7 @@ from memmy_kb.domain.engine import (
     MemosRejectedInput,
     MemosUnsupportedFile,
 )
-from memmy_kb.domain.formats import file_extension
+from memmy_kb.domain.formats import CONTENT_TYPES, CONVERTED, file_extension, sent_extension, sent_filename
 from memmy_kb.domain.limits import capacity_refused
 from memmy_kb.domain.naming import memos_file_name
 from memmy_kb.domain.ports import ContentStore, KnowledgeBaseStore, KnowledgeEngine, UploadObjects
@@ -365,9 +365,20 @@ class Ingestion:
         the bytes MemOS will fetch after we looked at them.
         """
         upload = self.upload
-        name = memos_file_name(upload.filename, upload.upload_id)
+        # A format MemOS does not parse goes as the form it does (memmy_kb.domain.formats.SENT_AS): HTML
+        # converted to Markdown here, reStructuredText and extension-less text named and typed as text.
+        extension = file_extension(upload.filename)
+        name = memos_file_name(sent_filename(upload.filename), upload.upload_id)
+        if extension in CONVERTED:
+            from memmy_kb.domain.conversion import html_to_markdown
+
+            data = source.data if isinstance(source, MemorySource) else source.read_range(0, source.size)
+            markdown = html_to_markdown(data.decode("utf-8")).encode("utf-8")
+            return FileInput.from_bytes(markdown, name=name, mime_type=CONTENT_TYPES["md"])
+        sent = sent_extension(extension)
+        mime_type = upload.content_type if sent == extension else CONTENT_TYPES[sent]
         if isinstance(source, MemorySource):
-            return FileInput.from_bytes(source.data, name=name, mime_type=upload.content_type)
+            return FileInput.from_bytes(source.data, name=name, mime_type=mime_type)
         verified_key = verified_object_key(upload.kb_id, upload.upload_id)
         self.storage.copy(info, verified_key)
         url = self.storage.presign_get(verified_key, expires_in=self.config.get_url_ttl_seconds)

@@ -18,8 +18,12 @@ from memmy_kb.domain.access import require_owner
 from memmy_kb.domain.folders import is_live
 from memmy_kb.domain.formats import (
     ACCEPTED_CONTENT_TYPES,
+    ACCEPTED_EXTENSIONS,
     CONTENT_TYPES,
+    CONVERTED,
+    MAX_CONVERTED_BYTES,
     SUPPORTED_EXTENSIONS,
+    accepted_formats,
     file_extension,
 )
 from memmy_kb.domain.limits import capacity_refused
@@ -77,13 +81,19 @@ def content_type_for(extension: str, declared: str | None) -> str:
 def validate_upload(filename: str, size_bytes: int, content_type: str | None) -> tuple[str, str]:
     """``(extension, content_type)`` of an acceptable request; 415 for the type, 413 for the size."""
     extension = file_extension(filename)
-    if extension not in SUPPORTED_EXTENSIONS:
+    # A name that is only a dot and an extension (".pdf") has no extension, but is no plain-text name.
+    only_extension = not extension and filename.startswith(".") and filename[1:].lower() in SUPPORTED_EXTENSIONS
+    if extension not in ACCEPTED_EXTENSIONS or only_extension:
         raise UnsupportedMediaType(
-            f"Only {', '.join('.' + e for e in SUPPORTED_EXTENSIONS)} files can be uploaded.",
-            code="unsupported_file_type",
+            f"Only {accepted_formats()} files can be uploaded.", code="unsupported_file_type"
         )
     if size_bytes > MAX_UPLOAD_BYTES:
         raise PayloadTooLarge("Files can be at most 100 MB.", code="file_too_large")
+    if extension in CONVERTED and size_bytes > MAX_CONVERTED_BYTES:
+        # Converted to Markdown in one piece by the ingest (memmy_kb.domain.conversion).
+        raise PayloadTooLarge(
+            f"HTML files can be at most {MAX_CONVERTED_BYTES // (1024 * 1024)} MB.", code="file_too_large"
+        )
     return extension, content_type_for(extension, content_type)
 
 

@@ -3,7 +3,7 @@
 What arrives in S3 cannot be trusted, and MemOS must never see a file we have not looked at. Each check
 reads only what it needs through a ``ByteSource``: a few ranges for the binary formats (magic bytes, the
 ZIP's central directory) and one streamed pass for the text formats (UTF-8, JSON syntax, XML
-well-formedness). Memory stays the same for a 1 KB and a 100 MB file: nothing here keeps more than a
+well-formedness; no NUL byte in a file without an extension, taken as plain text). Memory stays the same for a 1 KB and a 100 MB file: nothing here keeps more than a
 chunk, a bounded ZIP directory, a few characters of a JSON token cut at a chunk boundary, or one XML tag
 or comment of at most ``MAX_XML_TOKEN_BYTES`` (larger ones are refused).
 
@@ -190,6 +190,18 @@ def _check_text(source: ByteSource) -> str | None:
     return None
 
 
+def _check_plain_text(source: ByteSource) -> str | None:
+    """A file without an extension is taken only as plain text: a NUL byte says it is something else (a
+    program, an image), a type the service does not take."""
+    try:
+        for text in _decoded(source):
+            if "\0" in text:
+                return UNSUPPORTED
+    except UnicodeDecodeError:
+        return NOT_UTF8
+    return None
+
+
 def _check_json(source: ByteSource) -> str | None:
     checker = JsonSyntaxChecker()
     try:
@@ -316,6 +328,10 @@ _CHECKS = {
     "docx": _check_docx,
     "txt": _check_text,
     "md": _check_text,
+    "rst": _check_text,
+    "html": _check_text,
+    "htm": _check_text,
+    "": _check_plain_text,
     "json": _check_json,
     "xml": _check_xml,
 }
