@@ -4,6 +4,7 @@ modification time changed (docs/sync.md)."""
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 import stat
@@ -21,6 +22,9 @@ SUPPORTED_EXTENSIONS: Final = ("pdf", "docx", "doc", "txt", "json", "md", "xml",
 MAX_FILE_BYTES: Final = 100 * 1024 * 1024
 SYMLINK: Final = "a symbolic link: not followed"
 NOT_REGULAR: Final = "not a regular file (a FIFO, socket or device)"
+NOT_TEXT: Final = "no extension, and not plain text (UTF-8 without a NUL byte): a knowledge base takes such a file only as text"
+# How much of a file without an extension is read to tell plain text (the cloud checks the whole file).
+SNIFF_BYTES: Final = 8192
 HARD_LINK: Final = "a file with more than one hard link: another name of it may lie outside the folder"
 # Each part of a path opened beneath its parent's descriptor, never through a link (POSIX); elsewhere
 # (Windows) by path, each part checked first.
@@ -145,10 +149,14 @@ def left_out(relative: str, is_dir: bool, rules: Rules) -> bool:
 
 
 def skip_reason(name: str, size: int) -> str | None:
-    """Why a file that takes part cannot be uploaded (None: it can)."""
+    """Why a file that takes part cannot be uploaded (None: it can). A name without an extension can:
+    as plain text, which ``looks_like_text`` checks."""
     stem, dot, extension = name.rpartition(".")
-    if not dot or not stem or extension.lower() not in SUPPORTED_EXTENSIONS:
-        return f"unsupported type: a knowledge base takes {', '.join(SUPPORTED_EXTENSIONS)}"
+    if dot and (not stem or extension.lower() not in SUPPORTED_EXTENSIONS):
+        return (
+            f"unsupported type: a knowledge base takes {', '.join(SUPPORTED_EXTENSIONS)}"
+            " and plain text without an extension"
+        )
     if size == 0:
         return "empty file"
     if size > MAX_FILE_BYTES:
@@ -194,10 +202,36 @@ def _walk(directory: str, prefix: str, rules: Rules, found: FolderScan) -> None:
             found.skipped[relative] = HARD_LINK
         elif info is not None:
             reason = skip_reason(entry.name, info.st_size)
+            if reason is None and "." not in entry.name and not looks_like_text(entry.path):
+                reason = NOT_TEXT
             if reason is None:
                 found.files[relative] = Seen(relative, info.st_size, info.st_mtime_ns)
             else:
                 found.skipped[relative] = reason
+
+
+def looks_like_text(path: str) -> bool:
+    """Whether a file's first ``SNIFF_BYTES`` are UTF-8 without a NUL byte (a sequence cut at the end
+    counts as text); opened without following a link and without blocking. The bytes sent are hashed and
+    checked again when they are sent, and the cloud checks the whole file."""
+    try:
+        fd = os.open(path, _FILE_FLAGS | _NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        start = os.read(fd, SNIFF_BYTES)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    try:
+        # Only a read that stopped short of the whole file may end inside a character.
+        codecs.getincrementaldecoder("utf-8")().decode(start, final=len(start) < SNIFF_BYTES)
+    except UnicodeDecodeError:
+        return False
+    return b"\x00" not in start
 
 
 def _why(err: OSError) -> str:

@@ -15,6 +15,8 @@ from memmy_kb_client.sync.local import (
     HARD_LINK,
     MAX_FILE_BYTES,
     NOT_REGULAR,
+    NOT_TEXT,
+    SNIFF_BYTES,
     SYMLINK,
     folders_to_watch,
     hash_files,
@@ -64,6 +66,20 @@ def test_unsupported_empty_and_oversized_files_are_skipped_with_their_reason(tmp
     assert scan.skipped["empty.md"] == "empty file"
     assert skip_reason("big.pdf", MAX_FILE_BYTES + 1) == "too large: 100.0 MB, at most 100 MB"
     assert skip_reason("ok.PDF", MAX_FILE_BYTES) is None
+
+
+def test_a_file_without_an_extension_takes_part_as_plain_text_only(tmp_path: Path) -> None:
+    write(tmp_path, "README", "# 资料\nplain text")
+    # A multi-byte character cut by the end of the bytes read is still text.
+    (tmp_path / "NOTES").write_bytes(b"a" * (SNIFF_BYTES - 1) + "资".encode())
+    (tmp_path / "program").write_bytes(b"\x7fELF\x02\x01\x00\x00")
+    (tmp_path / "latin1").write_bytes("café".encode("latin-1"))
+    os.mkfifo(tmp_path / "pipe")  # never opened: a read would block
+
+    scan = scan_folder(tmp_path)
+
+    assert sorted(scan.files) == ["NOTES", "README"]
+    assert scan.skipped == {"program": NOT_TEXT, "latin1": NOT_TEXT, "pipe": NOT_REGULAR}
 
 
 def test_a_missing_folder_is_told_apart_from_an_empty_one(tmp_path: Path) -> None:
