@@ -133,7 +133,8 @@ def test_a_linked_folder_picks_up_a_new_file_and_a_killed_service_converges_with
 ) -> None:
     # Given a KB and a folder of many files
     owner = stage.user(f"link-{uuid.uuid4().hex[:8]}", name="Owner").token
-    kb = ok_json(stage, owner, "kb", "create", stage.kb_name("链接"))["id"]
+    kb_name = stage.kb_name("链接")
+    kb = ok_json(stage, owner, "kb", "create", kb_name)["id"]
     root = tmp_path / "linked"
     for index in range(FILES):
         write(root, f"part-{index // 10}/note-{index:02d}.md", f"# note {index}\n")
@@ -170,7 +171,7 @@ def test_a_linked_folder_picks_up_a_new_file_and_a_killed_service_converges_with
         )
         listed = again.cli("links")
         assert listed.returncode == 0, listed.stderr
-        assert f"{root} -> {kb}: " in listed.stdout
+        assert f"{root} -> “{kb_name}”: Up to date" in listed.stdout
         status = again.cli("status")
         assert "linked:" in status.stdout
     finally:
