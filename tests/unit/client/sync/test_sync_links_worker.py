@@ -383,3 +383,25 @@ def test_a_pass_stopped_by_the_service_or_an_unlink_logs_nothing_alarming(
     assert [(r.levelname, r.getMessage()) for r in caplog.records if r.levelno >= logging.INFO] == [
         ("INFO", "a linked folder's pass stopped before it was done: the next one resumes it")
     ]
+
+
+def test_a_folder_back_after_its_deletion_was_confirmed_is_uploaded_again(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    # Given a linked folder gone, and its deletion confirmed
+    kb, root, links = looking_link(tmp_path, store)
+    try:
+        root.rename(tmp_path / "docs-renamed")
+        wait_until(lambda: links.shown()[0]["state"] == "paused", timeout=5, message="the pause")
+        assert links.confirm(str(root))
+        wait_until(lambda: kb.files == {} and links.shown()[0]["state"] == "idle", timeout=5)
+
+        # When it is put back, no file written since
+        (tmp_path / "docs-renamed").rename(root)
+
+        # Then its files are sent again within seconds
+        wait_until(lambda: len(kb.uploads) == 4, timeout=5, message="the files to be sent again")
+        assert links.wait_idle(10)
+        assert sorted(u.filename for u in kb.uploads.values()) == ["0.md", "0.md", "1.md", "1.md"]
+    finally:
+        links.stop()
