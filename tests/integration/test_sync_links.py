@@ -208,3 +208,40 @@ def test_a_new_file_in_one_folder_is_sent_while_another_folders_pass_is_stuck(
     finally:
         release.set()
         links.stop()
+
+
+def test_a_watched_folder_swapped_at_its_path_is_synced_and_watched_anew(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    # Given a watched link in sync
+    kb, root = FakeKb(), tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("a", encoding="utf-8")
+    links = links_for(kb, store, tmp_path)
+    try:
+        links.link(str(root), kb.kb_id)
+        settled(links, kb)
+        links.changed(str(root))  # the pass that records the file the upload became
+        settled(links, kb)
+        wait_until(lambda: links.shown()[0]["watching"], timeout=10, message="the watcher to start")
+
+        # When the folder is renamed away (the watch would go on on it, there)
+        root.rename(tmp_path / "docs-old")
+
+        # Then within seconds the link is paused for it
+        wait_until(lambda: links.shown()[0]["state"] == "paused", timeout=5, message="the link to pause")
+        assert links.shown()[0]["paused"] == "the folder is missing (an unmounted disk?)"
+        wait_until(lambda: not links.shown()[0]["watching"], timeout=5, message="the watch to end")
+
+        # And another folder put at the path, holding the same file, is synced and watched
+        other = tmp_path / "docs-new"
+        other.mkdir()
+        (other / "a.md").write_text("a", encoding="utf-8")
+        other.rename(root)
+        wait_until(lambda: links.shown()[0]["state"] == "idle", timeout=10, message="the pass once it is back")
+        wait_until(lambda: links.shown()[0]["watching"], timeout=10, message="the watch on the new folder")
+        (root / "b.md").write_text("b", encoding="utf-8")
+        wait_until(lambda: len(kb.uploads) == 2, timeout=15, message="the new file to be sent")
+        assert (tmp_path / "docs-old" / "a.md").exists()
+    finally:
+        links.stop()

@@ -11,10 +11,10 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from memmy_kb_client.sync.link_state import Link, LinkState, folder_identity, limit, overdue
 from memmy_kb_client.sync.local import OWN_STATE, own_state_in
 from memmy_kb_client.sync.roots import real_root, root_refused, same_folder
 from memmy_kb_client.sync.store import SyncStore
@@ -40,50 +40,13 @@ RESCAN_SECONDS: Final = 600.0
 # A pass stops at its next step or chunk sent once it has run this long; the next one resumes it (a large
 # folder's first sync goes on in passes of this length). One stuck past it holds up its own link only.
 PASS_SECONDS: Final = 600.0
+# How often a linked folder is looked at: one renamed away, unmounted or put back at its path gets a pass
+# this soon, without waiting for a file event (a watch may go on on a folder renamed away, or end silently).
+LOOK_SECONDS: Final = 2.0
 
 
 class LinkError(Exception):
     """A link refused (not a folder, already linked, a KB shared with you); the message says why."""
-
-
-@dataclass
-class LinkState:
-    """What ``desktop links`` and the page show of one linked folder."""
-
-    dir: str
-    kb_id: str
-    state: str = "waiting"  # waiting (a pass is due), syncing, idle, paused, error
-    last_pass_at: float | None = None
-    last: dict[str, Any] | None = None
-    error: str | None = None
-    paused: str | None = None
-    watching: bool = False
-
-    def shown(self) -> dict[str, Any]:
-        """The state, and from the last pass what is to be told: the files whose version failed (the one
-        before answers), how many wait for room, and the deletions since the last confirmation."""
-        last = self.last or {}
-        return {
-            **asdict(self),
-            "failed": last.get("failed") or [],
-            "failed_count": last.get("failed_count") or 0,
-            "wait_for_room": last.get("wait_for_room") or 0,
-            "deleted_since_confirmation": last.get("deleted_since_confirmation") or 0,
-            "brought_in": last.get("brought_in") or 0,
-        }
-
-
-@dataclass
-class _Link:
-    status: LinkState
-    due: float | None = 0.0  # time.monotonic() when a pass is to run
-    asked: frozenset[str] = frozenset()  # the deletions the paused pass would have made
-    confirmed: frozenset[str] | None = None  # those the user let through: the next pass may make them
-    failures: int = 0  # failed passes in a row
-    stop: threading.Event = field(default_factory=threading.Event)
-    watcher: threading.Thread | None = None
-    worker: threading.Thread | None = None
-    started: float | None = None  # time.monotonic() when the pass under way began
 
 
 class Links:
@@ -100,14 +63,15 @@ class Links:
         retry_seconds: float = RETRY_SECONDS,
         rescan_seconds: float = RESCAN_SECONDS,
         pass_seconds: float = PASS_SECONDS,
+        look_seconds: float = LOOK_SECONDS,
         watch: bool = True,
         send: Sender | None = None,
     ) -> None:
         self.store, self.lock_dir, self._client = store, lock_dir, client
         self.quiet, self.retry, self.rescan, self.watch = quiet_seconds, retry_seconds, rescan_seconds, watch
-        self.pass_seconds = pass_seconds
+        self.pass_seconds, self.look = pass_seconds, look_seconds
         self._send = send  # tests: storage stands in
-        self._links: dict[str, _Link] = {}
+        self._links: dict[str, Link] = {}
         self._lock = threading.Condition()
         self._stopping = threading.Event()
         self._started = False
@@ -208,12 +172,12 @@ class Links:
         with self._lock:
             return [self._shown(link) for link in sorted(self._links.values(), key=lambda li: li.status.dir)]
 
-    def _shown(self, link: _Link) -> dict[str, Any]:
+    def _shown(self, link: Link) -> dict[str, Any]:
         shown = link.status.shown()
         if link.started is not None and time.monotonic() - link.started > self.pass_seconds:
             shown.update(
                 state="error",
-                error=f"the pass has run past its {_limit(self.pass_seconds)}, held up in a call (a disk or "
+                error=f"the pass has run past its {limit(self.pass_seconds)}, held up in a call (a disk or "
                 "the network not answering): it stops at its next step; other folders go on",
             )
         return shown
@@ -248,7 +212,7 @@ class Links:
         with self._lock:
             link = self._links.get(root)
             if link is None:
-                link = _Link(LinkState(root, kb_id))
+                link = Link(LinkState(root, kb_id), seen=folder_identity(root))
                 self._links[root] = link
                 if self.watch:
                     link.watcher = threading.Thread(
@@ -269,14 +233,15 @@ class Links:
             self._lock.notify_all()
             return link.status
 
-    def _start_worker(self, link: _Link) -> None:
+    def _start_worker(self, link: Link) -> None:
         link.worker = threading.Thread(target=self._work, args=(link,), name="memmy-kb-sync", daemon=True)
         link.worker.start()
 
-    def _work(self, link: _Link) -> None:
+    def _work(self, link: Link) -> None:
         """One link's passes, each when due, until it is unlinked or the service stops."""
         root = link.status.dir
         while not (self._stopping.is_set() or link.stop.is_set()):
+            self._look(link)
             if not self._take_due(link):
                 continue
             try:
@@ -285,7 +250,7 @@ class Links:
                 logger.exception("a linked folder's pass failed unexpectedly")
                 self._failed_unexpectedly(root, err)
 
-    def _take_due(self, link: _Link) -> bool:
+    def _take_due(self, link: Link) -> bool:
         """Whether ``link``'s pass is due (then marked as running), after waiting a second at most."""
         with self._lock:
             now = time.monotonic()
@@ -300,8 +265,23 @@ class Links:
                 link.due = 0.0
                 return False
             wait = link.due - now if link.due is not None else self.rescan
-            self._lock.wait(max(0.01, min(wait, 1.0)))
+            self._lock.wait(max(0.01, min(wait, 1.0, self.look)))
             return False
+
+    def _look(self, link: Link) -> None:
+        """A pass at once when the folder at the link's path is not the one last seen: gone (renamed,
+        deleted, unmounted: the pass pauses), back, or another one in its place (the pass decides)."""
+        if time.monotonic() < link.look_at:
+            return
+        link.look_at = time.monotonic() + self.look
+        seen = folder_identity(link.status.dir)  # outside the lock: a disk that hangs holds up this link only
+        with self._lock:
+            if seen == link.seen:
+                return
+            link.seen, link.due = seen, 0.0
+            if link.status.state in ("idle", "error"):
+                link.status.state = "waiting"
+            self._lock.notify_all()
 
     def _pass(self, root: str) -> None:
         import httpx
@@ -310,12 +290,14 @@ class Links:
         from memmy_kb_client.sync.execute import SyncAborted
         from memmy_kb_client.sync.run import run_pass
 
+        seen = folder_identity(root)
         with self._lock:
             link = self._links.get(root)
             if link is None:
                 return
             kb_id, confirmed = link.status.kb_id, link.confirmed
             link.started = started = time.monotonic()
+            link.seen = seen  # what this pass sees: a change after it gets the next
         update: dict[str, Any] = {"error": None, "paused": None, "state": "idle"}
         retry, asked = False, frozenset[str]()
         client = None
@@ -346,9 +328,12 @@ class Links:
                 update.update(state="error", error=f"{errors[0]['path']}: {errors[0]['error']}")
                 retry = True
         except (SyncAborted, MemmyApiError, httpx.HTTPError, OSError, sqlite3.Error) as err:
-            logger.warning("sync of a linked folder failed: %s", type(err).__name__)
-            overdue = isinstance(err, SyncAborted) and time.monotonic() - started > self.pass_seconds
-            update.update(state="error", error=_overdue(self.pass_seconds) if overdue else str(err))
+            late = isinstance(err, SyncAborted) and time.monotonic() - started > self.pass_seconds
+            if self._stopping.is_set() or link.stop.is_set():  # the service stopping, or an unlink: normal
+                logger.info("a linked folder's pass stopped before it was done: the next one resumes it")
+            else:
+                logger.warning("sync of a linked folder failed: %s", type(err).__name__)
+            update.update(state="error", error=overdue(self.pass_seconds) if late else str(err))
             retry = True
         finally:
             if client is not None:
@@ -369,7 +354,7 @@ class Links:
                 link.status.state = "waiting" if update["state"] == "idle" else link.status.state
             self._lock.notify_all()
 
-    def _retry_after(self, link: _Link) -> float:
+    def _retry_after(self, link: Link) -> float:
         """Seconds to the next try of a link that failed ``link.failures`` times in a row."""
         return float(min(self.retry * 2 ** min(link.failures - 1, 16), max(self.rescan, self.retry)))
 
@@ -382,14 +367,7 @@ class Links:
                 link.due = time.monotonic() + self._retry_after(link)
                 self._lock.notify_all()
 
-    def _set_watching(self, link: _Link, watching: bool) -> None:
+    def _set_watching(self, link: Link, watching: bool) -> None:
         with self._lock:
             link.status.watching = watching
 
-
-def _limit(seconds: float) -> str:
-    return f"{seconds / 60:g} minutes" if seconds >= 60 else f"{seconds:g} seconds"
-
-
-def _overdue(seconds: float) -> str:
-    return f"the pass ran past its {_limit(seconds)} and was stopped: the next one resumes it"

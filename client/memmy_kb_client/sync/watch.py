@@ -1,5 +1,6 @@
 """A linked folder watched for changes (``watchfiles``, Rust's ``notify``): each folder that takes part
-on its own, never the tree recursively, a missing one looked for again every two seconds (docs/sync.md)."""
+on its own, never the tree recursively, a missing one looked for again every two seconds, and the watch
+started again on the folder at the path when it is not the one watched (docs/sync.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
+from memmy_kb_client.sync.link_state import folder_identity
 from memmy_kb_client.sync.local import folders_to_watch, is_temporary
 
 
@@ -18,7 +20,9 @@ def watch_folder(
     """Watch ``root`` until ``stop``, calling ``changed`` for each burst of changes and ``watching`` as
     the watch starts and ends; a folder that is missing (unmounted) is looked for again. Each folder that
     takes part is watched on its own (``local.folders_to_watch``), never recursively: a recursive watch
-    would follow a link out of the folder."""
+    would follow a link out of the folder. A watch goes on on a folder renamed away: the one at ``root``
+    is looked at twice a second, and once it is gone or another the watch ends (the link's worker, which
+    looks too, runs the pass) and starts again on what is there."""
     from watchfiles import Change, watch
 
     def relevant(_: object, path: str) -> bool:
@@ -28,12 +32,10 @@ def watch_folder(
         ) and not (is_temporary(relative.rsplit("/", 1)[-1]))
 
     while not stop.is_set():
-        if not os.path.isdir(root):
+        watched = folder_identity(root)
+        if watched is None:
             watching(False)
-            if stop.wait(2.0):
-                break
-            if os.path.isdir(root):
-                changed()
+            stop.wait(2.0)
             continue
         try:
             folders = folders_to_watch(Path(root))
@@ -41,6 +43,10 @@ def watch_folder(
             watching(True)
             try:
                 for batch in changes:
+                    if not batch:  # no change for half a second: is the folder there still the one watched?
+                        if folder_identity(root) != watched:
+                            break
+                        continue
                     changed()
                     if any(change != Change.modified for change, _ in batch) and (
                         folders_to_watch(Path(root)) != folders
@@ -57,7 +63,8 @@ def _changes(
     watch: Any, folders: list[str], stop: threading.Event, relevant: Callable[[object, str], bool]
 ) -> Generator[set[tuple[Any, str]], None, None]:
     # The debounce groups an editor's save or a copied tree into one batch; ``step`` is how long the
-    # watcher waits for more; ``rust_timeout`` bounds how long ``stop`` can go unnoticed.
+    # watcher waits for more; ``rust_timeout`` bounds how long ``stop`` can go unnoticed, and each one
+    # passed without a change yields an empty batch (the folder at the path is looked at then).
     yield from watch(
         *folders,
         recursive=False,
@@ -66,6 +73,6 @@ def _changes(
         step=100,
         stop_event=stop,
         rust_timeout=500,
-        yield_on_timeout=False,
+        yield_on_timeout=True,
         raise_interrupt=False,
     )

@@ -5,6 +5,7 @@ are tests/integration/test_sync_links.py.)"""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -292,3 +293,115 @@ def test_stopping_the_service_cancels_a_send_under_way(tmp_path: Path, store: Sy
     # Then the send ends at its next chunk, and every thread with it
     assert time.monotonic() - started < 2
     assert [t.name for t in threading.enumerate() if t.name.startswith("memmy-kb-")] == []
+
+
+def looking_link(tmp_path: Path, store: SyncStore) -> tuple[FakeKb, Path, Links]:
+    """A started link (no watcher: only looking tells it the folder went or came) whose two files are in
+    the KB and recorded."""
+    kb, root = FakeKb(), tmp_path / "docs"
+    folder_of(root, 2)
+    links = Links(store, tmp_path / "locks", lambda: kb, watch=False, send=kb.send, look_seconds=0.2).start()
+    links.link(str(root), kb.kb_id)
+    assert links.wait_idle(10)
+    kb.ingest()
+    links.changed(str(root))  # the pass that records the files the uploads became
+    assert links.wait_idle(10)
+    return kb, root, links
+
+
+def test_a_folder_renamed_away_pauses_within_seconds_and_resumes_when_it_is_back(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    # Given a linked folder in sync, no file event to come
+    kb, root, links = looking_link(tmp_path, store)
+    try:
+        assert links.shown()[0]["state"] == "idle"
+        passes = kb.calls["get_knowledge_base"]
+
+        # When it is renamed away (as an unmount leaves it)
+        root.rename(tmp_path / "docs-renamed")
+
+        # Then within seconds the link is paused for it, and nothing is deleted
+        shown = wait_until(lambda: links.shown()[0]["state"] == "paused" and links.shown()[0], timeout=5)
+        assert shown["paused"] == "the folder is missing (an unmounted disk?)"
+        assert len(kb.files) == 2
+
+        # And when it is put back, with no file written, a pass runs and the link is in sync again
+        (tmp_path / "docs-renamed").rename(root)
+        wait_until(lambda: links.shown()[0]["state"] == "idle", timeout=5, message="the pass once it is back")
+        assert kb.calls["get_knowledge_base"] == passes + 2
+        assert (links.shown()[0]["paused"], len(kb.files), len(kb.uploads)) == (None, 2, 2)
+    finally:
+        links.stop()
+
+
+def test_another_folder_put_at_the_path_gets_a_pass_that_decides(tmp_path: Path, store: SyncStore) -> None:
+    # Given a linked folder in sync
+    kb, root, links = looking_link(tmp_path, store)
+    try:
+        # When it is swapped for an empty folder at the same path (a mount point left behind)
+        root.rename(tmp_path / "docs-old")
+        root.mkdir()
+
+        # Then a pass runs within seconds and pauses rather than delete the files
+        shown = wait_until(
+            lambda: links.shown()[0]["paused"] == "the folder is empty" and links.shown()[0], timeout=5
+        )
+        assert (shown["state"], len(kb.files)) == ("paused", 2)
+    finally:
+        links.stop()
+
+
+@pytest.mark.parametrize("how", ["stop", "unlink"])
+def test_a_pass_stopped_by_the_service_or_an_unlink_logs_nothing_alarming(
+    tmp_path: Path, store: SyncStore, caplog: pytest.LogCaptureFixture, how: str
+) -> None:
+    # Given a link whose pass is sending a file, slowly
+    kb, root = FakeKb(), tmp_path / "docs"
+    folder_of(root, 1)
+    reading = threading.Event()
+
+    def slow(ticket: dict[str, Any], source: OpenFile) -> None:
+        reading.set()
+        while source.read(1):
+            time.sleep(0.05)
+
+    links = Links(store, tmp_path / "locks", lambda: kb, watch=False, send=slow).start()
+    links.link(str(root), kb.kb_id)
+    assert reading.wait(10)
+    worker = links._links[str(root)].worker
+    assert worker is not None
+
+    # When the service stops (or the folder is unlinked) mid-pass
+    with caplog.at_level("INFO", logger="memmy_kb_client"):
+        if how == "unlink":
+            assert links.unlink(str(root))
+            worker.join(5)
+        links.stop(timeout=5)
+
+    # Then one line at INFO says the pass stopped and the next resumes it; nothing louder
+    assert [(r.levelname, r.getMessage()) for r in caplog.records if r.levelno >= logging.INFO] == [
+        ("INFO", "a linked folder's pass stopped before it was done: the next one resumes it")
+    ]
+
+
+def test_a_folder_back_after_its_deletion_was_confirmed_is_uploaded_again(
+    tmp_path: Path, store: SyncStore
+) -> None:
+    # Given a linked folder gone, and its deletion confirmed
+    kb, root, links = looking_link(tmp_path, store)
+    try:
+        root.rename(tmp_path / "docs-renamed")
+        wait_until(lambda: links.shown()[0]["state"] == "paused", timeout=5, message="the pause")
+        assert links.confirm(str(root))
+        wait_until(lambda: kb.files == {} and links.shown()[0]["state"] == "idle", timeout=5)
+
+        # When it is put back, no file written since
+        (tmp_path / "docs-renamed").rename(root)
+
+        # Then its files are sent again within seconds
+        wait_until(lambda: len(kb.uploads) == 4, timeout=5, message="the files to be sent again")
+        assert links.wait_idle(10)
+        assert sorted(u.filename for u in kb.uploads.values()) == ["0.md", "0.md", "1.md", "1.md"]
+    finally:
+        links.stop()
