@@ -5,6 +5,7 @@ replace by a file of another format than the knowledge base's file is refused be
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import httpx
@@ -58,6 +59,7 @@ def local(tmp_path: Path) -> Path:
     (tmp_path / "ok.md").write_text("# ok\n", encoding="utf-8")
     (tmp_path / "empty.md").write_bytes(b"")
     (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "pipe.md")  # opening it to read would wait for a writer for ever
     (tmp_path / "notes.pdf").write_bytes(b"%PDF-1.4\n%%EOF\n")
     return tmp_path
 
@@ -75,8 +77,9 @@ def local(tmp_path: Path) -> Path:
             "empty.md",
             "{path} is empty (0 bytes): a knowledge base takes files of 1 byte to 100 MB; nothing was uploaded",
         ),
+        ("pipe.md", "{path} is not a regular file (a pipe, a socket or a device): give a file; nothing was uploaded"),
     ],
-    ids=["missing", "folder", "empty"],
+    ids=["missing", "folder", "empty", "pipe"],
 )
 def test_an_upload_of_a_file_that_cannot_be_sent_asks_the_cloud_nothing(
     cloud: Cloud, local: Path, capsys: pytest.CaptureFixture[str], name: str, sentence: str
