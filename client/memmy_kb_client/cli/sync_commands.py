@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -69,10 +70,20 @@ def _ask(plan: Any) -> bool:
     from memmy_kb_client.sync.run import to_confirm
 
     print(printable("\n".join(plan_lines(plan))), file=sys.stderr)
+    return confirmed(question(plan, str(plan.confirm or to_confirm(plan))))
+
+
+def question(plan: Any, reason: str) -> str:
+    """The question a pass that waits for a confirmation asks, its reason first, the number of files that
+    would go said once: the reason says it when the share decided (``it would delete 3 of the 4 files
+    ...``), the question when the folder is missing or empty."""
+    said = f"{reason[:1].upper()}{reason[1:]}"
     if not plan.confirm:  # not deletions: a pass that would send more files than it sends unasked
-        reason = str(to_confirm(plan))
-        return confirmed(f"{reason[:1].upper()}{reason[1:]}. Go ahead?")
-    return confirmed(f"This pass would delete {_count(len(plan.deletes), 'file')}: {plan.confirm}. Go ahead?")
+        return f"{said}. Go ahead?"
+    deleting = len(plan.deletes)
+    if re.search(rf"\b{deleting}\b", reason):
+        return f"{said}: delete {'it' if deleting == 1 else 'them'}?"
+    return f"{said}: delete the {_count(deleting, 'file')} this folder's sync brought in?"
 
 
 def folder_problem(path: str) -> str | None:

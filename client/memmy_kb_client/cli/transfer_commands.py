@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memmy_kb_client.cli.entries import KB_HELP, OWN, NotResolved, kb_named, resolve
+from memmy_kb_client.cli.local_files import check_local_files, check_replacement_format
 from memmy_kb_client.cli.rendering import bar_name_columns, progress_bar
 from memmy_kb_client.cli.terminal import one_line, printable
 from memmy_kb_client.cli.upload_names import (
@@ -83,6 +84,7 @@ def upload_files(args: argparse.Namespace) -> int:
 
     given_kb = args.kb
     try:
+        check_local_files(args.paths)  # before the cloud is asked anything
         with client_for(args) as client:
             args.kb = kb_named(client, args.kb, owned=True)  # the ids, for the uploads and the listings
             where = "the root"
@@ -208,12 +210,14 @@ def replace_file(args: argparse.Namespace) -> int:
     from memmy_kb_client.sdk import MemmyApiError
 
     path = Path(args.path)
+    given_kb = args.kb
     try:
+        check_local_files([args.path], replacing=True)  # before the cloud is asked anything
         with client_for(args) as client:
             args.kb = kb_named(client, args.kb, owned=True)
-            args.file = resolve(
-                client, args.kb, "files", args.file
-            ).id  # the id, for the replace and the wait
+            entry = resolve(client, args.kb, "files", args.file)
+            check_replacement_format(args.path, entry.name, given_kb, entry.label)  # before anything is sent
+            args.file = entry.id  # the id, for the replace and the wait
             answer = client.replace_file(
                 args.kb, args.file, path, if_version=args.if_version, progress=progress_bar(path.name)
             )

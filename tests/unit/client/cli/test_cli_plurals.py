@@ -15,12 +15,14 @@ def test_desktop_status_counts_skipped_prompts(capsys, count, said):
     assert said in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("count", "said"), [(1, "would delete 1 file:"), (3, "would delete 3 files:")])
+@pytest.mark.parametrize(
+    ("count", "said"), [(1, "delete the 1 file this folder's"), (3, "delete the 3 files this folder's")]
+)
 def test_a_sync_asking_to_delete_counts_the_files(monkeypatch, count, said):
     asked: list[str] = []
     monkeypatch.setattr(delete_prompts, "stdin_is_terminal", lambda: True)
     monkeypatch.setattr(delete_prompts, "confirmed", lambda question: asked.append(question) or False)
     monkeypatch.setattr(sync_commands, "plan_lines", lambda plan: [])
-    plan = SimpleNamespace(deletes=[object()] * count, confirm="it would delete many")
+    plan = SimpleNamespace(deletes=[object()] * count, confirm="the folder is empty")
     assert sync_commands._ask(plan) is False
     assert said in asked[0]
