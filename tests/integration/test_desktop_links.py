@@ -1,11 +1,14 @@
 """The desktop service's linked-folder routes (docs/sync.md): only the control token links a folder; the
 page's session lists, unlinks, confirms and re-points a linked folder at another of one's own KBs (with its
 CSRF token) but cannot link one; the hook token gets none of them; a refused link says why; and sync
-records that cannot be read are said to be so, not shown as no links."""
+records that cannot be read are said to be so, not shown as no links. A pass stuck on the cloud holds up
+no hook, no status, no listing of the links and no unlink."""
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -190,3 +193,54 @@ def test_a_linked_folder_is_pointed_at_another_of_ones_own_kbs_by_control_or_pag
     assert linked_to() == ["kb_new"]
     status, _ = as_control(kb_service, "POST", "/control/links/relink", {"dir": str(folder), "kb": "kb_old"})
     assert (status, linked_to()) == (200, ["kb_old"])
+
+
+class StuckCloud(KbCloud):
+    """``KbCloud`` whose listing of a KB's files hangs until ``release`` (a cloud that stopped answering
+    in the middle of a pass), and whose recall answers at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listing, self.release = threading.Event(), threading.Event()
+
+    def answer(self, method: str, path: str) -> tuple[int, Any]:
+        if method == "POST" and path.startswith("/recall"):
+            return 200, {"items": [], "context": "", "scope_size": 1, "discarded": False}
+        if "/files" in path:
+            self.listing.set()
+            self.release.wait(30)
+        return super().answer(method, path)
+
+
+def test_a_pass_stuck_on_the_cloud_holds_up_no_hook_status_page_or_unlink(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.desktop_service import CLOUD_TOKEN, Client
+
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    for cloud in serving(StuckCloud()):
+        service = start(tmp_path / "desktop", cloud.url)
+        try:
+            # Given a linked folder whose pass hangs reading the KB
+            service.state.set_login(CLOUD_TOKEN)
+            folder = tmp_path_factory.mktemp("docs")
+            (folder / "a.md").write_text("a", encoding="utf-8")
+            status, answer = as_control(service, "POST", "/control/links", {"dir": str(folder), "kb": "kb_old"})
+            assert status == 200, answer
+            assert cloud.listing.wait(10), "the pass never read the KB"
+
+            # When the hook, the status, the page's links and an unlink are asked for meanwhile
+            started = time.monotonic()
+            assert Client(service).recall()["cloud"] == "ok"
+            assert as_control(service, "GET", "/control/status")[0] == 200
+            assert as_control(service, "GET", "/control/links")[1]["links"][0]["state"] == "syncing"
+            unlinked = as_control(service, "POST", "/control/links/unlink", {"dir": str(folder)})
+
+            # Then each answers at once, the pass still stuck
+            assert time.monotonic() - started < 5
+            assert unlinked[0] == 200
+            assert as_control(service, "GET", "/control/links")[1]["links"] == []
+            assert not cloud.release.is_set()
+        finally:
+            cloud.release.set()
+            service.stop()
