@@ -193,6 +193,11 @@ def test_a_linked_folder_is_pointed_at_another_of_ones_own_kbs_by_control_or_pag
     assert linked_to() == ["kb_new"]
     status, _ = as_control(kb_service, "POST", "/control/links/relink", {"dir": str(folder), "kb": "kb_old"})
     assert (status, linked_to()) == (200, ["kb_old"])
+    # And the folder reached by another path (a link to it) is the same linked folder
+    alias = folder.parent / f"{folder.name}-alias"
+    alias.symlink_to(folder)
+    status, answer = relink("kb_new", where=str(alias))
+    assert (status, answer["dir"], linked_to()) == (200, str(folder), ["kb_new"])
 
 
 class StuckCloud(KbCloud):

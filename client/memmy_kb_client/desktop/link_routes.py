@@ -5,7 +5,6 @@ for ``memmy-kb desktop link|relink|unlink|links|confirm`` (control token), ``/ap
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -68,6 +67,9 @@ class UnreadableLinks:
 
     def unlink(self, directory: str) -> bool:
         return False
+
+    def linked_as(self, directory: str) -> str:
+        return directory
 
     def confirm(self, directory: str) -> bool:
         return False
@@ -167,26 +169,35 @@ def _dir_and_kb(request: Request) -> tuple[str, str] | None:
     return directory, kb_id
 
 
-def _link(state: DesktopState, request: Request) -> Reply:
+def _asked_of_links(
+    state: DesktopState, request: Request
+) -> tuple[tuple[str, str], Links | UnreadableLinks] | Reply:
+    """The folder and KB a link or relink asks for, and the running links; else the refusal."""
     asked = _dir_and_kb(request)
     if asked is None:
         return error_reply(422, "validation_error", 'expected {"dir": "/path/to/folder", "kb": "KB_ID"}')
     links = _running(state)
     if links is None:
         return error_reply(503, "links_unavailable", "the service is stopping")
+    return asked, links
+
+
+def _link(state: DesktopState, request: Request) -> Reply:
+    found = _asked_of_links(state, request)
+    if isinstance(found, Reply):
+        return found
+    asked, links = found
     return _linking(lambda: links.link(*asked))
 
 
 def _relink(state: DesktopState, request: Request) -> Reply:
     """A linked folder pointed at another of one's own KBs (its own gone, or the wrong one): the same
     folder only, so the page, which cannot link a folder, can re-point one the control token linked."""
-    asked = _dir_and_kb(request)
-    if asked is None:
-        return error_reply(422, "validation_error", 'expected {"dir": "/path/to/folder", "kb": "KB_ID"}')
-    links = _running(state)
-    if links is None:
-        return error_reply(503, "links_unavailable", "the service is stopping")
-    root = os.path.abspath(os.path.expanduser(asked[0]))
+    found = _asked_of_links(state, request)
+    if isinstance(found, Reply):
+        return found
+    asked, links = found
+    root = links.linked_as(asked[0])  # the link's own path, however the folder is reached
     current = next((link for link in links.shown() if link["dir"] == root), None)
     if current is None:
         return error_reply(404, "link_not_found", "no linked folder at that path")

@@ -139,14 +139,14 @@ class Links:
                     return linked
             return root
 
-    def _linked_as(self, directory: str) -> str:
+    def linked_as(self, directory: str) -> str:
         """The path ``directory``'s folder is linked by (reached by any path), else its absolute path."""
         root = os.path.abspath(os.path.expanduser(directory))
         with self._lock:
             return next((li for li in self._links if li == root or same_folder(li, root)), root)
 
     def unlink(self, directory: str) -> bool:
-        root = self._linked_as(directory)
+        root = self.linked_as(directory)
         with self._lock:
             link = self._links.pop(root, None)
             self._lock.notify_all()
@@ -158,7 +158,7 @@ class Links:
 
     def confirm(self, directory: str) -> bool:
         """Run the paused link's pass, deletions and all."""
-        root = self._linked_as(directory)
+        root = self.linked_as(directory)
         with self._lock:
             link = self._links.get(root)
             if link is None:
