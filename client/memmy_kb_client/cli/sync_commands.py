@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -80,8 +79,10 @@ def question(plan: Any, reason: str) -> str:
     said = f"{reason[:1].upper()}{reason[1:]}"
     if not plan.confirm:  # not deletions: a pass that would send more files than it sends unasked
         return f"{said}. Go ahead?"
+    from memmy_kb_client.sync.guard import UNCOUNTED_REASONS
+
     deleting = len(plan.deletes)
-    if re.search(rf"\b{deleting}\b", reason):
+    if plan.confirm not in UNCOUNTED_REASONS:  # the share's reason names the number already
         return f"{said}: delete {'it' if deleting == 1 else 'them'}?"
     return f"{said}: delete the {_count(deleting, 'file')} this folder's sync brought in?"
 

@@ -3,13 +3,20 @@ a quarter at a time adds up), and uploads not asked for while the KB has no room
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 if TYPE_CHECKING:
     from memmy_kb_client.sync.local import FolderScan
     from memmy_kb_client.sync.store import NoRoom
 
 StepT = TypeVar("StepT")
+
+
+# The reasons that do not name how many files would go (the share's reason does: ``it would delete 3 of
+# the 4 files ...``), so a question asking about them says the number.
+FOLDER_MISSING: Final = "the folder is missing (an unmounted disk?)"
+FOLDER_EMPTY: Final = "the folder is empty"
+UNCOUNTED_REASONS: Final = frozenset({FOLDER_MISSING, FOLDER_EMPTY})
 
 
 def why_confirm(scan: FolderScan, deleting: int, synced: int, before: int, share: float) -> str | None:
@@ -19,9 +26,9 @@ def why_confirm(scan: FolderScan, deleting: int, synced: int, before: int, share
     if not deleting:
         return None
     if not scan.exists:
-        return "the folder is missing (an unmounted disk?)"
+        return FOLDER_MISSING
     if not scan.files and not scan.skipped:
-        return "the folder is empty"
+        return FOLDER_EMPTY
     if deleting + before <= share * (synced + before):
         return None
     said = f"it would delete {deleting} of the {synced} files this folder's sync brought in"
