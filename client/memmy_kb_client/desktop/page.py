@@ -62,6 +62,9 @@ _IDEMPOTENCY_KEY: Final = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 # The page's assets, served at these paths with these types.
 ASSETS: Final = {
     "/": ("index.html", "text/html; charset=utf-8"),
+    "/text.js": ("text.js", "text/javascript; charset=utf-8"),
+    "/kb.js": ("kb.js", "text/javascript; charset=utf-8"),
+    "/ask.js": ("ask.js", "text/javascript; charset=utf-8"),
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/sync.js": ("sync.js", "text/javascript; charset=utf-8"),
     "/app.css": ("app.css", "text/css; charset=utf-8"),

@@ -177,7 +177,7 @@ def _service_codes() -> set[str]:
 def test_every_limit_and_share_refusal_has_its_own_text_in_both_languages():
     codes = {c for c in _service_codes() if c.endswith("_limit_reached")} - _PAGE_SKIPS
     assert {"kb_limit_reached", "kb_file_limit_reached", "kb_storage_limit_reached"} <= codes
-    script = page.asset("app.js").decode("utf-8")
+    script = page.asset("text.js").decode("utf-8")
     for code in sorted(codes | _PAGE_REFUSALS):
         assert script.count(f"err_{code}:") == 2, code  # once in Chinese, once in English
 
@@ -187,7 +187,7 @@ def test_every_failure_reason_code_has_its_own_text_in_both_languages():
     codes = set(re.findall(r'"([a-z][a-z0-9_]+)"\)?,?\n', reasons.read_text())) - {"other"}
     codes |= {f"invalid_{ext}" for ext in ("pdf", "doc", "docx", "json", "xml")}
     assert {"invalid_pdf", "kb_gone", "engine_failed", "kb_storage_limit_reached"} <= codes
-    script = page.asset("app.js").decode("utf-8")
+    script = page.asset("text.js").decode("utf-8")
     block = script[script.index("const REASONS = {") : script.index("function reasonText")]
     for code in sorted(codes):
         assert block.count(f"{code}:") == 2, code  # once in Chinese, once in English
