@@ -42,7 +42,7 @@ def _folder(root: Path) -> list[Path]:
 def _timed_pass(kb: FakeKb, store: SyncStore, root: Path, locks: Path) -> tuple[float, Any]:
     kb.calls.clear()
     started = time.perf_counter()
-    result = run_pass(kb, store, kb.kb_id, root, lock_dir=locks, send=kb.send)  # type: ignore[arg-type]
+    result = run_pass(kb, store, kb.kb_id, root, lock_dir=locks, send=kb.send)
     return (time.perf_counter() - started) * 1000, result
 
 

@@ -29,10 +29,8 @@ _LASTING: Final = frozenset({415, 413, 422})
 _NO_ROOM: Final = frozenset({"kb_storage_limit_reached", "kb_file_limit_reached"})
 
 Progress = Callable[[int, int, str, str], None]
-# Sends a ticket's bytes from a file the pass opened and checked (``sdk.OpenFile``). Typed loosely on the
-# file's side so that a sender of the older ``(ticket, path)`` annotation still type-checks where it is
-# handed in (``run.run_pass``); what it receives is always an open file.
-Sender = Callable[[dict[str, Any], Any], None]
+# Sends a ticket's bytes from a file the pass opened and checked (never a path: nothing is opened again).
+Sender = Callable[[dict[str, Any], OpenFile], None]
 
 
 class SyncAborted(Exception):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from memmy_kb_client.sync.execute import Cloud, Executor, Outcome, Progress, SyncAborted
+from memmy_kb_client.sync.execute import Cloud, Executor, Outcome, Progress, Sender, SyncAborted
 from memmy_kb_client.sync.local import OWN_STATE, hash_files, own_state_in, scan_folder
 from memmy_kb_client.sync.plan import DEFAULT_DELETE_SHARE, Plan, plan_pass
 from memmy_kb_client.sync.remote import Entry, read_tree
@@ -113,7 +113,7 @@ def run_pass(
     delete_share: float = DEFAULT_DELETE_SHARE,
     progress: Progress | None = None,
     ask: Callable[[Plan], bool] | None = None,
-    send: Callable[[dict[str, Any], Path], None] | None = None,
+    send: Sender | None = None,
     stopping: Callable[[], bool] | None = None,
 ) -> PassResult:
     """One pass making ``kb_id`` match ``root``; a plan that needs confirming runs only with ``yes`` or
