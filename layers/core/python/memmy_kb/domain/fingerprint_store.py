@@ -1,0 +1,41 @@
+"""Where a file version's fingerprints are kept (``memmy_kb.domain.fingerprints``): the port, and its item.
+
+One item per file version, in the KB's partition (``PRINT#<file_id>#<version>``, beside its ``FILE#``): the
+ingest writes it when it records a file or submits a replacement; recall reads a KB's items with one Query
+(cached per environment, ``memmy_kb.domain.file_attribution``); the old version's goes when MemOS switches
+to the new one, a deleted file's with its cleanup, and reconcile removes any whose file is gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from memmy_kb.domain.fingerprints import Fingerprints
+
+
+@dataclass(frozen=True)
+class FilePrints:
+    """The fingerprints of one version of one file of a KB."""
+
+    kb_id: str
+    file_id: str
+    version: int
+    prints: Fingerprints
+
+
+class FingerprintStore(Protocol):
+    """The fingerprints of a KB's file versions."""
+
+    def put_prints(self, record: FilePrints) -> None:
+        """Store (or overwrite) one file version's fingerprints."""
+        ...
+
+    def query_prints(self, kb_id: str) -> list[FilePrints]:
+        """Every file version's fingerprints in the KB (an eventually consistent read is enough)."""
+        ...
+
+    def delete_prints(self, kb_id: str, file_id: str, versions: Iterable[int] | None = None) -> None:
+        """Delete the file's fingerprints: of ``versions``, or of every version when None."""
+        ...
