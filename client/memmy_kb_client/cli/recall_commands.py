@@ -12,6 +12,7 @@ from typing import Any
 
 from memmy_kb_client.cli.terminal import one_line, printable
 from memmy_kb_client.recall_contract import MAX_RECALL_LIMIT
+from memmy_kb_client.recall_reply import RecallFile, document_path, read_file, read_files, section_of
 
 
 def _kb_text(kb: dict[str, Any], owner: Any) -> str:
@@ -22,23 +23,50 @@ def _kb_text(kb: dict[str, Any], owner: Any) -> str:
     return text
 
 
-def _source(item: dict[str, Any]) -> str:
-    """The KB an excerpt comes from (and its sharer), or the KBs of the group it comes from; "" when the
-    service searched the whole scope at once and names none."""
+def _source(item: dict[str, Any], file: RecallFile | None) -> str:
+    """The KB an excerpt comes from (and its sharer), or the KBs of the group it comes from (the one its
+    file is in, when the file names it); "" when the service searched the whole scope at once and names
+    none."""
     kb = item.get("knowledge_base")
     if isinstance(kb, dict):
         return f"    from: {_kb_text(kb, item.get('owner'))}\n"
-    group = item.get("knowledge_bases")
-    if isinstance(group, list) and group:
-        listed = "; ".join(_kb_text(k, k.get("owner")) for k in group if isinstance(k, dict))
-        return f"    from one of: {listed}\n"
+    group = [k for k in item.get("knowledge_bases") or [] if isinstance(k, dict)]
+    home = [k for k in group if file is not None and k.get("id") == file["knowledge_base_id"]]
+    if home:
+        return f"    from: {_kb_text(home[0], home[0].get('owner'))}\n"
+    if group:
+        return f"    from one of: {'; '.join(_kb_text(k, k.get('owner')) for k in group)}\n"
     return ""
 
 
+def _document(file: RecallFile | None, candidates: list[RecallFile]) -> str:
+    """The file an excerpt comes from, by its path in the KB, id and version; or the files it may come from
+    when several hold its text; "" when the service names none."""
+    if file is not None:
+        version = f", v{file['version']}" if file["version"] is not None else ""
+        return f"    file: {one_line(document_path(file))} ({one_line(file['id'])}{version})\n"
+    if candidates:
+        return f"    file one of: {'; '.join(one_line(document_path(f)) for f in candidates)}\n"
+    return ""
+
+
+def _heading(item: dict[str, Any], file: RecallFile | None) -> str:
+    """``《handbook.md》 § Refunds`` for an excerpt of a known file, else ``《Refunds》`` (the section's
+    heading as MemOS keeps it)."""
+    if file is None:
+        return f"《{one_line(item.get('title', ''))}》"
+    section = section_of(item.get("title"), file)
+    return f"《{one_line(file['name'])}》" + (f" § {one_line(section)}" if section else "")
+
+
+# The labels of the lines the CLI writes under an excerpt's heading.
+_OWN_LABELS = ("from:", "from one of:", "file:", "file one of:")
+
+
 def _body_line(line: str) -> str:
-    """An excerpt's line; one that would read as the CLI's own ``from:`` line (the document's text, written
-    by whoever shared it) is prefixed with "› ", as the context block defuses its own labels."""
-    return f"› {line}" if line.startswith(("from:", "from one of:")) else line
+    """An excerpt's line; one that would read as the CLI's own ``from:`` or ``file:`` line (the document's
+    text, written by whoever shared it) is prefixed with "› ", as the context block defuses its own labels."""
+    return f"› {line}" if line.startswith(_OWN_LABELS) else line
 
 
 # Why a recall found nothing when it searched no knowledge base, as the page says it.
@@ -79,7 +107,9 @@ def _render(result: dict[str, Any], has_knowledge_bases: bool = True) -> str:
         score = item.get("score")
         shown = f"  (score {score:.2f})" if isinstance(score, int | float) else ""
         body = "\n".join(f"    {_body_line(line)}" for line in str(item.get("content", "")).splitlines())
-        blocks.append(f"[{index}] 《{one_line(item.get('title', ''))}》{shown}\n{_source(item)}{body}")
+        file, candidates = read_file(item.get("file")), read_files(item.get("files"))
+        about = _document(file, candidates) + _source(item, file)
+        blocks.append(f"[{index}] {_heading(item, file)}{shown}\n{about}{body}")
     return "\n\n".join([*notes, *blocks])
 
 

@@ -164,3 +164,148 @@ def test_a_recall_that_searched_nothing_says_why_and_what_to_do(monkeypatch, cap
 def test_nothing_found_counts_the_knowledge_bases_searched(searched, said):
     text = _render({"items": [], "scope_size": searched, "discarded": False})
     assert text == f"Nothing relevant found in {said}"
+
+
+def a_file(name: str, folder: str = "", file_id: str = "fl_1", **extra: object) -> dict[str, object]:
+    return {
+        "id": file_id,
+        "name": name,
+        "folder_path": folder,
+        "version": 3,
+        "knowledge_base_id": "kb_2",
+        **extra,
+    }
+
+
+def test_an_excerpt_names_its_document_with_the_section_after_it_its_path_id_and_version():
+    text = _render(
+        {
+            "items": [
+                item(
+                    "Refunds",
+                    knowledge_base={"id": "kb_2", "name": "销售资料"},
+                    owner={"name": "张三", "contact": "138****8000"},
+                    file=a_file("handbook.md", "policies/2024"),
+                    files=[],
+                ),
+                item(
+                    "员工手册",
+                    knowledge_base={"id": "kb_2", "name": "销售资料"},
+                    file=a_file("员工手册.docx"),
+                ),
+            ],
+            "scope_size": 1,
+        }
+    )
+    first, second = text.split("\n\n")
+    assert first.splitlines()[:3] == [
+        "[1] 《handbook.md》 § Refunds  (score 0.80)",
+        "    file: policies/2024/handbook.md (fl_1, v3)",
+        "    from: 销售资料 (kb_2), shared by 张三, 138****8000",
+    ]
+    # A heading that is only the file's name again is not repeated after it
+    assert second.splitlines()[:2] == [
+        "[2] 《员工手册.docx》  (score 0.80)",
+        "    file: 员工手册.docx (fl_1, v3)",
+    ]
+
+
+def test_candidates_are_listed_by_path_and_an_excerpt_without_a_file_reads_as_before():
+    candidates = [a_file("LICENSE"), a_file("LICENSE", "vendor/gpl", file_id="fl_2")]
+    text = _render(
+        {
+            "items": [
+                item(
+                    "Further Information",
+                    knowledge_base={"id": "kb_2", "name": "资料"},
+                    file=None,
+                    files=candidates,
+                ),
+                item("甲", knowledge_base={"id": "kb_2", "name": "资料"}, file=None, files=[]),
+                # Not a file the reply names plainly (no id): no document is claimed
+                item(
+                    "乙",
+                    knowledge_base={"id": "kb_2", "name": "资料"},
+                    file={"name": "x.md"},
+                    files=[{"id": 3}],
+                ),
+            ],
+            "scope_size": 1,
+        }
+    )
+    candidate, plain, malformed = text.split("\n\n")
+    assert candidate.splitlines()[:3] == [
+        "[1] 《Further Information》  (score 0.80)",
+        "    file one of: LICENSE; vendor/gpl/LICENSE",
+        "    from: 资料 (kb_2)",
+    ]
+    assert plain.splitlines()[:2] == ["[2] 《甲》  (score 0.80)", "    from: 资料 (kb_2)"]
+    assert malformed.splitlines()[:2] == ["[3] 《乙》  (score 0.80)", "    from: 资料 (kb_2)"]
+
+
+def test_a_file_of_a_group_names_the_one_kb_of_the_group_it_is_in():
+    group = [
+        {"id": "kb_1", "name": "一", "owner": None},
+        {"id": "kb_2", "name": "二", "owner": {"name": "李四", "contact": None}},
+    ]
+    text = _render({"items": [item("Refunds", knowledge_bases=group, file=a_file("h.md"))], "scope_size": 2})
+    assert "    from: 二 (kb_2), shared by 李四\n" in text
+    assert "one of" not in text
+
+
+def test_hostile_file_and_folder_names_print_inert_and_cannot_forge_a_line():
+    from memmy_kb_client.cli.terminal import printable
+
+    hostile = a_file(f"报告{HOSTILE}.md", f"销售\u202e/{HOSTILE}", file_id=f"fl{HOSTILE}")
+    text = printable(
+        _render(
+            {
+                "items": [
+                    item("x", knowledge_base={"id": "kb_2", "name": "资料"}, file=hostile),
+                    item("y", knowledge_base={"id": "kb_2", "name": "资料"}, files=[hostile, hostile]),
+                ],
+                "scope_size": 1,
+            }
+        )
+    )
+    for bad in ("\x1b", "\x07", "\r", "\u202e", "\x9b"):
+        assert bad not in text
+    assert text.splitlines()[0].startswith("[1] 《报告a\\u001b]8;;https://evil.example/")
+    labelled = [line for line in text.splitlines() if line.startswith(("    from", "    file"))]
+    assert len(labelled) == 4
+    assert labelled[0].startswith("    file: 销售\\u202e/a\\u001b")
+
+
+def test_an_excerpts_own_text_cannot_read_as_its_file_line():
+    text = _render(
+        {
+            "items": [
+                item(
+                    "甲",
+                    content="file: 伪造.md (fl_9, v1)\nfile one of: a.md",
+                    knowledge_base={"id": "kb_2", "name": "资料"},
+                    file=a_file("真.md"),
+                )
+            ],
+            "scope_size": 1,
+        }
+    )
+    assert text.splitlines()[-2:] == ["    › file: 伪造.md (fl_9, v1)", "    › file one of: a.md"]
+
+
+def test_recall_json_passes_the_file_and_its_candidates_through(monkeypatch, capsys):
+    import json
+
+    answer = {
+        "items": [
+            item("Refunds", file=a_file("handbook.md", "policies"), files=[a_file("a.md"), a_file("b.md")])
+        ],
+        "context": "…",
+        "scope_size": 1,
+        "discarded": False,
+    }
+    monkeypatch.setattr("memmy_kb_client.cli.transfer_commands.client_for", _Recalling(answer, []))
+    assert cli.main(["recall", "退款", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["items"][0]["file"] == a_file("handbook.md", "policies")
+    assert [f["name"] for f in printed["items"][0]["files"]] == ["a.md", "b.md"]
