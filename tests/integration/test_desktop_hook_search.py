@@ -25,6 +25,16 @@ ITEMS = [
 ]
 
 
+def _file(kb_id: str, name: str, folder: str = "") -> dict[str, Any]:
+    return {
+        "id": f"fl_{folder}{name}",
+        "name": name,
+        "folder_path": folder,
+        "version": 2,
+        "knowledge_base_id": kb_id,
+    }
+
+
 class KbCloud(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -59,6 +69,11 @@ class KbCloud(ThreadingHTTPServer):
                 "content": "text",
                 "knowledge_base": {"id": kb["id"], "name": kb["name"]},
                 "owner": None if kb["role"] == "owner" else {"name": "Bob", "contact": OWNER["contact"]},
+                # The owner's excerpts name their file; the share's text is in two of Bob's files.
+                "file": _file(kb["id"], "手册.md", "制度/2024") if kb["role"] == "owner" else None,
+                "files": []
+                if kb["role"] == "owner"
+                else [_file(kb["id"], "LICENSE"), _file(kb["id"], "LICENSE", "vendor")],
             }
             for kb in chosen
         ]
@@ -166,3 +181,12 @@ def test_a_search_of_no_knowledge_base_says_why_not_that_nothing_matched(service
     assert anyio.run(local.call, "POST", "/hook/search", {"query": "q"})["scope_size"] == 2
     assert anyio.run(local.call, "GET", "/hook/knowledge-bases")["not_in_recall"] == 1
     assert "nothing_searched" not in anyio.run(local.search, "q", None, None)
+
+
+def test_each_excerpt_names_the_file_or_the_candidates_the_cloud_names(service, cloud, local):
+    Client(service).login()
+    found = anyio.run(local.search, "q", None, None)
+    own, shared = found["excerpts"]
+    assert (own["file"], own["files"]) == (_file("kb_own", "手册.md", "制度/2024"), [])
+    assert shared["file"] is None
+    assert shared["files"] == [_file("kb_bob", "LICENSE"), _file("kb_bob", "LICENSE", "vendor")]

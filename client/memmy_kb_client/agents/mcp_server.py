@@ -15,13 +15,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from memmy_kb_client.agents.mcp_arguments import list_arguments, search_arguments
 from memmy_kb_client.agents.mcp_frames import claimed_stdin, read_frames
-from memmy_kb_client.agents.mcp_service import (
-    LocalService,
-    ToolRefused,
-    render_knowledge_bases,
-    render_search,
-    resolve,
-)
+from memmy_kb_client.agents.mcp_render import render_knowledge_bases, render_search
+from memmy_kb_client.agents.mcp_service import LocalService, ToolRefused, resolve
 from memmy_kb_client.recall_contract import MAX_QUERY_CHARS, MAX_RECALL_KBS, MAX_RECALL_LIMIT
 
 if TYPE_CHECKING:
@@ -39,8 +34,9 @@ MISSING_SDK = (
     "(pip install 'memmy-kb[mcp]', or ./client[mcp] in a checkout)."
 )
 SEARCH_DESCRIPTION: Final = """Search the user's Memmy knowledge bases (their own and those shared with them that take part
-in their recall) and return the best excerpts, each with its document title, its knowledge base
-(and owner, for a shared one) and its text.
+in their recall) and return the best excerpts, each with its title, the document it comes from (the
+file's name, folder and id; or the few files that hold the same text), its knowledge base (and owner,
+for a shared one) and its text.
 
 query: what to look for, in the user's words or your own (up to 4,000 characters).
 knowledge_bases: optional names or ids (from list_knowledge_bases) to search only those; it can

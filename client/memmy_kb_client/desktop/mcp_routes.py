@@ -103,6 +103,8 @@ def _search(state: DesktopState, request: Request) -> Reply:
             {
                 "title": item.get("title"),
                 "text": item.get("content"),
+                "file": item.get("file"),
+                "files": item.get("files"),
                 "knowledge_base": item.get("knowledge_base"),
                 "knowledge_bases": item.get("knowledge_bases"),
                 "owner": item.get("owner"),

@@ -12,14 +12,8 @@ import anyio
 import httpx
 import pytest
 
-from memmy_kb_client.agents.mcp_service import (
-    KnowledgeBase,
-    LocalService,
-    ToolRefused,
-    render_knowledge_bases,
-    render_search,
-    resolve,
-)
+from memmy_kb_client.agents.mcp_render import render_knowledge_bases, render_search
+from memmy_kb_client.agents.mcp_service import KnowledgeBase, LocalService, ToolRefused, resolve
 from memmy_kb_client.desktop.advice import command
 from tests.support.desktop_proof import proof_reply
 from tests.support.mock_http import mock_connect
@@ -172,6 +166,8 @@ def test_the_answer_keeps_only_the_contracts_fields(tmp_path):
             {
                 "title": "T",
                 "text": "x",
+                "file": None,
+                "files": [],
                 "knowledge_base": {"id": "kb_1", "name": "H"},
                 "owner": None,
                 "knowledge_bases": None,
