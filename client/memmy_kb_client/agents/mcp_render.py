@@ -1,20 +1,16 @@
 """The search's excerpts as the agent reads them: each reduced to the fields the tool's contract names, its
 title, its document (the file, or the files it may come from) and its knowledge base on lines of their own,
-its text between tags no document can forge; and the recall scope in words (docs/desktop.md, "Agents that
-search")."""
+its text between tags no document can forge (docs/desktop.md, "Agents that search")."""
 
 from __future__ import annotations
 
 import re
 import secrets
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
 from memmy_kb_client.recall_reply import RecallFile, document_path, read_file, read_files, section_of
-
-if TYPE_CHECKING:
-    from memmy_kb_client.agents.mcp_service import KnowledgeBase
 
 # Characters that a line for the agent leaves out, as the cloud's block does: controls, format characters
 # (bidi overrides, zero-width), private-use, surrogates and unassigned code points.
@@ -170,12 +166,3 @@ def render_search(query: str, result: dict[str, Any], new_boundary: Callable[[],
     if result["partial"]:
         text += "\n\n(Some knowledge bases did not answer in time: there may be more.)"
     return text
-
-
-def render_knowledge_bases(scope: Sequence[KnowledgeBase], why_empty: str) -> str:
-    """The scope for the agent; ``why_empty`` when it is empty (``LocalService.why_empty``)."""
-    if not scope:
-        return why_empty
-    lines = [f"{len(scope)} knowledge base{'s' if len(scope) != 1 else ''} in your recall:"]
-    lines += [f"- {kb.describe()}" for kb in scope]
-    return "\n".join(lines)

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from memmy_kb_client.agents.mcp_arguments import list_arguments, search_arguments
 from memmy_kb_client.agents.mcp_frames import claimed_stdin, read_frames
-from memmy_kb_client.agents.mcp_render import render_knowledge_bases, render_search
-from memmy_kb_client.agents.mcp_service import LocalService, ToolRefused, resolve
+from memmy_kb_client.agents.mcp_render import render_search
+from memmy_kb_client.agents.mcp_service import LocalService, ToolRefused, render_knowledge_bases, resolve
 from memmy_kb_client.recall_contract import MAX_QUERY_CHARS, MAX_RECALL_KBS, MAX_RECALL_LIMIT
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """What ``memmy-kb mcp`` asks of the local service with the hook token (the scope, a search) and the names
 the agent gives turned into ids inside the recall scope; every failure a ``ToolRefused`` saying what to do
-(docs/desktop.md, "Agents that search"). How the answers read: ``mcp_render``."""
+(docs/desktop.md, "Agents that search"); the scope in words. How the search's answers read: ``mcp_render``."""
 
 from __future__ import annotations
 
@@ -275,3 +275,12 @@ def resolve(requested: Sequence[str], scope: Sequence[KnowledgeBase], page: str 
             "leave it out to search every knowledge base in your recall."
         )
     return ids
+
+
+def render_knowledge_bases(scope: Sequence[KnowledgeBase], why_empty: str) -> str:
+    """The scope for the agent; ``why_empty`` when it is empty (``LocalService.why_empty``)."""
+    if not scope:
+        return why_empty
+    lines = [f"{len(scope)} knowledge base{'s' if len(scope) != 1 else ''} in your recall:"]
+    lines += [f"- {kb.describe()}" for kb in scope]
+    return "\n".join(lines)

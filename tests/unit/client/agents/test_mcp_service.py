@@ -12,8 +12,14 @@ import anyio
 import httpx
 import pytest
 
-from memmy_kb_client.agents.mcp_render import render_knowledge_bases, render_search
-from memmy_kb_client.agents.mcp_service import KnowledgeBase, LocalService, ToolRefused, resolve
+from memmy_kb_client.agents.mcp_render import render_search
+from memmy_kb_client.agents.mcp_service import (
+    KnowledgeBase,
+    LocalService,
+    ToolRefused,
+    render_knowledge_bases,
+    resolve,
+)
 from memmy_kb_client.desktop.advice import command
 from tests.support.desktop_proof import proof_reply
 from tests.support.mock_http import mock_connect
