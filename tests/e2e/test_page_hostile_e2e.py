@@ -1,7 +1,7 @@
 """Other people's text on the knowledge-base page (a shared KB's name, its sharer's name and contact, a
-document's title and excerpt, folder and file names) stays text, shows whose share an excerpt comes
-from (also within a group of KBs searched together), in both languages, and long unbroken names wrap
-instead of widening the page (Debian's chromium through Playwright).
+document's title and excerpt, folder and file names, an excerpt's file and folder path) stays text, shows
+whose share an excerpt comes from (also within a group of KBs searched together), in both languages, and
+long unbroken names wrap instead of widening the page (Debian's chromium through Playwright).
 
 The page's own files (the package's, with the service's headers) and the service's answers are served
 to the browser by Playwright's routing under an address that never reaches the network.
@@ -59,6 +59,21 @@ RECALLED = {
             "content": "x",
             "knowledge_base": {"id": "kb_r", "name": "资料\u202e"},
             "owner": {"name": "王五", "contact": "139****0000"},
+        },
+        {
+            "title": f"节{XSS}",
+            "content": "y",
+            "knowledge_base": {"id": "kb_m", "name": "我的资料"},
+            "file": {"id": "fl_x", "name": f"{LONG}{XSS}.md", "folder_path": f"文件夹{LONG}/{XSS}"},
+        },
+        {
+            "title": "许可",
+            "content": "z",
+            "knowledge_base": {"id": "kb_m", "name": "我的资料"},
+            "files": [
+                {"id": "fl_a", "name": f"许可\u202e{XSS}", "folder_path": ""},
+                {"id": "fl_b", "name": "LICENSE", "folder_path": f"{LONG}\u202e"},
+            ],
         },
     ],
 }
@@ -149,6 +164,11 @@ def test_excerpts_name_their_kb_and_every_sharer_and_hostile_text_stays_text(
     assert sources[1] == group
     titles = page.locator("#answer .excerpt h3").all_inner_texts()
     assert titles[0] == f"《{LONG}{XSS}》"
+    # File and folder names are text too: a file's name, its folder, the candidates' paths
+    assert titles[3] == f"《{LONG}{XSS}.md》 § 节{XSS}"
+    files = page.locator("#answer .excerpt .file").all_inner_texts()
+    assert files[0].endswith(f"文件夹{LONG}/{XSS}")
+    assert f"许可\u202e{XSS}" in files[1]
     shared_item = page.locator("#shared li[data-kb]")
     assert shared_item.locator("button.link").inner_text() == SHARED_KB["name"]
     assert f"老张{XSS}" in shared_item.inner_text()
@@ -165,7 +185,15 @@ def test_long_unbroken_names_wrap_instead_of_widening_the_page(browser, width):
     page.locator("#mine li[data-kb] button.link").click()
     page.locator("#entries tr").first.wait_for()
     assert overflow(page) <= 0, "the open knowledge base"
-    for node in ("#kb-heading", "#entries td", "#answer .excerpt h3", "#answer .excerpt .source"):
+    for node in (
+        "#kb-heading",
+        "#entries td",
+        "#answer .excerpt h3",
+        "#answer .excerpt .source",
+        "#answer article:nth-of-type(4) h3",
+        "#answer .excerpt .file",
+        "#answer article:last-of-type .file",
+    ):
         box = page.evaluate(
             "(s) => { const n = document.querySelector(s); return [n.scrollWidth, n.clientWidth]; }", node
         )
@@ -215,6 +243,8 @@ def test_a_bidi_override_in_a_name_cannot_reverse_the_words_after_it(browser):
     ask(page, "Ask")
     first, second = page.evaluate(EDGES, ["#answer .excerpt .source", 2, "Shared by"])
     assert first < second, "the excerpt's source line"
+    first, second = page.evaluate(EDGES, ["#answer .excerpt .file", 1, "; "])
+    assert first < second, "the separator after a candidate file's name"
     first, second = page.evaluate(EDGES, ["#shared li[data-kb] .meta", 0, "138****8000"])
     assert first < second, "the shared KB's sharer"
     page.locator("#mine li[data-kb] button.link").click()

@@ -54,9 +54,10 @@ function el(tag, attrs, ...children) {
 // ------------------------------------------------------------------------------------------ the API
 
 // listing and answer: the last shown, drawn again in the other language; view: the notice the page is
-// in when it cannot show the lists ("needSession", "needLogin").
+// in when it cannot show the lists ("needSession", "needLogin"); found: the file an excerpt opened (kb.js).
 const state = {
   csrf: "", me: null, kbs: [], kb: null, trail: [], timer: null, busy: false, listing: null, answer: null, view: "",
+  found: null,
 };
 
 class ApiError extends Error {

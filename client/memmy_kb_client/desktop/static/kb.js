@@ -89,9 +89,11 @@ function renderLists() {
 function isOwner() { return state.kb && state.kb.role === "owner"; }
 function folderId() { return state.trail.length ? state.trail[state.trail.length - 1].id : null; }
 
-function openKb(kb) {
+// A KB opened at its root, or at ``target``'s folder (``trail``) with its file's row marked (ask.js).
+function openKb(kb, target) {
   state.kb = kb;
-  state.trail = [];
+  state.trail = target ? target.trail : [];
+  state.found = target ? { file: target.file, shown: false } : null;
   state.listing = null;
   $("kb").hidden = false;
   $("welcome").hidden = true;
@@ -248,12 +250,25 @@ function renderEntries(listing) {
       cell.append(el("span", { class: "reason", "data-code": file.reason_code || "", text: reasonText(file) }));
     }
     cell.append(...fileNotes(file));  // sync.js: the version, a replace under way or failed
-    rows.push(el("tr", { "data-file": file.id },
+    const found = Boolean(state.found && state.found.file === file.id);
+    rows.push(el("tr", { "data-file": file.id, class: found ? "found" : null, "aria-current": found ? "true" : null, tabindex: found ? -1 : null },
       el("td", { text: file.name }), cell, el("td", { class: "size", text: formatSize(file.size_bytes) }),
       el("td", { class: "acts" }, ...rowActions("file", file, listing))));
   }
   $("entries").replaceChildren(...rows);
   $("empty").hidden = rows.length > 0;
+  showFound();
+}
+
+// The file an excerpt was opened for: its row brought into view and focused, once; a notice when the
+// folder shown no longer holds it.
+function showFound() {
+  if (!state.found || state.found.shown) return;
+  state.found.shown = true;
+  const row = document.querySelector(`#entries tr[data-file="${CSS.escape(state.found.file)}"]`);
+  if (!row) { notice(t("fileGone")); return; }
+  row.scrollIntoView({ block: "center" });
+  row.focus({ preventScroll: true });
 }
 
 // ------------------------------------------------------------------------------------------ uploads
