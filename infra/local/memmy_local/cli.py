@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
+import os
 import signal
 import sys
 import threading
@@ -315,5 +317,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_command(parse)
 
 
+def console() -> None:
+    """The ``memmy-local`` command: ``main()``, then the process ends at once with its exit code.
+
+    Everything ``main`` started is stopped by then (the stack's parts in reverse order, a data dir's
+    tables written, the logs closed). What ``os._exit`` skips is only the interpreter's own teardown of
+    the stack's heap (moto's backends, the functions' modules, about 300,000 objects): measured here at
+    2-3 s of a 4 s Ctrl-C on a busy 2-core machine, against 1-1.5 s for the whole stop itself.
+    """
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()
