@@ -123,7 +123,8 @@ class SourceKb:
 @dataclass(frozen=True)
 class SourceFile:
     """A file an excerpt comes from: its KB, id, name, folder path (the folder names from the KB's root,
-    joined by ``/``; ``""`` at the root) and the version whose text the excerpt matched."""
+    joined by ``/``, a ``/`` within a name shown as ``∕``; ``""`` at the root) and the version whose text
+    the excerpt matched."""
 
     kb_id: str
     file_id: str
@@ -230,7 +231,8 @@ def _sanitise_source(source: SourceKb) -> SourceKb:
 
 
 def _sanitise_file(file: SourceFile) -> SourceFile:
-    path = "/".join(sanitise_label(part) for part in file.folder_path.split("/")) if file.folder_path else ""
+    # The path as one label: a tag look-alike split across two folder names is defused like any other.
+    path = sanitise_label(file.folder_path) if file.folder_path else ""
     return SourceFile(file.kb_id, file.file_id, sanitise_label(file.name), path, file.version)
 
 

@@ -145,4 +145,10 @@ def _live(key: FileKey, records: Mapping[tuple[str, str], FileRecord], paths: _P
 
 def _named(key: FileKey, records: Mapping[tuple[str, str], FileRecord], paths: _Paths) -> SourceFile:
     record, path = records[(key[0], key[1])], paths[(key[0], key[1])]
-    return SourceFile(record.kb_id, record.file_id, record.name, "/".join(path or ()), key[2])
+    return SourceFile(record.kb_id, record.file_id, record.name, path_text(path or ()), key[2])
+
+
+def path_text(names: Sequence[str]) -> str:
+    """Folder names joined by ``/``, a ``/`` within a name shown as ``∕`` (U+2215) so the path stays
+    unambiguous."""
+    return "/".join(name.replace("/", "\u2215") for name in names)
