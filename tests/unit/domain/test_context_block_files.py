@@ -35,7 +35,8 @@ def test_one_file_is_cited_by_name_with_the_heading_after_it_and_its_folder():
     assert source == "来源 Source: 《handbook.md》（文件夹 folder: policies/2026） § Refunds"
     assert kb_line == "知识库 Knowledge base: 「销售资料」（共享者 shared by: 张三, 138****8000）"
     assert block.excerpts[0].files == (file,)
-    assert "§" in PREFACE and "文件夹" in PREFACE
+    assert "§" in PREFACE
+    assert "文件夹" in PREFACE
 
 
 def test_a_file_at_the_root_without_a_heading_is_cited_by_name_alone():
@@ -59,14 +60,19 @@ def test_a_hostile_file_or_folder_name_stays_on_its_line_inside_the_fence(name):
     assert len(found) == 2  # both sections well formed: no name closed a fence or opened one
     for body in found:
         source, kb_line, text = body.split("\n")
-        assert source.startswith("来源 Source: 《") and kb_line.startswith("知识库 Knowledge base: 「")
+        assert source.startswith("来源 Source: 《")
+        assert kb_line.startswith("知识库 Knowledge base: 「")
         assert text.startswith("正文")
         assert not re.search(r"<\s*/?\s*excerpt", source, re.IGNORECASE)
-        assert "<|" not in source and "<system" not in source.lower()
-        assert "\u202e" not in source and "\u200b" not in source
+        assert "<|" not in source
+        assert "<system" not in source.lower()
+        assert "\u202e" not in source
+        assert "\u200b" not in source
         # The name cannot close the 《》 early nor open a KB bracket of its own
-        assert source.count("《") == 1 and source.count("》") == 1
-        assert "「" not in source and "」" not in source
+        assert source.count("《") == 1
+        assert source.count("》") == 1
+        assert "「" not in source
+        assert "」" not in source
     (sanitised,) = {e.files[0] for e in block.excerpts}
     assert "\n" not in sanitised.name + sanitised.folder_path
     assert sanitised.folder_path.count("/") == 1  # a "/" of a name is no separator

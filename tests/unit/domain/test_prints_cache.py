@@ -52,14 +52,17 @@ def test_past_the_bound_the_least_recently_used_kbs_go_and_a_kb_over_it_alone_is
     cache.put(entry("kb3", 40))
 
     assert cache.fresh("kb2", (1, 0)) is None
-    assert cache.fresh("kb1", (1, 0)) is not None and cache.fresh("kb3", (1, 0)) is not None
+    assert cache.fresh("kb1", (1, 0)) is not None
+    assert cache.fresh("kb3", (1, 0)) is not None
     assert cache.hashes == 80
 
     cache.put(entry("kb4", 101))
-    assert cache.fresh("kb4", (1, 0)) is None and cache.hashes == 80
+    assert cache.fresh("kb4", (1, 0)) is None
+    assert cache.hashes == 80
 
     cache.put(entry("kb1", 10))  # replacing an entry counts only the new one
-    assert cache.hashes == 50 and len(cache) == 2
+    assert cache.hashes == 50
+    assert len(cache) == 2
 
 
 def _world() -> tuple[FakeRecallFiles, object]:
@@ -98,7 +101,8 @@ def test_a_load_slower_than_the_budget_names_no_file_this_time_and_serves_the_ne
     served = run(repo, memos, attribution="by_file", files=files, prints=cache)
 
     (item,) = late.items
-    assert item.file is None and item.knowledge_base.id == "kb1"
+    assert item.file is None
+    assert item.knowledge_base.id == "kb1"
     assert served.items[0].file.id == "fi_r"
     assert files.prints_queries["kb1"] == 1
 
@@ -114,4 +118,5 @@ def test_a_load_that_fails_names_no_file_and_the_recall_is_served():
 
     (item,) = run(repo, memos, attribution="by_file", files=files, prints=PrintsCache()).items
 
-    assert item.file is None and item.knowledge_base.id == "kb1"
+    assert item.file is None
+    assert item.knowledge_base.id == "kb1"

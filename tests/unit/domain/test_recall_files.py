@@ -49,11 +49,13 @@ def test_two_files_sharing_a_heading_the_excerpt_names_the_one_that_holds_its_te
 
     (item,) = result.items
     assert item.title == "Further Information"
-    assert item.file is not None and item.files == []
+    assert item.file is not None
+    assert item.files == []
     assert (item.file.id, item.file.name, item.file.folder_path, item.file.version) == (
         "fi_a", "README.md", "docs/widget", 1,
     )  # fmt: skip
-    assert item.file.knowledge_base_id == "kb1" and item.knowledge_base.id == "kb1"
+    assert item.file.knowledge_base_id == "kb1"
+    assert item.knowledge_base.id == "kb1"
     assert "来源 Source: 《README.md》（文件夹 folder: docs/widget） § Further Information" in result.context
 
 
@@ -66,7 +68,8 @@ def test_eight_kbs_on_one_backend_are_one_search_and_each_excerpt_names_its_kb_b
 
     result = run(repo, memos, attribution="by_file", files=files, prints=PrintsCache())
 
-    assert len(memos.searches) == 1 and len(memos.searches[0].kb_ids) == 8
+    assert len(memos.searches) == 1
+    assert len(memos.searches[0].kb_ids) == 8
     assert memos.searches[0].limit == 25  # enough to keep five per KB after attribution
     assert [(i.knowledge_base.id, i.file.id) for i in result.items] == [("kb2", "fi_a"), ("kb5", "fi_b")]
     assert len(files.batch_gets) == 1
@@ -117,8 +120,10 @@ def test_a_text_no_file_holds_names_the_kbs_it_could_be_from():
 
     (item,) = run(repo, memos, attribution="by_file", files=files, prints=PrintsCache()).items
 
-    assert item.file is None and item.files == []
-    assert item.knowledge_base is None and sorted(k.id for k in item.knowledge_bases) == ["kb1", "kb2"]
+    assert item.file is None
+    assert item.files == []
+    assert item.knowledge_base is None
+    assert sorted(k.id for k in item.knowledge_bases) == ["kb1", "kb2"]
 
 
 def test_never_a_file_of_a_kb_that_was_not_searched():
@@ -130,7 +135,9 @@ def test_never_a_file_of_a_kb_that_was_not_searched():
     result = run(repo, memos, attribution="by_file", files=files, prints=PrintsCache(), knowledge_base_ids=["kb1"])
 
     (item,) = result.items
-    assert item.file is None and item.files == [] and item.knowledge_base.id == "kb1"
+    assert item.file is None
+    assert item.files == []
+    assert item.knowledge_base.id == "kb1"
     assert "kb2" not in files.prints_queries
 
 
@@ -176,7 +183,8 @@ def test_a_kb_leaving_mid_search_drops_its_hits_and_the_unattributed_ones_and_ke
     assert len(memos.searches) == 1
     assert [i.file.id for i in result.items] == ["fi_a"]
     assert result.discarded is True
-    assert "Gadget" not in result.context and "calendar" not in result.context.lower()
+    assert "Gadget" not in result.context
+    assert "calendar" not in result.context.lower()
 
 
 def test_candidates_spanning_a_kb_that_left_are_dropped():
@@ -187,7 +195,8 @@ def test_candidates_spanning_a_kb_that_left_are_dropped():
 
     result = run(repo, memos, attribution="by_file", files=files, prints=PrintsCache())
 
-    assert result.items == [] and result.discarded is True
+    assert result.items == []
+    assert result.discarded is True
 
 
 def test_no_kb_leaving_keeps_unattributed_hits_and_candidates_across_kbs():
@@ -201,7 +210,8 @@ def test_no_kb_leaving_keeps_unattributed_hits_and_candidates_across_kbs():
     licence, unknown = result.items
     assert sorted(f.knowledge_base_id for f in licence.files) == ["kb1", "kb2"]
     assert sorted(k.id for k in licence.knowledge_bases) == ["kb1", "kb2"]
-    assert unknown.files == [] and sorted(k.id for k in unknown.knowledge_bases) == ["kb1", "kb2"]
+    assert unknown.files == []
+    assert sorted(k.id for k in unknown.knowledge_bases) == ["kb1", "kb2"]
     assert result.discarded is False
 
 
@@ -211,4 +221,5 @@ def test_without_the_files_port_excerpts_name_the_kbs_of_their_search():
 
     (item,) = run(repo, memos, attribution="by_file").items
 
-    assert item.file is None and sorted(k.id for k in item.knowledge_bases) == ["kb1", "kb2"]
+    assert item.file is None
+    assert sorted(k.id for k in item.knowledge_bases) == ["kb1", "kb2"]

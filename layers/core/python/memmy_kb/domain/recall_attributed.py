@@ -345,7 +345,7 @@ def attributed_search(
         return None
     kbs, owners = names["read"]
     merged = merge_answered(
-        answered,
+        [(o.hits, o.search.grants) for o in answered],
         in_scope=frozenset(entry.kb_id for entry in now),
         ready=ready,
         files=files,

@@ -27,8 +27,10 @@ if TYPE_CHECKING:
     from memmy_kb.domain.context_block import SourceFile, SourceKb
     from memmy_kb.domain.engine import SearchHit
     from memmy_kb.domain.prints_cache import FileKey, KbPrints, RecallFiles
-    from memmy_kb.domain.recall_attributed import Outcome
     from memmy_kb.records import GrantRecord
+
+    # One answered search: its hits, and the grants of the KBs it covered.
+    Answered = tuple[tuple[SearchHit, ...], tuple[GrantRecord, ...]]
 
 
 @dataclass(frozen=True)
@@ -49,13 +51,11 @@ class _Found:
     files: tuple[FileKey, ...]
 
 
-def _attributed(
-    outcomes: list[Outcome], ready: Mapping[str, KbPrints]
-) -> list[_Found]:
+def _attributed(answered: list[Answered], ready: Mapping[str, KbPrints]) -> list[_Found]:
     found: list[_Found] = []
-    for index, outcome in enumerate(outcomes):
-        grants = {g.kb_id: g for g in outcome.search.grants}
-        for rank, hit in enumerate(outcome.hits):
+    for index, (hits, searched) in enumerate(answered):
+        grants = {g.kb_id: g for g in searched}
+        for rank, hit in enumerate(hits):
             files = attribute_files(hit.content, grants, ready)
             named = dict.fromkeys(kb_id for kb_id, _, _ in files) if files else grants
             found.append(_Found(hit, (index, rank), tuple(grants[kb_id] for kb_id in named), files))
@@ -63,7 +63,7 @@ def _attributed(
 
 
 def merge_answered(
-    outcomes: list[Outcome],
+    answered: list[Answered],
     *,
     in_scope: frozenset[str],
     ready: Mapping[str, KbPrints],
@@ -73,9 +73,9 @@ def merge_answered(
     relevance: Callable[[SearchHit], float],
     source: Callable[[GrantRecord], SourceKb],
 ) -> Merged:
-    """The answered ``outcomes``' hits attributed, those of KBs no longer ``in_scope`` (kb ids) dropped,
+    """The ``answered`` searches' hits attributed, those of KBs no longer ``in_scope`` (kb ids) dropped,
     the rest merged and their files named."""
-    found = _attributed(outcomes, ready)
+    found = _attributed(answered, ready)
     kept = [f for f in found if all(g.kb_id in in_scope for g in f.grants)]
     kept.sort(key=lambda f: (-relevance(f.hit), f.order))
     taken: dict[frozenset[str], int] = {}
