@@ -36,12 +36,12 @@ BASE_MODULES = frozenset(
     {"errors", "records", "settings", "observability", "invocation_deadline", "cold_start"}
 )
 # What the adapters may import of the domain: the ports they implement and the types those speak.
-# The fingerprints' port and their stored form (``Fingerprints.encode``/``decode``) are vocabulary too.
 DOMAIN_VOCABULARY = frozenset(
     {
         "memmy_kb.domain.ports",
         "memmy_kb.domain.storage",
         "memmy_kb.domain.engine",
+        # The fingerprints' port, and the value it stores (its stored form is the value's own).
         "memmy_kb.domain.fingerprint_store",
         "memmy_kb.domain.fingerprints",
     }
