@@ -5,8 +5,10 @@ mid-search, and the names read as the files are now. The fingerprint cache is in
 from __future__ import annotations
 
 from memmy_kb.domain.prints_cache import PrintsCache
+from memmy_kb.domain.rate_governor import RateGovernor
+from tests.support.clock import FakeClock
 from tests.support.fakes.recall_files import FakeRecallFiles
-from tests.support.recall import Repository, engine, grant, own, run
+from tests.support.recall import Repository, engine, grant, own, recall_with, run
 
 # Two READMEs that share a section heading, and a licence kept in two KBs.
 README_A = (
@@ -223,3 +225,32 @@ def test_without_the_files_port_excerpts_name_the_kbs_of_their_search():
 
     assert item.file is None
     assert sorted(k.id for k in item.knowledge_bases) == ["kb1", "kb2"]
+
+
+def test_the_governor_near_the_rate_limit_takes_nothing_from_one_search_per_backend():
+    kbs = [f"kb{n}" for n in range(8)]
+    repo = Repository([[own(kb) for kb in kbs]])
+    memos, files = world(kbs, memories={"kb2": [("Further Information", PARA_A, 0.9)]})
+    files.add_file("kb2", "fi_a", "a.md", README_A)
+    governor = RateGovernor(FakeClock().now)
+    for _ in range(10):  # this environment just served ten recalls of four searches: the per-KB plan degrades
+        governor.allowances({"default": 4}, {})
+
+    result = recall_with(repo, memos, user_id="bob", query="q", attribution="by_file", files=files, governor=governor)
+
+    assert len(memos.searches) == 1
+    assert result.saved == 0
+    assert result.degraded is False
+    assert [e.files[0].file_id for e in result.block.excerpts] == ["fi_a"]
+
+
+def test_a_hit_is_matched_only_against_the_files_of_the_kbs_its_own_search_covered():
+    # Per KB, kb1 and kb2 are two searches: kb1's hit cannot be kb2's file, whatever kb2 holds
+    repo = Repository([[own("kb1"), own("kb2")]])
+    memos, files = world(["kb1", "kb2"], memories={"kb1": [("FI", PARA_A, 0.9)]})
+    files.add_file("kb2", "fi_a", "a.md", README_A)
+
+    (item,) = run(repo, memos, attribution="per_kb", files=files, prints=PrintsCache()).items
+
+    assert item.file is None
+    assert item.knowledge_base.id == "kb1"
