@@ -116,22 +116,25 @@ def test_every_excerpt_names_its_kb_and_a_revoked_share_comes_back_no_more(stage
         mine = rita.post("/knowledge-bases", json={"name": stage.kb_name("我的笔记")}).json()["id"]
         shared_reply = olivia.post(f"/knowledge-bases/{shared}/members", json={"identifier": reader})
         assert shared_reply.status_code == HTTPStatus.CREATED, shared_reply.text
-        # A third user with 10 KBs: past RECALL_MAX_SEARCHES (4), the rest are searched as one group
+        # Ten more KBs of Olivia's: one search for her eleven
         many = [
             olivia.post("/knowledge-bases", json={"name": stage.kb_name(f"资料{i}")}).json()["id"]
             for i in range(10)
         ]
         markers = {shared: f"SH{tag}", mine: f"MY{tag}", **{kb: f"K{i}X{tag}" for i, kb in enumerate(many)}}
         tokens = {kb: (asker if kb == mine else owner).token for kb in markers}
-        documents = {kb: (tokens[kb], "制度.md", f"{DOCUMENT} {marker}") for kb, marker in markers.items()}
-        add_documents(stage, documents)
+        # Each document mostly its own words, so that its text names its file (DOCUMENT alone would be
+        # boilerplate in eleven files: candidates, no one file)
+        documents = {kb: (tokens[kb], "制度.md", _own_words(marker)) for kb, marker in markers.items()}
+        add_documents(stage, documents, uploaded=True)
 
-        # When Rita asks, then each excerpt names its KB, and a share its owner
+        # When Rita asks, then each excerpt names its file and KB, and a share its owner
         body = rita.post("/recall", json={"query": QUESTION, "limit": 5}).json()
         by_kb = {_marker_kb(item, markers): item for item in body["items"]}
         assert set(by_kb) == {shared, mine}
         assert by_kb[mine]["knowledge_base"] == {"id": mine, "name": stage.kb_name("我的笔记")}
         assert by_kb[mine]["owner"] is None
+        assert (by_kb[mine]["file"]["name"], by_kb[mine]["file"]["knowledge_base_id"]) == ("制度.md", mine)
         assert by_kb[shared]["knowledge_base"] == {"id": shared, "name": stage.kb_name("销售资料")}
         assert by_kb[shared]["owner"]["name"] == "Olivia"
         assert f"「{stage.kb_name('销售资料')}」（共享者 shared by: Olivia" in body["context"]
@@ -144,17 +147,16 @@ def test_every_excerpt_names_its_kb_and_a_revoked_share_comes_back_no_more(stage
 
         # When Olivia asks over her eleven KBs
         wide = olivia.post("/recall", json={"query": QUESTION, "limit": 25}).json()
-    # Then an excerpt of a KB searched alone names it, one of the group names the group's KBs
+    # Then every excerpt names its own KB, by its file (one search covered them all)
     assert wide["scope_size"] == 11
-    assert wide["items"], wide
-    named_alone = set()
+    assert len(wide["items"]) == 11, wide
     for item in wide["items"]:
         kb = _marker_kb(item, markers)
-        if item["knowledge_base"] is not None:
-            assert item["knowledge_base"]["id"] == kb
-            named_alone.add(kb)
-        else:
-            assert kb in {k["id"] for k in item["knowledge_bases"]}
-    # At most RECALL_MAX_SEARCHES - 1 KBs are searched alone; the group names the other eight
-    assert 1 <= len(named_alone) <= 3
-    assert any(item["knowledge_bases"] and len(item["knowledge_bases"]) == 8 for item in wide["items"])
+        assert item["knowledge_base"]["id"] == kb
+        assert (item["file"]["knowledge_base_id"], item["file"]["name"]) == (kb, "制度.md")
+
+
+def _own_words(marker: str) -> str:
+    """The question's answer, then words of this document alone."""
+    words = " ".join(uuid.uuid4().hex[:6] for _ in range(30))
+    return f"{DOCUMENT} {marker} {words}"

@@ -1,7 +1,8 @@
 """POST /recall through the real handler, on moto and the MemOS emulator.
 
 Documents are put straight into the emulator's KBs (the ids read from our grants), so these tests do not
-depend on uploads: what comes back shows exactly which KBs MemOS was asked to search.
+depend on uploads: what comes back shows exactly which KBs MemOS was asked to search. They run the per-KB
+plan (``RECALL_ATTRIBUTION=per_kb``): with no fingerprints recorded, it is the plan that names each KB.
 """
 
 from __future__ import annotations
@@ -85,6 +86,14 @@ def recall(service, user: str, query: str = QUERY, **body: Any):
 def markers_in(reply) -> set[str]:
     text = str(reply.body)
     return {owner for owner, marker in MARKERS.items() if marker in text}
+
+
+@pytest.fixture(autouse=True)
+def per_kb_plan(service, monkeypatch):
+    """These tests put documents into MemOS directly, without the fingerprints the ingest keeps: the per-KB
+    plan is the one that names their KBs without them (``test_recall_files_api.py`` runs ``by_file``)."""
+    monkeypatch.setenv("RECALL_ATTRIBUTION", "per_kb")
+    reset_composition()
 
 
 @pytest.fixture

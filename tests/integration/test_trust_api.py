@@ -357,27 +357,37 @@ def test_the_kb_list_costs_two_dynamodb_calls(people):
     ]
 
 
-def test_a_recall_costs_two_queries_one_batched_read_and_a_search_per_kb_up_to_the_cap(people, monkeypatch):
+def test_a_recall_costs_two_queries_one_batched_read_and_a_search_per_backend(people, monkeypatch):
     alices, carols = create_kb(people), create_kb(people, "carol", "卡萝的")
     share(people, alices, "bob")
     share(people, carols, "bob", user="carol")
     create_kb(people, "bob", "鲍勃的")
 
-    def recall_searches() -> tuple[list[str], int]:
-        # Warm: the MemOS key is read once per container (after ``limits`` resets it), not per recall
+    def ask() -> None:
         people.call("POST", "/recall", "bob", body={"query": "报销"})
+
+    def recall_searches() -> tuple[list[str], int]:
+        # Warm: the MemOS key is read once per container (after ``limits`` resets it), not per recall, and
+        # the KBs' fingerprints once while fresh
+        ask()
         before = people.memos.calls("/search/memory")
-        calls = calls_of(lambda: people.call("POST", "/recall", "bob", body={"query": "报销"}))
+        calls = calls_of(ask)
         return calls, people.memos.calls("/search/memory") - before
 
+    # Cold, the environment first loads each KB's fingerprints and folders (a Query each), during the search
+    limits(monkeypatch)
+    cold = [c for c in calls_of(ask) if c.startswith("dynamodb:")]
+    assert sorted(cold) == sorted(["dynamodb:Query"] * (2 + 2 * 3) + ["dynamodb:BatchGetItem"])
     assert recall_searches() == (
         [
             "dynamodb:Query",  # bob's grants: the scope
-            "dynamodb:BatchGetItem",  # the KBs' names and the sharers' profiles, during the searches
-            "dynamodb:Query",  # the scope again, once every search has answered
+            "dynamodb:BatchGetItem",  # the KBs' names and the sharers' profiles, during the search
+            "dynamodb:Query",  # the scope again, once the search has answered
         ],
-        3,  # one search per KB of the scope
+        1,  # one search for the three KBs of one backend (a hit would add one BatchGetItem of its files)
     )
+    limits(monkeypatch, RECALL_ATTRIBUTION="per_kb")
+    assert recall_searches()[1] == 3  # one search per KB of the scope
     limits(monkeypatch, RECALL_MAX_SEARCHES=2)
     assert recall_searches()[1] == 2  # one KB alone, the other two as a group
     limits(monkeypatch, RECALL_ATTRIBUTION="combined")

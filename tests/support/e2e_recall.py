@@ -35,10 +35,12 @@ def memos_kb_id(stack: RunningStack, kb_id: str) -> str:
     return found
 
 
-def add_documents(stage: Stage, documents: dict[str, tuple[str, str, str]]) -> None:
+def add_documents(stage: Stage, documents: dict[str, tuple[str, str, str]], *, uploaded: bool = False) -> None:
     """One document in each KB (``{kb_id: (its owner's token, file name, text)}``), then wait until all
-    are searchable: put straight into the emulator's MemOS on the local stack, uploaded on a deployed one."""
-    if stage.local is None:
+    are searchable: put straight into the emulator's MemOS on the local stack, uploaded on a deployed one
+    (and on the local stack too with ``uploaded``: the ingest then records each file, and the fingerprints
+    recall names it by)."""
+    if stage.local is None or uploaded:
         for kb_id, (token, filename, text) in documents.items():
             with api(stage, token) as client:
                 upload(client, kb_id, filename, text)

@@ -36,7 +36,16 @@ BASE_MODULES = frozenset(
     {"errors", "records", "settings", "observability", "invocation_deadline", "cold_start"}
 )
 # What the adapters may import of the domain: the ports they implement and the types those speak.
-DOMAIN_VOCABULARY = frozenset({"memmy_kb.domain.ports", "memmy_kb.domain.storage", "memmy_kb.domain.engine"})
+DOMAIN_VOCABULARY = frozenset(
+    {
+        "memmy_kb.domain.ports",
+        "memmy_kb.domain.storage",
+        "memmy_kb.domain.engine",
+        # The fingerprints' port, and the value it stores (its stored form is the value's own).
+        "memmy_kb.domain.fingerprint_store",
+        "memmy_kb.domain.fingerprints",
+    }
+)
 # What the domain may import besides memmy_kb and the standard library: top-level packages (pure
 # computation, no I/O: HTML to Markdown is markdownify on bs4), and of Powertools only the logger
 # (``from aws_lambda_powertools import Logger``).

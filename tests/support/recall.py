@@ -23,7 +23,11 @@ _CONFIG = {f.name for f in fields(RecallConfig)}
 
 def recall_with(grants: Any, memos: Any, **asked: Any) -> RecallResult:
     """``recall`` with ``user_id``, ``query``, ``limit``... and ``attribution``, ``max_searches``... as
-    keywords; ``clock`` and ``governor`` passed on as they are."""
+    keywords; ``clock``, ``governor``, ``files`` and ``prints`` passed on as they are.
+
+    ``attribution`` is ``per_kb`` unless given: the worlds here hold no fingerprints, and the per-KB plan
+    is the one that names their KBs without them (``test_recall_files.py`` tests ``by_file``)."""
+    asked.setdefault("attribution", "per_kb")
     question = RecallQuestion(**{k: v for k, v in asked.items() if k in _QUESTION})
     config = RecallConfig(**{k: v for k, v in asked.items() if k in _CONFIG})
     rest = {k: v for k, v in asked.items() if k not in _QUESTION | _CONFIG}
@@ -56,6 +60,7 @@ class Repository:
 
     snapshots: list[list[GrantRecord]]
     profiles: dict[str, ProfileRecord] = field(default_factory=dict)
+    file_counts: dict[str, int] = field(default_factory=dict)  # META's file_count per KB (default 0)
     reads: int = 0
     batch_reads: int = 0
 
@@ -71,7 +76,12 @@ class Repository:
         owners = {g.kb_id: g.owner_id for s in self.snapshots for g in s}
         kbs = {
             k: KnowledgeBaseRecord(
-                kb_id=k, name=f"{k} 的资料", owner_id=owners[k], memos_kb_id=f"m-{k}", created_at=NOW
+                kb_id=k,
+                name=f"{k} 的资料",
+                owner_id=owners[k],
+                memos_kb_id=f"m-{k}",
+                created_at=NOW,
+                file_count=self.file_counts.get(k, 0),
             )
             for k in kb_ids
         }

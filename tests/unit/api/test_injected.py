@@ -33,6 +33,7 @@ from memmy_kb.api.routes import (
     uploads,
 )
 from memmy_kb.domain.limits import ShareLimits
+from memmy_kb.domain.prints_cache import PrintsCache
 from memmy_kb.domain.sharing import SharePolicy
 from memmy_kb.records import KbCapacity
 from memmy_kb.settings import Settings, get_settings
@@ -45,6 +46,7 @@ from tests.support.factories import (
     reader_grant_for,
 )
 from tests.support.fakes import FakeKnowledgeEngine, FakeStores, fake_stores
+from tests.support.fakes.recall_files import FakeRecallFiles
 
 SETTINGS = Settings(table_name="only-the-fakes", memos_base_url="http://127.0.0.1:9", memos_api_key_secret="")
 # Ports a route receives but the request under test never reaches: anything that is called fails loudly.
@@ -82,6 +84,8 @@ class World:
             composition.get_activity_log: lambda: self.stores.activity,
             composition.get_memos_client: lambda: self.memos,
             composition.get_recall_memos_client: lambda: self.memos,
+            composition.get_recall_files: FakeRecallFiles,
+            composition.get_prints_cache: PrintsCache,
             composition.get_create_intents: lambda: self.intents,
             composition.get_backend_slots: lambda: self.stores.slots,
             composition.get_cleanup_store: lambda: UNUSED,

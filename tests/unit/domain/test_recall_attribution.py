@@ -227,7 +227,8 @@ def test_an_unknown_attribution_is_refused():
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
-        ({}, ("per_kb", 4, 5)),
+        ({}, ("by_file", 4, 5)),
+        ({"RECALL_ATTRIBUTION": "per_kb"}, ("per_kb", 4, 5)),
         ({"RECALL_ATTRIBUTION": "Combined", "RECALL_MAX_SEARCHES": "2", "RECALL_MAX_PER_KB": "9"}, ("combined", 2, 9)),
     ],
 )

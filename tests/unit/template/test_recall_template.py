@@ -33,7 +33,7 @@ def test_recall_has_its_own_small_memory_and_a_short_timeout(recall_function):
     # The MemOS budget leaves the function time for the two table reads and the answer.
     assert float(variables["RECALL_MEMOS_TIMEOUT_SECONDS"]) <= recall_function["Timeout"] / 2
     assert int(variables["RECALL_CONTEXT_MAX_CHARS"]) > 0
-    assert variables["RECALL_ATTRIBUTION"] in {"per_kb", "combined"}
+    assert variables["RECALL_ATTRIBUTION"] in {"by_file", "per_kb", "combined"}
     assert int(variables["RECALL_MAX_SEARCHES"]) >= 1
     assert int(variables["RECALL_MAX_PER_KB"]) >= 1
 

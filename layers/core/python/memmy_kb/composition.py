@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         UploadObjects,
         UploadRequeue,
     )
+    from memmy_kb.domain.prints_cache import PrintsCache, RecallFiles
     from memmy_kb.domain.rate_governor import RateGovernor
     from memmy_kb.domain.sharing import SharePolicy
     from memmy_kb.records import KbCapacity
@@ -199,6 +200,22 @@ def get_rate_governor() -> RateGovernor:
 
 
 @cache
+def get_recall_files() -> RecallFiles:
+    """What recall reads to name an excerpt's file: fingerprints, folders and files."""
+    from memmy_kb.adapters.dynamodb.recall_files import DynamoRecallFiles
+
+    return DynamoRecallFiles(get_table())
+
+
+@cache
+def get_prints_cache() -> PrintsCache:
+    """This environment's cache of the KBs' fingerprints (``memmy_kb.domain.prints_cache``)."""
+    from memmy_kb.domain.prints_cache import PrintsCache
+
+    return PrintsCache()
+
+
+@cache
 def get_memos_client() -> KnowledgeEngines:
     """The MemOS backends, a client each (built on first use with that backend's URL and key)."""
     import httpx
@@ -322,6 +339,8 @@ _CACHED_FACTORIES = (
     memos_api_key,
     memos_tls_context,
     get_rate_governor,
+    get_recall_files,
+    get_prints_cache,
     get_memos_client,
     get_recall_memos_client,
     s3_client,

@@ -20,11 +20,12 @@ class Settings:
     # Recall (every agent turn): how long to wait for MemOS before failing closed, and the context cap.
     recall_memos_timeout_seconds: float = 2.5
     recall_context_max_chars: int = 8000
-    # Attribution (docs/architecture.md, "Recall"): "per_kb" searches each KB of the scope on its own so
-    # that every excerpt names its KB, at most ``recall_max_searches`` MemOS searches per recall (the KBs
-    # past that are searched as one group), keeping at most ``recall_max_per_kb`` excerpts from one KB;
-    # "combined" searches the whole scope at once (one search per recall, excerpts name no KB).
-    recall_attribution: str = "per_kb"
+    # Attribution (docs/architecture.md, "Recall"): "by_file" searches each MemOS backend of the scope once
+    # and names every excerpt's file (so its KB) from its text; "per_kb" searches each KB of the scope on its
+    # own, at most ``recall_max_searches`` MemOS searches per recall (the KBs past that are searched as one
+    # group); both keep at most ``recall_max_per_kb`` excerpts from one KB. "combined" searches the whole
+    # scope at once and names no KB nor file.
+    recall_attribution: str = "by_file"
     recall_max_searches: int = 4
     recall_max_per_kb: int = 5
     # The MemOS rate governor (memmy_kb.domain.rate_governor): near a backend's max_qps, recall sends it
@@ -74,7 +75,7 @@ def get_settings() -> Settings:
         memos_max_kbs=int(env.get("MEMOS_MAX_KBS", "100")),
         recall_memos_timeout_seconds=_positive(env, "RECALL_MEMOS_TIMEOUT_SECONDS", 2.5),
         recall_context_max_chars=int(_positive(env, "RECALL_CONTEXT_MAX_CHARS", 8000)),
-        recall_attribution=_choice(env, "RECALL_ATTRIBUTION", ("per_kb", "combined")),
+        recall_attribution=_choice(env, "RECALL_ATTRIBUTION", ("by_file", "per_kb", "combined")),
         recall_max_searches=int(_positive(env, "RECALL_MAX_SEARCHES", 4)),
         recall_max_per_kb=int(_positive(env, "RECALL_MAX_PER_KB", 5)),
         recall_rate_governor=_choice(env, "RECALL_RATE_GOVERNOR", ("on", "off")) == "on",

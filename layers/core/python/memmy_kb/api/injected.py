@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         ProfileStore,
         UploadObjects,
     )
+    from memmy_kb.domain.prints_cache import PrintsCache, RecallFiles
     from memmy_kb.domain.rate_governor import RateGovernor
     from memmy_kb.domain.recall_config import RecallConfig
     from memmy_kb.domain.sharing import SharePolicy
@@ -41,7 +42,7 @@ else:
     # sharing rules and the records into every API handler, recall included (test_handler_imports.py).
     ActivityLog = CleanupExecutions = CleanupStore = ContentStore = CreateIntents = KnowledgeBaseStore = Any
     KnowledgeEngines = ProfileStore = UploadObjects = SharePolicy = KbCapacity = BackendSlots = Any
-    RateGovernor = RecallConfig = Any
+    RateGovernor = RecallConfig = PrintsCache = RecallFiles = Any
 
 CallerId = Annotated[str, Depends(current_caller_id)]
 CallerClaims = Annotated[VerifiedClaims, Depends(current_claims)]
@@ -60,6 +61,9 @@ UploadStorageDep = Annotated[UploadObjects, Depends(composition.get_upload_stora
 # attempt within its budget).
 MemosDep = Annotated[KnowledgeEngines, Depends(composition.get_memos_client)]
 RecallMemosDep = Annotated[KnowledgeEngines, Depends(composition.get_recall_memos_client)]
+# Recall naming excerpts' files: the reads, and the environment's cache of the KBs' fingerprints.
+RecallFilesDep = Annotated[RecallFiles, Depends(composition.get_recall_files)]
+PrintsCacheDep = Annotated[PrintsCache, Depends(composition.get_prints_cache)]
 # Built from the settings on each request (they are cheap): a test overrides them whole.
 SharePolicyDep = Annotated[SharePolicy, Depends(composition.get_share_policy)]
 KbCapacityDep = Annotated[KbCapacity, Depends(composition.get_kb_capacity)]

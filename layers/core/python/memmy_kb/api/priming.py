@@ -36,12 +36,14 @@ from memmy_kb.observability import muted
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
-    from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
+    from memmy_kb.domain.fingerprint_store import FilePrints
+    from memmy_kb.records import FileRecord, FolderRecord, GrantRecord, KnowledgeBaseRecord, ProfileRecord
 
 # No clock reading goes into the snapshot: the primed records carry this fixed date.
 _FIXED_TIME = datetime(2000, 1, 1, tzinfo=UTC)
 _CALLER = "snapstart-priming"
 _BACKEND = "snapstart-priming"
+_PRIMED_TEXT = "A primed excerpt, whose file recall names from its text."
 # How long priming waits for the primed recall's search threads to end (they end at once).
 _THREADS_SECONDS = 2.0
 
@@ -62,7 +64,7 @@ class _Engine:
     """A MemOS backend answering every search with one hit."""
 
     def search_memory(self, user_id: str, query: str, kb_ids: list[str], **_: Any) -> list[SearchHit]:
-        return [SearchHit("Priming", "A primed excerpt.", 0.5)]
+        return [SearchHit("Priming", _PRIMED_TEXT, 0.5)]
 
 
 class _Engines:
@@ -100,6 +102,30 @@ class _Sources:
         return {self._kb.kb_id: self._kb}, {}
 
 
+class _Files:
+    """The KB's one file, whose fingerprints hold the primed excerpt's text, at its root."""
+
+    def query_prints(self, kb_id: str) -> list[FilePrints]:
+        from memmy_kb.domain.fingerprint_store import FilePrints
+        from memmy_kb.domain.fingerprints import fingerprint
+
+        return [FilePrints(kb_id, "fi_priming", 1, fingerprint([_PRIMED_TEXT]))]
+
+    def query_folders(self, kb_id: str) -> list[FolderRecord]:
+        return []
+
+    def batch_get_files(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], FileRecord]:
+        from memmy_kb.records import FileRecord
+
+        found = {}
+        for kb_id, file_id in keys:
+            found[(kb_id, file_id)] = FileRecord(
+                kb_id=kb_id, file_id=file_id, memos_file_id="memos-priming", name="priming.md", size_bytes=1,
+                upload_id="up_priming", uploaded_at=_FIXED_TIME,
+            )  # fmt: skip
+        return found
+
+
 def prime_aws(services: Iterable[str]) -> None:
     """botocore's models and endpoint data of ``services`` loaded, through unsigned clients thrown away."""
     from botocore import UNSIGNED
@@ -123,10 +149,11 @@ def prime_memos() -> None:
 
 def prime_records() -> None:
     """The table adapter (and the DynamoDB codec) and the validators of the records recall reads."""
-    import memmy_kb.adapters.dynamodb.knowledge_bases  # noqa: F401 - recall's store
-    from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
+    from memmy_kb.adapters.dynamodb import knowledge_bases, recall_files  # recall's store and its file reads
+    from memmy_kb.records import FileRecord, FolderRecord, GrantRecord, KnowledgeBaseRecord, ProfileRecord
 
-    for model in (GrantRecord, KnowledgeBaseRecord, ProfileRecord):
+    del knowledge_bases, recall_files  # imported for what they load, not used here
+    for model in (GrantRecord, KnowledgeBaseRecord, ProfileRecord, FileRecord, FolderRecord):
         model.model_rebuild()
 
 
@@ -136,11 +163,15 @@ def prime_recall(app: APIGatewayHttpResolver) -> None:
     prime_memos()
     prime_records()
     from memmy_kb.api.injected import recall_governor
+    from memmy_kb.domain.prints_cache import PrintsCache
     from memmy_kb.domain.rate_governor import RateGovernor
 
     overrides = {
         composition.get_kb_store: _Sources,
         composition.get_recall_memos_client: _Engines,
+        composition.get_recall_files: _Files,
+        # A cache of its own, thrown away: the snapshot keeps no KB's fingerprints.
+        composition.get_prints_cache: PrintsCache,
         # Called as the provider it replaces is (with the settings): a governor of its own, thrown away.
         recall_governor: lambda settings: RateGovernor(),
     }

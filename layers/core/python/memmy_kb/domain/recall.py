@@ -5,9 +5,10 @@ The one place where a wrong id hands someone else's documents to an agent, so ev
 1. the scope is the caller's grants with recall on, from one consistent Query (``recall_grants``),
    narrowed to the request's ``knowledge_base_ids`` when it names some (``narrow_recall_grants``: an id
    outside the scope is a 422, never a wider search); empty → nothing, and MemOS is not called;
-2. MemOS searches exactly the scope's MemOS ids, as a reader id that never writes: by default each KB on
-   its own, concurrently, so that every excerpt names its KB (``memmy_kb.domain.recall_attributed``,
-   which also re-checks the scope and merges); with ``attribution="combined"`` in one search, as below;
+2. MemOS searches exactly the scope's MemOS ids, as a reader id that never writes: by default once per
+   MemOS backend, each excerpt's file (and so its KB) told from its text, or with ``attribution="per_kb"``
+   each KB on its own (``memmy_kb.domain.recall_attributed``, which also re-checks the scope and merges);
+   with ``attribution="combined"`` in one search naming nothing, as below;
 3. (combined) the scope is read again (and narrowed the same way); if it changed during the search (a revoke, a leave, a toggle), the
    whole result is dropped: MemOS hits carry no KB id, so they cannot be filtered afterwards;
 4. the hits become the context block (``memmy_kb.domain.context_block``).
@@ -36,13 +37,14 @@ from memmy_kb.domain.access import (
 )
 from memmy_kb.domain.context_block import ContextBlock, Excerpt, build_context
 from memmy_kb.domain.engine import MemosApiKeyError, MemosError, MemosNotFound, backend_of
-from memmy_kb.domain.recall_config import PER_KB, RecallConfig, RecallQuestion
+from memmy_kb.domain.recall_config import COMBINED, RecallConfig, RecallQuestion
 from memmy_kb.errors import RecallUnavailable
 from memmy_kb.observability import logger
 
 if TYPE_CHECKING:
     from memmy_kb.domain.engine import SearchHit
     from memmy_kb.domain.ports import GrantReader, KnowledgeEngines, RecallSources
+    from memmy_kb.domain.prints_cache import PrintsCache, RecallFiles
     from memmy_kb.domain.rate_governor import RateGovernor
     from memmy_kb.records import GrantRecord
 
@@ -54,7 +56,7 @@ class RecallResult:
     """The excerpts kept (sanitised, in order) and the block, for a scope of ``scope_size`` KBs.
 
     ``discarded``: the scope changed during the search and hits were dropped: every hit in combined
-    mode, the hits of the KBs (or groups) that left the scope otherwise. ``partial``: some searches
+    mode, the hits of the KBs that left the scope (and the unattributed hits of their searches) otherwise. ``partial``: some searches
     failed and the excerpts are those of the others. ``degraded``: near MemOS's rate limit the governor
     grouped KBs that would have been searched alone (``saved`` searches fewer).
     """
@@ -118,6 +120,8 @@ def recall(
     *,
     clock: Callable[[], float] = time.perf_counter,
     governor: RateGovernor | None = None,
+    files: RecallFiles | None = None,
+    prints: PrintsCache | None = None,
 ) -> RecallResult:
     """Search the caller's recall scope for ``question`` and return the excerpts and the context block.
 
@@ -125,7 +129,9 @@ def recall(
     backend). Raises ``RecallUnavailable`` when MemOS fails, times out or cannot be authenticated with
     (per KB: for every KB still in scope). ``question.knowledge_base_ids`` narrows the scope to those KBs;
     one outside the scope raises ``InvalidInput`` (``knowledge_base_not_in_scope``), MemOS not called.
-    ``governor`` (per KB only) caps the searches per backend near MemOS's rate limit (None: no cap).
+    ``governor`` (not combined) caps the searches per backend near MemOS's rate limit (None: no cap).
+    ``files`` (not combined) lets each excerpt name its file, ``prints`` being the environment's cache of
+    the KBs' fingerprints (None: none: excerpts name KBs only).
     """
     watch = _Stopwatch.start(clock)
     scope_grants = narrow_recall_grants(recall_grants(grants, question.user_id), question.knowledge_base_ids)
@@ -133,8 +139,8 @@ def recall(
     if not scope_grants:
         logger.info("recall: empty scope, MemOS not called", extra={"scope_size": 0, **watch.timings})
         return _empty(0, discarded=False)
-    if config.attribution == PER_KB:
-        return _attributed(grants, memos, question, config, scope_grants, watch, governor)
+    if config.attribution != COMBINED:
+        return _attributed(grants, memos, question, config, scope_grants, watch, governor, (files, prints))
     return _combined(grants, memos, question, config, scope_grants, watch)
 
 
@@ -146,13 +152,23 @@ def _attributed(
     scope_grants: list[GrantRecord],
     watch: _Stopwatch,
     governor: RateGovernor | None,
+    attribution: tuple[RecallFiles | None, PrintsCache | None],
 ) -> RecallResult:
-    """Recall with every excerpt attributed to its KB (or its group): ``recall_attributed``."""
+    """Recall with every excerpt attributed to its file or KB (or the KBs it may be from): ``recall_attributed``."""
     from memmy_kb.domain.recall_attributed import attributed_search
 
     scope_size = len(scope_grants)
+    files, prints = attribution
     found = attributed_search(
-        grants, memos, question, config, reader=reader_id(question.user_id), scope_grants=scope_grants, governor=governor
+        grants,
+        memos,
+        question,
+        config,
+        reader=reader_id(question.user_id),
+        scope_grants=scope_grants,
+        governor=governor,
+        files=files,
+        prints=prints,
     )
     watch.lap("search_ms")
     if found is None:
@@ -161,16 +177,23 @@ def _attributed(
             extra={"scope_size": scope_size, **watch.timings},
         )
         raise _unavailable()
-    block = _block([Excerpt(hit.title, hit.content, hit.score, sources) for hit, sources in found.hits], question, config)
-    discarded, partial = found.dropped > 0, found.failed > 0
+    block = _block(
+        [Excerpt(hit.title, hit.content, hit.score, sources, named) for hit, sources, named in found.hits],
+        question,
+        config,
+    )
+    discarded, partial = found.left > 0, found.failed > 0
     logger.info(
         "recall: served",
         extra={
             "scope_size": scope_size,
             "searches": found.searches,
             "failed_searches": found.failed,
-            "dropped_searches": found.dropped,
+            "left_kbs": found.left,
             "saved_searches": found.saved,
+            "dropped_hits": found.dropped_hits,
+            "attributed_hits": found.attributed,
+            "print_indexes": found.indexes,
             "hits": len(found.hits),
             "kept": len(block.excerpts),
             "context_chars": len(block.text),

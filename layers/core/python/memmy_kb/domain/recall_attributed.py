@@ -1,27 +1,28 @@
-"""Attributed recall: every excerpt says which KB it comes from (docs/architecture.md, "Recall").
+"""Attributed recall: every excerpt says which KB, and which file, it comes from (docs/architecture.md,
+"Recall").
 
-A MemOS hit names neither its KB nor its file, and a search over several KBs cannot be split afterwards,
-so the only way to know a hit's KB is to search that KB alone. Recall therefore plans one search per KB
-of the scope, at most ``max_searches`` of them: past that, the first KBs (shares first: who wrote a text
-matters most when it is someone else's) are searched alone and the rest in groups, one per MemOS backend
-(a search goes to one project with its key), whose excerpts name every KB of the group.
+A MemOS hit names neither its KB nor its file. By default (``by_file``) recall searches each MemOS backend
+of the scope once, over all of the scope's KBs on it (a search goes to one project with its key), and
+tells each hit's file, and so its KB, from its text (``memmy_kb.domain.recall_merge``). The ``per_kb``
+plan, kept for comparison, searches each KB alone, at most ``max_searches`` searches: past that, the
+first KBs (shares first) are searched alone and the rest in groups, one per backend.
 
-The searches run at once on threads (each KB's backend's client, whose connection pool is sized for them)
+The searches run at once on threads (each backend's client, whose connection pool is sized for them)
 within the one recall budget; a search MemOS answers with "rate limited" is tried once more, after a
-jittered pause, when the budget still allows it; meanwhile the main thread reads the KBs' names and the sharers' profiles in
-one batched read. Once every search has answered (or the budget is spent) the scope is read again, once:
-a search whose KB (or any KB of its group) left the scope is dropped whole, whatever it answered. The
-excerpts left are merged by score, at most ``max_per_kb`` per KB (per KB of a group) and ``limit`` in all.
-Some searches failing and others answering gives the answered excerpts, flagged ``partial``; no search
+jittered pause, when the budget still allows it; meanwhile the main thread reads the KBs' names and the
+sharers' profiles in one batched read and starts loading the fingerprints the environment does not hold
+fresh (``memmy_kb.domain.file_attribution``). Once every search has answered (or the budget is spent)
+the scope is read again, once, and the hits of KBs that left it are dropped (``recall_merge``). Some
+searches failing and others answering gives the answered excerpts, flagged ``partial``; no search
 answering for a KB still in scope is the 503 of a failed recall.
 
 Near MemOS's rate limit the rate governor (``memmy_kb.domain.rate_governor``) allows a backend fewer
 searches than the plan has for it; ``cap_plan`` then keeps the first of them alone and merges the rest
-into one group, down to one search of all the backend's KBs (``degraded``: the recall's excerpts name
-groups where they would have named KBs; ``saved``: the searches it did not send).
+into one group, down to one search of all the backend's KBs (``saved``: the searches it did not send).
+The ``by_file`` plan sends one search per backend already, so it is never cut.
 
 The scope given may be the request's narrowed one (``narrow_recall_grants``): the re-check asks only that
-each search's KBs are still in the caller's scope, so it holds for a narrowed scope as it is.
+each hit's KBs are still in the caller's scope, so it holds for a narrowed scope as it is.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memmy_kb.domain.access import ScopeEntry, compute_recall_scope
-from memmy_kb.domain.context_block import SourceKb
+from memmy_kb.domain.context_block import SourceFile, SourceKb
 from memmy_kb.domain.engine import (
     MemosApiKeyError,
     MemosError,
@@ -46,10 +47,14 @@ from memmy_kb.domain.engine import (
     SearchHit,
     backend_of,
 )
+from memmy_kb.domain.file_attribution import PrintsLoading
+from memmy_kb.domain.prints_cache import PrintsCache
+from memmy_kb.domain.recall_merge import merge_answered
 from memmy_kb.observability import put_backend_metrics
 
 if TYPE_CHECKING:
     from memmy_kb.domain.ports import KnowledgeEngines, RecallSources
+    from memmy_kb.domain.prints_cache import RecallFiles
     from memmy_kb.domain.rate_governor import RateGovernor
     from memmy_kb.domain.recall_config import RecallConfig, RecallQuestion
     from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
@@ -89,13 +94,18 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Attributed:
-    """The merged hits with their sources, and what happened to the searches."""
+    """The merged hits with their KBs and files, and what happened to the searches: ``left``, the searched
+    KBs that left the scope meanwhile; ``attributed``, the hits kept that name a file; ``dropped_hits``,
+    those dropped by the re-check; ``indexes``, the KBs whose fingerprints were ready."""
 
-    hits: list[tuple[SearchHit, tuple[SourceKb, ...]]]
+    hits: list[tuple[SearchHit, tuple[SourceKb, ...], tuple[SourceFile, ...]]]
     searches: int
     failed: int
-    dropped: int
+    left: int
     saved: int = 0  # searches the rate governor took off the plan (0: not degraded)
+    attributed: int = 0
+    dropped_hits: int = 0
+    indexes: int = 0
 
 
 def plan(grants: list[GrantRecord], max_searches: int) -> list[Search]:
@@ -112,6 +122,15 @@ def plan(grants: list[GrantRecord], max_searches: int) -> list[Search]:
     for g in ordered[alone:]:
         groups.setdefault(backend_of(g.memos_backend), []).append(g)
     return [*(Search((g,)) for g in ordered[:alone]), *(Search(tuple(groups[b])) for b in sorted(groups))]
+
+
+def plan_by_backend(grants: list[GrantRecord]) -> list[Search]:
+    """One search per MemOS backend for all of the scope's KBs on it (shares first, then by id)."""
+    ordered = sorted({g.kb_id: g for g in grants}.values(), key=lambda g: (g.role == "owner", g.kb_id))
+    groups: dict[str, list[GrantRecord]] = {}
+    for g in ordered:
+        groups.setdefault(backend_of(g.memos_backend), []).append(g)
+    return [Search(tuple(groups[b])) for b in sorted(groups)]
 
 
 def cap_plan(searches: list[Search], allowed: dict[str, int]) -> list[Search]:
@@ -153,9 +172,17 @@ def relevance(hit: SearchHit) -> float:
     return score if score is not None and math.isfinite(score) else -1.0
 
 
-def _cap(search: Search, limit: int, max_per_kb: int) -> int:
-    """At most ``max_per_kb`` excerpts per KB searched (a group's KBs together), never over ``limit``."""
-    return min(limit, max_per_kb * len(search.grants))
+# MemOS's most hits per search we ask for (the API's most excerpts a recall).
+MAX_SEARCH_HITS = 25
+
+
+def _asked(search: Search, limit: int, max_per_kb: int) -> int:
+    """The hits to ask of one search: for one KB at most ``max_per_kb`` (never over ``limit``); for several,
+    ``limit`` when no KB's cap can bind, else the most MemOS gives (25), so that one KB's many hits ranked
+    first still leave the others' hits once ``max_per_kb`` is applied after attribution."""
+    if len(search.grants) == 1:
+        return min(limit, max_per_kb)
+    return limit if limit <= max_per_kb else MAX_SEARCH_HITS
 
 
 def _source(
@@ -270,61 +297,73 @@ def attributed_search(
     reader: str,
     scope_grants: list[GrantRecord],
     governor: RateGovernor | None = None,
+    files: RecallFiles | None = None,
+    prints: PrintsCache | None = None,
 ) -> Attributed | None:
-    """Search each KB of the scope (or its group) as ``reader``, re-check the scope once, merge; None when
-    every search failed for a KB still in the scope (the caller answers 503). With a ``governor``, each
-    backend gets no more searches than it allows now."""
+    """Search the scope as ``reader`` (one search per backend, or per KB with ``attribution="per_kb"``),
+    re-check the scope once, attribute and merge; None when every search failed for a KB still in the
+    scope (the caller answers 503). With a ``governor``, each backend gets no more searches than it allows
+    now. With ``files``, each hit is matched against the searched KBs' files (``prints``: the
+    environment's cache of their fingerprints)."""
+    from memmy_kb.domain.recall_config import PER_KB
+
     query, limit, max_per_kb = question.query, question.limit, config.max_per_kb
-    planned = plan(scope_grants, config.max_searches)
+    planned = plan(scope_grants, config.max_searches) if config.attribution == PER_KB else plan_by_backend(scope_grants)
     searches = planned if governor is None else governed_plan(memos, governor, planned)
     names: dict[str, tuple[dict[str, KnowledgeBaseRecord], dict[str, ProfileRecord]]] = {}
+    loading = None if files is None else PrintsLoading(files, prints if prints is not None else PrintsCache())
+    deadline = time.monotonic() + config.search_seconds
 
-    def read_names() -> None:
+    def meanwhile() -> None:
         shared = [g.owner_id for g in scope_grants if g.role != "owner"]
         names["read"] = grants.batch_get_kbs_and_profiles((g.kb_id for g in scope_grants), shared)
+        if loading is not None:
+            loading.start((g.kb_id for g in scope_grants), names["read"][0])
 
     outcomes = run_searches(
         searches,
         _governed(
             lambda s: memos.engine(s.backend).search_memory(
-                reader, query, s.memos_ids, limit=_cap(s, limit, max_per_kb)
+                reader, query, s.memos_ids, limit=_asked(s, limit, max_per_kb)
             ),
             governor,
         ),
-        read_names,
+        meanwhile,
         config.search_seconds,
     )
+    ready = {} if loading is None else loading.finish(deadline)
     _publish(outcomes, planned, searches)
     failures = [o for o in outcomes if o.error is not None]
     if len(failures) == len(outcomes) and not any(isinstance(o.error, MemosNotFound) for o in failures):
         return None  # nothing answered, and no failure a scope change could explain: no re-read
-    # Once every search has answered: a search whose KB (or one of its group) left the scope is dropped.
+    # Once every search has answered: hits of KBs that left the scope go (``recall_merge``); a failure of a
+    # search one of whose KBs left is explained by it.
     now = compute_recall_scope(grants, question.user_id)
-    kept = [o for o in outcomes if o.search.entries <= now]
-    answered = [o for o in kept if o.error is None]
-    failed = len(kept) - len(answered)
+    answered = [o for o in outcomes if o.error is None]
+    failed = sum(1 for o in failures if o.search.entries <= now)
     if failed and not answered:
         return None
     kbs, owners = names["read"]
-    ranked = [
-        (hit, index, rank, o.search) for index, o in enumerate(answered) for rank, hit in enumerate(o.hits)
-    ]
-    ranked.sort(key=lambda r: (-relevance(r[0]), r[1], r[2]))
-    taken = [0] * len(answered)
-    merged: list[tuple[SearchHit, tuple[SourceKb, ...]]] = []
-    for hit, index, _, search in ranked:
-        if len(merged) >= limit:
-            break
-        if taken[index] >= _cap(search, limit, max_per_kb):
-            continue
-        taken[index] += 1
-        merged.append((hit, tuple(_source(g, kbs, owners) for g in search.grants)))
+    merged = merge_answered(
+        [(o.hits, o.search.grants) for o in answered],
+        in_scope=frozenset(entry.kb_id for entry in now),
+        ready=ready,
+        files=files,
+        limit=limit,
+        max_per_kb=max_per_kb,
+        relevance=relevance,
+        source=lambda g: _source(g, kbs, owners),
+    )
+    searched = frozenset(e for o in outcomes for e in o.search.entries)
     return Attributed(
-        merged,
+        merged.hits,
         searches=len(searches),
         failed=failed,
-        dropped=len(outcomes) - len(kept),
+        left=len(searched - now),
         saved=len(planned) - len(searches),
+        attributed=merged.attributed,
+        dropped_hits=merged.dropped,
+        indexes=len(ready),
     )
 
 

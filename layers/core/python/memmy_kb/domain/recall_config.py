@@ -14,10 +14,13 @@ if TYPE_CHECKING:
     from memmy_kb.settings import Settings
 
 DEFAULT_RECALL_LIMIT = 9
-# Attribution: "per_kb" searches each KB (up to ``max_searches`` searches), "combined" the scope at once.
+# Attribution: "by_file" searches each MemOS backend once for the whole scope and names every excerpt's file
+# (and so its KB) from its text; "per_kb" searches each KB alone (up to ``max_searches`` searches), naming
+# files too; "combined" searches the scope at once and names nothing.
+BY_FILE = "by_file"
 PER_KB = "per_kb"
 COMBINED = "combined"
-ATTRIBUTIONS = (PER_KB, COMBINED)
+ATTRIBUTIONS = (BY_FILE, PER_KB, COMBINED)
 DEFAULT_MAX_SEARCHES = 4
 DEFAULT_MAX_PER_KB = 5
 DEFAULT_SEARCH_SECONDS = 2.5
@@ -25,11 +28,11 @@ DEFAULT_SEARCH_SECONDS = 2.5
 
 @dataclass(frozen=True)
 class RecallConfig:
-    """``attribution`` (``per_kb`` or ``combined``), at most ``max_searches`` MemOS searches and
+    """``attribution`` (``by_file``, ``per_kb`` or ``combined``), at most ``max_searches`` MemOS searches and
     ``max_per_kb`` excerpts from one KB, ``search_seconds`` for the searches together, and the block's cap
     in characters."""
 
-    attribution: str = PER_KB
+    attribution: str = BY_FILE
     max_searches: int = DEFAULT_MAX_SEARCHES
     max_per_kb: int = DEFAULT_MAX_PER_KB
     search_seconds: float = DEFAULT_SEARCH_SECONDS

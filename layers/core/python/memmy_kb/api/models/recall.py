@@ -11,7 +11,7 @@ from memmy_kb.domain.context_block import SizeLimit
 from memmy_kb.domain.recall_config import DEFAULT_RECALL_LIMIT, RecallQuestion
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.context_block import Excerpt, SourceKb
+    from memmy_kb.domain.context_block import Excerpt, SourceFile, SourceKb
     from memmy_kb.domain.recall import RecallResult
 
 MAX_QUERY_LENGTH = 4000
@@ -103,6 +103,28 @@ class RecallGroupKb(RecallKb):
     owner: RecallOwner | None = None
 
 
+class RecallFile(ApiModel):
+    """A file an excerpt comes from, as it is now (its name and folder sanitised like the block's)."""
+
+    id: str
+    name: str = Field(repr=False)
+    folder_path: str = Field(
+        repr=False, description='The folder names from the KB\'s root, joined by "/" ("" at the root)'
+    )
+    version: int = Field(description="The version of the file whose text the excerpt matched")
+    knowledge_base_id: str
+
+
+def _file(file: SourceFile) -> RecallFile:
+    return RecallFile(
+        id=file.file_id,
+        name=file.name,
+        folder_path=file.folder_path,
+        version=file.version,
+        knowledge_base_id=file.kb_id,
+    )
+
+
 def _owner(source: SourceKb) -> RecallOwner | None:
     if source.owner_name is None:
         return None
@@ -112,9 +134,13 @@ def _owner(source: SourceKb) -> RecallOwner | None:
 class RecallItem(ApiModel):
     """One excerpt as it appears in ``context``: sanitised, with its source title and its KB.
 
+    ``file`` names the file it comes from when its text names one clearly; ``files`` lists the candidates
+    when several files hold its text (then ``file`` is null); both empty when no file holds enough of it.
+    ``title`` is MemOS's heading for the excerpt (a section of the file, not its name).
     ``knowledge_base`` names the KB it comes from (``owner`` the sharer, for a KB shared with the caller);
-    ``knowledge_bases`` instead lists the KBs of a group searched together, one of which it comes from.
-    Neither is present when the service searches the whole scope at once (``RECALL_ATTRIBUTION=combined``).
+    ``knowledge_bases`` instead lists the KBs it could come from (candidates in several KBs, or no file
+    named). Neither is present when the service searches the whole scope at once without attribution
+    (``RECALL_ATTRIBUTION=combined``).
     """
 
     title: str = Field(repr=False)
@@ -123,10 +149,18 @@ class RecallItem(ApiModel):
     knowledge_base: RecallKb | None = None
     owner: RecallOwner | None = None
     knowledge_bases: list[RecallGroupKb] | None = None
+    file: RecallFile | None = Field(default=None, description="The one file the excerpt comes from, when clear")
+    files: list[RecallFile] = Field(
+        default_factory=list, description="The candidate files when several hold the excerpt's text, else []"
+    )
 
     @classmethod
     def from_excerpt(cls, excerpt: Excerpt) -> RecallItem:
         item = cls(title=excerpt.title, content=excerpt.content, score=excerpt.score)
+        if len(excerpt.files) == 1:
+            item.file = _file(excerpt.files[0])
+        elif excerpt.files:
+            item.files = [_file(f) for f in excerpt.files]
         if len(excerpt.sources) == 1:
             (source,) = excerpt.sources
             item.knowledge_base = RecallKb(id=source.kb_id, name=source.name)

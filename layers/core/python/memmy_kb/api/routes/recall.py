@@ -8,7 +8,15 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.metrics import MetricUnit
 
-from memmy_kb.api.injected import CallerId, KbStoreDep, RateGovernorDep, RecallConfigDep, RecallMemosDep
+from memmy_kb.api.injected import (
+    CallerId,
+    KbStoreDep,
+    PrintsCacheDep,
+    RateGovernorDep,
+    RecallConfigDep,
+    RecallFilesDep,
+    RecallMemosDep,
+)
 from memmy_kb.api.models.recall import RecallRequest, RecallResponse
 from memmy_kb.api.resolver import new_router, responses
 from memmy_kb.domain import recall
@@ -41,9 +49,13 @@ def handle_recall(
     memos: RecallMemosDep,
     config: RecallConfigDep,
     governor: RateGovernorDep,
+    files: RecallFilesDep,
+    prints: PrintsCacheDep,
 ) -> RecallResponse:
     try:
-        result = recall.recall(kbs, memos, request.question(caller), config, governor=governor)
+        result = recall.recall(
+            kbs, memos, request.question(caller), config, governor=governor, files=files, prints=prints
+        )
     except RecallUnavailable:
         metrics.add_metric(name="RecallUnavailable", unit=MetricUnit.Count, value=1)
         raise

@@ -1,0 +1,48 @@
+"""What recall reads to name an excerpt's file, in DynamoDB (``memmy_kb.domain.prints_cache.RecallFiles``).
+
+A KB's ``PRINT#<file_id>#<version:06d>`` items (``kb_id``, ``file_id``, ``version``, ``prints``: the
+encoded ``Fingerprints``) and ``FOLDER#`` items, one Query each, eventually consistent: a file a second
+old not yet named is no harm, and the cache keeps them a minute anyway. The named files' ``FILE#`` items
+in one strongly consistent BatchGetItem, so a file deleted before it is read is never named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from memmy_kb.adapters.dynamodb.table import DynamoTable, Item, file_key
+from memmy_kb.domain.fingerprint_store import FilePrints
+from memmy_kb.domain.fingerprints import Fingerprints
+from memmy_kb.records import FileRecord, FolderRecord
+
+
+class DynamoRecallFiles:
+    """Fingerprints, folders and files of the KBs recall searched."""
+
+    def __init__(self, table: DynamoTable) -> None:
+        self._table = table
+
+    def _query(self, kb_id: str, prefix: str) -> Iterable[Item]:
+        return self._table.query(
+            KeyConditionExpression="PK = :pk AND begins_with(SK, :prefix)",
+            ExpressionAttributeValues={":pk": {"S": f"KB#{kb_id}"}, ":prefix": {"S": prefix}},
+        )
+
+    def query_prints(self, kb_id: str) -> list[FilePrints]:
+        """Every file version's fingerprints in the KB (an item of another format is skipped)."""
+        found = []
+        for item in self._query(kb_id, "PRINT#"):
+            try:
+                prints = Fingerprints.decode(bytes(item["prints"]))
+            except ValueError:
+                continue
+            found.append(FilePrints(kb_id, item["file_id"], int(item["version"]), prints))
+        return found
+
+    def query_folders(self, kb_id: str) -> list[FolderRecord]:
+        return [FolderRecord.model_validate(item) for item in self._query(kb_id, "FOLDER#")]
+
+    def batch_get_files(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], FileRecord]:
+        found = self._table.batch_get([file_key(kb_id, file_id) for kb_id, file_id in keys], consistent=True)
+        records = (FileRecord.model_validate(item) for item in found)
+        return {(r.kb_id, r.file_id): r for r in records}
