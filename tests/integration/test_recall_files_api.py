@@ -102,7 +102,8 @@ def test_two_files_sharing_a_heading_each_excerpt_names_its_own_file(service):
     }  # fmt: skip
     assert b["file"] == {"id": file_b, "name": "README.md", "folder_path": "", "version": 1, "knowledge_base_id": kb_id}
     assert a["files"] == b["files"] == []
-    assert "《README.md》（文件夹 folder: widget）" in body["context"]
+    assert "（文件夹 folder: widget）" in body["context"]
+    assert "《README.md》 § " in body["context"]
 
 
 def test_a_replaced_file_is_named_by_the_same_id_at_its_new_version_with_the_new_text(service):

@@ -32,7 +32,7 @@ def test_one_file_is_cited_by_name_with_the_heading_after_it_and_its_folder():
 
     (body,) = sections(block.text)
     source, kb_line, _ = body.split("\n")
-    assert source == "来源 Source: 《handbook.md》（文件夹 folder: policies/2026） § Refunds"
+    assert source == "来源 Source: 《handbook.md》 § Refunds（文件夹 folder: policies/2026）"
     assert kb_line == "知识库 Knowledge base: 「销售资料」（共享者 shared by: 张三, 138****8000）"
     assert block.excerpts[0].files == (file,)
     assert "§" in PREFACE

@@ -58,7 +58,7 @@ def test_two_files_sharing_a_heading_the_excerpt_names_the_one_that_holds_its_te
     )  # fmt: skip
     assert item.file.knowledge_base_id == "kb1"
     assert item.knowledge_base.id == "kb1"
-    assert "来源 Source: 《README.md》（文件夹 folder: docs/widget） § Further Information" in result.context
+    assert "来源 Source: 《README.md》 § Further Information（文件夹 folder: docs/widget）" in result.context
 
 
 def test_eight_kbs_on_one_backend_are_one_search_and_each_excerpt_names_its_kb_by_its_file():

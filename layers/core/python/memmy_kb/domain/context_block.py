@@ -236,8 +236,10 @@ def _sanitise_file(file: SourceFile) -> SourceFile:
     return SourceFile(file.kb_id, file.file_id, sanitise_label(file.name), path, file.version)
 
 
-def _file_text(file: SourceFile) -> str:
-    return f"《{file.name}》（文件夹 folder: {file.folder_path}）" if file.folder_path else f"《{file.name}》"
+def _file_text(file: SourceFile, section: str = "") -> str:
+    """``《name》``, the section after it when given (``《handbook.md》 § Refunds``), then the folder path."""
+    folder = f"（文件夹 folder: {file.folder_path}）" if file.folder_path else ""
+    return f"《{file.name}》{section}{folder}"
 
 
 def _title_line(excerpt: Excerpt) -> str:
@@ -245,7 +247,7 @@ def _title_line(excerpt: Excerpt) -> str:
         return f"来源 Source: 《{excerpt.title}》\n"
     section = "" if excerpt.title == UNTITLED else f" § {excerpt.title}"
     if len(excerpt.files) == 1:
-        return f"来源 Source: {_file_text(excerpt.files[0])}{section}\n"
+        return f"来源 Source: {_file_text(excerpt.files[0], section)}\n"
     listed = "; ".join(_file_text(f) for f in excerpt.files)
     return f"来源（其中之一）Source (one of): {listed}{section}\n"
 
