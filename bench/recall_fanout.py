@@ -146,8 +146,14 @@ class _EmulatorCounts:
 
 
 def run(
-    scopes: tuple[int, ...] = SCOPES, rounds: int = ROUNDS, latency_ms: int = LATENCY_MS, memos: str = "shim"
+    scopes: tuple[int, ...] = SCOPES,
+    rounds: int = ROUNDS,
+    latency_ms: int = LATENCY_MS,
+    memos: str = "shim",
+    attribution: str = "by_file",
 ) -> dict[str, Any]:
+    """The figures of one plan: ``attribution`` ``by_file`` (one search per backend, each hit's file and KB
+    from its text) or ``per_kb`` (one search per KB, up to ``RECALL_MAX_SEARCHES``)."""
     from moto import mock_aws
 
     from memmy_local.aws.dynamodb import partition_queries
@@ -174,6 +180,7 @@ def run(
         environment = {
             **function_environment(template, "RecallFunction", resources.refs),
             **quiet_environment(),
+            "RECALL_ATTRIBUTION": attribution,
         }
         with overlaid_environment(environment):
             from aws_lambda_powertools.utilities import parameters
@@ -206,7 +213,7 @@ def run(
             with partition_queries():
                 connections = _timed_rounds(recall, scopes, rounds, counts, timings, searches, excerpts)
             reset_composition()
-    return _summary(memos, latency_ms, rounds, connections, timings, searches, excerpts)
+    return {**_summary(memos, latency_ms, rounds, connections, timings, searches, excerpts), "attribution": attribution}
 
 
 def _timed_rounds(
