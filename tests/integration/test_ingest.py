@@ -408,7 +408,7 @@ def test_the_ingest_needs_no_permission_beyond_its_policy_for_a_large_rejected_f
 def test_ingesting_a_small_file_costs_seven_aws_calls_and_one_memos_add(service):
     # Round trips counted, not timed (docs/architecture.md, "Uploads and ingest"): adding one fails here.
     kb_id = create_kb(service)
-    upload_id = upload(service, kb_id, "a.md", b"# hello")
+    upload_id = upload(service, kb_id, "a.md", b"# hello\n\nThe release checklist is reviewed on Mondays.\n")
     messages = sqs(service).receive_message(
         QueueUrl=service.refs["UploadQueue"], MessageSystemAttributeNames=["All"]
     )["Messages"]
