@@ -23,6 +23,7 @@ from memmy_kb.domain.text_extraction import (
     docx_text,
     pdf_text,
 )
+from memmy_kb.domain.storage import ObjectChanged
 from memmy_kb.domain.verification import MemorySource, verify_content
 from tests.support.docgen import make_doc, make_docx, make_json, make_md, make_pdf, make_txt, make_xml
 
@@ -169,6 +170,16 @@ def test_a_pdf_whose_text_cannot_be_read_leaves_no_prints_and_raises_nothing(dat
     taker.extract(MemorySource(data), "pdf")
     assert taker.failed is not None
     assert taker.result() is None
+
+
+def test_an_object_changed_while_its_pdf_is_read_is_not_taken_for_a_failure():
+    # The bytes were re-POSTed: the delivery must be retried, as when the verification sees it.
+    class Changing(MemorySource):
+        def read_range(self, start: int, length: int) -> bytes:
+            raise ObjectChanged("uploads/kb_1/up_1")
+
+    with pytest.raises(ObjectChanged):
+        PrintTaker().extract(Changing(make_pdf([REFUNDS])), "pdf")
 
 
 def test_legacy_doc_has_no_text_read():

@@ -21,7 +21,7 @@ from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.fingerprint_store import FilePrints, FingerprintStore
 from memmy_kb.domain.fingerprints import Fingerprints, Sampler
-from memmy_kb.domain.storage import StoreUnavailable
+from memmy_kb.domain.storage import ObjectChanged, StoreUnavailable
 from memmy_kb.domain.text_extraction import (
     EXTRACTED,
     PIECE_CHARS,
@@ -90,6 +90,8 @@ class PrintTaker:
                     return
         except ExtractionStopped:
             self.truncated = True
+        except ObjectChanged:
+            raise  # re-POSTed while read: the delivery is retried, as when the verification sees it
         except Exception as err:  # pypdf and a hostile document can raise anything
             self.failed = f"{type(err).__name__}: {err}"
 
