@@ -14,6 +14,7 @@ import pytest
 from memmy_kb.domain import text_extraction
 from memmy_kb.domain.file_prints import PrintTaker, _pieces
 from memmy_kb.domain.fingerprints import FileIndex, attribute, fingerprint
+from memmy_kb.domain.storage import ObjectChanged
 from memmy_kb.domain.text_extraction import (
     BLOCK,
     MAX_PDF_READ,
@@ -23,7 +24,6 @@ from memmy_kb.domain.text_extraction import (
     docx_text,
     pdf_text,
 )
-from memmy_kb.domain.storage import ObjectChanged
 from memmy_kb.domain.verification import MemorySource, verify_content
 from tests.support.docgen import make_doc, make_docx, make_json, make_md, make_pdf, make_txt, make_xml
 
