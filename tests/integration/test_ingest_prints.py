@@ -1,7 +1,7 @@
 """Fingerprints on the real stack: the ingest writes a recorded version's ``PRINT#`` item (S3 -> SQS ->
 IngestFunction on moto), a replace adds the next version's, and the reconciler drops the old one once MemOS
 answers from the new; a file's cleanup, a KB's deletion and the reconciler leave none behind. The KB's
-other readers never see them. The adapter (``DynamoFingerprintStore``) is checked against DynamoDB on moto.
+other readers never see them. The adapter (``DynamoFingerprintStore``) runs the port's contract in store_contract/test_fingerprints.py.
 """
 
 from __future__ import annotations
@@ -52,31 +52,11 @@ def status(service: Service, kb_id: str) -> str:
     return str(entry["status"])
 
 
-# -- the adapter --------------------------------------------------------------------------------------
+# -- the adapter's layout (its contract: store_contract/test_fingerprints.py) ------------------------
 
 
-def test_the_adapter_stores_queries_and_deletes_a_kbs_fingerprints(service):
-    store = prints_of(service)
-    prints = Fingerprints(3, array("I", [5, 70, 900_000]))
-    for file_id, version in (("fi_a", 1), ("fi_a", 2), ("fi_b", 1)):
-        store.put_prints(FilePrints("kb_p", file_id, version, prints))
-    store.put_prints(FilePrints("kb_other", "fi_a", 1, prints))
-
-    assert sorted((p.file_id, p.version) for p in store.query_prints("kb_p")) == [("fi_a", 1), ("fi_a", 2), ("fi_b", 1)]
-    assert all(p.prints == prints and p.kb_id == "kb_p" for p in store.query_prints("kb_p"))
-    store.delete_prints("kb_p", "fi_a", [1])
-    assert sorted(store.query_print_versions("kb_p")) == [("fi_a", 2), ("fi_b", 1)]
-    store.delete_prints("kb_p", "fi_b")
-    assert store.query_print_versions("kb_p") == [("fi_a", 2)]
-    assert store.query_print_versions("kb_other") == [("fi_a", 1)]
-
-
-def test_the_version_is_zero_padded_so_a_files_items_sort_by_version(service):
+def test_the_version_is_zero_padded(service):
     assert print_key("kb_1", "fi_1", 12)["SK"] == "PRINT#fi_1#000012"
-    store = prints_of(service)
-    for version in (10, 9, 2):
-        store.put_prints(FilePrints("kb_s", "fi_1", version, Fingerprints(0, array("I", [1]))))
-    assert [v for _, v in store.query_print_versions("kb_s")] == [2, 9, 10]
 
 
 def test_an_item_that_does_not_decode_is_left_out(service):
