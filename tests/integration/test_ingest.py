@@ -405,10 +405,10 @@ def test_the_ingest_needs_no_permission_beyond_its_policy_for_a_large_rejected_f
 # -- round trips ---------------------------------------------------------------------------------
 
 
-def test_ingesting_a_small_file_costs_five_aws_calls_and_one_memos_add(service):
+def test_ingesting_a_small_file_costs_seven_aws_calls_and_one_memos_add(service):
     # Round trips counted, not timed (docs/architecture.md, "Uploads and ingest"): adding one fails here.
     kb_id = create_kb(service)
-    upload_id = upload(service, kb_id, "a.md", b"# hello")
+    upload_id = upload(service, kb_id, "a.md", b"# hello\n\nThe release checklist is reviewed on Mondays.\n")
     messages = sqs(service).receive_message(
         QueueUrl=service.refs["UploadQueue"], MessageSystemAttributeNames=["All"]
     )["Messages"]
@@ -422,8 +422,12 @@ def test_ingesting_a_small_file_costs_five_aws_calls_and_one_memos_add(service):
         "dynamodb:GetItem",  # the upload (filename, size, owner, MemOS KB id, state)
         "s3:GetObject",  # the bytes, with the real size and ETag (no HEAD)
         "dynamodb:TransactWriteItems",  # hold: pending -> submitting + the KB, owner and capacity checked
-        "dynamodb:Query",  # held: a file or upload of the folder with its name (one name per folder)
+        # held: a file or upload of the folder with its name (one name per folder), in the KB's items
+        # before and after its fingerprints (PRINT#), which are never read for it
+        "dynamodb:Query",
+        "dynamodb:Query",
         "dynamodb:TransactWriteItems",  # record: FILE + submitted + counts on META + activity entry
+        "dynamodb:PutItem",  # the version's fingerprints
     ]
     hold, record = (params["TransactItems"] for _, operation, params in calls if operation == "TransactWriteItems")
     assert [next(iter(action)) for action in hold] == ["Update", "ConditionCheck"]

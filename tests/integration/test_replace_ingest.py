@@ -97,7 +97,7 @@ def test_a_replaced_file_keeps_its_id_and_answers_with_the_old_words_until_the_n
     assert (meta.file_count, meta.bytes_used) == (1, len(V2))
 
 
-def test_ingesting_a_small_replace_costs_five_aws_calls_and_one_memos_update(service):
+def test_ingesting_a_small_replace_costs_six_aws_calls_and_one_memos_update(service):
     # Round trips counted, not timed (docs/architecture.md, "Uploads and ingest").
     kb_id, file_id = uploaded(service)
     start_replace(service, kb_id, file_id, V2)
@@ -116,6 +116,7 @@ def test_ingesting_a_small_replace_costs_five_aws_calls_and_one_memos_update(ser
         "dynamodb:TransactWriteItems",  # hold: the replace held + the growth on META + the file checked
         "dynamodb:TransactWriteItems",  # record: the file's next version + submitted + META + activity
         "s3:DeleteObject",  # the replaced version's object (a small one had no verified copy)
+        "dynamodb:PutItem",  # the new version's fingerprints
     ]
     hold, record = (params["TransactItems"] for _, operation, params in calls if operation == "TransactWriteItems")
     assert [next(iter(action)) for action in hold] == ["Update", "Update", "ConditionCheck"]

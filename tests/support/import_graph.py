@@ -7,9 +7,9 @@ above. The adapters implement the domain's ports, so of the domain they may impo
 (``DOMAIN_VOCABULARY``: the ports and the value and error types they speak), never its rules.
 The domain's rules must read and type-check with no AWS or HTTP library in sight: of what is not
 ``memmy_kb``, a domain module may import only ``DOMAIN_THIRD_PARTY`` (the standard library, pydantic,
-phonenumbers, and Powertools' ``Logger`` for observability); ``foreign_imports`` finds the others (boto3,
-botocore, httpx...), in any form: ``import``, ``from ... import``, under ``TYPE_CHECKING``, in a function,
-or ``importlib.import_module`` / ``__import__`` of a literal name.
+phonenumbers, markdownify, pypdf, and Powertools' ``Logger`` for observability); ``foreign_imports`` finds
+the others (boto3, botocore, httpx...), in any form: ``import``, ``from ... import``, under
+``TYPE_CHECKING``, in a function, or ``importlib.import_module`` / ``__import__`` of a literal name.
 Across the whole repository (the core, the handlers, the client, the local stack, bench/ and tests/),
 ``import_loops`` finds every import loop, in the same forms, and names one cycle of each.
 ``imports_of_test_code`` finds a module of tests/ importing one of tests/ outside tests/support (a test
@@ -48,8 +48,9 @@ DOMAIN_VOCABULARY = frozenset(
 )
 # What the domain may import besides memmy_kb and the standard library: top-level packages (pure
 # computation, no I/O: HTML to Markdown is markdownify on bs4), and of Powertools only the logger
-# (``from aws_lambda_powertools import Logger``).
-DOMAIN_THIRD_PARTY = frozenset({"pydantic", "phonenumbers", "markdownify", "bs4"})
+# (``from aws_lambda_powertools import Logger``). pypdf reads a PDF's text from a file object the domain
+# hands it (``memmy_kb.domain.text_extraction``).
+DOMAIN_THIRD_PARTY = frozenset({"pydantic", "phonenumbers", "markdownify", "bs4", "pypdf"})
 DOMAIN_POWERTOOLS = frozenset({"aws_lambda_powertools.Logger", "aws_lambda_powertools.logging"})
 
 

@@ -26,7 +26,8 @@ LAYER_SOURCE = REPO_ROOT / "layers" / "core" / "python"
 # The Lambda python3.12 runtime's own packages: never in the layer, always there to import.
 RUNTIME_PROVIDED = {"boto3", "botocore", "s3transfer", "jmespath", "urllib3", "python-dateutil", "six"}
 RUNTIME_MODULES = {"boto3", "botocore", "s3transfer", "jmespath", "urllib3", "dateutil", "six"}
-MAX_UNZIPPED_BYTES = 24 * 2**20
+# pypdf (the ingest's PDF text, imported by it alone) is 4 MB of the 27 MiB; everything else 23 MiB.
+MAX_UNZIPPED_BYTES = 28 * 2**20
 MAX_ZIPPED_BYTES = 10 * 2**20
 
 # Run by the layer's Python 3.12: every .py must have a .pyc of that version compiled from it, hash-based
