@@ -100,7 +100,8 @@ class Fingerprints:
         if len(data) < _HEADER.size:
             raise ValueError("not a fingerprint record")
         magic, size, level, count = _HEADER.unpack_from(data)
-        if magic != FORMAT or size != SHINGLE or len(data) != _HEADER.size + 4 * count:
+        # A level past MAX_LEVEL is no sampler's, and would index past ``attribute``'s table of levels.
+        if magic != FORMAT or size != SHINGLE or level > MAX_LEVEL or len(data) != _HEADER.size + 4 * count:
             raise ValueError("not a fingerprint record of this format")
         hashes = array("I")
         hashes.frombytes(data[_HEADER.size :])
@@ -121,11 +122,18 @@ class Sampler:
     def add(self, text: str) -> None:
         """More of the text. A token cut by the chunk boundary is read as two: give whole lines or
         paragraphs where you can (the ingest gives decoded chunks; a cut costs at most a few shingles)."""
-        for value in shingle_hashes(tokens(text), self._carry):
-            if level_of(value) >= self.level:
+        # ``shingle_hashes`` over ``tokens``, unrolled: the ingest runs this over a whole file's text, and
+        # this form is about twice as fast. A hash is in the sample of level n when it is below 2**(32 - n).
+        words = self._carry + _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
+        self._carry = words[-(SHINGLE - 1) :]
+        bound = 1 << (32 - self.level)
+        for shingle in zip(*(words[n:] for n in range(SHINGLE)), strict=False):
+            value = (zlib.crc32("\x1f".join(shingle).encode()) * _MIX) & _MASK
+            if value < bound:
                 self._kept.add(value)
                 if len(self._kept) > self.limit:
                     self._raise_level()
+                    bound = 1 << (32 - self.level)
 
     def _raise_level(self) -> None:
         while len(self._kept) > self.limit and self.level < MAX_LEVEL:
