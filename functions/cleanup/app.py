@@ -12,6 +12,7 @@ from memmy_kb.composition import (
     get_backend_slots,
     get_cleanup_store,
     get_content_store,
+    get_fingerprint_store,
     get_memos_client,
     get_upload_storage,
 )
@@ -31,6 +32,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, bool]:
         get_upload_storage(),
         get_backend_slots(),
         time_left=seconds_left,
+        prints=get_fingerprint_store(),
     )
     with bounded_by(context):
         return {"done": cleaner.run(cleanup_id)}

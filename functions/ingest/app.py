@@ -16,6 +16,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from memmy_kb.api.events import object_keys
 from memmy_kb.composition import (
     get_content_store,
+    get_fingerprint_store,
     get_kb_capacity,
     get_kb_store,
     get_memos_client,
@@ -47,7 +48,13 @@ def handle_record(record: SQSRecord) -> None:
     try:
         for key in object_keys(record.body):
             outcome = delivery.ingest_object(
-                get_kb_store(), get_content_store(), get_upload_storage(), get_memos_client(), key, config=config
+                get_kb_store(),
+                get_content_store(),
+                get_upload_storage(),
+                get_memos_client(),
+                key,
+                config=config,
+                prints=get_fingerprint_store(),
             )
             metrics.add_metric(name=METRICS[outcome.result], unit=MetricUnit.Count, value=1)
     except ingest.RetryLater as err:

@@ -12,6 +12,7 @@ from memmy_kb.composition import (
     get_cleanup_store,
     get_content_store,
     get_create_intents,
+    get_fingerprint_store,
     get_kb_capacity,
     get_kb_store,
     get_memos_client,
@@ -41,6 +42,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
         time_left=seconds_left,
         capacity=get_kb_capacity(),
         activity_retention_days=settings.activity_retention_days,
+        prints=get_fingerprint_store(),
     )
     with bounded_by(context):
         report = reconciler.run()

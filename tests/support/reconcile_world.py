@@ -13,6 +13,7 @@ from memmy_kb.records import KbCapacity, KnowledgeBaseRecord
 from tests.support.factories import T0, UNCAPPED_COUNT, kb_record, owner_grant_for
 from tests.support.fakes import (
     FakeCleanupExecutions,
+    FakeFingerprintStore,
     FakeKnowledgeEngine,
     FakeStores,
     FakeUploadObjects,
@@ -31,6 +32,7 @@ class World:
         self.executions = FakeCleanupExecutions()
         self.requeue = FakeUploadRequeue()
         self.objects = FakeUploadObjects()
+        self.prints = FakeFingerprintStore()
 
     def reconciler(self, *, limits: ReconcileLimits | None = None, time_left: list[float] | None = None) -> Reconciler:
         left = iter(time_left or [])
@@ -49,6 +51,7 @@ class World:
             limits=limits or ReconcileLimits(),
             clock=lambda: NOW,
             time_left=(lambda: next(left, 0.0)) if time_left is not None else (lambda: None),
+            prints=self.prints,
         )
 
     def live_kb(self, kb_id: str = "kb_1") -> KnowledgeBaseRecord:

@@ -48,6 +48,7 @@ from tests.support.fakes.cleanups import (
     FakeUploadRequeue,
 )
 from tests.support.fakes.contents import FakeContentStore
+from tests.support.fakes.fingerprints import FakeFingerprintStore
 from tests.support.fakes.knowledge_bases import FakeKnowledgeBaseStore
 from tests.support.fakes.memos import (
     EngineMethod,
@@ -70,6 +71,7 @@ __all__ = [
     "FakeContentStore",
     "FakeCreateIntents",
     "FakeEngines",
+    "FakeFingerprintStore",
     "FakeKnowledgeBaseStore",
     "FakeKnowledgeEngine",
     "FakeMemosKnowledgeBase",

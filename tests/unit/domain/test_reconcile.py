@@ -17,13 +17,13 @@ from memmy_kb.domain.reconcile import (
     CLEANUP_BACKOFF,
     CLEANUP_BACKOFF_CAP,
     LOST,
-    REPORT_KINDS,
     RESIDUE_CURSOR,
     RESIDUE_GRACE,
     STUCK_ATTEMPTS,
     SUBMITTING_GRACE,
     ReconcileLimits,
 )
+from memmy_kb.domain.reconcile_report import REPORT_KINDS
 from memmy_kb.domain.residue import OBJECTS_CURSOR
 from memmy_kb.records import CleanupRecord, KnowledgeBaseRecord, UploadRecord
 from tests.support.factories import T0, UNCAPPED_COUNT, file_record, kb_record, owner_grant_for, upload_record

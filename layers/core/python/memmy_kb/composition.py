@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     # For the checker only: each factory is typed as its port and imports its adapter when first called.
     from memmy_kb.adapters.dynamodb.table import DynamoTable
     from memmy_kb.adapters.memos.key import MemosBackendConfig, SecretBackendsProvider
+    from memmy_kb.domain.fingerprint_store import FingerprintStore
     from memmy_kb.domain.ports import (
         ActivityLog,
         BackendSlots,
@@ -150,6 +151,13 @@ def get_backend_slots() -> BackendSlots:
     from memmy_kb.adapters.dynamodb.slots import DynamoBackendSlots
 
     return DynamoBackendSlots(get_table())
+
+
+@cache
+def get_fingerprint_store() -> FingerprintStore:
+    from memmy_kb.adapters.dynamodb.fingerprints import DynamoFingerprintStore
+
+    return DynamoFingerprintStore(get_table())
 
 
 @cache
@@ -317,6 +325,7 @@ _CACHED_FACTORIES = (
     get_cleanup_store,
     get_create_intents,
     get_backend_slots,
+    get_fingerprint_store,
     get_cleanup_executions,
     get_upload_requeue,
     memos_api_key,

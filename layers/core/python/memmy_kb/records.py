@@ -183,7 +183,7 @@ class CleanupRecord(_Record):
     Written in the same transaction that made the thing invisible; deleted by the cleanup state machine
     when the cleanup is done. ``target`` says what was deleted: a whole KB (everything under its MemOS id
     and its S3 prefixes), a folder (its subtree, swept in bounded transactions whose files are noted in
-    the item's parts), or files (``memos_file_ids`` and ``upload_ids`` here). ``next_attempt_at`` is when
+    the item's parts), or files (``memos_file_ids``, ``upload_ids`` and ``file_ids`` here). ``next_attempt_at`` is when
     the reconciler may (re)start it if it is still here; ``attempts`` counts executions started.
     """
 
@@ -196,6 +196,9 @@ class CleanupRecord(_Record):
     folder_id: str | None = None
     memos_file_ids: list[str] = []
     upload_ids: list[str] = []
+    # The files whose fingerprints go (items written before they were kept name none: the reconciler's
+    # sweep removes those).
+    file_ids: list[str] = []
     state: CleanupState = "pending"
     attempts: int = 1
     created_at: datetime
@@ -210,6 +213,7 @@ class CleanupPart(_Record):
     part_id: str
     memos_file_ids: list[str] = []
     upload_ids: list[str] = []
+    file_ids: list[str] = []
 
 
 class ActivityRecord(_Record):

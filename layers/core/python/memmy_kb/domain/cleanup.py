@@ -10,7 +10,8 @@ work. MemOS answering "not found" or "not linked" counts as done (the client say
   ``delete_all`` (MemOS's public docs only describe the unlink, so files go first); the objects under
   ``uploads/<kb>/`` and ``verified/<kb>/``; the rest of the KB's partition (folders, files, uploads).
 * **Folder**: the subtree is swept again (``memmy_kb.domain.deletion.sweep_folder``), then as for files.
-* **Files**: the MemOS files named by the outbox item and its parts, and their uploads' objects.
+* **Files**: the MemOS files named by the outbox item and its parts, their uploads' objects, and their
+  fingerprints (``PRINT#`` items; a KB's go with the rest of its partition).
 
 Transient failures (MemOS unavailable or rate limited; the table or the bucket throttled, failing or
 unreachable, which the adapters report as ``StoreUnavailable``) raise ``CleanupRetryable``, the error the
@@ -31,6 +32,8 @@ from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.deletion import sweep_folder
 from memmy_kb.domain.engine import MemosError, MemosNotFound, MemosRateLimited, MemosUnavailable, backend_of
+from memmy_kb.domain.file_prints import drop_prints
+from memmy_kb.domain.fingerprint_store import FingerprintStore
 from memmy_kb.domain.ports import BackendSlots, CleanupStore, ContentStore, KnowledgeEngines, UploadObjects
 from memmy_kb.domain.storage import (
     UPLOAD_PREFIX,
@@ -70,6 +73,7 @@ class Cleaner:
     clock: Callable[[], datetime] = utc_now
     # Seconds left in this invocation (None: unbounded), from the Lambda context.
     time_left: Callable[[], float | None] = lambda: None
+    prints: FingerprintStore | None = None
 
     def run(self, cleanup_id: str) -> bool:
         """One bounded round; True when nothing is left to clean up (or the outbox item is already gone)."""
@@ -137,5 +141,7 @@ class Cleaner:
         for upload_id in upload_ids:
             self.objects.delete(upload_object_key(head.kb_id, upload_id))
             self.objects.delete(verified_object_key(head.kb_id, upload_id))
+        for file_id in dict.fromkeys([*head.file_ids, *(i for p in parts for i in p.file_ids)]):
+            drop_prints(self.prints, head.kb_id, file_id, None)
         self.cleanups.delete_cleanup_parts(head.cleanup_id, [p.part_id for p in parts])
         return True

@@ -135,7 +135,7 @@ class Deleter:
                 raise file_not_found()
             cleanup = self._cleanup(
                 "files", kb_id, grant, caller,
-                memos_file_ids=[file.memos_file_id], upload_ids=upload_ids_of([file]),
+                memos_file_ids=[file.memos_file_id], upload_ids=upload_ids_of([file]), file_ids=[file.file_id],
             )
             try:
                 entry = self._entry("file_deleted", kb_id, caller, file_id)
@@ -252,7 +252,12 @@ def sweep_folder(
                 )
         for start in range(0, len(files), SWEEP_CHUNK):
             chunk = files[start : start + SWEEP_CHUNK]
-            part = _part(cleanup, memos_file_ids=[f.memos_file_id for f in chunk], upload_ids=upload_ids_of(chunk))
+            part = _part(
+                cleanup,
+                memos_file_ids=[f.memos_file_id for f in chunk],
+                upload_ids=upload_ids_of(chunk),
+                file_ids=[f.file_id for f in chunk],
+            )
             cleanups.delete_files_with_part(part, chunk)
         cleanups.delete_folders(folders)
 

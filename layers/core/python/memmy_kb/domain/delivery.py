@@ -14,6 +14,7 @@ from datetime import datetime
 from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.engine import backend_of
+from memmy_kb.domain.fingerprint_store import FingerprintStore
 from memmy_kb.domain.ingest import IngestConfig, Ingestion, IngestOutcome, RetryLater
 from memmy_kb.domain.ports import ContentStore, KnowledgeBaseStore, KnowledgeEngines, UploadObjects
 from memmy_kb.domain.replace_ingest import ReplacementIngestion
@@ -34,6 +35,7 @@ def ingest_object(
     config: IngestConfig,
     clock: Callable[[], datetime] = utc_now,
     new_id: Callable[[], str] = lambda: secrets.token_hex(12),
+    prints: FingerprintStore | None = None,
 ) -> IngestOutcome:
     """Verify the object at ``key``, submit it to MemOS and record the file, or reject it.
 
@@ -68,7 +70,9 @@ def ingest_object(
         return IngestOutcome(key, "ignored", upload.upload_id)
     # The KB's backend, copied on the upload (an upload older than backends names none: the default).
     engine = memos.engine(backend_of(upload.memos_backend))
-    ingestion = ingestion_of(upload)(kbs, contents, storage, engine, upload, config, clock=clock, new_id=new_id)
+    ingestion = ingestion_of(upload)(
+        kbs, contents, storage, engine, upload, config, clock=clock, new_id=new_id, prints=prints
+    )
     try:
         return ingestion.run(info, data)
     except ObjectChanged:

@@ -2,8 +2,9 @@
 
 One item per file version, in the KB's partition (``PRINT#<file_id>#<version>``, beside its ``FILE#``): the
 ingest writes it when it records a file or submits a replacement; recall reads a KB's items with one Query
-(cached per environment, ``memmy_kb.domain.file_attribution``); the old version's goes when MemOS switches
-to the new one, a deleted file's with its cleanup, and reconcile removes any whose file is gone.
+(cached per environment, ``memmy_kb.domain.file_attribution``); the old version's goes when the reconciler
+sees MemOS has switched to the new one, a deleted file's with its cleanup, and the reconciler removes any
+whose file is gone (``memmy_kb.domain.print_residue``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ class FingerprintStore(Protocol):
 
     def query_prints(self, kb_id: str) -> list[FilePrints]:
         """Every file version's fingerprints in the KB (an eventually consistent read is enough)."""
+        ...
+
+    def query_print_versions(self, kb_id: str) -> list[tuple[str, int]]:
+        """(file id, version) of every file version with fingerprints in the KB, without the fingerprints
+        (the reconciler's sweep)."""
         ...
 
     def delete_prints(self, kb_id: str, file_id: str, versions: Iterable[int] | None = None) -> None:

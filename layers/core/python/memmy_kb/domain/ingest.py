@@ -43,6 +43,8 @@ from memmy_kb.domain.engine import (
     MemosRejectedInput,
     MemosUnsupportedFile,
 )
+from memmy_kb.domain.file_prints import PrintTaker, keep_prints
+from memmy_kb.domain.fingerprint_store import FingerprintStore
 from memmy_kb.domain.formats import CONTENT_TYPES, CONVERTED, file_extension, sent_extension, sent_filename
 from memmy_kb.domain.limits import capacity_refused
 from memmy_kb.domain.naming import memos_file_name
@@ -133,6 +135,9 @@ class Ingestion:
     # The SHA-256 of the bytes this run verified (``verify``); a run that did not verify (the reconciler's)
     # reads the one the hold kept on the upload.
     sha256: str | None = None
+    # Where the version's fingerprints go once it is recorded, and what takes them (memmy_kb.domain.file_prints).
+    prints: FingerprintStore | None = None
+    taker: PrintTaker = field(default_factory=PrintTaker)
     # What MemOS answering "not found" to the hand-over means for this upload.
     not_found_reason: ClassVar[str] = KB_GONE
 
@@ -169,12 +174,14 @@ class Ingestion:
         if info.size <= self.config.inline_max_bytes:
             read = data if data is not None and len(data) == info.size else None
             source = MemorySource(read if read is not None else self.storage.read_range(info, 0, info.size))
-        reason = verify_content(source, file_extension(self.upload.filename))
+        extension = file_extension(self.upload.filename)
+        reason = verify_content(self.taker.tapped(source, extension), extension)
         if reason:
             raise Refused(reason)
         self.sha256 = source.sha256()
         if self.upload.sha256 is not None and self.upload.sha256 != self.sha256:
             raise Refused(SHA256_MISMATCH)
+        self.taker.extract(source, extension)
         return source
 
     def _target(self) -> str:
@@ -305,6 +312,7 @@ class Ingestion:
                 return self._outcome("ignored")  # recorded meanwhile by another run (the reconciler's)
             return self.take_back(memos_file_id, reason=None)
         logger.info("upload submitted to MemOS", extra={**self._log, "memos_file_id": memos_file_id})
+        keep_prints(self.prints, self.taker, upload.kb_id, record.file_id, record.version, self._log)
         return self._outcome("submitted")
 
     def release(self) -> None:
@@ -373,8 +381,9 @@ class Ingestion:
             from memmy_kb.domain.conversion import html_to_markdown
 
             data = source.data if isinstance(source, MemorySource) else source.read_range(0, source.size)
-            markdown = html_to_markdown(data.decode("utf-8")).encode("utf-8")
-            return FileInput.from_bytes(markdown, name=name, mime_type=CONTENT_TYPES["md"])
+            markdown = html_to_markdown(data.decode("utf-8"))
+            self.taker.add(markdown)
+            return FileInput.from_bytes(markdown.encode("utf-8"), name=name, mime_type=CONTENT_TYPES["md"])
         sent = sent_extension(extension)
         mime_type = upload.content_type if sent == extension else CONTENT_TYPES[sent]
         if isinstance(source, MemorySource):

@@ -20,7 +20,8 @@ read, so two runs at once, or a run racing the ingest or a cleanup, only repeat 
    cannot list KBs, so they can only be counted (``KbCreateOutcomeUnknown``, alarmed) and logged.
 5. **Residue**: MemOS files of live KBs that no FILE item references and no upload in flight claims are
    deleted (``ResidueFound`` / ``ResidueRemoved``); a file still marked ``replacing`` an upload that is no
-   longer in flight (its end died before unmarking it) is unmarked (``ReplaceUnlocked``).
+   longer in flight (its end died before unmarking it) is unmarked (``ReplaceUnlocked``); fingerprints
+   no current file version needs go (``memmy_kb.domain.print_residue``; ``PrintsRemoved``).
 6. **Upload objects** whose upload is gone (with its KB) or final are deleted: a page of at most
    ``ReconcileLimits.objects`` keys of the bucket per run, from a cursor of its own
    (``memmy_kb.domain.residue``; ``UploadObjectsRemoved``). Never those of an upload pending or submitting.
@@ -44,6 +45,7 @@ from memmy_kb.domain.engine import (
     MemosNotFound,
     backend_of,
 )
+from memmy_kb.domain.fingerprint_store import FingerprintStore
 from memmy_kb.domain.ingest import IngestConfig, Ingestion
 from memmy_kb.domain.naming import upload_id_in
 from memmy_kb.domain.placement import capacity_used_percent
@@ -59,6 +61,8 @@ from memmy_kb.domain.ports import (
     UploadObjects,
     UploadRequeue,
 )
+from memmy_kb.domain.print_residue import sweep_prints
+from memmy_kb.domain.reconcile_report import STUCK_ATTEMPTS, ReconcileReport
 from memmy_kb.domain.replace_ingest import FILE_GONE
 from memmy_kb.domain.residue import sweep_upload_objects
 from memmy_kb.domain.storage import ConditionFailed, verified_object_key
@@ -68,7 +72,6 @@ logger = Logger(child=True)
 
 CLEANUP_BACKOFF: Final = timedelta(minutes=15)
 CLEANUP_BACKOFF_CAP: Final = timedelta(hours=6)
-STUCK_ATTEMPTS: Final = 5
 # A MemOS add still unresolved after this is taken for lost (the ingest's own calls end in minutes).
 SUBMITTING_GRACE: Final = timedelta(minutes=15)
 INTENT_GRACE: Final = timedelta(minutes=15)
@@ -89,38 +92,6 @@ class ReconcileLimits:
     objects: int = 200
 
 
-# Each count a run reports (its metric's name), in words for a person: ``memmy-local reconcile`` prints
-# them. tests/unit/domain/test_reconcile.py checks that every count reported here has one.
-REPORT_KINDS: Final = {
-    "CleanupRestarted": "deletions restarted",
-    "CleanupStuck": f"deletions still failing after {STUCK_ATTEMPTS} attempts (alarmed)",
-    "UploadResolvedSubmitted": "uploads of unknown outcome found in MemOS and recorded",
-    "UploadResolvedRejected": "uploads of unknown outcome marked failed",
-    "UploadRequeued": "uploads of unknown outcome handed to the ingest again",
-    "UploadExpired": "uploads never completed, expired",
-    "KbCreateOutcomeUnknown": "knowledge base creates of unknown MemOS outcome (alarmed)",
-    "ResidueFound": "MemOS files no record claims",
-    "ResidueRemoved": "MemOS files no record claims, removed",
-    "ReplaceUnlocked": "files left marked by a replace no longer in flight, unmarked",
-    "UploadObjectsRemoved": "upload objects nothing needs, removed from storage",
-    "KbBackendUnknown": "KBs or uploads on a MemOS backend the secret no longer lists, skipped (put it back)",
-}
-
-
-@dataclass
-class ReconcileReport:
-    """What one run did, by action (also emitted as metrics; REPORT_KINDS says each in words)."""
-
-    counts: dict[str, int] = field(default_factory=dict)
-    # Per MemOS backend: KBs placed there and its cap; and the share of the open backends' room in use.
-    backend_used: dict[str, int] = field(default_factory=dict)
-    backend_max: dict[str, int] = field(default_factory=dict)
-    capacity_used_percent: float | None = None
-
-    def add(self, name: str, value: int = 1) -> None:
-        self.counts[name] = self.counts.get(name, 0) + value
-
-
 @dataclass
 class Reconciler:
     kbs: KnowledgeBaseStore
@@ -139,6 +110,7 @@ class Reconciler:
     clock: Callable[[], datetime] = utc_now
     time_left: Callable[[], float | None] = lambda: None
     report: ReconcileReport = field(default_factory=ReconcileReport)
+    prints: FingerprintStore | None = None
     _memos_files: dict[str, list[EngineFile]] = field(default_factory=dict)
 
     def run(self) -> ReconcileReport:
@@ -366,10 +338,14 @@ class Reconciler:
             self.report.add("UploadObjectsRemoved", swept.deleted)
 
     def _remove_residue_of(self, kb: KnowledgeBaseRecord) -> None:
+        printed = self.prints.query_print_versions(kb.kb_id) if self.prints else []  # before the files
         _, files, uploads = self.contents.query_kb_items(kb.kb_id)
         referenced = {f.memos_file_id for f in files}
         in_flight = {u.upload_id for u in uploads if u.state in ("pending", "submitting")}
         self._unlock(files, in_flight)
+        if self.prints and printed:
+            live = self._files_of(kb)
+            self.report.add("PrintsRemoved", sweep_prints(self.prints, self.contents, kb.kb_id, printed, files, live))
         young = self.clock() - RESIDUE_GRACE
         residue = [
             f.id

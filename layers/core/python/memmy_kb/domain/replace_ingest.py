@@ -30,6 +30,7 @@ from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.engine import FileInput
+from memmy_kb.domain.file_prints import keep_prints
 from memmy_kb.domain.files import GONE_FROM_MEMOS
 from memmy_kb.domain.ingest import (
     KB_GONE,
@@ -137,6 +138,7 @@ class ReplacementIngestion(Ingestion):
             if (upload.replaced_size or 0) > self.config.inline_max_bytes:  # only a large one had a verified copy
                 self.storage.delete(verified_object_key(upload.kb_id, upload.replaced_upload))
         logger.info("file replaced", extra={**self._log, "file_id": upload.replaces, "version": version.version})
+        keep_prints(self.prints, self.taker, upload.kb_id, upload.replaces, version.version, self._log)
         return self._outcome("submitted")
 
     def release(self) -> None:

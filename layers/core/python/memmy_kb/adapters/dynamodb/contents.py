@@ -10,6 +10,7 @@ states (submitted, rejected) leave the index.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, Literal
 
@@ -49,15 +50,12 @@ class DynamoContentStore(ReplacementWrites):
     # -- reads -------------------------------------------------------------------------------------
 
     def query_kb_items(self, kb_id: str) -> tuple[list[FolderRecord], list[FileRecord], list[UploadRecord]]:
-        """Every folder, file and upload of a KB, from one consistent Query of its partition."""
+        """Every folder, file and upload of a KB, from consistent Queries of its partition: the key ranges
+        before and after its ``PRINT#`` items, which are many times their size and never read here."""
         folders: list[FolderRecord] = []
         files: list[FileRecord] = []
         uploads: list[UploadRecord] = []
-        for item in self._table.query(
-            KeyConditionExpression="PK = :pk",
-            ExpressionAttributeValues={":pk": {"S": f"KB#{kb_id}"}},
-            ConsistentRead=True,
-        ):
+        for item in self._around_prints(kb_id):
             kind = item["SK"].split("#", 1)[0]
             if kind == "FOLDER":
                 folders.append(FolderRecord.model_validate(item))
@@ -66,6 +64,15 @@ class DynamoContentStore(ReplacementWrites):
             elif kind == "UPLOAD":
                 uploads.append(UploadRecord.model_validate(item))
         return folders, files, uploads
+
+    def _around_prints(self, kb_id: str) -> Iterator[dict[str, Any]]:
+        # "PRINT$" is the first key after every "PRINT#..." one ("$" follows "#").
+        for condition, bound in (("SK < :bound", "PRINT#"), ("SK >= :bound", "PRINT$")):
+            yield from self._table.query(
+                KeyConditionExpression=f"PK = :pk AND {condition}",
+                ExpressionAttributeValues={":pk": {"S": f"KB#{kb_id}"}, ":bound": {"S": bound}},
+                ConsistentRead=True,
+            )
 
     def query_folders(self, kb_id: str) -> list[FolderRecord]:
         """Every folder of a KB (folders only), from one consistent Query."""
