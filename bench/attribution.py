@@ -17,19 +17,18 @@ it. Targets: verbatim ≥ 98% right and 0 wrong; rewrite ≥ 85% right and ≤ 1
 
 from __future__ import annotations
 
-import io
 import random
 import re
 import statistics
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-from bench.attribution_corpus import Document, build, replacement
+from bench.attribution_corpus import Document, build
 from memmy_kb.domain import fingerprints as fp
 from memmy_local.memos_emulator.config import EmulatorConfig
 from memmy_local.memos_emulator.rewrite import rewrite
@@ -63,19 +62,36 @@ class Tally:
     seconds: list[float] = field(default_factory=list)
 
 
-def ingest_text(name: str, data: bytes) -> Iterator[str]:
-    """The text the ingest fingerprints: decoded text, a DOCX's paragraphs, a PDF's pages."""
+@dataclass(frozen=True)
+class Bytes:
+    """A file's bytes as the ingest reads a stored object (``memmy_kb.domain.zipfiles.ByteSource``)."""
+
+    data: bytes
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def read_range(self, start: int, length: int) -> bytes:
+        return self.data[start : start + length]
+
+    def chunks(self) -> Iterator[bytes]:
+        for start in range(0, len(self.data), 64 * 1024):
+            yield self.data[start : start + 64 * 1024]
+
+
+def ingest_text(name: str, data: bytes) -> list[str]:
+    """The text the ingest fingerprints (``memmy_kb.domain.text_extraction``): a text format's streamed
+    pass decoded, a DOCX's document.xml, a PDF's pages."""
+    from memmy_kb.domain import text_extraction
+
     extension = name.rsplit(".", 1)[-1]
-    if extension == "docx":
-        import docx
-
-        yield from (p.text for p in docx.Document(io.BytesIO(data)).paragraphs)
-    elif extension == "pdf":
-        from pypdf import PdfReader
-
-        yield from (page.extract_text() or "" for page in PdfReader(io.BytesIO(data)).pages)
-    else:
-        yield data.decode("utf-8-sig")
+    if extension in text_extraction.EXTRACTED:
+        return list(text_extraction.extracted_text(Bytes(data), extension, deadline=time.monotonic() + 60))
+    pieces: list[str] = []
+    for _ in text_extraction.TappedSource(Bytes(data), pieces.append).chunks():
+        pass
+    return pieces
 
 
 def fingerprint_all(texts: Mapping[str, list[str]], limit: int = fp.MAX_HASHES) -> dict[str, fp.Fingerprints]:
@@ -98,7 +114,7 @@ def _load(client: httpx.Client, documents: list[Document], first: Document) -> d
             names.update({f["id"]: d.name for f, d in zip(added, part, strict=True)})
     _wait(client, list(names))
     (replaced_id,) = [i for i, name in names.items() if name == first.name]
-    latest = next(d for d in documents if d.name == first.name)
+    latest = next(d for d in documents if d.name == first.name)  # the corpus holds the latest version
     update = {"file_id": replaced_id, "file": {"name": latest.name, "content": data_url(latest.data)}}
     ok(client.post("/update/knowledgebase-file", json=update))
     _wait(client, [replaced_id])
@@ -127,12 +143,18 @@ def question_from(text: str, rng: random.Random) -> str:
     return " ".join(words[start : start + 8])
 
 
-def _search(emulator: MemosEmulator, names: dict[str, str]) -> list[Hit]:
-    """Every hit of ``QUESTIONS`` searches over all KBs, each with its file and its two texts."""
+def _search(emulator: MemosEmulator, names: dict[str, str], replaced: str) -> list[Hit]:
+    """Every hit of ``QUESTIONS`` searches over all KBs, and of one search per memory of the ``replaced``
+    file, each with its file and its two texts."""
     rng = random.Random(SEED)
     origins = emulator.store.memory_origins()
-    askable = sorted(m for m, (_, text) in origins.items() if len(_WORD.findall(text)) >= 4)
+    # In a stable order (memory ids are new each run), so that every run asks the same questions.
+    askable = sorted(
+        (m for m, (_, text) in origins.items() if len(_WORD.findall(text)) >= 4),
+        key=lambda m: (names[origins[m][0]], origins[m][1]),
+    )
     asked = rng.sample(askable, min(QUESTIONS, len(askable)))
+    asked += [m for m in askable if names[origins[m][0]] == replaced and m not in asked]
     hits: list[Hit] = []
     with httpx.Client(base_url=emulator.base_url, headers={"Authorization": f"Token {KEY}"}, timeout=30) as client:
         for memory_id in asked:
@@ -145,7 +167,9 @@ def _search(emulator: MemosEmulator, names: dict[str, str]) -> list[Hit]:
             for item in ok(client.post("/search/memory", json=body))["memory_detail_list"]:
                 file_id, text = origins[item["id"]]
                 assert item["memory_value"] == text, "the emulator answers verbatim in this pass"
-                hits.append(Hit(item["id"], names[file_id], text, rewrite(text, item["id"])))
+                # Seeded as the emulator seeds it, by a memory's identity; here one stable across runs.
+                seed = f"{names[file_id]}:{text}"
+                hits.append(Hit(item["id"], names[file_id], text, rewrite(text, seed)))
     return hits
 
 
@@ -159,13 +183,21 @@ def holders(hit: Hit, lines: Mapping[str, str]) -> set[str]:
     return {hit.file} | {name for name, line in lines.items() if needle in line}
 
 
+Attribute = Callable[[str, Sequence[fp.FileIndex[str]]], fp.Attribution[str]]
+
+
 def tally(
-    hits: list[Hit], index: fp.FileIndex[str], holding_files: Mapping[str, set[str]], *, rewritten: bool
+    hits: list[Hit],
+    index: fp.FileIndex[str],
+    holding_files: Mapping[str, set[str]],
+    *,
+    rewritten: bool,
+    attribute: Attribute = fp.attribute,
 ) -> Tally:
     result = Tally()
     for hit in hits:
         started = time.perf_counter()
-        found = fp.attribute(hit.rewritten if rewritten else hit.verbatim, [index])
+        found = attribute(hit.rewritten if rewritten else hit.verbatim, [index])
         result.seconds.append(time.perf_counter() - started)
         holding = holding_files[hit.memory_id]
         if not found.files:
@@ -181,17 +213,24 @@ def tally(
     return result
 
 
-def collect() -> tuple[list[Document], dict[str, list[str]], list[Hit]]:
-    """The corpus, each file's ingest text, and the hits of the searches (the emulator stopped after)."""
-    documents = build()
-    first, _ = replacement(documents)
-    texts = {d.name: list(ingest_text(d.name, d.data)) for d in documents}
+def collect() -> tuple[list[Document], Document, dict[str, list[str]], list[Hit]]:
+    """The corpus, the replaced file's first version, each file's ingest text, and the hits of the
+    searches (the emulator stopped after)."""
+    documents, first = build()
+    texts = {d.name: ingest_text(d.name, d.data) for d in documents}
     config = EmulatorConfig(port=0, api_keys={KEY: "bench"}, processing_delay=0)
     with MemosEmulator(config) as emulator:
         with httpx.Client(base_url=emulator.base_url, headers={"Authorization": f"Token {KEY}"}, timeout=60) as client:
             names = _load(client, documents, first)
-        hits = _search(emulator, names)
-    return documents, texts, hits
+        hits = _search(emulator, names, first.name)
+    return documents, first, texts, hits
+
+
+def stale(first: Document, texts: Mapping[str, list[str]], hits: list[Hit]) -> tuple[int, int]:
+    """The replaced file's hits, and how many of them carry text its latest version does not hold."""
+    latest = _token_line("\n".join(texts[first.name]))
+    replaced = [hit for hit in hits if hit.file == first.name]
+    return len(replaced), sum(1 for hit in replaced if _token_line(hit.verbatim) not in latest)
 
 
 def percentages(counts: Counter[str]) -> dict[str, float]:
@@ -199,12 +238,24 @@ def percentages(counts: Counter[str]) -> dict[str, float]:
     return {outcome: 100 * counts[outcome] / total for outcome in OUTCOMES}
 
 
-def measure(texts: Mapping[str, list[str]], hits: list[Hit], limit: int = fp.MAX_HASHES) -> dict[str, Any]:
-    """Both modes' tallies on ``hits``, with the fingerprints' size, at the module's current constants."""
-    prints = fingerprint_all(texts, limit)
-    index = fp.FileIndex(prints)
+def holding_files(texts: Mapping[str, list[str]], hits: list[Hit]) -> dict[str, set[str]]:
+    """Each hit memory's holders (``holders``), by memory id."""
     lines = {name: _token_line("\n".join(chunks)) for name, chunks in texts.items()}
-    holding = {hit.memory_id: holders(hit, lines) for hit in {h.memory_id: h for h in hits}.values()}
+    return {hit.memory_id: holders(hit, lines) for hit in {h.memory_id: h for h in hits}.values()}
+
+
+def measure(
+    texts: Mapping[str, list[str]],
+    hits: list[Hit],
+    holding: Mapping[str, set[str]],
+    attribute: Attribute = fp.attribute,
+) -> dict[str, Any]:
+    """Both modes' tallies on ``hits``, with the fingerprints' size, at the module's current constants."""
+    prints = fingerprint_all(texts)
+    index = fp.FileIndex(prints)
     sizes = [len(p.encode()) for p in prints.values()]
-    modes = {mode: tally(hits, index, holding, rewritten=mode == "rewrite") for mode in ("verbatim", "rewrite")}
+    modes = {
+        mode: tally(hits, index, holding, rewritten=mode == "rewrite", attribute=attribute)
+        for mode in ("verbatim", "rewrite")
+    }
     return {"modes": modes, "bytes_mean": statistics.fmean(sizes), "bytes_max": max(sizes), "files": len(sizes)}

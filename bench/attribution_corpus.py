@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 # Packages pip upgrades or brings itself (not pinned by the project): their text changes from run to run.
 UNPINNED = frozenset({"pip", "setuptools", "wheel"})
@@ -55,17 +55,19 @@ def sources() -> Iterator[tuple[str, str, str, str]]:
     order; ``markup`` is ``md`` for Markdown, ``txt`` for the rest."""
     for dist in _packages():
         package = dist.metadata["Name"].lower()
-        body = dist.metadata.get_payload() or dist.metadata.get("Description") or ""  # type: ignore[attr-defined]
+        body = dist.metadata.get_payload() or " ".join(dist.metadata.get_all("Description") or [])  # type: ignore[attr-defined]
         if len(body.strip()) >= MIN_CHARS:
-            markdown = "markdown" in (dist.metadata.get("Description-Content-Type") or "")
+            markdown = "markdown" in " ".join(dist.metadata.get_all("Description-Content-Type") or [])
             yield package, "README", _cut(body), "md" if markdown else "txt"
         for file in sorted(dist.files or [], key=str):
             path = PurePosixPath(str(file))
             if ".dist-info" not in path.parts[0] or not _LICENCE.match(path.name) or "_vendor" in path.parts:
                 continue
-            text = file.locate().read_bytes().decode("utf-8", "replace")
+            text = Path(file.locate()).read_bytes().decode("utf-8", "replace")
             if len(text.strip()) >= MIN_CHARS:
-                yield package, path.name.replace(".", "-"), _cut(text), "md" if path.suffix == ".md" else "txt"
+                inside = path.parts[2:] if path.parts[1:2] == ("licenses",) else path.parts[1:]
+                kind = "-".join(inside).replace(".", "-")  # unique: crates/LICENSE beside LICENSE
+                yield package, kind, _cut(text), "md" if path.suffix == ".md" else "txt"
 
 
 def _blocks(text: str) -> list[tuple[str | None, str]]:
@@ -97,22 +99,28 @@ def _encode(text: str, extension: str) -> bytes:
     return text.encode()
 
 
-def build(every_docx: int = 5, every_pdf: int = 7) -> list[Document]:
+def build(every_docx: int = 5, every_pdf: int = 7) -> tuple[list[Document], Document]:
     """The corpus: each source one document, every ``every_docx``-th a DOCX and every ``every_pdf``-th a
-    PDF (the others Markdown or text, as their markup)."""
+    PDF (the others Markdown or text, as their markup), the replaced file at its latest version; and that
+    file's first version (``replacement``)."""
     documents = []
     for n, (package, kind, text, markup) in enumerate(sources()):
         extension = "docx" if n % every_docx == 1 else "pdf" if n % every_pdf == 3 else markup
         name = f"{package}/{kind}.{extension}"
         documents.append(Document(name, _encode(text, extension), f"{package} {kind}"))
-    return documents
+    if len({d.name for d in documents}) != len(documents):
+        raise RuntimeError("two corpus documents share a name: the truth would be ambiguous")
+    first, latest = replacement(documents)
+    return [latest if d.name == latest.name else d for d in documents], first
 
 
 def replacement(documents: list[Document]) -> tuple[Document, Document]:
-    """The file the bench replaces, and its next version: a Markdown README, first with its second half
-    left out, then whole (a document that grew; most of its text is in both versions)."""
+    """The file the bench replaces: its first version (the first half of a Markdown README) and the version
+    that replaces it (the README without its first section: some text gone, some new, most in both)."""
     document = next(d for d in documents if d.name.endswith("README.md") and len(d.data) > 8000)
     text = document.data.decode()
-    cut = text.rfind("\n#", 0, len(text) // 2)
-    first = Document(document.name, text[: cut if cut > 0 else len(text) // 2].encode(), document.origin + " v1")
-    return first, document
+    half = text.rfind("\n#", 0, len(text) // 2)
+    first_section = text.find("\n#", 1)
+    first = Document(document.name, text[: half if half > 0 else len(text) // 2].encode(), f"{document.origin} v1")
+    latest = Document(document.name, text[max(first_section, 0) :].encode(), f"{document.origin} v2")
+    return first, latest
