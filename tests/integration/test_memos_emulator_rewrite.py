@@ -4,6 +4,7 @@ answers its text rewritten (the same on every search), its key unchanged (docs/m
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import httpx
@@ -13,6 +14,8 @@ from memmy_local.cli import build_parser
 from memmy_local.memos_emulator.config import EmulatorConfig
 from memmy_local.memos_emulator.rewrite import rewrite
 from memmy_local.memos_emulator.server import MemosEmulator
+from memmy_local.stack_config import StackConfig
+from memmy_local.stack_parts import start_emulator
 from tests.support.emulator_api import add_md, create_kb, search, wait_done
 
 KEY = "rewrite-key"
@@ -63,3 +66,9 @@ def test_memmy_local_takes_the_rewrite_flag_for_the_emulator_and_the_stack() -> 
     assert build_parser().parse_args(["memos", "--memos-rewrite"]).memos_rewrite is True
     assert build_parser().parse_args(["up", "--memos-rewrite"]).memos_rewrite is True
     assert build_parser().parse_args(["up"]).memos_rewrite is False
+
+
+def test_the_stack_starts_its_emulator_in_rewrite_mode_when_asked() -> None:
+    for asked in (False, True):
+        with ExitStack() as undo:
+            assert start_emulator(undo, StackConfig(memos_port=0, memos_rewrite=asked)).config.rewrite is asked
