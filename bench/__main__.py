@@ -267,6 +267,12 @@ def _ignore_patterns() -> list[Row]:
     ]
 
 
+def _attribution() -> list[Row]:
+    from bench import attribution_report
+
+    return attribution_report.rows(attribution_report.run())
+
+
 def _sync_pass() -> list[Row]:
     from bench import sync_pass
 
@@ -289,6 +295,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "hook_proof": _hook_proof,
     "recall_backends": _recall_backends,
     "worst_case_body": _worst_case_body,
+    "attribution": _attribution,
 }
 
 

@@ -72,6 +72,7 @@ def _memos(args: argparse.Namespace) -> int:
         db_path=args.db,
         processing_delay=args.processing_delay,
         search_qps=args.qps,
+        rewrite=args.memos_rewrite,
     )
     with MemosEmulator(config) as emulator:
         print(
@@ -116,6 +117,7 @@ def _run_stack(args: argparse.Namespace, metrics: Path) -> int:
         memos_projects=args.memos_projects,
         memos_kb_quota=args.memos_kb_quota,
         memos_search_qps=args.memos_qps,
+        memos_rewrite=args.memos_rewrite,
         schedule_interval=args.schedule_interval,
         idp_port=args.idp_port,
         access_token_ttl=args.access_token_ttl,
@@ -185,7 +187,18 @@ def _add_memos(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help="searches a second each project answers before refusing with 40309 (default: no limit)",
     )
+    _add_rewrite(memos)
     memos.set_defaults(func=_memos)
+
+
+def _add_rewrite(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--memos-rewrite",
+        action="store_true",
+        help="answer every search hit's text rewritten (sentences shuffled, a quarter of the words dropped or"
+        " replaced, width and whitespace normalised; the same for the same memory), as a memory system that"
+        " rewrites what it stores might",
+    )
 
 
 def _add_memos_emulation(up: argparse.ArgumentParser) -> None:
@@ -216,6 +229,7 @@ def _add_memos_emulation(up: argparse.ArgumentParser) -> None:
         help="searches a second each emulated MemOS project answers before refusing with its rate-limit error"
         " (40309); also each backend's max_qps in the stack's MemOS secret (default: no limit)",
     )
+    _add_rewrite(up)
 
 
 def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -28,6 +28,8 @@ class StackConfig:
     # MemOS's rate limit, enforced by the emulator on each project's searches and written to the secret as
     # each backend's max_qps (docs/memos.md, "Rate"); None: no limit, as before.
     memos_search_qps: float | None = None
+    # The emulator's rewrite mode: search hits' text comes back rewritten (docs/memos.md, "Rewrite mode").
+    memos_rewrite: bool = False
     template_path: Path | None = None
     repo_root: Path | None = None
     region: str = "us-east-1"

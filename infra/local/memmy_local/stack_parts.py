@@ -137,6 +137,7 @@ def start_emulator(undo: ExitStack, config: StackConfig) -> MemosEmulator:
             processing_delay=config.memos_processing_delay,
             kb_quota=config.memos_kb_quota,
             search_qps=config.memos_search_qps,
+            rewrite=config.memos_rewrite,
         )
     )
     emulator.start()

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memmy_local.memos_emulator import chunking
-from memmy_local.memos_emulator.chunking import Excerpt, chunk_sections, chunk_text, title_from_filename
+from memmy_local.memos_emulator.chunking import Excerpt, chunk_sections, chunk_text, short_key
 from memmy_local.memos_emulator.extract import extract_sections
 from memmy_local.memos_emulator.extraction import Section
 from tests.support import docgen
@@ -22,37 +22,40 @@ def squash(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
-def test_short_section_is_one_excerpt_titled_by_the_file_name() -> None:
-    excerpts = chunk_sections([Section(None, "简短的内容。")], "MemOS 开源VS商业化.md")
+def test_a_section_without_heading_is_titled_by_a_short_key_of_its_text_not_the_file() -> None:
+    excerpts = chunk_sections([Section(None, "简短的内容。\n第二行")])
 
-    assert excerpts == [Excerpt("MemOS 开源VS商业化", "简短的内容。")]
+    assert excerpts == [Excerpt("简短的内容。", "简短的内容。\n第二行")]
 
 
 def test_heading_is_the_title() -> None:
     sections = [Section(None, "intro"), Section("第二章 部署", "正文"), Section("Usage", "run it")]
 
-    excerpts = chunk_sections(sections, "guide.docx")
+    excerpts = chunk_sections(sections)
 
     assert [(e.title, e.text) for e in excerpts] == [
-        ("guide", "intro"),
+        ("intro", "intro"),
         ("第二章 部署", "正文"),
         ("Usage", "run it"),
     ]
 
 
 @pytest.mark.parametrize(
-    ("filename", "title"),
+    ("text", "key"),
     [
-        ("MemOS 开源VS商业化.md", "MemOS 开源VS商业化"),
-        ("uploads/kb/报告.final.pdf", "报告.final"),
-        ("C:\\docs\\plan.docx", "plan"),
-        ("README", "README"),
-        (".env", ".env"),
+        (
+            "Copyright (c) 2010 The Pallets Projects and contributors\nAll rights reserved.",
+            "Copyright (c) 2010 The Pallets Projects…",
+        ),
+        ("\n  \t\n  Short   first line  \nsecond", "Short first line"),
+        ("知识库" * 20, "知识库" * 13 + "知…"),
+        ("a" * 41, "a" * 40 + "…"),
+        ("a" * 40, "a" * 40),
         ("", "untitled"),
     ],
 )
-def test_title_from_filename(filename: str, title: str) -> None:
-    assert title_from_filename(filename) == title
+def test_short_key(text: str, key: str) -> None:
+    assert short_key(text) == key
 
 
 @pytest.mark.parametrize("max_chars", [1, 7, 50, 120, 800])
@@ -133,20 +136,20 @@ def test_whitespace_is_normalised() -> None:
 def test_no_empty_excerpts() -> None:
     sections = [Section(None, ""), Section("H", " \n\t\n "), Section(None, "text")]
 
-    assert chunk_sections(sections, "a.txt") == [Excerpt("a", "text")]
+    assert chunk_sections(sections) == [Excerpt("text", "text")]
 
 
 def test_max_chars_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_chars"):
-        chunk_sections([Section(None, "x")], "a.txt", max_chars=0)
+        chunk_sections([Section(None, "x")], max_chars=0)
 
 
 def test_extracted_docx_chunks_carry_headings() -> None:
     data = docgen.make_docx([(None, "导言。"), ("部署", ZH_SENTENCE * 50)])
 
-    excerpts = chunk_sections(extract_sections("手册.docx", data), "手册.docx", max_chars=200)
+    excerpts = chunk_sections(extract_sections("手册.docx", data), max_chars=200)
 
-    assert excerpts[0] == Excerpt("手册", "导言。")
+    assert excerpts[0] == Excerpt("导言。", "导言。")
     assert {e.title for e in excerpts[1:]} == {"部署"}
     assert all(len(e.text) <= 200 for e in excerpts)
     assert "".join(e.text for e in excerpts[1:]) == ZH_SENTENCE * 50
@@ -166,11 +169,11 @@ TEXT_ALPHABET = st.sampled_from(
     heading=st.none() | st.sampled_from(["标题", "Heading"]),
 )
 def test_chunking_loses_no_characters(text: str, max_chars: int, heading: str | None) -> None:
-    excerpts = chunk_sections([Section(heading, text)], "文件.md", max_chars=max_chars)
+    excerpts = chunk_sections([Section(heading, text)], max_chars=max_chars)
 
     assert squash("".join(e.text for e in excerpts)) == squash(text)
     for excerpt in excerpts:
-        assert excerpt.title == (heading or "文件")
+        assert excerpt.title == (heading or short_key(excerpt.text))
         assert 0 < len(excerpt.text) <= max_chars
         assert excerpt.text == excerpt.text.strip()
         assert "  " not in excerpt.text

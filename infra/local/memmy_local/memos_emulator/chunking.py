@@ -1,5 +1,8 @@
 """Chunking for the MemOS emulator: splits extracted sections into titled excerpts of bounded size.
 
+An excerpt's title (MemOS's ``memory_key``) is its section's heading, or for text without one a short key
+from the excerpt's own first words, never the file's name: a MemOS hit does not name its file.
+
 Each non-blank line of a section is a paragraph. Paragraphs are packed greedily into excerpts (joined
 with ``\\n``); a paragraph longer than the limit is split at sentence ends (Chinese 。！？； and English
 .!?), and a sentence longer than the limit at a space near the end of the window, else anywhere.
@@ -28,27 +31,32 @@ class Excerpt:
     text: str
 
 
-def chunk_sections(sections: list[Section], filename: str, *, max_chars: int = 800) -> list[Excerpt]:
+# A short key is at most this many characters, as MemOS's keys are a few words.
+KEY_CHARS = 40
+
+
+def chunk_sections(sections: list[Section], *, max_chars: int = 800) -> list[Excerpt]:
     """Split every section into excerpts of at most ``max_chars`` characters, in document order.
 
-    The title is the section heading, or ``filename`` without its directory and extension.
-    Empty sections produce no excerpt.
+    The title is the section heading, or the excerpt's ``short_key``. Empty sections produce no excerpt.
     """
     if max_chars < 1:
         raise ValueError("max_chars must be at least 1")
-    fallback = title_from_filename(filename)
     return [
-        Excerpt(section.heading or fallback, chunk)
+        Excerpt(section.heading or short_key(chunk), chunk)
         for section in sections
         for chunk in chunk_text(section.text, max_chars)
     ]
 
 
-def title_from_filename(filename: str) -> str:
-    """``"dir/MemOS 开源VS商业化.md"`` → ``"MemOS 开源VS商业化"``; the whole name if no stem is left."""
-    base = re.split(r"[\\/]", filename.strip())[-1]
-    stem, dot, _ = base.rpartition(".")
-    return (stem if dot and stem.strip() else base).strip() or filename.strip() or "untitled"
+def short_key(text: str, max_chars: int = KEY_CHARS) -> str:
+    """A short key for text with no heading: its first line, cut to ``max_chars`` (at a space when there
+    is one in the second half of the window, else anywhere) and marked ``…`` when cut."""
+    line = next((" ".join(line.split()) for line in text.splitlines() if line.strip()), "")
+    if len(line) <= max_chars:
+        return line or "untitled"
+    cut = line.rfind(" ", max_chars // 2, max_chars + 1)
+    return line[: cut if cut > 0 else max_chars].rstrip() + "…"
 
 
 def chunk_text(text: str, max_chars: int) -> list[str]:
@@ -80,7 +88,7 @@ def _split_paragraph(paragraph: str, max_chars: int) -> list[str]:
     """Pack sentences into pieces of at most ``max_chars``; hard-split sentences that are too long."""
     pieces: list[str] = []
     buffer = ""
-    for sentence in _sentences(paragraph):
+    for sentence in sentences(paragraph):
         if len((buffer + sentence).rstrip()) <= max_chars:
             buffer += sentence
             continue
@@ -97,7 +105,7 @@ def _split_paragraph(paragraph: str, max_chars: int) -> list[str]:
     return pieces
 
 
-def _sentences(paragraph: str) -> list[str]:
+def sentences(paragraph: str) -> list[str]:
     """Sentences with their terminator and trailing space, so that joining them restores the paragraph."""
     sentences = []
     start = 0

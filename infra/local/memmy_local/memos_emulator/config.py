@@ -31,6 +31,9 @@ class EmulatorConfig:
     max_request_file_bytes: int = MAX_REQUEST_FILE_BYTES
     # MemOS's rate limit: searches a second per project past which a search is refused with 40309.
     search_qps: float | None = None
+    # Rewrite mode: every search hit's text comes back rewritten (``rewrite.rewrite``, seeded by the
+    # memory's id), as a memory system that rewrites what it stores might answer; the index is unchanged.
+    rewrite: bool = False
 
     @property
     def max_body_bytes(self) -> int:

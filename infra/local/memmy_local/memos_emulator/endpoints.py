@@ -31,6 +31,7 @@ from .params import (
     str_list,
 )
 from .rate_limit import RATE_LIMITED, SearchRateLimit
+from .rewrite import rewrite
 from .store import EmulatorStore, StoredFile
 
 log = logging.getLogger("memos_emulator")
@@ -240,7 +241,7 @@ class KnowledgeBaseApi:
                 {
                     "id": hit.memory_id,
                     "memory_key": hit.title,
-                    "memory_value": hit.text,
+                    "memory_value": rewrite(hit.text, hit.memory_id) if self.config.rewrite else hit.text,
                     "memory_type": "LongTermMemory",
                     "create_time": hit.created_at,
                     "update_time": hit.created_at,

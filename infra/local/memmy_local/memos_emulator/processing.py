@@ -68,7 +68,7 @@ class FileProcessor:
             try:
                 data = pending.content if pending.content is not None else self.fetch(pending.url or "")
                 sections = extract_sections(file.name, data)
-                excerpts = chunk_sections(sections, file.name)
+                excerpts = chunk_sections(sections)
                 self.store.complete_file(file.id, [(e.title, e.text) for e in excerpts], file.version)
             except ExtractionError as err:
                 self.store.fail_file(file.id, str(err), file.version)

@@ -65,6 +65,13 @@ class ExcerptSearch:
         hits.sort(key=lambda hit: hit.relativity, reverse=True)
         return hits[:limit]
 
+    def memory_origins(self) -> dict[str, tuple[str, str]]:
+        """Every memory's file id and stored text, by memory id: what a hit's file truly is (MemOS's hits
+        do not say; the attribution bench compares what recognising the text names with this)."""
+        with self._lock:
+            rows = self._db.execute("SELECT memory_id, file_id, text FROM excerpts").fetchall()
+        return {row["memory_id"]: (row["file_id"], row["text"]) for row in rows}
+
     def _idf(self, terms: list[str]) -> dict[str, float]:
         total = self._db.execute("SELECT count(*) FROM excerpts").fetchone()[0]
         marks = ",".join("?" * len(terms))
