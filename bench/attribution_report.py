@@ -1,6 +1,7 @@
 """The attribution bench's run (``bench.attribution``): the hits collected once, then attributed with the
-fingerprints' constants as shipped and with a few others (patched here, for the comparison only), and with
-one proposed change to the rule (``attribute_dominant``), each in verbatim and rewrite modes.
+fingerprints' constants as shipped and with a few others (patched here, for the comparison only: among
+them ``MIN_DISTINCT`` out of reach, which is the rule without its dominance step), each in verbatim and
+rewrite modes.
 
 ``python -m bench.attribution_report``
 """
@@ -10,24 +11,22 @@ from __future__ import annotations
 import statistics
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import partial
 from typing import Any
 
 from bench import attribution
 from memmy_kb.domain import fingerprints as fp
 
-# name -> the fingerprints' constants it changes ("distinct": attribute_dominant with that many).
+# name -> the fingerprints' constants it changes.
 VARIANTS: dict[str, dict[str, Any]] = {
     "as shipped": {},
+    "no dominance step": {"MIN_DISTINCT": 10**9},
+    "MIN_DISTINCT 1": {"MIN_DISTINCT": 1},
     "CANDIDATE_RATIO 0.95": {"CANDIDATE_RATIO": 0.95},
     "SHINGLE 4": {"SHINGLE": 4},
-    "MAX_CANDIDATES 8": {"MAX_CANDIDATES": 8},
-    "proposed: a dominated file is dropped (2 distinct hashes)": {"distinct": 2},
-    "proposed, 1 distinct hash": {"distinct": 1},
 }
-SHOWN = ("as shipped", "proposed: a dominated file is dropped (2 distinct hashes)")
+SHOWN = ("as shipped", "no dominance step")
 
 
 @contextmanager
@@ -41,41 +40,6 @@ def constants(values: dict[str, Any]) -> Iterator[None]:
     finally:
         for name, value in before.items():
             setattr(fp, name, value)
-
-
-def attribute_dominant(
-    text: str, indexes: Sequence[fp.FileIndex[str]], distinct: int = 2
-) -> fp.Attribution[str]:
-    """``fingerprints.attribute``, plus one rule: of the files it would name, a file is dropped when another
-    holds every hash of the hit that it holds (on the hashes both sample) and at least ``distinct`` more.
-    A licence's copyright line, or a README's package name, then tells one file from its template twins."""
-    values = fp.hit_hashes(text)
-    at_least = Counter({level: sum(1 for v in values if fp.level_of(v) >= level) for level in range(fp.MAX_LEVEL + 1)})
-    scored: list[tuple[float, str, set[int], int]] = []
-    for index in indexes:
-        matched: dict[int, set[int]] = {}
-        for value in values:
-            for owner in index.holders(value):
-                matched.setdefault(owner, set()).add(value)
-        for owner, held in matched.items():
-            level = index.levels[owner]
-            if at_least[level] >= fp.MIN_SAMPLED and len(held) >= fp.MIN_MATCHED:
-                scored.append((len(held) / at_least[level], index.keys[owner], held, level))
-    scored.sort(key=lambda s: (-s[0], -len(s[2])))
-    if not scored or scored[0][0] < fp.MIN_CONTAINMENT:
-        return fp.Attribution(())
-    close = [s for s in scored if s[0] >= scored[0][0] * fp.CANDIDATE_RATIO]
-
-    def dominated(file: tuple[float, str, set[int], int], other: tuple[float, str, set[int], int]) -> bool:
-        level = max(file[3], other[3])
-        own = sum(1 for v in file[2] - other[2] if fp.level_of(v) >= level)
-        more = sum(1 for v in other[2] - file[2] if fp.level_of(v) >= level)
-        return own == 0 and more >= distinct
-
-    kept = [s for s in close if not any(dominated(s, other) for other in close if other is not s)]
-    if len(kept) > fp.MAX_CANDIDATES:
-        return fp.Attribution((), scored[0][0])
-    return fp.Attribution(tuple(s[1] for s in kept), scored[0][0])
 
 
 def run() -> dict[str, Any]:
@@ -94,14 +58,8 @@ def run() -> dict[str, Any]:
         "replaced": (first.name, replaced, stale),
     }
     for name, values in VARIANTS.items():
-        distinct = values.get("distinct")
-        with constants({k: v for k, v in values.items() if k != "distinct"}):
-            figures = attribution.measure(
-                texts,
-                hits,
-                holding,
-                partial(attribute_dominant, distinct=distinct) if distinct else fp.attribute,
-            )
+        with constants(values):
+            figures = attribution.measure(texts, hits, holding, fp.attribute)
         results["variants"][name] = figures
         print(f"{name}: {describe(figures['modes']['verbatim'])} | rewrite: {describe(figures['modes']['rewrite'])}", flush=True)
         for mode, tally in figures["modes"].items():

@@ -162,6 +162,16 @@ def test_a_hit_whose_text_two_files_share_names_both_as_candidates():
     assert not found.clear
 
 
+def test_of_two_files_from_one_template_the_one_holding_the_hits_own_words_is_named_alone():
+    # Two licences from one template, told apart by their copyright line: a hit with Alpha's line is
+    # Alpha's; a hit of the shared text alone names both.
+    alpha = "Copyright 2010 Alpha Ltd. " + LICENCE
+    beta = "Copyright 2015 Beta Inc. " + LICENCE
+    index = _index(alpha=alpha, beta=beta)
+    assert attribute(alpha, [index]).files == ("alpha",)
+    assert sorted(attribute(LICENCE, [index]).files) == ["alpha", "beta"]
+
+
 def test_a_hit_no_file_holds_names_none():
     index = _index(refunds=REFUNDS, shipping=SHIPPING)
     assert attribute(_words(60, seed=99), [index]).files == ()

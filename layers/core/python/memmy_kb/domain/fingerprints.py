@@ -42,6 +42,8 @@ MIN_MATCHED: Final = 3
 MIN_SAMPLED: Final = 4
 CANDIDATE_RATIO: Final = 0.8
 MAX_CANDIDATES: Final = 4
+# A candidate held in full by another that holds at least this many more of the hit's hashes is dropped.
+MIN_DISTINCT: Final = 2
 FORMAT: Final = b"MKFP"
 _HEADER: Final = struct.Struct("<4sBBI")  # magic, shingle size, level, count
 
@@ -194,9 +196,29 @@ def hit_hashes(text: str) -> set[int]:
     return set(shingle_hashes(tokens(text)))
 
 
+@dataclass(frozen=True)
+class _Scored(Generic[K]):
+    """One file's match of a hit: its share of the hit's hashes sampled at its level, and those it holds."""
+
+    share: float
+    key: K
+    held: frozenset[int]
+    level: int
+
+
+def _dominated(file: _Scored[K], other: _Scored[K]) -> bool:
+    """Whether ``other`` holds every hash of the hit that ``file`` holds, and ``MIN_DISTINCT`` more (on the
+    hashes both sample): a licence's copyright line, a README's package name, tells one from its twins."""
+    level = max(file.level, other.level)
+    own = sum(1 for value in file.held - other.held if level_of(value) >= level)
+    more = sum(1 for value in other.held - file.held if level_of(value) >= level)
+    return own == 0 and more >= MIN_DISTINCT
+
+
 def attribute(text: str, indexes: Sequence[FileIndex[K]]) -> Attribution[K]:
     """Which files of ``indexes`` hold ``text``: one when clear, the few candidates within
-    ``CANDIDATE_RATIO`` of the best, or none when the best holds too little of it (or too many tie)."""
+    ``CANDIDATE_RATIO`` of the best that no other candidate dominates (``_dominated``), or none when the
+    best holds too little of it (or too many tie)."""
     values = hit_hashes(text)
     if not values:
         return Attribution(())
@@ -206,23 +228,25 @@ def attribute(text: str, indexes: Sequence[FileIndex[K]]) -> Attribution[K]:
     at_least = [0] * (MAX_LEVEL + 2)  # at_least[n]: the hit's hashes sampled at level n
     for level in range(MAX_LEVEL, -1, -1):
         at_least[level] = at_least[level + 1] + by_level[level]
-    scored: list[tuple[float, int, K]] = []
+    scored: list[_Scored[K]] = []
     for index in indexes:
-        matched: dict[int, int] = {}
+        matched: dict[int, set[int]] = {}
         for value in values:
             for owner in index.holders(value):
-                matched[owner] = matched.get(owner, 0) + 1
-        for owner, count in matched.items():
-            sampled = at_least[index.levels[owner]]
-            if sampled >= MIN_SAMPLED and count >= MIN_MATCHED:
-                scored.append((count / sampled, count, index.keys[owner]))
+                matched.setdefault(owner, set()).add(value)
+        for owner, held in matched.items():
+            level = index.levels[owner]
+            sampled = at_least[level]
+            if sampled >= MIN_SAMPLED and len(held) >= MIN_MATCHED:
+                scored.append(_Scored(len(held) / sampled, index.keys[owner], frozenset(held), level))
     if not scored:
         return Attribution(())
-    scored.sort(key=lambda s: (-s[0], -s[1]))
-    best = scored[0][0]
+    scored.sort(key=lambda s: (-s.share, -len(s.held)))
+    best = scored[0].share
     if best < MIN_CONTAINMENT:
         return Attribution(())
-    close = [key for share, _, key in scored if share >= best * CANDIDATE_RATIO]
-    if len(close) > MAX_CANDIDATES:
+    close = [s for s in scored if s.share >= best * CANDIDATE_RATIO]
+    kept = [s for s in close if not any(_dominated(s, other) for other in close if other is not s)]
+    if len(kept) > MAX_CANDIDATES:
         return Attribution((), best)
-    return Attribution(tuple(close), best)
+    return Attribution(tuple(s.key for s in kept), best)

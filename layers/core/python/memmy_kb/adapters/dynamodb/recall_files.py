@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from memmy_kb.adapters.dynamodb.fingerprints import DynamoFingerprintStore
 from memmy_kb.adapters.dynamodb.table import DynamoTable, Item, file_key
 from memmy_kb.domain.fingerprint_store import FilePrints
-from memmy_kb.domain.fingerprints import Fingerprints
 from memmy_kb.records import FileRecord, FolderRecord
 
 
@@ -21,6 +21,7 @@ class DynamoRecallFiles:
 
     def __init__(self, table: DynamoTable) -> None:
         self._table = table
+        self._prints = DynamoFingerprintStore(table)
 
     def _query(self, kb_id: str, prefix: str) -> Iterable[Item]:
         return self._table.query(
@@ -29,15 +30,8 @@ class DynamoRecallFiles:
         )
 
     def query_prints(self, kb_id: str) -> list[FilePrints]:
-        """Every file version's fingerprints in the KB (an item of another format is skipped)."""
-        found = []
-        for item in self._query(kb_id, "PRINT#"):
-            try:
-                prints = Fingerprints.decode(bytes(item["prints"]))
-            except ValueError:
-                continue
-            found.append(FilePrints(kb_id, item["file_id"], int(item["version"]), prints))
-        return found
+        """Every file version's fingerprints in the KB (``FingerprintStore.query_prints``'s one Query)."""
+        return self._prints.query_prints(kb_id)
 
     def query_folders(self, kb_id: str) -> list[FolderRecord]:
         return [FolderRecord.model_validate(item) for item in self._query(kb_id, "FOLDER#")]
