@@ -9,6 +9,7 @@ that names a file names one whose text holds it.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import uuid
@@ -148,21 +149,22 @@ def test_over_a_synced_folder_of_real_documents_every_named_file_holds_its_excer
         message="the synced files to be processed",
     )
     texts = {str(p.relative_to(folder)): _words(p.read_text(encoding="utf-8")) for p in documents}
-    named = 0
+    named = excerpts = 0
     for path in documents[:12]:
-        line = max(p.read_text(encoding="utf-8").splitlines(), key=len)[:200]
+        line = max(path.read_text(encoding="utf-8").splitlines(), key=len)[:200]
         for item in recall(local_stack, owner, line)["items"]:
+            excerpts += 1
             for file in ([item["file"]] if item["file"] else []) + item["files"]:
                 key = "/".join(filter(None, [file["folder_path"], file["name"]]))
-                assert _words(item["content"])[:40] in texts[key] or _holds(texts[key], item["content"]), key
+                assert _holds(texts[key], item["content"]), (key, item["content"][:300])
                 named += 1
-    assert named >= 12
+    # Most excerpts name their document (the rest are text more files hold than a citation can list)
+    assert named * 10 >= excerpts * 7, (named, excerpts)
 
 
 def _env() -> dict[str, str]:
-    import os
-
-    return {k: v for k, v in os.environ.items() if not k.startswith("MEMMY_KB_")} | {"PATH": os.environ["PATH"]}
+    """This process's environment without any MEMMY_KB_ setting of its own."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("MEMMY_KB_")}
 
 
 def _all_files(stack: RunningStack, token: str, kb: str) -> list[dict[str, Any]]:
@@ -178,7 +180,8 @@ def _words(text: str) -> str:
 
 
 def _holds(document: str, excerpt: str) -> bool:
-    """Whether most of the excerpt's sentences (as words) are in the document."""
-    sentences = [_words(s) for s in re.split(r"[.!?\n]+", excerpt) if len(_words(s)) > 20]
-    return bool(sentences) and sum(s in document for s in sentences) * 2 >= len(sentences)
+    """Whether the document holds the excerpt: most of its runs of 6 words (every 6th) are in it."""
+    words = _words(excerpt).split()
+    runs = [" ".join(words[i : i + 6]) for i in range(0, max(len(words) - 5, 1), 6)]
+    return sum(run in document for run in runs) * 10 >= len(runs) * 8
 
