@@ -2,8 +2,10 @@
 
 A usage profile (per active user per day) times the counted calls of each route gives the day's Lambda
 invocations and GB-seconds, HTTP API requests, DynamoDB request units, S3 requests, Step Functions
-state transitions and MemOS calls; published us-east-1 prices turn them into dollars. The profile, the
-duration model and the prices are stated below; change them here and the figures follow.
+state transitions and MemOS calls; published us-east-1 prices turn them into dollars. What recall and
+the ingest read and write to name each excerpt's file is scaled from the counted run's one small file to
+a typical recall and KB (``bench.attribution_cost``). The profile, the duration model and the prices are
+stated below; change them here and the figures follow.
 
 ``python -m bench.cost_model`` (runs ``bench.route_calls`` first)
 """
@@ -13,6 +15,9 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from typing import Any
+
+from bench import attribution_cost
+from bench.attribution_cost import AttributionCost
 
 USERS = 1_000
 
@@ -41,11 +46,13 @@ NOT_HTTP = {"ingest (S3 trigger)", "cleanup (file)", "cleanup (KB)", "reconcile 
 # service answers at once without calling the cloud: no Lambda invocation, no HTTP API request, no search.
 TRIVIAL_PROMPT_SHARE = 0.15
 SKIPPED_WHEN_TRIVIAL = ("recall", "empty-scope recall")
-# Assumed: KBs in a typical recall scope (the user's own one or two and a team's share). Attributed recall
-# (RECALL_ATTRIBUTION=per_kb) searches each on its own, at most RECALL_MAX_SEARCHES (4) searches; the
-# counted recall route has a one-KB scope, so its one search is replaced by this scope's searches.
+# Assumed: KBs in a typical recall scope (the user's own one or two and a team's share), all on one MemOS
+# backend. Recall's default plan (RECALL_ATTRIBUTION=by_file) searches each backend once for the whole
+# scope; the per-KB plan (per_kb, for comparison) searches each KB on its own, at most RECALL_MAX_SEARCHES
+# (4) searches; the counted recall route has a one-KB scope, so its one search is replaced by this scope's.
 KBS_IN_SCOPE = 3
 MAX_SEARCHES = 4
+BY_FILE, PER_KB, COMBINED = "by_file", "per_kb", "combined"
 # Assumed: the busiest hour carries this share of a day's prompts (users at work, about eight busy
 # hours: 3.6 times a flat day's hourly rate), spread evenly over that hour.
 PEAK_HOUR_SHARE = 0.15
@@ -103,12 +110,17 @@ _PER = {
 }
 
 
-def searches_per_recall(kbs: int, max_searches: int = MAX_SEARCHES, attribution: str = "per_kb") -> int:
-    """MemOS searches of one recall over ``kbs`` KBs: one per KB up to ``max_searches`` (the rest searched
-    together as one), or one for the whole scope when ``attribution`` is "combined"; none for no KB."""
+def searches_per_recall(
+    kbs: int, max_searches: int = MAX_SEARCHES, attribution: str = BY_FILE, backends: int = 1
+) -> int:
+    """MemOS searches of one recall over ``kbs`` KBs on ``backends`` MemOS backends: one per backend
+    ("by_file", recall's default, and "combined"), or with "per_kb" one per KB up to ``max_searches``
+    (the rest searched together as one); none for no KB."""
     if kbs <= 0:
         return 0
-    return 1 if attribution == "combined" else min(kbs, max_searches)
+    if attribution == PER_KB:
+        return max(min(kbs, max_searches), min(kbs, backends))
+    return min(kbs, backends)
 
 
 @dataclass(frozen=True)
@@ -116,16 +128,21 @@ class MemosLoad:
     """The day's MemOS requests from recall and the rest, at the profile's scope, peak and trivial share."""
 
     recalls: float  # recalls of a non-empty scope that reach the cloud, per day
-    searches: float  # their searches, per-KB attribution
-    combined_searches: float  # the same recalls with RECALL_ATTRIBUTION=combined
+    searches: float  # their searches, recall's default plan (one per backend)
+    per_kb_searches: float  # the same recalls with RECALL_ATTRIBUTION=per_kb
     other_calls: float  # every other MemOS request of the day (uploads, cleanups)
     trivial_invocations: float  # recall invocations (and HTTP API requests) the desktop's skip saves
     trivial_searches: float  # MemOS searches it saves
 
     @property
-    def extra_searches(self) -> float:
-        """What per-KB attribution costs over one combined search per recall."""
-        return self.searches - self.combined_searches
+    def saved_searches(self) -> float:
+        """What one search per backend saves over the per-KB plan."""
+        return self.per_kb_searches - self.searches
+
+    @property
+    def per_kb_peak_per_second(self) -> float:
+        """The busiest hour's MemOS requests a second had recall kept the per-KB plan."""
+        return (self.per_kb_searches + self.other_calls) * PEAK_HOUR_SHARE / 3600
 
     @property
     def peak_per_second(self) -> float:
@@ -166,7 +183,7 @@ def memos_load(routes: dict[str, Any], trivial_share: float = TRIVIAL_PROMPT_SHA
     return MemosLoad(
         recalls=recalls,
         searches=recalls * per_recall,
-        combined_searches=recalls * searches_per_recall(KBS_IN_SCOPE, attribution="combined"),
+        per_kb_searches=recalls * searches_per_recall(KBS_IN_SCOPE, attribution=PER_KB),
         other_calls=other,
         trivial_invocations=sum(PROFILE[name] * USERS * trivial_share for name in SKIPPED_WHEN_TRIVIAL),
         trivial_searches=skipped * per_recall,
@@ -181,6 +198,7 @@ class Day:
     dollars: dict[str, float] = field(default_factory=dict)
     memos_calls: float = 0.0
     memos: MemosLoad | None = None
+    attribution: AttributionCost | None = None
 
     @property
     def total(self) -> float:
@@ -199,18 +217,30 @@ def duration_ms(calls: Any) -> float:
     return calls.invocations * BASE_MS + aws_calls * AWS_CALL_MS + sum(calls.memos.values()) * MEMOS_CALL_MS
 
 
+def attributed_units(name: str, calls: Any, cost: AttributionCost) -> tuple[float, float]:
+    """(RRU, WRU) of one run of route ``name``, what it counted for file attribution (one small file in a
+    one-KB scope) replaced by the modelled recall or ingest (``bench.attribution_cost``)."""
+    if name == "recall":
+        return calls.rru - attribution_cost.counted_recall_rru(calls) + cost.recall_rru, calls.wru
+    if name == "ingest (S3 trigger)":
+        return calls.rru, calls.wru - attribution_cost.counted_ingest_wru(calls) + cost.ingest_wru
+    return calls.rru, calls.wru
+
+
 def model(routes: dict[str, Any], template: dict[str, Any]) -> Day:
     """The day's quantities and dollars for ``USERS`` active users (``routes``: bench.route_calls.run())."""
     day = Day()
     q = dict.fromkeys(PRICES, 0.0)
     runs = runs_per_day()
+    day.attribution = attribution_cost.attribution_cost(routes, KBS_IN_SCOPE, runs["recall"] / USERS)
     for name, count in runs.items():
         calls = routes[name]
         q["lambda_requests"] += count * calls.invocations
         q["lambda_gbs"] += count * duration_ms(calls) / 1000 * memory_mb(template, calls.function) / 1024
         q["http_api"] += 0 if name in NOT_HTTP else count
-        q["rru"] += count * calls.rru
-        q["wru"] += count * calls.wru
+        rru, wru = attributed_units(name, calls, day.attribution)
+        q["rru"] += count * rru
+        q["wru"] += count * wru
         put_class, get_class = calls.s3_requests()
         q["s3_put"] += count * (put_class + CLIENT_S3_PUTS.get(name, 0))
         q["s3_get"] += count * get_class
@@ -245,6 +275,9 @@ def rows(day: Day) -> list[tuple[str, str]]:
     out.append(("MemOS calls per day", f"{day.memos_calls:,.0f} (MemOS's plan, not AWS: see docs/memos.md)"))
     if day.memos is not None:
         out += memos_rows(day.memos)
+    if day.attribution is not None:
+        runs = runs_per_day()
+        out += attribution_cost.rows(day.attribution, runs["recall"], runs["ingest (S3 trigger)"])
     out.append(
         (
             "AWS total",
@@ -255,21 +288,22 @@ def rows(day: Day) -> list[tuple[str, str]]:
 
 
 def memos_rows(load: MemosLoad) -> list[tuple[str, str]]:
-    """The MemOS load's rows: attribution's extra searches, the peak rate, the trivial prompts' saving."""
+    """The MemOS load's rows: recall's searches against the per-KB plan's, the peak rate, the trivial
+    prompts' saving."""
     per_recall = searches_per_recall(KBS_IN_SCOPE)
     peak = load.peak_per_second
     return [
         (
             "MemOS searches per day (recall)",
-            f"{load.searches:,.0f} = {load.recalls:,.0f} recalls × {per_recall} (per-KB attribution, assumed"
-            f" {KBS_IN_SCOPE} KBs in a scope); combined: {load.combined_searches:,.0f}; per-KB costs"
-            f" {load.extra_searches:,.0f} more",
+            f"{load.searches:,.0f} = {load.recalls:,.0f} recalls × {per_recall} (one per backend, assumed"
+            f" {KBS_IN_SCOPE} KBs in a scope on one backend); per-KB plan: {load.per_kb_searches:,.0f}, so"
+            f" {load.saved_searches:,.0f} fewer",
         ),
         (
             "MemOS peak rate",
             f"{peak:.1f} requests/s in the busiest hour (assumed {PEAK_HOUR_SHARE:.0%} of the day's prompts)"
             f" = {peak / MEMOS_GUIDELINE_PER_SECOND:.0%} of MemOS's ~{MEMOS_GUIDELINE_PER_SECOND}/s per account;"
-            f" reached at ~{load.users_at_guideline:,.0f} active users",
+            f" reached at ~{load.users_at_guideline:,.0f} active users (per-KB plan: {load.per_kb_peak_per_second:.1f}/s)",
         ),
         (
             "trivial prompts skipped by the desktop",

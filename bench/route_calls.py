@@ -8,7 +8,8 @@ handlers' caches (clients, the MemOS key), as a warm Lambda container has them; 
 
 DynamoDB request units are estimated from the recorded requests and answers with DynamoDB's rules
 (reads: 4 KB units, half for eventually consistent reads; writes: 1 KB units; transactions: twice; an
-item's size from its attribute names and values), so they are close to, not exactly, what AWS bills (``bench.dynamodb_units``).
+item's size from its attribute names and values), so they are close to, not exactly, what AWS bills (``bench.dynamodb_units``),
+and kept per operation and kind of item too (``Calls.by_kind``: the ``PRINT#`` Query, the ``FILE#`` BatchGetItem).
 A cleanup is the state machine's work for one deletion: its CleanUp task (the cleanup function, invoked
 until it says done) and its DeleteOutbox task (one DynamoDB DeleteItem by Step Functions); its state
 transitions are CleanUp and Finished? per round, then DeleteOutbox.
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from unittest import mock
 
-from bench.dynamodb_units import request_units
+from bench.dynamodb_units import item_bytes, item_kind, request_units, touched_items
 from bench.recall_scale import quiet_environment
 
 MEMOS_KEY = "bench-memos-key"
@@ -60,6 +61,18 @@ ROUTES = (
 
 
 @dataclass
+class Units:
+    """The DynamoDB calls of one operation on one kind of item (the sort key's prefix: ``PRINT#``, ``FILE#``)."""
+
+    calls: int = 0
+    rru: float = 0.0
+    wru: float = 0.0
+    items: int = 0  # items read or written
+    bytes: int = 0  # their size, as DynamoDB counts it
+    binary: int = 0  # of which their binary attributes' values (a PRINT# item's fingerprints)
+
+
+@dataclass
 class Calls:
     """What one route or trigger did, once."""
 
@@ -70,6 +83,11 @@ class Calls:
     wru: float = 0.0
     transitions: int = 0  # Step Functions state transitions
     function: str = ""  # the template's logical id of the function that ran
+    by_kind: dict[tuple[str, str], Units] = field(default_factory=dict)  # (operation, item kind) -> units
+
+    def units(self, operation: str, kind: str) -> Units:
+        """The counted ``operation`` calls on ``kind`` items (``PRINT#``, ``FILE#``...), none when there were none."""
+        return self.by_kind.get((operation, kind), Units())
 
     def count(self, service: str) -> int:
         return sum(n for (s, _), n in self.operations.items() if s == service)
@@ -123,6 +141,14 @@ def recording() -> Iterator[Callable[[], Calls]]:
                 rru, wru = request_units(operation, params, response)
                 calls.rru += rru
                 calls.wru += wru
+                units = calls.by_kind.setdefault((operation, item_kind(operation, params, response)), Units())
+                items = touched_items(operation, params, response)
+                units.calls += 1
+                units.rru += rru
+                units.wru += wru
+                units.items += len(items)
+                units.bytes += sum(item_bytes(item) for item in items)
+                units.binary += sum(len(v["B"]) for item in items for v in item.values() if "B" in v)
         pending.clear()
         return calls
 

@@ -67,9 +67,13 @@ def test_the_model_multiplies_the_profile_by_the_counted_calls() -> None:
     # Then each quantity is the profile times the counted calls, and each price applies to its quantity
     users = cost_model.USERS
     per_user = cost_model.PROFILE
-    # The desktop answers trivial prompts itself: only the others reach recall.
+    # The desktop answers trivial prompts itself: only the others reach recall; each also reads what file
+    # attribution needs at the model's scope, and each ingest writes the file's fingerprints.
     reaching = 1 - cost_model.TRIVIAL_PROMPT_SHARE
-    assert day.quantities["rru"] == pytest.approx(per_user["recall"] * reaching * users * 2)
+    attribution = day.attribution
+    assert attribution is not None
+    assert day.quantities["rru"] == pytest.approx(per_user["recall"] * reaching * users * (2 + attribution.recall_rru))
+    assert day.quantities["wru"] == pytest.approx(per_user["ingest (S3 trigger)"] * users * attribution.ingest_wru)
     assert day.quantities["transitions"] == per_user["cleanup (file)"] * users * 5
     assert day.quantities["s3_put"] == per_user["request upload"] * users  # the client's POST; DELETE is free
     # Every run is an invocation (a cleanup of two rounds, two); only the routes are API requests.
@@ -92,28 +96,36 @@ def test_the_model_multiplies_the_profile_by_the_counted_calls() -> None:
 
 
 @pytest.mark.parametrize(("kbs", "searches"), [(0, 0), (1, 1), (3, 3), (4, 4), (5, 4), (8, 4)])
-def test_per_kb_attribution_searches_each_kb_up_to_the_cap(kbs: int, searches: int) -> None:
-    assert cost_model.searches_per_recall(kbs) == searches
+def test_the_per_kb_plan_searches_each_kb_up_to_the_cap_and_the_default_once(kbs: int, searches: int) -> None:
+    assert cost_model.searches_per_recall(kbs, attribution="per_kb") == searches
+    assert cost_model.searches_per_recall(kbs) == min(kbs, 1)  # by_file: one per backend
     assert cost_model.searches_per_recall(kbs, attribution="combined") == min(kbs, 1)
 
 
+@pytest.mark.parametrize("backends", [1, 2, 6])
 @pytest.mark.parametrize("kbs", range(1, 10))
-def test_the_model_counts_the_searches_recall_plans(kbs: int) -> None:
+def test_the_model_counts_the_searches_recall_plans(kbs: int, backends: int) -> None:
     from datetime import UTC, datetime
 
-    from memmy_kb.domain.recall_attributed import plan
-    from memmy_kb.domain.recall_config import DEFAULT_MAX_SEARCHES
+    from memmy_kb.domain.recall_attributed import plan, plan_by_backend
+    from memmy_kb.domain.recall_config import BY_FILE, COMBINED, DEFAULT_MAX_SEARCHES, PER_KB, RecallConfig
     from memmy_kb.records import GrantRecord
 
     grants = [
         GrantRecord(
             user_id="u", kb_id=f"kb{n}", role="owner", recall=True, memos_kb_id=f"m{n}", owner_id="u",
-            granted_at=datetime.now(UTC),
+            granted_at=datetime.now(UTC), memos_backend=f"b{n % backends}",
         )
         for n in range(kbs)
     ]  # fmt: skip
     assert cost_model.MAX_SEARCHES == DEFAULT_MAX_SEARCHES  # RECALL_MAX_SEARCHES's default
-    assert cost_model.searches_per_recall(kbs) == len(plan(grants, DEFAULT_MAX_SEARCHES))
+    assert (cost_model.BY_FILE, cost_model.PER_KB, cost_model.COMBINED) == (BY_FILE, PER_KB, COMBINED)
+    assert RecallConfig().attribution == cost_model.BY_FILE  # recall's default plan is the model's
+    on = min(kbs, backends)
+    assert cost_model.searches_per_recall(kbs, backends=on) == len(plan_by_backend(grants))
+    assert cost_model.searches_per_recall(kbs, attribution=PER_KB, backends=on) == len(
+        plan(grants, DEFAULT_MAX_SEARCHES)
+    )
 
 
 def test_the_memos_load_at_the_profile_s_scope_peak_and_trivial_share() -> None:
@@ -123,10 +135,12 @@ def test_the_memos_load_at_the_profile_s_scope_peak_and_trivial_share() -> None:
     load = cost_model.memos_load(routes, trivial_share=0.2)
 
     users, per_recall = cost_model.USERS, cost_model.searches_per_recall(cost_model.KBS_IN_SCOPE)
+    per_kb = cost_model.searches_per_recall(cost_model.KBS_IN_SCOPE, attribution="per_kb")
     recalls = cost_model.PROFILE["recall"] * users * 0.8
+    assert (per_recall, per_kb) == (1, cost_model.KBS_IN_SCOPE)
     assert load.recalls == pytest.approx(recalls)
-    assert load.searches == pytest.approx(recalls * per_recall)
-    assert load.extra_searches == pytest.approx(recalls * (per_recall - 1))
+    assert load.searches == pytest.approx(recalls)
+    assert load.saved_searches == pytest.approx(recalls * (per_kb - 1))
     assert load.other_calls == pytest.approx(cost_model.PROFILE["ingest (S3 trigger)"] * users)
     skipped_prompts = (cost_model.PROFILE["recall"] + cost_model.PROFILE["empty-scope recall"]) * users * 0.2
     assert load.trivial_invocations == pytest.approx(skipped_prompts)
@@ -134,6 +148,8 @@ def test_the_memos_load_at_the_profile_s_scope_peak_and_trivial_share() -> None:
     peak = (load.searches + load.other_calls) * cost_model.PEAK_HOUR_SHARE / 3600
     assert load.peak_per_second == pytest.approx(peak)
     assert load.users_at_guideline == pytest.approx(users * cost_model.MEMOS_GUIDELINE_PER_SECOND / peak)
+    per_kb_peak = (load.per_kb_searches + load.other_calls) * cost_model.PEAK_HOUR_SHARE / 3600
+    assert load.per_kb_peak_per_second == pytest.approx(per_kb_peak)
 
 
 def test_skipping_trivial_prompts_lowers_the_day_s_searches() -> None:
