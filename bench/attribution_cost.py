@@ -37,7 +37,7 @@ FILES_PER_KB = 50
 # left out (pessimistic).
 BUSY_HOURS = 8
 # memmy_kb.domain.prints_cache.PRINTS_TTL_SECONDS (the unit test checks it is the same).
-PRINTS_TTL_SECONDS = 60.0
+PRINTS_TTL_SECONDS = 300.0
 # DynamoDB counts 100 bytes of overhead per item in the storage it bills.
 ITEM_STORAGE_OVERHEAD = 100
 STORAGE_PRICE = 0.25  # $ per GB-month, DynamoDB Standard table class, us-east-1 (aws.amazon.com/dynamodb/pricing)

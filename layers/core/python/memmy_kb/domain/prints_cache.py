@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from memmy_kb.domain.fingerprint_store import FilePrints
     from memmy_kb.records import FileRecord, FolderRecord, KnowledgeBaseRecord
 
-PRINTS_TTL_SECONDS: Final = 60.0
+PRINTS_TTL_SECONDS: Final = 300.0
 # 4 million hashes: about 32 MB of indexes, a thousand files of 4,096 hashes each (their maximum).
 MAX_CACHED_HASHES: Final = 4_000_000
 
