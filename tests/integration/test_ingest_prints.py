@@ -59,6 +59,13 @@ def test_the_version_is_zero_padded(service):
     assert print_key("kb_1", "fi_1", 12)["SK"] == "PRINT#fi_1#000012"
 
 
+def test_an_item_written_before_the_memos_id_was_kept_still_reads(service):
+    prints = Fingerprints(0, array("I", [1, 2, 3]))
+    item = {**print_key("kb_o", "fi_1", 1), "kb_id": "kb_o", "file_id": "fi_1", "version": 1, "prints": prints.encode()}
+    service.stores.table.client.put_item(TableName=service.refs["Table"], Item=dump(item))
+    assert prints_of(service).query_prints("kb_o") == [FilePrints("kb_o", "fi_1", 1, prints)]
+
+
 def test_an_item_that_does_not_decode_is_left_out(service):
     item = {**print_key("kb_j", "fi_1", 1), "kb_id": "kb_j", "file_id": "fi_1", "version": 1, "prints": b"junk"}
     service.stores.table.client.put_item(TableName=service.refs["Table"], Item=dump(item))
@@ -81,6 +88,9 @@ def test_an_ingested_file_has_its_versions_fingerprints(service, name, data):
 
     assert versions(service, kb_id) == [(file_id, 1)]
     assert named(service, kb_id, SHIPPING) == ((file_id, 1),)
+    # The item keeps the file's MemOS id: a hit that gives it is named without another read.
+    [file] = repository(service).query_kb_items(kb_id)[1]
+    assert [p.memos_file_id for p in prints_of(service).query_prints(kb_id)] == [file.memos_file_id]
     # The listing and the KB's items are as they were: the fingerprints are never read for them.
     listing = service.call("GET", f"/knowledge-bases/{kb_id}/files", "alice")
     assert [entry["id"] for entry in listing.body["files"]] == [file_id]
@@ -106,6 +116,11 @@ def test_a_replace_adds_the_next_versions_fingerprints_and_the_reconciler_drops_
 
     assert versions(service, kb_id) == [(file_id, 1), (file_id, 2)]
     assert named(service, kb_id, PRICES) == ((file_id, 2),)
+    # The next version keeps the same MemOS id: MemOS replaces a file in place.
+    [file] = repository(service).query_kb_items(kb_id)[1]
+    assert {p.version: p.memos_file_id for p in prints_of(service).query_prints(kb_id)} == {
+        1: file.memos_file_id, 2: file.memos_file_id,
+    }  # fmt: skip
     # MemOS still answers from version 1: the reconciler keeps its fingerprints
     service.invoke("ReconcileFunction", {"source": "aws.scheduler"})
     assert versions(service, kb_id) == [(file_id, 1), (file_id, 2)]

@@ -1,5 +1,6 @@
 """The emulator's rewrite mode (``--memos-rewrite``), over raw HTTP: a search still finds the memory, and
-answers its text rewritten (the same on every search), its key unchanged (docs/memos.md, "Rewrite mode")."""
+answers its text rewritten (the same on every search), its key unchanged (docs/memos.md, "Rewrite mode").
+Its file-id mode (``--memos-file-ids``): a hit names its file in ``metadata.file_ids``, and only then."""
 
 from __future__ import annotations
 
@@ -62,13 +63,28 @@ def test_a_search_answers_the_memory_rewritten_in_that_mode_and_verbatim_otherwi
     assert "\n" not in hit["memory_value"]
 
 
-def test_memmy_local_takes_the_rewrite_flag_for_the_emulator_and_the_stack() -> None:
-    assert build_parser().parse_args(["memos", "--memos-rewrite"]).memos_rewrite is True
-    assert build_parser().parse_args(["up", "--memos-rewrite"]).memos_rewrite is True
-    assert build_parser().parse_args(["up"]).memos_rewrite is False
+def test_a_hit_names_its_file_in_file_id_mode_only() -> None:
+    for asked in (False, True):
+        config = EmulatorConfig(port=0, api_keys={KEY: "memmy"}, processing_delay=0, hit_file_ids=asked)
+        with MemosEmulator(config) as emulator:
+            for api in api_of(emulator):
+                kb_id = create_kb(api)
+                file_id = add_md(api, kb_id, "handbook.md", HANDBOOK)
+                wait_done(api, [file_id])
+                (hit,) = search(api, [kb_id], "How many days to submit hotel receipts?")
+        assert hit.get("metadata") == ({"file_ids": [file_id]} if asked else None)
 
 
-def test_the_stack_starts_its_emulator_in_rewrite_mode_when_asked() -> None:
+def test_memmy_local_takes_the_hit_mode_flags_for_the_emulator_and_the_stack() -> None:
+    for flag, name in (("--memos-rewrite", "memos_rewrite"), ("--memos-file-ids", "memos_file_ids")):
+        assert getattr(build_parser().parse_args(["memos", flag]), name) is True
+        assert getattr(build_parser().parse_args(["up", flag]), name) is True
+        assert getattr(build_parser().parse_args(["up"]), name) is False
+
+
+def test_the_stack_starts_its_emulator_in_the_hit_modes_asked() -> None:
     for asked in (False, True):
         with ExitStack() as undo:
-            assert start_emulator(undo, StackConfig(memos_port=0, memos_rewrite=asked)).config.rewrite is asked
+            config = StackConfig(memos_port=0, memos_rewrite=asked, memos_file_ids=not asked)
+            emulator = start_emulator(undo, config)
+            assert (emulator.config.rewrite, emulator.config.hit_file_ids) == (asked, not asked)

@@ -40,9 +40,10 @@ README_A2 = (
 )
 
 
-def record_prints(kb_id: str, file_id: str, version: int, text: str) -> None:
-    """The file version's fingerprints, as the ingest records them."""
-    item = {
+def record_prints(kb_id: str, file_id: str, version: int, text: str, memos_file_id: str | None = None) -> None:
+    """The file version's fingerprints of ``text``, as the ingest records them (without the file's MemOS id
+    unless given, as an item written before it was kept)."""
+    item: dict[str, Any] = {
         "PK": f"KB#{kb_id}",
         "SK": f"PRINT#{file_id}#{version:06d}",
         "type": "print",
@@ -51,6 +52,8 @@ def record_prints(kb_id: str, file_id: str, version: int, text: str) -> None:
         "version": version,
         "prints": fingerprint(text.splitlines(keepends=True)).encode(),
     }
+    if memos_file_id is not None:
+        item["memos_file_id"] = memos_file_id
     boto3.client("dynamodb", region_name=REGION).put_item(TableName=os.environ["TABLE_NAME"], Item=dump(item))
 
 
@@ -150,3 +153,18 @@ def test_a_recall_over_eight_kbs_on_one_backend_sends_one_search_and_the_per_kb_
     per_kb = service.memos.calls(SEARCH) - before
 
     assert (by_file, per_kb) == (1, 4)
+
+
+def test_a_hit_that_names_its_memos_file_is_named_by_it_before_its_text(service, monkeypatch):
+    kb_id = create_kb(service)
+    file_id = add_file(service, kb_id, "README.md", README_A)
+    processed(service, kb_id)
+    # The version's fingerprints recognise none of its text now; its item keeps the file's MemOS id.
+    (file,) = repository(service).query_kb_items(kb_id)[1]
+    record_prints(kb_id, file_id, 1, README_B, memos_file_id=file.memos_file_id)
+
+    assert item_with(recall(service, "colour palette"), "palette")["file"] is None
+    monkeypatch.setattr(service.memos.emulator.config, "hit_file_ids", True)  # hits give metadata.file_ids
+    item = item_with(recall(service, "colour palette"), "palette")
+
+    assert (item["file"]["id"], item["file"]["name"], item["file"]["version"]) == (file_id, "README.md", 1)

@@ -73,6 +73,7 @@ def _memos(args: argparse.Namespace) -> int:
         processing_delay=args.processing_delay,
         search_qps=args.qps,
         rewrite=args.memos_rewrite,
+        hit_file_ids=args.memos_file_ids,
     )
     with MemosEmulator(config) as emulator:
         print(
@@ -118,6 +119,7 @@ def _run_stack(args: argparse.Namespace, metrics: Path) -> int:
         memos_kb_quota=args.memos_kb_quota,
         memos_search_qps=args.memos_qps,
         memos_rewrite=args.memos_rewrite,
+        memos_file_ids=args.memos_file_ids,
         schedule_interval=args.schedule_interval,
         idp_port=args.idp_port,
         access_token_ttl=args.access_token_ttl,
@@ -187,17 +189,24 @@ def _add_memos(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help="searches a second each project answers before refusing with 40309 (default: no limit)",
     )
-    _add_rewrite(memos)
+    _add_hit_modes(memos)
     memos.set_defaults(func=_memos)
 
 
-def _add_rewrite(parser: argparse.ArgumentParser) -> None:
+def _add_hit_modes(parser: argparse.ArgumentParser) -> None:
+    """The emulator's modes for what a search hit carries: its text rewritten, its file's id."""
     parser.add_argument(
         "--memos-rewrite",
         action="store_true",
         help="answer every search hit's text rewritten (sentences shuffled, a quarter of the words dropped or"
         " replaced, width and whitespace normalised; the same for the same memory), as a memory system that"
         " rewrites what it stores might",
+    )
+    parser.add_argument(
+        "--memos-file-ids",
+        action="store_true",
+        help="name each search hit's file in its metadata.file_ids, as MemOS's open-source server keeps it"
+        " (the hosted MemOS documents no file id in a hit)",
     )
 
 
@@ -229,7 +238,7 @@ def _add_memos_emulation(up: argparse.ArgumentParser) -> None:
         help="searches a second each emulated MemOS project answers before refusing with its rate-limit error"
         " (40309); also each backend's max_qps in the stack's MemOS secret (default: no limit)",
     )
-    _add_rewrite(up)
+    _add_hit_modes(up)
 
 
 def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -30,6 +30,8 @@ class StackConfig:
     memos_search_qps: float | None = None
     # The emulator's rewrite mode: search hits' text comes back rewritten (docs/memos.md, "Rewrite mode").
     memos_rewrite: bool = False
+    # The emulator's file-id mode: search hits name their file (docs/memos.md, "A hit's file").
+    memos_file_ids: bool = False
     template_path: Path | None = None
     repo_root: Path | None = None
     region: str = "us-east-1"

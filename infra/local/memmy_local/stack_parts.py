@@ -138,6 +138,7 @@ def start_emulator(undo: ExitStack, config: StackConfig) -> MemosEmulator:
             kb_quota=config.memos_kb_quota,
             search_qps=config.memos_search_qps,
             rewrite=config.memos_rewrite,
+            hit_file_ids=config.memos_file_ids,
         )
     )
     emulator.start()

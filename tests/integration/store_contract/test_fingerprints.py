@@ -44,6 +44,15 @@ def test_a_kbs_fingerprints_are_stored_queried_and_deleted(prints: FingerprintSt
     assert prints.query_print_versions("kb_other") == [("fi_a", 1)]
 
 
+def test_the_files_memos_id_is_kept_and_an_item_without_it_reads_as_none(prints: FingerprintStore):
+    prints.put_prints(FilePrints("kb_m", "fi_a", 1, PRINTS, "memos-file-7"))
+    prints.put_prints(FilePrints("kb_m", "fi_b", 1, PRINTS))
+
+    found = {p.file_id: p for p in prints.query_prints("kb_m")}
+    assert (found["fi_a"].memos_file_id, found["fi_b"].memos_file_id) == ("memos-file-7", None)
+    assert found["fi_a"] == FilePrints("kb_m", "fi_a", 1, PRINTS, "memos-file-7")
+
+
 def test_a_put_overwrites_the_versions_fingerprints(prints: FingerprintStore):
     prints.put_prints(FilePrints("kb_p", "fi_a", 1, PRINTS))
     newer = Fingerprints(4, array("I", [8]))

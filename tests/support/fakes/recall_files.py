@@ -33,16 +33,26 @@ class FakeRecallFiles:
         )
 
     def add_file(
-        self, kb_id: str, file_id: str, name: str, text: str, *, version: int = 1, folder_id: str | None = None
+        self,
+        kb_id: str,
+        file_id: str,
+        name: str,
+        text: str,
+        *,
+        version: int = 1,
+        folder_id: str | None = None,
+        prints_memos_id: bool = True,
     ) -> FileRecord:
-        """The file's item at ``version`` and that version's fingerprints (older versions' stay)."""
+        """The file's item at ``version`` (MemOS id ``m-<file_id>``) and that version's fingerprints (older
+        versions' stay), with the MemOS id unless ``prints_memos_id`` is False (an item written before it was kept)."""
         record = FileRecord(
             kb_id=kb_id, file_id=file_id, memos_file_id=f"m-{file_id}", name=name, folder_id=folder_id,
             size_bytes=len(text.encode()), upload_id=f"up-{file_id}-{version}", uploaded_at=_NOW, version=version,
         )  # fmt: skip
         self.files[(kb_id, file_id)] = record
         self.prints.setdefault(kb_id, {})[(file_id, version)] = FilePrints(
-            kb_id, file_id, version, fingerprint(text.splitlines(keepends=True))
+            kb_id, file_id, version, fingerprint(text.splitlines(keepends=True)),
+            record.memos_file_id if prints_memos_id else None,
         )
         return record
 

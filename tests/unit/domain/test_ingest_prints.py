@@ -107,6 +107,7 @@ def test_an_upload_recorded_as_a_file_keeps_version_1s_fingerprints(
     file = the_file(stores)
     assert prints.versions("kb_1", file.file_id) == [1]
     assert names(prints, SHIPPING) == ((file.file_id, 1),)
+    assert [p.memos_file_id for p in prints.query_prints("kb_1")] == [file.memos_file_id]  # for a hit naming it
 
 
 def test_a_large_text_file_is_sampled_in_the_stream_that_verifies_it(stores, objects, memos, prints, kb):
@@ -180,3 +181,4 @@ def test_a_recorded_replace_keeps_the_next_versions_fingerprints_beside_the_curr
     # Version 1's stay until the reconciler sees MemOS switched (memmy_kb.domain.print_residue).
     assert prints.versions("kb_1", "fi_1") == [2]  # version 1 had none: it was seeded, not ingested
     assert names(prints, SHIPPING) == (("fi_1", 2),)
+    assert [p.memos_file_id for p in prints.query_prints("kb_1")] == [engine_file.id]  # the file's, kept by a replace

@@ -34,6 +34,9 @@ class EmulatorConfig:
     # Rewrite mode: every search hit's text comes back rewritten (``rewrite.rewrite``, seeded by the
     # memory's id), as a memory system that rewrites what it stores might answer; the index is unchanged.
     rewrite: bool = False
+    # File-id mode: every search hit names its file in ``metadata.file_ids``, as MemOS's open-source server
+    # keeps it; the hosted MemOS documents no such field (docs/memos.md, "A hit's file").
+    hit_file_ids: bool = False
 
     @property
     def max_body_bytes(self) -> int:

@@ -239,6 +239,7 @@ class KnowledgeBaseApi:
         return {
             "memory_detail_list": [
                 {
+                    **({"metadata": {"file_ids": [hit.file_id]}} if self.config.hit_file_ids else {}),
                     "id": hit.memory_id,
                     "memory_key": hit.title,
                     "memory_value": rewrite(hit.text, hit.memory_id) if self.config.rewrite else hit.text,

@@ -27,6 +27,7 @@ class Hit:
     text: str
     created_at: int
     relativity: float
+    file_id: str
 
 
 class ExcerptSearch:
@@ -43,7 +44,7 @@ class ExcerptSearch:
         marks = ",".join("?" * len(kb_ids))
         with self._lock:
             rows = self._db.execute(
-                f"SELECT e.memory_id, e.title, e.text, e.created_at, x.title_tokens, x.body_tokens,"  # noqa: S608
+                f"SELECT e.memory_id, e.file_id, e.title, e.text, e.created_at, x.title_tokens, x.body_tokens,"  # noqa: S608
                 f" bm25(excerpt_fts, {_TITLE_WEIGHT}, {_BODY_WEIGHT}) AS rank"
                 f" FROM excerpt_fts x JOIN excerpts e ON e.rowid = x.rowid"
                 f" WHERE excerpt_fts MATCH ? AND e.kb_id IN ({marks})"
@@ -61,7 +62,9 @@ class ExcerptSearch:
             coverage = sum(w for term, w in idf.items() if term in present) / total_weight
             score = round(0.7 * coverage + 0.3 * (-row["rank"] / best), 4)
             if score >= relativity:
-                hits.append(Hit(row["memory_id"], row["title"], row["text"], row["created_at"], score))
+                hits.append(
+                    Hit(row["memory_id"], row["title"], row["text"], row["created_at"], score, row["file_id"])
+                )
         hits.sort(key=lambda hit: hit.relativity, reverse=True)
         return hits[:limit]
 

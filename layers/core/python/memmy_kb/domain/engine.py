@@ -80,11 +80,14 @@ class EngineFile:
 
 @dataclass(frozen=True)
 class SearchHit:
-    """One search hit. ``title`` is the source shown to the agent; a hit names no knowledge base."""
+    """One search hit. ``title`` is the source shown to the agent; a hit names no knowledge base.
+    ``memos_file_ids``: the MemOS file ids the hit says it comes from, when it says any (docs/memos.md,
+    "A hit's file"); recall names the hit's file from them first."""
 
     title: str = ""
     content: str = field(default="", repr=False)
     score: float | None = None
+    memos_file_ids: tuple[str, ...] = ()
 
 
 class MemosApiKeyError(RuntimeError):

@@ -1,9 +1,11 @@
 """Which file an excerpt comes from, from its text (docs/architecture.md, "Recall").
 
-MemOS hits name neither their file nor their KB. Recall matches each hit's text against the fingerprints
-of the file versions of the KBs *its search covered* (``memmy_kb.domain.fingerprints.attribute``): one
-file when the match is clear, the few candidates when several files hold the text, none when nothing
-holds enough of it. A file of a KB that was not searched is never a candidate.
+MemOS hits name no KB, and no file in any shape MemOS documents. A hit that does give MemOS file ids
+(``SearchHit.memos_file_ids``) is named from them first: the files of the KBs *its search covered* that
+have those ids (kept on their fingerprint items). Otherwise recall matches the hit's text against the
+fingerprints of the file versions of those KBs (``memmy_kb.domain.fingerprints.attribute``): one file
+when the match is clear, the few candidates when several files hold the text, none when nothing holds
+enough of it. A file of a KB that was not searched is never named, whether by an id or by the text.
 
 The KBs' indexes come from the environment's ``PrintsCache``; the stale or missing ones are loaded on
 threads of their own while the searches run (``PrintsLoading``), within the recall budget: a KB whose
@@ -87,15 +89,42 @@ class PrintsLoading:
         return self.ready
 
 
-def attribute_files(text: str, kb_ids: Iterable[str], ready: Mapping[str, KbPrints]) -> tuple[FileKey, ...]:
-    """The file versions ``text`` comes from, among those of ``kb_ids`` only: one, the candidates, or none.
-    Versions of one file count as that file once (its best-matching version)."""
-    indexes = [ready[kb_id].index for kb_id in dict.fromkeys(kb_ids) if kb_id in ready]
-    if not indexes:
+def attribute_files(
+    text: str, kb_ids: Iterable[str], ready: Mapping[str, KbPrints], memos_file_ids: Sequence[str] = ()
+) -> tuple[FileKey, ...]:
+    """The file versions a hit comes from, among those of ``kb_ids`` only: one, the candidates, or none.
+
+    A hit that names MemOS files (``memos_file_ids``) names those of them that are files of ``kb_ids``,
+    each at the version its ``text`` matches (else its latest with fingerprints); when none is, or it
+    names none, its ``text`` decides: versions of one file count as that file once (its best-matching)."""
+    searched = [ready[kb_id] for kb_id in dict.fromkeys(kb_ids) if kb_id in ready]
+    if not searched:
         return ()
+    named = _named_by_id(memos_file_ids, searched)
+    if not named:
+        return _matched(text, searched)
+    if all(len(versions) == 1 for versions in named):
+        return tuple(versions[0] for versions in named)
+    matched = _matched(text, searched)
+    return tuple(next((key for key in matched if key[:2] == versions[0][:2]), versions[-1]) for versions in named)
+
+
+def _named_by_id(memos_file_ids: Sequence[str], searched: Sequence[KbPrints]) -> list[tuple[FileKey, ...]]:
+    """The versions (oldest first) of each file of ``searched`` whose MemOS id is one of ``memos_file_ids``."""
+    named: dict[tuple[str, str], tuple[FileKey, ...]] = {}
+    for memos_id in memos_file_ids:
+        for entry in searched:
+            versions = entry.memos_files.get(memos_id, ())
+            for key in versions:
+                named.setdefault(key[:2], tuple(v for v in versions if v[:2] == key[:2]))
+    return list(named.values())
+
+
+def _matched(text: str, searched: Sequence[KbPrints]) -> tuple[FileKey, ...]:
+    """The file versions ``text`` matches, each file once (its best-matching version)."""
     seen: set[tuple[str, str]] = set()
     files: list[FileKey] = []
-    for key in attribute(text, indexes).files:
+    for key in attribute(text, [entry.index for entry in searched]).files:
         if (key[0], key[1]) not in seen:
             seen.add((key[0], key[1]))
             files.append(key)

@@ -120,9 +120,14 @@ def _pieces(text: str) -> list[str]:
 
 
 def keep_prints(
-    store: FingerprintStore | None, taker: PrintTaker, kb_id: str, file_id: str, version: int, log: dict[str, str]
+    store: FingerprintStore | None,
+    taker: PrintTaker,
+    record: tuple[str, str, int, str],
+    log: dict[str, str],
 ) -> None:
-    """Write the version's fingerprints when the taker has them; a failure is logged and counted, never raised."""
+    """Write the version's fingerprints when the taker has them, with the file's MemOS id (``record``: KB id,
+    file id, version, MemOS file id); a failure is logged and counted, never raised."""
+    kb_id, file_id, version, memos_file_id = record
     prints = taker.result()
     extra = {**log, "file_id": file_id, "version": version}
     if taker.failed is not None:
@@ -133,7 +138,7 @@ def keep_prints(
     if taker.truncated:
         logger.info("fingerprints of the text's beginning only", extra=extra)
     try:
-        store.put_prints(FilePrints(kb_id, file_id, version, prints))
+        store.put_prints(FilePrints(kb_id, file_id, version, prints, memos_file_id))
     except StoreUnavailable as err:  # the file is recorded; its fingerprints are an extra
         logger.warning("fingerprints not written", extra={**extra, "error": type(err).__name__})
         metrics.add_metric(name=SKIPPED_METRIC, unit="Count", value=1)

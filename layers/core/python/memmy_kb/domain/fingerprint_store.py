@@ -18,12 +18,14 @@ from memmy_kb.domain.fingerprints import Fingerprints
 
 @dataclass(frozen=True)
 class FilePrints:
-    """The fingerprints of one version of one file of a KB."""
+    """The fingerprints of one version of one file of a KB, and the file's MemOS id (None on an item
+    written before it was kept): recall names a hit that gives its MemOS file id from it without another read."""
 
     kb_id: str
     file_id: str
     version: int
     prints: Fingerprints
+    memos_file_id: str | None = None
 
 
 class FingerprintStore(Protocol):

@@ -312,7 +312,7 @@ class Ingestion:
                 return self._outcome("ignored")  # recorded meanwhile by another run (the reconciler's)
             return self.take_back(memos_file_id, reason=None)
         logger.info("upload submitted to MemOS", extra={**self._log, "memos_file_id": memos_file_id})
-        keep_prints(self.prints, self.taker, upload.kb_id, record.file_id, record.version, self._log)
+        keep_prints(self.prints, self.taker, (upload.kb_id, record.file_id, record.version, memos_file_id), self._log)
         return self._outcome("submitted")
 
     def release(self) -> None:

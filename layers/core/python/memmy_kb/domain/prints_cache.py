@@ -2,7 +2,8 @@
 
 Recall names an excerpt's file from its text (``memmy_kb.domain.file_attribution``), against a
 ``FileIndex`` of each searched KB's file versions, built from one Query of the KB's ``PRINT#`` items and
-one of its ``FOLDER#`` items (for the files' folder paths). Built once, an index serves every recall of
+one of its ``FOLDER#`` items (for the files' folder paths); the same items give the versions by their
+file's MemOS id, for a hit that names its MemOS file. Built once, an index serves every recall of
 this environment while it is fresh: while the KB's META still counts the same files and bytes
 (``file_count``, ``bytes_used``: an upload, a replace or a delete moves one of them) and for at most
 ``PRINTS_TTL_SECONDS`` (a change that moves neither, or a folder renamed, shows within that time).
@@ -17,7 +18,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Protocol
 
 from memmy_kb.domain.fingerprints import FileIndex
@@ -54,7 +55,8 @@ def stamp_of(kb: KnowledgeBaseRecord) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class KbPrints:
-    """One KB's index of file versions and its folders, as loaded at ``loaded_at`` (monotonic)."""
+    """One KB's index of file versions and its folders, as loaded at ``loaded_at`` (monotonic);
+    ``memos_files``: the file versions by their file's MemOS id (of the items that keep it)."""
 
     kb_id: str
     index: FileIndex[FileKey]
@@ -62,6 +64,7 @@ class KbPrints:
     stamp: tuple[int, int]
     loaded_at: float
     hashes: int
+    memos_files: Mapping[str, tuple[FileKey, ...]] = field(default_factory=dict)
 
 
 def load_prints(
@@ -72,7 +75,12 @@ def load_prints(
     folders = {f.folder_id: f for f in files.query_folders(kb_id)}
     index = FileIndex({(kb_id, r.file_id, r.version): r.prints for r in records})
     hashes = sum(len(r.prints.hashes) for r in records)
-    return KbPrints(kb_id, index, folders, stamp, clock(), hashes)
+    memos_files: dict[str, list[FileKey]] = {}
+    for r in records:
+        if r.memos_file_id is not None:
+            memos_files.setdefault(r.memos_file_id, []).append((kb_id, r.file_id, r.version))
+    by_memos_id = {memos_id: tuple(sorted(keys)) for memos_id, keys in memos_files.items()}
+    return KbPrints(kb_id, index, folders, stamp, clock(), hashes, by_memos_id)
 
 
 class PrintsCache:

@@ -3,7 +3,8 @@
 
 A MemOS hit names neither its KB nor its file. By default (``by_file``) recall searches each MemOS backend
 of the scope once, over all of the scope's KBs on it (a search goes to one project with its key), and
-tells each hit's file, and so its KB, from its text (``memmy_kb.domain.recall_merge``). The ``per_kb``
+tells each hit's file, and so its KB, from the MemOS file ids it gives, else from its text
+(``memmy_kb.domain.recall_merge``). The ``per_kb``
 plan, kept for comparison, searches each KB alone, at most ``max_searches`` searches: past that, the
 first KBs (shares first) are searched alone and the rest in groups, one per backend.
 

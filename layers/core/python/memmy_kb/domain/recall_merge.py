@@ -1,7 +1,8 @@
 """Recall's answered hits, attributed, re-checked and merged (docs/architecture.md, "Recall").
 
-Each hit of a search is matched against the fingerprints of the file versions of the KBs that search
-covered (``memmy_kb.domain.file_attribution``). Then the scope read again after the searches decides:
+Each hit of a search is named from the MemOS file ids it gives, when it gives any that are files of the
+KBs that search covered, else matched against the fingerprints of those KBs' file versions
+(``memmy_kb.domain.file_attribution``). Then the scope read again after the searches decides:
 
 * a hit attributed to files is kept only while every KB of those files is still in the scope (candidates
   spanning two KBs, one of which left, are dropped);
@@ -56,7 +57,7 @@ def _attributed(answered: list[Answered], ready: Mapping[str, KbPrints]) -> list
     for index, (hits, searched) in enumerate(answered):
         grants = {g.kb_id: g for g in searched}
         for rank, hit in enumerate(hits):
-            files = attribute_files(hit.content, grants, ready)
+            files = attribute_files(hit.content, grants, ready, hit.memos_file_ids)
             named = dict.fromkeys(kb_id for kb_id, _, _ in files) if files else grants
             found.append(_Found(hit, (index, rank), tuple(grants[kb_id] for kb_id in named), files))
     return found

@@ -138,7 +138,8 @@ class ReplacementIngestion(Ingestion):
             if (upload.replaced_size or 0) > self.config.inline_max_bytes:  # only a large one had a verified copy
                 self.storage.delete(verified_object_key(upload.kb_id, upload.replaced_upload))
         logger.info("file replaced", extra={**self._log, "file_id": upload.replaces, "version": version.version})
-        keep_prints(self.prints, self.taker, upload.kb_id, upload.replaces, version.version, self._log)
+        keep = (upload.kb_id, upload.replaces, version.version, memos_file_id)
+        keep_prints(self.prints, self.taker, keep, self._log)
         return self._outcome("submitted")
 
     def release(self) -> None:

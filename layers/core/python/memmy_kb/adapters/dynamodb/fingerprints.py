@@ -2,7 +2,7 @@
 
 Implements ``memmy_kb.domain.fingerprint_store.FingerprintStore``. The version is zero-padded to
 ``VERSION_DIGITS`` digits, so a file's items sort by version. ``prints`` is the binary ``Fingerprints.encode()``
-(at most about 16 KB). The KB's other readers of its partition keep off these items by their key ranges
+(at most about 16 KB); ``memos_file_id`` the file's MemOS id (absent on items written before it was kept). The KB's other readers of its partition keep off these items by their key ranges
 (``memmy_kb.adapters.dynamodb.contents``), and the KB's deletion removes them with the rest of the
 partition (``delete_kb_items``).
 """
@@ -47,6 +47,8 @@ class DynamoFingerprintStore:
             "prints": record.prints.encode(),
             "created_at": utc_now(),
         }
+        if record.memos_file_id is not None:
+            item["memos_file_id"] = record.memos_file_id
         self._table.client.put_item(TableName=self._table.name, Item=dump(item))
 
     def query_prints(self, kb_id: str) -> list[FilePrints]:
@@ -64,7 +66,10 @@ class DynamoFingerprintStore:
             except ValueError:
                 continue
             file_id, version = _parsed(item["SK"])
-            found.append(FilePrints(kb_id, file_id, version, prints))
+            memos_file_id = item.get("memos_file_id")
+            found.append(
+                FilePrints(kb_id, file_id, version, prints, memos_file_id if isinstance(memos_file_id, str) else None)
+            )
         return found
 
     def query_print_versions(self, kb_id: str) -> list[tuple[str, int]]:

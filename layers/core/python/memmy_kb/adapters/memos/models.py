@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from memmy_kb.adapters.memos.hit_files import hit_file_ids
 from memmy_kb.domain.engine import EngineFile, FileInput, FileStatus, MemosUnavailable, SearchHit
 
 logger = Logger(child=True)
@@ -187,7 +188,8 @@ class FilePage(_MemosModel):
 
 
 class MemosMemory(_MemosModel):
-    """One search hit. For KB excerpts ``title`` is the source shown to the agent; there is no KB id."""
+    """One search hit. For KB excerpts ``title`` is the source shown to the agent; there is no KB id, and
+    a file id only in the shapes ``hit_files`` reads."""
 
     id: str | None = None
     title: str = Field(default="", validation_alias=AliasChoices("memory_key", "title"))
@@ -204,10 +206,19 @@ class MemosMemory(_MemosModel):
     updated_at: datetime | None = Field(
         default=None, validation_alias=AliasChoices("update_time", "updated_at", "updateTime")
     )
+    # The MemOS file ids the hit names, when it names any (``hit_files``: never read from a field of this name).
+    memos_file_ids: tuple[str, ...] = ()
 
     def to_search_hit(self) -> SearchHit:
         """What the domain reads of this hit."""
-        return SearchHit(title=self.title, content=self.content, score=self.score)
+        return SearchHit(
+            title=self.title, content=self.content, score=self.score, memos_file_ids=self.memos_file_ids
+        )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _file_ids(cls, data: Any) -> Any:
+        return {**data, "memos_file_ids": hit_file_ids(data)} if isinstance(data, dict) else data
 
     @field_validator("title", "content", mode="before")
     @classmethod
