@@ -53,5 +53,5 @@ def test_with_the_desktop_signed_in_and_no_other_login_the_cli_works(stage: Stag
             return out if MARKER in out else None
 
         answer = wait_until(recalled, timeout=60, message=lambda: "the excerpt to be recalled")
-        assert "《出差规定》" in answer
+        assert "《出差规定.md》" in answer
         cli("kb", "rm", kb_id, "--yes")

@@ -141,18 +141,18 @@ def test_the_seed_story_through_the_page(browser, people, stage):
     for owner_only in ("Upload", "Share", "New folder", "Delete", "Rename", "Move"):
         expect(sales.get_by_role("button", name=owner_only, exact=True)).to_have_count(0)
 
-    # When the reader asks, then the comparison document's excerpt comes back, cited by its title
+    # When the reader asks, then the comparison document's excerpt comes back, cited by its file
     sales.get_by_role("textbox", name="Try a question").fill(QUESTION)
     sales.get_by_role("button", name="Ask").click()
     answer = sales.locator("#answer")
-    expect(answer.locator(".excerpt").filter(has_text="《MemOS 开源VS商业化》")).to_contain_text(
+    expect(answer.locator(".excerpt").filter(has_text="MemOS 开源VS商业化.md")).to_contain_text(
         COMPARISON_FACT
     )
     # ...and which KB it came from, and whose share it is
-    source = answer.locator(".excerpt").filter(has_text="《MemOS 开源VS商业化》").locator(".source")
+    source = answer.locator(".excerpt").filter(has_text="MemOS 开源VS商业化.md").locator(".source")
     expect(source).to_contain_text(f"From {kb_name}")
     expect(source).to_contain_text("Shared by 产品经理")
-    expect(answer.locator("pre")).to_contain_text("《MemOS 开源VS商业化》", use_inner_text=False)
+    expect(answer.locator("pre")).to_contain_text("《MemOS 开源VS商业化.md》", use_inner_text=False)
 
     # When the owner drops a third file on the page, then the reader finds it, and recall does too
     drop_files(manager, [md("MemOS 私有化部署FAQ.md", DEPLOYMENT_FAQ)])

@@ -66,7 +66,8 @@ def test_the_seed_story(stage: Stage) -> None:
         by_title = {item["title"]: item["content"] for item in answer["items"]}
         assert "MemOS 开源VS商业化" in by_title, answer["items"]
         assert COMPARISON_FACT in by_title["MemOS 开源VS商业化"]
-        assert "《MemOS 开源VS商业化》" in answer["context"]
+        # ...and cited by its file's name (its first heading only repeats it)
+        assert "来源 Source: 《MemOS 开源VS商业化.md》\n" in answer["context"]
         assert COMPARISON_FACT in answer["context"]
         assert DEPLOYMENT_FACT not in answer["context"]
 
@@ -75,7 +76,7 @@ def test_the_seed_story(stage: Stage) -> None:
         wait_until_available(manager, kb_id, {"MemOS 私有化部署FAQ.md"})
         follow_up = recall(sales, FOLLOW_UP)
         assert any(DEPLOYMENT_FACT in item["content"] for item in follow_up["items"]), follow_up["items"]
-        assert "《MemOS 私有化部署FAQ》" in follow_up["context"]
+        assert "《MemOS 私有化部署FAQ.md》" in follow_up["context"]
 
         # When the manager revokes, then the next recall has nothing from that KB
         revoked = manager.delete(f"/knowledge-bases/{kb_id}/members/{sales_id}")

@@ -83,3 +83,11 @@ def test_the_boundary_is_drawn_again_when_a_file_name_holds_it():
     file = SourceFile("kb_1", "fi_1", "x aaaaaaaaaaaaaaaa.md", "", 1)
     block = build_context([Excerpt("t", "x", 0.5, (KB,), (file,))], new_boundary=lambda: next(draws))
     assert "<excerpt-bbbbbbbbbbbbbbbb" in block.text
+
+
+def test_a_heading_that_only_repeats_the_file_name_is_left_out():
+    file = SourceFile("kb_1", "fi_1", "MemOS 开源VS商业化.md", "", 1)
+    for heading in ("MemOS 开源VS商业化", "MemOS 开源VS商业化.md"):
+        block = build_context([Excerpt(heading, "商业版提供 SLA。", 0.9, (KB,), (file,))])
+        (body,) = sections(block.text)
+        assert body.split("\n")[0] == "来源 Source: 《MemOS 开源VS商业化.md》"

@@ -245,7 +245,9 @@ def _file_text(file: SourceFile, section: str = "") -> str:
 def _title_line(excerpt: Excerpt) -> str:
     if not excerpt.files:
         return f"来源 Source: 《{excerpt.title}》\n"
-    section = "" if excerpt.title == UNTITLED else f" § {excerpt.title}"
+    # A heading that only repeats the file's name (a document whose first heading is its title) says nothing.
+    names = {n for f in excerpt.files for n in (f.name, f.name.rpartition(".")[0] or f.name)}
+    section = "" if excerpt.title in {UNTITLED, *names} else f" § {excerpt.title}"
     if len(excerpt.files) == 1:
         return f"来源 Source: {_file_text(excerpt.files[0], section)}\n"
     listed = "; ".join(_file_text(f) for f in excerpt.files)
