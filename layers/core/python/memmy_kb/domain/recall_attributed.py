@@ -19,7 +19,10 @@ answering for a KB still in scope is the 503 of a failed recall.
 Near MemOS's rate limit the rate governor (``memmy_kb.domain.rate_governor``) allows a backend fewer
 searches than the plan has for it; ``cap_plan`` then keeps the first of them alone and merges the rest
 into one group, down to one search of all the backend's KBs (``saved``: the searches it did not send).
-The ``by_file`` plan sends one search per backend already, so it is never cut.
+The ``by_file`` plan sends one search per backend already, so it is never cut; but with the fleet's
+budget (``memmy_kb.domain.fleet_budget``) a backend may be granted no search at all: it is skipped
+(``memmy_kb.domain.recall_governed``), the answer partial, or a 503 with ``Retry-After`` when every
+backend was.
 
 The scope given may be the request's narrowed one (``narrow_recall_grants``): the re-check asks only that
 each hit's KBs are still in the caller's scope, so it holds for a narrowed scope as it is.
@@ -47,6 +50,7 @@ from memmy_kb.domain.engine import (
     SearchHit,
     backend_of,
 )
+from memmy_kb.errors import RecallUnavailable
 from memmy_kb.domain.file_attribution import PrintsLoading
 from memmy_kb.domain.prints_cache import PrintsCache
 from memmy_kb.domain.recall_merge import merge_answered
@@ -150,21 +154,6 @@ def cap_plan(searches: list[Search], allowed: dict[str, int]) -> list[Search]:
     return capped
 
 
-def governed_plan(
-    memos: KnowledgeEngines, governor: RateGovernor, searches: list[Search]
-) -> list[Search]:
-    """The plan within what the governor allows each backend now (its ``max_qps`` from the secret)."""
-    wanted: dict[str, int] = {}
-    for search in searches:
-        wanted[search.backend] = wanted.get(search.backend, 0) + 1
-    try:
-        limits = {b.id: b.max_qps for b in memos.backends()}
-    except MemosApiKeyError:
-        # An unusable secret: the searches meet the same error and fail closed (503) as without a governor.
-        limits = {}
-    return cap_plan(searches, governor.allowances(wanted, limits))
-
-
 def relevance(hit: SearchHit) -> float:
     """A hit's score as the merge ranks it: without one, or with one that is no finite number (a NaN
     would scramble the whole sort, an infinity outrank every real score), it ranks after every scored hit."""
@@ -234,28 +223,6 @@ def run_searches(
 RATE_LIMIT_PAUSE = (0.05, 0.25)
 
 
-def _governed(
-    search: Callable[[Search], list[SearchHit]], governor: RateGovernor | None
-) -> Callable[[Search], list[SearchHit]]:
-    """``search``, telling the governor of every retry (a first attempt's token was taken with its
-    allowance, ``governed_plan``) and of every "rate limited" answer."""
-    if governor is None:
-        return search
-    tried: set[Search] = set()  # each search runs on a thread of its own: no two threads add one key
-
-    def attempt(target: Search) -> list[SearchHit]:
-        if target in tried:
-            governor.retried(target.backend)
-        tried.add(target)
-        try:
-            return search(target)
-        except MemosRateLimited:
-            governor.refused(target.backend)
-            raise
-
-    return attempt
-
-
 def _outcome(
     target: Search,
     search: Callable[[Search], list[SearchHit]],
@@ -309,7 +276,15 @@ def attributed_search(
 
     query, limit, max_per_kb = question.query, question.limit, config.max_per_kb
     planned = plan(scope_grants, config.max_searches) if config.attribution == PER_KB else plan_by_backend(scope_grants)
-    searches = planned if governor is None else governed_plan(memos, governor, planned)
+    from memmy_kb.domain.recall_governed import Governed, governed, governed_plan
+
+    sent = Governed(planned, []) if governor is None else governed_plan(memos, governor, planned, reader)
+    searches = sent.searches
+    if not searches:
+        # The fleet's MemOS budget is spent for every backend of the scope: nothing sent, nothing refused.
+        raise RecallUnavailable(
+            "Recall is busy right now; try again shortly.", retry_after=sent.retry_after_seconds()
+        )
     names: dict[str, tuple[dict[str, KnowledgeBaseRecord], dict[str, ProfileRecord]]] = {}
     loading = None if files is None else PrintsLoading(files, prints if prints is not None else PrintsCache())
     deadline = time.monotonic() + config.search_seconds
@@ -322,17 +297,18 @@ def attributed_search(
 
     outcomes = run_searches(
         searches,
-        _governed(
+        governed(
             lambda s: memos.engine(s.backend).search_memory(
                 reader, query, s.memos_ids, limit=_asked(s, limit, max_per_kb)
             ),
             governor,
+            reader,
         ),
         meanwhile,
         config.search_seconds,
     )
     ready = {} if loading is None else loading.finish(deadline)
-    _publish(outcomes, planned, searches)
+    _publish(outcomes, planned, [*searches, *sent.skipped])
     failures = [o for o in outcomes if o.error is not None]
     if len(failures) == len(outcomes) and not any(isinstance(o.error, MemosNotFound) for o in failures):
         return None  # nothing answered, and no failure a scope change could explain: no re-read
@@ -340,7 +316,8 @@ def attributed_search(
     # search one of whose KBs left is explained by it.
     now = compute_recall_scope(grants, question.user_id)
     answered = [o for o in outcomes if o.error is None]
-    failed = sum(1 for o in failures if o.search.entries <= now)
+    # A search the budget skipped counts as failed (the answer is partial) while its KBs are in scope.
+    failed = sum(1 for o in failures if o.search.entries <= now) + sum(1 for s in sent.skipped if s.entries <= now)
     if failed and not answered:
         return None
     kbs, owners = names["read"]
@@ -360,7 +337,7 @@ def attributed_search(
         searches=len(searches),
         failed=failed,
         left=len(searched - now),
-        saved=len(planned) - len(searches),
+        saved=len(planned) - len(searches) - len(sent.skipped),
         attributed=merged.attributed,
         dropped_hits=merged.dropped,
         indexes=len(ready),

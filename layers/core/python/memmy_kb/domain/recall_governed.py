@@ -1,0 +1,76 @@
+"""Recall's searches within the rate governor (``memmy_kb.domain.rate_governor``): the plan it allows
+each backend now, the backends it allows none (skipped: the recall is partial, or unavailable with
+``Retry-After`` when none is left), and every retry and "rate limited" answer told to it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memmy_kb.domain.engine import MemosApiKeyError, MemosRateLimited, SearchHit
+from memmy_kb.domain.recall_attributed import Search, cap_plan
+
+if TYPE_CHECKING:
+    from memmy_kb.domain.ports import KnowledgeEngines
+    from memmy_kb.domain.rate_governor import RateGovernor
+
+
+@dataclass(frozen=True)
+class Governed:
+    """The searches to send, those of backends granted none, and the seconds until one is due for them."""
+
+    searches: list[Search]
+    skipped: list[Search]
+    retry_after: float = 0.0
+
+    def retry_after_seconds(self) -> int:
+        return max(1, math.ceil(self.retry_after))
+
+
+def governed_plan(memos: KnowledgeEngines, governor: RateGovernor, searches: list[Search], user: str = "") -> Governed:
+    """The plan within what the governor allows each backend now (its ``max_qps`` from the secret)."""
+    wanted: dict[str, int] = {}
+    for search in searches:
+        wanted[search.backend] = wanted.get(search.backend, 0) + 1
+    try:
+        limits = {b.id: b.max_qps for b in memos.backends()}
+    except MemosApiKeyError:
+        # An unusable secret: the searches meet the same error and fail closed (503) as without a governor.
+        limits = {}
+    grants = governor.grants(wanted, limits, user)
+    capped = cap_plan(searches, {backend: grant.count for backend, grant in grants.items()})
+    none = {backend for backend, grant in grants.items() if grant.count == 0}
+    waits = [grants[backend].retry_after for backend in none]
+    return Governed(
+        [s for s in capped if s.backend not in none],
+        [s for s in capped if s.backend in none],
+        min(waits, default=0.0),
+    )
+
+
+def governed(
+    search: Callable[[Search], list[SearchHit]], governor: RateGovernor | None, user: str = ""
+) -> Callable[[Search], list[SearchHit]]:
+    """``search``, telling the governor of every retry (a first attempt's token was taken with its
+    allowance, ``governed_plan``) and of every "rate limited" answer; a retry the governor does not
+    allow meets the refusal again instead of MemOS."""
+    if governor is None:
+        return search
+    refusals: dict[Search, MemosRateLimited | None] = {}  # each search runs on a thread of its own
+
+    def attempt(target: Search) -> list[SearchHit]:
+        if target in refusals:
+            refusal = refusals[target]
+            if not governor.retried(target.backend, user) and refusal is not None:
+                raise refusal
+        refusals[target] = None
+        try:
+            return search(target)
+        except MemosRateLimited as err:
+            refusals[target] = err
+            governor.refused(target.backend)
+            raise
+
+    return attempt
