@@ -2,7 +2,8 @@
 
 One shared token bucket per backend, an item of the table (``FleetItems``: read once, then written only
 with a condition on its ``version``, as DynamoDB's conditional writes allow). It holds at most
-``FLEET_BURST`` x ``max_qps`` tokens and fills at ``max_qps`` a second, times its ``share`` (halved by
+``FLEET_BURST`` x ``max_qps`` tokens and fills at ``FLEET_FILL`` x ``max_qps`` a second (so no second
+sees more than ``max_qps`` from the whole fleet), times its ``share`` (halved by
 MemOS's "rate limited" answers, ``refused``; an eighth back every quiet second). An environment takes
 tokens in blocks (``take``): what its recall needs, up to ``BLOCK`` when it recalls often, one write
 for several searches; the tokens it took and did not spend lapse after ``HOLD_SECONDS``, so an
@@ -10,9 +11,9 @@ environment that goes quiet holds nothing, and no second sees more searches than
 Computed on the writer's clock: the item keeps the time it was filled at, each write moves it on.
 
 Fair under pressure: the item counts the tokens each user (a short hash of the id) took in the current
-window of ``WINDOW_SECONDS``. A user who took less than an equal share of the window's fill (the fill
-divided among the users who took any) may empty the bucket; one past it must leave ``RESERVE`` of the
-bucket, so a light user's recalls find tokens while a heavy user's script keeps it low.
+window of ``WINDOW_SECONDS`` and the one before. A user who took less than an equal share of a window's
+fill (divided among the users who took any in the two) may empty the bucket; one past it must leave
+``RESERVE`` of the bucket, so a light user's recalls find tokens while a heavy user's script keeps it low.
 
 When the bucket holds no token for the caller, ``take`` grants 0 with the seconds until one is due, and
 the environment asks the table again only then: a spent budget costs no write per recall.
@@ -28,9 +29,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-FLEET_BURST = 0.5
+FLEET_BURST = 0.2
+FLEET_FILL = 0.8
 BLOCK = 4
-HOLD_SECONDS = 1.0
+HOLD_SECONDS = 0.5
 WINDOW_SECONDS = 2.0
 RESERVE = 0.25
 MIN_SHARE = 1 / 16
@@ -69,7 +71,7 @@ class MemoryFleetItems:
             stored = self._items.get(backend)
             if (None if stored is None else stored["version"]) != version:
                 return {} if stored is None else dict(stored)
-            self._items[backend] = {**item, "users": dict(item["users"])}
+            self._items[backend] = {**item, "users": dict(item["users"]), "before": dict(item["before"])}
             return None
 
 
@@ -85,10 +87,13 @@ class Bucket:
     share_at: float = 0.0
     window: int = 0
     users: Mapping[str, int] = field(default_factory=dict)
+    before: Mapping[str, int] = field(default_factory=dict)  # the counts of the window before
 
     @classmethod
     def parse(cls, item: Mapping[str, Any]) -> Bucket:
-        users = {str(k): int(v) for k, v in dict(item.get("users") or {}).items()}
+        def counts(name: str) -> dict[str, int]:
+            return {str(k): int(v) for k, v in dict(item.get(name) or {}).items()}
+
         return cls(
             int(item["version"]),
             float(item["tokens"]),
@@ -96,7 +101,8 @@ class Bucket:
             float(item.get("share", 1.0)),
             float(item.get("share_at", 0.0)),
             int(item.get("window", 0)),
-            users,
+            counts("users"),
+            counts("before"),
         )
 
     def item(self) -> dict[str, Any]:
@@ -108,6 +114,7 @@ class Bucket:
             "share_at": self.share_at,
             "window": self.window,
             "users": dict(self.users),
+            "before": dict(self.before),
         }
 
     def filled(self, now: float, max_qps: float) -> Bucket:
@@ -116,11 +123,22 @@ class Bucket:
         if share < 1.0 and now - share_at >= RECOVERY_SECONDS:
             share = min(1.0, share + math.floor((now - share_at) / RECOVERY_SECONDS) * RECOVERY_STEP)
             share_at = now
-        rate = max_qps * share
+        rate = FLEET_FILL * max_qps * share
         tokens = min(capacity(max_qps, share), self.tokens + max(0.0, now - self.at) * rate)
         window = int(now // WINDOW_SECONDS)
-        users = self.users if window == self.window else {}
-        return replace(self, tokens=tokens, at=max(now, self.at), share=share, share_at=share_at, window=window, users=users)
+        users, before = self.users, self.before
+        if window != self.window:
+            users, before = {}, (self.users if window == self.window + 1 else {})
+        return replace(
+            self,
+            tokens=tokens,
+            at=max(now, self.at),
+            share=share,
+            share_at=share_at,
+            window=window,
+            users=users,
+            before=before,
+        )
 
 
 def capacity(max_qps: float, share: float = 1.0) -> float:
@@ -143,15 +161,15 @@ class Grant:
 def decide(bucket: Bucket, now: float, max_qps: float, user: str, need: int, block: int) -> tuple[Bucket, Grant]:
     """The bucket after ``user`` takes what it may of ``max(need, block)`` tokens, and what it got."""
     full = bucket.filled(now, max_qps)
-    rate = max_qps * full.share
-    taken = full.users.get(user, 0)
-    active = len(set(full.users) | {user})
+    rate = FLEET_FILL * max_qps * full.share
+    taken = full.users.get(user, 0) + full.before.get(user, 0)
+    active = len(set(full.users) | set(full.before) | {user})
     fair = rate * WINDOW_SECONDS / active
     keep = 0.0 if taken < fair else RESERVE * capacity(max_qps, full.share)
     got = min(max(need, block), math.floor(full.tokens - keep))
     if got < 1:
         return full, Grant(0, max((keep + 1 - full.tokens) / rate, 0.0))
-    users = {**full.users, user: taken + got}
+    users = {**full.users, user: full.users.get(user, 0) + got}
     return replace(full, version=full.version + 1, tokens=full.tokens - got, users=users), Grant(got)
 
 
@@ -159,7 +177,7 @@ def decide(bucket: Bucket, now: float, max_qps: float, user: str, need: int, blo
 class _Local:
     held: int = 0
     until: float = 0.0
-    empty_until: float = 0.0
+    empty_until: dict[str, float] = field(default_factory=dict)  # per user: the bucket had none for them
     seen: Bucket | None = None
     wanted: list[float] = field(default_factory=list)  # when this environment's recent searches were wanted
 
@@ -186,10 +204,12 @@ class FleetBudget:
             local.held -= spent
             if spent == need:
                 return Grant(spent)
-            if now < local.empty_until:
-                return Grant(spent, local.empty_until - now)
+            key = user_key(user)
+            local.empty_until = {u: t for u, t in local.empty_until.items() if t > now}
+            if key in local.empty_until:
+                return Grant(spent, local.empty_until[key] - now)
             block = min(BLOCK, len(local.wanted))
-            grant = self._from_shared(backend, local, now, need - spent, user_key(user), max_qps, block)
+            grant = self._from_shared(backend, local, now, need - spent, key, max_qps, block)
             return Grant(spent + grant.count, grant.retry_after)
 
     def _from_shared(
@@ -203,7 +223,7 @@ class FleetBudget:
             base = stored or Bucket(0, capacity(max_qps), now, share_at=now)
             after, grant = decide(base, now, max_qps, user, need, block)
             if grant.count == 0:
-                local.seen, local.empty_until = stored, now + grant.retry_after
+                local.seen, local.empty_until[user] = stored, now + grant.retry_after
                 return grant
             current = self._items.swap(backend, stored.version if stored else None, after.item())
             # (a failed swap returns the stored item: the next attempt decides on it, no read)

@@ -5,7 +5,7 @@ Implements ``memmy_kb.domain.fleet_budget.FleetItems``. A swap is one conditiona
 ``version`` the one the writer read, or no item yet) that returns the stored item when the condition
 failed (``ReturnValuesOnConditionCheckFailure``), so a writer that lost the race has the newer item
 without a read. The item is small: the bucket's numbers and a counter per user who took tokens in the
-current window (a 10-character hash each), well under 1 KB until about 30 users share a window.
+current window and the one before (a 10-character hash each), well under 1 KB until about 30 users share a window.
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ class DynamoFleetItems:
         return load(resp["Item"]) if "Item" in resp else None
 
     def swap(self, backend: str, version: int | None, item: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        body = {k: _number(v) for k, v in item.items() if k != "users"}
-        body["users"] = {str(k): _number(v) for k, v in dict(item["users"]).items()}
+        body = {k: _number(v) for k, v in item.items() if k not in ("users", "before")}
+        for counts in ("users", "before"):
+            body[counts] = {str(k): _number(v) for k, v in dict(item[counts]).items()}
         request: dict[str, Any] = {
             "TableName": self._table.name,
             "Item": dump({**bucket_key(backend), "type": "fleet_bucket", **body}),
