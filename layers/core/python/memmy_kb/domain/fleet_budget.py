@@ -5,8 +5,8 @@ with a condition on its ``version``, as DynamoDB's conditional writes allow). It
 ``FLEET_BURST`` x ``max_qps`` tokens and fills at ``FLEET_FILL`` x ``max_qps`` a second (so no second
 sees more than ``max_qps`` from the whole fleet), times its ``share`` (halved by
 MemOS's "rate limited" answers, ``refused``; an eighth back every quiet second). An environment takes
-tokens in blocks (``take``): what its recall needs, up to ``BLOCK`` when it recalls often, one write
-for several searches; the tokens it took and did not spend lapse after ``HOLD_SECONDS``, so an
+tokens in blocks (``take``): what its recall needs, up to ``BLOCK`` when it recalls often and the bucket
+is at least half full, one write for several searches; the tokens it took and did not spend lapse after ``HOLD_SECONDS``, so an
 environment that goes quiet holds nothing, and no second sees more searches than the bucket gave.
 Computed on the writer's clock: the item keeps the time it was filled at, each write moves it on.
 
@@ -16,7 +16,9 @@ fill (divided among the users who took any in the two) may empty the bucket; one
 ``RESERVE`` of the bucket, so a light user's recalls find tokens while a heavy user's script keeps it low.
 
 When the bucket holds no token for the caller, ``take`` grants 0 with the seconds until one is due, and
-the environment asks the table again only then: a spent budget costs no write per recall.
+the environment asks the table for that user again only then; each refusal doubles the wait and each grant
+halves it (up to ``MAX_WAIT``), so however many environments a heavy user's script reaches, their asks settle near
+what the bucket fills instead of a write per recall.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ RESERVE = 0.25
 MIN_SHARE = 1 / 16
 RECOVERY_SECONDS = 1.0
 RECOVERY_STEP = 0.125
+MAX_WAIT = 4.0  # seconds: the longest an environment waits for a user before asking the table again
 ATTEMPTS = 3  # conditional writes per take before the environment gives up for this recall
 CONTENDED_WAIT = 0.05  # seconds to wait after ATTEMPTS writes all met newer items
 
@@ -166,7 +169,10 @@ def decide(bucket: Bucket, now: float, max_qps: float, user: str, need: int, blo
     active = len(set(full.users) | set(full.before) | {user})
     fair = rate * WINDOW_SECONDS / active
     keep = 0.0 if taken < fair else RESERVE * capacity(max_qps, full.share)
-    got = min(max(need, block), math.floor(full.tokens - keep))
+    # A block only while the bucket is at least half full: under pressure each take is what it needs, so
+    # no token lapses unspent in an environment and each user is charged for their own searches.
+    plenty = full.tokens >= capacity(max_qps, full.share) / 2
+    got = min(max(need, block) if plenty else need, math.floor(full.tokens - keep))
     if got < 1:
         return full, Grant(0, max((keep + 1 - full.tokens) / rate, 0.0))
     users = {**full.users, user: full.users.get(user, 0) + got}
@@ -178,6 +184,7 @@ class _Local:
     held: int = 0
     until: float = 0.0
     empty_until: dict[str, float] = field(default_factory=dict)  # per user: the bucket had none for them
+    streak: dict[str, int] = field(default_factory=dict)  # per user: refusals less grants, in this environment
     seen: Bucket | None = None
     wanted: list[float] = field(default_factory=list)  # when this environment's recent searches were wanted
 
@@ -223,11 +230,19 @@ class FleetBudget:
             base = stored or Bucket(0, capacity(max_qps), now, share_at=now)
             after, grant = decide(base, now, max_qps, user, need, block)
             if grant.count == 0:
-                local.seen, local.empty_until[user] = stored, now + grant.retry_after
-                return grant
+                # Each refusal doubles the wait (at most MAX_WAIT), each grant halves it: environments that keep asking
+                # for a user the bucket refuses ask less, until their asks are about what it fills.
+                streak = local.streak[user] = local.streak.get(user, 0) + 1
+                wait = min(MAX_WAIT, max(grant.retry_after, 1 / (FLEET_FILL * max_qps)) * 2 ** (streak - 1))
+                local.seen, local.empty_until[user] = stored, now + wait
+                return Grant(0, wait)
             current = self._items.swap(backend, stored.version if stored else None, after.item())
             # (a failed swap returns the stored item: the next attempt decides on it, no read)
             if current is None:
+                if local.streak.get(user, 0) > 1:
+                    local.streak[user] -= 1  # a grant shortens the next wait by one step, not to nothing
+                else:
+                    local.streak.pop(user, None)
                 local.seen = after
                 local.held, local.until = grant.count - min(need, grant.count), now + HOLD_SECONDS
                 return Grant(min(need, grant.count))
