@@ -3,7 +3,7 @@
 MemOS asks for at most about 40 requests a second per account (a backend's ``max_qps`` in the MemOS
 secret, 40 when it names none) and answers "rate limited" (40309) past it. Attributed recall sends up to
 ``max_searches`` searches per recall (one per KB); near the limit the governor gives each backend fewer,
-and recall groups more KBs per search (``recall_attributed.cap_plan``), down to one combined search per
+and recall groups more KBs per search (``recall_governed.cap_plan``), down to one combined search per
 backend: a slightly less attributed answer instead of refused searches and no answer.
 
 Per backend and per Lambda environment, in memory (no table write per recall; docs/memos.md, "Rate"),

@@ -39,7 +39,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memmy_kb.domain.access import ScopeEntry, compute_recall_scope
+from memmy_kb.domain.access import compute_recall_scope
 from memmy_kb.domain.context_block import SourceFile, SourceKb
 from memmy_kb.domain.engine import (
     MemosApiKeyError,
@@ -50,9 +50,9 @@ from memmy_kb.domain.engine import (
     SearchHit,
     backend_of,
 )
-from memmy_kb.errors import RecallUnavailable
 from memmy_kb.domain.file_attribution import PrintsLoading
 from memmy_kb.domain.prints_cache import PrintsCache
+from memmy_kb.domain.recall_governed import Governed, Search, governed, sendable
 from memmy_kb.domain.recall_merge import merge_answered
 from memmy_kb.observability import put_backend_metrics
 
@@ -64,26 +64,6 @@ if TYPE_CHECKING:
     from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
 
 _SearchFailure = MemosError | MemosApiKeyError
-
-
-@dataclass(frozen=True, eq=False)
-class Search:
-    """One MemOS search of the plan: one KB, or a group of KBs searched together."""
-
-    grants: tuple[GrantRecord, ...]
-
-    @property
-    def entries(self) -> frozenset[ScopeEntry]:
-        return frozenset(ScopeEntry(g.kb_id, g.memos_kb_id) for g in self.grants)
-
-    @property
-    def memos_ids(self) -> list[str]:
-        return sorted({g.memos_kb_id for g in self.grants})
-
-    @property
-    def backend(self) -> str:
-        """The MemOS backend of the search (``plan`` never groups KBs of two backends)."""
-        return backend_of(self.grants[0].memos_backend)
 
 
 @dataclass(frozen=True, eq=False)
@@ -135,23 +115,6 @@ def plan_by_backend(grants: list[GrantRecord]) -> list[Search]:
     for g in ordered:
         groups.setdefault(backend_of(g.memos_backend), []).append(g)
     return [Search(tuple(groups[b])) for b in sorted(groups)]
-
-
-def cap_plan(searches: list[Search], allowed: dict[str, int]) -> list[Search]:
-    """``searches`` with at most ``allowed[backend]`` searches per backend: the first of a backend's
-    searches stay as they are, the rest merge into one group (all of them when one search is allowed)."""
-    by_backend: dict[str, list[Search]] = {}
-    for search in searches:
-        by_backend.setdefault(search.backend, []).append(search)
-    capped: list[Search] = []
-    for backend, planned in by_backend.items():
-        keep = max(1, allowed.get(backend, len(planned)))
-        if len(planned) <= keep:
-            capped += planned
-            continue
-        merged = tuple(g for search in planned[keep - 1 :] for g in search.grants)
-        capped += [*planned[: keep - 1], Search(merged)]
-    return capped
 
 
 def relevance(hit: SearchHit) -> float:
@@ -276,15 +239,8 @@ def attributed_search(
 
     query, limit, max_per_kb = question.query, question.limit, config.max_per_kb
     planned = plan(scope_grants, config.max_searches) if config.attribution == PER_KB else plan_by_backend(scope_grants)
-    from memmy_kb.domain.recall_governed import Governed, governed, governed_plan
-
-    sent = Governed(planned, []) if governor is None else governed_plan(memos, governor, planned, reader)
+    sent = Governed(planned, []) if governor is None else sendable(memos, governor, planned, reader)
     searches = sent.searches
-    if not searches:
-        # The fleet's MemOS budget is spent for every backend of the scope: nothing sent, nothing refused.
-        raise RecallUnavailable(
-            "Recall is busy right now; try again shortly.", retry_after=sent.retry_after_seconds()
-        )
     names: dict[str, tuple[dict[str, KnowledgeBaseRecord], dict[str, ProfileRecord]]] = {}
     loading = None if files is None else PrintsLoading(files, prints if prints is not None else PrintsCache())
     deadline = time.monotonic() + config.search_seconds

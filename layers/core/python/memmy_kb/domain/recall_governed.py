@@ -1,6 +1,7 @@
-"""Recall's searches within the rate governor (``memmy_kb.domain.rate_governor``): the plan it allows
-each backend now, the backends it allows none (skipped: the recall is partial, or unavailable with
-``Retry-After`` when none is left), and every retry and "rate limited" answer told to it."""
+"""Recall's searches (``Search``) within the rate governor (``memmy_kb.domain.rate_governor``): the plan
+it allows each backend now (``cap_plan`` groups the rest of a backend's KBs), the backends it allows
+none (skipped: the recall is partial, or unavailable with ``Retry-After`` when none is left), and every
+retry and "rate limited" answer told to it."""
 
 from __future__ import annotations
 
@@ -9,12 +10,51 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memmy_kb.domain.engine import MemosApiKeyError, MemosRateLimited, SearchHit
-from memmy_kb.domain.recall_attributed import Search, cap_plan
+from memmy_kb.domain.access import ScopeEntry
+from memmy_kb.domain.engine import MemosApiKeyError, MemosRateLimited, SearchHit, backend_of
+from memmy_kb.errors import RecallUnavailable
 
 if TYPE_CHECKING:
     from memmy_kb.domain.ports import KnowledgeEngines
     from memmy_kb.domain.rate_governor import RateGovernor
+    from memmy_kb.records import GrantRecord
+
+
+@dataclass(frozen=True, eq=False)
+class Search:
+    """One MemOS search of the plan: one KB, or a group of KBs searched together."""
+
+    grants: tuple[GrantRecord, ...]
+
+    @property
+    def entries(self) -> frozenset[ScopeEntry]:
+        return frozenset(ScopeEntry(g.kb_id, g.memos_kb_id) for g in self.grants)
+
+    @property
+    def memos_ids(self) -> list[str]:
+        return sorted({g.memos_kb_id for g in self.grants})
+
+    @property
+    def backend(self) -> str:
+        """The MemOS backend of the search (``plan`` never groups KBs of two backends)."""
+        return backend_of(self.grants[0].memos_backend)
+
+
+def cap_plan(searches: list[Search], allowed: dict[str, int]) -> list[Search]:
+    """``searches`` with at most ``allowed[backend]`` searches per backend: the first of a backend's
+    searches stay as they are, the rest merge into one group (all of them when one search is allowed)."""
+    by_backend: dict[str, list[Search]] = {}
+    for search in searches:
+        by_backend.setdefault(search.backend, []).append(search)
+    capped: list[Search] = []
+    for backend, planned in by_backend.items():
+        keep = max(1, allowed.get(backend, len(planned)))
+        if len(planned) <= keep:
+            capped += planned
+            continue
+        merged = tuple(g for search in planned[keep - 1 :] for g in search.grants)
+        capped += [*planned[: keep - 1], Search(merged)]
+    return capped
 
 
 @dataclass(frozen=True)
@@ -48,6 +88,17 @@ def governed_plan(memos: KnowledgeEngines, governor: RateGovernor, searches: lis
         [s for s in capped if s.backend in none],
         min(waits, default=0.0),
     )
+
+
+def sendable(memos: KnowledgeEngines, governor: RateGovernor, searches: list[Search], user: str) -> Governed:
+    """``governed_plan``; raises ``RecallUnavailable`` with ``Retry-After`` when no backend was granted a
+    search (the fleet's MemOS budget spent for the whole scope: nothing sent, nothing refused)."""
+    sent = governed_plan(memos, governor, searches, user)
+    if not sent.searches:
+        raise RecallUnavailable(
+            "Recall is busy right now; try again shortly.", retry_after=sent.retry_after_seconds()
+        )
+    return sent
 
 
 def governed(

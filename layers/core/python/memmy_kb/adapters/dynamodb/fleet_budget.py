@@ -60,6 +60,6 @@ class DynamoFleetItems:
         except ClientError as err:
             if not is_condition_failure(err):
                 raise
-            stored = err.response.get("Item")
+            stored: Mapping[str, Any] | None = err.response.get("Item")  # type: ignore[assignment]
             return load(stored) if stored else {}  # no item: the writer read one that is gone
         return None
