@@ -52,14 +52,21 @@ def test_one_environment_alone_gets_the_whole_rate_in_blocks():
 
 def test_an_environment_that_goes_quiet_frees_its_share():
     clock = FakeClock()
-    busy, quiet = fleet(2, clock)
+    items = MemoryFleetItems()
+    busy, quiet = fleet(2, clock, items)
     run([busy, quiet], clock, seconds=3)
+    clock.advance(1.0)  # the bucket full again: the next takes are blocks
+    assert quiet.take("p1", 1, "q", QPS).count == 1  # and it holds the rest of its block
 
     alone = run([busy], clock, seconds=3)
+    writes = items.writes
+    back = quiet.take("p1", 1, "q", QPS)
 
-    # What the quiet one held lapsed: the busy one gets the whole fill (its 100 asks a second would
-    # take more).
+    # The busy one gets the whole fill (its 100 asks a second would take more); what the quiet one held
+    # lapsed: coming back, it asks the table again instead of spending tokens of seconds ago.
     assert all(abs(n - QPS * fleet_budget.FLEET_FILL) <= 2 for n in alone[1:])
+    assert back.count == 1
+    assert items.writes > writes
 
 
 def test_a_spent_budget_answers_at_once_with_when_to_come_back_and_writes_nothing():
