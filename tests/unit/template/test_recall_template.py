@@ -140,6 +140,7 @@ def test_sustained_degradation_by_the_rate_governor_raises_an_alarm():
     template = load_template()
     variables = template["Resources"]["RecallFunction"]["Properties"]["Environment"]["Variables"]
     assert variables["RECALL_RATE_GOVERNOR"] == "on"
+    assert variables["RECALL_FLEET_BUDGET"] == "on"  # max_qps for the fleet, not per environment
     alarm = template["Resources"]["RecallDegradedAlarm"]["Properties"]
     metrics = {m["Id"]: m for m in alarm["Metrics"]}
     assert metrics["degraded"]["MetricStat"]["Metric"]["MetricName"] == "RecallDegraded"
