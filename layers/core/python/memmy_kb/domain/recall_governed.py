@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memmy_kb.domain.access import ScopeEntry
-from memmy_kb.domain.engine import MemosApiKeyError, MemosRateLimited, SearchHit, backend_of
+from memmy_kb.domain.engine import MemosApiKeyError, MemosRateLimited, MemosUnavailable, SearchHit, backend_of
 from memmy_kb.errors import RecallUnavailable
 
 if TYPE_CHECKING:
@@ -106,21 +106,18 @@ def governed(
 ) -> Callable[[Search], list[SearchHit]]:
     """``search``, telling the governor of every retry (a first attempt's token was taken with its
     allowance, ``governed_plan``) and of every "rate limited" answer; a retry the governor does not
-    allow meets the refusal again instead of MemOS."""
+    allow fails without reaching MemOS (not counted as a second refusal)."""
     if governor is None:
         return search
-    refusals: dict[Search, MemosRateLimited | None] = {}  # each search runs on a thread of its own
+    tried: set[Search] = set()  # each search runs on a thread of its own: no two threads add one key
 
     def attempt(target: Search) -> list[SearchHit]:
-        if target in refusals:
-            refusal = refusals[target]
-            if not governor.retried(target.backend, user) and refusal is not None:
-                raise refusal
-        refusals[target] = None
+        if target in tried and not governor.retried(target.backend, user):
+            raise MemosUnavailable("the MemOS budget granted no retry", endpoint="/search/memory")
+        tried.add(target)
         try:
             return search(target)
-        except MemosRateLimited as err:
-            refusals[target] = err
+        except MemosRateLimited:
             governor.refused(target.backend)
             raise
 
