@@ -43,7 +43,8 @@ def test_a_scope_granted_no_search_is_a_503_with_retry_after_and_memos_is_not_ca
     with pytest.raises(RecallUnavailable) as raised:
         run(repo, pool, governor=governed(clock, spent={"a": 0, "default": 0}))
 
-    assert raised.value.retry_after is not None and raised.value.retry_after >= 1
+    assert raised.value.retry_after is not None
+    assert raised.value.retry_after >= 1
     assert raised.value.details == {"retry_after_seconds": raised.value.retry_after}
     assert pool["a"].calls["search_memory"] == pool["default"].calls["search_memory"] == 0
 
