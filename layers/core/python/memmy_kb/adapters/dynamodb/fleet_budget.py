@@ -5,7 +5,7 @@ Implements ``memmy_kb.domain.fleet_budget.FleetItems``. A swap is one conditiona
 ``version`` the one the writer read, or no item yet) that returns the stored item when the condition
 failed (``ReturnValuesOnConditionCheckFailure``), so a writer that lost the race has the newer item
 without a read. The item is small: the bucket's numbers and a counter per user who took tokens in the
-current window and the one before (a 10-character hash each), well under 1 KB until about 30 users share a window.
+current window and the one before (a 10-character hash each): 1 KB until about 40 users are counted.
 """
 
 from __future__ import annotations
