@@ -273,6 +273,12 @@ def _attribution() -> list[Row]:
     return attribution_report.rows(attribution_report.run())
 
 
+def _fleet_governor() -> list[Row]:
+    from bench import fleet_governor
+
+    return fleet_governor.rows(fleet_governor.run())
+
+
 def _sync_pass() -> list[Row]:
     from bench import sync_pass
 
@@ -294,6 +300,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "keepalive": _keepalive,
     "hook_proof": _hook_proof,
     "recall_backends": _recall_backends,
+    "fleet_governor": _fleet_governor,
     "worst_case_body": _worst_case_body,
     "attribution": _attribution,
 }

@@ -167,6 +167,9 @@ def _stdout(code: str) -> str:
     environment = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         **LAMBDA_ENVIRONMENT,
+        # No table here: the governor keeps its own rate history only (the fleet budget's state is in the
+        # table, shared on purpose; what an environment took of it goes with its governor).
+        "RECALL_FLEET_BUDGET": "off",
         "PYTHONPATH": os.pathsep.join([str(RECALL), str(REPO_ROOT / "layers" / "core" / "python"), *sys.path]),
     }
     done = subprocess.run(  # noqa: S603 - our own snippet, run by this interpreter

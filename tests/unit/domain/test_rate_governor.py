@@ -16,7 +16,8 @@ from memmy_kb.domain import rate_governor as governor_module
 from memmy_kb.domain import recall_attributed
 from memmy_kb.domain.engine import MemosApiKeyError
 from memmy_kb.domain.rate_governor import RateGovernor
-from memmy_kb.domain.recall_attributed import Search, cap_plan, plan
+from memmy_kb.domain.recall_attributed import plan
+from memmy_kb.domain.recall_governed import Search, cap_plan
 from memmy_kb.errors import RecallUnavailable
 from tests.support.clock import FakeClock
 from tests.support.recall import (

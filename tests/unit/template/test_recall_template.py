@@ -38,11 +38,15 @@ def test_recall_has_its_own_small_memory_and_a_short_timeout(recall_function):
     assert int(variables["RECALL_MAX_PER_KB"]) >= 1
 
 
-def test_recall_may_only_read_the_table_and_the_memos_key(recall_function):
+def test_recall_may_only_read_the_table_write_its_fleet_budget_and_read_the_memos_key(recall_function):
     granted = [(actions(s), s["Resource"]) for s in statements(recall_function)]
     dynamodb = [(a, r) for a, r in granted if any(x.startswith("dynamodb:") for x in a)]
-    # Queries on the table itself: never an index (GSIs are never used to authorize), never a write.
-    assert dynamodb == [(READ_ONLY_DYNAMODB, {"Fn::GetAtt": ["Table", "Arn"]})]
+    # Queries on the table itself: never an index (GSIs are never used to authorize); the only write is
+    # the fleet's MemOS budget, its FLEET#<backend> items and nothing else (docs/memos.md, "Rate").
+    table = {"Fn::GetAtt": ["Table", "Arn"]}
+    assert dynamodb == [(READ_ONLY_DYNAMODB, table), ({"dynamodb:GetItem", "dynamodb:PutItem"}, table)]
+    (fleet,) = [s for s in statements(recall_function) if "dynamodb:PutItem" in actions(s)]
+    assert fleet["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["FLEET#*"]}}
     others = [(a, r) for a, r in granted if not any(x.startswith("dynamodb:") for x in a)]
     assert others == [({"secretsmanager:GetSecretValue"}, {"Ref": "MemosApiKeySecret"})]
 
@@ -136,6 +140,7 @@ def test_sustained_degradation_by_the_rate_governor_raises_an_alarm():
     template = load_template()
     variables = template["Resources"]["RecallFunction"]["Properties"]["Environment"]["Variables"]
     assert variables["RECALL_RATE_GOVERNOR"] == "on"
+    assert variables["RECALL_FLEET_BUDGET"] == "on"  # max_qps for the fleet, not per environment
     alarm = template["Resources"]["RecallDegradedAlarm"]["Properties"]
     metrics = {m["Id"]: m for m in alarm["Metrics"]}
     assert metrics["degraded"]["MetricStat"]["Metric"]["MetricName"] == "RecallDegraded"

@@ -201,10 +201,16 @@ def memos_tls_context() -> Any:
 
 @cache
 def get_rate_governor() -> RateGovernor:
-    """This environment's MemOS rate governor: recall's searches per backend near ``max_qps``."""
+    """This environment's MemOS rate governor: recall's searches per backend near ``max_qps``, taken from
+    the fleet's budget in the table unless ``RECALL_FLEET_BUDGET=off``."""
     from memmy_kb.domain.rate_governor import RateGovernor
 
-    return RateGovernor()
+    if not get_settings().recall_fleet_budget:
+        return RateGovernor()
+    from memmy_kb.adapters.dynamodb.fleet_budget import DynamoFleetItems
+    from memmy_kb.domain.fleet_budget import FleetBudget
+
+    return RateGovernor(fleet=FleetBudget(DynamoFleetItems(get_table())))
 
 
 @cache

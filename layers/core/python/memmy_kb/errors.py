@@ -81,10 +81,15 @@ class UpstreamUnavailable(DomainError):
 
 
 class RecallUnavailable(DomainError):
-    """MemOS failed or did not answer within the recall budget: the turn gets no excerpts."""
+    """MemOS failed or did not answer within the recall budget, or the fleet's MemOS budget is spent
+    (``retry_after``: seconds until it has a search again, the ``Retry-After`` header): no excerpts."""
 
     status = HTTPStatus.SERVICE_UNAVAILABLE
     code = "recall_unavailable"
+
+    def __init__(self, message: str, *, retry_after: int | None = None) -> None:
+        super().__init__(message, details=None if retry_after is None else {"retry_after_seconds": retry_after})
+        self.retry_after = retry_after
 
 
 class LoginNotConfigured(DomainError):

@@ -31,6 +31,9 @@ class Settings:
     # The MemOS rate governor (memmy_kb.domain.rate_governor): near a backend's max_qps, recall sends it
     # fewer searches. False ("off") only to measure what it prevents.
     recall_rate_governor: bool = True
+    # Each backend's max_qps for the whole fleet (memmy_kb.domain.fleet_budget): a shared token bucket item
+    # per backend in the table. False ("off"): each environment keeps to its own bucket only.
+    recall_fleet_budget: bool = True
     # Uploads and ingest: the bucket, how long presigned URLs live, and the inline (data URL) cutoff.
     upload_bucket: str = ""
     upload_post_ttl_seconds: int = 600
@@ -79,6 +82,7 @@ def get_settings() -> Settings:
         recall_max_searches=int(_positive(env, "RECALL_MAX_SEARCHES", 4)),
         recall_max_per_kb=int(_positive(env, "RECALL_MAX_PER_KB", 5)),
         recall_rate_governor=_choice(env, "RECALL_RATE_GOVERNOR", ("on", "off")) == "on",
+        recall_fleet_budget=_choice(env, "RECALL_FLEET_BUDGET", ("on", "off")) == "on",
         upload_bucket=env.get("BUCKET_NAME", ""),
         upload_post_ttl_seconds=int(_positive(env, "UPLOAD_POST_TTL_SECONDS", 600)),
         upload_get_ttl_seconds=int(_positive(env, "UPLOAD_GET_TTL_SECONDS", 900)),

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from memmy_kb.api.models.errors import ErrorResponse, UnauthorizedResponse
 from memmy_kb.api.request_guard import JSON_MEDIA_TYPE, check_json_body
-from memmy_kb.errors import DomainError, TooManyRequests
+from memmy_kb.errors import DomainError, RecallUnavailable, TooManyRequests
 from memmy_kb.invocation_deadline import bounded_by
 from memmy_kb.observability import logger
 
@@ -173,7 +173,7 @@ def build_resolver() -> APIGatewayHttpResolver:
         log = logger.warning if err.status >= HTTPStatus.INTERNAL_SERVER_ERROR else logger.info
         log("request refused", extra={"status": int(err.status), "error_code": err.code})
         response = error_response(err.status, err.code, err.message, err.details)
-        if isinstance(err, TooManyRequests):
+        if isinstance(err, TooManyRequests | RecallUnavailable) and err.retry_after is not None:
             response.headers["Retry-After"] = str(err.retry_after)
         return response
 

@@ -3,7 +3,7 @@
 MemOS asks for at most about 40 requests a second per account (a backend's ``max_qps`` in the MemOS
 secret, 40 when it names none) and answers "rate limited" (40309) past it. Attributed recall sends up to
 ``max_searches`` searches per recall (one per KB); near the limit the governor gives each backend fewer,
-and recall groups more KBs per search (``recall_attributed.cap_plan``), down to one combined search per
+and recall groups more KBs per search (``recall_governed.cap_plan``), down to one combined search per
 backend: a slightly less attributed answer instead of refused searches and no answer.
 
 Per backend and per Lambda environment, in memory (no table write per recall; docs/memos.md, "Rate"),
@@ -22,7 +22,11 @@ halves ``share`` (the bucket's size and fill; at least ``MIN_SHARE``) and every 
 without one gives back ``RECOVERY_STEP``: the environments settle where MemOS stops refusing, and recover
 as it does.
 
-Never fewer than one search per backend a recall needs: the governor trades attribution, never answers.
+Across environments (``fleet``, ``memmy_kb.domain.fleet_budget``): the searches this bucket allows are
+then taken from the backend's shared bucket, which holds ``max_qps`` for the whole fleet and shares it
+fairly among users. What it grants is what the recall sends: one search per backend at least only while
+the fleet's budget has it; a backend granted none is not searched (the recall is partial, or a 503 with
+``Retry-After`` when no backend of it was granted any), and a retry needs a token of its own.
 """
 
 from __future__ import annotations
@@ -32,6 +36,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memmy_kb.domain.fleet_budget import Grant
+
+if TYPE_CHECKING:
+    from memmy_kb.domain.fleet_budget import FleetBudget
 
 DEFAULT_MAX_QPS = 40.0
 BURST = 0.25
@@ -62,8 +72,9 @@ class _Backend:
 class RateGovernor:
     """The searches each recall may send to each MemOS backend (thread-safe; one per environment)."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, fleet: FleetBudget | None = None) -> None:
         self._clock = clock
+        self._fleet = fleet
         self._backends: dict[str, _Backend] = {}
         self._lock = threading.Lock()
 
@@ -83,34 +94,50 @@ class RateGovernor:
         return state
 
     def allowances(self, wanted: Mapping[str, int], max_qps: Mapping[str, float | None]) -> dict[str, int]:
-        """Per backend, the searches this recall may send (at most ``wanted``, at least one), their tokens
-        taken: the recall is expected to send them."""
+        """Per backend, the searches this recall may send (at most ``wanted``, at least one without a fleet
+        budget), their tokens taken: the recall is expected to send them."""
+        return {backend: grant.count for backend, grant in self.grants(wanted, max_qps).items()}
+
+    def grants(
+        self, wanted: Mapping[str, int], max_qps: Mapping[str, float | None], user: str = ""
+    ) -> dict[str, Grant]:
+        """``allowances`` for ``user``, each with the seconds until a search is due when the fleet's budget
+        granted fewer than this environment's bucket allowed (0 without a fleet budget)."""
         now = self._clock()
-        allowed = {}
+        granted = {}
         with self._lock:
             for backend, count in wanted.items():
                 state = self._state(backend, now, max_qps.get(backend))
                 state.fill(now)
-                allowed[backend] = max(1, min(count, math.floor(state.tokens)))
-                state.tokens -= allowed[backend]
-        return allowed
+                allowed = max(1, min(count, math.floor(state.tokens)))
+                grant = Grant(allowed) if self._fleet is None else self._fleet.take(backend, allowed, user, state.qps)
+                state.tokens -= grant.count
+                granted[backend] = grant
+        return granted
 
-    def retried(self, backend: str) -> None:
-        """A search went to ``backend`` again (beyond its allowance): it takes a token."""
+    def retried(self, backend: str, user: str = "") -> bool:
+        """A search may go to ``backend`` again (beyond its allowance): it takes a token; with a fleet
+        budget, only when the budget grants one (False: no retry)."""
         now = self._clock()
         with self._lock:
             state = self._state(backend, now)
             state.fill(now)
+            if self._fleet is not None and self._fleet.take(backend, 1, user, state.qps).count == 0:
+                return False
             state.tokens -= 1
+            return True
 
     def refused(self, backend: str) -> None:
-        """``backend`` answered "rate limited": this environment takes half the share it had."""
+        """``backend`` answered "rate limited": this environment takes half the share it had (and the
+        fleet's budget halves, once a second at most)."""
         now = self._clock()
         with self._lock:
             state = self._state(backend, now)
             state.share = max(MIN_SHARE, state.share / 2)
             state.last_change = now
             state.tokens = min(state.tokens, BURST * state.qps * state.share)
+            if self._fleet is not None:
+                self._fleet.refused(backend, state.qps)
 
     def share(self, backend: str) -> float:
         """The fraction of the backend's budget this environment uses now (1.0: no refusal lately)."""

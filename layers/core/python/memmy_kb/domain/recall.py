@@ -210,7 +210,8 @@ def _combined_search(
 ) -> list[SearchHit]:
     """One search per MemOS backend of the scope (a search reaches one project), at once and within the
     one budget (``recall_attributed``'s threads), merged by score; the first failure (by backend) raised."""
-    from memmy_kb.domain.recall_attributed import Search, relevance, run_searches
+    from memmy_kb.domain.recall_attributed import relevance, run_searches
+    from memmy_kb.domain.recall_governed import Search
 
     reader, limit = reader_id(question.user_id), question.limit
     by_backend: dict[str, list[GrantRecord]] = {}

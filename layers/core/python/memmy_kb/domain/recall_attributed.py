@@ -20,7 +20,10 @@ answering for a KB still in scope is the 503 of a failed recall.
 Near MemOS's rate limit the rate governor (``memmy_kb.domain.rate_governor``) allows a backend fewer
 searches than the plan has for it; ``cap_plan`` then keeps the first of them alone and merges the rest
 into one group, down to one search of all the backend's KBs (``saved``: the searches it did not send).
-The ``by_file`` plan sends one search per backend already, so it is never cut.
+The ``by_file`` plan sends one search per backend already, so it is never cut; but with the fleet's
+budget (``memmy_kb.domain.fleet_budget``) a backend may be granted no search at all: it is skipped
+(``memmy_kb.domain.recall_governed``), the answer partial, or a 503 with ``Retry-After`` when every
+backend was.
 
 The scope given may be the request's narrowed one (``narrow_recall_grants``): the re-check asks only that
 each hit's KBs are still in the caller's scope, so it holds for a narrowed scope as it is.
@@ -37,7 +40,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memmy_kb.domain.access import ScopeEntry, compute_recall_scope
+from memmy_kb.domain.access import compute_recall_scope
 from memmy_kb.domain.context_block import SourceFile, SourceKb
 from memmy_kb.domain.engine import (
     MemosApiKeyError,
@@ -50,6 +53,7 @@ from memmy_kb.domain.engine import (
 )
 from memmy_kb.domain.file_attribution import PrintsLoading
 from memmy_kb.domain.prints_cache import PrintsCache
+from memmy_kb.domain.recall_governed import Governed, Search, governed, sendable
 from memmy_kb.domain.recall_merge import merge_answered
 from memmy_kb.observability import put_backend_metrics
 
@@ -61,26 +65,6 @@ if TYPE_CHECKING:
     from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
 
 _SearchFailure = MemosError | MemosApiKeyError
-
-
-@dataclass(frozen=True, eq=False)
-class Search:
-    """One MemOS search of the plan: one KB, or a group of KBs searched together."""
-
-    grants: tuple[GrantRecord, ...]
-
-    @property
-    def entries(self) -> frozenset[ScopeEntry]:
-        return frozenset(ScopeEntry(g.kb_id, g.memos_kb_id) for g in self.grants)
-
-    @property
-    def memos_ids(self) -> list[str]:
-        return sorted({g.memos_kb_id for g in self.grants})
-
-    @property
-    def backend(self) -> str:
-        """The MemOS backend of the search (``plan`` never groups KBs of two backends)."""
-        return backend_of(self.grants[0].memos_backend)
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,38 +116,6 @@ def plan_by_backend(grants: list[GrantRecord]) -> list[Search]:
     for g in ordered:
         groups.setdefault(backend_of(g.memos_backend), []).append(g)
     return [Search(tuple(groups[b])) for b in sorted(groups)]
-
-
-def cap_plan(searches: list[Search], allowed: dict[str, int]) -> list[Search]:
-    """``searches`` with at most ``allowed[backend]`` searches per backend: the first of a backend's
-    searches stay as they are, the rest merge into one group (all of them when one search is allowed)."""
-    by_backend: dict[str, list[Search]] = {}
-    for search in searches:
-        by_backend.setdefault(search.backend, []).append(search)
-    capped: list[Search] = []
-    for backend, planned in by_backend.items():
-        keep = max(1, allowed.get(backend, len(planned)))
-        if len(planned) <= keep:
-            capped += planned
-            continue
-        merged = tuple(g for search in planned[keep - 1 :] for g in search.grants)
-        capped += [*planned[: keep - 1], Search(merged)]
-    return capped
-
-
-def governed_plan(
-    memos: KnowledgeEngines, governor: RateGovernor, searches: list[Search]
-) -> list[Search]:
-    """The plan within what the governor allows each backend now (its ``max_qps`` from the secret)."""
-    wanted: dict[str, int] = {}
-    for search in searches:
-        wanted[search.backend] = wanted.get(search.backend, 0) + 1
-    try:
-        limits = {b.id: b.max_qps for b in memos.backends()}
-    except MemosApiKeyError:
-        # An unusable secret: the searches meet the same error and fail closed (503) as without a governor.
-        limits = {}
-    return cap_plan(searches, governor.allowances(wanted, limits))
 
 
 def relevance(hit: SearchHit) -> float:
@@ -235,28 +187,6 @@ def run_searches(
 RATE_LIMIT_PAUSE = (0.05, 0.25)
 
 
-def _governed(
-    search: Callable[[Search], list[SearchHit]], governor: RateGovernor | None
-) -> Callable[[Search], list[SearchHit]]:
-    """``search``, telling the governor of every retry (a first attempt's token was taken with its
-    allowance, ``governed_plan``) and of every "rate limited" answer."""
-    if governor is None:
-        return search
-    tried: set[Search] = set()  # each search runs on a thread of its own: no two threads add one key
-
-    def attempt(target: Search) -> list[SearchHit]:
-        if target in tried:
-            governor.retried(target.backend)
-        tried.add(target)
-        try:
-            return search(target)
-        except MemosRateLimited:
-            governor.refused(target.backend)
-            raise
-
-    return attempt
-
-
 def _outcome(
     target: Search,
     search: Callable[[Search], list[SearchHit]],
@@ -310,7 +240,8 @@ def attributed_search(
 
     query, limit, max_per_kb = question.query, question.limit, config.max_per_kb
     planned = plan(scope_grants, config.max_searches) if config.attribution == PER_KB else plan_by_backend(scope_grants)
-    searches = planned if governor is None else governed_plan(memos, governor, planned)
+    sent = Governed(planned, []) if governor is None else sendable(memos, governor, planned, reader)
+    searches = sent.searches
     names: dict[str, tuple[dict[str, KnowledgeBaseRecord], dict[str, ProfileRecord]]] = {}
     loading = None if files is None else PrintsLoading(files, prints if prints is not None else PrintsCache())
     deadline = time.monotonic() + config.search_seconds
@@ -323,17 +254,18 @@ def attributed_search(
 
     outcomes = run_searches(
         searches,
-        _governed(
+        governed(
             lambda s: memos.engine(s.backend).search_memory(
                 reader, query, s.memos_ids, limit=_asked(s, limit, max_per_kb)
             ),
             governor,
+            reader,
         ),
         meanwhile,
         config.search_seconds,
     )
     ready = {} if loading is None else loading.finish(deadline)
-    _publish(outcomes, planned, searches)
+    _publish(outcomes, planned, [*searches, *sent.skipped])
     failures = [o for o in outcomes if o.error is not None]
     if len(failures) == len(outcomes) and not any(isinstance(o.error, MemosNotFound) for o in failures):
         return None  # nothing answered, and no failure a scope change could explain: no re-read
@@ -341,7 +273,8 @@ def attributed_search(
     # search one of whose KBs left is explained by it.
     now = compute_recall_scope(grants, question.user_id)
     answered = [o for o in outcomes if o.error is None]
-    failed = sum(1 for o in failures if o.search.entries <= now)
+    # A search the budget skipped counts as failed (the answer is partial) while its KBs are in scope.
+    failed = sum(1 for o in failures if o.search.entries <= now) + sum(1 for s in sent.skipped if s.entries <= now)
     if failed and not answered:
         return None
     kbs, owners = names["read"]
@@ -361,7 +294,7 @@ def attributed_search(
         searches=len(searches),
         failed=failed,
         left=len(searched - now),
-        saved=len(planned) - len(searches),
+        saved=len(planned) - len(searches) - len(sent.skipped),
         attributed=merged.attributed,
         dropped_hits=merged.dropped,
         indexes=len(ready),

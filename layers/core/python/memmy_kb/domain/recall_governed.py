@@ -1,0 +1,124 @@
+"""Recall's searches (``Search``) within the rate governor (``memmy_kb.domain.rate_governor``): the plan
+it allows each backend now (``cap_plan`` groups the rest of a backend's KBs), the backends it allows
+none (skipped: the recall is partial, or unavailable with ``Retry-After`` when none is left), and every
+retry and "rate limited" answer told to it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memmy_kb.domain.access import ScopeEntry
+from memmy_kb.domain.engine import MemosApiKeyError, MemosRateLimited, MemosUnavailable, SearchHit, backend_of
+from memmy_kb.errors import RecallUnavailable
+
+if TYPE_CHECKING:
+    from memmy_kb.domain.ports import KnowledgeEngines
+    from memmy_kb.domain.rate_governor import RateGovernor
+    from memmy_kb.records import GrantRecord
+
+
+@dataclass(frozen=True, eq=False)
+class Search:
+    """One MemOS search of the plan: one KB, or a group of KBs searched together."""
+
+    grants: tuple[GrantRecord, ...]
+
+    @property
+    def entries(self) -> frozenset[ScopeEntry]:
+        return frozenset(ScopeEntry(g.kb_id, g.memos_kb_id) for g in self.grants)
+
+    @property
+    def memos_ids(self) -> list[str]:
+        return sorted({g.memos_kb_id for g in self.grants})
+
+    @property
+    def backend(self) -> str:
+        """The MemOS backend of the search (``plan`` never groups KBs of two backends)."""
+        return backend_of(self.grants[0].memos_backend)
+
+
+def cap_plan(searches: list[Search], allowed: dict[str, int]) -> list[Search]:
+    """``searches`` with at most ``allowed[backend]`` searches per backend: the first of a backend's
+    searches stay as they are, the rest merge into one group (all of them when one search is allowed)."""
+    by_backend: dict[str, list[Search]] = {}
+    for search in searches:
+        by_backend.setdefault(search.backend, []).append(search)
+    capped: list[Search] = []
+    for backend, planned in by_backend.items():
+        keep = max(1, allowed.get(backend, len(planned)))
+        if len(planned) <= keep:
+            capped += planned
+            continue
+        merged = tuple(g for search in planned[keep - 1 :] for g in search.grants)
+        capped += [*planned[: keep - 1], Search(merged)]
+    return capped
+
+
+@dataclass(frozen=True)
+class Governed:
+    """The searches to send, those of backends granted none, and the seconds until one is due for them."""
+
+    searches: list[Search]
+    skipped: list[Search]
+    retry_after: float = 0.0
+
+    def retry_after_seconds(self) -> int:
+        return max(1, math.ceil(self.retry_after))
+
+
+def governed_plan(memos: KnowledgeEngines, governor: RateGovernor, searches: list[Search], user: str = "") -> Governed:
+    """The plan within what the governor allows each backend now (its ``max_qps`` from the secret)."""
+    wanted: dict[str, int] = {}
+    for search in searches:
+        wanted[search.backend] = wanted.get(search.backend, 0) + 1
+    try:
+        limits = {b.id: b.max_qps for b in memos.backends()}
+    except MemosApiKeyError:
+        # An unusable secret: the searches meet the same error and fail closed (503) as without a governor.
+        limits = {}
+    grants = governor.grants(wanted, limits, user)
+    capped = cap_plan(searches, {backend: grant.count for backend, grant in grants.items()})
+    none = {backend for backend, grant in grants.items() if grant.count == 0}
+    waits = [grants[backend].retry_after for backend in none]
+    return Governed(
+        [s for s in capped if s.backend not in none],
+        [s for s in capped if s.backend in none],
+        min(waits, default=0.0),
+    )
+
+
+def sendable(memos: KnowledgeEngines, governor: RateGovernor, searches: list[Search], user: str) -> Governed:
+    """``governed_plan``; raises ``RecallUnavailable`` with ``Retry-After`` when no backend was granted a
+    search (the fleet's MemOS budget spent for the whole scope: nothing sent, nothing refused)."""
+    sent = governed_plan(memos, governor, searches, user)
+    if not sent.searches:
+        raise RecallUnavailable(
+            "Recall is busy right now; try again shortly.", retry_after=sent.retry_after_seconds()
+        )
+    return sent
+
+
+def governed(
+    search: Callable[[Search], list[SearchHit]], governor: RateGovernor | None, user: str = ""
+) -> Callable[[Search], list[SearchHit]]:
+    """``search``, telling the governor of every retry (a first attempt's token was taken with its
+    allowance, ``governed_plan``) and of every "rate limited" answer; a retry the governor does not
+    allow fails without reaching MemOS (not counted as a second refusal)."""
+    if governor is None:
+        return search
+    tried: set[Search] = set()  # each search runs on a thread of its own: no two threads add one key
+
+    def attempt(target: Search) -> list[SearchHit]:
+        if target in tried and not governor.retried(target.backend, user):
+            raise MemosUnavailable("the MemOS budget granted no retry", endpoint="/search/memory")
+        tried.add(target)
+        try:
+            return search(target)
+        except MemosRateLimited:
+            governor.refused(target.backend)
+            raise
+
+    return attempt
