@@ -20,6 +20,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from memmy_kb import composition
 from memmy_kb.api.identity import current_caller_id
+from memmy_kb.api.injected import recall_governor
 from memmy_kb.api.resolver import build_resolver
 from memmy_kb.api.routes import (
     activity,
@@ -34,6 +35,7 @@ from memmy_kb.api.routes import (
 )
 from memmy_kb.domain.limits import ShareLimits
 from memmy_kb.domain.prints_cache import PrintsCache
+from memmy_kb.domain.rate_governor import RateGovernor
 from memmy_kb.domain.sharing import SharePolicy
 from memmy_kb.records import KbCapacity
 from memmy_kb.settings import Settings, get_settings
@@ -86,6 +88,8 @@ class World:
             composition.get_recall_memos_client: lambda: self.memos,
             composition.get_recall_files: FakeRecallFiles,
             composition.get_prints_cache: PrintsCache,
+            # This environment's governor alone: the fleet's budget lives in the table, which these fakes are not.
+            recall_governor: lambda: RateGovernor(),
             composition.get_create_intents: lambda: self.intents,
             composition.get_backend_slots: lambda: self.stores.slots,
             composition.get_cleanup_store: lambda: UNUSED,
