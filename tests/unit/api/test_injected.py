@@ -89,7 +89,7 @@ class World:
             composition.get_recall_files: FakeRecallFiles,
             composition.get_prints_cache: PrintsCache,
             # This environment's governor alone: the fleet's budget lives in the table, which these fakes are not.
-            recall_governor: lambda: RateGovernor(),
+            recall_governor: lambda settings: RateGovernor(),
             composition.get_create_intents: lambda: self.intents,
             composition.get_backend_slots: lambda: self.stores.slots,
             composition.get_cleanup_store: lambda: UNUSED,
