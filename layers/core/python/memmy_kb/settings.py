@@ -31,6 +31,11 @@ class Settings:
     # The MemOS rate governor (memmy_kb.domain.rate_governor): near a backend's max_qps, recall sends it
     # fewer searches. False ("off") only to measure what it prevents.
     recall_rate_governor: bool = True
+    # The per-user recall limit (memmy_kb.domain.recall_limit): a burst and a sustained rate per Lambda
+    # environment, and a shared window of recall_burst + rate * window recalls in any window_seconds.
+    recall_burst: int = 10
+    recall_rate_per_second: float = 2.0
+    recall_limit_window_seconds: int = 10
     # Uploads and ingest: the bucket, how long presigned URLs live, and the inline (data URL) cutoff.
     upload_bucket: str = ""
     upload_post_ttl_seconds: int = 600
@@ -79,6 +84,9 @@ def get_settings() -> Settings:
         recall_max_searches=int(_positive(env, "RECALL_MAX_SEARCHES", 4)),
         recall_max_per_kb=int(_positive(env, "RECALL_MAX_PER_KB", 5)),
         recall_rate_governor=_choice(env, "RECALL_RATE_GOVERNOR", ("on", "off")) == "on",
+        recall_burst=int(_positive(env, "RECALL_BURST", 10)),
+        recall_rate_per_second=_positive(env, "RECALL_RATE_PER_SECOND", 2.0),
+        recall_limit_window_seconds=int(_positive(env, "RECALL_LIMIT_WINDOW_SECONDS", 10)),
         upload_bucket=env.get("BUCKET_NAME", ""),
         upload_post_ttl_seconds=int(_positive(env, "UPLOAD_POST_TTL_SECONDS", 600)),
         upload_get_ttl_seconds=int(_positive(env, "UPLOAD_GET_TTL_SECONDS", 900)),
