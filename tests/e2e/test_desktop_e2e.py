@@ -36,7 +36,7 @@ from tests.support.e2e_desktop import (
     run_hook,
     start_desktop,
 )
-from tests.support.e2e_recall import KB_NAME, MARKER, QUESTION, user_with_the_document
+from tests.support.e2e_recall import KB_NAME, MARKER, QUESTION, api, user_with_the_document
 from tests.support.stack import stop_stack
 from tests.support.stage import Stage, StageUser
 
@@ -378,3 +378,21 @@ def test_an_agent_searches_through_memmy_kb_mcp_with_the_hook_token_only(desktop
     assert MARKER in text_of(narrowed)
     assert unknown.is_error
     assert "no-such-kb" in text_of(unknown)
+
+
+def test_past_the_accounts_recall_limit_the_hook_prints_nothing_and_the_statuses_say_why(stage, tmp_path):
+    """The 429 path through a real hook: the user's recalls spent over HTTP, the next turn's hook is quiet
+    (exit 0, nothing printed) and both statuses explain it with the cloud's wait."""
+    heavy = user_with_the_document(stage, f"desk-heavy-{uuid.uuid4().hex[:8]}", "Heavy")
+    with logged_in_desktop(tmp_path, stage, heavy.token) as running:
+        with api(stage, heavy.token) as client:
+            spent = [client.post("/recall", json={"query": QUESTION}).status_code for _ in range(30)]
+        assert HTTPStatus.TOO_MANY_REQUESTS in spent
+
+        done, _ = run_hook("claude-code", running.home)
+
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+        record = json.loads((running.home / "desktop" / "hook-last-claude-code.json").read_text())
+        assert record["outcome"] == "rate_limited"
+        assert 1 <= record["retry_after"] <= 10
+        assert "refused it for your account's recall limit" in running.cli("status").stdout
