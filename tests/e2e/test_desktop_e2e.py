@@ -16,6 +16,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -30,13 +31,15 @@ from tests.support.e2e_desktop import (
     AGENTS,
     READY,
     Desktop,
+    Paced,
     block_of,
     clean_env,
     logged_in_desktop,
     run_hook,
     start_desktop,
 )
-from tests.support.e2e_recall import KB_NAME, MARKER, QUESTION, user_with_the_document
+from tests.support.e2e_recall import KB_NAME, MARKER, QUESTION, api, user_with_the_document
+from tests.support.polling import wait_until
 from tests.support.stack import stop_stack
 from tests.support.stage import Stage, StageUser
 
@@ -259,9 +262,11 @@ def test_hook_startup_per_agent(desktop, record_property):
         subprocess.run([sys.executable, "-c", "pass"], check=True)
         python_start.append(time.perf_counter() - started)
     figures = {"python -c pass": statistics.median(python_start)}
+    paced = Paced()  # 21 recalls as one user: within the per-user recall limit
     for agent in AGENTS:
         times = []
         for _ in range(7):
+            paced.wait()
             done, elapsed = run_hook(agent, desktop.home)
             assert MARKER in block_of(agent, done.stdout)
             times.append(elapsed)
@@ -301,13 +306,18 @@ def test_the_local_service_adds_milliseconds_to_a_recall(desktop, local_stack, r
         cloud = float(timing.split("dur=")[1]) / 1000 if timing else None
         return elapsed, cloud
 
+    paced = Paced()  # 56 recalls as one user: within the per-user recall limit, the waits not measured
     for _ in range(3):  # warm both paths
+        paced.wait()
         timed(api_port, "/recall", cloud_token)
+        paced.wait()
         timed(desktop.port, "/hook/recall", desktop.hook_token)
     # When 25 recalls go each way, alternating
     direct, through, added = [], [], []
     for _ in range(25):
+        paced.wait()
         direct.append(timed(api_port, "/recall", cloud_token)[0])
+        paced.wait()
         total, cloud = timed(desktop.port, "/hook/recall", desktop.hook_token)
         through.append(total)
         assert cloud is not None
@@ -378,3 +388,38 @@ def test_an_agent_searches_through_memmy_kb_mcp_with_the_hook_token_only(desktop
     assert MARKER in text_of(narrowed)
     assert unknown.is_error
     assert "no-such-kb" in text_of(unknown)
+
+
+def test_past_the_accounts_recall_limit_the_hook_prints_nothing_and_the_statuses_say_why(stage, tmp_path):
+    """The 429 path through a real hook: while the same user's script loops on recall, the next turn's hook
+    meets the limit, is quiet (exit 0, nothing printed) and both statuses explain it with the cloud's wait.
+    The bucket refills twice a second, so a hook can still win a token: it runs until one meets the limit."""
+    heavy = user_with_the_document(stage, f"desk-heavy-{uuid.uuid4().hex[:8]}", "Heavy")
+    stop, refused = threading.Event(), []
+
+    def loop() -> None:
+        with api(stage, heavy.token) as client:
+            while not stop.is_set():
+                refused.append(client.post("/recall", json={"query": QUESTION}).status_code == 429)
+
+    with logged_in_desktop(tmp_path, stage, heavy.token) as running:
+        looping = [threading.Thread(target=loop, daemon=True) for _ in range(2)]
+        for thread in looping:
+            thread.start()
+        try:
+            wait_until(lambda: any(refused), timeout=30, message="the loop to meet the limit")
+            record_file = running.home / "desktop" / "hook-last-claude-code.json"
+            for _ in range(10):
+                done, _ = run_hook("claude-code", running.home)
+                record = json.loads(record_file.read_text())
+                if record["outcome"] == "rate_limited":
+                    break
+        finally:
+            stop.set()
+            for thread in looping:
+                thread.join(timeout=30)
+
+        assert record["outcome"] == "rate_limited", record
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+        assert 1 <= record["retry_after"] <= 10
+        assert "refused it for your account's recall limit" in running.cli("status").stdout

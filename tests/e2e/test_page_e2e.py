@@ -15,6 +15,7 @@ import random
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
+from http import HTTPStatus
 from typing import Any
 
 import httpx
@@ -403,4 +404,24 @@ def test_each_sharing_refusal_reads_as_a_sentence(browser, people, stage):
         page.get_by_role("button", name="Add").click()
         expect(page.locator("#dialog-error")).to_contain_text(sentence)
         page.unroute("**/api/knowledge-bases/*/members")
+    page.context.close()
+
+
+def test_a_question_past_the_accounts_recall_limit_says_why_and_when_to_ask_again(browser, people):
+    """The cloud's 429 ``recall_rate_limited`` (docs/limits.md, "Recall per user"), played back to the page
+    as the cloud sends it: a sentence with the wait, not the code."""
+    from playwright.sync_api import expect
+
+    owner, _, _ = people
+    page = new_page(browser, owner)
+    error = {"code": "recall_rate_limited", "message": "Too many recalls", "details": {"retry_after_seconds": 7}}
+    page.route("**/api/recall", refusing(HTTPStatus.TOO_MANY_REQUESTS, json.dumps({"error": error})))
+    page.get_by_role("textbox", name="Try a question").fill(QUESTION)
+    page.get_by_role("button", name="Ask").click()
+    answer = page.locator("#answer")
+    expect(answer).to_contain_text(
+        "Your account has asked for more recalls than its limit allows just now (your agents' turns count too),"
+        " so nothing was searched: ask again in 7 s."
+    )
+    expect(answer).not_to_contain_text("recall_rate_limited")
     page.context.close()

@@ -160,3 +160,26 @@ def _own_words(marker: str) -> str:
     """The question's answer, then words of this document alone."""
     words = " ".join(uuid.uuid4().hex[:6] for _ in range(30))
     return f"{DOCUMENT} {marker} {words}"
+
+
+def test_one_users_recalls_past_the_limit_are_429_with_retry_after_and_anothers_still_answer(stage):
+    """The per-user recall limit over HTTP, as deployed (template.yaml's defaults: a burst of 10, then 2 a
+    second): one user recalling back to back is refused with 429 ``recall_rate_limited`` and
+    ``Retry-After``; another user's recall is answered with its excerpts all the while."""
+    heavy = user_with_the_document(stage, f"heavy-{uuid.uuid4().hex[:8]}", "Heavy")
+    light = user_with_the_document(stage, f"light-{uuid.uuid4().hex[:8]}", "Light")
+    with api(stage, heavy.token) as client:
+        replies = [client.post("/recall", json={"query": QUESTION}) for _ in range(40)]
+    statuses = [reply.status_code for reply in replies]
+    assert set(statuses) == {HTTPStatus.OK, HTTPStatus.TOO_MANY_REQUESTS}, statuses
+    # The burst is served whole before any refusal
+    assert statuses[:10] == [HTTPStatus.OK] * 10
+    for refused in (r for r in replies if r.status_code == HTTPStatus.TOO_MANY_REQUESTS):
+        error = refused.json()["error"]
+        assert error["code"] == "recall_rate_limited"
+        assert error["details"] == {"retry_after_seconds": int(refused.headers["Retry-After"])}
+        assert 1 <= int(refused.headers["Retry-After"]) <= 10
+    with api(stage, light.token) as client:
+        reply = client.post("/recall", json={"query": QUESTION})
+    assert reply.status_code == HTTPStatus.OK, reply.text
+    assert MARKER in reply.json()["context"]

@@ -60,6 +60,9 @@ class KbCloud(ThreadingHTTPServer):
                 "message": "Some knowledge bases are not in scope",
             }
             return 422, {"error": error}
+        if self.recall_status == 429:  # the cloud's per-user recall limit
+            error = {"code": "recall_rate_limited", "message": "Too many recalls", "details": {"retry_after_seconds": 6}}
+            return 429, {"error": error}
         if self.recall_status != 200:
             return self.recall_status, {"error": {"code": "recall_unavailable", "message": "MemOS failed"}}
         chosen = [scope[i] for i in ids] if ids is not None else list(scope.values())
@@ -163,6 +166,21 @@ def test_a_failing_cloud_and_a_logged_out_service_are_sentences(service, cloud, 
     cloud.recall_status = 503
     with pytest.raises(ToolRefused, match="The Memmy cloud failed to answer; try again later"):
         anyio.run(local.search, "q", None, None)
+
+
+def test_a_search_past_the_accounts_recall_limit_is_explained_with_the_clouds_wait(service, cloud, local):
+    client = Client(service)
+    client.login()
+    cloud.recall_status = 429
+    # The route passes the refusal on as an outcome with the wait, as it does the cloud's other outcomes
+    status, answer, _ = client.request("POST", "/hook/search", client.hook_token, {"query": "q"})
+    assert (status, answer) == (200, {"excerpts": [], "partial": False, "cloud": "rate_limited", "retry_after": 6})
+    # and the MCP tool says what happened and when to ask again, not the error's code
+    with pytest.raises(ToolRefused) as refused:
+        anyio.run(local.search, "q", None, None)
+    assert "Memmy limits how often one account may search" in str(refused.value)
+    assert str(refused.value).endswith("try again in 6 s.")
+    assert "recall_rate_limited" not in str(refused.value)
 
 
 def test_a_search_of_no_knowledge_base_says_why_not_that_nothing_matched(service, cloud, local):

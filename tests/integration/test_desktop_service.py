@@ -104,7 +104,7 @@ def test_a_prompt_with_nothing_to_search_asks_no_cloud_and_is_counted(client, cl
 def test_the_hook_records_a_skipped_prompt_as_skipped(client, state_dir):
     client.login()
     env = {paths.HOME_ENV: str(state_dir.parent)}
-    assert hook.recall_outcome("ok", "codex", env, time.monotonic() + 5) == ("", "skipped", 0)
+    assert hook.recall_outcome("ok", "codex", env, time.monotonic() + 5) == ("", "skipped", 0, {})
 
 
 def test_with_the_skip_off_every_prompt_reaches_the_cloud(state_dir, cloud):

@@ -213,7 +213,7 @@ def test_a_listener_that_relays_the_challenge_to_the_real_service_is_refused(ser
     try:
         (state_dir / paths.SERVICE_FILE).write_text(json.dumps({"port": relay.port}))
         deadline = time.monotonic() + 5
-        assert hook.recall_outcome(PROMPT, "codex", env, deadline) == ("", "not_the_service", 0)
+        assert hook.recall_outcome(PROMPT, "codex", env, deadline) == ("", "not_the_service", 0, {})
         record_control(str(state_dir), relay.port, service.state.control_token)
         with pytest.raises(NotThisService, match=f"127.0.0.1:{relay.port} is not this desktop service"):
             call(str(state_dir), "GET", "/control/status")

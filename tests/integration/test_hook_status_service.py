@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memmy_kb_client.agents import hook
-from memmy_kb_client.agents.hook_status import install_message, status
+from memmy_kb_client.agents.hook_status import install_message, render_status, status
 from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.advice import command
 from memmy_kb_client.desktop.server import DesktopService
@@ -79,3 +79,33 @@ def test_the_run_record_follows_the_services_answer(running):
     assert ask(running) == BLOCK.encode() + b"\n"
     row = {r["agent"]: r for r in status({})}["codex"]
     assert (row["last_run"]["outcome"], row["last_run"]["excerpts"]) == ("ok", 1)
+
+
+def test_a_recall_past_the_accounts_limit_is_quiet_in_the_turn_and_explained_by_the_status(running, fake_cloud):
+    from memmy_kb_client.agents.hook_install import apply, hook_command
+
+    apply("codex", command=hook_command("codex", env_of(running)))
+    running.login(CLOUD_TOKEN)
+    fake_cloud.status = 429
+    fake_cloud.body = {
+        "error": {
+            "code": "recall_rate_limited",
+            "message": "Too many recalls for this account just now (at most 10 at once, then 2 a second).",
+            "details": {"retry_after_seconds": 7},
+        }
+    }
+    # The turn goes ahead with nothing injected, and the hook exits 0 as always
+    out = io.BytesIO()
+    event = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": QUERY}).encode()
+    assert hook.run("codex", io.BytesIO(event), out, env_of(running)) == 0
+    assert out.getvalue() == b""
+    # The run record keeps what happened and the cloud's wait; the status says it in words
+    rows = status({})
+    record = {r["agent"]: r for r in rows}["codex"]["last_run"]
+    assert (record["outcome"], record["excerpts"], record["retry_after"]) == ("rate_limited", 0, 7)
+    text = render_status(rows)
+    assert "rate limited: your account asked the cloud for more recalls than its limit allows just now" in text
+    assert "so this turn got no excerpts; the cloud asked to wait 7 s (excerpts again from " in text
+    # The service's own status names the refusal too
+    last = running.control("GET", "/control/status")[1]["last_recall"]
+    assert (last["outcome"], last["status"], last["detail"]) == ("rate_limited", 429, "recall_rate_limited, retry after 7 s")

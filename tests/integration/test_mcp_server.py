@@ -129,6 +129,18 @@ def test_a_refused_hook_token_and_a_logged_out_service_are_clear_errors(stand_in
     assert re.search(rf"not logged in: run `{RUNNABLE}desktop login`", text_of(logged_out))
 
 
+def test_a_search_past_the_accounts_recall_limit_says_so_and_when_to_ask_again(stand_in):
+    service, home = stand_in
+    service.cloud, service.retry_after = "rate_limited", 4
+    _, (limited,) = run_calls(home, ("search_knowledge", {"query": "q"}))
+    assert limited.is_error
+    assert text_of(limited) == (
+        "No excerpts this time: Memmy limits how often one account may search, and yours has searched more "
+        "than its limit allows just now (your agents' turns and searches together). This is not an error in "
+        "your setup; try again in 4 s."
+    )
+
+
 def test_no_desktop_service_is_a_clear_error(stand_in, tmp_path):
     _, home = stand_in
     _, (no_record,) = run_calls(tmp_path / "elsewhere", ("list_knowledge_bases", {}))

@@ -93,6 +93,9 @@ def per_kb_plan(service, monkeypatch):
     """These tests put documents into MemOS directly, without the fingerprints the ingest keeps: the per-KB
     plan is the one that names their KBs without them (``test_recall_files_api.py`` runs ``by_file``)."""
     monkeypatch.setenv("RECALL_ATTRIBUTION", "per_kb")
+    # Their races recall as one user 20 times a second; the per-user limit has tests of its own
+    # (test_recall_limit_api.py).
+    monkeypatch.setenv("RECALL_BURST", "1000")
     reset_composition()
 
 

@@ -126,6 +126,22 @@ def logged_in_desktop(workdir: Path, stack: ApiTarget, token: str) -> Iterator[D
         assert stop_stack(process) == 0, running.log_path.read_text()
 
 
+class Paced:
+    """Calls spaced to stay within one user's sustained recall rate (docs/limits.md, "Recall per user": 2 a
+    second after a burst of 10), with a margin: a measurement that recalls as one user many times waits
+    between its calls, outside the times it measures, as no person's agents would recall faster."""
+
+    def __init__(self, interval: float = 0.55) -> None:
+        self.interval = interval
+        self._next = 0.0
+
+    def wait(self) -> None:
+        delay = self._next - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        self._next = time.monotonic() + self.interval
+
+
 def run_hook(
     agent: str, home: Path, stdin: bytes | None = None
 ) -> tuple[subprocess.CompletedProcess[bytes], float]:

@@ -55,6 +55,8 @@ class StandInService:
 
     token: str = HOOK_TOKEN
     cloud: str = "ok"
+    # What the service passes on of a recall refused by the per-user limit (``cloud`` "rate_limited").
+    retry_after: int | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     port: int = 0
 
@@ -74,7 +76,8 @@ class StandInService:
             return 403, {"error": {"code": "hook_token_not_allowed", "message": "not with the hook token"}}
         request = json.loads(body)
         if self.cloud != "ok":
-            return 200, {"excerpts": [], "partial": False, "cloud": self.cloud}
+            refused: dict[str, Any] = {"excerpts": [], "partial": False, "cloud": self.cloud}
+            return 200, refused if self.retry_after is None else {**refused, "retry_after": self.retry_after}
         ids = request.get("knowledge_base_ids")
         in_scope = [kb["id"] for kb in SCOPE]
         if ids is not None and not set(ids) <= set(in_scope):

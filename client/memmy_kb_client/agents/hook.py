@@ -135,39 +135,47 @@ _CLOUD_OUTCOMES = {
     "cloud_error": "cloud_error",
     "bad_reply": "cloud_error",
     "skipped": "skipped",
+    "rate_limited": "rate_limited",
 }
 
 
-def recall_outcome(prompt: str, agent: str, env: Mapping[str, str], deadline: float) -> tuple[str, str, int]:
+def recall_outcome(
+    prompt: str, agent: str, env: Mapping[str, str], deadline: float
+) -> tuple[str, str, int, dict[str, int]]:
     """The block for ``prompt`` from the local service, built for ``agent`` ("" when there is none), the
-    outcome to record and how many excerpts the block holds. The outcome: ``ok``, ``empty``, ``skipped``
-    (nothing to search), ``no_service``, ``not_the_service`` (the listener did not prove itself: nothing
-    sent), ``refused``, ``service_error``, or what the service says of the cloud (``logged_out``...)."""
+    outcome to record, how many excerpts the block holds and what else the record keeps. The outcome:
+    ``ok``, ``empty``, ``skipped`` (nothing to search), ``no_service``, ``not_the_service`` (the listener
+    did not prove itself: nothing sent), ``refused``, ``service_error``, or what the service says of the
+    cloud (``logged_out``..., ``rate_limited`` with the seconds to wait as ``retry_after``)."""
     state_dir = paths.desktop_dir(env)
     token = paths.read_token(state_dir, paths.HOOK_TOKEN_FILE)
     recorded = paths.read_service(state_dir)
     if token is None or recorded is None:
-        return "", "no_service", 0
+        return "", "no_service", 0, {}
     body = json.dumps({"query": prompt, "agent": agent}).encode("utf-8")
     try:
         status, payload = _post(int(str(recorded["port"])), token, body, deadline)
     except NotTheService:
-        return "", "not_the_service", 0
+        return "", "not_the_service", 0, {}
     if status != 200:
-        return "", "refused" if status in (401, 403) else "service_error", 0
+        return "", "refused" if status in (401, 403) else "service_error", 0, {}
     reply = json.loads(payload)
     if not isinstance(reply, dict):
-        return "", "service_error", 0
-    context, excerpts = reply.get("context"), reply.get("excerpts")
+        return "", "service_error", 0, {}
+    context, excerpts, wait = reply.get("context"), reply.get("excerpts"), reply.get("retry_after")
     if isinstance(context, str) and context.strip():
-        return context, "ok", excerpts if isinstance(excerpts, int) and not isinstance(excerpts, bool) else 0
+        return context, "ok", excerpts if type(excerpts) is int else 0, {}
     cloud = reply.get("cloud")
-    return "", _CLOUD_OUTCOMES.get(cloud, "empty") if isinstance(cloud, str) else "empty", 0
+    outcome = _CLOUD_OUTCOMES.get(cloud, "empty") if isinstance(cloud, str) else "empty"
+    return "", outcome, 0, {"retry_after": wait} if outcome == "rate_limited" and type(wait) is int else {}
 
 
-def record_run(agent: str, env: Mapping[str, str], outcome: str, excerpts: int, elapsed: float) -> None:
-    """Note this run in ``desktop/hook-last-AGENT.json`` (0600): when, the outcome, how many excerpts and
-    how long; never the prompt or the excerpts. Cheap (no fsync) and silent: a failure is ignored."""
+def record_run(
+    agent: str, env: Mapping[str, str], outcome: str, excerpts: int, elapsed: float, extra: Mapping[str, int] | None = None
+) -> None:
+    """Note this run in ``desktop/hook-last-AGENT.json`` (0600): when, the outcome, how many excerpts, how
+    long and ``extra`` (``retry_after`` of a rate-limited recall); never the prompt or the excerpts. Cheap
+    (no fsync) and silent: a failure is ignored."""
     try:
         state_dir = paths.desktop_dir(env)
         if not os.path.isdir(state_dir):
@@ -177,6 +185,7 @@ def record_run(agent: str, env: Mapping[str, str], outcome: str, excerpts: int, 
             "outcome": outcome,
             "excerpts": excerpts,
             "ms": round(elapsed * 1000),
+            **(extra or {}),
         }
         paths.write_private(paths.hook_run_file(state_dir, agent), json.dumps(record).encode(), sync=False)
     except Exception:  # noqa: S110 - the record is a diagnosis aid; the turn must not pay for it
@@ -202,33 +211,34 @@ def run(agent: str, stdin: BinaryIO, stdout: BinaryIO, env: Mapping[str, str]) -
     timeout = hook_timeout(env)
     started = time.monotonic()
     deadline = started + timeout
-    found: list[tuple[str, str, int]] = []
+    found: list[tuple[str, str, int, dict[str, int]]] = []
 
     def work() -> None:
         # Deliberately broad: whatever goes wrong, the turn goes ahead without excerpts.
         try:
             prompt = prompt_from_event(stdin.read(MAX_STDIN_BYTES), AGENTS[agent])
-            found.append(recall_outcome(prompt, agent, env, deadline) if prompt else ("", "no_prompt", 0))
+            found.append(recall_outcome(prompt, agent, env, deadline) if prompt else ("", "no_prompt", 0, {}))
         except TimeoutError:
-            found.append(("", "timeout", 0))
+            found.append(("", "timeout", 0, {}))
         except OSError:
-            found.append(("", "service_unreachable", 0))
+            found.append(("", "service_unreachable", 0, {}))
         except Exception:
-            found.append(("", "service_error", 0))
+            found.append(("", "service_error", 0, {}))
 
     # The deadline covers everything, reading stdin included; a worker still stuck in a read or a
     # connection is abandoned (a daemon thread does not hold up the exit).
     worker = threading.Thread(target=work, name="memmy-kb-hook", daemon=True)
     worker.start()
     worker.join(timeout)
-    context, outcome, excerpts = found[0] if found else ("", "timeout", 0)
+    # A rate-limited recall is no failure to show the agent: like every other, it prints nothing.
+    context, outcome, excerpts, extra = found[0] if found else ("", "timeout", 0, {})
     if context.strip():
         try:
             stdout.write(render(agent, context))
             stdout.flush()
         except (OSError, ValueError):
             outcome = "output_failed"
-    record_run(agent, env, outcome, excerpts, time.monotonic() - started)
+    record_run(agent, env, outcome, excerpts, time.monotonic() - started, extra)
     return 0
 
 

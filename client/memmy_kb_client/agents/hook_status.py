@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,8 @@ _OUTCOMES = {
     "cloud_unreachable": "the cloud was unreachable",
     "cloud_timeout": "the cloud did not answer in time",
     "cloud_error": "the cloud failed",
+    "rate_limited": "rate limited: your account asked the cloud for more recalls than its limit allows just "
+    "now (your agents' turns and searches together), so this turn got no excerpts",
 }
 
 
@@ -81,6 +84,19 @@ def _advised_outcome(outcome: str, state_dir: str) -> str | None:
         "login_refused": f"the cloud refused the login (run {login} again)",
     }
     return sentences.get(outcome)
+
+
+def _resumes(record: dict[str, Any]) -> str:
+    """When a rate-limited hook gets excerpts again: the cloud's wait after the run's time."""
+    wait = record.get("retry_after")
+    if type(wait) is not int:
+        return "; excerpts come back within seconds"
+    try:
+        at = datetime.strptime(str(record.get("at")), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return f"; the cloud asked to wait {wait} s"
+    again = (at + timedelta(seconds=wait)).strftime("%H:%M:%SZ")
+    return f"; the cloud asked to wait {wait} s (excerpts again from {again})"
 
 
 def read_run(state_dir: str, agent: str) -> dict[str, Any] | None:
@@ -102,6 +118,8 @@ def describe_run(record: dict[str, Any] | None, state_dir: str) -> str:
     if outcome == "ok":
         count = record.get("excerpts")
         text += f" with {count} excerpt{'' if count == 1 else 's'}" if isinstance(count, int) else ""
+    if outcome == "rate_limited":
+        text += _resumes(record)
     took = f", {record['ms']} ms" if isinstance(record.get("ms"), int) else ""
     return f"last ran {record.get('at')}: {text}{took}"
 

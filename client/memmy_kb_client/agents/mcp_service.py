@@ -42,6 +42,9 @@ CLOUD_SENTENCES: Final = {
     "timeout": "The Memmy cloud did not answer in time; try again later.",
     "cloud_error": "The Memmy cloud failed to answer; try again later.",
     "bad_reply": "The Memmy cloud failed to answer; try again later.",
+    "rate_limited": "No excerpts this time: Memmy limits how often one account may search, and yours has "
+    "searched more than its limit allows just now (your agents' turns and searches together). This is not "
+    "an error in your setup; try again in {retry_after} s.",
 }
 # The service's own error codes that mean the same as a cloud outcome.
 _ERROR_CODES: Final = {
@@ -138,7 +141,9 @@ class LocalService:
         outcome = cloud if isinstance(cloud, str) and cloud != "ok" else _ERROR_CODES.get(error.code)
         if outcome is not None:
             sentence = CLOUD_SENTENCES.get(outcome, f"The Memmy cloud answered {outcome!r}.")
-            raise ToolRefused(sentence.format(login=self._command("desktop", "login")))
+            wait = answer.get("retry_after")
+            retry = wait if type(wait) is int and wait > 0 else 1
+            raise ToolRefused(sentence.format(login=self._command("desktop", "login"), retry_after=retry))
         code = "" if error.code == "http_error" else error.code
         raise ToolRefused(self._refusal(url, path, status, code, error.message))
 

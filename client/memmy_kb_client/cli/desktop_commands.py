@@ -197,6 +197,7 @@ _OUTCOMES = {
     "timeout": "did not answer in time",
     "cloud_error": "failed",
     "bad_reply": "answered something unreadable",
+    "rate_limited": "refused it for your account's recall limit (no excerpts that turn)",
 }
 
 

@@ -5,15 +5,44 @@ the knowledge-base page asks for (``forward``). docs/desktop.md, "The local serv
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from memmy_kb_client.http_client import BAD_REPLY, OK, UNAUTHORIZED, CallResult, HttpClient
 
 MAX_REPLY_BYTES: Final = 1024 * 1024
+# A recall the cloud refused for the caller's per-user limit (429 ``recall_rate_limited``): no excerpts
+# this time, and no fault of anyone's setup (docs/limits.md, "Recall per user").
+RATE_LIMITED: Final = "rate_limited"
 # What a request of the page or of a command (``forward``) waits for the cloud, as the SDK does when it
 # calls the cloud itself: a cold function or a large listing must not be cut off at the hooks' timeout.
 FORWARD_TIMEOUT_SECONDS: Final = 30.0
+
+
+@dataclass(frozen=True)
+class RecallAnswer:
+    """``POST /hook/recall``'s answer; ``cloud_seconds`` None when the cloud was not asked, ``retry_after``
+    the seconds the cloud asked to wait (``rate_limited`` only)."""
+
+    context: str
+    outcome: str
+    excerpts: int = 0
+    cloud_seconds: float | None = None
+    retry_after: int | None = None
+
+
+def rate_limited(result: CallResult) -> CallResult:
+    """``result`` as the outcome ``rate_limited`` when the cloud refused a recall for the caller's limit."""
+    if result.status == 429 and result.error is not None and result.error.code == "recall_rate_limited":
+        return replace(result, outcome=RATE_LIMITED, detail=f"recall_rate_limited, retry after {retry_after(result)} s")
+    return result
+
+
+def retry_after(result: CallResult) -> int:
+    """The seconds a refusal asks to wait (its ``details.retry_after_seconds``), 1 when it does not say."""
+    details = result.error.details if result.error is not None else None
+    seconds = details.get("retry_after_seconds") if isinstance(details, dict) else None
+    return seconds if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0 else 1
 
 
 class Cloud:
@@ -37,8 +66,9 @@ class Cloud:
         )
 
     def recall(self, token: str, body: dict[str, Any]) -> CallResult:
-        """``POST /recall``; ``ok`` only with a context block (a string) in the answer."""
-        result = self.call(token, "POST", "/recall", body)
+        """``POST /recall``; ``ok`` only with a context block (a string) in the answer, ``rate_limited``
+        past the caller's recall limit."""
+        result = rate_limited(self.call(token, "POST", "/recall", body))
         if result.outcome == UNAUTHORIZED:
             return replace(result, detail="the cloud refused the login")
         if result.outcome == OK and not (

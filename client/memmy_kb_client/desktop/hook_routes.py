@@ -20,9 +20,10 @@ def _hook_recall(state: DesktopState, request: Request) -> Reply:
     headers: tuple[tuple[str, str], ...] = ()
     if answer.cloud_seconds is not None:
         headers = (("Server-Timing", f"cloud;dur={answer.cloud_seconds * 1000:.2f}"),)
-    return Reply(
-        200, {"context": answer.context, "cloud": answer.outcome, "excerpts": answer.excerpts}, headers
-    )
+    reply: dict[str, object] = {"context": answer.context, "cloud": answer.outcome, "excerpts": answer.excerpts}
+    if answer.retry_after is not None:
+        reply["retry_after"] = answer.retry_after  # rate_limited: when the cloud recalls for this user again
+    return Reply(200, reply, headers)
 
 
 HOOK_ROUTES: Final[dict[tuple[str, str], Route]] = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from memmy_kb_client.desktop.cloud import RATE_LIMITED, rate_limited, retry_after
 from memmy_kb_client.desktop.routes import Reply, Request, Route, error_reply
 from memmy_kb_client.desktop.state import Access, DesktopState
 from memmy_kb_client.http_client import CLOUD_ERROR, OK, UNAUTHORIZED, CallResult
@@ -87,8 +88,10 @@ def _search(state: DesktopState, request: Request) -> Reply:
             "validation_error",
             f'expected {{"query": "...", "knowledge_base_ids"?: [<= {MAX_RECALL_KBS} ids], "limit"?: 1..{MAX_RECALL_LIMIT}}}',
         )
-    result = _cloud(state, "POST", "/recall", sent)
+    result = rate_limited(_cloud(state, "POST", "/recall", sent))
     answer, outcome = result.answer, result.outcome
+    if outcome == RATE_LIMITED:
+        return Reply(200, {"excerpts": [], "partial": False, "cloud": outcome, "retry_after": retry_after(result)})
     if result.status == 422 and result.error is not None:
         return Reply(422, result.error.as_json())  # the cloud's own refusal (an id outside the scope)
     if outcome == OK and not isinstance(answer, dict):

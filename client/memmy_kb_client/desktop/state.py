@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from memmy_kb_client.desktop import advice, oidc, page, paths, proof
-from memmy_kb_client.desktop.cloud import Cloud
+from memmy_kb_client.desktop.cloud import RATE_LIMITED, Cloud, RecallAnswer, retry_after
 from memmy_kb_client.desktop.credentials import (
     CloudLogin,
     FileStore,
@@ -65,16 +65,6 @@ class DesktopConfig:
     skip_trivial_prompts: bool = True
     # The local stack that runs this service (``make run``), so advice names it; None: ``desktop serve``.
     launcher: advice.Launcher | None = None
-
-
-@dataclass(frozen=True)
-class RecallAnswer:
-    """``POST /hook/recall``'s answer; ``cloud_seconds`` None when the cloud was not asked."""
-
-    context: str
-    outcome: str
-    excerpts: int = 0
-    cloud_seconds: float | None = None
 
 
 def _now_iso(at: float | None = None) -> str:
@@ -223,7 +213,8 @@ class DesktopState:
                 self.rejected = reply.outcome == UNAUTHORIZED
         self._record(reply.outcome, reply.status, reply.elapsed, reply.detail)
         if reply.outcome != OK:
-            return RecallAnswer("", reply.outcome, cloud_seconds=reply.elapsed)
+            wait = retry_after(reply) if reply.outcome == RATE_LIMITED else None
+            return RecallAnswer("", reply.outcome, cloud_seconds=reply.elapsed, retry_after=wait)
         items = reply.answer.get("items")
         excerpts = len(items) if isinstance(items, list) else 0
         return RecallAnswer(reply.answer["context"], OK, excerpts, reply.elapsed)

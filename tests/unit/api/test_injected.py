@@ -36,6 +36,7 @@ from memmy_kb.api.routes import (
 from memmy_kb.domain.limits import ShareLimits
 from memmy_kb.domain.prints_cache import PrintsCache
 from memmy_kb.domain.rate_governor import RateGovernor
+from memmy_kb.domain.recall_limit import RecallLimiter, RecallLimits
 from memmy_kb.domain.sharing import SharePolicy
 from memmy_kb.records import KbCapacity
 from memmy_kb.settings import Settings, get_settings
@@ -97,6 +98,8 @@ class World:
             composition.get_upload_storage: lambda: UNUSED,
             composition.get_share_policy: lambda: policy,
             composition.get_kb_capacity: lambda: KbCapacity(max_files=10, max_bytes=1024),
+            composition.get_recall_limiter: lambda: RecallLimiter(RecallLimits()),
+            composition.get_rate_counters: lambda: self.stores.counters,
         }
 
 

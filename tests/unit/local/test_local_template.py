@@ -214,6 +214,9 @@ def test_parameter_defaults_are_strings(template: dict[str, Any]) -> None:
         "SmsRoleArn": "",
         "SmsExternalId": "",
         "RecallSnapStart": "PublishedVersions",
+        "RecallBurst": "10",
+        "RecallRatePerSecond": "2",
+        "RecallLimitWindowSeconds": "10",
     }
 
 

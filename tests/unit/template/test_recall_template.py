@@ -38,17 +38,39 @@ def test_recall_has_its_own_small_memory_and_a_short_timeout(recall_function):
     assert int(variables["RECALL_MAX_PER_KB"]) >= 1
 
 
-def test_recall_may_only_read_the_table_write_its_fleet_budget_and_read_the_memos_key(recall_function):
-    granted = [(actions(s), s["Resource"]) for s in statements(recall_function)]
-    dynamodb = [(a, r) for a, r in granted if any(x.startswith("dynamodb:") for x in a)]
-    # Queries on the table itself: never an index (GSIs are never used to authorize); the only write is
-    # the fleet's MemOS budget, its FLEET#<backend> items and nothing else (docs/memos.md, "Rate").
+def test_recall_may_only_read_the_table_write_its_budget_and_counter_and_read_the_memos_key(recall_function):
+    granted = [(actions(s), s["Resource"], s.get("Condition")) for s in statements(recall_function)]
+    dynamodb = [(a, r, c) for a, r, c in granted if any(x.startswith("dynamodb:") for x in a)]
+    # Queries on the table itself: never an index (GSIs are never used to authorize); two writes and no
+    # other item (IAM checks the partition key written): the fleet's MemOS budget, its FLEET#<backend>
+    # items (docs/memos.md, "Rate"), and the per-user recall counter.
     table = {"Fn::GetAtt": ["Table", "Arn"]}
-    assert dynamodb == [(READ_ONLY_DYNAMODB, table), ({"dynamodb:GetItem", "dynamodb:PutItem"}, table)]
-    (fleet,) = [s for s in statements(recall_function) if "dynamodb:PutItem" in actions(s)]
-    assert fleet["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["FLEET#*"]}}
+    fleet_only = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["FLEET#*"]}}
+    counter_only = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["LIMIT#recall#*"]}}
+    assert dynamodb == [
+        (READ_ONLY_DYNAMODB, table, None),
+        ({"dynamodb:GetItem", "dynamodb:PutItem"}, table, fleet_only),
+        ({"dynamodb:UpdateItem"}, table, counter_only),
+    ]
+    granted = [(a, r) for a, r, _ in granted]
     others = [(a, r) for a, r in granted if not any(x.startswith("dynamodb:") for x in a)]
     assert others == [({"secretsmanager:GetSecretValue"}, {"Ref": "MemosApiKeySecret"})]
+
+
+def test_the_per_user_recall_limit_comes_from_the_stacks_parameters(recall_function):
+    variables = recall_function["Environment"]["Variables"]
+    parameters = resources_parameters()
+    wired = {
+        "RECALL_BURST": "RecallBurst",
+        "RECALL_RATE_PER_SECOND": "RecallRatePerSecond",
+        "RECALL_LIMIT_WINDOW_SECONDS": "RecallLimitWindowSeconds",
+    }
+    for variable, parameter in wired.items():
+        assert variables[variable] == {"Ref": parameter}
+        assert parameters[parameter]["Type"] == "Number"
+        assert parameters[parameter]["MinValue"] > 0
+    # The defaults docs/limits.md explains: a burst of 10, then 2 a second, counted in 10 s windows.
+    assert [parameters[p]["Default"] for p in wired.values()] == [10, 2, 10]
 
 
 def test_recall_serves_exactly_post_recall_and_logs_to_its_own_group(recall_function):

@@ -212,9 +212,16 @@ def test_privileges_follow_what_each_function_is_for(cloudformation: dict[str, A
         granted.setdefault(role, set()).update(as_list(statement["Action"]))
         if role == "RecallFunctionRole" and writes & set(as_list(statement["Action"])):
             recall_writes.append(statement)
-    # Recall writes nothing but the fleet's MemOS budget items (FLEET#<backend>), and those with PutItem.
-    assert [set(as_list(s["Action"])) & writes for s in recall_writes] == [{"dynamodb:PutItem"}]
-    assert recall_writes[0]["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["FLEET#*"]}}
+    # Recall writes nothing but the fleet's MemOS budget items (FLEET#<backend>, with PutItem) and its
+    # per-user counter (LIMIT#recall#<user>, with UpdateItem): test_recall_template.py.
+    assert [set(as_list(s["Action"])) & writes for s in recall_writes] == [
+        {"dynamodb:PutItem"},
+        {"dynamodb:UpdateItem"},
+    ]
+    assert [s["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"] for s in recall_writes] == [
+        ["FLEET#*"],
+        ["LIMIT#recall#*"],
+    ]
     assert "secretsmanager:GetSecretValue" not in granted["ShareFunctionRole"], "sharing never calls MemOS"
     assert "dynamodb:Scan" not in set().union(*granted.values()), "nothing scans the table"
     assert "dynamodb:Query" not in granted["CreateKbFunctionRole"]

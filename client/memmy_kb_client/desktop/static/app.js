@@ -91,7 +91,9 @@ async function api(method, path, body, headers) {
 function human(error) {
   if (!(error instanceof ApiError)) return t("err_generic", { message: error.message || String(error) });
   const code = error.code || "";
-  if (TEXT.en[`err_${code}`]) return t(`err_${code}`);
+  // A refusal that asks to wait (429) says how long: {seconds} in its sentence.
+  const wait = error.details && Number.isInteger(error.details.retry_after_seconds) ? error.details.retry_after_seconds : 1;
+  if (TEXT.en[`err_${code}`]) return t(`err_${code}`, { seconds: wait });
   if (code.endsWith("not_found") || error.status === 404) return t("err_not_found");
   if (error.status === 429 || code.includes("rate")) return t("err_rate_limited");
   if (error.status === 413 || code.includes("too_large")) return t("err_too_large");

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     )
     from memmy_kb.domain.prints_cache import PrintsCache, RecallFiles
     from memmy_kb.domain.rate_governor import RateGovernor
+    from memmy_kb.domain.recall_limit import RecallLimiter
     from memmy_kb.domain.sharing import SharePolicy
     from memmy_kb.records import KbCapacity
 
@@ -214,6 +215,14 @@ def get_rate_governor() -> RateGovernor:
 
 
 @cache
+def get_recall_limiter() -> RecallLimiter:
+    """This environment's per-user recall buckets (``memmy_kb.domain.recall_limit``), from the settings."""
+    from memmy_kb.domain.recall_limit import RecallLimiter, RecallLimits
+
+    return RecallLimiter(RecallLimits.from_settings(get_settings()))
+
+
+@cache
 def get_recall_files() -> RecallFiles:
     """What recall reads to name an excerpt's file: fingerprints, folders and files."""
     from memmy_kb.adapters.dynamodb.recall_files import DynamoRecallFiles
@@ -354,6 +363,7 @@ _CACHED_FACTORIES = (
     memos_api_key,
     memos_tls_context,
     get_rate_governor,
+    get_recall_limiter,
     get_recall_files,
     get_prints_cache,
     get_memos_client,
@@ -370,7 +380,7 @@ _SHAREABLE_FACTORIES = (get_settings, aws_session, memos_tls_context)
 
 def forget_environment_state() -> None:
     """Forget the clients (their connection pools and credentials), the MemOS keys and every cached secret
-    value, and the rate governor's history; keep what ``_SHAREABLE_FACTORIES`` built. After a SnapStart
+    value, the rate governor's history and the recall buckets; keep what ``_SHAREABLE_FACTORIES`` built. After a SnapStart
     restore: whatever was cached before the snapshot is of unknown age, and must not be shared."""
     for factory in _CACHED_FACTORIES:
         if factory not in _SHAREABLE_FACTORIES:

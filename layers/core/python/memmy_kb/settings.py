@@ -34,6 +34,11 @@ class Settings:
     # Each backend's max_qps for the whole fleet (memmy_kb.domain.fleet_budget): a shared token bucket item
     # per backend in the table. False ("off"): each environment keeps to its own bucket only.
     recall_fleet_budget: bool = True
+    # The per-user recall limit (memmy_kb.domain.recall_limit): a burst and a sustained rate per Lambda
+    # environment, and a shared window of recall_burst + rate * window recalls in any window_seconds.
+    recall_burst: int = 10
+    recall_rate_per_second: float = 2.0
+    recall_limit_window_seconds: int = 10
     # Uploads and ingest: the bucket, how long presigned URLs live, and the inline (data URL) cutoff.
     upload_bucket: str = ""
     upload_post_ttl_seconds: int = 600
@@ -83,6 +88,9 @@ def get_settings() -> Settings:
         recall_max_per_kb=int(_positive(env, "RECALL_MAX_PER_KB", 5)),
         recall_rate_governor=_choice(env, "RECALL_RATE_GOVERNOR", ("on", "off")) == "on",
         recall_fleet_budget=_choice(env, "RECALL_FLEET_BUDGET", ("on", "off")) == "on",
+        recall_burst=int(_positive(env, "RECALL_BURST", 10)),
+        recall_rate_per_second=_positive(env, "RECALL_RATE_PER_SECOND", 2.0),
+        recall_limit_window_seconds=int(_positive(env, "RECALL_LIMIT_WINDOW_SECONDS", 10)),
         upload_bucket=env.get("BUCKET_NAME", ""),
         upload_post_ttl_seconds=int(_positive(env, "UPLOAD_POST_TTL_SECONDS", 600)),
         upload_get_ttl_seconds=int(_positive(env, "UPLOAD_GET_TTL_SECONDS", 900)),

@@ -327,6 +327,19 @@ def test_each_outcome_reads_as_a_sentence():
     )
 
 
+def test_a_rate_limited_run_says_why_the_turn_had_no_excerpts_and_from_when_they_come_back():
+    state_dir = "/nowhere/desktop"
+    record = {"at": "2026-12-07T09:14:58Z", "outcome": "rate_limited", "excerpts": 0, "ms": 40, "retry_after": 7}
+    assert hook_status.describe_run(record, state_dir) == (
+        "last ran 2026-12-07T09:14:58Z: rate limited: your account asked the cloud for more recalls than its"
+        " limit allows just now (your agents' turns and searches together), so this turn got no excerpts;"
+        " the cloud asked to wait 7 s (excerpts again from 09:15:05Z), 40 ms"
+    )
+    # A record without the wait (written by an older hook) still says what happened
+    older = hook_status.describe_run({"at": "t", "outcome": "rate_limited"}, state_dir)
+    assert older.endswith("so this turn got no excerpts; excerpts come back within seconds")
+
+
 def test_the_outcomes_advice_names_the_commands_as_the_person_can_run_them(tmp_path, monkeypatch):
     """With ``memmy-kb`` not on PATH (a checkout's .venv/bin), advice names the script by its path, with
     the service's home; a service the local stack started is started again with the stack's command."""

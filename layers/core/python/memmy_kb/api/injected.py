@@ -29,11 +29,13 @@ if TYPE_CHECKING:
         KnowledgeBaseStore,
         KnowledgeEngines,
         ProfileStore,
+        RateCounters,
         UploadObjects,
     )
     from memmy_kb.domain.prints_cache import PrintsCache, RecallFiles
     from memmy_kb.domain.rate_governor import RateGovernor
     from memmy_kb.domain.recall_config import RecallConfig
+    from memmy_kb.domain.recall_limit import RecallLimiter
     from memmy_kb.domain.sharing import SharePolicy
     from memmy_kb.records import KbCapacity
 else:
@@ -42,7 +44,7 @@ else:
     # sharing rules and the records into every API handler, recall included (test_handler_imports.py).
     ActivityLog = CleanupExecutions = CleanupStore = ContentStore = CreateIntents = KnowledgeBaseStore = Any
     KnowledgeEngines = ProfileStore = UploadObjects = SharePolicy = KbCapacity = BackendSlots = Any
-    RateGovernor = RecallConfig = PrintsCache = RecallFiles = Any
+    RateGovernor = RecallConfig = PrintsCache = RecallFiles = RateCounters = RecallLimiter = Any
 
 CallerId = Annotated[str, Depends(current_caller_id)]
 CallerClaims = Annotated[VerifiedClaims, Depends(current_claims)]
@@ -64,6 +66,9 @@ RecallMemosDep = Annotated[KnowledgeEngines, Depends(composition.get_recall_memo
 # Recall naming excerpts' files: the reads, and the environment's cache of the KBs' fingerprints.
 RecallFilesDep = Annotated[RecallFiles, Depends(composition.get_recall_files)]
 PrintsCacheDep = Annotated[PrintsCache, Depends(composition.get_prints_cache)]
+# The per-user recall limit: this environment's buckets, and the windowed counters they are shared in.
+RecallLimiterDep = Annotated[RecallLimiter, Depends(composition.get_recall_limiter)]
+RateCountersDep = Annotated[RateCounters, Depends(composition.get_rate_counters)]
 # Built from the settings on each request (they are cheap): a test overrides them whole.
 SharePolicyDep = Annotated[SharePolicy, Depends(composition.get_share_policy)]
 KbCapacityDep = Annotated[KbCapacity, Depends(composition.get_kb_capacity)]

@@ -126,6 +126,13 @@ class _Files:
         return found
 
 
+class _Counters:
+    """The recall limit's shared window, always with room (priming counts nothing in the table)."""
+
+    def count_in_window(self, name: str, window: int, *, cap: int, expires_at: int) -> tuple[int, int] | None:
+        return 1, 0
+
+
 def prime_aws(services: Iterable[str]) -> None:
     """botocore's models and endpoint data of ``services`` loaded, through unsigned clients thrown away."""
     from botocore import UNSIGNED
@@ -149,10 +156,11 @@ def prime_memos() -> None:
 
 def prime_records() -> None:
     """The table adapter (and the DynamoDB codec) and the validators of the records recall reads."""
-    from memmy_kb.adapters.dynamodb import knowledge_bases, recall_files  # recall's store and its file reads
+    # recall's store, its file reads and the recall limit's counters
+    from memmy_kb.adapters.dynamodb import activity, knowledge_bases, recall_files
     from memmy_kb.records import FileRecord, FolderRecord, GrantRecord, KnowledgeBaseRecord, ProfileRecord
 
-    del knowledge_bases, recall_files  # imported for what they load, not used here
+    del activity, knowledge_bases, recall_files  # imported for what they load, not used here
     for model in (GrantRecord, KnowledgeBaseRecord, ProfileRecord, FileRecord, FolderRecord):
         model.model_rebuild()
 
@@ -170,6 +178,7 @@ def prime_recall(app: APIGatewayHttpResolver) -> None:
         composition.get_kb_store: _Sources,
         composition.get_recall_memos_client: _Engines,
         composition.get_recall_files: _Files,
+        composition.get_rate_counters: _Counters,
         # A cache of its own, thrown away: the snapshot keeps no KB's fingerprints.
         composition.get_prints_cache: PrintsCache,
         # Called as the provider it replaces is (with the settings): a governor of its own, thrown away.

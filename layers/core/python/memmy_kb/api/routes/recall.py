@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from http import HTTPStatus
 from typing import Annotated
 
@@ -12,15 +13,17 @@ from memmy_kb.api.injected import (
     CallerId,
     KbStoreDep,
     PrintsCacheDep,
+    RateCountersDep,
     RateGovernorDep,
     RecallConfigDep,
     RecallFilesDep,
+    RecallLimiterDep,
     RecallMemosDep,
 )
 from memmy_kb.api.models.recall import RecallRequest, RecallResponse
 from memmy_kb.api.resolver import new_router, responses
 from memmy_kb.domain import recall
-from memmy_kb.errors import RecallUnavailable
+from memmy_kb.errors import RecallUnavailable, TooManyRequests
 from memmy_kb.observability import metrics
 
 router = new_router()
@@ -39,6 +42,11 @@ router = new_router()
             "Invalid request (validation_error), or a knowledge_base_ids entry outside the caller's recall scope"
             " (knowledge_base_not_in_scope)",
         ),
+        (
+            HTTPStatus.TOO_MANY_REQUESTS,
+            "The caller's recalls are over their per-user limit (recall_rate_limited): no search was made;"
+            " Retry-After says when to ask again",
+        ),
         (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS failed or did not answer in time for every KB; no excerpts"),
     ),
 )
@@ -51,7 +59,14 @@ def handle_recall(
     governor: RateGovernorDep,
     files: RecallFilesDep,
     prints: PrintsCacheDep,
+    limiter: RecallLimiterDep,
+    counters: RateCountersDep,
 ) -> RecallResponse:
+    try:
+        limiter.admit(caller, counters, time.time())
+    except TooManyRequests:
+        metrics.add_metric(name="RecallRateLimited", unit=MetricUnit.Count, value=1)
+        raise
     try:
         result = recall.recall(
             kbs, memos, request.question(caller), config, governor=governor, files=files, prints=prints
