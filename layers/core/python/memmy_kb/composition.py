@@ -193,8 +193,8 @@ def memos_api_key() -> SecretBackendsProvider:
 
 @cache
 def memos_tls_context() -> Any:
-    """The TLS context of every MemOS client: the CA bundle is loaded once (about 20 ms), not per client,
-    and before a SnapStart snapshot (``memmy_kb.api.priming``); it holds no connection and no key."""
+    """The TLS context of every MemOS client, its CA bundle loaded once (about 20 ms) before a SnapStart
+    snapshot (``memmy_kb.api.priming``); it holds no connection and no key."""
     import httpx
 
     return httpx.create_ssl_context()
@@ -202,8 +202,7 @@ def memos_tls_context() -> Any:
 
 @cache
 def get_rate_governor() -> RateGovernor:
-    """This environment's MemOS rate governor: recall's searches per backend near ``max_qps``, taken from
-    the fleet's budget in the table unless ``RECALL_FLEET_BUDGET=off``."""
+    """This environment's MemOS rate governor, on the fleet's budget unless ``RECALL_FLEET_BUDGET=off``."""
     from memmy_kb.domain.rate_governor import RateGovernor
 
     if not get_settings().recall_fleet_budget:
@@ -234,7 +233,6 @@ def get_recall_files() -> RecallFiles:
 def get_prints_cache() -> PrintsCache:
     """This environment's cache of the KBs' fingerprints (``memmy_kb.domain.prints_cache``)."""
     from memmy_kb.domain.prints_cache import PrintsCache
-
     return PrintsCache()
 
 
