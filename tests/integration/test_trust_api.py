@@ -374,12 +374,19 @@ def test_a_recall_costs_two_queries_one_batched_read_and_a_search_per_backend(pe
         calls = calls_of(ask)
         return calls, people.memos.calls("/search/memory") - before
 
-    # Cold, the environment first loads each KB's fingerprints and folders (a Query each), during the search
+    # Cold, the environment first loads each KB's fingerprints and folders (a Query each), during the search,
+    # and reads the fleet's MemOS budget item once
     limits(monkeypatch)
     cold = [c for c in calls_of(ask) if c.startswith("dynamodb:")]
-    assert sorted(cold) == sorted(["dynamodb:Query"] * (2 + 2 * 3) + ["dynamodb:BatchGetItem"])
+    assert sorted(cold) == sorted(
+        ["dynamodb:Query"] * (2 + 2 * 3)
+        + ["dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:PutItem"]
+    )
     assert recall_searches() == (
         [
+            # bob's per-user recall counter (docs/limits.md); the search's token of the fleet's MemOS budget
+            # comes from the block this environment took on the cold recall (docs/memos.md, "Rate")
+            "dynamodb:UpdateItem",
             "dynamodb:Query",  # bob's grants: the scope
             "dynamodb:BatchGetItem",  # the KBs' names and the sharers' profiles, during the search
             "dynamodb:Query",  # the scope again, once the search has answered
@@ -391,4 +398,4 @@ def test_a_recall_costs_two_queries_one_batched_read_and_a_search_per_backend(pe
     limits(monkeypatch, RECALL_MAX_SEARCHES=2)
     assert recall_searches()[1] == 2  # one KB alone, the other two as a group
     limits(monkeypatch, RECALL_ATTRIBUTION="combined")
-    assert recall_searches() == (["dynamodb:Query", "dynamodb:Query"], 1)
+    assert recall_searches() == (["dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:Query"], 1)
