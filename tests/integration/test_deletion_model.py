@@ -50,6 +50,7 @@ from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
 from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.s3 import UploadStorage
 from memmy_kb.adapters.stepfunctions import CleanupStateMachine
+from memmy_kb.composition import reset_composition
 from memmy_kb.domain.files import GONE_FROM_MEMOS
 from tests.support.aws_runtime import Executions, Schedule, deliver, sqs_client
 from tests.support.consistency import assert_consistent, bucket_keys, settle, table_items
@@ -186,6 +187,10 @@ def reset_world(service) -> None:
 
 
 def test_interleaved_uploads_deletes_faults_crashes_and_reconciles_follow_the_model(service, monkeypatch):
+    # The model checks each word with a recall as the owner, many at once: the per-user recall limit (its
+    # own tests: test_recall_limit_api.py) is out of reach here, or its clock would decide the checks.
+    monkeypatch.setenv("RECALL_BURST", "1000000")
+    reset_composition()
     killer = Killer()
     killer.install(monkeypatch, CRASHABLE)
 
