@@ -22,7 +22,7 @@ import re
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ import httpx
 
 from bench.attribution_corpus import Document, build
 from memmy_kb.domain import fingerprints as fp
+from memmy_kb.domain.verification import MemorySource
 from memmy_local.memos_emulator.config import EmulatorConfig
 from memmy_local.memos_emulator.rewrite import rewrite
 from memmy_local.memos_emulator.server import MemosEmulator
@@ -62,24 +63,6 @@ class Tally:
     seconds: list[float] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Bytes:
-    """A file's bytes as the ingest reads a stored object (``memmy_kb.domain.zipfiles.ByteSource``)."""
-
-    data: bytes
-
-    @property
-    def size(self) -> int:
-        return len(self.data)
-
-    def read_range(self, start: int, length: int) -> bytes:
-        return self.data[start : start + length]
-
-    def chunks(self) -> Iterator[bytes]:
-        for start in range(0, len(self.data), 64 * 1024):
-            yield self.data[start : start + 64 * 1024]
-
-
 def ingest_text(name: str, data: bytes) -> list[str]:
     """The text the ingest fingerprints (``memmy_kb.domain.text_extraction``): a text format's streamed
     pass decoded, a DOCX's document.xml, a PDF's pages."""
@@ -87,9 +70,9 @@ def ingest_text(name: str, data: bytes) -> list[str]:
 
     extension = name.rsplit(".", 1)[-1]
     if extension in text_extraction.EXTRACTED:
-        return list(text_extraction.extracted_text(Bytes(data), extension, deadline=time.monotonic() + 60))
+        return list(text_extraction.extracted_text(MemorySource(data), extension, deadline=time.monotonic() + 60))
     pieces: list[str] = []
-    for _ in text_extraction.TappedSource(Bytes(data), pieces.append).chunks():
+    for _ in text_extraction.TappedSource(MemorySource(data), pieces.append).chunks():
         pass
     return pieces
 

@@ -28,6 +28,7 @@ from memmy_kb.domain.fingerprints import (
     shingle_hashes,
     tokens,
 )
+from tests.support.linear_time import assert_linear_time
 
 REFUNDS = (
     "Refunds are paid within fourteen days of the return reaching our warehouse, to the card the order "
@@ -202,3 +203,14 @@ def test_files_of_several_indexes_compete_for_a_hit():
 def test_cjk_hit_is_named():
     index = _index(中文=CJK + REFUNDS, english=SHIPPING)
     assert attribute(CJK[5:40], [index]).files == ("中文",)
+
+
+@pytest.mark.parametrize("unit", ["a_", "中a", "a" * 63 + "\u3000", "_-"], ids=["word-underscore", "cjk-latin", "long-runs", "no-words"])
+def test_tokens_and_the_match_run_in_linear_time_on_hostile_text(unit):
+    # A file's text (and a hit's) reaches the token pattern whole: one alternation, no nested quantifier.
+    def make(size: int) -> str:
+        return (unit * (size // len(unit) + 1))[:size]
+
+    assert_linear_time(lambda text: sum(1 for _ in tokens(text)), make, large=1024 * 1024)
+    index = _index(refunds=REFUNDS)
+    assert_linear_time(lambda text: attribute(text, [index]), make, large=256 * 1024)
