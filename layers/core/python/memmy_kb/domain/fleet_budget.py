@@ -13,7 +13,9 @@ Computed on the writer's clock: the item keeps the time it was filled at, each w
 Fair under pressure: the item counts the tokens each user (a short hash of the id) took in the current
 window of ``WINDOW_SECONDS`` and the one before. A user who took less than an equal share of a window's
 fill (divided among the users who took any in the two) may empty the bucket; one past it must leave
-``RESERVE`` of the bucket, so a light user's recalls find tokens while a heavy user's script keeps it low.
+``RESERVE`` of the bucket (``reserve``), so a light user's recalls find tokens while a heavy user's
+script keeps it low. A refusal tells when the user's next token is due; recall waits for it, once, when
+that is within ``SHORT_WAIT``.
 
 When the bucket holds no token for the caller, ``take`` grants 0 with the seconds until one is due, and
 the environment asks the table for that user again only then; each refusal doubles the wait and each grant
@@ -40,6 +42,7 @@ RESERVE = 0.25
 MIN_SHARE = 1 / 16
 RECOVERY_SECONDS = 1.0
 RECOVERY_STEP = 0.125
+SHORT_WAIT = 0.15  # seconds: the longest a recall waits, once, for a token due (``recall_governed``)
 MAX_WAIT = 4.0  # seconds: the longest an environment waits for a user before asking the table again
 ATTEMPTS = 3  # conditional writes per take before the environment gives up for this recall
 CONTENDED_WAIT = 0.05  # seconds to wait after ATTEMPTS writes all met newer items
@@ -148,6 +151,13 @@ def capacity(max_qps: float, share: float = 1.0) -> float:
     return max(1.0, FLEET_BURST * max_qps * share)
 
 
+def reserve(max_qps: float, share: float = 1.0) -> float:
+    """What a user past their fair share must leave in the bucket: ``RESERVE`` of it, and at least one
+    whole search when the bucket holds two or more (a small backend's bucket, of ``max_qps`` 10, holds 2)."""
+    room = capacity(max_qps, share)
+    return max(RESERVE * room, min(1.0, room - 1.0))
+
+
 def user_key(user: str) -> str:
     """The item's key for a user: a short hash, no id stored."""
     return hashlib.sha256(user.encode()).hexdigest()[:10]
@@ -167,8 +177,9 @@ def decide(bucket: Bucket, now: float, max_qps: float, user: str, need: int, blo
     rate = FLEET_FILL * max_qps * full.share
     taken = full.users.get(user, 0) + full.before.get(user, 0)
     active = len(set(full.users) | set(full.before) | {user})
-    fair = rate * WINDOW_SECONDS / active
-    keep = 0.0 if taken < fair else RESERVE * capacity(max_qps, full.share)
+    # The counts span the window before and the current one so far: an equal share of that span's fill.
+    fair = rate * (WINDOW_SECONDS + now % WINDOW_SECONDS) / active
+    keep = 0.0 if taken < fair else reserve(max_qps, full.share)
     # A block only while the bucket is at least half full: under pressure each take is what it needs, so
     # no token lapses unspent in an environment and each user is charged for their own searches.
     plenty = full.tokens >= capacity(max_qps, full.share) / 2
@@ -232,8 +243,11 @@ class FleetBudget:
             if grant.count == 0:
                 # Each refusal doubles the wait (at most MAX_WAIT), each grant halves it: environments that keep asking
                 # for a user the bucket refuses ask less, until their asks are about what it fills.
+                # A first refusal's token due within SHORT_WAIT is asked for when due (recall waits for it).
                 streak = local.streak[user] = local.streak.get(user, 0) + 1
                 wait = min(MAX_WAIT, max(grant.retry_after, 1 / (FLEET_FILL * max_qps)) * 2 ** (streak - 1))
+                if streak == 1 and grant.retry_after <= SHORT_WAIT:
+                    wait = grant.retry_after
                 local.seen, local.empty_until[user] = stored, now + wait
                 return Grant(0, wait)
             current = self._items.swap(backend, stored.version if stored else None, after.item())

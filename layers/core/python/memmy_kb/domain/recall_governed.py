@@ -1,17 +1,25 @@
 """Recall's searches (``Search``) within the rate governor (``memmy_kb.domain.rate_governor``): the plan
 it allows each backend now (``cap_plan`` groups the rest of a backend's KBs), the backends it allows
 none (skipped: the recall is partial, or unavailable with ``Retry-After`` when none is left), and every
-retry and "rate limited" answer told to it."""
+retry and "rate limited" answer told to it.
+
+A backend's fleet budget refuses a search for a moment when its bucket is empty (a small backend's
+bucket holds two searches, a big one's eight): when a backend skipped is due again within
+``SHORT_WAIT``, the recall waits until then, once, and asks again for the skipped (``regranted``), so a light
+user whose recall meets the bucket just after someone else's is answered whole, a little later, rather
+than partial."""
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memmy_kb.domain.access import ScopeEntry
 from memmy_kb.domain.engine import MemosApiKeyError, MemosRateLimited, MemosUnavailable, SearchHit, backend_of
+from memmy_kb.domain.fleet_budget import SHORT_WAIT
 from memmy_kb.errors import RecallUnavailable
 
 if TYPE_CHECKING:
@@ -68,6 +76,13 @@ class Governed:
     def retry_after_seconds(self) -> int:
         return max(1, math.ceil(self.retry_after))
 
+    def short_wait(self) -> float | None:
+        """The seconds to wait before asking again for the skipped backends, when one of them is due
+        within ``SHORT_WAIT``; None when nothing was skipped or the wait would be too long."""
+        if not self.skipped or self.retry_after > SHORT_WAIT:
+            return None
+        return self.retry_after
+
 
 def governed_plan(memos: KnowledgeEngines, governor: RateGovernor, searches: list[Search], user: str = "") -> Governed:
     """The plan within what the governor allows each backend now (its ``max_qps`` from the secret)."""
@@ -90,10 +105,27 @@ def governed_plan(memos: KnowledgeEngines, governor: RateGovernor, searches: lis
     )
 
 
-def sendable(memos: KnowledgeEngines, governor: RateGovernor, searches: list[Search], user: str) -> Governed:
-    """``governed_plan``; raises ``RecallUnavailable`` with ``Retry-After`` when no backend was granted a
-    search (the fleet's MemOS budget spent for the whole scope: nothing sent, nothing refused)."""
+def regranted(memos: KnowledgeEngines, governor: RateGovernor, sent: Governed, user: str) -> Governed:
+    """``sent`` with its skipped searches asked for again (after ``short_wait``)."""
+    again = governed_plan(memos, governor, sent.skipped, user)
+    return Governed([*sent.searches, *again.searches], again.skipped, again.retry_after)
+
+
+def sendable(
+    memos: KnowledgeEngines,
+    governor: RateGovernor,
+    searches: list[Search],
+    user: str,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Governed:
+    """``governed_plan``, once more for the skipped backends after a ``short_wait``; raises
+    ``RecallUnavailable`` with ``Retry-After`` when no backend was granted a search (the fleet's MemOS
+    budget spent for the whole scope: nothing sent, nothing refused)."""
     sent = governed_plan(memos, governor, searches, user)
+    wait = sent.short_wait()
+    if wait is not None:
+        sleep(wait)
+        sent = regranted(memos, governor, sent, user)
     if not sent.searches:
         raise RecallUnavailable(
             "Recall is busy right now; try again shortly.", retry_after=sent.retry_after_seconds()
