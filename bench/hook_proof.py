@@ -1,11 +1,12 @@
 """What the desktop service's proof costs a hook, which runs before every agent turn.
 
 Before it sends the hook token and the prompt, the hook asks ``GET /proof`` on the same connection and
-checks the HMAC (``memmy_kb_client.desktop.proof``). Measured against a desktop service in-process,
+checks the HMAC (``memmy_kb_client.home.proof``). Measured against a desktop service in-process,
 logged out (so no cloud call: only the hook's side and the service are timed):
 
-* the exchange: the median of ``hook._post`` (challenge, then ``POST /hook/recall``, on one new
-  connection) against the one ``POST /hook/recall`` on a new connection the hook sent before;
+* the exchange: the median of the hook's ``raw_request.post_proven`` (challenge, then ``POST
+  /hook/recall``, on one new connection) against the one ``POST /hook/recall`` on a new connection the
+  hook sent before;
 * the import: what ``hmac`` (with ``hashlib`` and OpenSSL's ``_hashlib``) adds to the hook's imports, the
   least of fresh interpreters' ``-X importtime`` (the least: other work on a shared machine only adds).
 
@@ -55,8 +56,9 @@ def _median_ms(call: object, requests: int) -> float:
 
 def exchange(requests: int = REQUESTS) -> dict[str, float]:
     """Median ms per recall with the proof and without it (each on a new connection, as the hook does)."""
-    from memmy_kb_client.agents import hook
+    from memmy_kb_client.agents.hook import RECALL_PATH
     from memmy_kb_client.desktop.server import DesktopConfig, DesktopService
+    from memmy_kb_client.home.raw_request import post_proven
 
     os.environ.setdefault("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
     with tempfile.TemporaryDirectory(prefix="memmy-hook-proof-") as home:
@@ -66,7 +68,7 @@ def exchange(requests: int = REQUESTS) -> dict[str, float]:
             body = json.dumps({"query": "差旅报销", "agent": "claude-code"}).encode()
 
             def proven() -> None:
-                status, _ = hook._post(port, token, body, time.monotonic() + 5)
+                status, _ = post_proven(port, token, "hook", RECALL_PATH, body, time.monotonic() + 5)
                 assert status == 200
 
             with_proof = _median_ms(proven, requests)

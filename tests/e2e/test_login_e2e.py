@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
-from memmy_kb_client.desktop import paths
+from memmy_kb_client.home import paths
 from tests.support.e2e_desktop import Desktop, block_of, clean_env, run_hook, start_desktop
 from tests.support.e2e_recall import MARKER, user_with_the_document
 from tests.support.page_browser import chromium

@@ -18,8 +18,8 @@ from urllib.parse import unquote
 import pytest
 
 from memmy_kb_client.cli import main as cli
-from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.server import DesktopService
+from memmy_kb_client.home import paths
 from memmy_kb_client.sdk import ClientConfig, MemmyClient
 from tests.support.desktop_page import RecordingCloud
 from tests.support.desktop_service import CLOUD_TOKEN, jwt, serving, start

@@ -1,6 +1,6 @@
 """``pip install ./client`` in a fresh virtual environment, as a desktop user installs the client: it brings
-httpx and nothing of the cloud side (no boto3, moto, Powertools or pydantic), ``memmy-kb`` runs, the page's
-files are in the package, and ``memmy-kb dev`` says how to install the local stack instead of failing
+httpx and nothing of the cloud side (no boto3, moto, Powertools or pydantic), ``memmy-kb`` and the hook run,
+the page's files are in the package, and ``memmy-kb dev`` says how to install the local stack instead of failing
 with a traceback.
 
 One test, so the environment is built once (about 10-40 s: pip resolves the client's pinned dependencies
@@ -74,6 +74,16 @@ def test_the_client_installs_and_runs_alone_in_a_fresh_venv(tmp_path: Path) -> N
         assert command in helped.stdout
     desktop_help = run(script, "desktop", "serve", "--help")
     assert desktop_help.returncode == 0, desktop_help.stderr
+
+    # And the hook runs from it (the home's plumbing packaged too): with no service, nothing printed, exit 0,
+    # and its run recorded
+    event = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "差旅报销"})
+    hook = subprocess.run(  # noqa: S603 - the venv's own script
+        [str(script), "hook", "codex"], input=event, capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert (hook.returncode, hook.stdout, hook.stderr) == (0, "", "")
+    record = json.loads((tmp_path / "home" / "desktop" / "hook-last-codex.json").read_text())
+    assert record["outcome"] == "no_service"
 
     # And the desktop page's files were packaged with it
     page = run(

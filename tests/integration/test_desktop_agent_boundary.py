@@ -17,9 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
-from memmy_kb_client.desktop import page, paths
-from memmy_kb_client.desktop.credentials import CloudLogin
+from memmy_kb_client.desktop import page
 from memmy_kb_client.desktop.server import DesktopService
+from memmy_kb_client.home import paths
+from memmy_kb_client.home.credentials import CloudLogin
 from tests.support.desktop_service import Client, serving, start
 from tests.support.keychain import MemoryKeyring
 from tests.support.oidc_provider import BLOCK, FakeLoginCloud, FakeProvider

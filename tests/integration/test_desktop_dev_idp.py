@@ -16,10 +16,11 @@ from typing import Any
 import httpx
 import pytest
 
-from memmy_kb_client.desktop import oidc, paths
-from memmy_kb_client.desktop.credentials import CloudLogin
+from memmy_kb_client.desktop import oidc
 from memmy_kb_client.desktop.flows import poll_device
 from memmy_kb_client.desktop.server import DesktopService
+from memmy_kb_client.home import paths
+from memmy_kb_client.home.credentials import CloudLogin
 from memmy_local import tokens
 from memmy_local.gateway.authorizer import JwtAuthorizer
 from memmy_local.gateway.http_events import GatewayError

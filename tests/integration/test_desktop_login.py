@@ -25,9 +25,9 @@ import pytest
 
 from memmy_kb_client.cli import desktop_commands as commands
 from memmy_kb_client.cli import main as cli
-from memmy_kb_client.desktop import paths
-from memmy_kb_client.desktop.credentials import CloudLogin
 from memmy_kb_client.desktop.server import DesktopService
+from memmy_kb_client.home import paths
+from memmy_kb_client.home.credentials import CloudLogin
 from tests.support.clock import FakeClock
 from tests.support.desktop_login import SIGNED_IN, browse, flow_state, page_session, sign_in
 from tests.support.desktop_service import Client, serving, start
@@ -377,7 +377,7 @@ def test_the_page_signs_in_and_out_and_sees_who(client, provider, service):
 
 
 def test_with_a_keychain_the_commands_read_the_control_token_from_it(state_dir, cloud):
-    from memmy_kb_client.desktop.control import call
+    from memmy_kb_client.home.control import call
 
     backend = MemoryKeyring()
     with start(state_dir, cloud.url, keyring_backend=backend) as running:

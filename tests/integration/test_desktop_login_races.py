@@ -16,8 +16,9 @@ import pytest
 
 from memmy_kb_client.cli import desktop_commands as commands
 from memmy_kb_client.cli import main as cli
-from memmy_kb_client.desktop import flows, paths
+from memmy_kb_client.desktop import flows
 from memmy_kb_client.desktop.server import DesktopService
+from memmy_kb_client.home import paths
 from tests.support.clock import FakeClock
 from tests.support.desktop_login import SIGNED_IN, browse, flow_state, page_session
 from tests.support.desktop_service import Client, serving, start

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from memmy_kb_client.desktop import page
-from memmy_kb_client.desktop.advice import Launcher
+from memmy_kb_client.home.advice import Launcher
 from tests.support.desktop_page import call, cloud, control, service, signed_in
 from tests.support.desktop_service import CLOUD_TOKEN, start
 

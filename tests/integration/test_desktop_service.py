@@ -18,8 +18,8 @@ import pytest
 
 from memmy_kb.domain.context_block import Excerpt
 from memmy_kb_client.agents import hook
-from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.server import DesktopService, DesktopStartError
+from memmy_kb_client.home import paths
 from memmy_kb_client.recall_contract import CONTEXT_LIMITS
 from tests.support.clock import FakeClock
 from tests.support.desktop_service import (

@@ -23,16 +23,16 @@ import pytest
 from memmy_kb_client.agents import hook
 from memmy_kb_client.agents.mcp_service import LocalService, ToolRefused
 from memmy_kb_client.cli import main as cli
-from memmy_kb_client.desktop import paths
-from memmy_kb_client.desktop.control import NotThisService, call
-from memmy_kb_client.desktop.credentials import (
+from memmy_kb_client.desktop.server import DesktopService
+from memmy_kb_client.home import paths
+from memmy_kb_client.home.control import NotThisService, call
+from memmy_kb_client.home.credentials import (
     CONTROL_ENTRY,
     CloudLogin,
     KeyringStore,
     ServiceRecord,
     open_store,
 )
-from memmy_kb_client.desktop.server import DesktopService
 from memmy_kb_client.sdk import ClientConfig
 from tests.support.desktop_proof import ProvesThenHangsUp, Stranger, proof_reply, record_control
 from tests.support.desktop_service import CLOUD_TOKEN, Client, FakeCloud, serving, start

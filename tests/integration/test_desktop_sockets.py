@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.handler import DesktopHTTPServer
 from memmy_kb_client.desktop.server import DesktopConfig, DesktopService, PortInUse
 from memmy_kb_client.desktop.state import DesktopState
+from memmy_kb_client.home import paths
 from tests.support.polling import wait_until
 
 UNREACHABLE_CLOUD = "http://127.0.0.1:9"

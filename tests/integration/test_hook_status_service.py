@@ -13,9 +13,9 @@ import pytest
 
 from memmy_kb_client.agents import hook
 from memmy_kb_client.agents.hook_status import install_message, render_status, status
-from memmy_kb_client.desktop import paths
-from memmy_kb_client.desktop.advice import command
 from memmy_kb_client.desktop.server import DesktopService
+from memmy_kb_client.home import paths
+from memmy_kb_client.home.advice import command
 from tests.support.desktop_service import (
     BLOCK,
     CLOUD_TOKEN,

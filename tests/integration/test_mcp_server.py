@@ -32,7 +32,7 @@ from tests.support.mcp_stand_in import (
     text_of,
 )
 
-# ``memmy-kb`` with the server's ``MEMMY_KB_HOME=…``, by name or by path (``desktop.advice``).
+# ``memmy-kb`` with the server's ``MEMMY_KB_HOME=…``, by name or by path (``home.advice``).
 RUNNABLE = r"MEMMY_KB_HOME=\S+ \S*memmy-kb "
 
 

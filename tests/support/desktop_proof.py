@@ -1,4 +1,4 @@
-"""The desktop service's proof (``memmy_kb_client.desktop.proof``), as stand-ins for the service answer it.
+"""The desktop service's proof (``memmy_kb_client.home.proof``), as stand-ins for the service answer it.
 
 A caller proves the listener before it sends a token (``GET /proof?for=control|hook&nonce=N``), so a
 stand-in that is meant to pass for the service answers the challenge as the service does, under the
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from memmy_kb_client.desktop import proof
+from memmy_kb_client.home import proof
 
 
 def proof_reply(target: str, tokens: Mapping[str, str], port: int) -> dict[str, Any] | None:
@@ -34,8 +34,8 @@ def proof_reply(target: str, tokens: Mapping[str, str], port: int) -> dict[str, 
 def record_control(state_dir: str, port: int, token: str) -> None:
     """Record a service on ``port`` holding the control token ``token`` where the commands look for it
     (``desktop-private/control.json``: no keychain in the tests)."""
-    from memmy_kb_client.desktop.credentials import CONTROL_ENTRY, FileStore, ServiceRecord
-    from memmy_kb_client.desktop.paths import private_dir
+    from memmy_kb_client.home.credentials import CONTROL_ENTRY, FileStore, ServiceRecord
+    from memmy_kb_client.home.paths import private_dir
 
     record = ServiceRecord(token, port, 0, f"http://127.0.0.1:{port}")
     FileStore(private_dir(state_dir)).put(CONTROL_ENTRY, record.to_json())

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memmy_kb.domain.context_block import Excerpt, SizeLimit, build_context
-from memmy_kb_client.desktop import paths
 from memmy_kb_client.desktop.server import DesktopConfig, DesktopService
+from memmy_kb_client.home import paths
 
 QUERY = "差旅报销需要哪些发票"
 Server = TypeVar("Server", bound=ThreadingHTTPServer)

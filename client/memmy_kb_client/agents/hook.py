@@ -1,16 +1,18 @@
 """Agent hooks: ``memmy-kb hook claude-code|codex|gemini`` reads the agent's event on stdin and prints
-the turn's block, asked of the local service with the hook token on a raw socket (docs/desktop.md, "The
-hooks"). Run before every turn, it loads as little as it can and never gets in a turn's way."""
+the turn's block, asked of the local service with the hook token on a raw socket (``home.raw_request``;
+docs/desktop.md, "The hooks"). Run before every turn, it loads as little as it can and never gets in a
+turn's way."""
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
 import time
 
-from memmy_kb_client.desktop import paths, proof
+from memmy_kb_client.home import paths
+from memmy_kb_client.home.proof import NotProven
+from memmy_kb_client.home.raw_request import post_proven
 from memmy_kb_client.recall_contract import MAX_QUERY_CHARS
 
 # typing is not imported at run time (it costs the hook milliseconds); mypy reads TYPE_CHECKING as True.
@@ -25,7 +27,6 @@ TIMEOUT_ENV = "MEMMY_KB_HOOK_TIMEOUT_SECONDS"
 DEFAULT_TIMEOUT_SECONDS = 4.0
 MAX_TIMEOUT_SECONDS = 30.0
 MAX_STDIN_BYTES = 4 * 1024 * 1024
-MAX_REPLY_BYTES = 1024 * 1024
 RECALL_PATH = "/hook/recall"
 
 # agent -> the event it runs on
@@ -57,74 +58,6 @@ def prompt_from_event(raw: bytes | str, event_name: str = "UserPromptSubmit") ->
     return prompt.strip()[:MAX_QUERY_CHARS].strip() or None
 
 
-class NotTheService(Exception):
-    """The listener on the recorded port did not prove it holds the hook token: nothing was sent."""
-
-
-def _read_reply(sock: socket.socket, deadline: float) -> tuple[int, bytes]:
-    """One HTTP/1.1 reply framed by its ``Content-Length`` (the service always sends one)."""
-    raw = b""
-    length = -1
-    while True:
-        header_block, separator, payload = raw.partition(b"\r\n\r\n")
-        if separator and length < 0:
-            lines = header_block.split(b"\r\n")
-            status = int(lines[0].split()[1])
-            for line in lines[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            if length < 0:
-                raise ValueError("no Content-Length")
-        if length >= 0 and len(payload) >= length:
-            if len(payload) > length:
-                raise ValueError("more than one reply")
-            return status, payload
-        sock.settimeout(max(deadline - time.monotonic(), 0.001))
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise ValueError("truncated reply")
-        raw += chunk
-        if len(raw) > MAX_REPLY_BYTES:
-            raise ValueError("reply too large")
-
-
-# Raw HTTP/1.1 to our own service on 127.0.0.1: ``http.client`` would bring ``ssl`` and ``email`` into
-# every turn's start (docs/desktop.md, "Measured").
-def _post(port: int, token: str, body: bytes, deadline: float) -> tuple[int, bytes]:
-    """``POST /hook/recall`` to 127.0.0.1:``port`` once the listener has proven it holds ``token``
-    (``desktop.proof``), on the same connection; the status and the body. Raises on any failure, and
-    ``NotTheService`` when the proof fails (the token and the prompt were not sent)."""
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise TimeoutError
-    nonce = proof.new_nonce()
-    challenge = (
-        f"GET {proof.target('hook', nonce)} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-        "Accept: application/json\r\n\r\n"
-    ).encode("ascii")
-    head = (
-        f"POST {RECALL_PATH} HTTP/1.1\r\n"
-        f"Host: 127.0.0.1:{port}\r\n"
-        f"Authorization: Bearer {token}\r\n"
-        "Content-Type: application/json\r\n"
-        "Accept: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        "Connection: close\r\n\r\n"
-    ).encode("ascii")
-    with socket.create_connection(("127.0.0.1", port), timeout=remaining) as sock:
-        sock.sendall(challenge)
-        try:
-            status, payload = _read_reply(sock, deadline)
-            offered = json.loads(payload).get("proof") if status == 200 else None
-        except (ValueError, IndexError, AttributeError) as err:
-            raise NotTheService from err
-        if not proof.verified(token, "hook", nonce, port, offered):
-            raise NotTheService
-        sock.sendall(head + body)
-        return _read_reply(sock, deadline)
-
-
 # What the service's reply says of the cloud (``cloud``) -> the outcome the run record keeps.
 _CLOUD_OUTCOMES = {
     "logged_out": "logged_out",
@@ -154,8 +87,8 @@ def recall_outcome(
         return "", "no_service", 0, {}
     body = json.dumps({"query": prompt, "agent": agent}).encode("utf-8")
     try:
-        status, payload = _post(int(str(recorded["port"])), token, body, deadline)
-    except NotTheService:
+        status, payload = post_proven(int(str(recorded["port"])), token, "hook", RECALL_PATH, body, deadline)
+    except NotProven:
         return "", "not_the_service", 0, {}
     if status != 200:
         return "", "refused" if status in (401, 403) else "service_error", 0, {}

@@ -18,7 +18,7 @@ from typing import Any
 
 from memmy_kb_client.agents.settings_file import SettingsError as SettingsError
 from memmy_kb_client.agents.settings_file import editing, followed, read_settings, write_settings
-from memmy_kb_client.desktop.paths import HOME_ENV, memmy_home
+from memmy_kb_client.home.paths import HOME_ENV, memmy_home
 
 # The hook's own deadline is 4 s; the agent's is an outer guard only.
 AGENT_TIMEOUT_SECONDS = 10

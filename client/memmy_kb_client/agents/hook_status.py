@@ -13,8 +13,8 @@ from typing import Any
 
 from memmy_kb_client.agents.hook_install import AGENTS, home_in, installed_command
 from memmy_kb_client.agents.mcp_install import registered
-from memmy_kb_client.desktop import paths
-from memmy_kb_client.desktop.advice import command, how_to_start
+from memmy_kb_client.home import paths
+from memmy_kb_client.home.advice import command, how_to_start
 
 
 def check_sentence() -> str:
@@ -46,7 +46,7 @@ def agent_steps(agent: str, project: Path | None) -> list[str]:
 
 def install_message(agent: str, project: Path | None, env: Mapping[str, str]) -> list[str]:
     """The lines printed after the hook was installed for ``agent``."""
-    from memmy_kb_client.desktop.status_text import service_state
+    from memmy_kb_client.home.service_state import service_state
 
     _, sentence = service_state(paths.desktop_dir(env))
     return [sentence, *agent_steps(agent, project), check_sentence()]

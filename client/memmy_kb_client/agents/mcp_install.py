@@ -20,7 +20,7 @@ from memmy_kb_client.agents.hook_install import (
     program_argv,
 )
 from memmy_kb_client.agents.settings_file import SettingsError, followed, read_settings
-from memmy_kb_client.desktop.paths import HOME_ENV
+from memmy_kb_client.home.paths import HOME_ENV
 
 SERVER_NAME = "memmy-kb"
 

@@ -14,9 +14,10 @@ from typing import Any, Final
 
 from memmy_kb_client.agents.mcp_frames import replace_lone_surrogates
 from memmy_kb_client.agents.mcp_render import read_excerpt, read_owner, sharer
-from memmy_kb_client.desktop import paths
-from memmy_kb_client.desktop.advice import command, how_to_start
-from memmy_kb_client.desktop.proven import ConnectTo, NotProven, ProvenConnection
+from memmy_kb_client.home import paths
+from memmy_kb_client.home.advice import command, how_to_start
+from memmy_kb_client.home.proof import NotProven
+from memmy_kb_client.home.proven import ConnectTo, ProvenConnection
 from memmy_kb_client.http_client import read_error
 from memmy_kb_client.recall_contract import MAX_RECALL_KBS
 
@@ -72,7 +73,7 @@ class KnowledgeBase:
 
 class LocalService:
     """The desktop service of ``env``'s ``MEMMY_KB_HOME``, asked with its hook token on a connection the
-    service proves itself on first (``desktop.proven``); each call runs on a worker thread."""
+    service proves itself on first (``home.proven``); each call runs on a worker thread."""
 
     def __init__(
         self, env: Mapping[str, str], *, timeout: float = TIMEOUT_SECONDS, connect: ConnectTo | None = None

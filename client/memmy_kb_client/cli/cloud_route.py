@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from memmy_kb_client.cli.failures import CommandFailed, routed_failure, sign_in
-from memmy_kb_client.desktop import advice
+from memmy_kb_client.home import advice
 from memmy_kb_client.sdk import DEFAULT_ENDPOINT, ClientConfig, MemmyClient, config_home, token_subject
 
 # How long choosing may wait for the desktop service (connect, proof, status) before going without it.
@@ -69,7 +69,7 @@ class CloudRoute:
 
 def _saved(env: Mapping[str, str]) -> dict[str, Any]:
     """``memmy-kb login``'s file; ``CommandFailed`` when it is there but cannot be read."""
-    from memmy_kb_client.desktop.paths import memmy_home
+    from memmy_kb_client.home.paths import memmy_home
 
     path = Path(memmy_home(env)) / "config.json"
     fix = f"save the login again with `{advice.command('login', '--endpoint', 'URL', '--token', 'TOKEN')}`"
@@ -99,9 +99,10 @@ class _Desktop:
 def _signed_in_desktop(state_dir: str) -> tuple[_Desktop | None, str, str]:
     """The running desktop service when it proves itself and is signed in, else None; what was found
     (``CloudRoute.desktop_state``) and why it is not used."""
-    from memmy_kb_client.desktop.control import CONTROL_TOKEN
-    from memmy_kb_client.desktop.credentials import read_service_record
-    from memmy_kb_client.desktop.proven import NotProven, ProvenConnection
+    from memmy_kb_client.home.control import CONTROL_TOKEN
+    from memmy_kb_client.home.credentials import read_service_record
+    from memmy_kb_client.home.proof import NotProven
+    from memmy_kb_client.home.proven import ProvenConnection
     from memmy_kb_client.http_client import OK, classify
 
     record = read_service_record(state_dir)
@@ -146,8 +147,8 @@ def _signed_in_desktop(state_dir: str) -> tuple[_Desktop | None, str, str]:
 def _desktop_client(desktop: _Desktop, route: CloudRoute) -> RoutedClient:
     """A client whose requests go to ``/control/cloud/...`` on the service, each connection proven first
     (the one already proven is used first), with the control token, never a cloud token."""
-    from memmy_kb_client.desktop.control import CLOUD_PREFIX, CONTROL_TOKEN
-    from memmy_kb_client.desktop.proven import ProvenConnection
+    from memmy_kb_client.home.control import CLOUD_PREFIX, CONTROL_TOKEN
+    from memmy_kb_client.home.proven import ProvenConnection
     from memmy_kb_client.http_client import HttpClient
 
     port = desktop.port
@@ -189,7 +190,7 @@ def choose(
     endpoint: str | None, token: str | None, env: Mapping[str, str] = os.environ
 ) -> tuple[CloudRoute, _Desktop | None]:
     """The way for a command with these ``--endpoint`` and ``--token`` flags (module docstring)."""
-    from memmy_kb_client.desktop.paths import desktop_dir
+    from memmy_kb_client.home.paths import desktop_dir
 
     state_dir = desktop_dir(env)
     named = (endpoint or env.get(ENDPOINT_ENV) or "").rstrip("/") or None

@@ -11,14 +11,15 @@ from typing import Any
 from memmy_kb_client.cli.link_commands import add_link_commands, link_lines
 from memmy_kb_client.cli.parser import port_number
 from memmy_kb_client.cli.terminal import printable
-from memmy_kb_client.desktop.status_text import describe, login_state
+from memmy_kb_client.desktop.status_text import describe
+from memmy_kb_client.home.service_state import login_state
 
 # How often ``desktop login`` asks the service whether the sign-in is done.
 FLOW_POLL_SECONDS = 1.0
 
 
 def _state_dir() -> str:
-    from memmy_kb_client.desktop.paths import desktop_dir
+    from memmy_kb_client.home.paths import desktop_dir
 
     return desktop_dir(os.environ)
 
@@ -59,7 +60,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _control(method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    from memmy_kb_client.desktop.control import ControlError, ServiceUnavailable, call
+    from memmy_kb_client.home.control import ControlError, ServiceUnavailable, call
 
     try:
         return call(_state_dir(), method, path, body)

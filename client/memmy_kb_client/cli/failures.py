@@ -1,5 +1,5 @@
 """What ``memmy-kb`` and ``memmy-local`` say when something expected goes wrong: one or two lines, what
-happened and the command that fixes it (named as the person can run it, ``desktop.advice``), never a
+happened and the command that fixes it (named as the person can run it, ``home.advice``), never a
 traceback. Expected: the cloud or the desktop service not answering, a timeout, TLS, a refused login, the
 cloud failing (5xx), a closed pipe on stdout (``memmy-kb hook status | head -1``) and Ctrl-C. A bug still
 shows its traceback. docs/desktop.md, "The commands through the service", lists the sentences."""
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, Final, Protocol
 from urllib.parse import urlsplit
 
-from memmy_kb_client.desktop import advice
+from memmy_kb_client.home import advice
 
 INTERRUPTED: Final = 130  # as a shell reports a command stopped by SIGINT
 _LOOPBACK: Final = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -151,7 +151,7 @@ def _api_failure(err: Any, route: CloudRoute) -> CommandFailed | None:
 
 def _network_failure(err: BaseException, route: CloudRoute) -> CommandFailed | None:
     """The connection to the desktop service or the cloud failed; None for a local file's error."""
-    from memmy_kb_client.desktop.proven import NotProven
+    from memmy_kb_client.home.proof import NotProven
     from memmy_kb_client.http_client import TransportError
 
     if isinstance(err, NotProven):

@@ -55,7 +55,7 @@ def _links(args: argparse.Namespace, control: Control) -> int:
 
 def _kb_names(control: Control) -> dict[str, str] | None:
     """Each of the caller's KBs' names by id, as the service's login reads them (None: not read)."""
-    from memmy_kb_client.desktop.control import CLOUD_PREFIX
+    from memmy_kb_client.home.control import CLOUD_PREFIX
 
     listed = control("GET", f"{CLOUD_PREFIX}/knowledge-bases")
     if listed is None:
@@ -67,7 +67,7 @@ def _own_kb(given: str, control: Control) -> str | None:
     """The id of the KB of one's own ``given`` names (``entries.kb_id``), read from the service's login
     (``/control/cloud/knowledge-bases``, as the page reads it); None once the error is printed."""
     from memmy_kb_client.cli.entries import NotResolved, kb_id
-    from memmy_kb_client.desktop.control import CLOUD_PREFIX
+    from memmy_kb_client.home.control import CLOUD_PREFIX
 
     listed = control("GET", f"{CLOUD_PREFIX}/knowledge-bases")
     if listed is None:
@@ -97,7 +97,7 @@ def link_lines(links: list[dict[str, Any]], names: dict[str, str] | None = None)
 def _link_line(link: dict[str, Any], names: dict[str, str] | None) -> str:
     import time
 
-    from memmy_kb_client.desktop.advice import command, missing_folder_advice
+    from memmy_kb_client.home.advice import command, missing_folder_advice
 
     folder, kb_id = str(link.get("dir")), str(link.get("kb_id"))
     gone = names is not None and kb_id not in names

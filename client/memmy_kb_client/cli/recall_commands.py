@@ -171,8 +171,8 @@ def _hook_install(args: argparse.Namespace) -> int:
 def _mcp_install(args: argparse.Namespace) -> int:
     from memmy_kb_client.agents.hook_install import SettingsError
     from memmy_kb_client.agents.mcp_install import agent_steps, apply
-    from memmy_kb_client.desktop.paths import desktop_dir
-    from memmy_kb_client.desktop.status_text import service_state
+    from memmy_kb_client.home.paths import desktop_dir
+    from memmy_kb_client.home.service_state import service_state
 
     try:
         change = apply(args.agent, project=args.project, uninstall=args.uninstall)

@@ -1,3 +1,3 @@
-"""The local service, which holds the cloud login and is the only desktop process that talks to the cloud,
-and the control client of the ``memmy-kb desktop`` commands (docs/desktop.md). Imports nothing: the hook
-imports ``paths`` from it before every turn."""
+"""The local service, which holds the cloud login and is the only desktop process that talks to the cloud
+(docs/desktop.md). What its callers share with it (the state directory, the proof, the control client)
+is ``memmy_kb_client.home``'s."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from memmy_kb_client.desktop import oidc
-from memmy_kb_client.desktop.credentials import CloudLogin
+from memmy_kb_client.home.credentials import CloudLogin
 
 BROWSER_FLOW_SECONDS: Final = 600.0
 DEVICE_DEFAULT_INTERVAL: Final = 5.0

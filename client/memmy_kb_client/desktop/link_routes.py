@@ -13,7 +13,7 @@ from memmy_kb_client.desktop.routes import Reply, Request, Route, error_reply
 from memmy_kb_client.desktop.state import Access, DesktopState
 
 if TYPE_CHECKING:
-    from memmy_kb_client.desktop.credentials import CloudLogin
+    from memmy_kb_client.home.credentials import CloudLogin
     from memmy_kb_client.sdk import MemmyClient
     from memmy_kb_client.sync.links import Links
 
@@ -103,7 +103,7 @@ def start_links(state: DesktopState) -> None:
         import importlib.util
         from pathlib import Path
 
-        from memmy_kb_client.desktop import paths
+        from memmy_kb_client.home import paths
         from memmy_kb_client.sync.links import Links
         from memmy_kb_client.sync.store import STORE_FILE, StoreUnusable, SyncStore
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from memmy_kb_client.desktop.credentials import CloudLogin
 from memmy_kb_client.desktop.id_token import LoginError, verify_id_token
+from memmy_kb_client.home.credentials import CloudLogin
 
 __all__ = [
     "BrowserRequest",

@@ -10,9 +10,9 @@ from typing import Final
 from urllib.parse import quote, unquote
 
 from memmy_kb_client.desktop import page
-from memmy_kb_client.desktop.control import CLOUD_PREFIX
 from memmy_kb_client.desktop.routes import Reply, Request, Route, error_reply
 from memmy_kb_client.desktop.state import Access, DesktopState
+from memmy_kb_client.home.control import CLOUD_PREFIX
 
 
 def cli_target(method: str, path: str, query: str) -> str | None:

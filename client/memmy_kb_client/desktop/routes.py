@@ -9,9 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from memmy_kb_client.desktop import bodies, page, paths, proof
-from memmy_kb_client.desktop.credentials import CloudLogin
+from memmy_kb_client.desktop import bodies, page
 from memmy_kb_client.desktop.state import Access, DesktopState
+from memmy_kb_client.home import paths, proof
+from memmy_kb_client.home.credentials import CloudLogin
 
 MAX_LOGIN_TOKEN_CHARS: Final = 16 * 1024
 

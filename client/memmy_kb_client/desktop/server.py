@@ -9,10 +9,10 @@ import os
 import threading
 from typing import IO
 
-from memmy_kb_client.desktop import advice, paths
 from memmy_kb_client.desktop.handler import DesktopHTTPServer
 from memmy_kb_client.desktop.link_routes import start_links, stop_links
 from memmy_kb_client.desktop.state import HOST, DesktopConfig, DesktopState
+from memmy_kb_client.home import advice, paths
 
 # The service's API: what ``memmy-kb desktop serve`` and the tests start it with.
 __all__ = ["DesktopConfig", "DesktopService", "DesktopStartError", "PortInUse"]

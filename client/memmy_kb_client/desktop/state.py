@@ -13,9 +13,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from memmy_kb_client.desktop import advice, oidc, page, paths, proof
+from memmy_kb_client.desktop import oidc, page
 from memmy_kb_client.desktop.cloud import RATE_LIMITED, Cloud, RecallAnswer, retry_after
-from memmy_kb_client.desktop.credentials import (
+from memmy_kb_client.desktop.flows import LOGGED_OUT, REPLACED, LoginFlows
+from memmy_kb_client.desktop.trivial import is_trivial_prompt
+from memmy_kb_client.home import advice, paths, proof
+from memmy_kb_client.home.credentials import (
     CloudLogin,
     FileStore,
     KeyringStore,
@@ -24,8 +27,6 @@ from memmy_kb_client.desktop.credentials import (
     open_store,
     put_control_record,
 )
-from memmy_kb_client.desktop.flows import LOGGED_OUT, REPLACED, LoginFlows
-from memmy_kb_client.desktop.trivial import is_trivial_prompt
 from memmy_kb_client.http_client import OK, UNAUTHORIZED
 from memmy_kb_client.recall_contract import recall_body
 

@@ -110,7 +110,7 @@ def own_state_in(root: Path) -> str | None:
     """Where memmy-kb's own state directory (``$MEMMY_KB_HOME``: the login and tokens when there is no
     keychain, the sync records) lies in ``root``: its path from the root, ``""`` when the root is in it,
     None when they are apart."""
-    from memmy_kb_client.desktop.paths import memmy_home
+    from memmy_kb_client.home.paths import memmy_home
 
     home, real = os.path.realpath(memmy_home()), os.path.realpath(root)
     try:

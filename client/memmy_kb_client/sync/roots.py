@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Final
 
-from memmy_kb_client.desktop import paths
+from memmy_kb_client.home import paths
 
 # A pass that would send more files than this stops for ``--yes`` (a link: pauses for its confirmation).
 MAX_FILES_WITHOUT_YES: Final = 5000

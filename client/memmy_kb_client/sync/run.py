@@ -22,13 +22,13 @@ def store_dir(env: Any = os.environ) -> Path:
     """Where sync records live: ``sync/`` in the desktop's private directory (``desktop-private``), never
     in ``desktop/``, which the hooks' sandboxed agents may write: a link added there would have the
     service upload a folder of the agent's choosing."""
-    from memmy_kb_client.desktop.paths import desktop_dir, private_dir
+    from memmy_kb_client.home.paths import desktop_dir, private_dir
 
     return Path(private_dir(desktop_dir(env))) / "sync"
 
 
 def open_store(directory: Path | None = None) -> SyncStore:
-    from memmy_kb_client.desktop.paths import ensure_private_dir
+    from memmy_kb_client.home.paths import ensure_private_dir
 
     directory = directory or store_dir()
     ensure_private_dir(str(directory.parent))

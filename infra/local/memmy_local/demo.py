@@ -134,7 +134,7 @@ def _wait_until_available(owner: Any, kb_id: str, names: set[str]) -> None:
 def page_link_for_salesperson(desktop_state_dir: str, *, key_path: Path, issuer: str) -> str:
     """Sign the desktop service in as the salesperson (as ``memmy-kb desktop login --token`` does) and
     return its one-time page link (as ``memmy-kb desktop open --no-browser`` prints it)."""
-    from memmy_kb_client.desktop.control import call
+    from memmy_kb_client.home.control import call
 
     call(
         desktop_state_dir,
@@ -163,7 +163,7 @@ def describe(demo: Demo, page_url: str | None) -> str:
             "minutes; press Enter here for a new one)"
         )
     else:
-        from memmy_kb_client.desktop.advice import program
+        from memmy_kb_client.home.advice import program
 
         lines.append(
             f"  as {SALESPERSON.name}: {program('memmy-local')} token {SALESPERSON.user_id} "
@@ -175,7 +175,7 @@ def describe(demo: Demo, page_url: str | None) -> str:
 def seed_and_describe(api_url: str, issuer: str, data_dir: Path | None, desktop_state_dir: str | None) -> str:
     """``up --demo``: seed (``seed``), sign the desktop service in as the salesperson, and say so; a
     failure is one line saying why (the stack keeps running)."""
-    from memmy_kb_client.desktop.control import ControlError, ServiceUnavailable
+    from memmy_kb_client.home.control import ControlError, ServiceUnavailable
     from memmy_kb_client.sdk import MemmyApiError
     from memmy_local import tokens
 

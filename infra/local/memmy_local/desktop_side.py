@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from memmy_kb_client.desktop.advice import Launcher, command, program
+from memmy_kb_client.home.advice import Launcher, command, program
 from memmy_local.home_commands import PROG
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ PORT_OPTIONS: Final = (
 
 def desktop_home(demo: bool) -> Path:
     """The ``MEMMY_KB_HOME`` of the service beside the stack: the usual one, or the demo's own under it."""
-    from memmy_kb_client.desktop.paths import memmy_home
+    from memmy_kb_client.home.paths import memmy_home
 
     home = Path(memmy_home(os.environ))
     return home / DEMO_HOME if demo else home
@@ -102,8 +102,8 @@ def desktop_beside(
     A busy port falls back to any free one (the hooks read the port from that state); another service on
     the same state dir leaves the stack without one, with a warning.
     """
-    from memmy_kb_client.desktop.paths import desktop_dir
     from memmy_kb_client.desktop.server import DesktopConfig, DesktopService, DesktopStartError, PortInUse
+    from memmy_kb_client.home.paths import desktop_dir
 
     config = DesktopConfig(
         state_dir=desktop_dir({"MEMMY_KB_HOME": str(home)}),

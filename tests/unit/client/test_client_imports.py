@@ -1,7 +1,7 @@
 """The client stands on its own: no module of ``memmy_kb_client`` imports the cloud core, the local stack or
 the AWS libraries, neither at import time (a fresh interpreter's ``sys.modules``) nor lazily inside a
-function (its source's import statements), so ``pip install ./client`` alone is enough to run it. And its
-parts keep apart: only the CLI imports a CLI module, and the desktop service no agent module."""
+function (its source's import statements), so ``pip install ./client`` alone is enough to run it. How its
+parts import one another: tests/unit/repository/test_client_layers.py."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-
-from tests.support import import_graph
 
 CLIENT_SOURCE = Path(__file__).resolve().parents[3] / "client" / "memmy_kb_client"
 # Top-level names the client may never load: the core layer, the local stack, and what only they need.
@@ -69,7 +67,7 @@ def test_the_entry_points_load_nothing_of_the_core_the_local_stack_or_aws() -> N
 
 def test_every_client_module_imports_and_loads_nothing_forbidden() -> None:
     modules = _client_modules()
-    assert "memmy_kb_client.desktop.credentials" in modules
+    assert "memmy_kb_client.home.credentials" in modules
 
     loaded = _loaded_after_importing(modules)
 
@@ -93,31 +91,3 @@ def test_no_client_source_names_a_forbidden_module_even_inside_a_function() -> N
             ]
 
     assert found == []
-
-
-def _client_edges() -> list[tuple[str, str]]:
-    sources = import_graph.repository_sources()
-    return [
-        (edge.source, edge.target)
-        for name, source in sources.items()
-        if name.startswith("memmy_kb_client")
-        for edge in import_graph.module_edges(name, source, sources)
-    ]
-
-
-def test_only_the_cli_imports_a_cli_module_and_the_desktop_service_no_agent_module():
-    # The console script sends everything but the hook to the CLI: the one way into it from outside.
-    edges = _client_edges()
-    assert ("memmy_kb_client.entry", "memmy_kb_client.cli.main") in edges
-    into_cli = [
-        (source, target)
-        for source, target in edges
-        if target.startswith("memmy_kb_client.cli")
-        and not source.startswith("memmy_kb_client.cli")
-        and source != "memmy_kb_client.entry"
-    ]
-    assert into_cli == []
-    desktop_to_agents = [
-        (s, t) for s, t in edges if s.startswith("memmy_kb_client.desktop") and t.startswith("memmy_kb_client.agents")
-    ]
-    assert desktop_to_agents == []

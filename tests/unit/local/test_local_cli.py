@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from memmy_kb_client.cli import main as client_cli
-from memmy_kb_client.desktop.advice import default_home, program
+from memmy_kb_client.home.advice import default_home, program
 from memmy_local import cli as local_cli
 from memmy_local import desktop_side
 from tests.support.stack import CLI, LOCAL_CLI

@@ -21,7 +21,7 @@ from http import HTTPStatus
 import pytest
 
 from memmy_kb_client.agents import hook
-from memmy_kb_client.desktop import paths
+from memmy_kb_client.home import paths
 from tests.support.hook_service import (
     AGENTS,
     CONTEXT,
@@ -244,8 +244,8 @@ def test_the_hook_imports_neither_the_cli_nor_an_http_library(home):
         stdin=event_bytes("codex"),
         env=env_for(home),
     )
-    assert {"memmy_kb_client.agents.hook", "memmy_kb_client.desktop.paths", "socket"} <= modules
-    assert {"memmy_kb_client.desktop.proof", "hmac"} <= modules  # the service proves itself first
+    assert {"memmy_kb_client.agents.hook", "memmy_kb_client.home.paths", "socket"} <= modules
+    assert {"memmy_kb_client.home.proof", "hmac"} <= modules  # the service proves itself first
     assert not modules & {
         "argparse",
         "httpx",
@@ -254,7 +254,7 @@ def test_the_hook_imports_neither_the_cli_nor_an_http_library(home):
         "typing",
         "memmy_kb_client.sdk",
         "memmy_kb_client.cli",
-        "memmy_kb_client.desktop.credentials",
+        "memmy_kb_client.home.credentials",
         "authlib",
         "joserfc",
     }

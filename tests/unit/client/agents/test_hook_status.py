@@ -23,8 +23,8 @@ import pytest
 from memmy_kb_client.agents import hook, hook_status
 from memmy_kb_client.agents.hook_install import apply, home_in, hook_command, installed_command
 from memmy_kb_client.cli import main as cli
-from memmy_kb_client.desktop import advice, paths
-from memmy_kb_client.desktop.advice import command
+from memmy_kb_client.home import advice, paths
+from memmy_kb_client.home.advice import command
 from tests.support.desktop_proof import proof_reply, record_control
 from tests.support.hook_service import (
     AGENTS,

@@ -20,7 +20,7 @@ from memmy_kb_client.agents.mcp_service import (
     render_knowledge_bases,
     resolve,
 )
-from memmy_kb_client.desktop.advice import command
+from memmy_kb_client.home.advice import command
 from tests.support.desktop_proof import proof_reply
 from tests.support.mock_http import mock_connect
 

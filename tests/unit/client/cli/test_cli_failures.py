@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from memmy_kb_client.cli import cloud_route, failures
-from memmy_kb_client.desktop import advice
-from memmy_kb_client.desktop.proven import NotProven
+from memmy_kb_client.home import advice
+from memmy_kb_client.home.proof import NotProven
 from memmy_kb_client.http_client import TransportError
 from memmy_kb_client.sdk import MemmyApiError
 

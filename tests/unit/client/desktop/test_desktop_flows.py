@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from memmy_kb_client.desktop import flows, oidc
-from memmy_kb_client.desktop.credentials import CloudLogin
 from memmy_kb_client.desktop.state import DesktopConfig, DesktopState
+from memmy_kb_client.home.credentials import CloudLogin
 from tests.support.desktop_oidc import PROVIDER
 
 LATE = CloudLogin("https://api.example", "late.access.token", refresh_token="late-refresh")

@@ -15,9 +15,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from memmy_kb_client.desktop import flows, oidc, paths
-from memmy_kb_client.desktop.credentials import CloudLogin, FileStore
+from memmy_kb_client.desktop import flows, oidc
 from memmy_kb_client.desktop.state import SIGN_IN_ENDED, DesktopConfig, DesktopState
+from memmy_kb_client.home import paths
+from memmy_kb_client.home.credentials import CloudLogin, FileStore
 from tests.support.clock import FakeClock
 from tests.support.desktop_oidc import CLIENT, ISSUER, PROVIDER
 from tests.support.oidc_provider import signing_key

@@ -10,8 +10,8 @@ from urllib.parse import unquote
 import httpx
 import pytest
 
-from memmy_kb_client.desktop.control import CLOUD_PREFIX
 from memmy_kb_client.desktop.proxy import cli_target
+from memmy_kb_client.home.control import CLOUD_PREFIX
 from memmy_kb_client.sdk import ClientConfig, MemmyClient
 from tests.support.mock_http import mock_http
 

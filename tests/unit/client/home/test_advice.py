@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memmy_kb_client.desktop import advice, control, paths
-from memmy_kb_client.desktop.status_text import service_state
+from memmy_kb_client.home import advice, control, paths
+from memmy_kb_client.home.service_state import service_state
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from typing import Final
 
-from memmy_kb_client.desktop import paths
+from memmy_kb_client.home import paths
 
 KB: Final = "memmy-kb"
 LAUNCHER_FILE: Final = "launcher.json"

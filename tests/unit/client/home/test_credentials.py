@@ -13,8 +13,8 @@ from pathlib import Path
 import keyring
 import pytest
 
-from memmy_kb_client.desktop import credentials
-from memmy_kb_client.desktop.credentials import CloudLogin, FileStore, KeyringStore, open_store
+from memmy_kb_client.home import credentials
+from memmy_kb_client.home.credentials import CloudLogin, FileStore, KeyringStore, open_store
 from tests.support.keychain import MemoryKeyring
 
 
@@ -88,7 +88,7 @@ def test_the_login_claims_are_read_without_verifying():
 
 
 def test_files_are_written_0600_even_under_a_lax_umask(tmp_path: Path):
-    from memmy_kb_client.desktop import paths
+    from memmy_kb_client.home import paths
 
     old = os.umask(0)
     try:
@@ -104,7 +104,7 @@ def test_a_link_planted_at_the_temporary_files_name_is_left_alone(tmp_path: Path
     of the user's where a write's temporary file will be: ``hook-token`` and ``service.json`` are written
     there by the service, each hook's run record by the hook. The file linked to is neither truncated,
     rewritten nor narrowed to 0600, and the write still lands."""
-    from memmy_kb_client.desktop import paths
+    from memmy_kb_client.home import paths
 
     victim = tmp_path / "the-users-file"
     victim.write_bytes(b"the user's own text")

@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Final, Protocol
 
-from memmy_kb_client.desktop import paths
+from memmy_kb_client.home import paths
 
 KEYRING_SERVICE: Final = "memmy-kb-desktop"
 LOGIN_ENTRY: Final = "cloud-login"

@@ -1,6 +1,7 @@
 """A connection to the desktop service that the listener proves itself on before a credential goes out,
 and that is never opened again after: the control client's and the MCP server's (docs/desktop.md, "The
-service proves itself"). The hook does the same on a raw socket (``agents/hook.py``)."""
+service proves itself"). The hook does the same on a raw socket (``raw_request``); both judge the
+listener's answer by ``proof.check_answer``."""
 
 from __future__ import annotations
 
@@ -9,18 +10,13 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from memmy_kb_client.desktop import proof
+from memmy_kb_client.home import proof
 from memmy_kb_client.http_client import Reply, TransportError
 
 HOST: Final = "127.0.0.1"
 
 # Opens the connection to 127.0.0.1:port (tests hand in one that answers in-process).
 ConnectTo = Callable[[int, float], http.client.HTTPConnection]
-
-
-class NotProven(Exception):
-    """The listener did not prove it holds the token, or closed the connection after the proof: nothing
-    secret was sent. The message is the one-line refusal (``proof.refusal``)."""
 
 
 def _connect(port: int, timeout: float) -> http.client.HTTPConnection:
@@ -50,14 +46,11 @@ class ProvenConnection:
         service again; ``OSError`` when the challenge got no answer. Nothing secret is sent."""
         nonce = proof.new_nonce()
         reply = self._send("GET", proof.target(self._purpose, nonce), None, {"Accept": "application/json"})
-        try:
-            offered = json.loads(reply.data).get("proof") if reply.status == 200 else None
-        except (ValueError, AttributeError):
-            offered = None
-        if not proof.verified(self._token, self._purpose, nonce, self.port, offered):
-            raise NotProven(proof.refusal(self.port, f"it did not prove it holds the {holder}", start))
+        proof.check_answer(
+            reply.status, reply.data, self._token, self._purpose, nonce, self.port, holder=holder, start=start
+        )
         if self._connection.sock is None:  # it closed the connection: a new one could reach someone else
-            raise NotProven(proof.refusal(self.port, "it closed the connection after the proof", start))
+            raise proof.NotProven(proof.refusal(self.port, "it closed the connection after the proof", start))
         self._connection.auto_open = 0  # never reconnect behind our back after the proof
 
     def request(self, method: str, target: str, json_body: Any = None) -> Reply:

@@ -1,10 +1,11 @@
 """How the desktop service proves it holds a token before a caller sends it one: an HMAC under the token
-over a fresh nonce and the port (docs/desktop.md, "The service proves itself"). The hook imports it
-before every turn."""
+over a fresh nonce and the port, and the answer to a challenge judged, whichever connection carried it
+(docs/desktop.md, "The service proves itself"). The hook imports it before every turn."""
 
 from __future__ import annotations
 
 import hmac
+import json
 import os
 
 PATH = "/proof"
@@ -56,3 +57,22 @@ def refusal(port: int, what: str, start: str = START) -> str:
         f"({what}). If the service stopped, {start}; if it is "
         "running, another program holds its port: stop that program and restart the service."
     )
+
+
+class NotProven(Exception):
+    """The listener did not prove it holds the token, or closed the connection after the proof: nothing
+    secret was sent. The message is the one-line refusal (``refusal``)."""
+
+
+def check_answer(
+    status: int, payload: bytes, token: str, purpose: str, nonce: str, port: int, *, holder: str, start: str = START
+) -> None:
+    """The reply to the challenge for ``nonce`` (``status``, ``payload``) must carry the proof under
+    ``token`` for ``port``; else ``NotProven`` naming ``holder`` (what the listener failed to prove it
+    holds) and ``start``, how to start the service again."""
+    try:
+        offered = json.loads(payload).get("proof") if status == 200 else None
+    except (ValueError, AttributeError):
+        offered = None
+    if not verified(token, purpose, nonce, port, offered):
+        raise NotProven(refusal(port, f"it did not prove it holds the {holder}", start))

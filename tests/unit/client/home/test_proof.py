@@ -1,4 +1,4 @@
-"""The desktop service's proof (``desktop/proof.py``) and its callers' refusals without a service: the
+"""The desktop service's proof (``home/proof.py``) and its callers' refusals without a service: the
 proof is bound to the token, its purpose, the nonce and the port; the hook and ``memmy-kb mcp`` send
 neither the hook token nor the prompt to a listener that cannot give it. Strangers on a stopped
 service's port, a relay and the commands: ``tests/integration/test_desktop_service_proof.py``."""
@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from memmy_kb_client.agents.mcp_service import LocalService, ToolRefused
-from memmy_kb_client.desktop import paths, proof
-from memmy_kb_client.desktop.credentials import ServiceRecord
+from memmy_kb_client.home import paths, proof
+from memmy_kb_client.home.credentials import ServiceRecord
 from tests.support.hook_service import HOOK_TOKEN, env_for, event_bytes, home, run_hook, service
 from tests.support.mock_http import mock_connect
 
@@ -44,6 +44,15 @@ def test_a_nonce_is_fresh_hex_and_a_challenge_takes_nothing_else():
     assert proof.valid_nonce(NONCE)
     for bad in ("", "ab" * 15, "A" * 64, "g" * 64, "0" * 129, "0" * 63 + "\n"):
         assert not proof.valid_nonce(bad)
+
+
+def test_an_answer_proves_the_listener_only_as_a_200_json_object_carrying_the_proof():
+    proven = json.dumps({"proof": proof.answer("mkh_a", "hook", NONCE, 8765)}).encode()
+    proof.check_answer(200, proven, "mkh_a", "hook", NONCE, 8765, holder="hook token")
+    refused = [(404, proven), (200, b"[]"), (200, b"not json"), (200, b"\xff"), (200, b'{"proof": 7}'), (200, b"{}")]
+    for status, payload in refused:
+        with pytest.raises(proof.NotProven, match=r"nothing was sent \(it did not prove it holds the hook token\)"):
+            proof.check_answer(status, payload, "mkh_a", "hook", NONCE, 8765, holder="hook token")
 
 
 def test_the_private_record_takes_only_a_token_and_a_port():

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from memmy_kb_client.desktop import advice, proof
-from memmy_kb_client.desktop.credentials import read_service_record
-from memmy_kb_client.desktop.proven import NotProven, ProvenConnection
+from memmy_kb_client.home import advice, proof
+from memmy_kb_client.home.credentials import read_service_record
+from memmy_kb_client.home.proof import NotProven
+from memmy_kb_client.home.proven import ProvenConnection
 from memmy_kb_client.http_client import OK, classify
 
 CONTROL_TOKEN = "control token"  # noqa: S105 - what the listener must prove it holds, not a secret
