@@ -11,7 +11,8 @@ from http import HTTPStatus
 from bench.load_report import percentile
 
 LIGHT, HEAVY = "light", "heavy"
-ALONE, LOADED = "alone", "with the other"
+BEFORE, LOADED, AFTER = "alone, before", "with the other", "alone, after"
+ALONE = (BEFORE, AFTER)  # her baseline: before the heavy user starts and after he stops, pooled
 MAX_P50_RATIO = 2.0  # the light user's p50 under load, at most this times her p50 alone
 STATUSES = (HTTPStatus.OK, HTTPStatus.TOO_MANY_REQUESTS, HTTPStatus.SERVICE_UNAVAILABLE)
 
@@ -42,17 +43,17 @@ class FairReport:
     header: str = ""
     notes: list[str] = field(default_factory=list)
 
-    def of(self, user: str, phase: str | None = None) -> list[Shot]:
-        return [s for s in self.shots if s.user == user and (phase is None or s.phase == phase)]
+    def of(self, user: str, *phases: str) -> list[Shot]:
+        return [s for s in self.shots if s.user == user and (not phases or s.phase in phases)]
 
-    def p50(self, user: str, phase: str) -> float:
-        shots = [s.ms for s in self.of(user, phase) if s.status == HTTPStatus.OK]
+    def p50(self, user: str, *phases: str) -> float:
+        shots = [s.ms for s in self.of(user, *phases) if s.status == HTTPStatus.OK]
         return percentile(shots, 50) if shots else float("nan")
 
     @property
     def ratio(self) -> float:
         """The light user's p50 with the heavy user, over her p50 alone."""
-        return self.p50(LIGHT, LOADED) / self.p50(LIGHT, ALONE)
+        return self.p50(LIGHT, LOADED) / self.p50(LIGHT, *ALONE)
 
     def criteria(self) -> list[tuple[bool, str]]:
         light = self.of(LIGHT)
@@ -92,7 +93,7 @@ class FairReport:
             "|-------|----------------|---------|------|------|------|-------|-------------------|--------|-------"
             "-|-----------------------------|",
         ]
-        for user, phase in ((LIGHT, ALONE), (LIGHT, LOADED), (HEAVY, LOADED)):
+        for user, phase in ((LIGHT, BEFORE), (LIGHT, LOADED), (HEAVY, LOADED), (LIGHT, AFTER)):
             shots = self.of(user, phase)
             statuses = Counter(s.status for s in shots)
             other = len(shots) - sum(statuses[s] for s in STATUSES)
@@ -111,7 +112,7 @@ class FairReport:
         late = max((s.start - s.due for s in self.shots), default=0.0)
         lines = [self.header, "", self.table(), ""]
         lines.append(
-            f"light user's p50: {self.p50(LIGHT, ALONE):.0f} ms alone, {self.p50(LIGHT, LOADED):.0f} ms with"
+            f"light user's p50: {self.p50(LIGHT, *ALONE):.0f} ms alone, {self.p50(LIGHT, LOADED):.0f} ms with"
             f" the heavy user ({self.ratio:.2f}x)"
         )
         lines.append(f"open loop: each recall sent on its schedule, the latest {late * 1000:.0f} ms after it")
