@@ -153,19 +153,22 @@ def run(settings: FairSettings) -> FairReport:
     stack = start_stack(workdir, load_settings)
     try:
         callers = set_up(stack, f"{random.SystemRandom().randrange(10_000):04d}")
-        t0 = time.monotonic()
-        shots = paced([callers[LIGHT]], BEFORE, settings.baseline, t0)
-        shots += paced([callers[LIGHT], callers[HEAVY]], LOADED, settings.duration, t0)
-        shots += paced([callers[LIGHT]], AFTER, settings.baseline, t0)
-        for caller in callers.values():
-            caller.http.close()
-            caller.worker.storage.close()
+        try:
+            t0 = time.monotonic()
+            shots = paced([callers[LIGHT]], BEFORE, settings.baseline, t0)
+            shots += paced([callers[LIGHT], callers[HEAVY]], LOADED, settings.duration, t0)
+            shots += paced([callers[LIGHT]], AFTER, settings.baseline, t0)
+        finally:
+            for caller in callers.values():
+                caller.http.close()
+                caller.worker.storage.close()
     finally:
         stack.stop()
     header = (
         f"fair recall: MemOS at {settings.memos_qps:g} searches/s; the light user alone at"
         f" {RATES[LIGHT]:g} recall/s for {settings.baseline:g} s, the heavy user at {RATES[HEAVY]:g}/s"
-        f" with her for {settings.duration:g} s, then she alone again for {settings.baseline:g} s;\n  recall settings {stack.recall_limits}"
+        f" with her for {settings.duration:g} s, then she alone again for {settings.baseline:g} s;"
+        f"\n  recall settings {stack.recall_limits}"
     )
     report = FairReport(shots, header)
     if report.ok and settings.workdir is None:
