@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest -n 2 --dist worksteal
 MEMMY_KB_CHROMIUM ?= /usr/bin/chromium
 export MEMMY_KB_CHROMIUM
 
-.PHONY: install install-cli browser cjk-fonts layer-python run lint test unit integration e2e e2e-stage e2e-stage-settings agents agents-install fuzz bench load soak openapi screenshots clean
+.PHONY: install install-cli browser cjk-fonts layer-python run lint test unit integration e2e e2e-stage e2e-stage-settings agents agents-install fuzz bench load soak fair openapi screenshots clean
 
 install: $(STAMP)
 
@@ -148,6 +148,13 @@ load: install
 # each process's memory sampled; fails when one keeps growing (bench/load_soak.py). Not part of make test.
 soak: install
 	$(PY) -m bench.load_soak $(if $(USERS),--users $(USERS)) $(SOAK_ARGS)
+
+# Recall's fairness (bench/fair_recall.py; docs/load-test.md, "Fair recall"): on a stack of its own with
+# MemOS limited to 10 searches a second, a light user at 1 recall/s alone, then with a heavy user at 10/s
+# for 60 s, then alone again; fails unless she keeps her excerpts and latency and he meets only the
+# per-user limit. Flags in FAIR_ARGS: make fair FAIR_ARGS='--memos-qps 20 --duration 30'.
+fair: install
+	$(PY) -m bench.fair_recall $(FAIR_ARGS)
 
 # PNGs of each screen of the knowledge-base page, both languages, narrow and wide, into docs/screenshots/.
 screenshots: install browser cjk-fonts

@@ -41,6 +41,8 @@ class LoadSettings:
     keep_limits: bool = False
     fault: str | None = None
     memos_qps: float | None = None  # the emulator's MemOS rate limit (memmy-local up --memos-qps)
+    # Functions' settings put in the stack's template copy (bench.load_stack --set), e.g. RECALL_BURST.
+    function_settings: dict[str, str] = field(default_factory=dict)
     final_checks: bool = True  # the lists, the ingest's outcome and MemOS residue after the load
     workdir: Path | None = None
 

@@ -8,6 +8,8 @@ The same ``LocalStack`` as ``memmy-local up``, on loopback and free ports, with 
   429 is then counted apart from errors);
 - ``--memos-projects N`` runs the MemOS emulator with N projects and the stack with N backends of 100 KBs
   each (one: the single key, as deployed), so that many users' KBs fit as a deployer would make them fit;
+- ``--set NAME=VALUE`` puts VALUE in the template copy for a function's environment variable NAME (the
+  recall limit's ``RECALL_BURST``, say), as a deployer would set it;
 - ``--fault recall-ignores-setting`` deliberately breaks the service (recall searches every grant, its
   recall switch ignored), so that a test can prove the load test's oracle catches a scope leak; SIGUSR1
   breaks a running stack the same way (it answers with a ``LOAD-STACK-FAULT`` line), so that one stack
@@ -28,6 +30,7 @@ import signal
 import sys
 import threading
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +42,18 @@ RAISED_LIMITS = {
     "MAX_KBS_PER_USER": "10000",
 }
 FAULTS = ("recall-ignores-setting",)
+# The recall function's per-user limit and fleet budget, reported in the ready line (bench.fair_recall).
+RECALL_LIMITS = (
+    "RECALL_BURST",
+    "RECALL_RATE_PER_SECOND",
+    "RECALL_LIMIT_WINDOW_SECONDS",
+    "RECALL_FLEET_BUDGET",
+)
 
 
-def load_template_copy(home: Path, *, raise_limits: bool) -> Path:
-    """``template.yaml`` copied into ``home``, its relative state machine paths made absolute, and the
-    limits raised unless told otherwise."""
+def load_template_copy(home: Path, *, raise_limits: bool, settings: Mapping[str, str] | None = None) -> Path:
+    """``template.yaml`` copied into ``home``, its relative state machine paths made absolute, the limits
+    raised unless told otherwise, and each of ``settings`` (a function's environment variable) set."""
     from memmy_local.template import template_path
 
     source = template_path()
@@ -57,16 +67,28 @@ def load_template_copy(home: Path, *, raise_limits: bool) -> Path:
     if raise_limits:
         for name, value in RAISED_LIMITS.items():
             text = re.sub(rf"^(\s*{name}:\s*).*$", rf'\g<1>"{value}"', text, flags=re.MULTILINE)
+    for name, value in (settings or {}).items():
+        text, found = re.subn(
+            rf"^(\s*{re.escape(name)}:\s*).*$", rf'\g<1>"{value}"', text, flags=re.MULTILINE
+        )
+        if found != 1:
+            raise ValueError(f"{name} is not one function setting of template.yaml (found {found} times)")
     target = home / "template.yaml"
     target.write_text(text, encoding="utf-8")
     return target
 
 
-def _limits_in_effect(stack: Any) -> dict[str, str]:
+def _limits_in_effect(stack: Any, settings: Mapping[str, str]) -> dict[str, str]:
     environments = stack.function_environments
-    return {
-        name: value for env in environments.values() for name, value in env.items() if name in RAISED_LIMITS
-    }
+    shown = {*RAISED_LIMITS, *settings}
+    return {name: value for env in environments.values() for name, value in env.items() if name in shown}
+
+
+def parse_setting(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE with an upper-case NAME")
+    return name, value
 
 
 def break_recall_scope() -> None:
@@ -93,7 +115,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--fault", choices=FAULTS, help="break the service on purpose (oracle tests)")
     parser.add_argument("--memos-qps", type=float, default=None, help="MemOS's rate limit in the emulator")
+    parser.add_argument(
+        "--set",
+        type=parse_setting,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a function's setting",
+    )
     args = parser.parse_args(argv)
+    settings = dict(args.set)
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     warnings.filterwarnings("ignore", message="No application metrics to publish")
@@ -111,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         memos_processing_delay=args.processing_delay,
         memos_search_qps=args.memos_qps,
         memos_projects=args.memos_projects,
-        template_path=load_template_copy(args.home, raise_limits=not args.keep_limits),
+        template_path=load_template_copy(args.home, raise_limits=not args.keep_limits, settings=settings),
         repo_root=TEMPLATE_PATH.parent,
         schedule_interval=0,
     )
@@ -133,7 +164,10 @@ def main(argv: list[str] | None = None) -> int:
             "memos_url": stack.memos_url,
             "memos_api_url": stack.memos_api_url,
             "control_url": stack.control_url,
-            "limits": _limits_in_effect(stack),
+            "limits": _limits_in_effect(stack, settings),
+            "recall_limits": {
+                name: stack.function_environments["RecallFunction"].get(name) for name in RECALL_LIMITS
+            },
             "fault": args.fault,
         }
         print(READY_PREFIX + json.dumps(ready), flush=True)

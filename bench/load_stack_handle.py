@@ -31,6 +31,7 @@ class Stack:
     log_path: Path
     limits: dict[str, str]
     process: subprocess.Popen[bytes]
+    recall_limits: dict[str, str] = field(default_factory=dict)  # the recall function's per-user limit
     broken: bool = False
     _dynamodb: Any = field(default=None, repr=False)  # a client of the stack's moto, made on first use
 
@@ -116,6 +117,8 @@ def start_stack(workdir: Path, settings: LoadSettings) -> Stack:
         command += ["--fault", settings.fault]
     if settings.memos_qps:
         command += ["--memos-qps", str(settings.memos_qps)]
+    for name, value in settings.function_settings.items():
+        command += ["--set", f"{name}={value}"]
     env = {**os.environ, "MEMMY_KB_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     repo = Path(__file__).resolve().parents[1]
     with log_path.open("wb") as log_file:
@@ -135,6 +138,7 @@ def start_stack(workdir: Path, settings: LoadSettings) -> Stack:
                     home=home,
                     log_path=log_path,
                     limits=ready["limits"],
+                    recall_limits=ready["recall_limits"],
                     process=process,
                 )
         if process.poll() is not None or time.monotonic() > deadline:
