@@ -139,11 +139,15 @@ class Outcomes:
     answered: dict[str, int] = field(default_factory=lambda: {"heavy": 0, "light": 0})
     partial: dict[str, int] = field(default_factory=lambda: {"heavy": 0, "light": 0})
     unavailable: dict[str, int] = field(default_factory=lambda: {"heavy": 0, "light": 0})
+    limited: dict[str, int] = field(default_factory=lambda: {"heavy": 0, "light": 0})
     latency: dict[str, list[float]] = field(default_factory=lambda: {"heavy": [], "light": []})
 
-    def done(self, recall: Recall) -> None:
-        """A recall whose searches have all ended: answered (every backend), partial (some), or 503."""
-        if recall.answered == recall.wanted:
+    def done(self, recall: Recall, limited: bool = False) -> None:
+        """A recall whose searches have all ended: answered (every backend), partial (some), or none: 503,
+        or 429 when the budget refused the user for their own use (``limited``)."""
+        if limited:
+            tally = self.limited
+        elif recall.answered == recall.wanted:
             tally = self.answered
         elif recall.answered:
             tally = self.partial
@@ -205,8 +209,8 @@ class Fleet:
 
     def send_plan(self, env: int, recall: Recall, plan: Governed, sent_at: float) -> None:
         recall.pending, recall.finished = len(plan.searches), sent_at
-        if not plan.searches:  # ``sendable``: a 503 with Retry-After, nothing sent
-            self.outcomes.done(recall)
+        if not plan.searches:  # ``sendable``: a 429 or 503 with Retry-After, nothing sent
+            self.outcomes.done(recall, limited=plan.past_share)
         for search in plan.searches:
             self.send(env, recall, search.backend, sent_at, retry=False)
 
@@ -252,7 +256,7 @@ def simulate(
     sim = Fleet(environments, fleet, rates, seed)
     sim.run()
     out = sim.outcomes
-    recalls = sum(sum(tally.values()) for tally in (out.answered, out.partial, out.unavailable))
+    recalls = sum(sum(tally.values()) for tally in (out.answered, out.partial, out.unavailable, out.limited))
     every = sorted(out.latency["heavy"] + out.latency["light"])
     light = sorted(out.latency["light"])
     sent = sum(len(limiter.sent) for limiter in sim.limiters.values())
@@ -267,6 +271,8 @@ def simulate(
         "answered": sum(out.answered.values()),
         "partial": sum(out.partial.values()),
         "unavailable": sum(out.unavailable.values()),
+        "limited": sum(out.limited.values()),
+        "light_unavailable": out.unavailable["light"] + out.limited["light"],
         "light_answered": out.answered["light"],
         "light_partial": out.partial["light"],
         "light_recalls": len(light),
@@ -301,7 +307,7 @@ def figure(r: dict[str, Any]) -> str:
     return (
         f"sent {r['sent_per_second']:.1f}/s (busiest second {busiest}), "
         f"{r['refused']:,} refused; {r['answered']:,} of {r['recalls']:,} answered, {r['partial']:,} partial, "
-        f"{r['unavailable']:,} 503; light users {r['light_answered']} of {r['light_recalls']} answered, "
+        f"{r['limited']:,} 429, {r['unavailable']:,} 503; light users {r['light_answered']} of {r['light_recalls']} answered, "
         f"{r['light_partial']} partial (p50 {r['light_p50_ms']:.0f} ms); p50 {r['p50_ms']:.0f} ms, "
         f"p95 {r['p95_ms']:.0f} ms; DynamoDB {r['dynamodb_per_recall']:.2f} calls per recall"
     )

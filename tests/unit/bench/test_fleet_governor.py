@@ -11,7 +11,7 @@ def test_with_the_fleet_budget_no_backend_sees_more_than_its_rate_and_partial_re
 
     assert all(busiest <= limit for busiest, limit in result["busiest"])
     assert result["refused"] == 0
-    assert result["answered"] + result["partial"] + result["unavailable"] == result["recalls"]
+    assert result["answered"] + result["partial"] + result["unavailable"] + result["limited"] == result["recalls"]
     assert result["partial"] > 0  # the 10-a-second backend cannot serve every recall's search
 
 
@@ -26,4 +26,5 @@ def test_one_backend_answers_or_refuses_never_partial():
     result = fleet_governor.simulate(10, fleet=True)
 
     assert result["partial"] == 0
-    assert result["answered"] + result["unavailable"] == result["recalls"]
+    assert result["answered"] + result["unavailable"] + result["limited"] == result["recalls"]
+    assert result["limited"] > result["unavailable"]  # the heavy script is told it is the reason

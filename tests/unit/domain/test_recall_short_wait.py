@@ -12,7 +12,7 @@ from memmy_kb.domain.engine import EngineBackend
 from memmy_kb.domain.fleet_budget import SHORT_WAIT, FleetBudget, MemoryFleetItems
 from memmy_kb.domain.rate_governor import RateGovernor
 from memmy_kb.domain.recall_governed import Search, sendable
-from memmy_kb.errors import RecallUnavailable
+from memmy_kb.errors import RecallUnavailable, TooManyRequests
 from memmy_kb.records import GrantRecord
 from tests.support.clock import FakeClock
 
@@ -81,4 +81,20 @@ def test_a_longer_wait_is_not_waited_for_the_recall_is_refused_at_once_with_retr
 
     assert clock.sleeps == []
     assert raised.value.status == 503
+    assert raised.value.retry_after >= 1
+
+
+def test_a_user_refused_for_their_own_use_is_told_429_recall_rate_limited_not_503():
+    # Given the heavy user's script has taken every token of a small backend's bucket and it stays spent
+    clock = FakeClock()
+    items = MemoryFleetItems()
+    governor = RateGovernor(clock.now, fleet=FleetBudget(items, clock.now))
+    while governor.grants({"tiny": 1}, {"tiny": 2.0}, "heavy")["tiny"].count:
+        pass
+
+    # When he recalls again, the budget refuses him for his own use: 429, the per-user limit's code
+    with pytest.raises(TooManyRequests) as raised:
+        sendable(Pool(tiny=2.0), governor, [search("heavy", "tiny")], "heavy", clock.sleep)  # type: ignore[arg-type]
+
+    assert (raised.value.status, raised.value.code) == (429, "recall_rate_limited")
     assert raised.value.retry_after >= 1

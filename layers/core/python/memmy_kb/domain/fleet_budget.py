@@ -165,10 +165,13 @@ def user_key(user: str) -> str:
 
 @dataclass(frozen=True)
 class Grant:
-    """Searches allowed now (``count``), and when none were (or fewer than asked), the seconds until one is due."""
+    """Searches allowed now (``count``), and when none were (or fewer than asked), the seconds until one is due
+    and whether the user's own use is why (``past_share``: past their fair share, or most of what the
+    bucket gave lately was theirs), which recall answers 429 rather than 503."""
 
     count: int
     retry_after: float = 0.0
+    past_share: bool = False
 
 
 def decide(bucket: Bucket, now: float, max_qps: float, user: str, need: int, block: int) -> tuple[Bucket, Grant]:
@@ -185,7 +188,9 @@ def decide(bucket: Bucket, now: float, max_qps: float, user: str, need: int, blo
     plenty = full.tokens >= capacity(max_qps, full.share) / 2
     got = min(max(need, block) if plenty else need, math.floor(full.tokens - keep))
     if got < 1:
-        return full, Grant(0, max((keep + 1 - full.tokens) / rate, 0.0))
+        given = sum(full.users.values()) + sum(full.before.values())
+        own = bool(keep) or 2 * taken > given > 0
+        return full, Grant(0, max((keep + 1 - full.tokens) / rate, 0.0), past_share=own)
     users = {**full.users, user: full.users.get(user, 0) + got}
     return replace(full, version=full.version + 1, tokens=full.tokens - got, users=users), Grant(got)
 
@@ -195,6 +200,7 @@ class _Local:
     held: int = 0
     until: float = 0.0
     empty_until: dict[str, float] = field(default_factory=dict)  # per user: the bucket had none for them
+    past_share: set[str] = field(default_factory=set)  # the users whose last refusal was their own use's
     streak: dict[str, int] = field(default_factory=dict)  # per user: refusals less grants, in this environment
     seen: Bucket | None = None
     wanted: list[float] = field(default_factory=list)  # when this environment's recent searches were wanted
@@ -225,10 +231,10 @@ class FleetBudget:
             key = user_key(user)
             local.empty_until = {u: t for u, t in local.empty_until.items() if t > now}
             if key in local.empty_until:
-                return Grant(spent, local.empty_until[key] - now)
+                return Grant(spent, local.empty_until[key] - now, key in local.past_share)
             block = min(BLOCK, len(local.wanted))
             grant = self._from_shared(backend, local, now, need - spent, key, max_qps, block)
-            return Grant(spent + grant.count, grant.retry_after)
+            return Grant(spent + grant.count, grant.retry_after, grant.past_share)
 
     def _from_shared(
         self, backend: str, local: _Local, now: float, need: int, user: str, max_qps: float, block: int
@@ -249,7 +255,8 @@ class FleetBudget:
                 if streak == 1 and grant.retry_after <= SHORT_WAIT:
                     wait = grant.retry_after
                 local.seen, local.empty_until[user] = stored, now + wait
-                return Grant(0, wait)
+                (local.past_share.add if grant.past_share else local.past_share.discard)(user)
+                return Grant(0, wait, grant.past_share)
             current = self._items.swap(backend, stored.version if stored else None, after.item())
             # (a failed swap returns the stored item: the next attempt decides on it, no read)
             if current is None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from memmy_kb.domain.access import ScopeEntry
 from memmy_kb.domain.engine import MemosApiKeyError, MemosRateLimited, MemosUnavailable, SearchHit, backend_of
 from memmy_kb.domain.fleet_budget import SHORT_WAIT
-from memmy_kb.errors import RecallUnavailable
+from memmy_kb.errors import RecallUnavailable, TooManyRequests
 
 if TYPE_CHECKING:
     from memmy_kb.domain.ports import KnowledgeEngines
@@ -72,6 +72,7 @@ class Governed:
     searches: list[Search]
     skipped: list[Search]
     retry_after: float = 0.0
+    past_share: bool = False  # every backend skipped refused the user for their own use (``Grant.past_share``)
 
     def retry_after_seconds(self) -> int:
         return max(1, math.ceil(self.retry_after))
@@ -102,13 +103,14 @@ def governed_plan(memos: KnowledgeEngines, governor: RateGovernor, searches: lis
         [s for s in capped if s.backend not in none],
         [s for s in capped if s.backend in none],
         min(waits, default=0.0),
+        bool(none) and all(grants[backend].past_share for backend in none),
     )
 
 
 def regranted(memos: KnowledgeEngines, governor: RateGovernor, sent: Governed, user: str) -> Governed:
     """``sent`` with its skipped searches asked for again (after ``short_wait``)."""
     again = governed_plan(memos, governor, sent.skipped, user)
-    return Governed([*sent.searches, *again.searches], again.skipped, again.retry_after)
+    return Governed([*sent.searches, *again.searches], again.skipped, again.retry_after, again.past_share)
 
 
 def sendable(
@@ -118,14 +120,23 @@ def sendable(
     user: str,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Governed:
-    """``governed_plan``, once more for the skipped backends after a ``short_wait``; raises
-    ``RecallUnavailable`` with ``Retry-After`` when no backend was granted a search (the fleet's MemOS
-    budget spent for the whole scope: nothing sent, nothing refused)."""
+    """``governed_plan``, once more for the skipped backends after a ``short_wait``. When no backend was
+    granted a search (the fleet's MemOS budget spent for the whole scope: nothing sent, nothing refused),
+    raises 429 ``recall_rate_limited`` when the user's own use is why (``past_share``), otherwise
+    ``RecallUnavailable`` (503); both with ``Retry-After``."""
     sent = governed_plan(memos, governor, searches, user)
     wait = sent.short_wait()
     if wait is not None:
         sleep(wait)
         sent = regranted(memos, governor, sent, user)
+    if not sent.searches and sent.past_share:
+        seconds = sent.retry_after_seconds()
+        raise TooManyRequests(
+            "This account's recalls are taking more than their share of the search service just now."
+            f" Try again in {seconds} s.",
+            retry_after=seconds,
+            code="recall_rate_limited",
+        )
     if not sent.searches:
         raise RecallUnavailable(
             "Recall is busy right now; try again shortly.", retry_after=sent.retry_after_seconds()
