@@ -48,6 +48,7 @@ test("the commands the service named fill their places", () => {
 test("one takes the singular where the language has one; Chinese has none", () => {
   assert.equal(tn("kbStats", 1, { files: 1, size: "1 KB" }), "1 file · 1 KB");
   assert.equal(tn("kbStats", 2, { files: 2, size: "1 KB" }), "2 files · 1 KB");
+  assert.equal(tn("kbStats", 0, { files: 0, size: "0 B" }), "0 files · 0 B");
   assert.equal(tn("scope", 3), "Searched 3 knowledge bases");
   setLanguage("zh");
   assert.equal(tn("kbStats", 1, { files: 1, size: "1 KB" }), "1 个文件 · 1 KB");
