@@ -35,7 +35,9 @@ def not_modules(html: str) -> list[str]:
     scripts = _Scripts()
     scripts.feed(html)
     return [
-        str(tag) for tag in scripts.tags if tag.get("type") != "module" or not tag.get("src") or "inline" in tag
+        str(tag)
+        for tag in scripts.tags
+        if tag.get("type") != "module" or not tag.get("src") or "inline" in tag
     ]
 
 

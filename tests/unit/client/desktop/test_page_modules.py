@@ -56,8 +56,12 @@ def test_imports_are_found_in_each_form_and_not_in_comments():
 
 
 def test_the_walk_follows_imports_from_the_html():
-    files = {"index.html": '<script type="module" src="/main.js"></script>', "main.js": 'import "./x.js";',
-             "x.js": 'import "./main.js";\nimport "./y.js";', "y.js": ""}
+    files = {
+        "index.html": '<script type="module" src="/main.js"></script>',
+        "main.js": 'import "./x.js";',
+        "x.js": 'import "./main.js";\nimport "./y.js";',
+        "y.js": "",
+    }
     assert loaded_by_the_page(files.__getitem__) == {"main.js", "x.js", "y.js"}
 
 
@@ -71,3 +75,29 @@ def test_each_module_is_served_as_javascript_at_its_name():
         assert page.ASSETS[f"/{name}"] == (name, "text/javascript; charset=utf-8")
     scripts = {path for path, (_, kind) in page.ASSETS.items() if kind.startswith("text/javascript")}
     assert scripts == {f"/{name}" for name in page.PAGE_MODULES}
+
+
+def loops(imports: dict[str, list[str]]) -> list[list[str]]:
+    """Each import loop among the modules, as the path that closes it."""
+    found: list[list[str]] = []
+
+    def walk(name: str, path: list[str]) -> None:
+        for target in imports.get(name, []):
+            if target in path:
+                found.append([*path[path.index(target) :], target])
+            elif target not in done:
+                walk(target, [*path, target])
+        done.add(name)
+
+    done: set[str] = set()
+    for name in sorted(imports):
+        if name not in done:
+            walk(name, [name])
+    return found
+
+
+def test_the_modules_import_one_another_without_a_loop():
+    # A panel that must tell one it is imported by announces it (events.js) instead of importing it back.
+    imports = {name: imports_of((STATIC / name).read_text(encoding="utf-8")) for name in page.PAGE_MODULES}
+    assert loops(imports) == []
+    assert loops({"a.js": ["b.js"], "b.js": ["c.js"], "c.js": ["a.js"]}) == [["a.js", "b.js", "c.js", "a.js"]]
