@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest -n 2 --dist worksteal
 MEMMY_KB_CHROMIUM ?= /usr/bin/chromium
 export MEMMY_KB_CHROMIUM
 
-.PHONY: install install-cli browser cjk-fonts layer-python run lint test unit integration e2e e2e-stage e2e-stage-settings agents agents-install fuzz bench load soak fair openapi screenshots clean
+.PHONY: install install-cli browser cjk-fonts layer-python run lint page-install page-unit test unit integration e2e e2e-stage e2e-stage-settings agents agents-install fuzz bench load soak fair openapi screenshots clean
 
 install: $(STAMP)
 
@@ -76,19 +76,37 @@ layer-python:
 run: install
 	$(VENV)/bin/memmy-local up $(ARGS)
 
-# Static checks. `make test` runs them first, so a check added here runs there too.
-lint: install
+# The knowledge-base page's tools: TypeScript (its checker, tsc) and Node's types, pinned in package.json and
+# package-lock.json (npm ci into node_modules, once). The page itself has no build step.
+PAGE_STAMP := node_modules/.installed-stamp
+
+page-install: $(PAGE_STAMP)
+
+$(PAGE_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null || { echo "make lint checks the page with node 20 and npm: install them and try again." >&2; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(PAGE_STAMP)
+
+# Static checks. `make test` runs them first, so a check added here runs there too. tsc checks the page's
+# modules (tsconfig.json) and their unit tests (tests/unit/page/tsconfig.json) from their JSDoc types.
+lint: install page-install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	node_modules/.bin/tsc -p tsconfig.json
+	node_modules/.bin/tsc -p tests/unit/page/tsconfig.json
+
+# The page's pure modules (its words, formatting, what it holds) under Node's own test runner.
+page-unit:
+	node --test tests/unit/page/
 
 # Everything: the checks above, then every tier of tests, then the real agents.
-test: layer-python install lint browser
+test: layer-python install lint browser page-unit
 	$(PYTEST) $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory agents
 
-# One tier at a time (no lint): unit (no AWS, no network), integration (the handlers on moto and the
-# MemOS emulator), e2e (over HTTP against the local stack).
-unit: layer-python install
+# One tier at a time (no lint): unit (no AWS, no network; the page's modules under node too), integration
+# (the handlers on moto and the MemOS emulator), e2e (over HTTP against the local stack).
+unit: layer-python install page-unit
 	$(PYTEST) tests/unit $(PYTEST_ARGS)
 
 integration: install
@@ -161,4 +179,4 @@ screenshots: install browser cjk-fonts
 	$(PY) -m tests.e2e.page_screenshots docs/screenshots
 
 clean:
-	rm -rf $(VENV) .pytest_cache $(AGENTS_DIR)/node_modules
+	rm -rf $(VENV) .pytest_cache $(AGENTS_DIR)/node_modules node_modules

@@ -99,7 +99,7 @@ def test_the_page_and_its_assets_are_served_with_a_strict_policy(service):
         assert "script-src 'self'" in headers["content-security-policy"]
         assert headers["x-frame-options"] == "DENY"
     html = call(service, "GET", "/")[2].decode()
-    assert '<script src="/app.js"' in html
+    assert '<script type="module" src="/app.js">' in html
     # The icon the page links, and the one browsers ask for anyway: no 404 on any load
     assert '<link rel="icon" href="/favicon.svg"' in html
     for path in ("/favicon.svg", "/favicon.ico"):

@@ -131,7 +131,7 @@ def _link_line(link: dict[str, Any], names: dict[str, str] | None) -> str:
     return f"{folder} -> {kb}: {words}"
 
 
-# The page's words for each state (static/sync.js, in English).
+# The page's words for each state (static/text-sync.js, in English).
 _STATES = {"waiting": "Changes pending", "syncing": "Syncing…", "idle": "Up to date"}
 
 

@@ -59,14 +59,32 @@ MAX_ID_CHARS: Final = 256
 _QUERY_KEYS: Final = frozenset({"folder_id"})
 _IDEMPOTENCY_KEY: Final = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
+# The page's ES modules: index.html loads app.js, which imports the others (tests/unit/client/desktop
+# checks that this is exactly the set the page imports). Each is served at /<name> as JavaScript.
+PAGE_MODULES: Final = (
+    "app.js",
+    "api.js",
+    "ask.js",
+    "dialog.js",
+    "dom.js",
+    "events.js",
+    "format.js",
+    "i18n.js",
+    "kb.js",
+    "links.js",
+    "lists.js",
+    "share.js",
+    "state.js",
+    "text.js",
+    "text-sync.js",
+    "uploads.js",
+    "versions.js",
+)
+
 # The page's assets, served at these paths with these types.
 ASSETS: Final = {
     "/": ("index.html", "text/html; charset=utf-8"),
-    "/text.js": ("text.js", "text/javascript; charset=utf-8"),
-    "/kb.js": ("kb.js", "text/javascript; charset=utf-8"),
-    "/ask.js": ("ask.js", "text/javascript; charset=utf-8"),
-    "/app.js": ("app.js", "text/javascript; charset=utf-8"),
-    "/sync.js": ("sync.js", "text/javascript; charset=utf-8"),
+    **{f"/{name}": (name, "text/javascript; charset=utf-8") for name in PAGE_MODULES},
     "/app.css": ("app.css", "text/css; charset=utf-8"),
     # The page links the SVG; browsers that ask for /favicon.ico anyway get the same picture.
     "/favicon.svg": ("favicon.svg", "image/svg+xml"),

@@ -4,7 +4,7 @@ module of tests/ (a test module, a fixture, a fake) past 600 (that no test modul
 test_layers.py).
 
 Covered by the module cap: the core layer, the handlers in functions/, the desktop client, the local stack
-and the benchmarks.
+and the benchmarks; the client's JavaScript (the knowledge-base page's modules) has the same cap.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ LONG_FUNCTIONS_ALLOWED: dict[str, int] = {}
 SKIPPED_PARTS = frozenset({".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".aws-sam"})
 
 
-def _modules(top: Path, root: Path = ROOT) -> list[Path]:
+def _modules(top: Path, root: Path = ROOT, pattern: str = "*.py") -> list[Path]:
     return [
         path
-        for path in sorted(top.rglob("*.py"))
+        for path in sorted(top.rglob(pattern))
         if not SKIPPED_PARTS.intersection(path.relative_to(root).parts)
         and not any(part.startswith(".") for part in path.relative_to(root).parts)
     ]
@@ -52,12 +52,28 @@ def test_no_module_outside_tests_is_over_400_lines():
     assert long == {}
 
 
-def _longer_than(top: Path, lines: int, root: Path = ROOT) -> dict[str, int]:
+def _longer_than(top: Path, lines: int, root: Path = ROOT, pattern: str = "*.py") -> dict[str, int]:
     return {
         path.relative_to(root).as_posix(): count
-        for path in _modules(top, root)
+        for path in _modules(top, root, pattern)
         if (count := _line_count(path)) > lines
     }
+
+
+def test_no_script_of_the_client_is_over_400_lines():
+    assert _modules(ROOT / "client", pattern="*.js"), "no JavaScript found under client/"
+    assert _longer_than(ROOT / "client", MAX_MODULE_LINES, pattern="*.js") == {}
+
+
+def test_the_cap_of_the_scripts_sees_a_long_one(tmp_path):
+    static = tmp_path / "client" / "static"
+    static.mkdir(parents=True)
+    (static / "long.js").write_text("x();\n" * (MAX_MODULE_LINES + 1))
+    (static / "at_the_cap.js").write_text("x();\n" * MAX_MODULE_LINES)
+    (tmp_path / "client" / "node_modules").mkdir()
+    (tmp_path / "client" / "node_modules" / "vendored.js").write_text("x();\n" * 1000)
+    found = _longer_than(tmp_path / "client", MAX_MODULE_LINES, tmp_path, "*.js")
+    assert found == {"client/static/long.js": MAX_MODULE_LINES + 1}
 
 
 def test_no_module_of_the_tests_is_over_600_lines():

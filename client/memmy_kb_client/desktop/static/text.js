@@ -1,8 +1,12 @@
-// The page's words, in Chinese and English: its sentences (TEXT) and each failure reason's (REASONS).
-// Loaded first; app.js, kb.js, ask.js and sync.js read them (sync.js adds its own to TEXT).
-"use strict";
+// @ts-check
+// The page's words, in Chinese and English: its sentences (TEXT) and each failure reason's (REASONS); the
+// synced folders' and a file's versions' sentences are in text-sync.js. Looked up through i18n.js.
 
-const TEXT = {
+/** @typedef {"zh" | "en"} Lang */
+/** @typedef {Record<string, string>} Words */
+
+/** @type {Record<Lang, Words>} */
+export const TEXT = {
   zh: {
     title: "Memmy", mine: "我的知识库", shared: "共享给我的", newKb: "新建知识库", name: "名称",
     create: "创建", cancel: "取消", save: "保存", recall: "参与召回", rename: "重命名", del: "删除",
@@ -116,7 +120,8 @@ const TEXT = {
 };
 
 // Why an upload or file failed, by the code the cloud sends beside its English sentence (reason_code).
-const REASONS = {
+/** @type {Record<Lang, Words>} */
+export const REASONS = {
   zh: {
     invalid_pdf: "文件不是有效的 PDF。", invalid_doc: "文件不是有效的 Word 97-2003 文档（.doc）。",
     invalid_docx: "文件不是有效的 Word 文档（.docx）。", invalid_json: "文件不是有效的 JSON。",
@@ -165,8 +170,3 @@ const REASONS = {
     name_raced: "Another upload of this name into this folder was being checked at the same time; upload it again.",
   },
 };
-
-// A failure's reason in the page's language; the cloud's own sentence only for a code the page lacks.
-function reasonText(entry) {
-  return (entry.reason_code && REASONS[LANG][entry.reason_code]) || entry.reason || "";
-}

@@ -1,4 +1,4 @@
-"""``desktop links`` in the page's words (static/sync.js): the KB by its name, a paused pass as not done
+"""``desktop links`` in the page's words (static/text-sync.js): the KB by its name, a paused pass as not done
 ("would delete N — waiting for your confirmation", with the first names), a missing folder's advice
 starting with reconnecting or unlinking, and a link whose KB is gone saying so and how to re-point it."""
 

@@ -39,7 +39,7 @@ def test_cloud_targets(method, path, query, target):
 
 
 def page_segment(ident: str) -> str:
-    """What app.js's ``seg`` makes of an id: every character but A-Z a-z 0-9 - _ ~ escaped, twice."""
+    """What api.js's ``seg`` makes of an id: every character but A-Z a-z 0-9 - _ ~ escaped, twice."""
 
     def escape_all(text: str) -> str:
         return quote(text, safe="").replace(".", "%2E")
@@ -188,6 +188,6 @@ def test_every_failure_reason_code_has_its_own_text_in_both_languages():
     codes |= {f"invalid_{ext}" for ext in ("pdf", "doc", "docx", "json", "xml")}
     assert {"invalid_pdf", "kb_gone", "engine_failed", "kb_storage_limit_reached"} <= codes
     script = page.asset("text.js").decode("utf-8")
-    block = script[script.index("const REASONS = {") : script.index("function reasonText")]
+    block = script[script.index("export const REASONS = {") :]
     for code in sorted(codes):
         assert block.count(f"{code}:") == 2, code  # once in Chinese, once in English
