@@ -127,7 +127,7 @@ def test_a_light_user_is_answered_while_a_heavy_one_saturates_the_backend():
 
 
 def test_a_user_past_their_fair_share_must_leave_the_reserve():
-    bucket = Bucket(1, tokens=fleet_budget.RESERVE * fleet_budget.capacity(QPS), at=100.0, window=int(100.0 // fleet_budget.WINDOW_SECONDS), users={"heavy": 200})
+    bucket = Bucket(1, tokens=fleet_budget.RESERVE * fleet_budget.capacity(QPS), at=100.0, window=int(100.0 // fleet_budget.WINDOW_SECONDS), users={"heavy": 200, "light": 1})
 
     _, heavy = decide(bucket, 100.0, QPS, "heavy", 1, 1)
     _, light = decide(bucket, 100.0, QPS, "light", 1, 1)

@@ -11,9 +11,9 @@ environment that goes quiet holds nothing, and no second sees more searches than
 Computed on the writer's clock: the item keeps the time it was filled at, each write moves it on.
 
 Fair under pressure: the item counts the tokens each user (a short hash of the id) took in the current
-window of ``WINDOW_SECONDS`` and the one before. A user who took less than an equal share of a window's
-fill (divided among the users who took any in the two) may empty the bucket; one past it must leave
-``RESERVE`` of the bucket (``reserve``), so a light user's recalls find tokens while a heavy user's
+window of ``WINDOW_SECONDS`` and the one before. A user who took an equal share of the bucket's fill
+over them (divided among the users who took any), or more than an equal share of what it gave in them,
+must leave ``RESERVE`` of the bucket (``reserve``); the others may empty it, so a light user's recalls find tokens while a heavy user's
 script keeps it low. A refusal tells when the user's next token is due; recall waits for it, once, when
 that is within ``SHORT_WAIT``.
 
@@ -179,17 +179,19 @@ def decide(bucket: Bucket, now: float, max_qps: float, user: str, need: int, blo
     full = bucket.filled(now, max_qps)
     rate = FLEET_FILL * max_qps * full.share
     taken = full.users.get(user, 0) + full.before.get(user, 0)
+    given = sum(full.users.values()) + sum(full.before.values())
     active = len(set(full.users) | set(full.before) | {user})
-    # The counts span the window before and the current one so far: an equal share of that span's fill.
+    # Past an equal share of the fill over the two windows so far, or of what the bucket gave in them
+    # while others took some too (a script that has just started next to a light user).
     fair = rate * (WINDOW_SECONDS + now % WINDOW_SECONDS) / active
-    keep = 0.0 if taken < fair else reserve(max_qps, full.share)
+    past = taken >= fair or (active > 1 and taken * active > given)
+    keep = reserve(max_qps, full.share) if past else 0.0
     # A block only while the bucket is at least half full: under pressure each take is what it needs, so
     # no token lapses unspent in an environment and each user is charged for their own searches.
     plenty = full.tokens >= capacity(max_qps, full.share) / 2
     got = min(max(need, block) if plenty else need, math.floor(full.tokens - keep))
     if got < 1:
-        given = sum(full.users.values()) + sum(full.before.values())
-        own = bool(keep) or 2 * taken > given > 0
+        own = past or 2 * taken > given > 0  # (alone, a user who took any is why)
         return full, Grant(0, max((keep + 1 - full.tokens) / rate, 0.0), past_share=own)
     users = {**full.users, user: full.users.get(user, 0) + got}
     return replace(full, version=full.version + 1, tokens=full.tokens - got, users=users), Grant(got)
