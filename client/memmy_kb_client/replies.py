@@ -6,7 +6,7 @@ client carries no validation library); a reply is trusted to be the shape its ro
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict, TypeGuard
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
@@ -186,6 +186,11 @@ ReplacementAnswer = ReplacementTicket | ReplacementUnchanged
 def unchanged(answer: ReplacementAnswer) -> TypeIs[ReplacementUnchanged]:
     """Did the service answer ``unchanged`` (else ``answer`` is a ticket)?"""
     return answer.get("status") == "unchanged"
+
+
+def issued(answer: ReplacementAnswer) -> TypeGuard[ReplacementTicket]:
+    """Does ``answer`` say ``issued`` in so many words (a ticket to send the bytes with)?"""
+    return answer.get("status") == "issued"
 
 
 class RecallKb(TypedDict):

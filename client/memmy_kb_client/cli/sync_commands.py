@@ -164,7 +164,7 @@ def sync_folder(args: argparse.Namespace) -> int:
     if waiting_failed is not None:
         print(printable(waiting_failed), file=sys.stderr)
     failed_ready = any(
-        e.status == "failed" or (e.replacement or {}).get("status") == "failed" for e in ready.values()
+        e.status == "failed" or e.replacement_field("status") == "failed" for e in ready.values()
     )
     if result.stopped or waiting_failed is not None or result.plan.failed or result.waiting_for_room:
         return 1
@@ -208,7 +208,7 @@ def _result_lines(args: argparse.Namespace, result: Any, ready: dict[str, Any]) 
         if args.wait:
             entry = ready.get(upload_id)
             status = "still processing" if entry is None else entry.status
-            if entry is not None and (entry.replacement or {}).get("status") == "failed":
+            if entry is not None and entry.replacement_field("status") == "failed":
                 status = "failed"
             lines.append(f"{status:<10} {one_line(path)}")
     counts = {
