@@ -1,4 +1,5 @@
-"""A small SDK for the Memmy knowledge-base API (the contract in docs/openapi.json)."""
+"""A small SDK for the Memmy knowledge-base API (the contract in docs/openapi.json): one method per route,
+each returning its reply as the ``replies`` type of the route's response schema."""
 
 from __future__ import annotations
 
