@@ -1,4 +1,5 @@
-"""A small SDK for the Memmy knowledge-base API (the contract in docs/openapi.json)."""
+"""A small SDK for the Memmy knowledge-base API (the contract in docs/openapi.json): one method per route,
+each returning its reply as the ``replies`` type of the route's response schema."""
 
 from __future__ import annotations
 
@@ -19,12 +20,27 @@ from memmy_kb_client.api_error import (
     MemmyApiError as MemmyApiError,  # the SDK's error, where callers import it
 )
 from memmy_kb_client.http_client import OK, HttpClient, classify
+from memmy_kb_client.replies import (
+    CleanupAccepted,
+    File,
+    FileListing,
+    Folder,
+    KnowledgeBase,
+    KnowledgeBaseList,
+    Me,
+    Member,
+    MemberList,
+    RecallResponse,
+    ReplacementAnswer,
+    UploadTicket,
+    issued,
+)
 from memmy_kb_client.storage_post import file_sha256, post_upload
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:8080"
 
 
-# A JSON object as the API answers it.
+# A JSON object as the API answers it, before the route's reply type is put on it.
 JsonObject = dict[str, Any]
 
 
@@ -146,65 +162,61 @@ class MemmyClient:
             )
         raise MemmyApiError(reply.status, result.outcome, "the service's answer is not JSON")
 
-    def me(self) -> dict[str, Any]:
-        return self._request("PUT", "/me")
+    def me(self) -> Me:
+        return cast(Me, self._request("PUT", "/me"))
 
-    def create_knowledge_base(self, name: str, *, idempotency_key: str | None = None) -> dict[str, Any]:
+    def create_knowledge_base(self, name: str, *, idempotency_key: str | None = None) -> KnowledgeBase:
         key = idempotency_key or str(uuid.uuid4())
-        return self._request(
+        answer = self._request(
             "POST", "/knowledge-bases", json={"name": name}, headers={"Idempotency-Key": key}
         )
+        return cast(KnowledgeBase, answer)
 
-    def list_knowledge_bases(self) -> list[dict[str, Any]]:
-        return cast(list[JsonObject], self._request("GET", "/knowledge-bases")["items"])
+    def list_knowledge_bases(self) -> list[KnowledgeBase]:
+        return cast(KnowledgeBaseList, self._request("GET", "/knowledge-bases"))["items"]
 
-    def get_knowledge_base(self, kb_id: str) -> dict[str, Any]:
-        return self._request("GET", f"/knowledge-bases/{_segment(kb_id)}")
+    def get_knowledge_base(self, kb_id: str) -> KnowledgeBase:
+        return cast(KnowledgeBase, self._request("GET", f"/knowledge-bases/{_segment(kb_id)}"))
 
-    def rename_knowledge_base(self, kb_id: str, name: str) -> dict[str, Any]:
-        return self._request("PATCH", f"/knowledge-bases/{_segment(kb_id)}", json={"name": name})
+    def rename_knowledge_base(self, kb_id: str, name: str) -> KnowledgeBase:
+        path = f"/knowledge-bases/{_segment(kb_id)}"
+        return cast(KnowledgeBase, self._request("PATCH", path, json={"name": name}))
 
-    def set_recall(self, kb_id: str, enabled: bool) -> dict[str, Any]:
-        return self._request("PUT", f"/knowledge-bases/{_segment(kb_id)}/recall", json={"enabled": enabled})
+    def set_recall(self, kb_id: str, enabled: bool) -> KnowledgeBase:
+        path = f"/knowledge-bases/{_segment(kb_id)}/recall"
+        return cast(KnowledgeBase, self._request("PUT", path, json={"enabled": enabled}))
 
-    def list_members(self, kb_id: str) -> list[dict[str, Any]]:
-        return cast(
-            list[JsonObject], self._request("GET", f"/knowledge-bases/{_segment(kb_id)}/members")["items"]
-        )
+    def list_members(self, kb_id: str) -> list[Member]:
+        return cast(MemberList, self._request("GET", f"/knowledge-bases/{_segment(kb_id)}/members"))["items"]
 
-    def share(self, kb_id: str, identifier: str) -> dict[str, Any]:
-        return self._request(
-            "POST", f"/knowledge-bases/{_segment(kb_id)}/members", json={"identifier": identifier}
-        )
+    def share(self, kb_id: str, identifier: str) -> Member:
+        path = f"/knowledge-bases/{_segment(kb_id)}/members"
+        return cast(Member, self._request("POST", path, json={"identifier": identifier}))
 
-    def recall(self, query: str, limit: int | None = None) -> dict[str, Any]:
+    def recall(self, query: str, limit: int | None = None) -> RecallResponse:
         """Excerpts of your recall scope for ``query``: ``{items, context, scope_size, discarded}``."""
         body: dict[str, Any] = {"query": query}
         if limit is not None:
             body["limit"] = limit
-        return self._request("POST", "/recall", json=body)
+        return cast(RecallResponse, self._request("POST", "/recall", json=body))
 
-    def list_files(self, kb_id: str, folder_id: str | None = None) -> dict[str, Any]:
+    def list_files(self, kb_id: str, folder_id: str | None = None) -> FileListing:
         params = {"folder_id": folder_id} if folder_id else None
-        return self._request("GET", f"/knowledge-bases/{_segment(kb_id)}/files", params=params)
+        path = f"/knowledge-bases/{_segment(kb_id)}/files"
+        return cast(FileListing, self._request("GET", path, params=params))
 
-    def create_folder(self, kb_id: str, name: str, parent_id: str | None = None) -> dict[str, Any]:
-        return self._request(
-            "POST", f"/knowledge-bases/{_segment(kb_id)}/folders", json={"name": name, "parent_id": parent_id}
-        )
+    def create_folder(self, kb_id: str, name: str, parent_id: str | None = None) -> Folder:
+        path = f"/knowledge-bases/{_segment(kb_id)}/folders"
+        return cast(Folder, self._request("POST", path, json={"name": name, "parent_id": parent_id}))
 
-    def update_folder(self, kb_id: str, folder_id: str, **changes: Any) -> dict[str, Any]:
+    def update_folder(self, kb_id: str, folder_id: str, **changes: Any) -> Folder:
         """``name=...`` and/or ``parent_id=...`` (None moves the folder to the root)."""
-        return self._request(
-            "PATCH", f"/knowledge-bases/{_segment(kb_id)}/folders/{_segment(folder_id)}", json=changes
-        )
+        path = f"/knowledge-bases/{_segment(kb_id)}/folders/{_segment(folder_id)}"
+        return cast(Folder, self._request("PATCH", path, json=changes))
 
-    def move_file(self, kb_id: str, file_id: str, folder_id: str | None) -> dict[str, Any]:
-        return self._request(
-            "PATCH",
-            f"/knowledge-bases/{_segment(kb_id)}/files/{_segment(file_id)}",
-            json={"folder_id": folder_id},
-        )
+    def move_file(self, kb_id: str, file_id: str, folder_id: str | None) -> File:
+        path = f"/knowledge-bases/{_segment(kb_id)}/files/{_segment(file_id)}"
+        return cast(File, self._request("PATCH", path, json={"folder_id": folder_id}))
 
     def request_upload(
         self,
@@ -216,7 +228,7 @@ class MemmyClient:
         idempotency_key: str | None = None,
         sha256: str | None = None,
         origin: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> UploadTicket:
         """A presigned POST for one file. ``sha256``: the bytes' hash (others are rejected, and the file
         records it); ``origin`` ``sync``: the upload is a folder sync's (docs/sync.md)."""
         body: dict[str, Any] = {"filename": filename, "size_bytes": size_bytes}
@@ -227,9 +239,8 @@ class MemmyClient:
         if origin is not None:
             body["origin"] = origin
         headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
-        return self._request(
-            "POST", f"/knowledge-bases/{_segment(kb_id)}/uploads", json=body, headers=headers
-        )
+        path = f"/knowledge-bases/{_segment(kb_id)}/uploads"
+        return cast(UploadTicket, self._request("POST", path, json=body, headers=headers))
 
     def upload_file(
         self,
@@ -239,7 +250,7 @@ class MemmyClient:
         folder_id: str | None = None,
         progress: Callable[[int, int], None] | None = None,
         name: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> UploadTicket:
         """Upload one file: a presigned POST from the service, then the bytes straight to storage.
 
         The bytes never pass through the API; ``progress(sent, total)`` is called as they go. ``name``:
@@ -250,9 +261,10 @@ class MemmyClient:
         post_upload(ticket, path, progress, size)
         return ticket
 
-    def get_file(self, kb_id: str, file_id: str) -> dict[str, Any]:
+    def get_file(self, kb_id: str, file_id: str) -> File:
         """One file: its version, ``sha256``, live status and any ``replacement`` in flight or failed."""
-        return self._request("GET", f"/knowledge-bases/{_segment(kb_id)}/files/{_segment(file_id)}")
+        path = f"/knowledge-bases/{_segment(kb_id)}/files/{_segment(file_id)}"
+        return cast(File, self._request("GET", path))
 
     def request_replacement(
         self,
@@ -263,7 +275,7 @@ class MemmyClient:
         sha256: str | None = None,
         if_version: int | None = None,
         idempotency_key: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ReplacementAnswer:
         """Ask to replace a file's content: a ticket (``status`` ``issued``) or ``status`` ``unchanged``."""
         body: dict[str, Any] = {"size_bytes": size_bytes}
         if sha256 is not None:
@@ -272,7 +284,7 @@ class MemmyClient:
             body["if_version"] = if_version
         headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
         path = f"/knowledge-bases/{_segment(kb_id)}/files/{_segment(file_id)}/replacements"
-        return self._request("POST", path, json=body, headers=headers)
+        return cast(ReplacementAnswer, self._request("POST", path, json=body, headers=headers))
 
     def replace_file(
         self,
@@ -282,7 +294,7 @@ class MemmyClient:
         *,
         if_version: int | None = None,
         progress: Callable[[int, int], None] | None = None,
-    ) -> dict[str, Any]:
+    ) -> ReplacementAnswer:
         """Replace a file's content with ``path``'s bytes, in place (same id, name, folder and sharing).
 
         The bytes' SHA-256 is computed here first: when it is the current version's the service answers
@@ -298,7 +310,7 @@ class MemmyClient:
         size = path.stat().st_size
         digest = file_sha256(path)
         answer = self.request_replacement(kb_id, file_id, size, sha256=digest, if_version=if_version)
-        if answer.get("status") == "issued":
+        if issued(answer):
             try:
                 post_upload(answer, path, progress, size)
             except (MemmyApiError, httpx.HTTPError, OSError):
@@ -321,14 +333,19 @@ class MemmyClient:
 
         Returns the cleanup id (the service answers 202 ``{"cleanup_id"}``).
         """
-        return str(self._request("DELETE", f"/knowledge-bases/{_segment(kb_id)}")["cleanup_id"])
+        return _cleanup_id(self._request("DELETE", f"/knowledge-bases/{_segment(kb_id)}"))
 
     def delete_file(self, kb_id: str, file_id: str) -> str:
         """Delete one file (owner only); returns the cleanup id."""
         path = f"/knowledge-bases/{_segment(kb_id)}/files/{_segment(file_id)}"
-        return str(self._request("DELETE", path)["cleanup_id"])
+        return _cleanup_id(self._request("DELETE", path))
 
     def delete_folder(self, kb_id: str, folder_id: str) -> str:
         """Delete a folder with all its subfolders and files (owner only); returns the cleanup id."""
         path = f"/knowledge-bases/{_segment(kb_id)}/folders/{_segment(folder_id)}"
-        return str(self._request("DELETE", path)["cleanup_id"])
+        return _cleanup_id(self._request("DELETE", path))
+
+
+def _cleanup_id(answer: JsonObject) -> str:
+    """A delete's 202 answer (``CleanupAccepted``): the id of the cleanup it started."""
+    return str(cast(CleanupAccepted, answer)["cleanup_id"])

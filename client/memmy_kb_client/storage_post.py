@@ -12,6 +12,7 @@ from typing import IO, Any, Protocol, cast
 import httpx
 
 from memmy_kb_client.api_error import MemmyApiError
+from memmy_kb_client.replies import UploadTicket
 
 
 class _ProgressReader:
@@ -49,7 +50,7 @@ class OpenFile(Protocol):
 
 
 def post_upload_from(
-    ticket: dict[str, Any],
+    ticket: UploadTicket,
     handle: OpenFile,
     *,
     filename: str = "file",
@@ -70,8 +71,9 @@ def post_upload_from(
 
 
 def post_upload(
-    ticket: dict[str, Any], path: Path, progress: Callable[[int, int], None] | None = None, size: int | None = None
+    ticket: UploadTicket, path: Path, progress: Callable[[int, int], None] | None = None, size: int | None = None
 ) -> None:
-    """Send ``path``'s bytes with an upload's or a replace's ticket (its presigned POST)."""
+    """Send ``path``'s bytes with an upload's or a replace's ticket (its presigned POST; a
+    ``ReplacementTicket`` is an ``UploadTicket`` with more fields)."""
     with path.open("rb") as handle:
         post_upload_from(ticket, handle, filename=path.name, progress=progress, size=size)

@@ -3,8 +3,9 @@ for the sync's unit tests: folders, files with versions and hashes, uploads in f
 ``Idempotency-Key`` answered with the first ticket, replaces with ``if_version`` / ``unchanged`` /
 ``replace_in_progress``, and the ingest run by hand (``ingest()``). Every call is counted by name.
 
-It keeps the API's answers' shape (docs/openapi.json), not its rules: the real rules are exercised by
-tests/integration/test_sync_api.py against the handlers.
+It keeps the API's answers' shape (docs/openapi.json: each answer is the ``replies`` type the SDK returns,
+and mypy checks the fake is a ``CloudClient``, the SDK's calls as the SDK declares them), not its rules:
+the real rules are exercised by tests/integration/test_sync_api.py against the handlers.
 """
 
 from __future__ import annotations
@@ -13,15 +14,33 @@ import hashlib
 import itertools
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Literal
 
+from memmy_kb_client.replies import (
+    File,
+    FileListing,
+    Folder,
+    KnowledgeBase,
+    Owner,
+    ReplacementAnswer,
+    ReplacementTicket,
+    Role,
+    UploadTicket,
+)
 from memmy_kb_client.sdk import MemmyApiError
 from memmy_kb_client.storage_post import OpenFile
+
+if TYPE_CHECKING:
+    from memmy_kb_client.sync.links import CloudClient
 
 _ids = itertools.count(1)
 # The listing's reasons for a file the knowledge engine failed (``memmy_kb.domain.files``).
 VERSION_FAILED = "The knowledge engine could not process this version; the previous version still answers."
 MEMOS_FAILED = "The knowledge engine could not process this file."
+
+
+# When every fake record was made and every ticket expires: the sync reads neither.
+_AT = "2026-01-01T00:00:00Z"
 
 
 def _new(prefix: str) -> str:
@@ -58,11 +77,12 @@ class FakeFile:
 @dataclass
 class FakeKb:
     kb_id: str = "kb_1"
-    role: str = "owner"
+    role: Role = "owner"
     folders: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # id -> (name, parent)
     files: dict[str, FakeFile] = field(default_factory=dict)
     uploads: dict[str, FakeUpload] = field(default_factory=dict)
-    keys: dict[str, dict[str, Any]] = field(default_factory=dict)
+    keys: dict[str, UploadTicket] = field(default_factory=dict)  # an upload's Idempotency-Key: its ticket
+    replace_keys: dict[str, ReplacementTicket] = field(default_factory=dict)  # a replace's
     calls: Counter[str] = field(default_factory=Counter)
     # Names whose upload is refused as this error (status, code, message).
     refuse: dict[str, tuple[int, str, str]] = field(default_factory=dict)
@@ -71,24 +91,18 @@ class FakeKb:
 
     # ---------------------------------------------------------------------------------- the SDK's calls
 
-    def list_knowledge_bases(self) -> list[dict[str, Any]]:
+    def list_knowledge_bases(self) -> list[KnowledgeBase]:
         self.calls["list_knowledge_bases"] += 1
-        return [{"id": self.kb_id, "name": "KB", "role": self.role}]
+        return [self._kb(self.kb_id)]
 
-    def get_knowledge_base(self, kb_id: str) -> dict[str, Any]:
+    def get_knowledge_base(self, kb_id: str) -> KnowledgeBase:
         self.calls["get_knowledge_base"] += 1
         sizes = [self.uploads[f.upload_id].size for f in self.files.values() if f.upload_id in self.uploads]
-        return {
-            "id": kb_id,
-            "name": "KB",
-            "role": self.role,
-            "file_count": len(self.files),
-            "bytes_used": sum(sizes),
-        }
+        return {**self._kb(kb_id), "file_count": len(self.files), "bytes_used": sum(sizes)}
 
-    def list_files(self, kb_id: str, folder_id: str | None = None) -> dict[str, Any]:
+    def list_files(self, kb_id: str, folder_id: str | None = None) -> FileListing:
         self.calls["list_files"] += 1
-        folders = [
+        folders: list[Folder] = [
             {"id": f, "name": n, "parent_id": p} for f, (n, p) in self.folders.items() if p == folder_id
         ]
         rejected = self._rejected_replaces()
@@ -100,13 +114,13 @@ class FakeKb:
         ]
         return {"folders": folders, "files": entries}
 
-    def get_file(self, kb_id: str, file_id: str) -> dict[str, Any]:
+    def get_file(self, kb_id: str, file_id: str) -> File:
         self.calls["get_file"] += 1
         if file_id not in self.files:
             raise MemmyApiError(404, "file_not_found", "No such file.")
         return self._file_entry(self.files[file_id], self._rejected_replaces())
 
-    def create_folder(self, kb_id: str, name: str, parent_id: str | None = None) -> dict[str, Any]:
+    def create_folder(self, kb_id: str, name: str, parent_id: str | None = None) -> Folder:
         self.calls["create_folder"] += 1
         folder_id = _new("fo")
         self.folders[folder_id] = (name, parent_id)
@@ -122,7 +136,7 @@ class FakeKb:
         idempotency_key: str | None = None,
         sha256: str | None = None,
         origin: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> UploadTicket:
         self.calls["request_upload"] += 1
         if idempotency_key in self.keys:
             return self.keys[idempotency_key]
@@ -130,7 +144,10 @@ class FakeKb:
             raise MemmyApiError(*self.refuse[filename])
         upload = FakeUpload(_new("up"), filename, size_bytes, folder_id, sha256, origin)
         self.uploads[upload.upload_id] = upload
-        return self._ticket(upload, idempotency_key)
+        ticket = self._ticket(upload)
+        if idempotency_key is not None:
+            self.keys[idempotency_key] = ticket
+        return ticket
 
     def request_replacement(
         self,
@@ -141,10 +158,10 @@ class FakeKb:
         sha256: str | None = None,
         if_version: int | None = None,
         idempotency_key: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ReplacementAnswer:
         self.calls["request_replacement"] += 1
-        if idempotency_key in self.keys:
-            return self.keys[idempotency_key]
+        if idempotency_key in self.replace_keys:
+            return self.replace_keys[idempotency_key]
         file = self.files.get(file_id)
         if file is None:
             raise MemmyApiError(404, "file_not_found", "No such file.")
@@ -159,7 +176,15 @@ class FakeKb:
         )
         self.uploads[upload.upload_id] = upload
         file.replacing = upload.upload_id
-        return self._ticket(upload, idempotency_key)
+        ticket: ReplacementTicket = {
+            **self._ticket(upload),
+            "status": "issued",
+            "file_id": file_id,
+            "replaces_version": file.version,
+        }
+        if idempotency_key is not None:
+            self.replace_keys[idempotency_key] = ticket
+        return ticket
 
     def delete_file(self, kb_id: str, file_id: str) -> str:
         self.calls["delete_file"] += 1
@@ -177,7 +202,7 @@ class FakeKb:
     def close(self) -> None:
         self.calls["close"] += 1
 
-    def send(self, ticket: dict[str, Any], source: OpenFile) -> None:
+    def send(self, ticket: UploadTicket, source: OpenFile) -> None:
         """Storage receiving the bytes of a ticket's POST, read from the open file the pass hands over."""
         self.calls["send"] += 1
         self.uploads[ticket["upload_id"]].body = source.read()
@@ -228,17 +253,16 @@ class FakeKb:
             parts.insert(0, name)
         return "/".join(parts)
 
-    def _ticket(self, upload: FakeUpload, key: str | None) -> dict[str, Any]:
-        ticket: dict[str, Any] = {"upload_id": upload.upload_id, "url": "http://storage", "fields": {}}
-        if upload.replaces is not None:
-            ticket.update(status="issued", file_id=upload.replaces, replaces_version=upload.if_version)
-        if key is not None:
-            self.keys[key] = ticket
-        return ticket
+    def _kb(self, kb_id: str) -> KnowledgeBase:
+        owner: Owner = {"user_id": "u_owner", "display_name": "Owner"}
+        return {"id": kb_id, "name": "KB", "role": self.role, "recall": True, "owner": owner, "created_at": _AT}
 
-    def _file_entry(self, file: FakeFile, rejected: list[FakeUpload]) -> dict[str, Any]:
+    def _ticket(self, upload: FakeUpload) -> UploadTicket:
+        return {"upload_id": upload.upload_id, "url": "http://storage", "fields": {}, "expires_at": _AT}
+
+    def _file_entry(self, file: FakeFile, rejected: list[FakeUpload]) -> File:
         failed = file.sha256 in self.engine_fails
-        entry: dict[str, Any] = {
+        entry: File = {
             "id": file.file_id,
             "name": file.name,
             "status": "failed" if failed else "available",
@@ -247,7 +271,7 @@ class FakeKb:
             "upload_id": file.upload_id,
             "version": file.version,
             "sha256": file.sha256,
-            "origin": file.origin,
+            "origin": "sync" if file.origin == "sync" else None,  # the only origin the API takes
         }
         rejects = [u for u in rejected if u.replaces == file.file_id]
         if file.replacing is not None:
@@ -263,8 +287,8 @@ class FakeKb:
     def _rejected_replaces(self) -> list[FakeUpload]:
         return [u for u in self.uploads.values() if u.replaces is not None and u.state == "rejected"]
 
-    def _upload_entry(self, upload: FakeUpload) -> dict[str, Any]:
-        status = "failed" if upload.state == "rejected" else "uploading"
+    def _upload_entry(self, upload: FakeUpload) -> File:
+        status: Literal["failed", "uploading"] = "failed" if upload.state == "rejected" else "uploading"
         return {
             "id": upload.upload_id,
             "name": upload.filename,
@@ -273,3 +297,8 @@ class FakeKb:
             "upload_id": upload.upload_id,
             "reason": upload.reason,
         }
+
+
+if TYPE_CHECKING:
+    # The fake answers every call a folder's sync makes, as the SDK declares it (mypy fails on a drift).
+    _THE_FAKE_IS_A_CLOUD: type[CloudClient] = FakeKb

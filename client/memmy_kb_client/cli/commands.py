@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memmy_kb_client.cli.delete_prompts import (
     Deletion,
@@ -19,6 +19,7 @@ from memmy_kb_client.cli.delete_prompts import (
 from memmy_kb_client.cli.entries import ANY, KB_HELP, OWN, NotResolved, kb_named
 from memmy_kb_client.cli.rendering import (
     Outcome,
+    ShownProfile,
     kb_line,
     render_list,
     render_me,
@@ -27,10 +28,15 @@ from memmy_kb_client.cli.rendering import (
 from memmy_kb_client.cli.terminal import one_line, printable
 from memmy_kb_client.cli.transfer_commands import client_for
 
+if TYPE_CHECKING:
+    from memmy_kb_client.cli.cloud_route import RoutedClient
+    from memmy_kb_client.replies import Me
+    from memmy_kb_client.sdk import MemmyClient
+
 Command = Callable[[argparse.Namespace], int]
 
 
-def _client(args: argparse.Namespace) -> Any:
+def _client(args: argparse.Namespace) -> RoutedClient:
     return client_for(args)
 
 
@@ -47,14 +53,14 @@ def _print_json(answer: Any) -> None:
     print(printable(json.dumps(answer, ensure_ascii=False, indent=2)))
 
 
-def _with_kb(client: Any, args: argparse.Namespace, kb: str | None) -> None:
+def _with_kb(client: MemmyClient, args: argparse.Namespace, kb: str | None) -> None:
     """``args.kb`` made the id of the KB it names (``kb``: ``OWN`` or ``ANY``; None: no KB taken)."""
     if kb is not None:
         args.kb = kb_named(client, args.kb, owned=kb == OWN)
 
 
 def api_command(
-    action: Callable[[Any, argparse.Namespace], Any],
+    action: Callable[[MemmyClient, argparse.Namespace], Any],
     render: Callable[[Any], str] = str,
     *,
     kb: str | None = None,
@@ -89,7 +95,7 @@ def api_command(
     return command
 
 
-def _leave(client: Any, args: argparse.Namespace) -> Outcome:
+def _leave(client: MemmyClient, args: argparse.Namespace) -> Outcome:
     from memmy_kb_client.cli.failures import CommandFailed, sign_in
     from memmy_kb_client.sdk import ClientConfig, token_subject
 
@@ -108,7 +114,7 @@ def _leave(client: Any, args: argparse.Namespace) -> Outcome:
     return Outcome({"left": args.kb}, f"left {label}")
 
 
-def _unshare(client: Any, args: argparse.Namespace) -> Outcome:
+def _unshare(client: MemmyClient, args: argparse.Namespace) -> Outcome:
     """Revoke a reader, named as people know them (looked up first: gone from the list after)."""
     label = member_label(client, args.kb, args.user)
     client.remove_member(args.kb, args.user)
@@ -116,8 +122,8 @@ def _unshare(client: Any, args: argparse.Namespace) -> Outcome:
 
 
 def delete_command(
-    prepare: Callable[[Any, argparse.Namespace], Deletion],
-    delete: Callable[[Any, argparse.Namespace, str], str],
+    prepare: Callable[[MemmyClient, argparse.Namespace], Deletion],
+    delete: Callable[[MemmyClient, argparse.Namespace, str], str],
     fallback: Callable[[argparse.Namespace], Deletion],
 ) -> Command:
     """A ``rm`` command: confirm on the terminal unless --yes, delete, print what was deleted by name.
@@ -169,8 +175,8 @@ def delete_command(
 
 
 def _prepared(
-    prepare: Callable[[Any, argparse.Namespace], Deletion],
-    client: Any,
+    prepare: Callable[[MemmyClient, argparse.Namespace], Deletion],
+    client: MemmyClient,
     args: argparse.Namespace,
     fallback: Callable[[argparse.Namespace], Deletion],
 ) -> Deletion:
@@ -184,11 +190,14 @@ def _prepared(
         return fallback(args)
 
 
-def _me(client: Any, args: argparse.Namespace) -> dict[str, Any]:
+def _me(client: MemmyClient, args: argparse.Namespace) -> Me | ShownProfile:
     """The profile, and which login and way to the cloud the commands use (``cloud_route``)."""
-    profile: dict[str, Any] = client.me()
+    profile = client.me()
     route = getattr(client, "route", None)
-    return {**profile, "login": route.describe()} if route is not None else profile
+    if route is None:
+        return profile
+    shown: ShownProfile = {**profile, "login": route.describe()}
+    return shown
 
 
 def _login(args: argparse.Namespace) -> int:
@@ -259,7 +268,7 @@ def _add_kb_group(commands: argparse._SubParsersAction[Parent], common: Parent, 
     def add(
         name: str,
         help_text: str,
-        action: Callable[[Any, argparse.Namespace], Any],
+        action: Callable[[MemmyClient, argparse.Namespace], Any],
         render: Callable[[Any], str],
         taken: str | None = None,
     ) -> argparse.ArgumentParser:

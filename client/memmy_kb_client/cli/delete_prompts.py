@@ -7,10 +7,13 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memmy_kb_client.cli.entries import resolve
 from memmy_kb_client.cli.terminal import one_line, printable
+
+if TYPE_CHECKING:
+    from memmy_kb_client.sdk import MemmyClient
 
 
 def stdin_is_terminal() -> bool:
@@ -32,7 +35,7 @@ def confirmed(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def kb_label(client: Any, kb_id: str) -> str:
+def kb_label(client: MemmyClient, kb_id: str) -> str:
     """``knowledge base 'Name'`` from the KB's record; the id when the service cannot say now (5xx).
 
     A 4xx (no such KB, not logged in) is raised: the deletion would be refused the same way.
@@ -47,7 +50,7 @@ def kb_label(client: Any, kb_id: str) -> str:
         return f"knowledge base {kb_id}"
 
 
-def member_label(client: Any, kb_id: str, user_id: str) -> str:
+def member_label(client: MemmyClient, kb_id: str, user_id: str) -> str:
     """``'Display Name' (user id)`` from the KB's member list; the id alone when it cannot be read now."""
     from memmy_kb_client.sdk import MemmyApiError
 
@@ -68,18 +71,18 @@ class Deletion:
     target: str
 
 
-def kb_question(client: Any, args: argparse.Namespace) -> Deletion:
+def kb_question(client: MemmyClient, args: argparse.Namespace) -> Deletion:
     label = kb_label(client, args.kb)
     return Deletion(f"Delete {label} and all its files for everyone it is shared with?", label, args.kb)
 
 
-def file_question(client: Any, args: argparse.Namespace) -> Deletion:
+def file_question(client: MemmyClient, args: argparse.Namespace) -> Deletion:
     entry = resolve(client, args.kb, "files", args.file)
     kb = kb_label(client, args.kb)
     return Deletion(f"Delete {entry.label} from {kb} for everyone it is shared with?", entry.label, entry.id)
 
 
-def folder_question(client: Any, args: argparse.Namespace) -> Deletion:
+def folder_question(client: MemmyClient, args: argparse.Namespace) -> Deletion:
     entry = resolve(client, args.kb, "folders", args.folder)
     kb = kb_label(client, args.kb)
     return Deletion(

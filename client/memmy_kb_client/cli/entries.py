@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memmy_kb_client.cli.terminal import one_line, table
+
+if TYPE_CHECKING:
+    from memmy_kb_client.replies import KnowledgeBase
+    from memmy_kb_client.sdk import MemmyClient
 
 # At most this many listings (one per folder, breadth first from the root) are read to find a name.
 MAX_LISTINGS = 200
@@ -50,7 +54,7 @@ def _same(a: str, b: str) -> bool:
     return unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", b)
 
 
-def resolve(client: Any, kb_id: str, kind: str, given: str) -> Entry:
+def resolve(client: MemmyClient, kb_id: str, kind: str, given: str) -> Entry:
     """The file or folder (``kind`` "files" or "folders") of ``kb_id`` that ``given`` names: the one with
     that id, else the one with that name or path. ``NotResolved`` when none has it, or several do.
 
@@ -81,7 +85,7 @@ def resolve(client: Any, kb_id: str, kind: str, given: str) -> Entry:
     raise NotResolved(unknown(kind, given, kb_id))
 
 
-def _walk(client: Any, kb_id: str, kind: str, given: str) -> tuple[list[Entry], bool]:
+def _walk(client: MemmyClient, kb_id: str, kind: str, given: str) -> tuple[list[Entry], bool]:
     """The entries named ``given`` (or the one with that id, alone), and whether every folder was read."""
     from memmy_kb_client.sdk import MemmyApiError
 
@@ -97,7 +101,8 @@ def _walk(client: Any, kb_id: str, kind: str, given: str) -> tuple[list[Entry], 
             if err.status < 500:
                 raise
             return matches, False
-        for item in listing.get(kind) or []:
+        found = listing.get("files") if kind == "files" else listing.get("folders")
+        for item in found or []:
             name = str(item.get("name", ""))
             entry = Entry(kind, str(item["id"]), name, f"{path}/{name}" if path else name)
             if entry.id == given:
@@ -145,7 +150,7 @@ SYNC_TARGET = "a sync target must be one of your own"
 OWNER_ONLY = "only its owner may do this"
 
 
-def kb_named(client: Any, given: str, *, owned: bool = False, why: str = OWNER_ONLY) -> str:
+def kb_named(client: MemmyClient, given: str, *, owned: bool = False, why: str = OWNER_ONLY) -> str:
     """The id of the knowledge base ``given`` names, read from the client's KB listing (``kb_id``). When
     the service cannot list them just then (5xx), ``given`` is taken as an id: the action says whether it
     exists. A 4xx (not logged in) is raised: the action would be refused the same way."""
@@ -160,7 +165,7 @@ def kb_named(client: Any, given: str, *, owned: bool = False, why: str = OWNER_O
     return kb_id(kbs, given, owned=owned, why=why)
 
 
-def kb_id(kbs: list[dict[str, Any]], given: str, *, owned: bool = False, why: str = SYNC_TARGET) -> str:
+def kb_id(kbs: list[KnowledgeBase], given: str, *, owned: bool = False, why: str = SYNC_TARGET) -> str:
     """The id of the knowledge base ``given`` names among ``kbs`` (the listing ``kb ls`` shows): the one
     with that id, else the one with that name; with ``owned`` only one's own answer to a name (a sync
     target, or what only an owner may change; ``why`` says so when only a shared KB has the name). An id

@@ -4,7 +4,7 @@ unique name or path of names (``entries``), the KB by its id or unique name."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memmy_kb_client.cli.commands import api_command, delete_command, shared_options
 from memmy_kb_client.cli.delete_prompts import Deletion, file_question, folder_question
@@ -12,6 +12,9 @@ from memmy_kb_client.cli.entries import ANY, KB_HELP, OWN
 from memmy_kb_client.cli.move_commands import folder_id, move_file, move_folder, rename_folder
 from memmy_kb_client.cli.rendering import Outcome, render_listing
 from memmy_kb_client.cli.transfer_commands import add_transfer_commands
+
+if TYPE_CHECKING:
+    from memmy_kb_client.sdk import MemmyClient
 
 FILE_HELP = "the file's id, its name if no other file has it, or its path of names (产品/手册.pdf)"
 FOLDER_HELP = "the folder's id, its name if no other folder has it, or its path of names (产品/旧版)"
@@ -25,7 +28,7 @@ def add_file_commands(commands: argparse._SubParsersAction[Parent]) -> None:
     _add_folders_group(commands, common, confirm)
 
 
-def _dismiss(client: Any, args: argparse.Namespace) -> Outcome:
+def _dismiss(client: MemmyClient, args: argparse.Namespace) -> Outcome:
     client.dismiss_upload(args.kb, args.upload)
     return Outcome({"dismissed": args.upload}, "dismissed")
 

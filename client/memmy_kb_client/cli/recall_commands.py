@@ -8,14 +8,17 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memmy_kb_client.cli.terminal import one_line, printable
 from memmy_kb_client.recall_contract import MAX_RECALL_LIMIT
 from memmy_kb_client.recall_reply import RecallFile, document_path, read_file, read_files, section_of
 
+if TYPE_CHECKING:
+    from memmy_kb_client.replies import RecallGroupKb, RecallItem, RecallKb, RecallResponse
 
-def _kb_text(kb: dict[str, Any], owner: Any) -> str:
+
+def _kb_text(kb: RecallKb | RecallGroupKb, owner: object) -> str:
     text = f"{one_line(kb.get('name', ''))} ({one_line(kb.get('id', ''))})"
     if isinstance(owner, dict):
         contact = f", {one_line(owner['contact'])}" if owner.get("contact") else ""
@@ -23,7 +26,7 @@ def _kb_text(kb: dict[str, Any], owner: Any) -> str:
     return text
 
 
-def _source(item: dict[str, Any], file: RecallFile | None) -> str:
+def _source(item: RecallItem, file: RecallFile | None) -> str:
     """The KB an excerpt comes from (and its sharer), or the KBs of the group it comes from (the one its
     file is in, when the file names it); "" when the service searched the whole scope at once and names
     none."""
@@ -50,7 +53,7 @@ def _document(file: RecallFile | None, candidates: list[RecallFile]) -> str:
     return ""
 
 
-def _heading(item: dict[str, Any], file: RecallFile | None) -> str:
+def _heading(item: RecallItem, file: RecallFile | None) -> str:
     """``《handbook.md》 § Refunds`` for an excerpt of a known file, else ``《Refunds》`` (the section's
     heading as MemOS keeps it)."""
     if file is None:
@@ -84,7 +87,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _render(result: dict[str, Any], has_knowledge_bases: bool = True) -> str:
+def _render(result: RecallResponse, has_knowledge_bases: bool = True) -> str:
     """The excerpts for people; when none came, why: nothing matched in the knowledge bases searched, or
     none was searched (``has_knowledge_bases``: whether the user has any, in recall or not)."""
     items = result.get("items") or []

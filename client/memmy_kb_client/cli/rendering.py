@@ -6,9 +6,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired
 
 from memmy_kb_client.cli.terminal import cells, fit, one_line, table
+from memmy_kb_client.replies import File, FileListing, KnowledgeBase, Me, Member, Owner
 
 
 @dataclass(frozen=True)
@@ -19,17 +20,23 @@ class Outcome:
     text: str
 
 
+class ShownProfile(Me):
+    """The profile as ``memmy-kb me`` shows it: with the login the commands use."""
+
+    login: NotRequired[str]
+
+
 # The widest a file's name is shown beside its upload bar, in terminal columns.
 BAR_NAME_COLUMNS = 40
 BAR_COLUMNS = 30
 
 
-def kb_line(kb: dict[str, Any]) -> str:
+def kb_line(kb: KnowledgeBase) -> str:
     recall = "recall on " if kb["recall"] else "recall off"
     return f"{kb['id']}  {recall}  {one_line(kb['name'])}"
 
 
-def render_list(kbs: list[dict[str, Any]]) -> str:
+def render_list(kbs: list[KnowledgeBase]) -> str:
     """Owned KBs, then those shared with me with their sharer: one table, so both parts line up."""
     owned = [kb for kb in kbs if kb["role"] == "owner"]
     shared = [kb for kb in kbs if kb["role"] != "owner"]
@@ -43,18 +50,18 @@ def render_list(kbs: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _kb_row(kb: dict[str, Any]) -> list[str]:
+def _kb_row(kb: KnowledgeBase) -> list[str]:
     return [kb["id"], "recall on" if kb["recall"] else "recall off", kb["name"]]
 
 
-def _sharer(owner: dict[str, Any]) -> str:
+def _sharer(owner: Owner) -> str:
     """Who shared a KB: the display name, and the masked verified contact so a name alone cannot pose as
     someone else (as the page and ``recall`` show it)."""
     contact = f", {one_line(owner['contact'])}" if owner.get("contact") else ""
     return f"{one_line(owner['display_name'])}{contact}"
 
 
-def render_me(me: dict[str, Any]) -> str:
+def render_me(me: ShownProfile) -> str:
     """One's profile in words: who, the verified contacts, whether new shares join one's recall, and
     which login the commands use (``login``, added by ``memmy-kb me``)."""
     rows = [
@@ -70,11 +77,11 @@ def render_me(me: dict[str, Any]) -> str:
     return "\n".join(table(rows))
 
 
-def render_members(members: list[dict[str, Any]]) -> str:
+def render_members(members: list[Member]) -> str:
     return "\n".join(table([m["user_id"], m["role"], m["display_name"]] for m in members))
 
 
-def render_listing(listing: dict[str, Any]) -> str:
+def render_listing(listing: FileListing) -> str:
     """One level: its folders, then its files with their status, id, version and name (and why a file
     or its replace failed), as one table."""
     rows = [["folder", f["id"], "", f["name"]] for f in listing["folders"]]
@@ -88,7 +95,7 @@ def render_listing(listing: dict[str, Any]) -> str:
     return "\n".join(lines) or "(empty)"
 
 
-def _replacement(file: dict[str, Any]) -> str:
+def _replacement(file: File) -> str:
     """A replace beside its file: in flight, or failed with its reason (the file keeps its version)."""
     replacement = file.get("replacement")
     if not replacement:

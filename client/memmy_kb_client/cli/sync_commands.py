@@ -7,9 +7,12 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memmy_kb_client.cli.terminal import fit, one_line, printable
+
+if TYPE_CHECKING:
+    from memmy_kb_client.sync.remote import Entry
 
 _VERBS = {"upload": "upload", "replace": "replace", "delete": "delete", "skip": "skip", "resume": "resume"}
 _DONE = {
@@ -121,7 +124,7 @@ def sync_folder(args: argparse.Namespace) -> int:
     except (StoreUnusable, OSError) as err:
         print(printable(f"error: {err}"), file=sys.stderr)
         return 1
-    ready: dict[str, Any] = {}
+    ready: dict[str, Entry] = {}
     waiting_failed = None
     try:
         with client_for(args) as client:
@@ -164,7 +167,7 @@ def sync_folder(args: argparse.Namespace) -> int:
     if waiting_failed is not None:
         print(printable(waiting_failed), file=sys.stderr)
     failed_ready = any(
-        e.status == "failed" or (e.replacement or {}).get("status") == "failed" for e in ready.values()
+        e.status == "failed" or e.replacement_field("status") == "failed" for e in ready.values()
     )
     if result.stopped or waiting_failed is not None or result.plan.failed or result.waiting_for_room:
         return 1
@@ -182,7 +185,7 @@ def _said(err: Exception) -> str:
     return str(err)
 
 
-def _result_lines(args: argparse.Namespace, result: Any, ready: dict[str, Any]) -> list[str]:
+def _result_lines(args: argparse.Namespace, result: Any, ready: dict[str, Entry]) -> list[str]:
     if args.dry_run or result.stopped:
         lines = [f"{'plan (dry run)' if args.dry_run else 'stopped'}: {one_line(str(args.dir))} -> {args.kb}"]
         lines += plan_lines(result.plan)
@@ -208,7 +211,7 @@ def _result_lines(args: argparse.Namespace, result: Any, ready: dict[str, Any]) 
         if args.wait:
             entry = ready.get(upload_id)
             status = "still processing" if entry is None else entry.status
-            if entry is not None and (entry.replacement or {}).get("status") == "failed":
+            if entry is not None and entry.replacement_field("status") == "failed":
                 status = "failed"
             lines.append(f"{status:<10} {one_line(path)}")
     counts = {
@@ -237,7 +240,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _as_json(result: Any, ready: dict[str, Any]) -> dict[str, Any]:
+def _as_json(result: Any, ready: dict[str, Entry]) -> dict[str, Any]:
     outcome = result.outcome
     return {
         "plan": result.plan.summary(),

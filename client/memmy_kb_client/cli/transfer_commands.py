@@ -8,7 +8,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memmy_kb_client.cli.entries import KB_HELP, OWN, NotResolved, kb_named, resolve
 from memmy_kb_client.cli.local_files import check_local_files, check_replacement_format
@@ -24,8 +24,13 @@ from memmy_kb_client.cli.upload_names import (
     taken_sentence,
 )
 
+if TYPE_CHECKING:
+    from memmy_kb_client.cli.cloud_route import RoutedClient
+    from memmy_kb_client.replies import File, ReplacementAnswer, ReplacementTicket, UploadTicket
+    from memmy_kb_client.sdk import MemmyClient
 
-def client_for(args: argparse.Namespace) -> Any:
+
+def client_for(args: argparse.Namespace) -> RoutedClient:
     """The SDK's client for the command's ``--endpoint`` and ``--token``: those, the signed-in desktop
     service, or the saved login, in the order ``cloud_route`` says."""
     from memmy_kb_client.cli.cloud_route import client_for as routed
@@ -106,7 +111,7 @@ def upload_files(args: argparse.Namespace) -> int:
                 uploads[ticket["upload_id"]] = name
             seen = _watch(client, args, uploads) if args.wait else {}
             if args.json and not args.wait:
-                seen = {f["upload_id"]: f for f in _listed(client, args, uploads)}
+                seen = {str(f["upload_id"]): f for f in _listed(client, args, uploads)}
     except (MemmyApiError, OSError, NotResolved) as err:
         print(printable(f"error: {err}"), file=sys.stderr)
         return 1
@@ -124,7 +129,7 @@ def upload_files(args: argparse.Namespace) -> int:
     return 1 if any(f["status"] == "failed" for f in seen.values()) else 0
 
 
-def _names_there(client: Any, args: argparse.Namespace) -> dict[str, str]:
+def _names_there(client: MemmyClient, args: argparse.Namespace) -> dict[str, str]:
     """The names in the target folder (``names_in``); none when the service cannot list them just then
     (5xx): its own 409 ``name_taken`` still refuses a name taken."""
     from memmy_kb_client.sdk import MemmyApiError
@@ -138,8 +143,8 @@ def _names_there(client: Any, args: argparse.Namespace) -> dict[str, str]:
 
 
 def _upload_one(
-    client: Any, args: argparse.Namespace, path: Path, name: str, columns: int, said: tuple[str, str]
-) -> dict[str, Any]:
+    client: MemmyClient, args: argparse.Namespace, path: Path, name: str, columns: int, said: tuple[str, str]
+) -> UploadTicket:
     """One file sent under ``name``. A 409 ``name_taken`` (a file of that name arrived since the listing
     was read) is ``NameTaken`` with the listing's sentence; with ``--keep-both`` the next free name is
     asked for instead, a few times at most."""
@@ -147,10 +152,8 @@ def _upload_one(
 
     for _ in range(3):
         try:
-            return dict(
-                client.upload_file(
-                    args.kb, path, folder_id=args.folder, progress=progress_bar(name, columns), name=name
-                )
+            return client.upload_file(
+                args.kb, path, folder_id=args.folder, progress=progress_bar(name, columns), name=name
             )
         except MemmyApiError as err:
             if err.code != NAME_TAKEN:
@@ -165,7 +168,7 @@ def _upload_one(
 _FINAL = ("available", "failed")
 
 
-def _finished(entry: dict[str, Any] | None) -> bool:
+def _finished(entry: File | None) -> bool:
     return entry is not None and entry["status"] in _FINAL
 
 
@@ -174,23 +177,23 @@ def _state_line(state: str, name: str, reason: str | None = None) -> str:
     return f"{state:<16}  {one_line(name)}{said}"
 
 
-def _listed(client: Any, args: argparse.Namespace, uploads: dict[str, str]) -> list[dict[str, Any]]:
+def _listed(client: MemmyClient, args: argparse.Namespace, uploads: dict[str, str]) -> list[File]:
     """The listing's entries of these uploads (a file, or the upload still in flight)."""
     listing = client.list_files(args.kb, args.folder)
     return [f for f in listing["files"] if f.get("upload_id") in uploads]
 
 
-def _watch(client: Any, args: argparse.Namespace, uploads: dict[str, str]) -> dict[str, dict[str, Any]]:
+def _watch(client: MemmyClient, args: argparse.Namespace, uploads: dict[str, str]) -> dict[str, File]:
     """Each upload's entry once available or failed (or as last seen, at the timeout), its state told
     once per change: in flight on stderr, finished on stdout (on stderr too with --json: stdout is the
     JSON alone)."""
-    seen: dict[str, dict[str, Any]] = {}
+    seen: dict[str, File] = {}
     deadline = time.monotonic() + args.timeout
     while True:
         listing = client.list_files(args.kb, args.folder)
         for entry in listing["files"]:
             upload_id = entry.get("upload_id")
-            if upload_id not in uploads or _finished(seen.get(upload_id)):
+            if upload_id is None or upload_id not in uploads or _finished(seen.get(upload_id)):
                 continue
             before = seen.get(upload_id)
             seen[upload_id] = entry
@@ -233,20 +236,25 @@ def replace_file(args: argparse.Namespace) -> int:
         print(printable(json.dumps(final or answer, ensure_ascii=False, indent=2)))
     else:
         print(printable(_replace_line(args, answer, final)))
-    return 1 if final is not None and (final["status"] == "failed" or _replace_failed(final, answer)) else 0
+    failed = final is not None and (
+        final["status"] == "failed" or (answer["status"] == "issued" and _replace_failed(final, answer))
+    )
+    return 1 if failed else 0
 
 
-def _replace_failed(entry: dict[str, Any], ticket: dict[str, Any]) -> bool:
+def _replace_failed(entry: File, ticket: ReplacementTicket) -> bool:
     """Whether the file shows this replace failed (it kept its version)."""
-    replacement = entry.get("replacement") or {}
-    return bool(replacement.get("upload_id") == ticket["upload_id"] and replacement.get("status") == "failed")
+    replacement = entry.get("replacement")
+    return bool(
+        replacement and replacement.get("upload_id") == ticket["upload_id"] and replacement.get("status") == "failed"
+    )
 
 
-def _wait_for_version(client: Any, args: argparse.Namespace, ticket: dict[str, Any]) -> dict[str, Any] | None:
+def _wait_for_version(client: MemmyClient, args: argparse.Namespace, ticket: ReplacementTicket) -> File | None:
     """The file once its new version is available or failed, or its replace failed; None on timeout."""
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
-        entry: dict[str, Any] = client.get_file(args.kb, args.file)
+        entry = client.get_file(args.kb, args.file)
         if _replace_failed(entry, ticket):
             return entry
         if (entry.get("version") or 0) > ticket["replaces_version"] and entry["status"] in (
@@ -258,14 +266,15 @@ def _wait_for_version(client: Any, args: argparse.Namespace, ticket: dict[str, A
     return None
 
 
-def _replace_line(args: argparse.Namespace, answer: dict[str, Any], final: dict[str, Any] | None) -> str:
+def _replace_line(args: argparse.Namespace, answer: ReplacementAnswer, final: File | None) -> str:
     if answer["status"] == "unchanged":
         return f"unchanged         {args.file}  (already version {answer['version']})"
     if final is None:
         state = "still processing" if args.wait else "sent"
         return f"{state:<16}  {args.file}  (replacing version {answer['replaces_version']})"
     if _replace_failed(final, answer):
-        reason = one_line(final["replacement"].get("reason") or "")
+        replacement = final.get("replacement")
+        reason = one_line((replacement.get("reason") if replacement else None) or "")
         return f"{'failed':<16}  {args.file}  ({reason}; version {final['version']} kept)"
     reason = f"  ({one_line(final['reason'])})" if final.get("reason") else ""
     return (

@@ -8,10 +8,13 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memmy_kb_client.cli.entries import NotResolved
 from memmy_kb_client.cli.terminal import one_line
+
+if TYPE_CHECKING:
+    from memmy_kb_client.replies import FileListing
 
 # The service's code for a name a sibling already has (409), when the listing read first missed it.
 NAME_TAKEN = "name_taken"
@@ -28,7 +31,7 @@ def same_name_key(name: str) -> str:
     return unicodedata.normalize("NFC", name).strip()
 
 
-def names_in(listing: dict[str, Any]) -> dict[str, str]:
+def names_in(listing: FileListing) -> dict[str, str]:
     """The names of a folder's listing (files, and uploads on their way; not failed uploads, which made
     no file), each with the id that says which it is."""
     taken: dict[str, str] = {}

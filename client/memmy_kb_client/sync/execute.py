@@ -9,15 +9,16 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import httpx
 
+from memmy_kb_client.replies import File, Folder, ReplacementAnswer, UploadTicket, unchanged
 from memmy_kb_client.sdk import MemmyApiError
 from memmy_kb_client.storage_post import OpenFile, post_upload_from
 from memmy_kb_client.sync.names import kb_path
 from memmy_kb_client.sync.plan import Plan, Step
-from memmy_kb_client.sync.remote import SYNC_ORIGIN, Tree
+from memmy_kb_client.sync.remote import SYNC_ORIGIN, Lister, Tree
 from memmy_kb_client.sync.source import Cancelled, NotAsHashed, StoppableReader, opened_as_hashed
 from memmy_kb_client.sync.store import Failed, Pending, Synced, SyncStore
 
@@ -30,19 +31,20 @@ _NO_ROOM: Final = frozenset({"kb_storage_limit_reached", "kb_file_limit_reached"
 
 Progress = Callable[[int, int, str, str], None]
 # Sends a ticket's bytes from a file the pass opened and checked (never a path: nothing is opened again).
-Sender = Callable[[dict[str, Any], OpenFile], None]
+Sender = Callable[[UploadTicket, OpenFile], None]
 
 
 class SyncAborted(Exception):
     """The pass cannot go on (the login refused, the KB gone or not the caller's)."""
 
 
-class Cloud(Protocol):
-    """The SDK calls a pass makes (``memmy_kb_client.sdk.MemmyClient``)."""
+class Cloud(Lister, Protocol):
+    """The SDK calls a pass makes: ``memmy_kb_client.sdk.MemmyClient`` 's methods, each as the SDK declares
+    it (mypy checks the SDK against this below, ``tests/unit/client/sync/test_sync_cloud.py`` that each is
+    the SDK's own signature)."""
 
-    def list_files(self, kb_id: str, folder_id: str | None = None) -> dict[str, Any]: ...
-    def get_file(self, kb_id: str, file_id: str) -> dict[str, Any]: ...
-    def create_folder(self, kb_id: str, name: str, parent_id: str | None = None) -> dict[str, Any]: ...
+    def get_file(self, kb_id: str, file_id: str) -> File: ...
+    def create_folder(self, kb_id: str, name: str, parent_id: str | None = None) -> Folder: ...
     def request_upload(
         self,
         kb_id: str,
@@ -53,7 +55,7 @@ class Cloud(Protocol):
         idempotency_key: str | None = None,
         sha256: str | None = None,
         origin: str | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> UploadTicket: ...
     def request_replacement(
         self,
         kb_id: str,
@@ -63,9 +65,16 @@ class Cloud(Protocol):
         sha256: str | None = None,
         if_version: int | None = None,
         idempotency_key: str | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> ReplacementAnswer: ...
     def delete_file(self, kb_id: str, file_id: str) -> str: ...
     def dismiss_upload(self, kb_id: str, upload_id: str) -> None: ...
+
+
+if TYPE_CHECKING:
+    from memmy_kb_client.sdk import MemmyClient
+
+    # The SDK is a Cloud: a method renamed or a parameter or reply changed on one side only fails mypy here.
+    _THE_SDK_IS_A_CLOUD: type[Cloud] = MemmyClient
 
 
 @dataclass
@@ -208,13 +217,13 @@ class Executor:
                 self.store.synced(
                     self.pair,
                     step.path,
-                    Synced(str(current["id"]), int(current["version"]), step.sha256 or ""),
+                    Synced(str(current["id"]), _version(current), step.sha256 or ""),
                 )
                 self.outcome.done.append(
                     {"action": "unchanged", "path": step.path, "version": current["version"]}
                 )
                 return
-            version = int(current["version"])
+            version = _version(current)
         raise MemmyApiError(409, "version_conflict", "the file kept being replaced by others: next pass")
 
     def _send_replace(self, path: str, pending: Pending) -> None:
@@ -226,7 +235,7 @@ class Executor:
             if_version=pending.if_version,
             idempotency_key=pending.key,
         )
-        if answer.get("status") == "unchanged":
+        if unchanged(answer):
             self.store.synced(
                 self.pair, path, Synced(pending.file_id or "", int(answer["version"]), pending.sha256)
             )
@@ -242,7 +251,7 @@ class Executor:
             }
         )
 
-    def _post(self, path: str, ticket: dict[str, Any], pending: Pending) -> None:
+    def _post(self, path: str, ticket: UploadTicket, pending: Pending) -> None:
         """The ticket's upload id recorded, then the bytes sent, then that they went. The bytes are read
         from one descriptor opened beneath the folder and found to be those hashed (``source``): a file
         swapped or changed since is skipped (an OSError: the next pass), nothing of it sent."""
@@ -297,3 +306,8 @@ class Executor:
             elif err.status < 500 and err.code != "storage_rejected_upload":
                 self.store.drop_pending(self.pair, step.path)
         self.outcome.errors.append({"path": step.path, "error": message})
+
+
+def _version(file: File) -> int:
+    """The version of a file read again (one with none is an upload, never a file a replace was asked of)."""
+    return int(cast(int, file["version"]))

@@ -213,7 +213,6 @@ def _new_file(work: _Work, path: str, sha: str, size: int, here: list[Entry]) ->
 
 def _known_file(work: _Work, path: str, sha: str, size: int, entry: Entry) -> None:
     """A KB file this folder's sync brought in, or a synced one at its path (adopted)."""
-    replacement = entry.replacement or {}
     failed = work.failed.get(path)
     if entry.sha256 == sha and entry.status == "failed" and _version_failed(work, path, sha, size, entry):
         return
@@ -222,7 +221,7 @@ def _known_file(work: _Work, path: str, sha: str, size: int, entry: Entry) -> No
         if synced != Synced(entry.id, entry.version or 0, sha):
             work.add(Step("record", path, file_id=entry.id, version=entry.version, sha256=sha))
             work.synced[path] = Synced(entry.id, entry.version or 0, sha)
-    elif replacement.get("status") == "uploading":
+    elif entry.replacement_field("status") == "uploading":
         work.add(Step("skip", path, "being replaced by other means: next pass"))
     elif failed is not None and failed.sha256 == sha:
         work.add(Step("skip", path, f"rejected before, unchanged since: {failed.reason}"))
@@ -236,7 +235,7 @@ def _version_failed(work: _Work, path: str, sha: str, size: int, entry: Entry) -
     """The file's current version holds these bytes but the knowledge engine failed it (the version before
     answers recall, if any): sent again once; once sent again, shown as failed until the bytes change.
     True when a step was added (False: still being replaced by other means, decided as usual)."""
-    if (entry.replacement or {}).get("status") == "uploading":
+    if entry.replacement_field("status") == "uploading":
         return False
     why = entry.reason or "the knowledge engine could not process it"
     if work.memory.resent.get(path) == sha:
@@ -288,10 +287,9 @@ def _settle_pending(
         if pending.upload_id is not None and file.upload_id == pending.upload_id:
             _done(work, path, file, pending)
             return
-        replacement = file.replacement or {}
-        ours = pending.upload_id is not None and replacement.get("upload_id") == pending.upload_id
-        shown_status = replacement.get("status") if ours else None
-        failure = (replacement.get("reason") or "rejected") if ours and shown_status == "failed" else None
+        ours = pending.upload_id is not None and file.replacement_field("upload_id") == pending.upload_id
+        shown_status = file.replacement_field("status") if ours else None
+        failure = (file.replacement_field("reason") or "rejected") if ours and shown_status == "failed" else None
     if failure is not None:
         work.add(Step("fail", path, failure, sha256=pending.sha256, upload_id=pending.upload_id))
         work.failed[path] = Failed(pending.sha256, failure, pending.upload_id)

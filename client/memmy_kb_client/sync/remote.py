@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Literal, Protocol
+
+from memmy_kb_client.replies import File, FileListing, Replacement
 
 # The marker an upload made by a sync carries into its file (``origin`` in the listing).
 SYNC_ORIGIN = "sync"
@@ -18,7 +20,7 @@ def normal_name(name: str) -> str:
 
 
 class Lister(Protocol):
-    def list_files(self, kb_id: str, folder_id: str | None = None) -> dict[str, Any]: ...
+    def list_files(self, kb_id: str, folder_id: str | None = None) -> FileListing: ...
 
 
 @dataclass(frozen=True)
@@ -35,11 +37,15 @@ class Entry:
     upload_id: str | None = None
     origin: str | None = None
     reason: str | None = None
-    replacement: dict[str, Any] | None = None
+    replacement: Replacement | None = None
 
     @property
     def path(self) -> str:
         return f"{self.folder}/{self.name}" if self.folder else self.name
+
+    def replacement_field(self, key: Literal["upload_id", "status", "reason"]) -> str | None:
+        """A field of the replace shown beside the file (in flight or failed); None without one."""
+        return self.replacement.get(key) if self.replacement else None
 
     @property
     def is_file(self) -> bool:
@@ -51,7 +57,7 @@ class Entry:
         return self.origin == SYNC_ORIGIN
 
     @classmethod
-    def from_api(cls, item: dict[str, Any], folder: str) -> Entry:
+    def from_api(cls, item: File, folder: str) -> Entry:
         return cls(
             id=str(item["id"]),
             name=str(item["name"]),

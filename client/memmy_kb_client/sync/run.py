@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from memmy_kb_client.replies import KnowledgeBase
 from memmy_kb_client.sync.execute import Cloud, Executor, Outcome, Progress, Sender, SyncAborted
 from memmy_kb_client.sync.local import OWN_STATE, hash_files, own_state_in, scan_folder
 from memmy_kb_client.sync.plan import DEFAULT_DELETE_SHARE, Plan, plan_pass
@@ -40,7 +41,7 @@ DELETE_NAMES_SHOWN = 5
 
 
 class SyncCloud(Cloud, Protocol):
-    def get_knowledge_base(self, kb_id: str) -> dict[str, Any]: ...
+    def get_knowledge_base(self, kb_id: str) -> KnowledgeBase: ...
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,7 @@ def run_pass(
 ROOM_RETRY_SECONDS = 3600.0
 
 
-def _room_again(memory: Memory, kb: dict[str, Any]) -> Memory:
+def _room_again(memory: Memory, kb: KnowledgeBase) -> Memory:
     """``memory`` without its no-room mark once the KB may have room: it holds fewer files (or bytes) than
     at the refusal, or the mark is old."""
     mark = memory.no_room
@@ -220,15 +221,12 @@ def wait_until_ready(
             entries = [Entry.from_api(i, "") for f in folders for i in client.list_files(kb_id, f)["files"]]
         seen: dict[str, Entry] = {}
         for entry in entries:
-            replacement = entry.replacement or {}
             if entry.upload_id in sent:
                 seen[str(entry.upload_id)] = entry
-            if replacement.get("upload_id") in sent:
-                seen.setdefault(str(replacement["upload_id"]), entry)
+            if entry.replacement_field("upload_id") in sent:
+                seen.setdefault(str(entry.replacement_field("upload_id")), entry)
         for upload_id, entry in seen.items():
-            failed_replace = (entry.replacement or {}).get(
-                "status"
-            ) == "failed" and entry.upload_id != upload_id
+            failed_replace = entry.replacement_field("status") == "failed" and entry.upload_id != upload_id
             if (entry.upload_id == upload_id and entry.status in ("available", "failed")) or failed_replace:
                 final[upload_id] = entry
         waiting = [u for u in sent if u not in final]
