@@ -123,7 +123,7 @@ def test_the_recall_handler_imports_no_record_model_no_s3_and_no_other_routes_ru
     assert early == {}
     # What it does import: the rule it applies, so the assertion above is not vacuous.
     assert {
-        "memmy_kb.domain.recall", "memmy_kb.domain.access", "memmy_kb.domain.context_block", "memmy_kb.domain.engine"
+        "memmy_kb.domain.recall.turn", "memmy_kb.domain.access", "memmy_kb.domain.recall.context_block", "memmy_kb.domain.engine"
     } <= modules
 
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from memmy_kb.domain import recall as recall_logic
 from memmy_kb.domain.engine import MemosNotFound, MemosUnavailable, SearchHit
-from memmy_kb.domain.recall_attributed import plan
+from memmy_kb.domain.recall import turn as recall_logic
+from memmy_kb.domain.recall.search import plan
 from memmy_kb.records import GrantRecord, ProfileRecord
 from memmy_kb.settings import get_settings
 from tests.support.recall import NOW, Repository, engine, grant, kb_of, own, run

@@ -87,7 +87,7 @@ def test_an_import_is_judged_by_the_layers_of_both_ends(source, code, upward):
         ("from memmy_kb.domain.sharing import share_knowledge_base", False),
         ("import memmy_kb.domain.access", False),
         ("import memmy_kb.domain", False),
-        ("def f():\n    from memmy_kb.domain.recall import recall\n", False),
+        ("def f():\n    from memmy_kb.domain.recall.turn import recall\n", False),
     ],
 )
 def test_an_adapter_may_import_the_domains_vocabulary_but_not_its_rules(code, allowed):

@@ -38,9 +38,9 @@ if TYPE_CHECKING:
         UploadObjects,
         UploadRequeue,
     )
-    from memmy_kb.domain.prints_cache import PrintsCache, RecallFiles
-    from memmy_kb.domain.rate_governor import RateGovernor
-    from memmy_kb.domain.recall_limit import RecallLimiter
+    from memmy_kb.domain.recall.prints_cache import PrintsCache, RecallFiles
+    from memmy_kb.domain.recall.rate_governor import RateGovernor
+    from memmy_kb.domain.recall.user_limit import RecallLimiter
     from memmy_kb.domain.sharing import SharePolicy
     from memmy_kb.records import KbCapacity
 
@@ -203,20 +203,20 @@ def memos_tls_context() -> Any:
 @cache
 def get_rate_governor() -> RateGovernor:
     """This environment's MemOS rate governor, on the fleet's budget unless ``RECALL_FLEET_BUDGET=off``."""
-    from memmy_kb.domain.rate_governor import RateGovernor
+    from memmy_kb.domain.recall.rate_governor import RateGovernor
 
     if not get_settings().recall_fleet_budget:
         return RateGovernor()
     from memmy_kb.adapters.dynamodb.fleet_budget import DynamoFleetItems
-    from memmy_kb.domain.fleet_budget import FleetBudget
+    from memmy_kb.domain.recall.fleet_budget import FleetBudget
 
     return RateGovernor(fleet=FleetBudget(DynamoFleetItems(get_table())))
 
 
 @cache
 def get_recall_limiter() -> RecallLimiter:
-    """This environment's per-user recall buckets (``memmy_kb.domain.recall_limit``), from the settings."""
-    from memmy_kb.domain.recall_limit import RecallLimiter, RecallLimits
+    """This environment's per-user recall buckets (``memmy_kb.domain.recall.user_limit``), from the settings."""
+    from memmy_kb.domain.recall.user_limit import RecallLimiter, RecallLimits
 
     return RecallLimiter(RecallLimits.from_settings(get_settings()))
 
@@ -231,8 +231,8 @@ def get_recall_files() -> RecallFiles:
 
 @cache
 def get_prints_cache() -> PrintsCache:
-    """This environment's cache of the KBs' fingerprints (``memmy_kb.domain.prints_cache``)."""
-    from memmy_kb.domain.prints_cache import PrintsCache
+    """This environment's cache of the KBs' fingerprints (``memmy_kb.domain.recall.prints_cache``)."""
+    from memmy_kb.domain.recall.prints_cache import PrintsCache
     return PrintsCache()
 
 

@@ -32,10 +32,10 @@ if TYPE_CHECKING:
         RateCounters,
         UploadObjects,
     )
-    from memmy_kb.domain.prints_cache import PrintsCache, RecallFiles
-    from memmy_kb.domain.rate_governor import RateGovernor
-    from memmy_kb.domain.recall_config import RecallConfig
-    from memmy_kb.domain.recall_limit import RecallLimiter
+    from memmy_kb.domain.recall.config import RecallConfig
+    from memmy_kb.domain.recall.prints_cache import PrintsCache, RecallFiles
+    from memmy_kb.domain.recall.rate_governor import RateGovernor
+    from memmy_kb.domain.recall.user_limit import RecallLimiter
     from memmy_kb.domain.sharing import SharePolicy
     from memmy_kb.records import KbCapacity
 else:
@@ -85,7 +85,7 @@ RateGovernorDep = Annotated[RateGovernor | None, Depends(recall_governor)]
 
 def recall_config(settings: SettingsDep) -> RecallConfig:
     """How this environment recalls, built from its settings (``RECALL_*``) once per request."""
-    from memmy_kb.domain.recall_config import RecallConfig
+    from memmy_kb.domain.recall.config import RecallConfig
 
     return RecallConfig.from_settings(settings)
 

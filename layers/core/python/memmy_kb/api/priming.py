@@ -171,8 +171,8 @@ def prime_recall(app: APIGatewayHttpResolver) -> None:
     prime_memos()
     prime_records()
     from memmy_kb.api.injected import recall_governor
-    from memmy_kb.domain.prints_cache import PrintsCache
-    from memmy_kb.domain.rate_governor import RateGovernor
+    from memmy_kb.domain.recall.prints_cache import PrintsCache
+    from memmy_kb.domain.recall.rate_governor import RateGovernor
 
     overrides = {
         composition.get_kb_store: _Sources,

@@ -32,7 +32,7 @@ class EngineBackend:
 
     ``max_kbs`` is the most KBs placement puts there (its plan's cap, or less); a ``draining`` backend
     takes no new KBs but keeps serving those it holds; ``max_qps`` is the rate MemOS recommends for the
-    project, which recall's rate governor keeps to (``memmy_kb.domain.rate_governor``; None: its default).
+    project, which recall's rate governor keeps to (``memmy_kb.domain.recall.rate_governor``; None: its default).
     """
 
     id: str

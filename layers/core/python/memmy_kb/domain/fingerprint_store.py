@@ -2,7 +2,7 @@
 
 One item per file version, in the KB's partition (``PRINT#<file_id>#<version>``, beside its ``FILE#``): the
 ingest writes it when it records a file or submits a replacement; recall reads a KB's items with one Query
-(cached per environment, ``memmy_kb.domain.file_attribution``); the old version's goes when the reconciler
+(cached per environment, ``memmy_kb.domain.recall.file_attribution``); the old version's goes when the reconciler
 sees MemOS has switched to the new one, a deleted file's with its cleanup, and the reconciler removes any
 whose file is gone (``memmy_kb.domain.print_residue``).
 """

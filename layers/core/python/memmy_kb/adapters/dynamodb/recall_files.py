@@ -1,4 +1,4 @@
-"""What recall reads to name an excerpt's file, in DynamoDB (``memmy_kb.domain.prints_cache.RecallFiles``).
+"""What recall reads to name an excerpt's file, in DynamoDB (``memmy_kb.domain.recall.prints_cache.RecallFiles``).
 
 A KB's ``PRINT#<file_id>#<version:06d>`` items (``kb_id``, ``file_id``, ``version``, ``prints``: the
 encoded ``Fingerprints``) and ``FOLDER#`` items, one Query each, eventually consistent: a file a second

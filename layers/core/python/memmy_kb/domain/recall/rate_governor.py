@@ -3,7 +3,7 @@
 MemOS asks for at most about 40 requests a second per account (a backend's ``max_qps`` in the MemOS
 secret, 40 when it names none) and answers "rate limited" (40309) past it. Attributed recall sends up to
 ``max_searches`` searches per recall (one per KB); near the limit the governor gives each backend fewer,
-and recall groups more KBs per search (``recall_governed.cap_plan``), down to one combined search per
+and recall groups more KBs per search (``governed.cap_plan``), down to one combined search per
 backend: a slightly less attributed answer instead of refused searches and no answer.
 
 Per backend and per Lambda environment, in memory (no table write per recall; docs/memos.md, "Rate"),
@@ -22,7 +22,7 @@ halves ``share`` (the bucket's size and fill; at least ``MIN_SHARE``) and every 
 without one gives back ``RECOVERY_STEP``: the environments settle where MemOS stops refusing, and recover
 as it does.
 
-Across environments (``fleet``, ``memmy_kb.domain.fleet_budget``): the searches this bucket allows are
+Across environments (``fleet``, ``memmy_kb.domain.recall.fleet_budget``): the searches this bucket allows are
 then taken from the backend's shared bucket, which holds ``max_qps`` for the whole fleet and shares it
 fairly among users. What it grants is what the recall sends: one search per backend at least only while
 the fleet's budget has it; a backend granted none is not searched (the recall is partial, or a 503 with
@@ -38,10 +38,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memmy_kb.domain.fleet_budget import Grant
+from memmy_kb.domain.recall.fleet_budget import Grant
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.fleet_budget import FleetBudget
+    from memmy_kb.domain.recall.fleet_budget import FleetBudget
 
 DEFAULT_MAX_QPS = 40.0
 BURST = 0.25

@@ -2,7 +2,7 @@
 
 Each hit of a search is named from the MemOS file ids it gives, when it gives any that are files of the
 KBs that search covered, else matched against the fingerprints of those KBs' file versions
-(``memmy_kb.domain.file_attribution``). Then the scope read again after the searches decides:
+(``memmy_kb.domain.recall.file_attribution``). Then the scope read again after the searches decides:
 
 * a hit attributed to files is kept only while every KB of those files is still in the scope (candidates
   spanning two KBs, one of which left, are dropped);
@@ -20,14 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memmy_kb.domain.file_attribution import attribute_files, name_files
+from memmy_kb.domain.recall.file_attribution import attribute_files, name_files
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from memmy_kb.domain.context_block import SourceFile, SourceKb
     from memmy_kb.domain.engine import SearchHit
-    from memmy_kb.domain.prints_cache import FileKey, KbPrints, RecallFiles
+    from memmy_kb.domain.recall.context_block import SourceFile, SourceKb
+    from memmy_kb.domain.recall.prints_cache import FileKey, KbPrints, RecallFiles
     from memmy_kb.records import GrantRecord
 
     # One answered search: its hits, and the grants of the KBs it covered.

@@ -7,11 +7,11 @@ The one place where a wrong id hands someone else's documents to an agent, so ev
    outside the scope is a 422, never a wider search); empty → nothing, and MemOS is not called;
 2. MemOS searches exactly the scope's MemOS ids, as a reader id that never writes: by default once per
    MemOS backend, each excerpt's file (and so its KB) told from its text, or with ``attribution="per_kb"``
-   each KB on its own (``memmy_kb.domain.recall_attributed``, which also re-checks the scope and merges);
+   each KB on its own (``memmy_kb.domain.recall.search``, which also re-checks the scope and merges);
    with ``attribution="combined"`` in one search naming nothing, as below;
 3. (combined) the scope is read again (and narrowed the same way); if it changed during the search (a revoke, a leave, a toggle), the
    whole result is dropped: MemOS hits carry no KB id, so they cannot be filtered afterwards;
-4. the hits become the context block (``memmy_kb.domain.context_block``).
+4. the hits become the context block (``memmy_kb.domain.recall.context_block``).
 
 A MemOS error or timeout is a 503 with no excerpts, never a retry with another scope. One exception:
 MemOS answering "not found" (``MemosNotFound``, e.g. code 50120) for the search makes recall read the
@@ -35,17 +35,17 @@ from memmy_kb.domain.access import (
     recall_grants,
     scope_of,
 )
-from memmy_kb.domain.context_block import ContextBlock, Excerpt, build_context
 from memmy_kb.domain.engine import MemosApiKeyError, MemosError, MemosNotFound, backend_of
-from memmy_kb.domain.recall_config import COMBINED, RecallConfig, RecallQuestion
+from memmy_kb.domain.recall.config import COMBINED, RecallConfig, RecallQuestion
+from memmy_kb.domain.recall.context_block import ContextBlock, Excerpt, build_context
 from memmy_kb.errors import RecallUnavailable
 from memmy_kb.observability import logger
 
 if TYPE_CHECKING:
     from memmy_kb.domain.engine import SearchHit
     from memmy_kb.domain.ports import GrantReader, KnowledgeEngines, RecallSources
-    from memmy_kb.domain.prints_cache import PrintsCache, RecallFiles
-    from memmy_kb.domain.rate_governor import RateGovernor
+    from memmy_kb.domain.recall.prints_cache import PrintsCache, RecallFiles
+    from memmy_kb.domain.recall.rate_governor import RateGovernor
     from memmy_kb.records import GrantRecord
 
 READER_PREFIX = "kb-reader-"
@@ -154,8 +154,8 @@ def _attributed(
     governor: RateGovernor | None,
     attribution: tuple[RecallFiles | None, PrintsCache | None],
 ) -> RecallResult:
-    """Recall with every excerpt attributed to its file or KB (or the KBs it may be from): ``recall_attributed``."""
-    from memmy_kb.domain.recall_attributed import attributed_search
+    """Recall with every excerpt attributed to its file or KB (or the KBs it may be from): ``search``."""
+    from memmy_kb.domain.recall.search import attributed_search
 
     scope_size = len(scope_grants)
     files, prints = attribution
@@ -209,9 +209,9 @@ def _combined_search(
     memos: KnowledgeEngines, scope_grants: list[GrantRecord], question: RecallQuestion, search_seconds: float
 ) -> list[SearchHit]:
     """One search per MemOS backend of the scope (a search reaches one project), at once and within the
-    one budget (``recall_attributed``'s threads), merged by score; the first failure (by backend) raised."""
-    from memmy_kb.domain.recall_attributed import relevance, run_searches
-    from memmy_kb.domain.recall_governed import Search
+    one budget (``search``'s threads), merged by score; the first failure (by backend) raised."""
+    from memmy_kb.domain.recall.governed import Search
+    from memmy_kb.domain.recall.search import relevance, run_searches
 
     reader, limit = reader_id(question.user_id), question.limit
     by_backend: dict[str, list[GrantRecord]] = {}

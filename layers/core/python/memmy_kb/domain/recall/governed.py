@@ -1,4 +1,4 @@
-"""Recall's searches (``Search``) within the rate governor (``memmy_kb.domain.rate_governor``): the plan
+"""Recall's searches (``Search``) within the rate governor (``memmy_kb.domain.recall.rate_governor``): the plan
 it allows each backend now (``cap_plan`` groups the rest of a backend's KBs), the backends it allows
 none (skipped: the recall is partial, or unavailable with ``Retry-After`` when none is left), and every
 retry and "rate limited" answer told to it.
@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 
 from memmy_kb.domain.access import ScopeEntry
 from memmy_kb.domain.engine import MemosApiKeyError, MemosRateLimited, MemosUnavailable, SearchHit, backend_of
-from memmy_kb.domain.fleet_budget import SHORT_WAIT
+from memmy_kb.domain.recall.fleet_budget import SHORT_WAIT
 from memmy_kb.errors import RecallUnavailable
 
 if TYPE_CHECKING:
     from memmy_kb.domain.ports import KnowledgeEngines
-    from memmy_kb.domain.rate_governor import RateGovernor
+    from memmy_kb.domain.recall.rate_governor import RateGovernor
     from memmy_kb.records import GrantRecord
 
 

@@ -4,7 +4,7 @@
 A MemOS hit names neither its KB nor its file. By default (``by_file``) recall searches each MemOS backend
 of the scope once, over all of the scope's KBs on it (a search goes to one project with its key), and
 tells each hit's file, and so its KB, from the MemOS file ids it gives, else from its text
-(``memmy_kb.domain.recall_merge``). The ``per_kb``
+(``memmy_kb.domain.recall.merge``). The ``per_kb``
 plan, kept for comparison, searches each KB alone, at most ``max_searches`` searches: past that, the
 first KBs (shares first) are searched alone and the rest in groups, one per backend.
 
@@ -12,17 +12,17 @@ The searches run at once on threads (each backend's client, whose connection poo
 within the one recall budget; a search MemOS answers with "rate limited" is tried once more, after a
 jittered pause, when the budget still allows it; meanwhile the main thread reads the KBs' names and the
 sharers' profiles in one batched read and starts loading the fingerprints the environment does not hold
-fresh (``memmy_kb.domain.file_attribution``). Once every search has answered (or the budget is spent)
-the scope is read again, once, and the hits of KBs that left it are dropped (``recall_merge``). Some
+fresh (``memmy_kb.domain.recall.file_attribution``). Once every search has answered (or the budget is spent)
+the scope is read again, once, and the hits of KBs that left it are dropped (``merge``). Some
 searches failing and others answering gives the answered excerpts, flagged ``partial``; no search
 answering for a KB still in scope is the 503 of a failed recall.
 
-Near MemOS's rate limit the rate governor (``memmy_kb.domain.rate_governor``) allows a backend fewer
+Near MemOS's rate limit the rate governor (``memmy_kb.domain.recall.rate_governor``) allows a backend fewer
 searches than the plan has for it; ``cap_plan`` then keeps the first of them alone and merges the rest
 into one group, down to one search of all the backend's KBs (``saved``: the searches it did not send).
 The ``by_file`` plan sends one search per backend already, so it is never cut; but with the fleet's
-budget (``memmy_kb.domain.fleet_budget``) a backend may be granted no search at all: it is skipped
-(``memmy_kb.domain.recall_governed``), the answer partial, or a 503 with ``Retry-After`` when every
+budget (``memmy_kb.domain.recall.fleet_budget``) a backend may be granted no search at all: it is skipped
+(``memmy_kb.domain.recall.governed``), the answer partial, or a 503 with ``Retry-After`` when every
 backend was.
 
 The scope given may be the request's narrowed one (``narrow_recall_grants``): the re-check asks only that
@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memmy_kb.domain.access import compute_recall_scope
-from memmy_kb.domain.context_block import SourceFile, SourceKb
 from memmy_kb.domain.engine import (
     MemosApiKeyError,
     MemosError,
@@ -51,17 +50,18 @@ from memmy_kb.domain.engine import (
     SearchHit,
     backend_of,
 )
-from memmy_kb.domain.file_attribution import PrintsLoading
-from memmy_kb.domain.prints_cache import PrintsCache
-from memmy_kb.domain.recall_governed import Governed, Search, governed, sendable
-from memmy_kb.domain.recall_merge import merge_answered
+from memmy_kb.domain.recall.context_block import SourceFile, SourceKb
+from memmy_kb.domain.recall.file_attribution import PrintsLoading
+from memmy_kb.domain.recall.governed import Governed, Search, governed, sendable
+from memmy_kb.domain.recall.merge import merge_answered
+from memmy_kb.domain.recall.prints_cache import PrintsCache
 from memmy_kb.observability import put_backend_metrics
 
 if TYPE_CHECKING:
     from memmy_kb.domain.ports import KnowledgeEngines, RecallSources
-    from memmy_kb.domain.prints_cache import RecallFiles
-    from memmy_kb.domain.rate_governor import RateGovernor
-    from memmy_kb.domain.recall_config import RecallConfig, RecallQuestion
+    from memmy_kb.domain.recall.config import RecallConfig, RecallQuestion
+    from memmy_kb.domain.recall.prints_cache import RecallFiles
+    from memmy_kb.domain.recall.rate_governor import RateGovernor
     from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
 
 _SearchFailure = MemosError | MemosApiKeyError
@@ -236,7 +236,7 @@ def attributed_search(
     scope (the caller answers 503). With a ``governor``, each backend gets no more searches than it allows
     now. With ``files``, each hit is matched against the searched KBs' files (``prints``: the
     environment's cache of their fingerprints)."""
-    from memmy_kb.domain.recall_config import PER_KB
+    from memmy_kb.domain.recall.config import PER_KB
 
     query, limit, max_per_kb = question.query, question.limit, config.max_per_kb
     planned = plan(scope_grants, config.max_searches) if config.attribution == PER_KB else plan_by_backend(scope_grants)
@@ -269,7 +269,7 @@ def attributed_search(
     failures = [o for o in outcomes if o.error is not None]
     if len(failures) == len(outcomes) and not any(isinstance(o.error, MemosNotFound) for o in failures):
         return None  # nothing answered, and no failure a scope change could explain: no re-read
-    # Once every search has answered: hits of KBs that left the scope go (``recall_merge``); a failure of a
+    # Once every search has answered: hits of KBs that left the scope go (``merge``); a failure of a
     # search one of whose KBs left is explained by it.
     now = compute_recall_scope(grants, question.user_id)
     answered = [o for o in outcomes if o.error is None]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memmy_kb.domain.context_block import DEFAULT_MAX_CHARS, SizeLimit
+from memmy_kb.domain.recall.context_block import DEFAULT_MAX_CHARS, SizeLimit
 
 if TYPE_CHECKING:
     from memmy_kb.settings import Settings

@@ -22,9 +22,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Final
 
-from memmy_kb.domain.context_block import SourceFile
 from memmy_kb.domain.fingerprints import attribute
-from memmy_kb.domain.prints_cache import FileKey, KbPrints, PrintsCache, RecallFiles, load_prints, stamp_of
+from memmy_kb.domain.recall.context_block import SourceFile
+from memmy_kb.domain.recall.prints_cache import (
+    FileKey,
+    KbPrints,
+    PrintsCache,
+    RecallFiles,
+    load_prints,
+    stamp_of,
+)
 from memmy_kb.observability import logger
 
 if TYPE_CHECKING:

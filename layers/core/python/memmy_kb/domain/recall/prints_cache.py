@@ -1,6 +1,6 @@
 """The fingerprints of the KBs recall searches, kept per Lambda environment (docs/architecture.md, "Recall").
 
-Recall names an excerpt's file from its text (``memmy_kb.domain.file_attribution``), against a
+Recall names an excerpt's file from its text (``memmy_kb.domain.recall.file_attribution``), against a
 ``FileIndex`` of each searched KB's file versions, built from one Query of the KB's ``PRINT#`` items and
 one of its ``FOLDER#`` items (for the files' folder paths); the same items give the versions by their
 file's MemOS id, for a hit that names its MemOS file. Built once, an index serves every recall of
