@@ -42,14 +42,14 @@ DOMAIN_VOCABULARY = frozenset(
         "memmy_kb.domain.storage",
         "memmy_kb.domain.engine",
         # The fingerprints' port, and the value it stores (its stored form is the value's own).
-        "memmy_kb.domain.fingerprint_store",
-        "memmy_kb.domain.fingerprints",
+        "memmy_kb.domain.fingerprints.store",
+        "memmy_kb.domain.fingerprints.prints",
     }
 )
 # What the domain may import besides memmy_kb and the standard library: top-level packages (pure
 # computation, no I/O: HTML to Markdown is markdownify on bs4), and of Powertools only the logger
 # (``from aws_lambda_powertools import Logger``). pypdf reads a PDF's text from a file object the domain
-# hands it (``memmy_kb.domain.text_extraction``).
+# hands it (``memmy_kb.domain.fingerprints.text_extraction``).
 DOMAIN_THIRD_PARTY = frozenset({"pydantic", "phonenumbers", "markdownify", "bs4", "pypdf"})
 DOMAIN_POWERTOOLS = frozenset({"aws_lambda_powertools.Logger", "aws_lambda_powertools.logging"})
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from array import array
 
-from memmy_kb.domain.fingerprints import FileIndex, Fingerprints
+from memmy_kb.domain.fingerprints.prints import FileIndex, Fingerprints
 from memmy_kb.domain.recall.prints_cache import KbPrints, PrintsCache
 from tests.support.fakes.recall_files import FakeRecallFiles
 from tests.support.polling import wait_until

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     # For the checker only: each factory is typed as its port and imports its adapter when first called.
     from memmy_kb.adapters.dynamodb.table import DynamoTable
     from memmy_kb.adapters.memos.key import MemosBackendConfig, SecretBackendsProvider
-    from memmy_kb.domain.fingerprint_store import FingerprintStore
+    from memmy_kb.domain.fingerprints.store import FingerprintStore
     from memmy_kb.domain.ports import (
         ActivityLog,
         BackendSlots,

@@ -36,7 +36,7 @@ from memmy_kb.observability import muted
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
-    from memmy_kb.domain.fingerprint_store import FilePrints
+    from memmy_kb.domain.fingerprints.store import FilePrints
     from memmy_kb.records import FileRecord, FolderRecord, GrantRecord, KnowledgeBaseRecord, ProfileRecord
 
 # No clock reading goes into the snapshot: the primed records carry this fixed date.
@@ -106,8 +106,8 @@ class _Files:
     """The KB's one file, whose fingerprints hold the primed excerpt's text, at its root."""
 
     def query_prints(self, kb_id: str) -> list[FilePrints]:
-        from memmy_kb.domain.fingerprint_store import FilePrints
-        from memmy_kb.domain.fingerprints import fingerprint
+        from memmy_kb.domain.fingerprints.prints import fingerprint
+        from memmy_kb.domain.fingerprints.store import FilePrints
 
         return [FilePrints(kb_id, "fi_priming", 1, fingerprint([_PRIMED_TEXT]))]
 

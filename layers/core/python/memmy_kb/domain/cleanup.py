@@ -32,8 +32,8 @@ from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.deletion import sweep_folder
 from memmy_kb.domain.engine import MemosError, MemosNotFound, MemosRateLimited, MemosUnavailable, backend_of
-from memmy_kb.domain.file_prints import drop_prints
-from memmy_kb.domain.fingerprint_store import FingerprintStore
+from memmy_kb.domain.fingerprints.file_prints import drop_prints
+from memmy_kb.domain.fingerprints.store import FingerprintStore
 from memmy_kb.domain.ports import BackendSlots, CleanupStore, ContentStore, KnowledgeEngines, UploadObjects
 from memmy_kb.domain.storage import (
     UPLOAD_PREFIX,

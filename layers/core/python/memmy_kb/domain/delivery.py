@@ -14,7 +14,7 @@ from datetime import datetime
 from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.engine import backend_of
-from memmy_kb.domain.fingerprint_store import FingerprintStore
+from memmy_kb.domain.fingerprints.store import FingerprintStore
 from memmy_kb.domain.ingest import IngestConfig, Ingestion, IngestOutcome, RetryLater
 from memmy_kb.domain.ports import ContentStore, KnowledgeBaseStore, KnowledgeEngines, UploadObjects
 from memmy_kb.domain.replace_ingest import ReplacementIngestion

@@ -43,8 +43,8 @@ from memmy_kb.domain.engine import (
     MemosRejectedInput,
     MemosUnsupportedFile,
 )
-from memmy_kb.domain.file_prints import PrintTaker, keep_prints
-from memmy_kb.domain.fingerprint_store import FingerprintStore
+from memmy_kb.domain.fingerprints.file_prints import PrintTaker, keep_prints
+from memmy_kb.domain.fingerprints.store import FingerprintStore
 from memmy_kb.domain.formats import CONTENT_TYPES, CONVERTED, file_extension, sent_extension, sent_filename
 from memmy_kb.domain.limits import capacity_refused
 from memmy_kb.domain.naming import memos_file_name
@@ -135,7 +135,7 @@ class Ingestion:
     # The SHA-256 of the bytes this run verified (``verify``); a run that did not verify (the reconciler's)
     # reads the one the hold kept on the upload.
     sha256: str | None = None
-    # Where the version's fingerprints go once it is recorded, and what takes them (memmy_kb.domain.file_prints).
+    # Where the version's fingerprints go once it is recorded, and what takes them (memmy_kb.domain.fingerprints.file_prints).
     prints: FingerprintStore | None = None
     taker: PrintTaker = field(default_factory=PrintTaker)
     # What MemOS answering "not found" to the hand-over means for this upload.

@@ -21,7 +21,7 @@ read, so two runs at once, or a run racing the ingest or a cleanup, only repeat 
 5. **Residue**: MemOS files of live KBs that no FILE item references and no upload in flight claims are
    deleted (``ResidueFound`` / ``ResidueRemoved``); a file still marked ``replacing`` an upload that is no
    longer in flight (its end died before unmarking it) is unmarked (``ReplaceUnlocked``); fingerprints
-   no current file version needs go (``memmy_kb.domain.print_residue``; ``PrintsRemoved``).
+   no current file version needs go (``memmy_kb.domain.fingerprints.residue``; ``PrintsRemoved``).
 6. **Upload objects** whose upload is gone (with its KB) or final are deleted: a page of at most
    ``ReconcileLimits.objects`` keys of the bucket per run, from a cursor of its own
    (``memmy_kb.domain.residue``; ``UploadObjectsRemoved``). Never those of an upload pending or submitting.
@@ -45,7 +45,8 @@ from memmy_kb.domain.engine import (
     MemosNotFound,
     backend_of,
 )
-from memmy_kb.domain.fingerprint_store import FingerprintStore
+from memmy_kb.domain.fingerprints.residue import sweep_prints
+from memmy_kb.domain.fingerprints.store import FingerprintStore
 from memmy_kb.domain.ingest import IngestConfig, Ingestion
 from memmy_kb.domain.naming import upload_id_in
 from memmy_kb.domain.placement import capacity_used_percent
@@ -61,7 +62,6 @@ from memmy_kb.domain.ports import (
     UploadObjects,
     UploadRequeue,
 )
-from memmy_kb.domain.print_residue import sweep_prints
 from memmy_kb.domain.reconcile_report import STUCK_ATTEMPTS, ReconcileReport
 from memmy_kb.domain.replace_ingest import FILE_GONE
 from memmy_kb.domain.residue import sweep_upload_objects

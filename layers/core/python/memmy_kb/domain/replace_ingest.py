@@ -30,8 +30,8 @@ from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.engine import FileInput
-from memmy_kb.domain.file_prints import keep_prints
 from memmy_kb.domain.files import GONE_FROM_MEMOS
+from memmy_kb.domain.fingerprints.file_prints import keep_prints
 from memmy_kb.domain.ingest import (
     KB_GONE,
     PENDING_KEEP,

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from memmy_kb.adapters.dynamodb.fingerprints import DynamoFingerprintStore
 from memmy_kb.adapters.dynamodb.table import DynamoTable, Item, file_key
-from memmy_kb.domain.fingerprint_store import FilePrints
+from memmy_kb.domain.fingerprints.store import FilePrints
 from memmy_kb.records import FileRecord, FolderRecord
 
 

@@ -3,7 +3,7 @@
 MemOS hits name no KB, and no file in any shape MemOS documents. A hit that does give MemOS file ids
 (``SearchHit.memos_file_ids``) is named from them first: the files of the KBs *its search covered* that
 have those ids (kept on their fingerprint items). Otherwise recall matches the hit's text against the
-fingerprints of the file versions of those KBs (``memmy_kb.domain.fingerprints.attribute``): one file
+fingerprints of the file versions of those KBs (``memmy_kb.domain.fingerprints.prints.attribute``): one file
 when the match is clear, the few candidates when several files hold the text, none when nothing holds
 enough of it. A file of a KB that was not searched is never named, whether by an id or by the text.
 
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Final
 
-from memmy_kb.domain.fingerprints import attribute
+from memmy_kb.domain.fingerprints.prints import attribute
 from memmy_kb.domain.recall.context_block import SourceFile
 from memmy_kb.domain.recall.prints_cache import (
     FileKey,

@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Protocol
 
-from memmy_kb.domain.fingerprints import FileIndex
+from memmy_kb.domain.fingerprints.prints import FileIndex
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.fingerprint_store import FilePrints
+    from memmy_kb.domain.fingerprints.store import FilePrints
     from memmy_kb.records import FileRecord, FolderRecord, KnowledgeBaseRecord
 
 PRINTS_TTL_SECONDS: Final = 300.0

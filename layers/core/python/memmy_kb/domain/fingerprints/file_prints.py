@@ -3,7 +3,7 @@ recorded (docs/architecture.md, "Uploads and ingest").
 
 A ``PrintTaker`` goes along with one upload's ingest: it samples the text the verification streams (text
 formats), the Markdown sent to MemOS (HTML), or, once the bytes are verified, the text read from them
-(DOCX, PDF: ``memmy_kb.domain.text_extraction``). Its work is bounded: at most ``MAX_PRINTED_CHARS`` of
+(DOCX, PDF: ``memmy_kb.domain.fingerprints.text_extraction``). Its work is bounded: at most ``MAX_PRINTED_CHARS`` of
 text and ``MAX_PRINT_SECONDS`` of reading and sampling; a longer text's fingerprints are its beginning's.
 Nothing here fails or holds up the ingest: an extraction that raises, or a write the table refuses for now
 (``StoreUnavailable``), leaves the version without fingerprints (its excerpts are then attributed to their
@@ -19,10 +19,9 @@ from typing import Final
 
 from aws_lambda_powertools import Logger
 
-from memmy_kb.domain.fingerprint_store import FilePrints, FingerprintStore
-from memmy_kb.domain.fingerprints import Fingerprints, Sampler
-from memmy_kb.domain.storage import ObjectChanged, StoreUnavailable
-from memmy_kb.domain.text_extraction import (
+from memmy_kb.domain.fingerprints.prints import Fingerprints, Sampler
+from memmy_kb.domain.fingerprints.store import FilePrints, FingerprintStore
+from memmy_kb.domain.fingerprints.text_extraction import (
     EXTRACTED,
     PIECE_CHARS,
     TAPPED,
@@ -30,6 +29,7 @@ from memmy_kb.domain.text_extraction import (
     TappedSource,
     extracted_text,
 )
+from memmy_kb.domain.storage import ObjectChanged, StoreUnavailable
 from memmy_kb.domain.zipfiles import ByteSource
 from memmy_kb.observability import metrics
 

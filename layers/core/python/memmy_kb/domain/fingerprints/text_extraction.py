@@ -1,4 +1,4 @@
-"""The text an accepted file carries, as pieces for its fingerprints (``memmy_kb.domain.fingerprints``).
+"""The text an accepted file carries, as pieces for its fingerprints (``memmy_kb.domain.fingerprints.prints``).
 
 Each format's text is read in bounded memory, never whole:
 

@@ -1,10 +1,10 @@
-"""Where a file version's fingerprints are kept (``memmy_kb.domain.fingerprints``): the port, and its item.
+"""Where a file version's fingerprints are kept (``memmy_kb.domain.fingerprints.prints``): the port, and its item.
 
 One item per file version, in the KB's partition (``PRINT#<file_id>#<version>``, beside its ``FILE#``): the
 ingest writes it when it records a file or submits a replacement; recall reads a KB's items with one Query
 (cached per environment, ``memmy_kb.domain.recall.file_attribution``); the old version's goes when the reconciler
 sees MemOS has switched to the new one, a deleted file's with its cleanup, and the reconciler removes any
-whose file is gone (``memmy_kb.domain.print_residue``).
+whose file is gone (``memmy_kb.domain.fingerprints.residue``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from memmy_kb.domain.fingerprints import Fingerprints
+from memmy_kb.domain.fingerprints.prints import Fingerprints
 
 
 @dataclass(frozen=True)
