@@ -30,7 +30,7 @@ import httpx
 
 from bench.attribution_corpus import Document, build
 from memmy_kb.domain.fingerprints import prints as fp
-from memmy_kb.domain.verification import MemorySource
+from memmy_kb.domain.uploads.verification import MemorySource
 from memmy_local.memos_emulator.config import EmulatorConfig
 from memmy_local.memos_emulator.rewrite import rewrite
 from memmy_local.memos_emulator.server import MemosEmulator

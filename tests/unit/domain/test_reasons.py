@@ -1,13 +1,14 @@
-"""Failure reasons travel with a machine code (``memmy_kb.domain.reasons``): every sentence the domain
+"""Failure reasons travel with a machine code (``memmy_kb.domain.uploads.reasons``): every sentence the domain
 can record has its own, so a client can word it in its language."""
 
 from __future__ import annotations
 
 import pytest
 
-from memmy_kb.domain import deletion, files, ingest, verification
+from memmy_kb.domain import deletion, files
 from memmy_kb.domain.limits import bytes_refused, files_refused
-from memmy_kb.domain.reasons import reason_code
+from memmy_kb.domain.uploads import ingest, verification
+from memmy_kb.domain.uploads.reasons import reason_code
 from memmy_kb.records import KbCapacity
 
 SENTENCES = [

@@ -11,8 +11,6 @@ import pytest
 
 from memmy_kb.domain import reconcile
 from memmy_kb.domain.engine import EngineBackend, MemosApiKeyError
-from memmy_kb.domain.ingest import KB_GONE
-from memmy_kb.domain.naming import memos_file_name
 from memmy_kb.domain.reconcile import (
     CLEANUP_BACKOFF,
     CLEANUP_BACKOFF_CAP,
@@ -24,7 +22,9 @@ from memmy_kb.domain.reconcile import (
     ReconcileLimits,
 )
 from memmy_kb.domain.reconcile_report import REPORT_KINDS
-from memmy_kb.domain.residue import OBJECTS_CURSOR
+from memmy_kb.domain.uploads.ingest import KB_GONE
+from memmy_kb.domain.uploads.naming import memos_file_name
+from memmy_kb.domain.uploads.residue import OBJECTS_CURSOR
 from memmy_kb.records import CleanupRecord, KnowledgeBaseRecord, UploadRecord
 from tests.support.factories import T0, UNCAPPED_COUNT, file_record, kb_record, owner_grant_for, upload_record
 from tests.support.fakes import (

@@ -24,7 +24,7 @@ from memmy_kb.domain.fingerprints.text_extraction import (
     pdf_text,
 )
 from memmy_kb.domain.storage import ObjectChanged
-from memmy_kb.domain.verification import MemorySource, verify_content
+from memmy_kb.domain.uploads.verification import MemorySource, verify_content
 from tests.support.docgen import make_doc, make_docx, make_json, make_md, make_pdf, make_txt, make_xml
 
 REFUNDS = "Refunds are paid within fourteen days of the return reaching our warehouse."

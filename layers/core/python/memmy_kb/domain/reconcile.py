@@ -8,7 +8,7 @@ read, so two runs at once, or a run racing the ingest or a cleanup, only repeat 
    ``<cleanup id>-<attempt>``), with a backoff that doubles per attempt; one past ``STUCK_ATTEMPTS``
    is reported (metric ``CleanupStuck``, alarmed).
 2. **Submitting uploads** whose MemOS add has an unknown outcome are resolved by looking for the file in
-   the KB's MemOS files (its MemOS name carries the upload id, ``memmy_kb.domain.naming``): found, it is
+   the KB's MemOS files (its MemOS name carries the upload id, ``memmy_kb.domain.uploads.naming``): found, it is
    recorded as submitted; not found, the upload goes back to pending and its object to the ingest queue.
    A file is never added twice: only an add known not to have happened is retried. A replace whose update
    has an unknown outcome is looked for the same way, by the name of the file it updates: taken, it is
@@ -24,7 +24,7 @@ read, so two runs at once, or a run racing the ingest or a cleanup, only repeat 
    no current file version needs go (``memmy_kb.domain.fingerprints.residue``; ``PrintsRemoved``).
 6. **Upload objects** whose upload is gone (with its KB) or final are deleted: a page of at most
    ``ReconcileLimits.objects`` keys of the bucket per run, from a cursor of its own
-   (``memmy_kb.domain.residue``; ``UploadObjectsRemoved``). Never those of an upload pending or submitting.
+   (``memmy_kb.domain.uploads.residue``; ``UploadObjectsRemoved``). Never those of an upload pending or submitting.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from typing import Final
 
 from aws_lambda_powertools import Logger
 
-from memmy_kb.domain.delivery import ingestion_of
 from memmy_kb.domain.engine import (
     EngineFile,
     MemosApiKeyError,
@@ -47,8 +46,6 @@ from memmy_kb.domain.engine import (
 )
 from memmy_kb.domain.fingerprints.residue import sweep_prints
 from memmy_kb.domain.fingerprints.store import FingerprintStore
-from memmy_kb.domain.ingest import IngestConfig, Ingestion
-from memmy_kb.domain.naming import upload_id_in
 from memmy_kb.domain.placement import capacity_used_percent
 from memmy_kb.domain.ports import (
     BackendSlots,
@@ -63,9 +60,12 @@ from memmy_kb.domain.ports import (
     UploadRequeue,
 )
 from memmy_kb.domain.reconcile_report import STUCK_ATTEMPTS, ReconcileReport
-from memmy_kb.domain.replace_ingest import FILE_GONE
-from memmy_kb.domain.residue import sweep_upload_objects
 from memmy_kb.domain.storage import ConditionFailed, verified_object_key
+from memmy_kb.domain.uploads.delivery import ingestion_of
+from memmy_kb.domain.uploads.ingest import IngestConfig, Ingestion
+from memmy_kb.domain.uploads.naming import upload_id_in
+from memmy_kb.domain.uploads.replace_ingest import FILE_GONE
+from memmy_kb.domain.uploads.residue import sweep_upload_objects
 from memmy_kb.records import CleanupRecord, FileRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord, utc_now
 
 logger = Logger(child=True)

@@ -26,7 +26,7 @@ from memmy_kb.errors import Conflict
 if TYPE_CHECKING:  # types only: the recall handler's bodies import ``normal_name``, never the records
     from memmy_kb.records import FileRecord, FolderRecord, UploadRecord
 
-# The reasons an upload is rejected with at the ingest (``memmy_kb.domain.reasons``: ``name_taken``).
+# The reasons an upload is rejected with at the ingest (``memmy_kb.domain.uploads.reasons``: ``name_taken``).
 NAME_TAKEN: Final = "A file of this name is already in this folder; replace it instead."
 NAME_RACED: Final = (
     "Another upload of this name into this folder was being checked at the same time; upload it again."

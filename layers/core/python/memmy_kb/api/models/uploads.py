@@ -13,8 +13,8 @@ from memmy_kb.domain.display import hidden_characters
 from memmy_kb.domain.sibling_names import normal_name
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.replacements import IssuedReplacement, Unchanged
-    from memmy_kb.domain.uploads import IssuedUpload
+    from memmy_kb.domain.uploads.issuing import IssuedUpload
+    from memmy_kb.domain.uploads.replacements import IssuedReplacement, Unchanged
 
 MAX_FILENAME_LENGTH = 255
 

@@ -30,7 +30,7 @@ from memmy_kb.domain.fingerprints.text_extraction import (
     extracted_text,
 )
 from memmy_kb.domain.storage import ObjectChanged, StoreUnavailable
-from memmy_kb.domain.zipfiles import ByteSource
+from memmy_kb.domain.uploads.zipfiles import ByteSource
 from memmy_kb.observability import metrics
 
 logger = Logger(child=True)

@@ -18,7 +18,7 @@ Whether they may be deleted depends only on the upload's record as it is *now*, 
   deletes the replaced version's, the file's cleanup the file's, and the sweep below any left over.
 
 The ingest applies the rule when it finds its upload gone or decided by another delivery
-(``memmy_kb.domain.ingest``). The reconciler's sweep (``sweep_upload_objects``) lists the bucket from a
+(``memmy_kb.domain.uploads.ingest``). The reconciler's sweep (``sweep_upload_objects``) lists the bucket from a
 cursor kept in the table, a bounded page per run, and applies it to every upload object it finds: it is
 what catches an object whose event came too early (before its KB's cleanup ran) or never came.
 """

@@ -2,7 +2,7 @@
 
 File bytes never pass through API Gateway or a Lambda: the client POSTs them straight to S3, under an
 opaque key the service chose, within limits the signed policy pins (exact key, exact size, content type,
-minutes of validity). What arrives is verified by the ingest (``memmy_kb.domain.ingest``) before MemOS
+minutes of validity). What arrives is verified by the ingest (``memmy_kb.domain.uploads.ingest``) before MemOS
 sees it.
 """
 
@@ -16,7 +16,11 @@ from typing import Final
 
 from memmy_kb.domain.access import require_owner
 from memmy_kb.domain.folders import is_live
-from memmy_kb.domain.formats import (
+from memmy_kb.domain.limits import capacity_refused
+from memmy_kb.domain.ports import ContentStore, GrantReader, UploadObjects
+from memmy_kb.domain.sibling_names import file_name_holder, name_taken, normal_name
+from memmy_kb.domain.storage import ConditionFailed, ItemMissing, PresignedPost, upload_object_key
+from memmy_kb.domain.uploads.formats import (
     ACCEPTED_CONTENT_TYPES,
     ACCEPTED_EXTENSIONS,
     CONTENT_TYPES,
@@ -26,10 +30,6 @@ from memmy_kb.domain.formats import (
     accepted_formats,
     file_extension,
 )
-from memmy_kb.domain.limits import capacity_refused
-from memmy_kb.domain.ports import ContentStore, GrantReader, UploadObjects
-from memmy_kb.domain.sibling_names import file_name_holder, name_taken, normal_name
-from memmy_kb.domain.storage import ConditionFailed, ItemMissing, PresignedPost, upload_object_key
 from memmy_kb.errors import (
     Conflict,
     InvalidInput,
@@ -43,7 +43,7 @@ from memmy_kb.records import KbCapacity, UploadRecord, utc_now
 MAX_UPLOAD_BYTES: Final = 100 * 1024 * 1024
 # How long after the POST expires an upload may stay pending before the reconciler (and the file list)
 # treats it as abandoned: time for the object's event to be ingested. An ingest that has to wait for
-# MemOS extends it (``memmy_kb.domain.ingest.PENDING_KEEP``).
+# MemOS extends it (``memmy_kb.domain.uploads.ingest.PENDING_KEEP``).
 PENDING_GRACE: Final = timedelta(hours=1)
 # Labels that say nothing about the file: treated as "not given".
 _UNSPECIFIED_TYPES: Final = frozenset({"", "application/octet-stream", "binary/octet-stream"})
@@ -90,7 +90,7 @@ def validate_upload(filename: str, size_bytes: int, content_type: str | None) ->
     if size_bytes > MAX_UPLOAD_BYTES:
         raise PayloadTooLarge("Files can be at most 100 MB.", code="file_too_large")
     if extension in CONVERTED and size_bytes > MAX_CONVERTED_BYTES:
-        # Converted to Markdown in one piece by the ingest (memmy_kb.domain.conversion).
+        # Converted to Markdown in one piece by the ingest (memmy_kb.domain.uploads.conversion).
         raise PayloadTooLarge(
             f"HTML files can be at most {MAX_CONVERTED_BYTES // (1024 * 1024)} MB.", code="file_too_large"
         )
@@ -178,7 +178,7 @@ def dismiss_upload(
     submitting, or one that became a file, is refused with 409 ``upload_not_failed`` (delete the file
     instead). Idempotent: an upload already gone (or never there) answers the same. Its bytes, if any were
     left or arrive later, have no record now: the ingest drops them, and the reconciler's sweep removes
-    any left (``memmy_kb.domain.residue``).
+    any left (``memmy_kb.domain.uploads.residue``).
     """
     require_owner(grants, user_id, kb_id)
     try:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from memmy_kb.domain import deletion, files, ingest, replace_ingest, sibling_names, verification
+from memmy_kb.domain import deletion, files, sibling_names
+from memmy_kb.domain.uploads import ingest, replace_ingest, verification
 
 _CODES: Final[dict[str, str]] = {
     **{sentence: f"invalid_{extension}" for extension, sentence in verification.REASONS.items()},

@@ -8,7 +8,7 @@ One object, one upload record (``UPLOAD#<id>`` under its KB), one state machine:
 
 Each upload's run is one ``Ingestion`` with a method per transition (``verify``, ``hold``, ``submit``,
 ``record``, ``release``, ``reject``, ``take_back``). The real size must equal the declared one and the
-bytes fit the extension (``memmy_kb.domain.verification``). Then the hold moves the upload to
+bytes fit the extension (``memmy_kb.domain.uploads.verification``). Then the hold moves the upload to
 ``submitting`` in a transaction that checks the KB, its owner and its capacity (``memmy_kb.domain.limits``):
 the duplicate guard too, since a repeated delivery finds the upload in another state. The record
 transaction counts the file on META under the same caps and logs the upload. A small file costs the upload
@@ -18,9 +18,9 @@ read, one GET, the two transactions, the Query for a sibling of its name and the
 and our FILE transaction, a crash (or a reply that never arrives) leaves a MemOS file nothing points to.
 Such uploads stay ``submitting`` (GSI2 ``UPLOAD#submitting``, TTL pushed out by ``SUBMITTING_KEEP``) and
 ``memmy_kb.domain.reconcile`` resolves them by the upload id the MemOS file name carries
-(``memmy_kb.domain.naming``). Nothing here retries them: re-adding could store the file twice.
+(``memmy_kb.domain.uploads.naming``). Nothing here retries them: re-adding could store the file twice.
 
-**Whose bytes to delete** (``memmy_kb.domain.residue``): those of an upload gone (with its KB), rejected or
+**Whose bytes to delete** (``memmy_kb.domain.uploads.residue``): those of an upload gone (with its KB), rejected or
 expired, also when found so after a refused rejection; never of one pending, submitting or submitted.
 """
 
@@ -45,11 +45,8 @@ from memmy_kb.domain.engine import (
 )
 from memmy_kb.domain.fingerprints.file_prints import PrintTaker, keep_prints
 from memmy_kb.domain.fingerprints.store import FingerprintStore
-from memmy_kb.domain.formats import CONTENT_TYPES, CONVERTED, file_extension, sent_extension, sent_filename
 from memmy_kb.domain.limits import capacity_refused
-from memmy_kb.domain.naming import memos_file_name
 from memmy_kb.domain.ports import ContentStore, KnowledgeBaseStore, KnowledgeEngine, UploadObjects
-from memmy_kb.domain.residue import drop_if_unneeded, drop_upload_bytes
 from memmy_kb.domain.sibling_names import file_name_holder, taken_reason
 from memmy_kb.domain.storage import (
     ConditionFailed,
@@ -57,7 +54,16 @@ from memmy_kb.domain.storage import (
     ObjectInfo,
     verified_object_key,
 )
-from memmy_kb.domain.verification import MemorySource, StoredSource, verify_content
+from memmy_kb.domain.uploads.formats import (
+    CONTENT_TYPES,
+    CONVERTED,
+    file_extension,
+    sent_extension,
+    sent_filename,
+)
+from memmy_kb.domain.uploads.naming import memos_file_name
+from memmy_kb.domain.uploads.residue import drop_if_unneeded, drop_upload_bytes
+from memmy_kb.domain.uploads.verification import MemorySource, StoredSource, verify_content
 from memmy_kb.records import FileRecord, KbCapacity, UploadRecord, utc_now
 
 logger = Logger(child=True)
@@ -373,12 +379,12 @@ class Ingestion:
         the bytes MemOS will fetch after we looked at them.
         """
         upload = self.upload
-        # A format MemOS does not parse goes as the form it does (memmy_kb.domain.formats.SENT_AS): HTML
+        # A format MemOS does not parse goes as the form it does (memmy_kb.domain.uploads.formats.SENT_AS): HTML
         # converted to Markdown here, reStructuredText and extension-less text named and typed as text.
         extension = file_extension(upload.filename)
         name = memos_file_name(sent_filename(upload.filename), upload.upload_id)
         if extension in CONVERTED:
-            from memmy_kb.domain.conversion import html_to_markdown
+            from memmy_kb.domain.uploads.conversion import html_to_markdown
 
             data = source.data if isinstance(source, MemorySource) else source.read_range(0, source.size)
             markdown = html_to_markdown(data.decode("utf-8"))

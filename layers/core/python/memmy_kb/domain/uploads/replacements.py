@@ -2,7 +2,7 @@
 
 A replace is an upload of a file's next version (docs/uploads.md, "Replacing a file"). The file keeps its
 id, name, folder and everyone's access; its bytes are checked as an upload's are, against the file's own
-name, and the ingest hands them to MemOS as the file's next version (``memmy_kb.domain.replace_ingest``).
+name, and the ingest hands them to MemOS as the file's next version (``memmy_kb.domain.uploads.replace_ingest``).
 Until MemOS has processed that version, the current one keeps answering recall.
 
 Issuing one checks, in this order: the caller owns the KB, the file exists, it is still at the version the
@@ -28,7 +28,7 @@ from memmy_kb.domain.engine import FileStatus, MemosApiKeyError, MemosError, bac
 from memmy_kb.domain.limits import capacity_refused
 from memmy_kb.domain.ports import ContentStore, GrantReader, KnowledgeEngines, UploadObjects
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing, PresignedPost, upload_object_key
-from memmy_kb.domain.uploads import PENDING_GRACE, new_upload_id, validate_upload
+from memmy_kb.domain.uploads.issuing import PENDING_GRACE, new_upload_id, validate_upload
 from memmy_kb.errors import Conflict, UpstreamUnavailable, file_not_found, kb_not_found
 from memmy_kb.records import FileRecord, KbCapacity, UploadRecord, utc_now
 

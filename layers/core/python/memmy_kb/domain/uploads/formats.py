@@ -37,7 +37,7 @@ ACCEPTED_CONTENT_TYPES: Final[dict[str, frozenset[str]]] = {
 }
 
 # The formats MemOS does not parse itself, and the extension of the form it gets them in: HTML converted
-# to Markdown (``memmy_kb.domain.conversion``), the others as they are, labelled plain text.
+# to Markdown (``memmy_kb.domain.uploads.conversion``), the others as they are, labelled plain text.
 SENT_AS: Final[dict[str, str]] = {"html": "md", "htm": "md", "rst": "txt", NO_EXTENSION: "txt"}
 CONVERTED: Final = frozenset({"html", "htm"})
 # HTML is converted in memory, in one piece: at most this large.

@@ -1,6 +1,6 @@
 """One S3 object delivered to the ingest: its upload found, its bytes read, its ``Ingestion`` run.
 
-The upload's state machine is ``memmy_kb.domain.ingest``; this is the event's side of it: an object that
+The upload's state machine is ``memmy_kb.domain.uploads.ingest``; this is the event's side of it: an object that
 no upload claims, or whose upload was decided already, is a logged no-op (its bytes go when nothing will
 read them), and the MemOS add goes to the KB's own backend (``memmy_kb.domain.placement``).
 """
@@ -15,11 +15,11 @@ from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.engine import backend_of
 from memmy_kb.domain.fingerprints.store import FingerprintStore
-from memmy_kb.domain.ingest import IngestConfig, Ingestion, IngestOutcome, RetryLater
 from memmy_kb.domain.ports import ContentStore, KnowledgeBaseStore, KnowledgeEngines, UploadObjects
-from memmy_kb.domain.replace_ingest import ReplacementIngestion
-from memmy_kb.domain.residue import drop_upload_bytes
 from memmy_kb.domain.storage import ObjectChanged, parse_upload_key
+from memmy_kb.domain.uploads.ingest import IngestConfig, Ingestion, IngestOutcome, RetryLater
+from memmy_kb.domain.uploads.replace_ingest import ReplacementIngestion
+from memmy_kb.domain.uploads.residue import drop_upload_bytes
 from memmy_kb.records import UploadRecord, utc_now
 
 logger = Logger(child=True)

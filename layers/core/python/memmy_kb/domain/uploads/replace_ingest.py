@@ -1,6 +1,6 @@
 """The ingest of a replace: a file's next version, from its verified bytes to MemOS's update and our record.
 
-The upload's state machine is the one of ``memmy_kb.domain.ingest`` (pending -> submitting -> submitted, or
+The upload's state machine is the one of ``memmy_kb.domain.uploads.ingest`` (pending -> submitting -> submitted, or
 rejected), and so are its checks: the bytes are verified exactly as an upload's, against the file's own
 name. What differs (docs/uploads.md, "Replacing a file"):
 
@@ -32,7 +32,8 @@ from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.engine import FileInput
 from memmy_kb.domain.files import GONE_FROM_MEMOS
 from memmy_kb.domain.fingerprints.file_prints import keep_prints
-from memmy_kb.domain.ingest import (
+from memmy_kb.domain.storage import ConditionFailed, ItemMissing, upload_object_key, verified_object_key
+from memmy_kb.domain.uploads.ingest import (
     KB_GONE,
     PENDING_KEEP,
     REJECTED_KEEP,
@@ -42,8 +43,7 @@ from memmy_kb.domain.ingest import (
     IngestOutcome,
     Refused,
 )
-from memmy_kb.domain.residue import drop_if_unneeded, drop_upload_bytes
-from memmy_kb.domain.storage import ConditionFailed, ItemMissing, upload_object_key, verified_object_key
+from memmy_kb.domain.uploads.residue import drop_if_unneeded, drop_upload_bytes
 from memmy_kb.records import FileRecord
 
 logger = Logger(child=True)
