@@ -8,8 +8,8 @@ from urllib.parse import quote
 
 import pytest
 
-from memmy_kb.domain import sharing
 from memmy_kb.domain.access import compute_recall_scope
+from memmy_kb.domain.sharing import shares
 from tests.support.sharing import ALICE_PHONE, BOB_PHONE, register, share
 
 

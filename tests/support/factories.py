@@ -10,7 +10,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from memmy_kb.domain.activity import new_activity
-from memmy_kb.domain.directory import VerifiedClaims
+from memmy_kb.domain.sharing.directory import VerifiedClaims
 from memmy_kb.records import (
     ActivityKind,
     ActivityRecord,

@@ -111,7 +111,7 @@ RECALL_NEVER_AT_IMPORT = {
     "memmy_kb.adapters.memos.models": "the MemOS reply models come with the MemOS client, on the first search",
     "memmy_kb.domain.files": "recall does not list files",
     "memmy_kb.domain.knowledge_bases": "recall does not manage KBs",
-    "memmy_kb.domain.sharing": "recall does not share",
+    "memmy_kb.domain.sharing.shares": "recall does not share",
 }
 
 

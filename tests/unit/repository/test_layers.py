@@ -84,7 +84,7 @@ def test_an_import_is_judged_by_the_layers_of_both_ends(source, code, upward):
         ("from memmy_kb.domain.engine import FileStatus", True),
         ("from memmy_kb.domain import ports", True),
         ("from memmy_kb.domain import sharing", False),
-        ("from memmy_kb.domain.sharing import share_knowledge_base", False),
+        ("from memmy_kb.domain.sharing.shares import share_knowledge_base", False),
         ("import memmy_kb.domain.access", False),
         ("import memmy_kb.domain", False),
         ("def f():\n    from memmy_kb.domain.recall.turn import recall\n", False),

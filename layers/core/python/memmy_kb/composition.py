@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from memmy_kb.domain.recall.prints_cache import PrintsCache, RecallFiles
     from memmy_kb.domain.recall.rate_governor import RateGovernor
     from memmy_kb.domain.recall.user_limit import RecallLimiter
-    from memmy_kb.domain.sharing import SharePolicy
+    from memmy_kb.domain.sharing.shares import SharePolicy
     from memmy_kb.records import KbCapacity
 
 # The adapters are imported by the factories, on first use: a function pays for boto3, httpx and the
@@ -115,7 +115,7 @@ def get_rate_counters() -> RateCounters:
 def get_share_policy() -> SharePolicy:
     """The share's abuse limits and activity log, from the settings."""
     from memmy_kb.domain.limits import ShareLimits
-    from memmy_kb.domain.sharing import SharePolicy
+    from memmy_kb.domain.sharing.shares import SharePolicy
 
     settings = get_settings()
     limits = ShareLimits(

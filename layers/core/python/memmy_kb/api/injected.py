@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.depends import Depends
 
 from memmy_kb import composition
 from memmy_kb.api.identity import current_caller_id, current_claims
-from memmy_kb.domain.directory import VerifiedClaims
+from memmy_kb.domain.sharing.directory import VerifiedClaims
 from memmy_kb.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from memmy_kb.domain.recall.prints_cache import PrintsCache, RecallFiles
     from memmy_kb.domain.recall.rate_governor import RateGovernor
     from memmy_kb.domain.recall.user_limit import RecallLimiter
-    from memmy_kb.domain.sharing import SharePolicy
+    from memmy_kb.domain.sharing.shares import SharePolicy
     from memmy_kb.records import KbCapacity
 else:
     # Powertools reads only the Depends() of these parameters, never their type: it neither validates nor

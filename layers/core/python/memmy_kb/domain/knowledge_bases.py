@@ -13,7 +13,6 @@ from aws_lambda_powertools import Logger
 from memmy_kb.domain.access import require_access, require_owner
 from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.activity import record as record_activity
-from memmy_kb.domain.directory import VerifiedClaims, masked_contact
 from memmy_kb.domain.engine import MemosApiKeyError, MemosError, MemosQuotaExceeded
 from memmy_kb.domain.placement import place_kb
 from memmy_kb.domain.ports import (
@@ -25,6 +24,7 @@ from memmy_kb.domain.ports import (
     KnowledgeEngines,
     ProfileStore,
 )
+from memmy_kb.domain.sharing.directory import VerifiedClaims, masked_contact
 from memmy_kb.domain.storage import AlreadyExists, ConditionFailed, ItemMissing, RequestSeen
 from memmy_kb.errors import (
     Conflict,

@@ -7,10 +7,10 @@ from contextlib import suppress
 from datetime import datetime
 
 from memmy_kb.domain.activity import new_activity
-from memmy_kb.domain.directory import VerifiedClaims
 from memmy_kb.domain.limits import count_block_attempt
 from memmy_kb.domain.ports import KnowledgeBaseStore, ProfileStore
-from memmy_kb.domain.sharing import SharePolicy
+from memmy_kb.domain.sharing.directory import VerifiedClaims
+from memmy_kb.domain.sharing.shares import SharePolicy
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.errors import Conflict, InvalidInput, NotFound
 from memmy_kb.records import GrantRecord, ProfileRecord, utc_now

@@ -14,7 +14,6 @@ from typing import NoReturn
 
 from memmy_kb.domain.access import owner_grant, require_member_removal, require_owner
 from memmy_kb.domain.activity import new_activity
-from memmy_kb.domain.directory import normalise_email, normalise_phone
 from memmy_kb.domain.limits import (
     ShareLimits,
     attempt_counter,
@@ -24,6 +23,7 @@ from memmy_kb.domain.limits import (
     members_refused,
 )
 from memmy_kb.domain.ports import IdentifierKind, KnowledgeBaseStore, ProfileStore, RateCounters
+from memmy_kb.domain.sharing.directory import normalise_email, normalise_phone
 from memmy_kb.domain.storage import AlreadyExists, ConditionFailed, ItemMissing
 from memmy_kb.errors import Conflict, DomainError, InvalidInput, NotFound, kb_not_found
 from memmy_kb.records import ActivityKind, GrantRecord, ShareReads, utc_now
