@@ -109,8 +109,8 @@ RECALL_NEVER_AT_IMPORT = {
     "memmy_kb.adapters.s3": "recall never touches the upload bucket",
     "botocore.exceptions": "recall never touches the upload bucket (and boto3 comes with the first request)",
     "memmy_kb.adapters.memos.models": "the MemOS reply models come with the MemOS client, on the first search",
-    "memmy_kb.domain.files": "recall does not list files",
-    "memmy_kb.domain.knowledge_bases": "recall does not manage KBs",
+    "memmy_kb.domain.knowledge_bases.files": "recall does not list files",
+    "memmy_kb.domain.knowledge_bases.manage": "recall does not manage KBs",
     "memmy_kb.domain.sharing.shares": "recall does not share",
 }
 

@@ -12,8 +12,8 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.domain import knowledge_bases as kbs_logic
 from memmy_kb.domain.deletion import CLEANUP_GRACE, FOLDER_GONE, SWEEP_CHUNK, Deleter
+from memmy_kb.domain.knowledge_bases import manage as kbs_logic
 from memmy_kb.records import CleanupRecord, FileRecord, FolderRecord, KnowledgeBaseRecord, UploadRecord
 from tests.support.domain import refused
 from tests.support.factories import (

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memmy_kb.domain import deletion, files
+from memmy_kb.domain import deletion
+from memmy_kb.domain.knowledge_bases import files
 from memmy_kb.domain.limits import bytes_refused, files_refused
 from memmy_kb.domain.uploads import ingest, verification
 from memmy_kb.domain.uploads.reasons import reason_code

@@ -310,7 +310,7 @@ class NamedAtCreation(Repository):
 @pytest.mark.parametrize("store", [Repository, NamedAtCreation])
 def test_a_sharer_is_named_as_the_shared_with_me_list_names_them(display_name, store):
     from memmy_kb.api.models.knowledge_bases import KnowledgeBase
-    from memmy_kb.domain.knowledge_bases import list_knowledge_bases
+    from memmy_kb.domain.knowledge_bases.manage import list_knowledge_bases
 
     # None: the owner has no profile
     profiles = {} if display_name is None else {"alice": profile("alice", display_name, phone="+8613800138000")}

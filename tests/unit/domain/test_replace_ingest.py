@@ -8,7 +8,7 @@ import hashlib
 import pytest
 
 from memmy_kb.domain.engine import FileStatus, MemosNotFound, MemosUnavailable
-from memmy_kb.domain.files import GONE_FROM_MEMOS
+from memmy_kb.domain.knowledge_bases.files import GONE_FROM_MEMOS
 from memmy_kb.domain.storage import upload_object_key, verified_object_key
 from memmy_kb.domain.uploads import delivery, ingest
 from memmy_kb.domain.uploads.ingest import KB_GONE, MEMOS_UNSUPPORTED, SHA256_MISMATCH, RetryLater

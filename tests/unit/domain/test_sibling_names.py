@@ -1,4 +1,4 @@
-"""``memmy_kb.domain.sibling_names``: names stored trimmed and in NFC, and one name per folder, for files
+"""``memmy_kb.domain.knowledge_bases.sibling_names``: names stored trimmed and in NFC, and one name per folder, for files
 (an upload asked for, checked again at the ingest, a move) and folders (created, renamed, moved)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.domain import files as files_logic
-from memmy_kb.domain import folders
-from memmy_kb.domain.sibling_names import NAME_RACED, NAME_TAKEN, normal_name
+from memmy_kb.domain.knowledge_bases import files as files_logic
+from memmy_kb.domain.knowledge_bases import folders
+from memmy_kb.domain.knowledge_bases.sibling_names import NAME_RACED, NAME_TAKEN, normal_name
 from memmy_kb.domain.uploads import delivery, ingest, issuing
 from memmy_kb.errors import Conflict
 from memmy_kb.records import KbCapacity

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from memmy_kb.domain import activity, knowledge_bases
+from memmy_kb.domain.knowledge_bases import activity, manage
 from memmy_kb.domain.limits import ShareLimits, attempt_slot, count_share_attempt, retry_after
 from memmy_kb.domain.sharing import profiles, shares
 from memmy_kb.domain.sharing.directory import mask_email, mask_phone, masked_contact
@@ -190,7 +190,7 @@ def test_given_ids_with_and_without_an_account_when_blocked_then_the_list_names_
 
 def test_given_an_owner_who_shared_when_blocked_then_the_name_bob_saw_then_is_kept(people: FakeStores) -> None:
     share(people, "kb_1", "bob")
-    assert [v.owner_name for v in knowledge_bases.list_knowledge_bases(people.kbs, "bob")] == ["Alice"]
+    assert [v.owner_name for v in manage.list_knowledge_bases(people.kbs, "bob")] == ["Alice"]
     profiles.block(people.kbs, people.profiles, "bob", "alice", policy=policy(people))
     # A later name of alice's is not looked up; unblocking forgets the name, and blocking her again
     # (no longer sharing with bob) names nobody.
@@ -255,7 +255,7 @@ def test_masks_never_show_the_whole_identifier() -> None:
 
 def test_given_a_shared_kb_when_listed_then_the_owner_carries_a_masked_verified_contact(people: FakeStores) -> None:
     share(people, "kb_3", "bob", owner="carol")
-    views = knowledge_bases.list_knowledge_bases(people.kbs, "bob")
+    views = manage.list_knowledge_bases(people.kbs, "bob")
     assert [(v.kb.kb_id, v.owner_name, v.owner_contact) for v in views] == [("kb_3", "Carol", "c***@example.com")]
 
 
@@ -352,7 +352,7 @@ def test_given_shares_revokes_leaves_renames_when_listed_then_newest_first_with_
     share(people, "kb_1", "dave", policy=rules, clock=lambda: at(2))
     shares.remove_member(people.kbs, "alice", "kb_1", "bob", retention_days=180, clock=lambda: at(3))
     shares.remove_member(people.kbs, "dave", "kb_1", "dave", retention_days=180, clock=lambda: at(4))
-    knowledge_bases.rename_knowledge_base(
+    manage.rename_knowledge_base(
         people.kbs, people.profiles, "alice", "kb_1", "新名字", log=people.activity, retention_days=180,
         clock=lambda: at(5),
     )

@@ -52,12 +52,12 @@ def test_the_graph_sees_the_imports_that_matter():
 @pytest.mark.parametrize(
     ("source", "code", "upward"),
     [
-        ("memmy_kb.domain.files", "from memmy_kb.adapters.s3 import UploadStorage", True),
-        ("memmy_kb.domain.files", "import memmy_kb.api.models", True),
+        ("memmy_kb.domain.knowledge_bases.files", "from memmy_kb.adapters.s3 import UploadStorage", True),
+        ("memmy_kb.domain.knowledge_bases.files", "import memmy_kb.api.models", True),
         ("memmy_kb.errors", "from memmy_kb.domain.storage import ItemMissing", True),
         ("memmy_kb.invocation_deadline", "from memmy_kb.domain.engine import MemosError", True),
-        ("memmy_kb.domain.files", "def f():\n    from memmy_kb.api.resolver import new_router\n", True),
-        ("memmy_kb.domain.files", "def f():\n    from memmy_kb.adapters.memos import client\n", True),
+        ("memmy_kb.domain.knowledge_bases.files", "def f():\n    from memmy_kb.api.resolver import new_router\n", True),
+        ("memmy_kb.domain.knowledge_bases.files", "def f():\n    from memmy_kb.adapters.memos import client\n", True),
         (
             "memmy_kb.domain.ports",
             "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from memmy_kb.adapters.s3 import ObjectInfo\n",
@@ -65,7 +65,7 @@ def test_the_graph_sees_the_imports_that_matter():
         ),
         ("memmy_kb.adapters.s3", "from memmy_kb.domain.storage import ObjectInfo", False),
         ("memmy_kb.api.routes.files", "from memmy_kb.domain import files", False),
-        ("memmy_kb.domain.files", "from memmy_kb.records import FileRecord", False),
+        ("memmy_kb.domain.knowledge_bases.files", "from memmy_kb.records import FileRecord", False),
         ("memmy_kb.adapters.memos.client", "from memmy_kb.invocation_deadline import seconds_left", False),
     ],
 )

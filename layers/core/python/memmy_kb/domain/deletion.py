@@ -28,7 +28,7 @@ from typing import Final
 from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.access import require_owner
-from memmy_kb.domain.activity import new_activity
+from memmy_kb.domain.knowledge_bases.activity import new_activity
 from memmy_kb.domain.ports import (
     CleanupExecutions,
     CleanupStore,
@@ -183,7 +183,7 @@ class Deleter:
 def unreachable(
     folders: list[FolderRecord], files: list[FileRecord], uploads: list[UploadRecord]
 ) -> tuple[list[FolderRecord], list[FileRecord], list[UploadRecord]]:
-    """What no live folder leads to (``memmy_kb.domain.folders.is_live``): the folders whose chain of
+    """What no live folder leads to (``memmy_kb.domain.knowledge_bases.folders.is_live``): the folders whose chain of
     parents breaks before the root, farthest from the break first, and the files and unfinished uploads in
     them. Writes only ever create items under live folders, so all of it is left over from deletions."""
     by_id = {f.folder_id: f for f in folders}

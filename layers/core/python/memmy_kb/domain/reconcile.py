@@ -46,7 +46,7 @@ from memmy_kb.domain.engine import (
 )
 from memmy_kb.domain.fingerprints.residue import sweep_prints
 from memmy_kb.domain.fingerprints.store import FingerprintStore
-from memmy_kb.domain.placement import capacity_used_percent
+from memmy_kb.domain.knowledge_bases.placement import capacity_used_percent
 from memmy_kb.domain.ports import (
     BackendSlots,
     CleanupExecutions,

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime
 
-from memmy_kb.domain.activity import new_activity
+from memmy_kb.domain.knowledge_bases.activity import new_activity
 from memmy_kb.domain.limits import count_block_attempt
 from memmy_kb.domain.ports import KnowledgeBaseStore, ProfileStore
 from memmy_kb.domain.sharing.directory import VerifiedClaims
@@ -111,7 +111,7 @@ def block(
 
 def captured_name(kbs: KnowledgeBaseStore, grants: list[GrantRecord], owner_id: str) -> str | None:
     """The name the caller's KB list shows for ``owner_id`` as the owner of a KB shared with the caller
-    (``memmy_kb.domain.knowledge_bases``: the owner's profile, else the KB's ``owner_name``); None when no
+    (``memmy_kb.domain.knowledge_bases.manage``: the owner's profile, else the KB's ``owner_name``); None when no
     KB of theirs is shared with the caller (then nothing is read)."""
     shared = [g for g in grants if g.role == "reader" and g.owner_id == owner_id]
     if not shared:

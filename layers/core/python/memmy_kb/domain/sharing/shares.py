@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import NoReturn
 
 from memmy_kb.domain.access import owner_grant, require_member_removal, require_owner
-from memmy_kb.domain.activity import new_activity
+from memmy_kb.domain.knowledge_bases.activity import new_activity
 from memmy_kb.domain.limits import (
     ShareLimits,
     attempt_counter,

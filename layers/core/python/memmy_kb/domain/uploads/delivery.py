@@ -2,7 +2,7 @@
 
 The upload's state machine is ``memmy_kb.domain.uploads.ingest``; this is the event's side of it: an object that
 no upload claims, or whose upload was decided already, is a logged no-op (its bytes go when nothing will
-read them), and the MemOS add goes to the KB's own backend (``memmy_kb.domain.placement``).
+read them), and the MemOS add goes to the KB's own backend (``memmy_kb.domain.knowledge_bases.placement``).
 """
 
 from __future__ import annotations

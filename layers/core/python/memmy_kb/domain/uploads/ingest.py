@@ -34,7 +34,6 @@ from typing import ClassVar, Final, Literal
 
 from aws_lambda_powertools import Logger
 
-from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.engine import (
     FileInput,
     MemosError,
@@ -45,9 +44,10 @@ from memmy_kb.domain.engine import (
 )
 from memmy_kb.domain.fingerprints.file_prints import PrintTaker, keep_prints
 from memmy_kb.domain.fingerprints.store import FingerprintStore
+from memmy_kb.domain.knowledge_bases.activity import new_activity
+from memmy_kb.domain.knowledge_bases.sibling_names import file_name_holder, taken_reason
 from memmy_kb.domain.limits import capacity_refused
 from memmy_kb.domain.ports import ContentStore, KnowledgeBaseStore, KnowledgeEngine, UploadObjects
-from memmy_kb.domain.sibling_names import file_name_holder, taken_reason
 from memmy_kb.domain.storage import (
     ConditionFailed,
     ItemMissing,
@@ -227,7 +227,7 @@ class Ingestion:
         return True
 
     def check_name(self) -> None:
-        """Held (``submitting``), the upload looks for a sibling of its name (``memmy_kb.domain.sibling_names``):
+        """Held (``submitting``), the upload looks for a sibling of its name (``memmy_kb.domain.knowledge_bases.sibling_names``):
         a file of the folder that has it, or another upload of it held meanwhile; Refused if one is there. It
         looks only once it is held, as the other does: of two at once, at least one sees the other."""
         _, files, uploads = self.contents.query_kb_items(self.upload.kb_id)

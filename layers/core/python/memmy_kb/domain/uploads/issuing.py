@@ -15,10 +15,10 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from memmy_kb.domain.access import require_owner
-from memmy_kb.domain.folders import is_live
+from memmy_kb.domain.knowledge_bases.folders import is_live
+from memmy_kb.domain.knowledge_bases.sibling_names import file_name_holder, name_taken, normal_name
 from memmy_kb.domain.limits import capacity_refused
 from memmy_kb.domain.ports import ContentStore, GrantReader, UploadObjects
-from memmy_kb.domain.sibling_names import file_name_holder, name_taken, normal_name
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing, PresignedPost, upload_object_key
 from memmy_kb.domain.uploads.formats import (
     ACCEPTED_CONTENT_TYPES,
@@ -124,7 +124,7 @@ def request_upload(
     ``sha256``, when the client declares it, is what the bytes must hash to (else the ingest rejects them).
     ``origin`` (``sync``) marks the upload, and the file it becomes, as a folder sync's. The name is stored
     normalised, and one a file of the folder has is refused (409 ``name_taken``,
-    ``memmy_kb.domain.sibling_names``); the ingest checks it again.
+    ``memmy_kb.domain.knowledge_bases.sibling_names``); the ingest checks it again.
     """
     grant = require_owner(grants, user_id, kb_id)
     filename = normal_name(filename)

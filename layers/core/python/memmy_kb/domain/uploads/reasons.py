@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from memmy_kb.domain import deletion, files, sibling_names
+from memmy_kb.domain import deletion
+from memmy_kb.domain.knowledge_bases import files, sibling_names
 from memmy_kb.domain.uploads import ingest, replace_ingest, verification
 
 _CODES: Final[dict[str, str]] = {

@@ -28,10 +28,10 @@ from typing import ClassVar, Final
 
 from aws_lambda_powertools import Logger
 
-from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.engine import FileInput
-from memmy_kb.domain.files import GONE_FROM_MEMOS
 from memmy_kb.domain.fingerprints.file_prints import keep_prints
+from memmy_kb.domain.knowledge_bases.activity import new_activity
+from memmy_kb.domain.knowledge_bases.files import GONE_FROM_MEMOS
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing, upload_object_key, verified_object_key
 from memmy_kb.domain.uploads.ingest import (
     KB_GONE,

@@ -11,10 +11,10 @@ from datetime import datetime, timedelta
 from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.access import require_access, require_owner
-from memmy_kb.domain.activity import new_activity
-from memmy_kb.domain.activity import record as record_activity
 from memmy_kb.domain.engine import MemosApiKeyError, MemosError, MemosQuotaExceeded
-from memmy_kb.domain.placement import place_kb
+from memmy_kb.domain.knowledge_bases.activity import new_activity
+from memmy_kb.domain.knowledge_bases.activity import record as record_activity
+from memmy_kb.domain.knowledge_bases.placement import place_kb
 from memmy_kb.domain.ports import (
     ActivityLog,
     BackendSlots,
@@ -80,7 +80,7 @@ def create_knowledge_base(
 ) -> KnowledgeBaseView:
     """Create the MemOS KB, then record META and the owner's grant (recall on) in one transaction.
 
-    The KB goes to a MemOS backend with room (``memmy_kb.domain.placement``: a slot claimed after the
+    The KB goes to a MemOS backend with room (``memmy_kb.domain.knowledge_bases.placement``: a slot claimed after the
     intent, released again when MemOS certainly holds no KB for it); none has room: 503
     ``memos_quota_exhausted``. MemOS has no way to list a project's KBs, so its id is recorded right away; if our write fails the
     MemOS KB is deleted again rather than left where nothing can find it. An intent item is written
