@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memmy_kb.domain.deletion import unreachable
+from memmy_kb.domain.deletion.delete import unreachable
 from memmy_kb.domain.knowledge_bases.folders import is_live
 from memmy_kb.domain.recall.context_block import sanitise_title
 from memmy_kb.domain.uploads.naming import memos_file_name, shown_name, upload_id_in

@@ -7,8 +7,8 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.domain.cleanup import Cleaner
-from memmy_kb.domain.deletion import Deleter
+from memmy_kb.domain.deletion.cleanup import Cleaner
+from memmy_kb.domain.deletion.delete import Deleter
 from memmy_kb.domain.engine import (
     EngineBackend,
     MemosApiKeyError,

@@ -138,7 +138,7 @@ def test_the_domain_imports_no_aws_sdk_or_http_client():
     ],
 )
 def test_a_domain_import_of_an_sdk_or_http_client_is_found_in_any_form(code, forbidden):
-    found = [f.target for f in import_graph.foreign_imports(code, "memmy_kb.domain.cleanup")]
+    found = [f.target for f in import_graph.foreign_imports(code, "memmy_kb.domain.deletion.cleanup")]
     assert found == forbidden
 
 

@@ -4,7 +4,7 @@ MemOS has no folders; they are ours alone. A move's cycle check is enforced by t
 (every ancestor of the destination is condition-checked), so two concurrent moves cannot close a cycle.
 
 A folder is **live** only while its whole chain of parents reaches the root: deleting a folder removes
-its item first and sweeps its subtree afterwards (``memmy_kb.domain.deletion``), and in between nothing
+its item first and sweeps its subtree afterwards (``memmy_kb.domain.deletion.delete``), and in between nothing
 under it may be listed, uploaded into, moved into or built on.
 """
 

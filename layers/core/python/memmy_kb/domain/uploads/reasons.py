@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from memmy_kb.domain import deletion
+from memmy_kb.domain.deletion import delete
 from memmy_kb.domain.knowledge_bases import files, sibling_names
 from memmy_kb.domain.uploads import ingest, replace_ingest, verification
 
@@ -30,7 +30,7 @@ _CODES: Final[dict[str, str]] = {
     verification.DOCX_BOMB: "docx_bomb",
     verification.DOCX_BAD_XML: "docx_bad_xml",
     ingest.KB_GONE: "kb_gone",
-    deletion.FOLDER_GONE: "folder_gone",
+    delete.FOLDER_GONE: "folder_gone",
     ingest.LARGER: "larger_than_declared",
     ingest.SMALLER: "smaller_than_declared",
     ingest.SHA256_MISMATCH: "sha256_mismatch",

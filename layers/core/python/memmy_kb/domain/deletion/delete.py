@@ -1,7 +1,7 @@
 """Deleting a KB, a folder or a file: gone in Memmy at once, cleaned up from MemOS and S3 in the background.
 
 Two words, two steps: a **delete** is the user's request, which hides the thing at once and writes the
-outbox item; the **cleanup** (``memmy_kb.domain.cleanup``) is the background pipeline that works through
+outbox item; the **cleanup** (``memmy_kb.domain.deletion.cleanup``) is the background pipeline that works through
 that outbox and removes what it names from MemOS, S3 and the table.
 
 Step one is one transaction that removes what makes the thing visible and writes a cleanup outbox item

@@ -1,5 +1,5 @@
 """The cleanup: the background half of a delete, which removes what the outbox item names from MemOS,
-S3 and the table (``memmy_kb.domain.deletion`` is the request that hides it at once and writes the item).
+S3 and the table (``memmy_kb.domain.deletion.delete`` is the request that hides it at once and writes the item).
 
 The cleanup state machine (infra/statemachines/cleanup.asl.json) calls ``Cleaner.run`` until it answers
 done, then deletes the outbox item; every call does a bounded round that fits the invocation's time, and
@@ -9,7 +9,7 @@ work. MemOS answering "not found" or "not linked" counts as done (the client say
 * **KB**: its MemOS files, listed page by page and deleted 20 at a time, then the MemOS KB itself with
   ``delete_all`` (MemOS's public docs only describe the unlink, so files go first); the objects under
   ``uploads/<kb>/`` and ``verified/<kb>/``; the rest of the KB's partition (folders, files, uploads).
-* **Folder**: the subtree is swept again (``memmy_kb.domain.deletion.sweep_folder``), then as for files.
+* **Folder**: the subtree is swept again (``memmy_kb.domain.deletion.delete.sweep_folder``), then as for files.
 * **Files**: the MemOS files named by the outbox item and its parts, their uploads' objects, and their
   fingerprints (``PRINT#`` items; a KB's go with the rest of its partition).
 
@@ -30,7 +30,7 @@ from typing import Final
 
 from aws_lambda_powertools import Logger
 
-from memmy_kb.domain.deletion import sweep_folder
+from memmy_kb.domain.deletion.delete import sweep_folder
 from memmy_kb.domain.engine import MemosError, MemosNotFound, MemosRateLimited, MemosUnavailable, backend_of
 from memmy_kb.domain.fingerprints.file_prints import drop_prints
 from memmy_kb.domain.fingerprints.store import FingerprintStore
