@@ -9,7 +9,7 @@ Step one is one transaction that removes what makes the thing visible and writes
 list and recall scope the moment the request returns; for a file its FILE item; for a folder the folder
 item, which makes its subtree unreachable. Step two starts the cleanup state machine with the cleanup id
 as the execution name; if that start fails the request still succeeds and the reconciler starts it later
-(``memmy_kb.domain.reconcile``). A folder's subtree is then swept in bounded transactions
+(``memmy_kb.domain.reconcile.repair``). A folder's subtree is then swept in bounded transactions
 (``sweep_folder``), here and again by the cleanup, which makes the sweep safe to interrupt anywhere.
 
 Who may delete: the owner only; a reader gets 403 and anyone else the 404 of a KB that does not exist

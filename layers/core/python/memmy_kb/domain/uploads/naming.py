@@ -2,7 +2,7 @@
 
 MemOS cannot list what an add stored under our ids, only a KB's files with their names, so the name is
 how the reconciler finds out whether an add whose reply never came did store the file
-(``memmy_kb.domain.reconcile``). The id sits in brackets before the extension (``report [up_…].pdf``),
+(``memmy_kb.domain.reconcile.repair``). The id sits in brackets before the extension (``report [up_…].pdf``),
 where MemOS keeps the extension it uses to pick a parser; ``shown_name`` takes it out again wherever a
 MemOS name or a title derived from it is shown to a person or an agent.
 """

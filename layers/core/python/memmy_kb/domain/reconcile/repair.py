@@ -59,7 +59,7 @@ from memmy_kb.domain.ports import (
     UploadObjects,
     UploadRequeue,
 )
-from memmy_kb.domain.reconcile_report import STUCK_ATTEMPTS, ReconcileReport
+from memmy_kb.domain.reconcile.report import STUCK_ATTEMPTS, ReconcileReport
 from memmy_kb.domain.storage import ConditionFailed, verified_object_key
 from memmy_kb.domain.uploads.delivery import ingestion_of
 from memmy_kb.domain.uploads.ingest import IngestConfig, Ingestion

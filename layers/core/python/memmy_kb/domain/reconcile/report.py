@@ -1,4 +1,4 @@
-"""What one reconcile run reports (``memmy_kb.domain.reconcile``): a count per action, each in words."""
+"""What one reconcile run reports (``memmy_kb.domain.reconcile.repair``): a count per action, each in words."""
 
 from __future__ import annotations
 
