@@ -30,7 +30,7 @@ from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.memos.key import MemosBackendConfig
 from memmy_kb.composition import recall_engines
 from memmy_kb.domain.engine import FileInput
-from memmy_kb.domain.ports import KnowledgeEngines
+from memmy_kb.domain.ports.engines import KnowledgeEngines
 from memmy_kb.domain.recall.rate_governor import RateGovernor
 from memmy_kb.errors import RecallUnavailable
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord

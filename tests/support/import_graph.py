@@ -35,10 +35,12 @@ LAYERS = ("base", "domain", "adapters", "composition", "api", "functions")
 BASE_MODULES = frozenset(
     {"errors", "records", "settings", "observability", "invocation_deadline", "cold_start"}
 )
-# What the adapters may import of the domain: the ports they implement and the types those speak.
+# What the adapters may import of the domain: the ports they implement (the package ``PORTS`` and its
+# modules) and the types those speak.
+PORTS = "memmy_kb.domain.ports"
 DOMAIN_VOCABULARY = frozenset(
     {
-        "memmy_kb.domain.ports",
+        PORTS,
         "memmy_kb.domain.storage",
         "memmy_kb.domain.engine",
         # The fingerprints' port, and the value it stores (its stored form is the value's own).
@@ -70,12 +72,17 @@ class Edge:
         return (
             layer_of(self.source) == "adapters"
             and layer_of(self.target) == "domain"
-            and self.target not in DOMAIN_VOCABULARY
+            and not is_vocabulary(self.target)
         )
 
     @property
     def forbidden(self) -> bool:
         return self.upward or self.into_domain_rules
+
+
+def is_vocabulary(module: str) -> bool:
+    """Whether an adapter may import ``module`` of the domain: a port (any module of ``PORTS``) or a type."""
+    return module in DOMAIN_VOCABULARY or module.startswith(PORTS + ".")
 
 
 def layer_of(module: str) -> str:

@@ -53,10 +53,11 @@ def _module_names(folder: Path, *, packages: bool = True, recursive: bool = Fals
 
 
 def _protocols() -> set[str]:
-    tree = ast.parse((CORE / "domain" / "ports.py").read_text())
+    """The protocols of every module of the ports package."""
     return {
         node.name
-        for node in tree.body
+        for module in (CORE / "domain" / "ports").glob("*.py")
+        for node in ast.parse(module.read_text()).body
         if isinstance(node, ast.ClassDef)
         and any(isinstance(base, ast.Name) and base.id == "Protocol" for base in node.bases)
     }

@@ -79,7 +79,8 @@ def test_an_import_is_judged_by_the_layers_of_both_ends(source, code, upward):
 @pytest.mark.parametrize(
     ("code", "allowed"),
     [
-        ("from memmy_kb.domain.ports import ContentStore", True),
+        ("from memmy_kb.domain.ports.contents import ContentStore", True),
+        ("from memmy_kb.domain.ports import knowledge_bases", True),
         ("from memmy_kb.domain.storage import ConditionFailed", True),
         ("from memmy_kb.domain.engine import FileStatus", True),
         ("from memmy_kb.domain import ports", True),

@@ -24,20 +24,13 @@ if TYPE_CHECKING:
     from memmy_kb.adapters.dynamodb.table import DynamoTable
     from memmy_kb.adapters.memos.key import MemosBackendConfig, SecretBackendsProvider
     from memmy_kb.domain.fingerprints.store import FingerprintStore
-    from memmy_kb.domain.ports import (
-        ActivityLog,
-        BackendSlots,
-        CleanupExecutions,
-        CleanupStore,
-        ContentStore,
-        CreateIntents,
-        KnowledgeBaseStore,
-        KnowledgeEngines,
-        ProfileStore,
-        RateCounters,
-        UploadObjects,
-        UploadRequeue,
-    )
+    from memmy_kb.domain.ports.activity import ActivityLog, RateCounters
+    from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
+    from memmy_kb.domain.ports.contents import ContentStore
+    from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngines
+    from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
+    from memmy_kb.domain.ports.profiles import ProfileStore
+    from memmy_kb.domain.ports.uploads import UploadObjects, UploadRequeue
     from memmy_kb.domain.recall.prints_cache import PrintsCache, RecallFiles
     from memmy_kb.domain.recall.rate_governor import RateGovernor
     from memmy_kb.domain.recall.user_limit import RecallLimiter

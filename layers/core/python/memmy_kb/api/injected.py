@@ -19,19 +19,13 @@ from memmy_kb.domain.sharing.directory import VerifiedClaims
 from memmy_kb.settings import Settings, get_settings
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.ports import (
-        ActivityLog,
-        BackendSlots,
-        CleanupExecutions,
-        CleanupStore,
-        ContentStore,
-        CreateIntents,
-        KnowledgeBaseStore,
-        KnowledgeEngines,
-        ProfileStore,
-        RateCounters,
-        UploadObjects,
-    )
+    from memmy_kb.domain.ports.activity import ActivityLog, RateCounters
+    from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
+    from memmy_kb.domain.ports.contents import ContentStore
+    from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngines
+    from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
+    from memmy_kb.domain.ports.profiles import ProfileStore
+    from memmy_kb.domain.ports.uploads import UploadObjects
     from memmy_kb.domain.recall.config import RecallConfig
     from memmy_kb.domain.recall.prints_cache import PrintsCache, RecallFiles
     from memmy_kb.domain.recall.rate_governor import RateGovernor

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from memmy_kb.domain.ports import RateCounters
+from memmy_kb.domain.ports.activity import RateCounters
 from memmy_kb.errors import Conflict, DomainError, PayloadTooLarge, TooManyRequests
 from memmy_kb.records import CountCap, KbCapacity, WindowCount
 

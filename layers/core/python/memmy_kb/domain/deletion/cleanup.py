@@ -34,7 +34,10 @@ from memmy_kb.domain.deletion.delete import sweep_folder
 from memmy_kb.domain.engine import MemosError, MemosNotFound, MemosRateLimited, MemosUnavailable, backend_of
 from memmy_kb.domain.fingerprints.file_prints import drop_prints
 from memmy_kb.domain.fingerprints.store import FingerprintStore
-from memmy_kb.domain.ports import BackendSlots, CleanupStore, ContentStore, KnowledgeEngines, UploadObjects
+from memmy_kb.domain.ports.cleanups import CleanupStore
+from memmy_kb.domain.ports.contents import ContentStore
+from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngines
+from memmy_kb.domain.ports.uploads import UploadObjects
 from memmy_kb.domain.storage import (
     UPLOAD_PREFIX,
     VERIFIED_PREFIX,

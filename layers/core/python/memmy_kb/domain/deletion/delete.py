@@ -29,12 +29,9 @@ from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.access import require_owner
 from memmy_kb.domain.knowledge_bases.activity import new_activity
-from memmy_kb.domain.ports import (
-    CleanupExecutions,
-    CleanupStore,
-    ContentStore,
-    KnowledgeBaseStore,
-)
+from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
+from memmy_kb.domain.ports.contents import ContentStore
+from memmy_kb.domain.ports.knowledge_bases import KnowledgeBaseStore
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.errors import Conflict, file_not_found, folder_not_found, kb_not_found
 from memmy_kb.records import (

@@ -15,7 +15,8 @@ from datetime import datetime, timedelta
 from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.access import require_owner
-from memmy_kb.domain.ports import ActivityLog, GrantReader
+from memmy_kb.domain.ports.activity import ActivityLog
+from memmy_kb.domain.ports.knowledge_bases import GrantReader
 from memmy_kb.records import ActivityKind, ActivityRecord
 
 logger = Logger(child=True)

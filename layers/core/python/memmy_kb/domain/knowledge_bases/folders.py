@@ -17,7 +17,8 @@ from typing import Final
 
 from memmy_kb.domain.access import require_owner
 from memmy_kb.domain.knowledge_bases.sibling_names import folder_name_holder, name_taken, normal_name
-from memmy_kb.domain.ports import ContentStore, GrantReader
+from memmy_kb.domain.ports.contents import ContentStore
+from memmy_kb.domain.ports.knowledge_bases import GrantReader
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.errors import Conflict, InvalidInput, folder_not_found, kb_not_found
 from memmy_kb.records import FolderRecord, utc_now

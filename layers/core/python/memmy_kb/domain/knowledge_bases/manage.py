@@ -15,15 +15,10 @@ from memmy_kb.domain.engine import MemosApiKeyError, MemosError, MemosQuotaExcee
 from memmy_kb.domain.knowledge_bases.activity import new_activity
 from memmy_kb.domain.knowledge_bases.activity import record as record_activity
 from memmy_kb.domain.knowledge_bases.placement import place_kb
-from memmy_kb.domain.ports import (
-    ActivityLog,
-    BackendSlots,
-    CreateIntents,
-    KnowledgeBaseStore,
-    KnowledgeEngine,
-    KnowledgeEngines,
-    ProfileStore,
-)
+from memmy_kb.domain.ports.activity import ActivityLog
+from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngine, KnowledgeEngines
+from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
+from memmy_kb.domain.ports.profiles import ProfileStore
 from memmy_kb.domain.sharing.directory import VerifiedClaims, masked_contact
 from memmy_kb.domain.storage import AlreadyExists, ConditionFailed, ItemMissing, RequestSeen
 from memmy_kb.errors import (

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Collection
 
     from memmy_kb.domain.engine import EngineBackend
-    from memmy_kb.domain.ports import BackendSlots, KnowledgeEngines
+    from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngines
 
 
 def placement_order(backends: list[EngineBackend], used: dict[str, int]) -> list[EngineBackend]:

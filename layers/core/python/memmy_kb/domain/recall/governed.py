@@ -23,7 +23,7 @@ from memmy_kb.domain.recall.fleet_budget import SHORT_WAIT
 from memmy_kb.errors import RecallUnavailable
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.ports import KnowledgeEngines
+    from memmy_kb.domain.ports.engines import KnowledgeEngines
     from memmy_kb.domain.recall.rate_governor import RateGovernor
     from memmy_kb.records import GrantRecord
 

@@ -58,7 +58,8 @@ from memmy_kb.domain.recall.prints_cache import PrintsCache
 from memmy_kb.observability import put_backend_metrics
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.ports import KnowledgeEngines, RecallSources
+    from memmy_kb.domain.ports.engines import KnowledgeEngines
+    from memmy_kb.domain.ports.knowledge_bases import RecallSources
     from memmy_kb.domain.recall.config import RecallConfig, RecallQuestion
     from memmy_kb.domain.recall.prints_cache import RecallFiles
     from memmy_kb.domain.recall.rate_governor import RateGovernor

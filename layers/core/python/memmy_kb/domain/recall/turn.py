@@ -43,7 +43,8 @@ from memmy_kb.observability import logger
 
 if TYPE_CHECKING:
     from memmy_kb.domain.engine import SearchHit
-    from memmy_kb.domain.ports import GrantReader, KnowledgeEngines, RecallSources
+    from memmy_kb.domain.ports.engines import KnowledgeEngines
+    from memmy_kb.domain.ports.knowledge_bases import GrantReader, RecallSources
     from memmy_kb.domain.recall.prints_cache import PrintsCache, RecallFiles
     from memmy_kb.domain.recall.rate_governor import RateGovernor
     from memmy_kb.records import GrantRecord

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from memmy_kb.errors import TooManyRequests
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.ports import RateCounters
+    from memmy_kb.domain.ports.activity import RateCounters
     from memmy_kb.settings import Settings
 
 # Users whose buckets one environment remembers; the least recently seen go first (a full bucket is the

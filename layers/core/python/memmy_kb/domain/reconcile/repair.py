@@ -47,18 +47,11 @@ from memmy_kb.domain.engine import (
 from memmy_kb.domain.fingerprints.residue import sweep_prints
 from memmy_kb.domain.fingerprints.store import FingerprintStore
 from memmy_kb.domain.knowledge_bases.placement import capacity_used_percent
-from memmy_kb.domain.ports import (
-    BackendSlots,
-    CleanupExecutions,
-    CleanupStore,
-    ContentStore,
-    CreateIntents,
-    KnowledgeBaseStore,
-    KnowledgeEngine,
-    KnowledgeEngines,
-    UploadObjects,
-    UploadRequeue,
-)
+from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
+from memmy_kb.domain.ports.contents import ContentStore
+from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngine, KnowledgeEngines
+from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
+from memmy_kb.domain.ports.uploads import UploadObjects, UploadRequeue
 from memmy_kb.domain.reconcile.report import STUCK_ATTEMPTS, ReconcileReport
 from memmy_kb.domain.storage import ConditionFailed, verified_object_key
 from memmy_kb.domain.uploads.delivery import ingestion_of

@@ -22,7 +22,9 @@ from memmy_kb.domain.limits import (
     members_cap,
     members_refused,
 )
-from memmy_kb.domain.ports import IdentifierKind, KnowledgeBaseStore, ProfileStore, RateCounters
+from memmy_kb.domain.ports.activity import RateCounters
+from memmy_kb.domain.ports.knowledge_bases import KnowledgeBaseStore
+from memmy_kb.domain.ports.profiles import IdentifierKind, ProfileStore
 from memmy_kb.domain.sharing.directory import normalise_email, normalise_phone
 from memmy_kb.domain.storage import AlreadyExists, ConditionFailed, ItemMissing
 from memmy_kb.errors import Conflict, DomainError, InvalidInput, NotFound, kb_not_found

@@ -15,7 +15,10 @@ from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.engine import backend_of
 from memmy_kb.domain.fingerprints.store import FingerprintStore
-from memmy_kb.domain.ports import ContentStore, KnowledgeBaseStore, KnowledgeEngines, UploadObjects
+from memmy_kb.domain.ports.contents import ContentStore
+from memmy_kb.domain.ports.engines import KnowledgeEngines
+from memmy_kb.domain.ports.knowledge_bases import KnowledgeBaseStore
+from memmy_kb.domain.ports.uploads import UploadObjects
 from memmy_kb.domain.storage import ObjectChanged, parse_upload_key
 from memmy_kb.domain.uploads.ingest import IngestConfig, Ingestion, IngestOutcome, RetryLater
 from memmy_kb.domain.uploads.replace_ingest import ReplacementIngestion

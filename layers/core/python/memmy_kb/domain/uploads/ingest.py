@@ -47,13 +47,11 @@ from memmy_kb.domain.fingerprints.store import FingerprintStore
 from memmy_kb.domain.knowledge_bases.activity import new_activity
 from memmy_kb.domain.knowledge_bases.sibling_names import file_name_holder, taken_reason
 from memmy_kb.domain.limits import capacity_refused
-from memmy_kb.domain.ports import ContentStore, KnowledgeBaseStore, KnowledgeEngine, UploadObjects
-from memmy_kb.domain.storage import (
-    ConditionFailed,
-    ItemMissing,
-    ObjectInfo,
-    verified_object_key,
-)
+from memmy_kb.domain.ports.contents import ContentStore
+from memmy_kb.domain.ports.engines import KnowledgeEngine
+from memmy_kb.domain.ports.knowledge_bases import KnowledgeBaseStore
+from memmy_kb.domain.ports.uploads import UploadObjects
+from memmy_kb.domain.storage import ConditionFailed, ItemMissing, ObjectInfo, verified_object_key
 from memmy_kb.domain.uploads.formats import (
     CONTENT_TYPES,
     CONVERTED,

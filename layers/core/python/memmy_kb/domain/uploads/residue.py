@@ -34,7 +34,9 @@ from aws_lambda_powertools import Logger
 from memmy_kb.domain.storage import upload_object_key, verified_object_key
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.ports import CleanupStore, ContentStore, UploadObjects
+    from memmy_kb.domain.ports.cleanups import CleanupStore
+    from memmy_kb.domain.ports.contents import ContentStore
+    from memmy_kb.domain.ports.uploads import UploadObjects
     from memmy_kb.records import UploadRecord
 
 logger = Logger(child=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Final
 from xml.parsers import expat
 
-from memmy_kb.domain.ports import UploadObjects
+from memmy_kb.domain.ports.uploads import UploadObjects
 from memmy_kb.domain.storage import ObjectInfo
 from memmy_kb.domain.uploads.json_syntax import JsonSyntaxChecker
 from memmy_kb.domain.uploads.zipfiles import ByteSource, inflated_member, zip_members
