@@ -51,15 +51,9 @@ from memmy_kb.domain.ports.contents import ContentStore
 from memmy_kb.domain.ports.engines import KnowledgeEngine
 from memmy_kb.domain.ports.knowledge_bases import KnowledgeBaseStore
 from memmy_kb.domain.ports.uploads import UploadObjects
-from memmy_kb.domain.storage import ConditionFailed, ItemMissing, ObjectInfo, verified_object_key
-from memmy_kb.domain.uploads.formats import (
-    CONTENT_TYPES,
-    CONVERTED,
-    file_extension,
-    sent_extension,
-    sent_filename,
-)
-from memmy_kb.domain.uploads.naming import memos_file_name
+from memmy_kb.domain.storage import ConditionFailed, ItemMissing, ObjectInfo
+from memmy_kb.domain.uploads.formats import file_extension
+from memmy_kb.domain.uploads.memos_input import memos_input
 from memmy_kb.domain.uploads.residue import drop_if_unneeded, drop_upload_bytes
 from memmy_kb.domain.uploads.verification import MemorySource, StoredSource, verify_content
 from memmy_kb.records import FileRecord, KbCapacity, UploadRecord, utc_now
@@ -158,7 +152,10 @@ class Ingestion:
         try:
             source = self.verify(info, data)
             target = self._target()
-            file_input = self._file_input(source, info)
+            file_input = memos_input(
+                self.upload, source, info, self.storage, url_ttl_seconds=self.config.get_url_ttl_seconds,
+                taker=self.taker
+            )
             if not self.hold():  # held elsewhere, or gone with its KB / decided: then its bytes go
                 current = drop_if_unneeded(self.contents, self.storage, self.upload.kb_id, self.upload.upload_id)
                 logger.info("upload not held here; ignored", extra={**self._log, "state": current and current.state})
@@ -368,34 +365,6 @@ class Ingestion:
         drop_upload_bytes(self.storage, upload.kb_id, upload.upload_id)
         logger.info("upload rejected", extra={**self._log, "reason": reason})
         return self._outcome("rejected", reason)
-
-    def _file_input(self, source: MemorySource | StoredSource, info: ObjectInfo) -> FileInput:
-        """Small files inline as a data URL of the bytes verified; large ones as a short-lived GET URL.
-
-        The URL points at a server-side copy of exactly the verified version (copied with ``IfMatch`` on
-        its ETag): the presigned POST stays usable for minutes, and the client must not be able to swap
-        the bytes MemOS will fetch after we looked at them.
-        """
-        upload = self.upload
-        # A format MemOS does not parse goes as the form it does (memmy_kb.domain.uploads.formats.SENT_AS): HTML
-        # converted to Markdown here, reStructuredText and extension-less text named and typed as text.
-        extension = file_extension(upload.filename)
-        name = memos_file_name(sent_filename(upload.filename), upload.upload_id)
-        if extension in CONVERTED:
-            from memmy_kb.domain.uploads.conversion import html_to_markdown
-
-            data = source.data if isinstance(source, MemorySource) else source.read_range(0, source.size)
-            markdown = html_to_markdown(data.decode("utf-8"))
-            self.taker.add(markdown)
-            return FileInput.from_bytes(markdown.encode("utf-8"), name=name, mime_type=CONTENT_TYPES["md"])
-        sent = sent_extension(extension)
-        mime_type = upload.content_type if sent == extension else CONTENT_TYPES[sent]
-        if isinstance(source, MemorySource):
-            return FileInput.from_bytes(source.data, name=name, mime_type=mime_type)
-        verified_key = verified_object_key(upload.kb_id, upload.upload_id)
-        self.storage.copy(info, verified_key)
-        url = self.storage.presign_get(verified_key, expires_in=self.config.get_url_ttl_seconds)
-        return FileInput(content=url, name=name)
 
 
 def _epoch(moment: datetime) -> int:
