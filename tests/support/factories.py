@@ -35,7 +35,7 @@ UNCAPPED = KbCapacity(max_files=UNCAPPED_COUNT, max_bytes=2**62)
 
 
 def uncapped_daily(owner_id: str = "alice") -> CountCap:
-    """A new-members-a-day counter (as ``memmy_kb.domain.limits.members_cap``) that never fills."""
+    """A new-members-a-day counter (as ``memmy_kb.domain.sharing.limits.members_cap``) that never fills."""
     return CountCap(name=f"members#{owner_id}#uncapped", limit=UNCAPPED_COUNT, expires_at=2_000_000_000)
 
 

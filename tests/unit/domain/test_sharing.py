@@ -8,9 +8,9 @@ from http import HTTPStatus
 import pytest
 
 from memmy_kb.domain.access import compute_recall_scope
-from memmy_kb.domain.limits import ShareLimits
 from memmy_kb.domain.ports.profiles import IdentifierKind
 from memmy_kb.domain.sharing import shares
+from memmy_kb.domain.sharing.limits import ShareLimits
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
 from tests.support.domain import refused, register
 from tests.support.factories import (

@@ -107,7 +107,7 @@ def get_rate_counters() -> RateCounters:
 
 def get_share_policy() -> SharePolicy:
     """The share's abuse limits and activity log, from the settings."""
-    from memmy_kb.domain.limits import ShareLimits
+    from memmy_kb.domain.sharing.limits import ShareLimits
     from memmy_kb.domain.sharing.shares import SharePolicy
 
     settings = get_settings()

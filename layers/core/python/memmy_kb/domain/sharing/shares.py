@@ -14,7 +14,11 @@ from typing import NoReturn
 
 from memmy_kb.domain.access import owner_grant, require_member_removal, require_owner
 from memmy_kb.domain.knowledge_bases.activity import new_activity
-from memmy_kb.domain.limits import (
+from memmy_kb.domain.ports.activity import RateCounters
+from memmy_kb.domain.ports.knowledge_bases import KnowledgeBaseStore
+from memmy_kb.domain.ports.profiles import IdentifierKind, ProfileStore
+from memmy_kb.domain.sharing.directory import normalise_email, normalise_phone
+from memmy_kb.domain.sharing.limits import (
     ShareLimits,
     attempt_counter,
     attempt_slot,
@@ -22,10 +26,6 @@ from memmy_kb.domain.limits import (
     members_cap,
     members_refused,
 )
-from memmy_kb.domain.ports.activity import RateCounters
-from memmy_kb.domain.ports.knowledge_bases import KnowledgeBaseStore
-from memmy_kb.domain.ports.profiles import IdentifierKind, ProfileStore
-from memmy_kb.domain.sharing.directory import normalise_email, normalise_phone
 from memmy_kb.domain.storage import AlreadyExists, ConditionFailed, ItemMissing
 from memmy_kb.errors import Conflict, DomainError, InvalidInput, NotFound, kb_not_found
 from memmy_kb.records import ActivityKind, GrantRecord, ShareReads, utc_now
