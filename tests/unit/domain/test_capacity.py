@@ -8,7 +8,7 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.domain.sharing.limits import bytes_refused, files_refused
+from memmy_kb.domain.knowledge_bases.capacity import bytes_refused, files_refused
 from memmy_kb.domain.storage import ObjectInfo, PresignedPost
 from memmy_kb.domain.uploads import ingest, issuing
 from memmy_kb.records import KbCapacity, KnowledgeBaseRecord

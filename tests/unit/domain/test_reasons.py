@@ -7,7 +7,7 @@ import pytest
 
 from memmy_kb.domain.deletion import delete
 from memmy_kb.domain.knowledge_bases import files
-from memmy_kb.domain.sharing.limits import bytes_refused, files_refused
+from memmy_kb.domain.knowledge_bases.capacity import bytes_refused, files_refused
 from memmy_kb.domain.uploads import ingest, verification
 from memmy_kb.domain.uploads.reasons import reason_code
 from memmy_kb.records import KbCapacity

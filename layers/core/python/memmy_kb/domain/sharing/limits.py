@@ -1,6 +1,6 @@
 """Abuse limits of sharing (SECURITY.md): identifier lookups per owner, blocks per user (a sibling
-window with the same limit) and new members per owner per day; and the capacity of one KB (files and
-bytes).
+window with the same limit) and new members per owner per day (the capacity of one KB:
+``memmy_kb.domain.knowledge_bases.capacity``).
 
 Share attempts are counted in a sliding window, estimated from two fixed windows as
 ``previous * (1 - elapsed fraction) + current`` (each window also holds at most ``limit`` on its own): one
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from memmy_kb.domain.ports.activity import RateCounters
-from memmy_kb.errors import Conflict, DomainError, PayloadTooLarge, TooManyRequests
-from memmy_kb.records import CountCap, KbCapacity, WindowCount
+from memmy_kb.errors import TooManyRequests
+from memmy_kb.records import CountCap, WindowCount
 
 
 @dataclass(frozen=True)
@@ -132,29 +132,3 @@ def _duration(seconds: int) -> str:
     if seconds % 60 == 0:
         return f"{seconds // 60} minutes"
     return f"{seconds} seconds"
-
-
-def files_refused(capacity: KbCapacity) -> Conflict:
-    return Conflict(
-        f"A knowledge base can hold at most {capacity.max_files} files; delete some first.",
-        code="kb_file_limit_reached",
-    )
-
-
-def bytes_refused(capacity: KbCapacity) -> PayloadTooLarge:
-    return PayloadTooLarge(
-        f"A knowledge base can hold at most {_size(capacity.max_bytes)} of files; this file does not fit.",
-        code="kb_storage_limit_reached",
-    )
-
-
-def capacity_refused(capacity: KbCapacity, which: str) -> DomainError:
-    """The refusal for the cap a write found full: ``which`` is "kb_files" or "kb_bytes"."""
-    return files_refused(capacity) if which == "kb_files" else bytes_refused(capacity)
-
-
-def _size(count: int) -> str:
-    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if count >= scale:
-            return f"{count / scale:.3g} {unit}"
-    return f"{count} bytes"

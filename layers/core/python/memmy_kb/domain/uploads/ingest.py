@@ -9,7 +9,7 @@ One object, one upload record (``UPLOAD#<id>`` under its KB), one state machine:
 Each upload's run is one ``Ingestion`` with a method per transition (``verify``, ``hold``, ``submit``,
 ``record``, ``release``, ``reject``, ``take_back``). The real size must equal the declared one and the
 bytes fit the extension (``memmy_kb.domain.uploads.verification``). Then the hold moves the upload to
-``submitting`` in a transaction that checks the KB, its owner and its capacity (``memmy_kb.domain.sharing.limits``):
+``submitting`` in a transaction that checks the KB, its owner and its capacity (``memmy_kb.domain.knowledge_bases.capacity``):
 the duplicate guard too, since a repeated delivery finds the upload in another state. The record
 transaction counts the file on META under the same caps and logs the upload. A small file costs the upload
 read, one GET, the two transactions, the Query for a sibling of its name and the MemOS add (docs/architecture.md, "Uploads and ingest").
@@ -45,12 +45,12 @@ from memmy_kb.domain.engine import (
 from memmy_kb.domain.fingerprints.file_prints import PrintTaker, keep_prints
 from memmy_kb.domain.fingerprints.store import FingerprintStore
 from memmy_kb.domain.knowledge_bases.activity import new_activity
+from memmy_kb.domain.knowledge_bases.capacity import capacity_refused
 from memmy_kb.domain.knowledge_bases.sibling_names import file_name_holder, taken_reason
 from memmy_kb.domain.ports.contents import ContentStore
 from memmy_kb.domain.ports.engines import KnowledgeEngine
 from memmy_kb.domain.ports.knowledge_bases import KnowledgeBaseStore
 from memmy_kb.domain.ports.uploads import UploadObjects
-from memmy_kb.domain.sharing.limits import capacity_refused
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing, ObjectInfo
 from memmy_kb.domain.uploads.formats import file_extension
 from memmy_kb.domain.uploads.memos_input import memos_input

@@ -15,12 +15,12 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from memmy_kb.domain.access import require_owner
+from memmy_kb.domain.knowledge_bases.capacity import capacity_refused
 from memmy_kb.domain.knowledge_bases.folders import is_live
 from memmy_kb.domain.knowledge_bases.sibling_names import file_name_holder, name_taken, normal_name
 from memmy_kb.domain.ports.contents import ContentStore
 from memmy_kb.domain.ports.knowledge_bases import GrantReader
 from memmy_kb.domain.ports.uploads import UploadObjects
-from memmy_kb.domain.sharing.limits import capacity_refused
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing, PresignedPost, upload_object_key
 from memmy_kb.domain.uploads.formats import (
     ACCEPTED_CONTENT_TYPES,

@@ -25,11 +25,11 @@ from datetime import datetime, timedelta
 
 from memmy_kb.domain.access import require_owner
 from memmy_kb.domain.engine import FileStatus, MemosApiKeyError, MemosError, backend_of
+from memmy_kb.domain.knowledge_bases.capacity import capacity_refused
 from memmy_kb.domain.ports.contents import ContentStore
 from memmy_kb.domain.ports.engines import KnowledgeEngines
 from memmy_kb.domain.ports.knowledge_bases import GrantReader
 from memmy_kb.domain.ports.uploads import UploadObjects
-from memmy_kb.domain.sharing.limits import capacity_refused
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing, PresignedPost, upload_object_key
 from memmy_kb.domain.uploads.issuing import PENDING_GRACE, new_upload_id, validate_upload
 from memmy_kb.errors import Conflict, UpstreamUnavailable, file_not_found, kb_not_found
