@@ -24,7 +24,7 @@ from typing import Any
 
 import boto3
 
-from memmy_kb.domain.sharing.directory import normalise_phone
+from memmy_kb.domain.directory import normalise_phone
 
 GROUP = "memmy-e2e"
 EMAIL_DOMAIN = "example.com"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 
+from memmy_kb.domain.directory import VerifiedClaims
 from memmy_kb.domain.knowledge_bases.activity import new_activity
-from memmy_kb.domain.sharing.directory import VerifiedClaims
 from memmy_kb.records import (
     ActivityKind,
     ActivityRecord,

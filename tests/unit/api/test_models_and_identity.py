@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from memmy_kb.api.identity import caller_id, verified_claims
 from memmy_kb.api.models.knowledge_bases import CreateKnowledgeBaseRequest
 from memmy_kb.api.resolver import build_resolver
-from memmy_kb.domain.sharing.directory import normalise_email, normalise_phone
+from memmy_kb.domain.directory import normalise_email, normalise_phone
 from memmy_kb.errors import Forbidden, Unauthorized, kb_not_found
 from tests.support.events import FakeLambdaContext, claims_for, http_event
 

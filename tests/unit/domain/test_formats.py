@@ -11,11 +11,11 @@ from http import HTTPStatus
 
 import pytest
 
+from memmy_kb.domain.knowledge_bases.naming import memos_file_name
 from memmy_kb.domain.uploads import delivery, ingest
 from memmy_kb.domain.uploads.conversion import html_to_markdown
 from memmy_kb.domain.uploads.formats import MAX_CONVERTED_BYTES, sent_filename
 from memmy_kb.domain.uploads.issuing import validate_upload
-from memmy_kb.domain.uploads.naming import memos_file_name
 from memmy_kb.domain.uploads.verification import NOT_UTF8, UNSUPPORTED, MemorySource, verify_content
 from memmy_kb.errors import DomainError
 from memmy_kb.records import KbCapacity

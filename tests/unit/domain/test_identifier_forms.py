@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memmy_kb.domain.sharing.directory import normalise_email, normalise_phone
+from memmy_kb.domain.directory import normalise_email, normalise_phone
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import hashlib
 import pytest
 
 from memmy_kb.domain.engine import MemosUnavailable
+from memmy_kb.domain.knowledge_bases.naming import memos_file_name
 from memmy_kb.domain.storage import ObjectChanged, verified_object_key
 from memmy_kb.domain.uploads import delivery, ingest
 from memmy_kb.domain.uploads.ingest import (
@@ -24,7 +25,6 @@ from memmy_kb.domain.uploads.ingest import (
     Ingestion,
     RetryLater,
 )
-from memmy_kb.domain.uploads.naming import memos_file_name
 from memmy_kb.domain.uploads.verification import REASONS
 from memmy_kb.records import KbCapacity, KnowledgeBaseRecord, UploadRecord
 from tests.support.factories import T0, UNCAPPED, folder_record, kb_record, owner_grant_for, upload_record

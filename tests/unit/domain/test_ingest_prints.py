@@ -11,9 +11,9 @@ import pytest
 
 from memmy_kb.domain.engine import FileStatus
 from memmy_kb.domain.fingerprints.prints import FileIndex, attribute
+from memmy_kb.domain.knowledge_bases.naming import memos_file_name
 from memmy_kb.domain.storage import StoreUnavailable, upload_object_key
 from memmy_kb.domain.uploads import delivery, ingest
-from memmy_kb.domain.uploads.naming import memos_file_name
 from memmy_kb.records import FileRecord, KbCapacity, KnowledgeBaseRecord
 from tests.support.docgen import make_docx, make_pdf
 from tests.support.factories import T0, kb_record, owner_grant_for, replacement_record, upload_record

@@ -14,7 +14,7 @@ from memmy_kb.domain.engine import FileStatus
 from memmy_kb.domain.fingerprints.prints import Fingerprints
 from memmy_kb.domain.fingerprints.residue import sweep_prints
 from memmy_kb.domain.fingerprints.store import FilePrints
-from memmy_kb.domain.uploads.naming import memos_file_name
+from memmy_kb.domain.knowledge_bases.naming import memos_file_name
 from memmy_kb.records import FileRecord, KnowledgeBaseRecord
 from tests.support.factories import file_record, folder_record
 from tests.support.fakes import FakeCleanupExecutions, FakeFingerprintStore, FakeStores, FakeUploadObjects

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memmy_kb.domain.engine import EngineBackend, MemosApiKeyError
+from memmy_kb.domain.knowledge_bases.naming import memos_file_name
 from memmy_kb.domain.reconcile import repair
 from memmy_kb.domain.reconcile.repair import (
     CLEANUP_BACKOFF,
@@ -23,7 +24,6 @@ from memmy_kb.domain.reconcile.repair import (
 )
 from memmy_kb.domain.reconcile.report import REPORT_KINDS
 from memmy_kb.domain.uploads.ingest import KB_GONE
-from memmy_kb.domain.uploads.naming import memos_file_name
 from memmy_kb.domain.uploads.residue import OBJECTS_CURSOR
 from memmy_kb.records import CleanupRecord, KnowledgeBaseRecord, UploadRecord
 from tests.support.factories import T0, UNCAPPED_COUNT, file_record, kb_record, owner_grant_for, upload_record

@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from memmy_kb.domain.engine import FileInput, FileStatus
+from memmy_kb.domain.knowledge_bases.naming import memos_file_name
 from memmy_kb.domain.reconcile.repair import LOST, SUBMITTING_GRACE
-from memmy_kb.domain.uploads.naming import memos_file_name
 from memmy_kb.domain.uploads.replace_ingest import FILE_GONE
 from memmy_kb.records import FileRecord, KnowledgeBaseRecord, UploadRecord
 from tests.support.factories import T0, file_record, replacement_record, upload_record

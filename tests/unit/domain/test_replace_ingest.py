@@ -9,10 +9,10 @@ import pytest
 
 from memmy_kb.domain.engine import FileStatus, MemosNotFound, MemosUnavailable
 from memmy_kb.domain.knowledge_bases.files import GONE_FROM_MEMOS
+from memmy_kb.domain.knowledge_bases.naming import memos_file_name
 from memmy_kb.domain.storage import upload_object_key, verified_object_key
 from memmy_kb.domain.uploads import delivery, ingest
 from memmy_kb.domain.uploads.ingest import KB_GONE, MEMOS_UNSUPPORTED, SHA256_MISMATCH, RetryLater
-from memmy_kb.domain.uploads.naming import memos_file_name
 from memmy_kb.domain.uploads.replace_ingest import FILE_GONE, SUPERSEDED
 from memmy_kb.domain.uploads.verification import NOT_UTF8
 from memmy_kb.records import FileRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord

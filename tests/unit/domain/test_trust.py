@@ -10,9 +10,9 @@ from typing import Any, TypeVar
 
 import pytest
 
+from memmy_kb.domain.directory import mask_email, mask_phone, masked_contact
 from memmy_kb.domain.knowledge_bases import activity, manage
 from memmy_kb.domain.sharing import profiles, shares
-from memmy_kb.domain.sharing.directory import mask_email, mask_phone, masked_contact
 from memmy_kb.domain.sharing.limits import ShareLimits, attempt_slot, count_share_attempt, retry_after
 from memmy_kb.errors import DomainError, TooManyRequests
 from tests.support.domain import refused, register

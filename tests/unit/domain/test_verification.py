@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memmy_kb.adapters.s3 import STREAM_CHUNK_BYTES
+from memmy_kb.domain.fingerprints.zipfiles import zip_members
 from memmy_kb.domain.uploads import verification
 from memmy_kb.domain.uploads.formats import file_extension
 from memmy_kb.domain.uploads.issuing import MAX_UPLOAD_BYTES
@@ -28,7 +29,6 @@ from memmy_kb.domain.uploads.verification import (
     XML_TOO_LARGE_PART,
     verify_content,
 )
-from memmy_kb.domain.uploads.zipfiles import zip_members
 from tests.support.docgen import (
     make_doc,
     make_docx,

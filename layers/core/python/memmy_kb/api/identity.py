@@ -13,8 +13,8 @@ from typing import Any
 # At run time: Powertools hands the request to a provider whose parameter is annotated with this class.
 from aws_lambda_powertools.event_handler.request import Request
 
+from memmy_kb.domain.directory import VerifiedClaims
 from memmy_kb.domain.display import hidden_characters, shown
-from memmy_kb.domain.sharing.directory import VerifiedClaims
 from memmy_kb.errors import Unauthorized
 
 

@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.depends import Depends
 
 from memmy_kb import composition
 from memmy_kb.api.identity import current_caller_id, current_claims
-from memmy_kb.domain.sharing.directory import VerifiedClaims
+from memmy_kb.domain.directory import VerifiedClaims
 from memmy_kb.settings import Settings, get_settings
 
 if TYPE_CHECKING:

@@ -29,8 +29,8 @@ from memmy_kb.domain.fingerprints.text_extraction import (
     TappedSource,
     extracted_text,
 )
+from memmy_kb.domain.fingerprints.zipfiles import ByteSource
 from memmy_kb.domain.storage import ObjectChanged, StoreUnavailable
-from memmy_kb.domain.uploads.zipfiles import ByteSource
 from memmy_kb.observability import metrics
 
 logger = Logger(child=True)

@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from memmy_kb.domain.engine import EngineFile, FileStatus
 from memmy_kb.domain.fingerprints.file_prints import drop_prints
 from memmy_kb.domain.fingerprints.store import FingerprintStore
+from memmy_kb.domain.knowledge_bases.naming import upload_id_in
 from memmy_kb.domain.ports.contents import ContentStore
-from memmy_kb.domain.uploads.naming import upload_id_in
 from memmy_kb.records import FileRecord
 
 

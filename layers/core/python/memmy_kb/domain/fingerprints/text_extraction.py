@@ -6,7 +6,7 @@ Each format's text is read in bounded memory, never whole:
   streams anyway (``TappedSource``), decoded as they pass; JSON and XML as written, markup included
   (punctuation is no token, and a name in a tag is one word among the text's).
 * **HTML**: the Markdown MemOS is sent (``memmy_kb.domain.uploads.conversion``); the ingest hands it over.
-* **DOCX**: the text of ``word/document.xml``, inflated a megabyte at a time (``memmy_kb.domain.uploads.zipfiles``)
+* **DOCX**: the text of ``word/document.xml``, inflated a megabyte at a time (``memmy_kb.domain.fingerprints.zipfiles``)
   through expat: the runs' text, a paragraph a line, tabs and breaks as whitespace.
 * **PDF**: pypdf, page by page, at most ``MAX_PDF_PAGES`` pages, over ``RangedFile``: a seekable file
   whose reads are ranged reads of the stored object, through a small cache of ``BLOCK``-sized blocks
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Final
 from xml.parsers import expat
 
-from memmy_kb.domain.uploads.zipfiles import ByteSource, inflated_member, zip_members
+from memmy_kb.domain.fingerprints.zipfiles import ByteSource, inflated_member, zip_members
 
 # The formats whose text is the verification's streamed pass.
 TAPPED: Final = frozenset({"txt", "md", "rst", "json", "xml", ""})

@@ -17,12 +17,12 @@ from aws_lambda_powertools import Logger
 from memmy_kb.domain.access import require_access, require_owner
 from memmy_kb.domain.engine import EngineFile, FileStatus, MemosApiKeyError, MemosError, backend_of
 from memmy_kb.domain.knowledge_bases.folders import is_live
+from memmy_kb.domain.knowledge_bases.naming import shown_name
 from memmy_kb.domain.knowledge_bases.sibling_names import file_name_holder, name_taken
 from memmy_kb.domain.ports.contents import ContentStore
 from memmy_kb.domain.ports.engines import KnowledgeEngines
 from memmy_kb.domain.ports.knowledge_bases import GrantReader
 from memmy_kb.domain.storage import ItemMissing
-from memmy_kb.domain.uploads.naming import shown_name
 from memmy_kb.errors import NotFound, UpstreamUnavailable, file_not_found, folder_not_found
 from memmy_kb.records import FileRecord, FolderRecord, UploadRecord
 

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from aws_lambda_powertools import Logger
 
 from memmy_kb.domain.access import require_access, require_owner
+from memmy_kb.domain.directory import VerifiedClaims, masked_contact
 from memmy_kb.domain.engine import MemosApiKeyError, MemosError, MemosQuotaExceeded
 from memmy_kb.domain.knowledge_bases.activity import new_activity
 from memmy_kb.domain.knowledge_bases.activity import record as record_activity
@@ -19,7 +20,6 @@ from memmy_kb.domain.ports.activity import ActivityLog
 from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngine, KnowledgeEngines
 from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
 from memmy_kb.domain.ports.profiles import ProfileStore
-from memmy_kb.domain.sharing.directory import VerifiedClaims, masked_contact
 from memmy_kb.domain.storage import AlreadyExists, ConditionFailed, ItemMissing, RequestSeen
 from memmy_kb.errors import (
     Conflict,

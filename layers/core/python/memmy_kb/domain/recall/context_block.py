@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from memmy_kb.domain.uploads.naming import shown_name
+from memmy_kb.domain.knowledge_bases.naming import shown_name
 
 __all__ = [
     "ContextBlock",

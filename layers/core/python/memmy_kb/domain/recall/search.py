@@ -147,8 +147,8 @@ def _source(
     if grant.role == "owner":
         return SourceKb(grant.kb_id, name)
     # The same owner name and masked contact as the "shared with me" list shows (guarantee 9).
+    from memmy_kb.domain.directory import masked_contact
     from memmy_kb.domain.display import shown
-    from memmy_kb.domain.sharing.directory import masked_contact
 
     profile = owners.get(grant.owner_id)
     # As the list names them: the profile's name (without a profile, the KB's); one that shows nothing

@@ -8,7 +8,7 @@ read, so two runs at once, or a run racing the ingest or a cleanup, only repeat 
    ``<cleanup id>-<attempt>``), with a backoff that doubles per attempt; one past ``STUCK_ATTEMPTS``
    is reported (metric ``CleanupStuck``, alarmed).
 2. **Submitting uploads** whose MemOS add has an unknown outcome are resolved by looking for the file in
-   the KB's MemOS files (its MemOS name carries the upload id, ``memmy_kb.domain.uploads.naming``): found, it is
+   the KB's MemOS files (its MemOS name carries the upload id, ``memmy_kb.domain.knowledge_bases.naming``): found, it is
    recorded as submitted; not found, the upload goes back to pending and its object to the ingest queue.
    A file is never added twice: only an add known not to have happened is retried. A replace whose update
    has an unknown outcome is looked for the same way, by the name of the file it updates: taken, it is
@@ -46,6 +46,7 @@ from memmy_kb.domain.engine import (
 )
 from memmy_kb.domain.fingerprints.residue import sweep_prints
 from memmy_kb.domain.fingerprints.store import FingerprintStore
+from memmy_kb.domain.knowledge_bases.naming import upload_id_in
 from memmy_kb.domain.knowledge_bases.placement import capacity_used_percent
 from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
 from memmy_kb.domain.ports.contents import ContentStore
@@ -56,7 +57,6 @@ from memmy_kb.domain.reconcile.report import STUCK_ATTEMPTS, ReconcileReport
 from memmy_kb.domain.storage import ConditionFailed, verified_object_key
 from memmy_kb.domain.uploads.delivery import ingestion_of
 from memmy_kb.domain.uploads.ingest import IngestConfig, Ingestion
-from memmy_kb.domain.uploads.naming import upload_id_in
 from memmy_kb.domain.uploads.replace_ingest import FILE_GONE
 from memmy_kb.domain.uploads.residue import sweep_upload_objects
 from memmy_kb.records import CleanupRecord, FileRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord, utc_now

@@ -1,3 +1,3 @@
-"""Sharing: who a user is to others (the verified claims, identifiers in normal form, profiles and blocks),
-and sharing a KB read-only with them. Empty on purpose: importing one module loads no other.
+"""Sharing: a KB shared read-only by an identifier, its members, the abuse limits on sharing, and each
+user's profile, settings and blocks. Empty on purpose: importing one module loads no other.
 """

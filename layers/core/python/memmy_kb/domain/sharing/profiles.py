@@ -6,10 +6,10 @@ from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime
 
+from memmy_kb.domain.directory import VerifiedClaims
 from memmy_kb.domain.knowledge_bases.activity import new_activity
 from memmy_kb.domain.ports.knowledge_bases import KnowledgeBaseStore
 from memmy_kb.domain.ports.profiles import ProfileStore
-from memmy_kb.domain.sharing.directory import VerifiedClaims
 from memmy_kb.domain.sharing.limits import count_block_attempt
 from memmy_kb.domain.sharing.shares import SharePolicy
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing

@@ -13,11 +13,11 @@ from datetime import datetime
 from typing import NoReturn
 
 from memmy_kb.domain.access import owner_grant, require_member_removal, require_owner
+from memmy_kb.domain.directory import normalise_email, normalise_phone
 from memmy_kb.domain.knowledge_bases.activity import new_activity
 from memmy_kb.domain.ports.activity import RateCounters
 from memmy_kb.domain.ports.knowledge_bases import KnowledgeBaseStore
 from memmy_kb.domain.ports.profiles import IdentifierKind, ProfileStore
-from memmy_kb.domain.sharing.directory import normalise_email, normalise_phone
 from memmy_kb.domain.sharing.limits import (
     ShareLimits,
     attempt_counter,

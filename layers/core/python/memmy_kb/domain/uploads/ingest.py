@@ -18,7 +18,7 @@ read, one GET, the two transactions, the Query for a sibling of its name and the
 and our FILE transaction, a crash (or a reply that never arrives) leaves a MemOS file nothing points to.
 Such uploads stay ``submitting`` (GSI2 ``UPLOAD#submitting``, TTL pushed out by ``SUBMITTING_KEEP``) and
 ``memmy_kb.domain.reconcile.repair`` resolves them by the upload id the MemOS file name carries
-(``memmy_kb.domain.uploads.naming``). Nothing here retries them: re-adding could store the file twice.
+(``memmy_kb.domain.knowledge_bases.naming``). Nothing here retries them: re-adding could store the file twice.
 
 **Whose bytes to delete** (``memmy_kb.domain.uploads.residue``): those of an upload gone (with its KB), rejected or
 expired, also when found so after a refused rejection; never of one pending, submitting or submitted.

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memmy_kb.domain.engine import FileInput
+from memmy_kb.domain.knowledge_bases.naming import memos_file_name
 from memmy_kb.domain.storage import verified_object_key
 from memmy_kb.domain.uploads.formats import (
     CONTENT_TYPES,
@@ -15,7 +16,6 @@ from memmy_kb.domain.uploads.formats import (
     sent_extension,
     sent_filename,
 )
-from memmy_kb.domain.uploads.naming import memos_file_name
 from memmy_kb.domain.uploads.verification import MemorySource
 
 if TYPE_CHECKING:

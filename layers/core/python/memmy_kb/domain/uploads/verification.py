@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from typing import Final
 from xml.parsers import expat
 
+from memmy_kb.domain.fingerprints.zipfiles import ByteSource, inflated_member, zip_members
 from memmy_kb.domain.ports.uploads import UploadObjects
 from memmy_kb.domain.storage import ObjectInfo
 from memmy_kb.domain.uploads.json_syntax import JsonSyntaxChecker
-from memmy_kb.domain.uploads.zipfiles import ByteSource, inflated_member, zip_members
 
 PDF_MAGIC: Final = b"%PDF-"
 # How far from the end a PDF's trailer may start ("startxref", its offset, "%%EOF", some padding).
