@@ -112,6 +112,10 @@ RECALL_NEVER_AT_IMPORT = {
     "memmy_kb.domain.knowledge_bases.files": "recall does not list files",
     "memmy_kb.domain.knowledge_bases.manage": "recall does not manage KBs",
     "memmy_kb.domain.sharing.shares": "recall does not share",
+    "memmy_kb.domain.uploads.ingest": "recall does not ingest",
+    "memmy_kb.domain.deletion": "recall does not delete",
+    "memmy_kb.domain.reconcile": "recall does not repair",
+    "memmy_kb.domain.recall.user_limit": "the per-user limit comes with its factory (memmy_kb.composition), on the first request",
 }
 
 

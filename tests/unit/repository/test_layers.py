@@ -4,6 +4,8 @@ what tests share being in tests/support (the size caps: test_module_size.py)."""
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from tests.support import import_graph
@@ -101,6 +103,70 @@ def test_an_adapter_may_import_the_domains_vocabulary_but_not_its_rules(code, al
 def test_every_core_module_belongs_to_a_layer():
     for module, _ in import_graph.modules():
         assert import_graph.layer_of(module) in import_graph.LAYERS
+
+
+def test_a_module_of_a_domain_package_is_of_the_domain():
+    assert import_graph.layer_of("memmy_kb.domain.recall.turn") == "domain"
+    assert import_graph.layer_of("memmy_kb.domain.ports.contents") == "domain"
+    assert import_graph.domain_part("memmy_kb.domain.recall.turn") == "recall"
+    assert import_graph.domain_part("memmy_kb.domain.access") == "shared"
+
+
+def test_directly_in_the_domain_sit_only_the_modules_every_feature_shares():
+    # A rule lives in its feature's package (docs/architecture.md, "Module map"); a module added directly
+    # to domain/ is either shared by every feature (then it joins DOMAIN_SHARED and the map) or misplaced.
+    top = {path.stem for path in import_graph.DOMAIN.glob("*.py") if path.stem != "__init__"}
+    assert top == import_graph.DOMAIN_SHARED
+
+
+def test_every_folder_of_the_domain_is_a_package_one_level_deep():
+    folders = [path for path in import_graph.DOMAIN.iterdir() if path.is_dir() and path.name != "__pycache__"]
+    assert {path.name for path in folders} >= {"recall", "uploads", "ports"}
+    assert [path.name for path in folders if not (path / "__init__.py").is_file()] == []
+    nested = [
+        str(path.relative_to(import_graph.DOMAIN))
+        for folder in folders
+        for path in folder.iterdir()
+        if path.is_dir() and path.name != "__pycache__"
+    ]
+    assert nested == []
+
+
+def test_the_domains_package_files_import_nothing():
+    # Importing memmy_kb.domain.recall.turn must not load the other recall modules (the recall handler
+    # imports only what it uses): every __init__ of the domain is a docstring at most.
+    statements = {
+        str(path.relative_to(import_graph.DOMAIN)): [
+            type(node).__name__
+            for node in ast.parse(path.read_text()).body
+            if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))  # the docstring
+        ]
+        for path in import_graph.DOMAIN.rglob("__init__.py")
+    }
+    assert len(statements) > 5, "the domain's packages were not found"
+    assert {name: found for name, found in statements.items() if found} == {}
+
+
+def test_the_shared_modules_import_no_feature():
+    # What every feature shares may not depend on one of them (the ports are types, shared alike).
+    into_features = [
+        f"{e.source}:{e.line} imports {e.target}"
+        for e in import_graph.edges()
+        if import_graph.layer_of(e.source) == "domain"
+        and import_graph.domain_part(e.source) in ("shared", "ports")
+        and import_graph.layer_of(e.target) == "domain"
+        and import_graph.domain_part(e.target) not in ("shared", "ports")
+    ]
+    assert into_features == []
+
+
+def test_the_domains_feature_packages_import_each_other_without_a_loop():
+    # Features build on each other in one direction (knowledge_bases below sharing, uploads, recall...);
+    # a loop between two packages means a module sits in the wrong one.
+    graph = import_graph.feature_edges()
+    assert {"recall", "uploads", "knowledge_bases", "shared"} <= set(graph)
+    assert any(graph.values()), "no import between the domain's parts: the graph is wrong"
+    assert [import_graph._name_cycle(graph, loop) for loop in import_graph._loops(graph)] == []
 
 
 def test_a_module_outside_the_layers_is_refused():
