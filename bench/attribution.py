@@ -1,4 +1,4 @@
-"""Which file a search hit comes from, told from its text alone (``memmy_kb.domain.fingerprints``), on a
+"""Which file a search hit comes from, told from its text alone (``memmy_kb.domain.fingerprints.prints``), on a
 corpus of real documents (``bench.attribution_corpus``: the installed packages' READMEs and licences as
 Markdown, text, DOCX and PDF, full of near-duplicates), one of them replaced by its next version.
 
@@ -29,8 +29,8 @@ from typing import Any
 import httpx
 
 from bench.attribution_corpus import Document, build
-from memmy_kb.domain import fingerprints as fp
-from memmy_kb.domain.verification import MemorySource
+from memmy_kb.domain.fingerprints import prints as fp
+from memmy_kb.domain.uploads.verification import MemorySource
 from memmy_local.memos_emulator.config import EmulatorConfig
 from memmy_local.memos_emulator.rewrite import rewrite
 from memmy_local.memos_emulator.server import MemosEmulator
@@ -64,9 +64,9 @@ class Tally:
 
 
 def ingest_text(name: str, data: bytes) -> list[str]:
-    """The text the ingest fingerprints (``memmy_kb.domain.text_extraction``): a text format's streamed
+    """The text the ingest fingerprints (``memmy_kb.domain.fingerprints.text_extraction``): a text format's streamed
     pass decoded, a DOCX's document.xml, a PDF's pages."""
-    from memmy_kb.domain import text_extraction
+    from memmy_kb.domain.fingerprints import text_extraction
 
     extension = name.rsplit(".", 1)[-1]
     if extension in text_extraction.EXTRACTED:

@@ -6,7 +6,7 @@ run's one small document to a typical recall and KB:
 
 * per recall, one strongly consistent ``BatchGetItem`` of the named files' ``FILE#`` items (at most
   ``limit`` keys), and, for each KB of the scope whose fingerprint index the Lambda environment does not
-  hold fresh (``memmy_kb.domain.prints_cache``: loaded less than ``PRINTS_TTL_SECONDS`` ago at the KB's
+  hold fresh (``memmy_kb.domain.recall.prints_cache``: loaded less than ``PRINTS_TTL_SECONDS`` ago at the KB's
   current file count and bytes), one eventually consistent Query of its ``PRINT#`` items and one of its
   ``FOLDER#`` items;
 * per ingest, one ``PutItem`` of the version's ``PRINT#`` item (by its size, 1 KB write units);
@@ -36,7 +36,7 @@ FILES_PER_KB = 50
 # run at this scale, and Lambda reuses warm ones); another user's recall of a shared KB refreshing it is
 # left out (pessimistic).
 BUSY_HOURS = 8
-# memmy_kb.domain.prints_cache.PRINTS_TTL_SECONDS (the unit test checks it is the same).
+# memmy_kb.domain.recall.prints_cache.PRINTS_TTL_SECONDS (the unit test checks it is the same).
 PRINTS_TTL_SECONDS = 300.0
 # DynamoDB counts 100 bytes of overhead per item in the storage it bills.
 ITEM_STORAGE_OVERHEAD = 100

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from bench import attribution
-from memmy_kb.domain import fingerprints as fp
+from memmy_kb.domain.fingerprints import prints as fp
 
 # name -> the fingerprints' constants it changes.
 VARIANTS: dict[str, dict[str, Any]] = {

@@ -1,7 +1,7 @@
 """The MemOS rate governor across a fleet of recall environments, simulated: does ``max_qps`` hold?
 
 1, 10, 50 and 200 environments, each running the real governor (``RateGovernor``, and with the fleet
-budget its ``FleetBudget``) and recall's real plan within it (``recall_governed``: ``governed_plan``, the
+budget its ``FleetBudget``) and recall's real plan within it (``governed``: ``governed_plan``, the
 one short wait and ``regranted``) on a
 simulated clock, recall against MemOS limiters, one per backend of ``max_qps`` 40 (a sliding second: the
 41st search within one second is refused, 40309). The shared DynamoDB items are ``MemoryFleetItems``,
@@ -33,9 +33,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memmy_kb.domain.engine import EngineBackend
-from memmy_kb.domain.fleet_budget import FleetBudget, MemoryFleetItems
-from memmy_kb.domain.rate_governor import RateGovernor
-from memmy_kb.domain.recall_governed import Governed, Search, governed_plan, regranted
+from memmy_kb.domain.recall.fleet_budget import FleetBudget, MemoryFleetItems
+from memmy_kb.domain.recall.governed import Governed, Search, governed_plan, regranted
+from memmy_kb.domain.recall.rate_governor import RateGovernor
 from memmy_kb.records import GrantRecord
 
 MAX_QPS = 40

@@ -1,6 +1,6 @@
 """Peak memory of the ingest for a 100 MB file next to a 1 MB file, in one run.
 
-Both go through the real path (``memmy_kb.domain.delivery.ingest_object``): HEAD, size and ownership checks,
+Both go through the real path (``memmy_kb.domain.uploads.delivery.ingest_object``): HEAD, size and ownership checks,
 UTF-8 verification (the 1 MB file read once into memory and sent inline as a data URL; the 100 MB file
 streamed, copied server-side and sent as a presigned GET URL), the MemOS client's add call (answered by an
 in-memory transport: MemOS's memory is not ours) and the DynamoDB transaction. S3 and DynamoDB are moto
@@ -228,8 +228,8 @@ def _world(moto_url: str) -> _World:
 
 def _ingest_one(world: _World, config: Any, index: int, size: int) -> tuple[int, int | None]:
     """One file of ``size`` bytes uploaded and ingested; its tracemalloc peak and RSS growth, printed."""
-    from memmy_kb.domain.delivery import ingest_object
     from memmy_kb.domain.storage import upload_object_key
+    from memmy_kb.domain.uploads.delivery import ingest_object
     from memmy_kb.records import UploadRecord
 
     upload_id = f"up_{index:024x}"
@@ -261,7 +261,7 @@ def _ingest_one(world: _World, config: Any, index: int, size: int) -> tuple[int,
 
 
 def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int | None]]:
-    from memmy_kb.domain.ingest import IngestConfig
+    from memmy_kb.domain.uploads.ingest import IngestConfig
     from memmy_kb.records import KbCapacity
 
     process, moto_url = _start_moto()

@@ -94,15 +94,15 @@ def parse_setting(text: str) -> tuple[str, str]:
 def break_recall_scope() -> None:
     """The deliberate fault: recall's scope includes the grants whose recall is turned off (the first
     read and the re-check alike, per KB and combined)."""
-    from memmy_kb.domain import recall, recall_attributed
     from memmy_kb.domain.access import ScopeEntry
+    from memmy_kb.domain.recall import search, turn
 
     def every_grant(grants: Any, user_id: str) -> frozenset[ScopeEntry]:
         return frozenset(ScopeEntry(g.kb_id, g.memos_kb_id) for g in grants.query_grants(user_id))
 
-    recall.recall_grants = lambda grants, user_id: list(grants.query_grants(user_id))
-    recall.compute_recall_scope = every_grant  # type: ignore[assignment]
-    recall_attributed.compute_recall_scope = every_grant  # type: ignore[assignment]
+    turn.recall_grants = lambda grants, user_id: list(grants.query_grants(user_id))
+    turn.compute_recall_scope = every_grant  # type: ignore[assignment]
+    search.compute_recall_scope = every_grant  # type: ignore[assignment]
 
 
 def main(argv: list[str] | None = None) -> int:

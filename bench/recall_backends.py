@@ -1,6 +1,6 @@
 """Recall with the caller's scope on one MemOS backend vs spread over two: latency, as a ratio.
 
-The real recall (``memmy_kb.domain.recall``, attributed per KB) runs in-process with the real pool of
+The real recall (``memmy_kb.domain.recall.turn``, attributed per KB) runs in-process with the real pool of
 MemOS clients (``MemosBackends``, a ``MemosClient`` per backend, as the recall function builds them)
 against the MemOS emulator holding two projects, each with its own key. The caller's four KBs, one
 document each, are either all in project 1 or two in each; the grants and names come from memory (the
@@ -98,8 +98,8 @@ def _pool(base_url: str) -> Any:
 
 
 def _median_ms(grants: _Grants, pool: Any) -> float:
-    from memmy_kb.domain.recall import recall
-    from memmy_kb.domain.recall_config import RecallQuestion
+    from memmy_kb.domain.recall.config import RecallQuestion
+    from memmy_kb.domain.recall.turn import recall
 
     timings = []
     # The per-backend metrics' EMF lines are printed as on Lambda (their cost counts), not shown here.

@@ -1,6 +1,6 @@
 """Recall latency with 1, 4 and 8 KBs in the caller's scope, each MemOS search taking 200 ms.
 
-Attributed recall searches each KB of the scope on its own (``memmy_kb.domain.recall_attributed``): up to
+Attributed recall searches each KB of the scope on its own (``memmy_kb.domain.recall.search``): up to
 ``RECALL_MAX_SEARCHES`` (4) searches at once, the KBs past that searched as one group. With MemOS slow
 (the emulator holds every ``/search/memory`` for ``LATENCY_MS`` before answering: a latency-only fault),
 a recall over 8 KBs should take about as long as one over 1 KB: the searches overlap, each on its own

@@ -16,7 +16,7 @@ from memmy_kb.composition import (
     get_memos_client,
     get_upload_storage,
 )
-from memmy_kb.domain.cleanup import Cleaner
+from memmy_kb.domain.deletion.cleanup import Cleaner
 from memmy_kb.invocation_deadline import bounded_by, seconds_left
 from memmy_kb.observability import logger
 

@@ -22,7 +22,7 @@ from memmy_kb.composition import (
     get_memos_client,
     get_upload_storage,
 )
-from memmy_kb.domain import delivery, ingest
+from memmy_kb.domain.uploads import delivery, ingest
 from memmy_kb.invocation_deadline import bounded_by
 from memmy_kb.observability import logger, metrics
 from memmy_kb.settings import get_settings

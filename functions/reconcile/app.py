@@ -1,4 +1,4 @@
-"""Schedule (EventBridge Scheduler): one bounded reconciliation pass (memmy_kb.domain.reconcile)."""
+"""Schedule (EventBridge Scheduler): one bounded reconciliation pass (memmy_kb.domain.reconcile.repair)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from memmy_kb.composition import (
     get_upload_requeue,
     get_upload_storage,
 )
-from memmy_kb.domain.reconcile import Reconciler
+from memmy_kb.domain.reconcile.repair import Reconciler
 from memmy_kb.invocation_deadline import bounded_by, seconds_left
 from memmy_kb.observability import logger, metrics, put_backend_metrics
 from memmy_kb.settings import get_settings

@@ -22,8 +22,8 @@ from memmy_kb import composition as deps
 from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
 from memmy_kb.adapters.dynamodb.table import cleanup_key, dump, kb_key
 from memmy_kb.composition import reset_composition
-from memmy_kb.domain.cleanup import CleanupFailed
-from memmy_kb.domain.deletion import FOLDER_GONE
+from memmy_kb.domain.deletion.cleanup import CleanupFailed
+from memmy_kb.domain.deletion.delete import FOLDER_GONE
 from memmy_kb.records import CleanupRecord, utc_now
 from tests.support import seed
 from tests.support.events import claims_for

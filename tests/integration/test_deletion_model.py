@@ -51,7 +51,7 @@ from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.s3 import UploadStorage
 from memmy_kb.adapters.stepfunctions import CleanupStateMachine
 from memmy_kb.composition import reset_composition
-from memmy_kb.domain.files import GONE_FROM_MEMOS
+from memmy_kb.domain.knowledge_bases.files import GONE_FROM_MEMOS
 from tests.support.aws_runtime import Executions, Schedule, deliver, sqs_client
 from tests.support.consistency import assert_consistent, bucket_keys, settle, table_items
 from tests.support.crashes import Killer, Target

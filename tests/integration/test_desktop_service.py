@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memmy_kb.domain.context_block import Excerpt
+from memmy_kb.domain.recall.context_block import Excerpt
 from memmy_kb_client.agents import hook
 from memmy_kb_client.desktop.server import DesktopService, DesktopStartError
 from memmy_kb_client.home import paths

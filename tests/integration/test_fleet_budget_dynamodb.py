@@ -10,8 +10,8 @@ from decimal import Decimal
 from http import HTTPStatus
 
 from memmy_kb.adapters.dynamodb.fleet_budget import DynamoFleetItems, bucket_key
-from memmy_kb.domain import fleet_budget
-from memmy_kb.domain.fleet_budget import Bucket, FleetBudget
+from memmy_kb.domain.recall import fleet_budget
+from memmy_kb.domain.recall.fleet_budget import Bucket, FleetBudget
 from tests.support.events import claims_for
 from tests.support.seed import put_item
 

@@ -19,9 +19,9 @@ from memmy_kb.adapters.dynamodb.table import folder_key, grant_key, kb_key
 from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.s3 import UploadStorage
 from memmy_kb.composition import reset_composition
-from memmy_kb.domain import ingest, verification
 from memmy_kb.domain.storage import ConditionFailed, ObjectInfo
-from memmy_kb.domain.verification import NOT_UTF8, REASONS, XML_DOCTYPE
+from memmy_kb.domain.uploads import ingest, verification
+from memmy_kb.domain.uploads.verification import NOT_UTF8, REASONS, XML_DOCTYPE
 from memmy_kb.records import FolderRecord, utc_now
 from memmy_local.lambdas.runners import sqs_event
 from tests.support.docgen import make_doc, make_docx, make_docx_with_document, make_md, make_pdf

@@ -14,8 +14,8 @@ import pytest
 
 from memmy_kb.adapters.dynamodb.fingerprints import DynamoFingerprintStore, print_key
 from memmy_kb.adapters.dynamodb.table import dump
-from memmy_kb.domain.fingerprint_store import FilePrints
-from memmy_kb.domain.fingerprints import FileIndex, Fingerprints, attribute
+from memmy_kb.domain.fingerprints.prints import FileIndex, Fingerprints, attribute
+from memmy_kb.domain.fingerprints.store import FilePrints
 from tests.support.aws import Service
 from tests.support.docgen import make_docx, make_pdf
 from tests.support.polling import wait_until

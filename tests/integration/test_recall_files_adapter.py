@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memmy_kb.adapters.dynamodb.recall_files import DynamoRecallFiles
 from memmy_kb.adapters.dynamodb.table import dump, file_key, folder_key
-from memmy_kb.domain.fingerprints import fingerprint
+from memmy_kb.domain.fingerprints.prints import fingerprint
 from tests.support.factories import file_record, folder_record
 from tests.support.seed import put_item
 

@@ -17,7 +17,7 @@ import boto3
 
 from memmy_kb.adapters.dynamodb.table import dump
 from memmy_kb.composition import reset_composition
-from memmy_kb.domain.fingerprints import fingerprint
+from memmy_kb.domain.fingerprints.prints import fingerprint
 from tests.support.aws import Service
 from tests.support.polling import wait_until
 from tests.support.uploads import REGION, create_kb, drain_ingest, post_file, repository, request_upload

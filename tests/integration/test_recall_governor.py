@@ -1,7 +1,7 @@
 """Recall at twice MemOS's rate limit: the governor keeps every recall answering; without it some fail.
 
 The MemOS emulator enforces a rate (``search_qps``, what ``memmy-local up --memos-qps`` sets) and the
-backend's ``max_qps`` in the secret says the same; attributed recall (``memmy_kb.domain.recall``) runs
+backend's ``max_qps`` in the secret says the same; attributed recall (``memmy_kb.domain.recall.turn``) runs
 in-process with the recall function's real pool of MemOS clients (one attempt each), its grants and names
 from memory. Ten recalls a second over a scope of eight KBs want four searches each: 40 searches a second
 against a limit of 20. With the governor at least 99% answer with excerpts and none is partial or fails;
@@ -30,8 +30,8 @@ from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.memos.key import MemosBackendConfig
 from memmy_kb.composition import recall_engines
 from memmy_kb.domain.engine import FileInput
-from memmy_kb.domain.ports import KnowledgeEngines
-from memmy_kb.domain.rate_governor import RateGovernor
+from memmy_kb.domain.ports.engines import KnowledgeEngines
+from memmy_kb.domain.recall.rate_governor import RateGovernor
 from memmy_kb.errors import RecallUnavailable
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord
 from memmy_local.memos_emulator.config import EmulatorConfig

@@ -8,8 +8,8 @@ import hashlib
 from http import HTTPStatus
 from typing import Any
 
-from memmy_kb.domain.files import GONE_FROM_MEMOS, VERSION_FAILED
-from memmy_kb.domain.replace_ingest import FILE_GONE
+from memmy_kb.domain.knowledge_bases.files import GONE_FROM_MEMOS, VERSION_FAILED
+from memmy_kb.domain.uploads.replace_ingest import FILE_GONE
 from memmy_kb.records import utc_now
 from memmy_local.lambdas.runners import sqs_event
 from tests.support.aws import Service

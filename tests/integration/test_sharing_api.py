@@ -8,8 +8,8 @@ from urllib.parse import quote
 
 import pytest
 
-from memmy_kb.domain import sharing
 from memmy_kb.domain.access import compute_recall_scope
+from memmy_kb.domain.sharing import shares
 from tests.support.sharing import ALICE_PHONE, BOB_PHONE, register, share
 
 
@@ -74,7 +74,7 @@ def test_sharing_twice_is_409(people, kb):
 
 
 def test_member_limit(people, kb, monkeypatch):
-    monkeypatch.setattr(sharing, "MAX_READERS", 1)
+    monkeypatch.setattr(shares, "MAX_READERS", 1)
     assert share(people, kb["id"], "bob").status == HTTPStatus.CREATED
     full = share(people, kb["id"], "carol")
     assert (full.status, full.body["error"]["code"]) == (HTTPStatus.CONFLICT, "member_limit_reached")
@@ -177,7 +177,7 @@ def test_account_found_only_through_registered_profiles(service):
 
 
 def test_a_full_kb_answers_the_same_whether_or_not_the_account_exists(people, kb, monkeypatch):
-    monkeypatch.setattr(sharing, "MAX_READERS", 1)
+    monkeypatch.setattr(shares, "MAX_READERS", 1)
     assert share(people, kb["id"], "bob").status == HTTPStatus.CREATED
     existing = share(people, kb["id"], "carol")
     missing = share(people, kb["id"], "+8613700137000")

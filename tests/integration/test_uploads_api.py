@@ -9,7 +9,7 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.domain.sibling_names import NAME_TAKEN
+from memmy_kb.domain.knowledge_bases.sibling_names import NAME_TAKEN
 from memmy_kb.records import FolderRecord, utc_now
 from tests.support.uploads import (
     create_kb,

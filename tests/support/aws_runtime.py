@@ -17,7 +17,7 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
-from memmy_kb.domain.cleanup import CleanupRetryable
+from memmy_kb.domain.deletion.cleanup import CleanupRetryable
 from memmy_local.lambdas.runners import sqs_event
 from tests.support.aws import Service
 from tests.support.crashes import Killed

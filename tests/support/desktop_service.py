@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memmy_kb.domain.context_block import Excerpt, SizeLimit, build_context
+from memmy_kb.domain.recall.context_block import Excerpt, SizeLimit, build_context
 from memmy_kb_client.desktop.server import DesktopConfig, DesktopService
 from memmy_kb_client.home import paths
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 
-from memmy_kb.domain.activity import new_activity
 from memmy_kb.domain.directory import VerifiedClaims
+from memmy_kb.domain.knowledge_bases.activity import new_activity
 from memmy_kb.records import (
     ActivityKind,
     ActivityRecord,
@@ -35,7 +35,7 @@ UNCAPPED = KbCapacity(max_files=UNCAPPED_COUNT, max_bytes=2**62)
 
 
 def uncapped_daily(owner_id: str = "alice") -> CountCap:
-    """A new-members-a-day counter (as ``memmy_kb.domain.limits.members_cap``) that never fills."""
+    """A new-members-a-day counter (as ``memmy_kb.domain.sharing.limits.members_cap``) that never fills."""
     return CountCap(name=f"members#{owner_id}#uncapped", limit=UNCAPPED_COUNT, expires_at=2_000_000_000)
 
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from memmy_kb_client.sync.links import CloudClient
 
 _ids = itertools.count(1)
-# The listing's reasons for a file the knowledge engine failed (``memmy_kb.domain.files``).
+# The listing's reasons for a file the knowledge engine failed (``memmy_kb.domain.knowledge_bases.files``).
 VERSION_FAILED = "The knowledge engine could not process this version; the previous version still answers."
 MEMOS_FAILED = "The knowledge engine could not process this file."
 

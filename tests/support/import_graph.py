@@ -12,6 +12,8 @@ the others (boto3, botocore, httpx...), in any form: ``import``, ``from ... impo
 ``TYPE_CHECKING``, in a function, or ``importlib.import_module`` / ``__import__`` of a literal name.
 Across the whole repository (the core, the handlers, the client, the local stack, bench/ and tests/),
 ``import_loops`` finds every import loop, in the same forms, and names one cycle of each.
+The domain is grouped by feature (``domain_part``): a package per feature, the ports' package, and directly
+in domain/ only ``DOMAIN_SHARED``; ``feature_edges`` gives the imports between its features.
 ``imports_of_test_code`` finds a module of tests/ importing one of tests/ outside tests/support (a test
 module, or a helper kept beside one). ``python -m tests.support.import_graph`` prints the edges between
 layers, the forbidden ones and the loops, if any; tests/unit/repository/test_layers.py fails when one
@@ -35,21 +37,23 @@ LAYERS = ("base", "domain", "adapters", "composition", "api", "functions")
 BASE_MODULES = frozenset(
     {"errors", "records", "settings", "observability", "invocation_deadline", "cold_start"}
 )
-# What the adapters may import of the domain: the ports they implement and the types those speak.
+# What the adapters may import of the domain: the ports they implement (the package ``PORTS`` and its
+# modules) and the types those speak.
+PORTS = "memmy_kb.domain.ports"
 DOMAIN_VOCABULARY = frozenset(
     {
-        "memmy_kb.domain.ports",
+        PORTS,
         "memmy_kb.domain.storage",
         "memmy_kb.domain.engine",
         # The fingerprints' port, and the value it stores (its stored form is the value's own).
-        "memmy_kb.domain.fingerprint_store",
-        "memmy_kb.domain.fingerprints",
+        "memmy_kb.domain.fingerprints.store",
+        "memmy_kb.domain.fingerprints.prints",
     }
 )
 # What the domain may import besides memmy_kb and the standard library: top-level packages (pure
 # computation, no I/O: HTML to Markdown is markdownify on bs4), and of Powertools only the logger
 # (``from aws_lambda_powertools import Logger``). pypdf reads a PDF's text from a file object the domain
-# hands it (``memmy_kb.domain.text_extraction``).
+# hands it (``memmy_kb.domain.fingerprints.text_extraction``).
 DOMAIN_THIRD_PARTY = frozenset({"pydantic", "phonenumbers", "markdownify", "bs4", "pypdf"})
 DOMAIN_POWERTOOLS = frozenset({"aws_lambda_powertools.Logger", "aws_lambda_powertools.logging"})
 
@@ -70,12 +74,51 @@ class Edge:
         return (
             layer_of(self.source) == "adapters"
             and layer_of(self.target) == "domain"
-            and self.target not in DOMAIN_VOCABULARY
+            and not is_vocabulary(self.target)
         )
 
     @property
     def forbidden(self) -> bool:
         return self.upward or self.into_domain_rules
+
+
+# The domain is grouped by feature: a package per feature (``memmy_kb.domain.recall``...), the ports in
+# ``memmy_kb.domain.ports``, and directly in domain/ only the modules every feature shares.
+DOMAIN = CORE / "memmy_kb" / "domain"
+DOMAIN_SHARED = frozenset({"access", "directory", "display", "engine", "storage"})
+
+
+def domain_part(module: str) -> str:
+    """What part of the domain a module of it is in: its feature package (``recall``), ``ports``, or
+    ``shared`` for a module directly in domain/ (and the package itself)."""
+    parts = module.split(".")
+    if parts[:2] != ["memmy_kb", "domain"]:
+        raise ValueError(f"{module} is not in the domain")
+    return parts[2] if len(parts) > 3 else "shared"
+
+
+def feature_edges() -> dict[str, dict[str, int]]:
+    """Between the domain's features: for each, the others its modules import, with the line of the first
+    such import found; the shared modules and the ports (types every feature speaks) count as ``shared``."""
+    graph: dict[str, dict[str, int]] = {}
+
+    def feature(module: str) -> str:
+        part = domain_part(module)
+        return "shared" if part == "ports" else part
+
+    for edge in edges():
+        if layer_of(edge.source) == "domain" and layer_of(edge.target) == "domain":
+            source, target = feature(edge.source), feature(edge.target)
+            graph.setdefault(source, {})
+            graph.setdefault(target, {})
+            if source != target:
+                graph[source].setdefault(target, edge.line)
+    return graph
+
+
+def is_vocabulary(module: str) -> bool:
+    """Whether an adapter may import ``module`` of the domain: a port (any module of ``PORTS``) or a type."""
+    return module in DOMAIN_VOCABULARY or module.startswith(PORTS + ".")
 
 
 def layer_of(module: str) -> str:

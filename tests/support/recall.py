@@ -12,8 +12,8 @@ from typing import Any
 
 from memmy_kb.api.models.recall import RecallResponse
 from memmy_kb.domain.engine import MemosRateLimited
-from memmy_kb.domain.recall import RecallResult, recall
-from memmy_kb.domain.recall_config import RecallConfig, RecallQuestion
+from memmy_kb.domain.recall.config import RecallConfig, RecallQuestion
+from memmy_kb.domain.recall.turn import RecallResult, recall
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
 from tests.support.fakes import FakeEngines, FakeKnowledgeEngine, FakeMemosKnowledgeBase
 

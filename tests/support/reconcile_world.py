@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from memmy_kb.domain.reconcile import ReconcileLimits, Reconciler
+from memmy_kb.domain.reconcile.repair import ReconcileLimits, Reconciler
 from memmy_kb.records import KbCapacity, KnowledgeBaseRecord
 from tests.support.factories import T0, UNCAPPED_COUNT, kb_record, owner_grant_for
 from tests.support.fakes import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from memmy_kb import composition as deps
-from memmy_kb.domain.reconcile import Reconciler
+from memmy_kb.domain.reconcile.repair import Reconciler
 from memmy_kb.records import utc_now
 from tests.support.aws import Service
 from tests.support.uploads import sqs

@@ -30,20 +30,13 @@ from memmy_kb.adapters.dynamodb.table import (
     upload_key,
 )
 from memmy_kb.domain.engine import FileInput
-from memmy_kb.domain.ports import (
-    ActivityLog,
-    BackendSlots,
-    CleanupExecutions,
-    CleanupStore,
-    ContentStore,
-    CreateIntents,
-    IdentifierKind,
-    KnowledgeBaseStore,
-    ProfileStore,
-    RateCounters,
-    UploadObjects,
-    UploadRequeue,
-)
+from memmy_kb.domain.ports.activity import ActivityLog, RateCounters
+from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
+from memmy_kb.domain.ports.contents import ContentStore
+from memmy_kb.domain.ports.engines import BackendSlots
+from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
+from memmy_kb.domain.ports.profiles import IdentifierKind, ProfileStore
+from memmy_kb.domain.ports.uploads import UploadObjects, UploadRequeue
 from memmy_kb.domain.storage import StoreError
 from memmy_kb.records import (
     ActivityRecord,

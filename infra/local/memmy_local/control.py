@@ -122,8 +122,8 @@ class ControlServer:
 
 def describe_run(function: str, result: Any) -> str:
     """What a scheduled function's run did, for a person: the reconcile's counts one kind a line, in words
-    (``memmy_kb.domain.reconcile_report.REPORT_KINDS``, the metric's name beside), or "nothing to repair"."""
-    from memmy_kb.domain.reconcile_report import REPORT_KINDS
+    (``memmy_kb.domain.reconcile.report.REPORT_KINDS``, the metric's name beside), or "nothing to repair"."""
+    from memmy_kb.domain.reconcile.report import REPORT_KINDS
 
     if not isinstance(result, dict) or not all(isinstance(n, int) for n in result.values()):
         return f"{function}: {json.dumps(result, ensure_ascii=False)}"

@@ -16,7 +16,7 @@ from memmy_kb.adapters.s3 import UploadStorage
 from memmy_kb.adapters.sqs import UploadQueue
 from memmy_kb.adapters.stepfunctions import CleanupStateMachine
 from memmy_kb.api.events import object_keys
-from memmy_kb.domain.ports import KnowledgeEngine, KnowledgeEngines
+from memmy_kb.domain.ports.engines import KnowledgeEngine, KnowledgeEngines
 from memmy_kb.records import KnowledgeBaseRecord
 from tests.support.factories import UNCAPPED_COUNT, kb_record, owner_grant_for
 from tests.support.fakes import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memmy_kb.domain.engine import FileStatus, MemosNotFound
-from memmy_kb.domain.ports import KnowledgeEngine
+from memmy_kb.domain.ports.engines import KnowledgeEngine
 from tests.support.store_contract import markdown_file
 
 # == KnowledgeEngine: MemOS, beside MemosClient on the emulator ========================================

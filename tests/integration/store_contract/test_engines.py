@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memmy_kb.domain.engine import EngineBackend, MemosBackendUnknown, MemosNotFound
-from memmy_kb.domain.ports import KnowledgeEngines
+from memmy_kb.domain.ports.engines import KnowledgeEngines
 from tests.support.store_contract import markdown_file
 
 # == KnowledgeEngines: the MemOS backends, beside MemosBackends on two emulator projects ==================

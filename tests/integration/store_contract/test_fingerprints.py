@@ -8,8 +8,8 @@ from array import array
 import pytest
 
 from memmy_kb.adapters.dynamodb.fingerprints import DynamoFingerprintStore
-from memmy_kb.domain.fingerprint_store import FilePrints, FingerprintStore
-from memmy_kb.domain.fingerprints import Fingerprints
+from memmy_kb.domain.fingerprints.prints import Fingerprints
+from memmy_kb.domain.fingerprints.store import FilePrints, FingerprintStore
 from tests.support.fakes import FakeFingerprintStore
 
 PRINTS = Fingerprints(3, array("I", [5, 70, 900_000]))

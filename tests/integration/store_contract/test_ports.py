@@ -1,30 +1,27 @@
-"""Every port of ``memmy_kb.domain.ports`` has a fake in the contract suite, with its methods, run there."""
+"""Every port of ``memmy_kb.domain.ports`` (each module of the package) has a fake in the contract suite, with its methods, run there."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
+import pkgutil
 from pathlib import Path
 from typing import Protocol
 
 from memmy_kb.domain import ports
-from memmy_kb.domain.ports import (
-    ActivityLog,
-    BackendSlots,
-    CleanupExecutions,
-    CleanupStore,
-    ContentStore,
+from memmy_kb.domain.ports.activity import ActivityLog, RateCounters
+from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
+from memmy_kb.domain.ports.contents import ContentStore, ReplacementWrites
+from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngine, KnowledgeEngines
+from memmy_kb.domain.ports.knowledge_bases import (
     CreateIntents,
     GrantReader,
     KnowledgeBaseStore,
-    KnowledgeEngine,
-    KnowledgeEngines,
-    ProfileStore,
-    RateCounters,
     RecallSources,
-    UploadObjects,
-    UploadRequeue,
 )
+from memmy_kb.domain.ports.profiles import ProfileStore
+from memmy_kb.domain.ports.uploads import UploadObjects, UploadRequeue
 from tests.support.fakes import (
     FakeActivityLog,
     FakeBackendSlots,
@@ -48,6 +45,7 @@ PORT_FAKES: dict[type, tuple[type, str]] = {
     RecallSources: (FakeKnowledgeBaseStore, "backend"),
     KnowledgeBaseStore: (FakeKnowledgeBaseStore, "backend"),
     ContentStore: (FakeContentStore, "backend"),
+    ReplacementWrites: (FakeContentStore, "backend"),
     ProfileStore: (FakeProfileStore, "backend"),
     ActivityLog: (FakeActivityLog, "backend"),
     RateCounters: (FakeRateCounters, "backend"),
@@ -87,10 +85,13 @@ def _fixtures_the_cases_take() -> set[str]:
 
 
 def test_every_port_in_domain_ports_has_a_fake_with_its_methods_run_in_this_suite() -> None:
+    modules = [importlib.import_module(m.name) for m in pkgutil.iter_modules(ports.__path__, f"{ports.__name__}.")]
+    assert modules, "the ports package has no module: the listing is wrong"
     declared = {
         value
-        for value in vars(ports).values()
-        if isinstance(value, type) and value.__module__ == ports.__name__ and getattr(value, "_is_protocol", False)
+        for module in modules
+        for value in vars(module).values()
+        if isinstance(value, type) and value.__module__ == module.__name__ and getattr(value, "_is_protocol", False)
     }
 
     assert declared == set(PORT_FAKES), f"ports without a fake here: {sorted(p.__name__ for p in declared - set(PORT_FAKES))}"

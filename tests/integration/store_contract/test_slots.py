@@ -50,7 +50,7 @@ def test_given_a_backend_one_short_of_the_largest_cap_when_claimed_then_its_coun
     # full set (ids as new_kb_id makes them) must stay under DynamoDB's 400 KB item.
     from memmy_kb.adapters.dynamodb.slots import counter_key
     from memmy_kb.adapters.memos.key import MAX_BACKEND_KBS
-    from memmy_kb.domain.knowledge_bases import new_kb_id
+    from memmy_kb.domain.knowledge_bases.manage import new_kb_id
 
     table = service.stores.table
     placed = {new_kb_id() for _ in range(MAX_BACKEND_KBS - 1)}

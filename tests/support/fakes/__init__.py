@@ -23,22 +23,13 @@ the cleanup state machine (one execution per name) and ``FakeUploadRequeue`` the
 
 from __future__ import annotations
 
-from memmy_kb.domain.ports import (
-    ActivityLog,
-    BackendSlots,
-    CleanupExecutions,
-    CleanupStore,
-    ContentStore,
-    CreateIntents,
-    GrantReader,
-    KnowledgeBaseStore,
-    KnowledgeEngine,
-    KnowledgeEngines,
-    ProfileStore,
-    RateCounters,
-    UploadObjects,
-    UploadRequeue,
-)
+from memmy_kb.domain.ports.activity import ActivityLog, RateCounters
+from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
+from memmy_kb.domain.ports.contents import ContentStore
+from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngine, KnowledgeEngines
+from memmy_kb.domain.ports.knowledge_bases import CreateIntents, GrantReader, KnowledgeBaseStore
+from memmy_kb.domain.ports.profiles import ProfileStore
+from memmy_kb.domain.ports.uploads import UploadObjects, UploadRequeue
 from tests.support.fakes.activity import FakeActivityLog, FakeRateCounters
 from tests.support.fakes.bucket import FakeUploadObjects
 from tests.support.fakes.cleanups import (

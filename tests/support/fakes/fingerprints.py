@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from memmy_kb.domain.fingerprint_store import FilePrints
+from memmy_kb.domain.fingerprints.store import FilePrints
 
 
 class FakeFingerprintStore:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from memmy_kb.domain.ports import IdentifierKind
+from memmy_kb.domain.ports.profiles import IdentifierKind
 from memmy_kb.domain.storage import AlreadyExists, ConditionFailed, ItemMissing
 from memmy_kb.records import (
     ActivityRecord,

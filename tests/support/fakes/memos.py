@@ -23,7 +23,7 @@ from memmy_kb.domain.engine import (
     MemosNotFound,
     SearchHit,
 )
-from memmy_kb.domain.ports import KnowledgeEngine
+from memmy_kb.domain.ports.engines import KnowledgeEngine
 
 EngineMethod = Literal[
     "create_knowledgebase",

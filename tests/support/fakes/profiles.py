@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from memmy_kb.domain.ports import IdentifierKind
+from memmy_kb.domain.ports.profiles import IdentifierKind
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.records import ProfileRecord
 from tests.support.fakes.table import _IDENTIFIER_KINDS, FakeTable, _Transaction

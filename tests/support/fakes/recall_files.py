@@ -6,8 +6,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
-from memmy_kb.domain.fingerprint_store import FilePrints
-from memmy_kb.domain.fingerprints import fingerprint
+from memmy_kb.domain.fingerprints.prints import fingerprint
+from memmy_kb.domain.fingerprints.store import FilePrints
 from memmy_kb.records import FileRecord, FolderRecord
 
 _NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
 
-from memmy_kb.domain.ports import IdentifierKind
+from memmy_kb.domain.ports.profiles import IdentifierKind
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.records import (
     ActivityRecord,

@@ -15,7 +15,7 @@ from botocore.config import Config
 
 from memmy_kb.adapters.s3 import UploadStorage
 from memmy_kb.domain.storage import parse_upload_key, upload_object_key
-from memmy_kb.domain.uploads import MAX_UPLOAD_BYTES, content_type_for, validate_upload
+from memmy_kb.domain.uploads.issuing import MAX_UPLOAD_BYTES, content_type_for, validate_upload
 from memmy_kb.errors import InvalidInput, PayloadTooLarge, UnsupportedMediaType
 
 BUCKET = "memmy-uploads-123456789012"

@@ -33,11 +33,11 @@ from memmy_kb.api.routes import (
     recall,
     uploads,
 )
-from memmy_kb.domain.limits import ShareLimits
-from memmy_kb.domain.prints_cache import PrintsCache
-from memmy_kb.domain.rate_governor import RateGovernor
-from memmy_kb.domain.recall_limit import RecallLimiter, RecallLimits
-from memmy_kb.domain.sharing import SharePolicy
+from memmy_kb.domain.recall.prints_cache import PrintsCache
+from memmy_kb.domain.recall.rate_governor import RateGovernor
+from memmy_kb.domain.recall.user_limit import RecallLimiter, RecallLimits
+from memmy_kb.domain.sharing.limits import ShareLimits
+from memmy_kb.domain.sharing.shares import SharePolicy
 from memmy_kb.records import KbCapacity
 from memmy_kb.settings import Settings, get_settings
 from tests.support.events import FakeLambdaContext, claims_for, http_event

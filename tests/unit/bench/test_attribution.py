@@ -7,7 +7,7 @@ from collections import Counter
 
 from bench import attribution, attribution_corpus
 from bench.attribution_report import constants
-from memmy_kb.domain import fingerprints as fp
+from memmy_kb.domain.fingerprints import prints as fp
 
 MIT = (
     "Permission is hereby granted, free of charge, to any person obtaining a copy of this software and"

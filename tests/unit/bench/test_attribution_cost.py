@@ -91,9 +91,9 @@ def test_an_index_is_stale_more_often_the_further_apart_a_user_s_recalls() -> No
 def test_the_model_s_constants_are_the_code_s() -> None:
     from array import array
 
-    from memmy_kb.domain.fingerprints import MAX_HASHES, Fingerprints
-    from memmy_kb.domain.prints_cache import PRINTS_TTL_SECONDS
-    from memmy_kb.domain.recall_config import DEFAULT_RECALL_LIMIT
+    from memmy_kb.domain.fingerprints.prints import MAX_HASHES, Fingerprints
+    from memmy_kb.domain.recall.config import DEFAULT_RECALL_LIMIT
+    from memmy_kb.domain.recall.prints_cache import PRINTS_TTL_SECONDS
 
     assert attribution_cost.PRINTS_TTL_SECONDS == PRINTS_TTL_SECONDS
     assert attribution_cost.FILES_READ_PER_RECALL == DEFAULT_RECALL_LIMIT

@@ -107,8 +107,8 @@ def test_the_per_kb_plan_searches_each_kb_up_to_the_cap_and_the_default_once(kbs
 def test_the_model_counts_the_searches_recall_plans(kbs: int, backends: int) -> None:
     from datetime import UTC, datetime
 
-    from memmy_kb.domain.recall_attributed import plan, plan_by_backend
-    from memmy_kb.domain.recall_config import BY_FILE, COMBINED, DEFAULT_MAX_SEARCHES, PER_KB, RecallConfig
+    from memmy_kb.domain.recall.config import BY_FILE, COMBINED, DEFAULT_MAX_SEARCHES, PER_KB, RecallConfig
+    from memmy_kb.domain.recall.search import plan, plan_by_backend
     from memmy_kb.records import GrantRecord
 
     grants = [

@@ -109,9 +109,13 @@ RECALL_NEVER_AT_IMPORT = {
     "memmy_kb.adapters.s3": "recall never touches the upload bucket",
     "botocore.exceptions": "recall never touches the upload bucket (and boto3 comes with the first request)",
     "memmy_kb.adapters.memos.models": "the MemOS reply models come with the MemOS client, on the first search",
-    "memmy_kb.domain.files": "recall does not list files",
-    "memmy_kb.domain.knowledge_bases": "recall does not manage KBs",
-    "memmy_kb.domain.sharing": "recall does not share",
+    "memmy_kb.domain.knowledge_bases.files": "recall does not list files",
+    "memmy_kb.domain.knowledge_bases.manage": "recall does not manage KBs",
+    "memmy_kb.domain.sharing.shares": "recall does not share",
+    "memmy_kb.domain.uploads.ingest": "recall does not ingest",
+    "memmy_kb.domain.deletion": "recall does not delete",
+    "memmy_kb.domain.reconcile": "recall does not repair",
+    "memmy_kb.domain.recall.user_limit": "the per-user limit comes with its factory (memmy_kb.composition), on the first request",
 }
 
 
@@ -123,7 +127,7 @@ def test_the_recall_handler_imports_no_record_model_no_s3_and_no_other_routes_ru
     assert early == {}
     # What it does import: the rule it applies, so the assertion above is not vacuous.
     assert {
-        "memmy_kb.domain.recall", "memmy_kb.domain.access", "memmy_kb.domain.context_block", "memmy_kb.domain.engine"
+        "memmy_kb.domain.recall.turn", "memmy_kb.domain.access", "memmy_kb.domain.recall.context_block", "memmy_kb.domain.engine"
     } <= modules
 
 

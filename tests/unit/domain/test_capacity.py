@@ -8,9 +8,9 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.domain import ingest, uploads
-from memmy_kb.domain.limits import bytes_refused, files_refused
+from memmy_kb.domain.knowledge_bases.capacity import bytes_refused, files_refused
 from memmy_kb.domain.storage import ObjectInfo, PresignedPost
+from memmy_kb.domain.uploads import ingest, issuing
 from memmy_kb.records import KbCapacity, KnowledgeBaseRecord
 from tests.support.domain import refused
 from tests.support.factories import T0, kb_record, owner_grant_for
@@ -45,8 +45,8 @@ def seed_kb(stores: FakeStores, *, files: int = 0, used: int = 0, memos_kb_id: s
     return kb
 
 
-def issue(stores: FakeStores, size: int, upload_id: str = "up_1") -> uploads.IssuedUpload:
-    return uploads.request_upload(
+def issue(stores: FakeStores, size: int, upload_id: str = "up_1") -> issuing.IssuedUpload:
+    return issuing.request_upload(
         stores.kbs,
         stores.contents,
         Bucket(),  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""``memmy_kb.domain.cleanup``: the background rounds that remove a delete's leftovers from MemOS, S3
+"""``memmy_kb.domain.deletion.cleanup``: the background rounds that remove a delete's leftovers from MemOS, S3
 and the table, on the fakes. The state machine around them (Retry, Catch, the outbox item's delete) is
 ``tests/integration/test_deletion_kill_points.py``'s, ``test_deletion_model.py``'s and
 ``test_local_stepfunctions.py``'s."""
@@ -9,13 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from memmy_kb.domain.cleanup import (
+from memmy_kb.domain.deletion.cleanup import (
     ROUND_RESERVE_SECONDS,
     Cleaner,
     CleanupFailed,
     CleanupRetryable,
 )
-from memmy_kb.domain.deletion import Deleter
+from memmy_kb.domain.deletion.delete import Deleter
 from memmy_kb.domain.storage import StoreUnavailable
 from memmy_kb.records import CleanupPart, CleanupRecord
 from tests.support.factories import (

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from memmy_kb.domain.context_block import (
+from memmy_kb.domain.recall.context_block import (
     MAX_TITLE_CHARS,
     PREFACE,
     ContextBlock,
@@ -319,7 +319,7 @@ def test_sanitised_text_has_no_invisible_or_control_characters(text):
     "invisible", ["\ufe0f", "\u034f", "\u3164", "\u2800", "\U000e0100", "\u115f", "\uffa0"]
 )
 def test_printable_invisibles_are_stripped_too(invisible):
-    from memmy_kb.domain.context_block import sanitise_text
+    from memmy_kb.domain.recall.context_block import sanitise_text
 
     assert sanitise_text(f"报{invisible}销") == "报销"
 

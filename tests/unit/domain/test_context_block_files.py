@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from memmy_kb.domain.context_block import PREFACE, Excerpt, SourceFile, SourceKb, build_context
-from memmy_kb.domain.file_attribution import path_text
+from memmy_kb.domain.recall.context_block import PREFACE, Excerpt, SourceFile, SourceKb, build_context
+from memmy_kb.domain.recall.file_attribution import path_text
 
 OPENING = re.compile(r'<excerpt-([0-9a-f]{16}) n="(\d+)">\n(.*?)\n</excerpt-\1>', re.DOTALL)
 KB = SourceKb("kb_1", "销售资料", owner_name="张三", owner_contact="138****8000")

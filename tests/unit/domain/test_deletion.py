@@ -1,4 +1,4 @@
-"""``memmy_kb.domain.deletion``: the user's delete of a KB, a file or a folder, on the fakes.
+"""``memmy_kb.domain.deletion.delete``: the user's delete of a KB, a file or a folder, on the fakes.
 
 A delete hides the thing at once, writes the cleanup's outbox item in the same transaction and starts
 the cleanup; what it leaves for the background (MemOS, S3) is ``test_cleanup.py``'s.
@@ -12,8 +12,8 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.domain import knowledge_bases as kbs_logic
-from memmy_kb.domain.deletion import CLEANUP_GRACE, FOLDER_GONE, SWEEP_CHUNK, Deleter
+from memmy_kb.domain.deletion.delete import CLEANUP_GRACE, FOLDER_GONE, SWEEP_CHUNK, Deleter
+from memmy_kb.domain.knowledge_bases import manage as kbs_logic
 from memmy_kb.records import CleanupRecord, FileRecord, FolderRecord, KnowledgeBaseRecord, UploadRecord
 from tests.support.domain import refused
 from tests.support.factories import (

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from memmy_kb.domain.context_block import sanitise_title
-from memmy_kb.domain.deletion import unreachable
-from memmy_kb.domain.folders import is_live
-from memmy_kb.domain.naming import memos_file_name, shown_name, upload_id_in
+from memmy_kb.domain.deletion.delete import unreachable
+from memmy_kb.domain.knowledge_bases.folders import is_live
+from memmy_kb.domain.knowledge_bases.naming import memos_file_name, shown_name, upload_id_in
+from memmy_kb.domain.recall.context_block import sanitise_title
 from tests.support.factories import file_record, folder_record, upload_record
 
 UPLOAD_ID = "up_0123456789abcdef01234567"

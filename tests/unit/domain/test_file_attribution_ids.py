@@ -1,12 +1,12 @@
-"""A hit that gives MemOS file ids is named from them first (``memmy_kb.domain.file_attribution``): only
+"""A hit that gives MemOS file ids is named from them first (``memmy_kb.domain.recall.file_attribution``): only
 ids of files of the KBs its search covered count; when none does, its text decides, as for a hit without
 ids. The ids are read from the PRINT# items recall already loads (``FilePrints.memos_file_id``)."""
 
 from __future__ import annotations
 
 from memmy_kb.domain.engine import SearchHit
-from memmy_kb.domain.file_attribution import attribute_files
-from memmy_kb.domain.prints_cache import KbPrints, PrintsCache, load_prints
+from memmy_kb.domain.recall.file_attribution import attribute_files
+from memmy_kb.domain.recall.prints_cache import KbPrints, PrintsCache, load_prints
 from tests.support.fakes.recall_files import FakeRecallFiles
 from tests.support.recall import Repository, engine, own, run
 

@@ -1,4 +1,4 @@
-"""``memmy_kb.domain.files``: listing with live status, moving files, a KB whose backend is gone, files with a
+"""``memmy_kb.domain.knowledge_bases.files``: listing with live status, moving files, a KB whose backend is gone, files with a
 replace (folders: test_folders.py)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.domain import files as files_logic
 from memmy_kb.domain.engine import FileStatus
-from memmy_kb.domain.files import FileEntry, Listing
+from memmy_kb.domain.knowledge_bases import files as files_logic
+from memmy_kb.domain.knowledge_bases.files import FileEntry, Listing
 from tests.support.domain import kb, refused
 from tests.support.factories import (
     T0,

@@ -1,4 +1,4 @@
-"""``memmy_kb.domain.fingerprints``: a text's sampled shingle hashes, their stored form, and a hit's file.
+"""``memmy_kb.domain.fingerprints.prints``: a text's sampled shingle hashes, their stored form, and a hit's file.
 
 The sample is the point: the same text given whole or in pieces samples the same hashes, a long text's
 level rises so that at most ``MAX_HASHES`` are kept (exactly the hashes of that level, nothing else), and
@@ -13,7 +13,7 @@ from array import array
 
 import pytest
 
-from memmy_kb.domain.fingerprints import (
+from memmy_kb.domain.fingerprints.prints import (
     FORMAT,
     MAX_HASHES,
     MAX_LEVEL,

@@ -4,9 +4,9 @@ test_fleet_budget_dynamodb.py; the fleet simulated: bench/fleet_governor.py."""
 
 from __future__ import annotations
 
-from memmy_kb.domain import fleet_budget
-from memmy_kb.domain.fleet_budget import Bucket, FleetBudget, MemoryFleetItems, decide
-from memmy_kb.domain.rate_governor import RateGovernor
+from memmy_kb.domain.recall import fleet_budget
+from memmy_kb.domain.recall.fleet_budget import Bucket, FleetBudget, MemoryFleetItems, decide
+from memmy_kb.domain.recall.rate_governor import RateGovernor
 from tests.support.clock import FakeClock
 
 QPS = 40.0

@@ -1,4 +1,4 @@
-"""``memmy_kb.domain.folders``: creating, renaming and moving folders, and how deep they go."""
+"""``memmy_kb.domain.knowledge_bases.folders``: creating, renaming and moving folders, and how deep they go."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.domain import folders as folders_logic
+from memmy_kb.domain.knowledge_bases import folders as folders_logic
 from memmy_kb.records import FolderRecord
 from tests.support.domain import kb, refused
 from tests.support.factories import T0, folder_record

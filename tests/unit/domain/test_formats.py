@@ -1,5 +1,5 @@
-"""The formats beyond what MemOS parses itself (``memmy_kb.domain.formats``): ``.html``/``.htm`` accepted and
-converted to Markdown by the ingest (``memmy_kb.domain.conversion``), ``.rst`` and plain text without an
+"""The formats beyond what MemOS parses itself (``memmy_kb.domain.uploads.formats``): ``.html``/``.htm`` accepted and
+converted to Markdown by the ingest (``memmy_kb.domain.uploads.conversion``), ``.rst`` and plain text without an
 extension accepted and sent as text; an extension-less file is taken only as UTF-8 without a NUL byte. The
 upload request's checks, the content checks, the conversion, and what the ingest hands MemOS, on the
 fakes."""
@@ -11,12 +11,12 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.domain import delivery, ingest
-from memmy_kb.domain.conversion import html_to_markdown
-from memmy_kb.domain.formats import MAX_CONVERTED_BYTES, sent_filename
-from memmy_kb.domain.naming import memos_file_name
-from memmy_kb.domain.uploads import validate_upload
-from memmy_kb.domain.verification import NOT_UTF8, UNSUPPORTED, MemorySource, verify_content
+from memmy_kb.domain.knowledge_bases.naming import memos_file_name
+from memmy_kb.domain.uploads import delivery, ingest
+from memmy_kb.domain.uploads.conversion import html_to_markdown
+from memmy_kb.domain.uploads.formats import MAX_CONVERTED_BYTES, sent_filename
+from memmy_kb.domain.uploads.issuing import validate_upload
+from memmy_kb.domain.uploads.verification import NOT_UTF8, UNSUPPORTED, MemorySource, verify_content
 from memmy_kb.errors import DomainError
 from memmy_kb.records import KbCapacity
 from tests.support.factories import T0, kb_record, owner_grant_for, upload_record

@@ -1,4 +1,4 @@
-"""``memmy_kb.domain.ingest``: the upload's state machine, transition by transition, on the fakes.
+"""``memmy_kb.domain.uploads.ingest``: the upload's state machine, transition by transition, on the fakes.
 
 pending -> submitting (verify, hold) -> submitted (MemOS add, record), and every way off that path:
 rejected, released for a retry, left submitting when MemOS's answer is unknown, taken back.
@@ -11,9 +11,11 @@ import hashlib
 
 import pytest
 
-from memmy_kb.domain import delivery, ingest
 from memmy_kb.domain.engine import MemosUnavailable
-from memmy_kb.domain.ingest import (
+from memmy_kb.domain.knowledge_bases.naming import memos_file_name
+from memmy_kb.domain.storage import ObjectChanged, verified_object_key
+from memmy_kb.domain.uploads import delivery, ingest
+from memmy_kb.domain.uploads.ingest import (
     FOLDER_GONE,
     KB_GONE,
     LARGER,
@@ -23,9 +25,7 @@ from memmy_kb.domain.ingest import (
     Ingestion,
     RetryLater,
 )
-from memmy_kb.domain.naming import memos_file_name
-from memmy_kb.domain.storage import ObjectChanged, verified_object_key
-from memmy_kb.domain.verification import REASONS
+from memmy_kb.domain.uploads.verification import REASONS
 from memmy_kb.records import KbCapacity, KnowledgeBaseRecord, UploadRecord
 from tests.support.factories import T0, UNCAPPED, folder_record, kb_record, owner_grant_for, upload_record
 from tests.support.fakes import FakeKnowledgeEngine, FakeStores, FakeUploadObjects, memos_error

@@ -1,4 +1,4 @@
-"""The ingest keeps each recorded file version's fingerprints (``memmy_kb.domain.file_prints``), on the fakes:
+"""The ingest keeps each recorded file version's fingerprints (``memmy_kb.domain.fingerprints.file_prints``), on the fakes:
 an upload's version 1 when it becomes a file, a replace's next version when it is recorded; nothing for an
 upload that is rejected; and a text that cannot be read, or a store that is down, never fails the ingest.
 """
@@ -9,11 +9,11 @@ import hashlib
 
 import pytest
 
-from memmy_kb.domain import delivery, ingest
 from memmy_kb.domain.engine import FileStatus
-from memmy_kb.domain.fingerprints import FileIndex, attribute
-from memmy_kb.domain.naming import memos_file_name
+from memmy_kb.domain.fingerprints.prints import FileIndex, attribute
+from memmy_kb.domain.knowledge_bases.naming import memos_file_name
 from memmy_kb.domain.storage import StoreUnavailable, upload_object_key
+from memmy_kb.domain.uploads import delivery, ingest
 from memmy_kb.records import FileRecord, KbCapacity, KnowledgeBaseRecord
 from tests.support.docgen import make_docx, make_pdf
 from tests.support.factories import T0, kb_record, owner_grant_for, replacement_record, upload_record
@@ -178,7 +178,7 @@ def test_a_recorded_replace_keeps_the_next_versions_fingerprints_beside_the_curr
 
     assert _ingest(stores, objects, memos, prints, "uploads/kb_1/up_2").result == "submitted"
 
-    # Version 1's stay until the reconciler sees MemOS switched (memmy_kb.domain.print_residue).
+    # Version 1's stay until the reconciler sees MemOS switched (memmy_kb.domain.fingerprints.residue).
     assert prints.versions("kb_1", "fi_1") == [2]  # version 1 had none: it was seeded, not ingested
     assert names(prints, SHIPPING) == (("fi_1", 2),)
     assert [p.memos_file_id for p in prints.query_prints("kb_1")] == [engine_file.id]  # the file's, kept by a replace

@@ -1,4 +1,4 @@
-"""``memmy_kb.domain.knowledge_bases``: create, get, rename, recall switch and list, on the fakes."""
+"""``memmy_kb.domain.knowledge_bases.manage``: create, get, rename, recall switch and list, on the fakes."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from memmy_kb.domain import knowledge_bases as kbs_logic
 from memmy_kb.domain.engine import MemosUnavailable
+from memmy_kb.domain.knowledge_bases import manage as kbs_logic
 from memmy_kb.errors import Conflict
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, RequestRecord
 from tests.support.domain import refused

@@ -1,5 +1,5 @@
 """Placement over several MemOS backends: slots claimed and released, per backend, on the fakes
-(``memmy_kb.domain.placement``, ``create_knowledge_base``, the cleanup of a deleted KB)."""
+(``memmy_kb.domain.knowledge_bases.placement``, ``create_knowledge_base``, the cleanup of a deleted KB)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.domain import knowledge_bases as kbs_logic
-from memmy_kb.domain.cleanup import Cleaner
-from memmy_kb.domain.deletion import Deleter
+from memmy_kb.domain.deletion.cleanup import Cleaner
+from memmy_kb.domain.deletion.delete import Deleter
 from memmy_kb.domain.engine import (
     EngineBackend,
     MemosApiKeyError,
@@ -17,7 +16,8 @@ from memmy_kb.domain.engine import (
     MemosQuotaExceeded,
     MemosUnavailable,
 )
-from memmy_kb.domain.placement import placement_order
+from memmy_kb.domain.knowledge_bases import manage as kbs_logic
+from memmy_kb.domain.knowledge_bases.placement import placement_order
 from memmy_kb.records import RequestRecord
 from tests.support.domain import refused
 from tests.support.factories import T0, UNCAPPED_COUNT, claims, kb_record, owner_grant_for

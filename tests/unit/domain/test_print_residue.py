@@ -1,6 +1,6 @@
 """Fingerprints go when nothing can need them, on the fakes: a deleted file's with its cleanup (file, folder),
 an old version's once the reconciler sees MemOS switched, and any whose file is gone when the reconciler
-passes (``memmy_kb.domain.print_residue``, ``memmy_kb.domain.cleanup``)."""
+passes (``memmy_kb.domain.fingerprints.residue``, ``memmy_kb.domain.deletion.cleanup``)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from array import array
 
 import pytest
 
-from memmy_kb.domain.cleanup import Cleaner
-from memmy_kb.domain.deletion import Deleter
+from memmy_kb.domain.deletion.cleanup import Cleaner
+from memmy_kb.domain.deletion.delete import Deleter
 from memmy_kb.domain.engine import FileStatus
-from memmy_kb.domain.fingerprint_store import FilePrints
-from memmy_kb.domain.fingerprints import Fingerprints
-from memmy_kb.domain.naming import memos_file_name
-from memmy_kb.domain.print_residue import sweep_prints
+from memmy_kb.domain.fingerprints.prints import Fingerprints
+from memmy_kb.domain.fingerprints.residue import sweep_prints
+from memmy_kb.domain.fingerprints.store import FilePrints
+from memmy_kb.domain.knowledge_bases.naming import memos_file_name
 from memmy_kb.records import FileRecord, KnowledgeBaseRecord
 from tests.support.factories import file_record, folder_record
 from tests.support.fakes import FakeCleanupExecutions, FakeFingerprintStore, FakeStores, FakeUploadObjects

@@ -1,4 +1,4 @@
-"""The KBs' fingerprints kept per environment (``memmy_kb.domain.prints_cache``), and recall's use of them:
+"""The KBs' fingerprints kept per environment (``memmy_kb.domain.recall.prints_cache``), and recall's use of them:
 read once while fresh, again when META's counts change or the TTL passes, bounded in memory, and a load
 slower than the recall budget leaving that KB's excerpts without a file this time only."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import threading
 from array import array
 
-from memmy_kb.domain.fingerprints import FileIndex, Fingerprints
-from memmy_kb.domain.prints_cache import KbPrints, PrintsCache
+from memmy_kb.domain.fingerprints.prints import FileIndex, Fingerprints
+from memmy_kb.domain.recall.prints_cache import KbPrints, PrintsCache
 from tests.support.fakes.recall_files import FakeRecallFiles
 from tests.support.polling import wait_until
 from tests.support.recall import Repository, engine, own, run

@@ -1,4 +1,4 @@
-"""``memmy_kb.domain.profiles``: registering verified claims, and the claims accounts hold on an email or phone."""
+"""``memmy_kb.domain.sharing.profiles``: registering verified claims, and the claims accounts hold on an email or phone."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.domain.profiles import register_profile
+from memmy_kb.domain.sharing.profiles import register_profile
 from memmy_kb.records import ProfileRecord
 from tests.support.domain import refused
 from tests.support.factories import T0, at, claims, profile_record

@@ -12,12 +12,12 @@ from collections import deque
 import pytest
 
 from memmy_kb.adapters.memos.backends import MemosBackends
-from memmy_kb.domain import rate_governor as governor_module
-from memmy_kb.domain import recall_attributed
 from memmy_kb.domain.engine import MemosApiKeyError
-from memmy_kb.domain.rate_governor import RateGovernor
-from memmy_kb.domain.recall_attributed import plan
-from memmy_kb.domain.recall_governed import Search, cap_plan
+from memmy_kb.domain.recall import rate_governor as governor_module
+from memmy_kb.domain.recall import search as recall_search
+from memmy_kb.domain.recall.governed import Search, cap_plan
+from memmy_kb.domain.recall.rate_governor import RateGovernor
+from memmy_kb.domain.recall.search import plan
 from memmy_kb.errors import RecallUnavailable
 from tests.support.clock import FakeClock
 from tests.support.recall import (
@@ -209,7 +209,7 @@ def test_an_unusable_memos_secret_is_still_recall_unavailable_with_the_governor(
 def test_a_rate_limited_search_is_retried_once_and_the_retry_takes_a_token_of_its_own(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(recall_attributed, "RATE_LIMIT_PAUSE", (0.0, 0.01))
+    monkeypatch.setattr(recall_search, "RATE_LIMIT_PAUSE", (0.0, 0.01))
     repo = Repository([[placed_grant("kb1", "a")]])
     pool = engines({"kb1": "a"})
     pool["a"].fail("search_memory", rate_limited(), times=1)

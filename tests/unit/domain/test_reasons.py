@@ -1,13 +1,15 @@
-"""Failure reasons travel with a machine code (``memmy_kb.domain.reasons``): every sentence the domain
+"""Failure reasons travel with a machine code (``memmy_kb.domain.uploads.reasons``): every sentence the domain
 can record has its own, so a client can word it in its language."""
 
 from __future__ import annotations
 
 import pytest
 
-from memmy_kb.domain import deletion, files, ingest, verification
-from memmy_kb.domain.limits import bytes_refused, files_refused
-from memmy_kb.domain.reasons import reason_code
+from memmy_kb.domain.deletion import delete
+from memmy_kb.domain.knowledge_bases import files
+from memmy_kb.domain.knowledge_bases.capacity import bytes_refused, files_refused
+from memmy_kb.domain.uploads import ingest, verification
+from memmy_kb.domain.uploads.reasons import reason_code
 from memmy_kb.records import KbCapacity
 
 SENTENCES = [
@@ -19,7 +21,7 @@ SENTENCES = [
     ),
     *(value for name, value in vars(ingest).items() if name.isupper() and isinstance(value, str)),
     *(value for name, value in vars(files).items() if name.isupper() and isinstance(value, str)),
-    deletion.FOLDER_GONE,
+    delete.FOLDER_GONE,
 ]
 
 
@@ -29,7 +31,7 @@ def test_every_reason_sentence_of_the_domain_has_its_own_code(sentence):
 
 
 def test_codes_are_distinct_per_sentence():
-    sentences = sorted(set(SENTENCES) - {deletion.FOLDER_GONE} | {ingest.FOLDER_GONE})
+    sentences = sorted(set(SENTENCES) - {delete.FOLDER_GONE} | {ingest.FOLDER_GONE})
     codes = [reason_code(s) for s in sentences]
     assert len(set(codes)) == len(codes)
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from memmy_kb.domain import recall as recall_logic
 from memmy_kb.domain.engine import MemosNotFound, MemosUnavailable, SearchHit
-from memmy_kb.domain.recall_attributed import plan
+from memmy_kb.domain.recall import turn as recall_logic
+from memmy_kb.domain.recall.search import plan
 from memmy_kb.records import GrantRecord, ProfileRecord
 from memmy_kb.settings import get_settings
 from tests.support.recall import NOW, Repository, engine, grant, kb_of, own, run
@@ -310,7 +310,7 @@ class NamedAtCreation(Repository):
 @pytest.mark.parametrize("store", [Repository, NamedAtCreation])
 def test_a_sharer_is_named_as_the_shared_with_me_list_names_them(display_name, store):
     from memmy_kb.api.models.knowledge_bases import KnowledgeBase
-    from memmy_kb.domain.knowledge_bases import list_knowledge_bases
+    from memmy_kb.domain.knowledge_bases.manage import list_knowledge_bases
 
     # None: the owner has no profile
     profiles = {} if display_name is None else {"alice": profile("alice", display_name, phone="+8613800138000")}

@@ -1,5 +1,5 @@
 """Recall over several MemOS backends: each KB searched on its own backend under the one budget, groups
-never across backends, a rate-limited search tried once more (``memmy_kb.domain.recall_attributed``)."""
+never across backends, a rate-limited search tried once more (``memmy_kb.domain.recall.search``)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from memmy_kb.domain import recall_attributed
 from memmy_kb.domain.engine import SearchHit
-from memmy_kb.domain.recall import RecallUnavailable
-from memmy_kb.domain.recall_attributed import plan
+from memmy_kb.domain.recall import search as recall_search
+from memmy_kb.domain.recall.search import plan
+from memmy_kb.domain.recall.turn import RecallUnavailable
 from tests.support.recall import Repository, engines, kb_of, rate_limited, run
 from tests.support.recall import placed_grant as grant
 
@@ -99,7 +99,7 @@ def test_combined_attribution_on_two_hanging_backends_ends_with_the_one_budget()
 
 
 def test_a_rate_limited_search_is_tried_once_more_and_answers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(recall_attributed, "RATE_LIMIT_PAUSE", (0.0, 0.01))
+    monkeypatch.setattr(recall_search, "RATE_LIMIT_PAUSE", (0.0, 0.01))
     repo = Repository([[grant("kb1", "a"), grant("kb2", None)]])
     pool = engines({"kb1": "a", "kb2": "default"})
     pool["a"].fail("search_memory", rate_limited(), times=1)
@@ -114,7 +114,7 @@ def test_a_rate_limited_search_is_tried_once_more_and_answers(monkeypatch: pytes
 def test_a_search_rate_limited_twice_fails_alone_and_the_others_answer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(recall_attributed, "RATE_LIMIT_PAUSE", (0.0, 0.01))
+    monkeypatch.setattr(recall_search, "RATE_LIMIT_PAUSE", (0.0, 0.01))
     repo = Repository([[grant("kb1", "a"), grant("kb2", None)]])
     pool = engines({"kb1": "a", "kb2": "default"})
     pool["a"].fail("search_memory", rate_limited())

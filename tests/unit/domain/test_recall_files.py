@@ -4,8 +4,8 @@ mid-search, and the names read as the files are now. The fingerprint cache is in
 
 from __future__ import annotations
 
-from memmy_kb.domain.prints_cache import PrintsCache
-from memmy_kb.domain.rate_governor import RateGovernor
+from memmy_kb.domain.recall.prints_cache import PrintsCache
+from memmy_kb.domain.recall.rate_governor import RateGovernor
 from tests.support.clock import FakeClock
 from tests.support.fakes.recall_files import FakeRecallFiles
 from tests.support.recall import Repository, engine, grant, own, recall_with, run

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from memmy_kb.domain.fleet_budget import Bucket, FleetBudget, MemoryFleetItems
-from memmy_kb.domain.rate_governor import RateGovernor
+from memmy_kb.domain.recall.fleet_budget import Bucket, FleetBudget, MemoryFleetItems
+from memmy_kb.domain.recall.rate_governor import RateGovernor
 from memmy_kb.errors import RecallUnavailable
 from tests.support.clock import FakeClock
 from tests.support.recall import Repository, engines, kb_of, placed_grant, rate_limited, run

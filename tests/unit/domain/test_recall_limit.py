@@ -11,7 +11,7 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.domain.recall_limit import RecallLimiter, RecallLimits
+from memmy_kb.domain.recall.user_limit import RecallLimiter, RecallLimits
 from memmy_kb.errors import TooManyRequests
 from memmy_kb.settings import Settings
 from tests.support.clock import FakeClock

@@ -15,7 +15,6 @@ import pytest
 
 from memmy_kb.adapters.memos.models import MemosMemory
 from memmy_kb.api.models.recall import RecallResponse
-from memmy_kb.domain import recall as recall_logic
 from memmy_kb.domain.engine import (
     MemosApiKeyError,
     MemosAuthError,
@@ -23,6 +22,7 @@ from memmy_kb.domain.engine import (
     MemosUnavailable,
     SearchHit,
 )
+from memmy_kb.domain.recall import turn as recall_logic
 from memmy_kb.records import GrantRecord
 from tests.support.recall import recall_with
 

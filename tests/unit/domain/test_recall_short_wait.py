@@ -1,4 +1,4 @@
-"""Recall's one short wait for the fleet's MemOS budget (``recall_governed.sendable``): a backend whose
+"""Recall's one short wait for the fleet's MemOS budget (``governed.sendable``): a backend whose
 bucket has a token due within ``SHORT_WAIT`` is asked again after that wait, instead of being skipped
 (the answer partial) or the recall refused; a longer wait is not waited for. On a clock the test moves."""
 
@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 
 from memmy_kb.domain.engine import EngineBackend
-from memmy_kb.domain.fleet_budget import SHORT_WAIT, FleetBudget, MemoryFleetItems
-from memmy_kb.domain.rate_governor import RateGovernor
-from memmy_kb.domain.recall_governed import Search, sendable
+from memmy_kb.domain.recall.fleet_budget import SHORT_WAIT, FleetBudget, MemoryFleetItems
+from memmy_kb.domain.recall.governed import Search, sendable
+from memmy_kb.domain.recall.rate_governor import RateGovernor
 from memmy_kb.errors import RecallUnavailable, TooManyRequests
 from memmy_kb.records import GrantRecord
 from tests.support.clock import FakeClock

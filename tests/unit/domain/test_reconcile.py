@@ -1,4 +1,4 @@
-"""``memmy_kb.domain.reconcile``: the scheduled repair pass, step by step, on the fakes."""
+"""``memmy_kb.domain.reconcile.repair``: the scheduled repair pass, step by step, on the fakes."""
 
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from memmy_kb.domain import reconcile
 from memmy_kb.domain.engine import EngineBackend, MemosApiKeyError
-from memmy_kb.domain.ingest import KB_GONE
-from memmy_kb.domain.naming import memos_file_name
-from memmy_kb.domain.reconcile import (
+from memmy_kb.domain.knowledge_bases.naming import memos_file_name
+from memmy_kb.domain.reconcile import repair
+from memmy_kb.domain.reconcile.repair import (
     CLEANUP_BACKOFF,
     CLEANUP_BACKOFF_CAP,
     LOST,
@@ -23,8 +22,9 @@ from memmy_kb.domain.reconcile import (
     SUBMITTING_GRACE,
     ReconcileLimits,
 )
-from memmy_kb.domain.reconcile_report import REPORT_KINDS
-from memmy_kb.domain.residue import OBJECTS_CURSOR
+from memmy_kb.domain.reconcile.report import REPORT_KINDS
+from memmy_kb.domain.uploads.ingest import KB_GONE
+from memmy_kb.domain.uploads.residue import OBJECTS_CURSOR
 from memmy_kb.records import CleanupRecord, KnowledgeBaseRecord, UploadRecord
 from tests.support.factories import T0, UNCAPPED_COUNT, file_record, kb_record, owner_grant_for, upload_record
 from tests.support.fakes import (
@@ -351,7 +351,7 @@ def test_given_the_invocation_nearly_over_when_a_run_starts_then_it_does_nothing
 
 def test_every_count_a_run_reports_has_words_for_a_person() -> None:
     # memmy-local reconcile prints each count by REPORT_KINDS; a count added without words would show raw
-    source = Path(reconcile.__file__).read_text(encoding="utf-8")
+    source = Path(repair.__file__).read_text(encoding="utf-8")
     reported = set(re.findall(r'"([A-Z][A-Za-z]+)"', source[source.index("class Reconciler") :]))
     assert "CleanupRestarted" in reported
     assert reported <= set(REPORT_KINDS)

@@ -1,4 +1,4 @@
-"""``memmy_kb.domain.reconcile`` and ``residue`` with replaces: an update of unknown outcome resent, an
+"""``memmy_kb.domain.reconcile.repair`` and ``residue`` with replaces: an update of unknown outcome resent, an
 unused replace expired with its file unmarked, a marker left behind unlocked, a replaced version's bytes
 swept."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from memmy_kb.domain.engine import FileInput, FileStatus
-from memmy_kb.domain.naming import memos_file_name
-from memmy_kb.domain.reconcile import LOST, SUBMITTING_GRACE
-from memmy_kb.domain.replace_ingest import FILE_GONE
+from memmy_kb.domain.knowledge_bases.naming import memos_file_name
+from memmy_kb.domain.reconcile.repair import LOST, SUBMITTING_GRACE
+from memmy_kb.domain.uploads.replace_ingest import FILE_GONE
 from memmy_kb.records import FileRecord, KnowledgeBaseRecord, UploadRecord
 from tests.support.factories import T0, file_record, replacement_record, upload_record
 from tests.support.reconcile_world import NOW, World, world

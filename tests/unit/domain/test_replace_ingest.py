@@ -1,4 +1,4 @@
-"""``memmy_kb.domain.replace_ingest``: a replace from its verified bytes to MemOS's update and the record of
+"""``memmy_kb.domain.uploads.replace_ingest``: a replace from its verified bytes to MemOS's update and the record of
 the file's next version, and every way off that path, on the fakes."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ import hashlib
 
 import pytest
 
-from memmy_kb.domain import delivery, ingest
 from memmy_kb.domain.engine import FileStatus, MemosNotFound, MemosUnavailable
-from memmy_kb.domain.files import GONE_FROM_MEMOS
-from memmy_kb.domain.ingest import KB_GONE, MEMOS_UNSUPPORTED, SHA256_MISMATCH, RetryLater
-from memmy_kb.domain.naming import memos_file_name
-from memmy_kb.domain.replace_ingest import FILE_GONE, SUPERSEDED
+from memmy_kb.domain.knowledge_bases.files import GONE_FROM_MEMOS
+from memmy_kb.domain.knowledge_bases.naming import memos_file_name
 from memmy_kb.domain.storage import upload_object_key, verified_object_key
-from memmy_kb.domain.verification import NOT_UTF8
+from memmy_kb.domain.uploads import delivery, ingest
+from memmy_kb.domain.uploads.ingest import KB_GONE, MEMOS_UNSUPPORTED, SHA256_MISMATCH, RetryLater
+from memmy_kb.domain.uploads.replace_ingest import FILE_GONE, SUPERSEDED
+from memmy_kb.domain.uploads.verification import NOT_UTF8
 from memmy_kb.records import FileRecord, KbCapacity, KnowledgeBaseRecord, UploadRecord
 from tests.support.factories import T0, kb_record, owner_grant_for, replacement_record
 from tests.support.fakes import FakeKnowledgeEngine, FakeStores, FakeUploadObjects, memos_error

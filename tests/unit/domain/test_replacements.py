@@ -1,4 +1,4 @@
-"""``memmy_kb.domain.replacements``: issuing a file's next version, and when a replace in flight gives way."""
+"""``memmy_kb.domain.uploads.replacements``: issuing a file's next version, and when a replace in flight gives way."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.domain import replacements
 from memmy_kb.domain.engine import FileStatus, MemosError
-from memmy_kb.domain.replacements import IssuedReplacement, ReplacementRequest, Unchanged
+from memmy_kb.domain.uploads import replacements
+from memmy_kb.domain.uploads.replacements import IssuedReplacement, ReplacementRequest, Unchanged
 from memmy_kb.records import FileRecord, KbCapacity, UploadState
 from tests.support.domain import refused
 from tests.support.factories import (

@@ -1,4 +1,4 @@
-"""``memmy_kb.domain.sharing``: resolving identifiers, sharing, the member list, revoking and leaving."""
+"""``memmy_kb.domain.sharing.shares``: resolving identifiers, sharing, the member list, revoking and leaving."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.domain import sharing
 from memmy_kb.domain.access import compute_recall_scope
-from memmy_kb.domain.limits import ShareLimits
-from memmy_kb.domain.ports import IdentifierKind
+from memmy_kb.domain.ports.profiles import IdentifierKind
+from memmy_kb.domain.sharing import shares
+from memmy_kb.domain.sharing.limits import ShareLimits
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
 from tests.support.domain import refused, register
 from tests.support.factories import (
@@ -46,15 +46,15 @@ def people(stores: FakeStores) -> FakeStores:
 
 def share(
     stores: FakeStores, identifier: str, owner: str = "alice", kb_id: str = "kb_1"
-) -> sharing.MemberView:
-    return sharing.share_knowledge_base(
+) -> shares.MemberView:
+    return shares.share_knowledge_base(
         stores.kbs, stores.profiles, owner, kb_id, identifier, policy=generous(stores), clock=lambda: GRANTED_AT
     )
 
 
-def generous(stores: FakeStores) -> sharing.SharePolicy:
+def generous(stores: FakeStores) -> shares.SharePolicy:
     """Limits no test here reaches (``test_trust.py`` tests the limits)."""
-    return sharing.SharePolicy(stores.counters, ShareLimits(attempts=1000, members_per_day=1000), retention_days=180)
+    return shares.SharePolicy(stores.counters, ShareLimits(attempts=1000, members_per_day=1000), retention_days=180)
 
 
 def member_count(stores: FakeStores, kb_id: str = "kb_1") -> int:
@@ -67,9 +67,9 @@ def member_count(stores: FakeStores, kb_id: str = "kb_1") -> int:
 
 
 def resolve(stores: FakeStores, identifier: str) -> str | None:
-    wanted = sharing.parse_identifier(identifier)
+    wanted = shares.parse_identifier(identifier)
     reads = stores.kbs.read_share("alice", "kb_1", identifier=wanted.lookup, user_id=wanted.user_id, counter=("share#alice", 0))
-    return sharing.resolve_identifier(reads)
+    return shares.resolve_identifier(reads)
 
 
 @pytest.mark.parametrize(
@@ -164,11 +164,11 @@ def test_given_an_existing_reader_when_sharing_again_then_409_already_member(peo
 
 
 def test_given_49_readers_when_sharing_then_the_50th_is_accepted(people: FakeStores) -> None:
-    people.table.seed(kb_record("kb_1", member_count=sharing.MAX_READERS - 1))
+    people.table.seed(kb_record("kb_1", member_count=shares.MAX_READERS - 1))
 
     share(people, "bob")
 
-    assert member_count(people) == sharing.MAX_READERS == 50
+    assert member_count(people) == shares.MAX_READERS == 50
 
 
 class RecordingProfileStore(FakeProfileStore):
@@ -200,7 +200,7 @@ def test_given_50_readers_when_sharing_then_409_limit_reached_before_any_identif
     profiles = RecordingProfileStore(people)
 
     assert (
-        refused(lambda: sharing.share_knowledge_base(people.kbs, profiles, "alice", "kb_1", identifier, policy=generous(people)))
+        refused(lambda: shares.share_knowledge_base(people.kbs, profiles, "alice", "kb_1", identifier, policy=generous(people)))
         == LIMIT_REACHED
     )
     assert profiles.reads == []
@@ -221,7 +221,7 @@ def test_given_the_kb_filled_up_concurrently_when_sharing_then_the_write_refuses
     people.table.seed(kb_record("kb_1", member_count=50))
     stale = StaleCountStore(people.table)
 
-    assert refused(lambda: sharing.share_knowledge_base(stale, people.profiles, "alice", "kb_1", "bob", policy=generous(people))) == (
+    assert refused(lambda: shares.share_knowledge_base(stale, people.profiles, "alice", "kb_1", "bob", policy=generous(people))) == (
         LIMIT_REACHED
     )
     assert people.kbs.get_grant("bob", "kb_1") is None
@@ -257,7 +257,7 @@ def test_given_readers_when_the_owner_lists_members_then_owner_first_then_by_whe
         reader_grant_for(kb, "erin", granted_at=at(1)),  # no profile: shown by id
     )
 
-    members = sharing.list_members(people.kbs, people.profiles, "alice", "kb_1")
+    members = shares.list_members(people.kbs, people.profiles, "alice", "kb_1")
 
     assert [(m.grant.user_id, m.grant.role, m.display_name) for m in members] == [
         ("alice", "owner", "Alice"),
@@ -271,11 +271,11 @@ def test_given_readers_when_the_owner_lists_members_then_owner_first_then_by_whe
 def test_given_a_reader_when_listing_members_then_403(people: FakeStores) -> None:
     share(people, "bob")
 
-    assert refused(lambda: sharing.list_members(people.kbs, people.profiles, "bob", "kb_1")) == OWNER_ONLY
+    assert refused(lambda: shares.list_members(people.kbs, people.profiles, "bob", "kb_1")) == OWNER_ONLY
 
 
 def test_given_a_stranger_when_listing_members_then_404(people: FakeStores) -> None:
-    assert refused(lambda: sharing.list_members(people.kbs, people.profiles, "carol", "kb_1")) == NOT_FOUND
+    assert refused(lambda: shares.list_members(people.kbs, people.profiles, "carol", "kb_1")) == NOT_FOUND
 
 
 # -- revoke and leave ------------------------------------------------------------------------------
@@ -287,7 +287,7 @@ def test_given_a_reader_when_the_owner_revokes_then_grant_scope_and_count_are_go
     share(people, "bob")
     share(people, "carol")
 
-    sharing.remove_member(people.kbs, "alice", "kb_1", "bob", retention_days=180)
+    shares.remove_member(people.kbs, "alice", "kb_1", "bob", retention_days=180)
 
     assert people.kbs.get_grant("bob", "kb_1") is None
     assert compute_recall_scope(people.kbs, "bob") == frozenset()
@@ -297,9 +297,9 @@ def test_given_a_reader_when_the_owner_revokes_then_grant_scope_and_count_are_go
 
 def test_given_a_revoked_reader_when_revoked_again_then_404_member_not_found(people: FakeStores) -> None:
     share(people, "bob")
-    sharing.remove_member(people.kbs, "alice", "kb_1", "bob", retention_days=180)
+    shares.remove_member(people.kbs, "alice", "kb_1", "bob", retention_days=180)
 
-    assert refused(lambda: sharing.remove_member(people.kbs, "alice", "kb_1", "bob", retention_days=180)) == (
+    assert refused(lambda: shares.remove_member(people.kbs, "alice", "kb_1", "bob", retention_days=180)) == (
         HTTPStatus.NOT_FOUND,
         "member_not_found",
     )
@@ -309,7 +309,7 @@ def test_given_a_revoked_reader_when_revoked_again_then_404_member_not_found(peo
 def test_given_someone_who_never_was_a_member_when_revoked_then_404_member_not_found(
     people: FakeStores,
 ) -> None:
-    assert refused(lambda: sharing.remove_member(people.kbs, "alice", "kb_1", "carol", retention_days=180)) == (
+    assert refused(lambda: shares.remove_member(people.kbs, "alice", "kb_1", "carol", retention_days=180)) == (
         HTTPStatus.NOT_FOUND,
         "member_not_found",
     )
@@ -319,7 +319,7 @@ def test_given_a_reader_when_leaving_then_only_their_grant_goes(people: FakeStor
     share(people, "bob")
     share(people, "carol")
 
-    sharing.remove_member(people.kbs, "bob", "kb_1", "bob", retention_days=180)
+    shares.remove_member(people.kbs, "bob", "kb_1", "bob", retention_days=180)
 
     assert people.kbs.get_grant("bob", "kb_1") is None
     assert {e.kb_id for e in compute_recall_scope(people.kbs, "carol")} == {"kb_1"}
@@ -328,15 +328,15 @@ def test_given_a_reader_when_leaving_then_only_their_grant_goes(people: FakeStor
 
 def test_given_a_reader_who_left_when_leaving_again_then_404_kb_not_found(people: FakeStores) -> None:
     share(people, "bob")
-    sharing.remove_member(people.kbs, "bob", "kb_1", "bob", retention_days=180)
+    shares.remove_member(people.kbs, "bob", "kb_1", "bob", retention_days=180)
 
-    assert refused(lambda: sharing.remove_member(people.kbs, "bob", "kb_1", "bob", retention_days=180)) == NOT_FOUND
+    assert refused(lambda: shares.remove_member(people.kbs, "bob", "kb_1", "bob", retention_days=180)) == NOT_FOUND
 
 
 def test_given_the_owner_when_leaving_then_422_owner_cannot_leave_and_the_grant_stays(
     people: FakeStores,
 ) -> None:
-    assert refused(lambda: sharing.remove_member(people.kbs, "alice", "kb_1", "alice", retention_days=180)) == (
+    assert refused(lambda: shares.remove_member(people.kbs, "alice", "kb_1", "alice", retention_days=180)) == (
         HTTPStatus.UNPROCESSABLE_ENTITY,
         "owner_cannot_leave",
     )
@@ -347,7 +347,7 @@ def test_given_a_reader_when_removing_another_reader_then_403_and_both_stay(peop
     share(people, "bob")
     share(people, "carol")
 
-    assert refused(lambda: sharing.remove_member(people.kbs, "bob", "kb_1", "carol", retention_days=180)) == OWNER_ONLY
+    assert refused(lambda: shares.remove_member(people.kbs, "bob", "kb_1", "carol", retention_days=180)) == OWNER_ONLY
     assert member_count(people) == 2
 
 
@@ -356,7 +356,7 @@ def test_given_a_full_kb_when_a_reader_is_revoked_then_a_new_share_fits_again(pe
     share(people, "bob")
     assert refused(lambda: share(people, "carol")) == LIMIT_REACHED
 
-    sharing.remove_member(people.kbs, "alice", "kb_1", "bob", retention_days=180)
+    shares.remove_member(people.kbs, "alice", "kb_1", "bob", retention_days=180)
 
     assert share(people, "carol").grant.user_id == "carol"
     assert member_count(people) == 50

@@ -1,4 +1,4 @@
-"""``memmy_kb.domain.sibling_names``: names stored trimmed and in NFC, and one name per folder, for files
+"""``memmy_kb.domain.knowledge_bases.sibling_names``: names stored trimmed and in NFC, and one name per folder, for files
 (an upload asked for, checked again at the ingest, a move) and folders (created, renamed, moved)."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.domain import delivery, folders, ingest, uploads
-from memmy_kb.domain import files as files_logic
-from memmy_kb.domain.sibling_names import NAME_RACED, NAME_TAKEN, normal_name
+from memmy_kb.domain.knowledge_bases import files as files_logic
+from memmy_kb.domain.knowledge_bases import folders
+from memmy_kb.domain.knowledge_bases.sibling_names import NAME_RACED, NAME_TAKEN, normal_name
+from memmy_kb.domain.uploads import delivery, ingest, issuing
 from memmy_kb.errors import Conflict
 from memmy_kb.records import KbCapacity
 from tests.support.domain import kb, refused
@@ -31,8 +32,8 @@ class Bucket:
         return {"url": "https://bucket.test", "fields": {"key": key}}
 
 
-def ask(stores: FakeStores, filename: str, folder_id: str | None = None, upload_id: str = "up_new") -> uploads.IssuedUpload:
-    return uploads.request_upload(
+def ask(stores: FakeStores, filename: str, folder_id: str | None = None, upload_id: str = "up_new") -> issuing.IssuedUpload:
+    return issuing.request_upload(
         stores.kbs,
         stores.contents,
         Bucket(),  # type: ignore[arg-type]

@@ -1,5 +1,5 @@
-"""The text each accepted format carries, for its fingerprints (``memmy_kb.domain.text_extraction``), and
-the ``PrintTaker`` that samples it during an ingest without ever failing it (``memmy_kb.domain.file_prints``).
+"""The text each accepted format carries, for its fingerprints (``memmy_kb.domain.fingerprints.text_extraction``), and
+the ``PrintTaker`` that samples it during an ingest without ever failing it (``memmy_kb.domain.fingerprints.file_prints``).
 
 Documents are built the way the other tests build them (``tests.support.docgen``: python-docx, reportlab).
 """
@@ -11,11 +11,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from memmy_kb.domain import text_extraction
-from memmy_kb.domain.file_prints import PrintTaker, _pieces
-from memmy_kb.domain.fingerprints import FileIndex, attribute, fingerprint
-from memmy_kb.domain.storage import ObjectChanged
-from memmy_kb.domain.text_extraction import (
+from memmy_kb.domain.fingerprints import text_extraction
+from memmy_kb.domain.fingerprints.file_prints import PrintTaker, _pieces
+from memmy_kb.domain.fingerprints.prints import FileIndex, attribute, fingerprint
+from memmy_kb.domain.fingerprints.text_extraction import (
     BLOCK,
     MAX_PDF_READ,
     PIECE_CHARS,
@@ -24,7 +23,8 @@ from memmy_kb.domain.text_extraction import (
     docx_text,
     pdf_text,
 )
-from memmy_kb.domain.verification import MemorySource, verify_content
+from memmy_kb.domain.storage import ObjectChanged
+from memmy_kb.domain.uploads.verification import MemorySource, verify_content
 from tests.support.docgen import make_doc, make_docx, make_json, make_md, make_pdf, make_txt, make_xml
 
 REFUNDS = "Refunds are paid within fourteen days of the return reaching our warehouse."

@@ -10,9 +10,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from memmy_kb.domain import activity, knowledge_bases, profiles, sharing
 from memmy_kb.domain.directory import mask_email, mask_phone, masked_contact
-from memmy_kb.domain.limits import ShareLimits, attempt_slot, count_share_attempt, retry_after
+from memmy_kb.domain.knowledge_bases import activity, manage
+from memmy_kb.domain.sharing import profiles, shares
+from memmy_kb.domain.sharing.limits import ShareLimits, attempt_slot, count_share_attempt, retry_after
 from memmy_kb.errors import DomainError, TooManyRequests
 from tests.support.domain import refused, register
 from tests.support.factories import (
@@ -43,13 +44,13 @@ def people(stores: FakeStores) -> FakeStores:
     return stores
 
 
-def policy(stores: FakeStores, **limits: int) -> sharing.SharePolicy:
-    return sharing.SharePolicy(stores.counters, ShareLimits(**limits), retention_days=180)
+def policy(stores: FakeStores, **limits: int) -> shares.SharePolicy:
+    return shares.SharePolicy(stores.counters, ShareLimits(**limits), retention_days=180)
 
 
-def share(stores: FakeStores, kb_id: str, identifier: str, owner: str = "alice", **kw: object) -> sharing.MemberView:
+def share(stores: FakeStores, kb_id: str, identifier: str, owner: str = "alice", **kw: object) -> shares.MemberView:
     kw.setdefault("policy", policy(stores))
-    return sharing.share_knowledge_base(stores.kbs, stores.profiles, owner, kb_id, identifier, **kw)  # type: ignore[arg-type]
+    return shares.share_knowledge_base(stores.kbs, stores.profiles, owner, kb_id, identifier, **kw)  # type: ignore[arg-type]
 
 
 # -- recall of new shares ---------------------------------------------------------------------------
@@ -189,7 +190,7 @@ def test_given_ids_with_and_without_an_account_when_blocked_then_the_list_names_
 
 def test_given_an_owner_who_shared_when_blocked_then_the_name_bob_saw_then_is_kept(people: FakeStores) -> None:
     share(people, "kb_1", "bob")
-    assert [v.owner_name for v in knowledge_bases.list_knowledge_bases(people.kbs, "bob")] == ["Alice"]
+    assert [v.owner_name for v in manage.list_knowledge_bases(people.kbs, "bob")] == ["Alice"]
     profiles.block(people.kbs, people.profiles, "bob", "alice", policy=policy(people))
     # A later name of alice's is not looked up; unblocking forgets the name, and blocking her again
     # (no longer sharing with bob) names nobody.
@@ -254,7 +255,7 @@ def test_masks_never_show_the_whole_identifier() -> None:
 
 def test_given_a_shared_kb_when_listed_then_the_owner_carries_a_masked_verified_contact(people: FakeStores) -> None:
     share(people, "kb_3", "bob", owner="carol")
-    views = knowledge_bases.list_knowledge_bases(people.kbs, "bob")
+    views = manage.list_knowledge_bases(people.kbs, "bob")
     assert [(v.kb.kb_id, v.owner_name, v.owner_contact) for v in views] == [("kb_3", "Carol", "c***@example.com")]
 
 
@@ -293,7 +294,7 @@ def test_given_a_full_window_when_the_next_window_is_mostly_gone_then_attempts_f
 
 
 def test_given_a_full_kb_when_sharing_then_refused_before_any_attempt_is_counted(people: FakeStores) -> None:
-    people.table.kbs["kb_1"] = people.table.kbs["kb_1"].model_copy(update={"member_count": sharing.MAX_READERS})
+    people.table.kbs["kb_1"] = people.table.kbs["kb_1"].model_copy(update={"member_count": shares.MAX_READERS})
     rules = policy(people, attempts=1)
     for _ in range(3):
         assert refused(lambda: share(people, "kb_1", "bob", policy=rules)) == (
@@ -349,9 +350,9 @@ def test_given_shares_revokes_leaves_renames_when_listed_then_newest_first_with_
     register(people, profile_record("dave"))
     share(people, "kb_1", "bob", policy=rules, clock=lambda: at(1))
     share(people, "kb_1", "dave", policy=rules, clock=lambda: at(2))
-    sharing.remove_member(people.kbs, "alice", "kb_1", "bob", retention_days=180, clock=lambda: at(3))
-    sharing.remove_member(people.kbs, "dave", "kb_1", "dave", retention_days=180, clock=lambda: at(4))
-    knowledge_bases.rename_knowledge_base(
+    shares.remove_member(people.kbs, "alice", "kb_1", "bob", retention_days=180, clock=lambda: at(3))
+    shares.remove_member(people.kbs, "dave", "kb_1", "dave", retention_days=180, clock=lambda: at(4))
+    manage.rename_knowledge_base(
         people.kbs, people.profiles, "alice", "kb_1", "新名字", log=people.activity, retention_days=180,
         clock=lambda: at(5),
     )

@@ -16,11 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memmy_kb.adapters.s3 import STREAM_CHUNK_BYTES
-from memmy_kb.domain import verification
-from memmy_kb.domain.formats import file_extension
-from memmy_kb.domain.json_syntax import JsonSyntaxChecker
-from memmy_kb.domain.uploads import MAX_UPLOAD_BYTES
-from memmy_kb.domain.verification import (
+from memmy_kb.domain.fingerprints.zipfiles import zip_members
+from memmy_kb.domain.uploads import verification
+from memmy_kb.domain.uploads.formats import file_extension
+from memmy_kb.domain.uploads.issuing import MAX_UPLOAD_BYTES
+from memmy_kb.domain.uploads.json_syntax import JsonSyntaxChecker
+from memmy_kb.domain.uploads.verification import (
     NOT_UTF8,
     REASONS,
     UNSUPPORTED,
@@ -28,7 +29,6 @@ from memmy_kb.domain.verification import (
     XML_TOO_LARGE_PART,
     verify_content,
 )
-from memmy_kb.domain.zipfiles import zip_members
 from tests.support.docgen import (
     make_doc,
     make_docx,
@@ -364,7 +364,7 @@ def test_a_number_cut_by_a_chunk_after_a_long_whitespace_run_is_read_whole() -> 
 
 
 def _xml_verdict(data: bytes) -> str | None:
-    from memmy_kb.domain.verification import _check_xml
+    from memmy_kb.domain.uploads.verification import _check_xml
 
     class Source:
         def chunks(self):
@@ -375,7 +375,7 @@ def _xml_verdict(data: bytes) -> str | None:
 
 
 def test_xml_nesting_is_bounded():
-    from memmy_kb.domain.verification import MAX_XML_DEPTH, XML_TOO_DEEP
+    from memmy_kb.domain.uploads.verification import MAX_XML_DEPTH, XML_TOO_DEEP
 
     deep = b"<a>" * (MAX_XML_DEPTH + 1) + b"x" + b"</a>" * (MAX_XML_DEPTH + 1)
     fine = b"<a>" * MAX_XML_DEPTH + b"x" + b"</a>" * MAX_XML_DEPTH
@@ -384,7 +384,7 @@ def test_xml_nesting_is_bounded():
 
 
 def test_xml_attribute_names_are_bounded():
-    from memmy_kb.domain.verification import MAX_XML_ATTRIBUTE_NAMES, XML_TOO_MANY_NAMES
+    from memmy_kb.domain.uploads.verification import MAX_XML_ATTRIBUTE_NAMES, XML_TOO_MANY_NAMES
 
     items = b"".join(b'<i a%d="1"/>' % n for n in range(MAX_XML_ATTRIBUTE_NAMES + 1))
     assert _xml_verdict(b"<r>" + items + b"</r>") == XML_TOO_MANY_NAMES
@@ -392,7 +392,7 @@ def test_xml_attribute_names_are_bounded():
 
 @pytest.mark.parametrize("encoding", [b"UTF-7", b"utf-16", b"ISO-8859-1", b"GBK"])
 def test_xml_declaring_another_encoding_is_refused(encoding):
-    from memmy_kb.domain.verification import XML_ENCODING
+    from memmy_kb.domain.uploads.verification import XML_ENCODING
 
     hidden = (
         b"<!-- +ADw-!DOCTYPE r +AFs-+ADw-!ENTITY x SYSTEM +ACI-file:///etc/passwd+ACI-+AD4-+AF0-+AD4- -->"

@@ -53,10 +53,11 @@ def _module_names(folder: Path, *, packages: bool = True, recursive: bool = Fals
 
 
 def _protocols() -> set[str]:
-    tree = ast.parse((CORE / "domain" / "ports.py").read_text())
+    """The protocols of every module of the ports package."""
     return {
         node.name
-        for node in tree.body
+        for module in (CORE / "domain" / "ports").glob("*.py")
+        for node in ast.parse(module.read_text()).body
         if isinstance(node, ast.ClassDef)
         and any(isinstance(base, ast.Name) and base.id == "Protocol" for base in node.bases)
     }
@@ -88,6 +89,23 @@ def _protocols() -> set[str]:
 )
 def test_the_module_map_lists_exactly_what_exists(heading, actual):
     assert _listed(heading) == actual()
+
+
+DOMAIN_PACKAGES = sorted(path.parent.name for path in (CORE / "domain").glob("*/__init__.py"))
+
+
+@pytest.mark.parametrize("package", [name for name in DOMAIN_PACKAGES if name != "ports"])
+def test_the_module_map_gives_each_domain_package_a_paragraph_and_its_modules(package):
+    # The ports' section lists their protocols (above); each feature package has its own heading.
+    headings = [
+        line
+        for line in ARCHITECTURE.read_text().splitlines()
+        if line.startswith("#### ") and line.endswith(f"`memmy_kb.domain.{package}`")
+    ]
+    assert len(headings) == 1, f"no heading (or several) for memmy_kb.domain.{package}"
+    section = _section(ARCHITECTURE.read_text(), headings[0])
+    assert [line for line in section.splitlines() if line and not line.startswith(("- ", "  "))], "no paragraph"
+    assert _listed(headings[0]) == _module_names(CORE / "domain" / package)
 
 
 def test_the_routes_table_and_the_readme_layout_name_every_function():
@@ -146,7 +164,7 @@ def test_every_module_the_docs_name_exists():
 
 
 # Where a path in backticks may be relative to: the repository, the core package, the local stack's and the
-# client's packages (docs write `domain/access.py`, `memmy_local/cli.py`, `desktop/server.py`).
+# client's packages (docs write `domain/access.py`, `recall/turn.py`, `memmy_local/cli.py`, `desktop/server.py`).
 PATH_BASES = (
     ROOT,
     CORE,
@@ -157,6 +175,7 @@ PATH_BASES = (
     ROOT / "client" / "memmy_kb_client",
     CORE / "api",
     CORE / "adapters",
+    CORE / "domain",
 )
 
 

@@ -4,6 +4,8 @@ what tests share being in tests/support (the size caps: test_module_size.py)."""
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from tests.support import import_graph
@@ -52,12 +54,12 @@ def test_the_graph_sees_the_imports_that_matter():
 @pytest.mark.parametrize(
     ("source", "code", "upward"),
     [
-        ("memmy_kb.domain.files", "from memmy_kb.adapters.s3 import UploadStorage", True),
-        ("memmy_kb.domain.files", "import memmy_kb.api.models", True),
+        ("memmy_kb.domain.knowledge_bases.files", "from memmy_kb.adapters.s3 import UploadStorage", True),
+        ("memmy_kb.domain.knowledge_bases.files", "import memmy_kb.api.models", True),
         ("memmy_kb.errors", "from memmy_kb.domain.storage import ItemMissing", True),
         ("memmy_kb.invocation_deadline", "from memmy_kb.domain.engine import MemosError", True),
-        ("memmy_kb.domain.files", "def f():\n    from memmy_kb.api.resolver import new_router\n", True),
-        ("memmy_kb.domain.files", "def f():\n    from memmy_kb.adapters.memos import client\n", True),
+        ("memmy_kb.domain.knowledge_bases.files", "def f():\n    from memmy_kb.api.resolver import new_router\n", True),
+        ("memmy_kb.domain.knowledge_bases.files", "def f():\n    from memmy_kb.adapters.memos import client\n", True),
         (
             "memmy_kb.domain.ports",
             "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from memmy_kb.adapters.s3 import ObjectInfo\n",
@@ -65,7 +67,7 @@ def test_the_graph_sees_the_imports_that_matter():
         ),
         ("memmy_kb.adapters.s3", "from memmy_kb.domain.storage import ObjectInfo", False),
         ("memmy_kb.api.routes.files", "from memmy_kb.domain import files", False),
-        ("memmy_kb.domain.files", "from memmy_kb.records import FileRecord", False),
+        ("memmy_kb.domain.knowledge_bases.files", "from memmy_kb.records import FileRecord", False),
         ("memmy_kb.adapters.memos.client", "from memmy_kb.invocation_deadline import seconds_left", False),
     ],
 )
@@ -79,15 +81,16 @@ def test_an_import_is_judged_by_the_layers_of_both_ends(source, code, upward):
 @pytest.mark.parametrize(
     ("code", "allowed"),
     [
-        ("from memmy_kb.domain.ports import ContentStore", True),
+        ("from memmy_kb.domain.ports.contents import ContentStore", True),
+        ("from memmy_kb.domain.ports import knowledge_bases", True),
         ("from memmy_kb.domain.storage import ConditionFailed", True),
         ("from memmy_kb.domain.engine import FileStatus", True),
         ("from memmy_kb.domain import ports", True),
         ("from memmy_kb.domain import sharing", False),
-        ("from memmy_kb.domain.sharing import share_knowledge_base", False),
+        ("from memmy_kb.domain.sharing.shares import share_knowledge_base", False),
         ("import memmy_kb.domain.access", False),
         ("import memmy_kb.domain", False),
-        ("def f():\n    from memmy_kb.domain.recall import recall\n", False),
+        ("def f():\n    from memmy_kb.domain.recall.turn import recall\n", False),
     ],
 )
 def test_an_adapter_may_import_the_domains_vocabulary_but_not_its_rules(code, allowed):
@@ -100,6 +103,70 @@ def test_an_adapter_may_import_the_domains_vocabulary_but_not_its_rules(code, al
 def test_every_core_module_belongs_to_a_layer():
     for module, _ in import_graph.modules():
         assert import_graph.layer_of(module) in import_graph.LAYERS
+
+
+def test_a_module_of_a_domain_package_is_of_the_domain():
+    assert import_graph.layer_of("memmy_kb.domain.recall.turn") == "domain"
+    assert import_graph.layer_of("memmy_kb.domain.ports.contents") == "domain"
+    assert import_graph.domain_part("memmy_kb.domain.recall.turn") == "recall"
+    assert import_graph.domain_part("memmy_kb.domain.access") == "shared"
+
+
+def test_directly_in_the_domain_sit_only_the_modules_every_feature_shares():
+    # A rule lives in its feature's package (docs/architecture.md, "Module map"); a module added directly
+    # to domain/ is either shared by every feature (then it joins DOMAIN_SHARED and the map) or misplaced.
+    top = {path.stem for path in import_graph.DOMAIN.glob("*.py") if path.stem != "__init__"}
+    assert top == import_graph.DOMAIN_SHARED
+
+
+def test_every_folder_of_the_domain_is_a_package_one_level_deep():
+    folders = [path for path in import_graph.DOMAIN.iterdir() if path.is_dir() and path.name != "__pycache__"]
+    assert {path.name for path in folders} >= {"recall", "uploads", "ports"}
+    assert [path.name for path in folders if not (path / "__init__.py").is_file()] == []
+    nested = [
+        str(path.relative_to(import_graph.DOMAIN))
+        for folder in folders
+        for path in folder.iterdir()
+        if path.is_dir() and path.name != "__pycache__"
+    ]
+    assert nested == []
+
+
+def test_the_domains_package_files_import_nothing():
+    # Importing memmy_kb.domain.recall.turn must not load the other recall modules (the recall handler
+    # imports only what it uses): every __init__ of the domain is a docstring at most.
+    statements = {
+        str(path.relative_to(import_graph.DOMAIN)): [
+            type(node).__name__
+            for node in ast.parse(path.read_text()).body
+            if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))  # the docstring
+        ]
+        for path in import_graph.DOMAIN.rglob("__init__.py")
+    }
+    assert len(statements) > 5, "the domain's packages were not found"
+    assert {name: found for name, found in statements.items() if found} == {}
+
+
+def test_the_shared_modules_import_no_feature():
+    # What every feature shares may not depend on one of them (the ports are types, shared alike).
+    into_features = [
+        f"{e.source}:{e.line} imports {e.target}"
+        for e in import_graph.edges()
+        if import_graph.layer_of(e.source) == "domain"
+        and import_graph.domain_part(e.source) in ("shared", "ports")
+        and import_graph.layer_of(e.target) == "domain"
+        and import_graph.domain_part(e.target) not in ("shared", "ports")
+    ]
+    assert into_features == []
+
+
+def test_the_domains_feature_packages_import_each_other_without_a_loop():
+    # Features build on each other in one direction (knowledge_bases below sharing, uploads, recall...);
+    # a loop between two packages means a module sits in the wrong one.
+    graph = import_graph.feature_edges()
+    assert {"recall", "uploads", "knowledge_bases", "shared"} <= set(graph)
+    assert any(graph.values()), "no import between the domain's parts: the graph is wrong"
+    assert [import_graph._name_cycle(graph, loop) for loop in import_graph._loops(graph)] == []
 
 
 def test_a_module_outside_the_layers_is_refused():
@@ -138,7 +205,7 @@ def test_the_domain_imports_no_aws_sdk_or_http_client():
     ],
 )
 def test_a_domain_import_of_an_sdk_or_http_client_is_found_in_any_form(code, forbidden):
-    found = [f.target for f in import_graph.foreign_imports(code, "memmy_kb.domain.cleanup")]
+    found = [f.target for f in import_graph.foreign_imports(code, "memmy_kb.domain.deletion.cleanup")]
     assert found == forbidden
 
 

@@ -23,25 +23,18 @@ if TYPE_CHECKING:
     # For the checker only: each factory is typed as its port and imports its adapter when first called.
     from memmy_kb.adapters.dynamodb.table import DynamoTable
     from memmy_kb.adapters.memos.key import MemosBackendConfig, SecretBackendsProvider
-    from memmy_kb.domain.fingerprint_store import FingerprintStore
-    from memmy_kb.domain.ports import (
-        ActivityLog,
-        BackendSlots,
-        CleanupExecutions,
-        CleanupStore,
-        ContentStore,
-        CreateIntents,
-        KnowledgeBaseStore,
-        KnowledgeEngines,
-        ProfileStore,
-        RateCounters,
-        UploadObjects,
-        UploadRequeue,
-    )
-    from memmy_kb.domain.prints_cache import PrintsCache, RecallFiles
-    from memmy_kb.domain.rate_governor import RateGovernor
-    from memmy_kb.domain.recall_limit import RecallLimiter
-    from memmy_kb.domain.sharing import SharePolicy
+    from memmy_kb.domain.fingerprints.store import FingerprintStore
+    from memmy_kb.domain.ports.activity import ActivityLog, RateCounters
+    from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
+    from memmy_kb.domain.ports.contents import ContentStore
+    from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngines
+    from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
+    from memmy_kb.domain.ports.profiles import ProfileStore
+    from memmy_kb.domain.ports.uploads import UploadObjects, UploadRequeue
+    from memmy_kb.domain.recall.prints_cache import PrintsCache, RecallFiles
+    from memmy_kb.domain.recall.rate_governor import RateGovernor
+    from memmy_kb.domain.recall.user_limit import RecallLimiter
+    from memmy_kb.domain.sharing.shares import SharePolicy
     from memmy_kb.records import KbCapacity
 
 # The adapters are imported by the factories, on first use: a function pays for boto3, httpx and the
@@ -114,8 +107,8 @@ def get_rate_counters() -> RateCounters:
 
 def get_share_policy() -> SharePolicy:
     """The share's abuse limits and activity log, from the settings."""
-    from memmy_kb.domain.limits import ShareLimits
-    from memmy_kb.domain.sharing import SharePolicy
+    from memmy_kb.domain.sharing.limits import ShareLimits
+    from memmy_kb.domain.sharing.shares import SharePolicy
 
     settings = get_settings()
     limits = ShareLimits(
@@ -203,20 +196,20 @@ def memos_tls_context() -> Any:
 @cache
 def get_rate_governor() -> RateGovernor:
     """This environment's MemOS rate governor, on the fleet's budget unless ``RECALL_FLEET_BUDGET=off``."""
-    from memmy_kb.domain.rate_governor import RateGovernor
+    from memmy_kb.domain.recall.rate_governor import RateGovernor
 
     if not get_settings().recall_fleet_budget:
         return RateGovernor()
     from memmy_kb.adapters.dynamodb.fleet_budget import DynamoFleetItems
-    from memmy_kb.domain.fleet_budget import FleetBudget
+    from memmy_kb.domain.recall.fleet_budget import FleetBudget
 
     return RateGovernor(fleet=FleetBudget(DynamoFleetItems(get_table())))
 
 
 @cache
 def get_recall_limiter() -> RecallLimiter:
-    """This environment's per-user recall buckets (``memmy_kb.domain.recall_limit``), from the settings."""
-    from memmy_kb.domain.recall_limit import RecallLimiter, RecallLimits
+    """This environment's per-user recall buckets (``memmy_kb.domain.recall.user_limit``), from the settings."""
+    from memmy_kb.domain.recall.user_limit import RecallLimiter, RecallLimits
 
     return RecallLimiter(RecallLimits.from_settings(get_settings()))
 
@@ -231,8 +224,8 @@ def get_recall_files() -> RecallFiles:
 
 @cache
 def get_prints_cache() -> PrintsCache:
-    """This environment's cache of the KBs' fingerprints (``memmy_kb.domain.prints_cache``)."""
-    from memmy_kb.domain.prints_cache import PrintsCache
+    """This environment's cache of the KBs' fingerprints (``memmy_kb.domain.recall.prints_cache``)."""
+    from memmy_kb.domain.recall.prints_cache import PrintsCache
     return PrintsCache()
 
 

@@ -244,7 +244,7 @@ class RequestRecord(_Record):
     """One ``Idempotency-Key`` of one caller for one operation (``IDEMPOTENCY#<operation>/<key_hash>``).
 
     Written ``in_progress`` by the first write of the request it guards and completed, with the answer's
-    ``result``, by its last (``memmy_kb.domain.knowledge_bases``: the create intent and the create
+    ``result``, by its last (``memmy_kb.domain.knowledge_bases.manage``: the create intent and the create
     transaction), so remembering the request costs no round trip of its own. ``attempt`` names the run
     that holds it; a run that died is taken over once ``in_progress_until`` (epoch seconds) has passed.
     """

@@ -28,13 +28,13 @@ class Settings:
     recall_attribution: str = "by_file"
     recall_max_searches: int = 4
     recall_max_per_kb: int = 5
-    # The MemOS rate governor (memmy_kb.domain.rate_governor): near a backend's max_qps, recall sends it
+    # The MemOS rate governor (memmy_kb.domain.recall.rate_governor): near a backend's max_qps, recall sends it
     # fewer searches. False ("off") only to measure what it prevents.
     recall_rate_governor: bool = True
-    # Each backend's max_qps for the whole fleet (memmy_kb.domain.fleet_budget): a shared token bucket item
+    # Each backend's max_qps for the whole fleet (memmy_kb.domain.recall.fleet_budget): a shared token bucket item
     # per backend in the table. False ("off"): each environment keeps to its own bucket only.
     recall_fleet_budget: bool = True
-    # The per-user recall limit (memmy_kb.domain.recall_limit): a burst and a sustained rate per Lambda
+    # The per-user recall limit (memmy_kb.domain.recall.user_limit): a burst and a sustained rate per Lambda
     # environment, and a shared window of recall_burst + rate * window recalls in any window_seconds.
     recall_burst: int = 10
     recall_rate_per_second: float = 2.0

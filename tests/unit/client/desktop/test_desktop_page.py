@@ -183,7 +183,7 @@ def test_every_limit_and_share_refusal_has_its_own_text_in_both_languages():
 
 
 def test_every_failure_reason_code_has_its_own_text_in_both_languages():
-    reasons = Path(__file__).resolve().parents[4] / "layers/core/python/memmy_kb/domain/reasons.py"
+    reasons = Path(__file__).resolve().parents[4] / "layers/core/python/memmy_kb/domain/uploads/reasons.py"
     codes = set(re.findall(r'"([a-z][a-z0-9_]+)"\)?,?\n', reasons.read_text())) - {"other"}
     codes |= {f"invalid_{ext}" for ext in ("pdf", "doc", "docx", "json", "xml")}
     assert {"invalid_pdf", "kb_gone", "engine_failed", "kb_storage_limit_reached"} <= codes

@@ -8,7 +8,7 @@ import hashlib
 import unicodedata
 from pathlib import Path
 
-from memmy_kb.domain.folders import MAX_FOLDER_DEPTH as SERVICE_DEPTH
+from memmy_kb.domain.knowledge_bases.folders import MAX_FOLDER_DEPTH as SERVICE_DEPTH
 from memmy_kb_client.sync.local import FolderScan, Seen
 from memmy_kb_client.sync.names import MAX_FOLDER_DEPTH, kb_path, name_refused, twin_names
 from memmy_kb_client.sync.plan import plan_pass

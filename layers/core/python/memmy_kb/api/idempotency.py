@@ -6,7 +6,7 @@ and a key reused with a different body is refused rather than answered with the 
 
 Uploads use Powertools idempotency (``run_idempotently``: its own put before and update after). Creating
 a KB claims and completes its record inside the create's own two transactions instead
-(``request_record`` here, ``memmy_kb.domain.knowledge_bases``), so the key costs no round trip of its own.
+(``request_record`` here, ``memmy_kb.domain.knowledge_bases.manage``), so the key costs no round trip of its own.
 """
 
 from __future__ import annotations

@@ -19,24 +19,18 @@ from memmy_kb.domain.directory import VerifiedClaims
 from memmy_kb.settings import Settings, get_settings
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.ports import (
-        ActivityLog,
-        BackendSlots,
-        CleanupExecutions,
-        CleanupStore,
-        ContentStore,
-        CreateIntents,
-        KnowledgeBaseStore,
-        KnowledgeEngines,
-        ProfileStore,
-        RateCounters,
-        UploadObjects,
-    )
-    from memmy_kb.domain.prints_cache import PrintsCache, RecallFiles
-    from memmy_kb.domain.rate_governor import RateGovernor
-    from memmy_kb.domain.recall_config import RecallConfig
-    from memmy_kb.domain.recall_limit import RecallLimiter
-    from memmy_kb.domain.sharing import SharePolicy
+    from memmy_kb.domain.ports.activity import ActivityLog, RateCounters
+    from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
+    from memmy_kb.domain.ports.contents import ContentStore
+    from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngines
+    from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
+    from memmy_kb.domain.ports.profiles import ProfileStore
+    from memmy_kb.domain.ports.uploads import UploadObjects
+    from memmy_kb.domain.recall.config import RecallConfig
+    from memmy_kb.domain.recall.prints_cache import PrintsCache, RecallFiles
+    from memmy_kb.domain.recall.rate_governor import RateGovernor
+    from memmy_kb.domain.recall.user_limit import RecallLimiter
+    from memmy_kb.domain.sharing.shares import SharePolicy
     from memmy_kb.records import KbCapacity
 else:
     # Powertools reads only the Depends() of these parameters, never their type: it neither validates nor
@@ -85,7 +79,7 @@ RateGovernorDep = Annotated[RateGovernor | None, Depends(recall_governor)]
 
 def recall_config(settings: SettingsDep) -> RecallConfig:
     """How this environment recalls, built from its settings (``RECALL_*``) once per request."""
-    from memmy_kb.domain.recall_config import RecallConfig
+    from memmy_kb.domain.recall.config import RecallConfig
 
     return RecallConfig.from_settings(settings)
 

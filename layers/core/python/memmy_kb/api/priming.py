@@ -36,7 +36,7 @@ from memmy_kb.observability import muted
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
-    from memmy_kb.domain.fingerprint_store import FilePrints
+    from memmy_kb.domain.fingerprints.store import FilePrints
     from memmy_kb.records import FileRecord, FolderRecord, GrantRecord, KnowledgeBaseRecord, ProfileRecord
 
 # No clock reading goes into the snapshot: the primed records carry this fixed date.
@@ -106,8 +106,8 @@ class _Files:
     """The KB's one file, whose fingerprints hold the primed excerpt's text, at its root."""
 
     def query_prints(self, kb_id: str) -> list[FilePrints]:
-        from memmy_kb.domain.fingerprint_store import FilePrints
-        from memmy_kb.domain.fingerprints import fingerprint
+        from memmy_kb.domain.fingerprints.prints import fingerprint
+        from memmy_kb.domain.fingerprints.store import FilePrints
 
         return [FilePrints(kb_id, "fi_priming", 1, fingerprint([_PRIMED_TEXT]))]
 
@@ -171,8 +171,8 @@ def prime_recall(app: APIGatewayHttpResolver) -> None:
     prime_memos()
     prime_records()
     from memmy_kb.api.injected import recall_governor
-    from memmy_kb.domain.prints_cache import PrintsCache
-    from memmy_kb.domain.rate_governor import RateGovernor
+    from memmy_kb.domain.recall.prints_cache import PrintsCache
+    from memmy_kb.domain.recall.rate_governor import RateGovernor
 
     overrides = {
         composition.get_kb_store: _Sources,

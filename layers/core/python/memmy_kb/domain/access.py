@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     # Signatures only: every handler's requests come through here, recall's on each agent turn, and
     # none of them needs the record models or the ports to be imported for it.
-    from memmy_kb.domain.ports import GrantReader
+    from memmy_kb.domain.ports.knowledge_bases import GrantReader
     from memmy_kb.records import GrantRecord
 
 

@@ -1,6 +1,6 @@
 """The knowledge engine's vocabulary: the files and search hits the domain reads, and how a call fails.
 
-The engine is MemOS (``memmy_kb.domain.ports.KnowledgeEngine``); these are not its wire shapes, only
+The engine is MemOS (``memmy_kb.domain.ports.engines.KnowledgeEngine``); these are not its wire shapes, only
 what the rules use of them. The adapter parses and normalises MemOS's replies and turns its failures
 into the error family below, chosen by MemOS's code, never by text. ``request_sent`` tells "MemOS
 certainly did nothing" from "the outcome is unknown", which decides whether a create or an add may be
@@ -28,11 +28,11 @@ def backend_of(recorded: str | None) -> str:
 
 @dataclass(frozen=True)
 class EngineBackend:
-    """One MemOS project the service may use (``memmy_kb.domain.ports.KnowledgeEngines``).
+    """One MemOS project the service may use (``memmy_kb.domain.ports.engines.KnowledgeEngines``).
 
     ``max_kbs`` is the most KBs placement puts there (its plan's cap, or less); a ``draining`` backend
     takes no new KBs but keeps serving those it holds; ``max_qps`` is the rate MemOS recommends for the
-    project, which recall's rate governor keeps to (``memmy_kb.domain.rate_governor``; None: its default).
+    project, which recall's rate governor keeps to (``memmy_kb.domain.recall.rate_governor``; None: its default).
     """
 
     id: str

@@ -1,6 +1,6 @@
 """A KB's activity log in DynamoDB (``ACTIVITY#<kb>/<at>#<id>``) and the rate-limit counters (``LIMIT#…``).
 
-Implements ``memmy_kb.domain.ports.ActivityLog`` and ``RateCounters``. Activity entries usually ride in
+Implements ``memmy_kb.domain.ports.activity.ActivityLog`` and ``RateCounters``. Activity entries usually ride in
 the transaction of the action they record (``activity_put``); the log is read newest first, a page at a
 time, and its entries expire through the table's TTL (reads skip expired ones, since TTL deletes late).
 A counter is one item per limit holding a count per window, bumped by one conditional UpdateItem.

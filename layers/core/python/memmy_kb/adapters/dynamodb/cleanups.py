@@ -2,7 +2,7 @@
 together with their cleanup outbox item, the outbox (``CLEANUP#<id>``: the item and its ``PART#`` items)
 and the reconciler's queue of due cleanups and residue cursor.
 
-Implements ``memmy_kb.domain.ports.CleanupStore``. GSI2 holds the queues the reconciler reads:
+Implements ``memmy_kb.domain.ports.cleanups.CleanupStore``. GSI2 holds the queues the reconciler reads:
 ``CLEANUP#pending`` and ``CLEANUP#failed`` sorted by when the cleanup may next be (re)started, and ``KB``
 (every META item, by id) for the residue scan; the create intents' queue is
 ``memmy_kb.adapters.dynamodb.intents``'s, the upload queues are the content store's.

@@ -1,7 +1,7 @@
 """A knowledge base's folders, files and uploads in DynamoDB: ``FOLDER#``, ``FILE#`` and ``UPLOAD#`` items
 under ``KB#<kb>``.
 
-Implements ``memmy_kb.domain.ports.ContentStore`` (the writes of a replace are
+Implements ``memmy_kb.domain.ports.contents.ContentStore`` (the writes of a replace are
 ``memmy_kb.adapters.dynamodb.replacements``). An upload's GSI2 entry says which queue of the
 reconciler it is in: ``UPLOAD#pending`` (sorted by expiry) while the object is awaited,
 ``UPLOAD#submitting`` (sorted by start) while a MemOS add is in flight or its outcome is unknown. Final

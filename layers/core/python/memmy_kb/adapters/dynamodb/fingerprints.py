@@ -1,6 +1,6 @@
 """A KB's file versions' fingerprints in DynamoDB: ``PRINT#<file_id>#<version>`` items under ``KB#<kb>``.
 
-Implements ``memmy_kb.domain.fingerprint_store.FingerprintStore``. The version is zero-padded to
+Implements ``memmy_kb.domain.fingerprints.store.FingerprintStore``. The version is zero-padded to
 ``VERSION_DIGITS`` digits, so a file's items sort by version. ``prints`` is the binary ``Fingerprints.encode()``
 (at most about 16 KB); ``memos_file_id`` the file's MemOS id (absent on items written before it was kept). The KB's other readers of its partition keep off these items by their key ranges
 (``memmy_kb.adapters.dynamodb.contents``), and the KB's deletion removes them with the rest of the
@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from typing import Final
 
 from memmy_kb.adapters.dynamodb.table import DynamoTable, dump
-from memmy_kb.domain.fingerprint_store import FilePrints
-from memmy_kb.domain.fingerprints import Fingerprints
+from memmy_kb.domain.fingerprints.prints import Fingerprints
+from memmy_kb.domain.fingerprints.store import FilePrints
 from memmy_kb.records import utc_now
 
 PREFIX: Final = "PRINT#"

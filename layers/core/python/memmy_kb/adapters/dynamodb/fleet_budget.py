@@ -1,7 +1,7 @@
 """The fleet's MemOS budget per backend: one item per backend (``FLEET#<backend>/BUCKET``) holding its
-shared token bucket (docs/memos.md, "Rate"; the arithmetic is ``memmy_kb.domain.fleet_budget``'s).
+shared token bucket (docs/memos.md, "Rate"; the arithmetic is ``memmy_kb.domain.recall.fleet_budget``'s).
 
-Implements ``memmy_kb.domain.fleet_budget.FleetItems``. A swap is one conditional PutItem (the stored
+Implements ``memmy_kb.domain.recall.fleet_budget.FleetItems``. A swap is one conditional PutItem (the stored
 ``version`` the one the writer read, or no item yet) that returns the stored item when the condition
 failed (``ReturnValuesOnConditionCheckFailure``), so a writer that lost the race has the newer item
 without a read. The item is small: the bucket's numbers and a counter per user who took tokens in the

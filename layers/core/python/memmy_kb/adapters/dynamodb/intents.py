@@ -1,7 +1,7 @@
 """Create intents in DynamoDB (``INTENT#<kb>``, GSI2 ``INTENT#create`` sorted by start) and the
 ``Idempotency-Key`` records of creates (``IDEMPOTENCY#create_kb``), claimed in the same transaction.
 
-Implements ``memmy_kb.domain.ports.CreateIntents``; GSI2 ``INTENT#create`` is the reconciler's queue of
+Implements ``memmy_kb.domain.ports.knowledge_bases.CreateIntents``; GSI2 ``INTENT#create`` is the reconciler's queue of
 creates nobody finished.
 """
 

@@ -1,6 +1,6 @@
 """Knowledge bases and grants in DynamoDB: ``KB#<kb>/META`` and ``USER#<user>/KB#<kb>`` (GSI1 by KB).
 
-Implements ``memmy_kb.domain.ports.KnowledgeBaseStore``. The grant items are the single authority for
+Implements ``memmy_kb.domain.ports.knowledge_bases.KnowledgeBaseStore``. The grant items are the single authority for
 access and recall scope, so every read of them is strongly consistent; GSI1 serves the member list only.
 """
 

@@ -1,6 +1,6 @@
 """Directory profiles in DynamoDB: ``USER#<user>/PROFILE`` and the ``EMAIL#…``/``PHONE#…`` lookups.
 
-Implements ``memmy_kb.domain.ports.ProfileStore``. A lookup item names the accounts holding a verified
+Implements ``memmy_kb.domain.ports.profiles.ProfileStore``. A lookup item names the accounts holding a verified
 claim on an email or phone (``claimants``, a string set): one resolves to that account, two or more to
 nobody (contested). A profile and its claims are always written in one transaction.
 """

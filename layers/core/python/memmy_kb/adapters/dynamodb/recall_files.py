@@ -1,4 +1,4 @@
-"""What recall reads to name an excerpt's file, in DynamoDB (``memmy_kb.domain.prints_cache.RecallFiles``).
+"""What recall reads to name an excerpt's file, in DynamoDB (``memmy_kb.domain.recall.prints_cache.RecallFiles``).
 
 A KB's ``PRINT#<file_id>#<version:06d>`` items (``kb_id``, ``file_id``, ``version``, ``prints``: the
 encoded ``Fingerprints``) and ``FOLDER#`` items, one Query each, eventually consistent: a file a second
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from memmy_kb.adapters.dynamodb.fingerprints import DynamoFingerprintStore
 from memmy_kb.adapters.dynamodb.table import DynamoTable, Item, file_key
-from memmy_kb.domain.fingerprint_store import FilePrints
+from memmy_kb.domain.fingerprints.store import FilePrints
 from memmy_kb.records import FileRecord, FolderRecord
 
 

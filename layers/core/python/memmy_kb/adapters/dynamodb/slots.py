@@ -1,7 +1,7 @@
 """The KBs placed on each MemOS backend: one item per backend (``BACKEND#<id>/COUNTER``) holding the count
 ``used`` and the set ``kbs`` of the KB ids placed there.
 
-Implements ``memmy_kb.domain.ports.BackendSlots``. A claim is one conditional UpdateItem
+Implements ``memmy_kb.domain.ports.engines.BackendSlots``. A claim is one conditional UpdateItem
 (``used < max_kbs``, the KB added to the set in the same write): DynamoDB applies the writes of one item
 one after another, so concurrent creates never take more than ``max_kbs`` slots, and no transaction means
 no contention to retry. A release is one conditional UpdateItem too (the KB still in the set): repeated

@@ -1,6 +1,6 @@
 """The pool of MemOS backends: one client per backend (project), chosen by the backend's id.
 
-Implements ``memmy_kb.domain.ports.KnowledgeEngines``. The backends come from the MemOS secret
+Implements ``memmy_kb.domain.ports.engines.KnowledgeEngines``. The backends come from the MemOS secret
 (``memmy_kb.adapters.memos.key.SecretBackendsProvider``), re-read within its cache's lifetime, so a
 backend added there takes KBs with no deploy. Each backend's client is built on first use by ``build``
 (the composition root's, with that backend's base URL and key) and kept: an id names one project for good.
@@ -17,7 +17,7 @@ from memmy_kb.domain.engine import EngineBackend, MemosBackendUnknown
 
 if TYPE_CHECKING:
     from memmy_kb.adapters.memos.key import MemosBackendConfig
-    from memmy_kb.domain.ports import KnowledgeEngine
+    from memmy_kb.domain.ports.engines import KnowledgeEngine
 
 # (base URL, the backend's key provider) -> its engine
 EngineFactory = Callable[[str, Callable[[bool], str]], "KnowledgeEngine"]

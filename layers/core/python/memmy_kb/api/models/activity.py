@@ -10,7 +10,7 @@ from memmy_kb.domain.display import shown
 from memmy_kb.records import ActivityKind
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.activity import ActivityPage
+    from memmy_kb.domain.knowledge_bases.activity import ActivityPage
 
 
 class Activity(ApiModel):

@@ -7,13 +7,13 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from memmy_kb.domain.display import hidden_characters
-from memmy_kb.domain.sibling_names import normal_name
+from memmy_kb.domain.knowledge_bases.sibling_names import normal_name
 
 MAX_NAME_LENGTH = 100
 
 
 def _clean_name(value: str) -> str:
-    # Stored and checked as the service compares names: trimmed, in NFC (memmy_kb.domain.sibling_names).
+    # Stored and checked as the service compares names: trimmed, in NFC (memmy_kb.domain.knowledge_bases.sibling_names).
     value = normal_name(value)
     if not 1 <= len(value) <= MAX_NAME_LENGTH:
         raise ValueError(f"must be 1 to {MAX_NAME_LENGTH} characters after trimming")

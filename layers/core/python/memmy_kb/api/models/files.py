@@ -9,11 +9,11 @@ from pydantic import Field
 
 from memmy_kb.api.models.base import ApiModel, Name
 from memmy_kb.domain.display import shown
-from memmy_kb.domain.files import FileState
-from memmy_kb.domain.reasons import reason_code
+from memmy_kb.domain.knowledge_bases.files import FileState
+from memmy_kb.domain.uploads.reasons import reason_code
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.files import FileEntry, Listing
+    from memmy_kb.domain.knowledge_bases.files import FileEntry, Listing
     from memmy_kb.records import FolderRecord
 
 

@@ -12,7 +12,7 @@ from memmy_kb.domain.display import shown
 from memmy_kb.records import Role
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.knowledge_bases import KnowledgeBaseView
+    from memmy_kb.domain.knowledge_bases.manage import KnowledgeBaseView
 
 
 class CreateKnowledgeBaseRequest(ApiModel):

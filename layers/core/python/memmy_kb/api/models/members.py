@@ -12,7 +12,7 @@ from memmy_kb.domain.display import shown
 from memmy_kb.records import Role
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.sharing import MemberView
+    from memmy_kb.domain.sharing.shares import MemberView
 
 
 class ShareRequest(ApiModel):

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import Field, StringConstraints, field_validator
 
 from memmy_kb.api.models.base import ApiModel
-from memmy_kb.domain.context_block import SizeLimit
-from memmy_kb.domain.recall_config import DEFAULT_RECALL_LIMIT, RecallQuestion
+from memmy_kb.domain.recall.config import DEFAULT_RECALL_LIMIT, RecallQuestion
+from memmy_kb.domain.recall.context_block import SizeLimit
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.context_block import Excerpt, SourceFile, SourceKb
-    from memmy_kb.domain.recall import RecallResult
+    from memmy_kb.domain.recall.context_block import Excerpt, SourceFile, SourceKb
+    from memmy_kb.domain.recall.turn import RecallResult
 
 MAX_QUERY_LENGTH = 4000
 MAX_RECALL_LIMIT = 25

@@ -10,17 +10,17 @@ from pydantic import AfterValidator, Field
 
 from memmy_kb.api.models.base import ApiModel
 from memmy_kb.domain.display import hidden_characters
-from memmy_kb.domain.sibling_names import normal_name
+from memmy_kb.domain.knowledge_bases.sibling_names import normal_name
 
 if TYPE_CHECKING:
-    from memmy_kb.domain.replacements import IssuedReplacement, Unchanged
-    from memmy_kb.domain.uploads import IssuedUpload
+    from memmy_kb.domain.uploads.issuing import IssuedUpload
+    from memmy_kb.domain.uploads.replacements import IssuedReplacement, Unchanged
 
 MAX_FILENAME_LENGTH = 255
 
 
 def _clean_filename(value: str) -> str:
-    # Stored and checked as the service compares names: trimmed, in NFC (memmy_kb.domain.sibling_names).
+    # Stored and checked as the service compares names: trimmed, in NFC (memmy_kb.domain.knowledge_bases.sibling_names).
     value = normal_name(value)
     if not 1 <= len(value) <= MAX_FILENAME_LENGTH:
         raise ValueError(f"must be 1 to {MAX_FILENAME_LENGTH} characters after trimming")

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from memmy_kb.api.injected import ActivityLogDep, CallerId, KbStoreDep
 from memmy_kb.api.models.activity import ActivityList
 from memmy_kb.api.resolver import NOT_VISIBLE, READER, KbId, new_router, responses
-from memmy_kb.domain import activity
+from memmy_kb.domain.knowledge_bases import activity
 from memmy_kb.records import utc_now
 
 router = new_router()

@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from memmy_kb.api.injected import CallerId, KbStoreDep, ProfileStoreDep, SharePolicyDep
 from memmy_kb.api.models.blocks import BlockedList, BlockRequest
 from memmy_kb.api.resolver import NO_PROFILE, UserId, new_router, responses
-from memmy_kb.domain import profiles
+from memmy_kb.domain.sharing import profiles
 
 router = new_router()
 

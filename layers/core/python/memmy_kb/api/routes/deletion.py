@@ -19,7 +19,7 @@ from memmy_kb.api.injected import (
 )
 from memmy_kb.api.models.deletion import CleanupAccepted
 from memmy_kb.api.resolver import NOT_VISIBLE, READER, ItemId, KbId, json_response, new_router, responses
-from memmy_kb.domain.deletion import Deleter
+from memmy_kb.domain.deletion.delete import Deleter
 from memmy_kb.observability import metrics
 
 router = new_router()

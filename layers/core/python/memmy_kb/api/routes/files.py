@@ -18,7 +18,7 @@ from memmy_kb.api.models.files import (
     UpdateFolderRequest,
 )
 from memmy_kb.api.resolver import NOT_VISIBLE, READER, ItemId, KbId, json_response, new_router, responses
-from memmy_kb.domain import files, folders
+from memmy_kb.domain.knowledge_bases import files, folders
 
 router = new_router()
 _MEMOS_DOWN = (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS unavailable")

@@ -29,7 +29,7 @@ from memmy_kb.api.models.knowledge_bases import (
     RenameKnowledgeBaseRequest,
 )
 from memmy_kb.api.resolver import NOT_VISIBLE, READER, KbId, json_response, new_router, responses
-from memmy_kb.domain import knowledge_bases
+from memmy_kb.domain.knowledge_bases import manage
 from memmy_kb.errors import DomainError
 from memmy_kb.observability import metrics
 
@@ -69,7 +69,7 @@ def handle_create_knowledge_base(
         lambda_context=creation.lambda_context,
     )
     try:
-        view = knowledge_bases.create_knowledge_base(
+        view = manage.create_knowledge_base(
             kbs,
             profile_store,
             memos,
@@ -97,7 +97,7 @@ def handle_create_knowledge_base(
     responses=responses(HTTPStatus.OK, "Owned and shared knowledge bases", KnowledgeBaseList),
 )
 def handle_list_knowledge_bases(caller: CallerId, kbs: KbStoreDep) -> KnowledgeBaseList:
-    views = knowledge_bases.list_knowledge_bases(kbs, caller)
+    views = manage.list_knowledge_bases(kbs, caller)
     return KnowledgeBaseList.from_views(views)
 
 
@@ -110,7 +110,7 @@ def handle_list_knowledge_bases(caller: CallerId, kbs: KbStoreDep) -> KnowledgeB
 def handle_get_knowledge_base(
     kb_id: KbId, caller: CallerId, kbs: KbStoreDep, profile_store: ProfileStoreDep
 ) -> KnowledgeBase:
-    return KnowledgeBase.from_view(knowledge_bases.get_knowledge_base(kbs, profile_store, caller, kb_id))
+    return KnowledgeBase.from_view(manage.get_knowledge_base(kbs, profile_store, caller, kb_id))
 
 
 @router.patch(
@@ -128,7 +128,7 @@ def handle_rename_knowledge_base(
     log: ActivityLogDep,
     settings: SettingsDep,
 ) -> KnowledgeBase:
-    view = knowledge_bases.rename_knowledge_base(
+    view = manage.rename_knowledge_base(
         kbs,
         profile_store,
         caller,
@@ -155,5 +155,5 @@ def handle_set_recall(
     kbs: KbStoreDep,
     profile_store: ProfileStoreDep,
 ) -> KnowledgeBase:
-    view = knowledge_bases.set_recall(kbs, profile_store, caller, kb_id, request.enabled)
+    view = manage.set_recall(kbs, profile_store, caller, kb_id, request.enabled)
     return KnowledgeBase.from_view(view)

@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from memmy_kb.api.injected import CallerId, KbStoreDep, ProfileStoreDep, SettingsDep, SharePolicyDep
 from memmy_kb.api.models.members import Member, MemberList, ShareRequest
 from memmy_kb.api.resolver import NOT_VISIBLE, READER, KbId, UserId, json_response, new_router, responses
-from memmy_kb.domain import sharing
+from memmy_kb.domain.sharing import shares
 
 router = new_router()
 
@@ -25,7 +25,7 @@ router = new_router()
 def handle_list_members(
     kb_id: KbId, caller: CallerId, kbs: KbStoreDep, profile_store: ProfileStoreDep
 ) -> MemberList:
-    return MemberList.from_views(sharing.list_members(kbs, profile_store, caller, kb_id))
+    return MemberList.from_views(shares.list_members(kbs, profile_store, caller, kb_id))
 
 
 @router.post(
@@ -54,7 +54,7 @@ def handle_share_knowledge_base(
     profile_store: ProfileStoreDep,
     policy: SharePolicyDep,
 ) -> Response[str]:
-    member = sharing.share_knowledge_base(kbs, profile_store, caller, kb_id, request.identifier, policy=policy)
+    member = shares.share_knowledge_base(kbs, profile_store, caller, kb_id, request.identifier, policy=policy)
     return json_response(HTTPStatus.CREATED, Member.from_view(member))
 
 
@@ -74,5 +74,5 @@ def handle_share_knowledge_base(
 def handle_remove_member(  # type: ignore[no-untyped-def]
     kb_id: KbId, user_id: UserId, caller: CallerId, kbs: KbStoreDep, settings: SettingsDep
 ):
-    sharing.remove_member(kbs, caller, kb_id, user_id, retention_days=settings.activity_retention_days)
+    shares.remove_member(kbs, caller, kb_id, user_id, retention_days=settings.activity_retention_days)
     return Response(status_code=HTTPStatus.NO_CONTENT)

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from memmy_kb.api.injected import CallerClaims, CallerId, ProfileStoreDep
 from memmy_kb.api.models.profile import Me, UpdateMeRequest
 from memmy_kb.api.resolver import NO_PROFILE, new_router, responses
-from memmy_kb.domain import profiles
+from memmy_kb.domain.sharing import profiles
 
 router = new_router()
 

@@ -22,7 +22,7 @@ from memmy_kb.api.injected import (
 )
 from memmy_kb.api.models.recall import RecallRequest, RecallResponse
 from memmy_kb.api.resolver import new_router, responses
-from memmy_kb.domain import recall
+from memmy_kb.domain.recall import turn
 from memmy_kb.errors import RecallUnavailable, TooManyRequests
 from memmy_kb.observability import metrics
 
@@ -68,7 +68,7 @@ def handle_recall(
         metrics.add_metric(name="RecallRateLimited", unit=MetricUnit.Count, value=1)
         raise
     try:
-        result = recall.recall(
+        result = turn.recall(
             kbs, memos, request.question(caller), config, governor=governor, files=files, prints=prints
         )
     except RecallUnavailable:

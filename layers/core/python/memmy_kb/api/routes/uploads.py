@@ -29,7 +29,7 @@ from memmy_kb.api.models.uploads import (
     UploadTicket,
 )
 from memmy_kb.api.resolver import NOT_VISIBLE, READER, ItemId, KbId, json_response, new_router, responses
-from memmy_kb.domain import replacements, uploads
+from memmy_kb.domain.uploads import issuing, replacements
 from memmy_kb.observability import metrics
 
 router = new_router()
@@ -76,7 +76,7 @@ def handle_create_upload(
     ttl = settings.upload_post_ttl_seconds
 
     def create() -> dict[str, Any]:
-        issued = uploads.request_upload(
+        issued = issuing.request_upload(
             kbs,
             contents,
             storage,
@@ -203,6 +203,6 @@ def handle_create_replacement(
 def handle_dismiss_upload(  # type: ignore[no-untyped-def]
     kb_id: KbId, upload_id: ItemId, user_id: CallerId, kbs: KbStoreDep, contents: ContentStoreDep
 ):
-    uploads.dismiss_upload(kbs, contents, user_id=user_id, kb_id=kb_id, upload_id=upload_id)
+    issuing.dismiss_upload(kbs, contents, user_id=user_id, kb_id=kb_id, upload_id=upload_id)
     metrics.add_metric(name="UploadDismissed", unit=MetricUnit.Count, value=1)
     return Response(status_code=HTTPStatus.NO_CONTENT)
