@@ -197,8 +197,9 @@ def _meta(key: dict[str, dict[str, str]]) -> dict[str, dict[str, object]]:
 
 
 class _Stub(BaseHTTPRequestHandler):
-    """DynamoDB's Query (the grants) and BatchGetItem (the KBs' names), Secrets Manager's GetSecretValue (the
-    key) and MemOS's search (one hit per KB searched)."""
+    """DynamoDB's Query (the grants), BatchGetItem (the KBs' names), UpdateItem (the per-user recall limit's
+    counter), GetItem and PutItem (the fleet's MemOS budget), Secrets Manager's GetSecretValue (the key)
+    and MemOS's search (one hit per KB searched)."""
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -214,6 +215,14 @@ class _Stub(BaseHTTPRequestHandler):
                 table: [_meta(key) for key in keys["Keys"]] for table, keys in request["RequestItems"].items()
             }
             reply = {"Responses": asked, "UnprocessedKeys": {}}
+        elif target == "DynamoDB_20120810.UpdateItem":
+            # The per-user recall limit's counter: the first recall of this window.
+            window = request["ExpressionAttributeNames"]["#cur"]
+            reply = {"Attributes": {**request["Key"], window: {"N": "1"}}}
+        elif target == "DynamoDB_20120810.GetItem":
+            reply = {}  # the fleet's MemOS budget: no bucket item yet
+        elif target == "DynamoDB_20120810.PutItem":
+            reply = {}  # the fleet's budget: the new bucket item, written on its condition
         elif target == "secretsmanager.GetSecretValue":
             reply = {"ARN": "arn:bench", "Name": "bench", "SecretString": "bench-key", "VersionId": "1"}
         elif self.path.endswith("/search/memory"):
