@@ -19,6 +19,7 @@ AppSyncResolver`` still works and imports AppSync's resolver then.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import importlib.util
 import sys
@@ -43,17 +44,21 @@ def _lazy(package: str) -> types.ModuleType | None:
     spec = importlib.util.find_spec(package)
     if spec is None or spec.loader is None or spec.origin is None or spec.submodule_search_locations is None:
         return None
-    with open(spec.origin, encoding="utf-8") as init:
-        reexports = _reexports(package, init.read())
     module = importlib.util.module_from_spec(spec)
     completed = False
+
+    @functools.cache
+    def reexports() -> dict[str, str]:
+        # Read on the first name asked: a function that never asks (the ingest) pays nothing for it.
+        with open(spec.origin, encoding="utf-8") as init:  # type: ignore[arg-type]  # checked above
+            return _reexports(package, init.read())
 
     def __getattr__(name: str) -> Any:
         nonlocal completed
         if completed:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        if name in reexports:
-            value = getattr(importlib.import_module(reexports[name]), name)
+        if name in reexports():
+            value = getattr(importlib.import_module(reexports()[name]), name)
         elif not name.startswith("__") and importlib.util.find_spec(f"{package}.{name}") is not None:
             value = importlib.import_module(f"{package}.{name}")  # a module of the package, as ``from`` finds it
         else:
