@@ -1,7 +1,10 @@
 """Cold import cost of each handler, from the built layer, next to ``import boto3`` alone.
 
-Cost is the CPU time (user + system) of a fresh interpreter, less a bare one's, median of several: the
-machine is shared, and wall clock on a busy box measures the neighbours.
+Cost is the CPU time (user + system) of a fresh interpreter, less a bare one's: the machine is shared,
+and wall clock on a busy box measures the neighbours. A run is 11 rounds (``--rounds``); each round times
+a bare interpreter, ``import boto3`` and every handler once, in turn, and gives each handler's ratio to
+that round's ``import boto3``. A handler's figure is the median of its 11 per-round ratios (and of its
+per-round costs in ms), so a busy spell slows a round's boto3 and handlers together and its ratio stays put.
 
 As on Lambda: a fresh Python 3.12 per sample, the function's folder as ``LAMBDA_TASK_ROOT`` and working
 directory, ``import app``, with the layer's ``python/`` and then the runtime's boto3 on the path, the
@@ -48,6 +51,8 @@ from memmy_local.lambdas.handlers import repo_root
 LAYER_SOURCE = Path("layers/core/python")
 TARGETS = {"recall": 1.2, "recall + first request": 2.0}
 DEFAULT_TARGET = 1.5
+# Rounds of a run: each times every snippet once; the figures are the medians over the rounds.
+ROUNDS = 11
 
 # What template.yaml's Globals give every function (references as placeholders) and what Lambda sets.
 ENVIRONMENT = {
@@ -197,8 +202,9 @@ def _meta(key: dict[str, dict[str, str]]) -> dict[str, dict[str, object]]:
 
 
 class _Stub(BaseHTTPRequestHandler):
-    """DynamoDB's Query (the grants) and BatchGetItem (the KBs' names), Secrets Manager's GetSecretValue (the
-    key) and MemOS's search (one hit per KB searched)."""
+    """DynamoDB's Query (the grants), BatchGetItem (the KBs' names), UpdateItem (the per-user recall limit's
+    counter), GetItem and PutItem (the fleet's MemOS budget), Secrets Manager's GetSecretValue (the key)
+    and MemOS's search (one hit per KB searched)."""
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -214,6 +220,14 @@ class _Stub(BaseHTTPRequestHandler):
                 table: [_meta(key) for key in keys["Keys"]] for table, keys in request["RequestItems"].items()
             }
             reply = {"Responses": asked, "UnprocessedKeys": {}}
+        elif target == "DynamoDB_20120810.UpdateItem":
+            # The per-user recall limit's counter: the first recall of this window.
+            window = request["ExpressionAttributeNames"]["#cur"]
+            reply = {"Attributes": {**request["Key"], window: {"N": "1"}}}
+        elif target == "DynamoDB_20120810.GetItem":
+            reply = {}  # the fleet's MemOS budget: no bucket item yet
+        elif target == "DynamoDB_20120810.PutItem":
+            reply = {}  # the fleet's budget: the new bucket item, written on its condition
         elif target == "secretsmanager.GetSecretValue":
             reply = {"ARN": "arn:bench", "Name": "bench", "SecretString": "bench-key", "VersionId": "1"}
         elif self.path.endswith("/search/memory"):
@@ -256,15 +270,32 @@ def stub_backend() -> Iterator[dict[str, str]]:
         server.server_close()
 
 
+def summarise(samples: dict[str, list[float]]) -> dict[str, tuple[float, float]]:
+    """Per snippet of ``samples`` (CPU seconds per round, with ``python (nothing)`` and ``import boto3``
+    among them): its cost in ms and its ratio to ``import boto3``, each the median over the rounds of that
+    round's figure, with the round's bare interpreter taken off. A round times every snippet once, one
+    after another, so its ratio compares samples taken under the same load of the machine."""
+    bare, boto = samples["python (nothing)"], samples["import boto3"]
+    summary = {}
+    for name, times in samples.items():
+        if name == "python (nothing)":
+            continue
+        costs = [t - b for t, b in zip(times, bare, strict=True)]
+        ratios = [cost / (o - b) for cost, o, b in zip(costs, boto, bare, strict=True)]
+        summary[name] = (statistics.median(costs) * 1000, statistics.median(ratios))
+    return summary
+
+
 def run(
-    rounds: int = 7,
+    rounds: int = ROUNDS,
     layer: Path | None = None,
     functions: Path | None = None,
     *,
     first_request: bool = False,
     handlers: list[str] | None = None,
-) -> dict[str, float]:
-    """Median import cost (ms, less a bare interpreter's) of ``import boto3`` and of each ``<name> handler``."""
+) -> dict[str, tuple[float, float]]:
+    """Per ``import boto3`` and ``<name> handler``: the import cost (ms, less a bare interpreter's) and its
+    ratio to ``import boto3``'s, medians of ``rounds`` per-round figures (``summarise``)."""
     root = repo_root()
     python = python312(root)
     layer = (layer or build_layer(root)).resolve()
@@ -288,30 +319,26 @@ def run(
             _, task, path, extra = snippets["recall"]
             code = f"KBS = {FIRST_RECALL_KBS}\n{FIRST_RECALL}"
             snippets["recall + first request"] = (code, task, path, {**extra, **backend})
-        # Interleave the snippets so that machine noise hits them alike.
+        # A round times each snippet once, in turn, so that machine noise hits them alike.
         samples: dict[str, list[float]] = {name: [] for name in snippets}
         for _ in range(rounds):
             for name, (code, cwd, path, extra) in snippets.items():
                 samples[name].append(once(python, code, cwd, path, extra))
-    base = statistics.median(samples["python (nothing)"])
-    costs = {
-        name if name == "import boto3" else f"{name} handler": (statistics.median(s) - base) * 1000
-        for name, s in samples.items()
-        if name != "python (nothing)"
-    }
-    boto = costs["import boto3"]
+    summary = summarise(samples)
+    costs = {name if name == "import boto3" else f"{name} handler": figures for name, figures in summary.items()}
     print(
-        f"import cost (CPU time) from the built layer ({layer}), median of {rounds} fresh Python 3.12 interpreters:"
+        f"import cost (CPU time) from the built layer ({layer}), fresh Python 3.12 interpreters, {rounds} rounds;"
+        " per round each snippet once, less a bare interpreter; medians of the rounds' costs and ratios:"
     )
-    print(f"  import boto3 (the runtime's): {boto:.0f} ms")
+    print(f"  import boto3 (the runtime's): {costs['import boto3'][0]:.0f} ms")
     for name in names:
-        ms = costs[f"{name} handler"]
-        ratio, target = ms / boto, TARGETS.get(name, DEFAULT_TARGET)
+        ms, ratio = costs[f"{name} handler"]
+        target = TARGETS.get(name, DEFAULT_TARGET)
         verdict = "ok" if ratio <= target else "OVER"
         print(f"  {name} handler: {ms:.0f} ms, {ratio:.2f}x boto3 (target {target}x: {verdict})")
     if "recall + first request handler" in costs:
-        ms = costs["recall + first request handler"]
-        ratio, target = ms / boto, TARGETS["recall + first request"]
+        ms, ratio = costs["recall + first request handler"]
+        target = TARGETS["recall + first request"]
         verdict = "ok" if ratio <= target else "OVER"
         print(
             f"  recall handler + one POST /recall ({FIRST_RECALL_KBS} KBs, stubs): {ms:.0f} ms, {ratio:.2f}x boto3"
@@ -322,7 +349,7 @@ def run(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--layer", type=Path, help="a built layer's python/ folder (default: build it)")
     parser.add_argument("--functions", type=Path, help="the folder of the functions' app.py (default: ours)")
     parser.add_argument(

@@ -88,6 +88,27 @@ def test_no_handler_loads_the_x_ray_sdk(imported: dict[str, dict[str, object]], 
     assert not {m for m in _modules(imported[name]) if m.split(".")[0] in ("aws_xray_sdk", "wrapt")}
 
 
+# Never imported by an API handler: Powertools' other resolvers and event classes (memmy_kb.api.lazy_packages)
+# and the secrets module, which brings hashlib and hmac for ids a few writes draw (os.urandom gives them).
+API_NEVER = {
+    "asyncio": "AppSync's resolver imports it; an API function uses API Gateway's (memmy_kb.api.lazy_packages)",
+    "aws_lambda_powertools.event_handler.appsync": "AppSync's resolver (memmy_kb.api.lazy_packages)",
+    "aws_lambda_powertools.event_handler.bedrock_agent": "Bedrock's resolver (memmy_kb.api.lazy_packages)",
+    "aws_lambda_powertools.utilities.data_classes.code_pipeline_job_event": "another service's event class",
+    "secrets": "ids come from os.urandom, as secrets.token_hex draws them",
+}
+
+
+@pytest.mark.parametrize("name", sorted(API_FUNCTIONS))
+def test_an_api_handler_imports_no_other_resolver_and_no_secrets_module(
+    imported: dict[str, dict[str, object]], name: str
+) -> None:
+    modules = _modules(imported[name])
+    early = {module: why for module, why in API_NEVER.items() if module in modules}
+    assert early == {}
+    assert "aws_lambda_powertools.event_handler.api_gateway" in modules
+
+
 def test_the_reports_see_the_handlers_themselves(imported: dict[str, dict[str, object]]) -> None:
     # A subprocess that imported nothing would pass the tests above for the wrong reason.
     assert set(imported) == set(FUNCTIONS) >= API_FUNCTIONS
@@ -116,6 +137,8 @@ RECALL_NEVER_AT_IMPORT = {
     "memmy_kb.domain.deletion": "recall does not delete",
     "memmy_kb.domain.reconcile": "recall does not repair",
     "memmy_kb.domain.recall.user_limit": "the per-user limit comes with its factory (memmy_kb.composition), on the first request",
+    "ssl": "only the after-restore reseed uses it; the first request's clients import it with boto3",
+    "hmac": "recall signs nothing at import (botocore brings it with boto3)",
 }
 
 
@@ -129,6 +152,26 @@ def test_the_recall_handler_imports_no_record_model_no_s3_and_no_other_routes_ru
     assert {
         "memmy_kb.domain.recall.turn", "memmy_kb.domain.access", "memmy_kb.domain.recall.context_block", "memmy_kb.domain.engine"
     } <= modules
+
+
+# manage_kb serves the most routes (target: 1.5x ``import boto3``): listing files words a failure's reason
+# (memmy_kb.domain.uploads.reasons), which names the ingest's sentences only when a failed file is listed.
+MANAGE_NEVER_AT_IMPORT = {
+    "memmy_kb.domain.uploads.ingest": "the ingest's reason sentences are read when a failure is first worded",
+    "memmy_kb.domain.uploads.verification": "the verification's reason sentences likewise",
+    "memmy_kb.domain.fingerprints.text_extraction": "manage_kb never reads a document's text",
+    "memmy_kb.domain.uploads.replace_ingest": "the replacement's reason sentences likewise",
+    "memmy_kb.domain.recall.turn": "manage_kb does not recall",
+}
+
+
+def test_the_manage_kb_handler_imports_no_ingest_no_verification_and_no_recall(
+    imported: dict[str, dict[str, object]],
+) -> None:
+    modules = _modules(imported["manage_kb"])
+    early = {module: why for module, why in MANAGE_NEVER_AT_IMPORT.items() if module in modules}
+    assert early == {}
+    assert {"memmy_kb.domain.uploads.reasons", "memmy_kb.domain.knowledge_bases.files", "memmy_kb.api.routes.files"} <= modules
 
 
 @pytest.mark.parametrize("name", sorted(API_FUNCTIONS))

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import random
-import ssl
 from collections.abc import Callable
 
 from memmy_kb import cold_start
@@ -62,5 +61,7 @@ def after_restore() -> None:
 
 def reseed() -> None:
     """Fresh randomness from the kernel for Python's shared generator and OpenSSL's."""
+    import ssl  # after a restore only; the clients' connections import it on their first request
+
     random.seed()  # from os.urandom
     ssl.RAND_add(os.urandom(_RESEED_BYTES), float(_RESEED_BYTES))
