@@ -1,6 +1,7 @@
 """The fleet's MemOS budget on moto: the shared item's conditional writes (``DynamoFleetItems``), several
 environments taking from it at once without spending a token twice, and a recall whose budget is spent
-answering 503 with ``Retry-After`` without sending MemOS a search."""
+answering 503 with ``Retry-After`` without sending MemOS a search (429 ``recall_rate_limited`` when the
+caller's own use spent it)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from http import HTTPStatus
 from memmy_kb.adapters.dynamodb.fleet_budget import DynamoFleetItems, bucket_key
 from memmy_kb.domain.recall import fleet_budget
 from memmy_kb.domain.recall.fleet_budget import Bucket, FleetBudget
+from memmy_kb.domain.recall.turn import reader_id
 from tests.support.events import claims_for
 from tests.support.seed import put_item
 
@@ -79,5 +81,24 @@ def test_a_recall_whose_budget_is_spent_is_a_503_with_retry_after_and_no_search(
 
     assert reply.status == HTTPStatus.SERVICE_UNAVAILABLE
     assert reply.body["error"]["code"] == "recall_unavailable"
+    assert int(reply.headers["Retry-After"]) >= 1
+    assert service.memos.calls("/search/memory") == before
+
+
+def test_a_recall_refused_for_the_callers_own_use_is_a_429_recall_rate_limited_and_no_search(service):
+    assert service.call("PUT", "/me", claims=claims_for("alice", name="Alice")).status == HTTPStatus.OK
+    assert service.call("POST", "/knowledge-bases", "alice", body={"name": "notes"}).status == HTTPStatus.CREATED
+    # The bucket spent for a minute, and most of what it gave in the current window was alice's.
+    now = time.time()
+    counts = {fleet_budget.user_key(reader_id("alice")): 30, fleet_budget.user_key(reader_id("bob")): 2}
+    spent = {"version": 9, "tokens": 0, "at": Decimal(int(now) + 60), "share": 1, "share_at": 0}
+    window = int(now // fleet_budget.WINDOW_SECONDS)
+    put_item(service, {**bucket_key("default"), "type": "fleet_bucket", **spent, "window": window, "users": counts, "before": {}})
+    before = service.memos.calls("/search/memory")
+
+    reply = service.call("POST", "/recall", "alice", body={"query": "expenses"})
+
+    assert reply.status == HTTPStatus.TOO_MANY_REQUESTS
+    assert reply.body["error"]["code"] == "recall_rate_limited"
     assert int(reply.headers["Retry-After"]) >= 1
     assert service.memos.calls("/search/memory") == before

@@ -44,8 +44,8 @@ router = new_router()
         ),
         (
             HTTPStatus.TOO_MANY_REQUESTS,
-            "The caller's recalls are over their per-user limit (recall_rate_limited): no search was made;"
-            " Retry-After says when to ask again",
+            "The caller's recalls are over their per-user limit, or past their share of the MemOS budget"
+            " (recall_rate_limited): no search was made; Retry-After says when to ask again",
         ),
         (HTTPStatus.SERVICE_UNAVAILABLE, "MemOS failed or did not answer in time for every KB; no excerpts"),
     ),
@@ -73,6 +73,9 @@ def handle_recall(
         )
     except RecallUnavailable:
         metrics.add_metric(name="RecallUnavailable", unit=MetricUnit.Count, value=1)
+        raise
+    except TooManyRequests:  # the fleet's MemOS budget refused the caller for their own use
+        metrics.add_metric(name="RecallRateLimited", unit=MetricUnit.Count, value=1)
         raise
     metrics.add_metric(name="RecallExcerpts", unit=MetricUnit.Count, value=len(result.block.excerpts))
     if result.discarded:
