@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bench.dynamodb_units import read_units, write_units
+
+if TYPE_CHECKING:
+    from bench.route_calls import Calls
 
 # Measured: the fingerprints' encoded size per file, over the attribution corpus (bench.attribution's
 # "fingerprints stored" row: 2.6 KB a file on average); the largest the format allows is a 10-byte
@@ -89,7 +92,7 @@ class AttributionCost:
         return self.storage_bytes_per_1000_files / 2**30 * STORAGE_PRICE
 
 
-def attribution_cost(routes: dict[str, Any], kbs: int, recalls_per_user_day: float) -> AttributionCost:
+def attribution_cost(routes: dict[str, Calls], kbs: int, recalls_per_user_day: float) -> AttributionCost:
     """From the counted ``routes`` (bench.route_calls.run()): the counted recall's FILE# key and FOLDER#
     Query, and the counted ingest's PRINT# item less its fingerprints (its keys and other attributes)."""
     recall, ingest = routes["recall"], routes["ingest (S3 trigger)"]
@@ -112,12 +115,12 @@ def attribution_cost(routes: dict[str, Any], kbs: int, recalls_per_user_day: flo
     )
 
 
-def counted_recall_rru(recall: Any) -> float:
+def counted_recall_rru(recall: Calls) -> float:
     """What the counted recall (one KB, one small file, its index not cached) read for attribution."""
     return sum(recall.units(op, kind).rru for op, kind in (("BatchGetItem", "FILE#"), ("Query", "PRINT#"), ("Query", "FOLDER#")))
 
 
-def counted_ingest_wru(ingest: Any) -> float:
+def counted_ingest_wru(ingest: Calls) -> float:
     """What the counted ingest (one small file) wrote for attribution."""
     return float(ingest.units("PutItem", "PRINT#").wru)
 

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench import attribution_cost
 from bench.attribution_cost import AttributionCost
+
+if TYPE_CHECKING:
+    from bench.route_calls import Calls
 
 USERS = 1_000
 
@@ -169,7 +172,7 @@ def runs_per_day(trivial_share: float = TRIVIAL_PROMPT_SHARE) -> dict[str, float
     return runs
 
 
-def memos_load(routes: dict[str, Any], trivial_share: float = TRIVIAL_PROMPT_SHARE) -> MemosLoad:
+def memos_load(routes: dict[str, Calls], trivial_share: float = TRIVIAL_PROMPT_SHARE) -> MemosLoad:
     """The day's MemOS requests (``routes``: bench.route_calls.run()); recall's at a ``KBS_IN_SCOPE`` scope."""
     runs = runs_per_day(trivial_share)
     recalls = runs["recall"]
@@ -211,13 +214,13 @@ def memory_mb(template: dict[str, Any], function: str) -> int:
     return int(template["Resources"][function]["Properties"].get("MemorySize", default))
 
 
-def duration_ms(calls: Any) -> float:
+def duration_ms(calls: Calls) -> float:
     """Modelled billed milliseconds of one run of a route (all its invocations)."""
     aws_calls = sum(n for (service, op), n in calls.operations.items() if "state machine" not in op)
     return calls.invocations * BASE_MS + aws_calls * AWS_CALL_MS + sum(calls.memos.values()) * MEMOS_CALL_MS
 
 
-def attributed_units(name: str, calls: Any, cost: AttributionCost) -> tuple[float, float]:
+def attributed_units(name: str, calls: Calls, cost: AttributionCost) -> tuple[float, float]:
     """(RRU, WRU) of one run of route ``name``, what it counted for file attribution (one small file in a
     one-KB scope) replaced by the modelled recall or ingest (``bench.attribution_cost``)."""
     if name == "recall":
@@ -227,7 +230,7 @@ def attributed_units(name: str, calls: Any, cost: AttributionCost) -> tuple[floa
     return calls.rru, calls.wru
 
 
-def model(routes: dict[str, Any], template: dict[str, Any]) -> Day:
+def model(routes: dict[str, Calls], template: dict[str, Any]) -> Day:
     """The day's quantities and dollars for ``USERS`` active users (``routes``: bench.route_calls.run())."""
     day = Day()
     q = dict.fromkeys(PRICES, 0.0)
@@ -313,7 +316,7 @@ def memos_rows(load: MemosLoad) -> list[tuple[str, str]]:
     ]
 
 
-def run(routes: dict[str, Any] | None = None) -> Day:
+def run(routes: dict[str, Calls] | None = None) -> Day:
     from memmy_local.template import load_template
 
     if routes is None:

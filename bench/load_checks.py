@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from bench import load_oracle as oracle
-from bench.load_model import Model, User
+from bench.load_model import Kb, Model, User
 from bench.load_stack_handle import Stack
 
 
@@ -56,92 +56,118 @@ def check_final_lists(
     uncertain = {kb_id for kb_id, kb in model.kbs.items() if kb.deleted is None}
     live_files: dict[str, set[str]] = {}
     for user in users:
-        me = user.user_id
-        listed = {item["id"]: item for item in _get(clients[me], "/knowledge-bases")["items"]}
-        expected: dict[str, tuple[str, bool]] = {}
-        skip: set[str] = set(uncertain)
-        for kb_id, kb in live.items():
-            if kb.owner == me:
-                setting = oracle.recall_setting_after(kb.created, model.toggles[(me, kb_id)])
-                role = "owner"
-            else:
-                try:
-                    member = oracle.membership_after(model.shares[(me, kb_id)], model.removals[(me, kb_id)])
-                except ValueError as error:
-                    violations.append(oracle.Violation("membership", f"{me} on {kb_id}: {error}"))
-                    skip.add(kb_id)
-                    continue
-                if member is None:
-                    skip.add(kb_id)
-                    undetermined += 1
-                    continue
-                if not member:
-                    continue
-                last_share = max((o for o in model.shares[(me, kb_id)] if o.ok), key=lambda o: o.end)
-                setting = oracle.recall_setting_after(last_share, model.toggles[(me, kb_id)])
-                role = "reader"
-            if setting is None:
-                undetermined += 1
-            expected[kb_id] = (
-                role,
-                bool(setting) if setting is not None else listed.get(kb_id, {}).get("recall"),
-            )
-        violations += oracle.compare_sets(
-            "grant",
-            f"{me}'s KB list (kb, role)",
-            {(kb_id, role) for kb_id, (role, _) in expected.items()},
-            {(kb_id, item["role"]) for kb_id, item in listed.items() if kb_id not in skip},
-        )
-        model.final_counts["grants"] += len(expected)
-        for kb_id, (_, setting) in expected.items():
-            if kb_id in listed and listed[kb_id]["recall"] != setting:
-                violations.append(
-                    oracle.Violation(
-                        "recall-setting",
-                        f"{me} on {kb_id}: recall {listed[kb_id]['recall']}, the model says {setting}",
-                    )
-                )
+        found, unsure = _check_kb_list(clients[user.user_id], user.user_id, model, live, uncertain)
+        violations += found
+        undetermined += unsure
     for kb_id, kb in live.items():
         owner = clients[kb.owner]
-        members = {m["user_id"] for m in _get(owner, f"/knowledge-bases/{kb_id}/members")["items"]}
-        readers: set[str] = {kb.owner}
-        unknown: set[str] = set()
-        for user in users:
-            if user.user_id == kb.owner:
-                continue
-            try:
-                member = oracle.membership_after(
-                    model.shares[(user.user_id, kb_id)], model.removals[(user.user_id, kb_id)]
-                )
-            except ValueError:
-                member = None
-            if member is None:
-                unknown.add(user.user_id)
-            elif member:
-                readers.add(user.user_id)
-        violations += oracle.compare_sets("member", f"members of {kb_id}", readers, members - unknown)
-        model.final_counts["members"] += len(readers)
-        model.final_counts["live KBs"] += 1
-        files = _get(owner, f"/knowledge-bases/{kb_id}/files")["files"]
-        listed_uploads = {f.get("upload_id"): f for f in files}
-        unsure = {u.upload_id for u in kb.uploads.values() if u.deleted is None}
-        want = {u.upload_id for u in kb.uploads.values() if u.stored and u.deleted is False}
-        never_posted = {u.upload_id for u in kb.uploads.values() if not u.stored}
-        violations += oracle.compare_sets(
-            "file", f"files of {kb_id}", want, set(listed_uploads) - never_posted - unsure
-        )
-        for upload_id in want & set(listed_uploads):
-            status = listed_uploads[upload_id]["status"]
-            if status != "available":
-                reason = listed_uploads[upload_id].get("reason")
-                violations.append(
-                    oracle.Violation("file-not-available", f"{kb_id}: {upload_id} is {status} ({reason})")
-                )
-        model.final_counts["files"] += len(want)
-        live_files[kb_id] = {
-            str(f["upload_id"]) for f in files if f["id"].startswith("fi_") and f.get("upload_id")
-        }
+        violations += _check_members(owner, kb_id, kb, users, model)
+        found, live_files[kb_id] = _check_files(owner, kb_id, kb, model)
+        violations += found
     return violations, live_files, undetermined
+
+
+def _check_kb_list(
+    http: httpx.Client, me: str, model: Model, live: dict[str, Kb], uncertain: set[str]
+) -> tuple[list[oracle.Violation], int]:
+    """One user's KB list (KB, role, recall setting) against the model: violations, and how many of the
+    user's KBs the model could not determine."""
+    violations: list[oracle.Violation] = []
+    undetermined = 0
+    listed = {item["id"]: item for item in _get(http, "/knowledge-bases")["items"]}
+    expected: dict[str, tuple[str, bool]] = {}
+    skip: set[str] = set(uncertain)
+    for kb_id, kb in live.items():
+        if kb.owner == me:
+            setting = oracle.recall_setting_after(kb.created, model.toggles[(me, kb_id)])
+            role = "owner"
+        else:
+            try:
+                member = oracle.membership_after(model.shares[(me, kb_id)], model.removals[(me, kb_id)])
+            except ValueError as error:
+                violations.append(oracle.Violation("membership", f"{me} on {kb_id}: {error}"))
+                skip.add(kb_id)
+                continue
+            if member is None:
+                skip.add(kb_id)
+                undetermined += 1
+                continue
+            if not member:
+                continue
+            last_share = max((o for o in model.shares[(me, kb_id)] if o.ok), key=lambda o: o.end)
+            setting = oracle.recall_setting_after(last_share, model.toggles[(me, kb_id)])
+            role = "reader"
+        if setting is None:
+            undetermined += 1
+        expected[kb_id] = (
+            role,
+            bool(setting) if setting is not None else listed.get(kb_id, {}).get("recall"),
+        )
+    violations += oracle.compare_sets(
+        "grant",
+        f"{me}'s KB list (kb, role)",
+        {(kb_id, role) for kb_id, (role, _) in expected.items()},
+        {(kb_id, item["role"]) for kb_id, item in listed.items() if kb_id not in skip},
+    )
+    model.final_counts["grants"] += len(expected)
+    for kb_id, (_, setting) in expected.items():
+        if kb_id in listed and listed[kb_id]["recall"] != setting:
+            violations.append(
+                oracle.Violation(
+                    "recall-setting",
+                    f"{me} on {kb_id}: recall {listed[kb_id]['recall']}, the model says {setting}",
+                )
+            )
+    return violations, undetermined
+
+
+def _check_members(
+    owner: httpx.Client, kb_id: str, kb: Kb, users: list[User], model: Model
+) -> list[oracle.Violation]:
+    """A live KB's member list against the readers the model is sure of."""
+    members = {m["user_id"] for m in _get(owner, f"/knowledge-bases/{kb_id}/members")["items"]}
+    readers: set[str] = {kb.owner}
+    unknown: set[str] = set()
+    for user in users:
+        if user.user_id == kb.owner:
+            continue
+        try:
+            member = oracle.membership_after(
+                model.shares[(user.user_id, kb_id)], model.removals[(user.user_id, kb_id)]
+            )
+        except ValueError:
+            member = None
+        if member is None:
+            unknown.add(user.user_id)
+        elif member:
+            readers.add(user.user_id)
+    model.final_counts["members"] += len(readers)
+    model.final_counts["live KBs"] += 1
+    return oracle.compare_sets("member", f"members of {kb_id}", readers, members - unknown)
+
+
+def _check_files(
+    owner: httpx.Client, kb_id: str, kb: Kb, model: Model
+) -> tuple[list[oracle.Violation], set[str]]:
+    """A live KB's file list against its stored uploads: violations, and the upload ids of its files."""
+    files = _get(owner, f"/knowledge-bases/{kb_id}/files")["files"]
+    listed_uploads = {f.get("upload_id"): f for f in files}
+    unsure = {u.upload_id for u in kb.uploads.values() if u.deleted is None}
+    want = {u.upload_id for u in kb.uploads.values() if u.stored and u.deleted is False}
+    never_posted = {u.upload_id for u in kb.uploads.values() if not u.stored}
+    violations = oracle.compare_sets(
+        "file", f"files of {kb_id}", want, set(listed_uploads) - never_posted - unsure
+    )
+    for upload_id in want & set(listed_uploads):
+        status = listed_uploads[upload_id]["status"]
+        if status != "available":
+            reason = listed_uploads[upload_id].get("reason")
+            violations.append(
+                oracle.Violation("file-not-available", f"{kb_id}: {upload_id} is {status} ({reason})")
+            )
+    model.final_counts["files"] += len(want)
+    uploads = {str(f["upload_id"]) for f in files if f["id"].startswith("fi_") and f.get("upload_id")}
+    return violations, uploads
 
 
 def check_residue(

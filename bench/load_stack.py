@@ -32,7 +32,11 @@ import threading
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memmy_kb.domain.ports.knowledge_bases import GrantReader
+    from memmy_kb.records import GrantRecord
 
 READY_PREFIX = "LOAD-STACK-READY "
 FAULT_PREFIX = "LOAD-STACK-FAULT "
@@ -97,12 +101,15 @@ def break_recall_scope() -> None:
     from memmy_kb.domain.access import ScopeEntry
     from memmy_kb.domain.recall import search, turn
 
-    def every_grant(grants: Any, user_id: str) -> frozenset[ScopeEntry]:
+    def all_grants(grants: GrantReader, user_id: str) -> list[GrantRecord]:
+        return list(grants.query_grants(user_id))
+
+    def every_grant(grants: GrantReader, user_id: str) -> frozenset[ScopeEntry]:
         return frozenset(ScopeEntry(g.kb_id, g.memos_kb_id) for g in grants.query_grants(user_id))
 
-    turn.recall_grants = lambda grants, user_id: list(grants.query_grants(user_id))
-    turn.compute_recall_scope = every_grant  # type: ignore[assignment]
-    search.compute_recall_scope = every_grant  # type: ignore[assignment]
+    # The names each module imported from memmy_kb.domain.access, replaced where the recall looks them up.
+    vars(turn).update(recall_grants=all_grants, compute_recall_scope=every_grant)
+    vars(search).update(compute_recall_scope=every_grant)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,9 +16,14 @@ import contextlib
 import io
 import statistics
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memmy_kb.domain.ports.engines import KnowledgeEngines
+    from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
+    from memmy_local.memos_emulator.server import MemosEmulator
 
 KEYS = {"p1": "bench-key-p1", "p2": "bench-key-p2"}
 QUERY = "MemOS 开源版和商业版有什么区别"
@@ -30,20 +35,27 @@ ROUNDS = 60
 class _Grants:
     """The caller's grants and their KBs' names, from memory (``RecallSources``)."""
 
-    def __init__(self, grants: list[Any], kbs: dict[str, Any]) -> None:
+    def __init__(self, grants: list[GrantRecord], kbs: dict[str, KnowledgeBaseRecord]) -> None:
         self._grants, self._kbs = grants, kbs
 
-    def query_grants(self, user_id: str) -> list[Any]:
+    def query_grants(self, user_id: str) -> list[GrantRecord]:
         return list(self._grants)
 
-    def get_grant(self, user_id: str, kb_id: str) -> Any:
+    def get_grant(self, user_id: str, kb_id: str) -> GrantRecord | None:
         return next((g for g in self._grants if g.kb_id == kb_id), None)
 
-    def batch_get_kbs_and_profiles(self, kb_ids: Iterable[str], user_ids: Iterable[str]) -> tuple[Any, Any]:
+    def batch_get_kbs_and_profiles(
+        self, kb_ids: Iterable[str], user_ids: Iterable[str]
+    ) -> tuple[dict[str, KnowledgeBaseRecord], dict[str, ProfileRecord]]:
         return {k: self._kbs[k] for k in kb_ids}, {}
 
 
-def _scope(emulator: Any, placement: list[str]) -> _Grants:
+def _key(key: str) -> Callable[[bool], str]:
+    """A MemOS client's key provider that always gives ``key``."""
+    return lambda _refresh: key
+
+
+def _scope(emulator: MemosEmulator, placement: list[str]) -> _Grants:
     """KBs ``kb0``... on the backends ``placement`` names, a document each, searchable."""
     from memmy_kb.adapters.memos.client import MemosClient
     from memmy_kb.domain.engine import FileInput
@@ -52,7 +64,7 @@ def _scope(emulator: Any, placement: list[str]) -> _Grants:
     now = datetime.now(UTC)
     grants, kbs = [], {}
     for n, backend in enumerate(placement):
-        with MemosClient(emulator.base_url, lambda _r, key=KEYS[backend]: key) as client:
+        with MemosClient(emulator.base_url, _key(KEYS[backend])) as client:
             memos_kb = client.create_knowledgebase(f"memmy:kb{n}")
             (added,) = client.add_knowledgebase_files(
                 memos_kb,
@@ -88,7 +100,7 @@ def _scope(emulator: Any, placement: list[str]) -> _Grants:
     return _Grants(grants, kbs)
 
 
-def _pool(base_url: str) -> Any:
+def _pool(base_url: str) -> KnowledgeEngines:
     """The recall function's pool: a one-attempt client per backend (``composition.recall_engines``)."""
     from memmy_kb.adapters.memos.key import MemosBackendConfig
     from memmy_kb.composition import recall_engines
@@ -97,7 +109,7 @@ def _pool(base_url: str) -> Any:
     return recall_engines(lambda _refresh: configs, budget=2.5, max_searches=KBS)
 
 
-def _median_ms(grants: _Grants, pool: Any) -> float:
+def _median_ms(grants: _Grants, pool: KnowledgeEngines) -> float:
     from memmy_kb.domain.recall.config import RecallQuestion
     from memmy_kb.domain.recall.turn import recall
 
@@ -106,7 +118,7 @@ def _median_ms(grants: _Grants, pool: Any) -> float:
     with contextlib.redirect_stdout(io.StringIO()):
         for _ in range(ROUNDS):
             started = time.perf_counter()
-            result = recall(grants, pool, RecallQuestion("bench", QUERY, limit=5))  # type: ignore[arg-type]
+            result = recall(grants, pool, RecallQuestion("bench", QUERY, limit=5))
             timings.append((time.perf_counter() - started) * 1000)
             assert result.block.excerpts, "recall found nothing"
     return statistics.median(timings[5:])  # the first rounds open the connections

@@ -183,12 +183,9 @@ def run(
             "RECALL_ATTRIBUTION": attribution,
         }
         with overlaid_environment(environment):
-            from aws_lambda_powertools.utilities import parameters
-
             from memmy_kb.composition import dynamodb_client, reset_composition
 
-            reset_composition()
-            parameters.clear_caches()
+            reset_composition()  # and the MemOS key cached by Parameters, when it is loaded
             items = [
                 item
                 for size in scopes

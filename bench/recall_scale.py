@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict
 
 CALLER = "bench-caller"
 CALLER_KBS = 5
@@ -113,7 +113,20 @@ def _counting(client: Any) -> Iterator[_Reads]:
         client.meta.events.unregister("after-call.dynamodb", after)
 
 
-def _measure(handler: Callable[[], dict[str, Any]], client: Any, searches: Callable[[], int], rounds: int):
+class _Measured(TypedDict):
+    """One size's recalls: latency, and per recall the table's operations, items read, MemOS calls."""
+
+    median_ms: float
+    p95_ms: float
+    operations: dict[str, float]
+    items_read: float
+    memos_calls: float
+    excerpts: int
+
+
+def _measure(
+    handler: Callable[[], dict[str, Any]], client: Any, searches: Callable[[], int], rounds: int
+) -> _Measured:
     for _ in range(3):  # warm: the first call builds clients and fetches the MemOS key
         handler()
     timings, excerpts = [], 0
@@ -213,12 +226,9 @@ def run(
             **quiet_environment(),
         }
         with overlaid_environment(environment):
-            from aws_lambda_powertools.utilities import parameters
-
             from memmy_kb.composition import dynamodb_client, reset_composition
 
-            reset_composition()
-            parameters.clear_caches()
+            reset_composition()  # and the MemOS key cached by Parameters, when it is loaded
             dynamodb = dynamodb_client()
             table = resources.refs["Table"]
 
@@ -228,10 +238,11 @@ def run(
             event = http_event("POST", "/recall", claims=claims_for(CALLER), body={"query": QUERY})
 
             def handler() -> dict[str, Any]:
-                return module.lambda_handler(event, FakeLambdaContext())
+                reply: dict[str, Any] = module.lambda_handler(event, FakeLambdaContext())
+                return reply
 
             def searches() -> int:
-                return emulator.state()["calls"].get("/search/memory", 0)
+                return int(emulator.state()["calls"].get("/search/memory", 0))
 
             present = CALLER_KBS
             for size in sizes:

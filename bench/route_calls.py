@@ -120,7 +120,7 @@ def recording() -> Iterator[Callable[[], Calls]]:
     """Records every AWS call made meanwhile; the callable takes what was recorded since its last call."""
     from botocore.client import BaseClient
 
-    original = BaseClient._make_api_call
+    original = vars(BaseClient)["_make_api_call"]  # private: botocore's stubs do not name it
     pending: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = []
 
     def record(self: Any, operation: str, params: dict[str, Any]) -> Any:
@@ -279,11 +279,12 @@ class _Scenario:
         """POST ``data`` with ``ticket``, then the ingest on the one S3 event it makes, counted as ``name``."""
         from memmy_local.lambdas.runners import sqs_event
         from tests.support.uploads import post_file
+        from tests.support.uploads import sqs as sqs_client
 
         response = post_file(ticket, data, "手册.md")
         if response.status_code != 204:
             raise RuntimeError(f"the POST of {name}: {response.status_code} {response.text}")
-        sqs = self.service_client("sqs")
+        sqs = sqs_client(self.service)
         queue_url, queue_arn = self.service.refs["UploadQueue"], self.service.refs["UploadQueue.Arn"]
         messages = []
         for message in sqs.receive_message(
@@ -301,11 +302,6 @@ class _Scenario:
         if result.get("batchItemFailures"):
             raise RuntimeError(f"{name} failed: {result}")
         sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=messages[0]["ReceiptHandle"])
-
-    def service_client(self, name: str) -> Any:
-        import boto3
-
-        return boto3.client(name, region_name="us-east-1")
 
 
 def _drop_metrics() -> None:

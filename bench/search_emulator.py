@@ -60,11 +60,14 @@ QUERIES = [
 
 def _vocabulary(rng: random.Random) -> list[str]:
     """About 5,000 real Chinese words from jieba's dictionary plus the topic words, Zipf-weighted."""
+    import jieba
+
     from memmy_local.memos_emulator import search_text
 
-    jieba = search_text._jieba()
+    search_text._jieba()  # the emulator's own loading of the dictionary, once
+    frequencies: dict[str, int] = jieba.dt.FREQ
     common = sorted(
-        (w for w, f in jieba.dt.FREQ.items() if f > 200 and len(w) > 1), key=jieba.dt.FREQ.get, reverse=True
+        (w for w, f in frequencies.items() if f > 200 and len(w) > 1), key=frequencies.__getitem__, reverse=True
     )
     return TOPIC_ZH + TOPIC_EN + rng.sample(common[:20_000], 5_000)
 

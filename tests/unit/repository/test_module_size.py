@@ -1,5 +1,5 @@
 """No Python module of the repository grows past 400 lines, tests aside: a longer one has seams to split along.
-No function of the core, the handlers, the client or the local stack grows past 80 lines either, and no
+No function of the core, the handlers, the client, the local stack or the benchmarks grows past 80 lines either, and no
 module of tests/ (a test module, a fixture, a fake) past 600 (that no test module imports another:
 test_layers.py).
 
@@ -19,8 +19,8 @@ COVERED = ("layers", "functions", "client", "infra", "bench")
 MAX_FUNCTION_LINES = 80
 # Tests read as scenarios and tables of cases, so they may run longer, but not without end.
 MAX_TEST_MODULE_LINES = 600
-# Where the function cap holds: the core, the handlers, the client and the local stack.
-FUNCTIONS_CAPPED = ("layers", "functions", "client", "infra")
+# Where the function cap holds: the core, the handlers, the client, the local stack and the benchmarks.
+FUNCTIONS_CAPPED = ("layers", "functions", "client", "infra", "bench")
 # Functions over the cap today, each with the length it may not exceed, until the restructuring of its part
 # splits it: an entry fails once its function is back under the cap, so that it is removed. Empty this
 # list; never add to it.
@@ -128,7 +128,7 @@ def _function_lengths() -> dict[str, int]:
     return {name: lines for top in FUNCTIONS_CAPPED for path in _modules(ROOT / top) for name, lines in _functions(path)}
 
 
-def test_no_function_of_the_core_the_client_or_the_local_stack_is_over_80_lines():
+def test_no_function_outside_tests_is_over_80_lines():
     long = {
         name: lines
         for name, lines in _function_lengths().items()
