@@ -54,7 +54,8 @@ def test_the_rules_see_a_flat_module_and_a_folder_without_its_init(tmp_path):
         (tests / folder / "test_grouped.py").write_text("")
     for folder in ("unit", "integration", "unit/domain", "integration/recall"):
         (tests / folder / "__init__.py").write_text("")
-    assert _flat(tests) == [] and _not_packages(tests) == ["tests/integration/sync"]
+    assert _flat(tests) == []
+    assert _not_packages(tests) == ["tests/integration/sync"]
 
     (tests / "integration" / "test_flat.py").write_text("")
     (tests / "unit" / "test_flat.py").write_text("")
