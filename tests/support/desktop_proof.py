@@ -2,7 +2,7 @@
 
 A caller proves the listener before it sends a token (``GET /proof?for=control|hook&nonce=N``), so a
 stand-in that is meant to pass for the service answers the challenge as the service does, under the
-tokens it holds; a stranger (``tests/integration/test_desktop_service_proof.py``) does not.
+tokens it holds; a stranger (``tests/integration/desktop/test_desktop_service_proof.py``) does not.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ for the sync's unit tests: folders, files with versions and hashes, uploads in f
 
 It keeps the API's answers' shape (docs/openapi.json: each answer is the ``replies`` type the SDK returns,
 and mypy checks the fake is a ``CloudClient``, the SDK's calls as the SDK declares them), not its rules:
-the real rules are exercised by tests/integration/test_sync_api.py against the handlers.
+the real rules are exercised by tests/integration/sync/test_sync_api.py against the handlers.
 """
 
 from __future__ import annotations

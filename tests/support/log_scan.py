@@ -1,5 +1,5 @@
 """Every log line a function writes, captured, and a scanner that finds a secret in any form a log could
-carry it, for the log-hygiene tests (tests/integration/test_log_hygiene.py).
+carry it, for the log-hygiene tests (tests/integration/logs/test_log_hygiene.py).
 
 ``capture_logs`` (a fixture) sets logging to DEBUG as advanced logging controls set it on Lambda and
 captures the Powertools Logger's stream, what is printed and every stdlib record, each line attributed

@@ -1,6 +1,6 @@
 """``memmy_kb.domain.deletion.cleanup``: the background rounds that remove a delete's leftovers from MemOS, S3
 and the table, on the fakes. The state machine around them (Retry, Catch, the outbox item's delete) is
-``tests/integration/test_deletion_kill_points.py``'s, ``test_deletion_model.py``'s and
+``tests/integration/deletion/test_deletion_kill_points.py``'s, ``test_deletion_model.py``'s and
 ``test_local_stepfunctions.py``'s."""
 
 from __future__ import annotations

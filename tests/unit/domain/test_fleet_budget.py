@@ -1,5 +1,5 @@
 """The fleet's MemOS budget: environments sharing one backend's bucket (an in-process item with the
-conditional writes DynamoDB has) on a clock the test moves. On moto: tests/integration/
+conditional writes DynamoDB has) on a clock the test moves. On moto: tests/integration/recall/
 test_fleet_budget_dynamodb.py; the fleet simulated: bench/fleet_governor.py."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The MemOS rate governor: fewer searches per recall near a backend's max_qps, grouped KBs, recovery.
 
 The governor on a clock the test moves (``FakeClock``); attributed recall with it on the fakes of
-tests/support/recall.py. Against the MemOS emulator's enforced rate: tests/integration/
+tests/support/recall.py. Against the MemOS emulator's enforced rate: tests/integration/recall/
 test_recall_governor.py.
 """
 

@@ -2,7 +2,7 @@
 table that holds a user across environments; the refusal a caller reads.
 
 The limiter on a clock the test moves (``FakeClock``), counting in the in-memory ``RateCounters`` (the
-store contract checks it against DynamoDB). Through the API on moto: tests/integration/test_recall_limit_api.py.
+store contract checks it against DynamoDB). Through the API on moto: tests/integration/recall/test_recall_limit_api.py.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 it), its least-privilege role, the delete and reconcile functions and the reconciler's schedule.
 
 How the ASL behaves (retries, catch, the loop) is tested by running it in moto's interpreter
-(tests/integration/test_local_stepfunctions.py); here is what must hold of the definition itself.
+(tests/integration/local/test_local_stepfunctions.py); here is what must hold of the definition itself.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ sync pass's listings of a 10-folder KB ten times that on a loaded machine. Item 
 already plain DynamoDB JSON once moto's ``DynamoResult`` has converted its types (``dynamo_to_dict``),
 so for them this writes that JSON as DynamoDB's JSON protocol does: binary values base64-encoded, every
 other value as it is. A result holding anything else (a timestamp: ``DescribeTable``) and every error go
-through moto's serializer as before (``tests/integration/test_local_dynamodb_responses.py``).
+through moto's serializer as before (``tests/integration/local/test_local_dynamodb_responses.py``).
 """
 
 from __future__ import annotations

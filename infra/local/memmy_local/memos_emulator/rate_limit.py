@@ -2,7 +2,7 @@
 next search is answered with MemOS's "rate limited" (code 40309, inside HTTP 200 like MemOS's other
 business errors) until the oldest of them is a second old. Only answered searches count; a refused one
 does not. ``memmy-local up --memos-qps N`` turns it on (docs/memos.md, "Rate"), so that recall's rate
-governor is tested against a MemOS that refuses (tests/integration/test_recall_governor.py).
+governor is tested against a MemOS that refuses (tests/integration/recall/test_recall_governor.py).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from aws_lambda_powertools import Logger, Metrics
 # *root* logger to ApplicationLogLevel, which these loggers inherit unless they have a level of their
 # own: pinned here, at the import every function makes first, whatever the root's level. A level, not a
 # redacting filter: no pattern recognises a recall query, an excerpt or a file's text, and a filter on
-# a logger does not see its children's records. tests/integration/test_log_hygiene.py runs the seed
+# a logger does not see its children's records. tests/integration/logs/test_log_hygiene.py runs the seed
 # story at DEBUG and searches every line.
 QUIET_LIBRARY_LOGGERS: Final = {
     "botocore": logging.WARNING,

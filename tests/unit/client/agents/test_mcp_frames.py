@@ -1,6 +1,6 @@
 """``mcp_frames``: each line the SDK's stdio transport would drop unanswered gets its JSON-RPC error here,
 and what passes is a frame the SDK's own parser reads (``accept`` is that parser, as the server wires it).
-The server's answers over stdio are tests/integration/test_mcp_server.py's."""
+The server's answers over stdio are tests/integration/agents/test_mcp_server.py's."""
 
 from __future__ import annotations
 

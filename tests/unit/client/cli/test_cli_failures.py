@@ -1,6 +1,6 @@
 """What the commands say when something expected goes wrong (``cli/failures.py``), sentence by sentence, and
 the order in which a command picks its way to the cloud without a desktop service (``cli/cloud_route.py``;
-through a running service: tests/integration/test_cli_through_desktop.py)."""
+through a running service: tests/integration/cli/test_cli_through_desktop.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """One sign-in at a time (``desktop/flows.py``), without a network: a flow whose tokens arrive after a
 logout or a newer sign-in cancelled it keeps nothing and revokes them, and a device flow's poller leaves
 as soon as its flow is cancelled. The sequences over HTTP are in
-``tests/integration/test_desktop_login_races.py``."""
+``tests/integration/login/test_desktop_login_races.py``."""
 
 from __future__ import annotations
 

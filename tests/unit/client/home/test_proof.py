@@ -1,7 +1,7 @@
 """The desktop service's proof (``home/proof.py``) and its callers' refusals without a service: the
 proof is bound to the token, its purpose, the nonce and the port; the hook and ``memmy-kb mcp`` send
 neither the hook token nor the prompt to a listener that cannot give it. Strangers on a stopped
-service's port, a relay and the commands: ``tests/integration/test_desktop_service_proof.py``."""
+service's port, a relay and the commands: ``tests/integration/desktop/test_desktop_service_proof.py``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The linked folders' worker (``memmy_kb_client.sync.links``) without a watcher, against an in-memory KB:
 an unlink stops the pass under way, a confirmation lets through only the deletions it was shown, and a
 link that keeps failing is tried again less and less often. (The watcher's tests, with ``watchfiles``,
-are tests/integration/test_sync_links.py.)"""
+are tests/integration/sync/test_sync_links.py.)"""
 
 from __future__ import annotations
 

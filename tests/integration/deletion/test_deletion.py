@@ -3,7 +3,7 @@
 The delete function makes a KB, file or folder invisible at once (one transaction with its outbox item);
 the cleanup function (the state machine's task, invoked here as Step Functions would) cleans up MemOS, S3
 and the table; the reconciler restarts what did not finish and repairs what a crash leaves behind. The ASL
-itself runs through moto's interpreter in tests/integration/test_local_stack_stepfunctions.py. The rules
+itself runs through moto's interpreter in tests/integration/local/test_local_stack_stepfunctions.py. The rules
 alone (retries of a racing share, error mapping, interrupted sweeps, creates of unknown outcome) are unit
 tests on the fakes in tests/unit/domain; these check them through the handlers and the adapters.
 """

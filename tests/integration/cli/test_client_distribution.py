@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 CLIENT = REPO_ROOT / "client"
 ABSENT = {"boto3", "botocore", "moto", "aws-lambda-powertools", "pydantic", "memmy-kb-service"}
 

@@ -36,7 +36,7 @@ from tests.support.stack import CLI
 # Commands that run until they are stopped: each has its own test of what it says when it cannot run.
 LONG_RUNNING = {
     ("desktop", "serve"): "test_serve_on_a_taken_port_says_so_in_one_line",
-    ("mcp",): "tests/integration/test_mcp_server.py (no service, a refused token, ...)",
+    ("mcp",): "tests/integration/agents/test_mcp_server.py (no service, a refused token, ...)",
     ("up",): "memmy-local up: tests/unit/local/test_local_cli.py and the e2e tier",
     ("memos",): "memmy-local memos: the emulator until Ctrl-C (tests/unit/local/test_local_cli.py)",
     ("dev",): "memmy-kb dev forwards to memmy-local, walked on its own here",
