@@ -18,7 +18,7 @@ import pytest
 
 from memmy_local import tokens
 from memmy_local.identity.provider import IdentityProvider
-from memmy_local.identity.state import CLIENT_ID
+from memmy_local.identity.records import CLIENT_ID
 from tests.support.page_browser import chromium
 
 pytestmark = [

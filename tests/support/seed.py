@@ -9,7 +9,8 @@ from typing import Any
 
 import httpx
 
-from memmy_kb.adapters.dynamodb.table import dump, file_key
+from memmy_kb.adapters.dynamodb.keys import file_key
+from memmy_kb.adapters.dynamodb.table import dump
 from memmy_kb.records import FileRecord
 from tests.support.aws import Service
 

@@ -15,12 +15,9 @@ import pytest
 from memmy_kb.adapters.dynamodb.activity import DynamoActivityLog, DynamoRateCounters
 from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
 from memmy_kb.adapters.dynamodb.intents import DynamoCreateIntents
-from memmy_kb.adapters.dynamodb.slots import DynamoBackendSlots
-from memmy_kb.adapters.dynamodb.table import (
+from memmy_kb.adapters.dynamodb.keys import (
     cleanup_key,
     cleanup_part_key,
-    dump,
-    epoch_key,
     file_key,
     folder_key,
     grant_key,
@@ -29,6 +26,8 @@ from memmy_kb.adapters.dynamodb.table import (
     profile_key,
     upload_key,
 )
+from memmy_kb.adapters.dynamodb.slots import DynamoBackendSlots
+from memmy_kb.adapters.dynamodb.table import dump, epoch_key
 from memmy_kb.domain.engine import FileInput
 from memmy_kb.domain.ports.activity import ActivityLog, RateCounters
 from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore

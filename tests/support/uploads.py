@@ -15,7 +15,7 @@ import requests
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
 from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
-from memmy_kb.adapters.dynamodb.table import upload_key
+from memmy_kb.adapters.dynamodb.keys import upload_key
 from memmy_kb.records import UploadRecord
 from memmy_local.lambdas.runners import sqs_event
 from tests.support.aws import Reply, Service

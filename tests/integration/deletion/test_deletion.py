@@ -20,7 +20,8 @@ import pytest
 
 from memmy_kb import composition as deps
 from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
-from memmy_kb.adapters.dynamodb.table import cleanup_key, dump, kb_key
+from memmy_kb.adapters.dynamodb.keys import cleanup_key, kb_key
+from memmy_kb.adapters.dynamodb.table import dump
 from memmy_kb.composition import reset_composition
 from memmy_kb.domain.deletion.cleanup import CleanupFailed
 from memmy_kb.domain.deletion.delete import FOLDER_GONE

@@ -14,7 +14,8 @@ from botocore.client import BaseClient
 
 from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
 from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
-from memmy_kb.adapters.dynamodb.table import dump, upload_key
+from memmy_kb.adapters.dynamodb.keys import upload_key
+from memmy_kb.adapters.dynamodb.table import dump
 from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.s3 import UploadStorage
 from memmy_kb.adapters.stepfunctions import CleanupStateMachine

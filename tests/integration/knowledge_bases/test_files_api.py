@@ -8,7 +8,8 @@ from http import HTTPStatus
 
 import pytest
 
-from memmy_kb.adapters.dynamodb.table import dump, file_key, kb_key, upload_key
+from memmy_kb.adapters.dynamodb.keys import file_key, kb_key, upload_key
+from memmy_kb.adapters.dynamodb.table import dump
 from memmy_kb.records import FileRecord, UploadRecord
 from tests.support import seed
 from tests.support.events import claims_for

@@ -25,7 +25,7 @@ from memmy_local import tokens
 from memmy_local.gateway.authorizer import JwtAuthorizer
 from memmy_local.gateway.http_events import GatewayError
 from memmy_local.identity.provider import IdentityProvider
-from memmy_local.identity.state import CLIENT_ID
+from memmy_local.identity.records import CLIENT_ID
 from tests.support.clock import Clock
 from tests.support.desktop_service import Client, serving, start
 

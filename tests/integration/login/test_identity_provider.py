@@ -24,14 +24,12 @@ from memmy_local import tokens
 from memmy_local.gateway.authorizer import JwtAuthorizer
 from memmy_local.gateway.http_events import GatewayError
 from memmy_local.identity.provider import REFRESH_TOKENS_FILE, IdentityProvider
+from memmy_local.identity.records import CLIENT_ID, DEVICE_POLL_INTERVAL, WRONG_CODES_PER_DEVICE
 from memmy_local.identity.state import (
-    CLIENT_ID,
     CODE_TTL_SECONDS,
-    DEVICE_POLL_INTERVAL,
     DEVICE_TTL_SECONDS,
     WRONG_CODE_WINDOW_SECONDS,
     WRONG_CODES_PER_CLIENT,
-    WRONG_CODES_PER_DEVICE,
 )
 from memmy_local.template import load_template, template_path
 from tests.support.clock import Clock

@@ -3,8 +3,9 @@ skipped), its folders, and the named files' items in one read (a missing one abs
 
 from __future__ import annotations
 
+from memmy_kb.adapters.dynamodb.keys import file_key, folder_key
 from memmy_kb.adapters.dynamodb.recall_files import DynamoRecallFiles
-from memmy_kb.adapters.dynamodb.table import dump, file_key, folder_key
+from memmy_kb.adapters.dynamodb.table import dump
 from memmy_kb.domain.fingerprints.prints import fingerprint
 from tests.support.factories import file_record, folder_record
 from tests.support.seed import put_item

@@ -15,7 +15,7 @@ import pytest
 import requests
 from botocore.client import BaseClient
 
-from memmy_kb.adapters.dynamodb.table import folder_key, grant_key, kb_key
+from memmy_kb.adapters.dynamodb.keys import folder_key, grant_key, kb_key
 from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.s3 import UploadStorage
 from memmy_kb.composition import reset_composition

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memmy_kb.adapters.dynamodb.table import upload_key
+from memmy_kb.adapters.dynamodb.keys import upload_key
 from memmy_kb.composition import reset_composition
 from memmy_kb.records import FileRecord, utc_now
 from tests.support.aws import Reply, Service

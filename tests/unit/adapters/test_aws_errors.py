@@ -28,7 +28,8 @@ from botocore.stub import Stubber
 
 from memmy_kb.adapters.aws_errors import is_transient
 from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
-from memmy_kb.adapters.dynamodb.table import DynamoTable, dump, kb_key
+from memmy_kb.adapters.dynamodb.keys import kb_key
+from memmy_kb.adapters.dynamodb.table import DynamoTable, dump
 from memmy_kb.adapters.s3 import UploadStorage
 from memmy_kb.adapters.sqs import UploadQueue
 from memmy_kb.adapters.stepfunctions import CleanupStateMachine

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from memmy_kb.adapters.dynamodb.keys import kb_key, profile_key
 from memmy_kb.adapters.dynamodb.knowledge_bases import DynamoKnowledgeBaseStore
-from memmy_kb.adapters.dynamodb.table import DynamoTable, dump, kb_key, load, profile_key
+from memmy_kb.adapters.dynamodb.table import DynamoTable, dump, load
 from tests.support.factories import kb_record, profile_record
 
 TABLE = "memmy"

@@ -11,15 +11,13 @@ import pytest
 from memmy_local.template import (
     TEMPLATE_PATH,
     Route,
-    UnresolvableValueError,
     function_environment,
     http_routes,
     load_template,
     parameter_defaults,
-    referenced_logical_ids,
-    resolve_intrinsics,
     template_path,
 )
+from memmy_local.template_intrinsics import UnresolvableValueError, referenced_logical_ids, resolve_intrinsics
 
 REGION = "us-east-1"
 

@@ -20,12 +20,10 @@ from cfnlint.api import lint
 
 from memmy_kb.api.models.login import BEARER_TOKENS
 from memmy_kb_client.desktop.state import DEFAULT_PORT
-from memmy_local.template import (
-    TEMPLATE_PATH,
+from memmy_local.template import TEMPLATE_PATH, load_template, parameter_defaults
+from memmy_local.template_intrinsics import (
     condition_refs,
     is_active,
-    load_template,
-    parameter_defaults,
     referenced_logical_ids,
     resolve_intrinsics,
 )

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from cfnlint.api import lint
 
-from memmy_local.template import TEMPLATE_PATH, load_template, referenced_logical_ids
+from memmy_local.template import TEMPLATE_PATH, load_template
+from memmy_local.template_intrinsics import referenced_logical_ids
 from tests.support.sam import LINT_CONFIG, REPO_ROOT, resources_of, translate
 
 AUTHORIZER = "MemmyJwt"

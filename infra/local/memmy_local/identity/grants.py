@@ -17,17 +17,16 @@ from joserfc.jwk import RSAKey
 from memmy_local.tokens import ALGORITHM, TokenError, verify_token
 
 from .issuer import TokenIssuer
-from .state import (
+from .records import (
     CLIENT_ID,
-    CODE_TTL_SECONDS,
     DEVICE_POLL_INTERVAL,
-    DEVICE_TTL_SECONDS,
     AuthorizationCode,
     DeviceRequest,
     Identity,
     PublicClient,
     RefreshRecord,
 )
+from .state import CODE_TTL_SECONDS, DEVICE_TTL_SECONDS
 
 
 def _issuer(server: Any) -> TokenIssuer:

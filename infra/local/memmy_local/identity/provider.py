@@ -41,18 +41,8 @@ from .grants import (
     S256Required,
     UserInfoRoute,
 )
-from .state import (
-    CLIENT_ID,
-    DEVICE_GRANT_TYPE,
-    SCOPES,
-    WRONG_CODE_WINDOW_SECONDS,
-    WRONG_CODES_PER_CLIENT,
-    Identity,
-    IdentityState,
-    PublicClient,
-    is_loopback_callback,
-    normalize_user_code,
-)
+from .records import CLIENT_ID, DEVICE_GRANT_TYPE, SCOPES, Identity, PublicClient, is_loopback_callback
+from .state import WRONG_CODE_WINDOW_SECONDS, WRONG_CODES_PER_CLIENT, IdentityState, normalize_user_code
 
 log = logging.getLogger("memmy_local.identity_provider")
 

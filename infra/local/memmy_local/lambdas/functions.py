@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from memmy_local.template import UnresolvableValueError, resolve_intrinsics
+from memmy_local.template_intrinsics import UnresolvableValueError, resolve_intrinsics
 
 from .containers import Container, Handler, isolate_powertools_state
 from .handlers import import_module_file, load_function_module

@@ -17,7 +17,7 @@ from typing import Any
 
 import boto3
 
-from memmy_local.template import resolve_intrinsics
+from memmy_local.template_intrinsics import resolve_intrinsics
 
 from .functions import FunctionPool, LocalFunction
 

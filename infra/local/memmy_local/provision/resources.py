@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from memmy_local.aws.stepfunctions import LOCAL_MAX_RETRY_DELAY_SECONDS
-from memmy_local.template import (
+from memmy_local.template import parameter_defaults, template_path
+from memmy_local.template_intrinsics import (
     condition_refs,
     is_active,
-    parameter_defaults,
     referenced_logical_ids,
     resolve_intrinsics,
-    template_path,
 )
 
 from .context import ProvisionContext, Provisioner

@@ -11,13 +11,11 @@ import pytest
 from moto import mock_aws
 
 from memmy_local.provision.resources import provision
-from memmy_local.template import (
-    TEMPLATE_PATH,
+from memmy_local.template import TEMPLATE_PATH, function_environment, load_template
+from memmy_local.template_intrinsics import (
     UnresolvableValueError,
     condition_refs,
-    function_environment,
     is_active,
-    load_template,
     resolve_intrinsics,
 )
 

@@ -14,7 +14,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from memmy_kb.adapters.aws_errors import TranslatedClient
-from memmy_kb.adapters.dynamodb.table import cleanup_key, dump
+from memmy_kb.adapters.dynamodb.keys import cleanup_key
+from memmy_kb.adapters.dynamodb.table import dump
 
 
 class CleanupStateMachine:

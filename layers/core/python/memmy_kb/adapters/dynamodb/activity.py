@@ -14,16 +14,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from memmy_kb.adapters.dynamodb.table import (
-    Action,
-    DynamoTable,
-    Item,
-    activity_key,
-    dump,
-    is_condition_failure,
-    limit_key,
-    load,
-)
+from memmy_kb.adapters.dynamodb.keys import activity_key, limit_key
+from memmy_kb.adapters.dynamodb.table import Action, DynamoTable, Item, dump, is_condition_failure, load
 from memmy_kb.records import ActivityRecord, CountCap, WindowCount
 
 

@@ -16,23 +16,18 @@ from typing import Any, Final, Literal
 
 from memmy_kb.adapters.dynamodb.activity import activity_put
 from memmy_kb.adapters.dynamodb.intents import limited_query
-from memmy_kb.adapters.dynamodb.table import (
-    Action,
-    DynamoTable,
-    Item,
-    TransactionRefused,
+from memmy_kb.adapters.dynamodb.keys import (
     cleanup_key,
     cleanup_part_key,
     cursor_key,
-    dump,
     file_key,
     folder_key,
     grant_key,
     kb_key,
     limit_key,
     owned_counter,
-    version_is,
 )
+from memmy_kb.adapters.dynamodb.table import Action, DynamoTable, Item, TransactionRefused, dump, version_is
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.records import (
     ActivityRecord,

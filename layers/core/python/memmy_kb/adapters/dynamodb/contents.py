@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from memmy_kb.adapters.dynamodb.activity import activity_put
+from memmy_kb.adapters.dynamodb.keys import file_key, folder_key, kb_key, upload_key
 from memmy_kb.adapters.dynamodb.replacements import ReplacementWrites, held_action
 from memmy_kb.adapters.dynamodb.table import (
     Action,
@@ -22,11 +23,7 @@ from memmy_kb.adapters.dynamodb.table import (
     TransactionRefused,
     dump,
     epoch_key,
-    file_key,
-    folder_key,
-    kb_key,
     kb_room_refusal,
-    upload_key,
 )
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.records import ActivityRecord, FileRecord, FolderRecord, KbCapacity, UploadRecord

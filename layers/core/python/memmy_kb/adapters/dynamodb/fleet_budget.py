@@ -16,7 +16,8 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
-from memmy_kb.adapters.dynamodb.table import DynamoTable, Key, dump, is_condition_failure, load
+from memmy_kb.adapters.dynamodb.keys import Key
+from memmy_kb.adapters.dynamodb.table import DynamoTable, dump, is_condition_failure, load
 
 _PREFIX: Final = "FLEET#"
 

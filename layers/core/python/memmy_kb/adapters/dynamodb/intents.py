@@ -10,18 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Final
 
-from memmy_kb.adapters.dynamodb.table import (
-    Action,
-    DynamoTable,
-    Item,
-    TransactionRefused,
-    dump,
-    intent_key,
-    limit_key,
-    owned_counter,
-    request_item,
-    request_key,
-)
+from memmy_kb.adapters.dynamodb.keys import intent_key, limit_key, owned_counter, request_key
+from memmy_kb.adapters.dynamodb.table import Action, DynamoTable, Item, TransactionRefused, dump, request_item
 from memmy_kb.domain.storage import ConditionFailed, RequestSeen
 from memmy_kb.records import RequestRecord
 

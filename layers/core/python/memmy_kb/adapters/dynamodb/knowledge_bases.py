@@ -12,15 +12,9 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from memmy_kb.adapters.dynamodb.activity import activity_put, cap_update, window_counts, window_update
-from memmy_kb.adapters.dynamodb.profiles import IdentifierKind, claimants_of
-from memmy_kb.adapters.dynamodb.table import (
-    DynamoTable,
-    Item,
-    TransactionRefused,
-    dump,
+from memmy_kb.adapters.dynamodb.keys import (
     grant_key,
     intent_key,
-    is_condition_failure,
     kb_key,
     limit_key,
     lookup_key,
@@ -28,6 +22,8 @@ from memmy_kb.adapters.dynamodb.table import (
     profile_key,
     request_key,
 )
+from memmy_kb.adapters.dynamodb.profiles import IdentifierKind, claimants_of
+from memmy_kb.adapters.dynamodb.table import DynamoTable, Item, TransactionRefused, dump, is_condition_failure
 from memmy_kb.domain.storage import AlreadyExists, ConditionFailed, ItemMissing
 from memmy_kb.records import (
     ActivityRecord,

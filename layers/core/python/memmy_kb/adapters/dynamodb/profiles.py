@@ -11,15 +11,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
-from memmy_kb.adapters.dynamodb.table import (
-    Action,
-    DynamoTable,
-    Item,
-    TransactionRefused,
-    dump,
-    lookup_key,
-    profile_key,
-)
+from memmy_kb.adapters.dynamodb.keys import lookup_key, profile_key
+from memmy_kb.adapters.dynamodb.table import Action, DynamoTable, Item, TransactionRefused, dump
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.records import ProfileRecord
 

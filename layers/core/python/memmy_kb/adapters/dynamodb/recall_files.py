@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from memmy_kb.adapters.dynamodb.fingerprints import DynamoFingerprintStore
-from memmy_kb.adapters.dynamodb.table import DynamoTable, Item, file_key
+from memmy_kb.adapters.dynamodb.keys import file_key
+from memmy_kb.adapters.dynamodb.table import DynamoTable, Item
 from memmy_kb.domain.fingerprints.store import FilePrints
 from memmy_kb.records import FileRecord, FolderRecord
 

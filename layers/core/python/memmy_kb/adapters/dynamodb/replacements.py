@@ -21,16 +21,14 @@ from datetime import datetime
 from typing import Any
 
 from memmy_kb.adapters.dynamodb.activity import activity_put
+from memmy_kb.adapters.dynamodb.keys import file_key, kb_key, upload_key
 from memmy_kb.adapters.dynamodb.table import (
     Action,
     DynamoTable,
     TransactionRefused,
     dump,
     epoch_key,
-    file_key,
     kb_bytes_refusal,
-    kb_key,
-    upload_key,
     version_is,
 )
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing

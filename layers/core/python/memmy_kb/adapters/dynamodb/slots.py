@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from memmy_kb.adapters.dynamodb.table import DynamoTable, Key
+from memmy_kb.adapters.dynamodb.keys import Key
+from memmy_kb.adapters.dynamodb.table import DynamoTable
 
 _PREFIX: Final = "BACKEND#"
 

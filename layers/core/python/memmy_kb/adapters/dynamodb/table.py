@@ -1,4 +1,5 @@
-"""The plumbing every DynamoDB store shares: item keys, serialisation, and one ``DynamoTable``.
+"""The plumbing every DynamoDB store shares: serialisation and one ``DynamoTable`` (the items' keys are
+``memmy_kb.adapters.dynamodb.keys``).
 
 The table's layout is in docs/architecture.md ("Data"). Reads that decide access are strongly consistent
 (GSIs are never used to authorize). Writes that must not half-happen are transactions with conditions,
@@ -21,10 +22,10 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
 from memmy_kb.adapters.aws_errors import TranslatedClient, translated
+from memmy_kb.adapters.dynamodb.keys import Key, kb_key, request_key
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.records import KbCapacity, RequestRecord
 
-Key = dict[str, str]
 Item = dict[str, Any]
 Action = dict[str, Any]
 
@@ -33,76 +34,8 @@ _deserializer = TypeDeserializer()
 _BATCH_GET_LIMIT = 100
 
 
-def kb_key(kb_id: str) -> Key:
-    return {"PK": f"KB#{kb_id}", "SK": "META"}
-
-
-def grant_key(user_id: str, kb_id: str) -> Key:
-    return {"PK": f"USER#{user_id}", "SK": f"KB#{kb_id}"}
-
-
-def profile_key(user_id: str) -> Key:
-    return {"PK": f"USER#{user_id}", "SK": "PROFILE"}
-
-
-def folder_key(kb_id: str, folder_id: str) -> Key:
-    return {"PK": f"KB#{kb_id}", "SK": f"FOLDER#{folder_id}"}
-
-
-def file_key(kb_id: str, file_id: str) -> Key:
-    return {"PK": f"KB#{kb_id}", "SK": f"FILE#{file_id}"}
-
-
-def upload_key(kb_id: str, upload_id: str) -> Key:
-    return {"PK": f"KB#{kb_id}", "SK": f"UPLOAD#{upload_id}"}
-
-
-def cleanup_key(cleanup_id: str) -> Key:
-    """The outbox item of one deletion."""
-    return {"PK": f"CLEANUP#{cleanup_id}", "SK": "CLEANUP"}
-
-
-def cleanup_part_key(cleanup_id: str, part_id: str) -> Key:
-    return {"PK": f"CLEANUP#{cleanup_id}", "SK": f"PART#{part_id}"}
-
-
-def intent_key(kb_id: str) -> Key:
-    """A create in flight: written before MemOS is called, removed with the KB's first write."""
-    return {"PK": f"INTENT#{kb_id}", "SK": "INTENT"}
-
-
-def request_key(operation: str, key_hash: str) -> Key:
-    """The ``Idempotency-Key`` record of one caller's key for one operation."""
-    return {"PK": f"IDEMPOTENCY#{operation}", "SK": f"request#{key_hash}"}
-
-
 def request_item(request: RequestRecord) -> Item:
     return {**request_key(request.operation, request.key_hash), "type": "request", **request.model_dump()}
-
-
-def cursor_key(name: str) -> Key:
-    """Where a reconciler pass resumes."""
-    return {"PK": "RECONCILE", "SK": f"CURSOR#{name}"}
-
-
-def lookup_key(kind: str, value: str) -> Key:
-    """Points an email or phone at the one account that verified it."""
-    return {"PK": f"{kind.upper()}#{value}", "SK": "LOOKUP"}
-
-
-def activity_key(kb_id: str, at: datetime, activity_id: str) -> Key:
-    """One entry of a KB's activity log: a partition of its own, sorted by time (newest read first)."""
-    return {"PK": f"ACTIVITY#{kb_id}", "SK": f"{at.isoformat()}#{activity_id}"}
-
-
-def limit_key(name: str) -> Key:
-    """A rate-limit counter (``share#<owner>``, ``members#<owner>``)."""
-    return {"PK": f"LIMIT#{name}", "SK": "LIMIT"}
-
-
-def owned_counter(owner_id: str) -> str:
-    """The name of the counter of KBs ``owner_id`` owns (``LIMIT#kbs#<owner>``): creates add, deletes take."""
-    return f"kbs#{owner_id}"
 
 
 def dump(item: Mapping[str, Any]) -> dict[str, Any]:
