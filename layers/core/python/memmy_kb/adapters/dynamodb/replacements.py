@@ -59,7 +59,7 @@ class ReplacementWrites:
     """The replace's half of ``ContentStore`` (mixed into ``DynamoContentStore``)."""
 
     _table: DynamoTable
-    # ``DynamoContentStore``'s: the upload marked submitted by its holder, in the record transaction.
+    # ``UploadWrites``'s: the upload marked submitted by its holder, in the record transaction.
     _submitted_action: Callable[[FileRecord, str, int], Action]
 
     def put_replacement(self, upload: UploadRecord, *, take_over: str | None, capacity: KbCapacity) -> None:
