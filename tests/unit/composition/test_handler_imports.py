@@ -36,6 +36,7 @@ ON_FIRST_USE = {
     "httpcore": "the MemOS client comes with the first MemOS call",
     "anyio": "the MemOS client comes with the first MemOS call",
     "memmy_kb.adapters.memos.client": "the MemOS client comes with the first MemOS call",
+    "memmy_kb.adapters.memos.transport": "the MemOS client comes with the first MemOS call",
     "memmy_kb.adapters.dynamodb.table": "the table adapter comes with the first table access",
     "aws_lambda_powertools.utilities.parameters": "the MemOS key is read on the first MemOS call",
     "aws_lambda_powertools.utilities.idempotency": "idempotency is set up by the first request that uses it",
