@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     class ContextLimit(TypedDict):
         """An agent's limit on the block: ``max`` characters counted in ``unit``."""
 
-        unit: Literal["utf16_units", "utf8_bytes"]
+        unit: Literal["characters", "utf16_units", "utf8_bytes"]
         max: int
 
     class RecallRequest(TypedDict):
