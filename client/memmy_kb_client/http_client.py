@@ -10,8 +10,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from memmy_kb_client.replies import ErrorBody, ErrorResponse
 
 # What a call came to (``CallResult.outcome``).
 OK: Final = "ok"
@@ -39,9 +42,9 @@ class ApiError:
     message: str
     details: Any = None
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> ErrorResponse:
         """The error in its format again, to pass it on."""
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        error: ErrorBody = {"code": self.code, "message": self.message}
         if self.details is not None:
             error["details"] = self.details
         return {"error": error}

@@ -7,11 +7,15 @@ never attributed to a document the reply does not name plainly."""
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from memmy_kb_client import replies
 
 
 class RecallFile(TypedDict):
-    """A file an excerpt comes from, as the reply names it (its names are other people's text)."""
+    """A file an excerpt comes from, as the reply names it (its names are other people's text), once read:
+    the reply's ``replies.RecallFile`` with what is missing or of another shape None (``folder_path`` "")."""
 
     id: str
     name: str
@@ -20,8 +24,9 @@ class RecallFile(TypedDict):
     knowledge_base_id: str | None
 
 
-def read_file(value: object) -> RecallFile | None:
-    """``value`` (an item's ``file``) as a ``RecallFile``; None unless it has a string id and name."""
+def read_file(value: replies.RecallFile | None) -> RecallFile | None:
+    """``value`` (an item's ``file``) as a ``RecallFile``; None unless it has a string id and name (a reply
+    is read warily: a field the type promises may still be missing or of another type)."""
     if not isinstance(value, dict):
         return None
     file_id, name = value.get("id"), value.get("name")
@@ -37,7 +42,7 @@ def read_file(value: object) -> RecallFile | None:
     }
 
 
-def read_files(value: object) -> list[RecallFile]:
+def read_files(value: list[replies.RecallFile] | None) -> list[RecallFile]:
     """``value`` (an item's ``files``, the candidates) as ``RecallFile`` s, leaving out any of another shape."""
     if not isinstance(value, list):
         return []

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import BinaryIO
 
+    from memmy_kb_client.home.service_replies import HookRecallReply
+
 TIMEOUT_ENV = "MEMMY_KB_HOOK_TIMEOUT_SECONDS"
 # The service waits up to 3.5 s for the cloud (whose own MemOS budget is 2.5 s): a slow but successful
 # search still reaches the turn, and a dead cloud costs a turn little.
@@ -92,7 +94,8 @@ def recall_outcome(
         return "", "not_the_service", 0, {}
     if status != 200:
         return "", "refused" if status in (401, 403) else "service_error", 0, {}
-    reply = json.loads(payload)
+    # Read warily all the same: a service of another version may answer another shape.
+    reply: HookRecallReply = json.loads(payload)
     if not isinstance(reply, dict):
         return "", "service_error", 0, {}
     context, excerpts, wait = reply.get("context"), reply.get("excerpts"), reply.get("retry_after")

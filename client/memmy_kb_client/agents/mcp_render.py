@@ -7,14 +7,49 @@ from __future__ import annotations
 import re
 import secrets
 import unicodedata
-from collections.abc import Callable, Mapping
-from typing import Any, Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final, NotRequired, TypedDict
 
 from memmy_kb_client.recall_reply import RecallFile, document_path, read_file, read_files, section_of
+
+if TYPE_CHECKING:
+    from memmy_kb_client.home.service_replies import SearchExcerpt, Sharer
 
 # Characters that a line for the agent leaves out, as the cloud's block does: controls, format characters
 # (bidi overrides, zero-width), private-use, surrogates and unassigned code points.
 _INVISIBLE: Final = frozenset({"Cc", "Cf", "Co", "Cs", "Cn"})
+
+
+class ExcerptKb(TypedDict):
+    id: str
+    name: str
+
+
+class ExcerptGroupKb(TypedDict):
+    id: str
+    name: str
+    owner: Sharer | None
+
+
+class Excerpt(TypedDict):
+    """An excerpt as the search tool answers it: the fields its contract names, each of its shape or None."""
+
+    title: str
+    text: str
+    file: RecallFile | None
+    files: list[RecallFile]
+    knowledge_base: ExcerptKb | None
+    owner: Sharer | None
+    knowledge_bases: list[ExcerptGroupKb] | None
+
+
+class SearchResult(TypedDict):
+    """The search tool's answer: its excerpts, whether some knowledge bases did not answer, and why
+    nothing was searched when the scope was empty."""
+
+    excerpts: list[Excerpt]
+    partial: bool
+    nothing_searched: NotRequired[str]
 
 
 def _line(text: str) -> str:
@@ -25,16 +60,16 @@ def _line(text: str) -> str:
     return " ".join(word for word in words if word)
 
 
-def sharer(owner: Mapping[str, Any] | None) -> str:
+def sharer(owner: Sharer | None) -> str:
     """Who shared a knowledge base, as the hook block names them: the display name and, when the cloud
     has one, the masked verified contact (``Bob, b***@example.com``), since a display name alone can be
     borrowed; each kept to one line."""
-    name, contact = (owner or {}).get("name"), (owner or {}).get("contact")
+    name, contact = (owner.get("name"), owner.get("contact")) if owner else (None, None)
     shown = _line(name) if isinstance(name, str) and name.strip() else "someone"
     return f"{shown}, {_line(contact)}" if isinstance(contact, str) and contact.strip() else shown
 
 
-def read_owner(value: Any) -> dict[str, str | None] | None:
+def read_owner(value: object) -> Sharer | None:
     """A sharer as the service names them: ``{"name", "contact"}``, each a string or None."""
     if not isinstance(value, dict):
         return None
@@ -45,7 +80,7 @@ def read_owner(value: Any) -> dict[str, str | None] | None:
     }
 
 
-def read_excerpt(item: dict[str, Any]) -> dict[str, Any]:
+def read_excerpt(item: SearchExcerpt) -> Excerpt:
     """One of ``POST /hook/search``'s excerpts (its ``text`` a string) reduced to the contract's fields."""
     kb = item.get("knowledge_base")
     group = item.get("knowledge_bases")
@@ -89,7 +124,7 @@ def _marked(text: str) -> str:
     return _HEADER_LINE.sub(rf"\1{_HEADER_MARK}", text)
 
 
-def _title(excerpt: dict[str, Any]) -> str:
+def _title(excerpt: Excerpt) -> str:
     """``Title: 《handbook.md》 § Refunds`` for an excerpt of a known file (the section's heading after the
     file's name, as the hook block cites it), else the title MemOS keeps (a section's heading)."""
     file: RecallFile | None = excerpt.get("file")
@@ -107,24 +142,25 @@ def _file_label(file: RecallFile) -> str:
     return f"{file['name']!r} {where} (id {file['id']}{version})"
 
 
-def _document(excerpt: dict[str, Any]) -> str:
+def _document(excerpt: Excerpt) -> str:
     """The line ``File: 'handbook.md' in folder 'policies' (id fl_1, version 3)``, or the files the text
     may come from (``File: one of ...``); "" when the service names none. Names are quoted as ``repr``
     writes them, so none can start a line of its own."""
-    if excerpt.get("file") is not None:
-        return f"\nFile: {_file_label(excerpt['file'])}"
+    file = excerpt.get("file")
+    if file is not None:
+        return f"\nFile: {_file_label(file)}"
     candidates = excerpt.get("files") or []
     if candidates:
         return "\nFile: one of " + "; ".join(f"{document_path(f)!r} (id {f['id']})" for f in candidates)
     return ""
 
 
-def _source(excerpt: dict[str, Any]) -> str:
+def _source(excerpt: Excerpt) -> str:
     """The line ``Knowledge base: 'Notes', shared by Bob, b***@example.com`` (or the KBs of a group
     searched together; the one of them the excerpt's file is in, when it names one), below the title's
     line, which is kept to one line, so no title can claim a source; "" for none."""
 
-    def label(kb: dict[str, Any], owner: dict[str, Any] | None) -> str:
+    def label(kb: ExcerptKb | ExcerptGroupKb, owner: Sharer | None) -> str:
         return f"{kb['name']!r}" + (f", shared by {sharer(owner)}" if owner else "")
 
     if excerpt["knowledge_base"] is not None:
@@ -139,7 +175,7 @@ def _source(excerpt: dict[str, Any]) -> str:
     return ""
 
 
-def render_search(query: str, result: dict[str, Any], new_boundary: Callable[[], str] = _new_boundary) -> str:
+def render_search(query: str, result: SearchResult, new_boundary: Callable[[], str] = _new_boundary) -> str:
     """The excerpts as the agent reads them: numbered, best first, each with its title, its document and
     where it comes from, between tags whose boundary is drawn for this answer and found in none of the
     texts, so no document can end its excerpt early and pass its own text off as another knowledge base's."""

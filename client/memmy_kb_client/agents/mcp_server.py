@@ -93,9 +93,11 @@ def build_server(env: Mapping[str, str]) -> Server[Any]:
         ),
     ]
 
-    def answer(text: str, structured: dict[str, Any] | None = None, *, error: bool = False) -> CallToolResult:
+    def answer(text: str, structured: Mapping[str, object] | None = None, *, error: bool = False) -> CallToolResult:
+        # The model keeps its own copy of the structured answer (pydantic builds a new dict) either way.
+        content = None if structured is None else dict(structured)
         return CallToolResult(
-            content=[TextContent(type="text", text=text)], structured_content=structured, is_error=error
+            content=[TextContent(type="text", text=text)], structured_content=content, is_error=error
         )
 
     async def search_knowledge(arguments: dict[str, Any] | None) -> CallToolResult:

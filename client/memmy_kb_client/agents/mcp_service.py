@@ -10,16 +10,20 @@ import os
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from memmy_kb_client.agents.mcp_frames import replace_lone_surrogates
-from memmy_kb_client.agents.mcp_render import read_excerpt, read_owner, sharer
+from memmy_kb_client.agents.mcp_render import SearchResult, read_excerpt, read_owner, sharer
 from memmy_kb_client.home import paths
 from memmy_kb_client.home.advice import command, how_to_start
 from memmy_kb_client.home.proof import NotProven
 from memmy_kb_client.home.proven import ConnectTo, ProvenConnection
 from memmy_kb_client.http_client import read_error
 from memmy_kb_client.recall_contract import MAX_RECALL_KBS
+
+if TYPE_CHECKING:
+    from memmy_kb_client.home.service_replies import ScopeKnowledgeBase, ScopeReply, SearchReply, Sharer
+    from memmy_kb_client.recall_contract import RecallRequest
 
 KNOWLEDGE_BASES_PATH: Final = "/hook/knowledge-bases"
 SEARCH_PATH: Final = "/hook/search"
@@ -60,14 +64,14 @@ class KnowledgeBase:
     id: str
     name: str
     owned: bool
-    owner: dict[str, str | None] | None
+    owner: Sharer | None
 
     def describe(self) -> str:
         """``Handbook (id kb_1, yours)`` or ``Notes (id kb_2, shared by Bob, b***@example.com)``."""
         whose = "yours" if self.owned else f"shared by {sharer(self.owner)}"
         return f"{self.name} (id {self.id}, {whose})"
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> ScopeKnowledgeBase:
         return {"id": self.id, "name": self.name, "owned": self.owned, "owner": self.owner}
 
 
@@ -97,14 +101,14 @@ class LocalService:
             )
         return int(str(recorded["port"])), token
 
-    async def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def call(self, method: str, path: str, body: RecallRequest | None = None) -> dict[str, Any]:
         """The service's JSON answer to ``method path``, asked once the listener has proven itself;
         ``ToolRefused`` for anything but a usable one."""
         import anyio
 
         return await anyio.to_thread.run_sync(self._call, method, path, body)
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
+    def _call(self, method: str, path: str, body: RecallRequest | None) -> dict[str, Any]:
         port, token = self._where()
         url = f"http://127.0.0.1:{port}"
         connection = ProvenConnection(port, token, "hook", timeout=self.timeout, connect=self.connect)
@@ -171,7 +175,8 @@ class LocalService:
 
     async def scope(self) -> tuple[list[KnowledgeBase], int]:
         """The knowledge bases in the recall scope, and how many of the caller's others are not in it."""
-        answer = await self.call("GET", KNOWLEDGE_BASES_PATH)
+        # Its fields read warily all the same: a service of another version may answer another shape.
+        answer = cast("ScopeReply", await self.call("GET", KNOWLEDGE_BASES_PATH))
         items = answer.get("knowledge_bases")
         if not isinstance(items, list):
             raise ToolRefused("The Memmy desktop service's list of knowledge bases was not understood.")
@@ -212,14 +217,14 @@ class LocalService:
 
     async def search(
         self, query: str, knowledge_base_ids: Sequence[str] | None, limit: int | None
-    ) -> dict[str, Any]:
+    ) -> SearchResult:
         """``{"excerpts": [...], "partial": bool}``, each excerpt reduced to the fields the contract names."""
-        body: dict[str, Any] = {"query": query}
+        body: RecallRequest = {"query": query}
         if knowledge_base_ids is not None:
             body["knowledge_base_ids"] = list(knowledge_base_ids)
         if limit is not None:
             body["limit"] = limit
-        answer = await self.call("POST", SEARCH_PATH, body)
+        answer = cast("SearchReply", await self.call("POST", SEARCH_PATH, body))
         items = answer.get("excerpts")
         if not isinstance(items, list):
             raise ToolRefused("The Memmy desktop service's search answer was not understood.")
@@ -228,7 +233,7 @@ class LocalService:
             for item in items
             if isinstance(item, dict) and isinstance(item.get("text"), str)
         ]
-        found: dict[str, Any] = {"excerpts": excerpts, "partial": answer.get("partial") is True}
+        found: SearchResult = {"excerpts": excerpts, "partial": answer.get("partial") is True}
         if not excerpts and answer.get("scope_size") == 0 and knowledge_base_ids is None:
             scope, not_in_recall = await self.scope()
             # A scope that is no longer empty changed during the search: asking again will search it.

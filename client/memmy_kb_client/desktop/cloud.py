@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from memmy_kb_client.http_client import BAD_REPLY, OK, UNAUTHORIZED, CallResult, HttpClient
+
+if TYPE_CHECKING:
+    from memmy_kb_client.recall_contract import RecallRequest
 
 MAX_REPLY_BYTES: Final = 1024 * 1024
 # A recall the cloud refused for the caller's per-user limit (429 ``recall_rate_limited``): no excerpts
@@ -65,9 +68,9 @@ class Cloud:
             method, target, json_body=body, headers={"Authorization": f"Bearer {token}"}, retry=True
         )
 
-    def recall(self, token: str, body: dict[str, Any]) -> CallResult:
-        """``POST /recall``; ``ok`` only with a context block (a string) in the answer, ``rate_limited``
-        past the caller's recall limit."""
+    def recall(self, token: str, body: RecallRequest) -> CallResult:
+        """``POST /recall``; ``ok`` only with a context block (a string) in the answer (a
+        ``replies.RecallResponse``), ``rate_limited`` past the caller's recall limit."""
         result = rate_limited(self.call(token, "POST", "/recall", body))
         if result.outcome == UNAUTHORIZED:
             return replace(result, detail="the cloud refused the login")

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from memmy_kb_client.desktop.routes import Reply, Request, Route, error_reply
 from memmy_kb_client.desktop.state import Access, DesktopState
 from memmy_kb_client.recall_contract import MAX_QUERY_CHARS
+
+if TYPE_CHECKING:
+    from memmy_kb_client.home.service_replies import HookRecallReply
 
 
 def _hook_recall(state: DesktopState, request: Request) -> Reply:
@@ -20,7 +23,7 @@ def _hook_recall(state: DesktopState, request: Request) -> Reply:
     headers: tuple[tuple[str, str], ...] = ()
     if answer.cloud_seconds is not None:
         headers = (("Server-Timing", f"cloud;dur={answer.cloud_seconds * 1000:.2f}"),)
-    reply: dict[str, object] = {"context": answer.context, "cloud": answer.outcome, "excerpts": answer.excerpts}
+    reply: HookRecallReply = {"context": answer.context, "cloud": answer.outcome, "excerpts": answer.excerpts}
     if answer.retry_after is not None:
         reply["retry_after"] = answer.retry_after  # rate_limited: when the cloud recalls for this user again
     return Reply(200, reply, headers)

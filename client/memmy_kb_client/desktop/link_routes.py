@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from memmy_kb_client.desktop.routes import Reply, Request, Route, error_reply
 from memmy_kb_client.desktop.state import Access, DesktopState
@@ -15,6 +15,7 @@ from memmy_kb_client.desktop.state import Access, DesktopState
 if TYPE_CHECKING:
     from memmy_kb_client.home.credentials import CloudLogin
     from memmy_kb_client.sdk import MemmyClient
+    from memmy_kb_client.sync.link_state import ShownLink, UnreadableLink
     from memmy_kb_client.sync.links import Links
 
 # httpx, the SDK and the sync are imported when the links start (after the service listens), not with the
@@ -57,10 +58,10 @@ class UnreadableLinks:
         self.why = why
         self.store = self
 
-    def shown(self) -> list[dict[str, Any]]:
+    def shown(self) -> list[UnreadableLink]:
         return [{"dir": None, "kb_id": None, "state": "unreadable", "error": self.why}]
 
-    def link(self, directory: str, kb_id: str) -> dict[str, Any]:
+    def link(self, directory: str, kb_id: str) -> ShownLink:
         from memmy_kb_client.sync.links import LinkError
 
         raise LinkError(f"the linked folders could not be read: {self.why}")
@@ -204,7 +205,7 @@ def _relink(state: DesktopState, request: Request) -> Reply:
     if current["kb_id"] == asked[1]:
         return Reply(200, current)
 
-    def relink() -> dict[str, Any]:
+    def relink() -> ShownLink:
         from memmy_kb_client.sync.links import LinkError
 
         client = cloud_client(state)
@@ -221,7 +222,7 @@ def _relink(state: DesktopState, request: Request) -> Reply:
     return _linking(relink)
 
 
-def _linking(act: Callable[[], dict[str, Any]]) -> Reply:
+def _linking(act: Callable[[], ShownLink]) -> Reply:
     """``act`` (a link) answered: the link, or why it was refused."""
     import httpx
 

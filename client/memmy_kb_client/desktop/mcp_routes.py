@@ -4,7 +4,7 @@ a search inside it (``POST /hook/search``), answered from the cloud with the hel
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final, cast
 
 from memmy_kb_client.desktop.cloud import RATE_LIMITED, rate_limited, retry_after
 from memmy_kb_client.desktop.routes import Reply, Request, Route, error_reply
@@ -12,8 +12,19 @@ from memmy_kb_client.desktop.state import Access, DesktopState
 from memmy_kb_client.http_client import CLOUD_ERROR, OK, UNAUTHORIZED, CallResult
 from memmy_kb_client.recall_contract import MAX_QUERY_CHARS, MAX_RECALL_KBS, MAX_RECALL_LIMIT
 
+if TYPE_CHECKING:
+    from memmy_kb_client.home.service_replies import (
+        ScopeKnowledgeBase,
+        ScopeReply,
+        SearchExcerpt,
+        SearchReply,
+        Sharer,
+    )
+    from memmy_kb_client.recall_contract import RecallRequest
+    from memmy_kb_client.replies import KnowledgeBase, KnowledgeBaseList, Owner, RecallResponse
 
-def _cloud(state: DesktopState, method: str, target: str, payload: dict[str, Any] | None) -> CallResult:
+
+def _cloud(state: DesktopState, method: str, target: str, payload: RecallRequest | None) -> CallResult:
     """One cloud call with the held (refreshed) login; a login that is missing or expired is the outcome
     ``fresh_login`` gives, and one the cloud refuses is marked rejected."""
     login, outcome = state.fresh_login()
@@ -25,9 +36,10 @@ def _cloud(state: DesktopState, method: str, target: str, payload: dict[str, Any
     return result
 
 
-def _owner(kb: dict[str, Any]) -> dict[str, Any] | None:
+def _owner(kb: KnowledgeBase) -> Sharer:
     given = kb.get("owner")
-    owner: dict[str, Any] = given if isinstance(given, dict) else {}
+    # A reply without its owner (or with another shape) names nobody: the agent reads "someone".
+    owner = given if isinstance(given, dict) else cast("Owner", {})
     return {"name": owner.get("display_name"), "contact": owner.get("contact")}
 
 
@@ -37,9 +49,12 @@ def _knowledge_bases(state: DesktopState, request: Request) -> Reply:
     if outcome == OK and not isinstance(answer, dict):
         outcome = CLOUD_ERROR
     if outcome != OK:
-        return Reply(200, {"knowledge_bases": [], "cloud": outcome})
-    found, not_in_recall = [], 0
-    for kb in answer.get("items") or []:
+        refused: ScopeReply = {"knowledge_bases": [], "cloud": outcome}
+        return Reply(200, refused)
+    listed: KnowledgeBaseList = answer
+    found: list[ScopeKnowledgeBase] = []
+    not_in_recall = 0
+    for kb in listed.get("items") or []:
         if not isinstance(kb, dict):
             continue
         if kb.get("recall") is not True:
@@ -54,17 +69,18 @@ def _knowledge_bases(state: DesktopState, request: Request) -> Reply:
                 "owner": None if owned else _owner(kb),
             }
         )
-    return Reply(200, {"knowledge_bases": found, "not_in_recall": not_in_recall, "cloud": "ok"})
+    scope: ScopeReply = {"knowledge_bases": found, "not_in_recall": not_in_recall, "cloud": "ok"}
+    return Reply(200, scope)
 
 
-def _search_body(request: Request) -> dict[str, Any] | None:
+def _search_body(request: Request) -> RecallRequest | None:
     body = request.json_object()
     if not body or set(body) - {"query", "knowledge_base_ids", "limit"}:
         return None
     query, ids, limit = body.get("query"), body.get("knowledge_base_ids"), body.get("limit")
     if not isinstance(query, str) or not query.strip():
         return None
-    sent: dict[str, Any] = {"query": query.strip()[:MAX_QUERY_CHARS]}
+    sent: RecallRequest = {"query": query.strip()[:MAX_QUERY_CHARS]}
     if ids is not None:
         if (
             not isinstance(ids, list)
@@ -91,15 +107,18 @@ def _search(state: DesktopState, request: Request) -> Reply:
     result = rate_limited(_cloud(state, "POST", "/recall", sent))
     answer, outcome = result.answer, result.outcome
     if outcome == RATE_LIMITED:
-        return Reply(200, {"excerpts": [], "partial": False, "cloud": outcome, "retry_after": retry_after(result)})
+        limited: SearchReply = {"excerpts": [], "partial": False, "cloud": outcome, "retry_after": retry_after(result)}
+        return Reply(200, limited)
     if result.status == 422 and result.error is not None:
         return Reply(422, result.error.as_json())  # the cloud's own refusal (an id outside the scope)
     if outcome == OK and not isinstance(answer, dict):
         outcome = CLOUD_ERROR
     if outcome != OK:
-        return Reply(200, {"excerpts": [], "partial": False, "cloud": outcome})
-    excerpts = []
-    for item in answer.get("items") or []:
+        failed: SearchReply = {"excerpts": [], "partial": False, "cloud": outcome}
+        return Reply(200, failed)
+    recalled: RecallResponse = answer
+    excerpts: list[SearchExcerpt] = []
+    for item in recalled.get("items") or []:
         if not isinstance(item, dict):
             continue
         excerpts.append(
@@ -113,12 +132,15 @@ def _search(state: DesktopState, request: Request) -> Reply:
                 "owner": item.get("owner"),
             }
         )
-    scope_size = answer.get("scope_size")
+    scope_size = recalled.get("scope_size")
     searched = scope_size if isinstance(scope_size, int) and not isinstance(scope_size, bool) else None
-    return Reply(
-        200,
-        {"excerpts": excerpts, "partial": answer.get("partial") is True, "scope_size": searched, "cloud": "ok"},
-    )
+    reply: SearchReply = {
+        "excerpts": excerpts,
+        "partial": recalled.get("partial") is True,
+        "scope_size": searched,
+        "cloud": "ok",
+    }
+    return Reply(200, reply)
 
 
 MCP_ROUTES: Final[dict[tuple[str, str], Route]] = {

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -43,7 +43,8 @@ class Request:
 @dataclass(frozen=True)
 class Reply:
     status: int
-    body: dict[str, Any]
+    # JSON: the service's own (some have a ``TypedDict``: ``home.service_replies``) or a cloud error passed on.
+    body: Mapping[str, object]
     headers: tuple[tuple[str, str], ...] = ()
     # Sent as is instead of ``body`` as JSON (the page's assets, a cloud answer passed on).
     raw: bytes | None = None

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from memmy_kb_client.desktop import oidc, page
 from memmy_kb_client.desktop.cloud import RATE_LIMITED, Cloud, RecallAnswer, retry_after
@@ -29,6 +29,9 @@ from memmy_kb_client.home.credentials import (
 )
 from memmy_kb_client.http_client import OK, UNAUTHORIZED
 from memmy_kb_client.recall_contract import recall_body
+
+if TYPE_CHECKING:
+    from memmy_kb_client.replies import RecallResponse
 
 DEFAULT_PORT: Final = 8765
 HOST: Final = "127.0.0.1"
@@ -216,9 +219,10 @@ class DesktopState:
         if reply.outcome != OK:
             wait = retry_after(reply) if reply.outcome == RATE_LIMITED else None
             return RecallAnswer("", reply.outcome, cloud_seconds=reply.elapsed, retry_after=wait)
-        items = reply.answer.get("items")
+        answer: RecallResponse = reply.answer  # its context checked by ``Cloud.recall``
+        items = answer.get("items")
         excerpts = len(items) if isinstance(items, list) else 0
-        return RecallAnswer(reply.answer["context"], OK, excerpts, reply.elapsed)
+        return RecallAnswer(answer["context"], OK, excerpts, reply.elapsed)
 
     def _record(self, outcome: str, status: int | None, elapsed: float | None, detail: str = "") -> None:
         record: dict[str, Any] = {"at": _now_iso(), "outcome": outcome}

@@ -8,7 +8,7 @@ import os
 import stat
 import threading
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypedDict, cast
 
 # What a folder is at its path, as last seen: its device and inode, or None while no folder is there.
 Identity = tuple[int, int] | None
@@ -24,6 +24,34 @@ def folder_identity(root: str) -> Identity:
     return (seen.st_dev, seen.st_ino) if stat.S_ISDIR(seen.st_mode) else None
 
 
+class ShownLink(TypedDict):
+    """A linked folder as the service shows it (``/control/links``, ``/api/links``, ``desktop status``):
+    its ``LinkState`` and, from its last pass (``last``, the pass's summary), what is to be told."""
+
+    dir: str
+    kb_id: str
+    state: str
+    last_pass_at: float | None
+    last: dict[str, Any] | None
+    error: str | None
+    paused: str | None
+    watching: bool
+    failed: list[dict[str, Any]]
+    failed_count: int
+    wait_for_room: int
+    deleted_since_confirmation: int
+    brought_in: int
+
+
+class UnreadableLink(TypedDict):
+    """What the service shows in place of its linked folders when their records could not be read."""
+
+    dir: None
+    kb_id: None
+    state: str
+    error: str
+
+
 @dataclass
 class LinkState:
     """What ``desktop links`` and the page show of one linked folder."""
@@ -37,18 +65,19 @@ class LinkState:
     paused: str | None = None
     watching: bool = False
 
-    def shown(self) -> dict[str, Any]:
+    def shown(self) -> ShownLink:
         """The state, and from the last pass what is to be told: the files whose version failed (the one
         before answers), how many wait for room, and the deletions since the last confirmation."""
         last = self.last or {}
-        return {
+        # ``asdict`` copies ``last``: what is shown does not change with the next pass.
+        return cast("ShownLink", {
             **asdict(self),
             "failed": last.get("failed") or [],
             "failed_count": last.get("failed_count") or 0,
             "wait_for_room": last.get("wait_for_room") or 0,
             "deleted_since_confirmation": last.get("deleted_since_confirmation") or 0,
             "brought_in": last.get("brought_in") or 0,
-        }
+        })
 
 
 @dataclass

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from memmy_kb_client.sync.link_state import Link, LinkState, folder_identity, limit, overdue
+from memmy_kb_client.sync.link_state import Link, LinkState, ShownLink, folder_identity, limit, overdue
 from memmy_kb_client.sync.local import OWN_STATE, own_state_in
 from memmy_kb_client.sync.roots import real_root, root_refused, same_folder
 from memmy_kb_client.sync.store import SyncStore
@@ -103,7 +103,7 @@ class Links:
 
     # ------------------------------------------------------------------------------ what routes call
 
-    def link(self, directory: str, kb_id: str) -> dict[str, Any]:
+    def link(self, directory: str, kb_id: str) -> ShownLink:
         """Link the folder (known by its real path: an alias of a linked folder is that link) to ``kb_id``;
         LinkError with the sentence why not."""
         root = str(real_root(directory))
@@ -168,17 +168,17 @@ class Links:
             self._lock.notify_all()
         return True
 
-    def shown(self) -> list[dict[str, Any]]:
+    def shown(self) -> list[ShownLink]:
         with self._lock:
             return [self._shown(link) for link in sorted(self._links.values(), key=lambda li: li.status.dir)]
 
-    def _shown(self, link: Link) -> dict[str, Any]:
+    def _shown(self, link: Link) -> ShownLink:
         shown = link.status.shown()
         if link.started is not None and time.monotonic() - link.started > self.pass_seconds:
-            shown.update(
-                state="error",
-                error=f"the pass has run past its {limit(self.pass_seconds)}, held up in a call (a disk or "
-                "the network not answering): it stops at its next step; other folders go on",
+            shown["state"] = "error"
+            shown["error"] = (
+                f"the pass has run past its {limit(self.pass_seconds)}, held up in a call (a disk or "
+                "the network not answering): it stops at its next step; other folders go on"
             )
         return shown
 

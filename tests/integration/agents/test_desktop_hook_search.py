@@ -5,16 +5,19 @@ answers ``GET /knowledge-bases`` and ``POST /recall`` as the cloud does (422 for
 from __future__ import annotations
 
 import json
+import typing
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired
 
 import anyio
 import pytest
 
+from memmy_kb_client import replies
 from memmy_kb_client.agents.mcp_service import LocalService, ToolRefused, resolve
 from memmy_kb_client.desktop.server import DesktopService
+from memmy_kb_client.home import service_replies
 from tests.support.desktop_service import CLOUD_TOKEN, Client, serving, start
 
 OWNER = {"user_id": "u_bob", "display_name": "Bob", "contact": "b***@example.com"}
@@ -208,3 +211,53 @@ def test_each_excerpt_names_the_file_or_the_candidates_the_cloud_names(service, 
     assert (own["file"], own["files"]) == (_file("kb_own", "手册.md", "制度/2024"), [])
     assert shared["file"] is None
     assert shared["files"] == [_file("kb_bob", "LICENSE"), _file("kb_bob", "LICENSE", "vendor")]
+
+
+def _fits(answer: Any, shape: type) -> bool:
+    """Has ``answer`` every key the ``TypedDict`` ``shape`` requires and none it does not name? (Its
+    annotations are strings at run time: read here, with the cloud's types they name.)"""
+    hints = typing.get_type_hints(shape, localns=vars(replies), include_extras=True)
+    optional = {key for key, hint in hints.items() if typing.get_origin(hint) is NotRequired}
+    return isinstance(answer, dict) and set(hints) - optional <= set(answer) <= set(hints)
+
+
+def _fits_search(answer: Any) -> bool:
+    return _fits(answer, service_replies.SearchReply) and all(
+        _fits(excerpt, service_replies.SearchExcerpt) for excerpt in answer["excerpts"]
+    )
+
+
+def _fits_scope(answer: Any) -> bool:
+    return _fits(answer, service_replies.ScopeReply) and all(
+        _fits(kb, service_replies.ScopeKnowledgeBase)
+        and (kb["owner"] is None or _fits(kb["owner"], service_replies.Sharer))
+        for kb in answer["knowledge_bases"]
+    )
+
+
+def test_each_hook_route_answers_the_shape_its_readers_are_typed_with(service, cloud):
+    """``home.service_replies`` types what the hook and the MCP server read: each route's answer, whatever
+    the cloud came to, has the fields of its type (the readers still read them warily)."""
+    client = Client(service)
+    token = client.hook_token
+
+    def ask(method: str, path: str, body: Any = None) -> Any:
+        status, answer, _ = client.request(method, path, token, body)
+        assert status == 200
+        return answer
+
+    answers = [(ask("POST", "/hook/search", {"query": "q"}), _fits_search)]
+    answers.append((ask("GET", "/hook/knowledge-bases"), _fits_scope))
+    client.login()
+    for recall_status in (200, 429, 503):
+        cloud.recall_status = recall_status
+        answers.append((ask("POST", "/hook/search", {"query": "q", "limit": 3}), _fits_search))
+        asked = {"query": "what is our refund policy", "agent": "codex"}
+        answers.append((ask("POST", "/hook/recall", asked), None))
+    answers.append((ask("GET", "/hook/knowledge-bases"), _fits_scope))
+    clouds = [answer["cloud"] for answer, _ in answers]
+    assert clouds == ["logged_out"] * 2 + ["ok"] * 2 + ["rate_limited"] * 2 + ["cloud_error"] * 2 + ["ok"]
+    assert len(answers[2][0]["excerpts"]) == 2
+    assert _fits(answers[2][0]["excerpts"][1]["owner"], replies.RecallOwner)
+    for answer, fits in answers:
+        assert fits(answer) if fits else _fits(answer, service_replies.HookRecallReply), answer
