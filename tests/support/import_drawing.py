@@ -133,8 +133,10 @@ def drawing(name: str, root: Path = ROOT) -> str:
     return mermaid(graph(name, root))
 
 
-# A drawing in a Markdown document: the marker line, then a ```mermaid block.
-MARKED = re.compile(r"(<!-- import drawing: (\w+) -->\n```mermaid\n)(.*?)(^```$)", re.DOTALL | re.MULTILINE)
+# A drawing in a Markdown document: the marker line, then a ```mermaid block. Its body is whole lines none
+# of which opens a fence, so a marker whose block never closes is given up at the next fence line instead
+# of at the document's end (with many such markers, that was quadratic).
+MARKED = re.compile(r"(<!-- import drawing: (\w+) -->\n```mermaid\n)((?:(?!```)[^\n]*\n)*?)(^```$)", re.MULTILINE)
 
 
 def marked_drawings(document: str) -> dict[str, str]:

@@ -201,8 +201,8 @@ def decide(bucket: Bucket, now: float, max_qps: float, user: str, need: int, blo
 class _Local:
     held: int = 0
     until: float = 0.0
-    empty_until: dict[str, float] = field(default_factory=dict)  # per user: the bucket had none for them
-    past_share: set[str] = field(default_factory=set)  # the users whose last refusal was their own use's
+    # per user: the bucket had none for them until then, and whether their own use was why (``past_share``)
+    empty_until: dict[str, tuple[float, bool]] = field(default_factory=dict)
     streak: dict[str, int] = field(default_factory=dict)  # per user: refusals less grants, in this environment
     seen: Bucket | None = None
     wanted: list[float] = field(default_factory=list)  # when this environment's recent searches were wanted
@@ -231,9 +231,10 @@ class FleetBudget:
             if spent == need:
                 return Grant(spent)
             key = user_key(user)
-            local.empty_until = {u: t for u, t in local.empty_until.items() if t > now}
+            local.empty_until = {u: until for u, until in local.empty_until.items() if until[0] > now}
             if key in local.empty_until:
-                return Grant(spent, local.empty_until[key] - now, key in local.past_share)
+                until, own = local.empty_until[key]
+                return Grant(spent, until - now, own)
             block = min(BLOCK, len(local.wanted))
             grant = self._from_shared(backend, local, now, need - spent, key, max_qps, block)
             return Grant(spent + grant.count, grant.retry_after, grant.past_share)
@@ -256,8 +257,7 @@ class FleetBudget:
                 wait = min(MAX_WAIT, max(grant.retry_after, 1 / (FLEET_FILL * max_qps)) * 2 ** (streak - 1))
                 if streak == 1 and grant.retry_after <= SHORT_WAIT:
                     wait = grant.retry_after
-                local.seen, local.empty_until[user] = stored, now + wait
-                (local.past_share.add if grant.past_share else local.past_share.discard)(user)
+                local.seen, local.empty_until[user] = stored, (now + wait, grant.past_share)
                 return Grant(0, wait, grant.past_share)
             current = self._items.swap(backend, stored.version if stored else None, after.item())
             # (a failed swap returns the stored item: the next attempt decides on it, no read)
