@@ -97,7 +97,23 @@ class BlockedList(TypedDict):
 class Activity(TypedDict):
     id: str
     kind: Literal[
-        "shared", "revoked", "left", "renamed", "uploaded", "replaced", "file_deleted", "folder_deleted"
+        "shared",
+        "revoked",
+        "left",
+        "renamed",
+        "uploaded",
+        "replaced",
+        "file_deleted",
+        "folder_deleted",
+        "team_shared",
+        "team_unshared",
+        "invited",
+        "joined",
+        "declined",
+        "removed",
+        "team_left",
+        "role_changed",
+        "team_renamed",
     ]
     actor_id: str
     subject: str

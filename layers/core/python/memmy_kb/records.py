@@ -13,11 +13,30 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["owner", "reader"]
+TeamRole = Literal["owner", "admin", "member"]
+MembershipState = Literal["invited", "member"]
 UploadState = Literal["pending", "submitting", "submitted", "rejected", "expired"]
 CleanupTarget = Literal["kb", "folder", "files"]
 CleanupState = Literal["pending", "failed"]
 ActivityKind = Literal[
-    "shared", "revoked", "left", "renamed", "uploaded", "replaced", "file_deleted", "folder_deleted"
+    "shared",
+    "revoked",
+    "left",
+    "renamed",
+    "uploaded",
+    "replaced",
+    "file_deleted",
+    "folder_deleted",
+    # A team's log (``ACTIVITY#TEAM#<team>``), and a KB's for its team shares (docs/teams.md).
+    "team_shared",
+    "team_unshared",
+    "invited",
+    "joined",
+    "declined",
+    "removed",
+    "team_left",
+    "role_changed",
+    "team_renamed",
 ]
 
 
@@ -58,6 +77,8 @@ class KnowledgeBaseRecord(_Record):
     # by the ingest's record transaction and the file and folder delete transactions.
     file_count: int = 0
     bytes_used: int = 0
+    # The teams it is shared with (docs/teams.md), kept with each team's ``kbs`` in one transaction.
+    teams: frozenset[str] = frozenset()
 
 
 class GrantRecord(_Record):
@@ -87,6 +108,8 @@ class ProfileRecord(_Record):
     # with them), by id; ids blocked without one are absent. Never looked up from the directory later, so
     # the block list says nothing about who has an account. Profiles written before it have none.
     blocked_names: dict[str, str] = Field(default_factory=dict)
+    # The teams whose invitations the user refuses (docs/teams.md); a team's owner is blocked in ``blocked``.
+    blocked_teams: frozenset[str] = frozenset()
 
 
 class FolderRecord(_Record):
@@ -290,3 +313,46 @@ class ShareReads(_Record):
     profile: ProfileRecord | None = None
     # The attempt counter's count in the window asked for and in the one before it.
     attempts: tuple[int, int] = (0, 0)
+
+
+class TeamKb(_Record):
+    """A KB as a team's META lists it: what a member's recall needs without reading the KB's grants."""
+
+    memos_kb_id: str
+    memos_backend: str | None = None
+    owner_id: str
+    shared_by: str
+    shared_at: datetime
+
+
+class TeamRecord(_Record):
+    """A team's META item (docs/teams.md, "Data")."""
+
+    team_id: str
+    name: str
+    owner_id: str
+    member_count: int = 0  # members, admins and the owner; invitations are counted apart
+    invited_count: int = 0
+    kbs: dict[str, TeamKb] = Field(default_factory=dict)
+    kb_count: int = 0
+    created_at: datetime
+    version: int = 0  # bumped by every change of ``kbs``
+
+
+class MembershipRecord(_Record):
+    """One user's place in one team (``USER#<user>`` / ``TEAM#<team>``): an invitation until accepted."""
+
+    user_id: str
+    team_id: str
+    state: MembershipState
+    role: TeamRole = "member"
+    invited_by: str | None = None
+    invited_at: datetime | None = None
+    joined_at: datetime | None = None
+    # The member's "recall new shares" when they joined, and their own choices for the team's KBs.
+    recall_default: bool = True
+    recall: dict[str, bool] = Field(default_factory=dict)
+
+    def recalls(self, kb_id: str) -> bool:
+        """Whether this member's recall covers the team's KB ``kb_id``: their choice, else their default."""
+        return self.recall.get(kb_id, self.recall_default)

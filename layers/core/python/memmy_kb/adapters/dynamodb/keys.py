@@ -15,6 +15,16 @@ def grant_key(user_id: str, kb_id: str) -> Key:
     return {"PK": f"USER#{user_id}", "SK": f"KB#{kb_id}"}
 
 
+def team_key(team_id: str) -> Key:
+    """A team's META item (docs/teams.md)."""
+    return {"PK": f"TEAM#{team_id}", "SK": "META"}
+
+
+def membership_key(user_id: str, team_id: str) -> Key:
+    """A user's invitation to or membership of a team, in the user's partition beside their grants."""
+    return {"PK": f"USER#{user_id}", "SK": f"TEAM#{team_id}"}
+
+
 def profile_key(user_id: str) -> Key:
     return {"PK": f"USER#{user_id}", "SK": "PROFILE"}
 
