@@ -1,0 +1,262 @@
+"""What teams cost: recall's table reads for a user in 0, 5 and 50 teams, and the writes of a removal and
+of a team share for teams of 10 and 1,000 members.
+
+The real handlers run in-process on moto and the MemOS emulator through the test suite's ``Service``, as
+``bench.route_calls`` runs them, and every AWS call is recorded with its answer (``route_calls.recording``)
+so DynamoDB's request units are estimated from what was sent and read (``bench.dynamodb_units``).
+
+Recall: the caller reads 200 KBs of other owners. With 0 teams, each KB is shared with them directly
+(the baseline); with 5 or 50 teams, the 200 KBs are spread evenly over teams the caller is a member of.
+The design (docs/teams.md) says a recall reads the caller's partition once and, with any team, the
+teams' META items in one batch, before and after the search: the request count must not grow with the
+number of teams or of team KBs. A removal deletes one membership and a team share writes the team's
+and the KB's META, whatever the team's size: their calls and units must be the same at 10 and 1,000.
+
+``python -m bench.team_costs``
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from bench.recall_scale import quiet_environment
+from bench.route_calls import MEMOS_KEY, QUERY, Calls, recording
+
+SHARED_KBS = 200
+TEAM_COUNTS = (0, 5, 50)
+TEAM_SIZES = (10, 1_000)
+RECALLS = 15
+
+
+@dataclass(frozen=True)
+class RecallRow:
+    teams: int
+    kbs: int
+    calls: str  # "4 (BatchGetItem 2, Query 2)"
+    requests: float  # DynamoDB requests per recall
+    rru: float  # read units per recall
+    median_ms: float
+    scope_size: int
+
+
+@dataclass(frozen=True)
+class WriteRow:
+    what: str  # "removal", "team share"
+    members: int
+    calls: str
+    requests: int
+    wru: float
+
+
+def _call(service: Any, method: str, path: str, user: str, expect: int, **kwargs: Any) -> Any:
+    reply = service.call(method, path, user, **kwargs)
+    if reply.status != expect:
+        raise RuntimeError(f"{method} {path} as {user}: {reply.status} {reply.body}")
+    return reply.body
+
+
+def _people(service: Any, *users: str) -> None:
+    from tests.support.events import claims_for
+
+    for user in users:
+        _call(service, "PUT", "/me", user, 200, claims=claims_for(user, name=user))
+
+
+def _kb(service: Any, owner: str, name: str) -> str:
+    kb_id: str = _call(service, "POST", "/knowledge-bases", owner, 201, body={"name": name})["id"]
+    return kb_id
+
+
+def _team(service: Any, owner: str, name: str) -> str:
+    team_id: str = _call(service, "POST", "/teams", owner, 201, body={"name": name})["id"]
+    return team_id
+
+
+def _join(service: Any, team_id: str, admin: str, user: str) -> None:
+    _call(service, "POST", f"/teams/{team_id}/members", admin, 201, body={"identifier": user})
+    _call(service, "POST", f"/teams/{team_id}/accept", user, 200)
+
+
+def _seed_recall(service: Any, caller: str, teams: int, tag: str) -> None:
+    """200 KBs of other owners readable by ``caller``: shared directly (0 teams) or through ``teams`` teams."""
+    from tests.support import seed
+
+    owners = [f"owner-{tag}-{n}" for n in range(max(teams, 1))]
+    _people(service, *owners)
+    team_ids = [_team(service, owners[n], f"团队 {tag} {n}") for n in range(teams)]
+    for n, team_id in enumerate(team_ids):
+        _join(service, team_id, owners[n], caller)
+    for n in range(SHARED_KBS):
+        owner = owners[n % len(owners)]
+        kb_id = _kb(service, owner, f"资料 {tag} {n}")
+        if n < 5:  # a few KBs with a document, so the recall has excerpts to attribute
+            seed.add_file(service, kb_id, owner, "手册.md", QUERY.encode() + "：开源版免费自部署。".encode())
+        if teams:
+            _call(
+                service,
+                "POST",
+                f"/knowledge-bases/{kb_id}/teams",
+                owner,
+                201,
+                body={"team_id": team_ids[n % teams]},
+            )
+        else:
+            _call(
+                service, "POST", f"/knowledge-bases/{kb_id}/members", owner, 201, body={"identifier": caller}
+            )
+
+
+def _recall_row(service: Any, take: Callable[[], Calls], caller: str, teams: int) -> RecallRow:
+    for _ in range(3):  # warm: clients, the MemOS key, the fingerprint cache
+        _call(service, "POST", "/recall", caller, 200, body={"query": QUERY})
+    take()
+    timings, scope = [], 0
+    for _ in range(RECALLS):
+        started = time.perf_counter()
+        scope = _call(service, "POST", "/recall", caller, 200, body={"query": QUERY})["scope_size"]
+        timings.append(time.perf_counter() - started)
+    calls = take()
+    requests = calls.count("dynamodb") / RECALLS
+    ops = {op: n // RECALLS for (s, op), n in sorted(calls.operations.items()) if s == "dynamodb"}
+    described = f"{requests:g} ({', '.join(f'{op} {n}' for op, n in ops.items())})"
+    return RecallRow(
+        teams, SHARED_KBS, described, requests, calls.rru / RECALLS, statistics.median(timings) * 1000, scope
+    )
+
+
+def _seed_members(service: Any, team_id: str, count: int, tag: str) -> list[str]:
+    """``count`` members written straight into the table (as accepting writes them), the team's count with them."""
+    from memmy_kb.adapters.dynamodb.keys import membership_key, team_key
+    from memmy_kb.adapters.dynamodb.table import dump
+    from memmy_kb.composition import dynamodb_client
+    from memmy_kb.records import MembershipRecord
+
+    client, table = dynamodb_client(), service.refs["Table"]
+    now = datetime.now(UTC)
+    users = [f"member-{tag}-{n:04d}" for n in range(count)]
+    items = []
+    for user in users:
+        record = MembershipRecord(
+            user_id=user, team_id=team_id, state="member", joined_at=now, invited_at=now
+        )
+        key = membership_key(user, team_id)
+        extra = {"GSI1PK": f"TEAM#{team_id}", "GSI1SK": f"USER#{user}", "type": "membership"}
+        items.append(dump({**key, **extra, **record.model_dump(mode="json")}))
+    for start in range(0, len(items), 25):
+        request = {table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]}
+        while request:
+            request = client.batch_write_item(RequestItems=request).get("UnprocessedItems") or {}
+    client.update_item(
+        TableName=table,
+        Key=dump(team_key(team_id)),
+        UpdateExpression="ADD member_count :n",
+        ExpressionAttributeValues={":n": {"N": str(count)}},
+    )
+    return users
+
+
+def _write_rows(service: Any, take: Callable[[], Calls], members: int) -> list[WriteRow]:
+    tag = f"w{members}"
+    owner = f"team-owner-{tag}"
+    _people(service, owner)
+    team_id = _team(service, owner, f"大团队 {tag}")
+    users = _seed_members(service, team_id, members - 1, tag)
+    kb_id = _kb(service, owner, f"资料 {tag}")
+    rows = []
+    take()
+    _call(service, "POST", f"/knowledge-bases/{kb_id}/teams", owner, 201, body={"team_id": team_id})
+    rows.append(_write_row("team share", members, take()))
+    _call(service, "DELETE", f"/teams/{team_id}/members/{users[0]}", owner, 204)
+    rows.append(_write_row("removal", members, take()))
+    return rows
+
+
+def _write_row(what: str, members: int, calls: Calls) -> WriteRow:
+    return WriteRow(what, members, calls.describe("dynamodb"), calls.count("dynamodb"), calls.wru)
+
+
+@contextmanager
+def _service() -> Iterator[Any]:
+    """The template's functions in-process on moto and the MemOS emulator, as ``bench.route_calls`` runs them."""
+    from unittest import mock
+
+    from moto import mock_aws
+
+    from memmy_local.aws.dynamodb import local_dynamodb
+    from memmy_local.lambdas.handlers import overlaid_environment
+    from memmy_local.memos_emulator.config import EmulatorConfig
+    from memmy_local.memos_emulator.server import MemosEmulator
+    from memmy_local.provision.resources import provision
+    from memmy_local.template import function_environment, load_template
+    from tests.support.aws import Service, _reset_caches
+    from tests.support.emulator import EmulatorHandle
+
+    template = load_template()
+    config = EmulatorConfig(port=0, api_keys={MEMOS_KEY: "memmy"}, processing_delay=0)
+    no_executions: Any = {"stepfunctions": {"execute_state_machine": False}, "lambda": {"use_docker": False}}
+    with (
+        MemosEmulator(config) as emulator,
+        overlaid_environment(quiet_environment()),
+        local_dynamodb(),
+        mock_aws(config=no_executions),
+    ):
+        resources = provision(
+            template,
+            endpoint_url=None,
+            memos_api_key=MEMOS_KEY,
+            parameters={"MemosBaseUrl": emulator.base_url, "JwtIssuer": "bench", "JwtAudience": "bench"},
+        )
+        environment: dict[str, str] = {}
+        for name, resource in sorted(template["Resources"].items()):
+            if resource["Type"] == "AWS::Serverless::Function":
+                environment.update(function_environment(template, name, resources.refs))
+        # A bench owner shares 200 KBs in a few seconds: far past a person's limits (docs/limits.md).
+        lifted = {
+            "SHARE_ATTEMPT_LIMIT": "100000",
+            "NEW_MEMBERS_PER_DAY": "100000",
+            "MAX_KBS_PER_USER": "100000",
+        }
+        with overlaid_environment({**environment, **quiet_environment(), **lifted}):
+            _reset_caches()
+            service = Service(
+                template=template,
+                refs=dict(resources.refs),
+                memos=EmulatorHandle(emulator, api_key=MEMOS_KEY),
+            )
+            with mock.patch("tests.support.aws.missing_permissions", return_value=[]):
+                yield service
+            _reset_caches()
+
+
+def run(verbose: bool = True) -> tuple[list[RecallRow], list[WriteRow]]:
+    recalls: list[RecallRow] = []
+    writes: list[WriteRow] = []
+    with _service() as service, recording() as take:
+        for teams in TEAM_COUNTS:
+            caller = f"caller-t{teams}"
+            _people(service, caller)
+            _seed_recall(service, caller, teams, f"t{teams}")
+            recalls.append(_recall_row(service, take, caller, teams))
+        for members in TEAM_SIZES:
+            writes += _write_rows(service, take, members)
+    if verbose:
+        for r in recalls:
+            print(
+                f"recall, {r.kbs} shared KBs through {r.teams} teams: DynamoDB {r.calls} ≈ {r.rru:.1f} RRU per recall, "
+                f"median {r.median_ms:.1f} ms, scope {r.scope_size}"
+            )
+        for w in writes:
+            print(f"{w.what}, team of {w.members:,}: DynamoDB {w.calls} ≈ {w.wru:g} WRU")
+    return recalls, writes
+
+
+if __name__ == "__main__":
+    run()
+    sys.exit(0)
