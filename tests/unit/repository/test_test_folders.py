@@ -4,7 +4,7 @@ folder that holds test modules is a package (an ``__init__.py``), so that two mo
 folders (tests/unit/domain/deletion/test_deletion.py, tests/integration/deletion/test_deletion.py) both import.
 
 tests/unit/domain/ is grouped one level further, as the domain is: its test modules sit in sub-folders named
-as the domain's packages (tests/unit/domain/recall/, ...), or in tests/unit/domain/shared/ for the modules
+as the domain's packages (tests/unit/domain/recall/, ...), or in tests/unit/domain/common/ for the modules
 directly in ``domain/`` that every feature shares, never directly in tests/unit/domain/.
 """
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[3]
 TIERS = ("unit", "integration")
 DOMAIN = ROOT / "layers" / "core" / "python" / "memmy_kb" / "domain"
 # The folder of the tests of the modules directly in domain/ (access.py, directory.py, storage.py...).
-SHARED = "shared"
+COMMON = "common"
 
 
 def _flat(tests: Path) -> list[str]:
@@ -40,8 +40,8 @@ def _not_packages(tests: Path) -> list[str]:
 
 def _domain_misplaced(tests: Path, domain: Path) -> list[str]:
     """Test modules of tests/unit/domain/ not in a sub-folder named as a package of ``domain`` (or
-    ``shared``): directly in tests/unit/domain/, or in a folder the domain has no package for."""
-    packages = {path.parent.name for path in domain.glob("*/__init__.py")} | {SHARED}
+    ``common``): directly in tests/unit/domain/, or in a folder the domain has no package for."""
+    packages = {path.parent.name for path in domain.glob("*/__init__.py")} | {COMMON}
     folder = tests / "unit" / "domain"
     return sorted(
         path.relative_to(tests.parent).as_posix()
@@ -95,7 +95,7 @@ def test_the_domain_rule_sees_a_module_directly_in_tests_unit_domain(tmp_path):
         (domain / package / "__init__.py").write_text("")
     (domain / "access.py").write_text("")
     tests = tmp_path / "tests"
-    for folder in ("unit/domain/recall", "unit/domain/shared"):
+    for folder in ("unit/domain/recall", "unit/domain/common"):
         (tests / folder).mkdir(parents=True)
         (tests / folder / "test_grouped.py").write_text("")
     (tests / "unit" / "domain" / "conftest.py").write_text("")  # fixtures for every folder may sit there
