@@ -1,4 +1,4 @@
-"""An in-memory knowledge base behind the SDK calls a folder sync makes (``memmy_kb_client.sync.execute.Cloud``),
+"""An in-memory knowledge base behind the SDK calls a folder sync makes (``memmy_kb_client.sync.cloud.Cloud``),
 for the sync's unit tests: folders, files with versions and hashes, uploads in flight shown by upload id,
 ``Idempotency-Key`` answered with the first ticket, replaces with ``if_version`` / ``unchanged`` /
 ``replace_in_progress``, and the ingest run by hand (``ingest()``). Every call is counted by name.
@@ -31,7 +31,7 @@ from memmy_kb_client.sdk import MemmyApiError
 from memmy_kb_client.storage_post import OpenFile
 
 if TYPE_CHECKING:
-    from memmy_kb_client.sync.links import CloudClient
+    from memmy_kb_client.sync.cloud import CloudClient
 
 _ids = itertools.count(1)
 # The listing's reasons for a file the knowledge engine failed (``memmy_kb.domain.knowledge_bases.files``).

@@ -8,10 +8,16 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from memmy_kb_client.cli.terminal import one_line, printable
+
+if TYPE_CHECKING:
+    from memmy_kb_client.sync.link_state import ShownLink, UnreadableLink
+
+    # A linked folder as the service lists it, or what it shows when its records could not be read.
+    ListedLink = ShownLink | UnreadableLink
 
 # The desktop commands' way to the service: one control request, its answer or None (the error printed).
 Control = Callable[..., "dict[str, Any] | None"]
@@ -47,7 +53,9 @@ def _links(args: argparse.Namespace, control: Control) -> int:
             )
         )
         return 0
-    links = answer.get("links", [answer]) if args.desktop not in ("link", "relink") else [answer]
+    # The service's answer: its links (``ShownLink``), or the one just linked.
+    listed = answer.get("links", [answer]) if args.desktop not in ("link", "relink") else [answer]
+    links = cast("list[ListedLink]", listed)
     names = _kb_names(control) if links else None
     print(printable("\n".join(link_lines(links, names)) or "no linked folders"))
     return 1 if any(link.get("state") == "unreadable" for link in links) else 0
@@ -79,7 +87,7 @@ def _own_kb(given: str, control: Control) -> str | None:
         return None
 
 
-def link_lines(links: list[dict[str, Any]], names: dict[str, str] | None = None) -> list[str]:
+def link_lines(links: Sequence[ListedLink], names: dict[str, str] | None = None) -> list[str]:
     """One line per linked folder, in the page's words: its KB (by name when ``names`` has it; gone when
     ``names`` was read and lacks it), its state, its last pass or what holds it and what to do. A
     folder's or a file's name (in an error) is shown on its line (``one_line``): a line break in it starts
@@ -89,12 +97,13 @@ def link_lines(links: list[dict[str, Any]], names: dict[str, str] | None = None)
         if link.get("state") == "unreadable":  # the service's sync records could not be read: no link shown
             lines.append(one_line(f"the linked folders could not be read: {link.get('error')}"))
             continue
-        lines.append(one_line(_link_line(link, names)))
-        lines += [f"  {one_line(extra)}" for extra in _told(link)]
+        shown = cast("ShownLink", link)
+        lines.append(one_line(_link_line(shown, names)))
+        lines += [f"  {one_line(extra)}" for extra in _told(shown)]
     return lines
 
 
-def _link_line(link: dict[str, Any], names: dict[str, str] | None) -> str:
+def _link_line(link: ShownLink, names: dict[str, str] | None) -> str:
     import time
 
     from memmy_kb_client.home.advice import command, missing_folder_advice
@@ -135,7 +144,7 @@ def _link_line(link: dict[str, Any], names: dict[str, str] | None) -> str:
 _STATES = {"waiting": "Changes pending", "syncing": "Syncing…", "idle": "Up to date"}
 
 
-def _told(link: dict[str, Any]) -> list[str]:
+def _told(link: ShownLink) -> list[str]:
     """What a link's last pass has to tell beyond its counts: failed versions, files waiting for room,
     and the deletions counted since the last confirmation."""
     told = [

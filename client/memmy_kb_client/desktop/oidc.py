@@ -4,13 +4,18 @@ token passed every check (docs/desktop.md, "Signing in"). No message here carrie
 
 from __future__ import annotations
 
-import json
-import threading
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 from memmy_kb_client.desktop.id_token import LoginError, verify_id_token
+from memmy_kb_client.desktop.provider_http import (
+    ProviderRefused,
+    ProviderUnreachable,
+    get_json,
+    post_form,
+    shared_client,
+)
 from memmy_kb_client.home.credentials import CloudLogin
 
 __all__ = [
@@ -32,16 +37,7 @@ __all__ = [
 
 BEARER_KINDS: Final = ("access_token", "id_token")
 DEVICE_GRANT: Final = "urn:ietf:params:oauth:grant-type:device_code"
-MAX_ANSWER_BYTES: Final = 256 * 1024
 LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-class ProviderUnreachable(LoginError):
-    """The cloud or the provider did not answer (or answered 5xx): worth trying again later."""
-
-
-class ProviderRefused(LoginError):
-    """The token endpoint answered an OAuth error (``code`` is its ``error``)."""
 
 
 @dataclass(frozen=True)
@@ -72,73 +68,6 @@ class BrowserRequest:
     redirect_uri: str
 
 
-# ------------------------------------------------------------------------------------------- HTTP
-
-
-_shared: list[Any] = []
-_shared_lock = threading.Lock()
-
-
-def _client() -> Any:
-    """One httpx client for every call to the cloud's login configuration and the provider, made on first
-    use (making one costs more than a loopback sign-in's every request together)."""
-    with _shared_lock:
-        if not _shared:
-            import httpx
-
-            # Never a proxy from the environment: the provider is reached directly, or not at all.
-            _shared.append(httpx.Client(trust_env=False, follow_redirects=False))
-        return _shared[0]
-
-
-def _json(response: Any, what: str) -> dict[str, Any]:
-    raw = response.content[: MAX_ANSWER_BYTES + 1]
-    if len(raw) > MAX_ANSWER_BYTES:
-        raise LoginError("bad_answer", f"{what} answered more than {MAX_ANSWER_BYTES} bytes")
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        value = None
-    if not isinstance(value, dict):
-        raise LoginError("bad_answer", f"{what} answered HTTP {response.status_code} without a JSON object")
-    return value
-
-
-def _get_json(url: str, what: str, timeout: float) -> dict[str, Any]:
-    import httpx
-
-    try:
-        response = _client().get(url, headers={"Accept": "application/json"}, timeout=timeout)
-    except httpx.HTTPError as err:
-        raise ProviderUnreachable("unreachable", f"{what} did not answer ({type(err).__name__})") from None
-    if response.status_code >= 500:
-        raise ProviderUnreachable("unreachable", f"{what} answered HTTP {response.status_code}")
-    if response.status_code != 200:
-        raise LoginError("bad_answer", f"{what} answered HTTP {response.status_code}")
-    return _json(response, what)
-
-
-def _post_form(url: str, form: dict[str, str], what: str, timeout: float) -> dict[str, Any]:
-    """A form POST to a provider endpoint; its JSON, or ``ProviderRefused`` for an OAuth error."""
-    import httpx
-
-    try:
-        response = _client().post(url, data=form, headers={"Accept": "application/json"}, timeout=timeout)
-    except httpx.HTTPError as err:
-        raise ProviderUnreachable("unreachable", f"{what} did not answer ({type(err).__name__})") from None
-    if response.status_code >= 500:
-        raise ProviderUnreachable("unreachable", f"{what} answered HTTP {response.status_code}")
-    answer = _json(response, what)
-    error = answer.get("error")
-    if isinstance(error, str) and error:
-        description = answer.get("error_description")
-        detail = f": {description[:200]}" if isinstance(description, str) and description else ""
-        raise ProviderRefused(error[:64], f"{what} refused ({error[:64]}){detail}")
-    if response.status_code != 200:
-        raise LoginError("bad_answer", f"{what} answered HTTP {response.status_code}")
-    return answer
-
-
 def _checked_url(value: object, what: str) -> str:
     """An endpoint: https, or http on a loopback address only (a local provider)."""
     if not isinstance(value, str) or not value:
@@ -157,7 +86,7 @@ def _checked_url(value: object, what: str) -> str:
 def discover(cloud_url: str, timeout: float = 10.0) -> Provider:
     """The cloud's ``GET /login-configuration``, then its issuer's discovery document (whose
     ``issuer`` must be that very issuer)."""
-    config = _get_json(
+    config = get_json(
         f"{cloud_url.rstrip('/')}/login-configuration", "the cloud's login configuration", timeout
     )
     issuer, client_id, audience = config.get("issuer"), config.get("client_id"), config.get("audience")
@@ -172,7 +101,7 @@ def discover(cloud_url: str, timeout: float = 10.0) -> Provider:
     if bearer not in BEARER_KINDS:
         raise LoginError("login_configuration_invalid", f"unknown bearer_token {str(bearer)[:40]!r}")
     _checked_url(issuer, "issuer")
-    document = _get_json(
+    document = get_json(
         f"{issuer.rstrip('/')}/.well-known/openid-configuration", "the provider's discovery document", timeout
     )
     if document.get("issuer") != issuer:
@@ -197,7 +126,7 @@ def discover(cloud_url: str, timeout: float = 10.0) -> Provider:
 
 
 def fetch_keys(jwks_uri: str, timeout: float = 10.0) -> dict[str, Any]:
-    keys = _get_json(jwks_uri, "the provider's key set", timeout)
+    keys = get_json(jwks_uri, "the provider's key set", timeout)
     if not isinstance(keys.get("keys"), list):
         raise LoginError("bad_answer", "the provider's key set has no keys")
     return keys
@@ -231,7 +160,7 @@ def exchange_code(
     provider: Provider, request: BrowserRequest, code: str, now: float, timeout: float = 10.0
 ) -> CloudLogin:
     """The code swapped for tokens (with the verifier), the ID token checked with the request's nonce."""
-    tokens = _post_form(
+    tokens = post_form(
         provider.token_endpoint,
         {
             "grant_type": "authorization_code",
@@ -299,7 +228,7 @@ def refresh(login: CloudLogin, now: float, timeout: float = 10.0) -> CloudLogin:
     """New tokens for ``login``'s refresh token: a rotated refresh token replaces the old one, a new ID
     token is checked (same issuer, client and subject). ``ProviderRefused("invalid_grant")``: the
     sign-in has ended; ``ProviderUnreachable``: try later."""
-    tokens = _post_form(
+    tokens = post_form(
         login.token_endpoint,
         {"grant_type": "refresh_token", "refresh_token": login.refresh_token, "client_id": login.client_id},
         "the provider's token endpoint",
@@ -340,7 +269,7 @@ def revoke(login: CloudLogin, timeout: float = 5.0) -> bool:
     import httpx
 
     try:
-        response = _client().post(
+        response = shared_client().post(
             login.revocation_endpoint,
             data={
                 "token": login.refresh_token,
@@ -361,7 +290,7 @@ def device_authorization(provider: Provider, timeout: float = 10.0) -> dict[str,
     """RFC 8628 3.1-3.2: device_code, user_code, verification_uri(_complete), interval, expires_in."""
     if not provider.device_authorization_endpoint:
         raise LoginError("device_grant_unsupported", "the provider offers no device sign-in")
-    answer = _post_form(
+    answer = post_form(
         provider.device_authorization_endpoint,
         {"client_id": provider.client_id, "scope": " ".join(provider.scopes)},
         "the provider's device endpoint",
@@ -377,7 +306,7 @@ def device_authorization(provider: Provider, timeout: float = 10.0) -> dict[str,
 def device_token(provider: Provider, device_code: str, timeout: float = 10.0) -> dict[str, Any]:
     """One poll of the token endpoint (RFC 8628 3.4); ``ProviderRefused`` with ``authorization_pending``,
     ``slow_down``, ``access_denied``, ``expired_token``... until the person has signed in."""
-    return _post_form(
+    return post_form(
         provider.token_endpoint,
         {"grant_type": DEVICE_GRANT, "device_code": device_code, "client_id": provider.client_id},
         "the provider's token endpoint",

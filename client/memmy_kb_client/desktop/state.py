@@ -10,12 +10,19 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from memmy_kb_client.desktop import oidc, page
 from memmy_kb_client.desktop.cloud import RATE_LIMITED, Cloud, RecallAnswer, retry_after
 from memmy_kb_client.desktop.flows import LOGGED_OUT, REPLACED, LoginFlows
+from memmy_kb_client.desktop.status_reply import (
+    DesktopStatus,
+    LastRecall,
+    SecretStore,
+    files_warning,
+    last_recall,
+    login_status,
+)
 from memmy_kb_client.desktop.trivial import is_trivial_prompt
 from memmy_kb_client.home import advice, paths, proof
 from memmy_kb_client.home.credentials import (
@@ -71,10 +78,6 @@ class DesktopConfig:
     launcher: advice.Launcher | None = None
 
 
-def _now_iso(at: float | None = None) -> str:
-    return datetime.fromtimestamp(time.time() if at is None else at, UTC).isoformat(timespec="seconds")
-
-
 def _new_token(prefix: str) -> str:
     return prefix + secrets.token_urlsafe(32)
 
@@ -106,12 +109,13 @@ class DesktopState:
         self.flows = LoginFlows(
             self.keep_login, config.clock, timeout=config.login_timeout, login_lock=self._refresh_lock
         )
-        self.last_recall: dict[str, Any] | None = None
+        self.last_recall: LastRecall | None = None
         self.skipped_prompts = 0  # prompts answered without the cloud since the service started
         self.url = ""
         self.port = 0
         self.sessions = page.Sessions()
-        # The linked folders (``memmy_kb_client.sync.links.Links``), while the service runs.
+        # The linked folders (``memmy_kb_client.sync.links.Links``, or ``link_routes.UnreadableLinks``
+        # when their records could not be read), while the service runs.
         self.links: Any = None
 
     def commands(self) -> dict[str, str]:
@@ -225,13 +229,7 @@ class DesktopState:
         return RecallAnswer(answer["context"], OK, excerpts, reply.elapsed)
 
     def _record(self, outcome: str, status: int | None, elapsed: float | None, detail: str = "") -> None:
-        record: dict[str, Any] = {"at": _now_iso(), "outcome": outcome}
-        if status is not None:
-            record["status"] = status
-        if elapsed is not None:
-            record["cloud_ms"] = round(elapsed * 1000, 1)
-        if detail:
-            record["detail"] = detail
+        record = last_recall(outcome, status, elapsed, detail)
         with self._lock:
             self.last_recall = record
 
@@ -351,46 +349,23 @@ class DesktopState:
         with self._lock:
             self.hook_token = token
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> DesktopStatus:
+        """The service's status (``GET /control/status``), as ``status_reply`` shapes it."""
         with self._lock:
             login, rejected, last, skipped = self.login, self.rejected, self.last_recall, self.skipped_prompts
-        described: dict[str, Any]
-        if login is None:
-            described = {"state": "logged_out"}
-        else:
-            profile = login.profile()
-            expires = login.expires_at()
-            lapsed = login.expired(self.config.clock()) and not login.refreshable()
-            state = "expired" if lapsed else "rejected" if rejected else "logged_in"
-            described = {"state": state, "user": profile.get("sub")}
-            for claim in ("name", "email"):
-                if isinstance(profile.get(claim), str):
-                    described[claim] = profile[claim]
-            if expires is not None:
-                described["expires_at"] = _now_iso(expires)
-            described["refreshes"] = login.refreshable()
-        if self.login_note:
-            described["note"] = self.login_note
-        answer: dict[str, Any] = {
+        secrets: SecretStore = "keychain" if isinstance(self.store, KeyringStore) else "file"
+        answer: DesktopStatus = {
             "service": self.url,
             "cloud": self.cloud.base_url,
-            "login": described,
+            "login": login_status(login, rejected=rejected, now=self.config.clock(), note=self.login_note),
             "credential_store": self.store.description,
-            "secrets": "keychain" if isinstance(self.store, KeyringStore) else "file",
+            "secrets": secrets,
             "hook_token_file": os.path.join(self.state_dir, paths.HOOK_TOKEN_FILE),
             "last_recall": last,
             "skipped_prompts": skipped,
             "links": self.links.shown() if self.links is not None else [],
         }
-        in_files = [
-            what
-            for what, kind in (("the login", answer["secrets"]), ("the control token", self.control_store))
-            if kind == "file"
-        ]
-        if in_files:
-            answer["warning"] = (
-                f"no OS keychain holds {' and '.join(in_files)}: "
-                f"{'they are files' if len(in_files) > 1 else 'it is a file'} in {self.private_dir}, "
-                "which any process running as this user can read"
-            )
+        warning = files_warning(secrets, self.control_store, self.private_dir)
+        if warning is not None:
+            answer["warning"] = warning
         return answer

@@ -9,16 +9,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol, cast
+from typing import Any, Final, cast
 
 import httpx
 
-from memmy_kb_client.replies import File, Folder, ReplacementAnswer, UploadTicket, unchanged
+from memmy_kb_client.replies import File, UploadTicket, unchanged
 from memmy_kb_client.sdk import MemmyApiError
 from memmy_kb_client.storage_post import OpenFile, post_upload_from
+from memmy_kb_client.sync.cloud import Cloud
 from memmy_kb_client.sync.names import kb_path
 from memmy_kb_client.sync.plan import Plan, Step
-from memmy_kb_client.sync.remote import SYNC_ORIGIN, Lister, Tree
+from memmy_kb_client.sync.remote import SYNC_ORIGIN, Tree
 from memmy_kb_client.sync.source import Cancelled, NotAsHashed, StoppableReader, opened_as_hashed
 from memmy_kb_client.sync.store import Failed, Pending, Synced, SyncStore
 
@@ -36,45 +37,6 @@ Sender = Callable[[UploadTicket, OpenFile], None]
 
 class SyncAborted(Exception):
     """The pass cannot go on (the login refused, the KB gone or not the caller's)."""
-
-
-class Cloud(Lister, Protocol):
-    """The SDK calls a pass makes: ``memmy_kb_client.sdk.MemmyClient`` 's methods, each as the SDK declares
-    it (mypy checks the SDK against this below, ``tests/unit/client/sync/test_sync_cloud.py`` that each is
-    the SDK's own signature)."""
-
-    def get_file(self, kb_id: str, file_id: str) -> File: ...
-    def create_folder(self, kb_id: str, name: str, parent_id: str | None = None) -> Folder: ...
-    def request_upload(
-        self,
-        kb_id: str,
-        filename: str,
-        size_bytes: int,
-        *,
-        folder_id: str | None = None,
-        idempotency_key: str | None = None,
-        sha256: str | None = None,
-        origin: str | None = None,
-    ) -> UploadTicket: ...
-    def request_replacement(
-        self,
-        kb_id: str,
-        file_id: str,
-        size_bytes: int,
-        *,
-        sha256: str | None = None,
-        if_version: int | None = None,
-        idempotency_key: str | None = None,
-    ) -> ReplacementAnswer: ...
-    def delete_file(self, kb_id: str, file_id: str) -> str: ...
-    def dismiss_upload(self, kb_id: str, upload_id: str) -> None: ...
-
-
-if TYPE_CHECKING:
-    from memmy_kb_client.sdk import MemmyClient
-
-    # The SDK is a Cloud: a method renamed or a parameter or reply changed on one side only fails mypy here.
-    _THE_SDK_IS_A_CLOUD: type[Cloud] = MemmyClient
 
 
 @dataclass

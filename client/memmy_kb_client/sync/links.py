@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final
 
 from memmy_kb_client.sync.link_state import Link, LinkState, ShownLink, folder_identity, limit, overdue
 from memmy_kb_client.sync.local import OWN_STATE, own_state_in
@@ -21,11 +21,8 @@ from memmy_kb_client.sync.store import SyncStore
 from memmy_kb_client.sync.watch import watch_folder
 
 if TYPE_CHECKING:
+    from memmy_kb_client.sync.cloud import CloudClient
     from memmy_kb_client.sync.execute import Sender
-    from memmy_kb_client.sync.run import SyncCloud
-
-    class CloudClient(SyncCloud, Protocol):
-        def close(self) -> None: ...
 
 
 # httpx, the SDK and the pass are imported by the first pass: a service with no linked folder never loads

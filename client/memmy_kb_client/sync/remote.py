@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal
 
-from memmy_kb_client.replies import File, FileListing, Replacement
+from memmy_kb_client.replies import File, Replacement
+
+if TYPE_CHECKING:
+    from memmy_kb_client.sync.cloud import Lister
 
 # The marker an upload made by a sync carries into its file (``origin`` in the listing).
 SYNC_ORIGIN = "sync"
@@ -17,10 +20,6 @@ SYNC_ORIGIN = "sync"
 def normal_name(name: str) -> str:
     """A file or folder name as the service stores it: trimmed, in Unicode NFC."""
     return unicodedata.normalize("NFC", name).strip()
-
-
-class Lister(Protocol):
-    def list_files(self, kb_id: str, folder_id: str | None = None) -> FileListing: ...
 
 
 @dataclass(frozen=True)

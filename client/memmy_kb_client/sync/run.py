@@ -8,15 +8,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from memmy_kb_client.replies import KnowledgeBase
-from memmy_kb_client.sync.execute import Cloud, Executor, Outcome, Progress, Sender, SyncAborted
+from memmy_kb_client.sync.cloud import Cloud, SyncCloud
+from memmy_kb_client.sync.execute import Executor, Outcome, Progress, Sender, SyncAborted
 from memmy_kb_client.sync.local import OWN_STATE, hash_files, own_state_in, scan_folder
+from memmy_kb_client.sync.pass_lock import pass_lock
 from memmy_kb_client.sync.plan import DEFAULT_DELETE_SHARE, Plan, plan_pass
 from memmy_kb_client.sync.remote import Entry, read_tree
 from memmy_kb_client.sync.roots import real_root, root_refused, too_many_to_send
-from memmy_kb_client.sync.store import STORE_FILE, Memory, NoRoom, SyncStore, pair_of, pass_lock
+from memmy_kb_client.sync.store import STORE_FILE, Memory, NoRoom, SyncStore, pair_of
 
 
 def store_dir(env: Any = os.environ) -> Path:
@@ -38,10 +40,6 @@ def open_store(directory: Path | None = None) -> SyncStore:
 
 # The paused plan's deletions named in its record: enough for a person to recognise, few enough to read.
 DELETE_NAMES_SHOWN = 5
-
-
-class SyncCloud(Cloud, Protocol):
-    def get_knowledge_base(self, kb_id: str) -> KnowledgeBase: ...
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """What a folder's sync remembers between passes (SQLite, in the private directory): the files it brought
-in, the intents recorded before they were sent, rejected files, hashes, passes and the desktop's links;
-and the lock that keeps two passes off one folder (docs/sync.md)."""
+in, the intents recorded before they were sent, rejected files, hashes, passes and the desktop's links
+(docs/sync.md). The lock that keeps two passes off one folder is ``pass_lock.py``'s."""
 
 from __future__ import annotations
 
@@ -354,38 +354,3 @@ class SyncStore:
     def last_pass(self, pair: str) -> tuple[float, dict[str, Any]] | None:
         rows = self._run("SELECT at, outcome FROM passes WHERE pair = ?", pair)
         return (rows[0][0], json.loads(rows[0][1])) if rows else None
-
-
-@contextmanager
-def pass_lock(store_dir: Path, pair: str, *, wait: bool = True) -> Iterator[bool]:
-    """Hold the folder's pass lock for the block (a file lock, so across processes too); yields False
-    when ``wait`` is off and another pass holds it. The lock is the folder's by its device and inode when
-    it is there (two paths of one folder, a bind mount too, share it), else by the pair's real path."""
-    import hashlib
-
-    store_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    kb_id, _, root = pair.partition("\n")
-    try:
-        seen = os.stat(root)
-        identity = f"{kb_id}\n{seen.st_dev}:{seen.st_ino}"
-    except OSError:
-        identity = pair
-    name = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:24]
-    fd = os.open(store_dir / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            import fcntl
-        except ImportError:  # Windows: no advisory lock
-            yield True
-            return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)

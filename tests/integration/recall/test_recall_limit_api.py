@@ -2,7 +2,7 @@
 ``recall_rate_limited`` with ``Retry-After`` past the burst, no search made, another user unaffected, and
 the shared window in the table holding a user whom a new environment (fresh buckets) serves.
 
-The rules themselves, on a clock the test moves: tests/unit/domain/test_recall_limit.py.
+The rules themselves, on a clock the test moves: tests/unit/domain/recall/test_recall_limit.py.
 """
 
 from __future__ import annotations

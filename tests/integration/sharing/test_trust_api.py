@@ -378,7 +378,7 @@ def test_a_recall_costs_two_queries_one_batched_read_and_a_search_per_backend(pe
     # Cold, the environment first loads each KB's fingerprints and folders (a Query each), during the search,
     # and reads the fleet's MemOS budget item once. The block of tokens it then holds lapses after 0.5 s in
     # service; held for a minute here, so that a loaded machine's pause between two recalls does not cost
-    # the warm one a write (the lapse has its own tests: tests/unit/domain/test_fleet_budget.py).
+    # the warm one a write (the lapse has its own tests: tests/unit/domain/recall/test_fleet_budget.py).
     monkeypatch.setattr(fleet_budget, "HOLD_SECONDS", 60.0)
     limits(monkeypatch)
     cold = [c for c in calls_of(ask) if c.startswith("dynamodb:")]

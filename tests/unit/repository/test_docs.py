@@ -75,6 +75,7 @@ def _protocols() -> set[str]:
         ("### Functions: `functions/`", lambda: {p.parent.name for p in (ROOT / "functions").glob("*/app.py")}),
         ("### Client: `memmy_kb_client`", lambda: _module_names(CLIENT)),
         ("### Local service: `memmy_kb_client.desktop`", lambda: _module_names(CLIENT / "desktop")),
+        ("### Sync: `memmy_kb_client.sync`", lambda: _module_names(CLIENT / "sync")),
         ("### Home: `memmy_kb_client.home`", lambda: _module_names(CLIENT / "home")),
         ("### Agents: `memmy_kb_client.agents`", lambda: _module_names(CLIENT / "agents")),
         ("### CLI: `memmy_kb_client.cli`", lambda: _module_names(CLIENT / "cli")),

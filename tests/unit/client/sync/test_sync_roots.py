@@ -12,8 +12,9 @@ import pytest
 from memmy_kb_client.sync import roots
 from memmy_kb_client.sync.execute import SyncAborted
 from memmy_kb_client.sync.links import LinkError, Links
+from memmy_kb_client.sync.pass_lock import pass_lock
 from memmy_kb_client.sync.run import PassResult, run_pass
-from memmy_kb_client.sync.store import Synced, SyncStore, pair_of, pass_lock
+from memmy_kb_client.sync.store import Synced, SyncStore, pair_of
 from tests.support.fake_kb import FakeKb
 
 

@@ -10,7 +10,7 @@ STUCK_ATTEMPTS: Final = 5
 
 
 # Each count a run reports (its metric's name), in words for a person: ``memmy-local reconcile`` prints
-# them. tests/unit/domain/test_reconcile.py checks that every count reported here has one.
+# them. tests/unit/domain/reconcile/test_reconcile.py checks that every count reported here has one.
 REPORT_KINDS: Final = {
     "CleanupRestarted": "deletions restarted",
     "CleanupStuck": f"deletions still failing after {STUCK_ATTEMPTS} attempts (alarmed)",

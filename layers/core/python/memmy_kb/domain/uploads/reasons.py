@@ -4,7 +4,7 @@ Records keep the sentence (``UploadRecord.reason``, written by the ingest); the 
 here, so records written before codes existed get one too, and clients word the failure in their own
 language by the code (the desktop page does, in Chinese and English). A sentence not known here (one
 with a number in it, like a capacity refusal, or a new one) falls back to a code by its kind, or
-``other``; every reason constant of the domain has its code (``tests/unit/domain/test_reasons.py``).
+``other``; every reason constant of the domain has its code (``tests/unit/domain/uploads/test_reasons.py``).
 """
 
 from __future__ import annotations
