@@ -58,3 +58,38 @@ def put_membership(table: DynamoTable, record: MembershipRecord) -> None:
 def delete_item(table: DynamoTable, key: dict[str, str]) -> None:
     """A membership removed (or a team's META gone) behind the service's back, as the teams' routes do."""
     table.client.delete_item(TableName=table.name, Key=dump(key))
+
+
+def make_team(
+    service: Any, team_id: str, owner: str, *members: str, admins: tuple[str, ...] = (), invited: tuple[str, ...] = ()
+) -> None:
+    """A team ``owner`` owns with ``members`` (and ``admins``) who accepted and ``invited`` who did not yet,
+    written into the service's table as the teams' routes would leave it."""
+    table = service.stores.table
+    put_team(table, new_team(team_id, owner))
+    put_membership(table, new_membership(owner, team_id, role="owner"))
+    for user in members:
+        put_membership(table, new_membership(user, team_id))
+    for user in admins:
+        put_membership(table, new_membership(user, team_id, role="admin"))
+    for user in invited:
+        put_membership(table, new_membership(user, team_id, state="invited"))
+
+
+def share_with_team(service: Any, kb_id: str, team_id: str, user: str = "alice") -> Any:
+    """``POST /knowledge-bases/{kb_id}/teams``."""
+    return service.call("POST", f"/knowledge-bases/{kb_id}/teams", user, body={"team_id": team_id})
+
+
+def unshare_from_team(service: Any, kb_id: str, team_id: str, user: str = "alice") -> Any:
+    return service.call("DELETE", f"/knowledge-bases/{kb_id}/teams/{team_id}", user)
+
+
+def remove_member(service: Any, user: str, team_id: str) -> None:
+    """A removal or a leave, as the teams' routes make it: the membership item deleted."""
+    delete_item(service.stores.table, membership_key(user, team_id))
+
+
+def delete_team(service: Any, team_id: str) -> None:
+    """A team's META gone (its memberships left for the cleanup), as a team deletion leaves it."""
+    delete_item(service.stores.table, team_key(team_id))

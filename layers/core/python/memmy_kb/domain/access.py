@@ -50,8 +50,11 @@ def require_access(grants: GrantReader, user_id: str, kb_id: str) -> GrantRecord
 
 
 def require_owner(grants: GrantReader, user_id: str, kb_id: str) -> GrantRecord:
-    """The caller's owner grant; 404 for strangers, 403 for readers."""
-    return owner_grant(grants.get_grant(user_id, kb_id))
+    """The caller's owner grant; 404 for strangers, 403 for readers (a team's members among them)."""
+    grant = grants.get_grant(user_id, kb_id)
+    if grant is None:
+        grant = require_access(grants, user_id, kb_id)  # 403 for a team's reader, else the 404
+    return owner_grant(grant)
 
 
 def owner_grant(grant: GrantRecord | None) -> GrantRecord:
