@@ -74,7 +74,8 @@ def shared(stores):
 
 def test_access_through_a_team_is_a_readers(shared):
     grant = require_access(shared.kbs, "bob", "kb_1")
-    assert isinstance(grant, TeamGrant) and grant.role == "reader"
+    assert isinstance(grant, TeamGrant)
+    assert grant.role == "reader"
     with pytest.raises(Forbidden):
         require_owner(shared.kbs, "bob", "kb_1")
     for stranger in ("dave", "carol"):
