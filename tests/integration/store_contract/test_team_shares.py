@@ -89,3 +89,12 @@ def test_a_members_recall_choice_is_kept_on_their_membership_only_while_a_member
     assert (membership.recall, membership.recalls("kb_1"), membership.recalls("kb_9")) == ({"kb_1": False}, False, True)
     assert refused(ItemMissing, lambda: team.kbs.update_membership_recall("dave", "tm_a", "kb_1", True)) == "membership"
     assert refused(ItemMissing, lambda: team.kbs.update_membership_recall("carol", "tm_a", "kb_1", True)) == "membership"
+
+
+def test_a_share_decides_on_the_team_and_the_callers_membership_read_together(team: Backend) -> None:
+    reads = team.kbs.read_team_share("bob", "tm_a")
+    assert (reads.team is not None, reads.membership is not None) == (True, True)
+    assert reads.membership is not None
+    assert reads.membership.state == "member"
+    stranger = team.kbs.read_team_share("carol", "tm_nope")
+    assert (stranger.team, stranger.membership) == (None, None)
