@@ -14,9 +14,9 @@ product's permission table:
   of their teams whose recall the member has on; a request may narrow that to some of them
   (``narrow_recall_grants``), never widen it.
 
-Turning one's own recall on or off is conditioned on the caller's own grant or membership existing. Writes that act on a decision made here re-check it in
-their own conditions (the KB still exists and is still the owner's), so a decision cannot go stale
-between the read and the write.
+Turning one's own recall on or off is conditioned on the caller's own grant or membership existing.
+Writes that act on a decision made here re-check it in their own conditions (the KB still exists and
+is still the owner's), so a decision cannot go stale between the read and the write.
 """
 
 from __future__ import annotations
@@ -39,22 +39,22 @@ def require_access(grants: GrantReader, user_id: str, kb_id: str) -> GrantRecord
     """The caller's grant on a KB (a consistent read), else their reader access through a team (a
     ``TeamGrant``: the memberships' Query and the teams' BatchGetItem, both consistent, read only then);
     404 without either, so existence never leaks."""
-    grant = grants.get_grant(user_id, kb_id)
-    if grant is None:
-        from memmy_kb.domain.team_reach import team_grants
-
-        grant = team_grants(grants.read_reach(user_id, with_grants=False), user_id).get(kb_id)
+    grant = grants.get_grant(user_id, kb_id) or _through_a_team(grants, user_id, kb_id)
     if grant is None:
         raise kb_not_found()
     return grant
 
 
+def _through_a_team(grants: GrantReader, user_id: str, kb_id: str) -> GrantRecord | None:
+    from memmy_kb.domain.team_reach import team_grants
+
+    return team_grants(grants.read_reach(user_id, with_grants=False), user_id).get(kb_id)
+
+
 def require_owner(grants: GrantReader, user_id: str, kb_id: str) -> GrantRecord:
     """The caller's owner grant; 404 for strangers, 403 for readers (a team's members among them)."""
-    grant = grants.get_grant(user_id, kb_id)
-    if grant is None:
-        grant = require_access(grants, user_id, kb_id)  # 403 for a team's reader, else the 404
-    return owner_grant(grant)
+    # The teams are read only when there is no grant: 403 for a team's reader, else the 404.
+    return owner_grant(grants.get_grant(user_id, kb_id) or _through_a_team(grants, user_id, kb_id))
 
 
 def owner_grant(grant: GrantRecord | None) -> GrantRecord:
