@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from memmy_kb.domain.ports.engines import KnowledgeEngines
+    from memmy_kb.domain.ports.team_shares import Reach
     from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
     from memmy_local.memos_emulator.server import MemosEmulator
 
@@ -43,6 +44,11 @@ class _Grants:
 
     def get_grant(self, user_id: str, kb_id: str) -> GrantRecord | None:
         return next((g for g in self._grants if g.kb_id == kb_id), None)
+
+    def read_reach(self, user_id: str, *, with_grants: bool) -> Reach:
+        from memmy_kb.domain.ports.team_shares import Reach
+
+        return Reach(list(self._grants) if with_grants else [])
 
     def batch_get_kbs_and_profiles(
         self, kb_ids: Iterable[str], user_ids: Iterable[str]

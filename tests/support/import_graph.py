@@ -85,7 +85,7 @@ class Edge:
 # The domain is grouped by feature: a package per feature (``memmy_kb.domain.recall``...), the ports in
 # ``memmy_kb.domain.ports``, and directly in domain/ only the modules every feature shares.
 DOMAIN = CORE / "memmy_kb" / "domain"
-DOMAIN_SHARED = frozenset({"access", "directory", "display", "engine", "storage"})
+DOMAIN_SHARED = frozenset({"access", "directory", "display", "engine", "storage", "team_reach"})
 
 
 def domain_part(module: str) -> str:

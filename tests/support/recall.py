@@ -12,6 +12,7 @@ from typing import Any
 
 from memmy_kb.api.models.recall import RecallResponse
 from memmy_kb.domain.engine import MemosRateLimited
+from memmy_kb.domain.ports.team_shares import Reach
 from memmy_kb.domain.recall.config import RecallConfig, RecallQuestion
 from memmy_kb.domain.recall.turn import RecallResult, recall
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord, ProfileRecord
@@ -68,6 +69,10 @@ class Repository:
         snapshot = self.snapshots[min(self.reads, len(self.snapshots) - 1)]
         self.reads += 1
         return snapshot
+
+    def read_reach(self, user_id: str, *, with_grants: bool) -> Reach:
+        """The caller's partition: their grants (as ``query_grants``), no team."""
+        return Reach(self.query_grants(user_id) if with_grants else [])
 
     def batch_get_kbs_and_profiles(
         self, kb_ids: Any, user_ids: Any

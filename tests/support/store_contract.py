@@ -45,12 +45,15 @@ from memmy_kb.records import (
     FolderRecord,
     GrantRecord,
     KnowledgeBaseRecord,
+    MembershipRecord,
+    TeamRecord,
     UploadRecord,
 )
 from tests.support.aws import Stores
 from tests.support.factories import T0, at
 from tests.support.fakes import fake_stores
 from tests.support.fakes.table import Record
+from tests.support.teams import membership_item, team_item
 
 PHONE = "+8613800138000"
 OTHER_PHONE = "+8613900139000"
@@ -115,6 +118,10 @@ def _item(record: Record) -> dict[str, Any]:
         elif record.state == "submitting" and record.submitting_at is not None:
             queue = {"GSI2PK": "UPLOAD#submitting", "GSI2SK": record.submitting_at.isoformat()}
         return {**upload_key(record.kb_id, record.upload_id), **queue, "type": "upload", **data}
+    if isinstance(record, TeamRecord):
+        return team_item(record)
+    if isinstance(record, MembershipRecord):
+        return membership_item(record)
     if not data["blocked_names"]:
         del data["blocked_names"]  # a seeded profile has the shape written before names were kept
     return {**profile_key(record.user_id), "type": "profile", **data}

@@ -31,6 +31,7 @@ from memmy_kb.adapters.memos.key import MemosBackendConfig
 from memmy_kb.composition import recall_engines
 from memmy_kb.domain.engine import FileInput
 from memmy_kb.domain.ports.engines import KnowledgeEngines
+from memmy_kb.domain.ports.team_shares import Reach
 from memmy_kb.domain.recall.rate_governor import RateGovernor
 from memmy_kb.errors import RecallUnavailable
 from memmy_kb.records import GrantRecord, KnowledgeBaseRecord
@@ -55,6 +56,10 @@ class Grants:
 
     def query_grants(self, user_id: str) -> list[GrantRecord]:
         return list(self.grants)
+
+    def read_reach(self, user_id: str, *, with_grants: bool) -> Reach:
+        """The caller's partition: their grants (as ``query_grants``), no team."""
+        return Reach(self.query_grants(user_id) if with_grants else [])
 
     def get_grant(self, user_id: str, kb_id: str) -> GrantRecord | None:
         return next((g for g in self.grants if g.kb_id == kb_id), None)

@@ -21,6 +21,7 @@ from memmy_kb.domain.ports.knowledge_bases import (
     RecallSources,
 )
 from memmy_kb.domain.ports.profiles import ProfileStore
+from memmy_kb.domain.ports.team_shares import ReachReader, TeamShareStore
 from memmy_kb.domain.ports.uploads import UploadObjects, UploadRequeue
 from tests.support.fakes import (
     FakeActivityLog,
@@ -44,6 +45,8 @@ PORT_FAKES: dict[type, tuple[type, str]] = {
     GrantReader: (FakeKnowledgeBaseStore, "backend"),
     RecallSources: (FakeKnowledgeBaseStore, "backend"),
     KnowledgeBaseStore: (FakeKnowledgeBaseStore, "backend"),
+    ReachReader: (FakeKnowledgeBaseStore, "backend"),
+    TeamShareStore: (FakeKnowledgeBaseStore, "backend"),
     ContentStore: (FakeContentStore, "backend"),
     ReplacementWrites: (FakeContentStore, "backend"),
     ProfileStore: (FakeProfileStore, "backend"),

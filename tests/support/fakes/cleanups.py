@@ -40,15 +40,32 @@ class FakeCleanupStore:
     ) -> None:
         t = self.table
         meta = t.kbs.get(kb.kb_id)
-        unchanged = meta is not None and meta.owner_id == kb.owner_id and meta.member_version == kb.member_version
+        unchanged = (
+            meta is not None
+            and meta.owner_id == kb.owner_id
+            and meta.member_version == kb.member_version
+            and meta.teams == kb.teams
+        )
         txn = _Transaction()
         txn.add(("KB", kb.kb_id), unchanged, self._drop(t.kbs, kb.kb_id))
         for user_id in [kb.owner_id, *reader_ids]:
             txn.add(("USER", user_id, kb.kb_id), True, self._drop(t.grants, (user_id, kb.kb_id)))
+        for team_id in sorted(kb.teams):
+            txn.add(("TEAM", team_id), team_id in t.teams, self._unlist(kb.kb_id, team_id))
         txn.add(("CLEANUP", cleanup.cleanup_id), cleanup.cleanup_id not in t.cleanups, self._put(cleanup))
         txn.add(("LIMIT", f"kbs#{kb.owner_id}"), True, self._uncount_owned(kb.owner_id))
         if txn.run():
             raise ConditionFailed("kb", kb.kb_id)
+
+    def _unlist(self, kb_id: str, team_id: str) -> Callable[[], None]:
+        def unlist() -> None:
+            team = self.table.teams[team_id]
+            kbs = {k: v for k, v in team.kbs.items() if k != kb_id}
+            self.table.teams[team_id] = team.model_copy(
+                update={"kbs": kbs, "kb_count": team.kb_count - 1, "version": team.version + 1}
+            )
+
+        return unlist
 
     def delete_file_with_outbox(
         self, file: FileRecord, owner_id: str, cleanup: CleanupRecord, *, activity: ActivityRecord

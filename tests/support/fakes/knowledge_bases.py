@@ -18,9 +18,10 @@ from memmy_kb.records import (
 )
 from tests.support.fakes.profiles import FakeProfileStore
 from tests.support.fakes.table import FakeTable, _activity_sk, _Transaction
+from tests.support.fakes.team_shares import FakeTeamShares
 
 
-class FakeKnowledgeBaseStore:
+class FakeKnowledgeBaseStore(FakeTeamShares):
     """``KnowledgeBaseStore`` as ``memmy_kb.adapters.dynamodb.knowledge_bases.DynamoKnowledgeBaseStore``."""
 
     def __init__(self, table: FakeTable | None = None) -> None:

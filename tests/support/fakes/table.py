@@ -21,8 +21,10 @@ from memmy_kb.records import (
     GrantRecord,
     KbCapacity,
     KnowledgeBaseRecord,
+    MembershipRecord,
     ProfileRecord,
     RequestRecord,
+    TeamRecord,
     UploadRecord,
     WindowCount,
 )
@@ -41,6 +43,8 @@ Record = (
     | ProfileRecord
     | CleanupRecord
     | CleanupPart
+    | TeamRecord
+    | MembershipRecord
 )
 
 
@@ -110,6 +114,8 @@ class FakeTable:
     intents: dict[str, FakeIntent] = field(default_factory=dict)  # INTENT#<kb_id>
     requests: dict[tuple[str, str], RequestRecord] = field(default_factory=dict)  # (operation, key_hash)
     cursors: dict[str, str | None] = field(default_factory=dict)  # RECONCILE/CURSOR#<name>
+    teams: dict[str, TeamRecord] = field(default_factory=dict)  # TEAM#<team>/META
+    memberships: dict[tuple[str, str], MembershipRecord] = field(default_factory=dict)  # (user_id, team_id)
 
     def log(self, record: ActivityRecord) -> Callable[[], None]:
         def put() -> None:
@@ -149,6 +155,10 @@ class FakeTable:
                 self.cleanups[copy.cleanup_id] = copy
             elif isinstance(copy, CleanupPart):
                 self.cleanup_parts[(copy.cleanup_id, copy.part_id)] = copy
+            elif isinstance(copy, TeamRecord):
+                self.teams[copy.team_id] = copy
+            elif isinstance(copy, MembershipRecord):
+                self.memberships[(copy.user_id, copy.team_id)] = copy
             else:
                 self.profiles[copy.user_id] = copy
 

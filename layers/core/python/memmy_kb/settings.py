@@ -61,6 +61,9 @@ class Settings:
     # Capacity of one KB: files recorded in it, and their bytes (2 GiB).
     max_files_per_kb: int = 1000
     max_bytes_per_kb: int = 2 * 1024**3
+    # Teams (docs/teams.md, "Limits"): KBs shared with one team, teams one KB is shared with.
+    team_max_kbs: int = 50
+    kb_max_teams: int = 20
     # Login (public, GET /login-configuration): the OpenID Connect issuer, the desktop's client id, the
     # audience the authorizer requires, the scopes the desktop asks for and which of its tokens it sends
     # ("access_token" or "id_token": the one that carries that audience and the verified profile claims).
@@ -105,6 +108,8 @@ def get_settings() -> Settings:
         max_kbs_per_user=int(_positive(env, "MAX_KBS_PER_USER", 100)),
         max_files_per_kb=int(_positive(env, "MAX_FILES_PER_KB", 1000)),
         max_bytes_per_kb=int(_positive(env, "MAX_BYTES_PER_KB", 2 * 1024**3)),
+        team_max_kbs=int(_positive(env, "TEAM_MAX_KBS", 50)),
+        kb_max_teams=int(_positive(env, "KB_MAX_TEAMS", 20)),
         login_issuer=env.get("LOGIN_ISSUER", ""),
         login_client_id=env.get("LOGIN_CLIENT_ID", ""),
         login_audience=env.get("LOGIN_AUDIENCE", ""),

@@ -22,6 +22,7 @@ from memmy_kb.domain.engine import (
     MemosUnavailable,
     SearchHit,
 )
+from memmy_kb.domain.ports.team_shares import Reach
 from memmy_kb.domain.recall import turn as recall_logic
 from memmy_kb.records import GrantRecord
 from tests.support.recall import recall_with
@@ -53,6 +54,10 @@ class FakeRepository:
         snapshot = self.snapshots[min(self.reads, len(self.snapshots) - 1)]
         self.reads += 1
         return snapshot
+
+    def read_reach(self, user_id: str, *, with_grants: bool) -> Reach:
+        """The caller's partition: their grants (as ``query_grants``), no team."""
+        return Reach(self.query_grants(user_id) if with_grants else [])
 
     def batch_get_kbs_and_profiles(self, kb_ids: Any, user_ids: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         return {}, {}

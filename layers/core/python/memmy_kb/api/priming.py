@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
     from memmy_kb.domain.fingerprints.store import FilePrints
+    from memmy_kb.domain.ports.team_shares import Reach
     from memmy_kb.records import FileRecord, FolderRecord, GrantRecord, KnowledgeBaseRecord, ProfileRecord
 
 # No clock reading goes into the snapshot: the primed records carry this fixed date.
@@ -95,6 +96,11 @@ class _Sources:
 
     def query_grants(self, user_id: str) -> list[GrantRecord]:
         return [self._grant]
+
+    def read_reach(self, user_id: str, *, with_grants: bool) -> Reach:
+        from memmy_kb.domain.ports.team_shares import Reach
+
+        return Reach([self._grant] if with_grants else [])
 
     def batch_get_kbs_and_profiles(
         self, kb_ids: Iterable[str], user_ids: Iterable[str]

@@ -1,19 +1,22 @@
 """Every authorization decision of the service, in one place (docs/architecture.md, "Access").
 
-The caller's grant item is the only authority: read with a strongly consistent GetItem, never from an
-index. The rules, from the product's permission table:
+The caller's grant item is the first authority: read with a strongly consistent GetItem, never from an
+index; without one, the caller's team memberships are (docs/teams.md): a team the caller is a member of
+whose META lists the KB gives reader rights (``memmy_kb.domain.team_reach``). The rules, from the
+product's permission table:
 
-* anyone without a grant on a KB gets 404, exactly as for a KB that does not exist (no existence oracle);
+* anyone without a grant on a KB or a team that lists it gets 404, exactly as for a KB that does not exist
+  (no existence oracle);
 * a reader may see the KB and its files, turn their own recall on or off, and leave;
 * everything else (rename, share, revoke, upload, organise) is the owner's; a reader trying it gets 403;
 * an upload is taken into MemOS only while its uploader still owns the KB;
-* recall searches exactly the KBs the caller holds a grant on and has turned recall on for; a request
-  may narrow that to some of them (``narrow_recall_grants``), never widen it.
+* recall searches exactly the KBs the caller holds a grant on and has turned recall on for, and the KBs
+  of their teams whose recall the member has on; a request may narrow that to some of them
+  (``narrow_recall_grants``), never widen it.
 
-Turning one's own recall on or off needs no read: the write is conditioned on the caller's own grant
-existing, the same rule as ``require_access``. Writes that act on a decision made here re-check it in
-their own conditions (the KB still exists and is still the owner's), so a decision cannot go stale
-between the read and the write.
+Turning one's own recall on or off is conditioned on the caller's own grant or membership existing.
+Writes that act on a decision made here re-check it in their own conditions (the KB still exists and
+is still the owner's), so a decision cannot go stale between the read and the write.
 """
 
 from __future__ import annotations
@@ -33,16 +36,25 @@ if TYPE_CHECKING:
 
 
 def require_access(grants: GrantReader, user_id: str, kb_id: str) -> GrantRecord:
-    """The caller's grant on a KB (a consistent read); 404 without one, so existence never leaks."""
-    grant = grants.get_grant(user_id, kb_id)
+    """The caller's grant on a KB (a consistent read), else their reader access through a team (a
+    ``TeamGrant``: the memberships' Query and the teams' BatchGetItem, both consistent, read only then);
+    404 without either, so existence never leaks."""
+    grant = grants.get_grant(user_id, kb_id) or _through_a_team(grants, user_id, kb_id)
     if grant is None:
         raise kb_not_found()
     return grant
 
 
+def _through_a_team(grants: GrantReader, user_id: str, kb_id: str) -> GrantRecord | None:
+    from memmy_kb.domain.team_reach import team_grants
+
+    return team_grants(grants.read_reach(user_id, with_grants=False), user_id).get(kb_id)
+
+
 def require_owner(grants: GrantReader, user_id: str, kb_id: str) -> GrantRecord:
-    """The caller's owner grant; 404 for strangers, 403 for readers."""
-    return owner_grant(grants.get_grant(user_id, kb_id))
+    """The caller's owner grant; 404 for strangers, 403 for readers (a team's members among them)."""
+    # The teams are read only when there is no grant: 403 for a team's reader, else the 404.
+    return owner_grant(grants.get_grant(user_id, kb_id) or _through_a_team(grants, user_id, kb_id))
 
 
 def owner_grant(grant: GrantRecord | None) -> GrantRecord:
@@ -59,7 +71,9 @@ def require_member_removal(grants: GrantReader, caller_id: str, kb_id: str, memb
 
     The owner cannot leave their own KB (422: delete it instead); a reader removing anyone else is 403.
     """
-    grant = require_access(grants, caller_id, kb_id)
+    grant = grants.get_grant(caller_id, kb_id)  # a team's reader leaves the team, not the KB
+    if grant is None:
+        raise kb_not_found()
     if grant.role == "owner":
         if member_id == caller_id:
             raise InvalidInput(
@@ -78,13 +92,17 @@ class ScopeEntry:
 
 
 def recall_grants(grants: GrantReader, user_id: str) -> list[GrantRecord]:
-    """The user's grants with recall on (owned or shared), from one consistent Query of the user's grants:
-    its cost follows the user's grants, not the table."""
-    return [g for g in grants.query_grants(user_id) if g.recall]
+    """The user's grants with recall on (owned or shared) and the KBs of their teams with their recall on,
+    one entry a KB: one consistent Query of the user's partition (grants, profile, memberships) and, only
+    when they are a member of a team, one consistent BatchGetItem of the teams' META. Its cost follows the
+    user, not the table: two reads with teams, whatever their number, one without."""
+    from memmy_kb.domain.team_reach import recall_reach
+
+    return recall_reach(grants.read_reach(user_id, with_grants=True), user_id)
 
 
 def compute_recall_scope(grants: GrantReader, user_id: str) -> frozenset[ScopeEntry]:
-    """Owned or shared KBs with the user's recall on, as (KB id, MemOS id): ``recall_grants``."""
+    """The KBs in the user's recall scope, as (KB id, MemOS id): ``recall_grants``, read again."""
     return scope_of(recall_grants(grants, user_id))
 
 

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 Item = Literal[
     "kb", "grant", "member_count", "folder", "folders", "file", "upload", "profile", "cleanup", "blocked", "daily",
     "kb_count", "attempts", "kb_files", "kb_bytes", "request",
+    # A KB shared with a team (docs/teams.md).
+    "team", "membership", "team_share", "team_kb_count", "kb_team_count",
 ]
 
 

@@ -28,6 +28,7 @@ from memmy_kb.adapters.dynamodb.keys import (
     owned_counter,
 )
 from memmy_kb.adapters.dynamodb.table import Action, DynamoTable, Item, TransactionRefused, dump, version_is
+from memmy_kb.adapters.dynamodb.team_shares import remove_from_team
 from memmy_kb.domain.storage import ConditionFailed, ItemMissing
 from memmy_kb.records import (
     ActivityRecord,
@@ -97,13 +98,25 @@ class DynamoCleanupStore:
     ) -> None:
         """META, the owner's grant and every reader's grant, gone together with the outbox item written.
 
-        Conditioned on META being as read (same owner, same ``member_version``), so a share or revoke that
-        landed after the read makes this fail with ConditionFailed("kb") instead of leaving a grant behind.
+        Conditioned on META being as read (same owner, same ``member_version``, same ``teams``), so a share
+        or revoke that landed after the read makes this fail with ConditionFailed("kb") instead of leaving a
+        grant (or a team's entry) behind.
         """
         unchanged = "member_version = :version"
         if not kb.member_version:  # META written before versions were kept has none
             unchanged = f"(attribute_not_exists(member_version) OR {unchanged})"
         values = {":version": {"N": str(kb.member_version)}}
+        # The teams it is shared with, exactly as read (a share or unshare meanwhile fails this too): each
+        # team's ``kbs`` loses it in the same transaction (docs/teams.md, "Deletion").
+        teams = sorted(kb.teams)
+        if teams:
+            unchanged += " AND size(teams) = :teams AND " + " AND ".join(
+                f"contains(teams, :team{i})" for i in range(len(teams))
+            )
+            values[":teams"] = {"N": str(len(teams))}
+            values.update({f":team{i}": {"S": team} for i, team in enumerate(teams)})
+        else:
+            unchanged += " AND attribute_not_exists(teams)"
         actions: list[Action] = [
             _delete(
                 self._table,
@@ -113,6 +126,7 @@ class DynamoCleanupStore:
             ),
             _delete(self._table, grant_key(kb.owner_id, kb.kb_id)),
             *(_delete(self._table, grant_key(user_id, kb.kb_id)) for user_id in reader_ids),
+            *(remove_from_team(self._table, team, kb.kb_id, listed=False) for team in teams),
             self._table.put_action(_cleanup_item(cleanup), "attribute_not_exists(PK)"),
             # The owner's count of KBs, taken down by one (an absent counter, from before counts were
             # kept, becomes 0; a count that missed older KBs can go below 0, which only leaves more room).

@@ -1,6 +1,7 @@
 """Knowledge bases and grants in DynamoDB: ``KB#<kb>/META`` and ``USER#<user>/KB#<kb>`` (GSI1 by KB).
 
-Implements ``memmy_kb.domain.ports.knowledge_bases.KnowledgeBaseStore``. The grant items are the single authority for
+Implements ``memmy_kb.domain.ports.knowledge_bases.KnowledgeBaseStore`` (its team shares in
+``memmy_kb.adapters.dynamodb.team_shares``). The grant items are the single authority for
 access and recall scope, so every read of them is strongly consistent; GSI1 serves the member list only.
 """
 
@@ -24,6 +25,7 @@ from memmy_kb.adapters.dynamodb.keys import (
 )
 from memmy_kb.adapters.dynamodb.profiles import IdentifierKind, claimants_of
 from memmy_kb.adapters.dynamodb.table import DynamoTable, Item, TransactionRefused, dump, is_condition_failure
+from memmy_kb.adapters.dynamodb.team_shares import TeamShareMixin
 from memmy_kb.domain.storage import AlreadyExists, ConditionFailed, ItemMissing
 from memmy_kb.records import (
     ActivityRecord,
@@ -54,8 +56,8 @@ def _grant_item(grant: GrantRecord) -> Item:
     }
 
 
-class DynamoKnowledgeBaseStore:
-    """KB META items and the grants on them."""
+class DynamoKnowledgeBaseStore(TeamShareMixin):
+    """KB META items, the grants on them, and their shares with teams (``TeamShareMixin``)."""
 
     def __init__(self, table: DynamoTable) -> None:
         self._table = table

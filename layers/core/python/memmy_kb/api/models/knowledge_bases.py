@@ -35,19 +35,34 @@ class Owner(ApiModel):
     )
 
 
+class KbTeam(ApiModel):
+    """A team through which the caller reads a KB (docs/teams.md)."""
+
+    id: str
+    name: str
+
+
 class KnowledgeBase(ApiModel):
     id: str
     name: str
     role: Role
     recall: bool
     owner: Owner
+    teams: list[KbTeam] = Field(
+        default_factory=list,
+        description="The teams through which the caller reads it; empty when it is theirs or shared with them",
+    )
     created_at: datetime
     file_count: int = Field(default=0, description="Files recorded in the knowledge base")
     bytes_used: int = Field(default=0, description="Their bytes: the storage the knowledge base uses")
 
     @classmethod
     def from_view(cls, view: KnowledgeBaseView) -> KnowledgeBase:
+        from memmy_kb.domain.team_reach import TeamGrant
+
+        teams = view.grant.teams if isinstance(view.grant, TeamGrant) else ()
         return cls(
+            teams=[KbTeam(id=team_id, name=shown(name) or team_id) for team_id, name in teams],
             id=view.kb.kb_id,
             name=shown(view.kb.name),
             role=view.grant.role,

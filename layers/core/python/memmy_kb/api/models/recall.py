@@ -97,10 +97,19 @@ class RecallKb(ApiModel):
     name: str = Field(repr=False)
 
 
+class RecallTeam(ApiModel):
+    """The team through which the caller reads a KB (only when they read it through no direct share)."""
+
+    id: str
+    name: str = Field(repr=False)
+
+
 class RecallGroupKb(RecallKb):
-    """One KB of a group searched together; ``owner`` when it is shared with the caller."""
+    """One KB of a group searched together; ``owner`` when it is shared with the caller, ``team`` when
+    only through a team."""
 
     owner: RecallOwner | None = None
+    team: RecallTeam | None = None
 
 
 class RecallFile(ApiModel):
@@ -125,6 +134,12 @@ def _file(file: SourceFile) -> RecallFile:
     )
 
 
+def _team(source: SourceKb) -> RecallTeam | None:
+    if source.team_id is None:
+        return None
+    return RecallTeam(id=source.team_id, name=source.team_name or source.team_id)
+
+
 def _owner(source: SourceKb) -> RecallOwner | None:
     if source.owner_name is None:
         return None
@@ -139,7 +154,8 @@ class RecallItem(ApiModel):
     ``title`` is MemOS's heading for the excerpt (a section of the file, not its name).
     ``knowledge_base`` names the KB it comes from (``owner`` the sharer, for a KB shared with the caller);
     ``knowledge_bases`` instead lists the KBs it could come from (candidates in several KBs, or no file
-    named). Neither is present when the service searches the whole scope at once without attribution
+    named). ``team`` names the team through which the caller reads the KB when they read it only through
+    a team (a direct share wins). Neither is present when the service searches the whole scope at once without attribution
     (``RECALL_ATTRIBUTION=combined``).
     """
 
@@ -149,6 +165,7 @@ class RecallItem(ApiModel):
     knowledge_base: RecallKb | None = None
     owner: RecallOwner | None = None
     knowledge_bases: list[RecallGroupKb] | None = None
+    team: RecallTeam | None = None
     file: RecallFile | None = Field(default=None, description="The one file the excerpt comes from, when clear")
     files: list[RecallFile] = Field(
         default_factory=list, description="The candidate files when several hold the excerpt's text, else []"
@@ -165,9 +182,10 @@ class RecallItem(ApiModel):
             (source,) = excerpt.sources
             item.knowledge_base = RecallKb(id=source.kb_id, name=source.name)
             item.owner = _owner(source)
+            item.team = _team(source)
         elif excerpt.sources:
             item.knowledge_bases = [
-                RecallGroupKb(id=s.kb_id, name=s.name, owner=_owner(s)) for s in excerpt.sources
+                RecallGroupKb(id=s.kb_id, name=s.name, owner=_owner(s), team=_team(s)) for s in excerpt.sources
             ]
         return item
 

@@ -16,6 +16,7 @@ from memmy_kb.domain.engine import MemosApiKeyError, MemosError, MemosQuotaExcee
 from memmy_kb.domain.knowledge_bases.activity import new_activity
 from memmy_kb.domain.knowledge_bases.activity import record as record_activity
 from memmy_kb.domain.knowledge_bases.placement import place_kb
+from memmy_kb.domain.knowledge_bases.team_reads import readable_grants, set_team_recall
 from memmy_kb.domain.ports.activity import ActivityLog
 from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngine, KnowledgeEngines
 from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
@@ -329,13 +330,15 @@ def set_recall(
 ) -> KnowledgeBaseView:
     """Turn the caller's own recall of a KB on or off; owners and readers alike, nobody else's.
 
-    The update is conditioned on the caller's grant existing, so it is also the access check
-    (``memmy_kb.domain.access``).
+    The grant's update is conditioned on the caller's grant existing, each membership's on the caller
+    still being a member: the writes are also the access check (``memmy_kb.domain.access``). A KB read
+    through teams has the choice set on each membership it is read through (and on the grant, if any).
     """
     try:
-        grant = kbs.update_grant_recall(user_id, kb_id, enabled)
+        direct: GrantRecord | None = kbs.update_grant_recall(user_id, kb_id, enabled)
     except ItemMissing:
-        raise kb_not_found() from None
+        direct = None
+    grant = set_team_recall(kbs, user_id, kb_id, enabled, direct=direct)
     kb = kbs.get_kb(kb_id)
     if kb is None:
         raise kb_not_found()
@@ -343,10 +346,11 @@ def set_recall(
 
 
 def list_knowledge_bases(kbs: KnowledgeBaseStore, user_id: str) -> list[KnowledgeBaseView]:
-    """The caller's owned and shared KBs, each with the caller's role and recall setting: owned first.
+    """The caller's owned and shared KBs, and those their teams share with them, each with the caller's
+    role and recall setting: owned first.
 
     The owners' profiles come from the KB store's batched read, not from the profile store."""
-    grants = kbs.query_grants(user_id)
+    grants = readable_grants(kbs, user_id)
     # The grant carries the owner's id, so META items and owners' profiles come in one batched read.
     records, owners = kbs.batch_get_kbs_and_profiles((g.kb_id for g in grants), (g.owner_id for g in grants))
     views = [

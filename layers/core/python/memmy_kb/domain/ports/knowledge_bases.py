@@ -7,9 +7,12 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from memmy_kb.domain.ports.team_shares import TeamShareStore
+
 if TYPE_CHECKING:
     # Only signatures name these: a function taking a port (recall: ``GrantReader``) imports no model for it.
     from memmy_kb.domain.ports.profiles import IdentifierKind
+    from memmy_kb.domain.ports.team_shares import Reach
     from memmy_kb.records import (
         ActivityRecord,
         CountCap,
@@ -29,6 +32,11 @@ class GrantReader(Protocol):
 
     def query_grants(self, user_id: str) -> list[GrantRecord]: ...
 
+    def read_reach(self, user_id: str, *, with_grants: bool) -> Reach:
+        """The caller's grants (with ``with_grants``) and memberships, and their teams' META
+        (``memmy_kb.domain.ports.team_shares``)."""
+        ...
+
 
 class RecallSources(GrantReader, Protocol):
     """What attributed recall reads: the grants, and the KBs' names with their owners' profiles."""
@@ -38,8 +46,9 @@ class RecallSources(GrantReader, Protocol):
     ) -> tuple[dict[str, KnowledgeBaseRecord], dict[str, ProfileRecord]]: ...
 
 
-class KnowledgeBaseStore(GrantReader, Protocol):
-    """KB META items and the grants on them: the single authority for access and recall scope."""
+class KnowledgeBaseStore(GrantReader, TeamShareStore, Protocol):
+    """KB META items, the grants on them and their shares with teams: the authority for access and
+    recall scope."""
 
     def put_kb_with_owner_grant(
         self,

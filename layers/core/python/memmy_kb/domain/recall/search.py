@@ -156,6 +156,11 @@ def _source(
     listed = profile.display_name if profile else (kb.owner_name if kb else None)
     owner_name = shown(listed or "") or grant.owner_id
     contact = masked_contact(profile.phone, profile.email) if profile else None
+    from memmy_kb.domain.team_reach import TeamGrant
+
+    if isinstance(grant, TeamGrant) and grant.teams:  # read only through teams: the first names it
+        team_id, team_name = grant.teams[0]
+        return SourceKb(grant.kb_id, name, owner_name, contact, team_id, shown(team_name) or team_id)
     return SourceKb(grant.kb_id, name, owner_name, contact)
 
 

@@ -131,7 +131,8 @@ def share_knowledge_base(
     wanted = parse_identifier(identifier)
     counter = attempt_counter(owner_id, policy.limits, now)
     reads = kbs.read_share(owner_id, kb_id, identifier=wanted.lookup, user_id=wanted.user_id, counter=counter)
-    owner = owner_grant(reads.owner_grant)
+    # Without a grant, the caller may still read it through a team: 403 then, as for any reader.
+    owner = owner_grant(reads.owner_grant) if reads.owner_grant else require_owner(kbs, owner_id, kb_id)
     # Refuse a full KB before looking at the identifier, so the answer says nothing about who has an
     # account and costs no attempt (the transaction enforces the cap again against concurrent shares).
     if reads.kb is None:
