@@ -8,11 +8,12 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 
 from memmy_kb.api.resolver import build_resolver
-from memmy_kb.api.routes import teams
+from memmy_kb.api.routes import activity, teams
 from memmy_kb.observability import logger
 
 app = build_resolver()
 app.include_router(teams.router)
+app.include_router(activity.team_router)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

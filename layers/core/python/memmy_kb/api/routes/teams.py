@@ -1,5 +1,5 @@
 """Teams: create, list, read, rename, delete; invite, accept, decline; remove, leave, roles and
-ownership; the team's activity. Never calls MemOS (docs/teams.md)."""
+ownership (a team's activity log: ``memmy_kb.api.routes.activity``). Never calls MemOS (docs/teams.md)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ from http import HTTPStatus
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from memmy_kb.api.injected import (
-    ActivityLogDep,
     CallerId,
     CleanupExecutionsDep,
     KbStoreDep,
@@ -19,7 +18,6 @@ from memmy_kb.api.injected import (
     TeamPolicyDep,
     TeamStoreDep,
 )
-from memmy_kb.api.models.activity import ActivityList
 from memmy_kb.api.models.teams import (
     CreateTeamRequest,
     DeclineRequest,
@@ -31,16 +29,11 @@ from memmy_kb.api.models.teams import (
     TeamMember,
     TeamRoleRequest,
 )
-from memmy_kb.api.resolver import UserId, json_response, new_router, responses
-from memmy_kb.domain.knowledge_bases.activity import MAX_PAGE
+from memmy_kb.api.resolver import NO_TEAM, TeamId, UserId, json_response, new_router, responses
 from memmy_kb.domain.teams import invitations, members, teams
-from memmy_kb.domain.teams.activity import list_team_activity
-from memmy_kb.records import utc_now
 
 router = new_router()
 
-TeamId = Annotated[str, Path(min_length=1, max_length=64)]
-NO_TEAM = (HTTPStatus.NOT_FOUND, "No such team, or the caller is not in it (`team_not_found`)")
 ADMIN = (HTTPStatus.FORBIDDEN, "Only the owner or an admin may do this (`team_admin_only`)")
 OWNER = (HTTPStatus.FORBIDDEN, "Only the owner may do this (`team_owner_only`)")
 
@@ -240,21 +233,3 @@ def handle_decline(  # type: ignore[no-untyped-def]
         team_store, kbs, profile_store, caller, team_id, block=request.block, policy=policy, share_policy=share_policy
     )
     return Response(status_code=HTTPStatus.NO_CONTENT)
-
-
-@router.get(
-    "/teams/<team_id>/activity",
-    operation_id="listTeamActivity",
-    summary="A team's activity: invitations, joins, declines, removals, leaves, roles, renames (members)",
-    responses=responses(HTTPStatus.OK, "A page of entries, newest first", ActivityList, NO_TEAM),
-)
-def handle_list_team_activity(
-    team_id: TeamId,
-    caller: CallerId,
-    team_store: TeamStoreDep,
-    log: ActivityLogDep,
-    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
-    cursor: Annotated[str | None, Query(max_length=512)] = None,
-) -> ActivityList:
-    page = list_team_activity(team_store, log, caller, team_id, limit=limit, cursor=cursor, now=utc_now())
-    return ActivityList.from_page(page)
