@@ -7,10 +7,11 @@ from http import HTTPStatus
 
 import pytest
 
+from memmy_kb.domain.sharing.profiles import register_profile
 from memmy_kb.domain.teams import invitations
 from memmy_kb.errors import TooManyRequests
 from tests.support.domain import refused, register
-from tests.support.factories import profile_record
+from tests.support.factories import claims, profile_record
 from tests.support.teams import BOB_PHONE, CAROL_EMAIL, World
 
 NO_ACCOUNT = (HTTPStatus.NOT_FOUND, "account_not_found")
@@ -107,3 +108,13 @@ def test_invitations_past_the_hourly_limit_are_429_with_retry_after(world: World
         world.invite(team_id, "carol")
     assert err.value.retry_after >= 1
     assert world.membership("carol", team_id) is None
+
+
+def test_signing_in_again_keeps_the_teams_one_blocked(world: World, team_id: str) -> None:
+    world.invite(team_id, "bob")
+    invitations.decline(
+        world.teams, world.stores.kbs, world.stores.profiles, "bob", team_id,
+        block="team", policy=world.policy, share_policy=world.share_policy,
+    )
+    register_profile(world.stores.profiles, claims("bob", name="Bob", phone=BOB_PHONE))
+    assert refused(lambda: world.invite(team_id, "bob")) == NO_ACCOUNT
