@@ -158,3 +158,13 @@ def test_a_deleted_team_leaves_no_membership_after_the_cleanup(people, monkeypat
     # The members' teams counters went back down: each may be in one team again.
     assert create_team(people, "bob", "Bob's")
     assert create_team(people, "alice", "Alice's")
+
+
+def test_a_plain_decline_blocks_nothing(people):
+    team_id = create_team(people)
+    assert invite(people, team_id, "bob").status == HTTPStatus.CREATED
+    assert people.call("POST", f"/teams/{team_id}/decline", "bob").status == HTTPStatus.NO_CONTENT
+    assert people.call("GET", "/teams", "bob").body["items"] == []
+    assert invite(people, team_id, "bob").status == HTTPStatus.CREATED  # invited again: no block
+    kinds = [e["kind"] for e in people.call("GET", f"/teams/{team_id}/activity", "alice").body["items"]]
+    assert kinds == ["invited", "declined", "invited"]

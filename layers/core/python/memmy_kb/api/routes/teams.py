@@ -221,15 +221,14 @@ def handle_accept(
 )
 def handle_decline(  # type: ignore[no-untyped-def]
     team_id: TeamId,
-    request: Annotated[DeclineRequest, Body()],
     caller: CallerId,
     team_store: TeamStoreDep,
     kbs: KbStoreDep,
     profile_store: ProfileStoreDep,
     policy: TeamPolicyDep,
     share_policy: SharePolicyDep,
+    request: Annotated[DeclineRequest | None, Body()] = None,  # no body: decline without blocking
 ):
-    invitations.decline(
-        team_store, kbs, profile_store, caller, team_id, block=request.block, policy=policy, share_policy=share_policy
-    )
+    block = request.block if request is not None else None
+    invitations.decline(team_store, kbs, profile_store, caller, team_id, block=block, policy=policy, share_policy=share_policy)
     return Response(status_code=HTTPStatus.NO_CONTENT)
