@@ -22,6 +22,7 @@ from memmy_kb.domain.ports.knowledge_bases import (
 )
 from memmy_kb.domain.ports.profiles import ProfileStore
 from memmy_kb.domain.ports.team_shares import ReachReader, TeamShareStore
+from memmy_kb.domain.ports.teams import TeamStore
 from memmy_kb.domain.ports.uploads import UploadObjects, UploadRequeue
 from tests.support.fakes import (
     FakeActivityLog,
@@ -35,6 +36,7 @@ from tests.support.fakes import (
     FakeKnowledgeEngine,
     FakeProfileStore,
     FakeRateCounters,
+    FakeTeamStore,
     FakeUploadObjects,
     FakeUploadRequeue,
 )
@@ -60,6 +62,7 @@ PORT_FAKES: dict[type, tuple[type, str]] = {
     KnowledgeEngine: (FakeKnowledgeEngine, "engine"),
     KnowledgeEngines: (FakeEngines, "engines"),
     BackendSlots: (FakeBackendSlots, "backend"),
+    TeamStore: (FakeTeamStore, "backend"),
 }
 
 

@@ -166,7 +166,8 @@ _PAGE_REFUSALS = {
     "memos_quota_exhausted",
     "rate_limited",
 }
-_PAGE_SKIPS = {"block_limit_reached"}  # blocking is not on the page
+# Blocking is not on the page; nor are teams yet (their refusals get texts when the page shows teams).
+_PAGE_SKIPS = {"block_limit_reached", "team_limit_reached", "team_member_limit_reached"}
 
 
 def _service_codes() -> set[str]:
