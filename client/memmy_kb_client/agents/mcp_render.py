@@ -41,6 +41,9 @@ class Excerpt(TypedDict):
     knowledge_base: ExcerptKb | None
     owner: Sharer | None
     knowledge_bases: list[ExcerptGroupKb] | None
+    # The team through which the user reads ``knowledge_base`` (or the group's KB its file is in), when
+    # only through one.
+    team: ExcerptKb | None
 
 
 class SearchResult(TypedDict):
@@ -102,7 +105,19 @@ def read_excerpt(item: SearchExcerpt) -> Excerpt:
         ]
         if isinstance(group, list) and kb is None
         else None,
+        "team": _team(item.get("team")),
     }
+
+
+def _team(value: object) -> ExcerptKb | None:
+    """The item's ``team`` (``{id, name}``, each a string), else None."""
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("id"), str)
+        or not isinstance(value.get("name"), str)
+    ):
+        return None
+    return {"id": value["id"], "name": value["name"]}
 
 
 def _new_boundary() -> str:
@@ -163,13 +178,15 @@ def _source(excerpt: Excerpt) -> str:
     def label(kb: ExcerptKb | ExcerptGroupKb, owner: Sharer | None) -> str:
         return f"{kb['name']!r}" + (f", shared by {sharer(owner)}" if owner else "")
 
+    team = excerpt.get("team")
+    through = f", team {_line(team['name'])!r}" if team else ""
     if excerpt["knowledge_base"] is not None:
-        return f"\nKnowledge base: {label(excerpt['knowledge_base'], excerpt['owner'])}"
+        return f"\nKnowledge base: {label(excerpt['knowledge_base'], excerpt['owner'])}{through}"
     group = excerpt.get("knowledge_bases") or []
     file = excerpt.get("file")
     home = [kb for kb in group if file is not None and kb["id"] == file["knowledge_base_id"]]
     if home:
-        return f"\nKnowledge base: {label(home[0], home[0]['owner'])}"
+        return f"\nKnowledge base: {label(home[0], home[0]['owner'])}{through}"
     if group:
         return "\nKnowledge base: one of " + "; ".join(label(kb, kb["owner"]) for kb in group)
     return ""

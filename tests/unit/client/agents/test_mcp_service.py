@@ -177,6 +177,7 @@ def test_the_answer_keeps_only_the_contracts_fields(tmp_path):
                 "knowledge_base": {"id": "kb_1", "name": "H"},
                 "owner": None,
                 "knowledge_bases": None,
+                "team": None,
             }
         ],
         "partial": True,
