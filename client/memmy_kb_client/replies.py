@@ -227,6 +227,8 @@ class RecallGroupKb(TypedDict):
     id: str
     name: str
     owner: NotRequired[RecallOwner | None]
+    # Set when the caller reads this KB only through a team.
+    team: NotRequired[RecallTeam | None]
 
 
 class RecallFile(TypedDict):

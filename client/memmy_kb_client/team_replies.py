@@ -4,10 +4,10 @@ per response schema, named and shaped as the cloud's models, as ``replies`` has 
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Literal, TypedDict
 
 TeamRole = Literal["owner", "admin", "member"]
-MembershipState = Literal["member", "invited"]
+MembershipState = Literal["invited", "member"]
 
 
 class TeamPerson(TypedDict):
@@ -23,7 +23,7 @@ class Team(TypedDict):
     owner: TeamPerson
     role: TeamRole
     state: MembershipState
-    invited_by: NotRequired[TeamPerson | None]
+    invited_by: TeamPerson | None
     member_count: int
     invited_count: int
     kb_count: int
@@ -43,8 +43,8 @@ class TeamMember(TypedDict):
     display_name: str
     role: TeamRole
     state: MembershipState
-    invited_at: NotRequired[str | None]
-    joined_at: NotRequired[str | None]
+    invited_at: str | None
+    joined_at: str | None
 
 
 class TeamKnowledgeBase(TypedDict):
@@ -65,7 +65,7 @@ class TeamDetail(TypedDict):
     owner: TeamPerson
     role: TeamRole
     state: MembershipState
-    invited_by: NotRequired[TeamPerson | None]
+    invited_by: TeamPerson | None
     member_count: int
     invited_count: int
     kb_count: int

@@ -326,3 +326,17 @@ def test_an_excerpt_read_through_a_team_names_the_team_after_the_sharer():
     )
     assert "    from: 销售资料 (kb_2), shared by 张三, team 研发\\u000a部 (tm_1)\n" in text
     assert "    from: 直接 (kb_3), shared by 张三\n" in text
+
+
+def test_each_kb_of_a_group_names_the_team_it_is_read_through():
+    group = [
+        {"id": "kb_3", "name": "三", "owner": None, "team": None},
+        {
+            "id": "kb_4",
+            "name": "四",
+            "owner": {"name": "李四", "contact": None},
+            "team": {"id": "tm_2", "name": "销售"},
+        },
+    ]
+    text = _render({"items": [item("丙", knowledge_bases=group)], "scope_size": 2, "discarded": False})
+    assert "    from one of: 三 (kb_3); 四 (kb_4), shared by 李四, team 销售 (tm_2)\n" in text

@@ -6,14 +6,16 @@ refusals as exit 1 with its sentence and code."""
 from __future__ import annotations
 
 import base64
+import io
 import json
+import sys
 from typing import Any
 from urllib.parse import unquote
 
 import httpx
 import pytest
 
-from memmy_kb_client.cli import commands
+from memmy_kb_client.cli import commands, team_commands
 from memmy_kb_client.cli import main as cli
 from memmy_kb_client.cli.rendering import render_list
 from memmy_kb_client.sdk import ClientConfig, MemmyClient
@@ -452,3 +454,21 @@ def test_kb_ls_names_the_team_a_kb_is_read_through(cloud: FakeCloud) -> None:
     )
     two = [{**cloud.kbs[1], "teams": [{"id": "tm_1", "name": "研发部"}, {"id": "tm_2", "name": "销\n售部"}]}]
     assert render_list(two).endswith("; teams '研发部', '销\\u000a售部')")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("answer", "code", "sent"), [("n\n", 1, []), ("yes\n", 0, [("DELETE", "/teams/tm_1", None)])]
+)
+def test_delete_on_a_terminal_asks_by_name_first(
+    cloud: FakeCloud,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    answer: str,
+    code: int,
+    sent: list[tuple[str, str, Any]],
+) -> None:
+    monkeypatch.setattr(team_commands, "stdin_is_terminal", lambda: True)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(answer))
+    assert cli.main(["team", "delete", "研发部"]) == code
+    assert "Delete team '研发部'?" in capsys.readouterr().err
+    assert cloud.actions() == sent
