@@ -115,9 +115,7 @@ class FakeCloud:
             case _, ["teams", team_id, *_] if team_id not in self.teams:
                 return _error(404, "team_not_found", "No such team.")
             case "GET", ["teams", team_id]:
-                return httpx.Response(
-                    200, json={**self.teams[team_id], "members": self.members, "knowledge_bases": []}
-                )
+                return httpx.Response(200, json=self._detail(team_id))
             case "PATCH", ["teams", team_id]:
                 return httpx.Response(200, json={**self.teams[team_id], "name": body["name"]})
             case "DELETE", ["teams", _]:
@@ -139,6 +137,13 @@ class FakeCloud:
             case "POST", ["teams", _, "decline"]:
                 return httpx.Response(204)
         return self._kb_answer(method, parts, body)
+
+    def _detail(self, team_id: str) -> dict[str, Any]:
+        """``GET /teams/{id}``: an invited caller sees the team's fields with both lists empty."""
+        if self.teams[team_id]["state"] == "invited":
+            return {**self.teams[team_id], "members": [], "knowledge_bases": []}
+        shared = [{"id": "kb_1", "name": "产品资料", "owner": person(ME, "我"), "shared_at": AT}]
+        return {**self.teams[team_id], "members": self.members, "knowledge_bases": shared}
 
     def _kb_answer(self, method: str, parts: list[str], body: Any) -> httpx.Response:
         match method, parts:
@@ -219,7 +224,20 @@ def test_show_takes_a_unique_name_and_lists_members_and_knowledge_bases(
     assert lines[:4] == ["Team '研发部' (tm_1)", "  owner: 我 (u_me)", "  you: owner", "Members (6):"]
     assert "  u_li     admin    李雷" in lines
     assert "  u_new    invited  新人" in lines
-    assert lines[-2:] == ["Knowledge bases (0):", "  (none)"]
+    assert lines[-2:] == ["Knowledge bases (1):", "  kb_1  产品资料  (from 我 (u_me))"]
+
+
+def test_show_of_an_invitation_says_who_invited_and_how_to_see_more(
+    cloud: FakeCloud, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "team", "show", "tm_5")
+    assert code == 0
+    assert out.splitlines() == [
+        "Team '设计组' (tm_5)",
+        "  owner: 老板 (u_boss)",
+        "  you: invited",
+        "  invited by 老板 (u_boss): accept to see its members and knowledge bases",
+    ]
 
 
 def test_an_ambiguous_team_name_lists_the_ids_and_sends_nothing(
