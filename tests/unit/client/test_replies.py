@@ -139,6 +139,7 @@ def test_a_field_renamed_dropped_or_retyped_is_found():
         created_at: str
         file_count: int
         bytes_used: NotRequired[str]
+        teams: NotRequired[list[replies.KbTeam]]
 
     assert sorted(_differences(KnowledgeBase)) == [
         "bytes_used: <class 'str'> in the client, {'type': 'integer'} in the document",

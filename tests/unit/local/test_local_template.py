@@ -144,6 +144,9 @@ API_CONTRACT = {
     ("POST", "/recall"),
     ("GET", "/login-configuration"),
     # Teams (docs/teams.md).
+    ("GET", "/knowledge-bases/{kb_id}/teams"),
+    ("POST", "/knowledge-bases/{kb_id}/teams"),
+    ("DELETE", "/knowledge-bases/{kb_id}/teams/{team_id}"),
     ("GET", "/teams"),
     ("POST", "/teams"),
     ("GET", "/teams/{team_id}"),
