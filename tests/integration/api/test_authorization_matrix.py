@@ -21,7 +21,12 @@ PRINCIPALS = ("owner", "reader", "stranger", "revoked", "anonymous")
 USERS = {"owner": "alice", "reader": "bob", "stranger": "carol", "revoked": "dave", "anonymous": None}
 KB_NAME = "机密路线图"
 TEAM_NAME = "机密团队"
-OK, CREATED, NO_CONTENT, ACCEPTED = HTTPStatus.OK, HTTPStatus.CREATED, HTTPStatus.NO_CONTENT, HTTPStatus.ACCEPTED
+OK, CREATED, NO_CONTENT, ACCEPTED = (
+    HTTPStatus.OK,
+    HTTPStatus.CREATED,
+    HTTPStatus.NO_CONTENT,
+    HTTPStatus.ACCEPTED,
+)
 FORBIDDEN, NOT_FOUND, UNAUTHORIZED = HTTPStatus.FORBIDDEN, HTTPStatus.NOT_FOUND, HTTPStatus.UNAUTHORIZED
 
 
@@ -33,7 +38,9 @@ class Row:
     stranger: int
     revoked: int
     kb_scoped: bool = True  # the path names a KB, so outsiders must get the not-exists answer
-    team_scoped: bool = False  # the path names a team: outsiders get the answer for a team that does not exist
+    team_scoped: bool = (
+        False  # the path names a team: outsiders get the answer for a team that does not exist
+    )
     # Only a route the template opens (``Auth: {Authorizer: NONE}``) answers a caller without a token.
     anonymous: int = UNAUTHORIZED
 
@@ -46,8 +53,12 @@ ROWS: dict[tuple[str, str], Row] = {
     ("PATCH", "/me"): Row({"recall_new_shares": False}, OK, OK, OK, OK, kb_scoped=False),
     # Blocks are the caller's own; blocking an id with no account is accepted too (no oracle).
     ("GET", "/me/blocked"): Row(None, OK, OK, OK, OK, kb_scoped=False),
-    ("POST", "/me/blocked"): Row({"user_id": "erin"}, NO_CONTENT, NO_CONTENT, NO_CONTENT, NO_CONTENT, kb_scoped=False),
-    ("DELETE", "/me/blocked/{user_id}"): Row(None, NO_CONTENT, NO_CONTENT, NO_CONTENT, NO_CONTENT, kb_scoped=False),
+    ("POST", "/me/blocked"): Row(
+        {"user_id": "erin"}, NO_CONTENT, NO_CONTENT, NO_CONTENT, NO_CONTENT, kb_scoped=False
+    ),
+    ("DELETE", "/me/blocked/{user_id}"): Row(
+        None, NO_CONTENT, NO_CONTENT, NO_CONTENT, NO_CONTENT, kb_scoped=False
+    ),
     ("GET", "/knowledge-bases/{kb_id}/activity"): Row(None, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND),
     # Recall searches only the caller's own scope, so every signed-in caller may ask (an empty scope is 200).
     ("POST", "/recall"): Row({"query": "路线图"}, OK, OK, OK, OK, kb_scoped=False),
@@ -87,8 +98,21 @@ ROWS: dict[tuple[str, str], Row] = {
         {"name": "改名"}, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND
     ),
     ("DELETE", "/knowledge-bases/{kb_id}"): Row(None, ACCEPTED, FORBIDDEN, NOT_FOUND, NOT_FOUND),
-    ("DELETE", "/knowledge-bases/{kb_id}/files/{file_id}"): Row(None, ACCEPTED, FORBIDDEN, NOT_FOUND, NOT_FOUND),
-    ("DELETE", "/knowledge-bases/{kb_id}/folders/{folder_id}"): Row(None, ACCEPTED, FORBIDDEN, NOT_FOUND, NOT_FOUND),
+    ("DELETE", "/knowledge-bases/{kb_id}/files/{file_id}"): Row(
+        None, ACCEPTED, FORBIDDEN, NOT_FOUND, NOT_FOUND
+    ),
+    ("DELETE", "/knowledge-bases/{kb_id}/folders/{folder_id}"): Row(
+        None, ACCEPTED, FORBIDDEN, NOT_FOUND, NOT_FOUND
+    ),
+    # A KB shared with a team: the KB's owner shares (the world's KB is shared with its team already: 409)
+    # and lists; a team member who reads it (bob) may neither, nor unshare a KB that is not his.
+    ("GET", "/knowledge-bases/{kb_id}/teams"): Row(None, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND),
+    ("POST", "/knowledge-bases/{kb_id}/teams"): Row(
+        {"team_id": "{team_id}"}, HTTPStatus.CONFLICT, FORBIDDEN, NOT_FOUND, NOT_FOUND
+    ),
+    ("DELETE", "/knowledge-bases/{kb_id}/teams/{team_id}"): Row(
+        None, NO_CONTENT, FORBIDDEN, NOT_FOUND, NOT_FOUND
+    ),
     # Teams: "owner" owns the team, "reader" (bob) is a member, "revoked" (dave) was removed (docs/teams.md).
     ("GET", "/teams"): Row(None, OK, OK, OK, OK, kb_scoped=False),
     ("POST", "/teams"): Row({"name": "新团队"}, CREATED, CREATED, CREATED, CREATED, kb_scoped=False),
@@ -96,7 +120,9 @@ ROWS: dict[tuple[str, str], Row] = {
     ("PATCH", "/teams/{team_id}"): Row(
         {"name": "改名"}, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True
     ),
-    ("DELETE", "/teams/{team_id}"): Row(None, NO_CONTENT, FORBIDDEN, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True),
+    ("DELETE", "/teams/{team_id}"): Row(
+        None, NO_CONTENT, FORBIDDEN, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True
+    ),
     ("POST", "/teams/{team_id}/members"): Row(
         {"identifier": "erin"}, CREATED, FORBIDDEN, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True
     ),
@@ -110,12 +136,20 @@ ROWS: dict[tuple[str, str], Row] = {
     ),
     # Only someone invited accepts or declines; a member is already in (409), anyone else gets no team.
     ("POST", "/teams/{team_id}/accept"): Row(
-        None, HTTPStatus.CONFLICT, HTTPStatus.CONFLICT, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True
+        None,
+        HTTPStatus.CONFLICT,
+        HTTPStatus.CONFLICT,
+        NOT_FOUND,
+        NOT_FOUND,
+        kb_scoped=False,
+        team_scoped=True,
     ),
     ("POST", "/teams/{team_id}/decline"): Row(
         {}, NOT_FOUND, NOT_FOUND, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True
     ),
-    ("GET", "/teams/{team_id}/activity"): Row(None, OK, OK, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True),
+    ("GET", "/teams/{team_id}/activity"): Row(
+        None, OK, OK, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True
+    ),
 }
 
 ROUTES = sorted((r.method, r.path) for r in http_routes(load_template()))
@@ -141,15 +175,33 @@ def _world(service) -> dict[str, str]:
     file_id = seed.add_file(service, kb_id, "alice", "路线图.md", "# 路线图\n机密".encode())
     team_id = service.call("POST", "/teams", "alice", body={"name": TEAM_NAME}).body["id"]
     for user in ("bob", "dave"):
-        assert service.call("POST", f"/teams/{team_id}/members", "alice", body={"identifier": user}).status == CREATED
+        assert (
+            service.call("POST", f"/teams/{team_id}/members", "alice", body={"identifier": user}).status
+            == CREATED
+        )
     assert service.call("POST", f"/teams/{team_id}/accept", "bob").status == OK
     assert service.call("DELETE", f"/teams/{team_id}/members/dave", "alice").status == NO_CONTENT
-    ids = {"kb_id": kb_id, "folder_id": folder.body["id"], "file_id": file_id, "user_id": "bob", "team_id": team_id}
+    shared = service.call("POST", f"/knowledge-bases/{kb_id}/teams", "alice", body={"team_id": team_id})
+    assert shared.status == CREATED, shared.body
+    ids = {
+        "kb_id": kb_id,
+        "folder_id": folder.body["id"],
+        "file_id": file_id,
+        "user_id": "bob",
+        "team_id": team_id,
+    }
     return {**ids, "upload_id": "up_000000000000000000000000"}
 
 
 def _path(template: str, ids: dict[str, str]) -> str:
     return template.format(**ids)
+
+
+def _body(body: Any, ids: dict[str, str]) -> Any:
+    """A row's body with the world's ids in its text values (``{"team_id": "{team_id}"}``)."""
+    if not isinstance(body, dict):
+        return body
+    return {key: value.format(**ids) if isinstance(value, str) else value for key, value in body.items()}
 
 
 @pytest.mark.parametrize("principal", PRINCIPALS)
@@ -159,17 +211,22 @@ def test_route_answers_each_principal_as_expected(service, route, principal):
     row = ROWS[route]
     ids = _world(service)
     user = USERS[principal]
-    reply = service.call(method, _path(template, ids), user, body=row.body)
+    reply = service.call(method, _path(template, ids), user, body=_body(row.body, ids))
     expected = getattr(row, principal)
     assert reply.status == expected, reply.body
     if user is not None and expected == NOT_FOUND and row.kb_scoped:
         absent_ids = {**ids, "kb_id": "kb_000000000000000000000000"}
-        absent = service.call(method, _path(template, absent_ids), user, body=row.body)
+        absent = service.call(method, _path(template, absent_ids), user, body=_body(row.body, absent_ids))
         assert (reply.status, reply.body) == (absent.status, absent.body)
         assert KB_NAME not in str(reply.body)
         assert "alice" not in str(reply.body).lower()
     if user is not None and expected == NOT_FOUND and row.team_scoped:
-        absent = service.call(method, _path(template, {**ids, "team_id": "tm_000000000000000000000000"}), user, body=row.body)
+        absent = service.call(
+            method,
+            _path(template, {**ids, "team_id": "tm_000000000000000000000000"}),
+            user,
+            body=_body(row.body, ids),
+        )
         assert (reply.status, reply.body) == (absent.status, absent.body)
         assert TEAM_NAME not in str(reply.body)
         assert "alice" not in str(reply.body).lower()
