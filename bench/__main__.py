@@ -55,7 +55,9 @@ def _calls_and_cost() -> list[Row]:
     label = f"cost of {cost_model.USERS:,} active users/day"
     rows += [(label, item, figure) for item, figure in cost_model.rows(day)]
     snapstart = snapstart_cost.rows(routes, load_template())
-    rows += [("SnapStart vs cold starts vs provisioned concurrency", item, figure) for item, figure in snapstart]
+    rows += [
+        ("SnapStart vs cold starts vs provisioned concurrency", item, figure) for item, figure in snapstart
+    ]
     return rows
 
 
@@ -92,7 +94,11 @@ def _restore() -> list[Row]:
     restore = costs["restore"] / boto
     return [
         (label, "import boto3", f"{boto:.0f} ms"),
-        (label, f"cold import + first recall: {what}", f"{costs['cold'] / boto:.2f}x boto3, {costs['cold']:.0f} ms (target ≤ {cold_target}x)"),
+        (
+            label,
+            f"cold import + first recall: {what}",
+            f"{costs['cold'] / boto:.2f}x boto3, {costs['cold']:.0f} ms (target ≤ {cold_target}x)",
+        ),
         (
             label,
             f"restore + first recall: primed, forked, after-restore hooks + {what}",
@@ -215,7 +221,11 @@ def _hook_proof() -> list[Row]:
             "POST /hook/recall on a new connection, with the challenge vs without",
             f"+{r['added_ms']:.2f} ms (median {r['with_proof_ms']:.2f} vs {r['without_proof_ms']:.2f} ms, logged out)",
         ),
-        ("the hook's proof of the service", "import hmac after the hook's imports", f"+{r['import_hmac_ms']:.1f} ms"),
+        (
+            "the hook's proof of the service",
+            "import hmac after the hook's imports",
+            f"+{r['import_hmac_ms']:.1f} ms",
+        ),
     ]
 
 
@@ -275,6 +285,12 @@ def _fleet_governor() -> list[Row]:
     return fleet_governor.rows(fleet_governor.run())
 
 
+def _team_costs() -> list[Row]:
+    from bench import team_costs
+
+    return team_costs.rows(team_costs.run())
+
+
 def _sync_pass() -> list[Row]:
     from bench import sync_pass
 
@@ -297,6 +313,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "hook_proof": _hook_proof,
     "recall_backends": _recall_backends,
     "fleet_governor": _fleet_governor,
+    "team_costs": _team_costs,
     "worst_case_body": _worst_case_body,
     "attribution": _attribution,
 }

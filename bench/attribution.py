@@ -70,7 +70,9 @@ def ingest_text(name: str, data: bytes) -> list[str]:
 
     extension = name.rsplit(".", 1)[-1]
     if extension in text_extraction.EXTRACTED:
-        return list(text_extraction.extracted_text(MemorySource(data), extension, deadline=time.monotonic() + 60))
+        return list(
+            text_extraction.extracted_text(MemorySource(data), extension, deadline=time.monotonic() + 60)
+        )
     pieces: list[str] = []
     for _ in text_extraction.TappedSource(MemorySource(data), pieces.append).chunks():
         pass
@@ -84,7 +86,10 @@ def fingerprint_all(texts: Mapping[str, list[str]], limit: int = fp.MAX_HASHES) 
 def _load(client: httpx.Client, documents: list[Document], first: Document) -> dict[str, str]:
     """The corpus into ``KBS`` KBs (at most 20 files an add, as MemOS takes), ``first`` in place of its
     file; then that file replaced by its next version. The emulator's file ids, to the documents' names."""
-    kb_ids = [ok(client.post("/create/knowledgebase", json={"knowledgebase_name": f"kb{i}"}))["id"] for i in range(KBS)]
+    kb_ids = [
+        ok(client.post("/create/knowledgebase", json={"knowledgebase_name": f"kb{i}"}))["id"]
+        for i in range(KBS)
+    ]
     names: dict[str, str] = {}
     batches: dict[str, list[Document]] = {kb: [] for kb in kb_ids}
     for n, document in enumerate(documents):
@@ -93,7 +98,9 @@ def _load(client: httpx.Client, documents: list[Document], first: Document) -> d
         for start in range(0, len(batch), 20):
             part = batch[start : start + 20]
             files = [{"content": data_url(d.data, "application/octet-stream"), "name": d.name} for d in part]
-            added = ok(client.post("/add/knowledgebase-file", json={"knowledgebase_id": kb_id, "file": files}))
+            added = ok(
+                client.post("/add/knowledgebase-file", json={"knowledgebase_id": kb_id, "file": files})
+            )
             names.update({f["id"]: d.name for f, d in zip(added, part, strict=True)})
     _wait(client, list(names))
     (replaced_id,) = [i for i, name in names.items() if name == first.name]
@@ -139,7 +146,9 @@ def _search(emulator: MemosEmulator, names: dict[str, str], replaced: str) -> li
     asked = rng.sample(askable, min(QUESTIONS, len(askable)))
     asked += [m for m in askable if names[origins[m][0]] == replaced and m not in asked]
     hits: list[Hit] = []
-    with httpx.Client(base_url=emulator.base_url, headers={"Authorization": f"Token {KEY}"}, timeout=30) as client:
+    with httpx.Client(
+        base_url=emulator.base_url, headers={"Authorization": f"Token {KEY}"}, timeout=30
+    ) as client:
         for memory_id in asked:
             body = {
                 "user_id": "kb-reader-bench",
@@ -203,7 +212,9 @@ def collect() -> tuple[list[Document], Document, dict[str, list[str]], list[Hit]
     texts = {d.name: ingest_text(d.name, d.data) for d in documents}
     config = EmulatorConfig(port=0, api_keys={KEY: "bench"}, processing_delay=0)
     with MemosEmulator(config) as emulator:
-        with httpx.Client(base_url=emulator.base_url, headers={"Authorization": f"Token {KEY}"}, timeout=60) as client:
+        with httpx.Client(
+            base_url=emulator.base_url, headers={"Authorization": f"Token {KEY}"}, timeout=60
+        ) as client:
             names = _load(client, documents, first)
         hits = _search(emulator, names, first.name)
     return documents, first, texts, hits
@@ -241,4 +252,9 @@ def measure(
         mode: tally(hits, index, holding, rewritten=mode == "rewrite", attribute=attribute)
         for mode in ("verbatim", "rewrite")
     }
-    return {"modes": modes, "bytes_mean": statistics.fmean(sizes), "bytes_max": max(sizes), "files": len(sizes)}
+    return {
+        "modes": modes,
+        "bytes_mean": statistics.fmean(sizes),
+        "bytes_max": max(sizes),
+        "files": len(sizes),
+    }

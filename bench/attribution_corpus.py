@@ -121,6 +121,8 @@ def replacement(documents: list[Document]) -> tuple[Document, Document]:
     text = document.data.decode()
     half = text.rfind("\n#", 0, len(text) // 2)
     first_section = text.find("\n#", 1)
-    first = Document(document.name, text[: half if half > 0 else len(text) // 2].encode(), f"{document.origin} v1")
+    first = Document(
+        document.name, text[: half if half > 0 else len(text) // 2].encode(), f"{document.origin} v1"
+    )
     latest = Document(document.name, text[max(first_section, 0) :].encode(), f"{document.origin} v2")
     return first, latest

@@ -43,10 +43,14 @@ BUSY_HOURS = 8
 PRINTS_TTL_SECONDS = 300.0
 # DynamoDB counts 100 bytes of overhead per item in the storage it bills.
 ITEM_STORAGE_OVERHEAD = 100
-STORAGE_PRICE = 0.25  # $ per GB-month, DynamoDB Standard table class, us-east-1 (aws.amazon.com/dynamodb/pricing)
+STORAGE_PRICE = (
+    0.25  # $ per GB-month, DynamoDB Standard table class, us-east-1 (aws.amazon.com/dynamodb/pricing)
+)
 
 
-def miss_share(recalls_per_user_day: float, busy_hours: float = BUSY_HOURS, ttl: float = PRINTS_TTL_SECONDS) -> float:
+def miss_share(
+    recalls_per_user_day: float, busy_hours: float = BUSY_HOURS, ttl: float = PRINTS_TTL_SECONDS
+) -> float:
     """The share of recalls that find a KB's index stale: no recall of it in the TTL before, with the
     user's recalls a Poisson stream over the busy hours."""
     if recalls_per_user_day <= 0:
@@ -117,7 +121,10 @@ def attribution_cost(routes: dict[str, Calls], kbs: int, recalls_per_user_day: f
 
 def counted_recall_rru(recall: Calls) -> float:
     """What the counted recall (one KB, one small file, its index not cached) read for attribution."""
-    return sum(recall.units(op, kind).rru for op, kind in (("BatchGetItem", "FILE#"), ("Query", "PRINT#"), ("Query", "FOLDER#")))
+    return sum(
+        recall.units(op, kind).rru
+        for op, kind in (("BatchGetItem", "FILE#"), ("Query", "PRINT#"), ("Query", "FOLDER#"))
+    )
 
 
 def counted_ingest_wru(ingest: Calls) -> float:

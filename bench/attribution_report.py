@@ -61,7 +61,10 @@ def run() -> dict[str, Any]:
         with constants(values):
             figures = attribution.measure(texts, hits, holding, fp.attribute)
         results["variants"][name] = figures
-        print(f"{name}: {describe(figures['modes']['verbatim'])} | rewrite: {describe(figures['modes']['rewrite'])}", flush=True)
+        print(
+            f"{name}: {describe(figures['modes']['verbatim'])} | rewrite: {describe(figures['modes']['rewrite'])}",
+            flush=True,
+        )
         for mode, tally in figures["modes"].items():
             for file, named, text in tally.wrong[:3]:
                 print(f"    wrong ({mode}): {file} named {named}: {text!r}")

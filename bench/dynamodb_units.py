@@ -101,7 +101,9 @@ def item_kind(operation: str, params: dict[str, Any], response: dict[str, Any]) 
     or BatchGetItem touched (a BatchGetItem's keys asked, found or not; a Query that found none, the
     prefix it asked for), joined by ``+`` when several; "" when none."""
     if operation == "BatchGetItem":
-        items = [key for request in params.get("RequestItems", {}).values() for key in request.get("Keys", [])]
+        items = [
+            key for request in params.get("RequestItems", {}).values() for key in request.get("Keys", [])
+        ]
     else:
         items = touched_items(operation, params, response)
     kinds = {str(item["SK"].get("S", "")).split("#", 1)[0] + "#" for item in items if "SK" in item}

@@ -117,8 +117,20 @@ def scope(user: str, backends: list[str]) -> list[Search]:
     """The user's plan: one KB on each backend, one search each."""
     at = datetime(2026, 12, 7, tzinfo=UTC)
     return [
-        Search((GrantRecord(user_id=user, kb_id=f"{user}-{b}", role="owner", recall=True,
-                            memos_kb_id=f"m-{user}-{b}", memos_backend=b, owner_id=user, granted_at=at),))
+        Search(
+            (
+                GrantRecord(
+                    user_id=user,
+                    kb_id=f"{user}-{b}",
+                    role="owner",
+                    recall=True,
+                    memos_kb_id=f"m-{user}-{b}",
+                    memos_backend=b,
+                    owner_id=user,
+                    granted_at=at,
+                ),
+            )
+        )
         for b in backends
     ]
 
@@ -219,7 +231,9 @@ class Fleet:
         if not self.governors[env].retried(backend, recall.user):  # ``governed``: no retry, the search fails
             self.end(recall, self.clock.now, ok=False)
             return
-        self.send(env, recall, backend, self.clock.now + (self.items.calls - calls) * DYNAMODB_MS / 1000, retry=True)
+        self.send(
+            env, recall, backend, self.clock.now + (self.items.calls - calls) * DYNAMODB_MS / 1000, retry=True
+        )
 
     def send(self, env: int, recall: Recall, backend: str, at: float, retry: bool) -> None:
         if self.limiters[backend].search(at):
@@ -285,7 +299,9 @@ def simulate(
 
 def run() -> list[dict[str, Any]]:
     results = []
-    cases = [(n, (float(MAX_QPS),)) for n in ENVIRONMENTS] + [(n, SEVERAL_BACKENDS) for n in SEVERAL_ENVIRONMENTS]
+    cases = [(n, (float(MAX_QPS),)) for n in ENVIRONMENTS] + [
+        (n, SEVERAL_BACKENDS) for n in SEVERAL_ENVIRONMENTS
+    ]
     for environments, rates in cases:
         for fleet in (False, True):
             result = simulate(environments, fleet, rates=rates)
@@ -298,7 +314,11 @@ def what(result: dict[str, Any]) -> str:
     mode = "fleet budget" if result["fleet"] else "per-environment governor only"
     wanted = HEAVY_PER_ENV * result["environments"] + LIGHT_USERS * LIGHT_RATE
     rates = result["rates"]
-    where = "one backend" if len(rates) == 1 else f"{len(rates)} backends of max_qps {'/'.join(f'{q:g}' for q in rates)}"
+    where = (
+        "one backend"
+        if len(rates) == 1
+        else f"{len(rates)} backends of max_qps {'/'.join(f'{q:g}' for q in rates)}"
+    )
     return f"{result['environments']} environments ({wanted:g} recalls/s wanted, {where}), {mode}"
 
 

@@ -49,13 +49,17 @@ def run() -> dict[str, Any]:
             match = compile_ignore([pattern]).match_file
             small, large = _best(match, almost_matching(N), RUNS), _best(match, almost_matching(2 * N), RUNS)
             ratio = large / small
-            print(f"{pattern}: {large * 1e6:.1f} µs at {2 * N} vs {small * 1e6:.1f} µs at {N}, ratio {ratio:.2f}")
+            print(
+                f"{pattern}: {large * 1e6:.1f} µs at {2 * N} vs {small * 1e6:.1f} µs at {N}, ratio {ratio:.2f}"
+            )
             if ratio > worst["ratio"]:
                 worst = {"pattern": pattern, "ratio": ratio, "small_us": small * 1e6, "large_us": large * 1e6}
         backtracking = GitIgnoreSpec.from_lines([PATTERNS[0]], backend="simple").match_file
         n = BACKTRACKING_N
         before = [_best(backtracking, "a" * size, BACKTRACKING_RUNS) for size in (n, 2 * n)]
-        print(f"backtracking, {PATTERNS[0]}: {before[1] * 1e3:.1f} ms at {2 * n} vs {before[0] * 1e3:.2f} ms at {n}")
+        print(
+            f"backtracking, {PATTERNS[0]}: {before[1] * 1e3:.1f} ms at {2 * n} vs {before[0] * 1e3:.2f} ms at {n}"
+        )
     finally:
         gc.enable()
     worst.update(patterns=len(PATTERNS), before_ms=[t * 1e3 for t in before], before_pattern=PATTERNS[0])

@@ -325,7 +325,9 @@ def run(
             for name, (code, cwd, path, extra) in snippets.items():
                 samples[name].append(once(python, code, cwd, path, extra))
     summary = summarise(samples)
-    costs = {name if name == "import boto3" else f"{name} handler": figures for name, figures in summary.items()}
+    costs = {
+        name if name == "import boto3" else f"{name} handler": figures for name, figures in summary.items()
+    }
     print(
         f"import cost (CPU time) from the built layer ({layer}), fresh Python 3.12 interpreters, {rounds} rounds;"
         " per round each snippet once, less a bare interpreter; medians of the rounds' costs and ratios:"

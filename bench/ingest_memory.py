@@ -210,7 +210,9 @@ def _world(moto_url: str) -> _World:
     )
     kb_id, now = world.kb_id, world.now
     world.kbs.put_kb_with_owner_grant(
-        KnowledgeBaseRecord(kb_id=kb_id, name="bench", owner_id="alice", memos_kb_id="m" * 32, created_at=now),
+        KnowledgeBaseRecord(
+            kb_id=kb_id, name="bench", owner_id="alice", memos_kb_id="m" * 32, created_at=now
+        ),
         GrantRecord(
             user_id="alice",
             kb_id=kb_id,
@@ -275,8 +277,12 @@ def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int
                 capacity=KbCapacity(max_files=10_000, max_bytes=2**50),
                 activity_retention_days=1,
             )
-            print("Ingest peak memory (S3/DynamoDB: moto server in another process; MemOS: in-memory transport)")
-            print(f"{'file':>8}  {'path':<22}  {'tracemalloc peak':>16}  {'peak RSS growth':>15}  {'time':>7}")
+            print(
+                "Ingest peak memory (S3/DynamoDB: moto server in another process; MemOS: in-memory transport)"
+            )
+            print(
+                f"{'file':>8}  {'path':<22}  {'tracemalloc peak':>16}  {'peak RSS growth':>15}  {'time':>7}"
+            )
             figures = {size: _ingest_one(world, config, index, size) for index, size in enumerate(sizes)}
     finally:
         process.terminate()
@@ -284,10 +290,15 @@ def run(sizes: tuple[int, ...] = (1 * MB, 100 * MB)) -> dict[int, tuple[int, int
     small, large = figures[sizes[0]], figures[sizes[-1]]
     print(
         f"ratio {sizes[-1] // MB} MB / {sizes[0] // MB} MB: tracemalloc peak {large[0] / small[0]:.2f}x"
-        + (f", peak RSS growth {large[1] / max(small[1], 1):.2f}x" if small[1] and large[1] is not None else "")
+        + (
+            f", peak RSS growth {large[1] / max(small[1], 1):.2f}x"
+            if small[1] and large[1] is not None
+            else ""
+        )
         + f" (file size {sizes[-1] / sizes[0]:.0f}x)"
     )
     return figures
+
 
 if __name__ == "__main__":
     run()

@@ -210,7 +210,9 @@ def run(writes: tuple[int, ...] = (1_000, 10_000), patched: bool = True) -> dict
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--plain", action="store_true", help="moto without memmy_local.aws.dynamodb's patches")
+    parser.add_argument(
+        "--plain", action="store_true", help="moto without memmy_local.aws.dynamodb's patches"
+    )
     parser.add_argument("--writes", type=int, nargs="+", default=[1_000, 10_000])
     args = parser.parse_args(argv)
     run(tuple(args.writes), patched=not args.plain)

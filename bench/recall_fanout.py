@@ -210,7 +210,10 @@ def run(
             with partition_queries():
                 connections = _timed_rounds(recall, scopes, rounds, counts, timings, searches, excerpts)
             reset_composition()
-    return {**_summary(memos, latency_ms, rounds, connections, timings, searches, excerpts), "attribution": attribution}
+    return {
+        **_summary(memos, latency_ms, rounds, connections, timings, searches, excerpts),
+        "attribution": attribution,
+    }
 
 
 def _timed_rounds(

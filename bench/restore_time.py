@@ -71,7 +71,12 @@ def _restore_once(python: str, cwd: Path, path: list[Path], extra: dict[str, str
         "PYTHONPATH": os.pathsep.join(str(p) for p in path),
     }
     done = subprocess.run(  # noqa: S603 - our own snippet
-        [python, "-S", "-c", _restore_snippet()], check=True, cwd=cwd, env=environment, capture_output=True, text=True
+        [python, "-S", "-c", _restore_snippet()],
+        check=True,
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
     )
     return float(done.stdout.strip().splitlines()[-1])
 

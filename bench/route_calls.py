@@ -275,7 +275,9 @@ class _Scenario:
                 "ReconcileFunction", {"source": "aws.events", "detail-type": "Scheduled Event"}
             )
 
-    def _ingest(self, results: dict[str, Calls] | None, name: str, ticket: dict[str, Any], data: bytes) -> None:
+    def _ingest(
+        self, results: dict[str, Calls] | None, name: str, ticket: dict[str, Any], data: bytes
+    ) -> None:
         """POST ``data`` with ``ticket``, then the ingest on the one S3 event it makes, counted as ``name``."""
         from memmy_local.lambdas.runners import sqs_event
         from tests.support.uploads import post_file

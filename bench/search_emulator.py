@@ -67,7 +67,9 @@ def _vocabulary(rng: random.Random) -> list[str]:
     search_text._jieba()  # the emulator's own loading of the dictionary, once
     frequencies: dict[str, int] = jieba.dt.FREQ
     common = sorted(
-        (w for w, f in frequencies.items() if f > 200 and len(w) > 1), key=frequencies.__getitem__, reverse=True
+        (w for w, f in frequencies.items() if f > 200 and len(w) > 1),
+        key=frequencies.__getitem__,
+        reverse=True,
     )
     return TOPIC_ZH + TOPIC_EN + rng.sample(common[:20_000], 5_000)
 

@@ -104,7 +104,9 @@ def cold_starts(per_day: float, duration_s: float) -> tuple[float, int]:
     return total, max(needed)
 
 
-def function_day(function: str, users: int, invocations: float, duration_s: float, memory_gb: float) -> FunctionDay:
+def function_day(
+    function: str, users: int, invocations: float, duration_s: float, memory_gb: float
+) -> FunctionDay:
     starts, peak = cold_starts(invocations, duration_s)
     versions = 1 + DEPLOYS_PER_MONTH / 30 * RETIRED_DAYS
     cache = versions * memory_gb * 86_400 * CACHE_PER_GB_SECOND

@@ -30,6 +30,7 @@ from bench.recall_scale import quiet_environment
 from bench.route_calls import MEMOS_KEY, QUERY, Calls, recording
 
 SHARED_KBS = 200
+OWNERS = 50
 TEAM_COUNTS = (0, 5, 50)
 TEAM_SIZES = (10, 1_000)
 RECALLS = 15
@@ -84,33 +85,39 @@ def _join(service: Any, team_id: str, admin: str, user: str) -> None:
     _call(service, "POST", f"/teams/{team_id}/accept", user, 200)
 
 
-def _seed_recall(service: Any, caller: str, teams: int, tag: str) -> None:
-    """200 KBs of other owners readable by ``caller``: shared directly (0 teams) or through ``teams`` teams."""
+def _seed_kbs(service: Any) -> list[tuple[str, str]]:
+    """200 KBs of 50 owners (KB n is owner n % 50's), the first five with a document: (KB id, owner)."""
     from tests.support import seed
 
-    owners = [f"owner-{tag}-{n}" for n in range(max(teams, 1))]
+    owners = [f"owner-{n}" for n in range(OWNERS)]
     _people(service, *owners)
-    team_ids = [_team(service, owners[n], f"团队 {tag} {n}") for n in range(teams)]
-    for n, team_id in enumerate(team_ids):
-        _join(service, team_id, owners[n], caller)
+    kbs = []
     for n in range(SHARED_KBS):
-        owner = owners[n % len(owners)]
-        kb_id = _kb(service, owner, f"资料 {tag} {n}")
+        owner = owners[n % OWNERS]
+        kb_id = _kb(service, owner, f"资料 {n}")
         if n < 5:  # a few KBs with a document, so the recall has excerpts to attribute
             seed.add_file(service, kb_id, owner, "手册.md", QUERY.encode() + "：开源版免费自部署。".encode())
-        if teams:
-            _call(
-                service,
-                "POST",
-                f"/knowledge-bases/{kb_id}/teams",
-                owner,
-                201,
-                body={"team_id": team_ids[n % teams]},
-            )
-        else:
+        kbs.append((kb_id, owner))
+    return kbs
+
+
+def _seed_recall(service: Any, kbs: list[tuple[str, str]], caller: str, teams: int) -> None:
+    """The 200 KBs readable by ``caller``: shared directly (0 teams) or spread over ``teams`` teams, each team
+    owned by one of the KBs' owners and joined by the others whose KBs it lists, and by the caller."""
+    if not teams:
+        for kb_id, owner in kbs:
             _call(
                 service, "POST", f"/knowledge-bases/{kb_id}/members", owner, 201, body={"identifier": caller}
             )
+        return
+    team_ids = [_team(service, f"owner-{j}", f"团队 {teams}-{j}") for j in range(teams)]
+    for n in range(teams, OWNERS):
+        _join(service, team_ids[n % teams], f"owner-{n % teams}", f"owner-{n}")
+    for j, team_id in enumerate(team_ids):
+        _join(service, team_id, f"owner-{j}", caller)
+    for n, (kb_id, owner) in enumerate(kbs):
+        team_id = team_ids[(n % OWNERS) % teams]
+        _call(service, "POST", f"/knowledge-bases/{kb_id}/teams", owner, 201, body={"team_id": team_id})
 
 
 def _recall_row(service: Any, take: Callable[[], Calls], caller: str, teams: int) -> RecallRow:
@@ -124,8 +131,8 @@ def _recall_row(service: Any, take: Callable[[], Calls], caller: str, teams: int
         timings.append(time.perf_counter() - started)
     calls = take()
     requests = calls.count("dynamodb") / RECALLS
-    ops = {op: n // RECALLS for (s, op), n in sorted(calls.operations.items()) if s == "dynamodb"}
-    described = f"{requests:g} ({', '.join(f'{op} {n}' for op, n in ops.items())})"
+    ops = {op: n / RECALLS for (s, op), n in sorted(calls.operations.items()) if s == "dynamodb"}
+    described = f"{requests:.2g} ({', '.join(f'{op} {n:.2g}' for op, n in ops.items())})"
     return RecallRow(
         teams, SHARED_KBS, described, requests, calls.rru / RECALLS, statistics.median(timings) * 1000, scope
     )
@@ -222,6 +229,7 @@ def _service() -> Iterator[Any]:
             "SHARE_ATTEMPT_LIMIT": "100000",
             "NEW_MEMBERS_PER_DAY": "100000",
             "MAX_KBS_PER_USER": "100000",
+            "MEMOS_MAX_KBS": "1000",
         }
         with overlaid_environment({**environment, **quiet_environment(), **lifted}):
             _reset_caches()
@@ -239,10 +247,11 @@ def run(verbose: bool = True) -> tuple[list[RecallRow], list[WriteRow]]:
     recalls: list[RecallRow] = []
     writes: list[WriteRow] = []
     with _service() as service, recording() as take:
+        kbs = _seed_kbs(service)
         for teams in TEAM_COUNTS:
             caller = f"caller-t{teams}"
             _people(service, caller)
-            _seed_recall(service, caller, teams, f"t{teams}")
+            _seed_recall(service, kbs, caller, teams)
             recalls.append(_recall_row(service, take, caller, teams))
         for members in TEAM_SIZES:
             writes += _write_rows(service, take, members)
@@ -255,6 +264,26 @@ def run(verbose: bool = True) -> tuple[list[RecallRow], list[WriteRow]]:
         for w in writes:
             print(f"{w.what}, team of {w.members:,}: DynamoDB {w.calls} ≈ {w.wru:g} WRU")
     return recalls, writes
+
+
+def rows(results: tuple[list[RecallRow], list[WriteRow]]) -> list[tuple[str, str, str]]:
+    """``make bench``'s rows: recall per number of teams, then each write per team size."""
+    recalls, writes = results
+    base = recalls[0]
+    out = [
+        (
+            "teams: recall's reads",
+            f"{r.kbs} KBs through {r.teams} teams" if r.teams else f"{r.kbs} KBs shared directly",
+            f"DynamoDB {r.calls} ≈ {r.rru:.0f} RRU per recall; median {r.median_ms:.0f} ms "
+            f"({r.median_ms / base.median_ms:.2f}x the direct shares')",
+        )
+        for r in recalls
+    ]
+    out += [
+        ("teams: writes", f"{w.what}, team of {w.members:,}", f"DynamoDB {w.calls} ≈ {w.wru:g} WRU")
+        for w in writes
+    ]
+    return out
 
 
 if __name__ == "__main__":

@@ -66,9 +66,16 @@ def run() -> dict[str, dict[str, Any]]:
                 check(small)
                 small_s, large_s = _best(check, small, SMALL_RUNS), _best(check, large, LARGE_RUNS)
                 ratio = large_s / small_s
-                print(f"{guard}, {shape}: {large_s * 1e3:.2f} ms vs {small_s * 1e6:.1f} µs, ratio {ratio:.1f}")
+                print(
+                    f"{guard}, {shape}: {large_s * 1e3:.2f} ms vs {small_s * 1e6:.1f} µs, ratio {ratio:.1f}"
+                )
                 if ratio > worst["ratio"]:
-                    worst = {"shape": shape, "ratio": ratio, "large_ms": large_s * 1e3, "small_us": small_s * 1e6}
+                    worst = {
+                        "shape": shape,
+                        "ratio": ratio,
+                        "large_ms": large_s * 1e3,
+                        "small_us": small_s * 1e6,
+                    }
             worst["shapes"] = len(SHAPES)
             results[guard] = worst
     finally:
