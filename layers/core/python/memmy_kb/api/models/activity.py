@@ -29,7 +29,9 @@ class ActivityList(ApiModel):
     def from_page(cls, page: ActivityPage) -> ActivityList:
         return cls(
             items=[
-                Activity(id=r.activity_id, kind=r.kind, actor_id=r.actor_id, subject=shown(r.subject), at=r.at)
+                Activity(
+                    id=r.activity_id, kind=r.kind, actor_id=r.actor_id, subject=shown(r.subject), at=r.at
+                )
                 for r in page.items
             ],
             next_cursor=page.next_cursor,

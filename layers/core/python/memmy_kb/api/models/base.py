@@ -1,4 +1,5 @@
-"""What every API body shares: ``ApiModel`` and the ``Name`` type (a user-given, displayed name)."""
+"""What every API body shares: ``ApiModel``, the ``Name`` type (a user-given, displayed name) and
+``TeamPerson`` (someone a team or a team share names: the team routes' and the KB-team routes')."""
 
 from __future__ import annotations
 
@@ -29,3 +30,8 @@ class ApiModel(BaseModel):
     # Validators are built when a body is first read or written, not at import: a function serves a few
     # of these routes, and the import is on every cold start.
     model_config = ConfigDict(extra="ignore", defer_build=True)
+
+
+class TeamPerson(ApiModel):
+    user_id: str
+    display_name: str

@@ -49,18 +49,25 @@ class File(ApiModel):
         description="Why it failed, as a code to word in any language (invalid_pdf, kb_gone, engine_failed,"
         " ...; `other` for a reason without its own code)",
     )
-    upload_id: str | None = Field(default=None, description="The upload this file's current version came from")
+    upload_id: str | None = Field(
+        default=None, description="The upload this file's current version came from"
+    )
     version: int | None = Field(
-        default=None, description="The file's version: 1 for its first upload, one more for each replace recorded"
+        default=None,
+        description="The file's version: 1 for its first upload, one more for each replace recorded",
     )
     sha256: str | None = Field(
-        default=None, description="The SHA-256 of the current version's bytes (none on files from before hashes)"
+        default=None,
+        description="The SHA-256 of the current version's bytes (none on files from before hashes)",
     )
     updated_at: datetime | None = Field(default=None, description="When the current version was recorded")
-    replacement: Replacement | None = Field(default=None, description="A replace of this file in flight, or failed")
+    replacement: Replacement | None = Field(
+        default=None, description="A replace of this file in flight, or failed"
+    )
     origin: Literal["sync"] | None = Field(
-        default=None, description="`sync` when a folder sync uploaded it: a sync of the knowledge base may replace"
-        " or delete it (docs/sync.md)"
+        default=None,
+        description="`sync` when a folder sync uploaded it: a sync of the knowledge base may replace"
+        " or delete it (docs/sync.md)",
     )
 
     @classmethod
@@ -73,7 +80,11 @@ class File(ApiModel):
                 upload_id=r.upload_id, status=r.status, reason=r.reason, reason_code=reason_code(r.reason)
             )
         return cls.model_validate(entry, from_attributes=True).model_copy(
-            update={"name": shown(entry.name), "reason_code": reason_code(entry.reason), "replacement": replacement}
+            update={
+                "name": shown(entry.name),
+                "reason_code": reason_code(entry.reason),
+                "replacement": replacement,
+            }
         )
 
 

@@ -31,7 +31,8 @@ class Owner(ApiModel):
     user_id: str
     display_name: str
     contact: str | None = Field(
-        default=None, description="The owner's verified phone or email, masked (138****8000, a***@example.com)"
+        default=None,
+        description="The owner's verified phone or email, masked (138****8000, a***@example.com)",
     )
 
 

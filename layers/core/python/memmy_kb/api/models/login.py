@@ -13,9 +13,15 @@ BEARER_TOKENS: Final[tuple[BearerToken, ...]] = ("access_token", "id_token")
 
 
 class LoginConfiguration(ApiModel):
-    issuer: str = Field(description="OpenID Connect issuer; its discovery document is at /.well-known/openid-configuration")
-    client_id: str = Field(description="The desktop's public client id (authorization code with PKCE, loopback redirect)")
-    audience: str = Field(description="Audience (aud) the cloud's authorizer requires in the token the desktop sends")
+    issuer: str = Field(
+        description="OpenID Connect issuer; its discovery document is at /.well-known/openid-configuration"
+    )
+    client_id: str = Field(
+        description="The desktop's public client id (authorization code with PKCE, loopback redirect)"
+    )
+    audience: str = Field(
+        description="Audience (aud) the cloud's authorizer requires in the token the desktop sends"
+    )
     scopes: list[str] = Field(description="Scopes to request")
     bearer_token: BearerToken = Field(
         description=(

@@ -43,9 +43,7 @@ class RecallRequest(ApiModel):
     ]
     limit: Annotated[
         int, Field(strict=True, ge=1, le=MAX_RECALL_LIMIT, description="At most this many excerpts")
-    ] = (
-        DEFAULT_RECALL_LIMIT
-    )
+    ] = DEFAULT_RECALL_LIMIT
     knowledge_base_ids: Annotated[
         list[KbIdItem] | None,
         Field(
@@ -89,7 +87,9 @@ class RecallOwner(ApiModel):
     """Who shared a KB with the caller: display name and masked verified contact, as "shared with me"."""
 
     name: str = Field(repr=False)
-    contact: str | None = Field(default=None, repr=False, description="Masked (138****8000, a***@example.com)")
+    contact: str | None = Field(
+        default=None, repr=False, description="Masked (138****8000, a***@example.com)"
+    )
 
 
 class RecallKb(ApiModel):
@@ -166,7 +166,9 @@ class RecallItem(ApiModel):
     owner: RecallOwner | None = None
     knowledge_bases: list[RecallGroupKb] | None = None
     team: RecallTeam | None = None
-    file: RecallFile | None = Field(default=None, description="The one file the excerpt comes from, when clear")
+    file: RecallFile | None = Field(
+        default=None, description="The one file the excerpt comes from, when clear"
+    )
     files: list[RecallFile] = Field(
         default_factory=list, description="The candidate files when several hold the excerpt's text, else []"
     )
@@ -185,7 +187,8 @@ class RecallItem(ApiModel):
             item.team = _team(source)
         elif excerpt.sources:
             item.knowledge_bases = [
-                RecallGroupKb(id=s.kb_id, name=s.name, owner=_owner(s), team=_team(s)) for s in excerpt.sources
+                RecallGroupKb(id=s.kb_id, name=s.name, owner=_owner(s), team=_team(s))
+                for s in excerpt.sources
             ]
         return item
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
-from memmy_kb.api.models.base import ApiModel
+from memmy_kb.api.models.base import ApiModel, TeamPerson
 from memmy_kb.domain.display import shown
 
 if TYPE_CHECKING:
@@ -16,11 +16,6 @@ if TYPE_CHECKING:
 
 class ShareWithTeamRequest(ApiModel):
     team_id: Annotated[str, Field(min_length=1, max_length=64, description="The team's id (tm_…)")]
-
-
-class TeamPerson(ApiModel):
-    user_id: str
-    display_name: str
 
 
 class TeamShare(ApiModel):

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
-from memmy_kb.api.models.base import ApiModel, Name
+from memmy_kb.api.models.base import ApiModel, Name, TeamPerson
 from memmy_kb.domain.display import shown
 from memmy_kb.records import MembershipState, TeamRole
 
@@ -25,24 +25,23 @@ class RenameTeamRequest(ApiModel):
 
 
 class InviteRequest(ApiModel):
-    identifier: Annotated[str, Field(min_length=1, max_length=320, description="A user id, phone number or email")]
+    identifier: Annotated[
+        str, Field(min_length=1, max_length=320, description="A user id, phone number or email")
+    ]
 
 
 class TeamRoleRequest(ApiModel):
-    role: Annotated[TeamRole, Field(description='"owner" transfers ownership; the old owner becomes an admin')]
+    role: Annotated[
+        TeamRole, Field(description='"owner" transfers ownership; the old owner becomes an admin')
+    ]
 
 
 class DeclineRequest(ApiModel):
     block: Literal["team", "owner"] | None = None
 
 
-class TeamPerson(ApiModel):
-    user_id: str
-    display_name: str
-
-    @classmethod
-    def of(cls, view: TeamView, user_id: str) -> TeamPerson:
-        return cls(user_id=user_id, display_name=shown(view.name_of(user_id)) or user_id)
+def _person(view: TeamView, user_id: str) -> TeamPerson:
+    return TeamPerson(user_id=user_id, display_name=shown(view.name_of(user_id)) or user_id)
 
 
 class Team(ApiModel):
@@ -63,10 +62,10 @@ class Team(ApiModel):
         return {
             "id": team.team_id,
             "name": shown(team.name) or team.team_id,
-            "owner": TeamPerson.of(view, team.owner_id),
+            "owner": _person(view, team.owner_id),
             "role": mine.role,
             "state": mine.state,
-            "invited_by": TeamPerson.of(view, mine.invited_by) if mine.invited_by else None,
+            "invited_by": _person(view, mine.invited_by) if mine.invited_by else None,
             "member_count": team.member_count,
             "invited_count": team.invited_count,
             "kb_count": team.kb_count,
@@ -125,7 +124,10 @@ class TeamDetail(Team):
                 "members": [TeamMember.from_record(view, m) for m in view.members],
                 "knowledge_bases": [
                     TeamKnowledgeBase(
-                        id=k.kb_id, name=shown(k.name) or k.kb_id, owner=TeamPerson.of(view, k.owner_id), shared_at=k.shared_at
+                        id=k.kb_id,
+                        name=shown(k.name) or k.kb_id,
+                        owner=_person(view, k.owner_id),
+                        shared_at=k.shared_at,
                     )
                     for k in view.kbs
                 ],

@@ -90,15 +90,22 @@ class CreateReplacementRequest(ApiModel):
         int, Field(strict=True, ge=1, description="The new bytes' exact size (1 B to 100 MB)")
     ]
     content_type: Annotated[
-        str | None, Field(max_length=255, description="Must fit the file's extension; derived from it when absent")
+        str | None,
+        Field(max_length=255, description="Must fit the file's extension; derived from it when absent"),
     ] = None
     sha256: Annotated[
         Sha256 | None,
-        Field(description="The new bytes' SHA-256: equal to the current version's, the answer is `unchanged`"),
+        Field(
+            description="The new bytes' SHA-256: equal to the current version's, the answer is `unchanged`"
+        ),
     ] = None
     if_version: Annotated[
         int | None,
-        Field(strict=True, ge=1, description="The version being replaced: another answers 409 `version_conflict`"),
+        Field(
+            strict=True,
+            ge=1,
+            description="The version being replaced: another answers 409 `version_conflict`",
+        ),
     ] = None
 
 

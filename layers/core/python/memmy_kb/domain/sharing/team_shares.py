@@ -17,12 +17,8 @@ from memmy_kb.domain.knowledge_bases.activity import new_activity
 from memmy_kb.domain.ports.knowledge_bases import KnowledgeBaseStore
 from memmy_kb.domain.ports.profiles import ProfileStore
 from memmy_kb.domain.storage import AlreadyExists, ConditionFailed, ItemMissing
-from memmy_kb.errors import Conflict, Forbidden, NotFound, kb_not_found
+from memmy_kb.errors import Conflict, Forbidden, NotFound, kb_not_found, team_not_found
 from memmy_kb.records import TeamKb, TeamRecord, utc_now
-
-
-def team_not_found() -> NotFound:
-    return NotFound("No such team.", code="team_not_found")
 
 
 @dataclass(frozen=True)
