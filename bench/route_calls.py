@@ -313,8 +313,11 @@ def _drop_metrics() -> None:
     Metrics().clear_metrics()
 
 
-def run(verbose: bool = True) -> dict[str, Calls]:
-    """Each route and trigger once (warm), counted; prints one line per route."""
+@contextlib.contextmanager
+def in_process_stack(extra_environment: dict[str, str] | None = None) -> Iterator[tuple[Any, Any]]:
+    """(the test suite's ``Service``, the MemOS emulator): template.yaml's functions in-process on moto with
+    the local stack's DynamoDB patches, every function's environment set (and ``extra_environment`` over
+    it); template.yaml's permissions are not checked (the tests check them)."""
     from moto import mock_aws
 
     from memmy_local.aws.dynamodb import local_dynamodb
@@ -328,7 +331,6 @@ def run(verbose: bool = True) -> dict[str, Calls]:
 
     template = load_template()
     config = EmulatorConfig(port=0, api_keys={MEMOS_KEY: "memmy"}, processing_delay=0)
-    results: dict[str, Calls] = {}
     no_executions: Any = {"stepfunctions": {"execute_state_machine": False}, "lambda": {"use_docker": False}}
     with (
         MemosEmulator(config) as emulator,
@@ -346,17 +348,22 @@ def run(verbose: bool = True) -> dict[str, Calls]:
         for name, resource in sorted(template["Resources"].items()):
             if resource["Type"] == "AWS::Serverless::Function":
                 environment.update(function_environment(template, name, resources.refs))
-        with overlaid_environment({**environment, **quiet_environment()}):
+        with overlaid_environment({**environment, **quiet_environment(), **(extra_environment or {})}):
             _reset_caches()
             handle = EmulatorHandle(emulator, api_key=MEMOS_KEY)
             service = Service(template=template, refs=dict(resources.refs), memos=handle)
-            # The bench counts calls; whether template.yaml allows them is the tests' check (Service.call
-            # makes it), not this run's.
-            with recording() as take, mock.patch("tests.support.aws.missing_permissions", return_value=[]):
-                scenario = _Scenario(service, emulator, take)
-                scenario.run("warm", None)
-                scenario.run("counted", results)
+            with mock.patch("tests.support.aws.missing_permissions", return_value=[]):
+                yield service, emulator
             _reset_caches()
+
+
+def run(verbose: bool = True) -> dict[str, Calls]:
+    """Each route and trigger once (warm), counted; prints one line per route."""
+    results: dict[str, Calls] = {}
+    with in_process_stack() as (service, emulator), recording() as take:
+        scenario = _Scenario(service, emulator, take)
+        scenario.run("warm", None)
+        scenario.run("counted", results)
     _drop_metrics()
     if verbose:
         for name in ROUTES:

@@ -20,14 +20,12 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bench.recall_scale import quiet_environment
-from bench.route_calls import MEMOS_KEY, QUERY, Calls, recording
+from bench.route_calls import QUERY, Calls, in_process_stack, recording
 
 SHARED_KBS = 200
 OWNERS = 50
@@ -189,64 +187,17 @@ def _write_row(what: str, members: int, calls: Calls) -> WriteRow:
     return WriteRow(what, members, calls.describe("dynamodb"), calls.count("dynamodb"), calls.wru)
 
 
-@contextmanager
-def _service() -> Iterator[Any]:
-    """The template's functions in-process on moto and the MemOS emulator, as ``bench.route_calls`` runs them."""
-    from unittest import mock
-
-    from moto import mock_aws
-
-    from memmy_local.aws.dynamodb import local_dynamodb
-    from memmy_local.lambdas.handlers import overlaid_environment
-    from memmy_local.memos_emulator.config import EmulatorConfig
-    from memmy_local.memos_emulator.server import MemosEmulator
-    from memmy_local.provision.resources import provision
-    from memmy_local.template import function_environment, load_template
-    from tests.support.aws import Service, _reset_caches
-    from tests.support.emulator import EmulatorHandle
-
-    template = load_template()
-    config = EmulatorConfig(port=0, api_keys={MEMOS_KEY: "memmy"}, processing_delay=0)
-    no_executions: Any = {"stepfunctions": {"execute_state_machine": False}, "lambda": {"use_docker": False}}
-    with (
-        MemosEmulator(config) as emulator,
-        overlaid_environment(quiet_environment()),
-        local_dynamodb(),
-        mock_aws(config=no_executions),
-    ):
-        resources = provision(
-            template,
-            endpoint_url=None,
-            memos_api_key=MEMOS_KEY,
-            parameters={"MemosBaseUrl": emulator.base_url, "JwtIssuer": "bench", "JwtAudience": "bench"},
-        )
-        environment: dict[str, str] = {}
-        for name, resource in sorted(template["Resources"].items()):
-            if resource["Type"] == "AWS::Serverless::Function":
-                environment.update(function_environment(template, name, resources.refs))
-        # A bench owner shares 200 KBs in a few seconds: far past a person's limits (docs/limits.md).
-        lifted = {
-            "SHARE_ATTEMPT_LIMIT": "100000",
-            "NEW_MEMBERS_PER_DAY": "100000",
-            "MAX_KBS_PER_USER": "100000",
-            "MEMOS_MAX_KBS": "1000",
-        }
-        with overlaid_environment({**environment, **quiet_environment(), **lifted}):
-            _reset_caches()
-            service = Service(
-                template=template,
-                refs=dict(resources.refs),
-                memos=EmulatorHandle(emulator, api_key=MEMOS_KEY),
-            )
-            with mock.patch("tests.support.aws.missing_permissions", return_value=[]):
-                yield service
-            _reset_caches()
-
-
 def run(verbose: bool = True) -> tuple[list[RecallRow], list[WriteRow]]:
     recalls: list[RecallRow] = []
     writes: list[WriteRow] = []
-    with _service() as service, recording() as take:
+    # A bench owner shares 200 KBs in a few seconds: far past a person's limits (docs/limits.md).
+    lifted = {
+        "SHARE_ATTEMPT_LIMIT": "100000",
+        "NEW_MEMBERS_PER_DAY": "100000",
+        "MAX_KBS_PER_USER": "100000",
+        "MEMOS_MAX_KBS": "1000",
+    }
+    with in_process_stack(lifted) as (service, _), recording() as take:
         kbs = _seed_kbs(service)
         for teams in TEAM_COUNTS:
             caller = f"caller-t{teams}"

@@ -56,20 +56,10 @@ class TeamKnowledgeBase(TypedDict):
     shared_at: str
 
 
-class TeamDetail(TypedDict):
+class TeamDetail(Team):
     """``GET /teams/{team_id}``: the team, its members and its knowledge bases (both empty for an invited
     caller)."""
 
-    id: str
-    name: str
-    owner: TeamPerson
-    role: TeamRole
-    state: MembershipState
-    invited_by: TeamPerson | None
-    member_count: int
-    invited_count: int
-    kb_count: int
-    created_at: str
     members: list[TeamMember]
     knowledge_bases: list[TeamKnowledgeBase]
 
