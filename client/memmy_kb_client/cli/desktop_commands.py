@@ -6,13 +6,17 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from memmy_kb_client.cli.link_commands import add_link_commands, link_lines
 from memmy_kb_client.cli.parser import port_number
 from memmy_kb_client.cli.terminal import printable
 from memmy_kb_client.desktop.status_text import describe
 from memmy_kb_client.home.service_state import login_state
+
+if TYPE_CHECKING:
+    from memmy_kb_client.desktop.status_reply import DesktopStatus
 
 # How often ``desktop login`` asks the service whether the sign-in is done.
 FLOW_POLL_SECONDS = 1.0
@@ -202,7 +206,9 @@ _OUTCOMES = {
 }
 
 
-def _print_status(status: dict[str, Any], as_json: bool) -> int:
+def _print_status(reply: Mapping[str, Any], as_json: bool) -> int:
+    """The service's status (``DesktopStatus``, as ``/control/status`` and the login routes answer it)."""
+    status = cast("DesktopStatus", reply)
     if as_json:
         print(printable(json.dumps(status, ensure_ascii=False, indent=2)))
         return 0
