@@ -75,8 +75,8 @@ def load_template_copy(home: Path, *, raise_limits: bool, settings: Mapping[str,
         text, found = re.subn(
             rf"^(\s*{re.escape(name)}:\s*).*$", rf'\g<1>"{value}"', text, flags=re.MULTILINE
         )
-        if found != 1:
-            raise ValueError(f"{name} is not one function setting of template.yaml (found {found} times)")
+        if not found:  # every function taking the setting gets the value (the share and teams functions' limits)
+            raise ValueError(f"{name} is no function setting of template.yaml")
     target = home / "template.yaml"
     target.write_text(text, encoding="utf-8")
     return target

@@ -58,7 +58,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[load.Stack]:
     text = template.read_text(encoding="utf-8")
     for name, value in LIMITS.items():
         text, replaced = re.subn(rf"^(\s*{name}:\s*).*$", rf'\g<1>"{value}"', text, flags=re.MULTILINE)
-        assert replaced == 1, name
+        assert replaced >= 1, name  # each function that takes it (the share and the teams functions' limits)
     template.write_text(text, encoding="utf-8")
     with pytest.MonkeyPatch.context() as patch:
         # bench.load_stack copies the template it is pointed at, keeping its limits.

@@ -86,7 +86,7 @@ def test_a_setting_goes_into_the_stacks_template_copy(tmp_path):
 
 
 def test_a_setting_no_function_has_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="RECALL_BURSTS is not one function setting"):
+    with pytest.raises(ValueError, match="RECALL_BURSTS is no function setting"):
         load_template_copy(tmp_path, raise_limits=False, settings={"RECALL_BURSTS": "1000"})
 
 
