@@ -20,6 +20,7 @@ import { state } from "./state.js";
  * @property {ExcerptKb} [knowledge_base]
  * @property {Sharer} [owner]
  * @property {ExcerptKb[]} [knowledge_bases]
+ * @property {{id: string, name: string} | null} [team] the team through which the person reads its KB
  */
 /** @typedef {{items: Excerpt[], scope_size?: number, context?: string}} Recalled */
 
@@ -33,11 +34,12 @@ const ownerOf = (o) => (o ? [` · ${t("sharedBy")} `, theirs(o.name || ""), ...(
  * @returns {(Node | string)[]}
  */
 function sourceOf(item) {
-  if (item.knowledge_base) return [`${t("fromKb")} `, theirs(item.knowledge_base.name), ...ownerOf(item.owner)];
+  const team = item.team ? [` · ${t("throughTeam")} `, theirs(item.team.name)] : [];
+  if (item.knowledge_base) return [`${t("fromKb")} `, theirs(item.knowledge_base.name), ...ownerOf(item.owner), ...team];
   // A group's excerpt whose file is known comes from the one KB of the group the file is in.
   const file = item.file;
   const home = isFile(file) && (item.knowledge_bases || []).find((kb) => kb.id === file.knowledge_base_id);
-  if (home) return [`${t("fromKb")} `, theirs(home.name), ...ownerOf(home.owner)];
+  if (home) return [`${t("fromKb")} `, theirs(home.name), ...ownerOf(home.owner), ...team];
   if (item.knowledge_bases && item.knowledge_bases.length) {
     /** @type {(Node | string)[]} */
     const parts = [`${t("fromOneOf")} `];
