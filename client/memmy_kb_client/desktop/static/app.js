@@ -159,7 +159,10 @@ function wire() {
   });
   listen("lists-stale", loadLists);
   listen("teams-stale", loadTeams);
-  listen("team-shown", renderTeams);
+  listen("team-shown", () => {
+    renderTeams();
+    renderLists();  // the welcome gives way to a team as to a KB
+  });
 }
 
 // Signing in: the local service starts the provider's login (PKCE, on its own loopback callback) and

@@ -124,7 +124,7 @@ function memberItem(team, member) {
   return el("li", { "data-member": member.user_id, "data-state": member.state },
     el("span", { class: "who-line" }, theirs(member.display_name || member.user_id),
       member.display_name && member.display_name !== member.user_id ? el("span", { class: "muted" }, " (", theirs(member.user_id), ")") : null,
-      self ? ` ${t("you")}` : "",
+      self ? t("you") : "",
       el("span", { class: `role ${member.state === "invited" ? "invited" : member.role}`, text: roleWords(member) })),
     el("span", { class: "actions" }, ...memberButtons(team, member)));
 }

@@ -58,7 +58,7 @@ export const TEAM_TEXT = {
     declined: "Declined the invitation to “{name}”.", joined: "You joined “{name}”.",
     membersCount: "{n} members", membersCountOne: "1 member", invitedCount: "{n} invited",
     kbsCount: "{n} knowledge bases", kbsCountOne: "1 knowledge base", yourRole: "Your role: {role}",
-    roleOwner: "Owner", roleAdmin: "Admin", roleMember: "Member", roleInvited: "Invited, not yet joined", you: "(you)",
+    roleOwner: "Owner", roleAdmin: "Admin", roleMember: "Member", roleInvited: "Invited, not yet joined", you: " (you)",
     inviteLabel: "Invite by user ID, phone or email", invite: "Invite",
     invitedOne: "Invited {name}: they become a member when they accept.",
     cancelInvite: "Cancel invitation", cancelInviteOne: "Cancel the invitation of {name}", removeOne: "Remove {name}",

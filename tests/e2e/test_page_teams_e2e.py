@@ -1,0 +1,229 @@
+"""The knowledge-base page's Teams section (Debian's chromium through Playwright).
+
+First, on canned answers served by Playwright's routing (no service, no network): what each role is
+offered on a team's members, an invitation declined with a block, other people's team names kept as text,
+the layout at a phone's and a wide screen's width, and axe-core's check of the section, a team open and the
+decline dialog, in both languages. Then the story on the stage, one desktop service per person: a team
+created, a colleague invited who accepts in their own page, a KB shared with the team from its sharing
+dialog and listed for the member, and the member removed.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from memmy_kb_client.desktop import page as desktop_page
+from memmy_kb_client.desktop.routes import PAGE_HEADERS
+from tests.support.page_browser import PageUser, chromium, kb_item, new_page, start_user
+from tests.support.stage import Stage, StageUser
+
+pytestmark = pytest.mark.e2e
+
+ORIGIN = "http://memmy.test"
+XSS = '<img src=x onerror="window.__injected=1">'
+ME = {"user_id": "u_me", "display_name": "我"}
+OWNER = {"user_id": "u_boss", "display_name": f"老板{XSS}"}
+
+
+def _team(team_id: str, name: str, role: str, state: str = "member", **extra: Any) -> dict[str, Any]:
+    return {
+        "id": team_id,
+        "name": name,
+        "owner": ME if role == "owner" else OWNER,
+        "role": role,
+        "state": state,
+        "invited_by": OWNER if state == "invited" else None,
+        "member_count": 4,
+        "invited_count": 1,
+        "kb_count": 1,
+        "created_at": "2026-12-01T00:00:00Z",
+        **extra,
+    }
+
+
+TEAMS = [
+    _team("tm_admin", f"销售部{XSS}", "admin"),
+    _team("tm_mine", "产品组", "owner"),
+    _team("tm_invite", f"市场部\u202e{XSS}", "member", state="invited"),
+]
+MEMBERS = [
+    {"user_id": "u_boss", "display_name": OWNER["display_name"], "role": "owner", "state": "member"},
+    {"user_id": "u_me", "display_name": "我", "role": "admin", "state": "member"},
+    {"user_id": "u_peer", "display_name": "同级管理员", "role": "admin", "state": "member"},
+    {"user_id": "u_rep", "display_name": f"销售小王{XSS}", "role": "member", "state": "member"},
+    {"user_id": "u_new", "display_name": "新人", "role": "member", "state": "invited"},
+]
+MY_KB = {"id": "kb_mine", "name": "财务制度", "role": "owner", "recall": True, "file_count": 0, "bytes_used": 0, "teams": []}
+TEAM_READ_KB = {
+    "id": "kb_theirs",
+    "name": f"报价单{XSS}",
+    "role": "reader",
+    "recall": True,
+    "owner": OWNER,
+    "teams": [{"id": "tm_admin", "name": f"销售部{XSS}"}],
+}
+TEAM_KBS = [
+    {"id": "kb_theirs", "name": f"报价单{XSS}", "owner": OWNER, "shared_at": "2026-12-02T00:00:00Z"},
+]
+
+
+class CannedService:
+    """The service's answers to the page, and what the page asked of it (method, path, body)."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str, Any]] = []
+
+    def answer(self, route: Any) -> None:
+        request = route.request
+        path = request.url[len(ORIGIN) :].split("?")[0]
+        if not path.startswith("/api/"):
+            name, content_type = desktop_page.ASSETS.get(path, ("index.html", "text/html; charset=utf-8"))
+            route.fulfill(status=200, body=desktop_page.asset(name), content_type=content_type, headers=dict(PAGE_HEADERS))
+            return
+        self.asked.append((request.method, path, json.loads(request.post_data) if request.post_data else None))
+        detail = {**TEAMS[0], "members": MEMBERS, "knowledge_bases": TEAM_KBS}
+        bodies: dict[tuple[str, str], Any] = {
+            ("GET", "/api/session"): {"csrf": "c", "login": "logged_in", "user": {"user_id": "u_me", "name": "我"}},
+            ("PUT", "/api/me"): {"user_id": "u_me"},
+            ("GET", "/api/knowledge-bases"): {"items": [MY_KB, TEAM_READ_KB]},
+            ("GET", "/api/knowledge-bases/kb_mine/files"): {"folders": [], "files": []},
+            ("GET", "/api/knowledge-bases/kb_mine/members"): {"items": []},
+            ("GET", "/api/knowledge-bases/kb_mine/teams"): {
+                "items": [{"team_id": "tm_mine", "name": "产品组", "shared_by": ME, "shared_at": "2026-12-03T00:00:00Z"}]
+            },
+            ("POST", "/api/knowledge-bases/kb_mine/teams"): {"team_id": "tm_admin", "name": TEAMS[0]["name"]},
+            ("GET", "/api/teams"): {"items": TEAMS},
+            ("GET", "/api/teams/tm_admin"): detail,
+            ("POST", "/api/teams/tm_invite/decline"): None,
+        }
+        if (request.method, path) not in bodies:
+            route.fulfill(status=404, body="{}", content_type="application/json")
+            return
+        body = bodies[(request.method, path)]
+        route.fulfill(status=200 if body is not None else 204, body=json.dumps(body) if body is not None else "")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as running:
+        yield running
+
+
+def canned_page(browser: Any, lang: str, width: int = 1280) -> tuple[Any, CannedService]:
+    service = CannedService()
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    context.route(f"{ORIGIN}/**", service.answer)
+    page = context.new_page()
+    page.goto(f"{ORIGIN}/?lang={lang}")
+    page.locator("#team-list li[data-team]").first.wait_for()
+    return page, service
+
+
+def serious_violations(page: Any, context: str | None = None) -> list[str]:
+    """axe-core's serious and critical findings (its script ships in the package)."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page, context=context)
+    return [
+        f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']]}"
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+def overflow(page: Any) -> int:
+    return int(page.evaluate("document.documentElement.scrollWidth - window.innerWidth"))
+
+
+def actions_of(page: Any, user_id: str) -> list[str]:
+    row = page.locator(f"#team-members li[data-member='{user_id}']")
+    return [str(a) for a in row.locator("button").evaluate_all("(bs) => bs.map((b) => b.dataset.action)")]
+
+
+@pytest.mark.parametrize(
+    ("lang", "invitations", "decline", "block_owner", "team_kbs"),
+    [
+        ("en", "Invitations", "Decline", "Decline and block its owner", "Knowledge bases shared with the team"),
+        ("zh", "邀请我加入的团队", "拒绝", "拒绝，并屏蔽所有者", "共享给团队的知识库"),
+    ],
+)
+def test_an_admin_is_offered_what_an_admin_may_do_and_declines_an_invitation_blocking_its_owner(
+    browser, lang, invitations, decline, block_owner, team_kbs
+):
+    from playwright.sync_api import expect
+
+    page, service = canned_page(browser, lang)
+    teams = page.locator("#teams")
+    expect(teams.get_by_role("heading", name=invitations)).to_be_visible()
+    # Others' team and person names stay text, each set apart in a <bdi>
+    invite = page.locator("#invites li[data-invite=tm_invite]")
+    assert f"市场部\u202e{XSS}" in invite.inner_text()
+    assert invite.locator("bdi").count() >= 2
+    assert serious_violations(page, "#teams") == []
+
+    # A team open: an admin removes a member and cancels an invitation, but sets no role and leaves the
+    # owner and the other admin alone; renames and leaves, never deletes
+    page.locator("#team-list li[data-team=tm_admin] button.link").click()
+    expect(page.locator("#team-heading")).to_have_text(f"销售部{XSS}")
+    expect(page.locator("#team-heading")).to_be_focused()
+    assert actions_of(page, "u_rep") == ["remove"]
+    assert actions_of(page, "u_new") == ["cancel"]
+    assert actions_of(page, "u_boss") == actions_of(page, "u_peer") == actions_of(page, "u_me") == []
+    tools = page.locator("#team-tools button[data-action]").evaluate_all("(bs) => bs.map((b) => b.dataset.action)")
+    assert tools == ["rename", "leave"]
+    expect(page.locator("#invite-form")).to_be_visible()
+    expect(page.get_by_role("heading", name=team_kbs)).to_be_visible()
+    # The member's KB of someone else: an admin may unshare it
+    expect(page.locator("#team-kbs li[data-kb=kb_theirs] button.danger")).to_have_count(1)
+    assert serious_violations(page, "#team") == []
+    assert page.evaluate("window.__injected") is None
+
+    # Declining, with the owner blocked: the dialog asks how, by keyboard, and the choice is sent
+    invite.get_by_role("button", name=decline).first.click()
+    dialog = page.locator("#dialog")
+    expect(dialog.locator("input[type=radio]").first).to_be_focused()
+    assert serious_violations(page, "#dialog") == []
+    dialog.get_by_role("radio", name=block_owner).check()
+    dialog.locator("#dialog-buttons button.danger").click()
+    expect(dialog).to_be_hidden()
+    assert ("POST", "/api/teams/tm_invite/decline", {"block": "owner"}) in service.asked
+    page.context.close()
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("width", [360, 1920])
+def test_the_teams_fit_a_phone_and_a_wide_screen(browser, lang, width):
+    page, _ = canned_page(browser, lang, width)
+    page.locator("#team-list li[data-team=tm_admin] button.link").click()
+    page.locator("#team-members li[data-member]").first.wait_for()
+    assert overflow(page) <= 0
+    page.context.close()
+
+
+def test_a_kb_is_shared_with_a_team_joined_from_its_sharing_dialog_and_a_team_read_kb_names_its_team(browser):
+    from playwright.sync_api import expect
+
+    page, service = canned_page(browser, "en")
+    # Read through a team only: the team is named, and there is no share of one's own to leave
+    theirs = page.locator("#shared li[data-kb=kb_theirs]")
+    expect(theirs.locator(".teams-of")).to_have_text(f"Through team: 销售部{XSS}")
+    expect(theirs.get_by_role("button", name="Leave")).to_have_count(0)
+
+    page.locator("#mine li[data-kb=kb_mine] button.link").click()
+    page.locator("#share").click()
+    dialog = page.locator("#dialog")
+    expect(dialog.locator("#kb-teams li[data-team=tm_mine]")).to_have_text("产品组Unshare")
+    # Offered: the teams joined and not yet sharing it; never an invitation
+    options = dialog.locator("#kb-team-select option").evaluate_all("(os) => os.map((o) => o.value)")
+    assert options == ["tm_admin"]
+    assert serious_violations(page, "#dialog") == []
+    dialog.get_by_role("button", name="Share with team").click()
+    expect(dialog.get_by_role("status").filter(has_text="Shared with the team")).to_be_visible()
+    assert ("POST", "/api/knowledge-bases/kb_mine/teams", {"team_id": "tm_admin"}) in service.asked
+    page.context.close()
