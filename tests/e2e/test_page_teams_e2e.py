@@ -13,17 +13,19 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
-import httpx
 import pytest
 
 from memmy_kb_client.desktop import page as desktop_page
 from memmy_kb_client.desktop.routes import PAGE_HEADERS
 from tests.support.page_browser import PageUser, chromium, kb_item, new_page, start_user
-from tests.support.stage import Stage, StageUser
+from tests.support.stage import Stage
 
 pytestmark = pytest.mark.e2e
+
+SLOW_MS = 20_000  # page -> desktop -> cloud -> identity lookup, on a loaded 2-core machine
 
 ORIGIN = "http://memmy.test"
 XSS = '<img src=x onerror="window.__injected=1">'
@@ -59,7 +61,15 @@ MEMBERS = [
     {"user_id": "u_rep", "display_name": f"销售小王{XSS}", "role": "member", "state": "member"},
     {"user_id": "u_new", "display_name": "新人", "role": "member", "state": "invited"},
 ]
-MY_KB = {"id": "kb_mine", "name": "财务制度", "role": "owner", "recall": True, "file_count": 0, "bytes_used": 0, "teams": []}
+MY_KB = {
+    "id": "kb_mine",
+    "name": "财务制度",
+    "role": "owner",
+    "recall": True,
+    "file_count": 0,
+    "bytes_used": 0,
+    "teams": [],
+}
 TEAM_READ_KB = {
     "id": "kb_theirs",
     "name": f"报价单{XSS}",
@@ -84,18 +94,36 @@ class CannedService:
         path = request.url[len(ORIGIN) :].split("?")[0]
         if not path.startswith("/api/"):
             name, content_type = desktop_page.ASSETS.get(path, ("index.html", "text/html; charset=utf-8"))
-            route.fulfill(status=200, body=desktop_page.asset(name), content_type=content_type, headers=dict(PAGE_HEADERS))
+            route.fulfill(
+                status=200,
+                body=desktop_page.asset(name),
+                content_type=content_type,
+                headers=dict(PAGE_HEADERS),
+            )
             return
-        self.asked.append((request.method, path, json.loads(request.post_data) if request.post_data else None))
+        self.asked.append(
+            (request.method, path, json.loads(request.post_data) if request.post_data else None)
+        )
         detail = {**TEAMS[0], "members": MEMBERS, "knowledge_bases": TEAM_KBS}
         bodies: dict[tuple[str, str], Any] = {
-            ("GET", "/api/session"): {"csrf": "c", "login": "logged_in", "user": {"user_id": "u_me", "name": "我"}},
+            ("GET", "/api/session"): {
+                "csrf": "c",
+                "login": "logged_in",
+                "user": {"user_id": "u_me", "name": "我"},
+            },
             ("PUT", "/api/me"): {"user_id": "u_me"},
             ("GET", "/api/knowledge-bases"): {"items": [MY_KB, TEAM_READ_KB]},
             ("GET", "/api/knowledge-bases/kb_mine/files"): {"folders": [], "files": []},
             ("GET", "/api/knowledge-bases/kb_mine/members"): {"items": []},
             ("GET", "/api/knowledge-bases/kb_mine/teams"): {
-                "items": [{"team_id": "tm_mine", "name": "产品组", "shared_by": ME, "shared_at": "2026-12-03T00:00:00Z"}]
+                "items": [
+                    {
+                        "team_id": "tm_mine",
+                        "name": "产品组",
+                        "shared_by": ME,
+                        "shared_at": "2026-12-03T00:00:00Z",
+                    }
+                ]
             },
             ("POST", "/api/knowledge-bases/kb_mine/teams"): {"team_id": "tm_admin", "name": TEAMS[0]["name"]},
             ("GET", "/api/teams"): {"items": TEAMS},
@@ -106,7 +134,9 @@ class CannedService:
             route.fulfill(status=404, body="{}", content_type="application/json")
             return
         body = bodies[(request.method, path)]
-        route.fulfill(status=200 if body is not None else 204, body=json.dumps(body) if body is not None else "")
+        route.fulfill(
+            status=200 if body is not None else 204, body=json.dumps(body) if body is not None else ""
+        )
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +179,13 @@ def actions_of(page: Any, user_id: str) -> list[str]:
 @pytest.mark.parametrize(
     ("lang", "invitations", "decline", "block_owner", "team_kbs"),
     [
-        ("en", "Invitations", "Decline", "Decline and block its owner", "Knowledge bases shared with the team"),
+        (
+            "en",
+            "Invitations",
+            "Decline",
+            "Decline and block its owner",
+            "Knowledge bases shared with the team",
+        ),
         ("zh", "邀请我加入的团队", "拒绝", "拒绝，并屏蔽所有者", "共享给团队的知识库"),
     ],
 )
@@ -175,7 +211,9 @@ def test_an_admin_is_offered_what_an_admin_may_do_and_declines_an_invitation_blo
     assert actions_of(page, "u_rep") == ["remove"]
     assert actions_of(page, "u_new") == ["cancel"]
     assert actions_of(page, "u_boss") == actions_of(page, "u_peer") == actions_of(page, "u_me") == []
-    tools = page.locator("#team-tools button[data-action]").evaluate_all("(bs) => bs.map((b) => b.dataset.action)")
+    tools = page.locator("#team-tools button[data-action]").evaluate_all(
+        "(bs) => bs.map((b) => b.dataset.action)"
+    )
     assert tools == ["rename", "leave"]
     expect(page.locator("#invite-form")).to_be_visible()
     expect(page.get_by_role("heading", name=team_kbs)).to_be_visible()
@@ -227,3 +265,97 @@ def test_a_kb_is_shared_with_a_team_joined_from_its_sharing_dialog_and_a_team_re
     expect(dialog.get_by_role("status").filter(has_text="Shared with the team")).to_be_visible()
     assert ("POST", "/api/knowledge-bases/kb_mine/teams", {"team_id": "tm_admin"}) in service.asked
     page.context.close()
+
+
+# The story on the stage: two people, each with their own desktop service and browser context.
+
+
+@pytest.fixture(scope="module")
+def team_people(
+    stage: Stage, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[PageUser, PageUser]]:
+    suffix = uuid.uuid4().hex[:8]
+    with ExitStack() as started:
+        lead = start_user(
+            stage, tmp_path_factory.mktemp("lead"), stage.user(f"lead-{suffix}", name="组长老陈")
+        )
+        started.callback(lead.stop)
+        rep = start_user(stage, tmp_path_factory.mktemp("rep"), stage.user(f"rep-{suffix}", name="销售小李"))
+        started.callback(rep.stop)
+        yield lead, rep
+
+
+def test_a_team_through_the_page(browser, team_people, stage):
+    from playwright.sync_api import expect
+
+    # Given each person's page, opened once (which registers their profile)
+    lead_user, rep_user = team_people
+    suffix = uuid.uuid4().hex[:4]
+    team_name, kb_name = f"销售部 {suffix}", stage.kb_name(f"报价资料 {suffix}")
+    lead = new_page(browser, lead_user)
+    rep = new_page(browser, rep_user)
+    expect(rep.locator("#team-list")).to_contain_text("You are in no team yet.")
+
+    # When the lead creates a team: it opens, theirs
+    lead.get_by_role("button", name="New team").click()
+    lead.get_by_role("textbox", name="Team name").fill(team_name)
+    lead.keyboard.press("Enter")
+    expect(lead.locator("#team-heading")).to_have_text(team_name)
+    expect(lead.locator("#team-meta")).to_contain_text("Your role: Owner")
+    # and invites the rep by user ID: invited, not yet a member
+    lead.get_by_role("textbox", name="Invite by user ID, phone or email").fill(rep_user.user_id)
+    lead.get_by_role("button", name="Invite", exact=True).click()
+    expect(lead.locator("#team-status")).to_contain_text("Invited 销售小李", timeout=SLOW_MS)
+    invited = lead.locator(f"#team-members li[data-member='{rep_user.user_id}']")
+    expect(invited).to_have_attribute("data-state", "invited")
+    assert serious_violations(lead, "#teams") == serious_violations(lead, "#team") == []
+
+    # Then the rep, in their own page, finds the invitation and accepts it
+    rep.reload()
+    invitation = rep.locator("#invites li[data-invite]").filter(has_text=team_name)
+    expect(invitation).to_contain_text("Invited by: 组长老陈")
+    invitation.get_by_role("button", name=f"Join {team_name}").click()
+    expect(rep.locator("#teams-status")).to_have_text(f"You joined “{team_name}”.")
+    expect(rep.locator("#team-list li[data-team]").filter(has_text=team_name)).to_contain_text(
+        "Your role: Member"
+    )
+
+    # When the lead creates a KB and shares it with the team from its sharing dialog
+    lead.get_by_role("button", name="New knowledge base").click()
+    lead.get_by_role("textbox", name="Name", exact=True).fill(kb_name)
+    lead.keyboard.press("Enter")
+    expect(lead.get_by_role("heading", name=kb_name)).to_be_visible()
+    expect(lead.locator("#team")).to_be_hidden()  # a KB and a team take the same place
+    lead.get_by_role("button", name="Share", exact=True).click()
+    lead.get_by_role("combobox", name="Share with one of my teams").select_option(label=team_name)
+    lead.get_by_role("button", name="Share with team").click()
+    expect(lead.locator("#kb-teams li[data-team]")).to_have_text(f"{team_name}Unshare", timeout=SLOW_MS)
+    lead.keyboard.press("Escape")
+
+    # Then the member sees it, read only, through the team, and listed in the team
+    rep.reload()
+    shared = kb_item(rep, "shared", kb_name)
+    expect(shared).to_contain_text(f"Through team: {team_name}")
+    expect(shared.get_by_role("button", name="Leave")).to_have_count(0)
+    rep.locator("#team-list li[data-team] button.link", has_text=team_name).click()
+    expect(rep.locator("#team-kbs li[data-kb]")).to_contain_text(kb_name)
+    expect(rep.locator("#team-tools button[data-action]")).to_have_count(1)  # a member may only leave
+    rep.locator("#team-kbs li[data-kb] button.link").click()
+    expect(rep.locator("#kb-readonly")).to_contain_text("组长老陈")
+
+    # When the lead removes the member (asked first)
+    lead.reload()
+    lead.locator("#team-list li[data-team] button.link", has_text=team_name).click()
+    joined = lead.locator(f"#team-members li[data-member='{rep_user.user_id}']")
+    expect(joined).to_have_attribute("data-state", "member")
+    joined.get_by_role("button", name="Remove 销售小李").click()
+    lead.locator("#dialog-buttons button.danger").click()
+    expect(joined).to_have_count(0)
+    expect(lead.locator("#team-meta")).to_contain_text("1 member · 1 knowledge base")
+
+    # Then the rep's page loses the team and its KB
+    rep.reload()
+    expect(rep.locator("#team-list")).to_contain_text("You are in no team yet.")
+    expect(kb_item(rep, "shared", kb_name)).to_have_count(0)
+    lead.context.close()
+    rep.context.close()
