@@ -83,6 +83,36 @@ TEAM_KBS = [
 ]
 
 
+RECALLED = {
+    "scope_size": 2,
+    "discarded": False,
+    "partial": False,
+    "context": "…",
+    "items": [
+        {
+            "title": "报价",
+            "content": "企业版每年一万元",
+            "knowledge_base": {"id": "kb_theirs", "name": "报价单"},
+            "owner": {"name": "老板"},
+            "team": {"id": "tm_admin", "name": f"销售部{XSS}"},
+        },
+        {
+            "title": "差旅",
+            "content": "一组知识库里的摘录",
+            "knowledge_bases": [
+                {"id": "kb_mine", "name": "财务制度", "owner": None},
+                {
+                    "id": "kb_theirs",
+                    "name": "报价单",
+                    "owner": {"name": "老板"},
+                    "team": {"id": "tm_admin", "name": "销售部"},
+                },
+            ],
+        },
+    ],
+}
+
+
 class CannedService:
     """The service's answers to the page, and what the page asked of it (method, path, body)."""
 
@@ -126,6 +156,7 @@ class CannedService:
                 ]
             },
             ("POST", "/api/knowledge-bases/kb_mine/teams"): {"team_id": "tm_admin", "name": TEAMS[0]["name"]},
+            ("POST", "/api/recall"): RECALLED,
             ("GET", "/api/teams"): {"items": TEAMS},
             ("GET", "/api/teams/tm_admin"): detail,
             ("POST", "/api/teams/tm_invite/decline"): None,
@@ -359,3 +390,30 @@ def test_a_team_through_the_page(browser, team_people, stage):
     expect(kb_item(rep, "shared", kb_name)).to_have_count(0)
     lead.context.close()
     rep.context.close()
+
+
+@pytest.mark.parametrize(
+    ("lang", "ask", "single", "group"),
+    [
+        (
+            "en",
+            "Ask",
+            f"From 报价单 · Shared by 老板 · Through team 销售部{XSS}",
+            "From one of 财务制度; 报价单 · Shared by 老板 · Through team 销售部",
+        ),
+        (
+            "zh",
+            "提问",
+            f"来自知识库 报价单 · 共享者 老板 · 通过团队 销售部{XSS}",
+            "来自以下知识库之一 财务制度；报价单 · 共享者 老板 · 通过团队 销售部",
+        ),
+    ],
+)
+def test_an_excerpt_read_through_a_team_names_the_team(browser, lang, ask, single, group):
+    page, _ = canned_page(browser, lang)
+    page.locator("#question").fill("报价")
+    page.get_by_role("button", name=ask, exact=True).click()
+    page.locator("#answer .excerpt").first.wait_for()
+    assert page.locator("#answer .excerpt .source").all_inner_texts() == [single, group]
+    assert page.evaluate("window.__injected") is None
+    page.context.close()
