@@ -3,7 +3,7 @@
 // member removed or made admin or owner (as far as the person's role allows: team-rules.js), the team
 // renamed, left or deleted, and the knowledge bases shared with it, each opened or unshared. The Teams
 // section (teams.js) and the lists hear what changed through events.js.
-import { api, human, seg } from "./api.js";
+import { ApiError, api, human, seg } from "./api.js";
 import { askName, confirmDanger } from "./dialog.js";
 import { $, el, notice, theirs } from "./dom.js";
 import { announce } from "./events.js";
@@ -52,7 +52,7 @@ export async function loadTeam(id) {
   try {
     team = await api("GET", `/teams/${seg(id)}`);
   } catch (error) {
-    if (error instanceof Error && "status" in error && error.status === 404) {
+    if (error instanceof ApiError && error.status === 404) {
       closeTeam(human(error));
       await announce("teams-stale").catch(() => {});
     } else {
