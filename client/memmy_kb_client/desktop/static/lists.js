@@ -102,6 +102,7 @@ export function renderLists() {
   // A new user: what a knowledge base is, and the one button that starts one, where the open KB would be.
   // Neither button shows before the lists are known (index.html), so none moves once it can be clicked.
   const none = state.kbs.length === 0;
+  // A team open takes the welcome's place; then the lists' own button starts a KB.
   $("welcome").hidden = !none || Boolean(state.kb) || Boolean(state.team);
-  $("new-kb").hidden = none;
+  $("new-kb").hidden = !$("welcome").hidden;
 }
