@@ -118,6 +118,9 @@ def main(out: Path) -> int:
                     page.locator("#answer details summary").click()
                     page.locator("#ask").scroll_into_view_if_needed()
                     shot(page, "try-a-question")
+                    page.context.close()
+
+                    page = new_page(browser, owner, lang=lang, width=width, height=800)
                     page.locator("#team-list li[data-team] button.link", has_text="销售部").click()
                     page.locator("#team-kbs li[data-kb]").wait_for()
                     shot(page, "teams")
