@@ -265,6 +265,7 @@ def test_an_admin_is_offered_what_an_admin_may_do_and_declines_an_invitation_blo
     dialog.get_by_role("radio", name=block_owner).check()
     dialog.locator("#dialog-buttons button.danger").click()
     expect(dialog).to_be_hidden()
+    expect(page.locator("#teams-heading")).to_be_focused()
     assert ("POST", "/api/teams/tm_invite/decline", {"block": "owner"}) in service.asked
     page.context.close()
 
@@ -351,6 +352,7 @@ def test_a_team_through_the_page(browser, team_people, stage):
     expect(invitation).to_contain_text("Invited by: 组长老陈")
     invitation.get_by_role("button", name=f"Join {team_name}").click()
     expect(rep.locator("#teams-status")).to_have_text(f"You joined “{team_name}”.")
+    expect(rep.locator("#team-list li[data-team] button.link", has_text=team_name)).to_be_focused()
     expect(rep.locator("#team-list li[data-team]").filter(has_text=team_name)).to_contain_text(
         "Your role: Member"
     )

@@ -75,6 +75,9 @@ async function accept(team) {
   }
   say(t("joined", { name: team.name }));
   await loadTeams();
+  // The buttons pressed are gone: the focus goes to the team, now among those joined.
+  const joined = document.querySelector(`#team-list li[data-team="${CSS.escape(team.id)}"] button.link`);
+  /** @type {HTMLElement} */ (joined || $("teams-heading")).focus();
   await announce("lists-stale").catch(() => {});  // the team's knowledge bases, now readable
 }
 
@@ -97,6 +100,8 @@ function declineDialog(team) {
       await api("POST", `/teams/${seg(team.id)}/decline`, { block });
       say(t("declined", { name: team.name }));
       await loadTeams();
+      // The invitation is gone with its buttons: once the dialog has closed, the focus goes to the section.
+      $("dialog").addEventListener("close", () => $("teams-heading").focus(), { once: true });
     } },
   ]);
 }
