@@ -350,7 +350,7 @@ def test_a_team_through_the_page(browser, team_people, stage):
     rep.reload()
     invitation = rep.locator("#invites li[data-invite]").filter(has_text=team_name)
     expect(invitation).to_contain_text("Invited by: 组长老陈")
-    invitation.get_by_role("button", name=f"Join {team_name}").click()
+    invitation.get_by_role("button", name=f"Accept {team_name}").click()
     expect(rep.locator("#teams-status")).to_have_text(f"You joined “{team_name}”.")
     expect(rep.locator("#team-list li[data-team] button.link", has_text=team_name)).to_be_focused()
     expect(rep.locator("#team-list li[data-team]").filter(has_text=team_name)).to_contain_text(
@@ -380,11 +380,15 @@ def test_a_team_through_the_page(browser, team_people, stage):
     rep.locator("#team-kbs li[data-kb] button.link").click()
     expect(rep.locator("#kb-readonly")).to_contain_text("组长老陈")
 
-    # When the lead removes the member (asked first)
+    # When the lead removes the member (asked first), having made them an admin meanwhile
     lead.reload()
     lead.locator("#team-list li[data-team] button.link", has_text=team_name).click()
     joined = lead.locator(f"#team-members li[data-member='{rep_user.user_id}']")
     expect(joined).to_have_attribute("data-state", "member")
+    # (the owner may make a member an admin first)
+    joined.get_by_role("button", name="Make admin 销售小李").click()
+    expect(joined.locator(".role")).to_have_text("Admin")
+    expect(joined.get_by_role("button", name="Make member 销售小李")).to_be_visible()
     joined.get_by_role("button", name="Remove 销售小李").click()
     lead.locator("#dialog-buttons button.danger").click()
     expect(joined).to_have_count(0)

@@ -28,7 +28,7 @@ export function teamSharing(kb) {
   /** @param {TeamShare} share */
   const item = (share) => el("li", { "data-team": share.team_id },
     el("span", {}, theirs(share.name)),
-    el("button", { type: "button", class: "danger", text: t("unshare"), "aria-label": t("unshareOne", { name: share.name }), onclick: async () => {
+    el("button", { type: "button", class: "danger", text: t("unshare"), "aria-label": `${t("unshare")} ${share.name}`, onclick: async () => {
       status.textContent = "";
       try {
         await api("DELETE", `${path}/${seg(share.team_id)}`);

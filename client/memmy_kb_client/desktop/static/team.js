@@ -104,14 +104,12 @@ function memberButtons(team, member) {
     makeMember: () => setRole("member").catch((error) => say(human(error), true)),
     makeOwner: () => confirmDanger(t("makeOwner"), t("confirmMakeOwner", { name, team: team.name }), t("makeOwner"), () => setRole("owner")),
   };
-  /** @type {Record<MemberAction, [string, string]>} the button's words, and its name for a screen reader */
-  const words = {
-    cancel: ["cancelInvite", "cancelInviteOne"], remove: ["remove", "removeOne"], makeAdmin: ["makeAdmin", "makeAdminOne"],
-    makeMember: ["makeMember", "makeMemberOne"], makeOwner: ["makeOwner", "makeOwnerOne"],
-  };
+  /** @type {Record<MemberAction, string>} */
+  const words = { cancel: "cancelInvite", remove: "remove", makeAdmin: "makeAdmin", makeMember: "makeMember", makeOwner: "makeOwner" };
+  // Named for a screen reader by its words and then whom it acts on (its words first, for voice control).
   return memberActions({ role: team.role, user_id: me() }, member).map((action) => el("button", {
     type: "button", class: action === "remove" || action === "cancel" ? "danger" : null, "data-action": action,
-    text: t(words[action][0]), "aria-label": t(words[action][1], { name }), onclick: runs[action],
+    text: t(words[action]), "aria-label": `${t(words[action])} ${name}`, onclick: runs[action],
   }));
 }
 
@@ -149,7 +147,7 @@ function kbItem(team, kb) {
     el("span", {}, el("button", { type: "button", class: "link", text: kb.name, onclick: open }),
       el("span", { class: "muted" }, ` · ${t("sharedBy")}: `, theirs(owner.display_name || owner.user_id))),
     canUnshare(team.role, kb, me())
-      ? el("button", { type: "button", class: "danger", text: t("unshare"), "aria-label": t("unshareOne", { name: kb.name }), onclick: unshare })
+      ? el("button", { type: "button", class: "danger", text: t("unshare"), "aria-label": `${t("unshare")} ${kb.name}`, onclick: unshare })
       : null);
 }
 

@@ -113,8 +113,8 @@ function inviteItem(team) {
     ownerLine(team),
     el("span", { class: "meta stats", text: teamStats(team) }),
     el("div", { class: "actions" },
-      el("button", { type: "button", class: "primary", text: t("accept"), "aria-label": t("acceptOne", { name: team.name }), onclick: () => accept(team) }),
-      el("button", { type: "button", class: "danger", text: t("decline"), "aria-label": t("declineOne", { name: team.name }), onclick: () => declineDialog(team) })));
+      el("button", { type: "button", class: "primary", text: t("accept"), "aria-label": `${t("accept")} ${team.name}`, onclick: () => accept(team) }),
+      el("button", { type: "button", class: "danger", text: t("decline"), "aria-label": `${t("decline")} ${team.name}`, onclick: () => declineDialog(team) })));
 }
 
 /** @param {Team} team */
