@@ -1,11 +1,11 @@
 // @ts-check
 // The words of teams (in Chinese and English): the Teams section, a team open, invitations, and a knowledge
-// base shared with a team. i18n.js adds them to text.js's.
+// base shared with a team; their refusals (err_…) are with the others in text.js. i18n.js adds them to text.js's.
 
 /** @type {Record<import("./text.js").Lang, import("./text.js").Words>} */
 export const TEAM_TEXT = {
   zh: {
-    teams: "团队", newTeam: "新建团队", teamName: "团队名称", invitations: "邀请我加入的团队", myTeams: "我的团队",
+    teams: "团队", newTeam: "新建团队", teamName: "团队名称", invitations: "邀请我加入的团队",
     noTeams: "你还没有加入团队。把知识库共享给一个团队，团队的每位成员都能读取它。",
     teamsUnreadable: "无法读取团队：{error}",
     invitedBy: "邀请人", teamOwnedBy: "所有者", accept: "接受",
@@ -35,19 +35,10 @@ export const TEAM_TEXT = {
     teamShares: "共享给团队", shareTeamLabel: "共享给我的一个团队", shareWithTeam: "共享给团队",
     noTeamShares: "还没有共享给任何团队。", noTeamToShare: "你没有其他可以共享的团队：在“团队”中新建一个。",
     sharedWithTeam: "已共享给团队「{name}」。", throughTeam: "通过团队",
-    closeTeam: "关闭团队", fromTeam: "团队",
-    err_team_not_found: "找不到这个团队：它可能已被删除，或你已不在其中。",
-    err_team_admin_only: "只有团队的所有者和管理员可以这样做。",
-    err_team_owner_only: "只有团队的所有者可以这样做。",
-    err_team_member_limit_reached: "这个团队的成员和待接受的邀请已达上限。",
-    err_team_limit_reached: "团队数量已达上限：请先退出或删除一个团队。",
-    err_team_kb_limit_reached: "共享给这个团队的知识库已达上限。",
-    err_kb_team_limit_reached: "这个知识库共享给的团队数量已达上限。",
-    err_already_invited: "对方已经被邀请，还没有回应。",
-    err_owner_cannot_leave: "所有者不能退出团队：请先把所有权转让给一位成员，或删除团队。",
+    closeTeam: "关闭团队",
   },
   en: {
-    teams: "Teams", newTeam: "New team", teamName: "Team name", invitations: "Invitations", myTeams: "My teams",
+    teams: "Teams", newTeam: "New team", teamName: "Team name", invitations: "Invitations",
     noTeams: "You are in no team yet. Share a knowledge base with a team, and every member of it can read it.",
     teamsUnreadable: "The teams could not be read: {error}",
     invitedBy: "Invited by", teamOwnedBy: "Owner", accept: "Accept",
@@ -77,15 +68,6 @@ export const TEAM_TEXT = {
     teamShares: "Shared with teams", shareTeamLabel: "Share with one of my teams", shareWithTeam: "Share with team",
     noTeamShares: "Not shared with any team yet.", noTeamToShare: "You have no other team to share with: create one under Teams.",
     sharedWithTeam: "Shared with the team “{name}”.", throughTeam: "Through team",
-    closeTeam: "Close team", fromTeam: "team",
-    err_team_not_found: "Team not found: it may have been deleted, or you are no longer in it.",
-    err_team_admin_only: "Only the team's owner and admins can do that.",
-    err_team_owner_only: "Only the team's owner can do that.",
-    err_team_member_limit_reached: "This team has as many members and open invitations as it can have.",
-    err_team_limit_reached: "You are in as many teams as you can be: leave or delete one first.",
-    err_team_kb_limit_reached: "This team has as many knowledge bases shared with it as it can have.",
-    err_kb_team_limit_reached: "This knowledge base is shared with as many teams as it can be.",
-    err_already_invited: "They are invited already, and have not answered yet.",
-    err_owner_cannot_leave: "The owner cannot leave: make a member the owner, or delete the team, first.",
+    closeTeam: "Close team",
   },
 };
