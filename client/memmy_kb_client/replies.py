@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict, TypeGuard
 
+from memmy_kb_client.team_replies import KbTeam, RecallTeam
+
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
@@ -68,6 +70,8 @@ class KnowledgeBase(TypedDict):
     created_at: str
     file_count: NotRequired[int]
     bytes_used: NotRequired[int]
+    # The teams through which the caller reads it (empty when read directly, or owned).
+    teams: NotRequired[list[KbTeam]]
 
 
 class KnowledgeBaseList(TypedDict):
@@ -223,6 +227,8 @@ class RecallGroupKb(TypedDict):
     id: str
     name: str
     owner: NotRequired[RecallOwner | None]
+    # Set when the caller reads this KB only through a team.
+    team: NotRequired[RecallTeam | None]
 
 
 class RecallFile(TypedDict):
@@ -247,6 +253,8 @@ class RecallItem(TypedDict):
     knowledge_bases: NotRequired[list[RecallGroupKb] | None]
     file: NotRequired[RecallFile | None]
     files: NotRequired[list[RecallFile]]
+    # Set when the caller reads the excerpt's KB only through a team (a direct share wins).
+    team: NotRequired[RecallTeam | None]
 
 
 class RecallResponse(TypedDict):

@@ -36,6 +36,7 @@ from memmy_kb_client.replies import (
     issued,
 )
 from memmy_kb_client.storage_post import file_sha256, post_upload
+from memmy_kb_client.team_sdk import TeamMethods
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:8080"
 
@@ -113,8 +114,8 @@ class _SavedLogin:
         pass
 
 
-class MemmyClient:
-    """One method per route; raises MemmyApiError for every non-2xx answer."""
+class MemmyClient(TeamMethods):
+    """One method per route (the team routes': ``team_sdk``); raises MemmyApiError for every non-2xx answer."""
 
     def __init__(
         self,

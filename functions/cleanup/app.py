@@ -14,6 +14,7 @@ from memmy_kb.composition import (
     get_content_store,
     get_fingerprint_store,
     get_memos_client,
+    get_team_store,
     get_upload_storage,
 )
 from memmy_kb.domain.deletion.cleanup import Cleaner
@@ -33,6 +34,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, bool]:
         get_backend_slots(),
         time_left=seconds_left,
         prints=get_fingerprint_store(),
+        teams=get_team_store(),
     )
     with bounded_by(context):
         return {"done": cleaner.run(cleanup_id)}

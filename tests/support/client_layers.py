@@ -30,7 +30,17 @@ MAY_IMPORT: Mapping[str, frozenset[str]] = {
 }
 SUBPACKAGES = frozenset({"home", "sync", "agents", "desktop", "cli"})
 BASE_MODULES = frozenset(
-    {"api_error", "http_client", "recall_contract", "recall_reply", "replies", "sdk", "storage_post"}
+    {
+        "api_error",
+        "http_client",
+        "recall_contract",
+        "recall_reply",
+        "replies",
+        "sdk",
+        "storage_post",
+        "team_replies",
+        "team_sdk",
+    }
 )
 ENTRY_MODULES = frozenset({f"{PACKAGE}.entry", f"{PACKAGE}.cli.__main__"})
 

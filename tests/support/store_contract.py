@@ -28,6 +28,7 @@ from memmy_kb.adapters.dynamodb.keys import (
 )
 from memmy_kb.adapters.dynamodb.slots import DynamoBackendSlots
 from memmy_kb.adapters.dynamodb.table import dump, epoch_key
+from memmy_kb.adapters.dynamodb.teams import DynamoTeamStore
 from memmy_kb.domain.engine import FileInput
 from memmy_kb.domain.ports.activity import ActivityLog, RateCounters
 from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
@@ -35,6 +36,7 @@ from memmy_kb.domain.ports.contents import ContentStore
 from memmy_kb.domain.ports.engines import BackendSlots
 from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
 from memmy_kb.domain.ports.profiles import IdentifierKind, ProfileStore
+from memmy_kb.domain.ports.teams import TeamStore
 from memmy_kb.domain.ports.uploads import UploadObjects, UploadRequeue
 from memmy_kb.domain.storage import StoreError
 from memmy_kb.records import (
@@ -49,7 +51,7 @@ from memmy_kb.records import (
 )
 from tests.support.aws import Stores
 from tests.support.factories import T0, at
-from tests.support.fakes import fake_stores
+from tests.support.fakes import FakeTeamStore, fake_stores
 from tests.support.fakes.table import Record
 
 PHONE = "+8613800138000"
@@ -71,6 +73,7 @@ class Backend:
     cleanups: CleanupStore
     intents: CreateIntents
     slots: BackendSlots
+    teams: TeamStore
 
 
 def fake_backend() -> Backend:
@@ -88,6 +91,7 @@ def fake_backend() -> Backend:
         stores.cleanups,
         stores.intents,
         stores.slots,
+        FakeTeamStore(stores.table),
     )
 
 
@@ -146,6 +150,7 @@ def dynamo_backend(stores: Stores) -> Backend:
         DynamoCleanupStore(table),
         DynamoCreateIntents(table),
         DynamoBackendSlots(table),
+        DynamoTeamStore(table),
     )
 
 

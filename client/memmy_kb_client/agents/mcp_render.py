@@ -29,6 +29,7 @@ class ExcerptGroupKb(TypedDict):
     id: str
     name: str
     owner: Sharer | None
+    team: ExcerptKb | None
 
 
 class Excerpt(TypedDict):
@@ -41,6 +42,9 @@ class Excerpt(TypedDict):
     knowledge_base: ExcerptKb | None
     owner: Sharer | None
     knowledge_bases: list[ExcerptGroupKb] | None
+    # The team through which the user reads ``knowledge_base``, when only through one (a group's KBs each
+    # carry their own).
+    team: ExcerptKb | None
 
 
 class SearchResult(TypedDict):
@@ -96,13 +100,30 @@ def read_excerpt(item: SearchExcerpt) -> Excerpt:
         "owner": read_owner(item.get("owner")),
         # A group of KBs searched together, one of which the excerpt comes from.
         "knowledge_bases": [
-            {"id": str(g.get("id")), "name": str(g.get("name")), "owner": read_owner(g.get("owner"))}
+            {
+                "id": str(g.get("id")),
+                "name": str(g.get("name")),
+                "owner": read_owner(g.get("owner")),
+                "team": _team(g.get("team")),
+            }
             for g in group
             if isinstance(g, dict)
         ]
         if isinstance(group, list) and kb is None
         else None,
+        "team": _team(item.get("team")),
     }
+
+
+def _team(value: object) -> ExcerptKb | None:
+    """The item's ``team`` (``{id, name}``, each a string), else None."""
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("id"), str)
+        or not isinstance(value.get("name"), str)
+    ):
+        return None
+    return {"id": value["id"], "name": value["name"]}
 
 
 def _new_boundary() -> str:
@@ -160,18 +181,19 @@ def _source(excerpt: Excerpt) -> str:
     searched together; the one of them the excerpt's file is in, when it names one), below the title's
     line, which is kept to one line, so no title can claim a source; "" for none."""
 
-    def label(kb: ExcerptKb | ExcerptGroupKb, owner: Sharer | None) -> str:
-        return f"{kb['name']!r}" + (f", shared by {sharer(owner)}" if owner else "")
+    def label(kb: ExcerptKb | ExcerptGroupKb, owner: Sharer | None, team: ExcerptKb | None) -> str:
+        through = f", team {_line(team['name'])!r}" if team else ""
+        return f"{kb['name']!r}" + (f", shared by {sharer(owner)}" if owner else "") + through
 
     if excerpt["knowledge_base"] is not None:
-        return f"\nKnowledge base: {label(excerpt['knowledge_base'], excerpt['owner'])}"
+        return f"\nKnowledge base: {label(excerpt['knowledge_base'], excerpt['owner'], excerpt.get('team'))}"
     group = excerpt.get("knowledge_bases") or []
     file = excerpt.get("file")
     home = [kb for kb in group if file is not None and kb["id"] == file["knowledge_base_id"]]
     if home:
-        return f"\nKnowledge base: {label(home[0], home[0]['owner'])}"
+        return f"\nKnowledge base: {label(home[0], home[0]['owner'], home[0].get('team'))}"
     if group:
-        return "\nKnowledge base: one of " + "; ".join(label(kb, kb["owner"]) for kb in group)
+        return "\nKnowledge base: one of " + "; ".join(label(kb, kb["owner"], kb.get("team")) for kb in group)
     return ""
 
 

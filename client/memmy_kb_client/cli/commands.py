@@ -13,7 +13,6 @@ from memmy_kb_client.cli.delete_prompts import (
     confirmed,
     kb_label,
     kb_question,
-    member_label,
     stdin_is_terminal,
 )
 from memmy_kb_client.cli.entries import ANY, KB_HELP, OWN, NotResolved, kb_named
@@ -25,7 +24,8 @@ from memmy_kb_client.cli.rendering import (
     render_me,
     render_members,
 )
-from memmy_kb_client.cli.terminal import one_line, printable
+from memmy_kb_client.cli.share_commands import add_kb_share_commands
+from memmy_kb_client.cli.terminal import printable
 from memmy_kb_client.cli.transfer_commands import client_for
 
 if TYPE_CHECKING:
@@ -112,13 +112,6 @@ def _leave(client: MemmyClient, args: argparse.Namespace) -> Outcome:
     label = kb_label(client, args.kb)
     client.remove_member(args.kb, me)
     return Outcome({"left": args.kb}, f"left {label}")
-
-
-def _unshare(client: MemmyClient, args: argparse.Namespace) -> Outcome:
-    """Revoke a reader, named as people know them (looked up first: gone from the list after)."""
-    label = member_label(client, args.kb, args.user)
-    client.remove_member(args.kb, args.user)
-    return Outcome({"revoked": args.user}, f"revoked {label}")
 
 
 def delete_command(
@@ -298,15 +291,7 @@ def _add_kb_group(commands: argparse._SubParsersAction[Parent], common: Parent, 
         ANY,
     )
     recall.add_argument("state", choices=["on", "off"])
-    share = add(
-        "share",
-        "share read-only by user id, phone or email (owner)",
-        lambda c, a: c.share(a.kb, a.identifier),
-        lambda m: f"shared with {one_line(m['display_name'])} ({m['user_id']})",
-        OWN,
-    )
-    share.add_argument("identifier")
-    add("unshare", "revoke a reader's access (owner)", _unshare, str, OWN).add_argument("user")
+    add_kb_share_commands(kb, common, api_command)
     add(
         "members",
         "list a knowledge base's members (owner)",

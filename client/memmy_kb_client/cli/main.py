@@ -8,13 +8,14 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
-from memmy_kb_client.cli.commands import add_kb_commands
+from memmy_kb_client.cli.commands import add_kb_commands, shared_options
 from memmy_kb_client.cli.desktop_commands import add_desktop_commands
 from memmy_kb_client.cli.failures import run_command
 from memmy_kb_client.cli.file_commands import add_file_commands
 from memmy_kb_client.cli.parser import ArgumentParser
 from memmy_kb_client.cli.recall_commands import add_recall_commands
 from memmy_kb_client.cli.sync_commands import add_sync_command
+from memmy_kb_client.cli.team_commands import add_team_commands
 
 LOCAL_STACK_HINT = """\
 memmy-kb dev: the local development stack (memmy-local) is not installed here; the memmy-kb client does
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dev_alias(commands)
     add_kb_commands(commands)
     add_file_commands(commands)
+    add_team_commands(commands, *shared_options())
     add_recall_commands(commands)
     add_sync_command(commands)
     add_desktop_commands(commands)

@@ -18,11 +18,14 @@ if TYPE_CHECKING:
     from memmy_kb_client.replies import RecallGroupKb, RecallItem, RecallKb, RecallResponse
 
 
-def _kb_text(kb: RecallKb | RecallGroupKb, owner: object) -> str:
+def _kb_text(kb: RecallKb | RecallGroupKb, owner: object, team: object = None) -> str:
+    """The KB's name and id, its sharer, and the team one reads it through only (an item's or a group KB's)."""
     text = f"{one_line(kb.get('name', ''))} ({one_line(kb.get('id', ''))})"
     if isinstance(owner, dict):
         contact = f", {one_line(owner['contact'])}" if owner.get("contact") else ""
         text += f", shared by {one_line(owner.get('name', ''))}{contact}"
+    if isinstance(team, dict) and isinstance(team.get("name"), str):
+        text += f", team {one_line(team['name'])} ({one_line(team.get('id', ''))})"
     return text
 
 
@@ -32,13 +35,13 @@ def _source(item: RecallItem, file: RecallFile | None) -> str:
     none."""
     kb = item.get("knowledge_base")
     if isinstance(kb, dict):
-        return f"    from: {_kb_text(kb, item.get('owner'))}\n"
+        return f"    from: {_kb_text(kb, item.get('owner'), item.get('team'))}\n"
     group = [k for k in item.get("knowledge_bases") or [] if isinstance(k, dict)]
     home = [k for k in group if file is not None and k.get("id") == file["knowledge_base_id"]]
     if home:
-        return f"    from: {_kb_text(home[0], home[0].get('owner'))}\n"
+        return f"    from: {_kb_text(home[0], home[0].get('owner'), home[0].get('team'))}\n"
     if group:
-        return f"    from one of: {'; '.join(_kb_text(k, k.get('owner')) for k in group)}\n"
+        return f"    from one of: {'; '.join(_kb_text(k, k.get('owner'), k.get('team')) for k in group)}\n"
     return ""
 
 

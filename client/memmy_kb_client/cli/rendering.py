@@ -41,7 +41,7 @@ def render_list(kbs: list[KnowledgeBase]) -> str:
     owned = [kb for kb in kbs if kb["role"] == "owner"]
     shared = [kb for kb in kbs if kb["role"] != "owner"]
     rows: list[list[str]] = [_kb_row(kb) for kb in owned] + [
-        [*_kb_row(kb), f"(from {_sharer(kb['owner'])})"] for kb in shared
+        [*_kb_row(kb), f"(from {_sharer(kb['owner'])}{_teams(kb)})"] for kb in shared
     ]
     lines = table(rows, indent="  ")
     out = ["My knowledge bases:", *(lines[: len(owned)] or ["  (none)"])]
@@ -59,6 +59,14 @@ def _sharer(owner: Owner) -> str:
     someone else (as the page and ``recall`` show it)."""
     contact = f", {one_line(owner['contact'])}" if owner.get("contact") else ""
     return f"{one_line(owner['display_name'])}{contact}"
+
+
+def _teams(kb: KnowledgeBase) -> str:
+    """The teams through which one reads a KB shared with a team (``; team 'Sales'``); "" when read directly."""
+    names = [f"'{one_line(team.get('name', ''))}'" for team in kb.get("teams") or []]
+    if not names:
+        return ""
+    return f"; {'team' if len(names) == 1 else 'teams'} {', '.join(names)}"
 
 
 def render_me(me: ShownProfile) -> str:

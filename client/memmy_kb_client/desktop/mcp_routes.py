@@ -130,6 +130,7 @@ def _search(state: DesktopState, request: Request) -> Reply:
                 "knowledge_base": item.get("knowledge_base"),
                 "knowledge_bases": item.get("knowledge_bases"),
                 "owner": item.get("owner"),
+                "team": item.get("team"),
             }
         )
     scope_size = recalled.get("scope_size")

@@ -49,6 +49,21 @@ CLOUD_ROUTES: Final = tuple(
         ("PATCH", "/knowledge-bases/{}/folders/{}"),
         ("DELETE", "/knowledge-bases/{}/folders/{}"),
         ("POST", "/recall"),
+        # Teams (docs/teams.md), reached as sharing is: by the page's session or the control token.
+        ("POST", "/teams"),
+        ("GET", "/teams"),
+        ("GET", "/teams/{}"),
+        ("PATCH", "/teams/{}"),
+        ("DELETE", "/teams/{}"),
+        ("POST", "/teams/{}/members"),
+        ("PATCH", "/teams/{}/members/{}"),
+        ("DELETE", "/teams/{}/members/{}"),
+        ("POST", "/teams/{}/accept"),
+        ("POST", "/teams/{}/decline"),
+        ("GET", "/teams/{}/activity"),
+        ("POST", "/knowledge-bases/{}/teams"),
+        ("GET", "/knowledge-bases/{}/teams"),
+        ("DELETE", "/knowledge-bases/{}/teams/{}"),
     )
 )
 # An id segment as the page sends it, and once a layer is off: unreserved characters and well-formed

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 if TYPE_CHECKING:
     from memmy_kb_client.replies import RecallFile, RecallGroupKb, RecallKb, RecallOwner
+    from memmy_kb_client.team_replies import RecallTeam
 
 
 class HookRecallReply(TypedDict):
@@ -58,6 +59,8 @@ class SearchExcerpt(TypedDict):
     knowledge_base: RecallKb | None
     knowledge_bases: list[RecallGroupKb] | None
     owner: RecallOwner | None
+    # The team through which the user reads the excerpt's knowledge base, when only through one.
+    team: NotRequired[RecallTeam | None]
 
 
 class SearchReply(TypedDict):

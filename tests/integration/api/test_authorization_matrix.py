@@ -20,6 +20,7 @@ from tests.support.events import claims_for
 PRINCIPALS = ("owner", "reader", "stranger", "revoked", "anonymous")
 USERS = {"owner": "alice", "reader": "bob", "stranger": "carol", "revoked": "dave", "anonymous": None}
 KB_NAME = "机密路线图"
+TEAM_NAME = "机密团队"
 OK, CREATED, NO_CONTENT, ACCEPTED = HTTPStatus.OK, HTTPStatus.CREATED, HTTPStatus.NO_CONTENT, HTTPStatus.ACCEPTED
 FORBIDDEN, NOT_FOUND, UNAUTHORIZED = HTTPStatus.FORBIDDEN, HTTPStatus.NOT_FOUND, HTTPStatus.UNAUTHORIZED
 
@@ -32,6 +33,7 @@ class Row:
     stranger: int
     revoked: int
     kb_scoped: bool = True  # the path names a KB, so outsiders must get the not-exists answer
+    team_scoped: bool = False  # the path names a team: outsiders get the answer for a team that does not exist
     # Only a route the template opens (``Auth: {Authorizer: NONE}``) answers a caller without a token.
     anonymous: int = UNAUTHORIZED
 
@@ -87,6 +89,33 @@ ROWS: dict[tuple[str, str], Row] = {
     ("DELETE", "/knowledge-bases/{kb_id}"): Row(None, ACCEPTED, FORBIDDEN, NOT_FOUND, NOT_FOUND),
     ("DELETE", "/knowledge-bases/{kb_id}/files/{file_id}"): Row(None, ACCEPTED, FORBIDDEN, NOT_FOUND, NOT_FOUND),
     ("DELETE", "/knowledge-bases/{kb_id}/folders/{folder_id}"): Row(None, ACCEPTED, FORBIDDEN, NOT_FOUND, NOT_FOUND),
+    # Teams: "owner" owns the team, "reader" (bob) is a member, "revoked" (dave) was removed (docs/teams.md).
+    ("GET", "/teams"): Row(None, OK, OK, OK, OK, kb_scoped=False),
+    ("POST", "/teams"): Row({"name": "新团队"}, CREATED, CREATED, CREATED, CREATED, kb_scoped=False),
+    ("GET", "/teams/{team_id}"): Row(None, OK, OK, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True),
+    ("PATCH", "/teams/{team_id}"): Row(
+        {"name": "改名"}, OK, FORBIDDEN, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True
+    ),
+    ("DELETE", "/teams/{team_id}"): Row(None, NO_CONTENT, FORBIDDEN, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True),
+    ("POST", "/teams/{team_id}/members"): Row(
+        {"identifier": "erin"}, CREATED, FORBIDDEN, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True
+    ),
+    # The path's user is the member (bob): the owner changes his role; he may not.
+    ("PATCH", "/teams/{team_id}/members/{user_id}"): Row(
+        {"role": "admin"}, NO_CONTENT, FORBIDDEN, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True
+    ),
+    # The owner removes the member; the member leaves.
+    ("DELETE", "/teams/{team_id}/members/{user_id}"): Row(
+        None, NO_CONTENT, NO_CONTENT, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True
+    ),
+    # Only someone invited accepts or declines; a member is already in (409), anyone else gets no team.
+    ("POST", "/teams/{team_id}/accept"): Row(
+        None, HTTPStatus.CONFLICT, HTTPStatus.CONFLICT, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True
+    ),
+    ("POST", "/teams/{team_id}/decline"): Row(
+        {}, NOT_FOUND, NOT_FOUND, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True
+    ),
+    ("GET", "/teams/{team_id}/activity"): Row(None, OK, OK, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True),
 }
 
 ROUTES = sorted((r.method, r.path) for r in http_routes(load_template()))
@@ -110,7 +139,12 @@ def _world(service) -> dict[str, str]:
     assert service.call("DELETE", f"/knowledge-bases/{kb_id}/members/dave", "alice").status == NO_CONTENT
     folder = service.call("POST", f"/knowledge-bases/{kb_id}/folders", "alice", body={"name": "资料夹"})
     file_id = seed.add_file(service, kb_id, "alice", "路线图.md", "# 路线图\n机密".encode())
-    ids = {"kb_id": kb_id, "folder_id": folder.body["id"], "file_id": file_id, "user_id": "bob"}
+    team_id = service.call("POST", "/teams", "alice", body={"name": TEAM_NAME}).body["id"]
+    for user in ("bob", "dave"):
+        assert service.call("POST", f"/teams/{team_id}/members", "alice", body={"identifier": user}).status == CREATED
+    assert service.call("POST", f"/teams/{team_id}/accept", "bob").status == OK
+    assert service.call("DELETE", f"/teams/{team_id}/members/dave", "alice").status == NO_CONTENT
+    ids = {"kb_id": kb_id, "folder_id": folder.body["id"], "file_id": file_id, "user_id": "bob", "team_id": team_id}
     return {**ids, "upload_id": "up_000000000000000000000000"}
 
 
@@ -133,4 +167,9 @@ def test_route_answers_each_principal_as_expected(service, route, principal):
         absent = service.call(method, _path(template, absent_ids), user, body=row.body)
         assert (reply.status, reply.body) == (absent.status, absent.body)
         assert KB_NAME not in str(reply.body)
+        assert "alice" not in str(reply.body).lower()
+    if user is not None and expected == NOT_FOUND and row.team_scoped:
+        absent = service.call(method, _path(template, {**ids, "team_id": "tm_000000000000000000000000"}), user, body=row.body)
+        assert (reply.status, reply.body) == (absent.status, absent.body)
+        assert TEAM_NAME not in str(reply.body)
         assert "alice" not in str(reply.body).lower()

@@ -21,6 +21,7 @@ from memmy_kb.domain.ports.knowledge_bases import (
     RecallSources,
 )
 from memmy_kb.domain.ports.profiles import ProfileStore
+from memmy_kb.domain.ports.teams import TeamStore
 from memmy_kb.domain.ports.uploads import UploadObjects, UploadRequeue
 from tests.support.fakes import (
     FakeActivityLog,
@@ -34,6 +35,7 @@ from tests.support.fakes import (
     FakeKnowledgeEngine,
     FakeProfileStore,
     FakeRateCounters,
+    FakeTeamStore,
     FakeUploadObjects,
     FakeUploadRequeue,
 )
@@ -57,6 +59,7 @@ PORT_FAKES: dict[type, tuple[type, str]] = {
     KnowledgeEngine: (FakeKnowledgeEngine, "engine"),
     KnowledgeEngines: (FakeEngines, "engines"),
     BackendSlots: (FakeBackendSlots, "backend"),
+    TeamStore: (FakeTeamStore, "backend"),
 }
 
 

@@ -29,6 +29,7 @@ from memmy_kb.domain.ports.contents import ContentStore
 from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngine, KnowledgeEngines
 from memmy_kb.domain.ports.knowledge_bases import CreateIntents, GrantReader, KnowledgeBaseStore
 from memmy_kb.domain.ports.profiles import ProfileStore
+from memmy_kb.domain.ports.teams import TeamStore
 from memmy_kb.domain.ports.uploads import UploadObjects, UploadRequeue
 from tests.support.fakes.activity import FakeActivityLog, FakeRateCounters
 from tests.support.fakes.bucket import FakeUploadObjects
@@ -52,6 +53,7 @@ from tests.support.fakes.memos import (
 from tests.support.fakes.profiles import FakeProfileStore
 from tests.support.fakes.stores import FakeBackendSlots, FakeStores, fake_stores
 from tests.support.fakes.table import FakeTable, InvalidTransaction
+from tests.support.fakes.teams import FakeTeamStore
 
 __all__ = [
     "EngineMethod",
@@ -70,6 +72,7 @@ __all__ = [
     "FakeRateCounters",
     "FakeStores",
     "FakeTable",
+    "FakeTeamStore",
     "FakeUploadObjects",
     "FakeUploadRequeue",
     "InvalidTransaction",
@@ -84,6 +87,7 @@ _grants: GrantReader = FakeKnowledgeBaseStore()
 _kbs: KnowledgeBaseStore = FakeKnowledgeBaseStore()
 _contents: ContentStore = FakeContentStore()
 _profiles: ProfileStore = FakeProfileStore()
+_teams: TeamStore = FakeTeamStore()
 _activity: ActivityLog = FakeActivityLog()
 _counters: RateCounters = FakeRateCounters()
 _cleanups: CleanupStore = FakeCleanupStore()

@@ -21,8 +21,10 @@ from memmy_kb.records import (
     GrantRecord,
     KbCapacity,
     KnowledgeBaseRecord,
+    MembershipRecord,
     ProfileRecord,
     RequestRecord,
+    TeamRecord,
     UploadRecord,
     WindowCount,
 )
@@ -110,6 +112,8 @@ class FakeTable:
     intents: dict[str, FakeIntent] = field(default_factory=dict)  # INTENT#<kb_id>
     requests: dict[tuple[str, str], RequestRecord] = field(default_factory=dict)  # (operation, key_hash)
     cursors: dict[str, str | None] = field(default_factory=dict)  # RECONCILE/CURSOR#<name>
+    teams: dict[str, TeamRecord] = field(default_factory=dict)  # TEAM#<team>/META
+    memberships: dict[tuple[str, str], MembershipRecord] = field(default_factory=dict)  # (user_id, team_id)
 
     def log(self, record: ActivityRecord) -> Callable[[], None]:
         def put() -> None:

@@ -20,7 +20,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from memmy_kb import composition
 from memmy_kb.api.identity import current_caller_id
-from memmy_kb.api.injected import recall_governor
+from memmy_kb.api.injected import recall_governor, share_policy
 from memmy_kb.api.resolver import build_resolver
 from memmy_kb.api.routes import (
     activity,
@@ -96,7 +96,7 @@ class World:
             composition.get_cleanup_store: lambda: UNUSED,
             composition.get_cleanup_executions: lambda: UNUSED,
             composition.get_upload_storage: lambda: UNUSED,
-            composition.get_share_policy: lambda: policy,
+            share_policy: lambda settings: policy,
             composition.get_kb_capacity: lambda: KbCapacity(max_files=10, max_bytes=1024),
             composition.get_recall_limiter: lambda: RecallLimiter(RecallLimits()),
             composition.get_rate_counters: lambda: self.stores.counters,

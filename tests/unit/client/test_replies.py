@@ -1,4 +1,5 @@
-"""The client's ``TypedDict`` s of the cloud's replies (``memmy_kb_client.replies``) are the response schemas
+"""The client's ``TypedDict`` s of the cloud's replies (``memmy_kb_client.replies``, and the teams' in
+``memmy_kb_client.team_replies``) are the response schemas
 of docs/openapi.json (``make openapi`` writes it from the cloud's models): the same names, the same fields,
 the same fields required, and JSON types that agree. The client may not import the core, so this test
 reads the document."""
@@ -13,7 +14,7 @@ from typing import Any, Literal, NotRequired, Union
 
 import pytest
 
-from memmy_kb_client import replies
+from memmy_kb_client import replies, team_replies
 
 DOCUMENT = json.loads((Path(__file__).parents[3] / "docs" / "openapi.json").read_text(encoding="utf-8"))
 SCHEMAS: dict[str, Any] = DOCUMENT["components"]["schemas"]
@@ -53,7 +54,8 @@ def _is_typed_dict(value: object) -> bool:
 
 
 def _typed_dicts() -> dict[str, type]:
-    return {name: value for name, value in vars(replies).items() if _is_typed_dict(value)}
+    modules = (replies, team_replies)
+    return {name: value for module in modules for name, value in vars(module).items() if _is_typed_dict(value)}
 
 
 def _fields(typed_dict: type) -> dict[str, tuple[bool, Any]]:

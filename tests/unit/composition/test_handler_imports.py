@@ -18,7 +18,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 FUNCTIONS = sorted(p.parent.name for p in (REPO_ROOT / "functions").glob("*/app.py"))
-API_FUNCTIONS = {"create_kb", "delete", "manage_kb", "recall", "share", "upload"}
+API_FUNCTIONS = {"create_kb", "delete", "manage_kb", "recall", "share", "teams", "upload"}
 
 _REPORT = """
 import json, sys

@@ -143,6 +143,18 @@ API_CONTRACT = {
     ("DELETE", "/knowledge-bases/{kb_id}/folders/{folder_id}"),
     ("POST", "/recall"),
     ("GET", "/login-configuration"),
+    # Teams (docs/teams.md).
+    ("GET", "/teams"),
+    ("POST", "/teams"),
+    ("GET", "/teams/{team_id}"),
+    ("PATCH", "/teams/{team_id}"),
+    ("DELETE", "/teams/{team_id}"),
+    ("POST", "/teams/{team_id}/members"),
+    ("PATCH", "/teams/{team_id}/members/{user_id}"),
+    ("DELETE", "/teams/{team_id}/members/{user_id}"),
+    ("POST", "/teams/{team_id}/accept"),
+    ("POST", "/teams/{team_id}/decline"),
+    ("GET", "/teams/{team_id}/activity"),
 }
 
 
@@ -157,6 +169,7 @@ def test_routes_are_the_contracts_and_each_has_one_function(template: dict[str, 
     )
     assert by_key[("PUT", "/me")].function == "ManageKbFunction"
     assert by_key[("POST", "/knowledge-bases/{kb_id}/members")].function == "ShareFunction"
+    assert by_key[("POST", "/teams/{team_id}/members")].function == "TeamsFunction"
     assert by_key[("POST", "/knowledge-bases/{kb_id}/files/{file_id}/replacements")].function == "UploadFunction"
 
 

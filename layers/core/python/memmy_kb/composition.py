@@ -30,11 +30,11 @@ if TYPE_CHECKING:
     from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngines
     from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
     from memmy_kb.domain.ports.profiles import ProfileStore
+    from memmy_kb.domain.ports.teams import TeamStore
     from memmy_kb.domain.ports.uploads import UploadObjects, UploadRequeue
     from memmy_kb.domain.recall.prints_cache import PrintsCache, RecallFiles
     from memmy_kb.domain.recall.rate_governor import RateGovernor
     from memmy_kb.domain.recall.user_limit import RecallLimiter
-    from memmy_kb.domain.sharing.shares import SharePolicy
     from memmy_kb.records import KbCapacity
 
 # The adapters are imported by the factories, on first use: a function pays for boto3, httpx and the
@@ -92,6 +92,13 @@ def get_profile_store() -> ProfileStore:
 
 
 @cache
+def get_team_store() -> TeamStore:
+    from memmy_kb.adapters.dynamodb.teams import DynamoTeamStore
+
+    return DynamoTeamStore(get_table())
+
+
+@cache
 def get_activity_log() -> ActivityLog:
     from memmy_kb.adapters.dynamodb.activity import DynamoActivityLog
 
@@ -103,20 +110,6 @@ def get_rate_counters() -> RateCounters:
     from memmy_kb.adapters.dynamodb.activity import DynamoRateCounters
 
     return DynamoRateCounters(get_table())
-
-
-def get_share_policy() -> SharePolicy:
-    """The share's abuse limits and activity log, from the settings."""
-    from memmy_kb.domain.sharing.limits import ShareLimits
-    from memmy_kb.domain.sharing.shares import SharePolicy
-
-    settings = get_settings()
-    limits = ShareLimits(
-        attempts=settings.share_attempt_limit,
-        window_seconds=settings.share_attempt_window_seconds,
-        members_per_day=settings.new_members_per_day,
-    )
-    return SharePolicy(get_rate_counters(), limits, settings.activity_retention_days)
 
 
 def get_kb_capacity() -> KbCapacity:
@@ -343,6 +336,7 @@ _CACHED_FACTORIES = (
     get_kb_store,
     get_content_store,
     get_profile_store,
+    get_team_store,
     get_activity_log,
     get_rate_counters,
     get_cleanup_store,

@@ -106,6 +106,11 @@ def kb_not_found() -> NotFound:
     return NotFound("Knowledge base not found.", code="kb_not_found")
 
 
+def team_not_found() -> NotFound:
+    """A team the caller is not in: the same answer as a team that does not exist (docs/teams.md)."""
+    return NotFound("Team not found.", code="team_not_found")
+
+
 def folder_not_found() -> NotFound:
     return NotFound("Folder not found.", code="folder_not_found")
 

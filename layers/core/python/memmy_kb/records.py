@@ -16,7 +16,7 @@ Role = Literal["owner", "reader"]
 TeamRole = Literal["owner", "admin", "member"]
 MembershipState = Literal["invited", "member"]
 UploadState = Literal["pending", "submitting", "submitted", "rejected", "expired"]
-CleanupTarget = Literal["kb", "folder", "files"]
+CleanupTarget = Literal["kb", "folder", "files", "team"]
 CleanupState = Literal["pending", "failed"]
 ActivityKind = Literal[
     "shared",

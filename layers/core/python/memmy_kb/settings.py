@@ -61,6 +61,11 @@ class Settings:
     # Capacity of one KB: files recorded in it, and their bytes (2 GiB).
     max_files_per_kb: int = 1000
     max_bytes_per_kb: int = 2 * 1024**3
+    # Teams (docs/teams.md, "Limits"): members plus open invitations per team, teams per user, and
+    # invitations one person sends per hour.
+    team_max_members: int = 1000
+    team_max_per_user: int = 100
+    team_invites_per_hour: int = 100
     # Login (public, GET /login-configuration): the OpenID Connect issuer, the desktop's client id, the
     # audience the authorizer requires, the scopes the desktop asks for and which of its tokens it sends
     # ("access_token" or "id_token": the one that carries that audience and the verified profile claims).
@@ -105,6 +110,9 @@ def get_settings() -> Settings:
         max_kbs_per_user=int(_positive(env, "MAX_KBS_PER_USER", 100)),
         max_files_per_kb=int(_positive(env, "MAX_FILES_PER_KB", 1000)),
         max_bytes_per_kb=int(_positive(env, "MAX_BYTES_PER_KB", 2 * 1024**3)),
+        team_max_members=int(_positive(env, "TEAM_MAX_MEMBERS", 1000)),
+        team_max_per_user=int(_positive(env, "TEAM_MAX_PER_USER", 100)),
+        team_invites_per_hour=int(_positive(env, "TEAM_INVITES_PER_HOUR", 100)),
         login_issuer=env.get("LOGIN_ISSUER", ""),
         login_client_id=env.get("LOGIN_CLIENT_ID", ""),
         login_audience=env.get("LOGIN_AUDIENCE", ""),

@@ -111,3 +111,15 @@ def test_a_documents_file_look_alike_lines_are_marked():
         render_search("q", {"excerpts": [excerpt(text=forged, file=HANDBOOK)], "partial": False})
     )
     assert only[3:6] == ["Minutes.", "\u203a File: 'payroll.csv' (id fl_0)", "\u203a 文件：工资表.xlsx"]
+
+
+def test_an_excerpt_read_through_a_team_names_the_team_on_its_knowledge_base_line():
+    through = excerpt(
+        owner={"name": "Bob", "contact": "b***@example.com"}, team={"id": "tm_1", "name": "Sales\nTeam"}
+    )
+    assert through["team"] == {"id": "tm_1", "name": "Sales\nTeam"}
+    header = headers_of(render_search("refunds", {"excerpts": [through], "partial": False}))[0]
+    assert "Knowledge base: 'Notes', shared by Bob, b***@example.com, team 'Sales Team'" in header
+    assert excerpt(team="tm_1")["team"] is None  # a team of another shape is none
+    plain = headers_of(render_search("refunds", {"excerpts": [excerpt()], "partial": False}))[0]
+    assert not any("team" in line for line in plain)

@@ -177,6 +177,7 @@ def test_the_answer_keeps_only_the_contracts_fields(tmp_path):
                 "knowledge_base": {"id": "kb_1", "name": "H"},
                 "owner": None,
                 "knowledge_bases": None,
+                "team": None,
             }
         ],
         "partial": True,
@@ -229,8 +230,9 @@ def test_no_excerpt_can_pass_its_text_off_as_another_knowledge_bases():
 
 def test_an_excerpt_of_a_group_names_the_knowledge_bases_it_may_come_from(tmp_path):
     group = [
-        {"id": "kb_1", "name": "Handbook", "owner": None},
-        {"id": "kb_2", "name": "Notes", "owner": {"name": "Carol", "contact": "c***@example.com"}},
+        {"id": "kb_1", "name": "Handbook", "owner": None, "team": None},
+        {"id": "kb_2", "name": "Notes", "owner": {"name": "Carol", "contact": "c***@example.com"}, "team": None},
+        {"id": "kb_3", "name": "Plans", "owner": {"name": "Dan", "contact": None}, "team": {"id": "tm_1", "name": "Ops"}},
     ]
     body = {
         "excerpts": [{"title": "T", "text": "x", "knowledge_base": None, "knowledge_bases": group}],
@@ -240,8 +242,8 @@ def test_an_excerpt_of_a_group_names_the_knowledge_bases_it_may_come_from(tmp_pa
     result = anyio.run(LocalService.search, service_answering(tmp_path, 200, body, []), "q", None, None)
     assert result["excerpts"][0]["knowledge_bases"] == group
     assert (
-        "Title: T\nKnowledge base: one of 'Handbook'; 'Notes', shared by Carol, c***@example.com\n"
-        in render_search("q", result)
+        "Title: T\nKnowledge base: one of 'Handbook'; 'Notes', shared by Carol, c***@example.com; "
+        "'Plans', shared by Dan, team 'Ops'\n" in render_search("q", result)
     )
 
 

@@ -309,3 +309,34 @@ def test_recall_json_passes_the_file_and_its_candidates_through(monkeypatch, cap
     printed = json.loads(capsys.readouterr().out)
     assert printed["items"][0]["file"] == a_file("handbook.md", "policies")
     assert [f["name"] for f in printed["items"][0]["files"]] == ["a.md", "b.md"]
+
+
+def test_an_excerpt_read_through_a_team_names_the_team_after_the_sharer():
+    team = {"id": "tm_1", "name": "研发\n部"}
+    owner = {"name": "张三", "contact": None}
+    text = _render(
+        {
+            "items": [
+                item("甲", knowledge_base={"id": "kb_2", "name": "销售资料"}, owner=owner, team=team),
+                item("乙", knowledge_base={"id": "kb_3", "name": "直接"}, owner=owner, team=None),
+            ],
+            "scope_size": 2,
+            "discarded": False,
+        }
+    )
+    assert "    from: 销售资料 (kb_2), shared by 张三, team 研发\\u000a部 (tm_1)\n" in text
+    assert "    from: 直接 (kb_3), shared by 张三\n" in text
+
+
+def test_each_kb_of_a_group_names_the_team_it_is_read_through():
+    group = [
+        {"id": "kb_3", "name": "三", "owner": None, "team": None},
+        {
+            "id": "kb_4",
+            "name": "四",
+            "owner": {"name": "李四", "contact": None},
+            "team": {"id": "tm_2", "name": "销售"},
+        },
+    ]
+    text = _render({"items": [item("丙", knowledge_bases=group)], "scope_size": 2, "discarded": False})
+    assert "    from one of: 三 (kb_3); 四 (kb_4), shared by 李四, team 销售 (tm_2)\n" in text

@@ -25,12 +25,14 @@ if TYPE_CHECKING:
     from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngines
     from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
     from memmy_kb.domain.ports.profiles import ProfileStore
+    from memmy_kb.domain.ports.teams import TeamStore
     from memmy_kb.domain.ports.uploads import UploadObjects
     from memmy_kb.domain.recall.config import RecallConfig
     from memmy_kb.domain.recall.prints_cache import PrintsCache, RecallFiles
     from memmy_kb.domain.recall.rate_governor import RateGovernor
     from memmy_kb.domain.recall.user_limit import RecallLimiter
     from memmy_kb.domain.sharing.shares import SharePolicy
+    from memmy_kb.domain.teams.limits import TeamPolicy
     from memmy_kb.records import KbCapacity
 else:
     # Powertools reads only the Depends() of these parameters, never their type: it neither validates nor
@@ -39,6 +41,7 @@ else:
     ActivityLog = CleanupExecutions = CleanupStore = ContentStore = CreateIntents = KnowledgeBaseStore = Any
     KnowledgeEngines = ProfileStore = UploadObjects = SharePolicy = KbCapacity = BackendSlots = Any
     RateGovernor = RecallConfig = PrintsCache = RecallFiles = RateCounters = RecallLimiter = Any
+    TeamStore = TeamPolicy = Any
 
 CallerId = Annotated[str, Depends(current_caller_id)]
 CallerClaims = Annotated[VerifiedClaims, Depends(current_claims)]
@@ -47,6 +50,7 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 KbStoreDep = Annotated[KnowledgeBaseStore, Depends(composition.get_kb_store)]
 ContentStoreDep = Annotated[ContentStore, Depends(composition.get_content_store)]
 ProfileStoreDep = Annotated[ProfileStore, Depends(composition.get_profile_store)]
+TeamStoreDep = Annotated[TeamStore, Depends(composition.get_team_store)]
 ActivityLogDep = Annotated[ActivityLog, Depends(composition.get_activity_log)]
 CleanupStoreDep = Annotated[CleanupStore, Depends(composition.get_cleanup_store)]
 CreateIntentsDep = Annotated[CreateIntents, Depends(composition.get_create_intents)]
@@ -64,7 +68,6 @@ PrintsCacheDep = Annotated[PrintsCache, Depends(composition.get_prints_cache)]
 RecallLimiterDep = Annotated[RecallLimiter, Depends(composition.get_recall_limiter)]
 RateCountersDep = Annotated[RateCounters, Depends(composition.get_rate_counters)]
 # Built from the settings on each request (they are cheap): a test overrides them whole.
-SharePolicyDep = Annotated[SharePolicy, Depends(composition.get_share_policy)]
 KbCapacityDep = Annotated[KbCapacity, Depends(composition.get_kb_capacity)]
 
 
@@ -85,3 +88,34 @@ def recall_config(settings: SettingsDep) -> RecallConfig:
 
 
 RecallConfigDep = Annotated[RecallConfig, Depends(recall_config)]
+
+
+def share_policy(settings: SettingsDep) -> SharePolicy:
+    """The share's abuse limits (``SHARE_*``, ``NEW_MEMBERS_PER_DAY``) and activity log, from the settings."""
+    from memmy_kb.domain.sharing.limits import ShareLimits
+    from memmy_kb.domain.sharing.shares import SharePolicy
+
+    limits = ShareLimits(
+        attempts=settings.share_attempt_limit,
+        window_seconds=settings.share_attempt_window_seconds,
+        members_per_day=settings.new_members_per_day,
+    )
+    return SharePolicy(composition.get_rate_counters(), limits, settings.activity_retention_days)
+
+
+SharePolicyDep = Annotated[SharePolicy, Depends(share_policy)]
+
+
+def team_policy(settings: SettingsDep) -> TeamPolicy:
+    """The teams' limits (``TEAM_*``), the counters of the hourly one and the activity's retention."""
+    from memmy_kb.domain.teams.limits import TeamLimits, TeamPolicy
+
+    limits = TeamLimits(
+        max_members=settings.team_max_members,
+        max_per_user=settings.team_max_per_user,
+        invites_per_hour=settings.team_invites_per_hour,
+    )
+    return TeamPolicy(composition.get_rate_counters(), limits, settings.activity_retention_days)
+
+
+TeamPolicyDep = Annotated[TeamPolicy, Depends(team_policy)]

@@ -47,10 +47,12 @@ STORAGE_RETRY_AFTER_SECONDS = 2
 KbId = Annotated[str, Path(min_length=1, max_length=64)]
 ItemId = Annotated[str, Path(min_length=1, max_length=64)]
 UserId = Annotated[str, Path(min_length=1, max_length=256)]
+TeamId = Annotated[str, Path(min_length=1, max_length=64)]
 
 # Refusals many routes document, in the error shape.
 NOT_VISIBLE = (HTTPStatus.NOT_FOUND, "No such knowledge base (or folder/file), or not visible to the caller")
 READER = (HTTPStatus.FORBIDDEN, "The caller is a reader, not the owner")
+NO_TEAM = (HTTPStatus.NOT_FOUND, "No such team, or the caller is not in it (`team_not_found`)")
 NO_PROFILE = (HTTPStatus.NOT_FOUND, "No profile yet: register it with PUT /me")
 
 

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 Item = Literal[
     "kb", "grant", "member_count", "folder", "folders", "file", "upload", "profile", "cleanup", "blocked", "daily",
     "kb_count", "attempts", "kb_files", "kb_bytes", "request",
+    # Teams (memmy_kb.domain.ports.teams): a team's META, a membership or invitation, a member's teams
+    # counter, the team's seats (members and invitations), the team changed hands, the inviter's role.
+    "team", "membership", "teams", "members", "owner", "inviter",
 ]
 
 

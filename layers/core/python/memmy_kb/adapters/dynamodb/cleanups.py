@@ -45,7 +45,7 @@ def cleanup_queue(state: str) -> str:
     return f"CLEANUP#{state}"
 
 
-def _cleanup_item(cleanup: CleanupRecord) -> Item:
+def cleanup_item(cleanup: CleanupRecord) -> Item:
     return {
         **cleanup_key(cleanup.cleanup_id),
         "type": "cleanup",
@@ -113,7 +113,7 @@ class DynamoCleanupStore:
             ),
             _delete(self._table, grant_key(kb.owner_id, kb.kb_id)),
             *(_delete(self._table, grant_key(user_id, kb.kb_id)) for user_id in reader_ids),
-            self._table.put_action(_cleanup_item(cleanup), "attribute_not_exists(PK)"),
+            self._table.put_action(cleanup_item(cleanup), "attribute_not_exists(PK)"),
             # The owner's count of KBs, taken down by one (an absent counter, from before counts were
             # kept, becomes 0; a count that missed older KBs can go below 0, which only leaves more room).
             {
@@ -179,7 +179,7 @@ class DynamoCleanupStore:
         actions = [
             delete,
             _uncount(self._table, kb_id, uncount, owner_id) if uncount else self._table.owner_check(kb_id, owner_id),
-            self._table.put_action(_cleanup_item(cleanup), "attribute_not_exists(PK)"),
+            self._table.put_action(cleanup_item(cleanup), "attribute_not_exists(PK)"),
             activity_put(self._table, activity),
         ]
         try:

@@ -70,9 +70,10 @@ def lookup_key(kind: str, value: str) -> Key:
     return {"PK": f"{kind.upper()}#{value}", "SK": "LOOKUP"}
 
 
-def activity_key(kb_id: str, at: datetime, activity_id: str) -> Key:
-    """One entry of a KB's activity log: a partition of its own, sorted by time (newest read first)."""
-    return {"PK": f"ACTIVITY#{kb_id}", "SK": f"{at.isoformat()}#{activity_id}"}
+def activity_key(log_id: str, at: datetime, activity_id: str) -> Key:
+    """One entry of an activity log: a partition of its own, sorted by time (newest read first). The log
+    of a KB is named by its id, a team's by ``TEAM#<team>`` (``ACTIVITY#TEAM#<team>``)."""
+    return {"PK": f"ACTIVITY#{log_id}", "SK": f"{at.isoformat()}#{activity_id}"}
 
 
 def limit_key(name: str) -> Key:

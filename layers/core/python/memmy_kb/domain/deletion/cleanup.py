@@ -10,6 +10,8 @@ work. MemOS answering "not found" or "not linked" counts as done (the client say
   ``delete_all`` (MemOS's public docs only describe the unlink, so files go first); the objects under
   ``uploads/<kb>/`` and ``verified/<kb>/``; the rest of the KB's partition (folders, files, uploads).
 * **Folder**: the subtree is swept again (``memmy_kb.domain.deletion.delete.sweep_folder``), then as for files.
+* **Team**: its memberships and invitations (GSI1 ``TEAM#<team>``), each member taken off their teams
+  counter; nothing in MemOS or S3 (the outbox item names the team in ``kb_id``).
 * **Files**: the MemOS files named by the outbox item and its parts, their uploads' objects, and their
   fingerprints (``PRINT#`` items; a KB's go with the rest of its partition).
 
@@ -37,6 +39,7 @@ from memmy_kb.domain.fingerprints.store import FingerprintStore
 from memmy_kb.domain.ports.cleanups import CleanupStore
 from memmy_kb.domain.ports.contents import ContentStore
 from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngines
+from memmy_kb.domain.ports.teams import TeamStore
 from memmy_kb.domain.ports.uploads import UploadObjects
 from memmy_kb.domain.storage import (
     UPLOAD_PREFIX,
@@ -77,6 +80,7 @@ class Cleaner:
     # Seconds left in this invocation (None: unbounded), from the Lambda context.
     time_left: Callable[[], float | None] = lambda: None
     prints: FingerprintStore | None = None
+    teams: TeamStore | None = None
 
     def run(self, cleanup_id: str) -> bool:
         """One bounded round; True when nothing is left to clean up (or the outbox item is already gone)."""
@@ -96,6 +100,8 @@ class Cleaner:
         log = {"cleanup_id": cleanup_id, "kb_id": head.kb_id, "target": head.target}
         if head.target == "kb":
             done = self._clean_kb(head)
+        elif head.target == "team":
+            done = self._clean_team(head)
         else:
             if head.target == "folder":
                 sweep_folder(self.contents, self.cleanups, head, clock=self.clock)
@@ -129,6 +135,14 @@ class Cleaner:
                 if self._out_of_time():
                     return False
         while not self.cleanups.delete_kb_items(head.kb_id, TABLE_DELETE_BATCH):
+            if self._out_of_time():
+                return False
+        return True
+
+    def _clean_team(self, head: CleanupRecord) -> bool:
+        if self.teams is None:
+            raise CleanupFailed("a team's cleanup needs the team store")
+        while not self.teams.delete_team_memberships(head.kb_id, TABLE_DELETE_BATCH):
             if self._out_of_time():
                 return False
         return True

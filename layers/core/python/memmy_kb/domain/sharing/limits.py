@@ -52,6 +52,14 @@ def count_block_attempt(counters: RateCounters, user_id: str, limits: ShareLimit
     _count_attempt(counters, (name, int(now.timestamp() // limits.window_seconds)), limits, now, "block")
 
 
+def count_attempt(
+    counters: RateCounters, user_id: str, limits: ShareLimits, now: datetime, kind: str
+) -> None:
+    """Count one attempt of ``kind`` (``share``, ``invite``) by ``user_id`` in its own window; TooManyRequests
+    (429) past the limit."""
+    _count_attempt(counters, attempt_counter(user_id, limits, now, kind), limits, now, kind)
+
+
 def _count_attempt(
     counters: RateCounters, counter: tuple[str, int], limits: ShareLimits, now: datetime, what: str
 ) -> None:
@@ -72,13 +80,14 @@ def _count_attempt(
     )
 
 
-def attempt_counter(owner_id: str, limits: ShareLimits, now: datetime) -> tuple[str, int]:
-    """The counter of ``owner_id``'s share attempts and ``now``'s window in it, to read before a share."""
-    return f"share#{owner_id}", int(now.timestamp() // limits.window_seconds)
+def attempt_counter(owner_id: str, limits: ShareLimits, now: datetime, kind: str = "share") -> tuple[str, int]:
+    """The counter of ``owner_id``'s attempts of ``kind`` (share attempts; a team's invitations,
+    ``invite``) and ``now``'s window in it, to read before the attempt."""
+    return f"{kind}#{owner_id}", int(now.timestamp() // limits.window_seconds)
 
 
 def attempt_slot(
-    owner_id: str, limits: ShareLimits, now: datetime, counts: tuple[int, int]
+    owner_id: str, limits: ShareLimits, now: datetime, counts: tuple[int, int], kind: str = "share"
 ) -> WindowCount | None:
     """One more attempt, for the share's transaction to count, given the window counts read (this
     window's, the previous one's); None when it would go past the limit (``count_share_attempt`` then
@@ -88,7 +97,7 @@ def attempt_slot(
     exactly while ``current < room``: the transaction's condition, which holds the limit against
     concurrent attempts without a second read.
     """
-    name, window = attempt_counter(owner_id, limits, now)
+    name, window = attempt_counter(owner_id, limits, now, kind)
     elapsed = _elapsed(window, limits, now)
     current, previous = counts
     room = min(limits.attempts, math.floor(limits.attempts - previous * (1 - elapsed)))

@@ -38,6 +38,7 @@ def register_profile(
         recall_new_shares=previous.recall_new_shares if previous else True,
         blocked=previous.blocked if previous else frozenset(),
         blocked_names=previous.blocked_names if previous else {},
+        blocked_teams=previous.blocked_teams if previous else frozenset(),
     )
     try:
         return profiles.put_profile_with_lookups(profile, previous)

@@ -1,0 +1,1 @@
+"""Teams: create, invite, accept, decline, remove, leave, roles, transfer, delete (docs/teams.md)."""

@@ -1,0 +1,1 @@
+"""Teams through the real handlers (docs/teams.md)."""

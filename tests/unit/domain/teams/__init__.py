@@ -1,0 +1,1 @@
+"""Unit tests of the teams rules (memmy_kb.domain.teams), on the fakes."""
