@@ -2,7 +2,9 @@
 (390 px), 1024 px and wide (1920 px), into ``docs/screenshots/`` (or the directory given).
 
 It starts its own local stack and three desktop services (an owner, a reader and a newcomer), seeds the seed story's
-documents over the API, and photographs the page as each person sees it.
+documents over the API, and the teams (the owner's "销售部", which the reader joined, with the KB shared with
+it and one more person invited; and "市场部", whose invitation the reader has not answered yet), and
+photographs the page as each person sees it.
 """
 
 from __future__ import annotations
@@ -46,6 +48,21 @@ def seed(api_url: str, owner_token: str, reader_phone: str) -> str:
     return kb
 
 
+def seed_teams(api_url: str, owner_token: str, reader: tuple[str, str], invitee_id: str, kb: str) -> None:
+    """The owner's two teams: the reader a member of one (its KB shared with it), invited to the other."""
+    owner = {"Authorization": f"Bearer {owner_token}"}
+    with httpx.Client(base_url=api_url, headers=owner, timeout=30) as api:
+        sales = api.post("/teams", json={"name": "销售部"}).json()["id"]
+        market = api.post("/teams", json={"name": "市场部"}).json()["id"]
+        reader_id, reader_token = reader
+        for team, who in ((sales, reader_id), (sales, invitee_id), (market, reader_id)):
+            api.post(f"/teams/{team}/members", json={"identifier": who}).raise_for_status()
+        httpx.post(
+            f"{api_url}/teams/{sales}/accept", headers={"Authorization": f"Bearer {reader_token}"}, timeout=30
+        ).raise_for_status()
+        api.post(f"/knowledge-bases/{kb}/teams", json={"team_id": sales}).raise_for_status()
+
+
 def main(out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="memmy-screenshots-"))
@@ -66,7 +83,12 @@ def main(out: Path) -> int:
         with httpx.Client(base_url=stack.api_url, timeout=30) as api:
             token = stack.token(reader.user_id, name="销售小王", phone=f"+86{phone}")
             api.put("/me", headers={"Authorization": f"Bearer {token}"}).raise_for_status()
-        seed(stack.api_url, stack.token(owner.user_id, **owner_claims), phone)
+        owner_token = stack.token(owner.user_id, **owner_claims)
+        kb = seed(stack.api_url, owner_token, phone)
+        invitee = f"mkt-{suffix}"
+        with httpx.Client(base_url=stack.api_url, timeout=30) as api:
+            api.put("/me", headers={"Authorization": f"Bearer {stack.token(invitee, name='市场部小林')}"})
+        seed_teams(stack.api_url, owner_token, (reader.user_id, token), invitee, kb)
         written = []
         with chromium() as browser:
             for lang in LANGS:
@@ -98,12 +120,21 @@ def main(out: Path) -> int:
                     shot(page, "try-a-question")
                     page.context.close()
 
+                    page = new_page(browser, owner, lang=lang, width=width, height=800)
+                    page.locator("#team-list li[data-team] button.link", has_text="销售部").click()
+                    page.locator("#team-kbs li[data-kb]").wait_for()
+                    shot(page, "teams")
+                    page.context.close()
+
                     page = new_page(browser, newcomer, lang=lang, width=width, height=800)
                     page.locator("#welcome").wait_for()
                     shot(page, "welcome")
                     page.context.close()
 
                     page = new_page(browser, reader, lang=lang, width=width, height=800)
+                    page.locator("#invites li[data-invite]").wait_for()
+                    page.locator("#team-list li[data-team]").wait_for()
+                    shot(page, "team-invitation")
                     page.locator("#shared li button.link").first.click()
                     page.locator("#entries tr .status.available").nth(1).wait_for()
                     shot(page, "reader")

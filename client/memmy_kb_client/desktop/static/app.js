@@ -3,7 +3,7 @@
 // controls wired. The page is ES modules with no build step; index.html loads this one, which imports the
 // rest: the words (text.js, text-sync.js, i18n.js), the requests (api.js), what the page holds (state.js),
 // the lists (lists.js), the open knowledge base (kb.js, uploads.js, share.js, versions.js), the synced
-// folders (links.js) and "Try a question" (ask.js).
+// folders (links.js), the teams (teams.js, team.js, team-rules.js, text-teams.js) and "Try a question" (ask.js).
 import { api, human, newKey, seg } from "./api.js";
 import { ask, renderAnswer } from "./ask.js";
 import { askName, confirmDanger, trapFocus } from "./dialog.js";
@@ -15,6 +15,8 @@ import { loadLinks } from "./links.js";
 import { loadLists, renderLists } from "./lists.js";
 import { shareDialog } from "./share.js";
 import { folderId, isOwner, state } from "./state.js";
+import { closeTeam, renderTeam, wireTeam } from "./team.js";
+import { loadTeams, renderTeams, wireTeams } from "./teams.js";
 import { uploadFiles } from "./uploads.js";
 
 /** @typedef {import("./text.js").Lang} Lang */
@@ -61,6 +63,8 @@ function switchLanguage(lang) {
     renderKbHeader();
     if (state.listing) renderEntries(state.listing);
   }
+  renderTeams();
+  renderTeam();
   renderAnswer();
   loadLinks().catch(() => {});
 }
@@ -126,6 +130,8 @@ function wire() {
   wireLists();
   $("dialog").addEventListener("keydown", trapFocus);
   wireKb();
+  wireTeams();
+  wireTeam();
   $("ask-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const query = input("question").value.trim();
@@ -140,11 +146,23 @@ function wire() {
   }
   // Coming back to the page: what others changed meanwhile (a KB shared, or no longer shared).
   document.addEventListener("visibilitychange", () => {
-    if (document.visibilityState === "visible" && state.csrf) loadLists().catch(() => {});
+    if (document.visibilityState === "visible" && state.csrf) {
+      loadLists().catch(() => {});
+      loadTeams();
+    }
   });
-  // What the open KB's panel tells the lists (events.js).
-  listen("kb-shown", renderLists);
+  // What the open KB's panel tells the lists, and the open team the Teams section (events.js). A KB and a
+  // team take the same place: opening one closes the other.
+  listen("kb-shown", () => {
+    if (state.kb && state.team) closeTeam();
+    renderLists();
+  });
   listen("lists-stale", loadLists);
+  listen("teams-stale", loadTeams);
+  listen("team-shown", () => {
+    renderTeams();
+    renderLists();  // the welcome gives way to a team as to a KB
+  });
 }
 
 // Signing in: the local service starts the provider's login (PKCE, on its own loopback callback) and
@@ -216,6 +234,7 @@ async function start() {
   try {
     await api("PUT", "/me");  // registers the profile, so others can share with this account
     await loadLists();
+    await loadTeams();  // says its own failure in the Teams section
     await loadLinks();
   } catch (error) {
     notice(human(error));

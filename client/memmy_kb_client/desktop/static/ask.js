@@ -10,7 +10,8 @@ import { state } from "./state.js";
 
 /** @typedef {import("./format.js").ExcerptFile} ExcerptFile */
 /** @typedef {{name?: string, contact?: string}} Sharer */
-/** @typedef {{id: string, name: string, owner?: Sharer}} ExcerptKb */
+/** @typedef {{id: string, name: string}} ExcerptTeam */
+/** @typedef {{id: string, name: string, owner?: Sharer, team?: ExcerptTeam | null}} ExcerptKb */
 /**
  * @typedef {object} Excerpt
  * @property {string} [title]
@@ -20,11 +21,14 @@ import { state } from "./state.js";
  * @property {ExcerptKb} [knowledge_base]
  * @property {Sharer} [owner]
  * @property {ExcerptKb[]} [knowledge_bases]
+ * @property {ExcerptTeam | null} [team] the team through which the person reads its KB (no direct share)
  */
 /** @typedef {{items: Excerpt[], scope_size?: number, context?: string}} Recalled */
 
 /** @param {Sharer | undefined} o */
 const ownerOf = (o) => (o ? [` · ${t("sharedBy")} `, theirs(o.name || ""), ...(o.contact ? [" (", theirs(o.contact), ")"] : [])] : []);
+/** @param {ExcerptTeam | null | undefined} team */
+const teamOf = (team) => (team ? [` · ${t("throughTeam")} `, theirs(team.name)] : []);
 
 /**
  * Where an excerpt came from: its knowledge base (and whose share), or the group of KBs searched together
@@ -33,17 +37,17 @@ const ownerOf = (o) => (o ? [` · ${t("sharedBy")} `, theirs(o.name || ""), ...(
  * @returns {(Node | string)[]}
  */
 function sourceOf(item) {
-  if (item.knowledge_base) return [`${t("fromKb")} `, theirs(item.knowledge_base.name), ...ownerOf(item.owner)];
+  if (item.knowledge_base) return [`${t("fromKb")} `, theirs(item.knowledge_base.name), ...ownerOf(item.owner), ...teamOf(item.team)];
   // A group's excerpt whose file is known comes from the one KB of the group the file is in.
   const file = item.file;
   const home = isFile(file) && (item.knowledge_bases || []).find((kb) => kb.id === file.knowledge_base_id);
-  if (home) return [`${t("fromKb")} `, theirs(home.name), ...ownerOf(home.owner)];
+  if (home) return [`${t("fromKb")} `, theirs(home.name), ...ownerOf(home.owner), ...teamOf(home.team)];
   if (item.knowledge_bases && item.knowledge_bases.length) {
     /** @type {(Node | string)[]} */
     const parts = [`${t("fromOneOf")} `];
     item.knowledge_bases.forEach((kb, index) => {
       if (index) parts.push(language() === "zh" ? "；" : "; ");
-      parts.push(theirs(kb.name), ...ownerOf(kb.owner));
+      parts.push(theirs(kb.name), ...ownerOf(kb.owner), ...teamOf(kb.team));
     });
     return parts;
   }

@@ -1,6 +1,6 @@
 // @ts-check
 // Building the page's nodes, and the notice above it.
-import { COMMANDS } from "./i18n.js";
+import { COMMANDS, t } from "./i18n.js";
 
 /**
  * The page's element of this id (index.html has each one the modules ask for).
@@ -39,6 +39,18 @@ export function el(tag, attrs, ...children) {
  * @param {unknown} text
  */
 export const theirs = (text) => el("bdi", { text: String(text ?? "") });
+
+/**
+ * A sentence of the page with another person's text where its ``{name}`` stands, that text in a <bdi>.
+ * @param {string} key
+ * @param {unknown} name
+ * @param {Record<string, unknown>} [vars] the sentence's other values
+ * @returns {(Node | string)[]}
+ */
+export function said(key, name, vars) {
+  const [before, ...rest] = t(key, { ...(vars || {}), name: "\u0000" }).split("\u0000");
+  return rest.length ? [before, theirs(name), rest.join("")] : [before];
+}
 
 /**
  * A message cut at the commands it names: plain text, and ``{code}`` for each command, the longest first

@@ -1,8 +1,9 @@
 // @ts-check
 // What one panel tells another without importing it: the open knowledge base's panel (kb.js) asks for the
-// lists again, or says a KB was opened or closed; app.js wires the lists (lists.js) to hear it.
+// lists again, or says a KB was opened or closed; the open team (team.js) asks for the teams again, or says
+// a team was opened or closed; app.js wires the lists (lists.js) and the teams (teams.js) to hear it.
 
-/** @typedef {"lists-stale" | "kb-shown"} Topic */
+/** @typedef {"lists-stale" | "kb-shown" | "teams-stale" | "team-shown"} Topic */
 
 const bus = new EventTarget();
 

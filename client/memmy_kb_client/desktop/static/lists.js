@@ -1,6 +1,6 @@
 // @ts-check
-// The lists: the person's own knowledge bases and those shared with them, each with its Recall switch and
-// actions (see kb.js for the one open).
+// The lists: the person's own knowledge bases and those shared with them (directly, or through a team), each
+// with its Recall switch and actions (see kb.js for the one open).
 import { api, human, seg } from "./api.js";
 import { askName, confirmDanger } from "./dialog.js";
 import { $, el, notice, theirs } from "./dom.js";
@@ -70,7 +70,8 @@ function kbItem(kb) {
           await loadLists();
         }) }),
     );
-  } else {
+  } else if (!(kb.teams || []).length) {
+    // Read through a team only: there is no share of one's own to leave (the team is left instead).
     actions.append(el("button", { type: "button", class: "danger", text: t("leave"), onclick: () => confirmDanger(
       t("leave"), t("confirmLeave", { name: kb.name }), t("leave"), async () => {
         await api("DELETE", `/knowledge-bases/${seg(kb.id)}/members/${seg(state.me ? state.me.user_id : "")}`);
@@ -84,6 +85,8 @@ function kbItem(kb) {
     const owner = kb.owner || {};
     const contact = owner.contact ? [" · ", theirs(owner.contact)] : [];
     item.append(el("span", { class: "meta" }, `${t("sharedBy")}: `, theirs(owner.display_name || owner.user_id), ...contact));
+    const teams = (kb.teams || []).flatMap((team, index) => [index ? ", " : "", theirs(team.name)]);
+    if (teams.length) item.append(el("span", { class: "meta teams-of" }, `${t("throughTeam")}: `, ...teams));
   }
   const files = kb.file_count || 0;
   const stats = tn("kbStats", files, { files, size: formatSize(kb.bytes_used || 0) });
@@ -99,6 +102,7 @@ export function renderLists() {
   // A new user: what a knowledge base is, and the one button that starts one, where the open KB would be.
   // Neither button shows before the lists are known (index.html), so none moves once it can be clicked.
   const none = state.kbs.length === 0;
-  $("welcome").hidden = !none || Boolean(state.kb);
-  $("new-kb").hidden = none;
+  // A team open takes the welcome's place; then the lists' own button starts a KB.
+  $("welcome").hidden = !none || Boolean(state.kb) || Boolean(state.team);
+  $("new-kb").hidden = !$("welcome").hidden;
 }

@@ -1,9 +1,11 @@
 // @ts-check
-// Sharing the open knowledge base: its readers, one added by user ID, phone or email, one removed.
+// Sharing the open knowledge base: its readers, one added by user ID, phone or email, one removed; and the
+// teams it is shared with (share-teams.js).
 import { api, human, seg } from "./api.js";
 import { showDialog } from "./dialog.js";
 import { $, el, theirs } from "./dom.js";
 import { t } from "./i18n.js";
+import { teamSharing } from "./share-teams.js";
 import { state } from "./state.js";
 
 /** @typedef {{user_id: string, display_name: string, role: string}} Member */
@@ -29,11 +31,13 @@ export async function shareDialog() {
         }
       } }))) : [el("li", { class: "muted", text: t("noMembers") })]));
   };
+  const teams = teamSharing(kb);
   showDialog(`${t("share")}: ${kb.name}`, [
     el("label", { for: "member-identifier", text: t("memberLabel") }),
     el("div", { class: "row add-member" }, input, add),
     status,
     el("h3", { text: t("members") }), list,
+    ...teams.nodes,
   ], [
     { label: t("add"), node: add, run: async () => {
       status.textContent = "";
@@ -46,5 +50,5 @@ export async function shareDialog() {
       return false;
     } },
   ], t("close"));
-  try { await refresh(); } catch (error) { $("dialog-error").textContent = human(error); }
+  try { await Promise.all([refresh(), teams.refresh()]); } catch (error) { $("dialog-error").textContent = human(error); }
 }

@@ -11,7 +11,37 @@
  * @property {Owner} [owner]
  * @property {number} [file_count]
  * @property {number} [bytes_used]
+ * @property {KbTeam[]} [teams] the teams through which the person reads it (empty: owned or shared directly)
  */
+/** @typedef {{id: string, name: string}} KbTeam */
+/** @typedef {{user_id: string, display_name: string}} TeamPerson */
+/** @typedef {"owner" | "admin" | "member"} TeamRole */
+/**
+ * A team as its member (or invitee) sees it in GET /teams: ``role`` and ``state`` are the caller's own.
+ * @typedef {object} Team
+ * @property {string} id
+ * @property {string} name
+ * @property {TeamPerson} owner
+ * @property {TeamRole} role
+ * @property {"member" | "invited"} state
+ * @property {TeamPerson | null} [invited_by]
+ * @property {number} member_count
+ * @property {number} invited_count
+ * @property {number} kb_count
+ * @property {string} [created_at]
+ */
+/**
+ * @typedef {object} TeamMember
+ * @property {string} user_id
+ * @property {string} display_name
+ * @property {TeamRole} role
+ * @property {"member" | "invited"} state
+ * @property {string | null} [invited_at]
+ * @property {string | null} [joined_at]
+ */
+/** @typedef {{id: string, name: string, owner: TeamPerson, shared_at?: string}} TeamKnowledgeBase */
+/** @typedef {Team & {members: TeamMember[], knowledge_bases: TeamKnowledgeBase[]}} TeamDetail */
+/** @typedef {{team_id: string, name: string, shared_by: TeamPerson, shared_at?: string}} TeamShare */
 /** @typedef {{id: string | null, name: string}} Crumb */
 /** @typedef {{id: string, name: string, parent_id?: string | null}} FolderEntry */
 /** @typedef {{status: string, upload_id: string, reason_code?: string, reason?: string}} Replacement */
@@ -75,6 +105,13 @@ export const state = {
   linksTimer: undefined,
   /** @type {Record<string, number | undefined> | undefined} each link's last pass, as last seen */
   linkPasses: undefined,
+  /** @type {Team[]} the person's teams and open invitations (GET /teams) */
+  teams: [],
+  teamsLoaded: false,
+  /** the teams' last reading's failure, in words ("" when it was read) */
+  teamsError: "",
+  /** @type {TeamDetail | null} the team open (team.js) */
+  team: null,
 };
 
 /**
