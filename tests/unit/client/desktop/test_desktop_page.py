@@ -189,8 +189,8 @@ _PAGE_REFUSALS = {
     "memos_quota_exhausted",
     "rate_limited",
 }
-# Blocking is not on the page; nor are teams yet (their refusals get texts when the page shows teams).
-_PAGE_SKIPS = {"block_limit_reached", "team_limit_reached", "team_member_limit_reached"}
+# Blocking someone is not on the page (declining a team's invitation with a block is, and its refusals are).
+_PAGE_SKIPS = {"block_limit_reached"}
 
 
 def _service_codes() -> set[str]:
