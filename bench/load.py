@@ -42,10 +42,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 from bench import load_oracle as oracle
+from bench import load_oracle_teams
 from bench.load_checks import api_clients, check_final_lists, check_residue, settle_ingest
+from bench.load_checks_teams import check_teams
 from bench.load_memory import DRIVER, STACK, MemorySampler, sample_interval
 from bench.load_model import Budget, LoadSettings, Model, User
 from bench.load_report import LoadReport
@@ -117,8 +120,10 @@ def _run_on(stack: Stack, settings: LoadSettings) -> LoadReport:
             thread.join()
         elapsed = time.monotonic() - started
         load_ended = sampler.sample()
-        scope = oracle.check_scope(model.changes, model.recalls, model.markers, model.documents_since)
-        notes: list[str] = []
+        team_changes = load_oracle_teams.team_changes(model.team_events)
+        changes = [*model.changes, *team_changes]
+        scope = oracle.check_scope(changes, model.recalls, model.markers, model.documents_since)
+        notes: list[str] = [team_note(model, len(team_changes))]
         if model.uncertain_creates:
             notes.append(
                 f"  note: {model.uncertain_creates} creates of unknown outcome (their MemOS KBs may remain)"
@@ -144,6 +149,17 @@ def _run_on(stack: Stack, settings: LoadSettings) -> LoadReport:
     )
 
 
+def team_note(model: Model, changes: int) -> str:
+    """How many team actions the run made (succeeded or unknown), by action, and the changes they gave."""
+    actions = Counter(event.action for event in model.team_events)
+    unknown = sum(1 for event in model.team_events if event.outcome.ok is None)
+    by_action = ", ".join(f"{action} {n}" for action, n in actions.most_common()) or "none"
+    return (
+        f"  teams: {sum(actions.values())} team actions answered 2xx or not at all ({by_action}; {unknown} of unknown "
+        f"outcome), {changes} (user, KB) changes derived for the oracle"
+    )
+
+
 def _final_checks(
     stack: Stack, settings: LoadSettings, users: list[User], model: Model, notes: list[str]
 ) -> tuple[list[oracle.Violation], int, int]:
@@ -157,6 +173,12 @@ def _final_checks(
         if not settle_ingest(clients, model, settings.settle_seconds):
             notes.append(f"  note: uploads still in flight after {settings.settle_seconds:g} s")
         violations, live_files, undetermined = check_final_lists(clients, users, model)
+        violations += check_teams(clients, users, model)
+        c = model.final_counts
+        notes.append(
+            f"  teams after the run: {c['team memberships']} memberships (team, state, role) of the users' "
+            f"lists, {c['team shares']} team shares of {c['live teams']} live teams compared with the model"
+        )
     finally:
         for client in clients.values():
             client.close()
