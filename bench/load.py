@@ -5,14 +5,17 @@ raised). Each user is a thread with its own HTTP client, registering a profile a
 at random (seeded) until the time or the request budget runs out: create a KB, upload a small text file
 through the real flow (``POST .../uploads``, the presigned POST to S3, the S3 -> SQS -> ingest -> MemOS
 path the stack runs), share a KB by user id, phone or email, revoke, leave, turn recall on or off, recall,
-delete a file, delete a KB. Every document carries its KB's marker token, so each excerpt names its KB.
+delete a file, delete a KB; and the team actions (``bench.load_worker_teams``: create, invite, accept or
+decline, share with a team, unshare, remove, leave, delete). Every document carries its KB's marker token, so each excerpt names its KB.
 
 The oracle (``bench.load_oracle``) then checks:
 
 1. every recall against the changes in flight around it: no excerpt of a KB that was definitely out of
-   the caller's scope for the whole recall;
+   the caller's scope for the whole recall, the team actions counted as changes of the (user, KB) pairs
+   they affect (``bench.load_oracle_teams``);
 2. once the ingest has settled, every user's KB list (role and recall setting), every live KB's members
-   and files equal the client-side model of what succeeded;
+   and files, and the team memberships and team shares (``bench.load_checks_teams``) equal the
+   client-side model of what succeeded;
 3. after the reconciler has run (the stack's control endpoint) and the cleanups have finished, MemOS
    holds exactly the live KBs and files.
 

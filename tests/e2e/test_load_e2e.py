@@ -2,7 +2,8 @@
 
 The first test is the bounded run ``make test`` includes; the second breaks the same stack on purpose
 (recall ignores the reader's recall switch) and expects the oracle to catch the leak, so the short run is
-known to be able to fail. The oracle's logic has its unit tests in tests/unit/bench/test_load_oracle.py.
+known to be able to fail. The oracle's logic has its unit tests in tests/unit/bench/test_load_oracle.py and,
+for teams, tests/unit/bench/test_load_oracle_teams.py.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ def test_a_short_concurrent_load_passes_the_oracle(stacks):
     assert len(report.requests) >= 60, text
     routes = {r.route for r in report.requests}
     assert {"POST /recall", "POST /knowledge-bases/{kb}/members", "POST <presigned S3 POST>"} <= routes, text
+    # The users used teams too, and the team lists were compared after the run.
+    assert {"POST /teams", "POST /teams/{team}/members"} <= routes, text
+    assert report.final_counts["team memberships"] > 0, text
     # The oracle was put to the test: excerpts came back and were attributed to their KBs.
     assert report.scope.attributed > 0, text
     assert report.scope.must_exclude > 0, text
