@@ -76,11 +76,16 @@ def run(settings: LoadSettings, stack: Stack | None = None) -> LoadReport:
     """Start the stack, run the load, check the oracle, stop the stack; the report.
 
     With ``stack`` (``start_stack``), run on it and leave it running; ``settings.fault`` then breaks it
-    before the load (for good: its users are new, so a later run still checks only its own).
+    before the load (for good: its users are new, so a later run still checks only its own); the other
+    fault (``team-invitation-reads``) needs a stack of its own.
     """
     if settings.seed is None:
         settings.seed = random.SystemRandom().randrange(1_000_000)
     if stack is not None:
+        if settings.fault not in (None, "recall-ignores-setting"):
+            raise ValueError(
+                f"the fault {settings.fault} is made at the stack's start: run it without a stack"
+            )
         if settings.fault:
             stack.break_recall_scope()
         return _run_on(stack, settings)

@@ -90,7 +90,9 @@ class TeamActions:
             for other in self.others
             if other.user_id not in team.states
         ]
-        if not pairs or not budget.take():
+        if not pairs:  # no team of one's own (or everyone in it): make one, when one may
+            return self.do_team_create(budget)
+        if not budget.take():
             return False
         team, other = self.rng.choice(pairs)
         _, outcome = self.call(
