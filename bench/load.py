@@ -5,14 +5,17 @@ raised). Each user is a thread with its own HTTP client, registering a profile a
 at random (seeded) until the time or the request budget runs out: create a KB, upload a small text file
 through the real flow (``POST .../uploads``, the presigned POST to S3, the S3 -> SQS -> ingest -> MemOS
 path the stack runs), share a KB by user id, phone or email, revoke, leave, turn recall on or off, recall,
-delete a file, delete a KB. Every document carries its KB's marker token, so each excerpt names its KB.
+delete a file, delete a KB; and the team actions (``bench.load_worker_teams``: create, invite, accept or
+decline, share with a team, unshare, remove, leave, delete). Every document carries its KB's marker token, so each excerpt names its KB.
 
 The oracle (``bench.load_oracle``) then checks:
 
 1. every recall against the changes in flight around it: no excerpt of a KB that was definitely out of
-   the caller's scope for the whole recall;
+   the caller's scope for the whole recall, the team actions counted as changes of the (user, KB) pairs
+   they affect (``bench.load_oracle_teams``);
 2. once the ingest has settled, every user's KB list (role and recall setting), every live KB's members
-   and files equal the client-side model of what succeeded;
+   and files, and the team memberships and team shares (``bench.load_checks_teams``) equal the
+   client-side model of what succeeded;
 3. after the reconciler has run (the stack's control endpoint) and the cleanups have finished, MemOS
    holds exactly the live KBs and files.
 
@@ -42,10 +45,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 from bench import load_oracle as oracle
+from bench import load_oracle_teams
 from bench.load_checks import api_clients, check_final_lists, check_residue, settle_ingest
+from bench.load_checks_teams import check_teams
 from bench.load_memory import DRIVER, STACK, MemorySampler, sample_interval
 from bench.load_model import Budget, LoadSettings, Model, User
 from bench.load_report import LoadReport
@@ -70,11 +76,16 @@ def run(settings: LoadSettings, stack: Stack | None = None) -> LoadReport:
     """Start the stack, run the load, check the oracle, stop the stack; the report.
 
     With ``stack`` (``start_stack``), run on it and leave it running; ``settings.fault`` then breaks it
-    before the load (for good: its users are new, so a later run still checks only its own).
+    before the load (for good: its users are new, so a later run still checks only its own); the other
+    fault (``team-invitation-reads``) needs a stack of its own.
     """
     if settings.seed is None:
         settings.seed = random.SystemRandom().randrange(1_000_000)
     if stack is not None:
+        if settings.fault not in (None, "recall-ignores-setting"):
+            raise ValueError(
+                f"the fault {settings.fault} is made at the stack's start: run it without a stack"
+            )
         if settings.fault:
             stack.break_recall_scope()
         return _run_on(stack, settings)
@@ -117,8 +128,10 @@ def _run_on(stack: Stack, settings: LoadSettings) -> LoadReport:
             thread.join()
         elapsed = time.monotonic() - started
         load_ended = sampler.sample()
-        scope = oracle.check_scope(model.changes, model.recalls, model.markers, model.documents_since)
-        notes: list[str] = []
+        team_changes = load_oracle_teams.team_changes(model.team_events)
+        changes = [*model.changes, *team_changes]
+        scope = oracle.check_scope(changes, model.recalls, model.markers, model.documents_since)
+        notes: list[str] = [team_note(model, len(team_changes))]
         if model.uncertain_creates:
             notes.append(
                 f"  note: {model.uncertain_creates} creates of unknown outcome (their MemOS KBs may remain)"
@@ -144,6 +157,17 @@ def _run_on(stack: Stack, settings: LoadSettings) -> LoadReport:
     )
 
 
+def team_note(model: Model, changes: int) -> str:
+    """How many team actions the run made (succeeded or unknown), by action, and the changes they gave."""
+    actions = Counter(event.action for event in model.team_events)
+    unknown = sum(1 for event in model.team_events if event.outcome.ok is None)
+    by_action = ", ".join(f"{action} {n}" for action, n in actions.most_common()) or "none"
+    return (
+        f"  teams: {sum(actions.values())} team actions answered 2xx or not at all ({by_action}; {unknown} of unknown "
+        f"outcome), {changes} (user, KB) changes derived for the oracle"
+    )
+
+
 def _final_checks(
     stack: Stack, settings: LoadSettings, users: list[User], model: Model, notes: list[str]
 ) -> tuple[list[oracle.Violation], int, int]:
@@ -157,6 +181,12 @@ def _final_checks(
         if not settle_ingest(clients, model, settings.settle_seconds):
             notes.append(f"  note: uploads still in flight after {settings.settle_seconds:g} s")
         violations, live_files, undetermined = check_final_lists(clients, users, model)
+        violations += check_teams(clients, users, model)
+        c = model.final_counts
+        notes.append(
+            f"  teams after the run: {c['team memberships']} memberships (team, state, role) of the users' "
+            f"lists, {c['team shares']} team shares of {c['live teams']} live teams compared with the model"
+        )
     finally:
         for client in clients.values():
             client.close()

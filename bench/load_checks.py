@@ -10,6 +10,7 @@ import httpx
 
 from bench import load_oracle as oracle
 from bench.load_model import Kb, Model, User
+from bench.load_oracle_teams import team_changes
 from bench.load_stack_handle import Stack
 
 
@@ -55,8 +56,11 @@ def check_final_lists(
     live = {kb_id: kb for kb_id, kb in model.kbs.items() if kb.deleted is False}
     uncertain = {kb_id for kb_id, kb in model.kbs.items() if kb.deleted is None}
     live_files: dict[str, set[str]] = {}
+    # (user, KB) pairs a team may have given: the list's ``recall`` is then whether any way recalls it
+    # (an owner's own KB too, when shared with a team of theirs), not the grant's setting alone.
+    team_read = {(c.user, c.kb) for c in team_changes(model.team_events) if c.effect == "on"}
     for user in users:
-        found, unsure = _check_kb_list(clients[user.user_id], user.user_id, model, live, uncertain)
+        found, unsure = _check_kb_list(clients[user.user_id], user.user_id, model, live, uncertain, team_read)
         violations += found
         undetermined += unsure
     for kb_id, kb in live.items():
@@ -68,7 +72,12 @@ def check_final_lists(
 
 
 def _check_kb_list(
-    http: httpx.Client, me: str, model: Model, live: dict[str, Kb], uncertain: set[str]
+    http: httpx.Client,
+    me: str,
+    model: Model,
+    live: dict[str, Kb],
+    uncertain: set[str],
+    team_read: set[tuple[str, str]],
 ) -> tuple[list[oracle.Violation], int]:
     """One user's KB list (KB, role, recall setting) against the model: violations, and how many of the
     user's KBs the model could not determine."""
@@ -107,11 +116,17 @@ def _check_kb_list(
         "grant",
         f"{me}'s KB list (kb, role)",
         {(kb_id, role) for kb_id, (role, _) in expected.items()},
-        {(kb_id, item["role"]) for kb_id, item in listed.items() if kb_id not in skip},
+        # A KB read through a team (``teams`` not empty) is the team checks' (bench.load_checks_teams)
+        # unless the model expects a grant too.
+        {
+            (kb_id, item["role"])
+            for kb_id, item in listed.items()
+            if kb_id not in skip and (kb_id in expected or not item.get("teams"))
+        },
     )
     model.final_counts["grants"] += len(expected)
     for kb_id, (_, setting) in expected.items():
-        if kb_id in listed and listed[kb_id]["recall"] != setting:
+        if kb_id in listed and (me, kb_id) not in team_read and listed[kb_id]["recall"] != setting:
             violations.append(
                 oracle.Violation(
                     "recall-setting",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import load_oracle as oracle
+from bench.load_oracle_teams import TeamEvent
 
 RATE_LIMITED = 429
 MAX_OWNED_KBS = 3  # KBs one user owns at most at a time in this workload
@@ -79,6 +80,17 @@ class Kb:
 
 
 @dataclass
+class TeamInfo:
+    """A team as its users' threads believe it (what answered 2xx); the oracle reads the events instead."""
+
+    team_id: str
+    owner: str
+    deleted: bool | None = False  # None: a delete of unknown outcome
+    states: dict[str, str] = field(default_factory=dict)  # user -> "invited" or "member"
+    kbs: set[str] = field(default_factory=set)  # the KBs shared with it
+
+
+@dataclass
 class RequestRecord:
     route: str
     status: int  # 0: no answer
@@ -103,9 +115,15 @@ class Model:
         self.toggles: dict[tuple[str, str], list[tuple[oracle.Outcome, bool]]] = defaultdict(list)
         self.believed_recall: dict[tuple[str, str], bool] = {}
         self.uncertain_creates = 0
+        self.teams: dict[str, TeamInfo] = {}
+        self.team_events: list[TeamEvent] = []
+        self.uncertain_team_creates: set[str] = set()  # users whose team creation has no answer
         self.requests: list[RequestRecord] = []
         self.final_counts: Counter[str] = Counter()  # what the checks after the run compared
         self.driver_errors: list[str] = []
+
+    def live_teams(self) -> list[TeamInfo]:
+        return [team for team in self.teams.values() if team.deleted is False]
 
     def owned(self, user: str) -> list[Kb]:
         return [kb for kb in self.kbs.values() if kb.owner == user and kb.deleted is False]

@@ -19,6 +19,13 @@ the recall ended: none with ``on.end > off.start`` (it may have landed after the
 overlapped it (a deleted KB cannot come back). A change in flight during the recall is never held
 against the service.
 
+**Ways of reading.** A user may read a KB directly and through one or more teams, and keeps it until
+every way is gone, so each change names the way it changes (``via``): ``DIRECT`` (creation, share,
+revoke, leave), ``team:<id>`` (the team changes of ``bench.load_oracle_teams``), or ``ALL_PATHS`` (a
+recall toggle sets the grant and every membership through which the KB is read). The rule above is
+applied to each way the user could have read the KB (the direct one, and every team some ``on`` change
+names), with the ``ALL_PATHS`` changes counting for each; the KB is out of scope only when every way is.
+
 **After the run: nothing lost.** ``membership_after`` and ``recall_setting_after`` turn the successful
 shares, removals and toggles of one (reader, KB) into the state the server must hold (or ``None`` when
 an unknown outcome or an overlap makes it undetermined); ``compare_sets`` and ``memos_residue`` compare
@@ -36,6 +43,10 @@ from typing import Any, Final, Literal
 
 ANY_USER: Final = "*"
 """The ``user`` of a change that removes every user's access at once (the KB's deletion)."""
+DIRECT: Final = "direct"
+"""The ``via`` of a change to the user's own access: the KB's creation, a share, a revoke, a leave."""
+ALL_PATHS: Final = "*"
+"""The ``via`` of a change to every way the user reads the KB at once: a recall toggle."""
 
 MARKER_PREFIX: Final = "kbm"
 MARKER_PATTERN: Final = re.compile(r"\b" + MARKER_PREFIX + r"[0-9a-f]{12}\b")
@@ -53,7 +64,8 @@ class Change:
     effect: Effect
     start: float
     end: float
-    what: str  # create, share, toggle-on, toggle-off, revoke, leave, delete-kb (+ "?" when uncertain)
+    what: str  # create, share, toggle-on, toggle-off, revoke, leave, delete-kb, team-... (+ "?": uncertain)
+    via: str = DIRECT  # the way of reading it changes: DIRECT, ALL_PATHS, or "team:<id>"
 
 
 @dataclass(frozen=True)
@@ -109,18 +121,41 @@ class ScopeOracle:
     def excluding_change(self, user: str, kb: str, start: float, end: float) -> Change | None:
         """An ``off`` change proving ``kb`` was out of ``user``'s scope for all of [start, end], or None.
 
-        The initial state (never shared) is the change ``initial`` at minus infinity.
+        The initial state (never shared) is the change ``initial`` at minus infinity. A deletion proves
+        it alone; otherwise every way of reading needs its proof (the latest of them is returned).
         """
-        initial = Change(user, kb, "off", -math.inf, -math.inf, "never-granted")
+        # A deletion is final: nothing can give a deleted KB back, whatever overlapped it.
+        deletions = [off for off in self._off.get((ANY_USER, kb), []) if off.end < start]
+        if deletions:
+            return max(deletions, key=lambda c: c.end)
         ons = self._on.get((user, kb), [])
-        offs = [initial, *self._off.get((user, kb), []), *self._off.get((ANY_USER, kb), [])]
-        for off in sorted(offs, key=lambda c: c.end, reverse=True):
-            if off.end >= start:
-                continue
-            # A deletion is final: nothing can give a deleted KB back, whatever overlapped it.
-            if off.user == ANY_USER or not any(on.end > off.start and on.start < end for on in ons):
-                return off
-        return None
+        offs = self._off.get((user, kb), [])
+        proofs: list[Change] = []
+        for via in sorted({DIRECT} | {on.via for on in ons if on.via != ALL_PATHS}):
+            proof = _path_excluded(
+                Change(user, kb, "off", -math.inf, -math.inf, "never-granted", via),
+                [on for on in ons if on.via in (via, ALL_PATHS)],
+                [off for off in offs if off.via in (via, ALL_PATHS)],
+                start,
+                end,
+            )
+            if proof is None:
+                return None
+            proofs.append(proof)
+        return max(proofs, key=lambda c: c.end)
+
+
+def _path_excluded(
+    initial: Change, ons: Sequence[Change], offs: Sequence[Change], start: float, end: float
+) -> Change | None:
+    """The latest ``off`` of one way of reading that completed before ``start`` with no ``on`` that could
+    have landed after it and before ``end``, or None."""
+    for off in sorted([initial, *offs], key=lambda c: c.end, reverse=True):
+        if off.end >= start:
+            continue
+        if not any(on.end > off.start and on.start < end for on in ons):
+            return off
+    return None
 
 
 def check_scope(

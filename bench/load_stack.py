@@ -13,7 +13,9 @@ The same ``LocalStack`` as ``memmy-local up``, on loopback and free ports, with 
 - ``--fault recall-ignores-setting`` deliberately breaks the service (recall searches every grant, its
   recall switch ignored), so that a test can prove the load test's oracle catches a scope leak; SIGUSR1
   breaks a running stack the same way (it answers with a ``LOAD-STACK-FAULT`` line), so that one stack
-  can serve a clean run and then a broken one.
+  can serve a clean run and then a broken one; ``--fault team-invitation-reads`` breaks it another way
+  (an invitation reads the team's KBs as a membership would, so an invited user recalls them before
+  accepting), to prove the oracle catches a leak through a team.
 
 The signing key and the control endpoint's record go to ``--home`` (``MEMMY_KB_HOME``). Once up, one line
 ``LOAD-STACK-READY {json}`` gives the URLs; SIGTERM stops it.
@@ -45,7 +47,7 @@ RAISED_LIMITS = {
     "NEW_MEMBERS_PER_DAY": "1000000",
     "MAX_KBS_PER_USER": "10000",
 }
-FAULTS = ("recall-ignores-setting",)
+FAULTS = ("recall-ignores-setting", "team-invitation-reads")
 # The recall function's per-user limit and fleet budget, reported in the ready line (bench.fair_recall).
 RECALL_LIMITS = (
     "RECALL_BURST",
@@ -112,6 +114,25 @@ def break_recall_scope() -> None:
     vars(search).update(compute_recall_scope=every_grant)
 
 
+def break_team_reach() -> None:
+    """The deliberate team fault: the caller's reach counts their invitations as memberships (the
+    teams' META read for them too), so recall and access give an invited user the team's KBs."""
+    from memmy_kb.adapters.dynamodb.team_shares import TeamShareMixin
+    from memmy_kb.domain.ports.team_shares import Reach
+
+    original = TeamShareMixin.read_reach
+
+    def read_reach(self: TeamShareMixin, user_id: str, *, with_grants: bool) -> Reach:
+        reach = original(self, user_id, with_grants=with_grants)
+        invited = [m.team_id for m in reach.memberships if m.state == "invited"]
+        joined = [m.model_copy(update={"state": "member"}) for m in reach.memberships]
+        return Reach(
+            reach.grants, joined, {**reach.teams, **(self.batch_get_teams(invited) if invited else {})}
+        )
+
+    TeamShareMixin.read_reach = read_reach  # type: ignore[method-assign]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", type=Path, required=True, help="signing key, control record, template copy")
@@ -160,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         # stack has put the functions' environment (their namespace) in place.
         if args.fault == "recall-ignores-setting":
             break_recall_scope()
+        elif args.fault == "team-invitation-reads":
+            break_team_reach()
 
         def break_on_signal(*_: Any) -> None:
             break_recall_scope()

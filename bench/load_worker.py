@@ -22,6 +22,7 @@ import httpx
 from bench import load_oracle as oracle
 from bench.load_model import MAX_OWNED_KBS, RATE_LIMITED, Budget, Kb, Model, RequestRecord, Upload, User
 from bench.load_stack_handle import REQUEST_TIMEOUT_SECONDS, Stack
+from bench.load_worker_teams import TEAM_EXPECTED, TEAM_WEIGHTS, TeamActions
 
 QUERY = "loadprobe quarterly roadmap"
 RECALL_LIMIT = 25
@@ -41,6 +42,7 @@ WEIGHTS = {
     "delete_file": 5,
     "delete_kb": 3,
     "list": 3,
+    **TEAM_WEIGHTS,
 }
 # Statuses a route may answer under this workload besides its success; anything else is an error.
 EXPECTED = {
@@ -57,6 +59,7 @@ EXPECTED = {
     "GET /knowledge-bases/{kb}/members": {200},
     "DELETE /knowledge-bases/{kb}/files/{file}": {202},
     "DELETE /knowledge-bases/{kb}": {202},
+    **TEAM_EXPECTED,
 }
 
 # Of those, the refusals that must carry a given error code (a 409 identifier_ambiguous is a bug here:
@@ -72,7 +75,7 @@ def _error_code(response: httpx.Response) -> str | None:
     return str(code)
 
 
-class Worker:
+class Worker(TeamActions):
     """One user: a thread with its own client, acting until the budget runs out."""
 
     def __init__(
@@ -119,13 +122,21 @@ class Worker:
             ok = 200 <= status < 300
         return response, oracle.Outcome(start, end, ok)
 
-    def change(self, user: str, kb: str, effect: oracle.Effect, outcome: oracle.Outcome, what: str) -> None:
+    def change(
+        self,
+        user: str,
+        kb: str,
+        effect: oracle.Effect,
+        outcome: oracle.Outcome,
+        what: str,
+        via: str = oracle.DIRECT,
+    ) -> None:
         """Record a change for the oracle: a definite success, or an unknown outcome of an ``on`` change."""
         if outcome.ok is True:
-            self.model.changes.append(oracle.Change(user, kb, effect, outcome.start, outcome.end, what))
+            self.model.changes.append(oracle.Change(user, kb, effect, outcome.start, outcome.end, what, via))
         elif outcome.ok is None and effect == "on":
             # Unknown outcome: it may have landed, and (without an answer) may land at any later time.
-            self.model.changes.append(oracle.Change(user, kb, "on", outcome.start, math.inf, what + "?"))
+            self.model.changes.append(oracle.Change(user, kb, "on", outcome.start, math.inf, what + "?", via))
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -323,9 +334,9 @@ class Worker:
             self.model.toggles[(me, kb.kb_id)].append((outcome, enabled))
             if outcome.ok:
                 self.model.believed_recall[(me, kb.kb_id)] = enabled
-            self.change(
-                me, kb.kb_id, "on" if enabled else "off", outcome, f"toggle-{'on' if enabled else 'off'}"
-            )
+            # A toggle sets the grant and every membership through which the KB is read: all its ways.
+            effect: oracle.Effect = "on" if enabled else "off"
+            self.change(me, kb.kb_id, effect, outcome, f"toggle-{effect}", via=oracle.ALL_PATHS)
         return True
 
     def do_delete_file(self, budget: Budget) -> bool:
@@ -365,6 +376,8 @@ class Worker:
         with self.model.lock:
             if outcome.ok is True:
                 kb.deleted = True
+                for team in self.model.teams.values():
+                    team.kbs.discard(kb.kb_id)  # the delete takes it off every team
                 self.change(oracle.ANY_USER, kb.kb_id, "off", outcome, "delete-kb")
             elif outcome.ok is None:
                 kb.deleted = None

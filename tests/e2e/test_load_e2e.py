@@ -2,7 +2,9 @@
 
 The first test is the bounded run ``make test`` includes; the second breaks the same stack on purpose
 (recall ignores the reader's recall switch) and expects the oracle to catch the leak, so the short run is
-known to be able to fail. The oracle's logic has its unit tests in tests/unit/bench/test_load_oracle.py.
+known to be able to fail; the third breaks a stack of its own through teams (an invitation reads the
+team's KBs) and expects the same. The oracle's logic has its unit tests in tests/unit/bench/test_load_oracle.py and,
+for teams, tests/unit/bench/test_load_oracle_teams.py.
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ def test_a_short_concurrent_load_passes_the_oracle(stacks):
     assert len(report.requests) >= 60, text
     routes = {r.route for r in report.requests}
     assert {"POST /recall", "POST /knowledge-bases/{kb}/members", "POST <presigned S3 POST>"} <= routes, text
+    # The users used teams too, and the team lists were compared after the run.
+    assert {"POST /teams", "POST /teams/{team}/members"} <= routes, text
+    assert report.final_counts["team memberships"] > 0, text
     # The oracle was put to the test: excerpts came back and were attributed to their KBs.
     assert report.scope.attributed > 0, text
     assert report.scope.must_exclude > 0, text
@@ -95,4 +100,30 @@ def test_the_oracle_catches_recall_ignoring_the_recall_switch(stacks):
     scope = [v for v in report.violations if v.kind == "scope"]
     assert scope, "\n\n".join(r.render() for r in reports)
     assert "toggle-off" in scope[0].detail, text
+    assert "verdict: FAIL" in text
+
+
+def test_the_oracle_catches_an_invitation_read_as_a_membership(tmp_path):
+    """A stack of its own, broken at its start: an invited user reads the team's KBs before accepting.
+    The leak shows once an invitee recalls while a team of theirs holds a KB with documents: up to two
+    runs (the first was enough in the trials here)."""
+    reports = []
+    for seed in (3, 4):
+        settings = load.LoadSettings(
+            duration=30,
+            requests=1000,
+            users=6,
+            seed=seed,
+            fault="team-invitation-reads",
+            final_checks=False,
+            workdir=tmp_path / f"run-{seed}",
+        )
+        reports.append(load.run(settings))
+        if any(v.kind == "scope" for v in reports[-1].violations):
+            break
+
+    report = reports[-1]
+    text = report.render()
+    assert not report.ok, text
+    assert [v for v in report.violations if v.kind == "scope"], "\n\n".join(r.render() for r in reports)
     assert "verdict: FAIL" in text
