@@ -56,11 +56,19 @@ def test_recall_follows_each_members_choice_then_their_default():
 
 
 def test_a_direct_grant_wins_and_is_one_scope_entry():
-    direct = grant_record("bob", "kb_1", recall=False)
+    direct = grant_record("bob", "kb_1", recall=True)
     teams = reach(team_listing("tm_a", "kb_1"), memberships=[new_membership("bob", "tm_a")], grants=[direct])
     (entry,) = recall_reach(teams, "bob")
     assert (type(entry), entry.kb_id, entry.recall) == (type(direct), "kb_1", True)
     assert [type(g) for g in readable(teams, "bob")] == [type(direct)]
+
+
+def test_a_kb_held_directly_with_recall_off_stays_off_when_a_team_lists_it():
+    # E.g. the owner turned recall off for their own KB, then shared it with a team they are in: the
+    # membership's default for new shares does not turn it back on.
+    direct = grant_record("bob", "kb_1", recall=False)
+    teams = reach(team_listing("tm_a", "kb_1"), memberships=[new_membership("bob", "tm_a")], grants=[direct])
+    assert recall_reach(teams, "bob") == []
 
 
 @pytest.fixture

@@ -59,17 +59,17 @@ def readable(reach: Reach, user_id: str) -> list[GrantRecord]:
 
 
 def recall_reach(reach: Reach, user_id: str) -> list[GrantRecord]:
-    """The recall scope: grants with recall on ∪ team KBs with the member's recall on, one entry a KB.
+    """The recall scope: grants with recall on ∪ KBs read only through teams with the member's recall on,
+    one entry a KB.
 
-    A KB read directly keeps its grant (the direct share is what an excerpt names), turned on when only a
-    team's choice has it on."""
+    A KB the caller holds a grant on (their own, or shared with them directly) follows that grant's
+    setting alone: sharing it with a team they are in later does not turn it back on (their toggle sets
+    the grant and every membership it is read through alike)."""
     through_teams = team_grants(reach, user_id)
     scope: list[GrantRecord] = []
     for grant in reach.grants:
-        via = through_teams.pop(grant.kb_id, None)
+        through_teams.pop(grant.kb_id, None)
         if grant.recall:
             scope.append(grant)
-        elif via is not None and via.recall:
-            scope.append(grant.model_copy(update={"recall": True}))
     scope.extend(g for g in through_teams.values() if g.recall)
     return scope
