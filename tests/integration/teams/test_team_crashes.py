@@ -168,3 +168,35 @@ def test_a_crash_at_any_step_of_a_team_deletion_leaves_nothing_once_reconcile_ha
     assert (set(kept.kbs), kept.kb_count) == (set(), 0)
     assert service.call("GET", f"/knowledge-bases/{team_kb}/teams", "alice").body["items"] == []
     assert_consistent(service)
+
+
+def test_an_accept_the_index_has_not_caught_up_with_is_cleaned_up_and_uncounted_once(service, monkeypatch):
+    # Given bob's invitation, accepted (his teams counter 1) just before the team is deleted, and GSI1 still
+    # listing him invited when the cleanup first reads it
+    for user in ("alice", "bob"):
+        register(service, user, user.title())
+    team_id = create_team(service, name="doomed")
+    assert invite(service, team_id, "bob").status == HTTPStatus.CREATED
+    store = DynamoTeamStore(service.stores.table)
+    before_the_accept = store.query_team_members(team_id)
+    join_reply = service.call("POST", f"/teams/{team_id}/accept", "bob")
+    assert join_reply.status == HTTPStatus.OK, join_reply.body
+    assert counter(service, "bob") == 1
+    executions, schedule = Executions(service), Schedule(service)
+    lagging = [before_the_accept]
+    real = DynamoTeamStore.query_team_members
+
+    def index_lags(self: DynamoTeamStore, team: str) -> Any:
+        return lagging.pop() if lagging else real(self, team)
+
+    monkeypatch.setattr(DynamoTeamStore, "query_team_members", index_lags)
+
+    # When the team is deleted and its cleanup runs (then the reconciler)
+    assert service.call("DELETE", f"/teams/{team_id}", "alice").status == HTTPStatus.NO_CONTENT
+    executions.run_started()
+    assert not lagging, "the cleanup never read the index"
+    settle(service, executions, schedule)
+
+    # Then bob's membership is gone and his counter taken down once
+    assert team_residue(service, team_id) == []
+    assert (counter(service, "alice"), counter(service, "bob")) == (0, 0)
