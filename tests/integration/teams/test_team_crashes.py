@@ -13,16 +13,14 @@ from typing import Any
 import pytest
 
 from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
-from memmy_kb.adapters.dynamodb.keys import limit_key
-from memmy_kb.adapters.dynamodb.table import DynamoTable, dump
-from memmy_kb.adapters.dynamodb.team_items import teams_counter
+from memmy_kb.adapters.dynamodb.table import DynamoTable
 from memmy_kb.adapters.dynamodb.teams import DynamoTeamStore
 from memmy_kb.adapters.stepfunctions import CleanupStateMachine
 from memmy_kb.composition import reset_composition
 from tests.support.aws_runtime import Executions, Schedule
-from tests.support.consistency import assert_consistent, settle, table_items
-from tests.support.crashes import Killed, Killer, Target
-from tests.support.deletion_flows import on_two_backends
+from tests.support.consistency import assert_consistent, settle
+from tests.support.crashes import Killer, Target
+from tests.support.deletion_flows import counter, delete, on_two_backends, reads, team_residue
 from tests.support.sharing import register
 from tests.support.teams import share_with_team
 from tests.support.teams_api import create_team, invite, join
@@ -56,46 +54,6 @@ KILL_POINTS: list[tuple[str, Target, str, int]] = [
 def _kill_id(point: tuple[str, Target, str, int]) -> str:
     phase, (cls, name), when, skip = point
     return f"{phase}:{cls.__name__}.{name}#{skip + 1}:{when}"
-
-
-def counter(service: Any, user: str) -> int:
-    table = service.stores.table
-    item = table.client.get_item(TableName=table.name, Key=dump(limit_key(teams_counter(user))), ConsistentRead=True)
-    return int(item.get("Item", {}).get("n", {}).get("N", "0"))
-
-
-def reads(service: Any, user: str) -> tuple[set[str], int]:
-    """The KBs ``user`` lists, and how many their recall searches (its scope, read at the query)."""
-    listed = service.call("GET", "/knowledge-bases", user)
-    assert listed.status == HTTPStatus.OK, listed.body
-    recall = service.call("POST", "/recall", user, body={"query": "内容"})
-    assert recall.status == HTTPStatus.OK, recall.body
-    return {k["id"] for k in listed.body["items"]}, recall.body["scope_size"]
-
-
-def delete_retried(service: Any, path: str, ok: HTTPStatus) -> None:
-    """DELETE ``path`` as alice; a crashed request is retried once, as the client would."""
-    try:
-        reply = service.call("DELETE", path, "alice")
-    except Killed:
-        reply = service.call("DELETE", path, "alice")
-        assert reply.status in (ok, HTTPStatus.NOT_FOUND), reply.body
-        return
-    assert reply.status == ok, reply.body
-
-
-def team_residue(service: Any, team_id: str) -> list[str]:
-    """What of ``team_id`` is left in the table: its META, memberships and invitations, its outbox item,
-    and any KB's entry for it."""
-    left = []
-    for item in table_items(service):
-        if item["PK"] == f"TEAM#{team_id}" or item["SK"] == f"TEAM#{team_id}" or item.get("GSI1PK") == f"TEAM#{team_id}":
-            left.append(f"{item['PK']}/{item['SK']}")
-        if item["PK"].startswith("CLEANUP#"):
-            left.append(f"outbox {item['PK']} ({item.get('target')}, {item.get('state')})")
-        if team_id in item.get("teams", ()):
-            left.append(f"{item['PK']} still lists the team")
-    return left
 
 
 @pytest.mark.parametrize("point", KILL_POINTS, ids=_kill_id)
@@ -143,13 +101,13 @@ def test_a_crash_at_any_step_of_a_team_deletion_leaves_nothing_once_reconcile_ha
 
     # When the KB shared with both is deleted and cleaned up, then the team, each maybe crashing
     with killer.during("delete-kb"):
-        delete_retried(service, f"/knowledge-bases/{both_kb}", HTTPStatus.ACCEPTED)
+        delete(service, f"/knowledge-bases/{both_kb}", HTTPStatus.ACCEPTED)
     check("the KB's delete", team_gone=False, kb_gone=True)
     with killer.during("cleanup-kb"):
         executions.run_started()
     check("the KB's cleanup", team_gone=False, kb_gone=True)
     with killer.during("delete-team"):
-        delete_retried(service, f"/teams/{doomed}", HTTPStatus.NO_CONTENT)
+        delete(service, f"/teams/{doomed}", HTTPStatus.NO_CONTENT)
     check("the team's delete", team_gone=True, kb_gone=True)
     with killer.during("cleanup-team"):
         executions.run_started()
