@@ -23,10 +23,12 @@ Target = tuple[type, str]
 @dataclass
 class Killer:
     """Wraps adapter methods; the armed one raises ``Killed`` once, before or after doing the real call
-    (only within ``phase``, when one is named)."""
+    (only within ``phase``, when one is named; at its call ``skip`` + 1 there, to kill between two writes
+    of a loop)."""
 
     armed: tuple[Target, str, str | None] | None = None  # method, "before" | "after", phase
     phase: str | None = None
+    skip: int = 0
     fired: list[str] = field(default_factory=list)
 
     def install(self, monkeypatch: pytest.MonkeyPatch, targets: list[Target]) -> None:
@@ -51,12 +53,16 @@ class Killer:
         armed, when, phase = self.armed
         if armed != target or (phase is not None and phase != self.phase):
             return None
+        if self.skip:
+            self.skip -= 1
+            return None
         self.armed = None
         self.fired.append(f"{target[0].__name__}.{target[1]} ({when}) in {self.phase}")
         return when
 
-    def arm(self, target: Target, when: str, phase: str | None = None) -> None:
+    def arm(self, target: Target, when: str, phase: str | None = None, *, skip: int = 0) -> None:
         self.armed = (target, when, phase)
+        self.skip = skip
 
     def disarm(self) -> None:
         self.armed = None

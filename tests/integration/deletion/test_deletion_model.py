@@ -17,6 +17,10 @@ Two kinds of evidence, both checked by one helper, ``assert_consistent``:
   (KB list, recall scope, file and folder listings; a deleted KB or folder, subfolders included, lists as
   404), nothing live disappears, and at the end ``assert_consistent`` holds. Replaces run among them: at
   the end a file answers recall with the words of its recorded version only, never the replaced ones.
+  Teams run among them: a team (bob a member, carol invited) shares one of the KBs and may be deleted,
+  its delete or its cleanup crashing between any two writes; after every step bob reads (his list and his
+  recall's scope) exactly what the live teams share, no teams counter is below the live teams, and at
+  the end nothing of a deleted team is left and each counter is exact.
 
 * **A late arrival.** The bytes of an upload arrive after its KB's cleanup emptied S3 and before its
   table step, the ingest running before, during (the table step landing in its hold or its rejection) or
@@ -47,6 +51,7 @@ from hypothesis.stateful import (
 
 from memmy_kb.adapters.dynamodb.cleanups import DynamoCleanupStore
 from memmy_kb.adapters.dynamodb.contents import DynamoContentStore
+from memmy_kb.adapters.dynamodb.teams import DynamoTeamStore
 from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.s3 import UploadStorage
 from memmy_kb.adapters.stepfunctions import CleanupStateMachine
@@ -60,14 +65,20 @@ from tests.support.deletion_flows import (
     DELETE_FILES,
     DELETE_KB,
     UPDATE,
+    counter,
     delete,
     kb_ids_listed,
     md,
     new_folder,
     on_two_backends,
+    reads,
     recall_problems,
+    team_residue,
     upload_bytes,
 )
+from tests.support.sharing import register
+from tests.support.teams import share_with_team
+from tests.support.teams_api import create_team, invite, join
 from tests.support.uploads import REGION, create_kb, post_file
 
 __all__ = ["on_two_backends"]  # the autouse fixture: every case on two MemOS backends
@@ -136,10 +147,16 @@ RECONCILE_TROUBLE = [
         (UploadStorage, "delete"),
     ),
 ]
+# A team's delete, and its cleanup between any two of its writes (one membership and its counter each).
+TEAM_TROUBLE = _crashes(
+    (DynamoTeamStore, "delete_team"),
+    (CleanupStateMachine, "start"),
+    (DynamoTeamStore, "_delete_left_membership"),
+)
 CRASHABLE: list[Target] = list(
     dict.fromkeys(
         t[1]
-        for t in (*INGEST_TROUBLE, *REPLACE_TROUBLE, *DELETE_TROUBLE, *CLEANUP_TROUBLE, *RECONCILE_TROUBLE)
+        for t in (*INGEST_TROUBLE, *REPLACE_TROUBLE, *DELETE_TROUBLE, *CLEANUP_TROUBLE, *RECONCILE_TROUBLE, *TEAM_TROUBLE)
         if t is not None and t[0] == "crash"
     )
 )
@@ -211,6 +228,8 @@ def test_interleaved_uploads_deletes_faults_crashes_and_reconciles_follow_the_mo
             self.gone_files: set[str] = set()
             self.dead_uploads: set[str] = set()  # uploads into something deleted: never a file
             self.tokens: dict[str, str] = {}  # upload id -> the word only its file contains
+            self.teams: dict[str, set[str]] = {}  # live team id -> the KBs it shares
+            self.gone_teams: list[str] = []
             self.run = uuid.uuid4().hex[:6]
 
         def expect(self, what: Trouble) -> None:
@@ -234,6 +253,8 @@ def test_interleaved_uploads_deletes_faults_crashes_and_reconciles_follow_the_mo
         @initialize(nested=st.booleans())
         def two_kbs_with_files(self, nested):
             """Two KBs, a folder (maybe with a subfolder) and three files, so that every step has material."""
+            for user in ("alice", "bob", "carol"):
+                register(service, user, user.title())
             first, second = (create_kb(service, name=name) for name in ("kb0", "kb1"))
             self.kbs = {first: ModelKb(), second: ModelKb()}
             top = new_folder(service, first, "top")
@@ -327,10 +348,33 @@ def test_interleaved_uploads_deletes_faults_crashes_and_reconciles_follow_the_mo
             delete(service, f"/knowledge-bases/{kb_id}")
             kb = self.kbs.pop(kb_id)
             self.gone_kbs.add(kb_id)
+            for shared in self.teams.values():
+                shared.discard(kb_id)
             self.gone_files |= set(kb.files)
             self.dead_uploads |= set(kb.uploads)
             self.gone_folders.update(dict.fromkeys(kb.folders, kb_id))
             self.gone_are_gone()
+
+        @precondition(lambda self: self.kbs and len(self.teams) + len(self.gone_teams) < 3)
+        @rule(data=st.data())
+        def team_shares_a_kb(self, data):
+            """A team of alice's, bob a member and carol invited, with one of her KBs shared with it."""
+            team_id = create_team(service, name=f"t{len(self.teams) + len(self.gone_teams)}")
+            join(service, team_id, "bob")
+            assert invite(service, team_id, "carol").status == HTTPStatus.CREATED
+            kb_id = data.draw(st.sampled_from(list(self.kbs)), label="kb")
+            reply = share_with_team(service, kb_id, team_id)
+            assert reply.status == HTTPStatus.CREATED, reply.body
+            self.teams[team_id] = {kb_id}
+
+        @precondition(lambda self: self.teams)
+        @rule(data=st.data(), what=trouble(TEAM_TROUBLE))
+        def delete_team(self, data, what):
+            team_id = data.draw(st.sampled_from(list(self.teams)), label="team")
+            self.expect(what)
+            delete(service, f"/teams/{team_id}", HTTPStatus.NO_CONTENT)
+            del self.teams[team_id]
+            self.gone_teams.append(team_id)
 
         @rule(what=trouble(CLEANUP_TROUBLE))
         def cleanups_run(self, what):
@@ -363,6 +407,12 @@ def test_interleaved_uploads_deletes_faults_crashes_and_reconciles_follow_the_mo
             for folder_id, kb_id in self.gone_folders.items():
                 if kb_id in self.kbs:
                     assert self.listing(kb_id, folder_id).status == HTTPStatus.NOT_FOUND
+
+        @invariant()
+        def a_member_reads_what_the_live_teams_share(self):
+            shared = {kb_id for kbs in self.teams.values() for kb_id in kbs if kb_id in self.kbs}
+            assert reads(service, "bob") == (shared, len(shared))
+            assert min(counter(service, "alice"), counter(service, "bob")) >= len(self.teams)
 
         @invariant()
         def nothing_deleted_is_visible_and_nothing_live_is_lost(self):
@@ -400,6 +450,14 @@ def test_interleaved_uploads_deletes_faults_crashes_and_reconciles_follow_the_mo
             settle(service, self.executions, self.schedule)
             assert_consistent(service)
             self.nothing_deleted_is_visible_and_nothing_live_is_lost()
+            # nothing of a deleted team is left, each teams counter is exact, each team lists its KBs
+            self.a_member_reads_what_the_live_teams_share()
+            assert [left for team_id in self.gone_teams for left in team_residue(service, team_id)] == []
+            assert (counter(service, "alice"), counter(service, "bob"), counter(service, "carol")) == (len(self.teams),) * 2 + (0,)
+            store = DynamoTeamStore(service.stores.table)
+            assert {t: set(store.get_team(t).kbs) for t in self.teams} == {  # type: ignore[union-attr]
+                t: {k for k in kbs if k in self.kbs} for t, kbs in self.teams.items()
+            }
             self.gone_are_gone()
             # no upload became two files, nor a file of something deleted
             made = [i["upload_id"] for i in table_items(service) if i["SK"].startswith("FILE#")]

@@ -272,27 +272,41 @@ class DynamoTeamStore(TeamReads):
 
     def delete_team_memberships(self, team_id: str, limit: int) -> bool:
         """Delete up to ``limit`` memberships and invitations of a deleted team, taking each member's off
-        their teams counter in the same transaction; True once none is left."""
+        their teams counter in the same transaction; True once none is left.
+
+        GSI1 may lag: an entry it still lists as invited may have been accepted before the team went
+        (its delete, conditioned on the state, is refused); the item is then read again and deleted as it
+        is, so it is neither left behind nor its member's counter taken twice."""
         for done, membership in enumerate(self.query_team_members(team_id)):
             if done == limit:
                 return False
-            actions: list[Action] = [
-                {
-                    "Delete": {
-                        "TableName": self._table.name,
-                        "Key": dump(membership_key(membership.user_id, team_id)),
-                        "ConditionExpression": "attribute_exists(PK) AND #state = :state",
-                        "ExpressionAttributeNames": {"#state": "state"},
-                        "ExpressionAttributeValues": dump({":state": membership.state}),
-                    }
+            if self._delete_left_membership(membership):
+                continue
+            current = self.get_membership(membership.user_id, team_id)  # consistent: gone, or moved on
+            if current is not None and not self._delete_left_membership(current):
+                return False  # it moved again meanwhile: the next round reads it again
+        return True
+
+    def _delete_left_membership(self, membership: MembershipRecord) -> bool:
+        """One membership or invitation of a deleted team, in the state read (and a member's counter);
+        False when the transaction was refused (gone, or in another state)."""
+        actions: list[Action] = [
+            {
+                "Delete": {
+                    "TableName": self._table.name,
+                    "Key": dump(membership_key(membership.user_id, membership.team_id)),
+                    "ConditionExpression": "attribute_exists(PK) AND #state = :state",
+                    "ExpressionAttributeNames": {"#state": "state"},
+                    "ExpressionAttributeValues": dump({":state": membership.state}),
                 }
-            ]
-            if membership.state == "member":
-                actions.append(self._count_teams(membership.user_id, -1))
-            try:
-                self._table.transact(actions)
-            except TransactionRefused:
-                continue  # already gone (the index lags), or changed: the next round reads it again
+            }
+        ]
+        if membership.state == "member":
+            actions.append(self._count_teams(membership.user_id, -1))
+        try:
+            self._table.transact(actions)
+        except TransactionRefused:
+            return False
         return True
 
 
