@@ -173,3 +173,11 @@ def test_a_team_whose_meta_is_gone_gives_nothing(people):
     delete_team(people, TEAM)
     assert people.call("GET", f"/knowledge-bases/{kb_id}", "bob").status == HTTPStatus.NOT_FOUND
     assert people.call("GET", "/knowledge-bases", "bob").body == {"items": []}
+
+
+def test_a_kb_owner_outside_a_team_learns_nothing_of_it_from_an_unshare(people):
+    # carol is in no team: tm_sales exists, tm_none does not; her KB is shared with neither.
+    carols = create_kb(people, "carol", "卡罗尔的")
+    existing = error(unshare_from_team(people, carols, TEAM, user="carol"))
+    missing = error(unshare_from_team(people, carols, "tm_none", user="carol"))
+    assert existing == missing == (HTTPStatus.NOT_FOUND, "team_not_found")

@@ -113,7 +113,9 @@ def unshare_from_team(
     if team is None or not (owns_kb or member):
         raise team_not_found()
     if kb_id not in team.kbs:
-        if owns_kb or grant is not None:
+        if not member:
+            raise team_not_found()  # only its members learn that a team exists
+        if grant is not None:
             raise NotFound("The knowledge base is not shared with this team.", code="team_share_not_found")
         raise kb_not_found()  # the KB is none of the caller's: as a KB that does not exist
     if not owns_kb and (membership is None or membership.role not in ("owner", "admin")):
