@@ -34,16 +34,17 @@ def _team(team_id: str) -> str:
 class TeamMethods:
     """The team routes, on a client that sends requests with ``_request`` (``sdk.MemmyClient``)."""
 
-    def _request(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: Any = None,
-        headers: dict[str, str] | None = None,
-        params: dict[str, str] | None = None,
-    ) -> dict[str, Any]:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # MemmyClient's own, declared for the type checker only (no stub at run time)
+
+        def _request(
+            self,
+            method: str,
+            path: str,
+            *,
+            json: Any = None,
+            headers: dict[str, str] | None = None,
+            params: dict[str, str] | None = None,
+        ) -> dict[str, Any]: ...
 
     def create_team(self, name: str) -> Team:
         """A new team (201), the caller its owner."""

@@ -299,3 +299,18 @@ def test_codex_layouts_a_table_cannot_be_appended_to_are_edited_in_place(homes, 
         {"mcp_servers": servers} if servers else {}
     )
     assert tomllib.loads(path.read_text()) == expected
+
+
+def test_finding_our_toml_table_is_linear_in_a_hostile_config() -> None:
+    # config.toml is the user's file: runs of blanks around every part of a header that never closes.
+    from memmy_kb_client.agents import mcp_toml
+    from tests.support.linear_time import assert_linear_time
+
+    def make(size: int) -> str:
+        blanks = " \t" * (size // 4)
+        return (
+            f'[mcp_servers."memmy-kb"]\nx = 1\n{blanks}[{blanks}mcp_servers{blanks}.{blanks}memmy\n'
+            + "[\n" * (size // 4)
+        )
+
+    assert_linear_time(mcp_toml._cut_block, make, large=1 << 20)
