@@ -12,17 +12,16 @@ no update check and no telemetry, and reaches nothing but 127.0.0.1 (see ``conft
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support import fake_models
+from tests.support.agent_runs import APIS, MODEL_KEY_ENV, Run, agent_env, run_agent, write_json
 from tests.support.e2e_desktop import Desktop, clean_env, logged_in_desktop
 from tests.support.e2e_recall import MARKER, QUESTION, user_with_the_document
 from tests.support.fake_models import FakeModels
@@ -32,8 +31,6 @@ from tests.support.stage import Stage
 PREFACE = "以下是从用户知识库中检索到的摘录"
 # The model's own query for search_knowledge: other words than the prompt's, the same document.
 TOOL_QUERY = "住宿发票"
-AGENT_TIMEOUT_SECONDS = 180
-MODEL_KEY_ENV = "MEMMY_FAKE_MODEL_KEY"
 
 
 @pytest.fixture(scope="module")
@@ -46,24 +43,6 @@ def desktop(local_stack: RunningStack, tmp_path_factory: pytest.TempPathFactory)
 @pytest.fixture
 def models() -> Iterator[FakeModels]:
     yield from fake_models.serve(FakeModels(query=TOOL_QUERY))
-
-
-@dataclass(frozen=True)
-class Run:
-    """One agent's run: where it lives, what it printed."""
-
-    home: Path
-    work: Path
-    done: subprocess.CompletedProcess[str]
-
-    def output(self) -> str:
-        return f"exit {self.done.returncode}\nstdout:\n{self.done.stdout[-4000:]}\nstderr:\n{self.done.stderr[-4000:]}"
-
-
-def agent_env(home: Path, **extra: str) -> dict[str, str]:
-    """What the agent starts with: a HOME of its own, no Memmy setting (the hook's command carries its
-    ``MEMMY_KB_HOME``), no credential of this machine."""
-    return {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb", **extra}
 
 
 def install(agent: str, desktop: Desktop, env: dict[str, str]) -> None:
@@ -79,25 +58,6 @@ def install(agent: str, desktop: Desktop, env: dict[str, str]) -> None:
             check=False,
         )
         assert done.returncode == 0, done.stdout + done.stderr
-
-
-def run_agent(argv: list[str], home: Path, work: Path, env: dict[str, str]) -> Run:
-    done = subprocess.run(  # noqa: S603 - the pinned agent, offline
-        argv,
-        cwd=work,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=AGENT_TIMEOUT_SECONDS,
-        check=False,
-    )
-    return Run(home, work, done)
-
-
-def write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n")
 
 
 # -- Each agent, as a person sets it up ------------------------------------------------------------------
@@ -211,18 +171,6 @@ def gemini(bin_dir: Path, models: FakeModels, desktop: Desktop, home: Path, work
     return run_agent(argv, home, work, env)
 
 
-@dataclass(frozen=True)
-class Api:
-    name: str
-    prompt_text: Callable[[dict[str, Any]], str]
-    tool_results: Callable[[dict[str, Any]], list[str]]
-
-
-APIS = {
-    "anthropic": Api("anthropic", fake_models.anthropic_user_text, fake_models.anthropic_tool_results),
-    "openai": Api("openai", fake_models.openai_text, fake_models.openai_tool_results),
-    "gemini": Api("gemini", fake_models.gemini_user_text, fake_models.gemini_tool_results),
-}
 AGENTS = {
     "claude-code": (claude_code, "anthropic"),
     "codex": (codex, "openai"),

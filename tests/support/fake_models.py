@@ -4,10 +4,11 @@
 * OpenAI Responses (``POST .../responses``, Codex CLI): streaming SSE;
 * Gemini (``POST /v1beta/models/MODEL:generateContent`` and ``:streamGenerateContent?alt=sse``, Gemini CLI).
 
-Its one script, the same in each API's format: when a request offers a tool whose name ends with
-``search_knowledge`` (an MCP tool, whatever prefix or namespace the agent gives it) and carries no result
-of it yet, the answer asks for that tool with ``{"query": FakeModels.query}`` (Claude Code, which defers MCP
-tools, is first asked to call its ``ToolSearch``); any other request gets a short text answer (a request
+Its one script, the same in each API's format: when a request offers the MCP tool ``FakeModels.tool``
+(``search_knowledge`` unless told otherwise; whatever prefix or namespace the agent gives it, see
+``is_tool``) and carries no result of it yet, the answer asks for that tool with
+``{"query": FakeModels.query}`` (Claude Code, which defers MCP tools, is first asked to call its
+``ToolSearch``); any other request gets a short text answer (a request
 that wants JSON gets a JSON object). Every request is kept, its body parsed, in ``requests``; the
 helpers below find the user's turn and the tool results in each API's shape, for the tests to assert on.
 """
@@ -24,7 +25,7 @@ from typing import Any
 
 from memmy_local.serving import serve_in_background, stop_serving
 
-TOOL_SUFFIX = "search_knowledge"
+TOOL_SUFFIX = "search_knowledge"  # the desktop MCP server's tool (``memmy-kb mcp``)
 # Claude Code's tool that loads the schemas of deferred tools (MCP tools among them).
 DEFERRED_TOOLS = "ToolSearch"
 ANSWER = "Here is what I found."
@@ -46,6 +47,7 @@ class FakeModels:
     """The server's log and its script; ``url`` once started."""
 
     query: str
+    tool: str = TOOL_SUFFIX
     url: str = ""
     requests: list[Logged] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -64,13 +66,13 @@ class FakeModels:
             self._issued[call] = tool
             return call
 
-    def asked(self, answered: set[str], suffix: str) -> bool:
-        """Whether one of the ``answered`` call ids (bare, or behind an API's prefix) is a call of a tool
-        named ``...suffix`` the fake asked for."""
+    def asked(self, answered: set[str], tool: str) -> bool:
+        """Whether one of the ``answered`` call ids (bare, or behind an API's prefix) is a call of the tool
+        ``tool`` (see ``is_tool``) the fake asked for."""
         with self._lock:
             return any(
-                self._issued.get(call.split("_", 1)[-1] if call.startswith("toolu_") else call, "").endswith(
-                    suffix
+                is_tool(
+                    self._issued.get(call.split("_", 1)[-1] if call.startswith("toolu_") else call, ""), tool
                 )
                 for call in answered
             )
@@ -80,8 +82,17 @@ class FakeModels:
             return [entry for entry in self.requests if entry.api == api]
 
 
-def _tool_name(names: list[str]) -> str | None:
-    return next((name for name in names if name.endswith(TOOL_SUFFIX)), None)
+def is_tool(name: str, tool: str) -> bool:
+    """Whether ``name``, as an agent offers it to its model, is our MCP tool ``tool``: bare, or behind the
+    agent's prefix or namespace (``mcp__memmy-kb__search``, ``memmy-kb/search``, ``mcp_memmy-kb_search``),
+    and never another tool that merely ends the same way (Gemini CLI's ``google_web_search``)."""
+    if name == tool or name.endswith(("__" + tool, "/" + tool)):
+        return True
+    return name.endswith("_" + tool) and "memmy" in name
+
+
+def _tool_name(names: list[str], tool: str) -> str | None:
+    return next((name for name in names if is_tool(name, tool)), None)
 
 
 # -- Anthropic Messages -----------------------------------------------------------------------------------
@@ -119,20 +130,20 @@ def anthropic_user_text(body: dict[str, Any]) -> str:
 
 def _anthropic_reply(models: FakeModels, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     offered = anthropic_tools(body)
-    tool = _tool_name(offered)
+    tool = _tool_name(offered, models.tool)
     answered = {
         str(block.get("tool_use_id"))
         for block in anthropic_blocks(body, "user")
         if block.get("type") == "tool_result"
     }
     wanted: tuple[str, dict[str, Any]] | None = None
-    if models.asked(answered, TOOL_SUFFIX):
+    if models.asked(answered, models.tool):
         wanted = None
     elif tool is not None:
         wanted = tool, {"query": models.query}
     elif DEFERRED_TOOLS in offered and not models.asked(answered, DEFERRED_TOOLS):
         # Claude Code defers MCP tools: their schemas come from its ToolSearch tool first.
-        wanted = DEFERRED_TOOLS, {"query": TOOL_SUFFIX}
+        wanted = DEFERRED_TOOLS, {"query": models.tool}
     if wanted is None:
         return [{"type": "text", "text": ANSWER}], "end_turn"
     call = models.call_id(wanted[0])
@@ -225,7 +236,7 @@ def openai_text(body: dict[str, Any], roles: tuple[str, ...] = ("user", "develop
 
 
 def _openai_events(models: FakeModels, body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    tool = _tool_name(openai_tools(body))
+    tool = _tool_name(openai_tools(body), models.tool)
     if tool is not None and not openai_tool_results(body):
         call = models.call_id(tool)
         namespace, _, name = tool.rpartition("/")
@@ -299,7 +310,7 @@ def gemini_user_text(body: dict[str, Any]) -> str:
 
 
 def _gemini_reply(models: FakeModels, body: dict[str, Any]) -> dict[str, Any]:
-    tool = _tool_name(gemini_tools(body))
+    tool = _tool_name(gemini_tools(body), models.tool)
     config = body.get("generationConfig") or body.get("config") or {}
     part: dict[str, Any]
     if tool is not None and not gemini_tool_results(body):
