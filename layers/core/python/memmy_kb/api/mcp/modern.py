@@ -41,7 +41,7 @@ CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
 SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
 
 # The tools change only with a deployment: a client may reuse the list (and discover's answer) this long.
-TOOLS_TTL_MS: Final = 5 * 60 * 1000
+CACHE_TTL_MS: Final = 5 * 60 * 1000
 CACHE_SCOPE: Final = "private"
 CAPABILITIES: Final = {"tools": {"listChanged": False}}
 
@@ -89,7 +89,7 @@ def _discover(tools: Sequence[Tool], server: ServerInfo, params: Mapping[str, An
     result: dict[str, Any] = {
         "supportedVersions": list(SUPPORTED_VERSIONS),
         "capabilities": CAPABILITIES,
-        "ttlMs": TOOLS_TTL_MS,
+        "ttlMs": CACHE_TTL_MS,
         "cacheScope": CACHE_SCOPE,
     }
     if server.instructions is not None:
@@ -98,7 +98,7 @@ def _discover(tools: Sequence[Tool], server: ServerInfo, params: Mapping[str, An
 
 
 def _tools_list(tools: Sequence[Tool], server: ServerInfo, params: Mapping[str, Any]) -> dict[str, Any]:
-    return {"tools": list_tools(tools, params), "ttlMs": TOOLS_TTL_MS, "cacheScope": CACHE_SCOPE}
+    return {"tools": list_tools(tools, params), "ttlMs": CACHE_TTL_MS, "cacheScope": CACHE_SCOPE}
 
 
 def _tools_call(tools: Sequence[Tool], server: ServerInfo, params: Mapping[str, Any]) -> dict[str, Any]:
