@@ -35,9 +35,7 @@ def connection_among(connections: list[Connection], given: str) -> Connection:
         if connection.get("id") == given:
             return connection
     matches = [
-        c
-        for c in connections
-        if _same(str(c.get("client_name") or ""), given) or c.get("client_id") == given
+        c for c in connections if _same(str(c.get("client_name") or ""), given) or c.get("client_id") == given
     ]
     active = [c for c in matches if c.get("state") == "active"]
     if len(active) == 1 or len(matches) == 1:

@@ -63,7 +63,9 @@ def _differences(typed_dict: type, expected: dict[str, Any]) -> list[str]:
     found += [f"{name}: optional in the client" for name in sorted(optional)]
     for name in hints.keys() & expected.keys():
         if _shape(hints[name]) != expected[name]:
-            found.append(f"{name}: {_shape(hints[name])} in the client, {expected[name]} in the cloud's reply")
+            found.append(
+                f"{name}: {_shape(hints[name])} in the client, {expected[name]} in the cloud's reply"
+            )
     return found
 
 

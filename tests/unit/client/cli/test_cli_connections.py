@@ -44,8 +44,18 @@ class FakeCloud:
             connection("conn_url", None),
         ]
         self.activity = [
-            {"kind": "connection_revoked", "connection_id": "conn_old", "client_name": "Claude", "at": "2026-12-06T01:00:00Z"},
-            {"kind": "connection_added", "connection_id": "conn_gpt1", "client_name": "研发助手", "at": "2026-12-05T01:00:00Z"},
+            {
+                "kind": "connection_revoked",
+                "connection_id": "conn_old",
+                "client_name": "Claude",
+                "at": "2026-12-06T01:00:00Z",
+            },
+            {
+                "kind": "connection_added",
+                "connection_id": "conn_gpt1",
+                "client_name": "研发助手",
+                "at": "2026-12-05T01:00:00Z",
+            },
         ]
         self.sent: list[tuple[str, str]] = []
         self.listing_down = False
@@ -55,7 +65,9 @@ class FakeCloud:
         self.sent.append((request.method, path))
         match request.method, path.split("/")[1:]:
             case "GET", ["me", "connections"] if self.listing_down:
-                return httpx.Response(503, json={"error": {"code": "unavailable", "message": "Try again shortly."}})
+                return httpx.Response(
+                    503, json={"error": {"code": "unavailable", "message": "Try again shortly."}}
+                )
             case "GET", ["me", "connections"]:
                 return httpx.Response(200, json={"connections": self.connections, "activity": self.activity})
             case "DELETE", ["me", "connections", conn_id]:
@@ -121,7 +133,9 @@ def test_ls_with_none_says_what_a_connected_app_is_and_that_local_agents_use_the
     cloud.connections, cloud.activity = [], []
     code, out, _ = run(capsys, "connections", "ls")
     assert code == 0
-    assert out.splitlines()[1].startswith("  (no connected apps: an app such as a Claude or ChatGPT connector")
+    assert out.splitlines()[1].startswith(
+        "  (no connected apps: an app such as a Claude or ChatGPT connector"
+    )
     assert "agents on this computer use the desktop service instead" in out
     assert "Recent activity" not in out
 
@@ -151,7 +165,10 @@ def test_revoke_takes_an_id_or_a_unique_client_name(
 
 
 def test_revoke_json_says_which(cloud: FakeCloud, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(capsys, "connections", "revoke", "Claude", "--json")[:2] == (0, '{\n  "revoked": "conn_claude"\n}\n')
+    assert run(capsys, "connections", "revoke", "Claude", "--json")[:2] == (
+        0,
+        '{\n  "revoked": "conn_claude"\n}\n',
+    )
 
 
 def test_an_ambiguous_name_lists_the_ids_and_sends_nothing(
