@@ -19,14 +19,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from memmy_kb_client.desktop import page as desktop_page
 from memmy_kb_client.desktop.routes import PAGE_HEADERS
 from tests.support.e2e_desktop import clean_env
 from tests.support.page_browser import PageUser, chromium, new_page, start_user
-from tests.support.stack import CLI, LOCAL_CLI
+from tests.support.remote_mcp import call_mcp, mcp_token
+from tests.support.stack import CLI
 from tests.support.stage import Stage
 
 pytestmark = pytest.mark.e2e
@@ -197,7 +197,7 @@ def test_each_app_says_what_it_may_do_and_is_disconnected_once_asked(browser, la
     section = page.locator("#connections")
     expect(section.get_by_role("heading", name=words["heading"])).to_be_visible()
     claude = section.locator("li[data-connection=conn_claude]")
-    assert [t.strip() for t in claude.locator("strong, .meta").all_inner_texts()] == words["claude"]
+    assert [t.strip() for t in claude.locator("strong, .meta, .state").all_inner_texts()] == words["claude"]
     # Another app's name stays text, set apart in a <bdi>; never used is said so
     evil = section.locator("li[data-connection=conn_evil]")
     expect(evil.locator("bdi")).to_have_text(f"研发助手\u202e{XSS}")
@@ -253,40 +253,6 @@ def test_the_connected_apps_fit_a_phone_and_a_wide_screen(browser, lang, width):
 # The story on the local stack: an agent off the desktop connects with an MCP token, the person disconnects it.
 
 
-def mcp_token(stage: Stage, user_id: str) -> str:
-    """An MCP access token of ``user_id``, as ``memmy-local token USER --mcp`` prints it (the stack's key)."""
-    assert stage.local is not None
-    done = subprocess.run(  # noqa: S603 - our own CLI with fixed arguments
-        [*LOCAL_CLI, "token", user_id, "--mcp", "--data-dir", str(stage.local.key_path.parent)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip().splitlines()[-1]
-
-
-def call_mcp(stage: Stage, token: str) -> httpx.Response:
-    """One MCP request to the remote endpoint, as a 2025-06-18 client opens: ``initialize``."""
-    message = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "e2e-agent", "version": "1"},
-        },
-    }
-    headers = {
-        "Authorization": f"Bearer {token}",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2025-06-18",
-    }
-    return httpx.post(f"{stage.api_url}/mcp", json=message, headers=headers, timeout=30)
-
-
 @pytest.fixture(scope="module")
 def person(stage: Stage, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageUser]:
     user = start_user(
@@ -316,8 +282,9 @@ def test_an_agent_connected_with_an_mcp_token_is_listed_and_disconnected_from_th
     from playwright.sync_api import expect
 
     # Given an agent off the desktop that reached the remote endpoint with the person's MCP token
-    token = mcp_token(stage, person.user_id)
-    assert call_mcp(stage, token).status_code == 200
+    assert stage.local is not None
+    token = mcp_token(stage.local.key_path.parent, person.user_id)
+    assert call_mcp(stage.api_url, token).status_code == 200
 
     # Then the command lists it, through the desktop service: the client the token was issued for
     listed = connections_cli(person, "ls", "--json")
@@ -346,7 +313,7 @@ def test_an_agent_connected_with_an_mcp_token_is_listed_and_disconnected_from_th
     expect(page.locator("#connection-activity li[data-kind=connection_revoked]")).to_have_count(1)
 
     # Then the agent's token is refused, saying so in the way the MCP authorization spec asks
-    refused = call_mcp(stage, token)
+    refused = call_mcp(stage.api_url, token)
     assert refused.status_code == 401
     assert 'error="invalid_token"' in refused.headers["WWW-Authenticate"]
     # and the command shows it disconnected; revoking it again by the client's name is fine

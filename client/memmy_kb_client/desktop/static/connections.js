@@ -71,7 +71,7 @@ function connectionItem(connection) {
     el("strong", { class: "client-name" }, theirs(name)),
     el("span", { class: "meta" }, t("connSince", { when: when(connection.since) }), " · ", lastUsedWords(connection)),
     el("span", { class: "meta scope" }, t("connMay", { what: scopeWords(connection.scope) })),
-    el("span", { class: active ? "meta state" : "meta state muted", text: stateWords(connection) }),
+    el("span", { class: "state", text: stateWords(connection) }),
     active ? el("div", { class: "actions" },
       el("button", { type: "button", class: "danger", text: t("disconnect"), "aria-label": `${t("disconnect")} ${name}`,
         onclick: () => disconnect(connection) })) : null);
