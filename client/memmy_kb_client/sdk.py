@@ -19,6 +19,7 @@ import httpx
 from memmy_kb_client.api_error import (
     MemmyApiError as MemmyApiError,  # the SDK's error, where callers import it
 )
+from memmy_kb_client.connection_sdk import ConnectionMethods
 from memmy_kb_client.http_client import OK, HttpClient, classify
 from memmy_kb_client.replies import (
     CleanupAccepted,
@@ -114,8 +115,9 @@ class _SavedLogin:
         pass
 
 
-class MemmyClient(TeamMethods):
-    """One method per route (the team routes': ``team_sdk``); raises MemmyApiError for every non-2xx answer."""
+class MemmyClient(TeamMethods, ConnectionMethods):
+    """One method per route (the team routes': ``team_sdk``; the connected apps': ``connection_sdk``);
+    raises MemmyApiError for every non-2xx answer."""
 
     def __init__(
         self,

@@ -3,8 +3,9 @@
 
 It starts its own local stack and three desktop services (an owner, a reader and a newcomer), seeds the seed story's
 documents over the API, and the teams (the owner's "销售部", which the reader joined, with the KB shared with
-it and one more person invited; and "市场部", whose invitation the reader has not answered yet), and
-photographs the page as each person sees it.
+it and one more person invited; and "市场部", whose invitation the reader has not answered yet), and an app
+connected to the owner's knowledge bases through the remote MCP endpoint, and photographs the page as each
+person sees it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import httpx
 from memmy_local.demo import COMPARISON, PRODUCT_INTRO
 from tests.support.e2e_story import QUESTION, upload, wait_until_available
 from tests.support.page_browser import chromium, new_page, start_user
+from tests.support.remote_mcp import call_mcp, mcp_token
 from tests.support.stack import start_stack, stop_stack
 from tests.support.stage import Stage
 
@@ -89,6 +91,8 @@ def main(out: Path) -> int:
         with httpx.Client(base_url=stack.api_url, timeout=30) as api:
             api.put("/me", headers={"Authorization": f"Bearer {stack.token(invitee, name='市场部小林')}"})
         seed_teams(stack.api_url, owner_token, (reader.user_id, token), invitee, kb)
+        connected = call_mcp(stack.api_url, mcp_token(stack.key_path.parent, owner.user_id))
+        connected.raise_for_status()  # the owner's connected app: memmy-local-cli
         written = []
         with chromium() as browser:
             for lang in LANGS:
@@ -124,6 +128,12 @@ def main(out: Path) -> int:
                     page.locator("#team-list li[data-team] button.link", has_text="销售部").click()
                     page.locator("#team-kbs li[data-kb]").wait_for()
                     shot(page, "teams")
+                    page.context.close()
+
+                    page = new_page(browser, owner, lang=lang, width=width, height=800)
+                    page.locator("#connection-list li[data-connection]").wait_for()
+                    page.locator("#connections").scroll_into_view_if_needed()
+                    shot(page, "connected-apps", full=False)  # the section, in the window as seen
                     page.context.close()
 
                     page = new_page(browser, newcomer, lang=lang, width=width, height=800)

@@ -32,6 +32,8 @@ SUBPACKAGES = frozenset({"home", "sync", "agents", "desktop", "cli"})
 BASE_MODULES = frozenset(
     {
         "api_error",
+        "connection_replies",
+        "connection_sdk",
         "http_client",
         "recall_contract",
         "recall_reply",

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from memmy_kb_client.cli.commands import add_kb_commands, shared_options
+from memmy_kb_client.cli.connection_commands import add_connection_commands
 from memmy_kb_client.cli.desktop_commands import add_desktop_commands
 from memmy_kb_client.cli.failures import run_command
 from memmy_kb_client.cli.file_commands import add_file_commands
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_kb_commands(commands)
     add_file_commands(commands)
     add_team_commands(commands, *shared_options())
+    add_connection_commands(commands, shared_options()[0])
     add_recall_commands(commands)
     add_sync_command(commands)
     add_desktop_commands(commands)

@@ -64,6 +64,9 @@ CLOUD_ROUTES: Final = tuple(
         ("POST", "/knowledge-bases/{}/teams"),
         ("GET", "/knowledge-bases/{}/teams"),
         ("DELETE", "/knowledge-bases/{}/teams/{}"),
+        # The apps connected through the remote MCP endpoint: listed and disconnected, never added here.
+        ("GET", "/me/connections"),
+        ("DELETE", "/me/connections/{}"),
     )
 )
 # An id segment as the page sends it, and once a layer is off: unreserved characters and well-formed
@@ -80,6 +83,8 @@ PAGE_MODULES: Final = (
     "app.js",
     "api.js",
     "ask.js",
+    "connection-rules.js",
+    "connections.js",
     "dialog.js",
     "dom.js",
     "events.js",
@@ -96,6 +101,7 @@ PAGE_MODULES: Final = (
     "teams.js",
     "text.js",
     "text-sync.js",
+    "text-connections.js",
     "text-teams.js",
     "uploads.js",
     "versions.js",

@@ -3,9 +3,11 @@
 // controls wired. The page is ES modules with no build step; index.html loads this one, which imports the
 // rest: the words (text.js, text-sync.js, i18n.js), the requests (api.js), what the page holds (state.js),
 // the lists (lists.js), the open knowledge base (kb.js, uploads.js, share.js, versions.js), the synced
-// folders (links.js), the teams (teams.js, team.js, team-rules.js, text-teams.js) and "Try a question" (ask.js).
+// folders (links.js), the teams (teams.js, team.js, team-rules.js, text-teams.js), the connected apps
+// (connections.js, connection-rules.js, text-connections.js) and "Try a question" (ask.js).
 import { api, human, newKey, seg } from "./api.js";
 import { ask, renderAnswer } from "./ask.js";
+import { loadConnections, renderConnections } from "./connections.js";
 import { askName, confirmDanger, trapFocus } from "./dialog.js";
 import { $, notice } from "./dom.js";
 import { listen } from "./events.js";
@@ -65,6 +67,7 @@ function switchLanguage(lang) {
   }
   renderTeams();
   renderTeam();
+  renderConnections();
   renderAnswer();
   loadLinks().catch(() => {});
 }
@@ -149,6 +152,7 @@ function wire() {
     if (document.visibilityState === "visible" && state.csrf) {
       loadLists().catch(() => {});
       loadTeams();
+      loadConnections();
     }
   });
   // What the open KB's panel tells the lists, and the open team the Teams section (events.js). A KB and a
@@ -235,6 +239,7 @@ async function start() {
     await api("PUT", "/me");  // registers the profile, so others can share with this account
     await loadLists();
     await loadTeams();  // says its own failure in the Teams section
+    await loadConnections();  // and this one in the Connected apps section
     await loadLinks();
   } catch (error) {
     notice(human(error));

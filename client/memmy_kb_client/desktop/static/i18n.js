@@ -1,17 +1,18 @@
 // @ts-check
-// The page's language and its sentences in it: ``t`` fills a sentence of text.js (text-sync.js, text-teams.js) with
+// The page's language and its sentences in it: ``t`` fills a sentence of text.js (text-sync.js, text-teams.js, text-connections.js) with
 // its values and the commands the person is told to run.
 import { REASONS, TEXT as WORDS } from "./text.js";
 import { SYNC_TEXT } from "./text-sync.js";
 import { TEAM_TEXT } from "./text-teams.js";
+import { CONNECTION_TEXT } from "./text-connections.js";
 
 /** @typedef {import("./text.js").Lang} Lang */
 /** @typedef {Record<string, unknown>} Vars */
 
 /** Every sentence of the page, by language. */
 export const TEXT = {
-  zh: { ...WORDS.zh, ...SYNC_TEXT.zh, ...TEAM_TEXT.zh },
-  en: { ...WORDS.en, ...SYNC_TEXT.en, ...TEAM_TEXT.en },
+  zh: { ...WORDS.zh, ...SYNC_TEXT.zh, ...TEAM_TEXT.zh, ...CONNECTION_TEXT.zh },
+  en: { ...WORDS.en, ...SYNC_TEXT.en, ...TEAM_TEXT.en, ...CONNECTION_TEXT.en },
 };
 
 /** @type {Lang} */

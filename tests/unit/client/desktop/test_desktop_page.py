@@ -100,7 +100,7 @@ def test_literal_route_segments_must_match_exactly():
 
 
 def test_every_cloud_route_the_page_uses_is_listed():
-    assert len(page.CLOUD_ROUTES) == 35
+    assert len(page.CLOUD_ROUTES) == 37
 
 
 @pytest.mark.parametrize(
@@ -123,6 +123,26 @@ def test_the_team_routes_are_reached_as_sharing_is(method, path, target):
     [("GET", "/teams/tm_1/members"), ("PUT", "/teams/tm_1"), ("POST", "/teams/tm_1/members/u_1"), ("GET", "/teams/tm_1/accept")],
 )
 def test_no_team_route_the_cloud_does_not_have_is_reached(method, path):
+    assert page.cloud_target(method, path, "") is None
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "target"),
+    [
+        ("GET", "/me/connections", "/me/connections"),
+        ("DELETE", "/me/connections/conn_0123456789abcdef0123", "/me/connections/conn_0123456789abcdef0123"),
+        ("DELETE", "/me/connections/%252E%252E", "/me/connections/%2E%2E"),
+    ],
+)
+def test_the_connected_apps_are_listed_and_disconnected_through_the_service(method, path, target):
+    assert page.cloud_target(method, path, "") == target
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("POST", "/me/connections"), ("GET", "/me/connections/conn_1"), ("DELETE", "/me/connections"), ("POST", "/mcp")],
+)
+def test_no_connection_is_made_nor_the_mcp_endpoint_reached_through_the_service(method, path):
     assert page.cloud_target(method, path, "") is None
 
 
