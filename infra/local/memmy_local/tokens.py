@@ -32,6 +32,10 @@ DEFAULT_TTL_SECONDS = 12 * 3600
 MCP_SCOPE = "kb.search"
 MCP_TTL_SECONDS = 3600
 CLI_MCP_CLIENT_ID = "memmy-local-cli"
+MAX_CLIENT_NAME = 100  # characters of an MCP token's client_name
+# The local stack's MCP endpoint at the API's default port (memmy_local.stack_config): `memmy-local token
+# --mcp` uses the running stack's when one is recorded in the dev home.
+DEFAULT_MCP_RESOURCE = "http://127.0.0.1:8080/mcp"
 KEY_FILE_NAME = "dev-signing-key.pem"
 HOME_ENV = "MEMMY_KB_HOME"
 ALGORITHM = "RS256"
@@ -138,6 +142,11 @@ def issue_token(
     claims |= profile_claims(name=name, email=email, phone=phone)
     claims |= extra_claims or {}
     return jwt.encode(claims, key, algorithm=ALGORITHM, headers={"kid": key_id(key)})
+
+
+def mcp_resource_url(api_url: str) -> str:
+    """The MCP endpoint of the API at ``api_url``: the resource (RFC 8707) MCP access tokens are for."""
+    return f"{api_url.rstrip('/')}/mcp"
 
 
 def mcp_access_claims(

@@ -15,9 +15,9 @@ from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749 import ClientMixin
 
-MCP_SCOPE = "kb.search"
+from memmy_local.tokens import MAX_CLIENT_NAME, MCP_SCOPE
+
 MCP_GRANT_TYPES = ("authorization_code", "refresh_token")
-MAX_CLIENT_NAME = 100
 MAX_REDIRECT_URIS = 10
 MAX_REDIRECT_URI_LENGTH = 2000
 APPLICATION_TYPES = ("native", "web")

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memmy_local.tokens import ALGORITHM
+from memmy_local.tokens import ALGORITHM, MCP_SCOPE
 
-from .clients import MCP_SCOPE
 from .records import DEVICE_GRANT_TYPE, SCOPES
 
 

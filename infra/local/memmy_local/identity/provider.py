@@ -29,6 +29,7 @@ from memmy_local.serving import serve_in_background, stop_serving
 from memmy_local.tokens import (
     ALGORITHM,
     DEFAULT_AUDIENCE,
+    MCP_SCOPE,
     MCP_TTL_SECONDS,
     SigningKey,
     key_id,
@@ -36,7 +37,7 @@ from memmy_local.tokens import (
 )
 
 from . import pages
-from .clients import MCP_SCOPE, McpClient, origin
+from .clients import McpClient, origin
 from .device_pages import DevicePages
 from .directory import ClientDirectory
 from .discovery import authorization_server_metadata, openid_configuration

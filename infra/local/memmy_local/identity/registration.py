@@ -15,9 +15,10 @@ from authlib.oauth2.rfc7591 import (
     InvalidRedirectURIError,
 )
 
+from memmy_local.tokens import MCP_SCOPE
+
 from .clients import (
     MCP_GRANT_TYPES,
-    MCP_SCOPE,
     REGISTERED,
     ClientMetadataProblem,
     ClientRecord,
