@@ -18,6 +18,7 @@ from memmy_local.identity.clients import (
 )
 from memmy_local.identity.records import PublicClient
 from memmy_local.identity.resources import InvalidTargetError, authorization_resource, check_token_resource
+from tests.support.linear_time import assert_within
 
 RESOURCE = "http://127.0.0.1:8080/mcp"
 MCP = McpClient(ClientRecord("mcp-1", REGISTERED, ("http://127.0.0.1:5000/cb",), 0.0, "Agent"))
@@ -153,3 +154,15 @@ def test_a_token_request_may_repeat_its_grants_resource_or_name_none() -> None:
     ]:
         with pytest.raises(InvalidTargetError):
             check_token_resource(requested, granted)
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["a-" * 995 + "_", "a." * 995 + "-", "1:" * 995 + "g", "a" * 1990 + "."],
+    ids=["dashes", "dots", "colons", "trailing-dot"],
+)
+def test_a_hostile_host_is_judged_at_once(host: str) -> None:
+    # A redirect URI has at most 2000 characters before its host is matched; the host pattern's runs are
+    # bounded ({0,251}, {2,45}), so even the longest is judged in far less than a blink.
+    assert_within(redirect_uri_problem, f"https://{host}/cb", 0.05)
+    assert redirect_uri_problem(f"https://{host}/cb") is not None
