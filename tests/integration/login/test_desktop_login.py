@@ -102,9 +102,7 @@ def test_the_browser_flow_signs_in_and_recall_uses_the_access_token(client, prov
     cookie = page.headers["Set-Cookie"]
     assert cookie.startswith(f"memmy_kb_session_{client.service.port}=")
     assert {"HttpOnly", "SameSite=Strict", "Path=/"} <= {flag.strip() for flag in cookie.split(";")[1:]}
-    session = httpx.get(
-        f"{client.service.url}/api/session", headers={"Cookie": cookie.split(";")[0]}, timeout=10
-    )
+    session = httpx.get(f"{client.service.url}/api/session", headers={"Cookie": cookie.split(";")[0]}, timeout=10)
     assert session.json()["user"] == {"user_id": "alice", "name": "Alice", "email": "alice@example.com"}
     done = flow_state(client, started["flow"])
     assert done["state"] == "done"
@@ -267,13 +265,7 @@ def test_an_unreachable_cloud_or_unknown_mode_cannot_start_a_flow(client, state_
 def test_the_device_flow_polls_until_the_person_signs_in(client, provider):
     status, started = client.control("POST", "/control/login/start", {"mode": "device"})
     assert status == 200
-    assert set(started) == {
-        "flow",
-        "verification_uri",
-        "verification_uri_complete",
-        "user_code",
-        "expires_in",
-    }
+    assert set(started) == {"flow", "verification_uri", "verification_uri_complete", "user_code", "expires_in"}
     assert started["verification_uri"] == f"{provider.issuer}/device"
     time.sleep(0.2)
     assert flow_state(client, started["flow"])["state"] == "pending"
@@ -369,10 +361,7 @@ def test_logout_revokes_the_refresh_token(client, provider):
 
 def test_the_page_signs_in_and_out_and_sees_who(client, provider, service):
     headers = page_session(service)
-    assert (
-        httpx.post(f"{service.url}/api/login", headers={"Cookie": headers["Cookie"]}, timeout=10).status_code
-        == 403
-    )
+    assert httpx.post(f"{service.url}/api/login", headers={"Cookie": headers["Cookie"]}, timeout=10).status_code == 403
     started = httpx.post(f"{service.url}/api/login", headers=headers, timeout=10)
     assert started.status_code == 200
     assert set(started.json()) == {"url"}
@@ -384,9 +373,7 @@ def test_the_page_signs_in_and_out_and_sees_who(client, provider, service):
 
     assert httpx.post(f"{service.url}/api/logout", headers=headers, timeout=10).json() == {}
     assert provider.live_refresh_tokens() == []
-    assert (
-        httpx.get(f"{service.url}/api/session", headers=headers, timeout=10).json()["login"] == "logged_out"
-    )
+    assert httpx.get(f"{service.url}/api/session", headers=headers, timeout=10).json()["login"] == "logged_out"
 
 
 def test_with_a_keychain_the_commands_read_the_control_token_from_it(state_dir, cloud):
@@ -474,9 +461,7 @@ def test_the_command_takes_a_token_on_stdin_or_as_a_flag(service, home, monkeypa
 
 def test_a_failed_sign_in_makes_the_command_fail(service, provider, home, monkeypatch, capsys):
     provider.id_token_overrides = {"nonce": "another-nonce"}
-    monkeypatch.setattr(
-        "webbrowser.open", lambda url: threading.Timer(0.1, browse, args=(url,)).start() or True
-    )
+    monkeypatch.setattr("webbrowser.open", lambda url: threading.Timer(0.1, browse, args=(url,)).start() or True)
     assert cli.main(["desktop", "login"]) == 1
     captured = capsys.readouterr()
     assert "failed: the ID token was refused: not the nonce of this sign-in" in captured.err

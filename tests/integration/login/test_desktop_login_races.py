@@ -168,9 +168,7 @@ def test_the_pages_sign_in_and_sign_out_count_too(client, provider, service):
     assert signed_in_as(client) is None
 
 
-def test_desktop_login_says_its_sign_in_was_cancelled(
-    service, client, provider, state_dir, monkeypatch, capsys
-):
+def test_desktop_login_says_its_sign_in_was_cancelled(service, client, provider, state_dir, monkeypatch, capsys):
     monkeypatch.setenv(paths.HOME_ENV, str(state_dir.parent))
     monkeypatch.setattr(commands, "FLOW_POLL_SECONDS", 0.05)
 

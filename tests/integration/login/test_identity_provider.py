@@ -379,9 +379,7 @@ def test_wrong_user_codes_are_limited_per_client_with_429_and_a_sentence(
     assert '<label for="login_user_id">User ID</label>' in page.text
 
 
-def test_every_loopback_address_is_one_client_for_wrong_codes(
-    idp: IdentityProvider, http: httpx.Client
-) -> None:
+def test_every_loopback_address_is_one_client_for_wrong_codes(idp: IdentityProvider, http: httpx.Client) -> None:
     """A local program may send from any address of 127.0.0.0/8 (Linux answers them all): were each one a
     client of its own, every address would bring a fresh allowance of wrong codes and one more counter."""
     for n in range(WRONG_CODES_PER_CLIENT):

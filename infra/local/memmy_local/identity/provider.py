@@ -1,8 +1,9 @@
 """The dev identity provider: an OpenID Connect server on 127.0.0.1 for the desktop (``memmy-desktop``)
 and an OAuth authorization server for MCP clients (registered, or named by a metadata document; their
 tokens are for the MCP resource, after a consent page), Authlib on Flask, served by werkzeug in a daemon
-thread; whoever signs in is whatever they type (docs/architecture.md, "Local stack"; docs/login.md). Its request log names method, path and status only (query strings
-carry codes), and Authlib's DEBUG lines, which print tokens, are turned off."""
+thread; whoever signs in is whatever they type (docs/architecture.md, "Local stack"; docs/login.md, "MCP
+clients"). Its request log names method, path and status only (query strings carry codes), and
+Authlib's DEBUG lines, which print tokens, are turned off."""
 
 from __future__ import annotations
 
