@@ -178,6 +178,18 @@ def test_refresh_rotates_keeps_auth_time_and_a_reused_token_revokes_the_family(
     assert newest.json()["error"] == "invalid_grant"  # the whole family is revoked
 
 
+def test_a_client_revoking_its_refresh_token_ends_the_grant(
+    idp: IdentityProvider, http: httpx.Client, client_id: str
+) -> None:
+    grant = allowed(idp, http, client_id)
+    rotated = refresh(http, client_id, grant["refresh_token"]).json()
+
+    revoked = http.post("/revoke", data={"token": rotated["refresh_token"], "client_id": client_id})
+
+    assert revoked.status_code == 200
+    assert refresh(http, client_id, rotated["refresh_token"]).json()["error"] == "invalid_grant"
+
+
 def test_a_registered_client_outlives_a_restart_with_its_refresh_token(
     key_path: Path, tmp_path: Path, clock: Clock
 ) -> None:
