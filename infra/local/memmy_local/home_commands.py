@@ -27,17 +27,41 @@ def _token(args: argparse.Namespace) -> int:
     data_dir = args.data_dir
     if data_dir is None and isinstance(state.get("data_dir"), str):
         data_dir = Path(state["data_dir"])
+    if args.mcp or args.client_name is not None:
+        problem = _mcp_options_problem(args)
+        if problem is not None:
+            print(f"{PROG} token: {problem}", file=sys.stderr)
+            return 2
+        print(_mcp_token(args, state, issuer, tokens.signing_key_path(data_dir)))
+        return 0
     token = tokens.issue_token(
         args.user,
         name=args.name,
         email=args.email,
         phone=args.phone,
-        ttl_seconds=args.ttl,
+        ttl_seconds=args.ttl if args.ttl is not None else tokens.DEFAULT_TTL_SECONDS,
         key_path=tokens.signing_key_path(data_dir),
         issuer=issuer,
     )
     print(token)
     return 0
+
+
+def _mcp_token(args: argparse.Namespace, state: dict[str, object], issuer: str, key_path: Path) -> str:
+    """An MCP access token (docs/login.md, "MCP clients") for the running stack's ``/mcp`` (the default
+    API port's when no stack is recorded)."""
+    from memmy_local import tokens
+
+    api_url = state.get("api_url")
+    resource = tokens.mcp_resource_url(api_url) if isinstance(api_url, str) else tokens.DEFAULT_MCP_RESOURCE
+    return tokens.issue_mcp_token(
+        args.user,
+        resource=resource,
+        client_name=args.client_name,
+        ttl_seconds=args.ttl if args.ttl is not None else tokens.MCP_TTL_SECONDS,
+        key_path=key_path,
+        issuer=issuer,
+    )
 
 
 def _reconcile(args: argparse.Namespace) -> int:
@@ -118,7 +142,21 @@ def add_token(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     token.add_argument("--email", help="email claim (asserted as verified)")
     token.add_argument("--phone", help="phone_number claim in E.164 (asserted as verified)")
     token.add_argument(
-        "--ttl", type=int, default=12 * 3600, metavar="SECONDS", help="lifetime (default 12 h)"
+        "--ttl",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="lifetime (default 12 h; with --mcp 1 h, at most)",
+    )
+    token.add_argument(
+        "--mcp",
+        action="store_true",
+        help="an access token for the stack's MCP endpoint (/mcp): scope kb.search, client memmy-local-cli",
+    )
+    token.add_argument(
+        "--client-name",
+        metavar="NAME",
+        help="with --mcp: the client's name the token names (at most 100 characters)",
     )
     token.add_argument(
         "--data-dir",
@@ -127,3 +165,18 @@ def add_token(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="the stack's --data-dir, if it was started with one (default: $MEMMY_KB_HOME, else ~/.memmy-kb)",
     )
     token.set_defaults(func=_token)
+
+
+def _mcp_options_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``token``'s MCP options, in a sentence (exit status 2), or None."""
+    from memmy_local import tokens
+
+    if not args.mcp:
+        return "--client-name applies only with --mcp."
+    if args.name is not None or args.email is not None or args.phone is not None:
+        return "--name, --email and --phone do not apply to --mcp: an MCP token carries no profile."
+    if args.ttl is not None and not 0 < args.ttl <= tokens.MCP_TTL_SECONDS:
+        return f"--ttl with --mcp must be between 1 and {tokens.MCP_TTL_SECONDS} seconds."
+    if args.client_name is not None and not 0 < len(args.client_name) <= tokens.MAX_CLIENT_NAME:
+        return f"--client-name must have between 1 and {tokens.MAX_CLIENT_NAME} characters."
+    return None

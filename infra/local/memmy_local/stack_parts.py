@@ -73,7 +73,9 @@ def ensure_ports_free(config: StackConfig) -> None:
 
 
 def start_identity_provider(undo: ExitStack, config: StackConfig, key: tokens.SigningKey) -> IdentityProvider:
-    """The sign-in provider, first: its URL is the issuer the template's JwtIssuer and the gateway get."""
+    """The sign-in provider, first: its URL is the issuer the template's JwtIssuer and the gateway get.
+    MCP clients' tokens are for the API's ``/mcp``: known here unless the API's port is 0 (any), then
+    ``start_gateway`` tells the provider once the gateway listens."""
     from .identity.provider import IdentityProvider
 
     idp = IdentityProvider(
@@ -84,6 +86,11 @@ def start_identity_provider(undo: ExitStack, config: StackConfig, key: tokens.Si
         audience=config.audience or tokens.DEFAULT_AUDIENCE,
         access_token_ttl=config.access_token_ttl,
         state_dir=config.data_dir,
+        mcp_resource=(
+            tokens.mcp_resource_url(f"http://{config.host}:{config.gateway_port}")
+            if config.gateway_port
+            else None
+        ),
     )
     undo.callback(idp.stop)
     return idp.start()
@@ -205,6 +212,7 @@ def start_gateway(
     )
     undo.callback(gateway.stop)
     gateway.start()
+    idp.mcp_resource = tokens.mcp_resource_url(gateway.url)
     return gateway
 
 

@@ -28,6 +28,14 @@ from jwt.types import Options
 DEFAULT_ISSUER = "http://127.0.0.1:8070"
 DEFAULT_AUDIENCE = "memmy-kb"
 DEFAULT_TTL_SECONDS = 12 * 3600
+# MCP access tokens (docs/login.md, "MCP clients"): for the remote MCP endpoint, at most an hour.
+MCP_SCOPE = "kb.search"
+MCP_TTL_SECONDS = 3600
+CLI_MCP_CLIENT_ID = "memmy-local-cli"
+MAX_CLIENT_NAME = 100  # characters of an MCP token's client_name
+# The local stack's MCP endpoint at the API's default port (memmy_local.stack_config): `memmy-local token
+# --mcp` uses the running stack's when one is recorded in the dev home.
+DEFAULT_MCP_RESOURCE = "http://127.0.0.1:8080/mcp"
 KEY_FILE_NAME = "dev-signing-key.pem"
 HOME_ENV = "MEMMY_KB_HOME"
 ALGORITHM = "RS256"
@@ -133,6 +141,66 @@ def issue_token(
     }
     claims |= profile_claims(name=name, email=email, phone=phone)
     claims |= extra_claims or {}
+    return jwt.encode(claims, key, algorithm=ALGORITHM, headers={"kid": key_id(key)})
+
+
+def mcp_resource_url(api_url: str) -> str:
+    """The MCP endpoint of the API at ``api_url``: the resource (RFC 8707) MCP access tokens are for."""
+    return f"{api_url.rstrip('/')}/mcp"
+
+
+def mcp_access_claims(
+    sub: str,
+    *,
+    issuer: str,
+    resource: str,
+    client_id: str,
+    auth_time: int,
+    now: int,
+    ttl_seconds: int = MCP_TTL_SECONDS,
+    client_name: str | None = None,
+    scope: str = MCP_SCOPE,
+) -> dict[str, Any]:
+    """The claims of an MCP access token: ``aud`` the MCP resource URL, the scope, the client, when the
+    person signed in and consented (``auth_time``, kept across refreshes), at most an hour of life."""
+    if not 0 < ttl_seconds <= MCP_TTL_SECONDS:
+        raise ValueError(f"an MCP access token lives between 1 and {MCP_TTL_SECONDS} seconds")
+    claims: dict[str, Any] = {
+        "iss": issuer,
+        "sub": sub,
+        "aud": resource,
+        "scope": scope,
+        "client_id": client_id,
+        "auth_time": auth_time,
+        "iat": now,
+        "exp": now + ttl_seconds,
+        "jti": uuid.uuid4().hex,
+    }
+    if client_name:
+        claims["client_name"] = client_name
+    return claims
+
+
+def issue_mcp_token(
+    sub: str,
+    *,
+    resource: str,
+    client_name: str | None = None,
+    ttl_seconds: int = MCP_TTL_SECONDS,
+    key_path: Path | None = None,
+    issuer: str = DEFAULT_ISSUER,
+    clock: Clock = time.time,
+) -> str:
+    """An MCP access token for ``sub`` as if client ``memmy-local-cli`` had just been allowed (``auth_time``
+    now): what ``memmy-local token USER --mcp`` prints."""
+    if not sub:
+        raise ValueError("sub must not be empty")
+    key = load_signing_key(key_path)
+    now = int(clock())
+    claims = mcp_access_claims(
+        sub, issuer=issuer, resource=resource, client_id=CLI_MCP_CLIENT_ID, auth_time=now, now=now,
+        ttl_seconds=ttl_seconds, client_name=client_name,
+    )  # fmt: skip
     return jwt.encode(claims, key, algorithm=ALGORITHM, headers={"kid": key_id(key)})
 
 

@@ -32,7 +32,7 @@ SUBCOMMANDS = {
         "--no-desktop",
         "--desktop-port",
     ],
-    "token": ["USER", "--name", "--email", "--phone", "--ttl", "--data-dir"],
+    "token": ["USER", "--name", "--email", "--phone", "--ttl", "--data-dir", "--mcp", "--client-name"],
     "reconcile": ["--data-dir", "--function", "--timeout"],
     "memos": ["--host", "--port", "--prefix", "--api-key", "--db", "--processing-delay"],
 }

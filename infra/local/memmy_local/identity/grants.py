@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from authlib.oauth2.rfc6749 import AccessDeniedError, InvalidGrantError, InvalidRequestError, grants
+from authlib.oauth2 import OAuth2Error
+from authlib.oauth2.rfc6749 import (
+    AccessDeniedError,
+    InvalidGrantError,
+    InvalidRequestError,
+    UnauthorizedClientError,
+    grants,
+)
 from authlib.oauth2.rfc6750 import BearerTokenValidator
 from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7636 import CodeChallenge
@@ -19,6 +26,7 @@ from memmy_local.tokens import ALGORITHM, TokenError, verify_token
 from .issuer import TokenIssuer
 from .records import (
     CLIENT_ID,
+    DEVICE_GRANT_TYPE,
     DEVICE_POLL_INTERVAL,
     AuthorizationCode,
     DeviceRequest,
@@ -26,6 +34,7 @@ from .records import (
     PublicClient,
     RefreshRecord,
 )
+from .resources import authorization_resource, check_token_resource
 from .state import CODE_TTL_SECONDS, DEVICE_TTL_SECONDS
 
 
@@ -87,8 +96,53 @@ class CodeIdToken(IdToken, OpenIDCode):  # type: ignore[misc]
         return False  # each code is single use; the client checks the nonce it sent
 
 
-class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
+class _ResourceBound:
+    """A grant whose tokens are for the resource its code or refresh token was granted for (RFC 8707):
+    the MCP resource for an MCP client's, None (Memmy's API, audience ``memmy-kb``) for the desktop's."""
+
+    server: Any
+    request: Any
+
+    def granted_resource(self) -> str | None:
+        record = self.request.authorization_code or self.request.refresh_token
+        return None if record is None else record.resource
+
+    def check_requested_resource(self) -> None:
+        check_token_resource(self.request.payload.datalist.get("resource", []), self.granted_resource())
+
+    def generate_token(
+        self,
+        user: Identity | None = None,
+        scope: str | None = None,
+        grant_type: str | None = None,
+        expires_in: int | None = None,
+        include_refresh_token: bool = True,
+    ) -> dict[str, Any]:
+        assert user is not None
+        return _issuer(self.server).token_response(
+            self.request.client, user, scope, self.granted_resource(), include_refresh_token
+        )
+
+
+class CodeGrant(_ResourceBound, grants.AuthorizationCodeGrant):  # type: ignore[misc]
     TOKEN_ENDPOINT_AUTH_METHODS = ["none"]  # noqa: RUF012
+
+    def requested_resource(self, request: Any) -> str | None:
+        requested = request.payload.datalist.get("resource", [])
+        return authorization_resource(request.client, requested, _issuer(self.server).mcp_resource)
+
+    def validate_authorization_request(self) -> str:
+        redirect_uri: str = super().validate_authorization_request()
+        try:
+            self.requested_resource(self.request)
+        except OAuth2Error as error:
+            error.redirect_uri = redirect_uri  # checked: the answer goes back to the client
+            raise
+        return redirect_uri
+
+    def validate_token_request(self) -> None:
+        super().validate_token_request()
+        self.check_requested_resource()
 
     def save_authorization_code(self, code: str, request: Any) -> None:
         data, idp = request.payload.data, _issuer(self.server)
@@ -103,6 +157,7 @@ class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
                 nonce=data.get("nonce"),
                 code_challenge=data.get("code_challenge"),
                 code_challenge_method=data.get("code_challenge_method"),
+                resource=self.requested_resource(request),
             )
         )
 
@@ -116,9 +171,13 @@ class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
         return authorization_code.identity
 
 
-class RefreshGrant(grants.RefreshTokenGrant):  # type: ignore[misc]
+class RefreshGrant(_ResourceBound, grants.RefreshTokenGrant):  # type: ignore[misc]
     TOKEN_ENDPOINT_AUTH_METHODS = ["none"]  # noqa: RUF012
     INCLUDE_NEW_REFRESH_TOKEN = True
+
+    def validate_token_request(self) -> None:
+        super().validate_token_request()
+        self.check_requested_resource()
 
     def authenticate_refresh_token(self, refresh_token: str) -> RefreshRecord | None:
         return _issuer(self.server).state.claim_refresh(refresh_token)
@@ -164,11 +223,19 @@ class DeviceEndpoint(DeviceAuthorizationEndpoint):  # type: ignore[misc]
     EXPIRES_IN = DEVICE_TTL_SECONDS
     INTERVAL = DEVICE_POLL_INTERVAL
 
+    def authenticate_client(self, request: Any) -> Any:
+        client = super().authenticate_client(request)
+        if not client.check_grant_type(DEVICE_GRANT_TYPE):
+            raise UnauthorizedClientError("This client may not use the device authorization grant.")
+        return client
+
     def get_verification_uri(self) -> str:
         return f"{_issuer(self.server).url}/device"
 
     def save_device_credential(self, client_id: str, scope: str | None, data: dict[str, Any]) -> None:
-        _issuer(self.server).state.add_device(client_id, PublicClient(client_id).get_allowed_scope(scope), data)
+        _issuer(self.server).state.add_device(
+            client_id, PublicClient(client_id).get_allowed_scope(scope), data
+        )
 
 
 class Revocation(RevocationEndpoint):  # type: ignore[misc]

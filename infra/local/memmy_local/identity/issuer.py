@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from joserfc.jwk import RSAKey
 
 from memmy_local.tokens import SigningKey
 
+from .records import Identity
 from .state import IdentityState
 
 
@@ -23,3 +24,15 @@ class TokenIssuer(Protocol):
     ttl: int
     url: str
     state: IdentityState
+    mcp_resource: str | None
+
+    def token_response(
+        self,
+        client: Any,
+        user: Identity,
+        scope: str | None,
+        resource: str | None,
+        include_refresh_token: bool,
+    ) -> dict[str, Any]:
+        """The token response for ``client``: an MCP access token when ``resource`` is the MCP resource."""
+        ...

@@ -1,10 +1,12 @@
 """The dev identity provider's pages: plain server-rendered HTML, no script.
 
 The sign-in form (``/authorize`` and, after the code, ``/device``) has the textboxes "User ID", "Name",
-"Email" and "Phone" and the button "Sign in"; the device page has the textbox "Code". Every form carries
-the parameters it was made for plus ``form_token``, an HMAC of them under the provider's secret: a form
-posted from anywhere else, or with a parameter changed, is refused. What is typed is checked here
-(``read_sign_in``): a user id is required, a phone must be E.164 and an email must look like one.
+"Email" and "Phone" and the button "Sign in"; the device page has the textbox "Code"; after an MCP
+client's sign-in, the consent page names the client and has the buttons "Allow" and "Deny". Every form
+carries the parameters it was made for plus ``form_token``, an HMAC of them under the provider's secret
+(the consent form's under another secret, so that no sign-in form passes for it): a form posted from
+anywhere else, or with a parameter changed, is refused. What is typed is checked here (``read_sign_in``):
+a user id is required, a phone must be E.164 and an email must look like one.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from html import escape
 
+from .records import Identity
+
 # The sign-in fields' names; every other posted field is a parameter of the request being answered.
 USER_FIELDS = {
     "login_user_id": "User ID",
@@ -24,6 +28,12 @@ USER_FIELDS = {
     "login_phone": "Phone",
 }
 FORM_TOKEN = "form_token"  # noqa: S105 - a field name
+DECISION = "decision"  # the consent page's buttons: "allow" or "deny"
+# Who signed in, carried by the consent form (bound by its form token) to the answer.
+CONSENT_FIELDS = ("consent_user_id", "consent_name", "consent_email", "consent_phone")
+MCP_PERMISSION = (
+    "search and read your knowledge bases, read only; it cannot change, share or delete anything."
+)
 E164 = re.compile(r"\+[1-9][0-9]{1,14}")
 # A dot inside the domain, found by one lookahead: "[^@\s]+\.[^@\s]+" after the "@" tried every dot of
 # a domain of dots to its end (0.9 s for 16 KB).
@@ -47,6 +57,13 @@ _STYLE = (
 )
 
 
+def headers_redirecting_to(origin: str) -> dict[str, str]:
+    """``PAGE_HEADERS`` for a page whose form's answer redirects to ``origin`` (an MCP client's redirect
+    URI, checked): browsers hold a form's redirect to the Content-Security-Policy's ``form-action``."""
+    policy = CONTENT_SECURITY_POLICY.replace("http://127.0.0.1:*", f"http://127.0.0.1:* {origin}")
+    return PAGE_HEADERS | {"Content-Security-Policy": policy}
+
+
 @dataclass(frozen=True)
 class SignIn:
     """What was typed on the sign-in form; ``None`` for a field left empty."""
@@ -64,8 +81,26 @@ def form_token(secret: bytes, params: Iterable[tuple[str, str]]) -> str:
 
 
 def request_params(form: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The posted fields that are parameters of the original request (not typed, not the form token)."""
-    return [(k, v) for k, v in form if k not in USER_FIELDS and k != FORM_TOKEN]
+    """The posted fields that are parameters of the original request (not typed, not the form token, not
+    the button pressed)."""
+    return [(k, v) for k, v in form if k not in USER_FIELDS and k not in (FORM_TOKEN, DECISION)]
+
+
+def original_params(form: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``request_params`` without the consent form's own fields: a request cannot bring them along."""
+    return [(k, v) for k, v in request_params(form) if k not in CONSENT_FIELDS]
+
+
+def consent_params(identity: Identity) -> list[tuple[str, str]]:
+    """Who signed in, as the consent form carries them (empty fields left out)."""
+    values = (identity.user_id, identity.name, identity.email, identity.phone)
+    return [(field, value) for field, value in zip(CONSENT_FIELDS, values, strict=True) if value]
+
+
+def consented_identity(form: Mapping[str, str], auth_time: int) -> Identity:
+    """Who signed in, from a consent form whose token was checked; ``auth_time``: when they allowed."""
+    name, email, phone = (form.get(field) or None for field in CONSENT_FIELDS[1:])
+    return Identity(form.get("consent_user_id", ""), name, email, phone, auth_time)
 
 
 def form_is_ours(secret: bytes, form: Iterable[tuple[str, str]], token: str | None) -> bool:
@@ -159,6 +194,34 @@ def device_code_page(action: str, secret: bytes, *, code: str = "", errors: list
         '<button type="submit">Continue</button></form>'
     )
     return _page("Connect a device to Memmy (local)", body)
+
+
+def consent_page(
+    action: str,
+    params: list[tuple[str, str]],
+    secret: bytes,
+    *,
+    user_id: str,
+    client_name: str | None,
+    redirect_host: str,
+) -> str:
+    """The consent form for an MCP client: who it is (its name and where it sends the answer), what it may
+    do, and the buttons "Allow" and "Deny". ``params`` include who signed in (``CONSENT_FIELDS``)."""
+    who = (
+        f"<strong>{escape(client_name)}</strong> ({escape(redirect_host)})"
+        if client_name
+        else (f"An application at <strong>{escape(redirect_host)}</strong>")
+    )
+    body = (
+        f'<p class="note">Signed in as {escape(user_id)}.</p>'
+        f"<p>{who} asks to connect to your Memmy account.</p>"
+        f"<p>If you allow it, it may {escape(MCP_PERMISSION)}</p>"
+        f'<form method="post" action="{escape(action)}">{_hidden(params)}'
+        f'<input type="hidden" name="{FORM_TOKEN}" value="{form_token(secret, params)}">'
+        f'<button type="submit" name="{DECISION}" value="allow">Allow</button> '
+        f'<button type="submit" name="{DECISION}" value="deny">Deny</button></form>'
+    )
+    return _page("Allow access to Memmy (local)?", body)
 
 
 def message_page(title: str, text: str) -> str:

@@ -100,6 +100,7 @@ class AuthorizationCode(AuthorizationCodeMixin):  # type: ignore[misc]
     nonce: str | None = None
     code_challenge: str | None = None
     code_challenge_method: str | None = None
+    resource: str | None = None  # RFC 8707: the MCP resource for an MCP client's code, else None
 
     def get_redirect_uri(self) -> str:
         return self.redirect_uri
@@ -125,6 +126,7 @@ class RefreshRecord:
     identity: Identity
     issued_at: float
     state: str = "active"  # active | rotated | revoked
+    resource: str | None = None  # RFC 8707: the MCP resource of an MCP client's grant, else None
 
     def check_client(self, client: ClientMixin) -> bool:
         return bool(client.get_client_id() == self.client_id)

@@ -1,8 +1,8 @@
 """What the dev identity provider remembers, in memory behind one lock: codes, refresh tokens (with
-their rotations) and device requests (their records: ``memmy_local.identity.records``), with what
-rate-limits them (RFC 8628 5.1, 3.5). Refresh tokens are kept by their SHA-256 and, with a ``path``,
-written there (0600) after every change, so a desktop login survives a restart; codes and device
-requests never are."""
+their rotations), device requests (their records: ``memmy_local.identity.records``) and MCP clients
+(``memmy_local.identity.clients``), with what rate-limits them (RFC 8628 5.1, 3.5; registrations per
+hour). Refresh tokens are kept by their SHA-256 and, with a ``path``, written there (0600) with the MCP
+clients after every change, so a login survives a restart; codes and device requests never are."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from memmy_local.identity.clients import ClientRecord
 from memmy_local.identity.records import (
     DEVICE_POLL_INTERVAL,
     AuthorizationCode,
@@ -33,7 +34,17 @@ SLOW_DOWN_SECONDS = 5  # RFC 8628 3.5: slow_down adds 5 s to the interval, for e
 WRONG_CODES_PER_CLIENT = 10
 WRONG_CODE_WINDOW_SECONDS = 600
 REFRESH_TTL_SECONDS = 30 * 24 * 3600
+REGISTRATIONS_PER_HOUR = 100
+MAX_CLIENTS = 500  # registered and metadata-document clients together; the oldest unused one makes room
 _FORMAT_VERSION = 1
+
+
+class RegistrationRefused(Exception):
+    """No client can be added now; the message says why, ``retry_after`` (seconds) when to try again."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 def normalize_user_code(text: str) -> str:
@@ -67,8 +78,10 @@ class IdentityState:
         self._refresh: dict[str, RefreshRecord] = {}
         self._devices: dict[str, DeviceRequest] = {}
         self._wrong_codes: dict[str, list[float]] = {}  # client address -> when it typed a wrong code
+        self._clients: dict[str, ClientRecord] = {}
+        self._registrations: list[float] = []  # when each client registered in the last hour
         if path is not None and path.exists():
-            self._refresh = _load(path)
+            self._refresh, self._clients = _load(path)
 
     # -- authorization codes (single use, CODE_TTL_SECONDS) -------------------------------------
 
@@ -89,7 +102,14 @@ class IdentityState:
     # -- refresh tokens (rotated on each use, revocable by family) ------------------------------
 
     def add_refresh(
-        self, token: str, *, client_id: str, scope: str, identity: Identity, family: str | None = None
+        self,
+        token: str,
+        *,
+        client_id: str,
+        scope: str,
+        identity: Identity,
+        family: str | None = None,
+        resource: str | None = None,
     ) -> None:
         record = RefreshRecord(
             token_hash=_hash(token),
@@ -98,6 +118,7 @@ class IdentityState:
             scope=scope,
             identity=identity,
             issued_at=self.clock(),
+            resource=resource,
         )
         with self._lock:
             self._refresh[record.token_hash] = record
@@ -140,13 +161,57 @@ class IdentityState:
         horizon = self.clock() - REFRESH_TTL_SECONDS
         self._refresh = {k: v for k, v in self._refresh.items() if v.issued_at > horizon}
         records = [asdict(record) for record in self._refresh.values()]
-        body = json.dumps({"version": _FORMAT_VERSION, "refresh_tokens": records})
+        clients = [asdict(record) for record in self._clients.values()]
+        body = json.dumps({"version": _FORMAT_VERSION, "refresh_tokens": records, "clients": clients})
         self._path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._path.with_name(f".{self._path.name}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(body)
         tmp.replace(self._path)
+
+    # -- MCP clients (registered, or named by a metadata document) -------------------------------
+
+    def register_client(self, record: ClientRecord) -> None:
+        """Keep a newly registered client; ``RegistrationRefused`` past ``REGISTRATIONS_PER_HOUR``."""
+        with self._lock:
+            now = self.clock()
+            self._registrations = [t for t in self._registrations if t > now - 3600]
+            if len(self._registrations) >= REGISTRATIONS_PER_HOUR:
+                wait = max(1, math.ceil(self._registrations[0] + 3600 - now))
+                raise RegistrationRefused(
+                    f"At most {REGISTRATIONS_PER_HOUR} clients may register in an hour; try again in "
+                    f"{math.ceil(wait / 60)} minutes.",
+                    wait,
+                )
+            self._keep_client(record)
+            self._registrations.append(now)
+            self._save()
+
+    def remember_client(self, record: ClientRecord) -> None:
+        """Keep (or refresh) a client read from its metadata document."""
+        with self._lock:
+            self._clients.pop(record.client_id, None)
+            self._keep_client(record)
+            self._save()
+
+    def client(self, client_id: str) -> ClientRecord | None:
+        with self._lock:
+            return self._clients.get(client_id)
+
+    def _keep_client(self, record: ClientRecord) -> None:
+        if len(self._clients) >= MAX_CLIENTS:
+            in_use = {r.client_id for r in self._refresh.values() if r.state == "active"}
+            unused = sorted(
+                (r.created_at, r.client_id) for r in self._clients.values() if r.client_id not in in_use
+            )
+            if not unused:
+                raise RegistrationRefused(
+                    f"This provider already keeps {MAX_CLIENTS} clients, all signed in; revoke some first.",
+                    3600,
+                )
+            del self._clients[unused[0][1]]
+        self._clients[record.client_id] = record
 
     # -- device requests (RFC 8628) -------------------------------------------------------------
 
@@ -229,13 +294,14 @@ class IdentityState:
             return self._devices.pop(device_code, None) is not None
 
 
-def _load(path: Path) -> dict[str, RefreshRecord]:
+def _load(path: Path) -> tuple[dict[str, RefreshRecord], dict[str, ClientRecord]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         records = [
             RefreshRecord(**{**item, "identity": Identity(**item["identity"])})
             for item in data.get("refresh_tokens", [])
         ]
+        clients = [ClientRecord.from_json(item) for item in data.get("clients", [])]
     except (OSError, ValueError, TypeError, KeyError):
-        return {}  # an unreadable file: every desktop signs in again
-    return {record.token_hash: record for record in records}
+        return {}, {}  # an unreadable file: every desktop and MCP client signs in (registers) again
+    return {record.token_hash: record for record in records}, {c.client_id: c for c in clients}
