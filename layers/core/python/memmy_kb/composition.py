@@ -26,9 +26,11 @@ if TYPE_CHECKING:
     from memmy_kb.domain.fingerprints.store import FingerprintStore
     from memmy_kb.domain.ports.activity import ActivityLog, RateCounters
     from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
+    from memmy_kb.domain.ports.connections import ConnectionStore
     from memmy_kb.domain.ports.contents import ContentStore
     from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngines
     from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
+    from memmy_kb.domain.ports.mcp_hits import HitStore
     from memmy_kb.domain.ports.profiles import ProfileStore
     from memmy_kb.domain.ports.teams import TeamStore
     from memmy_kb.domain.ports.uploads import UploadObjects, UploadRequeue
@@ -110,6 +112,22 @@ def get_rate_counters() -> RateCounters:
     from memmy_kb.adapters.dynamodb.activity import DynamoRateCounters
 
     return DynamoRateCounters(get_table())
+
+
+@cache
+def get_connection_store() -> ConnectionStore:
+    """The remote MCP endpoint's connections and their log (kept ``ACTIVITY_RETENTION_DAYS``)."""
+    from memmy_kb.adapters.dynamodb.connections import DynamoConnectionStore
+
+    return DynamoConnectionStore(get_table(), retention_days=get_settings().activity_retention_days)
+
+
+@cache
+def get_hit_store() -> HitStore:
+    """The remote MCP endpoint's search hits, kept an hour for ``fetch``."""
+    from memmy_kb.adapters.dynamodb.mcp_hits import DynamoHitStore
+
+    return DynamoHitStore(get_table())
 
 
 def get_kb_capacity() -> KbCapacity:
@@ -339,6 +357,8 @@ _CACHED_FACTORIES = (
     get_team_store,
     get_activity_log,
     get_rate_counters,
+    get_connection_store,
+    get_hit_store,
     get_cleanup_store,
     get_create_intents,
     get_backend_slots,

@@ -21,6 +21,7 @@ from memmy_kb.settings import Settings, get_settings
 if TYPE_CHECKING:
     from memmy_kb.domain.ports.activity import ActivityLog, RateCounters
     from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
+    from memmy_kb.domain.ports.connections import ConnectionStore
     from memmy_kb.domain.ports.contents import ContentStore
     from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngines
     from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
@@ -41,7 +42,7 @@ else:
     ActivityLog = CleanupExecutions = CleanupStore = ContentStore = CreateIntents = KnowledgeBaseStore = Any
     KnowledgeEngines = ProfileStore = UploadObjects = SharePolicy = KbCapacity = BackendSlots = Any
     RateGovernor = RecallConfig = PrintsCache = RecallFiles = RateCounters = RecallLimiter = Any
-    TeamStore = TeamPolicy = Any
+    TeamStore = TeamPolicy = ConnectionStore = Any
 
 CallerId = Annotated[str, Depends(current_caller_id)]
 CallerClaims = Annotated[VerifiedClaims, Depends(current_claims)]
@@ -52,6 +53,7 @@ ContentStoreDep = Annotated[ContentStore, Depends(composition.get_content_store)
 ProfileStoreDep = Annotated[ProfileStore, Depends(composition.get_profile_store)]
 TeamStoreDep = Annotated[TeamStore, Depends(composition.get_team_store)]
 ActivityLogDep = Annotated[ActivityLog, Depends(composition.get_activity_log)]
+ConnectionStoreDep = Annotated[ConnectionStore, Depends(composition.get_connection_store)]
 CleanupStoreDep = Annotated[CleanupStore, Depends(composition.get_cleanup_store)]
 CreateIntentsDep = Annotated[CreateIntents, Depends(composition.get_create_intents)]
 BackendSlotsDep = Annotated[BackendSlots, Depends(composition.get_backend_slots)]
