@@ -69,8 +69,8 @@ class FakeConnectionStore:
         return sorted((c for (u, _), c in self.connections.items() if u == user_id), key=lambda c: c.connection_id)
 
     def list_connection_activity(self, user_id: str, *, limit: int, now: int) -> list[ConnectionActivity]:
-        kept = [a for a in self.log.get(user_id, []) if a.at + self._retention > now]
-        return sorted(kept, key=lambda a: a.at, reverse=True)[:limit]
+        kept = [(a.at, n, a) for n, a in enumerate(self.log.get(user_id, [])) if a.at + self._retention > now]
+        return [a for *_, a in sorted(kept, key=lambda e: (e[0], e[1]), reverse=True)][:limit]
 
 
 class FakeHitStore:

@@ -10,6 +10,7 @@ change writes its log entry in the same transaction.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from memmy_kb.adapters.dynamodb.keys import connection_key, connection_log_key
@@ -66,7 +67,8 @@ class DynamoConnectionStore:
         self._retention = retention_days * 86400
 
     def _log_put(self, user_id: str, activity: ConnectionActivity) -> Action:
-        sort = f"{epoch_key(activity.at)}#{os.urandom(6).hex()}"
+        # The second, then the nanosecond clock: entries of one second read back newest first.
+        sort = f"{epoch_key(activity.at)}#{time.time_ns():020d}{os.urandom(3).hex()}"
         item = {
             **connection_log_key(user_id, sort),
             "type": "mcp_connection_log",
