@@ -275,11 +275,19 @@ def test_the_jwt_authorizer_is_the_default(sam_template: dict[str, Any]) -> None
 
 LOGIN_ISSUER = {"Fn::If": ["CreateUserPool", {"Fn::Sub": "https://${UserPool.ProviderURL}"}, {"Ref": "JwtIssuer"}]}
 
-# The one route the desktop reads before it has a token; it serves only public login settings.
-PUBLIC_ROUTES = {("GET", "/login-configuration")}
+# The route the desktop reads before it has a token (public login settings only), and the remote MCP
+# endpoint's, whose function checks its own tokens so that its 401 can name its metadata (RFC 9728).
+PUBLIC_ROUTES = {
+    ("GET", "/login-configuration"),
+    ("POST", "/mcp"),
+    ("GET", "/mcp"),
+    ("DELETE", "/mcp"),
+    ("GET", "/.well-known/oauth-protected-resource/mcp"),
+    ("GET", "/.well-known/oauth-protected-resource"),
+}
 
 
-def test_only_the_login_configuration_opts_out_of_the_authorizer(sam_template: dict[str, Any]) -> None:
+def test_only_the_login_configuration_and_the_mcp_endpoint_opt_out_of_the_authorizer(sam_template: dict[str, Any]) -> None:
     events = list(http_api_events(sam_template))
     assert events
     opened = set()
@@ -294,7 +302,7 @@ def test_only_the_login_configuration_opts_out_of_the_authorizer(sam_template: d
     assert opened == PUBLIC_ROUTES
 
 
-def test_every_translated_route_but_the_public_one_requires_the_jwt(cloudformation: dict[str, Any]) -> None:
+def test_every_translated_route_but_the_public_ones_requires_the_jwt(cloudformation: dict[str, Any]) -> None:
     (api,) = resources_of(cloudformation, "AWS::ApiGatewayV2::Api").values()
     operations = [
         (path, method, operation)
