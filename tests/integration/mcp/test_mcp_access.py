@@ -38,7 +38,8 @@ def test_an_mcp_token_lists_the_three_tools_and_adds_the_connection(mcp, alice):
     assert (conn["id"], conn["client_id"], conn["client_name"], conn["state"]) == (
         connection_id(CLIENT_ID), CLIENT_ID, "Claude", "active"
     )
-    assert conn["scope"] == ["kb.search"] and conn["revoked_at"] is None
+    assert conn["scope"] == ["kb.search"]
+    assert conn["revoked_at"] is None
     assert [(a["kind"], a["client_name"]) for a in listed["activity"]] == [("connection_added", "Claude")]
 
 
@@ -105,7 +106,8 @@ def test_revoking_is_idempotent_and_an_unknown_or_foreign_connection_is_404(mcp,
         reply = mcp.call("DELETE", f"/me/connections/{target}", user)
         assert (reply.status, reply.body["error"]["code"]) == (HTTPStatus.NOT_FOUND, "connection_not_found")
     (listed,) = mcp.call("GET", "/me/connections", "alice").body["connections"]
-    assert listed["state"] == "revoked" and listed["revoked_at"] is not None
+    assert listed["state"] == "revoked"
+    assert listed["revoked_at"] is not None
     assert [a["kind"] for a in mcp.call("GET", "/me/connections", "alice").body["activity"]] == [
         "connection_revoked", "connection_added"
     ]
@@ -117,4 +119,5 @@ def test_the_jwks_unavailable_is_503_not_a_refused_token(mcp, alice, jwks):
     reply = alice.post(LIST)
 
     assert reply.status == HTTPStatus.SERVICE_UNAVAILABLE
-    assert "www-authenticate" not in reply.headers and reply.headers["retry-after"] == "5"
+    assert "www-authenticate" not in reply.headers
+    assert reply.headers["retry-after"] == "5"

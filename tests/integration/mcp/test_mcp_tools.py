@@ -89,7 +89,8 @@ def test_a_kb_read_through_a_team_is_attributed_with_the_team(mcp, mcp_key):
 
     found = McpCaller(mcp, mcp_key, "dave").result("search", {"query": QUERY})["structuredContent"]["results"]
 
-    assert found and all(r["team"] == {"id": team, "name": "销售部"} for r in found)
+    assert found
+    assert all(r["team"] == {"id": team, "name": "销售部"} for r in found)
     listed = McpCaller(mcp, mcp_key, "dave").result("list_knowledge_bases")["structuredContent"]
     assert [(k["id"], k["team"]) for k in listed["in_recall"]] == [(kb, {"id": team, "name": "销售部"})]
 

@@ -28,7 +28,8 @@ def caller(auth_time: int = SIGNED_IN, name: str = "Claude") -> McpCaller:
 
 def test_the_connection_id_is_the_clients_hash_and_the_same_for_every_token() -> None:
     assert connection_id("client-1") == connection_id("client-1") != connection_id("client-2")
-    assert connection_id("client-1").startswith("conn_") and len(connection_id("client-1")) == 25
+    assert connection_id("client-1").startswith("conn_")
+    assert len(connection_id("client-1")) == 25
 
 
 def test_a_first_call_adds_the_connection_and_logs_it_once() -> None:
