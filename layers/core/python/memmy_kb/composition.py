@@ -114,20 +114,14 @@ def get_rate_counters() -> RateCounters:
     return DynamoRateCounters(get_table())
 
 
-@cache
-def get_connection_store() -> ConnectionStore:
-    """The remote MCP endpoint's connections and their log (kept ``ACTIVITY_RETENTION_DAYS``)."""
+def get_mcp_stores() -> tuple[ConnectionStore, HitStore]:
+    """The remote MCP endpoint's connections (their log kept ``ACTIVITY_RETENTION_DAYS``) and its search
+    hits: thin stores over the cached table, built per request like ``get_kb_capacity``."""
     from memmy_kb.adapters.dynamodb.connections import DynamoConnectionStore
-
-    return DynamoConnectionStore(get_table(), retention_days=get_settings().activity_retention_days)
-
-
-@cache
-def get_hit_store() -> HitStore:
-    """The remote MCP endpoint's search hits, kept an hour for ``fetch``."""
     from memmy_kb.adapters.dynamodb.mcp_hits import DynamoHitStore
 
-    return DynamoHitStore(get_table())
+    retention = get_settings().activity_retention_days
+    return DynamoConnectionStore(get_table(), retention_days=retention), DynamoHitStore(get_table())
 
 
 def get_kb_capacity() -> KbCapacity:
@@ -357,8 +351,6 @@ _CACHED_FACTORIES = (
     get_team_store,
     get_activity_log,
     get_rate_counters,
-    get_connection_store,
-    get_hit_store,
     get_cleanup_store,
     get_create_intents,
     get_backend_slots,

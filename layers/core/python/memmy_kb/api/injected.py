@@ -53,7 +53,6 @@ ContentStoreDep = Annotated[ContentStore, Depends(composition.get_content_store)
 ProfileStoreDep = Annotated[ProfileStore, Depends(composition.get_profile_store)]
 TeamStoreDep = Annotated[TeamStore, Depends(composition.get_team_store)]
 ActivityLogDep = Annotated[ActivityLog, Depends(composition.get_activity_log)]
-ConnectionStoreDep = Annotated[ConnectionStore, Depends(composition.get_connection_store)]
 CleanupStoreDep = Annotated[CleanupStore, Depends(composition.get_cleanup_store)]
 CreateIntentsDep = Annotated[CreateIntents, Depends(composition.get_create_intents)]
 BackendSlotsDep = Annotated[BackendSlots, Depends(composition.get_backend_slots)]
@@ -71,6 +70,14 @@ RecallLimiterDep = Annotated[RecallLimiter, Depends(composition.get_recall_limit
 RateCountersDep = Annotated[RateCounters, Depends(composition.get_rate_counters)]
 # Built from the settings on each request (they are cheap): a test overrides them whole.
 KbCapacityDep = Annotated[KbCapacity, Depends(composition.get_kb_capacity)]
+
+
+def connection_store() -> ConnectionStore:
+    """The caller's connections to the remote MCP endpoint (``composition.get_mcp_stores``)."""
+    return composition.get_mcp_stores()[0]
+
+
+ConnectionStoreDep = Annotated[ConnectionStore, Depends(connection_store)]
 
 
 def recall_governor(settings: SettingsDep) -> RateGovernor | None:

@@ -24,7 +24,7 @@ def recall_ports(settings: Settings) -> RecallPorts:
         config=RecallConfig.from_settings(settings),
         limiter=composition.get_recall_limiter(),
         counters=composition.get_rate_counters(),
-        hits=composition.get_hit_store(),
+        hits=composition.get_mcp_stores()[1],
         governor=composition.get_rate_governor() if settings.recall_rate_governor else None,
         files=composition.get_recall_files(),
         prints=composition.get_prints_cache(),
@@ -38,7 +38,7 @@ def tools_for(user_id: str, settings: Settings) -> list[Tool]:
         return search.search(recall_ports(settings), user, query, ids, now)
 
     def run_fetch(user: str, hid: str, now: float) -> dict[str, Any]:
-        return search.fetch(composition.get_kb_store(), composition.get_hit_store(), user, hid, now)
+        return search.fetch(composition.get_kb_store(), composition.get_mcp_stores()[1], user, hid, now)
 
     def run_list(user: str) -> dict[str, Any]:
         return listing.list_knowledge_bases(composition.get_kb_store(), user)

@@ -99,7 +99,7 @@ def _caller(settings: Settings, resource: str, token: str) -> McpCaller:
     rules = TokenRules(issuer=settings.mcp_token_issuer, audience=resource, scope=settings.mcp_scope)
     now = int(time.time())
     caller = verify_token(token, jwks(settings.mcp_jwks_url), rules, now)
-    admit_connection(composition.get_connection_store(), caller, now)
+    admit_connection(composition.get_mcp_stores()[0], caller, now)
     return caller
 
 
