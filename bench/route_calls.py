@@ -49,6 +49,7 @@ ROUTES = (
     "ingest (S3 trigger)",
     "recall",
     "empty-scope recall",
+    "mcp search",
     "revoke",
     "request replace",
     "ingest (replace)",
@@ -162,9 +163,22 @@ def recording() -> Iterator[Callable[[], Calls]]:
 class _Scenario:
     """Every route and trigger once, for an owner and a reader named after ``tag``."""
 
-    def __init__(self, service: Any, emulator: Any, take: Callable[[], Calls]) -> None:
+    def __init__(
+        self, service: Any, emulator: Any, take: Callable[[], Calls], mcp_token: Callable[[str], str]
+    ) -> None:
         self.service, self.emulator, self.take = service, emulator, take
+        self.mcp_token = mcp_token
         self.function = ""
+
+    def _mcp(self, user: str, method: str, params: dict[str, Any] | None = None) -> Any:
+        """One JSON-RPC call of ``user``'s MCP client to ``POST /mcp``."""
+        self.function = "McpFunction"
+        headers = {"authorization": f"Bearer {self.mcp_token(user)}", "mcp-protocol-version": "2025-06-18"}
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
+        reply = self.service.call("POST", "/mcp", None, body=body, headers=headers)
+        if reply.status != 200 or "result" not in reply.body or reply.body["result"].get("isError"):
+            raise RuntimeError(f"POST /mcp {method} as {user}: {reply.status} {reply.body}")
+        return reply.body["result"]
 
     def _memos_calls(self) -> Counter[str]:
         return Counter(self.emulator.state()["calls"])
@@ -244,6 +258,10 @@ class _Scenario:
             self._call("POST", "/recall", reader, 200, body={"query": QUERY})
         with self._measure(results, "empty-scope recall"):
             self._call("POST", "/recall", loner, 200, body={"query": QUERY})
+        # The remote MCP endpoint's search, from a client already connected (its first call adds it).
+        self._mcp(reader, "tools/list")
+        with self._measure(results, "mcp search"):
+            self._mcp(reader, "tools/call", {"name": "search", "arguments": {"query": QUERY}})
         with self._measure(results, "revoke"):
             self._call("DELETE", f"/knowledge-bases/{kb_id}/members/{reader}", owner, 204)
         files = self._call("GET", f"/knowledge-bases/{kb_id}/files", owner, 200)["files"]
@@ -357,11 +375,26 @@ def in_process_stack(extra_environment: dict[str, str] | None = None) -> Iterato
             _reset_caches()
 
 
+@contextlib.contextmanager
+def mcp_tokens() -> Iterator[tuple[dict[str, str], Callable[[str], str]]]:
+    """The ``mcp`` function's settings on a JWKS served on 127.0.0.1, and MCP tokens signed by its key."""
+    import tempfile
+    from pathlib import Path
+
+    from tests.support.mcp_tokens import ISSUER, RESOURCE, JwksServer, jwks_of, mcp_token, signing_key
+
+    with tempfile.TemporaryDirectory() as folder:
+        key = signing_key(Path(folder))
+        with JwksServer(jwks_of(key)).serving() as server:
+            settings = {"MCP_TOKEN_ISSUER": ISSUER, "MCP_JWKS_URL": server.url, "MCP_RESOURCE_URL": RESOURCE}
+            yield settings, lambda user: mcp_token(key, user)
+
+
 def run(verbose: bool = True) -> dict[str, Calls]:
     """Each route and trigger once (warm), counted; prints one line per route."""
     results: dict[str, Calls] = {}
-    with in_process_stack() as (service, emulator), recording() as take:
-        scenario = _Scenario(service, emulator, take)
+    with mcp_tokens() as (settings, token), in_process_stack(settings) as (service, emulator), recording() as take:
+        scenario = _Scenario(service, emulator, take, token)
         scenario.run("warm", None)
         scenario.run("counted", results)
     _drop_metrics()
