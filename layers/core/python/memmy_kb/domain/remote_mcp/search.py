@@ -118,6 +118,8 @@ def fetch(kbs: KnowledgeBaseStore, hits: HitStore, user_id: str, hid: str, now: 
     if parsed is None or stored is None or parsed[1] >= len(stored):
         raise NotFound("No result with this id: search again.")
     hit = stored[parsed[1]]
+    if not hit.kb_ids:  # fails closed: a result no KB vouches for is not returned
+        raise NotFound("No result with this id: search again.")
     try:
         for kb_id in hit.kb_ids:
             require_access(kbs, user_id, kb_id)
