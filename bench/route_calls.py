@@ -171,14 +171,11 @@ class _Scenario:
         self.function = ""
 
     def _mcp(self, user: str, method: str, params: dict[str, Any] | None = None) -> Any:
-        """One JSON-RPC call of ``user``'s MCP client to ``POST /mcp``."""
+        """One JSON-RPC call of ``user``'s MCP client to ``POST /mcp`` (``tests.support.mcp_world``)."""
+        from tests.support.mcp_world import answered
+
         self.function = "McpFunction"
-        headers = {"authorization": f"Bearer {self.mcp_token(user)}", "mcp-protocol-version": "2025-06-18"}
-        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
-        reply = self.service.call("POST", "/mcp", None, body=body, headers=headers)
-        if reply.status != 200 or "result" not in reply.body or reply.body["result"].get("isError"):
-            raise RuntimeError(f"POST /mcp {method} as {user}: {reply.status} {reply.body}")
-        return reply.body["result"]
+        return answered(self.service, self.mcp_token(user), method, params)
 
     def _memos_calls(self) -> Counter[str]:
         return Counter(self.emulator.state()["calls"])
@@ -375,25 +372,12 @@ def in_process_stack(extra_environment: dict[str, str] | None = None) -> Iterato
             _reset_caches()
 
 
-@contextlib.contextmanager
-def mcp_tokens() -> Iterator[tuple[dict[str, str], Callable[[str], str]]]:
-    """The ``mcp`` function's settings on a JWKS served on 127.0.0.1, and MCP tokens signed by its key."""
-    import tempfile
-    from pathlib import Path
-
-    from tests.support.mcp_tokens import ISSUER, RESOURCE, JwksServer, jwks_of, mcp_token, signing_key
-
-    with tempfile.TemporaryDirectory() as folder:
-        key = signing_key(Path(folder))
-        with JwksServer(jwks_of(key)).serving() as server:
-            settings = {"MCP_TOKEN_ISSUER": ISSUER, "MCP_JWKS_URL": server.url, "MCP_RESOURCE_URL": RESOURCE}
-            yield settings, lambda user: mcp_token(key, user)
-
-
 def run(verbose: bool = True) -> dict[str, Calls]:
     """Each route and trigger once (warm), counted; prints one line per route."""
     results: dict[str, Calls] = {}
-    with mcp_tokens() as (settings, token), in_process_stack(settings) as (service, emulator), recording() as take:
+    from tests.support.mcp_tokens import serving_mcp_tokens
+
+    with serving_mcp_tokens() as (settings, token), in_process_stack(settings) as (service, emulator), recording() as take:
         scenario = _Scenario(service, emulator, take, token)
         scenario.run("warm", None)
         scenario.run("counted", results)

@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 import json
+import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -93,3 +94,14 @@ class JwksServer:
         finally:
             self._server.shutdown()
             self._server.server_close()
+
+
+@contextmanager
+def serving_mcp_tokens() -> Iterator[tuple[dict[str, str], Callable[[str], str]]]:
+    """The ``mcp`` function's settings on a JWKS served on 127.0.0.1, and a user's MCP token signed by its
+    key (for a benchmark that runs the function in-process: ``bench/route_calls.py``)."""
+    with tempfile.TemporaryDirectory() as folder:
+        key = signing_key(Path(folder))
+        with JwksServer(jwks_of(key)).serving() as server:
+            settings = {"MCP_TOKEN_ISSUER": ISSUER, "MCP_JWKS_URL": server.url, "MCP_RESOURCE_URL": RESOURCE}
+            yield settings, lambda user: mcp_token(key, user)

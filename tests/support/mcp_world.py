@@ -91,3 +91,13 @@ class McpCaller:
         assert "result" in reply.body, reply.body
         result: dict[str, Any] = reply.body["result"]
         return result
+
+
+def answered(service: Service, token: str, method: str, params: dict[str, Any] | None = None) -> Any:
+    """The result of one JSON-RPC call with ``token`` to ``POST /mcp``; RuntimeError for anything else."""
+    headers = {**LEGACY_HEADERS, "authorization": f"Bearer {token}"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
+    reply = service.call("POST", "/mcp", None, body=body, headers=headers)
+    if reply.status != HTTPStatus.OK or "result" not in reply.body or reply.body["result"].get("isError"):
+        raise RuntimeError(f"POST /mcp {method}: {reply.status} {reply.body}")
+    return reply.body["result"]
