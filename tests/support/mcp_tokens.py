@@ -24,9 +24,12 @@ RESOURCE = "http://127.0.0.1:8080/mcp"
 CLIENT_ID = "https://claude.example/oauth/client.json"
 
 
+KEY_FILE = "mcp-test-signing-key.pem"
+
+
 def signing_key(directory: Path) -> Any:
-    """A dev signing key of its own in ``directory`` (never the developer's dev home)."""
-    return load_signing_key(directory / "mcp-test-signing-key.pem")
+    """A dev signing key of its own in ``directory`` (never the developer's dev home), ``KEY_FILE``."""
+    return load_signing_key(directory / KEY_FILE)
 
 
 def jwks_of(*keys: Any) -> dict[str, Any]:

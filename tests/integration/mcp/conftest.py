@@ -17,8 +17,14 @@ install()
 
 
 @pytest.fixture(scope="session")
-def mcp_key(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    return signing_key(Path(tmp_path_factory.mktemp("mcp-key")))
+def mcp_key_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return Path(tmp_path_factory.mktemp("mcp-key"))
+
+
+@pytest.fixture(scope="session")
+def mcp_key(mcp_key_folder: Path) -> Any:
+    """The authorization server's signing key (as the dev provider's: one key for desktop and MCP tokens)."""
+    return signing_key(mcp_key_folder)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 
 from memmy_kb.domain.remote_mcp.connections import connection_id
 from memmy_local.tokens import issue_token
-from tests.support.mcp_tokens import CLIENT_ID, ISSUER, mcp_token
+from tests.support.mcp_tokens import CLIENT_ID, ISSUER, KEY_FILE, mcp_token
 from tests.support.mcp_world import McpCaller, register
 
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
@@ -60,10 +60,13 @@ def test_any_other_token_is_401_invalid_token_with_the_metadata(mcp, alice, mcp_
     assert mcp.call("GET", "/me/connections", "alice").body["connections"] == [], "a refused token connects nothing"
 
 
-def test_the_desktops_own_login_token_is_401(mcp, alice, tmp_path):
-    desktop = issue_token("alice", key_path=tmp_path / "desktop.pem", issuer=ISSUER)
+def test_the_desktops_own_login_token_signed_by_the_same_key_is_401(mcp, alice, mcp_key_folder):
+    desktop = issue_token("alice", key_path=mcp_key_folder / KEY_FILE, issuer=ISSUER)
 
-    assert alice.post(LIST, token=desktop).status == HTTPStatus.UNAUTHORIZED
+    reply = alice.post(LIST, token=desktop)
+
+    assert reply.status == HTTPStatus.UNAUTHORIZED
+    assert reply.body["message"] == "The token is for another resource."
 
 
 def test_a_token_without_the_scope_is_403_insufficient_scope(alice, mcp_key):
