@@ -49,6 +49,7 @@ ROUTES = (
     "ingest (S3 trigger)",
     "recall",
     "empty-scope recall",
+    "mcp search",
     "revoke",
     "request replace",
     "ingest (replace)",
@@ -162,9 +163,19 @@ def recording() -> Iterator[Callable[[], Calls]]:
 class _Scenario:
     """Every route and trigger once, for an owner and a reader named after ``tag``."""
 
-    def __init__(self, service: Any, emulator: Any, take: Callable[[], Calls]) -> None:
+    def __init__(
+        self, service: Any, emulator: Any, take: Callable[[], Calls], mcp_token: Callable[[str], str]
+    ) -> None:
         self.service, self.emulator, self.take = service, emulator, take
+        self.mcp_token = mcp_token
         self.function = ""
+
+    def _mcp(self, user: str, method: str, params: dict[str, Any] | None = None) -> Any:
+        """One JSON-RPC call of ``user``'s MCP client to ``POST /mcp`` (``tests.support.mcp_world``)."""
+        from tests.support.mcp_world import answered
+
+        self.function = "McpFunction"
+        return answered(self.service, self.mcp_token(user), method, params)
 
     def _memos_calls(self) -> Counter[str]:
         return Counter(self.emulator.state()["calls"])
@@ -244,6 +255,10 @@ class _Scenario:
             self._call("POST", "/recall", reader, 200, body={"query": QUERY})
         with self._measure(results, "empty-scope recall"):
             self._call("POST", "/recall", loner, 200, body={"query": QUERY})
+        # The remote MCP endpoint's search, from a client already connected (its first call adds it).
+        self._mcp(reader, "tools/list")
+        with self._measure(results, "mcp search"):
+            self._mcp(reader, "tools/call", {"name": "search", "arguments": {"query": QUERY}})
         with self._measure(results, "revoke"):
             self._call("DELETE", f"/knowledge-bases/{kb_id}/members/{reader}", owner, 204)
         files = self._call("GET", f"/knowledge-bases/{kb_id}/files", owner, 200)["files"]
@@ -360,8 +375,10 @@ def in_process_stack(extra_environment: dict[str, str] | None = None) -> Iterato
 def run(verbose: bool = True) -> dict[str, Calls]:
     """Each route and trigger once (warm), counted; prints one line per route."""
     results: dict[str, Calls] = {}
-    with in_process_stack() as (service, emulator), recording() as take:
-        scenario = _Scenario(service, emulator, take)
+    from tests.support.mcp_tokens import serving_mcp_tokens
+
+    with serving_mcp_tokens() as (settings, token), in_process_stack(settings) as (service, emulator), recording() as take:
+        scenario = _Scenario(service, emulator, take, token)
         scenario.run("warm", None)
         scenario.run("counted", results)
     _drop_metrics()

@@ -1,5 +1,5 @@
-"""Reads and app-only edits: knowledge bases, their files and folders, the caller's profile; and the
-public login configuration.
+"""Reads and app-only edits: knowledge bases, their files and folders, the caller's profile and their
+connections to the remote MCP endpoint; and the public login configuration.
 
 One Lambda, one router per resource; it never writes MemOS (the file list reads live status from it).
 """
@@ -11,7 +11,7 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 
 from memmy_kb.api.resolver import build_resolver
-from memmy_kb.api.routes import activity, files, knowledge_bases, login, profile
+from memmy_kb.api.routes import activity, connections, files, knowledge_bases, login, profile
 from memmy_kb.observability import logger
 
 app = build_resolver()
@@ -20,6 +20,7 @@ app.include_router(files.router)
 app.include_router(profile.router)
 app.include_router(activity.router)
 app.include_router(login.router)
+app.include_router(connections.router)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -114,12 +114,17 @@ class Service:
         """What routes receive from ``dependency`` (a provider their ``Depends`` names, such as
         ``composition.get_kb_store``) comes from ``replacement`` instead, in every API function's resolver,
         until the test ends."""
-        for module in dict.fromkeys(module for *_, module in self._routes):
-            self.function_module(module.split(".")[1]).app.dependency_overrides[dependency] = replacement
+        for resolver in self._resolvers():
+            resolver.dependency_overrides[dependency] = replacement
 
     def clear_overrides(self) -> None:
-        for module in dict.fromkeys(module for *_, module in self._routes):
-            self.function_module(module.split(".")[1]).app.dependency_overrides.clear()
+        for resolver in self._resolvers():
+            resolver.dependency_overrides.clear()
+
+    def _resolvers(self) -> list[Any]:
+        """The resolver of every routed function that has one (``mcp`` answers without a resolver)."""
+        modules = (self.function_module(m.split(".")[1]) for m in dict.fromkeys(m for *_, m in self._routes))
+        return [module.app for module in modules if hasattr(module, "app")]
 
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
         """Run the handler of template function ``function`` (logical id) with ``event``, IAM-checked.

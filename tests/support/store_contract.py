@@ -32,9 +32,11 @@ from memmy_kb.adapters.dynamodb.teams import DynamoTeamStore
 from memmy_kb.domain.engine import FileInput
 from memmy_kb.domain.ports.activity import ActivityLog, RateCounters
 from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
+from memmy_kb.domain.ports.connections import ConnectionStore
 from memmy_kb.domain.ports.contents import ContentStore
 from memmy_kb.domain.ports.engines import BackendSlots
 from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
+from memmy_kb.domain.ports.mcp_hits import HitStore
 from memmy_kb.domain.ports.profiles import IdentifierKind, ProfileStore
 from memmy_kb.domain.ports.teams import TeamStore
 from memmy_kb.domain.ports.uploads import UploadObjects, UploadRequeue
@@ -59,6 +61,15 @@ from tests.support.teams import membership_item, team_item
 
 PHONE = "+8613800138000"
 OTHER_PHONE = "+8613900139000"
+
+
+@dataclass(frozen=True)
+class McpStores:
+    """The remote MCP endpoint's two stores of one backend."""
+
+    name: str
+    connections: ConnectionStore
+    hits: HitStore
 
 
 @dataclass(frozen=True)

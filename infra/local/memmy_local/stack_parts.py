@@ -175,7 +175,13 @@ def provision_template(
         region=config.region,
         memos_api_key=config.memos_api_key,
         memos_secret=memos_backends_secret(keys, memos_url, config.memos_kb_quota, config.memos_search_qps),
-        parameters={"JwtIssuer": idp.issuer, "JwtAudience": idp.audience, "MemosBaseUrl": memos_url},
+        parameters={
+            "JwtIssuer": idp.issuer,
+            "JwtAudience": idp.audience,
+            "MemosBaseUrl": memos_url,
+            # The remote MCP endpoint's tokens come from the same dev provider (its issuer by default).
+            "McpJwksUrl": f"{idp.url}/jwks.json",
+        },
         template_dir=template_file.parent,
     )
     refs = resources.refs
@@ -214,6 +220,17 @@ def start_gateway(
     gateway.start()
     idp.mcp_resource = tokens.mcp_resource_url(gateway.url)
     return gateway
+
+
+def point_mcp_at_gateway(undo: ExitStack, deployment: Deployment, gateway: Gateway) -> None:
+    """The remote MCP endpoint's own URL, the audience its tokens must carry: the gateway's ``/mcp``, known
+    once the gateway listens (its port may be any free one). A URL the template sets is kept."""
+    url = f"{gateway.url}/mcp"
+    unset = [v for v in deployment.environments.values() if v.get("MCP_RESOURCE_URL") == ""]
+    for variables in unset:
+        variables["MCP_RESOURCE_URL"] = url
+    if unset:
+        undo.callback(restore_environment, set_environment({"MCP_RESOURCE_URL": url}))
 
 
 def function_pool(config: StackConfig, deployment: Deployment, gateway: Gateway) -> FunctionPool:

@@ -150,6 +150,23 @@ ROWS: dict[tuple[str, str], Row] = {
     ("GET", "/teams/{team_id}/activity"): Row(
         None, OK, OK, NOT_FOUND, NOT_FOUND, kb_scoped=False, team_scoped=True
     ),
+    # The caller's own connections to the remote MCP endpoint; an id that is not theirs is unknown.
+    ("GET", "/me/connections"): Row(None, OK, OK, OK, OK, kb_scoped=False),
+    ("DELETE", "/me/connections/{connection_id}"): Row(
+        None, NOT_FOUND, NOT_FOUND, NOT_FOUND, NOT_FOUND, kb_scoped=False
+    ),
+    # The remote MCP endpoint checks its own MCP tokens (no authorizer): a desktop login is no token to it,
+    # and its metadata is public (RFC 9728). tests/integration/mcp/ has its tokens' own cases.
+    ("POST", "/mcp"): Row(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        UNAUTHORIZED, UNAUTHORIZED, UNAUTHORIZED, UNAUTHORIZED, kb_scoped=False,
+    ),
+    ("GET", "/mcp"): Row(None, *[HTTPStatus.METHOD_NOT_ALLOWED] * 4, kb_scoped=False,
+                         anonymous=HTTPStatus.METHOD_NOT_ALLOWED),
+    ("DELETE", "/mcp"): Row(None, *[HTTPStatus.METHOD_NOT_ALLOWED] * 4, kb_scoped=False,
+                            anonymous=HTTPStatus.METHOD_NOT_ALLOWED),
+    ("GET", "/.well-known/oauth-protected-resource/mcp"): Row(None, OK, OK, OK, OK, kb_scoped=False, anonymous=OK),
+    ("GET", "/.well-known/oauth-protected-resource"): Row(None, OK, OK, OK, OK, kb_scoped=False, anonymous=OK),
 }
 
 ROUTES = sorted((r.method, r.path) for r in http_routes(load_template()))
@@ -189,6 +206,7 @@ def _world(service) -> dict[str, str]:
         "file_id": file_id,
         "user_id": "bob",
         "team_id": team_id,
+        "connection_id": "conn_00000000000000000000",
     }
     return {**ids, "upload_id": "up_000000000000000000000000"}
 

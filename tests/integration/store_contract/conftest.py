@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from memmy_kb.adapters.dynamodb.connections import DynamoConnectionStore
+from memmy_kb.adapters.dynamodb.mcp_hits import DynamoHitStore
 from memmy_kb.adapters.memos.backends import MemosBackends
 from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.memos.key import MemosBackendConfig
@@ -21,12 +23,14 @@ from memmy_kb.records import KnowledgeBaseRecord
 from tests.support.factories import UNCAPPED_COUNT, kb_record, owner_grant_for
 from tests.support.fakes import (
     FakeCleanupExecutions,
+    FakeConnectionStore,
     FakeEngines,
+    FakeHitStore,
     FakeKnowledgeEngine,
     FakeUploadObjects,
     FakeUploadRequeue,
 )
-from tests.support.store_contract import Backend, Bucket, Pipeline, dynamo_backend, fake_backend
+from tests.support.store_contract import Backend, Bucket, McpStores, Pipeline, dynamo_backend, fake_backend
 
 
 @pytest.fixture(params=["fake", "dynamodb"])
@@ -42,6 +46,15 @@ def kb(backend: Backend) -> KnowledgeBaseRecord:
     record = kb_record("kb_1", owner_id="alice")
     backend.kbs.put_kb_with_owner_grant(record, owner_grant_for(record), max_owned=UNCAPPED_COUNT, request=None)
     return record
+
+
+@pytest.fixture(params=["fake", "dynamodb"])
+def mcp_stores(request: pytest.FixtureRequest) -> McpStores:
+    """The remote MCP endpoint's connections and stored hits, on the fakes or on DynamoDB (moto)."""
+    if request.param == "fake":
+        return McpStores("fake", FakeConnectionStore(), FakeHitStore())
+    table = request.getfixturevalue("service").stores.table
+    return McpStores("dynamodb", DynamoConnectionStore(table), DynamoHitStore(table))
 
 
 @pytest.fixture(params=["fake", "s3"])

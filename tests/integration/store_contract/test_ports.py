@@ -12,6 +12,7 @@ from typing import Protocol
 from memmy_kb.domain import ports
 from memmy_kb.domain.ports.activity import ActivityLog, RateCounters
 from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
+from memmy_kb.domain.ports.connections import ConnectionStore
 from memmy_kb.domain.ports.contents import ContentStore, ReplacementWrites
 from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngine, KnowledgeEngines
 from memmy_kb.domain.ports.knowledge_bases import (
@@ -20,6 +21,7 @@ from memmy_kb.domain.ports.knowledge_bases import (
     KnowledgeBaseStore,
     RecallSources,
 )
+from memmy_kb.domain.ports.mcp_hits import HitStore
 from memmy_kb.domain.ports.profiles import ProfileStore
 from memmy_kb.domain.ports.team_shares import ReachReader, TeamShareStore
 from memmy_kb.domain.ports.teams import TeamStore
@@ -29,9 +31,11 @@ from tests.support.fakes import (
     FakeBackendSlots,
     FakeCleanupExecutions,
     FakeCleanupStore,
+    FakeConnectionStore,
     FakeContentStore,
     FakeCreateIntents,
     FakeEngines,
+    FakeHitStore,
     FakeKnowledgeBaseStore,
     FakeKnowledgeEngine,
     FakeProfileStore,
@@ -63,6 +67,8 @@ PORT_FAKES: dict[type, tuple[type, str]] = {
     KnowledgeEngines: (FakeEngines, "engines"),
     BackendSlots: (FakeBackendSlots, "backend"),
     TeamStore: (FakeTeamStore, "backend"),
+    ConnectionStore: (FakeConnectionStore, "mcp_stores"),
+    HitStore: (FakeHitStore, "mcp_stores"),
 }
 
 

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 from memmy_kb.domain.ports.activity import ActivityLog, RateCounters
 from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
+from memmy_kb.domain.ports.connections import ConnectionStore
 from memmy_kb.domain.ports.contents import ContentStore
 from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngine, KnowledgeEngines
 from memmy_kb.domain.ports.knowledge_bases import CreateIntents, GrantReader, KnowledgeBaseStore
+from memmy_kb.domain.ports.mcp_hits import HitStore
 from memmy_kb.domain.ports.profiles import ProfileStore
 from memmy_kb.domain.ports.teams import TeamStore
 from memmy_kb.domain.ports.uploads import UploadObjects, UploadRequeue
@@ -42,6 +44,7 @@ from tests.support.fakes.cleanups import (
 from tests.support.fakes.contents import FakeContentStore
 from tests.support.fakes.fingerprints import FakeFingerprintStore
 from tests.support.fakes.knowledge_bases import FakeKnowledgeBaseStore
+from tests.support.fakes.mcp import FakeConnectionStore, FakeHitStore
 from tests.support.fakes.memos import (
     EngineMethod,
     FakeEngines,
@@ -61,10 +64,12 @@ __all__ = [
     "FakeBackendSlots",
     "FakeCleanupExecutions",
     "FakeCleanupStore",
+    "FakeConnectionStore",
     "FakeContentStore",
     "FakeCreateIntents",
     "FakeEngines",
     "FakeFingerprintStore",
+    "FakeHitStore",
     "FakeKnowledgeBaseStore",
     "FakeKnowledgeEngine",
     "FakeMemosKnowledgeBase",
@@ -99,3 +104,5 @@ _engine: KnowledgeEngine = FakeKnowledgeEngine()
 _one_backend: KnowledgeEngines = FakeKnowledgeEngine()
 _engines: KnowledgeEngines = FakeEngines(a=1)
 _slots: BackendSlots = FakeBackendSlots()
+_connections: ConnectionStore = FakeConnectionStore()
+_hits: HitStore = FakeHitStore()

@@ -185,3 +185,25 @@ def test_an_api_handler_imports_only_the_bodies_of_its_own_routes(
     bodies = {m.rsplit(".", 1)[1] for m in modules if m.startswith("memmy_kb.api.models.")}
     assert routes
     assert {"base", "errors"} <= bodies <= {"base", "errors"} | routes
+
+
+# The remote MCP endpoint answers without a Powertools resolver or pydantic models, with its own JSON-RPC
+# layer and not the MCP SDK (docs/architecture.md, "Why our own MCP layer"); the token's libraries and the
+# protocol layer come with the first request that needs them.
+MCP_NEVER = {
+    "mcp": "the MCP SDK: ~4 s of imports, and its session manager cannot be entered twice on a warm Lambda",
+    "mcp_types": "the MCP SDK's models",
+    "jwt": "PyJWT is imported with the first token",
+    "cryptography": "the RSA check is imported with the first token",
+    "pydantic": "no model is needed to answer the metadata, a 405 or a 401",
+    "memmy_kb.api.resolver": "no Powertools resolver: the request goes to the protocol layer as it came",
+    "memmy_kb.api.mcp": "the protocol layer comes with the first POST /mcp",
+    "memmy_kb.domain.recall.turn": "the tools' modules come with the first call",
+}
+
+
+def test_the_mcp_handler_imports_no_sdk_no_token_library_and_no_models(imported: dict[str, dict[str, object]]) -> None:
+    modules = _modules(imported["mcp"])
+    early = {module: why for module, why in MCP_NEVER.items() if module in modules}
+    assert early == {}
+    assert "memmy_kb.api.mcp_endpoint.endpoint" in modules

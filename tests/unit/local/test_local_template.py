@@ -158,6 +158,14 @@ API_CONTRACT = {
     ("POST", "/teams/{team_id}/accept"),
     ("POST", "/teams/{team_id}/decline"),
     ("GET", "/teams/{team_id}/activity"),
+    # The remote MCP endpoint (its own token check) and the caller's connections to it.
+    ("POST", "/mcp"),
+    ("GET", "/mcp"),
+    ("DELETE", "/mcp"),
+    ("GET", "/.well-known/oauth-protected-resource/mcp"),
+    ("GET", "/.well-known/oauth-protected-resource"),
+    ("GET", "/me/connections"),
+    ("DELETE", "/me/connections/{connection_id}"),
 }
 
 
@@ -173,6 +181,9 @@ def test_routes_are_the_contracts_and_each_has_one_function(template: dict[str, 
     assert by_key[("PUT", "/me")].function == "ManageKbFunction"
     assert by_key[("POST", "/knowledge-bases/{kb_id}/members")].function == "ShareFunction"
     assert by_key[("POST", "/teams/{team_id}/members")].function == "TeamsFunction"
+    assert by_key[("POST", "/mcp")].function == by_key[("GET", "/.well-known/oauth-protected-resource")].function
+    assert by_key[("POST", "/mcp")].function == "McpFunction"
+    assert by_key[("DELETE", "/me/connections/{connection_id}")].function == "ManageKbFunction"
     assert by_key[("POST", "/knowledge-bases/{kb_id}/files/{file_id}/replacements")].function == "UploadFunction"
 
 
@@ -231,6 +242,11 @@ def test_parameter_defaults_are_strings(template: dict[str, Any]) -> None:
         "RecallBurst": "10",
         "RecallRatePerSecond": "2",
         "RecallLimitWindowSeconds": "10",
+        "McpTokenIssuer": "",
+        "McpJwksUrl": "",
+        "McpAuthorizationServer": "",
+        "McpResourceUrl": "",
+        "McpAllowedOrigins": "",
     }
 
 

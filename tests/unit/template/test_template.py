@@ -275,8 +275,16 @@ def test_the_jwt_authorizer_is_the_default(sam_template: dict[str, Any]) -> None
 
 LOGIN_ISSUER = {"Fn::If": ["CreateUserPool", {"Fn::Sub": "https://${UserPool.ProviderURL}"}, {"Ref": "JwtIssuer"}]}
 
-# The one route the desktop reads before it has a token; it serves only public login settings.
-PUBLIC_ROUTES = {("GET", "/login-configuration")}
+# The route the desktop reads before it has a token (public login settings only), and the remote MCP
+# endpoint's, whose function checks its own tokens so that its 401 can name its metadata (RFC 9728).
+PUBLIC_ROUTES = {
+    ("GET", "/login-configuration"),
+    ("POST", "/mcp"),
+    ("GET", "/mcp"),
+    ("DELETE", "/mcp"),
+    ("GET", "/.well-known/oauth-protected-resource/mcp"),
+    ("GET", "/.well-known/oauth-protected-resource"),
+}
 
 
 def test_only_the_login_configuration_opts_out_of_the_authorizer(sam_template: dict[str, Any]) -> None:

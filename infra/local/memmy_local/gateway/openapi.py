@@ -1,7 +1,9 @@
 """The service's OpenAPI document, generated from the functions' Powertools resolvers.
 
-Every function behind the HTTP API contributes its routes; the committed copy (``docs/openapi.json``) is
-checked against a fresh generation in the tests, so it cannot go stale.
+Every function behind the HTTP API with a Powertools resolver contributes its routes; the committed copy
+(``docs/openapi.json``) is checked against a fresh generation in the tests, so it cannot go stale. The
+remote MCP endpoint's function has no resolver and is not in it: ``POST /mcp`` speaks JSON-RPC (the MCP
+specification describes it), and its metadata is RFC 9728's (docs/architecture.md, "The remote MCP endpoint").
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ def generate() -> dict[str, Any]:
     public = public_route_keys(template)
     modules = {(r.code_uri, r.handler) for r in http_routes(template)}
     for code_uri, handler in sorted(modules):
-        app = load_function_module(code_uri, handler).app
+        app = getattr(load_function_module(code_uri, handler), "app", None)
+        if app is None:  # not a REST function (the MCP endpoint)
+            continue
         schema = app.get_openapi_schema(
             title=TITLE,
             version=VERSION,

@@ -26,9 +26,11 @@ if TYPE_CHECKING:
     from memmy_kb.domain.fingerprints.store import FingerprintStore
     from memmy_kb.domain.ports.activity import ActivityLog, RateCounters
     from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
+    from memmy_kb.domain.ports.connections import ConnectionStore
     from memmy_kb.domain.ports.contents import ContentStore
     from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngines
     from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
+    from memmy_kb.domain.ports.mcp_hits import HitStore
     from memmy_kb.domain.ports.profiles import ProfileStore
     from memmy_kb.domain.ports.teams import TeamStore
     from memmy_kb.domain.ports.uploads import UploadObjects, UploadRequeue
@@ -110,6 +112,16 @@ def get_rate_counters() -> RateCounters:
     from memmy_kb.adapters.dynamodb.activity import DynamoRateCounters
 
     return DynamoRateCounters(get_table())
+
+
+def get_mcp_stores() -> tuple[ConnectionStore, HitStore]:
+    """The remote MCP endpoint's connections (their log kept ``ACTIVITY_RETENTION_DAYS``) and its search
+    hits: thin stores over the cached table, built per request like ``get_kb_capacity``."""
+    from memmy_kb.adapters.dynamodb.connections import DynamoConnectionStore
+    from memmy_kb.adapters.dynamodb.mcp_hits import DynamoHitStore
+
+    retention = get_settings().activity_retention_days
+    return DynamoConnectionStore(get_table(), retention_days=retention), DynamoHitStore(get_table())
 
 
 def get_kb_capacity() -> KbCapacity:

@@ -77,6 +77,16 @@ class Settings:
     login_audience: str = ""
     login_scopes: tuple[str, ...] = ()
     login_bearer_token: str = "access_token"  # noqa: S105 - the name of a token kind, not a secret
+    # The remote MCP endpoint (docs/architecture.md, "The remote MCP endpoint"): the issuer of its access
+    # tokens and their JWKS, the authorization server it advertises, its own URL (empty: from the request's
+    # domain), the scope it requires and the browser origins it accepts (none listed: only requests
+    # without an Origin).
+    mcp_token_issuer: str = ""
+    mcp_jwks_url: str = ""
+    mcp_authorization_server: str = ""
+    mcp_resource_url: str = ""
+    mcp_scope: str = "kb.search"
+    mcp_allowed_origins: frozenset[str] = frozenset()
 
 
 @cache
@@ -123,6 +133,12 @@ def get_settings() -> Settings:
         login_audience=env.get("LOGIN_AUDIENCE", ""),
         login_scopes=tuple(env.get("LOGIN_SCOPES", "").split()),
         login_bearer_token=env.get("LOGIN_BEARER_TOKEN", "").strip() or "access_token",
+        mcp_token_issuer=env.get("MCP_TOKEN_ISSUER", "").strip(),
+        mcp_jwks_url=env.get("MCP_JWKS_URL", "").strip(),
+        mcp_authorization_server=env.get("MCP_AUTHORIZATION_SERVER", "").strip(),
+        mcp_resource_url=env.get("MCP_RESOURCE_URL", "").strip(),
+        mcp_scope=env.get("MCP_SCOPE", "").strip() or "kb.search",
+        mcp_allowed_origins=frozenset(o.strip() for o in env.get("MCP_ALLOWED_ORIGINS", "").split(",") if o.strip()),
     )
 
 

@@ -16,11 +16,29 @@ def test_committed_document_is_current():
     assert json.loads(committed) == openapi.generate(), "docs/openapi.json is stale: run `make openapi`"
 
 
+MCP_ROUTES = {
+    ("POST", "/mcp"),
+    ("GET", "/mcp"),
+    ("DELETE", "/mcp"),
+    ("GET", "/.well-known/oauth-protected-resource/mcp"),
+    ("GET", "/.well-known/oauth-protected-resource"),
+}
+
+
+def test_the_mcp_endpoint_alone_is_left_out_it_speaks_json_rpc_and_rfc_9728():
+    document = openapi.generate()
+    left_out = {(r.method, r.path) for r in http_routes(load_template()) if r.path not in document["paths"]}
+    assert left_out == MCP_ROUTES
+    assert {r.function for r in http_routes(load_template()) if (r.method, r.path) in MCP_ROUTES} == {"McpFunction"}
+
+
 def test_every_template_route_is_documented_with_the_error_shape():
     document = openapi.generate()
-    public = public_route_keys(load_template())
+    public = public_route_keys(load_template()) - MCP_ROUTES
     assert public == {("GET", "/login-configuration")}
     for route in http_routes(load_template()):
+        if (route.method, route.path) in MCP_ROUTES:
+            continue
         operation = document["paths"][route.path][route.method.lower()]
         # A public route cannot answer 401 and says it needs no token; every other one can and does.
         assert ("401" in operation["responses"]) is ((route.method, route.path) not in public), route

@@ -21,6 +21,7 @@ from memmy_kb.settings import Settings, get_settings
 if TYPE_CHECKING:
     from memmy_kb.domain.ports.activity import ActivityLog, RateCounters
     from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
+    from memmy_kb.domain.ports.connections import ConnectionStore
     from memmy_kb.domain.ports.contents import ContentStore
     from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngines
     from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
@@ -41,7 +42,7 @@ else:
     ActivityLog = CleanupExecutions = CleanupStore = ContentStore = CreateIntents = KnowledgeBaseStore = Any
     KnowledgeEngines = ProfileStore = UploadObjects = SharePolicy = KbCapacity = BackendSlots = Any
     RateGovernor = RecallConfig = PrintsCache = RecallFiles = RateCounters = RecallLimiter = Any
-    TeamStore = TeamPolicy = Any
+    TeamStore = TeamPolicy = ConnectionStore = Any
 
 CallerId = Annotated[str, Depends(current_caller_id)]
 CallerClaims = Annotated[VerifiedClaims, Depends(current_claims)]
@@ -69,6 +70,14 @@ RecallLimiterDep = Annotated[RecallLimiter, Depends(composition.get_recall_limit
 RateCountersDep = Annotated[RateCounters, Depends(composition.get_rate_counters)]
 # Built from the settings on each request (they are cheap): a test overrides them whole.
 KbCapacityDep = Annotated[KbCapacity, Depends(composition.get_kb_capacity)]
+
+
+def connection_store() -> ConnectionStore:
+    """The caller's connections to the remote MCP endpoint (``composition.get_mcp_stores``)."""
+    return composition.get_mcp_stores()[0]
+
+
+ConnectionStoreDep = Annotated[ConnectionStore, Depends(connection_store)]
 
 
 def recall_governor(settings: SettingsDep) -> RateGovernor | None:

@@ -84,3 +84,19 @@ def limit_key(name: str) -> Key:
 def owned_counter(owner_id: str) -> str:
     """The name of the counter of KBs ``owner_id`` owns (``LIMIT#kbs#<owner>``): creates add, deletes take."""
     return f"kbs#{owner_id}"
+
+
+def connection_key(user_id: str, connection_id: str) -> Key:
+    """A user's connection of an OAuth client to the remote MCP endpoint. Not in ``USER#<user>``: the
+    recall Query reads that range on every turn, and IAM can scope the endpoint's writes by partition only."""
+    return {"PK": f"MCPCONN#{user_id}", "SK": connection_id}
+
+
+def connection_log_key(user_id: str, sort: str) -> Key:
+    """An entry of a user's connection log: a partition of its own, which the recall Query never reads."""
+    return {"PK": f"MCPLOG#{user_id}", "SK": sort}
+
+
+def mcp_hits_key(user_id: str, search_id: str) -> Key:
+    """The stored hits of one MCP search: a partition of its own (the recall Query never reads them)."""
+    return {"PK": f"MCPHITS#{user_id}", "SK": search_id}
