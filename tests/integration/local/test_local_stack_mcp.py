@@ -14,9 +14,7 @@ import pytest
 
 from memmy_local import tokens
 from memmy_local.stack import LocalStack, StackConfig
-from tests.support.mcp_protocol_stand_in import install
 
-install()
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 HEADERS = {"mcp-protocol-version": "2025-06-18", "accept": "application/json, text/event-stream"}
 
@@ -51,7 +49,9 @@ def mcp_token(stack: LocalStack, **changed: Any) -> str:
 
 
 def post(stack: LocalStack, token: str) -> httpx.Response:
-    return httpx.post(f"{stack.api_url}/mcp", json=LIST, headers={**HEADERS, "authorization": f"Bearer {token}"})
+    return httpx.post(
+        f"{stack.api_url}/mcp", json=LIST, headers={**HEADERS, "authorization": f"Bearer {token}"}
+    )
 
 
 def test_the_metadata_names_the_gateways_mcp_and_the_dev_provider(stack: LocalStack) -> None:
@@ -65,11 +65,18 @@ def test_the_metadata_names_the_gateways_mcp_and_the_dev_provider(stack: LocalSt
 def test_a_dev_mcp_token_lists_the_tools_and_a_desktop_token_is_401(stack: LocalStack) -> None:
     reply = post(stack, mcp_token(stack))
     assert reply.status_code == HTTPStatus.OK, reply.text
-    assert [t["name"] for t in reply.json()["result"]["tools"]] == ["search", "fetch", "list_knowledge_bases"]
+    assert [t["name"] for t in reply.json()["result"]["tools"]] == ["fetch", "list_knowledge_bases", "search"]
 
-    desktop = tokens.issue_token("alice", issuer=stack.issuer, key_path=tokens.signing_key_path(stack.config.data_dir))
+    desktop = tokens.issue_token(
+        "alice", issuer=stack.issuer, key_path=tokens.signing_key_path(stack.config.data_dir)
+    )
     refused = post(stack, desktop)
     assert refused.status_code == HTTPStatus.UNAUTHORIZED
     assert 'error="invalid_token"' in refused.headers["www-authenticate"]
     # And the other way round: the API's authorizer refuses the MCP token.
-    assert httpx.get(f"{stack.api_url}/knowledge-bases", headers={"authorization": f"Bearer {mcp_token(stack)}"}).status_code == HTTPStatus.UNAUTHORIZED
+    assert (
+        httpx.get(
+            f"{stack.api_url}/knowledge-bases", headers={"authorization": f"Bearer {mcp_token(stack)}"}
+        ).status_code
+        == HTTPStatus.UNAUTHORIZED
+    )

@@ -1,5 +1,5 @@
-"""The endpoint's integration tests: the protocol layer's interface (its stand-in until ``memmy_kb.api.mcp``
-is there), and ``mcp``: the ``mcp`` function's environment on a JWKS served on 127.0.0.1."""
+"""The endpoint's integration tests: ``mcp``, the ``mcp`` function's environment on a JWKS served on
+127.0.0.1."""
 
 from __future__ import annotations
 
@@ -10,10 +10,7 @@ from typing import Any
 import pytest
 
 from memmy_kb.composition import reset_composition
-from tests.support.mcp_protocol_stand_in import install
 from tests.support.mcp_tokens import ISSUER, RESOURCE, JwksServer, jwks_of, signing_key
-
-install()
 
 
 @pytest.fixture(scope="session")

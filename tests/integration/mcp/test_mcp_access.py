@@ -32,11 +32,14 @@ def test_an_mcp_token_lists_the_three_tools_and_adds_the_connection(mcp, alice):
     reply = alice.post(LIST)
 
     assert reply.status == HTTPStatus.OK
-    assert [t["name"] for t in reply.body["result"]["tools"]] == ["search", "fetch", "list_knowledge_bases"]
+    assert [t["name"] for t in reply.body["result"]["tools"]] == ["fetch", "list_knowledge_bases", "search"]
     listed = mcp.call("GET", "/me/connections", "alice").body
     (conn,) = listed["connections"]
     assert (conn["id"], conn["client_id"], conn["client_name"], conn["state"]) == (
-        connection_id(CLIENT_ID), CLIENT_ID, "Claude", "active"
+        connection_id(CLIENT_ID),
+        CLIENT_ID,
+        "Claude",
+        "active",
     )
     assert conn["scope"] == ["kb.search"]
     assert conn["revoked_at"] is None
@@ -56,8 +59,12 @@ def test_any_other_token_is_401_invalid_token_with_the_metadata(mcp, alice, mcp_
     reply = alice.post(LIST, token=mcp_token(mcp_key, "alice", **changed))
 
     assert reply.status == HTTPStatus.UNAUTHORIZED, why
-    assert challenge(reply) == f'Bearer error="invalid_token", resource_metadata="{METADATA}", scope="kb.search"'
-    assert mcp.call("GET", "/me/connections", "alice").body["connections"] == [], "a refused token connects nothing"
+    assert (
+        challenge(reply) == f'Bearer error="invalid_token", resource_metadata="{METADATA}", scope="kb.search"'
+    )
+    assert mcp.call("GET", "/me/connections", "alice").body["connections"] == [], (
+        "a refused token connects nothing"
+    )
 
 
 def test_the_desktops_own_login_token_signed_by_the_same_key_is_401(mcp, alice, mcp_key_folder):
@@ -73,7 +80,10 @@ def test_a_token_without_the_scope_is_403_insufficient_scope(alice, mcp_key):
     reply = alice.post(LIST, token=mcp_token(mcp_key, "alice", scope="openid"))
 
     assert reply.status == HTTPStatus.FORBIDDEN
-    assert challenge(reply) == f'Bearer error="insufficient_scope", scope="kb.search", resource_metadata="{METADATA}"'
+    assert (
+        challenge(reply)
+        == f'Bearer error="insufficient_scope", scope="kb.search", resource_metadata="{METADATA}"'
+    )
 
 
 def test_no_token_is_401_without_an_error(alice):
@@ -112,7 +122,8 @@ def test_revoking_is_idempotent_and_an_unknown_or_foreign_connection_is_404(mcp,
     assert listed["state"] == "revoked"
     assert listed["revoked_at"] is not None
     assert [a["kind"] for a in mcp.call("GET", "/me/connections", "alice").body["activity"]] == [
-        "connection_revoked", "connection_added"
+        "connection_revoked",
+        "connection_added",
     ]
 
 

@@ -73,7 +73,9 @@ def test_a_kb_unshared_between_search_and_fetch_is_not_returned(mcp, world, mcp_
 
 
 def test_another_users_result_ids_resolve_to_nothing(mcp, world, mcp_key):
-    found = McpCaller(mcp, mcp_key, "alice").result("search", {"query": QUERY})["structuredContent"]["results"]
+    found = McpCaller(mcp, mcp_key, "alice").result("search", {"query": QUERY})["structuredContent"][
+        "results"
+    ]
 
     refused = McpCaller(mcp, mcp_key, "carol").result("fetch", {"id": found[0]["id"]})
 
@@ -109,8 +111,13 @@ def test_an_id_outside_the_scope_is_a_tool_error_and_memos_is_not_asked(mcp, wor
 
 def test_bad_arguments_are_invalid_params(mcp, world, mcp_key):
     alice = McpCaller(mcp, mcp_key, "alice")
-    for arguments in ({}, {"query": ""}, {"query": "x" * 4001}, {"query": "q", "extra": 1},
-                      {"query": "q", "knowledge_base_ids": ["a", "a"]}):
+    for arguments in (
+        {},
+        {"query": ""},
+        {"query": "x" * 4001},
+        {"query": "q", "extra": 1},
+        {"query": "q", "knowledge_base_ids": ["a", "a"]},
+    ):
         reply = alice.call("search", arguments)
         assert reply.body["error"]["code"] == -32602, arguments
 
@@ -121,7 +128,9 @@ def test_list_knowledge_bases_splits_the_callers_kbs_by_recall(mcp, world, mcp_k
 
     listed = McpCaller(mcp, mcp_key, "alice").result("list_knowledge_bases")["structuredContent"]
 
-    assert listed["in_recall"] == [{"id": world["alice"], "name": "alice 的资料", "owner": None, "team": None}]
+    assert listed["in_recall"] == [
+        {"id": world["alice"], "name": "alice 的资料", "owner": None, "team": None}
+    ]
     (shared,) = listed["not_in_recall"]
     assert (shared["id"], shared["owner"]["name"], shared["team"]) == (world["bob"], "Bob", None)
 
