@@ -109,7 +109,7 @@ def test_an_id_outside_the_scope_is_a_tool_error_and_memos_is_not_asked(mcp, wor
     assert mcp.memos.calls("/search/memory") == searches
 
 
-def test_bad_arguments_are_invalid_params(mcp, world, mcp_key):
+def test_bad_arguments_are_a_tool_error_the_model_can_correct(mcp, world, mcp_key):
     alice = McpCaller(mcp, mcp_key, "alice")
     for arguments in (
         {},
@@ -119,7 +119,7 @@ def test_bad_arguments_are_invalid_params(mcp, world, mcp_key):
         {"query": "q", "knowledge_base_ids": ["a", "a"]},
     ):
         reply = alice.call("search", arguments)
-        assert reply.body["error"]["code"] == -32602, arguments
+        assert reply.body["result"]["isError"] is True, arguments
 
 
 def test_list_knowledge_bases_splits_the_callers_kbs_by_recall(mcp, world, mcp_key):

@@ -259,3 +259,18 @@ def test_a_session_id_and_last_event_id_are_ignored_and_none_is_minted():
     answer = modern("tools/list", mcp_session_id="stale-session", last_event_id="42")
     assert answer.status == HTTPStatus.OK
     assert not any(name.lower() == "mcp-session-id" for name in answer.headers)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"mcp_name": "  search\t"},
+        {"mcp_method": " tools/call "},
+        {"mcp_protocol_version": f"\t{MODERN} "},
+        {"mcp_name": f" {b64('search')} "},
+    ],
+)
+def test_whitespace_around_a_header_value_is_not_part_of_it(changes):
+    # RFC 9110, 5.5: a field's value excludes the optional whitespace before and after it.
+    answer = modern("tools/call", CALL, **changes)
+    assert answer.status == HTTPStatus.OK, answer.error

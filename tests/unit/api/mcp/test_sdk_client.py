@@ -42,8 +42,9 @@ async def _story(client: Client) -> dict[str, Any]:
         listed = await client.list_tools()
         found = await client.call_tool("名前 tool", {"query": "报销"})
         refused = await client.call_tool("rate_limited", {})
+        corrected = await client.call_tool("refuse", {"query": ""})
         errors = {}
-        for name, arguments in (("fetch", {}), ("refuse", {"query": ""}), ("crash", {})):
+        for name, arguments in (("fetch", {}), ("crash", {})):
             with pytest.raises(MCPError) as raised:
                 await client.call_tool(name, arguments)
             errors[name] = (raised.value.error.code, raised.value.error.message)
@@ -52,6 +53,7 @@ async def _story(client: Client) -> dict[str, Any]:
         "annotations": {tool.annotations.read_only_hint for tool in listed.tools if tool.annotations},
         "found": (found.structured_content, found.is_error),
         "refused": (refused.is_error, [block.text for block in refused.content]),  # type: ignore[union-attr]
+        "corrected": (corrected.is_error, [block.text for block in corrected.content]),  # type: ignore[union-attr]
         "errors": errors,
     }
 
@@ -61,9 +63,9 @@ EXPECTED = {
     "annotations": {True},
     "found": ({"echo": {"query": "报销"}}, False),
     "refused": (True, ["Too many searches; try again in a minute."]),
+    "corrected": (True, ["query must be 1-4000 characters."]),
     "errors": {
         "fetch": (-32602, "Unknown tool: fetch."),
-        "refuse": (-32602, "query must be 1-4000 characters."),
         "crash": (-32603, "Internal error: the tool failed; try again later."),
     },
 }

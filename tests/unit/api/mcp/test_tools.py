@@ -1,6 +1,6 @@
 """``memmy_kb.api.mcp``: calling a tool, the same in both protocol generations: an unknown tool or arguments
-that are not an object or that the tool refuses is -32602; a tool's own error is a result the model reads;
-a tool that raises is logged and answered -32603 without what it raised."""
+that are not an object is -32602; arguments the tool refuses and a tool's own error are a result the model
+reads; a tool that raises is logged and answered -32603 without what it raised."""
 
 from __future__ import annotations
 
@@ -35,13 +35,21 @@ INVALID_STATUS = {"modern": HTTPStatus.BAD_REQUEST, "legacy": HTTPStatus.OK}
             {"name": "search", "arguments": "query=x"},
             "A tool's arguments (params.arguments) must be an object.",
         ),
-        ({"name": "refuse", "arguments": {"query": ""}}, "query must be 1-4000 characters."),
     ],
 )
-def test_an_unknown_tool_or_bad_arguments_are_invalid_params(era, params, message):
+def test_an_unknown_tool_or_arguments_that_are_no_object_are_invalid_params(era, params, message):
     answer = call(era, params)
     assert answer.status == INVALID_STATUS[era]
     assert answer.error == {"code": -32602, "message": message}
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_arguments_the_tool_refuses_are_a_tool_error_the_model_can_correct(era):
+    # MCP 2025-11-25 (tools, "Error Handling"): input validation errors are tool execution errors.
+    answer = call(era, {"name": "refuse", "arguments": {"query": ""}})
+    assert answer.status == HTTPStatus.OK
+    assert answer.result["isError"] is True
+    assert answer.result["content"] == [{"type": "text", "text": "query must be 1-4000 characters."}]
 
 
 @pytest.mark.parametrize("era", ERAS)

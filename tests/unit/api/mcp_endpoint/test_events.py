@@ -100,3 +100,11 @@ def test_a_browser_origin_not_listed_is_403_before_the_token_is_read() -> None:
 
     assert reply["statusCode"] == HTTPStatus.FORBIDDEN
     assert "www-authenticate" not in reply["headers"]
+
+
+@pytest.mark.usefixtures("environment")
+def test_the_endpoints_own_origin_is_same_origin_and_not_refused() -> None:
+    # A DNS-rebinding page carries the rebound name as its Origin; the endpoint's own origin is not one.
+    reply = handle_mcp(event("POST /mcp", body="{}", headers={"Origin": "https://api.example.com"}))
+
+    assert reply["statusCode"] == HTTPStatus.UNAUTHORIZED

@@ -56,16 +56,22 @@ def _mismatch(message: str) -> RpcFailure:
     return RpcFailure(HEADER_MISMATCH, message)
 
 
+def _field(headers: Mapping[str, str], name: str) -> str | None:
+    """A header's value without the optional whitespace around it (RFC 9110, 5.5: not part of the value)."""
+    value = headers.get(name)
+    return None if value is None else value.strip(" \t")
+
+
 def check_request_headers(headers: Mapping[str, str], request: RpcRequest, body_version: Any) -> None:
     """Refuse (RpcFailure -32020) a modern request whose headers are missing or disagree with its body."""
-    version = headers.get(PROTOCOL_VERSION_HEADER)
+    version = _field(headers, PROTOCOL_VERSION_HEADER)
     if version is None:
         raise _mismatch("The MCP-Protocol-Version header is missing.")
     if version != body_version:
         raise _mismatch(
             "The MCP-Protocol-Version header does not match the protocol version in the request's _meta."
         )
-    method = headers.get(METHOD_HEADER)
+    method = _field(headers, METHOD_HEADER)
     if method is None:
         raise _mismatch("The Mcp-Method header is missing.")
     if method != request.method:
@@ -73,7 +79,7 @@ def check_request_headers(headers: Mapping[str, str], request: RpcRequest, body_
     name_field = NAME_BEARING_METHODS.get(request.method)
     if name_field is None or name_field not in request.params:
         return
-    raw = headers.get(NAME_HEADER)
+    raw = _field(headers, NAME_HEADER)
     if raw is None:
         raise _mismatch(f"The Mcp-Name header is missing (it mirrors params.{name_field}).")
     if decode_header_value(raw) != request.params[name_field]:

@@ -3,8 +3,10 @@
 A tool is a name, its texts, its JSON schemas and a ``call``; the protocol layer checks only that the
 arguments are an object (the tool checks the rest and raises ``InvalidToolArguments``). Every tool is
 read-only, and says so in its annotations. What a tool reports as an error (``ToolOutcome(is_error=True)``)
-is a result the model reads (``isError: true``); an unknown tool or bad arguments is a JSON-RPC error
-(-32602); anything else a tool raises is logged and answered -32603 without its text.
+and arguments the tool refuses (``InvalidToolArguments``) are a result the model reads (``isError: true``,
+as MCP 2025-11-25 asks, so that the model can correct its call); an unknown tool or arguments that are
+not an object is a JSON-RPC error (-32602); anything else a tool raises is logged and answered -32603
+without its text.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ class Tool:
 
 
 class InvalidToolArguments(Exception):
-    """Raised by a tool's ``call`` for arguments its schema refuses: JSON-RPC -32602 with this message."""
+    """Raised by a tool's ``call`` for arguments its schema refuses: a tool error (``isError``) with this
+    message, for the model to correct its call."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,7 @@ def call_tool(tools: Sequence[Tool], params: Mapping[str, Any]) -> dict[str, Any
     try:
         outcome = tool.call(arguments)
     except InvalidToolArguments as invalid:
-        raise RpcFailure(INVALID_PARAMS, str(invalid)) from None
+        return _outcome_result(ToolOutcome(structured=None, text=str(invalid), is_error=True))
     except Exception:
         # The caller learns only that the call failed; the log keeps what happened.
         from memmy_kb.observability import logger  # imported here: the happy path never needs Powertools

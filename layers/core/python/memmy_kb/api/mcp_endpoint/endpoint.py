@@ -103,6 +103,13 @@ def _caller(settings: Settings, resource: str, token: str) -> McpCaller:
     return caller
 
 
+def own_origin(resource: str) -> str:
+    """The endpoint's own origin (``scheme://host[:port]`` of its URL, lower case): a request from it is
+    same-origin, never a DNS rebinding, whose pages carry the rebound name as their ``Origin``."""
+    scheme, _, rest = resource.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0]}".lower()
+
+
 def handle_mcp(event: dict[str, Any]) -> dict[str, Any]:
     """The proxy result of one request to a route of the ``mcp`` function."""
     settings = get_settings()
@@ -124,7 +131,7 @@ def _post(settings: Settings, resource: str, event: dict[str, Any]) -> HttpRespo
         request = request_of(event)
     except BadEvent as err:
         return json_response(HTTPStatus.BAD_REQUEST, {"error": "bad_request", "message": str(err)})
-    refused = origin_refusal(request.headers, settings.mcp_allowed_origins)
+    refused = origin_refusal(request.headers, settings.mcp_allowed_origins | {own_origin(resource)})
     if refused is not None:
         return refused
     token = _bearer(dict(request.headers))
