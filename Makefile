@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest -n 2 --dist worksteal
 MEMMY_KB_CHROMIUM ?= /usr/bin/chromium
 export MEMMY_KB_CHROMIUM
 
-.PHONY: install install-cli browser cjk-fonts layer-python run lint page-install page-unit test unit integration e2e e2e-stage e2e-stage-settings agents agents-install fuzz bench load soak fair openapi screenshots clean
+.PHONY: install install-cli browser cjk-fonts layer-python run lint page-install page-unit test unit integration e2e e2e-stage e2e-stage-settings agents agents-install conformance-install fuzz bench load soak fair openapi screenshots clean
 
 install: $(STAMP)
 
@@ -141,7 +141,19 @@ $(AGENTS_STAMP): $(AGENTS_DIR)/package.json $(AGENTS_DIR)/package-lock.json
 	cd $(AGENTS_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(AGENTS_STAMP)
 
-agents: install agents-install
+# The MCP conformance suite, run by the same tier against the remote endpoint (tests/agents/test_mcp_conformance.py),
+# and the Node 22 it needs, as an npm package: both pinned in .conformance/package-lock.json.
+CONFORMANCE_DIR := .conformance
+CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed-stamp
+
+conformance-install: $(CONFORMANCE_STAMP)
+
+$(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package.json $(CONFORMANCE_DIR)/package-lock.json
+	@command -v npm >/dev/null || { echo "make agents needs node 20 and npm: install them and try again." >&2; exit 1; }
+	cd $(CONFORMANCE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(CONFORMANCE_STAMP)
+
+agents: install agents-install conformance-install
 	unshare --net --map-root-user $(PY) -m pytest -n 0 tests/agents $(AGENTS_PYTEST_ARGS)
 
 # The schema-driven fuzz of the local stack, longer than the bounded run in `make test`.
