@@ -26,6 +26,7 @@ class _Forward(BaseHTTPRequestHandler):
     target: ClassVar[str]
     token: ClassVar[str]
     client: ClassVar[httpx.Client]
+    port: ClassVar[int]
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -36,7 +37,7 @@ class _Forward(BaseHTTPRequestHandler):
         # Optional whitespace around a value is not part of it (RFC 9110, 5.5), and httpx refuses to send it.
         headers = [(k, v.strip(" \t")) for k, v in self.headers.items() if k.lower() not in _NOT_FORWARDED]
         # Its own origin by the address it listens on: the Host header is the client's to choose.
-        own = f"http://127.0.0.1:{self.server.server_address[1]}"
+        own = f"http://127.0.0.1:{self.port}"
         headers = [(k, self.target if k.lower() == "origin" and v == own else v) for k, v in headers]
         headers.append(("Authorization", f"Bearer {self.token}"))
         answer = self.client.request(self.command, self.target + self.path, headers=headers, content=body)
@@ -56,8 +57,9 @@ def bearer_proxy(target: str, token: str) -> Iterator[str]:
     """A proxy on 127.0.0.1 (a free port) to ``target`` (a URL without a trailing slash) adding ``token``;
     yields the proxy's URL, which stands for ``target``."""
     with httpx.Client(timeout=30) as client:
-        handler = type("Forward", (_Forward,), {"target": target, "token": token, "client": client})
+        handler = type("Forward", (_Forward,), {"target": target, "token": token, "client": client, "port": 0})
         server = LoopbackHTTPServer(("127.0.0.1", 0), handler)
+        handler.port = server.server_address[1]
         thread = serve_in_background(server, "bearer-proxy")
         try:
             yield f"http://127.0.0.1:{server.server_address[1]}"
