@@ -57,7 +57,9 @@ def bearer_proxy(target: str, token: str) -> Iterator[str]:
     """A proxy on 127.0.0.1 (a free port) to ``target`` (a URL without a trailing slash) adding ``token``;
     yields the proxy's URL, which stands for ``target``."""
     with httpx.Client(timeout=30) as client:
-        handler = type("Forward", (_Forward,), {"target": target, "token": token, "client": client, "port": 0})
+        handler: type[_Forward] = type(
+            "Forward", (_Forward,), {"target": target, "token": token, "client": client, "port": 0}
+        )
         server = LoopbackHTTPServer(("127.0.0.1", 0), handler)
         handler.port = server.server_address[1]
         thread = serve_in_background(server, "bearer-proxy")
