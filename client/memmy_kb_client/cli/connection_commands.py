@@ -17,7 +17,7 @@ from memmy_kb_client.cli.rendering import Outcome
 from memmy_kb_client.cli.terminal import one_line, table
 
 if TYPE_CHECKING:
-    from memmy_kb_client.connection_replies import Connection
+    from memmy_kb_client.connection_replies import McpConnection
     from memmy_kb_client.sdk import MemmyClient
 
 Parent = argparse.ArgumentParser
@@ -28,7 +28,7 @@ def _same(a: str, b: str) -> bool:
     return unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", b)
 
 
-def connection_among(connections: list[Connection], given: str) -> Connection:
+def connection_among(connections: list[McpConnection], given: str) -> McpConnection:
     """The connection ``given`` names: the one with that id, else the one whose client has that name (or
     client id), an active one before a disconnected one. ``NotResolved`` for no match, or several."""
     for connection in connections:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Final
 from memmy_kb_client.cli.terminal import one_line, table
 
 if TYPE_CHECKING:
-    from memmy_kb_client.connection_replies import Connection, ConnectionActivity, ConnectionList
+    from memmy_kb_client.connection_replies import McpConnection, ConnectionEvent, ConnectionList
 
 # ``connections ls`` shows this many of the newest activity entries (``--json`` has all the cloud sent).
 SHOWN_ACTIVITY: Final = 10
@@ -35,19 +35,19 @@ def local_time(stamp: str | None) -> str:
     return moment.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
-def client_label(connection: Connection | ConnectionActivity) -> str:
+def client_label(connection: McpConnection | ConnectionEvent) -> str:
     """The client's name as it registered it, else its client id (a URL or an opaque id)."""
     name = connection.get("client_name")
     return one_line(name) if name else one_line(connection.get("client_id") or "an unnamed client")
 
 
-def _state(connection: Connection) -> str:
+def _state(connection: McpConnection) -> str:
     if connection.get("state") == "revoked":
         return f"disconnected {local_time(connection.get('revoked_at'))}"
     return "active"
 
 
-def _row(connection: Connection) -> list[str]:
+def _row(connection: McpConnection) -> list[str]:
     return [
         connection["id"],
         client_label(connection),
@@ -57,7 +57,7 @@ def _row(connection: Connection) -> list[str]:
     ]
 
 
-def _activity_line(entry: ConnectionActivity) -> list[str]:
+def _activity_line(entry: ConnectionEvent) -> list[str]:
     what = _ACTIVITY_WORDS.get(entry.get("kind", ""), one_line(entry.get("kind", "")))
     return [local_time(entry.get("at")), what, client_label(entry), f"({entry.get('connection_id', '')})"]
 

@@ -14,7 +14,7 @@ from typing import Any, Literal, NotRequired, Union
 
 import pytest
 
-from memmy_kb_client import replies, team_replies
+from memmy_kb_client import connection_replies, replies, team_replies
 
 DOCUMENT = json.loads((Path(__file__).parents[3] / "docs" / "openapi.json").read_text(encoding="utf-8"))
 SCHEMAS: dict[str, Any] = DOCUMENT["components"]["schemas"]
@@ -54,7 +54,7 @@ def _is_typed_dict(value: object) -> bool:
 
 
 def _typed_dicts() -> dict[str, type]:
-    modules = (replies, team_replies)
+    modules = (replies, team_replies, connection_replies)
     return {name: value for module in modules for name, value in vars(module).items() if _is_typed_dict(value)}
 
 
