@@ -8,11 +8,12 @@ for ``mcp``, one ``search`` from a client already connected, PyJWT, cryptography
 included). Target: the ``mcp`` handler's import at most ``import_time.DEFAULT_TARGET`` (1.5x).
 
 Warm latency: the real handlers in-process on moto and the MemOS emulator (``route_calls.in_process_stack``),
-a reader with ``KBS`` KBs shared by an owner, each holding one file (so recall's default ``by_file`` plan
-attributes its excerpts), and an MCP client already connected (its token signed against a JWKS on
-127.0.0.1, ``tests.support.mcp_tokens``). After ``WARM_UP`` calls of each, ``PAIRS`` pairs of ``POST /recall``
-and the ``search`` tool through ``POST /mcp`` for the same reader, query and scope, interleaved (which
-goes first alternates); medians, p90s and the median of the per-pair ratios. Twice: as they are (moto
+a reader with ``KBS`` KBs shared by an owner, each holding one file of its own with its fingerprints
+(so recall's default ``by_file`` plan names each excerpt's KB and file, reading the files' items), and
+an MCP client already connected (its token signed against a JWKS on 127.0.0.1,
+``tests.support.mcp_tokens``). After ``WARM_UP`` calls of each, ``PAIRS`` pairs of ``POST /recall`` and
+the ``search`` tool through ``POST /mcp`` for the same reader, query and scope, interleaved (which goes
+first alternates); medians, p90s and the median of the per-pair ratios. Twice: as they are (moto
 answers a DynamoDB call in about a millisecond of this process's CPU, the emulator a search in a few),
 and with realistic latencies: every DynamoDB call held ``DYNAMODB_MS`` (``bench.fleet_governor``'s
 in-region round trip) and every MemOS search ``MEMOS_MS`` (``bench.recall_fanout``'s, by the emulator's
@@ -46,6 +47,8 @@ KBS = 3  # the cost model's typical scope (bench.cost_model.KBS_IN_SCOPE)
 PAIRS = 30
 WARM_UP = 3
 TARGET_OVERHEAD = 0.10
+# Searches a day through /mcp for the SnapStart rows: the endpoint has no traffic model yet, so a range.
+SEARCHES_PER_DAY = (1_000, 10_000, 100_000, 1_000_000)
 SEARCH = {"name": "search", "arguments": {"query": QUERY}}
 
 
@@ -132,7 +135,12 @@ def held_dynamodb(milliseconds: float) -> Iterator[None]:
 
 
 def _world(service: Any, owner: str, reader: str) -> None:
-    """``KBS`` KBs of ``owner``, a file in each, shared with ``reader``, in their recall."""
+    """``KBS`` KBs of ``owner``, a file of its own in each (with its fingerprints, as the ingest leaves it,
+    so that recall's ``by_file`` plan names each excerpt's KB and file), shared with ``reader``, in their
+    recall."""
+    from memmy_kb.composition import get_fingerprint_store
+    from memmy_kb.domain.fingerprints.prints import fingerprint
+    from memmy_kb.domain.fingerprints.store import FilePrints
     from tests.support import seed
     from tests.support.mcp_world import register
 
@@ -140,7 +148,12 @@ def _world(service: Any, owner: str, reader: str) -> None:
     for n in range(KBS):
         created = service.call("POST", "/knowledge-bases", owner, body={"name": f"资料 {n}"})
         kb_id = created.body["id"]
-        seed.add_file(service, kb_id, owner, f"手册 {n}.md", DOCUMENT)
+        text = DOCUMENT.decode() + f"第 {n} 版：商业版另含 {n} 项服务。\n"
+        file_id = seed.add_file(service, kb_id, owner, f"手册 {n}.md", text.encode())
+        file = service.stores.contents.get_file(kb_id, file_id)
+        assert file is not None
+        prints = FilePrints(kb_id, file_id, file.version, fingerprint([text]), file.memos_file_id)
+        get_fingerprint_store().put_prints(prints)
         shared = service.call("POST", f"/knowledge-bases/{kb_id}/members", owner, body={"identifier": reader})
         toggled = service.call("PUT", f"/knowledge-bases/{kb_id}/recall", reader, body={"enabled": True})
         if (created.status, shared.status, toggled.status) != (201, 201, 200):
@@ -210,7 +223,8 @@ def warm(pairs: int = PAIRS) -> Warm:
         in_process_stack(settings) as (service, emulator),
         recording() as take,
     ):
-        _world(service, "bench-owner", "bench-reader")
+        with contextlib.redirect_stdout(io.StringIO()):  # the KBs' creation's metric lines
+            _world(service, "bench-owner", "bench-reader")
         token = sign("bench-reader")
         answered(service, token, "tools/list")  # the client's first call adds its connection
         bench = _Pairs(service, emulator, take, token, "bench-reader")
@@ -237,6 +251,20 @@ def imports(rounds: int) -> dict[str, tuple[float, float]]:
 class Results:
     warm: Warm
     imports: dict[str, tuple[float, float]] | None = None
+
+    def snapstart(self) -> list[Any]:
+        """``bench.snapstart_cost``'s day of the mcp function (its template memory; each invocation as long
+        as the held view's median search) at each of ``SEARCHES_PER_DAY``: cold starts, SnapStart's and
+        provisioned concurrency's dollars, as recall's are judged ("SnapStart" in docs/benchmarks.md)."""
+        from bench import cost_model, snapstart_cost
+        from memmy_local.template import load_template
+
+        memory_gb = cost_model.memory_mb(load_template(), "McpFunction") / 1024
+        duration_s = self.warm.latencies[-1].search[0] / 1000
+        return [
+            snapstart_cost.function_day("McpFunction", 0, searches, duration_s, memory_gb)
+            for searches in SEARCHES_PER_DAY
+        ]
 
 
 def run(
@@ -268,7 +296,21 @@ def lines(results: Results) -> list[str]:
     for name, requests in (("/recall", results.warm.recall), ("search", results.warm.search)):
         memos = requests.memos / requests.calls
         out.append(f"DynamoDB requests per {name}: {requests.describe()}; MemOS searches {memos:g}")
+    out += [f"SnapStart for mcp, {what}: {figure}" for what, figure in _snapstart(results)]
     return out
+
+
+def _snapstart(results: Results) -> list[tuple[str, str]]:
+    return [
+        (
+            f"{day.invocations:,.0f} searches/day",
+            f"{day.cold_starts:,.0f} cold starts/day; SnapStart ${day.snapstart_dollars:.3f}/day"
+            f" (${day.dollars_per_cold_start:.4f} per cold start avoided); provisioned concurrency for the"
+            f" peak's {day.peak_environments}: ${day.provisioned_dollars:.2f}/day;"
+            f" {'SnapStart' if day.snapstart_dollars < day.provisioned_dollars else 'provisioned'} is cheaper",
+        )
+        for day in results.snapstart()
+    ]
 
 
 def rows(results: Results) -> list[tuple[str, str, str]]:
@@ -305,6 +347,7 @@ def rows(results: Results) -> list[tuple[str, str, str]]:
             f"search {warm_.search.describe()} vs /recall {warm_.recall.describe()}",
         )
     )
+    out += [(label, f"SnapStart for mcp, {what}", figure) for what, figure in _snapstart(results)]
     return out
 
 
