@@ -291,6 +291,12 @@ def _team_costs() -> list[Row]:
     return team_costs.rows(team_costs.run())
 
 
+def _mcp_endpoint() -> list[Row]:
+    from bench import mcp_endpoint
+
+    return mcp_endpoint.rows(mcp_endpoint.run())
+
+
 def _sync_pass() -> list[Row]:
     from bench import sync_pass
 
@@ -314,6 +320,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "recall_backends": _recall_backends,
     "fleet_governor": _fleet_governor,
     "team_costs": _team_costs,
+    "mcp_endpoint": _mcp_endpoint,
     "worst_case_body": _worst_case_body,
     "attribution": _attribution,
 }

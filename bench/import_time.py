@@ -201,7 +201,7 @@ def _meta(key: dict[str, dict[str, str]]) -> dict[str, dict[str, object]]:
     }  # fmt: skip
 
 
-class _Stub(BaseHTTPRequestHandler):
+class StubBackend(BaseHTTPRequestHandler):
     """DynamoDB's Query (the grants), BatchGetItem (the KBs' names), UpdateItem (the per-user recall limit's
     counter), GetItem and PutItem (the fleet's MemOS budget), Secrets Manager's GetSecretValue (the key)
     and MemOS's search (one hit per KB searched)."""
@@ -252,9 +252,10 @@ class _Stub(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def stub_backend() -> Iterator[dict[str, str]]:
-    """The environment that points a recall handler at the stubs (fake credentials: nothing leaves the box)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
+def stub_backend(handler: type[StubBackend] = StubBackend) -> Iterator[dict[str, str]]:
+    """The environment that points a recall handler at the stubs (``handler``'s; fake credentials: nothing
+    leaves the box)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
     try:
