@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Final
 from memmy_kb_client.cli.terminal import one_line, table
 
 if TYPE_CHECKING:
-    from memmy_kb_client.connection_replies import McpConnection, ConnectionEvent, ConnectionList
+    from memmy_kb_client.connection_replies import ConnectionEvent, ConnectionList, McpConnection
 
 # ``connections ls`` shows this many of the newest activity entries (``--json`` has all the cloud sent).
 SHOWN_ACTIVITY: Final = 10
