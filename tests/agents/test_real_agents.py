@@ -21,7 +21,16 @@ from typing import Any
 import pytest
 
 from tests.support import fake_models
-from tests.support.agent_runs import APIS, MODEL_KEY_ENV, Run, agent_env, run_agent, write_json
+from tests.support.agent_runs import (
+    APIS,
+    MODEL_KEY_ENV,
+    Run,
+    agent_env,
+    claude_env,
+    codex_config,
+    gemini_settings,
+    run_agent,
+)
 from tests.support.e2e_desktop import Desktop, clean_env, logged_in_desktop
 from tests.support.e2e_recall import MARKER, QUESTION, user_with_the_document
 from tests.support.fake_models import FakeModels
@@ -64,15 +73,7 @@ def install(agent: str, desktop: Desktop, env: dict[str, str]) -> None:
 
 
 def claude_code(bin_dir: Path, models: FakeModels, desktop: Desktop, home: Path, work: Path) -> Run:
-    env = agent_env(
-        home,
-        ANTHROPIC_BASE_URL=models.url,
-        ANTHROPIC_API_KEY="sk-ant-fake",
-        DISABLE_AUTOUPDATER="1",
-        DISABLE_TELEMETRY="1",
-        DISABLE_ERROR_REPORTING="1",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-    )
+    env = claude_env(home, models.url)
     install("claude-code", desktop, {"HOME": str(home)})
     # -p runs no permission prompt: the MCP tool is allowed by name, as `/permissions` would.
     argv = [str(bin_dir / "claude"), "-p", QUESTION, "--output-format", "json"]
@@ -84,20 +85,7 @@ def codex(bin_dir: Path, models: FakeModels, desktop: Desktop, home: Path, work:
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True)
     # The person's own config.toml first: the model provider; `hook install --mcp` appends our server.
-    (codex_home / "config.toml").write_text(
-        'model = "gpt-5-codex"\n'
-        'model_provider = "fake"\n'
-        "check_for_update_on_startup = false\n"
-        # `codex exec` starts the first turn after a short wait for MCP servers; ours (Python and the MCP
-        # SDK) needs longer to list its tools on this machine.
-        "mcp_optional_startup_grace_ms = 20000\n\n"
-        "[analytics]\nenabled = false\n\n"
-        "[model_providers.fake]\n"
-        'name = "fake"\n'
-        f'base_url = "{models.url}/v1"\n'
-        'wire_api = "responses"\n'
-        f'env_key = "{MODEL_KEY_ENV}"\n'
-    )
+    (codex_home / "config.toml").write_text(codex_config(models.url))
     env = agent_env(home, CODEX_HOME=str(codex_home), **{MODEL_KEY_ENV: "fake"})
     install("codex", desktop, {"HOME": str(home), "CODEX_HOME": str(codex_home)})
     trust_codex_hooks(bin_dir, codex_home, work, env)
@@ -147,24 +135,8 @@ def trust_codex_hooks(bin_dir: Path, codex_home: Path, work: Path, env: dict[str
 
 
 def gemini(bin_dir: Path, models: FakeModels, desktop: Desktop, home: Path, work: Path) -> Run:
-    # What the person sets once: the API key login, no usage statistics or updates, the hooks system on,
-    # and this folder trusted (Gemini CLI runs no hooks in an untrusted one).
-    write_json(
-        home / ".gemini" / "settings.json",
-        {
-            "security": {"auth": {"selectedType": "gemini-api-key"}},
-            "privacy": {"usageStatisticsEnabled": False},
-            "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
-            "hooksConfig": {"enabled": True},
-        },
-    )
-    write_json(home / ".gemini" / "trustedFolders.json", {str(work): "TRUST_FOLDER"})
-    # Without a prompt to answer, -p runs only tools a policy allows: the rule "Allow always" saves.
-    policies = home / ".gemini" / "policies"
-    policies.mkdir(parents=True)
-    (policies / "memmy-kb.toml").write_text(
-        '[[rule]]\nmcpName = "memmy-kb"\ntoolName = "search_knowledge"\ndecision = "allow"\npriority = 100\n'
-    )
+    # The hooks system on, and this folder trusted (Gemini CLI runs no hooks in an untrusted one).
+    gemini_settings(home, work, "memmy-kb", "search_knowledge", hooksConfig={"enabled": True})
     env = agent_env(home, GOOGLE_GEMINI_BASE_URL=models.url, GEMINI_API_KEY="fake")
     install("gemini", desktop, {"HOME": str(home)})
     argv = [str(bin_dir / "gemini"), "-p", QUESTION, "-m", "gemini-2.5-flash"]

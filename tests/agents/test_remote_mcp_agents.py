@@ -12,8 +12,6 @@ Offline like ``test_real_agents.py`` (see ``conftest.py``).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,10 +20,21 @@ from typing import Any
 import pytest
 
 from tests.support import fake_models
-from tests.support.agent_runs import APIS, MODEL_KEY_ENV, Run, agent_env, run_agent, write_json
+from tests.support.agent_runs import (
+    APIS,
+    MODEL_KEY_ENV,
+    Run,
+    agent_env,
+    claude_env,
+    codex_config,
+    gemini_settings,
+    run_agent,
+    write_json,
+)
 from tests.support.e2e_recall import MARKER, QUESTION, user_with_the_document
 from tests.support.fake_models import FakeModels
-from tests.support.stack import LOCAL_CLI, RunningStack
+from tests.support.remote_mcp import mcp_token
+from tests.support.stack import RunningStack
 from tests.support.stage import Stage
 
 SERVER = "memmy-cloud"
@@ -35,20 +44,11 @@ TOKEN_ENV = "MEMMY_MCP_TOKEN"
 
 
 @pytest.fixture(scope="module")
-def mcp_token(local_stack: RunningStack) -> str:
+def token(local_stack: RunningStack) -> str:
     """An MCP token for a person whose KB holds the travel-expense document, as ``memmy-local token --mcp``
     prints it."""
     reader = user_with_the_document(Stage.on_local(local_stack), f"remote-{uuid.uuid4().hex[:8]}", "Remote")
-    done = subprocess.run(  # noqa: S603 - our own CLI
-        [*LOCAL_CLI, "token", reader.user_id, "--mcp", "--client-name", "agent interop test"],
-        env={**os.environ, "MEMMY_KB_HOME": str(local_stack.key_path.parent)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip().splitlines()[-1]
+    return mcp_token(local_stack.key_path.parent, reader.user_id)
 
 
 @pytest.fixture
@@ -63,16 +63,7 @@ def claude_code(bin_dir: Path, models: FakeModels, url: str, token: str, home: P
     config = work / "memmy-cloud.mcp.json"
     headers = {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"}  # Claude Code expands ${VAR} in headers
     write_json(config, {"mcpServers": {SERVER: {"type": "http", "url": url, "headers": headers}}})
-    env = agent_env(
-        home,
-        ANTHROPIC_BASE_URL=models.url,
-        ANTHROPIC_API_KEY="sk-ant-fake",
-        DISABLE_AUTOUPDATER="1",
-        DISABLE_TELEMETRY="1",
-        DISABLE_ERROR_REPORTING="1",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-        **{TOKEN_ENV: token},
-    )
+    env = claude_env(home, models.url, **{TOKEN_ENV: token})
     argv = [str(bin_dir / "claude"), "-p", QUESTION, "--output-format", "json"]
     argv += ["--mcp-config", str(config), "--strict-mcp-config", "--allowedTools", f"mcp__{SERVER}__{TOOL}"]
     return run_agent(argv, home, work, env)
@@ -82,18 +73,9 @@ def codex(bin_dir: Path, models: FakeModels, url: str, token: str, home: Path, w
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True)
     (codex_home / "config.toml").write_text(
-        'model = "gpt-5-codex"\n'
-        'model_provider = "fake"\n'
-        "check_for_update_on_startup = false\n"
-        "mcp_optional_startup_grace_ms = 20000\n\n"
-        "[analytics]\nenabled = false\n\n"
-        "[model_providers.fake]\n"
-        'name = "fake"\n'
-        f'base_url = "{models.url}/v1"\n'
-        'wire_api = "responses"\n'
-        f'env_key = "{MODEL_KEY_ENV}"\n\n'
+        codex_config(models.url)
         # The token stays in the environment: Codex refuses an inline bearer token in config.toml.
-        f'[mcp_servers.{SERVER}]\nurl = "{url}"\nbearer_token_env_var = "{TOKEN_ENV}"\n'
+        + f'\n[mcp_servers.{SERVER}]\nurl = "{url}"\nbearer_token_env_var = "{TOKEN_ENV}"\n'
     )
     env = agent_env(home, CODEX_HOME=str(codex_home), **{MODEL_KEY_ENV: "fake", TOKEN_ENV: token})
     argv = [str(bin_dir / "codex"), "exec", "--skip-git-repo-check", QUESTION]
@@ -101,22 +83,9 @@ def codex(bin_dir: Path, models: FakeModels, url: str, token: str, home: Path, w
 
 
 def gemini(bin_dir: Path, models: FakeModels, url: str, token: str, home: Path, work: Path) -> Run:
-    write_json(
-        home / ".gemini" / "settings.json",
-        {
-            "security": {"auth": {"selectedType": "gemini-api-key"}},
-            "privacy": {"usageStatisticsEnabled": False},
-            "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
-            # httpUrl: Streamable HTTP (a bare url means the older SSE transport).
-            "mcpServers": {SERVER: {"httpUrl": url, "headers": {"Authorization": f"Bearer {token}"}}},
-        },
-    )
-    write_json(home / ".gemini" / "trustedFolders.json", {str(work): "TRUST_FOLDER"})
-    policies = home / ".gemini" / "policies"
-    policies.mkdir(parents=True)
-    (policies / "memmy-cloud.toml").write_text(
-        f'[[rule]]\nmcpName = "{SERVER}"\ntoolName = "{TOOL}"\ndecision = "allow"\npriority = 100\n'
-    )
+    # httpUrl: Streamable HTTP (a bare url means the older SSE transport).
+    remote = {SERVER: {"httpUrl": url, "headers": {"Authorization": f"Bearer {token}"}}}
+    gemini_settings(home, work, SERVER, TOOL, mcpServers=remote)
     env = agent_env(home, GOOGLE_GEMINI_BASE_URL=models.url, GEMINI_API_KEY="fake")
     argv = [str(bin_dir / "gemini"), "-p", QUESTION, "-m", "gemini-2.5-flash"]
     return run_agent(argv, home, work, env)
@@ -134,7 +103,7 @@ def test_the_agent_searches_through_the_remote_endpoint_and_sends_the_excerpt_to
     agent: str,
     agents_bin: Path,
     local_stack: RunningStack,
-    mcp_token: str,
+    token: str,
     models: FakeModels,
     tmp_path: Path,
 ) -> None:
@@ -143,7 +112,7 @@ def test_the_agent_searches_through_the_remote_endpoint_and_sends_the_excerpt_to
     home, work = tmp_path / "home", tmp_path / "work"
     work.mkdir(parents=True)
 
-    run = setup(agents_bin, models, f"{local_stack.api_url}/mcp", mcp_token, home, work)
+    run = setup(agents_bin, models, f"{local_stack.api_url}/mcp", token, home, work)
 
     logged: list[dict[str, Any]] = [
         entry.body for entry in models.of(api_name) if isinstance(entry.body, dict)

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import http.server
 import secrets
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -19,6 +17,7 @@ import pytest
 from memmy_local import tokens
 from memmy_local.identity.provider import IdentityProvider
 from memmy_local.identity.records import CLIENT_ID
+from tests.support.loopback_callback import loopback_callback
 from tests.support.page_browser import chromium
 
 pytestmark = [
@@ -27,33 +26,10 @@ pytestmark = [
 ]
 
 
-class _Callback(http.server.BaseHTTPRequestHandler):
-    """The desktop's loopback callback: records what the browser brought."""
-
-    seen: list[str] = []  # noqa: RUF012 - one per test, reset by the fixture
-
-    def do_GET(self) -> None:
-        self.seen.append(self.path)
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def callback() -> Iterator[tuple[str, list[str]]]:
-    _Callback.seen = []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Callback)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/callback", _Callback.seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_callback() as (redirect_uri, seen):
+        yield redirect_uri, seen
 
 
 @pytest.fixture

@@ -55,6 +55,62 @@ def write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n")
 
 
+# -- What a person sets once for each agent, pointed at the fake model ------------------------------------
+
+
+def claude_env(home: Path, models_url: str, **extra: str) -> dict[str, str]:
+    """Claude Code's environment: the fake model, an API key, no updater, telemetry or other traffic."""
+    return agent_env(
+        home,
+        ANTHROPIC_BASE_URL=models_url,
+        ANTHROPIC_API_KEY="sk-ant-fake",
+        DISABLE_AUTOUPDATER="1",
+        DISABLE_TELEMETRY="1",
+        DISABLE_ERROR_REPORTING="1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        **extra,
+    )
+
+
+def codex_config(models_url: str) -> str:
+    """The person's own Codex ``config.toml``: the fake model as the provider, no update check, no analytics."""
+    return (
+        'model = "gpt-5-codex"\n'
+        'model_provider = "fake"\n'
+        "check_for_update_on_startup = false\n"
+        # `codex exec` starts the first turn after a short wait for MCP servers; ours (Python and the MCP
+        # SDK) needs longer to list its tools on this machine.
+        "mcp_optional_startup_grace_ms = 20000\n\n"
+        "[analytics]\nenabled = false\n\n"
+        "[model_providers.fake]\n"
+        'name = "fake"\n'
+        f'base_url = "{models_url}/v1"\n'
+        'wire_api = "responses"\n'
+        f'env_key = "{MODEL_KEY_ENV}"\n'
+    )
+
+
+def gemini_settings(home: Path, work: Path, server: str, tool: str, **settings: Any) -> None:
+    """Gemini CLI's settings: the API key login, no usage statistics or updates, ``settings`` besides;
+    ``work`` trusted; and the rule "Allow always" saves for our MCP ``server``'s ``tool`` (without a prompt
+    to answer, -p runs only tools a policy allows)."""
+    write_json(
+        home / ".gemini" / "settings.json",
+        {
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "privacy": {"usageStatisticsEnabled": False},
+            "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+            **settings,
+        },
+    )
+    write_json(home / ".gemini" / "trustedFolders.json", {str(work): "TRUST_FOLDER"})
+    policies = home / ".gemini" / "policies"
+    policies.mkdir(parents=True)
+    (policies / f"{server}.toml").write_text(
+        f'[[rule]]\nmcpName = "{server}"\ntoolName = "{tool}"\ndecision = "allow"\npriority = 100\n'
+    )
+
+
 @dataclass(frozen=True)
 class Api:
     name: str

@@ -8,7 +8,7 @@ from memmy_kb import composition
 from memmy_kb.api.mcp_endpoint.tools import bound_tools
 
 if TYPE_CHECKING:
-    from memmy_kb.api.mcp_endpoint.protocol import Tool
+    from memmy_kb.api.mcp import Tool
     from memmy_kb.domain.remote_mcp.search import RecallPorts
     from memmy_kb.settings import Settings
 

@@ -24,7 +24,7 @@ from memmy_kb.observability import logger, metrics
 from memmy_kb.settings import Settings, get_settings
 
 if TYPE_CHECKING:
-    from memmy_kb.api.mcp_endpoint.protocol import HttpResponse, ServerInfo
+    from memmy_kb.api.mcp import HttpResponse, ServerInfo
 
 RESOURCE_NAME = "Memmy knowledge bases"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
@@ -34,7 +34,7 @@ INSTRUCTIONS = (
 
 
 def server_info() -> ServerInfo:
-    from memmy_kb.api.mcp_endpoint.protocol import ServerInfo
+    from memmy_kb.api.mcp import ServerInfo
 
     return ServerInfo(name="memmy-kb", version="1.0.0", title=RESOURCE_NAME, instructions=INSTRUCTIONS)
 
@@ -118,14 +118,14 @@ def handle_mcp(event: dict[str, Any]) -> dict[str, Any]:
     if route.startswith("GET ") and METADATA_PATH in route:
         return proxy_result(protected_resource(settings, resource))
     if route != "POST /mcp":
-        from memmy_kb.api.mcp_endpoint.protocol import HttpResponse
+        from memmy_kb.api.mcp import HttpResponse
 
         return proxy_result(HttpResponse(HTTPStatus.METHOD_NOT_ALLOWED, {"allow": "POST"}, b""))
     return proxy_result(_post(settings, resource, event))
 
 
 def _post(settings: Settings, resource: str, event: dict[str, Any]) -> HttpResponse:
-    from memmy_kb.api.mcp_endpoint.protocol import origin_refusal, serve
+    from memmy_kb.api.mcp import origin_refusal, serve
 
     try:
         request = request_of(event)

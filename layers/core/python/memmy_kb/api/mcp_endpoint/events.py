@@ -9,7 +9,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memmy_kb.api.mcp_endpoint.protocol import HttpRequest, HttpResponse
+    from memmy_kb.api.mcp import HttpRequest, HttpResponse
 
 
 class BadEvent(Exception):
@@ -19,7 +19,7 @@ class BadEvent(Exception):
 def request_of(event: dict[str, Any]) -> HttpRequest:
     """The request's method, its headers with lower-case names (API Gateway keeps the client's case for
     some; repeated headers arrive joined by commas) and its body as bytes (decoded when base64)."""
-    from memmy_kb.api.mcp_endpoint.protocol import HttpRequest
+    from memmy_kb.api.mcp import HttpRequest
 
     method = str(event.get("requestContext", {}).get("http", {}).get("method", "")).upper()
     headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
@@ -45,7 +45,7 @@ def proxy_result(response: HttpResponse) -> dict[str, Any]:
 
 
 def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> HttpResponse:
-    from memmy_kb.api.mcp_endpoint.protocol import HttpResponse
+    from memmy_kb.api.mcp import HttpResponse
 
     encoded = b"" if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
     base = {"content-type": "application/json"} if body is not None else {}

@@ -14,7 +14,7 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from memmy_kb.api.mcp_endpoint.protocol import InvalidToolArguments, Tool, ToolOutcome
+from memmy_kb.api.mcp import InvalidToolArguments, Tool, ToolOutcome
 from memmy_kb.errors import DomainError
 from memmy_kb.observability import metrics
 
