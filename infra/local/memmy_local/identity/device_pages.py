@@ -9,6 +9,7 @@ import logging
 import math
 from collections.abc import Callable
 from html import escape
+from typing import TYPE_CHECKING
 
 from flask import Response, request
 
@@ -26,8 +27,9 @@ class DevicePages:
     state: IdentityState
     _form_secret: bytes
 
-    def _signed_in(self, path: str, form: list[tuple[str, str]], secret: bytes) -> Identity | Response:
-        raise NotImplementedError  # the provider's
+    if TYPE_CHECKING:  # the provider's, declared for the type checker only: nothing to call at run time
+
+        def _signed_in(self, path: str, form: list[tuple[str, str]], secret: bytes) -> Identity | Response: ...
 
     def _device_page(self) -> Response:
         return _html(
