@@ -21,3 +21,18 @@ def test_a_hit_id_names_its_search_and_position_and_reads_back() -> None:
 )
 def test_anything_else_is_no_hit_id(value: str) -> None:
     assert parse_hit_id(value) is None
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: "s" + "0" * n + ".1",  # a search id far too long: the fixed-length pattern fails at once
+        lambda n: "." * n,  # dots only
+        lambda n: "s" + "a" * 24 + "." + "9" * n,  # a position far too long
+    ],
+)
+def test_reading_a_hit_id_is_linear_in_its_length(make):
+    # The id comes from the client's fetch call.
+    from tests.support.linear_time import assert_linear_time
+
+    assert_linear_time(parse_hit_id, make, large=256 * 1024)

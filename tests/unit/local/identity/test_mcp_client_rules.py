@@ -166,3 +166,20 @@ def test_a_hostile_host_is_judged_at_once(host: str) -> None:
     # bounded ({0,251}, {2,45}), so even the longest is judged in far less than a blink.
     assert_within(redirect_uri_problem, f"https://{host}/cb", 0.05)
     assert redirect_uri_problem(f"https://{host}/cb") is not None
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: "a" + "-" * n + "!",  # a label that runs on and fails at its last character
+        lambda n: "a" + "." * n,  # ends on a dot, which the pattern may not end with
+        lambda n: ":" * n + "g",  # an address-like run that fails at its end
+    ],
+)
+def test_checking_a_redirect_uris_host_is_linear_in_its_length(make):
+    # The host comes from a client's registration. The URI is capped before the check; the pattern is
+    # held to the time budget on hosts far longer than the cap, so the cap is not what keeps it fast.
+    from memmy_local.identity import clients
+    from tests.support.linear_time import assert_linear_time
+
+    assert_linear_time(clients._HOST.fullmatch, make, large=256 * 1024)
