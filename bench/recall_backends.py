@@ -107,9 +107,9 @@ def _scope(emulator: MemosEmulator, placement: list[str]) -> _Grants:
 
 
 def _pool(base_url: str) -> KnowledgeEngines:
-    """The recall function's pool: a one-attempt client per backend (``composition.recall_engines``)."""
+    """The recall function's pool: a one-attempt client per backend (``adapters.memos.recall_pool.recall_engines``)."""
     from memmy_kb.adapters.memos.key import MemosBackendConfig
-    from memmy_kb.composition import recall_engines
+    from memmy_kb.adapters.memos.recall_pool import recall_engines
 
     configs = [MemosBackendConfig(b, base_url, key, max_kbs=100) for b, key in KEYS.items()]
     return recall_engines(lambda _refresh: configs, budget=2.5, max_searches=KBS)

@@ -28,7 +28,7 @@ import pytest
 
 from memmy_kb.adapters.memos.client import MemosClient
 from memmy_kb.adapters.memos.key import MemosBackendConfig
-from memmy_kb.composition import recall_engines
+from memmy_kb.adapters.memos.recall_pool import recall_engines
 from memmy_kb.domain.engine import FileInput
 from memmy_kb.domain.ports.engines import KnowledgeEngines
 from memmy_kb.domain.ports.team_shares import Reach
@@ -113,7 +113,7 @@ def scope(emulator: MemosEmulator) -> Grants:
 
 
 def recall_pool(base_url: str) -> KnowledgeEngines:
-    """The recall function's pool (``composition.recall_engines``), the backend's max_qps set."""
+    """The recall function's pool (``adapters.memos.recall_pool.recall_engines``), the backend's max_qps set."""
     config = MemosBackendConfig("default", base_url, KEY, max_kbs=100, max_qps=QPS)
     return recall_engines(lambda _refresh: [config], budget=2.5, max_searches=4)  # template.yaml's
 

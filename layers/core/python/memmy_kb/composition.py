@@ -16,13 +16,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from memmy_kb.settings import get_settings
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
     # For the checker only: each factory is typed as its port and imports its adapter when first called.
     from memmy_kb.adapters.dynamodb.table import DynamoTable
-    from memmy_kb.adapters.memos.key import MemosBackendConfig, SecretBackendsProvider
+    from memmy_kb.adapters.memos.key import SecretBackendsProvider
     from memmy_kb.domain.fingerprints.store import FingerprintStore
     from memmy_kb.domain.ports.activity import ActivityLog, RateCounters
     from memmy_kb.domain.ports.cleanups import CleanupExecutions, CleanupStore
@@ -30,6 +28,7 @@ if TYPE_CHECKING:
     from memmy_kb.domain.ports.contents import ContentStore
     from memmy_kb.domain.ports.engines import BackendSlots, KnowledgeEngines
     from memmy_kb.domain.ports.knowledge_bases import CreateIntents, KnowledgeBaseStore
+    from memmy_kb.domain.ports.mcp_auth import McpAuthPorts
     from memmy_kb.domain.ports.mcp_hits import HitStore
     from memmy_kb.domain.ports.profiles import ProfileStore
     from memmy_kb.domain.ports.teams import TeamStore
@@ -265,41 +264,24 @@ def get_recall_memos_client() -> KnowledgeEngines:
     pool keeps that many connections alive, so no search waits for another's, and allows as many again,
     so that a search still running past the budget (nothing waits for it) cannot starve the next recall.
     """
+    from memmy_kb.adapters.memos.recall_pool import recall_engines
+
     settings = get_settings()
     return recall_engines(
         memos_api_key().backends,
         budget=settings.recall_memos_timeout_seconds,
         max_searches=settings.recall_max_searches,
+        verify=memos_tls_context(),
     )
 
 
-def recall_engines(
-    backends: Callable[[bool], list[MemosBackendConfig]], *, budget: float, max_searches: int
-) -> KnowledgeEngines:
-    """The recall path's pool of MemOS clients (``get_recall_memos_client``) over ``backends`` (the
-    secret's; a test's or a benchmark's own list against the emulator), ``budget`` seconds for a search,
-    ``max_searches`` at once."""
-    import httpx
+@cache
+def get_mcp_auth() -> McpAuthPorts:
+    """The MCP authorization server's store, signer, metadata fetcher and login provider, built without
+    I/O (``memmy_kb.adapters.mcp_auth``); the mcp function uses the signer's public keys only."""
+    from memmy_kb.adapters.mcp_auth import mcp_auth_ports
 
-    from memmy_kb.adapters.memos.backends import MemosBackends
-    from memmy_kb.adapters.memos.client import MemosClient
-    from memmy_kb.adapters.memos.models import MemosMemory
-
-    # The search hit's model is built on first use (defer_build); built here, once, rather than by each of
-    # the first recall's concurrent searches at the same time.
-    MemosMemory.model_rebuild()
-    quick = min(1.0, budget)
-    return MemosBackends(
-        backends,
-        lambda base_url, api_key: MemosClient(
-            base_url,
-            api_key,
-            timeout=httpx.Timeout(connect=quick, read=budget, write=quick, pool=quick),
-            limits=httpx.Limits(max_connections=2 * max_searches, max_keepalive_connections=max_searches),
-            max_attempts=1,
-            verify=memos_tls_context(),
-        ),
-    )
+    return mcp_auth_ports(get_settings(), get_table(), aws_session())
 
 
 @cache
@@ -365,6 +347,7 @@ _CACHED_FACTORIES = (
     get_prints_cache,
     get_memos_client,
     get_recall_memos_client,
+    get_mcp_auth,
     s3_client,
     get_upload_storage,
     get_idempotency_persistence,

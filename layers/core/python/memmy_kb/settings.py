@@ -87,6 +87,14 @@ class Settings:
     mcp_resource_url: str = ""
     mcp_scope: str = "kb.search"
     mcp_allowed_origins: frozenset[str] = frozenset()
+    # The service's own authorization server for MCP clients (docs/remote-mcp.md): the KMS key that signs
+    # its access tokens (the mcp function reads its public half when MCP_JWKS_URL is empty), its issuer
+    # (empty: https://<the API's domain>), and the client it signs people in with at the login provider
+    # (given, or read from the SSM parameter named).
+    mcp_signing_key: str = ""
+    mcp_auth_issuer: str = ""
+    mcp_login_client_id: str = ""
+    mcp_login_client_parameter: str = ""
 
 
 @cache
@@ -139,6 +147,10 @@ def get_settings() -> Settings:
         mcp_resource_url=env.get("MCP_RESOURCE_URL", "").strip(),
         mcp_scope=env.get("MCP_SCOPE", "").strip() or "kb.search",
         mcp_allowed_origins=frozenset(o.strip() for o in env.get("MCP_ALLOWED_ORIGINS", "").split(",") if o.strip()),
+        mcp_signing_key=env.get("MCP_SIGNING_KEY", "").strip(),
+        mcp_auth_issuer=env.get("MCP_AUTH_ISSUER", "").strip().rstrip("/"),
+        mcp_login_client_id=env.get("MCP_LOGIN_CLIENT_ID", "").strip(),
+        mcp_login_client_parameter=env.get("MCP_LOGIN_CLIENT_PARAMETER", "").strip(),
     )
 
 
