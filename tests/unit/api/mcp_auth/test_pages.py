@@ -22,20 +22,24 @@ def _consent(**changed: str) -> str:
 
 def test_a_hostile_client_name_is_shown_as_text():
     body = _consent()
-    assert "<script>" not in body and "<img" not in body
+    assert "<script>" not in body
+    assert "<img" not in body
     assert "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&gt;&lt;img" in body
 
 
 def test_a_client_without_a_name_is_shown_by_its_client_id_escaped():
     body = _consent(client_name="", client_id='https://x.test/"><b>')
-    assert "<b>" not in body and "https://x.test/&quot;&gt;&lt;b&gt;" in body
+    assert "<b>" not in body
+    assert "https://x.test/&quot;&gt;&lt;b&gt;" in body
 
 
 def test_the_consent_form_posts_the_request_the_token_and_the_decision():
     body = _consent()
     assert 'action="/oauth/consent"' in body
-    assert 'name="request" value="req-1"' in body and 'name="consent" value="tok-1"' in body
-    assert 'name="decision" value="allow"' in body and 'name="decision" value="deny"' in body
+    assert 'name="request" value="req-1"' in body
+    assert 'name="consent" value="tok-1"' in body
+    assert 'name="decision" value="allow"' in body
+    assert 'name="decision" value="deny"' in body
     assert "knowledge bases in your recall scope" in body
 
 
@@ -45,16 +49,21 @@ def test_the_consent_page_is_framed_by_no_one_cached_by_no_one_and_posts_only_he
         redirect_host="app.example", redirect_origin="https://app.example",
     )  # fmt: skip
     policy = answer.headers["content-security-policy"]
-    assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy
+    assert "default-src 'none'" in policy
+    assert "frame-ancestors 'none'" in policy
     assert "form-action 'self' https://app.example;" in policy
     assert "script-src" not in policy
-    assert answer.headers["cache-control"] == "no-store" and answer.headers["x-frame-options"] == "DENY"
-    assert "允许" in answer.body and "拒绝" in answer.body and 'lang="zh-CN"' in answer.body
+    assert answer.headers["cache-control"] == "no-store"
+    assert answer.headers["x-frame-options"] == "DENY"
+    assert "允许" in answer.body
+    assert "拒绝" in answer.body
+    assert 'lang="zh-CN"' in answer.body
 
 
 def test_the_error_page_escapes_its_detail_and_posts_nowhere_else():
     answer = pages.error_page("en", "bad_request", f"invalid_request: {HOSTILE}")
-    assert answer.status == 400 and "<script>" not in answer.body
+    assert answer.status == 400
+    assert "<script>" not in answer.body
     assert "form-action 'self';" in answer.headers["content-security-policy"]
 
 

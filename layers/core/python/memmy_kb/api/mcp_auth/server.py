@@ -15,7 +15,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from authlib.oauth2 import AuthorizationServer
+from authlib.oauth2 import AuthorizationServer, OAuth2Error
 from authlib.oauth2.rfc6749 import InvalidClientError, InvalidGrantError, grants
 from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc9207 import IssuerParameter
@@ -203,12 +203,33 @@ class Issuer(IssuerParameter):  # type: ignore[misc]
         return self.issuer
 
 
+class RegistrationsCapped(OAuth2Error):  # type: ignore[misc]
+    """Too many registrations for now: 429 with ``Retry-After``."""
+
+    error = "temporarily_unavailable"
+    status_code = 429
+
+    def __init__(self, description: str, retry_after: int) -> None:
+        super().__init__(description)
+        self.retry_after = retry_after
+
+    def get_headers(self) -> list[tuple[str, str]]:
+        headers: list[tuple[str, str]] = super().get_headers()
+        return [*headers, ("Retry-After", str(self.retry_after))]
+
+
 class Registration(McpRegistration):  # type: ignore[misc]
     """RFC 7591 open registration, stored through ``put_client`` and counted by the caller's address."""
 
+    def now(self) -> float:
+        return float(_context(self.server).now)
+
     def store_client(self, record: ClientRecord, request: Any) -> None:
         context = _context(self.server)
-        context.ports.store.put_client(record, source=context.source, now=context.now)
+        try:
+            context.ports.store.put_client(record, source=context.source, now=context.now)
+        except RegistrationRefused as refused:
+            raise RegistrationsCapped(str(refused), refused.retry_after) from None
 
 
 class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
