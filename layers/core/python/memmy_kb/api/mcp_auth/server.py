@@ -31,6 +31,7 @@ from memmy_kb.api.mcp_auth.clients import (
 from memmy_kb.api.mcp_auth.requests import Answer, HttpEvent, JsonEvent, OAuth2Event
 from memmy_kb.domain.mcp_auth.metadata_documents import (
     CACHE_SECONDS,
+    checked_document_url,
     is_metadata_document_url,
     parse_client_metadata,
 )
@@ -140,7 +141,8 @@ class McpAuthServer(AuthorizationServer):  # type: ignore[misc]
         record = ports.store.get_client(client_id)
         if is_metadata_document_url(client_id) and (record is None or record.created_at + CACHE_SECONDS <= now):
             try:
-                record = parse_client_metadata(client_id, ports.metadata.fetch(client_id), now=now)
+                body = ports.metadata.fetch(checked_document_url(client_id))
+                record = parse_client_metadata(client_id, body, now=now)
                 ports.store.put_client(record, source=self.context.source, now=now)
             except (ClientMetadataProblem, RegistrationRefused) as problem:
                 raise InvalidClientError(
