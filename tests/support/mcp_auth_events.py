@@ -69,7 +69,7 @@ def auth_event(
 def cookie_of(result: dict[str, Any], name: str) -> str | None:
     """The value a proxy result sets for cookie ``name`` (None when it sets none)."""
     for item in result.get("cookies", []):
-        key, _, rest = item.partition("=")
+        key, _, rest = str(item).partition("=")
         if key == name:
             return rest.split(";", 1)[0]
     return None

@@ -220,7 +220,7 @@ class RegistrationsCapped(OAuth2Error):  # type: ignore[misc]
         return [*headers, ("Retry-After", str(self.retry_after))]
 
 
-class Registration(McpRegistration):  # type: ignore[misc]
+class Registration(McpRegistration):
     """RFC 7591 open registration, stored through ``put_client`` and counted by the caller's address."""
 
     def now(self) -> float:
