@@ -17,6 +17,8 @@ from tests.support.mcp_auth_events import auth_event, cookie_of
 from tests.support.mcp_oauth import pkce, read_form, sign_in_and_consent
 
 COOKIE = "__Host-memmy-oauth"
+ISSUER = "http://127.0.0.1:18443"  # the authorization server's: loopback, as the login client's redirect must be
+RESOURCE = "http://127.0.0.1:8080/mcp"
 CALLBACK = "http://127.0.0.1:33418/callback"
 
 

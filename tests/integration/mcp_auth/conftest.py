@@ -15,11 +15,8 @@ from memmy_kb import composition
 from memmy_kb.composition import reset_composition
 from memmy_local import tokens
 from memmy_local.identity.provider import IdentityProvider
-from tests.support.mcp_auth_flow import AuthFlow
+from tests.support.mcp_auth_flow import ISSUER, RESOURCE, AuthFlow
 from tests.support.mcp_tokens import JwksServer
-
-ISSUER = "http://127.0.0.1:18443"  # the authorization server's (loopback: the login client's redirect)
-RESOURCE = "http://127.0.0.1:8080/mcp"
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,7 @@ from http import HTTPStatus
 import jwt
 
 from memmy_kb.domain.remote_mcp.connections import connection_id
-from tests.integration.mcp_auth.conftest import ISSUER, RESOURCE
-from tests.support.mcp_auth_flow import COOKIE, AuthFlow, query_of
+from tests.support.mcp_auth_flow import COOKIE, ISSUER, RESOURCE, AuthFlow, query_of
 from tests.support.mcp_world import McpCaller, register
 
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}

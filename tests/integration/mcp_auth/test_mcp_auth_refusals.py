@@ -9,8 +9,7 @@ from http import HTTPStatus
 
 import pytest
 
-from tests.integration.mcp_auth.conftest import ISSUER, RESOURCE
-from tests.support.mcp_auth_flow import CALLBACK, AuthFlow, query_of
+from tests.support.mcp_auth_flow import CALLBACK, ISSUER, RESOURCE, AuthFlow, query_of
 
 
 @pytest.fixture
