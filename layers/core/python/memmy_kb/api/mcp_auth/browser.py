@@ -8,17 +8,15 @@ the person has signed in: a consent form is answered once, from the browser that
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import secrets
 
+from memmy_kb.domain.mcp_auth.clients import digest
+
+__all__ = ["COOKIE_NAME", "browser_cookie", "cleared_cookie", "digest", "new_secret", "same_browser"]
+
 COOKIE_NAME = "__Host-memmy-oauth"
 COOKIE_SECONDS = 600
-
-
-def digest(value: str) -> str:
-    """The SHA-256 (hex) under which a secret is stored: codes, refresh tokens, cookies, consent tokens."""
-    return hashlib.sha256(value.encode("utf-8")).hexdigest()
 
 
 def new_secret() -> str:
