@@ -6,12 +6,18 @@ provider: register → authorize → sign in → callback → consent → code (
 
 from __future__ import annotations
 
+import dataclasses
 from http import HTTPStatus
 
+import httpx
 import jwt
+import pytest
 
+from memmy_kb import composition
+from memmy_kb.adapters.client_metadata import HttpClientMetadata
 from memmy_kb.domain.remote_mcp.connections import connection_id
-from tests.support.mcp_auth_flow import COOKIE, ISSUER, RESOURCE, AuthFlow, query_of
+from tests.support.https_loopback import HttpsDocuments
+from tests.support.mcp_auth_flow import CALLBACK, COOKIE, ISSUER, RESOURCE, AuthFlow, query_of
 from tests.support.mcp_world import McpCaller, register
 
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
@@ -89,3 +95,41 @@ def test_the_jwks_is_the_signing_keys_and_verifies_the_access_token(service, aut
     claims = jwt.decode(tokens["access_token"], public, algorithms=["RS256"], audience=RESOURCE)
     assert claims["sub"] == "alice"
     assert jwt.get_unverified_header(tokens["access_token"])["kid"] == key["kid"]
+
+
+def test_a_client_named_by_its_metadata_document_is_fetched_once_and_gets_a_token(
+    service, auth: AuthFlow, monkeypatch: pytest.MonkeyPatch
+):
+    """The document is served over https on 127.0.0.1 (a certificate made for the test, trusted by the
+    fetcher's client); the fetcher is the real one with loopback allowed."""
+    documents = HttpsDocuments()
+    with documents.serving(), httpx.Client(verify=documents.trust) as http:
+        client_id = f"{documents.base_url}/oauth/client.json"
+        documents.documents["/oauth/client.json"] = {
+            "client_id": client_id, "client_name": "Agent by URL", "redirect_uris": [CALLBACK],
+            "token_endpoint_auth_method": "none",
+        }  # fmt: skip
+        ports = dataclasses.replace(composition.get_mcp_auth(), metadata=HttpClientMetadata(http, allow_loopback=True))
+        monkeypatch.setattr(composition, "get_mcp_auth", lambda: ports)
+        sign, reply = auth.authorize(client_id)
+        page = auth.callback(auth.sign_in(reply.location, "alice"), sign.cookie)
+        assert "Agent by URL" in page.body
+        back = query_of(auth.consent(page, sign.cookie).location)
+        tokens = auth.exchange(sign, back["code"]).json()
+    claims = jwt.decode(tokens["access_token"], options={"verify_signature": False})
+    assert (claims["client_id"], claims["client_name"]) == (client_id, "Agent by URL")
+    assert documents.fetched == ["/oauth/client.json"]  # kept in the store for the later requests
+
+
+def test_a_metadata_document_that_cannot_be_used_gets_a_page(service, auth: AuthFlow, monkeypatch: pytest.MonkeyPatch):
+    documents = HttpsDocuments()
+    with documents.serving(), httpx.Client(verify=documents.trust) as http:
+        client_id = f"{documents.base_url}/oauth/client.json"
+        documents.documents["/oauth/client.json"] = {"client_id": "https://someone.else/client.json",
+                                                     "redirect_uris": [CALLBACK]}  # fmt: skip
+        ports = dataclasses.replace(composition.get_mcp_auth(), metadata=HttpClientMetadata(http, allow_loopback=True))
+        monkeypatch.setattr(composition, "get_mcp_auth", lambda: ports)
+        _, reply = auth.authorize(client_id)
+    assert reply.status == HTTPStatus.BAD_REQUEST
+    assert "location" not in reply.headers
+    assert "names another client_id" in reply.body
