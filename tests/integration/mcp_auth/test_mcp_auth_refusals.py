@@ -118,3 +118,9 @@ def test_a_registration_that_is_not_json_is_refused_with_a_sentence(auth: AuthFl
     assert reply.json()["error"] == "invalid_client_metadata"
     hostile = auth.call("POST", "/oauth/register", json_body={"redirect_uris": ["http://evil.example/cb"]})
     assert (hostile.status, hostile.json()["error"]) == (HTTPStatus.BAD_REQUEST, "invalid_redirect_uri")
+
+
+def test_a_registration_over_16_kb_is_413(auth: AuthFlow):
+    body = {"redirect_uris": [CALLBACK], "client_name": "x", "padding": "y" * 17_000}
+    reply = auth.call("POST", "/oauth/register", json_body=body)
+    assert (reply.status, reply.json()["error"]) == (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_client_metadata")

@@ -20,6 +20,7 @@ from authlib.oauth2.rfc6749 import AccessDeniedError
 
 from memmy_kb.api.mcp_auth import pages
 from memmy_kb.api.mcp_auth.browser import browser_cookie, cleared_cookie, digest, new_secret, same_browser
+from memmy_kb.api.mcp_auth.clients import MAX_REGISTRATION_BYTES
 from memmy_kb.api.mcp_auth.requests import Answer, BadEvent, HttpEvent, MultiValues, OAuth2Event, json_answer
 from memmy_kb.api.mcp_auth.server import Grantee, McpAuthServer, ServerContext
 from memmy_kb.domain.ports.mcp_auth import LoginRefused, LoginRequest, PendingAuthorization
@@ -107,6 +108,9 @@ def _client_accepts(server: McpAuthServer, client_id: str | None, redirect_uri: 
 
 
 def register(server: McpAuthServer, event: HttpEvent) -> Answer:
+    if len(event.body) > MAX_REGISTRATION_BYTES:
+        text = f"The client metadata may have at most {MAX_REGISTRATION_BYTES // 1024} KB."
+        return json_answer(413, {"error": "invalid_client_metadata", "error_description": text})
     if not isinstance(event.json_body(), dict):
         text = "The body must be a JSON object of client metadata, sent as application/json."
         return json_answer(400, {"error": "invalid_client_metadata", "error_description": text})
