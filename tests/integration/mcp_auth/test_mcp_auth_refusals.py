@@ -124,3 +124,14 @@ def test_a_registration_over_16_kb_is_413(auth: AuthFlow):
     body = {"redirect_uris": [CALLBACK], "client_name": "x", "padding": "y" * 17_000}
     reply = auth.call("POST", "/oauth/register", json_body=body)
     assert (reply.status, reply.json()["error"]) == (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_client_metadata")
+
+
+def test_registrations_past_the_hours_cap_from_one_address_are_429_with_retry_after(auth: AuthFlow):
+    body = {"client_name": "Agent", "redirect_uris": [CALLBACK]}
+    statuses = [auth.call("POST", "/oauth/register", json_body=body).status for _ in range(20)]
+    assert statuses == [HTTPStatus.CREATED] * 20
+    refused = auth.call("POST", "/oauth/register", json_body=body)
+    assert (refused.status, refused.json()["error"]) == (HTTPStatus.TOO_MANY_REQUESTS, "temporarily_unavailable")
+    assert 0 < int(refused.headers["retry-after"]) <= 3600
+    elsewhere = AuthFlow(ISSUER, RESOURCE, source_ip="203.0.113.50")
+    assert elsewhere.call("POST", "/oauth/register", json_body=body).status == HTTPStatus.CREATED
