@@ -7,6 +7,7 @@ provider: register → authorize → sign in → callback → consent → code (
 from __future__ import annotations
 
 import dataclasses
+import logging
 from http import HTTPStatus
 
 import httpx
@@ -133,3 +134,20 @@ def test_a_metadata_document_that_cannot_be_used_gets_a_page(service, auth: Auth
     assert reply.status == HTTPStatus.BAD_REQUEST
     assert "location" not in reply.headers
     assert "names another client_id" in reply.body
+
+
+def test_no_token_or_code_reaches_the_log_even_at_debug(service, auth: AuthFlow, caplog: pytest.LogCaptureFixture):
+    caplog.set_level("DEBUG")
+    authlib_log = logging.getLogger("authlib")
+    before = authlib_log.level
+    authlib_log.setLevel(logging.NOTSET)  # as in a fresh container (the dev provider sets its own)
+    try:
+        client_id = auth.register("Claude")
+        sign, back = auth.code_for("alice", client_id)
+        tokens = auth.exchange(sign, back["code"]).json()
+        rotated = auth.refresh(client_id, tokens["refresh_token"]).json()
+    finally:
+        authlib_log.setLevel(before)
+    logged = caplog.text
+    for secret in (back["code"], tokens["access_token"], tokens["refresh_token"], rotated["refresh_token"]):
+        assert secret not in logged

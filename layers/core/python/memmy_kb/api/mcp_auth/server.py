@@ -11,6 +11,7 @@ digest, never as issued.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +109,9 @@ class McpAuthServer(AuthorizationServer):  # type: ignore[misc]
     ``Answer``s, as its Flask integration does with Flask's."""
 
     def __init__(self, context: ServerContext) -> None:
+        authlib_log = logging.getLogger("authlib")
+        if authlib_log.level < logging.INFO:  # its DEBUG lines print whole token responses
+            authlib_log.setLevel(logging.INFO)
         super().__init__(scopes_supported=[context.scope])
         self.context = context
         self.issuer_parameter = Issuer(context.issuer)
