@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from memmy_kb.domain.mcp_auth.clients import ClientRecord, client_record_from_json
+from memmy_kb.domain.mcp_auth.clients import ClientRecord
 from memmy_local.identity.records import (
     DEVICE_POLL_INTERVAL,
     AuthorizationCode,
@@ -294,6 +294,10 @@ class IdentityState:
             return self._devices.pop(device_code, None) is not None
 
 
+def _client_record(item: dict[str, Any]) -> ClientRecord:
+    return ClientRecord(**{**item, "redirect_uris": tuple(item["redirect_uris"])})
+
+
 def _load(path: Path) -> tuple[dict[str, RefreshRecord], dict[str, ClientRecord]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -301,7 +305,7 @@ def _load(path: Path) -> tuple[dict[str, RefreshRecord], dict[str, ClientRecord]
             RefreshRecord(**{**item, "identity": Identity(**item["identity"])})
             for item in data.get("refresh_tokens", [])
         ]
-        clients = [client_record_from_json(item) for item in data.get("clients", [])]
+        clients = [_client_record(item) for item in data.get("clients", [])]
     except (OSError, ValueError, TypeError, KeyError):
         return {}, {}  # an unreadable file: every desktop and MCP client signs in (registers) again
     return {record.token_hash: record for record in records}, {c.client_id: c for c in clients}

@@ -11,13 +11,11 @@ from memmy_kb.domain.mcp_auth import clients
 from memmy_kb.domain.mcp_auth.clients import (
     ClientMetadataProblem,
     clean_client_name,
-    client_record_from_json,
     digest,
     origin,
     redirect_uri_matches,
     redirect_uri_problem,
 )
-from memmy_kb.domain.ports.mcp_auth import ClientRecord
 from tests.support.linear_time import assert_linear_time, assert_within
 
 
@@ -130,10 +128,3 @@ def test_checking_a_redirect_uris_host_is_linear_in_its_length(make):
 def test_a_digest_is_the_sha256_hex_of_the_text() -> None:
     assert digest("code") == hashlib.sha256(b"code").hexdigest()
     assert digest("code") != digest("code ")
-
-
-def test_a_client_record_reads_back_from_its_json_form() -> None:
-    record = ClientRecord("mcp-1", "registered", ("https://a.example/cb",), 1.5, "Agent", "web")
-    item = {**record.__dict__, "redirect_uris": list(record.redirect_uris)}
-
-    assert client_record_from_json(item) == record

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from typing import Any
 from urllib.parse import urlsplit
 
 from memmy_kb.domain.ports.mcp_auth import ClientMetadataProblem as ClientMetadataProblem
@@ -123,8 +122,3 @@ def checked_application_type(value: object) -> str:
 def digest(text: str) -> str:
     """The SHA-256 of ``text`` in hex: how codes, refresh tokens, consent tokens and client ids are kept."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def client_record_from_json(item: dict[str, Any]) -> ClientRecord:
-    """A ``ClientRecord`` from its ``dataclasses.asdict`` form (a list for the redirect URIs)."""
-    return ClientRecord(**{**item, "redirect_uris": tuple(item["redirect_uris"])})
