@@ -29,8 +29,9 @@ def auth_event(
     base64_body: bool = False,
     source_ip: str = "198.51.100.7",
     domain: str = DOMAIN,
+    raw_query: str | None = None,
 ) -> dict[str, Any]:
-    """One event of the route ``<method> <path>``."""
+    """One event of the route ``<method> <path>``; ``raw_query`` is sent as the query string as it is."""
     all_headers = {k.lower(): v for k, v in (headers or {}).items()}
     body: str | None = None
     if form is not None:
@@ -45,7 +46,9 @@ def auth_event(
         "version": "2.0",
         "routeKey": f"{method} {path}",
         "rawPath": path,
-        "rawQueryString": urlencode(list(query.items()) if isinstance(query, dict) else list(query)),
+        "rawQueryString": raw_query
+        if raw_query is not None
+        else urlencode(list(query.items()) if isinstance(query, dict) else list(query)),
         "headers": all_headers,
         "requestContext": {
             "accountId": "123456789012",

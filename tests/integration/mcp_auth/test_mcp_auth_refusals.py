@@ -135,3 +135,10 @@ def test_registrations_past_the_hours_cap_from_one_address_are_429_with_retry_af
     assert 0 < int(refused.headers["retry-after"]) <= 3600
     elsewhere = AuthFlow(ISSUER, RESOURCE, source_ip="203.0.113.50")
     assert elsewhere.call("POST", "/oauth/register", json_body=body).status == HTTPStatus.CREATED
+
+
+def test_parameters_that_are_not_utf_8_are_400_invalid_request(auth: AuthFlow):
+    event_query = "response_type=code&client_id=%ff%fe"
+    reply = auth.call("GET", "/oauth/authorize", raw_query=event_query)
+    assert (reply.status, reply.json()["error"]) == (HTTPStatus.BAD_REQUEST, "invalid_request")
+    assert "UTF-8" in reply.json()["error_description"]

@@ -82,7 +82,10 @@ def handle_mcp_auth(event: dict[str, Any]) -> dict[str, Any]:
     if handler is None:
         return json_answer(200, ports.signer.jwks(), {"cache-control": KEYS_CACHE}).proxy_result()
     context = ServerContext(ports, issuer, resource_of(settings, request), settings.mcp_scope, request.source_ip, int(time.time()))
-    return handler(McpAuthServer(context), request).proxy_result()
+    try:
+        return handler(McpAuthServer(context), request).proxy_result()
+    except BadEvent as err:  # the query or the form, read when the route needs them
+        return json_answer(400, {"error": "invalid_request", "error_description": str(err)}).proxy_result()
 
 
 def _lang(event: HttpEvent) -> str:
