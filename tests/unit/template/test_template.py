@@ -275,8 +275,9 @@ def test_the_jwt_authorizer_is_the_default(sam_template: dict[str, Any]) -> None
 
 LOGIN_ISSUER = {"Fn::If": ["CreateUserPool", {"Fn::Sub": "https://${UserPool.ProviderURL}"}, {"Ref": "JwtIssuer"}]}
 
-# The route the desktop reads before it has a token (public login settings only), and the remote MCP
-# endpoint's, whose function checks its own tokens so that its 401 can name its metadata (RFC 9728).
+# The route the desktop reads before it has a token (public login settings only), the remote MCP
+# endpoint's, whose function checks its own tokens so that its 401 can name its metadata (RFC 9728), and
+# its authorization server's, whose clients have no Memmy login token.
 PUBLIC_ROUTES = {
     ("GET", "/login-configuration"),
     ("POST", "/mcp"),
@@ -284,10 +285,18 @@ PUBLIC_ROUTES = {
     ("DELETE", "/mcp"),
     ("GET", "/.well-known/oauth-protected-resource/mcp"),
     ("GET", "/.well-known/oauth-protected-resource"),
+    ("GET", "/.well-known/oauth-authorization-server"),
+    ("POST", "/oauth/register"),
+    ("GET", "/oauth/authorize"),
+    ("GET", "/oauth/callback"),
+    ("POST", "/oauth/consent"),
+    ("POST", "/oauth/token"),
+    ("POST", "/oauth/revoke"),
+    ("GET", "/oauth/jwks"),
 }
 
 
-def test_only_the_login_configuration_and_the_mcp_endpoint_opt_out_of_the_authorizer(sam_template: dict[str, Any]) -> None:
+def test_only_the_login_configuration_and_the_mcp_endpoint_and_its_server_opt_out_of_the_authorizer(sam_template: dict[str, Any]) -> None:
     events = list(http_api_events(sam_template))
     assert events
     opened = set()
