@@ -51,6 +51,10 @@ def properties(template: dict[str, Any], name: str) -> dict[str, Any]:
     return template["Resources"][name]["Properties"]
 
 
+def as_list(value: Any) -> list[str]:
+    return value if isinstance(value, list) else [value]
+
+
 def variables(template: dict[str, Any], function: str, parameters: dict[str, str]) -> dict[str, Any]:
     """The function's environment as deployed with ``parameters`` (the rest at their defaults)."""
     refs = {**PSEUDO, **parameter_defaults(template), **parameters}
@@ -89,7 +93,7 @@ def test_its_privileges_are_exactly_its_partitions_the_key_and_the_parameter(tem
     statements = [s for p in properties(template, "McpAuthFunction")["Policies"] for s in p["Statement"]]
     granted = {
         (
-            tuple(sorted(s["Action"] if isinstance(s["Action"], list) else [s["Action"]])),
+            tuple(sorted(as_list(s["Action"]))),
             json.dumps(s["Resource"], sort_keys=True),
             tuple(s.get("Condition", {}).get("ForAllValues:StringLike", {}).get("dynamodb:LeadingKeys", [])),
         )
@@ -113,7 +117,7 @@ def test_its_privileges_are_exactly_its_partitions_the_key_and_the_parameter(tem
 
 def test_the_mcp_function_may_only_read_the_keys_public_half(template: dict[str, Any]) -> None:
     statements = [s for p in properties(template, "McpFunction")["Policies"] for s in p["Statement"]]
-    kms = [s for s in statements if any(str(a).startswith("kms:") for a in [s["Action"]] + list(s["Action"]))]
+    kms = [s for s in statements if any(a.startswith("kms:") for a in as_list(s["Action"]))]
 
     assert [(s["Action"], s["Resource"]) for s in kms] == [("kms:GetPublicKey", KEY_ARN)]
 
