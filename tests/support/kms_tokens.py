@@ -28,7 +28,9 @@ def _b64(data: bytes) -> str:
 def signing_key(description: str = "mcp test signing key") -> str:
     """A new RSA_2048 SIGN_VERIFY key on moto (call inside ``mock_aws``); its ARN."""
     kms = boto3.client("kms", region_name=REGION)
-    metadata = kms.create_key(KeySpec="RSA_2048", KeyUsage="SIGN_VERIFY", Description=description)["KeyMetadata"]
+    metadata = kms.create_key(KeySpec="RSA_2048", KeyUsage="SIGN_VERIFY", Description=description)[
+        "KeyMetadata"
+    ]
     return str(metadata["Arn"])
 
 

@@ -22,7 +22,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(tokens.HOME_ENV, str(home))
         config = StackConfig(
-            gateway_port=0, memos_port=0, moto_port=0, idp_port=0, schedule_interval=0, mcp_authorization="service"
+            gateway_port=0,
+            memos_port=0,
+            moto_port=0,
+            idp_port=0,
+            schedule_interval=0,
+            mcp_authorization="service",
         )
         with LocalStack(config) as running:
             yield running

@@ -66,7 +66,9 @@ def test_the_configured_issuer_of_the_own_server_wins_over_the_domain(service, o
     monkeypatch.setenv("MCP_AUTH_ISSUER", "https://auth.memmy.example/")
     composition.reset_composition()
 
-    named = post(service, own_server.sign(mcp_claims("alice", iss="https://auth.memmy.example", aud=RESOURCE)))
+    named = post(
+        service, own_server.sign(mcp_claims("alice", iss="https://auth.memmy.example", aud=RESOURCE))
+    )
     by_domain = post(service, own_server.sign(mcp_claims("alice", iss=OWN_ISSUER, aud=RESOURCE)))
     metadata = service.call("GET", "/.well-known/oauth-protected-resource/mcp", None)
 
@@ -79,4 +81,3 @@ def test_the_protected_resource_metadata_names_the_own_server(service, own_serve
 
     assert reply.status == HTTPStatus.OK
     assert (reply.body["resource"], reply.body["authorization_servers"]) == (RESOURCE, [OWN_ISSUER])
-

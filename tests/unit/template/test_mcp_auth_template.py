@@ -59,7 +59,9 @@ def variables(template: dict[str, Any], function: str, parameters: dict[str, str
     """The function's environment as deployed with ``parameters`` (the rest at their defaults)."""
     refs = {**PSEUDO, **parameter_defaults(template), **parameters}
     refs.update(condition_refs(template, refs))
-    resolved: dict[str, Any] = resolve_intrinsics(properties(template, function)["Environment"]["Variables"], refs)
+    resolved: dict[str, Any] = resolve_intrinsics(
+        properties(template, function)["Environment"]["Variables"], refs
+    )
     return resolved
 
 
@@ -89,7 +91,9 @@ def test_the_function_is_sized_and_logs_as_the_contract_says(template: dict[str,
     assert group["RetentionInDays"] == properties(template, "McpLogGroup")["RetentionInDays"]
 
 
-def test_its_privileges_are_exactly_its_partitions_the_key_and_the_parameter(template: dict[str, Any]) -> None:
+def test_its_privileges_are_exactly_its_partitions_the_key_and_the_parameter(
+    template: dict[str, Any],
+) -> None:
     statements = [s for p in properties(template, "McpAuthFunction")["Policies"] for s in p["Statement"]]
     granted = {
         (
@@ -125,11 +129,17 @@ def test_the_mcp_function_may_only_read_the_keys_public_half(template: dict[str,
 def test_the_signing_key_is_rsa_for_signing_and_outlives_the_stack(template: dict[str, Any]) -> None:
     key = template["Resources"]["McpSigningKey"]
 
-    assert (key["Type"], key["DeletionPolicy"], key["UpdateReplacePolicy"]) == ("AWS::KMS::Key", "Retain", "Retain")
+    assert (key["Type"], key["DeletionPolicy"], key["UpdateReplacePolicy"]) == (
+        "AWS::KMS::Key",
+        "Retain",
+        "Retain",
+    )
     assert (key["Properties"]["KeySpec"], key["Properties"]["KeyUsage"]) == ("RSA_2048", "SIGN_VERIFY")
     assert key["Properties"]["PendingWindowInDays"] == 30
     (administers,) = key["Properties"]["KeyPolicy"]["Statement"]
-    assert administers["Principal"] == {"AWS": {"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:root"}}
+    assert administers["Principal"] == {
+        "AWS": {"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:root"}
+    }
     alias = properties(template, "McpSigningKeyAlias")
     assert alias["TargetKeyId"] == {"Ref": "McpSigningKey"}
     assert alias["AliasName"]["Fn::Sub"].startswith("alias/${AWS::StackName}")
@@ -141,7 +151,10 @@ def test_the_login_app_client_calls_back_to_the_apis_oauth_callback(template: di
 
     assert client["Condition"] == "CreateUserPool"
     assert client["Properties"]["CallbackURLs"] == [{"Fn::Sub": api_url + "oauth/callback"}]
-    assert (client["Properties"]["GenerateSecret"], client["Properties"]["AllowedOAuthFlows"]) == (False, ["code"])
+    assert (client["Properties"]["GenerateSecret"], client["Properties"]["AllowedOAuthFlows"]) == (
+        False,
+        ["code"],
+    )
     metadata = template["Outputs"]["McpAuthorizationServerMetadataUrl"]["Value"]["Fn::Sub"]
     assert metadata == api_url + ".well-known/oauth-authorization-server"
 
@@ -164,10 +177,16 @@ def test_the_functions_environment_names_neither_the_app_client_nor_its_paramete
     # The app client refers to the API, the API to the function: a reference back would be a cycle.
     environment = properties(template, "McpAuthFunction")["Environment"]
 
-    assert not referenced_logical_ids(environment) & {"McpLoginAppClient", "McpLoginClientIdParameter", "HttpApi"}
+    assert not referenced_logical_ids(environment) & {
+        "McpLoginAppClient",
+        "McpLoginClientIdParameter",
+        "HttpApi",
+    }
 
 
-def test_the_linter_reports_the_cycle_a_reference_to_the_app_client_would_make(template: dict[str, Any]) -> None:
+def test_the_linter_reports_the_cycle_a_reference_to_the_app_client_would_make(
+    template: dict[str, Any],
+) -> None:
     broken = copy.deepcopy(template)
     environment = broken["Resources"]["McpAuthFunction"]["Properties"]["Environment"]["Variables"]
     environment["MCP_LOGIN_CLIENT_ID"] = {"Fn::If": ["CreateUserPool", {"Ref": "McpLoginAppClient"}, ""]}
@@ -227,6 +246,8 @@ def test_an_issuer_without_its_jwks_is_refused_before_anything_is_created(templa
         return values == {"Condition:Applies": "true", "Condition:Holds": "false"}
 
     assert refused({"McpTokenIssuer": "https://as.example.com"})
-    assert not refused({"McpTokenIssuer": "https://as.example.com", "McpJwksUrl": "https://as.example.com/jwks"})
+    assert not refused(
+        {"McpTokenIssuer": "https://as.example.com", "McpJwksUrl": "https://as.example.com/jwks"}
+    )
     assert not refused({})
     assert not refused({"McpJwksUrl": "https://as.example.com/jwks"})

@@ -20,10 +20,14 @@ _PARAMETER_HANDLED: Final = frozenset({"Name", "Type", "Value", "Description", "
 def _refuse_unknown(logical_id: str, what: str, properties: Mapping[str, Any], known: frozenset[str]) -> None:
     unknown = set(properties) - known
     if unknown:
-        raise NotImplementedError(f"{logical_id}: {what} properties not provisioned locally: {sorted(unknown)}")
+        raise NotImplementedError(
+            f"{logical_id}: {what} properties not provisioned locally: {sorted(unknown)}"
+        )
 
 
-def provision_kms_key(ctx: ProvisionContext, logical_id: str, properties: Mapping[str, Any]) -> dict[str, str]:
+def provision_kms_key(
+    ctx: ProvisionContext, logical_id: str, properties: Mapping[str, Any]
+) -> dict[str, str]:
     """The key as the template declares it (moto signs with it); its Ref is the key id, as on AWS."""
     _refuse_unknown(logical_id, "KMS key", properties, _KEY_HANDLED | _KEY_IGNORED)
     request: dict[str, Any] = {
@@ -41,7 +45,9 @@ def provision_kms_key(ctx: ProvisionContext, logical_id: str, properties: Mappin
     return {logical_id: key_id, f"{logical_id}.Arn": arn, f"{logical_id}.KeyId": key_id}
 
 
-def provision_kms_alias(ctx: ProvisionContext, logical_id: str, properties: Mapping[str, Any]) -> dict[str, str]:
+def provision_kms_alias(
+    ctx: ProvisionContext, logical_id: str, properties: Mapping[str, Any]
+) -> dict[str, str]:
     _refuse_unknown(logical_id, "KMS alias", properties, _ALIAS_HANDLED)
     name = str(properties["AliasName"])
     ctx.client("kms").create_alias(AliasName=name, TargetKeyId=str(properties["TargetKeyId"]))

@@ -54,13 +54,20 @@ def test_the_own_server_is_the_requests_domain_unless_an_issuer_is_configured(
     environment: pytest.MonkeyPatch,
 ) -> None:
     assert token_issuer(settings(environment), EVENT) == "https://abc123.execute-api.eu-west-1.amazonaws.com"
-    assert token_issuer(settings(environment, MCP_AUTH_ISSUER="https://auth.example/"), EVENT) == "https://auth.example"
-    other = settings(environment, MCP_TOKEN_ISSUER="https://as.example", MCP_AUTH_ISSUER="https://auth.example")
+    assert (
+        token_issuer(settings(environment, MCP_AUTH_ISSUER="https://auth.example/"), EVENT)
+        == "https://auth.example"
+    )
+    other = settings(
+        environment, MCP_TOKEN_ISSUER="https://as.example", MCP_AUTH_ISSUER="https://auth.example"
+    )
     assert token_issuer(other, EVENT) == "https://as.example"
 
 
 def test_a_jwks_url_wins_over_the_signing_key(environment: pytest.MonkeyPatch) -> None:
-    keys = token_keys(settings(environment, MCP_JWKS_URL="https://as.example/jwks", MCP_SIGNING_KEY="arn:aws:kms:k"))
+    keys = token_keys(
+        settings(environment, MCP_JWKS_URL="https://as.example/jwks", MCP_SIGNING_KEY="arn:aws:kms:k")
+    )
 
     assert keys is token_keys(settings(environment, MCP_JWKS_URL="https://as.example/jwks"))
     assert keys is not token_keys(settings(environment, MCP_SIGNING_KEY="arn:aws:kms:k"))

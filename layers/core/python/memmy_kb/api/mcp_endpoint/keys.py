@@ -35,7 +35,9 @@ def signing_key_jwks(key_id: str) -> dict[str, Any]:
     try:
         document = composition.get_mcp_auth().signer.jwks()
     except (BotoCoreError, ClientError) as err:
-        raise KeysUnavailable(f"The signing key's public half could not be read: {type(err).__name__}") from err
+        raise KeysUnavailable(
+            f"The signing key's public half could not be read: {type(err).__name__}"
+        ) from err
     if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
         raise KeysUnavailable("The signing key's public half is not a key set.")
     return document
