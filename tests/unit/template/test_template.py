@@ -296,7 +296,7 @@ PUBLIC_ROUTES = {
 }
 
 
-def test_only_the_login_configuration_and_the_mcp_endpoint_and_its_server_opt_out_of_the_authorizer(sam_template: dict[str, Any]) -> None:
+def test_only_the_login_configuration_and_the_mcp_endpoint_opt_out_of_the_authorizer(sam_template: dict[str, Any]) -> None:
     events = list(http_api_events(sam_template))
     assert events
     opened = set()
