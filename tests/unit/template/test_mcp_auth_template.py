@@ -110,7 +110,13 @@ def test_its_privileges_are_exactly_its_partitions_the_key_and_the_parameter(
     assert granted == {
         (("kms:GetPublicKey", "kms:Sign"), json.dumps(KEY_ARN), ()),
         (
-            ("dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+            (
+                "dynamodb:ConditionCheckItem",
+                "dynamodb:DeleteItem",
+                "dynamodb:GetItem",
+                "dynamodb:PutItem",
+                "dynamodb:UpdateItem",
+            ),
             table,
             tuple(OWN_PARTITIONS),
         ),
