@@ -28,7 +28,9 @@ from jwt.types import Options
 DEFAULT_ISSUER = "http://127.0.0.1:8070"
 DEFAULT_AUDIENCE = "memmy-kb"
 DEFAULT_TTL_SECONDS = 12 * 3600
-# MCP access tokens (docs/login.md, "MCP clients"): for the remote MCP endpoint, at most an hour.
+# MCP access tokens (docs/login.md, "MCP clients"): for the remote MCP endpoint, at most an hour. Their
+# claims are the service's (memmy_kb.domain.remote_mcp.tokens, imported when one is signed: `memmy-local
+# token` loads none of the core); these bounds check the command's options and equal the service's.
 MCP_SCOPE = "kb.search"
 MCP_TTL_SECONDS = 3600
 CLI_MCP_CLIENT_ID = "memmy-local-cli"
@@ -149,38 +151,6 @@ def mcp_resource_url(api_url: str) -> str:
     return f"{api_url.rstrip('/')}/mcp"
 
 
-def mcp_access_claims(
-    sub: str,
-    *,
-    issuer: str,
-    resource: str,
-    client_id: str,
-    auth_time: int,
-    now: int,
-    ttl_seconds: int = MCP_TTL_SECONDS,
-    client_name: str | None = None,
-    scope: str = MCP_SCOPE,
-) -> dict[str, Any]:
-    """The claims of an MCP access token: ``aud`` the MCP resource URL, the scope, the client, when the
-    person signed in and consented (``auth_time``, kept across refreshes), at most an hour of life."""
-    if not 0 < ttl_seconds <= MCP_TTL_SECONDS:
-        raise ValueError(f"an MCP access token lives between 1 and {MCP_TTL_SECONDS} seconds")
-    claims: dict[str, Any] = {
-        "iss": issuer,
-        "sub": sub,
-        "aud": resource,
-        "scope": scope,
-        "client_id": client_id,
-        "auth_time": auth_time,
-        "iat": now,
-        "exp": now + ttl_seconds,
-        "jti": uuid.uuid4().hex,
-    }
-    if client_name:
-        claims["client_name"] = client_name
-    return claims
-
-
 def issue_mcp_token(
     sub: str,
     *,
@@ -196,6 +166,8 @@ def issue_mcp_token(
     if not sub:
         raise ValueError("sub must not be empty")
     key = load_signing_key(key_path)
+    from memmy_kb.domain.remote_mcp.tokens import mcp_access_claims
+
     now = int(clock())
     claims = mcp_access_claims(
         sub, issuer=issuer, resource=resource, client_id=CLI_MCP_CLIENT_ID, auth_time=now, now=now,

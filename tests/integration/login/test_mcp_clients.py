@@ -12,8 +12,8 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
+from memmy_kb.domain.mcp_auth.metadata_documents import CACHE_SECONDS
 from memmy_local import tokens
-from memmy_local.identity.metadata_documents import CACHE_SECONDS
 from memmy_local.identity.provider import IdentityProvider
 from memmy_local.identity.state import REGISTRATIONS_PER_HOUR
 from tests.support.clock import Clock

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from memmy_kb.domain.remote_mcp import tokens as remote_tokens
 from memmy_local import cli as local_cli
 from memmy_local import tokens
 from memmy_local.control import state_file
@@ -93,6 +94,12 @@ def test_options_that_do_not_go_together_are_refused_with_a_sentence(
 
 def test_the_claims_cap_an_mcp_tokens_life_at_an_hour() -> None:
     with pytest.raises(ValueError, match="between 1 and 3600"):
-        tokens.mcp_access_claims(
+        remote_tokens.mcp_access_claims(
             "a", issuer="i", resource="r", client_id="c", auth_time=0, now=0, ttl_seconds=3601
         )
+
+
+def test_the_commands_bounds_are_the_services() -> None:
+    # `memmy-local token` checks its options without loading the core: its copies must not drift.
+    assert (tokens.MCP_SCOPE, tokens.MCP_TTL_SECONDS, tokens.MAX_CLIENT_NAME) == (
+        remote_tokens.MCP_SCOPE, remote_tokens.MAX_LIFETIME_SECONDS, remote_tokens.MAX_CLIENT_NAME)  # fmt: skip

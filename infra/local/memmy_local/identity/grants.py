@@ -10,17 +10,16 @@ from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749 import (
     AccessDeniedError,
     InvalidGrantError,
-    InvalidRequestError,
     UnauthorizedClientError,
     grants,
 )
 from authlib.oauth2.rfc6750 import BearerTokenValidator
 from authlib.oauth2.rfc7009 import RevocationEndpoint
-from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oauth2.rfc8628 import DeviceAuthorizationEndpoint, DeviceCodeGrant
 from authlib.oidc.core import OpenIDCode, OpenIDToken, UserInfo, UserInfoEndpoint
 from joserfc.jwk import RSAKey
 
+from memmy_kb.api.mcp_auth.clients import S256Required as S256Required
 from memmy_local.tokens import ALGORITHM, TokenError, verify_token
 
 from .issuer import TokenIssuer
@@ -42,21 +41,6 @@ def _issuer(server: Any) -> TokenIssuer:
     """The provider an Authlib server was registered for (``server.idp``; Authlib has no type information)."""
     issuer: TokenIssuer = server.idp
     return issuer
-
-
-class S256Required(CodeChallenge):  # type: ignore[misc]
-    """PKCE is required at the authorization request already, and only S256."""
-
-    SUPPORTED_CODE_CHALLENGE_METHOD = ["S256"]  # noqa: RUF012 - Authlib's class attribute
-    DEFAULT_CODE_CHALLENGE_METHOD = "S256"
-
-    def validate_code_challenge(self, grant: Any, redirect_uri: str) -> None:
-        data = grant.request.payload.data
-        if not data.get("code_challenge"):
-            raise InvalidRequestError("Missing 'code_challenge': PKCE (S256) is required.")
-        if data.get("code_challenge_method") != "S256":
-            raise InvalidRequestError("'code_challenge_method' must be S256.")
-        super().validate_code_challenge(grant, redirect_uri)
 
 
 class IdToken(OpenIDToken):  # type: ignore[misc]

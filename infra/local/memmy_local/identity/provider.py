@@ -26,6 +26,9 @@ from flask import Flask, Response, jsonify, request
 from joserfc.jwk import RSAKey
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
+from memmy_kb.api.mcp_auth.clients import McpClient
+from memmy_kb.domain.mcp_auth.clients import origin
+from memmy_kb.domain.remote_mcp.tokens import mcp_access_claims
 from memmy_local.serving import serve_in_background, stop_serving
 from memmy_local.tokens import (
     ALGORITHM,
@@ -34,11 +37,9 @@ from memmy_local.tokens import (
     MCP_TTL_SECONDS,
     SigningKey,
     key_id,
-    mcp_access_claims,
 )
 
 from . import pages
-from .clients import McpClient, origin
 from .device_pages import DevicePages
 from .directory import ClientDirectory
 from .discovery import authorization_server_metadata, openid_configuration

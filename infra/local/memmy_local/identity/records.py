@@ -18,19 +18,25 @@ from memmy_local.tokens import profile_claims
 
 CLIENT_ID = "memmy-desktop"
 SCOPES = ("openid", "profile", "email", "phone", "offline_access")
+# The service's own authorization server for MCP clients signs people in here when the local provider is
+# its login provider (docs/remote-mcp.md): a public client, PKCE, no refresh tokens.
+MCP_AUTH_CLIENT_ID = "memmy-mcp-auth"
+MCP_AUTH_SCOPES = ("openid", "profile", "email", "phone")
 DEVICE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
 GRANT_TYPES = ("authorization_code", "refresh_token", DEVICE_GRANT_TYPE)
 DEVICE_POLL_INTERVAL = 5
 WRONG_CODES_PER_DEVICE = 5
 # RFC 8252 loopback redirect: any port, path /callback, nothing else (no query, no fragment).
 LOOPBACK_CALLBACK = re.compile(r"http://127\.0\.0\.1:([1-9][0-9]{0,4})/callback")
+# The authorization server's callback on a loopback port: 127.0.0.1 or localhost, path /oauth/callback.
+MCP_AUTH_CALLBACK = re.compile(r"http://(?:127\.0\.0\.1|localhost):([1-9][0-9]{0,4})/oauth/callback")
 
 Clock = Callable[[], float]
 
 
-def is_loopback_callback(uri: str | None) -> bool:
-    """``http://127.0.0.1:<port>/callback`` exactly, with a port in 1..65535."""
-    found = LOOPBACK_CALLBACK.fullmatch(uri or "")
+def is_loopback_callback(uri: str | None, pattern: re.Pattern[str] = LOOPBACK_CALLBACK) -> bool:
+    """``http://127.0.0.1:<port>/callback`` exactly (or what ``pattern`` names), with a port in 1..65535."""
+    found = pattern.fullmatch(uri or "")
     return found is not None and int(found.group(1)) <= 65535
 
 
@@ -55,12 +61,17 @@ class Identity:
 
 
 class PublicClient(ClientMixin):  # type: ignore[misc]
-    """The desktop (``memmy-desktop``): public, PKCE, loopback redirect URIs only."""
+    """The desktop (``memmy-desktop``) or the service's authorization server (``memmy-mcp-auth``): public,
+    PKCE, loopback redirect URIs only."""
 
     client_metadata: dict[str, Any] = {}  # noqa: RUF012 - read by Authlib's userinfo endpoint
 
     def __init__(self, client_id: str = CLIENT_ID) -> None:
         self.client_id = client_id
+        desktop = client_id == CLIENT_ID
+        self.scopes = SCOPES if desktop else MCP_AUTH_SCOPES
+        self.grant_types = GRANT_TYPES if desktop else ("authorization_code",)
+        self.callback = LOOPBACK_CALLBACK if desktop else MCP_AUTH_CALLBACK
 
     def get_client_id(self) -> str:
         return self.client_id
@@ -71,10 +82,10 @@ class PublicClient(ClientMixin):  # type: ignore[misc]
     def get_allowed_scope(self, scope: str | None) -> str:
         if not scope:
             return "openid"
-        return " ".join(s for s in scope_to_list(scope) if s in SCOPES)
+        return " ".join(s for s in scope_to_list(scope) if s in self.scopes)
 
     def check_redirect_uri(self, redirect_uri: str) -> bool:
-        return is_loopback_callback(redirect_uri)
+        return is_loopback_callback(redirect_uri, self.callback)
 
     def check_client_secret(self, client_secret: str) -> bool:
         return False
@@ -86,7 +97,7 @@ class PublicClient(ClientMixin):  # type: ignore[misc]
         return response_type == "code"
 
     def check_grant_type(self, grant_type: str) -> bool:
-        return grant_type in GRANT_TYPES
+        return grant_type in self.grant_types
 
 
 @dataclass

@@ -10,17 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc9207 import IssuerParameter
 
-from .clients import McpClient
-
-
-class InvalidTargetError(OAuth2Error):  # type: ignore[misc]
-    """RFC 8707 2: the requested resource is invalid, unknown or not this client's."""
-
-    error = "invalid_target"
-    status_code = 400
+from memmy_kb.api.mcp_auth.clients import InvalidTargetError, McpClient
+from memmy_kb.api.mcp_auth.clients import check_token_resource as check_token_resource
 
 
 def authorization_resource(client: Any, requested: Sequence[str], mcp_resource: str | None) -> str | None:
@@ -35,16 +28,6 @@ def authorization_resource(client: Any, requested: Sequence[str], mcp_resource: 
     if len(requested) > 1 or (requested and requested[0] != mcp_resource):
         raise InvalidTargetError(f"The one resource an MCP client may ask for is {mcp_resource}.")
     return mcp_resource
-
-
-def check_token_resource(requested: Sequence[str], granted: str | None) -> None:
-    """A token request may repeat its grant's resource, or name none; anything else is ``invalid_target``."""
-    if not requested:
-        return
-    if granted is None:
-        raise InvalidTargetError("This grant is for Memmy's API only: send no 'resource'.")
-    if len(requested) > 1 or requested[0] != granted:
-        raise InvalidTargetError(f"This grant is for {granted} only.")
 
 
 class Issuer(IssuerParameter):  # type: ignore[misc]

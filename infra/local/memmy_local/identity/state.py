@@ -1,6 +1,6 @@
 """What the dev identity provider remembers, in memory behind one lock: codes, refresh tokens (with
 their rotations), device requests (their records: ``memmy_local.identity.records``) and MCP clients
-(``memmy_local.identity.clients``), with what rate-limits them (RFC 8628 5.1, 3.5; registrations per
+(``memmy_kb.domain.mcp_auth.clients``), with what rate-limits them (RFC 8628 5.1, 3.5; registrations per
 hour). Refresh tokens are kept by their SHA-256 and, with a ``path``, written there (0600) with the MCP
 clients after every change, so a login survives a restart; codes and device requests never are."""
 
@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from memmy_local.identity.clients import ClientRecord
+from memmy_kb.domain.mcp_auth.clients import ClientRecord, client_record_from_json
 from memmy_local.identity.records import (
     DEVICE_POLL_INTERVAL,
     AuthorizationCode,
@@ -301,7 +301,7 @@ def _load(path: Path) -> tuple[dict[str, RefreshRecord], dict[str, ClientRecord]
             RefreshRecord(**{**item, "identity": Identity(**item["identity"])})
             for item in data.get("refresh_tokens", [])
         ]
-        clients = [ClientRecord.from_json(item) for item in data.get("clients", [])]
+        clients = [client_record_from_json(item) for item in data.get("clients", [])]
     except (OSError, ValueError, TypeError, KeyError):
         return {}, {}  # an unreadable file: every desktop and MCP client signs in (registers) again
     return {record.token_hash: record for record in records}, {c.client_id: c for c in clients}

@@ -1,21 +1,18 @@
 """The dev identity provider's MCP clients in ``IdentityState``: kept with the refresh tokens in the state
 file (0600) across a restart, capped in number (the oldest client no refresh token uses makes room), and
-client ID metadata documents' rules for their URL and a body that comes too slowly."""
+the hourly cap on registrations."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from memmy_local.identity import metadata_documents, state
-from memmy_local.identity.clients import METADATA_DOCUMENT, REGISTERED, ClientMetadataProblem, ClientRecord
-from memmy_local.identity.metadata_documents import fetch_client_metadata, is_metadata_document_url
+from memmy_kb.domain.mcp_auth.clients import METADATA_DOCUMENT, REGISTERED, ClientRecord
+from memmy_local.identity import state
 from memmy_local.identity.records import Identity
 from memmy_local.identity.state import IdentityState, RegistrationRefused
 from tests.support.clock import FakeClock
@@ -99,48 +96,3 @@ def test_the_hourly_cap_counts_registrations_not_metadata_documents() -> None:
     assert refused.value.retry_after == 3600
     clock.advance(3600)
     registry.register_client(client(1000))
-
-
-@pytest.mark.parametrize(
-    ("client_id", "is_url"),
-    [("https://a.example/c.json", True), ("https://a.example/", False), ("https://a.example", False),
-     ("http://a.example/c.json", False), ("mcp-abc", False), ("memmy-desktop", False)],
-)  # fmt: skip
-def test_a_metadata_document_client_id_is_an_https_url_with_a_path(client_id: str, is_url: bool) -> None:
-    assert is_metadata_document_url(client_id) is is_url
-
-
-@pytest.mark.parametrize(
-    ("url", "says"),
-    [("https://a.example/x/../c.json", "'..'"), ("https://a.example/c.json#f", "no fragment"),
-     ("https://u:p@a.example/c.json", "no user name")],
-)  # fmt: skip
-def test_a_metadata_document_url_with_dot_segments_a_fragment_or_credentials_is_not_fetched(
-    url: str, says: str
-) -> None:
-    fetched: list[httpx.Request] = []
-    http = httpx.Client(transport=httpx.MockTransport(lambda r: fetched.append(r) or httpx.Response(500)))
-
-    with pytest.raises(ClientMetadataProblem, match=says):
-        fetch_client_metadata(url, http)
-    assert fetched == []
-
-
-class _Trickle(httpx.SyncByteStream):
-    """A body that comes a few bytes at a time, each within httpx's read timeout."""
-
-    def __iter__(self) -> Iterator[bytes]:
-        for _ in range(20):
-            time.sleep(0.05)
-            yield b" "
-
-
-def test_a_body_that_trickles_past_the_time_limit_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(metadata_documents, "FETCH_TIMEOUT_SECONDS", 0.3)
-    answer = lambda r: httpx.Response(200, headers={"content-type": "application/json"}, stream=_Trickle())  # noqa: E731
-    http = httpx.Client(transport=httpx.MockTransport(answer))
-    started = time.monotonic()
-
-    with pytest.raises(ClientMetadataProblem, match=r"did not arrive within 0\.3 s"):
-        fetch_client_metadata("https://a.example/c.json", http)
-    assert time.monotonic() - started < 0.8

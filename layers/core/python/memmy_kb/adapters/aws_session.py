@@ -19,7 +19,7 @@ import botocore.session
 from botocore.loaders import Loader
 
 # Every AWS service memmy_kb builds a client for (memmy_kb.composition).
-SERVICES = ("dynamodb", "s3", "secretsmanager", "sqs", "stepfunctions")
+SERVICES = ("dynamodb", "kms", "s3", "secretsmanager", "sqs", "ssm", "stepfunctions")
 
 
 class KnownServicesLoader(Loader):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 
 Key = dict[str, str]
@@ -100,3 +101,36 @@ def connection_log_key(user_id: str, sort: str) -> Key:
 def mcp_hits_key(user_id: str, search_id: str) -> Key:
     """The stored hits of one MCP search: a partition of its own (the recall Query never reads them)."""
     return {"PK": f"MCPHITS#{user_id}", "SK": search_id}
+
+
+# -- the authorization server for MCP clients (memmy_kb.adapters.dynamodb.mcp_auth) -----------------------
+
+
+def mcp_client_key(client_id: str) -> Key:
+    """An MCP client, by the SHA-256 of its id (a metadata document's id is a URL of up to 2,000 characters)."""
+    return {"PK": f"MCPCLIENT#{hashlib.sha256(client_id.encode('utf-8')).hexdigest()}", "SK": "CLIENT"}
+
+
+def mcp_pending_key(request_id: str) -> Key:
+    """A sign-in under way, from the authorization request to the consent."""
+    return {"PK": f"MCPAUTH#{request_id}", "SK": "PENDING"}
+
+
+def mcp_code_key(digest: str) -> Key:
+    """An authorization code, by its digest."""
+    return {"PK": f"MCPCODE#{digest}", "SK": "CODE"}
+
+
+def mcp_refresh_key(digest: str) -> Key:
+    """A refresh token, by its digest."""
+    return {"PK": f"MCPRT#{digest}", "SK": "REFRESH"}
+
+
+def mcp_family_key(family: str) -> Key:
+    """A refresh token family: the rotations of one grant; its item exists once the family is revoked."""
+    return {"PK": f"MCPFAM#{family}", "SK": "FAMILY"}
+
+
+def mcp_registration_key(source: str, hour: int) -> Key:
+    """The registrations from ``source`` (an IP address, or ``*`` for all) in the hour starting at ``hour``."""
+    return {"PK": f"MCPREG#{source}", "SK": str(hour)}

@@ -82,6 +82,15 @@ class RefreshRecord:
     spent: bool = False
 
 
+class ClientMetadataProblem(ValueError):
+    """A client's metadata cannot be used; the message is one sentence saying why. ``field`` names the
+    metadata field (``redirect_uris`` makes it RFC 7591's ``invalid_redirect_uri``)."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class RegistrationRefused(Exception):
     """Too many registrations for now; ``retry_after`` seconds until the next window."""
 
@@ -154,7 +163,7 @@ class ClientMetadataFetcher(Protocol):
     """Fetches a client ID metadata document (``memmy_kb.adapters.client_metadata``)."""
 
     def fetch(self, url: str) -> bytes:
-        """The document's body; ``ClientMetadataProblem`` (domain.mcp_auth.clients) with a sentence when
+        """The document's body; ``ClientMetadataProblem`` with a sentence when
         it cannot be had: not 200, not JSON, too large, too slow, a redirect, a host not allowed."""
         ...
 

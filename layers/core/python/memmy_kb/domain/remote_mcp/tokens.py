@@ -7,6 +7,7 @@ for the clocks) and it names a user and a client. Everything here is pure: the t
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 LEEWAY_SECONDS = 60
 MAX_LIFETIME_SECONDS = 3600
 MAX_CLIENT_NAME = 100
+MCP_SCOPE = "kb.search"
 
 
 class TokenRefused(Exception):
@@ -95,3 +97,36 @@ def accept_claims(claims: Mapping[str, Any], rules: TokenRules, now: int) -> Mcp
     name = claims.get("client_name")
     client_name = name.strip()[:MAX_CLIENT_NAME] if isinstance(name, str) and name.strip() else client_id
     return McpCaller(user_id, client_id, client_name, scopes, auth_time)
+
+
+def mcp_access_claims(
+    sub: str,
+    *,
+    issuer: str,
+    resource: str,
+    client_id: str,
+    auth_time: int,
+    now: int,
+    ttl_seconds: int = MAX_LIFETIME_SECONDS,
+    client_name: str | None = None,
+    scope: str = MCP_SCOPE,
+) -> dict[str, Any]:
+    """The claims of an MCP access token, as ``accept_claims`` reads them: ``aud`` the MCP resource URL,
+    the scope, the client, when the person signed in and consented (``auth_time``, kept across
+    refreshes), at most an hour of life."""
+    if not 0 < ttl_seconds <= MAX_LIFETIME_SECONDS:
+        raise ValueError(f"an MCP access token lives between 1 and {MAX_LIFETIME_SECONDS} seconds")
+    claims: dict[str, Any] = {
+        "iss": issuer,
+        "sub": sub,
+        "aud": resource,
+        "scope": scope,
+        "client_id": client_id,
+        "auth_time": auth_time,
+        "iat": now,
+        "exp": now + ttl_seconds,
+        "jti": uuid.uuid4().hex,
+    }
+    if client_name:
+        claims["client_name"] = client_name
+    return claims

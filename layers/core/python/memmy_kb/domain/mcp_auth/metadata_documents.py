@@ -1,15 +1,13 @@
 """Client ID metadata documents: a ``client_id`` that is an https URL with a path names a JSON document of
 the client's metadata, fetched from that URL (the MCP authorization spec's preferred way for a client
-the provider has never seen). The fetch is bounded: 3 s, 64 KB, no redirects; the document must name
+the server has never seen). The fetch is the adapter's (``ClientMetadataFetcher``: 3 s, 64 KB, no
+redirects); here are which URLs may name a document and what its bytes must say: the document must name
 itself as ``client_id``, be a public client's and give its redirect URIs."""
 
 from __future__ import annotations
 
 import json
-import time
 from urllib.parse import urlsplit
-
-import httpx
 
 from .clients import (
     METADATA_DOCUMENT,
@@ -48,13 +46,17 @@ def url_problem(url: str) -> str | None:
     return None
 
 
-def fetch_client_metadata(url: str, http: httpx.Client, *, now: float | None = None) -> ClientRecord:
-    """The client named by the metadata document at ``url``; ``ClientMetadataProblem`` with a sentence
-    when it cannot be fetched or used."""
+def checked_document_url(url: str) -> str:
+    """``url`` if it may name a metadata document; ``ClientMetadataProblem`` otherwise."""
     problem = url_problem(url)
     if problem is not None:
         raise ClientMetadataProblem(problem)
-    body = _fetch(url, http)
+    return url
+
+
+def parse_client_metadata(url: str, body: bytes, *, now: float) -> ClientRecord:
+    """The client the metadata document ``body`` fetched from ``url`` names; ``ClientMetadataProblem``
+    with a sentence when it cannot be used."""
     try:
         document = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -72,45 +74,7 @@ def fetch_client_metadata(url: str, http: httpx.Client, *, now: float | None = N
         client_id=url,
         kind=METADATA_DOCUMENT,
         redirect_uris=checked_redirect_uris(document.get("redirect_uris")),
-        created_at=time.time() if now is None else now,
+        created_at=now,
         client_name=clean_client_name(document.get("client_name")),
         application_type=checked_application_type(document.get("application_type")),
     )
-
-
-def _fetch(url: str, http: httpx.Client) -> bytes:
-    try:
-        with http.stream(
-            "GET",
-            url,
-            headers={"Accept": "application/json"},
-            timeout=FETCH_TIMEOUT_SECONDS,
-            follow_redirects=False,
-        ) as response:
-            if response.status_code != 200:
-                raise ClientMetadataProblem(
-                    f"the client's metadata document answered HTTP {response.status_code}, not 200."
-                )
-            kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-            if kind != "application/json" and not kind.endswith("+json"):
-                raise ClientMetadataProblem(
-                    "the client's metadata document is not served as application/json."
-                )
-            body, deadline = bytearray(), time.monotonic() + FETCH_TIMEOUT_SECONDS
-            for chunk in response.iter_bytes():
-                body += chunk
-                if time.monotonic() > deadline:  # httpx's timeout bounds each read, not the whole body
-                    raise httpx.ReadTimeout("the body came too slowly")
-                if len(body) > MAX_DOCUMENT_BYTES:
-                    raise ClientMetadataProblem(
-                        f"the client's metadata document is larger than {MAX_DOCUMENT_BYTES // 1024} KB."
-                    )
-            return bytes(body)
-    except httpx.TimeoutException:
-        raise ClientMetadataProblem(
-            f"the client's metadata document did not arrive within {FETCH_TIMEOUT_SECONDS:g} s."
-        ) from None
-    except httpx.HTTPError as err:
-        raise ClientMetadataProblem(
-            f"the client's metadata document could not be fetched ({type(err).__name__})."
-        ) from None

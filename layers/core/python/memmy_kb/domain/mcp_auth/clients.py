@@ -1,4 +1,5 @@
-"""The dev identity provider's MCP clients (docs/login.md, "MCP clients"): registered ones (RFC 7591) and
+"""What an MCP client's metadata may be (docs/remote-mcp.md, "The authorization server"), for the
+service's authorization server and the dev identity provider alike: registered clients (RFC 7591) and
 ones named by a client ID metadata document (an https URL). All are public (no secret), use the
 authorization code grant with PKCE and refresh tokens, and get the one scope ``kb.search``.
 
@@ -7,15 +8,15 @@ Their redirect URIs are https URLs or loopback http URLs; a loopback one matches
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from authlib.oauth2.rfc6749 import ClientMixin
-
-from memmy_local.tokens import MAX_CLIENT_NAME, MCP_SCOPE
+from memmy_kb.domain.ports.mcp_auth import ClientMetadataProblem as ClientMetadataProblem
+from memmy_kb.domain.ports.mcp_auth import ClientRecord as ClientRecord
+from memmy_kb.domain.remote_mcp.tokens import MAX_CLIENT_NAME
 
 MCP_GRANT_TYPES = ("authorization_code", "refresh_token")
 MAX_REDIRECT_URIS = 10
@@ -30,31 +31,6 @@ _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
 # A host name or an IP address, as urlsplit gives it (lower case, no brackets): nothing else may reach
 # a page's Content-Security-Policy, which names the redirect URI's origin.
 _HOST = re.compile(r"[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?|[0-9a-f:.]{2,45}")
-
-
-class ClientMetadataProblem(ValueError):
-    """A client's metadata cannot be used; the message is one sentence saying why. ``field`` names the
-    metadata field (``redirect_uris`` makes it RFC 7591's ``invalid_redirect_uri``)."""
-
-    def __init__(self, message: str, field: str = "") -> None:
-        super().__init__(message)
-        self.field = field
-
-
-@dataclass(frozen=True)
-class ClientRecord:
-    """One MCP client as the provider keeps it (and writes it to its state file)."""
-
-    client_id: str
-    kind: str  # REGISTERED | METADATA_DOCUMENT
-    redirect_uris: tuple[str, ...]
-    created_at: float
-    client_name: str | None = None
-    application_type: str = "native"
-
-    @classmethod
-    def from_json(cls, item: dict[str, Any]) -> ClientRecord:
-        return cls(**{**item, "redirect_uris": tuple(item["redirect_uris"])})
 
 
 def is_loopback_http(uri: str) -> bool:
@@ -144,41 +120,11 @@ def checked_application_type(value: object) -> str:
     return str(value)
 
 
-class McpClient(ClientMixin):  # type: ignore[misc]
-    """An MCP client as Authlib's grants see it: public, code + refresh, scope ``kb.search``."""
+def digest(text: str) -> str:
+    """The SHA-256 of ``text`` in hex: how codes, refresh tokens, consent tokens and client ids are kept."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
-    def __init__(self, record: ClientRecord) -> None:
-        self.record = record
-        self.client_metadata = {
-            "client_name": record.client_name,
-            "redirect_uris": list(record.redirect_uris),
-        }
 
-    @property
-    def client_name(self) -> str | None:
-        return self.record.client_name
-
-    def get_client_id(self) -> str:
-        return self.record.client_id
-
-    def get_default_redirect_uri(self) -> str | None:
-        uris = self.record.redirect_uris
-        return uris[0] if len(uris) == 1 and not is_loopback_http(uris[0]) else None
-
-    def get_allowed_scope(self, scope: str | None) -> str:
-        return MCP_SCOPE  # whatever was asked: the one thing an MCP client may do
-
-    def check_redirect_uri(self, redirect_uri: str) -> bool:
-        return any(redirect_uri_matches(uri, redirect_uri) for uri in self.record.redirect_uris)
-
-    def check_client_secret(self, client_secret: str) -> bool:
-        return False
-
-    def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
-        return method == "none"
-
-    def check_response_type(self, response_type: str) -> bool:
-        return response_type == "code"
-
-    def check_grant_type(self, grant_type: str) -> bool:
-        return grant_type in MCP_GRANT_TYPES
+def client_record_from_json(item: dict[str, Any]) -> ClientRecord:
+    """A ``ClientRecord`` from its ``dataclasses.asdict`` form (a list for the redirect URIs)."""
+    return ClientRecord(**{**item, "redirect_uris": tuple(item["redirect_uris"])})

@@ -1,27 +1,24 @@
-"""The dev identity provider's rules for MCP clients (memmy_local.identity.clients, .resources): which
-redirect URIs a client may have and which a request's matches, the name shown on the consent page, and
-which resource (RFC 8707) a request may name."""
+"""The rules for an MCP client's metadata (memmy_kb.domain.mcp_auth.clients): which redirect URIs a client
+may have and which a request's matches, the name shown on the consent page, and the digests."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
-from memmy_local.identity.clients import (
-    REGISTERED,
+from memmy_kb.domain.mcp_auth import clients
+from memmy_kb.domain.mcp_auth.clients import (
     ClientMetadataProblem,
-    ClientRecord,
-    McpClient,
     clean_client_name,
+    client_record_from_json,
+    digest,
     origin,
     redirect_uri_matches,
     redirect_uri_problem,
 )
-from memmy_local.identity.records import PublicClient
-from memmy_local.identity.resources import InvalidTargetError, authorization_resource, check_token_resource
-from tests.support.linear_time import assert_within
-
-RESOURCE = "http://127.0.0.1:8080/mcp"
-MCP = McpClient(ClientRecord("mcp-1", REGISTERED, ("http://127.0.0.1:5000/cb",), 0.0, "Agent"))
+from memmy_kb.domain.ports.mcp_auth import ClientRecord
+from tests.support.linear_time import assert_linear_time, assert_within
 
 
 @pytest.mark.parametrize(
@@ -104,58 +101,6 @@ def test_a_client_name_longer_than_100_characters_is_refused() -> None:
     assert refused.value.field == "client_name"
 
 
-def test_an_mcp_client_is_public_code_and_refresh_with_kb_search_only() -> None:
-    assert MCP.get_allowed_scope("openid profile email kb.search") == "kb.search"
-    assert MCP.get_allowed_scope(None) == "kb.search"
-    assert [MCP.check_grant_type(g) for g in ("authorization_code", "refresh_token", "client_credentials")] == [
-        True, True, False]  # fmt: skip
-    assert MCP.check_grant_type("urn:ietf:params:oauth:grant-type:device_code") is False
-    assert MCP.check_endpoint_auth_method("none", "token") is True
-    assert MCP.check_endpoint_auth_method("client_secret_post", "token") is False
-
-
-@pytest.mark.parametrize(
-    ("client", "requested", "granted"),
-    [(MCP, [], RESOURCE), (MCP, [RESOURCE], RESOURCE), (PublicClient(), [], None)],
-)
-def test_an_authorization_request_is_for_the_mcp_resource_or_the_desktops_api(
-    client: object, requested: list[str], granted: str | None
-) -> None:
-    assert authorization_resource(client, requested, RESOURCE) == granted
-
-
-@pytest.mark.parametrize(
-    ("client", "requested", "mcp_resource"),
-    [
-        (MCP, ["http://127.0.0.1:8080/api"], RESOURCE),
-        (MCP, [RESOURCE + "/"], RESOURCE),  # compared exactly
-        (MCP, [RESOURCE, RESOURCE], RESOURCE),
-        (MCP, [], None),  # a provider that serves no MCP resource
-        (PublicClient(), [RESOURCE], RESOURCE),
-    ],
-)
-def test_any_other_resource_is_invalid_target(
-    client: object, requested: list[str], mcp_resource: str | None
-) -> None:
-    with pytest.raises(InvalidTargetError) as refused:
-        authorization_resource(client, requested, mcp_resource)
-
-    assert refused.value.error == "invalid_target"
-
-
-def test_a_token_request_may_repeat_its_grants_resource_or_name_none() -> None:
-    check_token_resource([], RESOURCE)
-    check_token_resource([RESOURCE], RESOURCE)
-    check_token_resource([], None)
-    for requested, granted in [
-        ([RESOURCE], None),
-        (["https://x.example/mcp"], RESOURCE),
-        ([RESOURCE] * 2, RESOURCE),
-    ]:
-        with pytest.raises(InvalidTargetError):
-            check_token_resource(requested, granted)
-
-
 @pytest.mark.parametrize(
     "host",
     ["a-" * 995 + "_", "a." * 995 + "-", "1:" * 995 + "g", "a" * 1990 + "."],
@@ -179,7 +124,16 @@ def test_a_hostile_host_is_judged_at_once(host: str) -> None:
 def test_checking_a_redirect_uris_host_is_linear_in_its_length(make):
     # The host comes from a client's registration. The URI is capped before the check; the pattern is
     # held to the time budget on hosts far longer than the cap, so the cap is not what keeps it fast.
-    from memmy_local.identity import clients
-    from tests.support.linear_time import assert_linear_time
-
     assert_linear_time(clients._HOST.fullmatch, make, large=256 * 1024)
+
+
+def test_a_digest_is_the_sha256_hex_of_the_text() -> None:
+    assert digest("code") == hashlib.sha256(b"code").hexdigest()
+    assert digest("code") != digest("code ")
+
+
+def test_a_client_record_reads_back_from_its_json_form() -> None:
+    record = ClientRecord("mcp-1", "registered", ("https://a.example/cb",), 1.5, "Agent", "web")
+    item = {**record.__dict__, "redirect_uris": list(record.redirect_uris)}
+
+    assert client_record_from_json(item) == record
