@@ -9,10 +9,11 @@ import os
 from http import HTTPStatus
 from typing import Any
 
+import boto3
 import pytest
 
 from memmy_kb import composition
-from tests.support.kms_tokens import KmsSigner, SignerPorts
+from memmy_kb.adapters.kms_signer import KmsTokenSigner
 from tests.support.mcp_tokens import ISSUER, mcp_claims, mcp_token, signing_key
 from tests.support.mcp_world import LEGACY_HEADERS, register
 
@@ -22,16 +23,14 @@ LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 
 
 @pytest.fixture
-def own_server(service: Any, monkeypatch: pytest.MonkeyPatch) -> KmsSigner:
+def own_server(service: Any, monkeypatch: pytest.MonkeyPatch) -> KmsTokenSigner:
     """The service with the template's MCP settings as deployed: no issuer, no JWKS URL, the signing key;
-    the authorization server's signer on that key."""
+    a signer on that key, as the authorization server signs."""
     assert (os.environ["MCP_TOKEN_ISSUER"], os.environ["MCP_JWKS_URL"]) == ("", "")
-    signer = KmsSigner(os.environ["MCP_SIGNING_KEY"])
     monkeypatch.setenv("RECALL_BURST", "1000")
     composition.reset_composition()
-    monkeypatch.setattr(composition, "get_mcp_auth", lambda: SignerPorts(signer))
     register(service, "alice")
-    return signer
+    return KmsTokenSigner(os.environ["MCP_SIGNING_KEY"], boto3.client("kms", region_name="us-east-1"))
 
 
 def post(service: Any, token: str) -> Any:
@@ -54,7 +53,8 @@ def test_a_token_of_another_issuer_is_refused(service, own_server):
 
 
 def test_a_token_signed_by_another_key_under_the_kms_keys_kid_is_refused(service, own_server, tmp_path):
-    forged = mcp_token(signing_key(tmp_path), "alice", kid=own_server.kid, iss=OWN_ISSUER, aud=RESOURCE)
+    kid = own_server.public_jwk()["kid"]
+    forged = mcp_token(signing_key(tmp_path), "alice", kid=kid, iss=OWN_ISSUER, aud=RESOURCE)
 
     reply = post(service, forged)
 

@@ -5,16 +5,20 @@ KMS key's public half; a KMS error is ``KeysUnavailable`` (503), never a refusal
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
+import boto3
 import pytest
 from moto import mock_aws
 
 from memmy_kb import composition
+from memmy_kb.adapters.kms_signer import KmsTokenSigner
 from memmy_kb.api.mcp_endpoint.bearer import KeysUnavailable
 from memmy_kb.api.mcp_endpoint.keys import signing_key_jwks, token_issuer, token_keys
 from memmy_kb.settings import Settings, get_settings
-from tests.support.kms_tokens import REGION, KmsSigner, SignerPorts, signing_key
+
+REGION = "us-east-1"
 
 EVENT = {"requestContext": {"domainName": "abc123.execute-api.eu-west-1.amazonaws.com"}}
 
@@ -46,8 +50,10 @@ def kms(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         yield
 
 
-def use_signer(monkeypatch: pytest.MonkeyPatch, signer: Any) -> None:
-    monkeypatch.setattr(composition, "get_mcp_auth", lambda: SignerPorts(signer))
+def signing_key() -> str:
+    """A new RSA_2048 SIGN_VERIFY key on moto, as template.yaml declares McpSigningKey; its ARN."""
+    kms = boto3.client("kms", region_name=REGION)
+    return str(kms.create_key(KeySpec="RSA_2048", KeyUsage="SIGN_VERIFY")["KeyMetadata"]["Arn"])
 
 
 def test_the_own_server_is_the_requests_domain_unless_an_issuer_is_configured(
@@ -78,33 +84,31 @@ def test_without_a_jwks_url_or_a_signing_key_no_token_can_be_checked(environment
         token_keys(settings(environment))
 
 
-def test_the_signing_keys_public_half_checks_the_tokens_it_signed(
-    kms: None, environment: pytest.MonkeyPatch, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    signer = KmsSigner(signing_key())
-    use_signer(monkeypatch, signer)
+def test_the_signing_keys_public_half_is_read_from_kms_once(kms: None, environment: pytest.MonkeyPatch) -> None:
+    arn = signing_key()
+    kid = KmsTokenSigner(arn, boto3.client("kms", region_name=REGION)).public_jwk()["kid"]
 
-    keys = token_keys(settings(environment, MCP_SIGNING_KEY=signer.key_arn))
+    keys = token_keys(settings(environment, MCP_SIGNING_KEY=arn))
 
-    assert keys.key(signer.kid) is not None
+    assert keys.key(kid) is not None
+    assert keys.key(kid) is not None
     assert keys.fetches == 1
 
 
-def test_a_kms_error_is_keys_unavailable(kms: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    known = signing_key()
-    missing = known.rsplit("/", 1)[0] + "/00000000-0000-4000-8000-000000000000"
-    use_signer(monkeypatch, KmsSigner(missing))
+def test_a_kms_error_is_keys_unavailable(kms: None, environment: pytest.MonkeyPatch) -> None:
+    missing = signing_key().rsplit("/", 1)[0] + "/00000000-0000-4000-8000-000000000000"
+    settings(environment, MCP_SIGNING_KEY=missing)
 
     with pytest.raises(KeysUnavailable, match="NotFoundException"):
         signing_key_jwks(missing)
 
 
 def test_a_signer_that_returns_no_key_set_is_keys_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Broken:
+    class NoKeySet:
         def jwks(self) -> dict[str, Any]:
             return {"keys": "none"}
 
-    use_signer(monkeypatch, Broken())
+    monkeypatch.setattr(composition, "get_mcp_auth", lambda: SimpleNamespace(signer=NoKeySet()))
 
     with pytest.raises(KeysUnavailable, match="not a key set"):
         signing_key_jwks("k")
