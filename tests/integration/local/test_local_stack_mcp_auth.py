@@ -5,6 +5,7 @@ as the login provider it signs people in with."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from http import HTTPStatus
 
@@ -12,8 +13,12 @@ import boto3
 import httpx
 import pytest
 
+from memmy_kb.adapters.kms_signer import KmsTokenSigner
 from memmy_local import tokens
 from memmy_local.stack import LocalStack, StackConfig
+
+LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+HEADERS = {"mcp-protocol-version": "2025-06-18", "accept": "application/json, text/event-stream"}
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +66,33 @@ def test_the_server_signs_people_in_with_the_dev_provider(stack: LocalStack) -> 
     assert server["MCP_AUTH_ISSUER"] == stack.api_url
     assert server["MCP_SIGNING_KEY"] == stack.function_environments["McpFunction"]["MCP_SIGNING_KEY"]
     assert server["MCP_RESOURCE_URL"] == f"{stack.api_url}/mcp"
+
+
+def test_a_token_signed_by_the_stacks_kms_key_lists_the_tools(stack: LocalStack) -> None:
+    kms = boto3.client("kms", region_name=stack.config.region, endpoint_url=stack.moto_url)
+    signer = KmsTokenSigner(stack.function_environments["McpFunction"]["MCP_SIGNING_KEY"], kms)
+    now = int(time.time())
+    claims = {
+        "iss": stack.api_url,
+        "sub": "alice",
+        "aud": f"{stack.api_url}/mcp",
+        "scope": "kb.search",
+        "client_id": "https://client.example/oauth/client.json",
+        "client_name": "Example",
+        "auth_time": now,
+        "iat": now,
+        "exp": now + 600,
+        "jti": "local-own-1",
+    }
+    headers = {**HEADERS, "authorization": f"Bearer {signer.sign(claims)}"}
+
+    reply = httpx.post(f"{stack.api_url}/mcp", json=LIST, headers=headers)
+    by_dev_issuer = httpx.post(
+        f"{stack.api_url}/mcp",
+        json=LIST,
+        headers={**HEADERS, "authorization": f"Bearer {signer.sign({**claims, 'iss': stack.issuer})}"},
+    )
+
+    assert reply.status_code == HTTPStatus.OK, reply.text
+    assert [t["name"] for t in reply.json()["result"]["tools"]] == ["fetch", "list_knowledge_bases", "search"]
+    assert by_dev_issuer.status_code == HTTPStatus.UNAUTHORIZED
