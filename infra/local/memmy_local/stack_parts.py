@@ -229,9 +229,7 @@ def mcp_token_parameters(config: StackConfig, idp: IdentityProvider) -> dict[str
     return {"McpTokenIssuer": idp.issuer, "McpJwksUrl": f"{idp.url}/jwks.json"}
 
 
-def point_mcp_at_gateway(
-    undo: ExitStack, deployment: Deployment, gateway: Gateway, config: StackConfig | None = None
-) -> None:
+def point_mcp_at_gateway(undo: ExitStack, deployment: Deployment, gateway: Gateway, config: StackConfig) -> None:
     """The remote MCP endpoint's own URL, the audience its tokens must carry: the gateway's ``/mcp``, known
     once the gateway listens (its port may be any free one). A URL the template sets is kept. With the
     service's own authorization server, its issuer is the gateway's URL too (``MCP_AUTH_ISSUER``: on AWS
@@ -242,7 +240,7 @@ def point_mcp_at_gateway(
         variables["MCP_RESOURCE_URL"] = url
     if unset:
         undo.callback(restore_environment, set_environment({"MCP_RESOURCE_URL": url}))
-    if config is not None and config.mcp_authorization == "service":
+    if config.mcp_authorization == "service":
         signed = [v for v in deployment.environments.values() if v.get("MCP_SIGNING_KEY")]
         for variables in signed:
             variables["MCP_AUTH_ISSUER"] = gateway.url
