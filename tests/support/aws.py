@@ -122,9 +122,20 @@ class Service:
             resolver.dependency_overrides.clear()
 
     def _resolvers(self) -> list[Any]:
-        """The resolver of every routed function that has one (``mcp`` answers without a resolver)."""
-        modules = (self.function_module(m.split(".")[1]) for m in dict.fromkeys(m for *_, m in self._routes))
-        return [module.app for module in modules if hasattr(module, "app")]
+        """The resolver of every routed function that has one (``mcp`` and ``mcp_auth`` answer without a
+        resolver). A function whose code folder is not in this checkout has none to override either; its
+        routes fail when called."""
+        resolvers = []
+        for name in dict.fromkeys(m.split(".")[1] for *_, m in self._routes):
+            try:
+                module = self.function_module(name)
+            except ModuleNotFoundError as err:
+                if err.name not in (f"functions.{name}", f"functions.{name}.app"):
+                    raise
+                continue
+            if hasattr(module, "app"):
+                resolvers.append(module.app)
+        return resolvers
 
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
         """Run the handler of template function ``function`` (logical id) with ``event``, IAM-checked.

@@ -122,6 +122,15 @@ ECHO_HANDLER = """\
                     "body": body, "isBase64Encoded": True}
         if mode == "cookies":
             return {"statusCode": 204, "cookies": ["a=1; Path=/", "b=2"]}
+        if mode == "redirect":
+            # As the MCP authorization server sends a browser on: 302, its cookie, an HTML page's headers.
+            return {"statusCode": 302, "headers": {"Location": "https://login.example/authorize?state=s1",
+                                                   "Cache-Control": "no-store"},
+                    "cookies": ["__Host-memmy-oauth=c1; Secure; HttpOnly; SameSite=Lax; Path=/; Max-Age=600"]}
+        if mode == "page":
+            return {"statusCode": 400, "headers": {"Content-Type": "text/html; charset=utf-8",
+                                                   "Content-Security-Policy": "default-src 'none'"},
+                    "body": "<!doctype html><p>允许 Claude？</p>"}
         if mode == "unserialisable":
             return {"statusCode": 200, "body": object()}
         if mode == "body-not-string":

@@ -61,6 +61,10 @@ def needs_of(service: str, operation: str, params: dict[str, Any], table_ids: di
         return _s3_needs(operation, params, table_ids)
     if service == "stepfunctions" and "stateMachineArn" in params:
         return [Need(f"states:{operation}", table_ids.get(params["stateMachineArn"], "?"))]
+    if service == "kms" and "KeyId" in params:
+        # A key named by its ARN or its id, either way the template's key (its Ref is the id).
+        key = str(params["KeyId"])
+        return [Need(f"kms:{operation}", table_ids.get(key) or table_ids.get(key.rsplit("/", 1)[-1], "?"))]
     if service == "sqs" and "QueueUrl" in params:
         return [Need(f"sqs:{operation}", table_ids.get(params["QueueUrl"], "?"))]
     return [Need(f"{prefix}:{operation}", "*")]

@@ -150,7 +150,7 @@ class LocalStack:
         )
         self.refs, self.function_environments = deployment.refs, deployment.environments
         gateway = self._gateway = parts.start_gateway(undo, config, deployment, idp)
-        parts.point_mcp_at_gateway(undo, deployment, gateway)
+        parts.point_mcp_at_gateway(undo, deployment, gateway, config)
         pool = parts.function_pool(config, deployment, gateway)
         parts.start_queue_runners(undo, config, deployment, pool)
         self._dispatcher = parts.dispatch_state_machine_tasks(undo, config, deployment, pool)

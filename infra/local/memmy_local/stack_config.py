@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .memos_emulator.config import DEFAULT_API_KEY
+
+MCP_AUTHORIZATION_SERVERS = ("dev", "service")
 
 
 @dataclass
@@ -44,9 +46,20 @@ class StackConfig:
     control_port: int = 0
     # The dev identity provider (memmy_local.identity.provider): its URL is the issuer unless `issuer` is set.
     idp_port: int = 8070
+    # The authorization server of MCP clients (docs/remote-mcp.md): "dev", the dev identity provider (its
+    # issuer and JWKS passed as McpTokenIssuer and McpJwksUrl); "service", the service's own (the mcp_auth
+    # function, as deployed: McpTokenIssuer empty, its issuer the gateway's URL), which signs people in with
+    # the dev identity provider as its login provider.
+    mcp_authorization: Literal["dev", "service"] = "dev"
     access_token_ttl: int = 3600
     # State machine Lambda tasks: function name or logical id -> a callable used instead of the handler.
     task_overrides: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.mcp_authorization not in MCP_AUTHORIZATION_SERVERS:
+            raise ValueError(
+                f"mcp_authorization is {self.mcp_authorization!r}; it must be one of {', '.join(MCP_AUTHORIZATION_SERVERS)}."
+            )
 
 
 class StackStartError(RuntimeError):

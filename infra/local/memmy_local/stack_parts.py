@@ -179,8 +179,7 @@ def provision_template(
             "JwtIssuer": idp.issuer,
             "JwtAudience": idp.audience,
             "MemosBaseUrl": memos_url,
-            # The remote MCP endpoint's tokens come from the same dev provider (its issuer by default).
-            "McpJwksUrl": f"{idp.url}/jwks.json",
+            **mcp_token_parameters(config, idp),
         },
         template_dir=template_file.parent,
     )
@@ -222,15 +221,30 @@ def start_gateway(
     return gateway
 
 
-def point_mcp_at_gateway(undo: ExitStack, deployment: Deployment, gateway: Gateway) -> None:
+def mcp_token_parameters(config: StackConfig, idp: IdentityProvider) -> dict[str, str]:
+    """The template's parameters for the MCP clients' authorization server: the dev provider's issuer and
+    JWKS, or none, for the service's own server (as deployed)."""
+    if config.mcp_authorization == "service":
+        return {}
+    return {"McpTokenIssuer": idp.issuer, "McpJwksUrl": f"{idp.url}/jwks.json"}
+
+
+def point_mcp_at_gateway(undo: ExitStack, deployment: Deployment, gateway: Gateway, config: StackConfig) -> None:
     """The remote MCP endpoint's own URL, the audience its tokens must carry: the gateway's ``/mcp``, known
-    once the gateway listens (its port may be any free one). A URL the template sets is kept."""
+    once the gateway listens (its port may be any free one). A URL the template sets is kept. With the
+    service's own authorization server, its issuer is the gateway's URL too (``MCP_AUTH_ISSUER``: on AWS
+    it is the API's domain, which the gateway's requests do not carry with their port)."""
     url = f"{gateway.url}/mcp"
     unset = [v for v in deployment.environments.values() if v.get("MCP_RESOURCE_URL") == ""]
     for variables in unset:
         variables["MCP_RESOURCE_URL"] = url
     if unset:
         undo.callback(restore_environment, set_environment({"MCP_RESOURCE_URL": url}))
+    if config.mcp_authorization == "service":
+        signed = [v for v in deployment.environments.values() if v.get("MCP_SIGNING_KEY")]
+        for variables in signed:
+            variables["MCP_AUTH_ISSUER"] = gateway.url
+        undo.callback(restore_environment, set_environment({"MCP_AUTH_ISSUER": gateway.url}))
 
 
 def function_pool(config: StackConfig, deployment: Deployment, gateway: Gateway) -> FunctionPool:

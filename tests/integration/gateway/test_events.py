@@ -114,6 +114,42 @@ def test_cookies_become_set_cookie_headers(client: httpx.Client, token: str) -> 
     assert resp.headers.get_list("set-cookie") == ["a=1; Path=/", "b=2"]
 
 
+def test_a_public_route_answers_a_redirect_with_its_cookie_as_sent(client: httpx.Client) -> None:
+    # As the MCP authorization server's /oauth/authorize: no token, a 302 the gateway never follows.
+    resp = client.get("/health?mode=redirect")
+
+    assert resp.status_code == HTTPStatus.FOUND
+    assert resp.headers["location"] == "https://login.example/authorize?state=s1"
+    assert resp.headers["cache-control"] == "no-store"
+    assert resp.headers.get_list("set-cookie") == [
+        "__Host-memmy-oauth=c1; Secure; HttpOnly; SameSite=Lax; Path=/; Max-Age=600"
+    ]
+
+
+def test_an_html_page_keeps_its_type_and_policy(client: httpx.Client) -> None:
+    resp = client.get("/health?mode=page")
+
+    assert resp.status_code == HTTPStatus.BAD_REQUEST
+    assert resp.headers["content-type"] == "text/html; charset=utf-8"
+    assert resp.headers["content-security-policy"] == "default-src 'none'"
+    assert resp.text == "<!doctype html><p>允许 Claude？</p>"
+
+
+def test_a_form_post_reaches_the_function_base64_encoded_with_its_cookie(client: httpx.Client, token: str) -> None:
+    # As a consent page's answer: a form body (not text to API Gateway, so base64) and the browser's cookie.
+    resp = client.post(
+        "/items",
+        headers={**bearer(token), "Cookie": "__Host-memmy-oauth=c1"},
+        data={"request": "r1", "decision": "allow"},
+    )
+    event = echoed(resp)["event"]
+
+    assert event["headers"]["content-type"] == "application/x-www-form-urlencoded"
+    assert event["isBase64Encoded"] is True
+    assert base64.b64decode(event["body"]) == b"request=r1&decision=allow"
+    assert event["cookies"] == ["__Host-memmy-oauth=c1"]
+
+
 def test_non_proxy_result_is_json_with_200(client: httpx.Client, token: str) -> None:
     resp = client.get("/items?mode=plain", headers=bearer(token))
 

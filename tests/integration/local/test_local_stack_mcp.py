@@ -80,3 +80,10 @@ def test_a_dev_mcp_token_lists_the_tools_and_a_desktop_token_is_401(stack: Local
         ).status_code
         == HTTPStatus.UNAUTHORIZED
     )
+
+
+def test_by_default_the_dev_provider_is_the_authorization_server(stack: LocalStack) -> None:
+    mcp = stack.function_environments["McpFunction"]
+
+    assert (mcp["MCP_TOKEN_ISSUER"], mcp["MCP_JWKS_URL"]) == (stack.issuer, f"{stack.idp_url}/jwks.json")
+    assert "MCP_AUTH_ISSUER" not in mcp

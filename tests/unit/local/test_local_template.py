@@ -166,6 +166,15 @@ API_CONTRACT = {
     ("GET", "/.well-known/oauth-protected-resource"),
     ("GET", "/me/connections"),
     ("DELETE", "/me/connections/{connection_id}"),
+    # Its authorization server for MCP clients (the mcp_auth function, every route public).
+    ("GET", "/.well-known/oauth-authorization-server"),
+    ("POST", "/oauth/register"),
+    ("GET", "/oauth/authorize"),
+    ("GET", "/oauth/callback"),
+    ("POST", "/oauth/consent"),
+    ("POST", "/oauth/token"),
+    ("POST", "/oauth/revoke"),
+    ("GET", "/oauth/jwks"),
 }
 
 
@@ -244,6 +253,7 @@ def test_parameter_defaults_are_strings(template: dict[str, Any]) -> None:
         "RecallLimitWindowSeconds": "10",
         "McpTokenIssuer": "",
         "McpJwksUrl": "",
+        "McpLoginClientId": "memmy-mcp-auth",
         "McpAuthorizationServer": "",
         "McpResourceUrl": "",
         "McpAllowedOrigins": "",

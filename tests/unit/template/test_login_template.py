@@ -138,10 +138,11 @@ def test_a_fresh_deploy_trusts_the_id_tokens_of_its_own_cognito_pool(cloudformat
     # Given the template deployed with every parameter at its default
     deployed = Deployed(cloudformation, FRESH)
 
-    # Then the pool, its hosted pages and the desktop's client exist, and no e2e client
+    # Then the pool, its hosted pages, the desktop's and the MCP authorization server's clients exist, and
+    # no e2e client
     cognito = {name for name, r in cloudformation["Resources"].items() if r["Type"] in COGNITO_TYPES}
-    assert cognito & deployed.active == {"UserPool", "UserPoolDomain", "DesktopAppClient"}
-    assert cognito == {"UserPool", "UserPoolDomain", "DesktopAppClient", "E2eLoginClient"}
+    assert cognito & deployed.active == {"UserPool", "UserPoolDomain", "DesktopAppClient", "McpLoginAppClient"}
+    assert cognito == {"UserPool", "UserPoolDomain", "DesktopAppClient", "McpLoginAppClient", "E2eLoginClient"}
 
     # And the authorizer requires the pool as issuer and the desktop's client as audience (ID tokens)
     issuer = f"https://cognito-idp.{REGION}.amazonaws.com/{POOL_ID}"
@@ -267,7 +268,7 @@ def test_an_issuer_without_its_audience_is_refused_before_anything_is_created(
 ) -> None:
     # The template's rule, evaluated as CloudFormation does: it applies when its RuleCondition holds, and
     # then each Assert must hold.
-    (rule,) = sam_template["Rules"].values()
+    rule = sam_template["Rules"]["OtherIssuerNeedsAudience"]
     (assertion,) = rule["Assertions"]
     as_conditions = {"Conditions": {"Applies": rule["RuleCondition"], "Holds": assertion["Assert"]}}
 

@@ -275,8 +275,9 @@ def test_the_jwt_authorizer_is_the_default(sam_template: dict[str, Any]) -> None
 
 LOGIN_ISSUER = {"Fn::If": ["CreateUserPool", {"Fn::Sub": "https://${UserPool.ProviderURL}"}, {"Ref": "JwtIssuer"}]}
 
-# The route the desktop reads before it has a token (public login settings only), and the remote MCP
-# endpoint's, whose function checks its own tokens so that its 401 can name its metadata (RFC 9728).
+# The route the desktop reads before it has a token (public login settings only), the remote MCP
+# endpoint's, whose function checks its own tokens so that its 401 can name its metadata (RFC 9728), and
+# its authorization server's, whose clients have no Memmy login token.
 PUBLIC_ROUTES = {
     ("GET", "/login-configuration"),
     ("POST", "/mcp"),
@@ -284,6 +285,14 @@ PUBLIC_ROUTES = {
     ("DELETE", "/mcp"),
     ("GET", "/.well-known/oauth-protected-resource/mcp"),
     ("GET", "/.well-known/oauth-protected-resource"),
+    ("GET", "/.well-known/oauth-authorization-server"),
+    ("POST", "/oauth/register"),
+    ("GET", "/oauth/authorize"),
+    ("GET", "/oauth/callback"),
+    ("POST", "/oauth/consent"),
+    ("POST", "/oauth/token"),
+    ("POST", "/oauth/revoke"),
+    ("GET", "/oauth/jwks"),
 }
 
 

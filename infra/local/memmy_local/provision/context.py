@@ -13,7 +13,7 @@ from memmy_local.aws.stepfunctions import LOCAL_MAX_RETRY_DELAY_SECONDS
 from memmy_local.template import template_path
 
 # The services the provisioners create resources in.
-Service = Literal["dynamodb", "s3", "secretsmanager", "sqs", "stepfunctions"]
+Service = Literal["dynamodb", "kms", "s3", "secretsmanager", "sqs", "ssm", "stepfunctions"]
 
 
 @dataclass

@@ -19,6 +19,7 @@ from memmy_local.template_intrinsics import (
 )
 
 from .context import ProvisionContext, Provisioner
+from .keys import provision_kms_alias, provision_kms_key, provision_ssm_parameter
 from .storage import provision_bucket, provision_secret, provision_table
 from .workflow import (
     STATE_MACHINE_PROPERTIES,
@@ -80,6 +81,9 @@ _PROVISIONERS: Final[dict[str, Provisioner]] = {
     "AWS::S3::Bucket": provision_bucket,
     "AWS::Serverless::Function": function_refs,
     "AWS::Serverless::StateMachine": provision_state_machine,
+    "AWS::KMS::Key": provision_kms_key,
+    "AWS::KMS::Alias": provision_kms_alias,
+    "AWS::SSM::Parameter": provision_ssm_parameter,
 }
 
 # Types whose provisioner reads only some properties: only those are resolved and followed as

@@ -16,20 +16,34 @@ def test_committed_document_is_current():
     assert json.loads(committed) == openapi.generate(), "docs/openapi.json is stale: run `make openapi`"
 
 
-MCP_ROUTES = {
+ENDPOINT_ROUTES = {
     ("POST", "/mcp"),
     ("GET", "/mcp"),
     ("DELETE", "/mcp"),
     ("GET", "/.well-known/oauth-protected-resource/mcp"),
     ("GET", "/.well-known/oauth-protected-resource"),
 }
+# The MCP clients' authorization server: OAuth (RFC 8414, 7591, 6749, 7009) and HTML pages, no resolver.
+AUTHORIZATION_ROUTES = {
+    ("GET", "/.well-known/oauth-authorization-server"),
+    ("POST", "/oauth/register"),
+    ("GET", "/oauth/authorize"),
+    ("GET", "/oauth/callback"),
+    ("POST", "/oauth/consent"),
+    ("POST", "/oauth/token"),
+    ("POST", "/oauth/revoke"),
+    ("GET", "/oauth/jwks"),
+}
+MCP_ROUTES = ENDPOINT_ROUTES | AUTHORIZATION_ROUTES
 
 
-def test_the_mcp_endpoint_alone_is_left_out_it_speaks_json_rpc_and_rfc_9728():
+def test_the_mcp_endpoint_and_its_authorization_server_alone_are_left_out_they_speak_json_rpc_and_oauth():
     document = openapi.generate()
     left_out = {(r.method, r.path) for r in http_routes(load_template()) if r.path not in document["paths"]}
     assert left_out == MCP_ROUTES
-    assert {r.function for r in http_routes(load_template()) if (r.method, r.path) in MCP_ROUTES} == {"McpFunction"}
+    functions = {(r.method, r.path): r.function for r in http_routes(load_template())}
+    assert {functions[route] for route in ENDPOINT_ROUTES} == {"McpFunction"}
+    assert {functions[route] for route in AUTHORIZATION_ROUTES} == {"McpAuthFunction"}
 
 
 def test_every_template_route_is_documented_with_the_error_shape():

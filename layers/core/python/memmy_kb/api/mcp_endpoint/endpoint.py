@@ -9,7 +9,6 @@ PyJWT and the tools load with the first request that needs them, not with the ha
 from __future__ import annotations
 
 import time
-from functools import cache
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -17,8 +16,9 @@ from urllib.parse import urlsplit
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memmy_kb import composition
-from memmy_kb.api.mcp_endpoint.bearer import JwksCache, KeysUnavailable, verify_token
+from memmy_kb.api.mcp_endpoint.bearer import KeysUnavailable, verify_token
 from memmy_kb.api.mcp_endpoint.events import BadEvent, json_response, proxy_result, request_of
+from memmy_kb.api.mcp_endpoint.keys import token_issuer, token_keys
 from memmy_kb.domain.remote_mcp.tokens import McpCaller, TokenRefused, TokenRules
 from memmy_kb.observability import logger, metrics
 from memmy_kb.settings import Settings, get_settings
@@ -39,12 +39,6 @@ def server_info() -> ServerInfo:
     return ServerInfo(name="memmy-kb", version="1.0.0", title=RESOURCE_NAME, instructions=INSTRUCTIONS)
 
 
-@cache
-def jwks(url: str) -> JwksCache:
-    """The container's JWKS cache of ``url``."""
-    return JwksCache(url)
-
-
 def resource_url(settings: Settings, event: dict[str, Any]) -> str:
     """This endpoint's URL: the configured one, else ``https://<the request's domain>/mcp``."""
     if settings.mcp_resource_url:
@@ -58,12 +52,12 @@ def metadata_url(resource: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}{parts.path.rstrip('/')}"
 
 
-def protected_resource(settings: Settings, resource: str) -> HttpResponse:
+def protected_resource(settings: Settings, resource: str, issuer: str) -> HttpResponse:
     return json_response(
         HTTPStatus.OK,
         {
             "resource": resource,
-            "authorization_servers": [settings.mcp_authorization_server or settings.mcp_token_issuer],
+            "authorization_servers": [settings.mcp_authorization_server or issuer],
             "scopes_supported": [settings.mcp_scope],
             "bearer_methods_supported": ["header"],
             "resource_name": RESOURCE_NAME,
@@ -93,12 +87,12 @@ def _bearer(headers: dict[str, str]) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def _caller(settings: Settings, resource: str, token: str) -> McpCaller:
+def _caller(settings: Settings, resource: str, issuer: str, token: str) -> McpCaller:
     from memmy_kb.domain.remote_mcp.connections import admit_connection
 
-    rules = TokenRules(issuer=settings.mcp_token_issuer, audience=resource, scope=settings.mcp_scope)
+    rules = TokenRules(issuer=issuer, audience=resource, scope=settings.mcp_scope)
     now = int(time.time())
-    caller = verify_token(token, jwks(settings.mcp_jwks_url), rules, now)
+    caller = verify_token(token, token_keys(settings), rules, now)
     admit_connection(composition.get_mcp_stores()[0], caller, now)
     return caller
 
@@ -116,7 +110,7 @@ def handle_mcp(event: dict[str, Any]) -> dict[str, Any]:
     resource = resource_url(settings, event)
     route = str(event.get("routeKey", ""))
     if route.startswith("GET ") and METADATA_PATH in route:
-        return proxy_result(protected_resource(settings, resource))
+        return proxy_result(protected_resource(settings, resource, token_issuer(settings, event)))
     if route != "POST /mcp":
         from memmy_kb.api.mcp import HttpResponse
 
@@ -138,13 +132,13 @@ def _post(settings: Settings, resource: str, event: dict[str, Any]) -> HttpRespo
     if token is None:
         return challenge(settings, resource, None)
     try:
-        caller = _caller(settings, resource, token)
+        caller = _caller(settings, resource, token_issuer(settings, event), token)
     except TokenRefused as err:
         metrics.add_metric(name="McpTokenRefused", unit=MetricUnit.Count, value=1)
         logger.info("mcp: token refused", extra={"reason": err.reason})
         return challenge(settings, resource, err)
     except KeysUnavailable as err:
-        logger.warning("mcp: the JWKS is unavailable", extra={"reason": str(err)})
+        logger.warning("mcp: the signing keys are unavailable", extra={"reason": str(err)})
         body = {"error": "service_unavailable", "message": "Sign-in keys are unavailable; try again shortly."}
         return json_response(HTTPStatus.SERVICE_UNAVAILABLE, body, {"retry-after": "5"})
     from memmy_kb.api.mcp_endpoint.binding import tools_for
