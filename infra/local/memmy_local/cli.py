@@ -123,6 +123,7 @@ def _run_stack(args: argparse.Namespace, metrics: Path) -> int:
         schedule_interval=args.schedule_interval,
         idp_port=args.idp_port,
         access_token_ttl=args.access_token_ttl,
+        mcp_authorization=args.mcp_authorization,
     )
     options = list(getattr(args, "options", ()))
     home = desktop_side.desktop_home(args.demo)
@@ -285,6 +286,13 @@ def _add_up(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         default=60.0,
         metavar="SECONDS",
         help=f"run the scheduled functions (reconcile) this often (default 60; 0 = only by {PROG} reconcile)",
+    )
+    up.add_argument(
+        "--mcp-authorization",
+        choices=("dev", "service"),
+        default="dev",
+        help="who signs MCP clients' tokens: the dev identity provider (default), or the service's own "
+        "authorization server (/oauth/*, as a deployed stack; people sign in at the dev provider)",
     )
     up.add_argument(
         "--no-desktop", action="store_true", help="do not start the desktop side's local service beside it"

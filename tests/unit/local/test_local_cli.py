@@ -266,6 +266,7 @@ def test_up_hands_every_port_to_the_stack_and_names_the_options_when_one_is_take
         8104,
     )
     assert (config.idp_port, config.access_token_ttl) == (8105, 120)
+    assert config.mcp_authorization == "dev"
     assert code == 1
     said = capsys.readouterr().err
     # The option that moves the port in the way, as make run and as memmy-local up, the others kept
@@ -286,6 +287,17 @@ def test_the_identity_provider_defaults_to_port_8070_and_one_hour_tokens() -> No
     assert (args.idp_port, args.access_token_ttl) == (8070, 3600)
     assert (StackConfig().idp_port, StackConfig().access_token_ttl) == (8070, 3600)
     assert tokens.DEFAULT_ISSUER == "http://127.0.0.1:8070"
+
+
+def test_mcp_clients_get_the_dev_providers_tokens_unless_the_services_own_server_is_asked_for() -> None:
+    from memmy_local.stack import StackConfig
+
+    parser = local_cli.build_parser()
+
+    assert parser.parse_args(["up"]).mcp_authorization == StackConfig().mcp_authorization == "dev"
+    assert parser.parse_args(["up", "--mcp-authorization", "service"]).mcp_authorization == "service"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["up", "--mcp-authorization", "cognito"])
 
 
 def test_token_signs_with_the_running_stacks_issuer_else_the_default_one(
