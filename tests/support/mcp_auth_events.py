@@ -15,6 +15,19 @@ DOMAIN = "kb.example.test"
 ISSUER = f"https://{DOMAIN}"
 RESOURCE = f"{ISSUER}/mcp"
 FORM = "application/x-www-form-urlencoded"
+# The function's routes in template.yaml, every one without the API's authorizer.
+AUTHORIZATION_SERVER_ROUTES = frozenset(
+    {
+        ("GET", "/.well-known/oauth-authorization-server"),
+        ("POST", "/oauth/register"),
+        ("GET", "/oauth/authorize"),
+        ("GET", "/oauth/callback"),
+        ("POST", "/oauth/consent"),
+        ("POST", "/oauth/token"),
+        ("POST", "/oauth/revoke"),
+        ("GET", "/oauth/jwks"),
+    }
+)
 
 
 def auth_event(

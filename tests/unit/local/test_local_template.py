@@ -18,6 +18,7 @@ from memmy_local.template import (
     template_path,
 )
 from memmy_local.template_intrinsics import UnresolvableValueError, referenced_logical_ids, resolve_intrinsics
+from tests.support.mcp_auth_events import AUTHORIZATION_SERVER_ROUTES
 
 REGION = "us-east-1"
 
@@ -167,15 +168,7 @@ API_CONTRACT = {
     ("GET", "/me/connections"),
     ("DELETE", "/me/connections/{connection_id}"),
     # Its authorization server for MCP clients (the mcp_auth function, every route public).
-    ("GET", "/.well-known/oauth-authorization-server"),
-    ("POST", "/oauth/register"),
-    ("GET", "/oauth/authorize"),
-    ("GET", "/oauth/callback"),
-    ("POST", "/oauth/consent"),
-    ("POST", "/oauth/token"),
-    ("POST", "/oauth/revoke"),
-    ("GET", "/oauth/jwks"),
-}
+} | AUTHORIZATION_SERVER_ROUTES
 
 
 def test_routes_are_the_contracts_and_each_has_one_function(template: dict[str, Any]) -> None:

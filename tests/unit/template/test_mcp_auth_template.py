@@ -14,18 +14,10 @@ from cfnlint.api import lint
 
 from memmy_local.template import http_routes, load_template, parameter_defaults
 from memmy_local.template_intrinsics import condition_refs, referenced_logical_ids, resolve_intrinsics
+from tests.support.mcp_auth_events import AUTHORIZATION_SERVER_ROUTES
 from tests.support.sam import LINT_CONFIG, translate
 
-ROUTES = {
-    ("GET", "/.well-known/oauth-authorization-server"),
-    ("POST", "/oauth/register"),
-    ("GET", "/oauth/authorize"),
-    ("GET", "/oauth/callback"),
-    ("POST", "/oauth/consent"),
-    ("POST", "/oauth/token"),
-    ("POST", "/oauth/revoke"),
-    ("GET", "/oauth/jwks"),
-}
+ROUTES = AUTHORIZATION_SERVER_ROUTES
 OWN_PARTITIONS = ["MCPCLIENT#*", "MCPAUTH#*", "MCPCODE#*", "MCPRT#*", "MCPFAM#*", "MCPREG#*"]
 KEY_ARN = {"Fn::GetAtt": ["McpSigningKey", "Arn"]}
 PARAMETER_NAME = "/${AWS::StackName}/mcp-login-client-id"

@@ -20,6 +20,7 @@ from cfnlint.api import lint
 
 from memmy_local.template import TEMPLATE_PATH, load_template
 from memmy_local.template_intrinsics import referenced_logical_ids
+from tests.support.mcp_auth_events import AUTHORIZATION_SERVER_ROUTES
 from tests.support.sam import LINT_CONFIG, REPO_ROOT, resources_of, translate
 
 AUTHORIZER = "MemmyJwt"
@@ -285,15 +286,7 @@ PUBLIC_ROUTES = {
     ("DELETE", "/mcp"),
     ("GET", "/.well-known/oauth-protected-resource/mcp"),
     ("GET", "/.well-known/oauth-protected-resource"),
-    ("GET", "/.well-known/oauth-authorization-server"),
-    ("POST", "/oauth/register"),
-    ("GET", "/oauth/authorize"),
-    ("GET", "/oauth/callback"),
-    ("POST", "/oauth/consent"),
-    ("POST", "/oauth/token"),
-    ("POST", "/oauth/revoke"),
-    ("GET", "/oauth/jwks"),
-}
+} | AUTHORIZATION_SERVER_ROUTES
 
 
 def test_only_the_login_configuration_and_the_mcp_endpoint_opt_out_of_the_authorizer(sam_template: dict[str, Any]) -> None:

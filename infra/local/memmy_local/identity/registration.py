@@ -7,29 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from authlib.oauth2 import OAuth2Error
-
 from memmy_kb.api.mcp_auth.clients import MAX_REGISTRATION_BYTES as MAX_REGISTRATION_BYTES
-from memmy_kb.api.mcp_auth.clients import McpRegistration
+from memmy_kb.api.mcp_auth.clients import McpRegistration, RegistrationsCapped
 from memmy_kb.domain.mcp_auth.clients import ClientRecord
 
 from .issuer import TokenIssuer
 from .state import RegistrationRefused
-
-
-class RegistrationsCapped(OAuth2Error):  # type: ignore[misc]
-    """Too many registrations for now: 429 with ``Retry-After``."""
-
-    error = "temporarily_unavailable"
-    status_code = 429
-
-    def __init__(self, description: str, retry_after: int) -> None:
-        super().__init__(description)
-        self.retry_after = retry_after
-
-    def get_headers(self) -> list[tuple[str, str]]:
-        headers: list[tuple[str, str]] = super().get_headers()
-        return [*headers, ("Retry-After", str(self.retry_after))]
 
 
 class Registration(McpRegistration):

@@ -9,6 +9,7 @@ from memmy_local.gateway import openapi
 from memmy_local.gateway.routing import public_route_keys
 from memmy_local.lambdas.handlers import repo_root
 from memmy_local.template import http_routes, load_template
+from tests.support.mcp_auth_events import AUTHORIZATION_SERVER_ROUTES
 
 
 def test_committed_document_is_current():
@@ -24,16 +25,7 @@ ENDPOINT_ROUTES = {
     ("GET", "/.well-known/oauth-protected-resource"),
 }
 # The MCP clients' authorization server: OAuth (RFC 8414, 7591, 6749, 7009) and HTML pages, no resolver.
-AUTHORIZATION_ROUTES = {
-    ("GET", "/.well-known/oauth-authorization-server"),
-    ("POST", "/oauth/register"),
-    ("GET", "/oauth/authorize"),
-    ("GET", "/oauth/callback"),
-    ("POST", "/oauth/consent"),
-    ("POST", "/oauth/token"),
-    ("POST", "/oauth/revoke"),
-    ("GET", "/oauth/jwks"),
-}
+AUTHORIZATION_ROUTES = AUTHORIZATION_SERVER_ROUTES
 MCP_ROUTES = ENDPOINT_ROUTES | AUTHORIZATION_ROUTES
 
 

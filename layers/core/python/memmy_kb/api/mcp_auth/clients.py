@@ -114,6 +114,21 @@ def metadata_error(problem: ClientMetadataProblem) -> OAuth2Error:
     return InvalidClientMetadataError(str(problem))
 
 
+class RegistrationsCapped(OAuth2Error):  # type: ignore[misc]
+    """Too many registrations for now: 429 with ``Retry-After``."""
+
+    error = "temporarily_unavailable"
+    status_code = 429
+
+    def __init__(self, description: str, retry_after: int) -> None:
+        super().__init__(description)
+        self.retry_after = retry_after
+
+    def get_headers(self) -> list[tuple[str, str]]:
+        headers: list[tuple[str, str]] = super().get_headers()
+        return [*headers, ("Retry-After", str(self.retry_after))]
+
+
 class McpRegistration(ClientRegistrationEndpoint):  # type: ignore[misc]
     """RFC 7591 registration, open (no initial access token). Every client registered is public: whatever
     ``token_endpoint_auth_method`` is asked for, ``none`` is registered and no secret is issued (RFC 7591

@@ -16,7 +16,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from authlib.oauth2 import AuthorizationServer, OAuth2Error
+from authlib.oauth2 import AuthorizationServer
 from authlib.oauth2.rfc6749 import InvalidClientError, InvalidGrantError, grants
 from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc9207 import IssuerParameter
@@ -26,6 +26,7 @@ from memmy_kb.api.mcp_auth.clients import (
     InvalidTargetError,
     McpClient,
     McpRegistration,
+    RegistrationsCapped,
     S256Required,
     check_token_resource,
 )
@@ -207,21 +208,6 @@ class Issuer(IssuerParameter):  # type: ignore[misc]
 
     def get_issuer(self) -> str:
         return self.issuer
-
-
-class RegistrationsCapped(OAuth2Error):  # type: ignore[misc]
-    """Too many registrations for now: 429 with ``Retry-After``."""
-
-    error = "temporarily_unavailable"
-    status_code = 429
-
-    def __init__(self, description: str, retry_after: int) -> None:
-        super().__init__(description)
-        self.retry_after = retry_after
-
-    def get_headers(self) -> list[tuple[str, str]]:
-        headers: list[tuple[str, str]] = super().get_headers()
-        return [*headers, ("Retry-After", str(self.retry_after))]
 
 
 class Registration(McpRegistration):
