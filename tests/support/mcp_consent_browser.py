@@ -54,6 +54,17 @@ def _only_loopback(route: Any) -> None:
         route.abort()
 
 
+def _wait_for_consent(page: Any, decision: str) -> None:
+    """The consent page's ``decision`` button, or an AssertionError saying where the browser stopped."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.get_by_role("button", name=decision).wait_for()
+    except PlaywrightTimeout:
+        text = page.locator("body").inner_text()[:500]
+        raise AssertionError(f"no consent page: the browser stopped at {page.url}: {text}") from None
+
+
 def consent_in_chromium(
     authorization_url: str, user_id: str, *, callback: str, decision: str, screenshot: Path
 ) -> Journey:
@@ -75,7 +86,7 @@ def consent_in_chromium(
             page.goto(authorization_url)
             page.locator('input[name="login_user_id"]').fill(user_id)
             page.get_by_role("button", name="Sign in").click()
-            page.get_by_role("button", name=decision).wait_for()
+            _wait_for_consent(page, decision)
             consent_url = page.url
             text = page.locator("body").inner_text()
             cookies = context.cookies()
