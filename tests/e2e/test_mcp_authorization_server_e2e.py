@@ -32,13 +32,12 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import (
     AuthorizationCodeResult,
-    OAuthClientInformationFull,
     OAuthClientMetadata,
-    OAuthToken,
 )
 
-from tests.support.e2e_story import client, upload, wait_until_available
+from tests.support.e2e_story import client
 from tests.support.mcp_consent_browser import Journey, consent_in_chromium
+from tests.support.mcp_sdk_client import TokenMemory, kb_with, raw_tools_list
 from tests.support.stack import RunningStack, start_stack, stop_stack
 from tests.support.stage import Stage
 
@@ -62,26 +61,6 @@ def service_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningS
         yield stack
     finally:
         stop_stack(process)
-
-
-class _Memory:
-    """The SDK's token storage, in memory: what a connector keeps on its own servers."""
-
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client_info: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client_info
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client_info = client_info
 
 
 class _Person:
@@ -125,7 +104,7 @@ def _raised(error: BaseException, kind: type[BaseException]) -> bool:
     return any(_raised(e, kind) for e in inner if e is not None)
 
 
-def _oauth(mcp_url: str, person: _Person, storage: _Memory) -> OAuthClientProvider:
+def _oauth(mcp_url: str, person: _Person, storage: TokenMemory) -> OAuthClientProvider:
     metadata = OAuthClientMetadata(
         client_name=CLIENT_NAME,
         redirect_uris=[CALLBACK],  # type: ignore[list-item]  # pydantic parses the string
@@ -152,39 +131,11 @@ def _search(mcp_url: str, auth: OAuthClientProvider, mode: str, query: str) -> d
     return anyio.run(main)
 
 
-def _raw_mcp(mcp_url: str, token: str) -> httpx.Response:
-    """One modern ``tools/list`` with ``token``, without the SDK (which would start a new OAuth flow)."""
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    return httpx.post(
-        mcp_url,
-        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}},
-        headers={
-            "Authorization": f"Bearer {token}",
-            "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": "2026-07-28",
-            "Mcp-Method": "tools/list",
-        },
-        timeout=30,
-    )
-
-
 def _jwt_part(token: str, index: int) -> dict[str, Any]:
     """A JWT's header (0) or claims (1), unverified: what the token says of itself."""
     part = token.split(".")[index]
     decoded: dict[str, Any] = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
     return decoded
-
-
-def _kb_with(api: httpx.Client, stage: Stage, name: str, filename: str, text: str) -> str:
-    created = api.post("/knowledge-bases", json={"name": stage.kb_name(name)})
-    assert created.status_code == HTTPStatus.CREATED, created.text
-    kb_id: str = created.json()["id"]
-    upload(api, kb_id, filename, text)
-    wait_until_available(api, kb_id, {filename})
-    return kb_id
 
 
 def _assert_the_services_consent_page(stack: RunningStack, seen: Journey) -> None:
@@ -216,11 +167,11 @@ def test_an_sdk_client_gets_the_services_token_through_sign_in_and_consent_in_a_
         for api in (mine, others):
             assert api.put("/me").status_code == HTTPStatus.OK
         # Given the person's own KB and an outsider's KB that answers the same question
-        own_kb = _kb_with(mine, stage, "我的预算", "预算.md", BUDGET.format(code=budget, amount=120))
-        _kb_with(others, stage, "旁人的资料", "旁人.md", BUDGET.format(code=budget, amount=999))
+        own_kb = kb_with(mine, stage, "我的预算", "预算.md", BUDGET.format(code=budget, amount=120))
+        kb_with(others, stage, "旁人的资料", "旁人.md", BUDGET.format(code=budget, amount=999))
 
         # When the SDK client connects and the person signs in and allows it in the browser
-        storage = _Memory()
+        storage = TokenMemory()
         at_browser = _Person(person.user_id, "Allow", tmp_path / f"mcp-consent-{mode}.png")
         auth = _oauth(mcp_url, at_browser, storage)
         found = _search(mcp_url, auth, mode, f"项目 {budget} 的预算是多少")
@@ -264,13 +215,13 @@ def test_an_sdk_client_gets_the_services_token_through_sign_in_and_consent_in_a_
             f"{stack.api_url}/knowledge-bases", headers={"Authorization": f"Bearer {mcp_token}"}, timeout=10
         )
         assert on_kbs.status_code == HTTPStatus.UNAUTHORIZED
-        assert _raw_mcp(mcp_url, mcp_token).status_code == HTTPStatus.OK
+        assert raw_tools_list(mcp_url, mcp_token).status_code == HTTPStatus.OK
 
         # When the person disconnects the client, then its next call is 401 and its refresh is refused
         listed = mine.get("/me/connections").json()
         [connection] = [c for c in listed["connections"] if c["client_name"] == CLIENT_NAME]
         assert mine.delete(f"/me/connections/{connection['id']}").status_code == HTTPStatus.NO_CONTENT
-        assert _raw_mcp(mcp_url, mcp_token).status_code == HTTPStatus.UNAUTHORIZED
+        assert raw_tools_list(mcp_url, mcp_token).status_code == HTTPStatus.UNAUTHORIZED
         refreshed = httpx.post(
             f"{stack.api_url}/oauth/token",
             data={
@@ -293,7 +244,7 @@ def test_deny_in_the_browser_sends_access_denied_and_iss_to_the_client(
     stack = service_stack
     mcp_url = f"{stack.api_url}/mcp"
     at_browser = _Person(f"as-denier-{uuid.uuid4().hex[:8]}", "Deny", tmp_path / "mcp-consent-deny.png")
-    storage = _Memory()
+    storage = TokenMemory()
     auth = _oauth(mcp_url, at_browser, storage)
 
     # The SDK's flow stops at the callback's error (inside its task groups' exception groups)

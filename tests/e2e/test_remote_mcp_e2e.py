@@ -28,13 +28,12 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import (
     AuthorizationCodeResult,
-    OAuthClientInformationFull,
     OAuthClientMetadata,
-    OAuthToken,
 )
 
-from tests.support.e2e_story import client, upload, wait_until_available
+from tests.support.e2e_story import client
 from tests.support.mcp_oauth import sign_in_and_consent
+from tests.support.mcp_sdk_client import TokenMemory, kb_with, raw_tools_list
 from tests.support.stack import RunningStack
 from tests.support.stage import Stage
 
@@ -51,27 +50,7 @@ DEPLOYMENT = "项目 {code} 的私有化部署需要 {cores} 核 CPU 和 64 GB �
 CLIENT_NAME = "Research assistant (test)"
 
 
-class _Memory:
-    """The SDK's token storage, in memory: what a connector keeps on its own servers."""
-
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client_info: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client_info
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client_info = client_info
-
-
-def _oauth(mcp_url: str, user_id: str, storage: _Memory) -> OAuthClientProvider:
+def _oauth(mcp_url: str, user_id: str, storage: TokenMemory) -> OAuthClientProvider:
     """The SDK's OAuth provider; the person's browser is ``sign_in_and_consent`` signing in as ``user_id``."""
     authorization: list[str] = []
 
@@ -126,34 +105,6 @@ def _search(query: str) -> Session:
     return run
 
 
-def _raw_mcp(mcp_url: str, token: str) -> httpx.Response:
-    """One modern ``tools/list`` with ``token``, without the SDK (which would start a new OAuth flow)."""
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    return httpx.post(
-        mcp_url,
-        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}},
-        headers={
-            "Authorization": f"Bearer {token}",
-            "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": "2026-07-28",
-            "Mcp-Method": "tools/list",
-        },
-        timeout=30,
-    )
-
-
-def _kb_with(api: httpx.Client, stage: Stage, name: str, filename: str, text: str) -> str:
-    created = api.post("/knowledge-bases", json={"name": stage.kb_name(name)})
-    assert created.status_code == HTTPStatus.CREATED, created.text
-    kb_id: str = created.json()["id"]
-    upload(api, kb_id, filename, text)
-    wait_until_available(api, kb_id, {filename})
-    return kb_id
-
-
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 def test_an_sdk_client_signs_in_with_oauth_and_searches_only_what_the_person_may_read(
     local_stack: RunningStack, mode: str
@@ -172,8 +123,8 @@ def test_an_sdk_client_signs_in_with_oauth_and_searches_only_what_the_person_may
             assert api.put("/me").status_code == HTTPStatus.OK
         # Given the person's own KB, a colleague's KB shared with them, and an outsider's KB that answers
         # both questions too
-        own_kb = _kb_with(mine, stage, "我的预算", "预算.md", BUDGET.format(code=budget, amount=120))
-        shared_kb = _kb_with(
+        own_kb = kb_with(mine, stage, "我的预算", "预算.md", BUDGET.format(code=budget, amount=120))
+        shared_kb = kb_with(
             theirs, stage, "部署手册", "部署.md", DEPLOYMENT.format(code=deployment, cores=16)
         )
         shared = theirs.post(f"/knowledge-bases/{shared_kb}/members", json={"identifier": person.user_id})
@@ -181,10 +132,10 @@ def test_an_sdk_client_signs_in_with_oauth_and_searches_only_what_the_person_may
         outsiders = (
             BUDGET.format(code=budget, amount=999) + "\n\n" + DEPLOYMENT.format(code=deployment, cores=2)
         )
-        _kb_with(others, stage, "旁人的资料", "旁人.md", outsiders)
+        kb_with(others, stage, "旁人的资料", "旁人.md", outsiders)
 
         # When the SDK client connects: 401, discovery, registration, sign-in and consent, PKCE, token
-        storage = _Memory()
+        storage = TokenMemory()
         auth = _oauth(mcp_url, person.user_id, storage)
         first = _with_client(mcp_url, auth, mode, _search(f"项目 {budget} 的预算是多少"))
         assert storage.client_info is not None
@@ -223,15 +174,15 @@ def test_an_sdk_client_signs_in_with_oauth_and_searches_only_what_the_person_may
             f"{local_stack.api_url}/knowledge-bases", headers={"Authorization": f"Bearer {mcp_token}"}
         )
         assert on_kbs.status_code == HTTPStatus.UNAUTHORIZED
-        assert _raw_mcp(mcp_url, person.token).status_code == HTTPStatus.UNAUTHORIZED
-        assert _raw_mcp(mcp_url, mcp_token).status_code == HTTPStatus.OK
+        assert raw_tools_list(mcp_url, person.token).status_code == HTTPStatus.UNAUTHORIZED
+        assert raw_tools_list(mcp_url, mcp_token).status_code == HTTPStatus.OK
 
         # When the person disconnects the client on their connections list, then its next call is 401
         listed = mine.get("/me/connections").json()
         [connection] = [c for c in listed["connections"] if c["client_name"] == CLIENT_NAME]
         assert connection["state"] == "active"
         assert mine.delete(f"/me/connections/{connection['id']}").status_code == HTTPStatus.NO_CONTENT
-        refused = _raw_mcp(mcp_url, mcp_token)
+        refused = raw_tools_list(mcp_url, mcp_token)
         assert refused.status_code == HTTPStatus.UNAUTHORIZED
         assert "resource_metadata=" in refused.headers["www-authenticate"]
         kinds = [entry["kind"] for entry in mine.get("/me/connections").json()["activity"]]
