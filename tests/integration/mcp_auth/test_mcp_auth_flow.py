@@ -1,4 +1,4 @@
-"""The MCP authorization server's whole flow (docs/remote-mcp.md, "The authorization server"), through
+"""The MCP authorization server's whole flow (docs/remote-mcp.md, "Authorization servers"), through
 ``functions/mcp_auth/app.py`` on moto with the real adapters and the dev identity provider as the login
 provider: register → authorize → sign in → callback → consent → code (state, iss) → token (PKCE) → the
 ``mcp`` function accepts the token → refresh rotates → a replayed refresh token ends the family → after

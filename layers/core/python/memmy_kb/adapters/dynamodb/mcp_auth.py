@@ -1,6 +1,6 @@
 """The authorization server's items in DynamoDB (``AuthorizationStore``): clients, sign-ins under way,
-codes, refresh tokens and their families, and the registration counters (docs/remote-mcp.md, "The
-authorization server"). Each item has ``expires_at`` for the table's TTL, and each read checks it too
+codes, refresh tokens and their families, and the registration counters (docs/remote-mcp.md, "Authorization
+servers"). Each item has ``expires_at`` for the table's TTL, and each read checks it too
 (TTL deletes up to days late). The one-time steps are single conditional writes: a consent is answered
 once (a delete conditioned on its digest), a code taken once (a delete returning the old item), a refresh
 token spent once (an update conditioned on its not being spent; a second spend revokes its family)."""

@@ -1,3 +1,3 @@
-"""The service's own OAuth authorization server for MCP clients on Lambda (docs/remote-mcp.md, "The
-authorization server"): Authlib's server over the HTTP API's events, federating the sign-in to the login
+"""The service's own OAuth authorization server for MCP clients on Lambda (docs/remote-mcp.md, "Authorization
+servers"): Authlib's server over the HTTP API's events, federating the sign-in to the login
 provider."""

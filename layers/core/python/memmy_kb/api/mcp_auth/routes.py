@@ -1,4 +1,4 @@
-"""The routes of the ``mcp_auth`` function (docs/remote-mcp.md, "The authorization server"), by the
+"""The routes of the ``mcp_auth`` function (docs/remote-mcp.md, "Authorization servers"), by the
 event's ``routeKey``: metadata, registration, the authorization request, the login provider's callback,
 the consent, the token and revocation endpoints and the public keys.
 

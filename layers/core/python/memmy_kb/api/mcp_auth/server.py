@@ -1,5 +1,5 @@
-"""Authlib's authorization server on Lambda events, for MCP clients (docs/remote-mcp.md, "The
-authorization server").
+"""Authlib's authorization server on Lambda events, for MCP clients (docs/remote-mcp.md, "Authorization
+servers").
 
 ``McpAuthServer`` is built per request (``ServerContext``: the ports, the issuer, the MCP resource, the
 caller's address and the time): Authlib's grants and endpoints read the store through it. Registration

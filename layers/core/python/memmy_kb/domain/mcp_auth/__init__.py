@@ -1,2 +1,2 @@
-"""The rules of the authorization server for MCP clients (docs/remote-mcp.md, "The authorization
-server"): what a client's metadata may be, and the life of sign-ins, codes and refresh tokens."""
+"""The rules of the authorization server for MCP clients (docs/remote-mcp.md, "Authorization servers"):
+what a client's metadata may be, and which client ID metadata documents it reads."""

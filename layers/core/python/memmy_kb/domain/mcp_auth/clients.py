@@ -1,4 +1,4 @@
-"""What an MCP client's metadata may be (docs/remote-mcp.md, "The authorization server"), for the
+"""What an MCP client's metadata may be (docs/remote-mcp.md, "Authorization servers"), for the
 service's authorization server and the dev identity provider alike: registered clients (RFC 7591) and
 ones named by a client ID metadata document (an https URL). All are public (no secret), use the
 authorization code grant with PKCE and refresh tokens, and get the one scope ``kb.search``.

@@ -1,5 +1,5 @@
-"""The ports of the service's own authorization server for MCP clients (docs/remote-mcp.md, "The
-authorization server"): where it keeps clients, sign-ins under way, codes and refresh tokens; what signs
+"""The ports of the service's own authorization server for MCP clients (docs/remote-mcp.md, "Authorization
+servers"): where it keeps clients, sign-ins under way, codes and refresh tokens; what signs
 its access tokens; what fetches a client ID metadata document; and the login provider a person signs in
 with (the Cognito pool, or ``JwtIssuer``'s provider).
 
