@@ -93,7 +93,10 @@ class Service:
         missing = missing_permissions(self.template, self._functions[module], needs)
         assert not missing, f"{self._functions[module]} lacks permissions in template.yaml: {missing}"
         raw = result.get("body") or ""
-        return Reply(result["statusCode"], json.loads(raw) if raw else None, result.get("headers") or {})
+        headers = result.get("headers") or {}
+        is_page = any(k.lower() == "content-type" and v.startswith("text/html") for k, v in headers.items())
+        # An HTML page (the MCP authorization server's) as its text; every other body is JSON.
+        return Reply(result["statusCode"], raw if is_page else json.loads(raw) if raw else None, headers)
 
     def _match(self, method: str, path: str) -> tuple[str, str, re.Match[str]]:
         for route_method, pattern, route_path, module in self._routes:

@@ -28,6 +28,7 @@ OK, CREATED, NO_CONTENT, ACCEPTED = (
     HTTPStatus.ACCEPTED,
 )
 FORBIDDEN, NOT_FOUND, UNAUTHORIZED = HTTPStatus.FORBIDDEN, HTTPStatus.NOT_FOUND, HTTPStatus.UNAUTHORIZED
+BAD_REQUEST = HTTPStatus.BAD_REQUEST
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,16 @@ ROWS: dict[tuple[str, str], Row] = {
                             anonymous=HTTPStatus.METHOD_NOT_ALLOWED),
     ("GET", "/.well-known/oauth-protected-resource/mcp"): Row(None, OK, OK, OK, OK, kb_scoped=False, anonymous=OK),
     ("GET", "/.well-known/oauth-protected-resource"): Row(None, OK, OK, OK, OK, kb_scoped=False, anonymous=OK),
+    # The MCP clients' authorization server: public by design, and the same to everyone, a desktop login
+    # included (it reads none). tests/integration/mcp_auth/ has the flow and its refusals.
+    ("GET", "/.well-known/oauth-authorization-server"): Row(None, OK, OK, OK, OK, kb_scoped=False, anonymous=OK),
+    ("GET", "/oauth/jwks"): Row(None, OK, OK, OK, OK, kb_scoped=False, anonymous=OK),
+    ("POST", "/oauth/register"): Row({}, *[BAD_REQUEST] * 4, kb_scoped=False, anonymous=BAD_REQUEST),
+    ("GET", "/oauth/authorize"): Row(None, *[BAD_REQUEST] * 4, kb_scoped=False, anonymous=BAD_REQUEST),
+    ("GET", "/oauth/callback"): Row(None, *[BAD_REQUEST] * 4, kb_scoped=False, anonymous=BAD_REQUEST),
+    ("POST", "/oauth/consent"): Row(None, *[BAD_REQUEST] * 4, kb_scoped=False, anonymous=BAD_REQUEST),
+    ("POST", "/oauth/token"): Row(None, *[BAD_REQUEST] * 4, kb_scoped=False, anonymous=BAD_REQUEST),
+    ("POST", "/oauth/revoke"): Row(None, *[BAD_REQUEST] * 4, kb_scoped=False, anonymous=BAD_REQUEST),
 }
 
 ROUTES = sorted((r.method, r.path) for r in http_routes(load_template()))

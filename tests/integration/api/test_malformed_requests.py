@@ -14,11 +14,15 @@ from tests.support.hostile_bodies import SHAPES
 from tests.support.linear_time import assert_linear_time
 
 # Not POST /mcp: the remote MCP endpoint reads no body before its own token check, and answers in
-# JSON-RPC's shapes, not this error shape (tests/integration/mcp/).
+# JSON-RPC's shapes, not this error shape (tests/integration/mcp/). Nor the MCP authorization server's
+# /oauth/ routes: they answer in OAuth's shapes (RFC 6749, 7591) or with a page, checked below.
 BODY_ROUTES = sorted(
     (r.method, re.sub(r"\{\w+\}", "x_1", r.path))
     for r in http_routes(load_template())
-    if r.method in ("POST", "PUT", "PATCH") and r.path != "/mcp"
+    if r.method in ("POST", "PUT", "PATCH") and r.path != "/mcp" and not r.path.startswith("/oauth/")
+)
+OAUTH_BODY_ROUTES = sorted(
+    (r.method, r.path) for r in http_routes(load_template()) if r.method == "POST" and r.path.startswith("/oauth/")
 )
 MALFORMED = {
     "text-plain": ({"content-type": "text/plain;charset=UTF-8"}, '{"name": "x"}', HTTPStatus.UNSUPPORTED_MEDIA_TYPE),
@@ -41,6 +45,20 @@ def test_a_malformed_body_is_a_4xx_in_the_error_shape(service, method, path, cas
     assert set(reply.body) == {"error"}
     assert reply.body["error"]["code"]
     assert reply.body["error"]["message"]
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+@pytest.mark.parametrize(("method", "path"), OAUTH_BODY_ROUTES)
+def test_the_authorization_server_answers_a_malformed_body_with_a_4xx_in_oauths_shape_or_a_page(
+    service, method, path, case
+):
+    headers, body, _ = MALFORMED[case]
+    reply = service.call(method, path, None, body=body, headers=headers)
+    assert HTTPStatus.BAD_REQUEST <= reply.status < HTTPStatus.INTERNAL_SERVER_ERROR, reply.body
+    if isinstance(reply.body, str):  # the consent's answer to a browser: a page saying why
+        assert "<html" in reply.body.lower()
+    else:
+        assert isinstance(reply.body["error"], str) and reply.body["error"], reply.body
 
 
 # Media types are case-insensitive: each spelling is JSON, whatever the case of the type or the charset.

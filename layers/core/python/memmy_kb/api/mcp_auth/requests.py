@@ -138,7 +138,7 @@ class HttpEvent:
     def json_body(self) -> Any:
         try:
             return json.loads(self.body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # nested past the parser's depth too
             return None
 
     def url(self, issuer: str) -> str:
