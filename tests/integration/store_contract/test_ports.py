@@ -21,7 +21,12 @@ from memmy_kb.domain.ports.knowledge_bases import (
     KnowledgeBaseStore,
     RecallSources,
 )
-from memmy_kb.domain.ports.mcp_auth import AuthorizationStore, ClientMetadataFetcher, LoginProvider, TokenSigner
+from memmy_kb.domain.ports.mcp_auth import (
+    AuthorizationStore,
+    ClientMetadataFetcher,
+    LoginProvider,
+    TokenSigner,
+)
 from memmy_kb.domain.ports.mcp_hits import HitStore
 from memmy_kb.domain.ports.profiles import ProfileStore
 from memmy_kb.domain.ports.team_shares import ReachReader, TeamShareStore
