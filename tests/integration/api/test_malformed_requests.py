@@ -58,7 +58,8 @@ def test_the_authorization_server_answers_a_malformed_body_with_a_4xx_in_oauths_
     if isinstance(reply.body, str):  # the consent's answer to a browser: a page saying why
         assert "<html" in reply.body.lower()
     else:
-        assert isinstance(reply.body["error"], str) and reply.body["error"], reply.body
+        assert isinstance(reply.body["error"], str), reply.body
+        assert reply.body["error"], reply.body
 
 
 # Media types are case-insensitive: each spelling is JSON, whatever the case of the type or the charset.
