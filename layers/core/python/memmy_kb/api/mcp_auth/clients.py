@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -129,14 +130,15 @@ class RegistrationsCapped(OAuth2Error):  # type: ignore[misc]
         return [*headers, ("Retry-After", str(self.retry_after))]
 
 
-class McpRegistration(ClientRegistrationEndpoint):  # type: ignore[misc]
+class McpRegistration(ClientRegistrationEndpoint, ABC):  # type: ignore[misc]
     """RFC 7591 registration, open (no initial access token). Every client registered is public: whatever
     ``token_endpoint_auth_method`` is asked for, ``none`` is registered and no secret is issued (RFC 7591
     3.2.1 lets the server substitute values); its scope is ``kb.search``. ``store_client`` keeps the
     record (and raises an ``OAuth2Error`` when it may not)."""
 
+    @abstractmethod
     def store_client(self, record: ClientRecord, request: Any) -> None:
-        raise NotImplementedError
+        """Keep ``record``: each server in its own store."""
 
     def now(self) -> float:
         return time.time()
