@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memmy_kb.api.mcp_auth.requests import Answer, BadEvent, HttpEvent, JsonEvent, OAuth2Event
+from memmy_kb.api.mcp_auth.requests import Answer, HttpEvent, JsonEvent, OAuth2Event
+from memmy_kb.api.mcp_endpoint.events import BadEvent
 from tests.support.mcp_auth_events import ISSUER, auth_event
 
 

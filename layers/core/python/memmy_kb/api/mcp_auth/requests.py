@@ -10,8 +10,6 @@ Authlib's Flask integration builds them on Flask's request; ``Answer`` is what `
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
@@ -21,12 +19,10 @@ from urllib.parse import parse_qsl
 
 from authlib.oauth2.rfc6749 import JsonPayload, JsonRequest, OAuth2Payload, OAuth2Request
 
+from memmy_kb.api.mcp_endpoint.events import BadEvent, event_body
+
 FORM_TYPE = "application/x-www-form-urlencoded"
 MAX_BODY_BYTES = 64 * 1024
-
-
-class BadEvent(Exception):
-    """The request cannot be read; the message is one sentence for the caller (400)."""
 
 
 class Headers(Mapping[str, str]):
@@ -98,14 +94,7 @@ class HttpEvent:
         context = event.get("requestContext") or {}
         http = context.get("http") or {}
         headers = Headers(event.get("headers") or {})
-        raw = event.get("body") or ""
-        if event.get("isBase64Encoded"):
-            try:
-                body = base64.b64decode(raw, validate=True)
-            except (binascii.Error, ValueError) as err:
-                raise BadEvent("The body is not valid base64.") from err
-        else:
-            body = str(raw).encode("utf-8")
+        body = event_body(event)
         if len(body) > MAX_BODY_BYTES:
             raise BadEvent(f"The body may have at most {MAX_BODY_BYTES // 1024} KB.")
         return cls(

@@ -21,8 +21,9 @@ from authlib.oauth2.rfc6749 import AccessDeniedError
 from memmy_kb.api.mcp_auth import pages
 from memmy_kb.api.mcp_auth.browser import browser_cookie, cleared_cookie, digest, new_secret, same_browser
 from memmy_kb.api.mcp_auth.clients import MAX_REGISTRATION_BYTES
-from memmy_kb.api.mcp_auth.requests import Answer, BadEvent, HttpEvent, MultiValues, OAuth2Event, json_answer
+from memmy_kb.api.mcp_auth.requests import Answer, HttpEvent, MultiValues, OAuth2Event, json_answer
 from memmy_kb.api.mcp_auth.server import Grantee, McpAuthServer, ServerContext
+from memmy_kb.api.mcp_endpoint.events import BadEvent
 from memmy_kb.domain.ports.mcp_auth import LoginRefused, LoginRequest, PendingAuthorization
 from memmy_kb.observability import logger
 from memmy_kb.settings import Settings, get_settings

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -13,7 +14,19 @@ if TYPE_CHECKING:
 
 
 class BadEvent(Exception):
-    """The event's body is marked base64 but is not."""
+    """The request cannot be read (a body marked base64 that is not, ...); the message is one sentence for
+    the caller (400)."""
+
+
+def event_body(event: Mapping[str, Any]) -> bytes:
+    """The body as bytes, decoded when API Gateway marked it base64 (``BadEvent`` when it is not)."""
+    raw = event.get("body") or ""
+    if not event.get("isBase64Encoded"):
+        return str(raw).encode("utf-8")
+    try:
+        return base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError) as err:
+        raise BadEvent("The body is not valid base64.") from err
 
 
 def request_of(event: dict[str, Any]) -> HttpRequest:
@@ -23,15 +36,7 @@ def request_of(event: dict[str, Any]) -> HttpRequest:
 
     method = str(event.get("requestContext", {}).get("http", {}).get("method", "")).upper()
     headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
-    raw = event.get("body") or ""
-    if event.get("isBase64Encoded"):
-        try:
-            body = base64.b64decode(raw, validate=True)
-        except (binascii.Error, ValueError) as err:
-            raise BadEvent("The body is not valid base64.") from err
-    else:
-        body = raw.encode("utf-8")
-    return HttpRequest(method=method, headers=headers, body=body)
+    return HttpRequest(method=method, headers=headers, body=event_body(event))
 
 
 def proxy_result(response: HttpResponse) -> dict[str, Any]:
