@@ -7,8 +7,14 @@ import pytest
 
 from memmy_kb.api.mcp_auth.clients import InvalidTargetError, McpClient
 from memmy_kb.domain.mcp_auth.clients import REGISTERED, ClientRecord
-from memmy_local.identity.records import MCP_AUTH_CLIENT_ID, PublicClient
+from memmy_local.identity.records import (
+    MCP_AUTH_CALLBACK,
+    MCP_AUTH_CLIENT_ID,
+    PublicClient,
+    is_loopback_callback,
+)
 from memmy_local.identity.resources import authorization_resource
+from tests.support.linear_time import assert_linear_time
 
 RESOURCE = "http://127.0.0.1:8080/mcp"
 MCP = McpClient(ClientRecord("mcp-1", REGISTERED, ("http://127.0.0.1:5000/cb",), 0.0, "Agent"))
@@ -66,3 +72,18 @@ def test_the_authorization_servers_login_client_signs_in_only() -> None:
     assert [client.check_grant_type(g) for g in ("authorization_code", "refresh_token")] == [True, False]
     assert client.check_endpoint_auth_method("none", "token") is True
     assert PublicClient().check_redirect_uri("http://127.0.0.1:3001/oauth/callback") is False  # the desktop's
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: "http://127.0.0.1:1" + "1" * n + "/oauth/callback",  # the port's digits, past their bound
+        lambda n: "http://localhost:8080/oauth/callback" + "/" * n,  # a tail after the path
+        lambda n: "http://" + "127.0.0.1" * (n // 9) + ":8080/oauth/callback",  # the host repeated
+    ],
+    ids=["long-port", "long-tail", "long-host"],
+)
+def test_the_login_clients_callback_pattern_runs_in_linear_time_on_a_huge_redirect_uri(make) -> None:
+    # The redirect URI comes from the authorization request's query: any length a client sends.
+    assert not is_loopback_callback(make(1024), MCP_AUTH_CALLBACK)
+    assert_linear_time(lambda uri: is_loopback_callback(uri, MCP_AUTH_CALLBACK), make, large=256 * 1024)
