@@ -54,6 +54,7 @@ from bench.load_checks import api_clients, check_final_lists, check_residue, set
 from bench.load_checks_teams import check_teams
 from bench.load_memory import DRIVER, STACK, MemorySampler, sample_interval
 from bench.load_model import Budget, LoadSettings, Model, User
+from bench.load_probe import Probe, probe_users
 from bench.load_report import LoadReport
 from bench.load_stack import FAULTS
 from bench.load_stack_handle import Stack, start_stack
@@ -111,6 +112,8 @@ def _run_on(stack: Stack, settings: LoadSettings) -> LoadReport:
         Worker(stack, user, [u for u in users if u is not user], model, random.Random(seed * 1000 + i))
         for i, user in enumerate(users)
     ]
+    probed = probe_users(tag)
+    probe = Probe(stack, model, probed, seed * 1000 + len(users))
     processes = {STACK: stack.process.pid, DRIVER: os.getpid()}
     sampler = MemorySampler(processes, sample_interval(settings.duration), {STACK: stack.item_count}).start()
     try:
@@ -122,6 +125,7 @@ def _run_on(stack: Stack, settings: LoadSettings) -> LoadReport:
         threads = [
             threading.Thread(target=w.run, args=(budget,), name=f"load-{w.user.user_id}") for w in workers
         ]
+        threads.append(threading.Thread(target=probe.run, name="load-probe"))
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -131,12 +135,12 @@ def _run_on(stack: Stack, settings: LoadSettings) -> LoadReport:
         team_changes = load_oracle_teams.team_changes(model.team_events)
         changes = [*model.changes, *team_changes]
         scope = oracle.check_scope(changes, model.recalls, model.markers, model.documents_since)
-        notes: list[str] = [team_note(model, len(team_changes))]
+        notes: list[str] = [team_note(model, len(team_changes)), probe.note()]
         if model.uncertain_creates:
             notes.append(
                 f"  note: {model.uncertain_creates} creates of unknown outcome (their MemOS KBs may remain)"
             )
-        final, undetermined, runs = _final_checks(stack, settings, users, model, notes)
+        final, undetermined, runs = _final_checks(stack, settings, [*users, *probed], model, notes)
     finally:
         checked = sampler.stop()
     return LoadReport(
@@ -144,7 +148,7 @@ def _run_on(stack: Stack, settings: LoadSettings) -> LoadReport:
         elapsed=elapsed,
         requests=model.requests,
         scope=scope,
-        violations=[*scope.violations, *final],
+        violations=[*scope.violations, *probe.violations, *final],
         undetermined=undetermined,
         final_counts=dict(model.final_counts),
         driver_errors=model.driver_errors,

@@ -162,8 +162,11 @@ class Worker(TeamActions):
             with self.model.lock:
                 self.model.driver_errors.append(f"{self.user.user_id}: {traceback.format_exc()}")
         finally:
-            self.http.close()
-            self.storage.close()
+            self.close()
+
+    def close(self) -> None:
+        self.http.close()
+        self.storage.close()
 
     # -- actions: each returns False when the budget is spent (or when it has nothing to act on) --
 
