@@ -179,9 +179,14 @@ def test_a_cleanup_failing_past_its_retries_is_marked_failed_and_reconcile_finis
         check=False,
     )
     assert done.returncode == 0, (done.stdout, done.stderr)
-    assert "CleanupRestarted" in done.stdout, done.stdout
+    assert done.stdout.startswith("ReconcileFunction"), done.stdout
+    # The stack's own timer runs the reconciler every 60 s too, and once ran 0.2 s before this command:
+    # the restart is a conditional write, so exactly one of the two runs takes it and only that one
+    # reports CleanupRestarted (its count in the command's report: tests/unit/local/lambdas/
+    # test_local_schedules.py). What a person relies on is the outcome, whichever run it was.
 
-    # Then the restarted cleanup finishes: nothing of the KB is left in MemOS or the bucket
+    # Then the restarted cleanup finishes: nothing of the KB is left in MemOS or the bucket (a failed
+    # cleanup no reconcile restarts stays in the outbox for good)
     wait_for(lambda: outbox(local_stack, cleanup_id) is None, "the restarted cleanup finishing")
     assert memos_kb not in memos_state(local_stack)
     assert bucket_objects(local_stack, kb_id) == []
