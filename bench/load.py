@@ -26,8 +26,10 @@ status 1 on any violation or error. ``bench.load_soak`` (``make soak``) runs the
 judges the memory's trend.
 
 The pieces: ``bench.load_stack_handle`` (the subprocess's start, URLs and stop), ``bench.load_model``
-(settings, users, what succeeded), ``bench.load_worker`` (one user's thread), ``bench.load_checks`` (the
-comparisons after the run) and ``bench.load_report``; this module runs them and is the CLI.
+(settings, users, what succeeded), ``bench.load_worker`` (one user's thread), ``bench.load_probe`` (the
+scripted story every run tells beside the random users, so that the recall switch and a pending team
+invitation are put to the test however short the run), ``bench.load_checks`` (the comparisons after the
+run) and ``bench.load_report``; this module runs them and is the CLI.
 
     python -m bench.load [--duration 60] [--requests 5000] [--users 6] [--seed N]
 
