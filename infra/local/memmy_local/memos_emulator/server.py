@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import sqlite3
 import sys
 import tempfile
 import threading
@@ -151,6 +152,15 @@ class MemosEmulator:
             self._calls.clear()
         self.store.reset()
         self.processor.resume()
+
+    def checkpoint(self) -> sqlite3.Connection:
+        """What the emulator stores, copied (faults and call counts are not part of it)."""
+        return self.store.checkpoint()
+
+    def restore(self, checkpoint: sqlite3.Connection) -> None:
+        """Put back what ``checkpoint`` copied; files it held still processing are taken up again."""
+        self.store.restore(checkpoint)
+        self.processor.wake()
 
     def control(self, method: str, path: str, raw: bytes) -> tuple[int, Any]:
         """A test hook under ``/_emulator/`` (``raw``: its JSON body): the HTTP status and the answer."""

@@ -228,7 +228,8 @@ class EmulatorStore(ExcerptSearch):
     def _drop_excerpts(self, file_id: str) -> None:
         """The file's excerpts out of the index and the table (FTS has no cascade)."""
         self._db.execute(
-            "DELETE FROM excerpt_fts WHERE rowid IN (SELECT rowid FROM excerpts WHERE file_id = ?)", (file_id,)
+            "DELETE FROM excerpt_fts WHERE rowid IN (SELECT rowid FROM excerpts WHERE file_id = ?)",
+            (file_id,),
         )
         self._db.execute("DELETE FROM excerpts WHERE file_id = ?", (file_id,))
 
@@ -314,6 +315,18 @@ class EmulatorStore(ExcerptSearch):
         with self._lock, self._transaction():
             for table in ("excerpt_fts", "excerpts", "pending_content", "files", "kbs"):
                 self._db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
+
+    def checkpoint(self) -> sqlite3.Connection:
+        """A copy of everything stored (KBs, files, excerpts and their index, work pending), in memory."""
+        copy = sqlite3.connect(":memory:", check_same_thread=False)
+        with self._lock:
+            self._db.backup(copy)
+        return copy
+
+    def restore(self, checkpoint: sqlite3.Connection) -> None:
+        """Everything stored replaced by ``checkpoint``'s copy (SQLite's online backup, page by page)."""
+        with self._lock:
+            checkpoint.backup(self._db)
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
