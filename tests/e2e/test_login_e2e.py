@@ -138,18 +138,19 @@ def test_browser_sign_in_lasts_across_expiries_until_the_provider_revokes_it(sho
         assert (status["login"]["state"], status["login"]["user"]) == ("logged_in", user)
 
     # When the hook asks for three lifetimes of the access token, then it answers every time, with nobody
-    # signing in again.
+    # signing in again. (Until three lifetimes have passed and three refreshes been seen: a hook takes up to
+    # 2 s on a slow machine, so no count of answers in a fixed time holds there; the deadline is generous.)
     started = time.monotonic()
     answers = 0
     access_tokens = {saved_login(desktop)["access_token"]}
-    while time.monotonic() - started < RUN_SECONDS:
+    while time.monotonic() - started < RUN_SECONDS or len(access_tokens) < 4:
+        assert time.monotonic() - started < 6 * RUN_SECONDS, f"{len(access_tokens)} tokens, {answers} answers"
         done, _ = run_hook("claude-code", desktop.home)
         assert (done.returncode, done.stderr) == (0, b"")
         assert MARKER in block_of("claude-code", done.stdout), done.stdout[:300]
         answers += 1
         access_tokens.add(saved_login(desktop)["access_token"])
         time.sleep(1)
-    assert answers >= RUN_SECONDS // 2
     assert len(access_tokens) >= 4  # the first one and at least three refreshes
     # Every recall reached a function: the gateway's authorizer refused no token, expired or other.
     assert "POST /recall 200 " in short_stack.log()

@@ -11,7 +11,7 @@ its reason, and requests without the session, without the CSRF token or from a f
 from __future__ import annotations
 
 import json
-import random
+import secrets
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -51,7 +51,7 @@ def browser() -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def people(stage: Stage, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PageUser, PageUser, str]]:
     suffix = uuid.uuid4().hex[:8]
-    phone = f"139{random.randrange(10**8):08d}"
+    phone = f"139{secrets.randbelow(10**8):08d}"
     with ExitStack() as started:
         owner = start_user(
             stage,

@@ -27,6 +27,7 @@ from tests.support.page_browser import (
     new_page,
     start_user,
 )
+from tests.support.polling import wait_until
 from tests.support.stage import ApiTarget, Stage, StageUser
 
 pytestmark = pytest.mark.e2e
@@ -110,7 +111,12 @@ def test_the_owner_replaces_a_file_and_sees_its_versions_and_linked_folders(
 
     # When it was replaced elsewhere meanwhile (version 3), then the page's version 2 is stale, and says so
     replace_by_api(api, kb, str(file_id), "# 价目表\n三万元\n".encode())
-    page.wait_for_timeout(100)
+    # (once the service has recorded version 3; the page, not reloaded, still shows version 2)
+    wait_until(
+        lambda: api.get(f"/knowledge-bases/{kb}/files/{file_id}").json().get("version") == 3,
+        timeout=PROCESSING_MS / 1000,
+        message="the other client's replace recorded as version 3",
+    )
     pick(page, row, name, md(name, "# 价目表\n四万元\n"))
     expect(page.locator("#uploads li").last).to_contain_text(
         "The file changed meanwhile (it is now version 3)"

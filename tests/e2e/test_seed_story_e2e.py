@@ -9,7 +9,7 @@ The documents are `memmy-local up --demo`'s (memmy_local.demo).
 
 from __future__ import annotations
 
-import random
+import secrets
 import uuid
 from http import HTTPStatus
 
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.e2e
 def test_the_seed_story(stage: Stage) -> None:
     # Given a product manager and a salesperson with a phone number, both signed in
     suffix = uuid.uuid4().hex[:8]
-    phone_digits = f"139{random.randrange(10**8):08d}"
+    phone_digits = f"139{secrets.randbelow(10**8):08d}"
     product_manager = stage.user(f"pm-{suffix}", name="产品经理")
     salesperson = stage.user(f"sales-{suffix}", name="销售小王", phone=f"+86{phone_digits}")
     sales_id = salesperson.user_id

@@ -10,7 +10,7 @@ who joins only now reads both. Deleting the team ends everyone's access at once.
 
 from __future__ import annotations
 
-import random
+import secrets
 import uuid
 from http import HTTPStatus
 from typing import Any
@@ -67,7 +67,7 @@ def _reads_through_team(api: httpx.Client, query: str, fact: str) -> bool:
 def test_a_team_reads_what_is_shared_with_it_and_a_removal_counts_at_the_next_query(stage: Stage) -> None:
     # Given a manager and four colleagues with verified phones or emails
     suffix = uuid.uuid4().hex[:8]
-    phone_digits = f"139{random.randrange(10**8):08d}"
+    phone_digits = f"139{secrets.randbelow(10**8):08d}"
     manager_user = stage.user(f"pm-{suffix}", name="产品经理")
     by_phone = stage.user(f"sales-a-{suffix}", name="销售小王", phone=f"+86{phone_digits}")
     by_email = stage.user(f"sales-b-{suffix}", name="销售小李", email=f"li-{suffix}@example.com")
