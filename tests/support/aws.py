@@ -203,7 +203,7 @@ class _Stack:
 _NO_EXECUTIONS: Any = {"stepfunctions": {"execute_state_machine": False}, "lambda": {"use_docker": False}}
 
 
-def _physical(template: dict[str, Any], refs: dict[str, str], resource_type: str) -> list[str]:
+def physical_names(template: dict[str, Any], refs: dict[str, str], resource_type: str) -> list[str]:
     return [
         refs[logical_id]
         for logical_id, resource in template["Resources"].items()
@@ -254,17 +254,25 @@ def _moto_stack(_memos_emulator_server: MemosEmulator) -> Iterator[_Stack]:
                     key["AttributeName"]
                     for key in clients["dynamodb"].describe_table(TableName=table)["Table"]["KeySchema"]
                 ]
-                for table in _physical(template, refs, "AWS::DynamoDB::Table")
+                for table in physical_names(template, refs, "AWS::DynamoDB::Table")
             }
             yield _Stack(
                 template=template,
                 refs=refs,
                 environment=environment,
                 tables=tables,
-                buckets=_physical(template, refs, "AWS::S3::Bucket"),
-                queues=_physical(template, refs, "AWS::SQS::Queue"),
+                buckets=physical_names(template, refs, "AWS::S3::Bucket"),
+                queues=physical_names(template, refs, "AWS::SQS::Queue"),
                 clients=clients,
             )
+
+
+def write_batches(dynamodb: Any, table: str, requests: list[dict[str, Any]]) -> None:
+    """``requests`` (puts or deletes) in batches of 25, each batch's unprocessed ones sent again."""
+    for start in range(0, len(requests), 25):
+        batch = requests[start : start + 25]
+        while batch:
+            batch = dynamodb.batch_write_item(RequestItems={table: batch})["UnprocessedItems"].get(table, [])
 
 
 def _reset_stack(stack: _Stack) -> None:
@@ -281,11 +289,7 @@ def _reset_stack(stack: _Stack) -> None:
             TableName=table, ProjectionExpression=", ".join(names), ExpressionAttributeNames=names
         ):
             keys.extend(page["Items"])
-        for start in range(0, len(keys), 25):
-            requests = [{"DeleteRequest": {"Key": key}} for key in keys[start : start + 25]]
-            while requests:
-                unprocessed = dynamodb.batch_write_item(RequestItems={table: requests})["UnprocessedItems"]
-                requests = unprocessed.get(table, [])
+        write_batches(dynamodb, table, [{"DeleteRequest": {"Key": key}} for key in keys])
 
     for bucket in stack.buckets:
         # Not versioned locally (provision ignores VersioningConfiguration): keys are enough.

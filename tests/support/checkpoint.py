@@ -16,7 +16,7 @@ from typing import Any
 
 import boto3
 
-from tests.support.aws import Service
+from tests.support.aws import Service, physical_names, write_batches
 
 
 @dataclass
@@ -26,22 +26,14 @@ class Checkpoint:
     memos: sqlite3.Connection | None = None
 
 
-def physical_names(service: Service, resource_type: str) -> list[str]:
-    return [
-        service.refs[name]
-        for name, resource in service.template["Resources"].items()
-        if resource["Type"] == resource_type and name in service.refs
-    ]
-
-
 def take(service: Service) -> Checkpoint:
     dynamodb: Any = boto3.client("dynamodb", region_name="us-east-1")
     s3 = boto3.client("s3", region_name="us-east-1")
     saved = Checkpoint(memos=service.memos.emulator.checkpoint())
-    for table in physical_names(service, "AWS::DynamoDB::Table"):
+    for table in physical_names(service.template, service.refs, "AWS::DynamoDB::Table"):
         pages = dynamodb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True)
         saved.items[table] = [item for page in pages for item in page["Items"]]
-    for bucket in physical_names(service, "AWS::S3::Bucket"):
+    for bucket in physical_names(service.template, service.refs, "AWS::S3::Bucket"):
         saved.objects[bucket] = []
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
             for listed in page.get("Contents", []):
@@ -57,11 +49,7 @@ def put_back(service: Service, saved: Checkpoint) -> None:
     dynamodb: Any = boto3.client("dynamodb", region_name="us-east-1")
     s3 = boto3.client("s3", region_name="us-east-1")
     for table, items in saved.items.items():
-        for start in range(0, len(items), 25):
-            requests = [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
-            while requests:
-                unprocessed = dynamodb.batch_write_item(RequestItems={table: requests})["UnprocessedItems"]
-                requests = unprocessed.get(table, [])
+        write_batches(dynamodb, table, [{"PutRequest": {"Item": item}} for item in items])
     for bucket, objects in saved.objects.items():
         for key, body, content_type, metadata in objects:
             s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType=content_type, Metadata=metadata)

@@ -1,11 +1,12 @@
-"""The MemOS emulator's API called over raw HTTP, for its wire tests: ``api`` (a test's fixture) posts a
-body to an endpoint; ``ok`` reads a success envelope's ``data``, ``code_of`` any envelope's code; the
+"""The MemOS emulator's API called over raw HTTP, for its wire tests: ``api`` (a test's fixture, on
+``api_client``) posts a body to an endpoint; ``ok`` reads a success envelope's ``data``, ``code_of`` any envelope's code; the
 others create a KB, add a Markdown file, wait for files to finish and search."""
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http import HTTPStatus
 from typing import Any
 
@@ -15,6 +16,13 @@ from tests.support.polling import wait_until
 
 Api = Callable[..., httpx.Response]
 """``api(endpoint, body, **httpx_options)``: the response to a POST of ``body`` as JSON."""
+
+
+@contextmanager
+def api_client(base_url: str, api_key: str) -> Iterator[Api]:
+    """``Api`` on the emulator at ``base_url`` with the project key ``api_key``; its connection closed after."""
+    with httpx.Client(base_url=base_url, headers={"Authorization": f"Token {api_key}"}, timeout=30) as client:
+        yield lambda endpoint, body, **kwargs: client.post(endpoint, json=body, **kwargs)
 
 
 def data_url(data: bytes, mime: str = "text/markdown") -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import time
 from http import HTTPStatus
-from typing import Any
 
 import httpx
 import pytest
@@ -13,22 +12,14 @@ import pytest
 from memmy_local.memos_emulator.config import EmulatorConfig
 from memmy_local.memos_emulator.server import MemosEmulator
 from tests.support import docgen
-from tests.support.emulator_api import add_md, code_of, create_kb, data_url, ok, search, wait_done
+from tests.support.emulator_api import add_md, api_client, code_of, create_kb, data_url, ok, search, wait_done
 
 pytestmark = pytest.mark.usefixtures("memos_emulator")
 
 
 @pytest.fixture
 def api(memos_emulator):
-    with httpx.Client(
-        base_url=memos_emulator.base_url,
-        headers={"Authorization": f"Token {memos_emulator.api_key}"},
-        timeout=30,
-    ) as client:
-
-        def call(endpoint: str, body: Any, **kwargs: Any) -> httpx.Response:
-            return client.post(endpoint, json=body, **kwargs)
-
+    with api_client(memos_emulator.base_url, memos_emulator.api_key) as call:
         yield call
 
 

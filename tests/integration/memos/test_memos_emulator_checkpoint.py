@@ -8,23 +8,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
-import httpx
 import pytest
 
 from tests.support import checkpoint, seed
-from tests.support.aws import _reset_stack
-from tests.support.emulator_api import add_md, create_kb, search, wait_done
+from tests.support.aws import _reset_stack, physical_names
+from tests.support.emulator_api import Api, add_md, api_client, create_kb, search, wait_done
 from tests.support.uploads import create_kb as create_memmy_kb
 
 
 @pytest.fixture
-def api(memos_emulator: Any) -> Iterator[Any]:
-    with httpx.Client(
-        base_url=memos_emulator.base_url,
-        headers={"Authorization": f"Token {memos_emulator.api_key}"},
-        timeout=30,
-    ) as http:
-        yield lambda endpoint, body: http.post(endpoint, json=body)
+def api(memos_emulator: Any) -> Iterator[Api]:
+    with api_client(memos_emulator.base_url, memos_emulator.api_key) as call:
+        yield call
 
 
 def test_a_restored_emulator_holds_what_it_held_and_processes_what_was_pending(api, memos_emulator):
@@ -49,7 +44,7 @@ def test_a_restored_emulator_holds_what_it_held_and_processes_what_was_pending(a
 
 def _items(service: Any) -> list[list[tuple[str, str]]]:
     dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-    tables = checkpoint.physical_names(service, "AWS::DynamoDB::Table")
+    tables = physical_names(service.template, service.refs, "AWS::DynamoDB::Table")
     return [
         sorted((item["PK"]["S"], item["SK"]["S"]) for item in dynamodb.scan(TableName=table)["Items"])
         for table in tables

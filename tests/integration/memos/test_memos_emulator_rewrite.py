@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
 
-import httpx
 import pytest
 
 from memmy_local.cli import build_parser
@@ -17,7 +16,7 @@ from memmy_local.memos_emulator.rewrite import rewrite
 from memmy_local.memos_emulator.server import MemosEmulator
 from memmy_local.stack_config import StackConfig
 from memmy_local.stack_parts import start_emulator
-from tests.support.emulator_api import add_md, create_kb, search, wait_done
+from tests.support.emulator_api import add_md, api_client, create_kb, search, wait_done
 
 KEY = "rewrite-key"
 HANDBOOK = (
@@ -26,11 +25,6 @@ HANDBOOK = (
     " against the original invoice. Meals abroad are covered up to the daily allowance of the city.\n"
     "A trip longer than two weeks needs the approval of the head of department before booking.\n"
 )
-
-
-def api_of(emulator: MemosEmulator) -> Iterator[Any]:
-    with httpx.Client(base_url=emulator.base_url, headers={"Authorization": f"Token {KEY}"}, timeout=30) as client:
-        yield lambda endpoint, body, **kwargs: client.post(endpoint, json=body, **kwargs)
 
 
 @pytest.fixture(params=[False, True], ids=["verbatim", "rewrite"])
@@ -42,7 +36,8 @@ def emulator(request: pytest.FixtureRequest) -> Iterator[MemosEmulator]:
 
 @pytest.fixture
 def api(emulator: MemosEmulator) -> Iterator[Any]:
-    yield from api_of(emulator)
+    with api_client(emulator.base_url, KEY) as call:
+        yield call
 
 
 def test_a_search_answers_the_memory_rewritten_in_that_mode_and_verbatim_otherwise(emulator, api):
@@ -66,12 +61,11 @@ def test_a_search_answers_the_memory_rewritten_in_that_mode_and_verbatim_otherwi
 def test_a_hit_names_its_file_in_file_id_mode_only() -> None:
     for asked in (False, True):
         config = EmulatorConfig(port=0, api_keys={KEY: "memmy"}, processing_delay=0, hit_file_ids=asked)
-        with MemosEmulator(config) as emulator:
-            for api in api_of(emulator):
-                kb_id = create_kb(api)
-                file_id = add_md(api, kb_id, "handbook.md", HANDBOOK)
-                wait_done(api, [file_id])
-                (hit,) = search(api, [kb_id], "How many days to submit hotel receipts?")
+        with MemosEmulator(config) as emulator, api_client(emulator.base_url, KEY) as api:
+            kb_id = create_kb(api)
+            file_id = add_md(api, kb_id, "handbook.md", HANDBOOK)
+            wait_done(api, [file_id])
+            (hit,) = search(api, [kb_id], "How many days to submit hotel receipts?")
         assert hit.get("metadata") == ({"file_ids": [file_id]} if asked else None)
 
 
